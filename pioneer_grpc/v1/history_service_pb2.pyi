@@ -1,0 +1,132 @@
+from google.protobuf import field_mask_pb2 as _field_mask_pb2
+from pioneer_grpc.v1 import chat_pb2 as _chat_pb2
+from pioneer_grpc.v1 import history_pb2 as _history_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class CreateThreadRequest(_message.Message):
+    __slots__ = ("thread_id", "config")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    config: _history_pb2.ThreadConfig
+    def __init__(self, thread_id: _Optional[str] = ..., config: _Optional[_Union[_history_pb2.ThreadConfig, _Mapping]] = ...) -> None: ...
+
+class CreateThreadResponse(_message.Message):
+    __slots__ = ("thread",)
+    THREAD_FIELD_NUMBER: _ClassVar[int]
+    thread: _history_pb2.Thread
+    def __init__(self, thread: _Optional[_Union[_history_pb2.Thread, _Mapping]] = ...) -> None: ...
+
+class GetThreadRequest(_message.Message):
+    __slots__ = ("thread_id",)
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    def __init__(self, thread_id: _Optional[str] = ...) -> None: ...
+
+class GetThreadResponse(_message.Message):
+    __slots__ = ("thread",)
+    THREAD_FIELD_NUMBER: _ClassVar[int]
+    thread: _history_pb2.Thread
+    def __init__(self, thread: _Optional[_Union[_history_pb2.Thread, _Mapping]] = ...) -> None: ...
+
+class UpdateThreadRequest(_message.Message):
+    __slots__ = ("thread_id", "config", "update_mask")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    config: _history_pb2.ThreadConfig
+    update_mask: _field_mask_pb2.FieldMask
+    def __init__(self, thread_id: _Optional[str] = ..., config: _Optional[_Union[_history_pb2.ThreadConfig, _Mapping]] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
+
+class UpdateThreadResponse(_message.Message):
+    __slots__ = ("thread",)
+    THREAD_FIELD_NUMBER: _ClassVar[int]
+    thread: _history_pb2.Thread
+    def __init__(self, thread: _Optional[_Union[_history_pb2.Thread, _Mapping]] = ...) -> None: ...
+
+class AppendEntriesRequest(_message.Message):
+    __slots__ = ("thread_id", "entries")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    entries: _containers.RepeatedCompositeFieldContainer[_history_pb2.ConversationEntry]
+    def __init__(self, thread_id: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[_history_pb2.ConversationEntry, _Mapping]]] = ...) -> None: ...
+
+class AppendEntriesResponse(_message.Message):
+    __slots__ = ("entries", "created_count", "existing_count")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    CREATED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    EXISTING_COUNT_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[_history_pb2.ConversationEntry]
+    created_count: int
+    existing_count: int
+    def __init__(self, entries: _Optional[_Iterable[_Union[_history_pb2.ConversationEntry, _Mapping]]] = ..., created_count: _Optional[int] = ..., existing_count: _Optional[int] = ...) -> None: ...
+
+class CompleteTurnRequest(_message.Message):
+    __slots__ = ("thread_id", "turn_id")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    turn_id: str
+    def __init__(self, thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ...) -> None: ...
+
+class CompleteTurnResponse(_message.Message):
+    __slots__ = ("completed_entry_count",)
+    COMPLETED_ENTRY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    completed_entry_count: int
+    def __init__(self, completed_entry_count: _Optional[int] = ...) -> None: ...
+
+class LoadConversationHistoryRequest(_message.Message):
+    __slots__ = ("thread_id", "exclude_turn_id", "dry_run")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    exclude_turn_id: str
+    dry_run: bool
+    def __init__(self, thread_id: _Optional[str] = ..., exclude_turn_id: _Optional[str] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+
+class LoadConversationHistoryResponse(_message.Message):
+    __slots__ = ("messages", "report")
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    REPORT_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[_chat_pb2.ChatMessage]
+    report: _history_pb2.HistoryDecisionReport
+    def __init__(self, messages: _Optional[_Iterable[_Union[_chat_pb2.ChatMessage, _Mapping]]] = ..., report: _Optional[_Union[_history_pb2.HistoryDecisionReport, _Mapping]] = ...) -> None: ...
+
+class GetThreadSummaryRequest(_message.Message):
+    __slots__ = ("thread_id",)
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    def __init__(self, thread_id: _Optional[str] = ...) -> None: ...
+
+class GetThreadSummaryResponse(_message.Message):
+    __slots__ = ("summary",)
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    summary: _history_pb2.ThreadSummary
+    def __init__(self, summary: _Optional[_Union[_history_pb2.ThreadSummary, _Mapping]] = ...) -> None: ...
+
+class CountTokensRequest(_message.Message):
+    __slots__ = ("texts", "messages")
+    TEXTS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    texts: _containers.RepeatedScalarFieldContainer[str]
+    messages: _containers.RepeatedCompositeFieldContainer[_chat_pb2.ChatMessage]
+    def __init__(self, texts: _Optional[_Iterable[str]] = ..., messages: _Optional[_Iterable[_Union[_chat_pb2.ChatMessage, _Mapping]]] = ...) -> None: ...
+
+class CountTokensResponse(_message.Message):
+    __slots__ = ("token_counts", "total_tokens", "tokenizer")
+    TOKEN_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TOKENIZER_FIELD_NUMBER: _ClassVar[int]
+    token_counts: _containers.RepeatedScalarFieldContainer[int]
+    total_tokens: int
+    tokenizer: str
+    def __init__(self, token_counts: _Optional[_Iterable[int]] = ..., total_tokens: _Optional[int] = ..., tokenizer: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,49 @@
+from pioneer_grpc.v1 import chat_pb2 as _chat_pb2
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Provider(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PROVIDER_UNSPECIFIED: _ClassVar[Provider]
+    PROVIDER_OPENAI_CHAT_COMPLETIONS: _ClassVar[Provider]
+    PROVIDER_OPENAI_RESPONSES: _ClassVar[Provider]
+    PROVIDER_ANTHROPIC_MESSAGES: _ClassVar[Provider]
+    PROVIDER_GEMINI_GENERATE_CONTENT: _ClassVar[Provider]
+PROVIDER_UNSPECIFIED: Provider
+PROVIDER_OPENAI_CHAT_COMPLETIONS: Provider
+PROVIDER_OPENAI_RESPONSES: Provider
+PROVIDER_ANTHROPIC_MESSAGES: Provider
+PROVIDER_GEMINI_GENERATE_CONTENT: Provider
+
+class RenderOptions(_message.Message):
+    __slots__ = ("anthropic_min_cache_chars", "cache_key_prefix")
+    ANTHROPIC_MIN_CACHE_CHARS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_KEY_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    anthropic_min_cache_chars: int
+    cache_key_prefix: str
+    def __init__(self, anthropic_min_cache_chars: _Optional[int] = ..., cache_key_prefix: _Optional[str] = ...) -> None: ...
+
+class RenderChatRequestRequest(_message.Message):
+    __slots__ = ("provider", "chat_request", "options")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    CHAT_REQUEST_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    provider: Provider
+    chat_request: _chat_pb2.ChatRequest
+    options: RenderOptions
+    def __init__(self, provider: _Optional[_Union[Provider, str]] = ..., chat_request: _Optional[_Union[_chat_pb2.ChatRequest, _Mapping]] = ..., options: _Optional[_Union[RenderOptions, _Mapping]] = ...) -> None: ...
+
+class RenderChatRequestResponse(_message.Message):
+    __slots__ = ("body_json", "path", "cache_breakpoints")
+    BODY_JSON_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    CACHE_BREAKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    body_json: str
+    path: str
+    cache_breakpoints: int
+    def __init__(self, body_json: _Optional[str] = ..., path: _Optional[str] = ..., cache_breakpoints: _Optional[int] = ...) -> None: ...
