@@ -1,0 +1,1 @@
+"""Prompt compiler (pure core: no grpc, no database)."""
