@@ -1,0 +1,70 @@
+# pioneer-grpc. Every target installs what it needs; `make run` and `make test`
+# are the two commands a fresh machine needs.
+SHELL := /bin/bash
+ROOT := $(CURDIR)
+VENV := $(ROOT)/.venv
+PY := $(VENV)/bin/python
+BUF := $(VENV)/bin/buf
+TOOLS_BIN := $(ROOT)/.tools/bin
+STAMP := $(VENV)/.installed-stamp
+CONTRACT_IMAGE := protos/contract-image.binpb
+export PATH := $(TOOLS_BIN):$(VENV)/bin:/usr/local/go/bin:$(HOME)/.cargo/bin:$(PATH)
+
+.PHONY: help venv run test test-python test-contract proto proto-check proto-check-python \
+        contract-image lint bench pg-start pg-stop clean
+
+help:
+	@echo "make run    start the server (SQLite under ~/.pioneer, 127.0.0.1:50051)"
+	@echo "make test   every test: lint, buf, stubs, Python (SQLite+PostgreSQL), Go and Rust contract tests"
+	@echo "make proto  regenerate Python, Go and Rust stubs from protos/"
+	@echo "make lint   ruff, mypy, buf lint, buf breaking"
+	@echo "make bench  throughput and latency ratios against an echo RPC"
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+venv: $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/pioneer-grpc serve
+
+proto: $(STAMP) go-proto rust-proto
+	$(PY) scripts/gen_python_stubs.py
+
+proto-check-python: $(STAMP)
+	@tmp=$$(mktemp -d); $(PY) scripts/gen_python_stubs.py --out $$tmp; \
+	if diff -r -x __pycache__ -x __init__.py $$tmp pioneer_grpc/v1; then rm -rf $$tmp; \
+	else rm -rf $$tmp; echo "committed Python stubs differ from protos/: run 'make proto'"; exit 1; fi
+
+proto-check: proto-check-python go-proto-check rust-proto-check
+
+# A deliberate contract break regenerates the image in the same commit.
+contract-image: $(STAMP)
+	$(BUF) build -o $(CONTRACT_IMAGE)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check pioneer_grpc tests scripts
+	$(VENV)/bin/mypy pioneer_grpc
+	$(BUF) lint
+	$(BUF) breaking --against $(CONTRACT_IMAGE)
+
+test: $(STAMP)
+	bash scripts/test_all.sh
+
+test-python: $(STAMP)
+	$(VENV)/bin/pytest -q
+
+test-contract: $(STAMP)
+	bash scripts/with_server.sh $(MAKE) --no-print-directory go-test rust-test
+
+bench: $(STAMP) go-load
+	$(PY) scripts/bench.py
+
+clean:
+	rm -rf $(VENV) .tools clients/rust/target .pg
+
+-include clients/go/go.mk
+-include clients/rust/rust.mk

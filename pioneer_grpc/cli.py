@@ -1,0 +1,83 @@
+"""The `pioneer-grpc` command: serve, and local tools for debugging a turn."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from pioneer_grpc import __version__
+from pioneer_grpc.server.config import ConfigError, load_config
+
+
+def _add_serve(subparsers: argparse._SubParsersAction) -> None:
+    serve = subparsers.add_parser("serve", help="run the gRPC server")
+    serve.add_argument("--config", type=Path, help="TOML file (also PIONEER_CONFIG)")
+    serve.add_argument("--listen", help="HOST:PORT (default 127.0.0.1:50051)")
+    serve.add_argument("--home", help="runtime home (default ~/.pioneer)")
+    serve.add_argument("--extra-home", dest="extra_homes", action="append",
+                       help="another runtime home a workspace_root may lie in (repeatable)")
+    serve.add_argument("--database-url", help="default: SQLite file under the runtime home")
+    serve.add_argument("--max-message-bytes", type=int)
+    serve.add_argument("--token", help="require 'authorization: Bearer TOKEN' on every RPC but health")
+    serve.add_argument("--tls-cert", help="PEM certificate chain")
+    serve.add_argument("--tls-key", help="PEM private key")
+    serve.add_argument("--grace-seconds", type=float, help="graceful stop period (default 5)")
+    serve.add_argument("--heartbeat-seconds", type=float, help="manifest stream heartbeat (default 15)")
+    serve.add_argument("--summarizer", help="extractive (default) or openai")
+    serve.add_argument("--summarizer-base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    serve.add_argument("--summarizer-api-key-env", help="environment variable holding the API key")
+    serve.add_argument("--log-level")
+    serve.set_defaults(func=_serve)
+
+
+async def _run_until_signal(config_flags: dict[str, object], config_file: Path | None) -> int:
+    from pioneer_grpc.server.app import start_server
+
+    config = load_config(config_flags, config_file=config_file)
+    running = await start_server(config)
+    print(f"pioneer-grpc {__version__} serving on {running.address}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    logging.getLogger(__name__).info("stopping: draining for up to %ss", config.grace_seconds)
+    await running.stop()
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    flags = {k: v for k, v in vars(args).items() if k not in ("func", "command", "config")}
+    try:
+        level = load_config(flags, config_file=args.config).log_level
+    except ConfigError as exc:
+        print(f"pioneer-grpc: configuration error: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return asyncio.run(_run_until_signal(flags, args.config))
+    except OSError as exc:
+        print(f"pioneer-grpc: cannot start: {exc}", file=sys.stderr)
+        return 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pioneer-grpc", description=__doc__)
+    parser.add_argument("--version", action="version", version=__version__)
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    _add_serve(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The gRPC edge: thin servicers, interceptors, configuration and wiring."""

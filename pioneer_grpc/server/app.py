@@ -1,0 +1,152 @@
+"""Wiring: build the context, register every servicer, health and reflection, serve.
+
+This is the one place that knows which implementation serves which service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from pioneer_grpc.compiler.seed import ensure_bootstrap_files
+from pioneer_grpc.server.config import Config
+from pioneer_grpc.server.context import ServerContext
+from pioneer_grpc.server.interceptors import AuthInterceptor, ErrorInterceptor
+from pioneer_grpc.server.servicers.echo import EchoServicer
+from pioneer_grpc.store.engine import create_engine, session_factory
+from pioneer_grpc.store.migrate import migrate
+from pioneer_grpc.v1 import (
+    echo_service_pb2,
+    echo_service_pb2_grpc,
+    history_service_pb2,
+    history_service_pb2_grpc,
+    manifest_service_pb2,
+    manifest_service_pb2_grpc,
+    prompt_compiler_service_pb2,
+    prompt_compiler_service_pb2_grpc,
+    provider_service_pb2,
+    provider_service_pb2_grpc,
+    turn_service_pb2,
+    turn_service_pb2_grpc,
+)
+
+log = logging.getLogger(__name__)
+
+# (full service name, add-to-server function, servicer factory). A service
+# whose factory is its generated base class answers UNIMPLEMENTED.
+SERVICES: list[tuple[str, Callable[[Any, grpc.aio.Server], None], Callable[[ServerContext], Any]]] = [
+    (
+        prompt_compiler_service_pb2.DESCRIPTOR.services_by_name["PromptCompilerService"].full_name,
+        prompt_compiler_service_pb2_grpc.add_PromptCompilerServiceServicer_to_server,
+        lambda ctx: prompt_compiler_service_pb2_grpc.PromptCompilerServiceServicer(),
+    ),
+    (
+        history_service_pb2.DESCRIPTOR.services_by_name["HistoryService"].full_name,
+        history_service_pb2_grpc.add_HistoryServiceServicer_to_server,
+        lambda ctx: history_service_pb2_grpc.HistoryServiceServicer(),
+    ),
+    (
+        manifest_service_pb2.DESCRIPTOR.services_by_name["ManifestService"].full_name,
+        manifest_service_pb2_grpc.add_ManifestServiceServicer_to_server,
+        lambda ctx: manifest_service_pb2_grpc.ManifestServiceServicer(),
+    ),
+    (
+        provider_service_pb2.DESCRIPTOR.services_by_name["ProviderService"].full_name,
+        provider_service_pb2_grpc.add_ProviderServiceServicer_to_server,
+        lambda ctx: provider_service_pb2_grpc.ProviderServiceServicer(),
+    ),
+    (
+        turn_service_pb2.DESCRIPTOR.services_by_name["TurnService"].full_name,
+        turn_service_pb2_grpc.add_TurnServiceServicer_to_server,
+        lambda ctx: turn_service_pb2_grpc.TurnServiceServicer(),
+    ),
+    (
+        echo_service_pb2.DESCRIPTOR.services_by_name["EchoService"].full_name,
+        echo_service_pb2_grpc.add_EchoServiceServicer_to_server,
+        lambda ctx: EchoServicer(),
+    ),
+]
+SERVICE_NAMES = [name for name, _, _ in SERVICES]
+
+
+@dataclass
+class RunningServer:
+    server: grpc.aio.Server
+    ctx: ServerContext
+    health: health.aio.HealthServicer
+    port: int
+
+    @property
+    def address(self) -> str:
+        host = self.ctx.config.listen.rpartition(":")[0]
+        return f"{host}:{self.port}"
+
+    async def stop(self, grace: float | None = None) -> None:
+        """NOT_SERVING first, so load balancers drain; then stop, then release resources."""
+        await self.health.enter_graceful_shutdown()
+        grace = self.ctx.config.grace_seconds if grace is None else grace
+        await self.server.stop(grace)
+        for hook in reversed(self.ctx.on_shutdown):
+            await hook()
+        await self.ctx.engine.dispose()
+
+
+def _credentials(config: Config) -> grpc.ServerCredentials | None:
+    if config.tls_cert is None or config.tls_key is None:
+        return None
+    return grpc.ssl_server_credentials([(config.tls_key.read_bytes(), config.tls_cert.read_bytes())])
+
+
+async def build_context(config: Config) -> ServerContext:
+    await asyncio.to_thread(config.home.mkdir, parents=True, exist_ok=True)
+    created = await asyncio.to_thread(ensure_bootstrap_files, config.home)
+    for name, path, was_created in created:
+        if was_created:
+            log.info("seeded %s at %s", name, path)
+    engine = create_engine(config.effective_database_url)
+    await migrate(engine)
+    return ServerContext(config=config, engine=engine, sessions=session_factory(engine))
+
+
+async def start_server(config: Config) -> RunningServer:
+    ctx = await build_context(config)
+    interceptors: list[grpc.aio.ServerInterceptor] = []
+    if config.token:
+        interceptors.append(AuthInterceptor(config.token))
+    interceptors.append(ErrorInterceptor())
+    server = grpc.aio.server(
+        interceptors=interceptors,
+        options=[
+            ("grpc.max_receive_message_length", config.max_message_bytes),
+            ("grpc.max_send_message_length", config.max_message_bytes),
+            ("grpc.so_reuseport", 0),
+        ],
+    )
+    for _, add, factory in SERVICES:
+        add(factory(ctx), server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        [*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME],
+        server,
+    )
+    credentials = _credentials(config)
+    if credentials is None:
+        port = server.add_insecure_port(config.listen)
+    else:
+        port = server.add_secure_port(config.listen, credentials)
+    if port == 0:
+        raise OSError(f"cannot listen on {config.listen}")
+    await server.start()
+    for name in ["", *SERVICE_NAMES]:
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    running = RunningServer(server=server, ctx=ctx, health=health_servicer, port=port)
+    log.info("pioneer-grpc serving on %s (home %s)", running.address, config.home)
+    return running

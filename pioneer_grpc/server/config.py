@@ -1,0 +1,175 @@
+"""Server configuration from flags, environment and an optional TOML file.
+
+Precedence: flags > environment (PIONEER_*) > TOML file (--config / PIONEER_CONFIG)
+> defaults. Every value is validated here, so a bad value fails start with a
+message that names the setting and where it came from.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from pioneer_grpc.store.engine import default_database_url, is_postgres, is_sqlite
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Config:
+    listen: str = "127.0.0.1:50051"
+    home: Path = field(default_factory=lambda: Path.home() / ".pioneer")
+    # Extra runtime homes a compile's workspace_root may resolve into (besides `home`).
+    extra_homes: tuple[Path, ...] = ()
+    database_url: str = ""
+    max_message_bytes: int = 16 * 1024 * 1024
+    token: str = ""
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    grace_seconds: float = 5.0
+    heartbeat_seconds: float = 15.0
+    # Per-observer queue of manifest events before the observer is ended.
+    watch_queue_size: int = 1024
+    summarizer: str = "extractive"
+    summarizer_base_url: str = ""
+    summarizer_api_key_env: str = "OPENAI_API_KEY"
+    summarizer_timeout_seconds: float = 60.0
+    summarizer_retries: int = 2
+    log_level: str = "INFO"
+
+    @property
+    def homes(self) -> list[Path]:
+        return [self.home, *self.extra_homes]
+
+    @property
+    def effective_database_url(self) -> str:
+        return self.database_url or default_database_url(self.home)
+
+
+def _positive_int(raw: Any) -> int:
+    value = int(raw)
+    if value <= 0:
+        raise ValueError("must be a positive integer")
+    return value
+
+
+def _non_negative_float(raw: Any) -> float:
+    value = float(raw)
+    if value < 0:
+        raise ValueError("must not be negative")
+    return value
+
+
+def _path(raw: Any) -> Path:
+    return Path(os.path.expanduser(str(raw)))
+
+
+def _paths(raw: Any) -> tuple[Path, ...]:
+    items = raw if isinstance(raw, list) else [p for p in str(raw).split(os.pathsep) if p]
+    return tuple(_path(p) for p in items)
+
+
+def _listen(raw: Any) -> str:
+    value = str(raw)
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError("must be HOST:PORT, e.g. 127.0.0.1:50051")
+    return value
+
+
+def _database_url(raw: Any) -> str:
+    value = str(raw)
+    if value and not (is_sqlite(value) or is_postgres(value)):
+        raise ValueError("must start with sqlite+aiosqlite:/// or postgresql+asyncpg://")
+    return value
+
+
+def _choice(*options: str) -> Callable[[Any], str]:
+    def parse(raw: Any) -> str:
+        value = str(raw)
+        if value not in options:
+            raise ValueError(f"must be one of {', '.join(options)}")
+        return value
+
+    return parse
+
+
+PARSERS: dict[str, Callable[[Any], Any]] = {
+    "listen": _listen,
+    "home": _path,
+    "extra_homes": _paths,
+    "database_url": _database_url,
+    "max_message_bytes": _positive_int,
+    "token": str,
+    "tls_cert": _path,
+    "tls_key": _path,
+    "grace_seconds": _non_negative_float,
+    "heartbeat_seconds": _non_negative_float,
+    "watch_queue_size": _positive_int,
+    "summarizer": _choice("extractive", "openai"),
+    "summarizer_base_url": str,
+    "summarizer_api_key_env": str,
+    "summarizer_timeout_seconds": _non_negative_float,
+    "summarizer_retries": lambda raw: int(_non_negative_float(raw)),
+    "log_level": _choice("DEBUG", "INFO", "WARNING", "ERROR"),
+}
+FIELD_NAMES = [f.name for f in fields(Config)]
+
+
+def env_name(name: str) -> str:
+    return "PIONEER_" + name.upper()
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path}: not valid TOML: {exc}") from exc
+    unknown = sorted(set(data) - set(FIELD_NAMES))
+    if unknown:
+        raise ConfigError(f"config file {path}: unknown setting(s) {', '.join(unknown)}")
+    return data
+
+
+def load_config(
+    flags: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    config_file: Path | None = None,
+) -> Config:
+    """Merge the four layers; `flags` holds only the flags the user gave."""
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    environ = os.environ if environ is None else environ
+    if config_file is None and environ.get("PIONEER_CONFIG"):
+        config_file = Path(environ["PIONEER_CONFIG"])
+    layers: list[tuple[str, Mapping[str, Any]]] = [
+        ("flag --{}", flags),
+        ("environment {env}", {n: environ[env_name(n)] for n in FIELD_NAMES if env_name(n) in environ}),
+    ]
+    if config_file is not None:
+        layers.append((f"config file {config_file}: {{}}", _read_toml(config_file)))
+    values: dict[str, Any] = {}
+    for name in FIELD_NAMES:
+        for where, layer in layers:
+            if name in layer:
+                try:
+                    values[name] = PARSERS[name](layer[name])
+                except (TypeError, ValueError) as exc:
+                    origin = where.format(name.replace("_", "-"), env=env_name(name))
+                    raise ConfigError(f"{origin}: invalid value {layer[name]!r}: {exc}") from exc
+                break
+    config = Config(**values)
+    if (config.tls_cert is None) != (config.tls_key is None):
+        raise ConfigError("TLS needs both --tls-cert and --tls-key")
+    for tls_file in (config.tls_cert, config.tls_key):
+        if tls_file is not None and not tls_file.is_file():
+            raise ConfigError(f"TLS file {tls_file} does not exist")
+    return config

@@ -1,0 +1,50 @@
+"""The one place where domain errors become canonical gRPC statuses."""
+
+from __future__ import annotations
+
+import logging
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from pioneer_grpc import errors
+
+log = logging.getLogger(__name__)
+
+CODES: dict[type[errors.PioneerError], int] = {
+    errors.InvalidArgument: code_pb2.INVALID_ARGUMENT,
+    errors.NotFound: code_pb2.NOT_FOUND,
+    errors.AlreadyExists: code_pb2.ALREADY_EXISTS,
+    errors.PermissionDenied: code_pb2.PERMISSION_DENIED,
+    errors.FailedPrecondition: code_pb2.FAILED_PRECONDITION,
+    errors.ResourceExhausted: code_pb2.RESOURCE_EXHAUSTED,
+    errors.Unavailable: code_pb2.UNAVAILABLE,
+}
+
+
+def to_status(exc: errors.PioneerError) -> grpc.Status:
+    code = next((c for t, c in CODES.items() if isinstance(exc, t)), code_pb2.INTERNAL)
+    status = status_pb2.Status(code=code, message=exc.message)
+    if isinstance(exc, errors.InvalidArgument) and exc.violations:
+        detail = any_pb2.Any()
+        detail.Pack(
+            error_details_pb2.BadRequest(
+                field_violations=[
+                    error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
+                    for v in exc.violations
+                ]
+            )
+        )
+        status.details.append(detail)
+    return rpc_status.to_status(status)
+
+
+def internal_status(method: str, exc: BaseException) -> grpc.Status:
+    log.exception("unexpected error in %s", method, exc_info=exc)
+    status = status_pb2.Status(
+        code=code_pb2.INTERNAL,
+        message=f"internal error in {method}: {type(exc).__name__}; the server log has the details",
+    )
+    return rpc_status.to_status(status)

@@ -1,0 +1,1 @@
+"""Thin servicers: convert requests, delegate to a core, convert the answer."""

@@ -1,0 +1,1 @@
+"""Durable state: SQLAlchemy models, the engine, and migrations applied at start."""

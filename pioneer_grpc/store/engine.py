@@ -1,0 +1,44 @@
+"""Engine creation for SQLite (default) and PostgreSQL, and the default URL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+
+
+def default_database_url(home: Path) -> str:
+    return f"sqlite+aiosqlite:///{home / 'pioneer.db'}"
+
+
+def is_sqlite(url: str) -> bool:
+    return url.startswith("sqlite")
+
+
+def is_postgres(url: str) -> bool:
+    return url.startswith("postgresql")
+
+
+def create_engine(url: str) -> AsyncEngine:
+    if is_sqlite(url):
+        engine = create_async_engine(url, connect_args={"timeout": 30})
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cursor = dbapi_conn.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.close()
+
+        return engine
+    if is_postgres(url):
+        return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    raise ValueError(f"unsupported database URL {url!r}: use sqlite+aiosqlite:/// or postgresql+asyncpg://")
+
+
+def session_factory(engine: AsyncEngine) -> async_sessionmaker[Any]:
+    return async_sessionmaker(engine, expire_on_commit=False)

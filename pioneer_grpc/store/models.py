@@ -1,0 +1,125 @@
+"""Tables of the store. One schema serves SQLite (default) and PostgreSQL.
+
+Entries, summaries and manifest events are append-only: nothing here is
+deleted by a load. `conversation_entries.id` is the entry's `sequence`: a global
+autoincrement, so it orders a thread's entries without a per-thread counter.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# SQLite only autoincrements an INTEGER PRIMARY KEY; PostgreSQL wants BIGINT.
+Id = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class ThreadRow(Base):
+    __tablename__ = "threads"
+
+    thread_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    max_context_tokens: Mapped[int] = mapped_column(Integer)
+    response_reserve_tokens: Mapped[int] = mapped_column(Integer)
+    model: Mapped[str] = mapped_column(String(200), default="")
+    summary_model: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class TurnRow(Base):
+    __tablename__ = "turns"
+
+    thread_id: Mapped[str] = mapped_column(
+        String(200), ForeignKey("threads.thread_id", ondelete="CASCADE"), primary_key=True
+    )
+    turn_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    # pioneer.v1.TurnStatus value.
+    status: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # The original's turn columns: the manifest is metadata, not the prompt text.
+    prompt_manifest_json: Mapped[str | None] = mapped_column(Text, nullable=True)
+    prompt_compiler_version: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    prompt_profile: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    prompt_fingerprint_stable: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    prompt_fingerprint_dynamic: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    prompt_fingerprint_full: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    manifest_event_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
+class EntryRow(Base):
+    __tablename__ = "conversation_entries"
+    __table_args__ = (
+        UniqueConstraint("thread_id", "entry_id", name="uq_entries_thread_entry"),
+        Index("ix_entries_thread_completed_id", "thread_id", "completed", "id"),
+        Index("ix_entries_thread_turn", "thread_id", "turn_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    thread_id: Mapped[str] = mapped_column(
+        String(200), ForeignKey("threads.thread_id", ondelete="CASCADE")
+    )
+    entry_id: Mapped[str] = mapped_column(String(200))
+    turn_id: Mapped[str] = mapped_column(String(200))
+    # pioneer.v1.EntryRole value.
+    role: Mapped[int] = mapped_column(Integer)
+    content: Mapped[str] = mapped_column(Text, default="")
+    tool_calls_json: Mapped[str] = mapped_column(Text, default="[]")
+    tool_call_id: Mapped[str] = mapped_column(String(200), default="")
+    name: Mapped[str] = mapped_column(String(200), default="")
+    artifact_refs_json: Mapped[str] = mapped_column(Text, default="[]")
+    reasoning_content: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # sha256 of the entry's canonical content: an idempotent repeat must match it.
+    content_hash: Mapped[str] = mapped_column(String(64))
+    # Counted once at append with `tokenizer`; a load never re-tokenizes.
+    token_count: Mapped[int] = mapped_column(Integer)
+    tokenizer: Mapped[str] = mapped_column(String(64))
+    completed: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class SummaryRow(Base):
+    __tablename__ = "thread_summaries"
+    __table_args__ = (Index("ix_summaries_thread_id", "thread_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    thread_id: Mapped[str] = mapped_column(
+        String(200), ForeignKey("threads.thread_id", ondelete="CASCADE")
+    )
+    text: Mapped[str] = mapped_column(Text)
+    # The newest entry (by sequence) the summary covers; later loads send only newer ones.
+    covers_through_sequence: Mapped[int] = mapped_column(BigInteger)
+    covers_through_entry_id: Mapped[str] = mapped_column(String(200))
+    token_count: Mapped[int] = mapped_column(Integer)
+    model: Mapped[str] = mapped_column(String(200), default="")
+    summarizer: Mapped[str] = mapped_column(String(64), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ManifestEventRow(Base):
+    __tablename__ = "manifest_events"
+    __table_args__ = (Index("ix_manifest_events_thread_id", "thread_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    thread_id: Mapped[str] = mapped_column(String(200))
+    turn_id: Mapped[str] = mapped_column(String(200))
+    # Serialized pioneer.v1.PromptManifest (binary): streamed without re-encoding.
+    manifest_pb: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

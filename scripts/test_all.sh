@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Everything `make test` runs, in order, with PostgreSQL started and removed here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+
+for tool in go cargo; do
+  command -v "$tool" >/dev/null || { echo "make test: '$tool' is required (Go and Rust contract tests)"; exit 1; }
+done
+
+echo "== lint: ruff, mypy, buf lint, buf breaking"
+make --no-print-directory lint
+
+echo "== generated stubs match protos/ (Python, Go, Rust)"
+make --no-print-directory proto-check
+
+pg_dir="$(pwd)/.pg/cluster-$$"
+pg_port=$($PY scripts/free_port.py)
+cleanup() { bash scripts/pg.sh stop "$pg_dir" || true; }
+trap cleanup EXIT
+echo "== PostgreSQL on 127.0.0.1:$pg_port"
+PIONEER_TEST_PG_URL=$(bash scripts/pg.sh start "$pg_dir" "$pg_port")
+export PIONEER_TEST_PG_URL
+
+echo "== Python tests (SQLite and PostgreSQL)"
+.venv/bin/pytest -q -p no:cacheprovider
+
+echo "== Go and Rust contract tests against a live server"
+make --no-print-directory test-contract

@@ -1,0 +1,88 @@
+"""Configuration precedence (flags > environment > file > defaults) and bad values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pioneer_grpc.server.config import Config, ConfigError, load_config
+
+
+def write_toml(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "pioneer.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults():
+    config = load_config({}, environ={})
+    assert config.listen == "127.0.0.1:50051"
+    assert config.home == Path.home() / ".pioneer"
+    assert config.effective_database_url == f"sqlite+aiosqlite:///{Path.home() / '.pioneer' / 'pioneer.db'}"
+    assert config.token == ""
+    assert config.max_message_bytes == 16 * 1024 * 1024
+
+
+def test_file_overrides_defaults(tmp_path):
+    toml = write_toml(tmp_path, 'listen = "127.0.0.1:6000"\nmax_message_bytes = 1024\n')
+    config = load_config({}, environ={}, config_file=toml)
+    assert config.listen == "127.0.0.1:6000"
+    assert config.max_message_bytes == 1024
+
+
+def test_environment_overrides_file(tmp_path):
+    toml = write_toml(tmp_path, 'listen = "127.0.0.1:6000"\ntoken = "from-file"\n')
+    env = {"PIONEER_LISTEN": "127.0.0.1:7000", "PIONEER_HOME": str(tmp_path / "h")}
+    config = load_config({}, environ=env, config_file=toml)
+    assert config.listen == "127.0.0.1:7000"
+    assert config.home == tmp_path / "h"
+    assert config.token == "from-file"
+
+
+def test_flags_override_environment_and_file(tmp_path):
+    toml = write_toml(tmp_path, 'listen = "127.0.0.1:6000"\n')
+    env = {"PIONEER_LISTEN": "127.0.0.1:7000", "PIONEER_TOKEN": "env-token"}
+    config = load_config({"listen": "127.0.0.1:8000", "token": None}, environ=env, config_file=toml)
+    assert config.listen == "127.0.0.1:8000"
+    assert config.token == "env-token"
+
+
+def test_config_file_from_environment(tmp_path):
+    toml = write_toml(tmp_path, 'database_url = "postgresql+asyncpg://u@127.0.0.1:5/db"\n')
+    config = load_config({}, environ={"PIONEER_CONFIG": str(toml)})
+    assert config.effective_database_url == "postgresql+asyncpg://u@127.0.0.1:5/db"
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "expected"),
+    [
+        ({"listen": "nonsense"}, {}, "flag --listen: invalid value 'nonsense': must be HOST:PORT"),
+        ({}, {"PIONEER_MAX_MESSAGE_BYTES": "-5"}, "environment PIONEER_MAX_MESSAGE_BYTES: invalid value '-5'"),
+        ({"database_url": "mysql://x"}, {}, "flag --database-url: invalid value 'mysql://x'"),
+        ({"summarizer": "magic"}, {}, "must be one of extractive, openai"),
+    ],
+)
+def test_bad_values_name_the_setting(flags, env, expected):
+    with pytest.raises(ConfigError) as err:
+        load_config(flags, environ=env)
+    assert expected in str(err.value)
+
+
+def test_bad_file_is_reported(tmp_path):
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config({}, environ={}, config_file=write_toml(tmp_path, "listen = \n"))
+    with pytest.raises(ConfigError, match="unknown setting"):
+        load_config({}, environ={}, config_file=write_toml(tmp_path, 'lisen = "x"\n'))
+    with pytest.raises(ConfigError, match="No such file"):
+        load_config({}, environ={}, config_file=tmp_path / "absent.toml")
+
+
+def test_tls_needs_both_files(tmp_path):
+    with pytest.raises(ConfigError, match="TLS needs both"):
+        load_config({"tls_cert": str(tmp_path / "c.pem")}, environ={})
+
+
+def test_homes_lists_extra_homes(tmp_path):
+    config = Config(home=tmp_path / "a", extra_homes=(tmp_path / "b",))
+    assert config.homes == [tmp_path / "a", tmp_path / "b"]

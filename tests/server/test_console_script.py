@@ -1,0 +1,67 @@
+"""The installed `pioneer-grpc serve` as a subprocess: health, SIGTERM, exit 0."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+SCRIPT = Path(sys.executable).parent / "pioneer-grpc"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_serving(address: str, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 30
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            try:
+                if stub.Check(health_pb2.HealthCheckRequest(), timeout=1).status == 1:
+                    return
+            except grpc.RpcError:
+                time.sleep(0.1)
+    raise AssertionError("server never became healthy")
+
+
+def test_serve_answers_health_and_exits_zero_on_sigterm(tmp_path):
+    assert SCRIPT.exists() or shutil.which("pioneer-grpc"), "console script not installed"
+    address = f"127.0.0.1:{free_port()}"
+    env = {**os.environ, "PIONEER_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(
+        [str(SCRIPT), "serve", "--listen", address], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        wait_serving(address, proc)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    assert f"serving on {address}" in out
+    assert (tmp_path / "home" / "SOUL.md").exists()
+
+
+def test_bad_configuration_fails_start_with_a_clear_message(tmp_path):
+    proc = subprocess.run(
+        [str(SCRIPT), "serve", "--listen", "not-an-address", "--home", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "configuration error: flag --listen: invalid value 'not-an-address'" in proc.stderr
