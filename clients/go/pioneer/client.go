@@ -64,14 +64,14 @@ func (c *Client) Conn() *grpc.ClientConn { return c.conn }
 func (c *Client) Close() error { return c.conn.Close() }
 
 type options struct {
-	token          string
-	tlsConfig      *tls.Config
-	insecure       bool
-	callTimeout    time.Duration
-	keepalive      keepalive.ClientParameters
-	lazy           bool
-	userAgent      string
-	extraDialOpts  []grpc.DialOption
+	token         string
+	tlsConfig     *tls.Config
+	insecure      bool
+	callTimeout   time.Duration
+	keepalive     keepalive.ClientParameters
+	lazy          bool
+	userAgent     string
+	extraDialOpts []grpc.DialOption
 }
 
 // Option configures Dial.
