@@ -14,7 +14,8 @@ make --no-print-directory lint
 echo "== generated stubs match protos/ (Python, Go, Rust)"
 make --no-print-directory proto-check
 
-pg_dir="$(pwd)/.pg/cluster-$$"
+# Under /tmp: the postgres user must be able to reach it whatever the clone's parents allow.
+pg_dir=$(mktemp -d /tmp/pioneer-pg.XXXXXX)
 pg_port=$($PY scripts/free_port.py)
 cleanup() { bash scripts/pg.sh stop "$pg_dir" || true; }
 trap cleanup EXIT
