@@ -1,0 +1,200 @@
+"""Anthropic Messages (`POST /v1/messages`).
+
+Caching: `system` is a list of text blocks: the stable half, the dynamic half,
+then the text of any system-role messages (the API has no system role inside
+`messages`). Breakpoints (`cache_control: {"type": "ephemeral"}`) go on
+- the last tool definition (tools precede system in the cached prefix), and
+- the stable block, when it is at least `anthropic_min_cache_chars` long:
+  shorter prefixes are below the API's minimum cacheable size and the marker
+  would only cost a cache write that is never read.
+That is at most two of the four breakpoints the API allows.
+
+`max_tokens` is required: an unset value becomes 4,096 (plus the thinking
+budget when extended thinking is on).
+"""
+
+from __future__ import annotations
+
+import base64
+
+from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.providers.common import (
+    JSON,
+    MAX_ANTHROPIC_BREAKPOINTS,
+    Media,
+    Prepared,
+    all_text,
+    anthropic_thinking,
+    media_of,
+    message_text,
+    parse_arguments,
+    resolve_media,
+    system_messages,
+)
+from pioneer_grpc.v1 import chat_pb2
+
+PATH = "/v1/messages"
+EPHEMERAL: JSON = {"type": "ephemeral"}
+IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
+
+
+def _image(m: Media, field: str) -> JSON:
+    if m.file_id:
+        source: JSON = {"type": "file", "file_id": m.file_id}
+    elif m.url:
+        source = {"type": "url", "url": m.url}
+    else:
+        if m.mime_type not in IMAGE_TYPES:
+            raise InvalidArgument.field(field, f"Anthropic takes {', '.join(sorted(IMAGE_TYPES))} images")
+        source = {"type": "base64", "media_type": m.mime_type, "data": m.data_b64}
+    return {"type": "image", "source": source}
+
+
+def _document(m: Media, field: str) -> JSON:
+    if m.file_id:
+        source: JSON = {"type": "file", "file_id": m.file_id}
+    elif m.url:
+        source = {"type": "url", "url": m.url}
+    elif m.mime_type == "application/pdf":
+        source = {"type": "base64", "media_type": "application/pdf", "data": m.data_b64}
+    elif m.mime_type == "text/plain":
+        try:
+            text = base64.b64decode(m.data_b64).decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidArgument.field(field, "text/plain data must be UTF-8") from None
+        source = {"type": "text", "media_type": "text/plain", "data": text}
+    else:
+        raise InvalidArgument.field(field, "Anthropic takes application/pdf or text/plain documents")
+    block: JSON = {"type": "document", "source": source}
+    if m.filename:
+        block["title"] = m.filename
+    return block
+
+
+def _user_content(prepared: Prepared, index: int) -> str | list[JSON]:
+    message = prepared.request.messages[index]
+    text = message_text(prepared, message)
+    if not message.content_parts:
+        return text
+    blocks: list[JSON] = [{"type": "text", "text": text}] if text else []
+    for j, part in enumerate(message.content_parts):
+        media = media_of(part)
+        if media is None:
+            if part.text:
+                blocks.append({"type": "text", "text": part.text})
+            continue
+        field = f"{prepared.message_path(index)}.content_parts[{j}].{media[0]}"
+        m = resolve_media(*media)
+        if m.kind == "image":
+            blocks.append(_image(m, field))
+        elif m.kind == "file":
+            blocks.append(_document(m, field))
+        else:
+            raise InvalidArgument.field(field, f"{m.kind} parts are not supported by Anthropic")
+    return blocks
+
+
+def _assistant_content(prepared: Prepared, message: chat_pb2.ChatMessage) -> str | list[JSON]:
+    text = all_text(prepared, message)
+    if not message.tool_calls:
+        return text
+    blocks: list[JSON] = [{"type": "text", "text": text}] if text else []
+    for call in message.tool_calls:
+        blocks.append(
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": parse_arguments(call.arguments)}
+        )
+    return blocks
+
+
+def _messages(prepared: Prepared) -> list[JSON]:
+    out: list[JSON] = []
+    for index, message in enumerate(prepared.request.messages):
+        role = message.role
+        if role == chat_pb2.CHAT_ROLE_SYSTEM:
+            continue  # in `system`
+        if role == chat_pb2.CHAT_ROLE_USER:
+            out.append({"role": "user", "content": _user_content(prepared, index)})
+        elif role == chat_pb2.CHAT_ROLE_ASSISTANT:
+            out.append({"role": "assistant", "content": _assistant_content(prepared, message)})
+        else:
+            result: JSON = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+            text = all_text(prepared, message)
+            if text:
+                result["content"] = text
+            # Results of parallel calls answer one assistant turn: one user message.
+            previous = out[-1] if out else None
+            if (
+                previous is not None
+                and previous["role"] == "user"
+                and isinstance(previous["content"], list)
+                and previous["content"]
+                and all(block["type"] == "tool_result" for block in previous["content"])
+            ):
+                previous["content"].append(result)
+            else:
+                out.append({"role": "user", "content": [result]})
+    return out
+
+
+def _tool_choice(prepared: Prepared) -> JSON | None:
+    mode = prepared.choice
+    choice: JSON
+    if mode == chat_pb2.TOOL_CHOICE_MODE_NONE:
+        return {"type": "none"}
+    if mode == chat_pb2.TOOL_CHOICE_MODE_AUTO:
+        choice = {"type": "auto"}
+    elif mode == chat_pb2.TOOL_CHOICE_MODE_REQUIRED:
+        choice = {"type": "any"}
+    elif mode == chat_pb2.TOOL_CHOICE_MODE_TOOL:
+        choice = {"type": "tool", "name": prepared.choice_name}
+    elif prepared.parallel is False:
+        choice = {"type": "auto"}  # the provider default, spelled out to carry the flag
+    else:
+        return None
+    if prepared.parallel is False:
+        choice["disable_parallel_tool_use"] = True
+    return choice
+
+
+def render(prepared: Prepared) -> tuple[JSON, int]:
+    request = prepared.request
+    budget, max_tokens = anthropic_thinking(request)
+    breakpoints = 0
+    body: JSON = {"model": request.model, "max_tokens": max_tokens}
+
+    system: list[JSON] = []
+    if prepared.stable:
+        stable: JSON = {"type": "text", "text": prepared.stable}
+        if len(prepared.stable) >= prepared.options.anthropic_min_cache_chars:
+            stable["cache_control"] = dict(EPHEMERAL)
+            breakpoints += 1
+        system.append(stable)
+    if prepared.dynamic:
+        system.append({"type": "text", "text": prepared.dynamic})
+    system.extend({"type": "text", "text": text} for text in system_messages(prepared))
+    if system:
+        body["system"] = system
+    body["messages"] = _messages(prepared)
+
+    if prepared.tools:
+        tools: list[JSON] = []
+        for tool in prepared.tools:
+            item: JSON = {"name": tool.name}
+            if tool.description:
+                item["description"] = tool.description
+            item["input_schema"] = tool.schema
+            tools.append(item)
+        tools[-1]["cache_control"] = dict(EPHEMERAL)
+        breakpoints += 1
+        body["tools"] = tools
+    choice = _tool_choice(prepared)
+    if choice is not None:
+        body["tool_choice"] = choice
+    if request.reasoning.disabled:
+        body["thinking"] = {"type": "disabled"}
+    elif budget is not None:
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    if request.HasField("temperature"):
+        body["temperature"] = request.temperature
+    assert breakpoints <= MAX_ANTHROPIC_BREAKPOINTS
+    return body, breakpoints

@@ -1,0 +1,347 @@
+"""What every provider renderer shares: the validated request, options, text and media helpers."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pioneer_grpc.artifacts import append_artifact_block, message_header
+from pioneer_grpc.v1 import chat_pb2, prompt_pb2
+
+JSON = dict[str, Any]
+
+# The compiler's cache boundary (facts: PROMT_CACHE_BOUNDARY). It separates the
+# halves of full_system_text and must never reach a model.
+DEFAULT_BOUNDARY_MARKER = "\n<!-- PIONEER_PROMT_CACHE_BOUNDARY -->\n"
+
+# Stable text below this size is not worth an Anthropic breakpoint: the API
+# does not cache prefixes under 1,024 tokens (2,048 on Haiku), about 4 chars each.
+DEFAULT_ANTHROPIC_MIN_CACHE_CHARS = 4096
+DEFAULT_CACHE_KEY_PREFIX = "pioneer-"
+# OpenAI caps prompt_cache_key at 64 characters; the key is prefix + 32 hex digits.
+MAX_CACHE_KEY_PREFIX_CHARS = 32
+CACHE_KEY_FINGERPRINT_CHARS = 32
+# Anthropic requires max_tokens; this is what a request that leaves it unset gets
+# (plus the thinking budget when extended thinking is on).
+DEFAULT_ANTHROPIC_MAX_TOKENS = 4096
+# Anthropic accepts at most four cache_control breakpoints per request.
+MAX_ANTHROPIC_BREAKPOINTS = 4
+
+# Thinking budget for an effort level, where a provider takes a budget rather
+# than an effort (Anthropic, Gemini). Anthropic's minimum budget is 1,024.
+EFFORT_BUDGET_TOKENS: dict[int, int] = {
+    chat_pb2.REASONING_EFFORT_MINIMAL: 1024,
+    chat_pb2.REASONING_EFFORT_LOW: 2048,
+    chat_pb2.REASONING_EFFORT_MEDIUM: 8192,
+    chat_pb2.REASONING_EFFORT_HIGH: 16384,
+}
+EFFORT_NAMES: dict[int, str] = {
+    chat_pb2.REASONING_EFFORT_MINIMAL: "minimal",
+    chat_pb2.REASONING_EFFORT_LOW: "low",
+    chat_pb2.REASONING_EFFORT_MEDIUM: "medium",
+    chat_pb2.REASONING_EFFORT_HIGH: "high",
+}
+
+
+@dataclass(frozen=True)
+class Options:
+    """RenderOptions with the server defaults filled in."""
+
+    anthropic_min_cache_chars: int = DEFAULT_ANTHROPIC_MIN_CACHE_CHARS
+    cache_key_prefix: str = DEFAULT_CACHE_KEY_PREFIX
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    schema: JSON
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A validated ChatRequest plus what validation derived from it.
+
+    Tool choice and parallel_tool_calls are already cleared when there are no
+    tools; `stable` and `dynamic` are the compiled prompt halves with the
+    boundary marker removed.
+    """
+
+    request: chat_pb2.ChatRequest
+    options: Options
+    path: str
+    tools: list[Tool]
+    choice: int  # ToolChoiceMode
+    choice_name: str
+    parallel: bool | None
+    stable: str
+    dynamic: str
+    markers: tuple[str, ...] = field(default=(DEFAULT_BOUNDARY_MARKER,))
+
+    def message_path(self, index: int) -> str:
+        return f"{self.path}.messages[{index}]"
+
+    @property
+    def cache_key(self) -> str | None:
+        """`prompt_cache_key` for OpenAI: prefix + sha256(stable text)[:32]; None without stable text.
+
+        For the compiler's output this is the manifest's fingerprint_stable, cut.
+        """
+        if not self.stable:
+            return None
+        digest = hashlib.sha256(self.stable.encode("utf-8")).hexdigest()
+        return self.options.cache_key_prefix + digest[:CACHE_KEY_FINGERPRINT_CHARS]
+
+
+def dumps(body: JSON) -> str:
+    """The one serialisation of a body: compact, UTF-8, keys in insertion order."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+# --- the compiled prompt ---------------------------------------------------------------
+
+
+def boundary_markers(compiled: prompt_pb2.CompiledPromptPayload) -> tuple[str, ...]:
+    markers = [DEFAULT_BOUNDARY_MARKER]
+    if compiled.boundary_marker and compiled.boundary_marker not in markers:
+        markers.append(compiled.boundary_marker)
+    # The marker without its surrounding newlines is the part a person would
+    # recognise (and paste); it is removed too.
+    for marker in list(markers):
+        core = marker.strip()
+        if core and core not in markers:
+            markers.append(core)
+    return tuple(markers)
+
+
+def strip_markers(text: str, markers: tuple[str, ...]) -> str:
+    for marker in markers:  # longest forms first, so the core never splits a full marker
+        if marker in text:
+            text = text.replace(marker, "")
+    return text
+
+
+def split_compiled(compiled: prompt_pb2.CompiledPromptPayload, markers: tuple[str, ...]) -> tuple[str, str]:
+    """(stable, dynamic) of a compiled prompt, markers removed.
+
+    A payload carrying only full_system_text is split at its marker.
+    """
+    stable, dynamic = compiled.stable_system_text, compiled.dynamic_system_text
+    if not stable and not dynamic and compiled.full_system_text:
+        full = compiled.full_system_text
+        for marker in markers:
+            if marker in full:
+                stable, _, dynamic = full.partition(marker)
+                break
+        else:
+            stable = full
+    return strip_markers(stable, markers), strip_markers(dynamic, markers)
+
+
+# --- messages ---------------------------------------------------------------------------
+
+ROLE_NAMES: dict[int, str] = {
+    chat_pb2.CHAT_ROLE_SYSTEM: "system",
+    chat_pb2.CHAT_ROLE_USER: "user",
+    chat_pb2.CHAT_ROLE_ASSISTANT: "assistant",
+    chat_pb2.CHAT_ROLE_TOOL: "tool",
+}
+
+
+def message_text(prepared: Prepared, message: chat_pb2.ChatMessage) -> str:
+    """`content` with the message's artifact block appended; markers removed from system text."""
+    text = message.content
+    if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
+        text = strip_markers(text, prepared.markers)
+    return append_artifact_block(text, message_header(ROLE_NAMES[message.role]), message.artifact_refs)
+
+
+def all_text(prepared: Prepared, message: chat_pb2.ChatMessage) -> str:
+    """Message text followed by its text parts, for messages that carry text only."""
+    texts = [message_text(prepared, message)]
+    for part in message.content_parts:
+        text = part.text
+        if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
+            text = strip_markers(text, prepared.markers)
+        texts.append(text)
+    return "\n".join(t for t in texts if t)
+
+
+def system_messages(prepared: Prepared) -> list[str]:
+    """Text of system-role messages, in order, for APIs that take system text apart from messages."""
+    texts = []
+    for message in prepared.request.messages:
+        if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
+            text = all_text(prepared, message)
+            if text:
+                texts.append(text)
+    return texts
+
+
+def prompt_halves(prepared: Prepared) -> list[str]:
+    return [text for text in (prepared.stable, prepared.dynamic) if text]
+
+
+def parse_arguments(arguments: str) -> JSON:
+    """Tool call arguments as a JSON object ("" is {}); ValueError when they are not one."""
+    if not arguments.strip():
+        return {}
+    try:
+        value = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"arguments are not valid JSON: {exc.msg} at char {exc.pos}") from None
+    if not isinstance(value, dict):
+        raise ValueError("arguments must be a JSON object")
+    return value
+
+
+def tool_name_for_call(request: chat_pb2.ChatRequest, index: int) -> str:
+    """Name of the tool a tool message answers: its own `name`, else the matching earlier call."""
+    message = request.messages[index]
+    if message.name:
+        return message.name
+    for earlier in reversed(request.messages[:index]):
+        for call in earlier.tool_calls:
+            if call.id == message.tool_call_id:
+                return call.name
+    return ""
+
+
+# --- media ------------------------------------------------------------------------------
+
+MediaKind = Literal["image", "file", "audio", "video"]
+MEDIA_KINDS: tuple[MediaKind, ...] = ("image", "file", "audio", "video")
+
+
+@dataclass(frozen=True)
+class Media:
+    """Where a media part's content is: inline base64 data, a URL, or a provider file id."""
+
+    kind: MediaKind
+    mime_type: str
+    filename: str
+    data_b64: str = ""
+    url: str = ""
+    file_id: str = ""
+
+    @property
+    def data_url(self) -> str:
+        return f"data:{self.mime_type};base64,{self.data_b64}"
+
+
+def media_of(part: chat_pb2.ContentPart) -> tuple[MediaKind, chat_pb2.MediaPart] | None:
+    which = part.WhichOneof("part")
+    for kind in MEDIA_KINDS:
+        if which == kind:
+            return kind, getattr(part, kind)
+    return None
+
+
+def resolve_media(kind: MediaKind, media: chat_pb2.MediaPart) -> Media:
+    """ValueError (with a description for a field violation) when the part cannot be sent.
+
+    `uri` may be https:// or http:// (a URL), data: (inline base64), or anything
+    else, taken as a provider file id (OpenAI `file-...`, Anthropic `file_...`,
+    a Gemini file URI).
+    """
+    source = media.WhichOneof("source")
+    if source == "data":
+        if not media.mime_type:
+            raise ValueError("mime_type is required with inline data")
+        return Media(
+            kind, media.mime_type, media.filename, data_b64=base64.b64encode(media.data).decode("ascii")
+        )
+    if source == "uri":
+        uri = media.uri
+        if uri.startswith("data:"):
+            header, sep, payload = uri[5:].partition(",")
+            if not sep or not header.endswith(";base64"):
+                raise ValueError("a data: URI must be base64 (data:MIME;base64,...)")
+            try:
+                base64.b64decode(payload, validate=True)
+            except binascii.Error:
+                raise ValueError("the data: URI payload is not valid base64") from None
+            mime = header[: -len(";base64")] or media.mime_type
+            if not mime:
+                raise ValueError("mime_type is required with inline data")
+            return Media(kind, mime, media.filename, data_b64=payload)
+        if uri.startswith(("https://", "http://")):
+            return Media(kind, media.mime_type, media.filename, url=uri)
+        if not uri.strip():
+            raise ValueError("uri is empty")
+        return Media(kind, media.mime_type, media.filename, file_id=uri)
+    raise ValueError("needs data or uri")
+
+
+# --- schemas ----------------------------------------------------------------------------
+
+
+def struct_to_dict(struct: Any) -> JSON:
+    """A Struct as plain JSON, keys sorted; integral numbers come back as ints (minItems etc.).
+
+    A Struct is a map and keeps no key order, so sorting is what makes the
+    rendered schema, and the body, the same bytes every time.
+    """
+    return {key: _value(struct.fields[key]) for key in sorted(struct.fields)}
+
+
+def _value(value: Any) -> Any:
+    which = value.WhichOneof("kind")
+    if which == "struct_value":
+        return struct_to_dict(value.struct_value)
+    if which == "list_value":
+        return [_value(v) for v in value.list_value.values]
+    if which == "number_value":
+        number = value.number_value
+        if not math.isfinite(number):
+            raise ValueError("numbers must be finite")
+        if number.is_integer() and abs(number) < 2**53:
+            return int(number)
+        return number
+    if which == "string_value":
+        return value.string_value
+    if which == "bool_value":
+        return value.bool_value
+    return None
+
+
+def tool_schema(tool: chat_pb2.ToolDefinition) -> JSON:
+    """The tool's JSON schema; ValueError unless it is an object schema. Empty means no arguments."""
+    if not tool.HasField("parameters") or not tool.parameters.fields:
+        return {"type": "object", "properties": {}}
+    schema = struct_to_dict(tool.parameters)
+    if schema.get("type") != "object":
+        raise ValueError('must be an object schema ("type": "object")')
+    return schema
+
+
+# --- reasoning --------------------------------------------------------------------------
+
+
+def thinking_budget(reasoning: chat_pb2.Reasoning) -> int | None:
+    """Budget for budget-based providers: explicit, else from effort; None when not asked for."""
+    if reasoning.disabled:
+        return None
+    if reasoning.HasField("budget_tokens"):
+        return reasoning.budget_tokens
+    return EFFORT_BUDGET_TOKENS.get(reasoning.effort)
+
+
+def anthropic_thinking(request: chat_pb2.ChatRequest) -> tuple[int | None, int]:
+    """(thinking budget or None, max_tokens) for Anthropic.
+
+    Anthropic needs budget_tokens < max_tokens. An effort-derived budget is
+    lowered to fit an explicit max_tokens; without one, max_tokens is the
+    default plus the budget, so thinking does not eat the answer.
+    """
+    budget = thinking_budget(request.reasoning)
+    if request.HasField("max_tokens"):
+        if budget is not None and not request.reasoning.HasField("budget_tokens"):
+            budget = min(budget, request.max_tokens - 1)
+        return budget, request.max_tokens
+    return budget, DEFAULT_ANTHROPIC_MAX_TOKENS + (budget or 0)

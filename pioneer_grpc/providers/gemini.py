@@ -1,0 +1,147 @@
+"""Gemini generateContent (`POST /v1beta/models/{model}:generateContent`).
+
+The model is in the path, never in the body. Caching: `systemInstruction` has
+two text parts, stable then dynamic (then any system-role messages), so the
+stable text is an exact prefix for Gemini's implicit caching. Tool schemas go
+in `parametersJsonSchema`, which takes JSON schema as is (`parameters` takes
+only an OpenAPI subset). Tool results are `functionResponse` parts with
+`{"output": text}`, the documented key for a function's output; results of
+consecutive tool messages share one content, as the API pairs them with the
+calls of the previous model turn.
+"""
+
+from __future__ import annotations
+
+from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.providers.common import (
+    JSON,
+    Prepared,
+    all_text,
+    media_of,
+    message_text,
+    parse_arguments,
+    prompt_halves,
+    resolve_media,
+    system_messages,
+    thinking_budget,
+    tool_name_for_call,
+)
+from pioneer_grpc.v1 import chat_pb2
+
+
+def path_for(model: str) -> str:
+    return f"/v1beta/models/{model.removeprefix('models/')}:generateContent"
+
+
+def _user_parts(prepared: Prepared, index: int) -> list[JSON]:
+    message = prepared.request.messages[index]
+    text = message_text(prepared, message)
+    parts: list[JSON] = [{"text": text}] if text else []
+    for j, part in enumerate(message.content_parts):
+        media = media_of(part)
+        if media is None:
+            if part.text:
+                parts.append({"text": part.text})
+            continue
+        m = resolve_media(*media)
+        if m.data_b64:
+            parts.append({"inlineData": {"mimeType": m.mime_type, "data": m.data_b64}})
+            continue
+        if not m.mime_type:
+            field = f"{prepared.message_path(index)}.content_parts[{j}].{m.kind}.mime_type"
+            raise InvalidArgument.field(field, "Gemini needs the MIME type of a file URI")
+        parts.append({"fileData": {"mimeType": m.mime_type, "fileUri": m.url or m.file_id}})
+    return parts
+
+
+def _model_parts(prepared: Prepared, message: chat_pb2.ChatMessage) -> list[JSON]:
+    text = all_text(prepared, message)
+    parts: list[JSON] = [{"text": text}] if text else []
+    for call in message.tool_calls:
+        parts.append(
+            {"functionCall": {"id": call.id, "name": call.name, "args": parse_arguments(call.arguments)}}
+        )
+    return parts
+
+
+def _contents(prepared: Prepared) -> list[JSON]:
+    out: list[JSON] = []
+    request = prepared.request
+    for index, message in enumerate(request.messages):
+        role = message.role
+        if role == chat_pb2.CHAT_ROLE_SYSTEM:
+            continue  # in systemInstruction
+        if role == chat_pb2.CHAT_ROLE_USER:
+            out.append({"role": "user", "parts": _user_parts(prepared, index)})
+        elif role == chat_pb2.CHAT_ROLE_ASSISTANT:
+            out.append({"role": "model", "parts": _model_parts(prepared, message)})
+        else:
+            response = {
+                "functionResponse": {
+                    "id": message.tool_call_id,
+                    "name": tool_name_for_call(request, index),
+                    "response": {"output": all_text(prepared, message)},
+                }
+            }
+            previous = out[-1] if out else None
+            if (
+                previous is not None
+                and previous["role"] == "user"
+                and all("functionResponse" in part for part in previous["parts"])
+            ):
+                previous["parts"].append(response)
+            else:
+                out.append({"role": "user", "parts": [response]})
+    return out
+
+
+def _tool_config(prepared: Prepared) -> JSON | None:
+    mode = prepared.choice
+    config: JSON
+    if mode == chat_pb2.TOOL_CHOICE_MODE_AUTO:
+        config = {"mode": "AUTO"}
+    elif mode == chat_pb2.TOOL_CHOICE_MODE_NONE:
+        config = {"mode": "NONE"}
+    elif mode == chat_pb2.TOOL_CHOICE_MODE_REQUIRED:
+        config = {"mode": "ANY"}
+    elif mode == chat_pb2.TOOL_CHOICE_MODE_TOOL:
+        config = {"mode": "ANY", "allowedFunctionNames": [prepared.choice_name]}
+    else:
+        return None
+    return {"functionCallingConfig": config}
+
+
+def render(prepared: Prepared) -> tuple[JSON, int]:
+    request = prepared.request
+    body: JSON = {}
+    system = [*prompt_halves(prepared), *system_messages(prepared)]
+    if system:
+        body["systemInstruction"] = {"parts": [{"text": text} for text in system]}
+    body["contents"] = _contents(prepared)
+    if prepared.tools:
+        declarations: list[JSON] = []
+        for tool in prepared.tools:
+            declaration: JSON = {"name": tool.name}
+            if tool.description:
+                declaration["description"] = tool.description
+            declaration["parametersJsonSchema"] = tool.schema
+            declarations.append(declaration)
+        body["tools"] = [{"functionDeclarations": declarations}]
+    tool_config = _tool_config(prepared)
+    if tool_config is not None:
+        body["toolConfig"] = tool_config
+    # Gemini has no parallel-calls switch: prepared.parallel is dropped.
+    generation: JSON = {}
+    if request.HasField("temperature"):
+        generation["temperature"] = request.temperature
+    if request.HasField("max_tokens"):
+        generation["maxOutputTokens"] = request.max_tokens
+    if request.reasoning.disabled:
+        generation["thinkingConfig"] = {"thinkingBudget": 0}
+    else:
+        budget = thinking_budget(request.reasoning)
+        if budget is not None:
+            generation["thinkingConfig"] = {"thinkingBudget": budget}
+    if generation:
+        body["generationConfig"] = generation
+    return body, 0

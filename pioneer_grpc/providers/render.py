@@ -1,0 +1,63 @@
+"""`render`: one validated ChatRequest to the exact JSON body of one provider API."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pioneer_grpc.providers import anthropic, gemini, openai_chat, openai_responses
+from pioneer_grpc.providers.common import JSON, Prepared, dumps
+from pioneer_grpc.providers.validate import prepare
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
+
+P = provider_service_pb2
+
+RENDERERS: dict[int, Callable[[Prepared], tuple[JSON, int]]] = {
+    P.PROVIDER_OPENAI_CHAT_COMPLETIONS: openai_chat.render,
+    P.PROVIDER_OPENAI_RESPONSES: openai_responses.render,
+    P.PROVIDER_ANTHROPIC_MESSAGES: anthropic.render,
+    P.PROVIDER_GEMINI_GENERATE_CONTENT: gemini.render,
+}
+
+
+@dataclass(frozen=True)
+class RenderedRequest:
+    body_json: str
+    path: str
+    cache_breakpoints: int
+
+
+def path_for(provider: int, model: str) -> str:
+    if provider == P.PROVIDER_OPENAI_CHAT_COMPLETIONS:
+        return openai_chat.PATH
+    if provider == P.PROVIDER_OPENAI_RESPONSES:
+        return openai_responses.PATH
+    if provider == P.PROVIDER_ANTHROPIC_MESSAGES:
+        return anthropic.PATH
+    return gemini.path_for(model)
+
+
+def render_body(
+    provider: int,
+    request: chat_pb2.ChatRequest,
+    options: provider_service_pb2.RenderOptions | None = None,
+    *,
+    path: str = "chat_request",
+) -> tuple[JSON, int]:
+    """The body as a dict (keys in send order) and the number of cache breakpoints placed."""
+    prepared = prepare(provider, request, options, path)
+    return RENDERERS[provider](prepared)
+
+
+def render(
+    provider: provider_service_pb2.Provider,
+    request: chat_pb2.ChatRequest,
+    options: provider_service_pb2.RenderOptions | None = None,
+    *,
+    path: str = "chat_request",
+) -> RenderedRequest:
+    """Validate, then render. Raises InvalidArgument whose violations name fields under `path`
+    (`chat_request.tools[1].name`), `provider` and `options`.
+    """
+    body, breakpoints = render_body(provider, request, options, path=path)
+    return RenderedRequest(dumps(body), path_for(provider, request.model), breakpoints)

@@ -1,0 +1,265 @@
+"""Checks that run before any rendering: the original's tool rules, then the rest of the request.
+
+Every problem found becomes one FieldViolation; all of them are reported at once.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from pioneer_grpc.errors import FieldViolation, InvalidArgument
+from pioneer_grpc.providers.common import (
+    MAX_CACHE_KEY_PREFIX_CHARS,
+    Options,
+    Prepared,
+    Tool,
+    anthropic_thinking,
+    boundary_markers,
+    media_of,
+    parse_arguments,
+    resolve_media,
+    split_compiled,
+    tool_name_for_call,
+    tool_schema,
+)
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
+
+P = provider_service_pb2
+TOOL_NAME_RE = re.compile(r"[A-Za-z0-9_-]+")
+CACHE_KEY_PREFIX_RE = re.compile(r"[A-Za-z0-9_.:-]*")
+GEMINI_MODEL_RE = re.compile(r"[A-Za-z0-9._-]+")
+ANTHROPIC_MIN_THINKING_BUDGET = 1024
+
+# Tool name limits of the original's policy: 64, or 128 where the API allows it.
+MAX_TOOL_NAME_CHARS: dict[int, int] = {
+    P.PROVIDER_OPENAI_CHAT_COMPLETIONS: 64,
+    P.PROVIDER_OPENAI_RESPONSES: 64,
+    P.PROVIDER_ANTHROPIC_MESSAGES: 128,
+    P.PROVIDER_GEMINI_GENERATE_CONTENT: 128,
+}
+# Providers that take tool call arguments as a JSON object, not as text.
+PARSED_ARGUMENTS = {P.PROVIDER_ANTHROPIC_MESSAGES, P.PROVIDER_GEMINI_GENERATE_CONTENT}
+
+
+def resolve_options(
+    options: provider_service_pb2.RenderOptions | None,
+) -> tuple[Options, list[FieldViolation]]:
+    resolved = Options()
+    violations: list[FieldViolation] = []
+    if options is None:
+        return resolved, violations
+    if options.HasField("anthropic_min_cache_chars"):
+        if options.anthropic_min_cache_chars < 0:
+            violations.append(FieldViolation("options.anthropic_min_cache_chars", "must not be negative"))
+        else:
+            resolved = Options(options.anthropic_min_cache_chars, resolved.cache_key_prefix)
+    if options.HasField("cache_key_prefix"):
+        prefix = options.cache_key_prefix
+        if len(prefix) > MAX_CACHE_KEY_PREFIX_CHARS or not CACHE_KEY_PREFIX_RE.fullmatch(prefix):
+            violations.append(
+                FieldViolation(
+                    "options.cache_key_prefix",
+                    f"at most {MAX_CACHE_KEY_PREFIX_CHARS} characters of [A-Za-z0-9_.:-]",
+                )
+            )
+        else:
+            resolved = Options(resolved.anthropic_min_cache_chars, prefix)
+    return resolved, violations
+
+
+def _check_tools(
+    provider: int, request: chat_pb2.ChatRequest, path: str, violations: list[FieldViolation]
+) -> list[Tool]:
+    max_chars = MAX_TOOL_NAME_CHARS.get(provider, 64)
+    tools: list[Tool] = []
+    seen: dict[str, int] = {}
+    for i, tool in enumerate(request.tools):
+        field = f"{path}.tools[{i}]"
+        if not tool.name:
+            violations.append(FieldViolation(f"{field}.name", "must not be empty"))
+        elif len(tool.name) > max_chars:
+            violations.append(FieldViolation(f"{field}.name", f"longer than {max_chars} characters"))
+        elif not TOOL_NAME_RE.fullmatch(tool.name):
+            violations.append(FieldViolation(f"{field}.name", "may contain only A-Z, a-z, 0-9, _ and -"))
+        elif tool.name in seen:
+            violations.append(
+                FieldViolation(f"{field}.name", f"duplicate of tools[{seen[tool.name]}].name {tool.name!r}")
+            )
+        else:
+            seen[tool.name] = i
+        try:
+            schema = tool_schema(tool)
+        except ValueError as exc:
+            violations.append(FieldViolation(f"{field}.parameters", str(exc)))
+            continue
+        tools.append(Tool(tool.name, tool.description, schema))
+    return tools
+
+
+def _check_choice(request: chat_pb2.ChatRequest, path: str, violations: list[FieldViolation]) -> None:
+    choice = request.tool_choice
+    field = f"{path}.tool_choice"
+    names = {tool.name for tool in request.tools}
+    if choice.mode not in chat_pb2.ToolChoiceMode.values():
+        violations.append(FieldViolation(f"{field}.mode", f"unknown mode {choice.mode}"))
+    elif choice.mode == chat_pb2.TOOL_CHOICE_MODE_TOOL:
+        if not choice.tool_name:
+            violations.append(FieldViolation(f"{field}.tool_name", "required with TOOL_CHOICE_MODE_TOOL"))
+        elif choice.tool_name not in names:
+            violations.append(
+                FieldViolation(f"{field}.tool_name", f"no tool named {choice.tool_name!r} in tools")
+            )
+    elif choice.tool_name:
+        violations.append(FieldViolation(f"{field}.tool_name", "only used with TOOL_CHOICE_MODE_TOOL"))
+    elif choice.mode == chat_pb2.TOOL_CHOICE_MODE_REQUIRED and not request.tools:
+        violations.append(
+            FieldViolation(f"{field}.mode", "TOOL_CHOICE_MODE_REQUIRED needs at least one tool")
+        )
+
+
+def _check_message(
+    provider: int, request: chat_pb2.ChatRequest, index: int, path: str, violations: list[FieldViolation]
+) -> None:
+    message = request.messages[index]
+    field = f"{path}.messages[{index}]"
+    role = message.role
+    if role not in (
+        chat_pb2.CHAT_ROLE_SYSTEM,
+        chat_pb2.CHAT_ROLE_USER,
+        chat_pb2.CHAT_ROLE_ASSISTANT,
+        chat_pb2.CHAT_ROLE_TOOL,
+    ):
+        violations.append(FieldViolation(f"{field}.role", "must be system, user, assistant or tool"))
+        return
+    if role == chat_pb2.CHAT_ROLE_TOOL:
+        if not message.tool_call_id:
+            violations.append(FieldViolation(f"{field}.tool_call_id", "required on a tool message"))
+        elif provider == P.PROVIDER_GEMINI_GENERATE_CONTENT and not tool_name_for_call(request, index):
+            violations.append(
+                FieldViolation(
+                    f"{field}.name", "Gemini needs the tool name: set it or answer an earlier call"
+                )
+            )
+    if message.tool_calls and role != chat_pb2.CHAT_ROLE_ASSISTANT:
+        violations.append(FieldViolation(f"{field}.tool_calls", "only assistant messages call tools"))
+    for j, call in enumerate(message.tool_calls):
+        call_field = f"{field}.tool_calls[{j}]"
+        if not call.id:
+            violations.append(FieldViolation(f"{call_field}.id", "must not be empty"))
+        if not call.name:
+            violations.append(FieldViolation(f"{call_field}.name", "must not be empty"))
+        if provider in PARSED_ARGUMENTS:
+            try:
+                parse_arguments(call.arguments)
+            except ValueError as exc:
+                violations.append(FieldViolation(f"{call_field}.arguments", str(exc)))
+    has_media = False
+    for j, part in enumerate(message.content_parts):
+        media = media_of(part)
+        if media is None:
+            if part.WhichOneof("part") is None:
+                violations.append(FieldViolation(f"{field}.content_parts[{j}]", "empty content part"))
+            continue
+        kind, media_part = media
+        has_media = True
+        if role != chat_pb2.CHAT_ROLE_USER:
+            violations.append(
+                FieldViolation(f"{field}.content_parts[{j}].{kind}", "only user messages carry media")
+            )
+            continue
+        try:
+            resolve_media(kind, media_part)
+        except ValueError as exc:
+            violations.append(FieldViolation(f"{field}.content_parts[{j}].{kind}", str(exc)))
+    has_text = bool(message.content or message.artifact_refs or any(p.text for p in message.content_parts))
+    if role != chat_pb2.CHAT_ROLE_TOOL and not (has_text or has_media or message.tool_calls):
+        violations.append(FieldViolation(f"{field}.content", "message is empty"))
+
+
+def _check_reasoning(
+    provider: int, request: chat_pb2.ChatRequest, path: str, violations: list[FieldViolation]
+) -> None:
+    reasoning = request.reasoning
+    field = f"{path}.reasoning"
+    if reasoning.effort not in chat_pb2.ReasoningEffort.values():
+        violations.append(FieldViolation(f"{field}.effort", f"unknown effort {reasoning.effort}"))
+    if reasoning.disabled and (reasoning.effort or reasoning.HasField("budget_tokens")):
+        violations.append(FieldViolation(f"{field}.disabled", "conflicts with effort or budget_tokens"))
+        return
+    if reasoning.HasField("budget_tokens") and reasoning.budget_tokens < 0:
+        violations.append(FieldViolation(f"{field}.budget_tokens", "must not be negative"))
+        return
+    if provider != P.PROVIDER_ANTHROPIC_MESSAGES:
+        return
+    budget, max_tokens = anthropic_thinking(request)
+    if budget is None:
+        return
+    explicit = reasoning.HasField("budget_tokens")
+    if budget < ANTHROPIC_MIN_THINKING_BUDGET:
+        where = f"{field}.budget_tokens" if explicit else f"{path}.max_tokens"
+        violations.append(
+            FieldViolation(
+                where,
+                f"Anthropic extended thinking needs a budget of at least "
+                f"{ANTHROPIC_MIN_THINKING_BUDGET} tokens, below max_tokens",
+            )
+        )
+    elif budget >= max_tokens:
+        violations.append(FieldViolation(f"{field}.budget_tokens", "Anthropic needs it below max_tokens"))
+
+
+def prepare(
+    provider: int,
+    request: chat_pb2.ChatRequest,
+    options: provider_service_pb2.RenderOptions | None = None,
+    path: str = "chat_request",
+) -> Prepared:
+    """Validate everything; InvalidArgument listing every violation, else the prepared request."""
+    violations: list[FieldViolation] = []
+    if provider not in MAX_TOOL_NAME_CHARS:
+        violations.append(FieldViolation("provider", "must name a provider API"))
+    tools = _check_tools(provider, request, path, violations)
+    _check_choice(request, path, violations)
+    resolved, option_violations = resolve_options(options)
+    violations.extend(option_violations)
+    if not request.model:
+        violations.append(FieldViolation(f"{path}.model", "must not be empty"))
+    elif provider == P.PROVIDER_GEMINI_GENERATE_CONTENT and not GEMINI_MODEL_RE.fullmatch(
+        request.model.removeprefix("models/")
+    ):
+        violations.append(FieldViolation(f"{path}.model", "a Gemini model id: [A-Za-z0-9._-]"))
+    if not request.messages:
+        violations.append(FieldViolation(f"{path}.messages", "at least one message is required"))
+    for index in range(len(request.messages)):
+        _check_message(provider, request, index, path, violations)
+    if request.HasField("max_tokens") and request.max_tokens <= 0:
+        violations.append(FieldViolation(f"{path}.max_tokens", "must be positive"))
+    if request.HasField("temperature") and not (
+        math.isfinite(request.temperature) and request.temperature >= 0
+    ):
+        violations.append(FieldViolation(f"{path}.temperature", "must be a finite number >= 0"))
+    _check_reasoning(provider, request, path, violations)
+    if violations:
+        summary = "; ".join(f"{v.field}: {v.description}" for v in violations[:3])
+        more = f" (and {len(violations) - 3} more)" if len(violations) > 3 else ""
+        raise InvalidArgument(f"invalid request: {summary}{more}", violations)
+
+    has_tools = bool(tools)
+    markers = boundary_markers(request.compiled_prompt)
+    stable, dynamic = split_compiled(request.compiled_prompt, markers)
+    return Prepared(
+        request=request,
+        options=resolved,
+        path=path,
+        tools=tools,
+        # The original's rule: without tools, choice and parallel calls are cleared.
+        choice=request.tool_choice.mode if has_tools else chat_pb2.TOOL_CHOICE_MODE_UNSPECIFIED,
+        choice_name=request.tool_choice.tool_name if has_tools else "",
+        parallel=request.parallel_tool_calls
+        if has_tools and request.HasField("parallel_tool_calls")
+        else None,
+        stable=stable,
+        dynamic=dynamic,
+        markers=markers,
+    )
