@@ -1,0 +1,161 @@
+"""Path confinement and bounded file reads.
+
+Every file the compiler reads lies, after symlinks are resolved, inside one of
+the configured runtime homes. Reads never block and never go past a budget:
+a file is opened non-blocking, must be a regular file, and at most
+`max_chars * 4 + 4` bytes are read (four bytes is the longest UTF-8 character,
+and the extra character tells "exactly at the limit" from "longer"), so a
+multi-gigabyte file costs no more than its limit.
+"""
+
+from __future__ import annotations
+
+import codecs
+import enum
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from pioneer_grpc.compiler.text import sanitize
+from pioneer_grpc.errors import InvalidArgument, PermissionDenied
+
+WORKSPACE_ROOT_FIELD = "input.workspace_root"
+_READ_CHUNK = 64 * 1024
+
+
+def resolve_roots(allowed_roots: list[Path]) -> list[Path]:
+    if not allowed_roots:
+        raise PermissionDenied("no runtime home is configured, so no workspace root is allowed")
+    return [Path(os.path.realpath(root)) for root in allowed_roots]
+
+
+def is_inside(path: Path, roots: list[Path]) -> bool:
+    return any(path == root or path.is_relative_to(root) for root in roots)
+
+
+def _resolve_raw(raw: str, base: Path, field: str) -> Path:
+    if "\x00" in raw:
+        raise InvalidArgument.field(field, "must not contain a NUL character")
+    return Path(os.path.realpath(base / raw if raw else base))
+
+
+def resolve_workspace_root(raw: str, roots: list[Path]) -> Path:
+    """The resolved workspace root; empty means the first runtime home.
+
+    A relative path is taken relative to the first runtime home. The result,
+    with every symlink followed, must lie inside one of `roots`.
+    """
+    resolved = _resolve_raw(raw, roots[0], WORKSPACE_ROOT_FIELD)
+    if not is_inside(resolved, roots):
+        raise PermissionDenied(
+            f"{WORKSPACE_ROOT_FIELD}: {raw!r} resolves to {resolved}, which is outside every runtime home"
+        )
+    return resolved
+
+
+def resolve_inside(raw: str, base: Path, field: str) -> Path:
+    """`raw` relative to `base`, which the resolved result must not leave."""
+    resolved = _resolve_raw(raw, base, field)
+    if not is_inside(resolved, [base]):
+        raise PermissionDenied(f"{field}: {raw!r} resolves to {resolved}, which is outside {base}")
+    return resolved
+
+
+class ReadStatus(enum.Enum):
+    LOADED = "loaded"
+    MISSING = "missing"
+    READ_ERROR = "read_error"
+    OUTSIDE_ROOT = "outside_root"
+
+
+@dataclass(frozen=True)
+class FileRead:
+    status: ReadStatus
+    # Sanitized text, at most `max_chars` long.
+    text: str = ""
+    # True when the file held more than `max_chars` characters.
+    truncated: bool = False
+    # Exact sanitized length when the whole file was read; None when it was cut short.
+    full_chars: int | None = None
+    size_bytes: int = 0
+    # Why it was not loaded (READ_ERROR), or where it points (OUTSIDE_ROOT).
+    detail: str = ""
+
+    def original_chars_label(self) -> str:
+        if self.full_chars is not None:
+            return str(self.full_chars)
+        return f"more than {len(self.text)} ({self.size_bytes} bytes)"
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _read_prefix(fd: int, max_bytes: int) -> bytes:
+    chunks: list[bytes] = []
+    remaining = max_bytes
+    while remaining > 0:
+        chunk = os.read(fd, min(_READ_CHUNK, remaining))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_bounded(path: Path, max_chars: int, roots: list[Path]) -> FileRead:
+    """Read at most `max_chars` characters of `path` without leaving `roots`."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return FileRead(ReadStatus.MISSING)
+    except OSError as exc:
+        return FileRead(ReadStatus.READ_ERROR, detail=exc.strerror or type(exc).__name__)
+    target = Path(os.path.realpath(path))
+    if not is_inside(target, roots):
+        return FileRead(ReadStatus.OUTSIDE_ROOT, detail=str(target))
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(target, flags)
+    except FileNotFoundError:
+        return FileRead(ReadStatus.MISSING)
+    except OSError as exc:
+        return FileRead(ReadStatus.READ_ERROR, detail=exc.strerror or type(exc).__name__)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return FileRead(ReadStatus.READ_ERROR, detail=_kind_of(info.st_mode))
+        cap = max_chars * 4 + 4
+        data = _read_prefix(fd, cap)
+    except OSError as exc:
+        return FileRead(ReadStatus.READ_ERROR, detail=exc.strerror or type(exc).__name__)
+    finally:
+        os.close(fd)
+    whole_file = len(data) < cap
+    try:
+        # Not final when cut short: a character split at the cut is not an error.
+        decoded = codecs.getincrementaldecoder("utf-8")("strict").decode(data, final=whole_file)
+    except UnicodeDecodeError as exc:
+        return FileRead(
+            ReadStatus.READ_ERROR,
+            size_bytes=info.st_size,
+            detail=f"not valid UTF-8 (byte {exc.start})",
+        )
+    text = sanitize(decoded)
+    truncated = len(text) > max_chars or not whole_file
+    return FileRead(
+        ReadStatus.LOADED,
+        text=text[:max_chars],
+        truncated=truncated,
+        full_chars=len(text) if whole_file else None,
+        size_bytes=info.st_size,
+    )
