@@ -1,0 +1,1 @@
+"""Renderers: structured inputs and built-in policies turned into section text."""
