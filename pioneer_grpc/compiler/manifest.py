@@ -1,0 +1,54 @@
+"""Assemble the payload: both halves, the full text, fingerprints and the manifest."""
+
+from __future__ import annotations
+
+import pioneer_grpc
+from pioneer_grpc.compiler.boundary import CACHE_BOUNDARY, join_halves
+from pioneer_grpc.compiler.diagnostics import CompileLog
+from pioneer_grpc.compiler.sections import fingerprint, render_half, render_section
+from pioneer_grpc.v1 import prompt_pb2
+
+
+def build_payload(
+    stable: list[prompt_pb2.PromptSection],
+    dynamic: list[prompt_pb2.PromptSection],
+    profile: prompt_pb2.PromptProfile,
+    log: CompileLog,
+    extra_hook_sources: list[prompt_pb2.HookSource],
+    thread_id: str = "",
+    turn_id: str = "",
+) -> prompt_pb2.CompiledPromptPayload:
+    stable_text = render_half(stable)
+    dynamic_text = render_half(dynamic)
+    full_text = join_halves(stable_text, dynamic_text)
+    sections = [*stable, *dynamic]
+    manifest = prompt_pb2.PromptManifest(
+        compiler_version=pioneer_grpc.__version__,
+        profile=profile,
+        section_ids=[s.id for s in sections],
+        fingerprint_stable=fingerprint(stable_text),
+        fingerprint_dynamic=fingerprint(dynamic_text),
+        fingerprint_full=fingerprint(full_text),
+        section_fingerprints=[
+            prompt_pb2.SectionFingerprint(
+                section_id=s.id,
+                stability=s.stability,
+                fingerprint=s.fingerprint,
+                chars=len(render_section(s)),
+            )
+            for s in sections
+        ],
+        diagnostics=log.diagnostics,
+        hook_sources=[*log.hook_sources, *extra_hook_sources],
+        source_manifest=log.source_manifest,
+        thread_id=thread_id,
+        turn_id=turn_id,
+    )
+    return prompt_pb2.CompiledPromptPayload(
+        stable_system_text=stable_text,
+        dynamic_system_text=dynamic_text,
+        full_system_text=full_text,
+        boundary_marker=CACHE_BOUNDARY,
+        sections=sections,
+        manifest=manifest,
+    )

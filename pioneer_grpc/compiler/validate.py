@@ -1,0 +1,72 @@
+"""Input validation: every bad field of a PromptCompileInput, reported at once.
+
+Field paths are relative to the request (`input.dynamic_sections[2].id`).
+"""
+
+from __future__ import annotations
+
+from pioneer_grpc.compiler.limits import LIMIT_FIELDS
+from pioneer_grpc.compiler.sections import BUILTIN_SECTION_IDS
+from pioneer_grpc.errors import FieldViolation, InvalidArgument
+from pioneer_grpc.v1 import prompt_pb2
+
+PREFIX = "input"
+
+
+def _enum(violations: list[FieldViolation], field: str, enum_name: str, value: int) -> None:
+    enum = prompt_pb2.DESCRIPTOR.enum_types_by_name[enum_name]
+    if value not in enum.values_by_number:
+        known = ", ".join(v.name for v in enum.values)
+        violations.append(FieldViolation(field, f"unknown value {value}; expected one of {known}"))
+
+
+def _dynamic_id_problem(section_id: str, first_seen: dict[str, int]) -> str | None:
+    if not section_id:
+        return "must not be empty"
+    if any(ch.isspace() for ch in section_id):
+        return "must not contain whitespace"
+    if section_id in BUILTIN_SECTION_IDS:
+        return f"collides with the built-in section id {section_id!r}"
+    if section_id in first_seen:
+        return f"duplicates {PREFIX}.dynamic_sections[{first_seen[section_id]}].id"
+    return None
+
+
+def validate_input(request: prompt_pb2.PromptCompileInput) -> None:
+    violations: list[FieldViolation] = []
+    _enum(violations, f"{PREFIX}.profile", "PromptProfile", request.profile)
+    if "\x00" in request.workspace_root:
+        violations.append(FieldViolation(f"{PREFIX}.workspace_root", "must not contain a NUL character"))
+    for name in LIMIT_FIELDS:
+        if request.limits.HasField(name) and getattr(request.limits, name) < 0:
+            violations.append(FieldViolation(f"{PREFIX}.limits.{name}", "must not be negative"))
+    first_seen: dict[str, int] = {}
+    for index, section in enumerate(request.dynamic_sections):
+        field = f"{PREFIX}.dynamic_sections[{index}]"
+        problem = _dynamic_id_problem(section.id, first_seen)
+        if problem:
+            violations.append(FieldViolation(f"{field}.id", problem))
+        first_seen.setdefault(section.id, index)
+        if section.HasField("max_chars") and section.max_chars < 0:
+            violations.append(FieldViolation(f"{field}.max_chars", "must not be negative"))
+    for index, skill in enumerate(request.skills.active_skills):
+        if not skill.slug.strip():
+            violations.append(
+                FieldViolation(f"{PREFIX}.skills.active_skills[{index}].slug", "must not be empty")
+            )
+    _enum(violations, f"{PREFIX}.memory_recall.policy", "MemoryPolicy", request.memory_recall.policy)
+    _enum(violations, f"{PREFIX}.permissions.mode", "PermissionMode", request.permissions.mode)
+    for index, rule in enumerate(request.permissions.rules):
+        _enum(
+            violations,
+            f"{PREFIX}.permissions.rules[{index}].decision",
+            "PermissionDecision",
+            rule.decision,
+        )
+    if request.HasField("agents_md") and "\x00" in request.agents_md.thread_folder:
+        violations.append(
+            FieldViolation(f"{PREFIX}.agents_md.thread_folder", "must not contain a NUL character")
+        )
+    if violations:
+        summary = "; ".join(f"{v.field}: {v.description}" for v in violations)
+        raise InvalidArgument(f"invalid prompt compile input: {summary}", violations)
