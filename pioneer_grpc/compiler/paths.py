@@ -40,16 +40,16 @@ def _resolve_raw(raw: str, base: Path, field: str) -> Path:
     return Path(os.path.realpath(base / raw if raw else base))
 
 
-def resolve_workspace_root(raw: str, roots: list[Path]) -> Path:
+def resolve_workspace_root(raw: str, roots: list[Path], field: str = WORKSPACE_ROOT_FIELD) -> Path:
     """The resolved workspace root; empty means the first runtime home.
 
     A relative path is taken relative to the first runtime home. The result,
     with every symlink followed, must lie inside one of `roots`.
     """
-    resolved = _resolve_raw(raw, roots[0], WORKSPACE_ROOT_FIELD)
+    resolved = _resolve_raw(raw, roots[0], field)
     if not is_inside(resolved, roots):
         raise PermissionDenied(
-            f"{WORKSPACE_ROOT_FIELD}: {raw!r} resolves to {resolved}, which is outside every runtime home"
+            f"{field}: {raw!r} resolves to {resolved}, which is outside every runtime home"
         )
     return resolved
 

@@ -1,0 +1,72 @@
+"""`pioneer-grpc compile INPUT.json`: compile a prompt locally, without a server.
+
+INPUT.json is a PromptCompileInput in protobuf JSON form ("-" reads stdin).
+The default output is the prompt with the cache boundary made visible and the
+diagnostics on stderr; `--json` prints the whole CompiledPromptPayload.
+Workspace roots are confined to the runtime homes of the server configuration
+(`--home`, PIONEER_HOME, PIONEER_CONFIG), exactly as the server would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from google.protobuf import json_format
+
+from pioneer_grpc.compiler import compile_prompt
+from pioneer_grpc.errors import InvalidArgument, PioneerError
+from pioneer_grpc.server.config import ConfigError, load_config
+from pioneer_grpc.v1 import prompt_pb2
+
+VISIBLE_BOUNDARY = "──── cache boundary ────"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compile", help="compile a system prompt locally from a PromptCompileInput JSON file"
+    )
+    parser.add_argument("input", help="PromptCompileInput as protobuf JSON; '-' reads stdin")
+    parser.add_argument("--home", help="runtime home (default: as the server, ~/.pioneer)")
+    parser.add_argument("--json", action="store_true", help="print the CompiledPromptPayload as JSON")
+    parser.set_defaults(func=run)
+
+
+def render_visible(payload: prompt_pb2.CompiledPromptPayload) -> str:
+    """The prompt as a person reads it: the boundary marker replaced by a visible rule."""
+    if not payload.dynamic_system_text:
+        return payload.stable_system_text
+    parts = [payload.stable_system_text] if payload.stable_system_text else []
+    return "\n".join([*parts, VISIBLE_BOUNDARY, payload.dynamic_system_text])
+
+
+def _read_input(source: str) -> prompt_pb2.PromptCompileInput:
+    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    return json_format.Parse(text, prompt_pb2.PromptCompileInput())
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = load_config({"home": args.home} if args.home else {})
+        request = _read_input(args.input)
+        payload = compile_prompt(request, config.homes)
+    except (OSError, json_format.ParseError, ConfigError) as exc:
+        print(f"pioneer-grpc compile: {exc}", file=sys.stderr)
+        return 2
+    except InvalidArgument as exc:
+        for violation in exc.violations or []:
+            print(f"pioneer-grpc compile: {violation.field}: {violation.description}", file=sys.stderr)
+        if not exc.violations:
+            print(f"pioneer-grpc compile: {exc.message}", file=sys.stderr)
+        return 2
+    except PioneerError as exc:
+        print(f"pioneer-grpc compile: {exc.message}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json_format.MessageToJson(payload, indent=2))
+        return 0
+    print(render_visible(payload))
+    for diagnostic in payload.manifest.diagnostics:
+        print(f"diagnostic {diagnostic.code}: {diagnostic.message}", file=sys.stderr)
+    return 0
