@@ -1,0 +1,323 @@
+// Command pioneer-load drives one pioneer-grpc RPC from many goroutines and
+// prints one JSON line with throughput and latency:
+//
+//	{"rpc":"compile","concurrency":8,"requests":4210,"seconds":10.0,"rps":421.0,
+//	 "p50_ms":17.9,"p99_ms":41.2,"errors":0,"request_bytes":2321,"response_bytes":9120}
+//
+// Comparing a real RPC with echo of the same payload size (-payload-bytes set
+// to the real RPC's request_bytes) separates the server's work from transport cost.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"math"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	pioneerv1 "github.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1"
+	"github.com/pioneer-grpc/pioneer-grpc/clients/go/internal/sample"
+	"github.com/pioneer-grpc/pioneer-grpc/clients/go/pioneer"
+)
+
+type config struct {
+	addr         string
+	token        string
+	rpc          string
+	concurrency  int
+	duration     time.Duration
+	requests     int64
+	warmup       time.Duration
+	payloadBytes int
+	thread       string
+	input        string
+	seedTurns    int
+	timeout      time.Duration
+}
+
+type report struct {
+	RPC           string  `json:"rpc"`
+	Concurrency   int     `json:"concurrency"`
+	Requests      int64   `json:"requests"`
+	Seconds       float64 `json:"seconds"`
+	RPS           float64 `json:"rps"`
+	P50Ms         float64 `json:"p50_ms"`
+	P99Ms         float64 `json:"p99_ms"`
+	Errors        int64   `json:"errors"`
+	RequestBytes  int     `json:"request_bytes"`
+	ResponseBytes int     `json:"response_bytes"`
+}
+
+// call performs one RPC and returns the response size.
+type call func(ctx context.Context) (int, error)
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.addr, "addr", envOr("PIONEER_ADDR", "127.0.0.1:50051"), "server address host:port")
+	flag.StringVar(&cfg.token, "token", os.Getenv("PIONEER_TOKEN"), "bearer token (default $PIONEER_TOKEN)")
+	flag.StringVar(&cfg.rpc, "rpc", "echo", "echo | compile | load-history | prepare-turn")
+	flag.IntVar(&cfg.concurrency, "concurrency", 8, "concurrent callers (one shared connection)")
+	flag.DurationVar(&cfg.duration, "duration", 10*time.Second, "measure for this long (ignored with -requests)")
+	flag.Int64Var(&cfg.requests, "requests", 0, "measure exactly this many calls instead of a duration")
+	flag.DurationVar(&cfg.warmup, "warmup", time.Second, "unmeasured calls before measuring")
+	flag.IntVar(&cfg.payloadBytes, "payload-bytes", 1024, "echo payload size")
+	flag.StringVar(&cfg.thread, "thread", "", "thread for load-history / prepare-turn (default: create and seed one)")
+	flag.StringVar(&cfg.input, "input", "", "CompilePromptRequest as protojson, for compile (default: a full built-in input)")
+	flag.IntVar(&cfg.seedTurns, "seed-turns", 20, "completed turns written into a created thread")
+	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "deadline of each call")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("pioneer-load: ")
+
+	if cfg.concurrency < 1 {
+		log.Fatal("-concurrency must be at least 1")
+	}
+	rep, err := run(cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, _ := json.Marshal(rep)
+	fmt.Println(string(out))
+}
+
+func run(cfg config) (*report, error) {
+	setupCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := pioneer.Dial(setupCtx, cfg.addr, pioneer.WithToken(cfg.token), pioneer.WithCallTimeout(cfg.timeout),
+		pioneer.WithUserAgent("pioneer-load"))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+
+	fn, reqBytes, err := build(setupCtx, c, cfg)
+	if err != nil {
+		return nil, err
+	}
+	// One call up front: a misconfigured run fails loudly instead of reporting errors.
+	respBytes, err := fn(setupCtx)
+	if err != nil {
+		return nil, fmt.Errorf("first %s call: %w", cfg.rpc, err)
+	}
+
+	if cfg.warmup > 0 {
+		wctx, wcancel := context.WithTimeout(context.Background(), cfg.warmup)
+		drive(wctx, fn, cfg.concurrency, 0)
+		wcancel()
+	}
+
+	ctx := context.Background()
+	if cfg.requests <= 0 {
+		var mcancel context.CancelFunc
+		ctx, mcancel = context.WithTimeout(ctx, cfg.duration)
+		defer mcancel()
+	}
+	start := time.Now()
+	lat, errs, firstErr := drive(ctx, fn, cfg.concurrency, cfg.requests)
+	elapsed := time.Since(start).Seconds()
+	if firstErr != nil {
+		log.Printf("%d errors; first: %v", errs, firstErr)
+	}
+	n := int64(len(lat)) + errs
+	return &report{
+		RPC:           cfg.rpc,
+		Concurrency:   cfg.concurrency,
+		Requests:      n,
+		Seconds:       round3(elapsed),
+		RPS:           round3(float64(n) / elapsed),
+		P50Ms:         round3(percentile(lat, 50)),
+		P99Ms:         round3(percentile(lat, 99)),
+		Errors:        errs,
+		RequestBytes:  reqBytes,
+		ResponseBytes: respBytes,
+	}, nil
+}
+
+// drive runs fn from concurrency goroutines until ctx ends or limit calls
+// (when limit > 0) were made; it returns the latencies of successful calls.
+func drive(ctx context.Context, fn call, concurrency int, limit int64) ([]time.Duration, int64, error) {
+	var (
+		issued   atomic.Int64
+		errCount atomic.Int64
+		firstErr atomic.Value
+		mu       sync.Mutex
+		all      []time.Duration
+		wg       sync.WaitGroup
+	)
+	for w := 0; w < concurrency; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := make([]time.Duration, 0, 1024)
+			for ctx.Err() == nil {
+				if limit > 0 && issued.Add(1) > limit {
+					break
+				}
+				t0 := time.Now()
+				_, err := fn(context.Background())
+				d := time.Since(t0)
+				if err != nil {
+					errCount.Add(1)
+					firstErr.CompareAndSwap(nil, errBox{err})
+					continue
+				}
+				local = append(local, d)
+			}
+			mu.Lock()
+			all = append(all, local...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	var first error
+	if b, ok := firstErr.Load().(errBox); ok {
+		first = b.err
+	}
+	return all, errCount.Load(), first
+}
+
+type errBox struct{ err error }
+
+func build(ctx context.Context, c *pioneer.Client, cfg config) (call, int, error) {
+	switch cfg.rpc {
+	case "echo":
+		payload := make([]byte, cfg.payloadBytes)
+		_, _ = rand.Read(payload)
+		req := &pioneerv1.EchoRequest{Payload: payload}
+		return func(ctx context.Context) (int, error) {
+			resp, err := c.Echo.Echo(ctx, req)
+			return proto.Size(resp), err
+		}, proto.Size(req), nil
+
+	case "compile":
+		req := &pioneerv1.CompilePromptRequest{Input: sample.FullCompileInput(1)}
+		if cfg.input != "" {
+			data, err := os.ReadFile(cfg.input)
+			if err != nil {
+				return nil, 0, err
+			}
+			req = &pioneerv1.CompilePromptRequest{}
+			if err := protojson.Unmarshal(data, req); err != nil {
+				return nil, 0, fmt.Errorf("%s: not a CompilePromptRequest in protojson: %w", cfg.input, err)
+			}
+		}
+		return func(ctx context.Context) (int, error) {
+			resp, err := c.Compiler.CompilePrompt(ctx, req)
+			return proto.Size(resp), err
+		}, proto.Size(req), nil
+
+	case "load-history":
+		thread, err := ensureThread(ctx, c, cfg)
+		if err != nil {
+			return nil, 0, err
+		}
+		req := &pioneerv1.LoadConversationHistoryRequest{ThreadId: thread}
+		return func(ctx context.Context) (int, error) {
+			resp, err := c.History.LoadConversationHistory(ctx, req)
+			return proto.Size(resp), err
+		}, proto.Size(req), nil
+
+	case "prepare-turn":
+		thread, err := ensureThread(ctx, c, cfg)
+		if err != nil {
+			return nil, 0, err
+		}
+		// Every call prepares the same in-progress turn: the entry append is
+		// idempotent, so the thread does not grow while measuring.
+		turn := "load-" + randomHex(4)
+		req := &pioneerv1.PrepareTurnRequest{
+			ThreadId: thread,
+			TurnId:   turn,
+			NewEntries: []*pioneerv1.ConversationEntry{{
+				EntryId: turn + "-user", TurnId: turn, Role: pioneerv1.EntryRole_ENTRY_ROLE_USER,
+				Content: sample.UserMessage(cfg.seedTurns + 1),
+			}},
+			CompileInput: sample.FullCompileInput(1),
+			Tools:        []*pioneerv1.ToolDefinition{sample.ReadFileTool()},
+		}
+		return func(ctx context.Context) (int, error) {
+			resp, err := c.Turns.PrepareTurn(ctx, req)
+			return proto.Size(resp), err
+		}, proto.Size(req), nil
+	}
+	return nil, 0, fmt.Errorf("unknown -rpc %q (echo | compile | load-history | prepare-turn)", cfg.rpc)
+}
+
+// ensureThread returns -thread, or creates a thread with seedTurns completed turns.
+func ensureThread(ctx context.Context, c *pioneer.Client, cfg config) (string, error) {
+	if cfg.thread != "" {
+		return cfg.thread, nil
+	}
+	resp, err := c.History.CreateThread(ctx, &pioneerv1.CreateThreadRequest{
+		ThreadId: "load-" + randomHex(6),
+		Config:   &pioneerv1.ThreadConfig{Model: "gpt-4o-mini"},
+	})
+	if err != nil {
+		return "", fmt.Errorf("create thread: %w", err)
+	}
+	id := resp.GetThread().GetThreadId()
+	for i := 1; i <= cfg.seedTurns; i++ {
+		turn := fmt.Sprintf("seed-%03d", i)
+		if _, err := c.History.AppendEntries(ctx, &pioneerv1.AppendEntriesRequest{
+			ThreadId: id,
+			Entries: []*pioneerv1.ConversationEntry{
+				{EntryId: turn + "-u", TurnId: turn, Role: pioneerv1.EntryRole_ENTRY_ROLE_USER, Content: sample.UserMessage(i)},
+				{EntryId: turn + "-a", TurnId: turn, Role: pioneerv1.EntryRole_ENTRY_ROLE_ASSISTANT, Content: sample.AssistantReply(i)},
+			},
+		}); err != nil {
+			return "", fmt.Errorf("seed thread: %w", err)
+		}
+		if _, err := c.History.CompleteTurn(ctx, &pioneerv1.CompleteTurnRequest{ThreadId: id, TurnId: turn}); err != nil {
+			return "", fmt.Errorf("seed thread: %w", err)
+		}
+	}
+	log.Printf("created thread %s with %d completed turns", id, cfg.seedTurns)
+	return id, nil
+}
+
+// percentile is the nearest-rank percentile of ds in milliseconds (0 when empty).
+func percentile(ds []time.Duration, p float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	sorted := append([]time.Duration(nil), ds...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	if rank < 1 {
+		rank = 1
+	}
+	return float64(sorted[rank-1]) / float64(time.Millisecond)
+}
+
+func round3(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return math.Round(f*1000) / 1000
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestPercentileNearestRank(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	if got := percentile(ds, 50); got != 50 {
+		t.Errorf("p50 = %v, want 50", got)
+	}
+	if got := percentile(ds, 99); got != 99 {
+		t.Errorf("p99 = %v, want 99", got)
+	}
+	if got := percentile(nil, 99); got != 0 {
+		t.Errorf("p99 of nothing = %v", got)
+	}
+	if ds[0] != 100*time.Millisecond {
+		t.Error("percentile reordered its input")
+	}
+}
+
+func TestDriveExactRequestsAndErrors(t *testing.T) {
+	var n atomic.Int64
+	fn := func(context.Context) (int, error) {
+		if n.Add(1)%10 == 0 {
+			return 0, errors.New("every tenth call fails")
+		}
+		return 1, nil
+	}
+	lat, errs, first := drive(context.Background(), fn, 7, 100)
+	if int64(len(lat))+errs != 100 || errs != 10 || first == nil {
+		t.Fatalf("ok=%d errors=%d first=%v, want 90/10", len(lat), errs, first)
+	}
+}
+
+func TestDriveStopsAtDeadline(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	lat, _, _ := drive(ctx, func(context.Context) (int, error) { time.Sleep(time.Millisecond); return 0, nil }, 4, 0)
+	if time.Since(start) > 2*time.Second || len(lat) == 0 {
+		t.Fatalf("drive ran %v with %d calls", time.Since(start), len(lat))
+	}
+}
