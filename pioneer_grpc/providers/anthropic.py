@@ -10,7 +10,9 @@ then the text of any system-role messages (the API has no system role inside
 That is at most two of the four breakpoints the API allows.
 
 `max_tokens` is required: an unset value becomes 4,096 (plus the thinking
-budget when extended thinking is on).
+budget when extended thinking is on). `temperature` is not sent: the current
+Messages API has no sampling parameters (the official SDK no longer accepts
+them), so it is dropped like Gemini drops parallel_tool_calls.
 """
 
 from __future__ import annotations
@@ -194,7 +196,5 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
         body["thinking"] = {"type": "disabled"}
     elif budget is not None:
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
-    if request.HasField("temperature"):
-        body["temperature"] = request.temperature
     assert breakpoints <= MAX_ANTHROPIC_BREAKPOINTS
     return body, breakpoints

@@ -200,6 +200,11 @@ def parse_arguments(arguments: str) -> JSON:
     return value
 
 
+def arguments_text(arguments: str) -> str:
+    """Arguments for APIs that take them as text: as produced, but "" (no arguments) as "{}"."""
+    return arguments if arguments.strip() else "{}"
+
+
 def tool_name_for_call(request: chat_pb2.ChatRequest, index: int) -> str:
     """Name of the tool a tool message answers: its own `name`, else the matching earlier call."""
     message = request.messages[index]

@@ -15,6 +15,7 @@ from pioneer_grpc.providers.common import (
     JSON,
     Prepared,
     all_text,
+    arguments_text,
     media_of,
     message_text,
     prompt_halves,
@@ -78,7 +79,11 @@ def _messages(prepared: Prepared) -> list[JSON]:
                 item["content"] = text
             if message.tool_calls:
                 item["tool_calls"] = [
-                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": arguments_text(c.arguments)},
+                    }
                     for c in message.tool_calls
                 ]
         else:

@@ -18,6 +18,7 @@ from pioneer_grpc.providers.common import (
     JSON,
     Prepared,
     all_text,
+    arguments_text,
     media_of,
     message_text,
     prompt_halves,
@@ -81,7 +82,7 @@ def _input(prepared: Prepared) -> list[JSON]:
                         "type": "function_call",
                         "call_id": call.id,
                         "name": call.name,
-                        "arguments": call.arguments,
+                        "arguments": arguments_text(call.arguments),
                     }
                 )
         else:
