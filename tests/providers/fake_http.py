@@ -21,7 +21,12 @@ CHAT_COMPLETION = {
     "created": 0,
     "model": "fake",
     "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop", "logprobs": None}
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "ok"},
+            "finish_reason": "stop",
+            "logprobs": None,
+        }
     ],
 }
 RESPONSE = {
@@ -54,7 +59,9 @@ MESSAGE = {
     "usage": {"input_tokens": 1, "output_tokens": 1},
 }
 GENERATE_CONTENT = {
-    "candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]}, "finishReason": "STOP", "index": 0}],
+    "candidates": [
+        {"content": {"role": "model", "parts": [{"text": "ok"}]}, "finishReason": "STOP", "index": 0}
+    ],
     "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
 }
 
@@ -97,7 +104,7 @@ def recording_server() -> Iterator[RecordingServer]:
     recorder = RecordingServer(base_url="")
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        def do_POST(self) -> None:
             length = int(self.headers.get("content-length", "0"))
             body = self.rfile.read(length)
             recorder.requests.append(Recorded("POST", self.path, dict(self.headers.items()), body))
