@@ -1,0 +1,88 @@
+"""`pioneer-grpc render`: print the exact provider body for a ChatRequest in a JSON file.
+
+    pioneer-grpc render --provider anthropic request.json --pretty
+
+The file holds a ChatRequest in protobuf's JSON mapping (`-` reads stdin). The
+body goes to stdout, byte for byte what RenderChatRequest returns (or indented
+with --pretty); the path and breakpoint count go to stderr. Invalid requests
+print each field violation and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from google.protobuf import json_format
+
+from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.providers import render
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
+
+PROVIDER_CHOICES: dict[str, provider_service_pb2.Provider] = {
+    "openai-chat": provider_service_pb2.PROVIDER_OPENAI_CHAT_COMPLETIONS,
+    "openai-responses": provider_service_pb2.PROVIDER_OPENAI_RESPONSES,
+    "anthropic": provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
+    "gemini": provider_service_pb2.PROVIDER_GEMINI_GENERATE_CONTENT,
+}
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "render",
+        help="print the provider request body for a ChatRequest JSON file",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--provider", required=True, choices=list(PROVIDER_CHOICES))
+    parser.add_argument("request", help="ChatRequest as protobuf JSON; - for stdin")
+    parser.add_argument("--pretty", action="store_true", help="indent the JSON for reading")
+    parser.add_argument(
+        "--cache-key-prefix", help='prefix of the OpenAI prompt_cache_key (default "pioneer-")'
+    )
+    parser.add_argument(
+        "--anthropic-min-cache-chars",
+        type=int,
+        help="no Anthropic breakpoint on stable text shorter than this (default 4096)",
+    )
+    parser.set_defaults(func=run)
+    return parser
+
+
+def _read(source: str) -> str:
+    if source == "-":
+        return sys.stdin.read()
+    return Path(source).read_text(encoding="utf-8")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        text = _read(args.request)
+    except OSError as exc:
+        print(f"pioneer-grpc render: cannot read {args.request}: {exc.strerror}", file=sys.stderr)
+        return 1
+    try:
+        request = json_format.Parse(text, chat_pb2.ChatRequest())
+    except json_format.ParseError as exc:
+        print(f"pioneer-grpc render: not a ChatRequest in protobuf JSON: {exc}", file=sys.stderr)
+        return 2
+    options = provider_service_pb2.RenderOptions()
+    if args.cache_key_prefix is not None:
+        options.cache_key_prefix = args.cache_key_prefix
+    if args.anthropic_min_cache_chars is not None:
+        options.anthropic_min_cache_chars = args.anthropic_min_cache_chars
+    try:
+        rendered = render(PROVIDER_CHOICES[args.provider], request, options)
+    except InvalidArgument as exc:
+        print(f"pioneer-grpc render: {exc.message}", file=sys.stderr)
+        for violation in exc.violations:
+            print(f"  {violation.field}: {violation.description}", file=sys.stderr)
+        return 2
+    if args.pretty:
+        print(json.dumps(json.loads(rendered.body_json), ensure_ascii=False, indent=2))
+    else:
+        print(rendered.body_json)
+    print(f"POST {rendered.path} (cache breakpoints: {rendered.cache_breakpoints})", file=sys.stderr)
+    return 0

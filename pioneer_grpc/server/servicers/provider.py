@@ -1,0 +1,27 @@
+"""ProviderService: render a ChatRequest into one provider's request body."""
+
+from __future__ import annotations
+
+import grpc
+
+from pioneer_grpc.providers import render
+from pioneer_grpc.server.context import ServerContext
+from pioneer_grpc.v1 import provider_service_pb2, provider_service_pb2_grpc
+
+
+class ProviderServicer(provider_service_pb2_grpc.ProviderServiceServicer):
+    def __init__(self, ctx: ServerContext) -> None:
+        self.ctx = ctx
+
+    async def RenderChatRequest(
+        self,
+        request: provider_service_pb2.RenderChatRequestRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> provider_service_pb2.RenderChatRequestResponse:
+        options = request.options if request.HasField("options") else None
+        rendered = render(request.provider, request.chat_request, options)
+        return provider_service_pb2.RenderChatRequestResponse(
+            body_json=rendered.body_json,
+            path=rendered.path,
+            cache_breakpoints=rendered.cache_breakpoints,
+        )
