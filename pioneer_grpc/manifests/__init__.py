@@ -1,0 +1,1 @@
+"""Manifest analysis that needs neither the network nor the database."""
