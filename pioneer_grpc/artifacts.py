@@ -91,8 +91,12 @@ def format_artifact_block(header: str, refs: Iterable[common_pb2.ArtifactRef]) -
 
 
 def append_artifact_block(text: str, header: str, refs: Iterable[common_pb2.ArtifactRef]) -> str:
-    """`text` with the block appended after a blank line (the block alone when text is empty)."""
+    """`text` with the block appended after a blank line (the block alone when text is empty).
+
+    Idempotent: a text that already ends with this block (history returns
+    messages with their block in `content`) comes back unchanged.
+    """
     block = format_artifact_block(header, refs)
-    if not block:
+    if not block or text == block or text.endswith("\n\n" + block):
         return text
     return f"{text}\n\n{block}" if text else block
