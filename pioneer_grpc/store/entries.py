@@ -1,0 +1,219 @@
+"""Conversation entries and turns: idempotent appends, turn completion, history reads.
+
+An append is one transaction. It first touches the thread row (a write), which
+both checks that the thread exists and serialises appends to one thread: on
+PostgreSQL the row lock makes sequence order equal commit order within a thread,
+and on SQLite the first statement being a write takes the write lock before any
+read, so concurrent writers wait (busy timeout) instead of failing on a stale
+snapshot. Entries are inserted with ON CONFLICT DO NOTHING; an entry that was
+already there must carry the same content hash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from pioneer_grpc.errors import AlreadyExists, FailedPrecondition, NotFound
+from pioneer_grpc.history.entries import (
+    artifact_refs_json,
+    parse_artifact_refs,
+    parse_tool_calls,
+    tool_calls_json,
+)
+from pioneer_grpc.store.models import EntryRow, ThreadRow, TurnRow
+from pioneer_grpc.store.threads import as_utc, now
+from pioneer_grpc.v1 import history_pb2
+
+
+@dataclass(frozen=True)
+class NewEntry:
+    entry: history_pb2.ConversationEntry
+    content_hash: str
+    token_count: int
+
+
+@dataclass(frozen=True)
+class AppendOutcome:
+    entries: list[history_pb2.ConversationEntry]
+    created: int
+    existing: int
+
+
+def _insert(session: AsyncSession, model: Any) -> Any:
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+    return dialect.insert(model)
+
+
+async def _touch_thread(session: AsyncSession, thread_id: str) -> None:
+    result: Any = await session.execute(
+        update(ThreadRow).where(ThreadRow.thread_id == thread_id).values(updated_at=now())
+    )
+    if result.rowcount == 0:
+        raise NotFound(f"thread {thread_id!r} does not exist")
+
+
+async def _turn_statuses(session: AsyncSession, thread_id: str, turn_ids: list[str]) -> dict[str, int]:
+    moment = now()
+    for turn_id in turn_ids:
+        await session.execute(
+            _insert(session, TurnRow)
+            .values(
+                thread_id=thread_id,
+                turn_id=turn_id,
+                status=history_pb2.TURN_STATUS_IN_PROGRESS,
+                created_at=moment,
+                updated_at=moment,
+            )
+            .on_conflict_do_nothing(index_elements=["thread_id", "turn_id"])
+        )
+    rows = await session.execute(
+        select(TurnRow.turn_id, TurnRow.status).where(
+            TurnRow.thread_id == thread_id, TurnRow.turn_id.in_(turn_ids)
+        )
+    )
+    return {turn_id: status for turn_id, status in rows.tuples()}
+
+
+ENTRY_COLUMNS = (
+    EntryRow.id,
+    EntryRow.entry_id,
+    EntryRow.turn_id,
+    EntryRow.role,
+    EntryRow.content,
+    EntryRow.tool_calls_json,
+    EntryRow.tool_call_id,
+    EntryRow.name,
+    EntryRow.artifact_refs_json,
+    EntryRow.reasoning_content,
+    EntryRow.token_count,
+    EntryRow.tokenizer,
+    EntryRow.completed,
+    EntryRow.created_at,
+)
+
+
+def entry_message(row: Any) -> history_pb2.ConversationEntry:
+    """A row selected with ENTRY_COLUMNS as the stored entry, output-only fields set."""
+    entry = history_pb2.ConversationEntry(
+        entry_id=row.entry_id,
+        turn_id=row.turn_id,
+        role=row.role,
+        content=row.content,
+        tool_calls=parse_tool_calls(row.tool_calls_json),
+        tool_call_id=row.tool_call_id,
+        name=row.name,
+        artifact_refs=parse_artifact_refs(row.artifact_refs_json),
+        sequence=row.id,
+        token_count=row.token_count,
+        tokenizer=row.tokenizer,
+        completed=row.completed,
+    )
+    if row.reasoning_content is not None:
+        entry.reasoning_content = row.reasoning_content
+    entry.create_time.FromDatetime(as_utc(row.created_at))
+    return entry
+
+
+async def append_entries(
+    session: AsyncSession, thread_id: str, new_entries: Sequence[NewEntry], tokenizer: str
+) -> AppendOutcome:
+    """All or nothing: any rejected entry rolls the whole batch back."""
+    created = existing = 0
+    stored_ids: list[str] = []
+    async with session.begin():
+        await _touch_thread(session, thread_id)
+        turn_ids = list(dict.fromkeys(n.entry.turn_id for n in new_entries))
+        statuses = await _turn_statuses(session, thread_id, turn_ids) if turn_ids else {}
+        moment = now()
+        for new in new_entries:
+            entry = new.entry
+            reasoning = entry.reasoning_content if entry.HasField("reasoning_content") else None
+            inserted = await session.execute(
+                _insert(session, EntryRow)
+                .values(
+                    thread_id=thread_id,
+                    entry_id=entry.entry_id,
+                    turn_id=entry.turn_id,
+                    role=entry.role,
+                    content=entry.content,
+                    tool_calls_json=tool_calls_json(entry),
+                    tool_call_id=entry.tool_call_id,
+                    name=entry.name,
+                    artifact_refs_json=artifact_refs_json(entry),
+                    reasoning_content=reasoning,
+                    content_hash=new.content_hash,
+                    token_count=new.token_count,
+                    tokenizer=tokenizer,
+                    completed=False,
+                    created_at=moment,
+                )
+                .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
+                .returning(EntryRow.id)
+            )
+            if inserted.first() is not None:
+                if statuses.get(entry.turn_id) == history_pb2.TURN_STATUS_COMPLETED:
+                    raise FailedPrecondition(
+                        f"turn {entry.turn_id!r} is completed; entry {entry.entry_id!r} belongs to a new turn"
+                    )
+                created += 1
+            else:
+                stored_hash = await session.scalar(
+                    select(EntryRow.content_hash).where(
+                        EntryRow.thread_id == thread_id, EntryRow.entry_id == entry.entry_id
+                    )
+                )
+                if stored_hash != new.content_hash:
+                    raise AlreadyExists(
+                        f"entry {entry.entry_id!r} already exists in thread {thread_id!r} "
+                        "with different content"
+                    )
+                existing += 1
+            stored_ids.append(entry.entry_id)
+        rows = await session.execute(
+            select(*ENTRY_COLUMNS).where(EntryRow.thread_id == thread_id, EntryRow.entry_id.in_(stored_ids))
+        )
+        by_id = {row.entry_id: entry_message(row) for row in rows}
+    return AppendOutcome([by_id[entry_id] for entry_id in stored_ids], created, existing)
+
+
+async def complete_turn(session: AsyncSession, thread_id: str, turn_id: str) -> int:
+    """Marks the turn and its entries completed; returns how many entries the turn has. Idempotent."""
+    async with session.begin():
+        result: Any = await session.execute(
+            update(TurnRow)
+            .where(TurnRow.thread_id == thread_id, TurnRow.turn_id == turn_id)
+            .values(status=history_pb2.TURN_STATUS_COMPLETED, updated_at=now())
+        )
+        if result.rowcount == 0:
+            if await session.get(ThreadRow, thread_id) is None:
+                raise NotFound(f"thread {thread_id!r} does not exist")
+            raise NotFound(f"turn {turn_id!r} does not exist in thread {thread_id!r}")
+        await session.execute(
+            update(EntryRow)
+            .where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
+            .values(completed=True)
+        )
+        count = await session.scalar(
+            select(func.count()).where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
+        )
+    return int(count or 0)
+
+
+async def completed_entries(
+    session: AsyncSession, thread_id: str, after_sequence: int, exclude_turn_id: str, limit: int
+) -> tuple[list[history_pb2.ConversationEntry], bool]:
+    """The newest `limit` completed entries after `after_sequence`, oldest first, and whether more exist."""
+    query = select(*ENTRY_COLUMNS).where(
+        EntryRow.thread_id == thread_id, EntryRow.completed.is_(True), EntryRow.id > after_sequence
+    )
+    if exclude_turn_id:
+        query = query.where(EntryRow.turn_id != exclude_turn_id)
+    rows = (await session.execute(query.order_by(EntryRow.id.desc()).limit(limit + 1))).all()
+    more = len(rows) > limit
+    return [entry_message(row) for row in reversed(rows[:limit])], more

@@ -1,0 +1,115 @@
+"""The per-thread compression lock: one summarizer call per thread at a time.
+
+Two layers. In the process, an asyncio.Lock per (engine, thread) queues loads
+of one thread without touching the database; that is all SQLite needs, since a
+SQLite store is served by one process. On PostgreSQL, replicas share the store,
+so the holder also takes a session-level advisory lock on a hash of the thread
+id, on a dedicated connection held for as long as it summarizes (a crashed
+holder's connection closes and frees the lock). Waiting is bounded: a load that
+cannot get the lock in time answers without compressing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+POLL_SECONDS = 0.05
+MAX_POLL_SECONDS = 0.5
+
+
+def advisory_key(thread_id: str) -> int:
+    """A signed 64-bit key for pg_advisory_lock, stable across replicas and versions."""
+    digest = hashlib.sha256(b"pioneer-history-compress:" + thread_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+@dataclass
+class _Entry:
+    lock: asyncio.Lock
+    users: int = 0
+
+
+class _LocalLocks:
+    """asyncio.Locks by key, forgotten once nobody holds or waits for them."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[int, str], _Entry] = {}
+
+    @asynccontextmanager
+    async def hold(self, key: tuple[int, str], wait_seconds: float) -> AsyncIterator[bool]:
+        entry = self._entries.setdefault(key, _Entry(asyncio.Lock()))
+        entry.users += 1
+        try:
+            acquired = True
+            try:
+                async with asyncio.timeout(wait_seconds):
+                    await entry.lock.acquire()
+            except TimeoutError:
+                acquired = False
+            if not acquired:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                entry.lock.release()
+        finally:
+            entry.users -= 1
+            if entry.users == 0:
+                del self._entries[key]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+LOCAL_LOCKS = _LocalLocks()
+
+
+async def _try_advisory(conn: AsyncConnection, key: int, deadline: float) -> bool:
+    delay = POLL_SECONDS
+    while True:
+        got = await conn.scalar(text("SELECT pg_try_advisory_lock(:k)"), {"k": key})
+        await conn.commit()
+        if got:
+            return True
+        if time.monotonic() + delay > deadline:
+            return False
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, MAX_POLL_SECONDS)
+
+
+async def _release_advisory(conn: AsyncConnection, key: int) -> None:
+    try:
+        await conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+        await conn.commit()
+    except BaseException:
+        # A connection that may still hold the lock must not go back to the pool.
+        await conn.invalidate()
+        raise
+
+
+@asynccontextmanager
+async def compression_lock(engine: AsyncEngine, thread_id: str, wait_seconds: float) -> AsyncIterator[bool]:
+    """Yields True while this load may compress the thread, False when the wait ran out."""
+    deadline = time.monotonic() + wait_seconds
+    async with LOCAL_LOCKS.hold((id(engine), thread_id), wait_seconds) as held:
+        if not held or engine.dialect.name != "postgresql":
+            yield held
+            return
+        key = advisory_key(thread_id)
+        async with engine.connect() as conn:
+            if not await _try_advisory(conn, key, deadline):
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                await _release_advisory(conn, key)

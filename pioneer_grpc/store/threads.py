@@ -1,0 +1,99 @@
+"""Thread rows: create, read (with the entry count), update."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from pioneer_grpc.errors import AlreadyExists, NotFound
+from pioneer_grpc.store.models import EntryRow, ThreadRow
+from pioneer_grpc.v1 import history_pb2
+
+
+@dataclass(frozen=True)
+class ThreadSettings:
+    max_context_tokens: int
+    response_reserve_tokens: int
+    model: str = ""
+    summary_model: str = ""
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def as_utc(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; every stored time is UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+async def create_thread(session: AsyncSession, thread_id: str, settings: ThreadSettings) -> ThreadRow:
+    """Inserts in its own transaction; AlreadyExists when the id is taken."""
+    moment = now()
+    row = ThreadRow(
+        thread_id=thread_id,
+        max_context_tokens=settings.max_context_tokens,
+        response_reserve_tokens=settings.response_reserve_tokens,
+        model=settings.model,
+        summary_model=settings.summary_model,
+        created_at=moment,
+        updated_at=moment,
+    )
+    try:
+        async with session.begin():
+            session.add(row)
+    except IntegrityError:
+        raise AlreadyExists(f"thread {thread_id!r} already exists") from None
+    return row
+
+
+async def thread_row(session: AsyncSession, thread_id: str) -> ThreadRow:
+    row = await session.get(ThreadRow, thread_id)
+    if row is None:
+        raise NotFound(f"thread {thread_id!r} does not exist")
+    return row
+
+
+async def entry_count(session: AsyncSession, thread_id: str) -> int:
+    result = await session.execute(select(func.count()).where(EntryRow.thread_id == thread_id))
+    return int(result.scalar_one())
+
+
+async def update_thread(
+    session: AsyncSession, thread_id: str, changes_for: Callable[[ThreadSettings], dict[str, Any]]
+) -> ThreadRow:
+    """In one transaction: `changes_for(current settings)` (which may raise to reject) is applied."""
+    async with session.begin():
+        row = await session.get(ThreadRow, thread_id, with_for_update=True)
+        if row is None:
+            raise NotFound(f"thread {thread_id!r} does not exist")
+        for name, value in changes_for(settings_of(row)).items():
+            setattr(row, name, value)
+        row.updated_at = now()
+    return row
+
+
+def settings_of(row: ThreadRow) -> ThreadSettings:
+    return ThreadSettings(row.max_context_tokens, row.response_reserve_tokens, row.model, row.summary_model)
+
+
+def thread_message(row: ThreadRow, entries: int) -> history_pb2.Thread:
+    thread = history_pb2.Thread(
+        thread_id=row.thread_id,
+        config=history_pb2.ThreadConfig(
+            max_context_tokens=row.max_context_tokens,
+            response_reserve_tokens=row.response_reserve_tokens,
+            model=row.model,
+            summary_model=row.summary_model,
+        ),
+        entry_count=entries,
+    )
+    thread.create_time.FromDatetime(as_utc(row.created_at))
+    thread.update_time.FromDatetime(as_utc(row.updated_at))
+    return thread
