@@ -18,8 +18,10 @@ from grpc_reflection.v1alpha import reflection
 from pioneer_grpc.compiler.seed import ensure_bootstrap_files
 from pioneer_grpc.server.config import Config
 from pioneer_grpc.server.context import ServerContext
+from pioneer_grpc.server.history_ops import summarizer_from_config
 from pioneer_grpc.server.interceptors import AuthInterceptor, ErrorInterceptor
 from pioneer_grpc.server.servicers.echo import EchoServicer
+from pioneer_grpc.server.servicers.history import HistoryServicer
 from pioneer_grpc.store.engine import create_engine, session_factory
 from pioneer_grpc.store.migrate import migrate
 from pioneer_grpc.v1 import (
@@ -50,7 +52,7 @@ SERVICES: list[tuple[str, Callable[[Any, grpc.aio.Server], None], Callable[[Serv
     (
         history_service_pb2.DESCRIPTOR.services_by_name["HistoryService"].full_name,
         history_service_pb2_grpc.add_HistoryServiceServicer_to_server,
-        lambda ctx: history_service_pb2_grpc.HistoryServiceServicer(),
+        lambda ctx: HistoryServicer(ctx),
     ),
     (
         manifest_service_pb2.DESCRIPTOR.services_by_name["ManifestService"].full_name,
@@ -112,7 +114,12 @@ async def build_context(config: Config) -> ServerContext:
             log.info("seeded %s at %s", name, path)
     engine = create_engine(config.effective_database_url)
     await migrate(engine)
-    return ServerContext(config=config, engine=engine, sessions=session_factory(engine))
+    return ServerContext(
+        config=config,
+        engine=engine,
+        sessions=session_factory(engine),
+        summarizer=summarizer_from_config(config),
+    )
 
 
 async def start_server(config: Config) -> RunningServer:

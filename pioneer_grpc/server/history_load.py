@@ -1,0 +1,184 @@
+"""LoadConversationHistory: read, decide, and compress under the thread's lock.
+
+A load reads the thread's budget, its newest summary and up to 200 completed
+entries after that summary. Under the threshold it answers at once. Over it,
+it takes the thread's compression lock, re-reads (another load, maybe on
+another replica, may have stored a summary meanwhile, which is then reused),
+and asks the summarizer. The summarizer's failures never reach the caller: they
+become a truncated answer with a diagnostic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.history import decide
+from pioneer_grpc.history.budget import MAX_LOADED_ENTRIES, Budget
+from pioneer_grpc.history.entries import thread_id_violation
+from pioneer_grpc.history.render import summary_text
+from pioneer_grpc.history.summarizers import ExtractiveSummarizer, Summarizer, SummarizerError, SummaryRequest
+from pioneer_grpc.history.tokens import count_tokens
+from pioneer_grpc.server.context import ServerContext
+from pioneer_grpc.store import entries as entry_store
+from pioneer_grpc.store import summaries as summary_store
+from pioneer_grpc.store import threads as thread_store
+from pioneer_grpc.store.locks import compression_lock
+from pioneer_grpc.store.models import SummaryRow
+from pioneer_grpc.v1 import chat_pb2, history_pb2
+
+log = logging.getLogger(__name__)
+
+# Slack on top of the summarizer's own worst case (timeout x tries + backoff) before a waiter gives up.
+LOCK_SLACK_SECONDS = 10.0
+
+
+def summarizer_of(ctx: ServerContext) -> Summarizer:
+    summarizer: Summarizer | None = ctx.summarizer
+    return summarizer if summarizer is not None else ExtractiveSummarizer()
+
+
+def _summarizer_deadline(ctx: ServerContext) -> float:
+    tries = ctx.config.summarizer_retries + 1
+    return ctx.config.summarizer_timeout_seconds * tries + 0.5 * 2**tries + LOCK_SLACK_SECONDS
+
+
+def _stored(row: SummaryRow | None) -> decide.StoredSummary | None:
+    if row is None:
+        return None
+    return decide.StoredSummary(
+        text=row.text,
+        token_count=row.token_count,
+        covers_through_entry_id=row.covers_through_entry_id,
+        covers_through_sequence=row.covers_through_sequence,
+        summarizer=row.summarizer,
+        model=row.model,
+    )
+
+
+async def read_snapshot(ctx: ServerContext, thread_id: str, exclude_turn_id: str) -> decide.Snapshot:
+    async with ctx.sessions() as session:
+        thread = await thread_store.thread_row(session, thread_id)
+        summary = _stored(await summary_store.latest_summary(session, thread_id))
+        after = summary.covers_through_sequence if summary else 0
+        entries, more = await entry_store.completed_entries(
+            session, thread_id, after, exclude_turn_id, MAX_LOADED_ENTRIES
+        )
+    return decide.Snapshot(
+        budget=Budget.of(thread.max_context_tokens, thread.response_reserve_tokens),
+        summary=summary,
+        entries=tuple(entries),
+        more_entries=more,
+        model=thread.model,
+        summary_model=thread.summary_model,
+    )
+
+
+async def load_history(
+    ctx: ServerContext, thread_id: str, exclude_turn_id: str = "", dry_run: bool = False
+) -> tuple[list[chat_pb2.ChatMessage], history_pb2.HistoryDecisionReport]:
+    """The messages to send for the thread's history, and the report that explains them.
+
+    `exclude_turn_id` leaves out a turn (the one in progress). `dry_run` stores
+    nothing and calls no summarizer: over the threshold it reports a pending
+    compression and shows the truncation fallback.
+    """
+    violation = thread_id_violation(thread_id)
+    if violation is not None:
+        raise InvalidArgument(f"{violation.field}: {violation.description}", [violation])
+    result = await _load(ctx, thread_id, exclude_turn_id, dry_run)
+    return result.messages, result.report
+
+
+async def _load(ctx: ServerContext, thread_id: str, exclude_turn_id: str, dry_run: bool) -> decide.LoadResult:
+    snapshot = await read_snapshot(ctx, thread_id, exclude_turn_id)
+    if not snapshot.needs_compression:
+        return decide.full(snapshot)
+    summarizer = summarizer_of(ctx)
+    if dry_run:
+        return decide.pending(snapshot, summarizer.name)
+    wait = _summarizer_deadline(ctx)
+    async with compression_lock(ctx.engine, thread_id, wait) as held:
+        if not held:
+            return decide.truncated(
+                snapshot,
+                history_pb2.SUMMARY_USE_NONE,
+                summarizer.name,
+                [
+                    decide.diagnostic(
+                        "summary_lock_timeout",
+                        f"another load kept compressing this thread for over {wait:g} s; not compressed",
+                    )
+                ],
+            )
+        fresh = await read_snapshot(ctx, thread_id, exclude_turn_id)
+        if fresh.summary != snapshot.summary and not fresh.needs_compression:
+            return decide.full(
+                fresh,
+                [decide.diagnostic("summary_stored_meanwhile", "another load stored a summary; reused it")],
+            )
+        return await _compress(ctx, fresh, summarizer, thread_id, wait)
+
+
+def _covers_through(snapshot: decide.Snapshot) -> tuple[str, int]:
+    """The newest entry a summary of `snapshot` covers: its last entry, else the old summary's."""
+    if snapshot.entries:
+        return snapshot.entries[-1].entry_id, snapshot.entries[-1].sequence
+    if snapshot.summary is not None:
+        return snapshot.summary.covers_through_entry_id, snapshot.summary.covers_through_sequence
+    return "", 0
+
+
+async def _compress(
+    ctx: ServerContext, snapshot: decide.Snapshot, summarizer: Summarizer, thread_id: str, wait: float
+) -> decide.LoadResult:
+    request = SummaryRequest(
+        entries=snapshot.entries,
+        previous_summary=snapshot.summary.text if snapshot.summary else "",
+        target_tokens=snapshot.budget.target,
+        model=snapshot.summary_model or snapshot.model,
+    )
+
+    def failed(code: str, message: str) -> decide.LoadResult:
+        return decide.truncated(
+            snapshot, history_pb2.SUMMARY_USE_FAILED, summarizer.name, [decide.diagnostic(code, message)]
+        )
+
+    try:
+        async with asyncio.timeout(wait):
+            text = (await summarizer.summarize(request)).strip()
+    except SummarizerError as exc:
+        return failed("summarizer_failed", f"{summarizer.name}: {exc}")
+    except TimeoutError:
+        return failed("summarizer_failed", f"{summarizer.name}: no summary within {wait:g} s")
+    except Exception as exc:
+        log.exception("summarizer %s failed on thread %s", summarizer.name, thread_id)
+        return failed("summarizer_failed", f"{summarizer.name}: {type(exc).__name__}: {exc}")
+    if not text:
+        return failed("summarizer_failed", f"{summarizer.name}: returned an empty summary")
+    [tokens] = await count_tokens([summary_text(text)])
+    covers_id, covers_sequence = _covers_through(snapshot)
+    candidate = decide.StoredSummary(
+        text=text,
+        token_count=tokens,
+        covers_through_entry_id=covers_id,
+        covers_through_sequence=covers_sequence,
+        summarizer=summarizer.name,
+        model=request.model,
+    )
+    rejection = decide.summary_rejection(candidate.cost, snapshot)
+    if rejection is not None:
+        return failed("summary_rejected", f"{summarizer.name}: {rejection}")
+    async with ctx.sessions() as session:
+        await summary_store.add_summary(
+            session,
+            thread_id,
+            text=candidate.text,
+            token_count=candidate.token_count,
+            covers_through_entry_id=candidate.covers_through_entry_id,
+            covers_through_sequence=candidate.covers_through_sequence,
+            model=candidate.model,
+            summarizer=candidate.summarizer,
+        )
+    return decide.summarized(snapshot, candidate, summarizer.name)

@@ -1,0 +1,197 @@
+"""History operations behind HistoryService, callable by other services (the turn service).
+
+Every function takes the ServerContext and protobuf messages, raises domain
+errors (pioneer_grpc.errors), and commits its own transactions:
+
+    thread = await create_thread(ctx, "", ThreadConfig(model="m"))
+    response = await append_entries(ctx, thread_id, [ConversationEntry(...), ...])
+    await complete_turn(ctx, thread_id, turn_id)
+    messages, report = await load_history(ctx, thread_id, exclude_turn_id=turn_id)
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from pioneer_grpc.errors import FieldViolation, InvalidArgument
+from pioneer_grpc.history.budget import (
+    DEFAULT_MAX_CONTEXT_TOKENS,
+    DEFAULT_RESPONSE_RESERVE_TOKENS,
+    config_violations,
+)
+from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation, thread_id_violation
+from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
+from pioneer_grpc.history.summarizers import Summarizer, build_summarizer
+from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, TOKENIZER, count_tokens
+from pioneer_grpc.server.config import Config
+from pioneer_grpc.server.context import ServerContext
+from pioneer_grpc.server.history_load import load_history
+from pioneer_grpc.store import entries as entry_store
+from pioneer_grpc.store import summaries as summary_store
+from pioneer_grpc.store import threads as thread_store
+from pioneer_grpc.v1 import chat_pb2, history_pb2, history_service_pb2
+
+__all__ = [
+    "append_entries",
+    "complete_turn",
+    "count_tokens_of",
+    "create_thread",
+    "get_summary",
+    "get_thread",
+    "load_history",
+    "summarizer_from_config",
+    "update_thread",
+]
+
+CONFIG_PATHS = ("max_context_tokens", "response_reserve_tokens", "model", "summary_model")
+_INT_PATHS = {
+    "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
+    "response_reserve_tokens": DEFAULT_RESPONSE_RESERVE_TOKENS,
+}
+
+
+def summarizer_from_config(config: Config) -> Summarizer:
+    return build_summarizer(
+        config.summarizer,
+        base_url=config.summarizer_base_url,
+        api_key_env=config.summarizer_api_key_env,
+        timeout_seconds=config.summarizer_timeout_seconds,
+        retries=config.summarizer_retries,
+    )
+
+
+def _check(violations: Sequence[FieldViolation | None]) -> None:
+    found = [v for v in violations if v is not None]
+    if found:
+        summary = found[0].field + ": " + found[0].description
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise InvalidArgument(summary + more, found)
+
+
+async def create_thread(
+    ctx: ServerContext, thread_id: str, config: history_pb2.ThreadConfig
+) -> history_pb2.Thread:
+    """Client-chosen id, or a generated one when `thread_id` is empty; AlreadyExists on a taken id."""
+    settings = thread_store.ThreadSettings(
+        max_context_tokens=(
+            config.max_context_tokens if config.HasField("max_context_tokens") else DEFAULT_MAX_CONTEXT_TOKENS
+        ),
+        response_reserve_tokens=(
+            config.response_reserve_tokens
+            if config.HasField("response_reserve_tokens")
+            else DEFAULT_RESPONSE_RESERVE_TOKENS
+        ),
+        model=config.model,
+        summary_model=config.summary_model,
+    )
+    _check(
+        [
+            thread_id_violation(thread_id) if thread_id else None,
+            *config_violations(settings.max_context_tokens, settings.response_reserve_tokens),
+        ]
+    )
+    thread_id = thread_id or f"thr_{uuid.uuid4().hex}"
+    async with ctx.sessions() as session:
+        row = await thread_store.create_thread(session, thread_id, settings)
+    return thread_store.thread_message(row, 0)
+
+
+async def get_thread(ctx: ServerContext, thread_id: str) -> history_pb2.Thread:
+    _check([thread_id_violation(thread_id)])
+    async with ctx.sessions() as session:
+        row = await thread_store.thread_row(session, thread_id)
+        return thread_store.thread_message(row, await thread_store.entry_count(session, thread_id))
+
+
+def _mask_paths(config: history_pb2.ThreadConfig, paths: Sequence[str]) -> list[str]:
+    if not paths:
+        return [p for p in CONFIG_PATHS if (config.HasField(p) if p in _INT_PATHS else getattr(config, p))]
+    named = [p.removeprefix("config.") for p in paths]
+    known = ", ".join(CONFIG_PATHS)
+    _check(
+        [
+            FieldViolation(f"update_mask.paths[{i}]", f"unknown path {p!r}; use {known}")
+            for i, p in enumerate(named)
+            if p not in CONFIG_PATHS
+        ]
+    )
+    return named
+
+
+async def update_thread(
+    ctx: ServerContext, thread_id: str, config: history_pb2.ThreadConfig, paths: Sequence[str]
+) -> history_pb2.Thread:
+    """Sets the masked ThreadConfig fields (a masked but unset field goes back to its default).
+
+    An empty mask means every field set in `config`; the merged result must be a valid budget.
+    """
+    _check([thread_id_violation(thread_id)])
+    masked = _mask_paths(config, paths)
+
+    def changes_for(current: thread_store.ThreadSettings) -> dict[str, Any]:
+        changes: dict[str, Any] = {}
+        for path in masked:
+            if path in _INT_PATHS:
+                changes[path] = getattr(config, path) if config.HasField(path) else _INT_PATHS[path]
+            else:
+                changes[path] = getattr(config, path)
+        merged = {**current.__dict__, **changes}
+        _check(config_violations(merged["max_context_tokens"], merged["response_reserve_tokens"]))
+        return changes
+
+    async with ctx.sessions() as session:
+        row = await thread_store.update_thread(session, thread_id, changes_for)
+        return thread_store.thread_message(row, await thread_store.entry_count(session, thread_id))
+
+
+async def append_entries(
+    ctx: ServerContext, thread_id: str, entries: Sequence[history_pb2.ConversationEntry]
+) -> history_service_pb2.AppendEntriesResponse:
+    """Stores the batch in one transaction, idempotent by entry_id; tokens are counted here, once."""
+    _check([thread_id_violation(thread_id), *entry_violations(list(entries))])
+    texts_per_entry = [entry_counted_texts(entry) for entry in entries]
+    counts = await count_tokens([text for texts in texts_per_entry for text in texts])
+    new_entries: list[entry_store.NewEntry] = []
+    offset = 0
+    for entry, texts in zip(entries, texts_per_entry, strict=True):
+        tokens = sum(counts[offset : offset + len(texts)])
+        offset += len(texts)
+        new_entries.append(entry_store.NewEntry(entry, content_hash(entry), tokens))
+    async with ctx.sessions() as session:
+        outcome = await entry_store.append_entries(session, thread_id, new_entries, TOKENIZER)
+    return history_service_pb2.AppendEntriesResponse(
+        entries=outcome.entries, created_count=outcome.created, existing_count=outcome.existing
+    )
+
+
+async def complete_turn(ctx: ServerContext, thread_id: str, turn_id: str) -> int:
+    """Marks the turn's entries completed; returns how many it has. NotFound for an unknown turn."""
+    _check([thread_id_violation(thread_id), id_violation("turn_id", turn_id, "turn_id")])
+    async with ctx.sessions() as session:
+        return await entry_store.complete_turn(session, thread_id, turn_id)
+
+
+async def get_summary(ctx: ServerContext, thread_id: str) -> history_pb2.ThreadSummary | None:
+    _check([thread_id_violation(thread_id)])
+    async with ctx.sessions() as session:
+        await thread_store.thread_row(session, thread_id)
+        row = await summary_store.latest_summary(session, thread_id)
+        return None if row is None else summary_store.summary_message(row)
+
+
+async def count_tokens_of(
+    texts: Sequence[str], messages: Sequence[chat_pb2.ChatMessage]
+) -> history_service_pb2.CountTokensResponse:
+    """Texts counted bare; messages as history counts them (artifact block, tool calls, +4 overhead)."""
+    per_message = [chat_counted_texts(message) for message in messages]
+    counts = await count_tokens([*texts, *(t for group in per_message for t in group)])
+    result = counts[: len(texts)]
+    offset = len(texts)
+    for group in per_message:
+        result.append(sum(counts[offset : offset + len(group)]) + MESSAGE_OVERHEAD)
+        offset += len(group)
+    return history_service_pb2.CountTokensResponse(
+        token_counts=result, total_tokens=sum(result), tokenizer=TOKENIZER
+    )

@@ -1,0 +1,66 @@
+"""HistoryService: converts requests and delegates to server/history_ops.py."""
+
+from __future__ import annotations
+
+import grpc
+
+from pioneer_grpc.server import history_ops
+from pioneer_grpc.server.context import ServerContext
+from pioneer_grpc.v1 import history_service_pb2 as pb
+from pioneer_grpc.v1 import history_service_pb2_grpc
+
+
+class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
+    def __init__(self, ctx: ServerContext) -> None:
+        self.ctx = ctx
+
+    async def CreateThread(
+        self, request: pb.CreateThreadRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CreateThreadResponse:
+        thread = await history_ops.create_thread(self.ctx, request.thread_id, request.config)
+        return pb.CreateThreadResponse(thread=thread)
+
+    async def GetThread(
+        self, request: pb.GetThreadRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetThreadResponse:
+        return pb.GetThreadResponse(thread=await history_ops.get_thread(self.ctx, request.thread_id))
+
+    async def UpdateThread(
+        self, request: pb.UpdateThreadRequest, context: grpc.aio.ServicerContext
+    ) -> pb.UpdateThreadResponse:
+        thread = await history_ops.update_thread(
+            self.ctx, request.thread_id, request.config, list(request.update_mask.paths)
+        )
+        return pb.UpdateThreadResponse(thread=thread)
+
+    async def AppendEntries(
+        self, request: pb.AppendEntriesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AppendEntriesResponse:
+        return await history_ops.append_entries(self.ctx, request.thread_id, list(request.entries))
+
+    async def CompleteTurn(
+        self, request: pb.CompleteTurnRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CompleteTurnResponse:
+        count = await history_ops.complete_turn(self.ctx, request.thread_id, request.turn_id)
+        return pb.CompleteTurnResponse(completed_entry_count=count)
+
+    async def LoadConversationHistory(
+        self, request: pb.LoadConversationHistoryRequest, context: grpc.aio.ServicerContext
+    ) -> pb.LoadConversationHistoryResponse:
+        messages, report = await history_ops.load_history(
+            self.ctx, request.thread_id, request.exclude_turn_id, request.dry_run
+        )
+        return pb.LoadConversationHistoryResponse(messages=messages, report=report)
+
+    async def GetThreadSummary(
+        self, request: pb.GetThreadSummaryRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetThreadSummaryResponse:
+        summary = await history_ops.get_summary(self.ctx, request.thread_id)
+        if summary is None:
+            return pb.GetThreadSummaryResponse()
+        return pb.GetThreadSummaryResponse(summary=summary)
+
+    async def CountTokens(
+        self, request: pb.CountTokensRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CountTokensResponse:
+        return await history_ops.count_tokens_of(list(request.texts), list(request.messages))
