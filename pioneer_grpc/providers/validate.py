@@ -38,8 +38,9 @@ MAX_TOOL_NAME_CHARS: dict[int, int] = {
     P.PROVIDER_ANTHROPIC_MESSAGES: 128,
     P.PROVIDER_GEMINI_GENERATE_CONTENT: 128,
 }
-# Providers that take tool call arguments as a JSON object, not as text.
-PARSED_ARGUMENTS = {P.PROVIDER_ANTHROPIC_MESSAGES, P.PROVIDER_GEMINI_GENERATE_CONTENT}
+# Providers that take tool call arguments as a JSON object, not as text, and
+# system text apart from the messages.
+PARSED_ARGUMENTS = SYSTEM_APART = {P.PROVIDER_ANTHROPIC_MESSAGES, P.PROVIDER_GEMINI_GENERATE_CONTENT}
 
 
 def resolve_options(
@@ -190,7 +191,9 @@ def _check_reasoning(
     if reasoning.HasField("budget_tokens") and reasoning.budget_tokens < 0:
         violations.append(FieldViolation(f"{field}.budget_tokens", "must not be negative"))
         return
-    if provider != P.PROVIDER_ANTHROPIC_MESSAGES:
+    if provider != P.PROVIDER_ANTHROPIC_MESSAGES or (
+        request.HasField("max_tokens") and request.max_tokens <= 0
+    ):
         return
     budget, max_tokens = anthropic_thinking(request)
     if budget is None:
@@ -231,6 +234,9 @@ def prepare(
         violations.append(FieldViolation(f"{path}.model", "a Gemini model id: [A-Za-z0-9._-]"))
     if not request.messages:
         violations.append(FieldViolation(f"{path}.messages", "at least one message is required"))
+    elif provider in SYSTEM_APART and all(m.role == chat_pb2.CHAT_ROLE_SYSTEM for m in request.messages):
+        # System text goes apart from the conversation there, which must not be empty.
+        violations.append(FieldViolation(f"{path}.messages", "needs a user, assistant or tool message"))
     for index in range(len(request.messages)):
         _check_message(provider, request, index, path, violations)
     if request.HasField("max_tokens") and request.max_tokens <= 0:

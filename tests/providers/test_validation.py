@@ -153,6 +153,21 @@ def test_messages_required(provider: int) -> None:
     only(provider, request(messages=[]), "chat_request.messages")
 
 
+@pytest.mark.parametrize("provider", LONG_NAMES)
+def test_system_only_conversation_rejected_where_system_goes_apart(provider: int) -> None:
+    req = request(messages=[{"role": "CHAT_ROLE_SYSTEM", "content": "Be brief."}])
+    only(provider, req, "chat_request.messages")
+    for openai_provider in OPENAI:
+        render(openai_provider, req)
+
+
+def test_one_violation_per_problem() -> None:
+    req = request(maxTokens=0, reasoning={"effort": "REASONING_EFFORT_HIGH"})
+    with pytest.raises(InvalidArgument) as info:
+        render(P.PROVIDER_ANTHROPIC_MESSAGES, req)
+    assert [v.field for v in info.value.violations] == ["chat_request.max_tokens"]
+
+
 @pytest.mark.parametrize("provider", ALL)
 def test_tool_message_needs_tool_call_id(provider: int) -> None:
     req = request(messages=[USER, {"role": "CHAT_ROLE_TOOL", "name": "t", "content": "x"}])
