@@ -35,7 +35,8 @@ def _user_content(prepared: Prepared, index: int) -> str | list[JSON]:
     for j, part in enumerate(message.content_parts):
         media = media_of(part)
         if media is None:
-            parts.append({"type": "text", "text": part.text})
+            if part.text:
+                parts.append({"type": "text", "text": part.text})
             continue
         field = f"{prepared.message_path(index)}.content_parts[{j}].{media[0]}"
         m = resolve_media(*media)

@@ -38,7 +38,8 @@ def _user_content(prepared: Prepared, index: int) -> str | list[JSON]:
     for j, part in enumerate(message.content_parts):
         media = media_of(part)
         if media is None:
-            parts.append({"type": "input_text", "text": part.text})
+            if part.text:
+                parts.append({"type": "input_text", "text": part.text})
             continue
         m = resolve_media(*media)
         if m.kind == "image":

@@ -43,9 +43,10 @@ def render_body(
     options: provider_service_pb2.RenderOptions | None = None,
     *,
     path: str = "chat_request",
+    options_path: str = "options",
 ) -> tuple[JSON, int]:
     """The body as a dict (keys in send order) and the number of cache breakpoints placed."""
-    prepared = prepare(provider, request, options, path)
+    prepared = prepare(provider, request, options, path, options_path)
     return RENDERERS[provider](prepared)
 
 
@@ -55,9 +56,13 @@ def render(
     options: provider_service_pb2.RenderOptions | None = None,
     *,
     path: str = "chat_request",
+    options_path: str = "options",
 ) -> RenderedRequest:
-    """Validate, then render. Raises InvalidArgument whose violations name fields under `path`
-    (`chat_request.tools[1].name`), `provider` and `options`.
+    """Validate, then render.
+
+    Raises InvalidArgument whose violations name `provider`, fields under `path`
+    (`chat_request.tools[1].name`) and under `options_path`; a caller whose
+    request names them differently (a turn's `render_options`) passes its own.
     """
-    body, breakpoints = render_body(provider, request, options, path=path)
+    body, breakpoints = render_body(provider, request, options, path=path, options_path=options_path)
     return RenderedRequest(dumps(body), path_for(provider, request.model), breakpoints)

@@ -45,6 +45,7 @@ PARSED_ARGUMENTS = SYSTEM_APART = {P.PROVIDER_ANTHROPIC_MESSAGES, P.PROVIDER_GEM
 
 def resolve_options(
     options: provider_service_pb2.RenderOptions | None,
+    path: str = "options",
 ) -> tuple[Options, list[FieldViolation]]:
     resolved = Options()
     violations: list[FieldViolation] = []
@@ -52,7 +53,7 @@ def resolve_options(
         return resolved, violations
     if options.HasField("anthropic_min_cache_chars"):
         if options.anthropic_min_cache_chars < 0:
-            violations.append(FieldViolation("options.anthropic_min_cache_chars", "must not be negative"))
+            violations.append(FieldViolation(f"{path}.anthropic_min_cache_chars", "must not be negative"))
         else:
             resolved = Options(options.anthropic_min_cache_chars, resolved.cache_key_prefix)
     if options.HasField("cache_key_prefix"):
@@ -60,7 +61,7 @@ def resolve_options(
         if len(prefix) > MAX_CACHE_KEY_PREFIX_CHARS or not CACHE_KEY_PREFIX_RE.fullmatch(prefix):
             violations.append(
                 FieldViolation(
-                    "options.cache_key_prefix",
+                    f"{path}.cache_key_prefix",
                     f"at most {MAX_CACHE_KEY_PREFIX_CHARS} characters of [A-Za-z0-9_.:-]",
                 )
             )
@@ -217,6 +218,7 @@ def prepare(
     request: chat_pb2.ChatRequest,
     options: provider_service_pb2.RenderOptions | None = None,
     path: str = "chat_request",
+    options_path: str = "options",
 ) -> Prepared:
     """Validate everything; InvalidArgument listing every violation, else the prepared request."""
     violations: list[FieldViolation] = []
@@ -224,7 +226,7 @@ def prepare(
         violations.append(FieldViolation("provider", "must name a provider API"))
     tools = _check_tools(provider, request, path, violations)
     _check_choice(request, path, violations)
-    resolved, option_violations = resolve_options(options)
+    resolved, option_violations = resolve_options(options, options_path)
     violations.extend(option_violations)
     if not request.model:
         violations.append(FieldViolation(f"{path}.model", "must not be empty"))

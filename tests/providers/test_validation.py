@@ -371,3 +371,18 @@ def test_schema_numbers_and_key_order_are_canonical() -> None:
     body = rendered()
     assert '"n":{"minimum":1,"multipleOf":0.5,"type":"integer"}' in body
     assert body == rendered()
+
+
+def test_callers_name_their_own_fields() -> None:
+    with pytest.raises(InvalidArgument) as info:
+        render(
+            P.PROVIDER_OPENAI_CHAT_COMPLETIONS,
+            request(model=""),
+            P.RenderOptions(cache_key_prefix="bad prefix"),
+            path="prepared.chat_request",
+            options_path="render_options",
+        )
+    assert [v.field for v in info.value.violations] == [
+        "render_options.cache_key_prefix",
+        "prepared.chat_request.model",
+    ]
