@@ -7,7 +7,7 @@ import binascii
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pioneer_grpc.artifacts import append_artifact_block, message_header
@@ -18,6 +18,9 @@ JSON = dict[str, Any]
 # The compiler's cache boundary (facts: PROMT_CACHE_BOUNDARY). It separates the
 # halves of full_system_text and must never reach a model.
 DEFAULT_BOUNDARY_MARKER = "\n<!-- PIONEER_PROMT_CACHE_BOUNDARY -->\n"
+# Removed from system text: the marker, then its core without the newlines,
+# which a person would recognise (and paste).
+BOUNDARY_MARKERS = (DEFAULT_BOUNDARY_MARKER, DEFAULT_BOUNDARY_MARKER.strip())
 
 # Stable text below this size is not worth an Anthropic breakpoint: the API
 # does not cache prefixes under 1,024 tokens (2,048 on Haiku), about 4 chars each.
@@ -81,7 +84,6 @@ class Prepared:
     parallel: bool | None
     stable: str
     dynamic: str
-    markers: tuple[str, ...] = field(default=(DEFAULT_BOUNDARY_MARKER,))
 
     def message_path(self, index: int) -> str:
         return f"{self.path}.messages[{index}]"
@@ -106,27 +108,14 @@ def dumps(body: JSON) -> str:
 # --- the compiled prompt ---------------------------------------------------------------
 
 
-def boundary_markers(compiled: prompt_pb2.CompiledPromptPayload) -> tuple[str, ...]:
-    markers = [DEFAULT_BOUNDARY_MARKER]
-    if compiled.boundary_marker and compiled.boundary_marker not in markers:
-        markers.append(compiled.boundary_marker)
-    # The marker without its surrounding newlines is the part a person would
-    # recognise (and paste); it is removed too.
-    for marker in list(markers):
-        core = marker.strip()
-        if core and core not in markers:
-            markers.append(core)
-    return tuple(markers)
-
-
-def strip_markers(text: str, markers: tuple[str, ...]) -> str:
-    for marker in markers:  # longest forms first, so the core never splits a full marker
+def strip_markers(text: str) -> str:
+    for marker in BOUNDARY_MARKERS:  # the full form first, so the core never splits one
         if marker in text:
             text = text.replace(marker, "")
     return text
 
 
-def split_compiled(compiled: prompt_pb2.CompiledPromptPayload, markers: tuple[str, ...]) -> tuple[str, str]:
+def split_compiled(compiled: prompt_pb2.CompiledPromptPayload) -> tuple[str, str]:
     """(stable, dynamic) of a compiled prompt, markers removed.
 
     A payload carrying only full_system_text is split at its marker.
@@ -134,13 +123,13 @@ def split_compiled(compiled: prompt_pb2.CompiledPromptPayload, markers: tuple[st
     stable, dynamic = compiled.stable_system_text, compiled.dynamic_system_text
     if not stable and not dynamic and compiled.full_system_text:
         full = compiled.full_system_text
-        for marker in markers:
+        for marker in BOUNDARY_MARKERS:
             if marker in full:
                 stable, _, dynamic = full.partition(marker)
                 break
         else:
             stable = full
-    return strip_markers(stable, markers), strip_markers(dynamic, markers)
+    return strip_markers(stable), strip_markers(dynamic)
 
 
 # --- messages ---------------------------------------------------------------------------
@@ -157,7 +146,7 @@ def message_text(prepared: Prepared, message: chat_pb2.ChatMessage) -> str:
     """`content` with the message's artifact block appended; markers removed from system text."""
     text = message.content
     if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
-        text = strip_markers(text, prepared.markers)
+        text = strip_markers(text)
     return append_artifact_block(text, message_header(ROLE_NAMES[message.role]), message.artifact_refs)
 
 
@@ -167,7 +156,7 @@ def all_text(prepared: Prepared, message: chat_pb2.ChatMessage) -> str:
     for part in message.content_parts:
         text = part.text
         if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
-            text = strip_markers(text, prepared.markers)
+            text = strip_markers(text)
         texts.append(text)
     return "\n".join(t for t in texts if t)
 

@@ -10,12 +10,12 @@ import re
 
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.providers.common import (
+    DEFAULT_BOUNDARY_MARKER,
     MAX_CACHE_KEY_PREFIX_CHARS,
     Options,
     Prepared,
     Tool,
     anthropic_thinking,
-    boundary_markers,
     media_of,
     parse_arguments,
     resolve_media,
@@ -234,6 +234,15 @@ def prepare(
         request.model.removeprefix("models/")
     ):
         violations.append(FieldViolation(f"{path}.model", "a Gemini model id: [A-Za-z0-9._-]"))
+    marker = request.compiled_prompt.boundary_marker
+    if marker and marker != DEFAULT_BOUNDARY_MARKER:
+        # Only the compiler's own marker is stripped: honouring any caller-given
+        # string would let a short one (say "\n") rewrite the whole prompt.
+        violations.append(
+            FieldViolation(
+                f"{path}.compiled_prompt.boundary_marker", "must be empty or the compiler's marker"
+            )
+        )
     if not request.messages:
         violations.append(FieldViolation(f"{path}.messages", "at least one message is required"))
     elif provider in SYSTEM_APART and all(m.role == chat_pb2.CHAT_ROLE_SYSTEM for m in request.messages):
@@ -254,8 +263,7 @@ def prepare(
         raise InvalidArgument(f"invalid request: {summary}{more}", violations)
 
     has_tools = bool(tools)
-    markers = boundary_markers(request.compiled_prompt)
-    stable, dynamic = split_compiled(request.compiled_prompt, markers)
+    stable, dynamic = split_compiled(request.compiled_prompt)
     return Prepared(
         request=request,
         options=resolved,
@@ -269,5 +277,4 @@ def prepare(
         else None,
         stable=stable,
         dynamic=dynamic,
-        markers=markers,
     )

@@ -386,3 +386,9 @@ def test_callers_name_their_own_fields() -> None:
         "render_options.cache_key_prefix",
         "prepared.chat_request.model",
     ]
+
+
+@pytest.mark.parametrize("provider", ALL)
+def test_only_the_compilers_marker_is_accepted(provider: int) -> None:
+    req = request(compiledPrompt={"stableSystemText": "a\nb", "boundaryMarker": "\n"})
+    only(provider, req, "chat_request.compiled_prompt.boundary_marker")
