@@ -1,12 +1,13 @@
 """Anthropic Messages (`POST /v1/messages`).
 
 Caching: `system` is a list of text blocks: the stable half, the dynamic half,
-then the text of any system-role messages (the API has no system role inside
-`messages`). Breakpoints (`cache_control: {"type": "ephemeral"}`) go on
+then the text of any system-role messages (hoisted there: the top-level field
+works with every model, system messages inside `messages` are a recent
+addition). Breakpoints (`cache_control: {"type": "ephemeral"}`) go on
 - the last tool definition (tools precede system in the cached prefix), and
 - the stable block, when it is at least `anthropic_min_cache_chars` long:
-  shorter prefixes are below the API's minimum cacheable size and the marker
-  would only cost a cache write that is never read.
+  shorter prefixes are below the API's minimum cacheable size and the
+  breakpoint would only cost a cache write that is never read.
 That is at most two of the four breakpoints the API allows.
 
 `max_tokens` is required: an unset value becomes 4,096 (plus the thinking
