@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
-from pioneer_grpc import __version__
+from pioneer_grpc import __version__, cli_compile, cli_render
 from pioneer_grpc.server.config import ConfigError, load_config
 
 
@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=__version__)
     subparsers = parser.add_subparsers(dest="command", required=True)
     _add_serve(subparsers)
+    cli_compile.add_parser(subparsers)
+    cli_render.add_parser(subparsers)
     return parser
 
 
