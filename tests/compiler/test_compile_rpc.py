@@ -1,0 +1,174 @@
+"""PromptCompilerService end to end through the real server (loopback, ephemeral port)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from pioneer_grpc.compiler import compile_prompt
+from pioneer_grpc.v1 import manifest_service_pb2, manifest_service_pb2_grpc, prompt_pb2
+from pioneer_grpc.v1 import prompt_compiler_service_pb2 as pb
+from pioneer_grpc.v1 import prompt_compiler_service_pb2_grpc as pb_grpc
+
+from .inputs import full_profile_input, write_home
+
+
+def resolved(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def odd_workspace(home: Path) -> None:
+    """A FIFO named SOUL.md and a 2 GB sparse IDENTITY.md under home/odd."""
+    workspace = home / "odd"
+    workspace.mkdir()
+    os.mkfifo(workspace / "SOUL.md")
+    with open(workspace / "IDENTITY.md", "wb") as handle:
+        handle.truncate(2 * 1024**3)
+
+
+def stub(server) -> pb_grpc.PromptCompilerServiceStub:
+    return pb_grpc.PromptCompilerServiceStub(server.channel())
+
+
+async def failure(call) -> tuple[grpc.StatusCode, str, list[tuple[str, str]]]:
+    """Awaits a call that must fail: its code, message and BadRequest violations from the status details."""
+    try:
+        await call
+    except grpc.aio.AioRpcError as error:
+        status = rpc_status.from_call(error)
+        violations: list[tuple[str, str]] = []
+        for detail in status.details if status is not None else []:
+            bad = error_details_pb2.BadRequest()
+            if detail.Unpack(bad):
+                violations += [(v.field, v.description) for v in bad.field_violations]
+        return error.code(), error.details() or "", violations
+    raise AssertionError("the call succeeded")
+
+
+async def test_compile_prompt_returns_what_the_core_compiles(server) -> None:
+    home = Path(server.home)
+    write_home(home)
+    request = full_profile_input()
+    response = await stub(server).CompilePrompt(
+        pb.CompilePromptRequest(input=request), metadata=server.metadata()
+    )
+    local = compile_prompt(request, [home])
+    assert response.payload.SerializeToString(deterministic=True) == local.SerializeToString(
+        deterministic=True
+    )
+    assert response.manifest_event_id == 0
+    assert list(response.payload.manifest.section_ids)[:3] == [
+        "identity_base",
+        "assistant_safety",
+        "soul_core",
+    ]
+
+
+async def test_compile_prompt_reads_the_seeded_bootstrap_files(server) -> None:
+    response = await stub(server).CompilePrompt(pb.CompilePromptRequest(), metadata=server.metadata())
+    soul = [s for s in response.payload.sections if s.id == "soul_core"]
+    assert len(soul) == 1
+    home = resolved(server.home)
+    assert soul[0].content.startswith(f"### SOUL.md ({home}/SOUL.md)\nSOUL: who you are")
+    assert [d.code for d in response.payload.manifest.diagnostics] == ["missing_file"]
+
+
+async def test_manifest_is_persisted_when_thread_and_turn_are_set(server) -> None:
+    request = pb.CompilePromptRequest(
+        input=prompt_pb2.PromptCompileInput(dynamic_context="ctx"), thread_id="thr_rpc", turn_id="turn_1"
+    )
+    response = await stub(server).CompilePrompt(request, metadata=server.metadata())
+    assert response.manifest_event_id > 0
+    manifest = response.payload.manifest
+    assert (manifest.thread_id, manifest.turn_id) == ("thr_rpc", "turn_1")
+    stored = await manifest_service_pb2_grpc.ManifestServiceStub(server.channel()).GetTurnManifest(
+        manifest_service_pb2.GetTurnManifestRequest(thread_id="thr_rpc", turn_id="turn_1"),
+        metadata=server.metadata(),
+    )
+    assert stored.manifest == manifest
+
+
+async def test_thread_id_without_turn_id_is_invalid_argument(server) -> None:
+    request = pb.CompilePromptRequest(thread_id="thr_only")
+    code, message, violations = await failure(stub(server).CompilePrompt(request, metadata=server.metadata()))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert violations == [("turn_id", "thread_id and turn_id are set together or not at all")]
+    assert message == "turn_id: thread_id and turn_id are set together or not at all"
+
+
+async def test_bad_input_is_invalid_argument_with_one_violation_per_field(server) -> None:
+    request = pb.CompilePromptRequest(
+        input=prompt_pb2.PromptCompileInput(
+            profile=12,
+            limits=prompt_pb2.PromptLimits(max_chars_per_file=-1),
+            dynamic_sections=[
+                prompt_pb2.DynamicSection(id="ok", content="x"),
+                prompt_pb2.DynamicSection(id="agents_md", content="x"),
+                prompt_pb2.DynamicSection(id="two words", content="x"),
+            ],
+        )
+    )
+    code, _, violations = await failure(stub(server).CompilePrompt(request, metadata=server.metadata()))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert violations == [
+        (
+            "input.profile",
+            "unknown value 12; expected one of PROMPT_PROFILE_UNSPECIFIED, PROMPT_PROFILE_FULL, "
+            "PROMPT_PROFILE_MINIMAL, PROMPT_PROFILE_NONE",
+        ),
+        ("input.limits.max_chars_per_file", "must not be negative"),
+        ("input.dynamic_sections[1].id", "collides with the built-in section id 'agents_md'"),
+        ("input.dynamic_sections[2].id", "must not contain whitespace"),
+    ]
+
+
+@pytest.mark.parametrize("root", ["..", "../../etc", "/etc", "/"])
+async def test_workspace_root_outside_the_home_is_permission_denied(server, root: str) -> None:
+    request = pb.CompilePromptRequest(input=prompt_pb2.PromptCompileInput(workspace_root=root))
+    code, message, violations = await failure(stub(server).CompilePrompt(request, metadata=server.metadata()))
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+    assert message.startswith(f"input.workspace_root: {root!r} resolves to ")
+    assert violations == []
+
+
+async def test_fifo_and_huge_file_do_not_stall_the_server(server) -> None:
+    odd_workspace(Path(server.home))
+    request = pb.CompilePromptRequest(input=prompt_pb2.PromptCompileInput(workspace_root="odd"))
+    calls = [stub(server).CompilePrompt(request, metadata=server.metadata(), timeout=10) for _ in range(8)]
+    responses = await asyncio.gather(*calls)
+    codes = [d.code for d in responses[0].payload.manifest.diagnostics]
+    assert codes == ["file_read_error", "file_truncated", "missing_file"]
+    assert len({r.SerializeToString(deterministic=True) for r in responses}) == 1
+
+
+async def test_ensure_bootstrap_files_creates_only_what_is_missing(server) -> None:
+    compiler = stub(server)
+    home = Path(server.home)
+    at_home = await compiler.EnsureBootstrapFiles(
+        pb.EnsureBootstrapFilesRequest(), metadata=server.metadata()
+    )
+    assert [(f.name, f.path, f.created) for f in at_home.files] == [
+        ("SOUL.md", str(resolved(home) / "SOUL.md"), False),
+        ("IDENTITY.md", str(resolved(home) / "IDENTITY.md"), False),
+    ]
+    (home / "ws").mkdir()
+    (home / "ws" / "SOUL.md").write_bytes(b"")
+    request = pb.EnsureBootstrapFilesRequest(workspace_root="ws")
+    first = await compiler.EnsureBootstrapFiles(request, metadata=server.metadata())
+    assert [(f.name, f.created) for f in first.files] == [("SOUL.md", False), ("IDENTITY.md", True)]
+    assert (home / "ws" / "SOUL.md").read_bytes() == b""
+    second = await compiler.EnsureBootstrapFiles(request, metadata=server.metadata())
+    assert [f.created for f in second.files] == [False, False]
+
+
+async def test_ensure_bootstrap_files_outside_the_home_is_permission_denied(server) -> None:
+    request = pb.EnsureBootstrapFilesRequest(workspace_root="../elsewhere")
+    code, message, _ = await failure(stub(server).EnsureBootstrapFiles(request, metadata=server.metadata()))
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+    assert message.startswith("workspace_root: '../elsewhere' resolves to ")
