@@ -8,7 +8,6 @@ function here returns the messages and the report that explains them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -185,11 +184,11 @@ def _cut_entry(entry: history_pb2.ConversationEntry, available: int) -> tuple[st
     content_budget = available - MESSAGE_OVERHEAD - CUT_NOTE_TOKENS
     if content_budget <= 0 or entry.token_count <= 0:
         return None
-    ratio = content_budget / entry.token_count
-    keep = int(len(entry.content) * ratio)
+    keep = len(entry.content) * content_budget // entry.token_count
     note = f"\n[cut to fit the history budget: {keep} of {len(entry.content)} characters kept]"
     cut = replace_content(entry, entry.content[:keep] + note)
-    return entry_text(cut), math.ceil(entry.token_count * ratio) + CUT_NOTE_TOKENS + MESSAGE_OVERHEAD
+    # The kept share of the characters is estimated at the same share of the tokens.
+    return entry_text(cut), content_budget + CUT_NOTE_TOKENS + MESSAGE_OVERHEAD
 
 
 def replace_content(entry: history_pb2.ConversationEntry, content: str) -> history_pb2.ConversationEntry:

@@ -77,7 +77,7 @@ async def _turn_statuses(session: AsyncSession, thread_id: str, turn_ids: list[s
             TurnRow.thread_id == thread_id, TurnRow.turn_id.in_(turn_ids)
         )
     )
-    return {turn_id: status for turn_id, status in rows.tuples()}
+    return {turn_id: status for turn_id, status in rows}
 
 
 ENTRY_COLUMNS = (
@@ -217,3 +217,4 @@ async def completed_entries(
     rows = (await session.execute(query.order_by(EntryRow.id.desc()).limit(limit + 1))).all()
     more = len(rows) > limit
     return [entry_message(row) for row in reversed(rows[:limit])], more
+

@@ -102,7 +102,7 @@ def _collect(request: SummaryRequest) -> _Collected:
         text = entry.content
         for call in entry.tool_calls:
             text += f"\n{call.name} {call.arguments}"
-        collected.names.extend(PATH_PATTERN.findall(text))
+        collected.names.extend(path.rstrip(".,;:") for path in PATH_PATTERN.findall(text))
         collected.names.extend(NAME_PATTERN.findall(text))
         if entry.role == history_pb2.ENTRY_ROLE_USER and entry.content.strip():
             collected.latest_request = _cut(entry.content, LATEST_REQUEST_CHARS)

@@ -1,0 +1,127 @@
+"""CreateThread, GetThread, UpdateThread end to end, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import grpc
+from google.protobuf import field_mask_pb2
+
+from pioneer_grpc.v1 import history_service_pb2 as pb
+from tests.history.rpc import config, create, entry, failure, stub, turn
+
+
+async def test_create_with_defaults_then_get(pg_server):
+    history = stub(pg_server)
+    thread = await create(history, "t-1", config(model="gpt-x"))
+    assert thread.thread_id == "t-1"
+    assert (thread.config.max_context_tokens, thread.config.response_reserve_tokens) == (128_000, 16_000)
+    assert thread.config.model == "gpt-x" and thread.config.summary_model == ""
+    await turn(history, "t-1", "turn-1", entry("e1", "turn-1"), entry("e2", "turn-1"))
+    got = (await history.GetThread(pb.GetThreadRequest(thread_id="t-1"))).thread
+    assert got.entry_count == 2
+    assert got.create_time == thread.create_time
+    assert got.update_time.ToDatetime() >= thread.update_time.ToDatetime()
+
+
+async def test_server_generated_ids_are_unique(pg_server):
+    history = stub(pg_server)
+    first, second = await create(history, ""), await create(history, "")
+    assert first.thread_id.startswith("thr_") and first.thread_id != second.thread_id
+
+
+async def test_duplicate_id_is_already_exists_and_keeps_the_original(pg_server):
+    history = stub(pg_server)
+    await create(history, "dup", config(model="first"))
+    error = await failure(create(history, "dup", config(model="second")))
+    assert error.code == grpc.StatusCode.ALREADY_EXISTS
+    assert "dup" in error.message
+    got = (await history.GetThread(pb.GetThreadRequest(thread_id="dup"))).thread
+    assert got.config.model == "first"
+
+
+async def test_bad_budgets_are_invalid_argument_with_field_violations(pg_server):
+    history = stub(pg_server)
+    error = await failure(create(history, "bad", config(1000, 1000)))
+    assert error.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert error.violations == [
+        ("config.response_reserve_tokens", "must be below max_context_tokens (1000), got 1000")
+    ]
+    error = await failure(create(history, "bad", config(0, -1)))
+    assert [field for field, _ in error.violations] == [
+        "config.max_context_tokens",
+        "config.response_reserve_tokens",
+    ]
+    assert (
+        await failure(history.GetThread(pb.GetThreadRequest(thread_id="bad")))
+    ).code == grpc.StatusCode.NOT_FOUND
+
+
+async def test_unknown_thread_is_not_found(pg_server):
+    error = await failure(stub(pg_server).GetThread(pb.GetThreadRequest(thread_id="nope")))
+    assert error.code == grpc.StatusCode.NOT_FOUND
+    assert error.message == "thread 'nope' does not exist"
+
+
+async def test_update_with_a_mask_touches_only_the_named_fields(pg_server):
+    history = stub(pg_server)
+    await create(history, "u", config(50_000, 5_000, model="m1", summary_model="s1"))
+    response = await history.UpdateThread(
+        pb.UpdateThreadRequest(
+            thread_id="u",
+            config=config(60_000, 9_999, model="m2"),
+            update_mask=field_mask_pb2.FieldMask(paths=["max_context_tokens", "summary_model"]),
+        )
+    )
+    cfg = response.thread.config
+    # reserve and model are not in the mask; summary_model is, and unset clears it.
+    assert (cfg.max_context_tokens, cfg.response_reserve_tokens, cfg.model, cfg.summary_model) == (
+        60_000,
+        5_000,
+        "m1",
+        "",
+    )
+
+
+async def test_update_with_an_empty_mask_takes_every_set_field(pg_server):
+    history = stub(pg_server)
+    await create(history, "u", config(50_000, 5_000, model="m1", summary_model="s1"))
+    response = await history.UpdateThread(pb.UpdateThreadRequest(thread_id="u", config=config(reserve=7_000)))
+    cfg = response.thread.config
+    assert (cfg.max_context_tokens, cfg.response_reserve_tokens, cfg.model, cfg.summary_model) == (
+        50_000,
+        7_000,
+        "m1",
+        "s1",
+    )
+
+
+async def test_update_rejects_a_merged_budget_that_is_invalid_and_changes_nothing(pg_server):
+    history = stub(pg_server)
+    await create(history, "u", config(50_000, 5_000))
+    error = await failure(
+        history.UpdateThread(pb.UpdateThreadRequest(thread_id="u", config=config(reserve=50_000)))
+    )
+    assert error.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert error.violations == [
+        ("config.response_reserve_tokens", "must be below max_context_tokens (50000), got 50000")
+    ]
+    error = await failure(
+        history.UpdateThread(
+            pb.UpdateThreadRequest(
+                thread_id="u",
+                config=config(),
+                update_mask=field_mask_pb2.FieldMask(paths=["model", "colour"]),
+            )
+        )
+    )
+    assert error.violations == [
+        (
+            "update_mask.paths[1]",
+            "unknown path 'colour'; use max_context_tokens, response_reserve_tokens, model, summary_model",
+        )
+    ]
+    cfg = (await history.GetThread(pb.GetThreadRequest(thread_id="u"))).thread.config
+    assert (cfg.max_context_tokens, cfg.response_reserve_tokens) == (50_000, 5_000)
+    missing = await failure(
+        history.UpdateThread(pb.UpdateThreadRequest(thread_id="x", config=config(reserve=1)))
+    )
+    assert missing.code == grpc.StatusCode.NOT_FOUND
