@@ -16,12 +16,14 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from pioneer_grpc.compiler.seed import ensure_bootstrap_files
+from pioneer_grpc.events.wiring import start_manifest_events
 from pioneer_grpc.server.config import Config
 from pioneer_grpc.server.context import ServerContext
 from pioneer_grpc.server.history_ops import summarizer_from_config
 from pioneer_grpc.server.interceptors import AuthInterceptor, ErrorInterceptor
 from pioneer_grpc.server.servicers.echo import EchoServicer
 from pioneer_grpc.server.servicers.history import HistoryServicer
+from pioneer_grpc.server.servicers.manifest import ManifestServicer
 from pioneer_grpc.store.engine import create_engine, session_factory
 from pioneer_grpc.store.migrate import migrate
 from pioneer_grpc.v1 import (
@@ -57,7 +59,7 @@ SERVICES: list[tuple[str, Callable[[Any, grpc.aio.Server], None], Callable[[Serv
     (
         manifest_service_pb2.DESCRIPTOR.services_by_name["ManifestService"].full_name,
         manifest_service_pb2_grpc.add_ManifestServiceServicer_to_server,
-        lambda ctx: manifest_service_pb2_grpc.ManifestServiceServicer(),
+        lambda ctx: ManifestServicer(ctx),
     ),
     (
         provider_service_pb2.DESCRIPTOR.services_by_name["ProviderService"].full_name,
@@ -114,12 +116,16 @@ async def build_context(config: Config) -> ServerContext:
             log.info("seeded %s at %s", name, path)
     engine = create_engine(config.effective_database_url)
     await migrate(engine)
-    return ServerContext(
+    ctx = ServerContext(
         config=config,
         engine=engine,
         sessions=session_factory(engine),
         summarizer=summarizer_from_config(config),
     )
+    events = await start_manifest_events(engine)
+    ctx.manifests, ctx.hub = events.recorder, events.hub
+    ctx.on_shutdown.append(events.close)
+    return ctx
 
 
 async def start_server(config: Config) -> RunningServer:

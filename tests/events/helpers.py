@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import grpc
@@ -60,6 +62,7 @@ class Observer:
     error: grpc.aio.AioRpcError | None = None
     _call: grpc.aio.UnaryStreamCall | None = None
     _task: asyncio.Task[None] | None = None
+    _cancelled_by_us: bool = False
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     def start(self) -> Observer:
@@ -81,6 +84,10 @@ class Observer:
                     self._changed.notify_all()
         except grpc.aio.AioRpcError as exc:
             self.error = exc
+        except asyncio.CancelledError:
+            # A call cancelled by `cancel()` ends its iterator this way.
+            if not self._cancelled_by_us:
+                raise
         finally:
             async with self._changed:
                 self._changed.notify_all()
@@ -88,14 +95,19 @@ class Observer:
     async def wait_live(self, within: float = 10) -> None:
         await asyncio.wait_for(self.live.wait(), within)
 
-    async def wait_for_count(self, count: int, within: float = 10) -> list[int]:
+    async def wait_until(self, condition: Callable[[Observer], bool], within: float = 10) -> None:
+        """Until `condition(self)` holds or the stream ends."""
+
         async def reached() -> None:
             async with self._changed:
                 await self._changed.wait_for(
-                    lambda: len(self.event_ids) >= count or (self._task is not None and self._task.done())
+                    lambda: condition(self) or (self._task is not None and self._task.done())
                 )
 
         await asyncio.wait_for(reached(), within)
+
+    async def wait_for_count(self, count: int, within: float = 10) -> list[int]:
+        await self.wait_until(lambda o: len(o.event_ids) >= count, within)
         return self.event_ids
 
     async def ended(self, within: float = 10) -> None:
@@ -104,5 +116,17 @@ class Observer:
 
     async def cancel(self) -> None:
         assert self._call is not None and self._task is not None
+        self._cancelled_by_us = True
         self._call.cancel()
         await asyncio.wait_for(self._task, 10)
+
+
+async def eventually(condition: Callable[[], bool], within: float = 10, step: float = 0.02) -> None:
+    """Polls server-side state that has no event to wait on."""
+    deadline = asyncio.get_running_loop().time() + within
+    for _ in itertools.count():
+        if condition():
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"condition not met within {within}s")
+        await asyncio.sleep(step)

@@ -1,0 +1,102 @@
+"""One observer's stream: the stored backlog after its id, then live events, with heartbeats.
+
+Hand-over without gap or duplicate: catch up from the table page by page, then
+subscribe, then read the table once more. An event committed before the
+subscription existed is in that last read; one dispatched after it is in the
+subscription; one in both is dropped because its id is not above the cursor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+from datetime import UTC, datetime
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pioneer_grpc.errors import ResourceExhausted, Unavailable
+from pioneer_grpc.events.hub import ManifestHub, Subscription, SubscriptionClosed, SubscriptionOverflow
+from pioneer_grpc.events.queries import events_after, newest_event_id
+from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
+
+PAGE_SIZE = 500
+
+
+class ManifestWatch:
+    def __init__(
+        self,
+        hub: ManifestHub,
+        engine: AsyncEngine,
+        *,
+        thread_id: str,
+        after_event_id: int,
+        live_only: bool,
+        heartbeat_seconds: float,
+        queue_size: int,
+    ) -> None:
+        self._hub = hub
+        self._engine = engine
+        self._thread_id = thread_id
+        self._live_only = live_only
+        # 0 disables heartbeats.
+        self._heartbeat_seconds = heartbeat_seconds or None
+        self._queue_size = queue_size
+        # The id of the last event sent: the observer's resume point.
+        self.cursor = after_event_id
+        self._subscription: Subscription | None = None
+
+    def close(self) -> None:
+        """Idempotent; safe to call from an RPC-done callback."""
+        if self._subscription is not None:
+            self._hub.unsubscribe(self._subscription)
+
+    async def stream(self) -> AsyncGenerator[service_pb2.WatchManifestsResponse, None]:
+        try:
+            if self._live_only:
+                self._subscription = self._hub.subscribe(self._thread_id, self._queue_size)
+                # The table, not the hub: the hub may not have read the newest commits yet.
+                self.cursor = await newest_event_id(self._engine)
+            else:
+                async for response in self._backlog():
+                    yield response
+                self._subscription = self._hub.subscribe(self._thread_id, self._queue_size)
+                async for response in self._backlog():
+                    yield response
+            # Says "caught up, now live"; also tells a filtered observer how far it may resume from.
+            yield self._heartbeat()
+            while True:
+                event = await self._subscription.next(self._heartbeat_seconds)
+                if event is None:
+                    yield self._heartbeat()
+                elif event.event_id > self.cursor:
+                    self.cursor = event.event_id
+                    yield service_pb2.WatchManifestsResponse(event=event)
+        except SubscriptionOverflow:
+            raise ResourceExhausted(
+                f"observer fell more than {self._queue_size} events behind; "
+                f"reconnect with after_event_id={self.cursor} to resume without loss"
+            ) from None
+        except SubscriptionClosed:
+            raise Unavailable(
+                f"server is shutting down; reconnect with after_event_id={self.cursor} to resume"
+            ) from None
+        finally:
+            self.close()
+
+    async def _backlog(self) -> AsyncIterator[service_pb2.WatchManifestsResponse]:
+        while True:
+            events = await events_after(
+                self._engine, self.cursor, thread_id=self._thread_id, limit=PAGE_SIZE
+            )
+            for event in events:
+                self.cursor = event.event_id
+                yield service_pb2.WatchManifestsResponse(event=event)
+            if len(events) < PAGE_SIZE:
+                return
+
+    def _heartbeat(self) -> service_pb2.WatchManifestsResponse:
+        # With nothing queued, every event up to the hub's position has been sent.
+        assert self._subscription is not None
+        newest = self.cursor if self._subscription.pending else max(self.cursor, self._hub.last_event_id)
+        heartbeat = service_pb2.Heartbeat(last_event_id=newest)
+        heartbeat.time.FromDatetime(datetime.now(UTC))
+        return service_pb2.WatchManifestsResponse(heartbeat=heartbeat)
