@@ -278,3 +278,13 @@ def prepare(
         stable=stable,
         dynamic=dynamic,
     )
+
+
+def check_tool_rules(provider: int, request: chat_pb2.ChatRequest, path: str = "chat_request") -> None:
+    """The original's tool rules alone, for a request that is not rendered for a provider yet."""
+    violations: list[FieldViolation] = []
+    _check_tools(provider, request, path, violations)
+    _check_choice(request, path, violations)
+    if violations:
+        summary = "; ".join(f"{v.field}: {v.description}" for v in violations[:3])
+        raise InvalidArgument(f"invalid tools: {summary}", violations)

@@ -66,7 +66,9 @@ def _wrap_unary(method: str, behavior: Callable[..., Awaitable[Any]]) -> Callabl
     return wrapped
 
 
-def _wrap_stream(method: str, behavior: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
+def _wrap_stream(
+    method: str, behavior: Callable[..., AsyncIterator[Any]]
+) -> Callable[..., AsyncIterator[Any]]:
     async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         try:
             async for item in behavior(request, context):
