@@ -22,7 +22,7 @@
 //! assert!(status.get_details_bad_request().is_some());
 //! ```
 
-use tonic::Status;
+use tonic::{Code, Status};
 pub use tonic_types::{BadRequest, ErrorDetails, FieldViolation, StatusExt};
 
 /// The `BadRequest` field violations of `status`, in order; empty when it has none
@@ -42,6 +42,17 @@ pub fn field_violation(status: &Status, field: &str) -> Option<FieldViolation> {
         .find(|violation| violation.field == field)
 }
 
+/// True when `status` says the call's deadline passed: DEADLINE_EXCEEDED from
+/// the server, or CANCELLED "Timeout expired", which is how tonic reports its
+/// own timer firing before the server answered.
+pub fn is_deadline(status: &Status) -> bool {
+    match status.code() {
+        Code::DeadlineExceeded => true,
+        Code::Cancelled => status.message() == tonic::TimeoutExpired(()).to_string(),
+        _ => false,
+    }
+}
+
 /// One line per violation, `field: description`, for logs and error messages.
 pub fn describe(status: &Status) -> String {
     let violations = field_violations(status);
@@ -58,7 +69,6 @@ pub fn describe(status: &Status) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tonic::Code;
 
     #[test]
     fn decodes_violations_and_describes_them() {
@@ -82,5 +92,13 @@ mod tests {
         );
         assert!(field_violations(&Status::not_found("x")).is_empty());
         assert_eq!(describe(&Status::not_found("x")), "NotFound: x");
+    }
+
+    #[test]
+    fn deadline_codes() {
+        assert!(is_deadline(&Status::deadline_exceeded("Deadline Exceeded")));
+        assert!(is_deadline(&Status::cancelled("Timeout expired")));
+        assert!(!is_deadline(&Status::cancelled("client went away")));
+        assert!(!is_deadline(&Status::unavailable("down")));
     }
 }
