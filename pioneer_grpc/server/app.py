@@ -21,9 +21,12 @@ from pioneer_grpc.server.config import Config
 from pioneer_grpc.server.context import ServerContext
 from pioneer_grpc.server.history_ops import summarizer_from_config
 from pioneer_grpc.server.interceptors import AuthInterceptor, ErrorInterceptor
+from pioneer_grpc.server.servicers.compiler import PromptCompilerServicer
 from pioneer_grpc.server.servicers.echo import EchoServicer
 from pioneer_grpc.server.servicers.history import HistoryServicer
 from pioneer_grpc.server.servicers.manifest import ManifestServicer
+from pioneer_grpc.server.servicers.provider import ProviderServicer
+from pioneer_grpc.server.servicers.turn import TurnServicer
 from pioneer_grpc.store.engine import create_engine, session_factory
 from pioneer_grpc.store.migrate import migrate
 from pioneer_grpc.v1 import (
@@ -43,33 +46,32 @@ from pioneer_grpc.v1 import (
 
 log = logging.getLogger(__name__)
 
-# (full service name, add-to-server function, servicer factory). A service
-# whose factory is its generated base class answers UNIMPLEMENTED.
+# (full service name, add-to-server function, servicer factory taking the context).
 SERVICES: list[tuple[str, Callable[[Any, grpc.aio.Server], None], Callable[[ServerContext], Any]]] = [
     (
         prompt_compiler_service_pb2.DESCRIPTOR.services_by_name["PromptCompilerService"].full_name,
         prompt_compiler_service_pb2_grpc.add_PromptCompilerServiceServicer_to_server,
-        lambda ctx: prompt_compiler_service_pb2_grpc.PromptCompilerServiceServicer(),
+        PromptCompilerServicer,
     ),
     (
         history_service_pb2.DESCRIPTOR.services_by_name["HistoryService"].full_name,
         history_service_pb2_grpc.add_HistoryServiceServicer_to_server,
-        lambda ctx: HistoryServicer(ctx),
+        HistoryServicer,
     ),
     (
         manifest_service_pb2.DESCRIPTOR.services_by_name["ManifestService"].full_name,
         manifest_service_pb2_grpc.add_ManifestServiceServicer_to_server,
-        lambda ctx: ManifestServicer(ctx),
+        ManifestServicer,
     ),
     (
         provider_service_pb2.DESCRIPTOR.services_by_name["ProviderService"].full_name,
         provider_service_pb2_grpc.add_ProviderServiceServicer_to_server,
-        lambda ctx: provider_service_pb2_grpc.ProviderServiceServicer(),
+        ProviderServicer,
     ),
     (
         turn_service_pb2.DESCRIPTOR.services_by_name["TurnService"].full_name,
         turn_service_pb2_grpc.add_TurnServiceServicer_to_server,
-        lambda ctx: turn_service_pb2_grpc.TurnServiceServicer(),
+        TurnServicer,
     ),
     (
         echo_service_pb2.DESCRIPTOR.services_by_name["EchoService"].full_name,

@@ -1,0 +1,272 @@
+"""PrepareTurn end to end: one call per provider round, through the real server."""
+
+from __future__ import annotations
+
+import json
+
+import grpc
+import pytest
+from google.protobuf import struct_pb2
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from pioneer_grpc.v1 import (
+    chat_pb2,
+    common_pb2,
+    history_pb2,
+    history_service_pb2,
+    history_service_pb2_grpc,
+    manifest_service_pb2,
+    manifest_service_pb2_grpc,
+    prompt_pb2,
+    provider_service_pb2,
+    turn_service_pb2,
+    turn_service_pb2_grpc,
+)
+
+MARKER = "<!-- PIONEER_PROMT_CACHE_BOUNDARY -->"
+
+
+def weather_tool() -> chat_pb2.ToolDefinition:
+    params = struct_pb2.Struct()
+    params.update({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+    return chat_pb2.ToolDefinition(name="get_weather", description="Weather for a city", parameters=params)
+
+
+def compile_input(extra: str = "Date: 2026-11-29") -> prompt_pb2.PromptCompileInput:
+    return prompt_pb2.PromptCompileInput(
+        profile=prompt_pb2.PROMPT_PROFILE_FULL,
+        include_tool_recovery_policy=True,
+        extra_system=extra,
+    )
+
+
+def user(entry_id: str, text: str) -> history_pb2.ConversationEntry:
+    return history_pb2.ConversationEntry(entry_id=entry_id, role=history_pb2.ENTRY_ROLE_USER, content=text)
+
+
+class Client:
+    def __init__(self, server):
+        channel = server.channel()
+        self.turns = turn_service_pb2_grpc.TurnServiceStub(channel)
+        self.history = history_service_pb2_grpc.HistoryServiceStub(channel)
+        self.manifests = manifest_service_pb2_grpc.ManifestServiceStub(channel)
+
+    async def thread(self, thread_id: str, **config) -> None:
+        config.setdefault("model", "claude-sonnet-4-5")
+        await self.history.CreateThread(
+            history_service_pb2.CreateThreadRequest(thread_id=thread_id, config=history_pb2.ThreadConfig(**config))
+        )
+
+    async def entry_count(self, thread_id: str) -> int:
+        reply = await self.history.GetThread(history_service_pb2.GetThreadRequest(thread_id=thread_id))
+        return reply.thread.entry_count
+
+
+def bad_fields(err: grpc.aio.AioRpcError) -> list[str]:
+    status = rpc_status.from_call(err)
+    assert status is not None, err
+    found = []
+    for detail in status.details:
+        bad = error_details_pb2.BadRequest()
+        if detail.Unpack(bad):
+            found += [v.field for v in bad.field_violations]
+    return found
+
+
+async def test_first_round_returns_request_manifest_and_anthropic_body(server):
+    c = Client(server)
+    await c.thread("t-round")
+    reply = await c.turns.PrepareTurn(
+        turn_service_pb2.PrepareTurnRequest(
+            thread_id="t-round",
+            turn_id="turn-1",
+            new_entries=[user("u1", "What's the weather in Oslo?")],
+            compile_input=compile_input(),
+            tools=[weather_tool()],
+            provider=provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
+        )
+    )
+    chat = reply.chat_request
+    assert chat.model == "claude-sonnet-4-5"
+    assert [(m.role, m.content) for m in chat.messages] == [
+        (chat_pb2.CHAT_ROLE_USER, "What's the weather in Oslo?")
+    ]
+    assert [t.name for t in chat.tools] == ["get_weather"]
+    assert chat.compiled_prompt.manifest.fingerprint_full == reply.manifest.fingerprint_full
+    assert reply.history_report.decision == history_pb2.HISTORY_DECISION_FULL
+    assert reply.manifest.thread_id == "t-round" and reply.manifest.turn_id == "turn-1"
+    assert reply.manifest_event_id > 0
+    stored = await c.manifests.GetTurnManifest(
+        manifest_service_pb2.GetTurnManifestRequest(thread_id="t-round", turn_id="turn-1")
+    )
+    assert stored.manifest.fingerprint_full == reply.manifest.fingerprint_full
+    assert stored.event_id == reply.manifest_event_id
+    body = json.loads(reply.provider_body_json)
+    assert reply.provider_path == "/v1/messages"
+    assert body["system"][0]["text"] == chat.compiled_prompt.stable_system_text
+    assert body["messages"] == [{"role": "user", "content": "What's the weather in Oslo?"}]
+    assert MARKER not in reply.provider_body_json
+
+
+async def test_later_rounds_of_a_turn_carry_its_tool_call_and_result(server):
+    c = Client(server)
+    await c.thread("t-tools")
+    base = {"thread_id": "t-tools", "turn_id": "turn-1", "compile_input": compile_input(), "tools": [weather_tool()]}
+    await c.turns.PrepareTurn(turn_service_pb2.PrepareTurnRequest(new_entries=[user("u1", "Oslo?")], **base))
+    call = common_pb2.ToolCall(id="call_1", name="get_weather", arguments='{"city":"Oslo"}')
+    reply = await c.turns.PrepareTurn(
+        turn_service_pb2.PrepareTurnRequest(
+            new_entries=[
+                history_pb2.ConversationEntry(
+                    entry_id="a1", role=history_pb2.ENTRY_ROLE_ASSISTANT, tool_calls=[call]
+                ),
+                history_pb2.ConversationEntry(
+                    entry_id="r1", role=history_pb2.ENTRY_ROLE_TOOL, tool_call_id="call_1", name="get_weather",
+                    content="4 °C, rain",
+                ),
+            ],
+            provider=provider_service_pb2.PROVIDER_OPENAI_CHAT_COMPLETIONS,
+            **base,
+        )
+    )
+    roles = [m.role for m in reply.chat_request.messages]
+    assert roles == [chat_pb2.CHAT_ROLE_USER, chat_pb2.CHAT_ROLE_ASSISTANT, chat_pb2.CHAT_ROLE_TOOL]
+    assert reply.chat_request.messages[1].tool_calls[0].id == "call_1"
+    body = json.loads(reply.provider_body_json)
+    assert [m["role"] for m in body["messages"]] == ["system", "system", "user", "assistant", "tool"]
+    assert body["prompt_cache_key"] == "pioneer-" + reply.manifest.fingerprint_stable[:32]
+    # The same turn's repeated entry ids are no-ops: three entries, not four.
+    assert await c.entry_count("t-tools") == 3
+
+
+async def test_next_turn_sees_the_completed_turn_as_history(server):
+    c = Client(server)
+    await c.thread("t-next")
+    await c.turns.PrepareTurn(
+        turn_service_pb2.PrepareTurnRequest(
+            thread_id="t-next", turn_id="turn-1", new_entries=[user("u1", "Hi")], compile_input=compile_input()
+        )
+    )
+    await c.history.AppendEntries(
+        history_service_pb2.AppendEntriesRequest(
+            thread_id="t-next",
+            entries=[
+                history_pb2.ConversationEntry(
+                    entry_id="a1", turn_id="turn-1", role=history_pb2.ENTRY_ROLE_ASSISTANT, content="Hello!"
+                )
+            ],
+        )
+    )
+    await c.history.CompleteTurn(history_service_pb2.CompleteTurnRequest(thread_id="t-next", turn_id="turn-1"))
+    reply = await c.turns.PrepareTurn(
+        turn_service_pb2.PrepareTurnRequest(
+            thread_id="t-next", turn_id="turn-2", new_entries=[user("u2", "Again")], compile_input=compile_input()
+        )
+    )
+    assert [m.content for m in reply.chat_request.messages] == ["Hi", "Hello!", "Again"]
+    assert reply.history_report.entries_kept == 2
+    assert reply.provider_body_json == ""
+
+
+async def test_a_thread_over_the_threshold_is_summarized(server):
+    c = Client(server)
+    await c.thread("t-long", max_context_tokens=3000, response_reserve_tokens=500)
+    for turn in range(30):
+        await c.history.AppendEntries(
+            history_service_pb2.AppendEntriesRequest(
+                thread_id="t-long",
+                entries=[
+                    history_pb2.ConversationEntry(
+                        entry_id=f"u{turn}", turn_id=f"old-{turn}", role=history_pb2.ENTRY_ROLE_USER,
+                        content=f"Please update src/module_{turn}.py to handle the retry case number {turn}.",
+                    ),
+                    history_pb2.ConversationEntry(
+                        entry_id=f"a{turn}", turn_id=f"old-{turn}", role=history_pb2.ENTRY_ROLE_ASSISTANT,
+                        content=f"Done: src/module_{turn}.py now retries. " + "Details follow. " * 12,
+                    ),
+                ],
+            )
+        )
+        await c.history.CompleteTurn(
+            history_service_pb2.CompleteTurnRequest(thread_id="t-long", turn_id=f"old-{turn}")
+        )
+    reply = await c.turns.PrepareTurn(
+        turn_service_pb2.PrepareTurnRequest(
+            thread_id="t-long",
+            turn_id="now",
+            new_entries=[user("u-now", "What did we change?")],
+            compile_input=compile_input(),
+            provider=provider_service_pb2.PROVIDER_GEMINI_GENERATE_CONTENT,
+            model="gemini-2.5-pro",
+        )
+    )
+    report = reply.history_report
+    assert report.decision == history_pb2.HISTORY_DECISION_SUMMARIZED
+    assert report.summary_use == history_pb2.SUMMARY_USE_CREATED
+    assert report.budget_tokens == 2500 and report.tokens_after <= 2500
+    first, last = reply.chat_request.messages[0], reply.chat_request.messages[-1]
+    assert first.role == chat_pb2.CHAT_ROLE_SYSTEM
+    assert first.content.startswith("Summary of earlier conversation:\n")
+    assert last.content == "What did we change?"
+    assert reply.provider_path == "/v1beta/models/gemini-2.5-pro:generateContent"
+    body = json.loads(reply.provider_body_json)
+    assert body["systemInstruction"]["parts"][0]["text"] == reply.chat_request.compiled_prompt.stable_system_text
+
+
+async def test_bad_compile_input_is_rejected_before_anything_is_stored(server):
+    c = Client(server)
+    await c.thread("t-bad")
+    bad = compile_input()
+    bad.dynamic_sections.add(id="has space", content="x")
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await c.turns.PrepareTurn(
+            turn_service_pb2.PrepareTurnRequest(
+                thread_id="t-bad", turn_id="turn-1", new_entries=[user("u1", "hi")], compile_input=bad
+            )
+        )
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert bad_fields(err.value) == ["compile_input.dynamic_sections[0].id"]
+    assert await c.entry_count("t-bad") == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda r: r.tools.add(name="bad name!"), "tools[0].name"),
+        (lambda r: setattr(r.tool_choice, "mode", chat_pb2.TOOL_CHOICE_MODE_REQUIRED), "tool_choice.mode"),
+        (lambda r: setattr(r.new_entries[0], "turn_id", "other"), "new_entries[0].turn_id"),
+    ],
+)
+async def test_bad_request_fields_are_named_and_nothing_is_stored(server, change, field):
+    c = Client(server)
+    await c.thread("t-fields")
+    request = turn_service_pb2.PrepareTurnRequest(
+        thread_id="t-fields", turn_id="turn-1", new_entries=[user("u1", "hi")], compile_input=compile_input()
+    )
+    change(request)
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await c.turns.PrepareTurn(request)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field in bad_fields(err.value)
+    assert await c.entry_count("t-fields") == 0
+
+
+async def test_model_is_required_somewhere(server):
+    c = Client(server)
+    await c.thread("t-model", model="")
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await c.turns.PrepareTurn(
+            turn_service_pb2.PrepareTurnRequest(thread_id="t-model", turn_id="turn-1", compile_input=compile_input())
+        )
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert bad_fields(err.value) == ["model"]
+
+
+async def test_unknown_thread_is_not_found(server):
+    c = Client(server)
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await c.turns.PrepareTurn(
+            turn_service_pb2.PrepareTurnRequest(thread_id="nope", turn_id="turn-1", compile_input=compile_input())
+        )
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
