@@ -1,0 +1,61 @@
+"""The compression lock: in-process queueing, and across engines on PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pioneer_grpc.store.engine import create_engine
+from pioneer_grpc.store.locks import LOCAL_LOCKS, advisory_key, compression_lock
+from tests.conftest import fresh_postgres_database
+
+
+def test_advisory_key_is_stable_and_signed_64_bit():
+    assert advisory_key("thread-1") == advisory_key("thread-1")
+    assert advisory_key("thread-1") != advisory_key("thread-2")
+    assert -(2**63) <= advisory_key("thread-1") < 2**63
+
+
+async def test_local_lock_queues_holders_and_forgets_idle_keys(tmp_path):
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'l.db'}")
+    order: list[str] = []
+
+    async def hold(name: str) -> None:
+        async with compression_lock(engine, "t", 5) as held:
+            assert held
+            order.append(f"{name} in")
+            await asyncio.sleep(0.05)
+            order.append(f"{name} out")
+
+    await asyncio.gather(hold("a"), hold("b"))
+    assert order == ["a in", "a out", "b in", "b out"]
+    assert len(LOCAL_LOCKS) == 0
+    await engine.dispose()
+
+
+async def test_local_wait_is_bounded(tmp_path):
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'l.db'}")
+    async with compression_lock(engine, "t", 5) as first:
+        assert first
+        async with compression_lock(engine, "t", 0.1) as second:
+            assert not second
+    await engine.dispose()
+
+
+@pytest.mark.postgres
+async def test_postgres_lock_holds_across_engines():
+    async with fresh_postgres_database() as url:
+        one, two = create_engine(url), create_engine(url)
+        try:
+            async with compression_lock(one, "t", 5) as held:
+                assert held
+                async with compression_lock(two, "t", 0.3) as other:
+                    assert not other
+                async with compression_lock(two, "other-thread", 0.3) as unrelated:
+                    assert unrelated
+            async with compression_lock(two, "t", 1) as after:
+                assert after
+        finally:
+            await one.dispose()
+            await two.dispose()
