@@ -320,6 +320,7 @@ func TestLoadHistoryOverThreshold(t *testing.T) {
 
 	h := loadHistory(t, &pioneerv1.LoadConversationHistoryRequest{ThreadId: th})
 	r := h.GetReport()
+	t.Logf("over threshold: %s, %d -> %d tokens, summary %s", r.GetDecision(), r.GetTokensBefore(), r.GetTokensAfter(), r.GetSummaryUse())
 	if r.GetBudgetTokens() != 1000 {
 		t.Fatalf("budget = %d, want 1000", r.GetBudgetTokens())
 	}

@@ -51,12 +51,9 @@ func run(m *testing.M) int {
 	if serverAddr == "" {
 		stop, err := startOwnServer()
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "contract: PIONEER_ADDR is unset and no server could be started: %v\n", err)
-			if inCI {
-				return 1
-			}
-			fmt.Fprintln(os.Stderr, "contract: skipping (set PIONEER_ADDR, or run `make test-contract`)")
-			return 0
+			fmt.Fprintf(os.Stderr, "contract: PIONEER_ADDR is unset and no server could be started: %v\n"+
+				"contract: set PIONEER_ADDR (and PIONEER_TOKEN, PIONEER_HOME), or run `make test-contract`\n", err)
+			return 1
 		}
 		defer stop()
 	}
