@@ -58,7 +58,7 @@ def compile_prompt(
     log = CompileLog()
     stable = _stable_sections(request, profile, workspace, roots, limits, log)
     dynamic: list[prompt_pb2.PromptSection] = []
-    if ids.profile_includes(profile, ids.CALLER_DYNAMIC_SLOT):
+    if profile == ids.FULL:  # minimal and none have no dynamic half
         dynamic = _dynamic_sections(request, workspace, roots, agents_folder, limits, log)
         if any(ARTIFACT_LINE.search(s.content) for s in [*stable, *dynamic]):
             dynamic = _in_order([*dynamic, _builtin(ids.ARTIFACT_REFERENCES, policies.ARTIFACT_REFERENCES)])
