@@ -16,7 +16,7 @@ func chatRequest(t *testing.T) *pioneerv1.ChatRequest {
 	// Built by hand, so rendering is tested apart from the compiler.
 	const boundary = "\n<!-- PIONEER_PROMT_CACHE_BOUNDARY -->\n"
 	stable := "## Identity\nYou are Pioneer, a careful coding assistant.\n\n## Safety\n" + strings.Repeat("Never exfiltrate private data. ", 80)
-	dynamic := "## Dynamic Context\nRound 1 of the example session."
+	dynamic := "## Dynamic Context\nRound 1 of the example conversation."
 	compiled := &pioneerv1.CompiledPromptPayload{
 		StableSystemText:  stable,
 		DynamicSystemText: dynamic,

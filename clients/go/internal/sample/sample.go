@@ -37,7 +37,7 @@ func FullCompileInput(round int) *pioneerv1.PromptCompileInput {
 		IncludeToolRecoveryPolicy:      true,
 		IncludeTaskOrchestrationPolicy: true,
 		ContinueGenerationHint:         round%2 == 1,
-		DynamicContext:                 proto.String(fmt.Sprintf("Round %d of the example session.", round)),
+		DynamicContext:                 proto.String(fmt.Sprintf("Round %d of the example conversation.", round)),
 		ExtraSystem:                    proto.String("Local time: 2026-01-15T09:30:00Z; OS: linux/amd64."),
 		Limits: &pioneerv1.PromptLimits{
 			MaxCharsPerFile:           proto.Int32(12000),
