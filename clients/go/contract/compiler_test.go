@@ -224,9 +224,7 @@ func TestEnsureBootstrapFiles(t *testing.T) {
 }
 
 func TestEnsureBootstrapFilesNeverOverwrites(t *testing.T) {
-	if serverHome == "" {
-		t.Skip("PIONEER_HOME is unset: cannot prepare a workspace inside the server's home")
-	}
+	needsEnv(t, serverHome != "", "PIONEER_HOME is unset: cannot prepare a workspace inside the server's home")
 	dir, err := os.MkdirTemp(serverHome, "ws-")
 	if err != nil {
 		t.Fatal(err)

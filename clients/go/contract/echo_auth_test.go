@@ -40,9 +40,7 @@ func dialWithToken(t *testing.T, token string) *pioneer.Client {
 
 func requireToken(t *testing.T) {
 	t.Helper()
-	if serverToken == "" {
-		t.Skip("PIONEER_TOKEN is empty: the server under test does not require a token")
-	}
+	needsEnv(t, serverToken != "", "PIONEER_TOKEN is empty: the server under test does not require a token")
 }
 
 func TestAuthMissingToken(t *testing.T) {

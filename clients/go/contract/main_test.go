@@ -180,6 +180,19 @@ func skipIfUnimplemented(t *testing.T, err error, rpc string) {
 	t.Skipf("%s: not implemented by this server yet", rpc)
 }
 
+// needsEnv skips a test that needs an environment value the run lacks;
+// under CI=true the harness must provide it, so it fails instead.
+func needsEnv(t *testing.T, ok bool, why string) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if inCI {
+		t.Fatalf("%s (CI=true: the harness must provide it)", why)
+	}
+	t.Skip(why)
+}
+
 // must fails the test on err, after the UNIMPLEMENTED rule.
 func must(t *testing.T, err error, rpc string) {
 	t.Helper()
