@@ -20,6 +20,8 @@ from sqlalchemy.engine import make_url
 from pioneer_grpc.events.recorder import NOTIFY_CHANNEL
 
 log = logging.getLogger(__name__)
+# Shown in pg_stat_activity, so an operator can tell these connections apart.
+APPLICATION_NAME = "pioneer-grpc manifest listener"
 
 
 def asyncpg_dsn(database_url: str) -> str:
@@ -69,7 +71,9 @@ class PgEventListener:
         self._on_event(event_id)
 
     async def _connect(self) -> None:
-        conn = await asyncpg.connect(self._dsn, timeout=10)
+        conn = await asyncpg.connect(
+            self._dsn, timeout=10, server_settings={"application_name": APPLICATION_NAME}
+        )
         self._lost = asyncio.Event()
         lost = self._lost
         conn.add_termination_listener(lambda _conn: lost.set())

@@ -12,6 +12,8 @@ import grpc
 
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from pioneer_grpc.v1 import manifest_service_pb2_grpc as service_grpc
+from pioneer_grpc.v1 import prompt_compiler_service_pb2 as compiler_pb2
+from pioneer_grpc.v1 import prompt_compiler_service_pb2_grpc as compiler_grpc
 from pioneer_grpc.v1 import prompt_pb2
 
 STABLE = prompt_pb2.SECTION_STABILITY_STABLE
@@ -130,3 +132,17 @@ async def eventually(condition: Callable[[], bool], within: float = 10, step: fl
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"condition not met within {within}s")
         await asyncio.sleep(step)
+
+
+async def compile_turn(
+    channel: grpc.aio.Channel, thread_id: str, turn_id: str, dynamic_context: str
+) -> compiler_pb2.CompilePromptResponse:
+    """One agent-loop compile that names its thread and turn."""
+    stub = compiler_grpc.PromptCompilerServiceStub(channel)
+    return await stub.CompilePrompt(
+        compiler_pb2.CompilePromptRequest(
+            input=prompt_pb2.PromptCompileInput(dynamic_context=dynamic_context),
+            thread_id=thread_id,
+            turn_id=turn_id,
+        )
+    )

@@ -10,18 +10,7 @@ from pioneer_grpc.v1 import manifest_service_pb2_grpc as service_grpc
 from pioneer_grpc.v1 import prompt_compiler_service_pb2 as compiler_pb2
 from pioneer_grpc.v1 import prompt_compiler_service_pb2_grpc as compiler_grpc
 from pioneer_grpc.v1 import prompt_pb2
-from tests.events.helpers import Observer
-
-
-async def compile_turn(handle, thread_id: str, turn_id: str, dynamic_context: str):
-    stub = compiler_grpc.PromptCompilerServiceStub(handle.channel())
-    return await stub.CompilePrompt(
-        compiler_pb2.CompilePromptRequest(
-            input=prompt_pb2.PromptCompileInput(dynamic_context=dynamic_context),
-            thread_id=thread_id,
-            turn_id=turn_id,
-        )
-    )
+from tests.events.helpers import Observer, compile_turn
 
 
 def turn_ref(thread_id: str, turn_id: str) -> service_pb2.ManifestRef:
@@ -33,8 +22,8 @@ async def test_a_compile_naming_a_turn_is_stored_streamed_and_diffable(pg_server
     await observer.wait_live()
     manifests = service_grpc.ManifestServiceStub(pg_server.channel())
 
-    first = await compile_turn(pg_server, "agent", "turn-1", "round 1")
-    second = await compile_turn(pg_server, "agent", "turn-2", "round 2")
+    first = await compile_turn(pg_server.channel(), "agent", "turn-1", "round 1")
+    second = await compile_turn(pg_server.channel(), "agent", "turn-2", "round 2")
     assert 0 < first.manifest_event_id < second.manifest_event_id
     assert await observer.wait_for_count(2) == [first.manifest_event_id, second.manifest_event_id]
 
@@ -56,10 +45,10 @@ async def test_a_compile_naming_a_turn_is_stored_streamed_and_diffable(pg_server
 
 
 async def test_an_edited_bootstrap_file_is_named_as_the_cache_break(server) -> None:
-    before = await compile_turn(server, "agent", "turn-1", "same")
+    before = await compile_turn(server.channel(), "agent", "turn-1", "same")
     soul = server.home / "SOUL.md"
     await asyncio.to_thread(soul.write_text, "A different soul.\n")
-    after = await compile_turn(server, "agent", "turn-2", "same")
+    after = await compile_turn(server.channel(), "agent", "turn-2", "same")
     manifests = service_grpc.ManifestServiceStub(server.channel())
     diff = await manifests.DiffManifests(
         service_pb2.DiffManifestsRequest(

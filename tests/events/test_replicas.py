@@ -1,0 +1,119 @@
+"""Replicas on one PostgreSQL: an observer on one sees compiles served by another.
+
+One replica is a real `pioneer-grpc serve` subprocess; the other runs in the test
+process with its own engine and its own LISTEN connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+import asyncpg
+import grpc
+
+from pioneer_grpc.events.pg_listener import APPLICATION_NAME
+from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
+from tests.events.helpers import Observer, compile_turn, numbered_manifest
+
+SCRIPT = Path(sys.executable).parent / "pioneer-grpc"
+
+
+class ServeProcess:
+    """`pioneer-grpc serve` on an ephemeral port; the address is read from its first line."""
+
+    def __init__(self, database_url: str, home: Path) -> None:
+        self.args = [str(SCRIPT), "serve", "--listen", "127.0.0.1:0", "--home", str(home),
+                     "--database-url", database_url, "--grace-seconds", "0.5", "--log-level", "WARNING"]
+        self.stderr_path = home.parent / f"{home.name}.stderr"
+        self.proc: asyncio.subprocess.Process | None = None
+        self.address = ""
+
+    async def start(self) -> ServeProcess:
+        with self.stderr_path.open("wb") as stderr:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.args, stdout=asyncio.subprocess.PIPE, stderr=stderr
+            )
+        assert self.proc.stdout is not None
+        line = (await asyncio.wait_for(self.proc.stdout.readline(), 60)).decode()
+        assert "serving on " in line, self.stderr_path.read_text()
+        self.address = line.rsplit("serving on ", 1)[1].strip()
+        return self
+
+    async def stop(self) -> int:
+        assert self.proc is not None
+        if self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self.proc.wait(), 30)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+        return self.proc.returncode or 0
+
+
+def plain(url: str) -> str:
+    return url.replace("postgresql+asyncpg", "postgresql")
+
+
+async def test_observers_see_compiles_served_by_the_other_replica(
+    postgres_url, server_factory, tmp_path
+) -> None:
+    local = await server_factory(database_url=postgres_url)
+    remote = await ServeProcess(postgres_url, tmp_path / "remote-home").start()
+    channel = grpc.aio.insecure_channel(remote.address)
+    try:
+        on_remote = Observer(channel, service_pb2.WatchManifestsRequest()).start()
+        on_local = Observer(local.channel(), service_pb2.WatchManifestsRequest()).start()
+        await on_remote.wait_live(within=30)
+        await on_local.wait_live()
+        served = []
+        for n in range(3):
+            for replica, name in ((local.channel(), "local"), (channel, "remote")):
+                response = await compile_turn(replica, "t", f"{name}-{n}", f"round {n}")
+                served.append(response.manifest_event_id)
+        assert served == sorted(served)
+        assert await on_remote.wait_for_count(6) == served
+        assert await on_local.wait_for_count(6) == served
+        await on_remote.cancel()
+        await on_local.cancel()
+    finally:
+        await channel.close()
+        assert await remote.stop() == 0
+    assert "Traceback" not in remote.stderr_path.read_text()
+
+
+async def listener_pids(admin: asyncpg.Connection) -> set[int]:
+    rows = await admin.fetch("SELECT pid FROM pg_stat_activity WHERE application_name = $1", APPLICATION_NAME)
+    return {row["pid"] for row in rows}
+
+
+async def test_a_lost_listen_connection_reconnects_and_catches_up(postgres_url, server_factory) -> None:
+    writer = await server_factory(database_url=postgres_url)
+    reader = await server_factory(database_url=postgres_url)
+    observer = Observer(reader.channel(), service_pb2.WatchManifestsRequest()).start()
+    await observer.wait_live()
+    first = await writer.ctx.manifests.record("t", "turn-1", numbered_manifest(1))
+    assert await observer.wait_for_count(1) == [first]
+
+    admin = await asyncpg.connect(plain(postgres_url))
+    try:
+        before = await listener_pids(admin)
+        assert len(before) == 2
+        await admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+            APPLICATION_NAME,
+        )
+        # Committed while no replica listens: only the catch-up read after reconnecting can deliver it.
+        missed = await writer.ctx.manifests.record("t", "turn-2", numbered_manifest(2))
+        # Well under the hub's 5 s safety poll.
+        assert await observer.wait_for_count(2, within=3) == [first, missed]
+        after = await listener_pids(admin)
+    finally:
+        await admin.close()
+    assert len(after) == 2 and not after & before
+    later = await writer.ctx.manifests.record("t", "turn-3", numbered_manifest(3))
+    assert await observer.wait_for_count(3, within=3) == [first, missed, later]
+    await observer.cancel()
