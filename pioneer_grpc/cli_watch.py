@@ -1,0 +1,158 @@
+"""`pioneer-grpc watch`: follow manifest events from a running server, one line per event.
+
+    pioneer-grpc watch --addr 127.0.0.1:50051 --thread T --after 41 --json
+
+Each line shows the time, event id, thread, turn, profile, section count, short
+fingerprints (stable/dynamic/full) and the number of diagnostics; --json prints
+the whole event as one JSON object per line instead. When the server is
+unavailable, or ends the stream because this observer fell behind, the command
+reconnects with the last id it saw: no event is lost or printed twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from datetime import UTC
+from typing import TextIO
+
+import grpc
+from google.protobuf import json_format
+
+from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
+from pioneer_grpc.v1 import manifest_service_pb2_grpc as service_grpc
+from pioneer_grpc.v1 import prompt_pb2
+
+RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED)
+FIRST_BACKOFF_SECONDS = 0.2
+MAX_BACKOFF_SECONDS = 5.0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "watch",
+        help="follow manifest events live, resuming after disconnects",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_arguments(parser)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--addr", default="127.0.0.1:50051", help="server HOST:PORT (default %(default)s)")
+    parser.add_argument(
+        "--token", default=os.environ.get("PIONEER_TOKEN", ""), help="bearer token (default $PIONEER_TOKEN)"
+    )
+    parser.add_argument("--thread", default="", help="only this thread's events")
+    parser.add_argument("--after", type=int, default=0, help="start after this event id (default 0: all)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per event")
+    parser.add_argument("--count", type=int, default=0, help="exit after this many events (default: never)")
+
+
+def short(fingerprint: str) -> str:
+    return fingerprint[:12] or "-"
+
+
+def format_line(event: service_pb2.ManifestEvent) -> str:
+    manifest = event.manifest
+    moment = event.create_time.ToDatetime(tzinfo=UTC)
+    try:
+        profile = prompt_pb2.PromptProfile.Name(manifest.profile).removeprefix("PROMPT_PROFILE_").lower()
+    except ValueError:
+        profile = str(manifest.profile)
+    return (
+        f"{moment.strftime('%Y-%m-%dT%H:%M:%S')}.{moment.microsecond // 1000:03d}Z #{event.event_id}"
+        f" thread={event.thread_id} turn={event.turn_id} profile={profile}"
+        f" sections={len(manifest.section_ids)} stable={short(manifest.fingerprint_stable)}"
+        f" dynamic={short(manifest.fingerprint_dynamic)} full={short(manifest.fingerprint_full)}"
+        f" diagnostics={len(manifest.diagnostics)}"
+    )
+
+
+def format_json(event: service_pb2.ManifestEvent) -> str:
+    return json.dumps(
+        json_format.MessageToDict(event, preserving_proto_field_name=True), separators=(",", ":")
+    )
+
+
+async def follow(
+    addr: str,
+    *,
+    token: str = "",
+    thread_id: str = "",
+    after: int = 0,
+    as_json: bool = False,
+    count: int = 0,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+) -> int:
+    """Prints events until `count` were printed (0 = forever); returns the exit status."""
+    last, printed, backoff = after, 0, FIRST_BACKOFF_SECONDS
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
+    render = format_json if as_json else format_line
+    async with grpc.aio.insecure_channel(addr) as channel:
+        stub = service_grpc.ManifestServiceStub(channel)
+        while True:
+            request = service_pb2.WatchManifestsRequest(thread_id=thread_id, after_event_id=last)
+            call = stub.WatchManifests(request, metadata=metadata)
+            try:
+                async for response in call:
+                    backoff = FIRST_BACKOFF_SECONDS
+                    if response.HasField("heartbeat"):
+                        # Every event of ours up to this id was sent: a safe place to resume.
+                        last = max(last, response.heartbeat.last_event_id)
+                        continue
+                    print(render(response.event), file=out, flush=True)
+                    last, printed = response.event.event_id, printed + 1
+                    if printed == count:
+                        call.cancel()
+                        return 0
+                return 0
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() not in RETRYABLE:
+                    print(f"pioneer-grpc watch: {exc.code().name}: {exc.details()}", file=err)
+                    return 1
+                print(
+                    f"pioneer-grpc watch: {exc.code().name}: {exc.details()}; "
+                    f"resuming after event {last} in {backoff:.1f}s",
+                    file=err,
+                    flush=True,
+                )
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.after < 0 or args.count < 0:
+        print("pioneer-grpc watch: --after and --count must not be negative", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(
+            follow(
+                args.addr,
+                token=args.token,
+                thread_id=args.thread,
+                after=args.after,
+                as_json=args.json,
+                count=args.count,
+            )
+        )
+    except KeyboardInterrupt:
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m pioneer_grpc.cli_watch ...`, the same as `pioneer-grpc watch ...`."""
+    parser = argparse.ArgumentParser(prog="pioneer-grpc watch", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
