@@ -21,9 +21,11 @@ from pioneer_grpc.history.render import summary_text
 from pioneer_grpc.history.summarizers import ExtractiveSummarizer, Summarizer, SummarizerError, SummaryRequest
 from pioneer_grpc.history.tokens import count_tokens
 from pioneer_grpc.server.context import ServerContext
+from pioneer_grpc.server.history_cache import LOAD_CACHE
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
+from pioneer_grpc.store.history_state import history_state
 from pioneer_grpc.store.locks import compression_lock
 from pioneer_grpc.store.models import SummaryRow
 from pioneer_grpc.v1 import chat_pb2, history_pb2
@@ -92,9 +94,18 @@ async def load_history(
 
 
 async def _load(ctx: ServerContext, thread_id: str, exclude_turn_id: str, dry_run: bool) -> decide.LoadResult:
+    key = (ctx.engine.url.render_as_string(hide_password=False), thread_id, exclude_turn_id)
+    async with ctx.sessions() as session:
+        state = await history_state(session, thread_id)
+    cached = LOAD_CACHE.get(key, state)
+    if cached is not None:
+        return cached
     snapshot = await read_snapshot(ctx, thread_id, exclude_turn_id)
     if not snapshot.needs_compression:
-        return decide.full(snapshot)
+        result = decide.full(snapshot)
+        # `state` was read first: if the thread moved on since, this pairing only ever misses.
+        LOAD_CACHE.put(key, state, result)
+        return result
     summarizer = summarizer_of(ctx)
     if dry_run:
         return decide.pending(snapshot, summarizer.name)

@@ -98,8 +98,11 @@ ENTRY_COLUMNS = (
 )
 
 
-def entry_message(row: Any) -> history_pb2.ConversationEntry:
-    """A row selected with ENTRY_COLUMNS as the stored entry, output-only fields set."""
+def entry_message(row: Any, with_time: bool = True) -> history_pb2.ConversationEntry:
+    """A row selected with ENTRY_COLUMNS as the stored entry, output-only fields set.
+
+    A history load has no use for create_time and leaves it out (`with_time=False`).
+    """
     entry = history_pb2.ConversationEntry(
         entry_id=row.entry_id,
         turn_id=row.turn_id,
@@ -116,7 +119,8 @@ def entry_message(row: Any) -> history_pb2.ConversationEntry:
     )
     if row.reasoning_content is not None:
         entry.reasoning_content = row.reasoning_content
-    entry.create_time.FromDatetime(as_utc(row.created_at))
+    if with_time:
+        entry.create_time.FromDatetime(as_utc(row.created_at))
     return entry
 
 
@@ -216,5 +220,5 @@ async def completed_entries(
         query = query.where(EntryRow.turn_id != exclude_turn_id)
     rows = (await session.execute(query.order_by(EntryRow.id.desc()).limit(limit + 1))).all()
     more = len(rows) > limit
-    return [entry_message(row) for row in reversed(rows[:limit])], more
+    return [entry_message(row, with_time=False) for row in reversed(rows[:limit])], more
 

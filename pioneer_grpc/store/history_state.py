@@ -1,0 +1,44 @@
+"""One query that tells whether a thread's history changed: its settings, newest summary, completed entries.
+
+Entries are never deleted and only ever become completed, so the count and the
+largest id of completed entries, with the newest summary id and the settings,
+change whenever what a load would read changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from pioneer_grpc.errors import NotFound
+from pioneer_grpc.store.models import EntryRow, SummaryRow, ThreadRow
+
+
+@dataclass(frozen=True)
+class HistoryState:
+    max_context_tokens: int
+    response_reserve_tokens: int
+    model: str
+    summary_model: str
+    summary_id: int | None
+    completed_count: int
+    completed_max_id: int | None
+
+
+async def history_state(session: AsyncSession, thread_id: str) -> HistoryState:
+    completed = (EntryRow.thread_id == ThreadRow.thread_id) & EntryRow.completed.is_(True)
+    query = select(
+        ThreadRow.max_context_tokens,
+        ThreadRow.response_reserve_tokens,
+        ThreadRow.model,
+        ThreadRow.summary_model,
+        select(func.max(SummaryRow.id)).where(SummaryRow.thread_id == ThreadRow.thread_id).scalar_subquery(),
+        select(func.count()).select_from(EntryRow).where(completed).scalar_subquery(),
+        select(func.max(EntryRow.id)).where(completed).scalar_subquery(),
+    ).where(ThreadRow.thread_id == thread_id)
+    row = (await session.execute(query)).first()
+    if row is None:
+        raise NotFound(f"thread {thread_id!r} does not exist")
+    return HistoryState(*row)

@@ -1,0 +1,62 @@
+"""Repeated loads of an unchanged thread reuse the answer; any change in the history is seen."""
+
+from __future__ import annotations
+
+import pytest
+
+from pioneer_grpc.server import history_load
+from pioneer_grpc.v1 import history_pb2
+from pioneer_grpc.v1 import history_service_pb2 as pb
+from tests.history.rpc import config, create, load, stub
+from tests.history.test_load_rpc import fill
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    calls: list[str] = []
+    real = history_load.read_snapshot
+
+    async def counting(ctx, thread_id, exclude_turn_id):
+        calls.append(thread_id)
+        return await real(ctx, thread_id, exclude_turn_id)
+
+    monkeypatch.setattr(history_load, "read_snapshot", counting)
+    return calls
+
+
+async def test_unchanged_thread_is_read_once(pg_server, reads):
+    history = stub(pg_server)
+    await create(history, "t", config(2_000, 1_000))
+    await fill(history, "t", 2)
+    first, second = await load(history, "t"), await load(history, "t")
+    assert first == second
+    assert reads == ["t"]
+    await load(history, "t", exclude="turn-0")  # another question, another read
+    assert reads == ["t", "t"]
+
+
+async def test_appends_completions_settings_and_summaries_are_seen(pg_server, reads):
+    history = stub(pg_server)
+    await create(history, "t", config(2_000, 1_000))
+    await fill(history, "t", 1)
+    assert (await load(history, "t")).report.entries_kept == 2
+    await history.AppendEntries(
+        pb.AppendEntriesRequest(
+            thread_id="t",
+            entries=[history_pb2.ConversationEntry(entry_id="x", turn_id="turn-x", role=1, content="new")],
+        )
+    )
+    assert (await load(history, "t")).report.entries_kept == 2  # not completed yet
+    await history.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id="turn-x"))
+    assert (await load(history, "t")).report.entries_kept == 3
+    await history.UpdateThread(pb.UpdateThreadRequest(thread_id="t", config=config(1_500)))
+    assert (await load(history, "t")).report.budget_tokens == 500
+    await fill(history, "t", 1, start=1)  # 505 tokens, threshold 400: summarized, not cached
+    assert (await load(history, "t")).report.decision == history_pb2.HISTORY_DECISION_SUMMARIZED
+    after = await load(history, "t")
+    assert after.report.summary_use == history_pb2.SUMMARY_USE_REUSED
+    # Reads: first load, after completion, after the update, the summarizing load
+    # (once, then again under the lock), and the first load on the new summary.
+    assert len(reads) == 6
+    await load(history, "t")
+    assert len(reads) == 6
