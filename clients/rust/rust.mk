@@ -18,6 +18,8 @@ RUST_CARGO ?= cargo
 RUST_TARGET_DIR ?= $(RUST_DIR)/target
 RUST_CARGO_FLAGS ?= --locked
 RUST_TEST_FLAGS ?=
+# e.g. --all-features to lint the `tls` code too (builds ring: about a minute more)
+RUST_CLIPPY_FLAGS ?=
 RUST_ENV = CARGO_TARGET_DIR=$(RUST_TARGET_DIR)
 RUST_CODEGEN = $(RUST_ENV) $(RUST_CARGO) run $(RUST_CARGO_FLAGS) --quiet --manifest-path $(RUST_DIR)/Cargo.toml -p pioneer-grpc-codegen --
 
@@ -36,7 +38,7 @@ rust-proto-check:
 
 rust-clippy:
 	cd $(RUST_DIR) && $(RUST_ENV) $(RUST_CARGO) fmt --all --check
-	cd $(RUST_DIR) && $(RUST_ENV) $(RUST_CARGO) clippy $(RUST_CARGO_FLAGS) --workspace --all-targets -- -D warnings
+	cd $(RUST_DIR) && $(RUST_ENV) $(RUST_CARGO) clippy $(RUST_CARGO_FLAGS) $(RUST_CLIPPY_FLAGS) --workspace --all-targets -- -D warnings
 
 rust-fmt:
 	cd $(RUST_DIR) && $(RUST_CARGO) fmt --all

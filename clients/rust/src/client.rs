@@ -98,7 +98,21 @@ impl fmt::Display for ConnectError {
             Self::InvalidAddress(addr) => write!(f, "invalid server address {addr:?}"),
             Self::InvalidToken => f.write_str("token is not a valid HTTP header value"),
             Self::Tls(why) => write!(f, "tls: {why}"),
-            Self::Transport(err) => write!(f, "cannot connect: {err}"),
+            Self::Transport(err) => {
+                write!(f, "cannot connect: {err}")?;
+                // tonic's own text is only "transport error": add the causes.
+                let mut last = err.to_string();
+                let mut cause = std::error::Error::source(err);
+                while let Some(inner) = cause {
+                    let text = inner.to_string();
+                    if text != last {
+                        write!(f, ": {text}")?;
+                    }
+                    last = text;
+                    cause = inner.source();
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -59,8 +59,10 @@ async fn health_answers_without_a_token() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_token_is_unauthenticated() {
     let Some(server) = server() else { return };
-    if server.token.is_empty() {
-        eprintln!("contract: SKIP: the server runs without a token (PIONEER_TOKEN is empty)");
+    if !needs(
+        !server.token.is_empty(),
+        "PIONEER_TOKEN is empty: the server under test requires no token",
+    ) {
         return;
     }
     let Some(mut c) = clients_with(Options::default()).await else {
@@ -83,8 +85,10 @@ async fn missing_token_is_unauthenticated() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_token_is_unauthenticated() {
     let Some(server) = server() else { return };
-    if server.token.is_empty() {
-        eprintln!("contract: SKIP: the server runs without a token (PIONEER_TOKEN is empty)");
+    if !needs(
+        !server.token.is_empty(),
+        "PIONEER_TOKEN is empty: the server under test requires no token",
+    ) {
         return;
     }
     let options = Options {
@@ -361,6 +365,7 @@ async fn compile_prompt_renders_every_input() {
         "hook sources {hooks:?}"
     );
 
+    let home = home();
     for file in ["SOUL.md", "IDENTITY.md"] {
         let entry = m
             .source_manifest
@@ -372,10 +377,9 @@ async fn compile_prompt_renders_every_input() {
             p.stable_system_text.contains(file),
             "{file} is rendered in the stable half"
         );
-        if let Some(home) = server().and_then(|s| s.home.as_ref()) {
-            let home = home.canonicalize().unwrap_or(home.clone());
+        if let Some(home) = &home {
             assert!(
-                std::path::Path::new(&entry.path).starts_with(&home),
+                std::path::Path::new(&entry.path).starts_with(home),
                 "{file} read from {} outside {}",
                 entry.path,
                 home.display()
@@ -534,7 +538,7 @@ async fn compile_prompt_rejects_negative_limits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ensure_bootstrap_files_reports_the_seeded_files() {
     let mut c = setup!();
-    let home = server().and_then(|s| s.home.clone());
+    let home = home();
     for round in 0..2 {
         let reply = ok!(
             c.prompt_compiler
@@ -551,7 +555,6 @@ async fn ensure_bootstrap_files_reports_the_seeded_files() {
             // The server seeds the files at start, so nothing is created now.
             assert!(!file.created, "round {round}: {} created again", file.name);
             if let Some(home) = &home {
-                let home = home.canonicalize().unwrap_or(home.clone());
                 let path = std::path::Path::new(&file.path);
                 assert!(
                     path.starts_with(&home),
@@ -568,10 +571,7 @@ async fn ensure_bootstrap_files_reports_the_seeded_files() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ensure_bootstrap_files_never_overwrites_and_stays_inside_the_home() {
     let mut c = setup!();
-    let Some(home) = server().and_then(|s| s.home.clone()).filter(|h| h.is_dir()) else {
-        eprintln!("contract: SKIP: PIONEER_HOME is not a local directory");
-        return;
-    };
+    let Some(home) = home() else { return };
     let folder = home.join(uniq("bootstrap"));
     std::fs::create_dir_all(&folder).unwrap();
     std::fs::write(folder.join("SOUL.md"), "").unwrap();

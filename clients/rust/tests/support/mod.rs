@@ -191,6 +191,33 @@ pub async fn clients() -> Option<Clients> {
     clients_with(options()).await
 }
 
+/// False (skip the test, with a note) when the run lacks something the test
+/// needs; under CI=true the harness must provide it, so that is a failure.
+pub fn needs(ok: bool, why: &str) -> bool {
+    if ok {
+        return true;
+    }
+    if in_ci() {
+        panic!("{why} (CI=true: the harness must provide it)");
+    }
+    eprintln!("contract: SKIP: {why}");
+    false
+}
+
+/// The server's runtime home as a local directory, canonical; `None` (or a
+/// failure under CI) when PIONEER_HOME does not name one.
+pub fn home() -> Option<PathBuf> {
+    let home = server()?.home.as_ref().filter(|h| h.is_dir());
+    if !needs(
+        home.is_some(),
+        "PIONEER_HOME does not name the server's runtime home on this machine",
+    ) {
+        return None;
+    }
+    let home = home.unwrap();
+    Some(home.canonicalize().unwrap_or_else(|_| home.clone()))
+}
+
 /// The UNIMPLEMENTED rule: true (skip the test) when the server does not
 /// implement the RPC yet, unless CI=true, where that is a failure.
 pub fn skip_unimplemented(status: &Status, rpc: &str) -> bool {
