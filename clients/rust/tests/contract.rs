@@ -557,7 +557,7 @@ async fn ensure_bootstrap_files_reports_the_seeded_files() {
             if let Some(home) = &home {
                 let path = std::path::Path::new(&file.path);
                 assert!(
-                    path.starts_with(&home),
+                    path.starts_with(home),
                     "{} outside {}",
                     file.path,
                     home.display()
