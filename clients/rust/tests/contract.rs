@@ -905,6 +905,137 @@ async fn complete_turn_then_load_budgeted_history() {
     );
 }
 
+/// Over 80% of the budget a summary replaces the loaded entries; it is stored,
+/// and the next load reuses it instead of calling the summary model again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_over_the_threshold_is_summarized_once() {
+    let mut c = setup!();
+    let id = uniq("summarize");
+    // Budget 1,000 tokens: threshold 800, summary target 100.
+    thread!(c, &id, config(2_000, 1_000));
+    const TURNS: i32 = 16;
+    let mut last_entry = String::new();
+    for turn in 1..=TURNS {
+        let turn_id = format!("turn-{turn}");
+        let user = format!(
+            "Question {turn}: which module owns the retry policy for provider calls, \
+             and where is its backoff configured in the deployment files?"
+        );
+        let answer = format!(
+            "Answer {turn}: the retry policy lives in providers/retry.rs; its backoff is \
+             configured in deploy/values.yaml under provider.retry.backoff_ms."
+        );
+        last_entry = format!("a{turn}");
+        ok!(
+            c.history.append_entries(v1::AppendEntriesRequest {
+                thread_id: id.clone(),
+                entries: vec![
+                    user_entry(&format!("u{turn}"), &turn_id, &user),
+                    assistant_entry(&last_entry, &turn_id, &answer),
+                ],
+            }),
+            "AppendEntries"
+        );
+        ok!(
+            c.history.complete_turn(v1::CompleteTurnRequest {
+                thread_id: id.clone(),
+                turn_id,
+            }),
+            "CompleteTurn"
+        );
+    }
+    let load = |dry_run: bool| v1::LoadConversationHistoryRequest {
+        thread_id: id.clone(),
+        exclude_turn_id: String::new(),
+        dry_run,
+    };
+    let summary = |c: &mut pioneer_grpc_client::Clients| {
+        let mut history = c.history.clone();
+        let id = id.clone();
+        async move {
+            history
+                .get_thread_summary(v1::GetThreadSummaryRequest { thread_id: id })
+                .await
+                .map(|r| r.into_inner().summary)
+        }
+    };
+
+    // A dry run reports without summarizing or storing anything.
+    let dry = ok!(
+        c.history.load_conversation_history(load(true)),
+        "LoadConversationHistory dry run"
+    );
+    let dry_report = dry.report.expect("report");
+    assert!(
+        dry_report.tokens_before >= dry_report.threshold_tokens,
+        "{dry_report:?}"
+    );
+    assert_ne!(dry_report.summary_use, v1::SummaryUse::Created as i32);
+    assert_eq!(summary(&mut c).await.expect("GetThreadSummary"), None);
+
+    let first = ok!(
+        c.history.load_conversation_history(load(false)),
+        "LoadConversationHistory"
+    );
+    let report = first.report.expect("report");
+    assert_eq!(
+        report.decision,
+        v1::HistoryDecision::Summarized as i32,
+        "{report:?}"
+    );
+    assert_eq!(report.summary_use, v1::SummaryUse::Created as i32);
+    assert_eq!(
+        (
+            report.budget_tokens,
+            report.threshold_tokens,
+            report.summary_target_tokens
+        ),
+        (1_000, 800, 100)
+    );
+    assert_eq!(report.entries_loaded, 2 * TURNS);
+    assert!(report.tokens_after < report.tokens_before);
+    assert_eq!(report.summary_covers_through_entry_id, last_entry);
+    assert_eq!(
+        first.messages.len(),
+        1,
+        "one summary message replaces the entries"
+    );
+    assert_eq!(first.messages[0].role, v1::ChatRole::System as i32);
+    assert!(
+        first.messages[0]
+            .content
+            .starts_with("Summary of earlier conversation:"),
+        "{:?}",
+        first.messages[0].content
+    );
+
+    let stored = summary(&mut c)
+        .await
+        .expect("GetThreadSummary")
+        .expect("a stored summary");
+    assert_eq!(stored.thread_id, id);
+    assert_eq!(stored.covers_through_entry_id, last_entry);
+    assert!(!stored.text.is_empty() && stored.token_count > 0);
+    assert!(first.messages[0].content.contains(&stored.text));
+    assert_eq!(stored.summarizer, report.summarizer);
+
+    let second = ok!(
+        c.history.load_conversation_history(load(false)),
+        "LoadConversationHistory again"
+    );
+    let report = second.report.expect("report");
+    assert_eq!(
+        report.summary_use,
+        v1::SummaryUse::Reused as i32,
+        "{report:?}"
+    );
+    assert_eq!(second.messages, first.messages);
+    assert_eq!(
+        summary(&mut c).await.expect("GetThreadSummary"),
+        Some(stored)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thread_summary_is_unset_on_a_fresh_thread() {
     let mut c = setup!();
