@@ -66,5 +66,5 @@ bench: $(STAMP) go-load
 clean:
 	rm -rf $(VENV) .tools clients/rust/target .pg
 
--include clients/go/go.mk
--include clients/rust/rust.mk
+include clients/go/go.mk
+include clients/rust/rust.mk
