@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -45,7 +44,9 @@ def generate(out: Path) -> None:
             (out / src.name).write_text(text)
     init = out / "__init__.py"
     if not init.exists():
-        init.write_text('"""Generated protobuf and gRPC stubs of pioneer.v1 (regenerate with `make proto`)."""\n')
+        init.write_text(
+            '"""Generated protobuf and gRPC stubs of pioneer.v1 (regenerate with `make proto`)."""\n'
+        )
 
 
 def main() -> int:

@@ -41,7 +41,7 @@ async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncI
         yield url
 
 
-class fresh_postgres_database:  # noqa: N801 - used as a context manager
+class fresh_postgres_database:
     """Creates an empty database on the test cluster and drops it afterwards."""
 
     def __init__(self) -> None:

@@ -50,8 +50,12 @@ def test_committed_python_stubs_match_a_fresh_generation(tmp_path):
     result = run(sys.executable, "scripts/gen_python_stubs.py", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
     committed = ROOT / "pioneer_grpc" / "v1"
-    fresh = sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".py", ".pyi") and p.name != "__init__.py")
-    stored = sorted(p.name for p in committed.iterdir() if p.suffix in (".py", ".pyi") and p.name != "__init__.py")
+    fresh = sorted(
+        p.name for p in tmp_path.iterdir() if p.suffix in (".py", ".pyi") and p.name != "__init__.py"
+    )
+    stored = sorted(
+        p.name for p in committed.iterdir() if p.suffix in (".py", ".pyi") and p.name != "__init__.py"
+    )
     assert fresh == stored
     _, mismatch, errors = filecmp.cmpfiles(tmp_path, committed, fresh, shallow=False)
     assert mismatch == [] and errors == [], f"stale stubs: {mismatch}; run `make proto`"

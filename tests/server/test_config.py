@@ -58,7 +58,11 @@ def test_config_file_from_environment(tmp_path):
     ("flags", "env", "expected"),
     [
         ({"listen": "nonsense"}, {}, "flag --listen: invalid value 'nonsense': must be HOST:PORT"),
-        ({}, {"PIONEER_MAX_MESSAGE_BYTES": "-5"}, "environment PIONEER_MAX_MESSAGE_BYTES: invalid value '-5'"),
+        (
+            {},
+            {"PIONEER_MAX_MESSAGE_BYTES": "-5"},
+            "environment PIONEER_MAX_MESSAGE_BYTES: invalid value '-5'",
+        ),
         ({"database_url": "mysql://x"}, {}, "flag --database-url: invalid value 'mysql://x'"),
         ({"summarizer": "magic"}, {}, "must be one of extractive, openai"),
     ],

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from google.rpc import code_pb2, error_details_pb2
-from grpc_status import rpc_status
 
 from pioneer_grpc import errors
 from pioneer_grpc.server.errors import to_status
-
-
 
 
 def test_invalid_argument_carries_bad_request_field_violations():

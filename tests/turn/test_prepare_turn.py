@@ -55,7 +55,9 @@ class Client:
     async def thread(self, thread_id: str, **config) -> None:
         config.setdefault("model", "claude-sonnet-4-5")
         await self.history.CreateThread(
-            history_service_pb2.CreateThreadRequest(thread_id=thread_id, config=history_pb2.ThreadConfig(**config))
+            history_service_pb2.CreateThreadRequest(
+                thread_id=thread_id, config=history_pb2.ThreadConfig(**config)
+            )
         )
 
     async def entry_count(self, thread_id: str) -> int:
@@ -112,7 +114,12 @@ async def test_first_round_returns_request_manifest_and_anthropic_body(server):
 async def test_later_rounds_of_a_turn_carry_its_tool_call_and_result(server):
     c = Client(server)
     await c.thread("t-tools")
-    base = {"thread_id": "t-tools", "turn_id": "turn-1", "compile_input": compile_input(), "tools": [weather_tool()]}
+    base = {
+        "thread_id": "t-tools",
+        "turn_id": "turn-1",
+        "compile_input": compile_input(),
+        "tools": [weather_tool()],
+    }
     await c.turns.PrepareTurn(turn_service_pb2.PrepareTurnRequest(new_entries=[user("u1", "Oslo?")], **base))
     call = common_pb2.ToolCall(id="call_1", name="get_weather", arguments='{"city":"Oslo"}')
     reply = await c.turns.PrepareTurn(
@@ -122,7 +129,10 @@ async def test_later_rounds_of_a_turn_carry_its_tool_call_and_result(server):
                     entry_id="a1", role=history_pb2.ENTRY_ROLE_ASSISTANT, tool_calls=[call]
                 ),
                 history_pb2.ConversationEntry(
-                    entry_id="r1", role=history_pb2.ENTRY_ROLE_TOOL, tool_call_id="call_1", name="get_weather",
+                    entry_id="r1",
+                    role=history_pb2.ENTRY_ROLE_TOOL,
+                    tool_call_id="call_1",
+                    name="get_weather",
                     content="4 °C, rain",
                 ),
             ],
@@ -145,7 +155,10 @@ async def test_next_turn_sees_the_completed_turn_as_history(server):
     await c.thread("t-next")
     await c.turns.PrepareTurn(
         turn_service_pb2.PrepareTurnRequest(
-            thread_id="t-next", turn_id="turn-1", new_entries=[user("u1", "Hi")], compile_input=compile_input()
+            thread_id="t-next",
+            turn_id="turn-1",
+            new_entries=[user("u1", "Hi")],
+            compile_input=compile_input(),
         )
     )
     await c.history.AppendEntries(
@@ -158,10 +171,15 @@ async def test_next_turn_sees_the_completed_turn_as_history(server):
             ],
         )
     )
-    await c.history.CompleteTurn(history_service_pb2.CompleteTurnRequest(thread_id="t-next", turn_id="turn-1"))
+    await c.history.CompleteTurn(
+        history_service_pb2.CompleteTurnRequest(thread_id="t-next", turn_id="turn-1")
+    )
     reply = await c.turns.PrepareTurn(
         turn_service_pb2.PrepareTurnRequest(
-            thread_id="t-next", turn_id="turn-2", new_entries=[user("u2", "Again")], compile_input=compile_input()
+            thread_id="t-next",
+            turn_id="turn-2",
+            new_entries=[user("u2", "Again")],
+            compile_input=compile_input(),
         )
     )
     assert [m.content for m in reply.chat_request.messages] == ["Hi", "Hello!", "Again"]
@@ -178,11 +196,15 @@ async def test_a_thread_over_the_threshold_is_summarized(server):
                 thread_id="t-long",
                 entries=[
                     history_pb2.ConversationEntry(
-                        entry_id=f"u{turn}", turn_id=f"old-{turn}", role=history_pb2.ENTRY_ROLE_USER,
+                        entry_id=f"u{turn}",
+                        turn_id=f"old-{turn}",
+                        role=history_pb2.ENTRY_ROLE_USER,
                         content=f"Please update src/module_{turn}.py to handle the retry case number {turn}.",
                     ),
                     history_pb2.ConversationEntry(
-                        entry_id=f"a{turn}", turn_id=f"old-{turn}", role=history_pb2.ENTRY_ROLE_ASSISTANT,
+                        entry_id=f"a{turn}",
+                        turn_id=f"old-{turn}",
+                        role=history_pb2.ENTRY_ROLE_ASSISTANT,
                         content=f"Done: src/module_{turn}.py now retries. " + "Details follow. " * 12,
                     ),
                 ],
@@ -211,7 +233,9 @@ async def test_a_thread_over_the_threshold_is_summarized(server):
     assert last.content == "What did we change?"
     assert reply.provider_path == "/v1beta/models/gemini-2.5-pro:generateContent"
     body = json.loads(reply.provider_body_json)
-    assert body["systemInstruction"]["parts"][0]["text"] == reply.chat_request.compiled_prompt.stable_system_text
+    assert (
+        body["systemInstruction"]["parts"][0]["text"] == reply.chat_request.compiled_prompt.stable_system_text
+    )
 
 
 async def test_bad_compile_input_is_rejected_before_anything_is_stored(server):
@@ -257,7 +281,9 @@ async def test_model_is_required_somewhere(server):
     await c.thread("t-model", model="")
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await c.turns.PrepareTurn(
-            turn_service_pb2.PrepareTurnRequest(thread_id="t-model", turn_id="turn-1", compile_input=compile_input())
+            turn_service_pb2.PrepareTurnRequest(
+                thread_id="t-model", turn_id="turn-1", compile_input=compile_input()
+            )
         )
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert bad_fields(err.value) == ["model"]
@@ -267,6 +293,8 @@ async def test_unknown_thread_is_not_found(server):
     c = Client(server)
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await c.turns.PrepareTurn(
-            turn_service_pb2.PrepareTurnRequest(thread_id="nope", turn_id="turn-1", compile_input=compile_input())
+            turn_service_pb2.PrepareTurnRequest(
+                thread_id="nope", turn_id="turn-1", compile_input=compile_input()
+            )
         )
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
