@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.history import decide
@@ -24,10 +27,8 @@ from pioneer_grpc.server.context import ServerContext
 from pioneer_grpc.server.history_cache import LOAD_CACHE
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import summaries as summary_store
-from pioneer_grpc.store import threads as thread_store
-from pioneer_grpc.store.history_state import history_state
+from pioneer_grpc.store.history_state import HistoryState, history_state
 from pioneer_grpc.store.locks import compression_lock
-from pioneer_grpc.store.models import SummaryRow
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ def _summarizer_deadline(ctx: ServerContext) -> float:
     return ctx.config.summarizer_timeout_seconds * tries + 0.5 * 2**tries + LOCK_SLACK_SECONDS
 
 
-def _stored(row: SummaryRow | None) -> decide.StoredSummary | None:
+def _stored(row: Any) -> decide.StoredSummary | None:
     if row is None:
         return None
     return decide.StoredSummary(
@@ -59,21 +60,37 @@ def _stored(row: SummaryRow | None) -> decide.StoredSummary | None:
     )
 
 
+async def read_state_and_snapshot(
+    ctx: ServerContext, thread_id: str, exclude_turn_id: str
+) -> tuple[HistoryState, decide.Snapshot]:
+    async with ctx.engine.connect() as conn:
+        state = await history_state(conn, thread_id)
+        return state, await _snapshot(conn, thread_id, exclude_turn_id, state)
+
+
 async def read_snapshot(ctx: ServerContext, thread_id: str, exclude_turn_id: str) -> decide.Snapshot:
-    async with ctx.sessions() as session:
-        thread = await thread_store.thread_row(session, thread_id)
-        summary = _stored(await summary_store.latest_summary(session, thread_id))
-        after = summary.covers_through_sequence if summary else 0
-        entries, more = await entry_store.completed_entries(
-            session, thread_id, after, exclude_turn_id, MAX_LOADED_ENTRIES
-        )
+    return (await read_state_and_snapshot(ctx, thread_id, exclude_turn_id))[1]
+
+
+async def _snapshot(
+    conn: AsyncConnection, thread_id: str, exclude_turn_id: str, state: HistoryState
+) -> decide.Snapshot:
+    summary = (
+        None
+        if state.summary_id is None
+        else _stored(await summary_store.summary_by_id(conn, state.summary_id))
+    )
+    after = summary.covers_through_sequence if summary else 0
+    entries, more = await entry_store.completed_entries(
+        conn, thread_id, after, exclude_turn_id, MAX_LOADED_ENTRIES
+    )
     return decide.Snapshot(
-        budget=Budget.of(thread.max_context_tokens, thread.response_reserve_tokens),
+        budget=Budget.of(state.max_context_tokens, state.response_reserve_tokens),
         summary=summary,
         entries=tuple(entries),
         more_entries=more,
-        model=thread.model,
-        summary_model=thread.summary_model,
+        model=state.model,
+        summary_model=state.summary_model,
     )
 
 
@@ -95,12 +112,13 @@ async def load_history(
 
 async def _load(ctx: ServerContext, thread_id: str, exclude_turn_id: str, dry_run: bool) -> decide.LoadResult:
     key = (ctx.engine.url.render_as_string(hide_password=False), thread_id, exclude_turn_id)
-    async with ctx.sessions() as session:
-        state = await history_state(session, thread_id)
-    cached = LOAD_CACHE.get(key, state)
-    if cached is not None:
-        return cached
-    snapshot = await read_snapshot(ctx, thread_id, exclude_turn_id)
+    async with ctx.engine.connect() as conn:
+        state = await history_state(conn, thread_id)
+        cached = LOAD_CACHE.get(key, state)
+        if cached is not None:
+            return cached
+        # Same connection, so on SQLite the snapshot matches `state` (one read transaction).
+        snapshot = await _snapshot(conn, thread_id, exclude_turn_id, state)
     if not snapshot.needs_compression:
         result = decide.full(snapshot)
         # `state` was read first: if the thread moved on since, this pairing only ever misses.

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from pioneer_grpc.errors import AlreadyExists, FailedPrecondition, NotFound
 from pioneer_grpc.history.entries import (
@@ -98,11 +98,8 @@ ENTRY_COLUMNS = (
 )
 
 
-def entry_message(row: Any, with_time: bool = True) -> history_pb2.ConversationEntry:
-    """A row selected with ENTRY_COLUMNS as the stored entry, output-only fields set.
-
-    A history load has no use for create_time and leaves it out (`with_time=False`).
-    """
+def entry_message(row: Any) -> history_pb2.ConversationEntry:
+    """A row selected with ENTRY_COLUMNS as the stored entry, output-only fields set."""
     entry = history_pb2.ConversationEntry(
         entry_id=row.entry_id,
         turn_id=row.turn_id,
@@ -119,8 +116,7 @@ def entry_message(row: Any, with_time: bool = True) -> history_pb2.ConversationE
     )
     if row.reasoning_content is not None:
         entry.reasoning_content = row.reasoning_content
-    if with_time:
-        entry.create_time.FromDatetime(as_utc(row.created_at))
+    entry.create_time.FromDatetime(as_utc(row.created_at))
     return entry
 
 
@@ -209,16 +205,57 @@ async def complete_turn(session: AsyncSession, thread_id: str, turn_id: str) -> 
     return int(count or 0)
 
 
+# What a history load needs of an entry: no timestamps, tokenizer or reasoning.
+LOAD_COLUMNS = (
+    EntryRow.id,
+    EntryRow.entry_id,
+    EntryRow.turn_id,
+    EntryRow.role,
+    EntryRow.content,
+    EntryRow.tool_calls_json,
+    EntryRow.tool_call_id,
+    EntryRow.name,
+    EntryRow.artifact_refs_json,
+    EntryRow.token_count,
+)
+
+
+def _loaded_entry(row: Any) -> history_pb2.ConversationEntry:
+    entry_id, turn_id, role, content, calls, call_id, name, refs, tokens = row[1:]
+    entry = history_pb2.ConversationEntry(
+        entry_id=entry_id,
+        turn_id=turn_id,
+        role=role,
+        content=content,
+        tool_call_id=call_id,
+        name=name,
+        sequence=row[0],
+        token_count=tokens,
+        completed=True,
+    )
+    if calls != "[]":
+        entry.tool_calls.extend(parse_tool_calls(calls))
+    if refs != "[]":
+        entry.artifact_refs.extend(parse_artifact_refs(refs))
+    return entry
+
+
 async def completed_entries(
-    session: AsyncSession, thread_id: str, after_sequence: int, exclude_turn_id: str, limit: int
+    conn: AsyncConnection | AsyncSession,
+    thread_id: str,
+    after_sequence: int,
+    exclude_turn_id: str,
+    limit: int,
 ) -> tuple[list[history_pb2.ConversationEntry], bool]:
-    """The newest `limit` completed entries after `after_sequence`, oldest first, and whether more exist."""
-    query = select(*ENTRY_COLUMNS).where(
+    """The newest `limit` completed entries after `after_sequence`, oldest first, and whether more exist.
+
+    Entries come back without create_time, tokenizer and reasoning_content, which a load does not use.
+    """
+    query = select(*LOAD_COLUMNS).where(
         EntryRow.thread_id == thread_id, EntryRow.completed.is_(True), EntryRow.id > after_sequence
     )
     if exclude_turn_id:
         query = query.where(EntryRow.turn_id != exclude_turn_id)
-    rows = (await session.execute(query.order_by(EntryRow.id.desc()).limit(limit + 1))).all()
+    rows = (await conn.execute(query.order_by(EntryRow.id.desc()).limit(limit + 1))).all()
     more = len(rows) > limit
-    return [entry_message(row, with_time=False) for row in reversed(rows[:limit])], more
-
+    return [_loaded_entry(row) for row in reversed(rows[:limit])], more

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from pioneer_grpc.errors import NotFound
 from pioneer_grpc.store.models import EntryRow, SummaryRow, ThreadRow
@@ -27,7 +27,7 @@ class HistoryState:
     completed_max_id: int | None
 
 
-async def history_state(session: AsyncSession, thread_id: str) -> HistoryState:
+async def history_state(session: AsyncSession | AsyncConnection, thread_id: str) -> HistoryState:
     completed = (EntryRow.thread_id == ThreadRow.thread_id) & EntryRow.completed.is_(True)
     query = select(
         ThreadRow.max_context_tokens,

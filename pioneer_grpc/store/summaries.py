@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from pioneer_grpc.store.models import SummaryRow
 from pioneer_grpc.store.threads import as_utc, now
@@ -15,6 +17,12 @@ async def latest_summary(session: AsyncSession, thread_id: str) -> SummaryRow | 
         select(SummaryRow).where(SummaryRow.thread_id == thread_id).order_by(SummaryRow.id.desc()).limit(1)
     )
     return result.scalar_one_or_none()
+
+
+async def summary_by_id(conn: AsyncConnection, summary_id: int) -> Any:
+    """The summary's columns as a row (attributes named like SummaryRow's)."""
+    result = await conn.execute(select(*SummaryRow.__table__.columns).where(SummaryRow.id == summary_id))
+    return result.one()
 
 
 async def add_summary(

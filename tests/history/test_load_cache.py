@@ -14,13 +14,13 @@ from tests.history.test_load_rpc import fill
 @pytest.fixture
 def reads(monkeypatch):
     calls: list[str] = []
-    real = history_load.read_snapshot
+    real = history_load._snapshot
 
-    async def counting(ctx, thread_id, exclude_turn_id):
+    async def counting(conn, thread_id, exclude_turn_id, state):
         calls.append(thread_id)
-        return await real(ctx, thread_id, exclude_turn_id)
+        return await real(conn, thread_id, exclude_turn_id, state)
 
-    monkeypatch.setattr(history_load, "read_snapshot", counting)
+    monkeypatch.setattr(history_load, "_snapshot", counting)
     return calls
 
 
