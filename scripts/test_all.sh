@@ -8,8 +8,8 @@ for tool in go cargo; do
   command -v "$tool" >/dev/null || { echo "make test: '$tool' is required (Go and Rust contract tests)"; exit 1; }
 done
 
-echo "== lint: ruff, mypy, buf lint, buf breaking"
-make --no-print-directory lint
+echo "== lint: ruff, mypy, buf lint, buf breaking, go vet, clippy"
+make --no-print-directory lint go-vet rust-clippy
 
 echo "== generated stubs match protos/ (Python, Go, Rust)"
 make --no-print-directory proto-check

@@ -67,7 +67,7 @@ pub struct PromptLimits {
     /// The skills runtime section (default 24,000).
     #[prost(int32, optional, tag = "7")]
     pub max_skills_chars: ::core::option::Option<i32>,
-    /// The thread context section (default 2,400, at most 12,000).
+    /// The thread context section (default 2,400).
     #[prost(int32, optional, tag = "8")]
     pub max_thread_context_chars: ::core::option::Option<i32>,
 }
@@ -385,9 +385,10 @@ pub struct SourceManifestEntry {
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct PromptDiagnostic {
     /// missing_file, file_read_error, file_truncated, total_budget_truncated,
-    /// file_filtered_by_profile, dynamic_section_truncated,
-    /// dynamic_section_omitted, hook_diagnostic, hook_best_effort_failed,
-    /// capability_rejected, ...
+    /// file_filtered_by_profile, file_outside_root, dynamic_section_truncated,
+    /// dynamic_section_omitted, skills_truncated, memory_items_omitted,
+    /// thread_context_truncated, hidden_tool_domains_truncated, hook_diagnostic,
+    /// hook_best_effort_failed, capability_rejected.
     #[prost(string, tag = "1")]
     pub code: ::prost::alloc::string::String,
     #[prost(string, tag = "2")]
@@ -470,7 +471,7 @@ pub enum PromptProfile {
     Unspecified = 0,
     /// Every section; agent turns use this.
     Full = 1,
-    /// Identity, safety and the bootstrap files; no runtime policies.
+    /// Identity, safety and the bootstrap files only; no dynamic half.
     Minimal = 2,
     /// Only the identity section.
     None = 3,
@@ -2296,7 +2297,9 @@ pub mod manifest_service_client {
 pub struct CompilePromptRequest {
     #[prost(message, optional, tag = "1")]
     pub input: ::core::option::Option<PromptCompileInput>,
-    /// Optional: persist the manifest on this thread's turn.
+    /// Optional: persist the manifest on this thread's turn. thread_id and
+    /// turn_id are set together or not at all; a missing thread is created with
+    /// the default budget.
     #[prost(string, tag = "2")]
     pub thread_id: ::prost::alloc::string::String,
     #[prost(string, tag = "3")]

@@ -29,7 +29,7 @@ const (
 	PromptProfile_PROMPT_PROFILE_UNSPECIFIED PromptProfile = 0
 	// Every section; agent turns use this.
 	PromptProfile_PROMPT_PROFILE_FULL PromptProfile = 1
-	// Identity, safety and the bootstrap files; no runtime policies.
+	// Identity, safety and the bootstrap files only; no dynamic half.
 	PromptProfile_PROMPT_PROFILE_MINIMAL PromptProfile = 2
 	// Only the identity section.
 	PromptProfile_PROMPT_PROFILE_NONE PromptProfile = 3
@@ -603,7 +603,7 @@ type PromptLimits struct {
 	MaxAgentsMdChars *int32 `protobuf:"varint,6,opt,name=max_agents_md_chars,json=maxAgentsMdChars,proto3,oneof" json:"max_agents_md_chars,omitempty"`
 	// The skills runtime section (default 24,000).
 	MaxSkillsChars *int32 `protobuf:"varint,7,opt,name=max_skills_chars,json=maxSkillsChars,proto3,oneof" json:"max_skills_chars,omitempty"`
-	// The thread context section (default 2,400, at most 12,000).
+	// The thread context section (default 2,400).
 	MaxThreadContextChars *int32 `protobuf:"varint,8,opt,name=max_thread_context_chars,json=maxThreadContextChars,proto3,oneof" json:"max_thread_context_chars,omitempty"`
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
@@ -2089,9 +2089,10 @@ func (x *SourceManifestEntry) GetChars() int32 {
 type PromptDiagnostic struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// missing_file, file_read_error, file_truncated, total_budget_truncated,
-	// file_filtered_by_profile, dynamic_section_truncated,
-	// dynamic_section_omitted, hook_diagnostic, hook_best_effort_failed,
-	// capability_rejected, ...
+	// file_filtered_by_profile, file_outside_root, dynamic_section_truncated,
+	// dynamic_section_omitted, skills_truncated, memory_items_omitted,
+	// thread_context_truncated, hidden_tool_domains_truncated, hook_diagnostic,
+	// hook_best_effort_failed, capability_rejected.
 	Code          string  `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
 	Message       string  `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	File          *string `protobuf:"bytes,3,opt,name=file,proto3,oneof" json:"file,omitempty"`

@@ -24,7 +24,9 @@ const (
 type CompilePromptRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Input *PromptCompileInput    `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
-	// Optional: persist the manifest on this thread's turn.
+	// Optional: persist the manifest on this thread's turn. thread_id and
+	// turn_id are set together or not at all; a missing thread is created with
+	// the default budget.
 	ThreadId      string `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
 	TurnId        string `protobuf:"bytes,3,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
