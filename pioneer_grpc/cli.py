@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
-from pioneer_grpc import __version__, cli_compile, cli_render
+from pioneer_grpc import __version__, cli_compile, cli_history, cli_render, cli_watch
 from pioneer_grpc.server.config import ConfigError, load_config
 
 
@@ -72,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(subparsers)
     cli_compile.add_parser(subparsers)
     cli_render.add_parser(subparsers)
+    cli_history.add_parser(subparsers)
+    cli_watch.add_parser(subparsers)
     return parser
 
 

@@ -65,3 +65,9 @@ def test_bad_configuration_fails_start_with_a_clear_message(tmp_path):
     )
     assert proc.returncode == 2
     assert "configuration error: flag --listen: invalid value 'not-an-address'" in proc.stderr
+
+
+def test_every_subcommand_is_wired():
+    proc = subprocess.run([str(SCRIPT), "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0
+    assert "{serve,compile,render,history,watch}" in proc.stdout
