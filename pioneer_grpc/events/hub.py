@@ -1,10 +1,12 @@
 """In-process fan-out of manifest events to live observers.
 
 One reader task per server reads new rows (id > the last one it dispatched) in id
-order whenever it is poked: by the local recorder after a commit, by the
-PostgreSQL listener when another replica commits, and by a slow periodic poll as
-a safety net. A poke carries at most an id, used only to skip a read when that id
-was already dispatched; the events themselves always come from the table.
+order whenever it is poked: by the PostgreSQL listener when any replica commits,
+and by a slow periodic poll as a safety net. A poke carries at most an id, used
+only to skip a read when that id was already dispatched; those events always
+come from the table. A commit of this process is handed over whole by the
+recorder and dispatched at once when it is the very next id (nothing can be
+missing before it); otherwise it only pokes the reader.
 
 Each observer has a bounded subscription. The hub never waits for an observer:
 when a subscription is full it is marked overflowed and dropped, and its stream
@@ -40,7 +42,8 @@ class Subscription:
         self.capacity = capacity
         self.overflowed = False
         self.closed = False
-        self._events: deque[service_pb2.ManifestEvent] = deque()
+        # Responses built once per event by the hub and shared by every subscription: never mutated.
+        self._events: deque[service_pb2.WatchManifestsResponse] = deque()
         self._ready = asyncio.Event()
 
     def wants(self, event: service_pb2.ManifestEvent) -> bool:
@@ -50,7 +53,7 @@ class Subscription:
     def pending(self) -> int:
         return len(self._events)
 
-    def offer(self, event: service_pb2.ManifestEvent) -> None:
+    def offer(self, event: service_pb2.WatchManifestsResponse) -> None:
         if self.overflowed or self.closed:
             return
         if len(self._events) >= self.capacity:
@@ -63,7 +66,7 @@ class Subscription:
         self.closed = True
         self._ready.set()
 
-    async def next(self, wait_seconds: float | None) -> service_pb2.ManifestEvent | None:
+    async def next(self, wait_seconds: float | None) -> service_pb2.WatchManifestsResponse | None:
         """The next event, or None when `wait_seconds` pass without one (None: wait forever)."""
         while True:
             if self.overflowed:
@@ -86,6 +89,8 @@ class ManifestHub:
         self._poll_seconds = poll_seconds
         self._page_size = page_size
         self._subscriptions: set[Subscription] = set()
+        # Tasks serving a watch stream, so close() can wait for them (see there).
+        self._streams: set[asyncio.Task[object]] = set()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -101,6 +106,13 @@ class ManifestHub:
         if event_id is None or event_id > self.last_event_id:
             self._wake.set()
 
+    def publish(self, event: service_pb2.ManifestEvent) -> None:
+        """An event this process just committed."""
+        if event.event_id == self.last_event_id + 1 and not self._closed:
+            self._dispatch(event)
+        else:
+            self.poke(event.event_id)
+
     def subscribe(self, thread_id: str, capacity: int) -> Subscription:
         if self._closed:
             raise SubscriptionClosed
@@ -111,15 +123,34 @@ class ManifestHub:
     def unsubscribe(self, subscription: Subscription) -> None:
         self._subscriptions.discard(subscription)
 
+    def stream_started(self) -> None:
+        """Called by the task serving a watch stream; forgotten when that task is done."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._streams.add(task)
+            task.add_done_callback(self._streams.discard)
+
     @property
     def observer_count(self) -> int:
         return len(self._subscriptions)
 
-    async def close(self) -> None:
+    async def close(self, wait_seconds: float = 10.0) -> None:
+        """Ends every stream and waits for their tasks.
+
+        The server cancels open streams when it stops but does not wait for
+        them; one cancelled inside a database read still holds a connection
+        until that read returns. Waiting here keeps the engine from being
+        disposed under it (which leaves the read's task pending for ever).
+        """
         self._closed = True
         for subscription in self._subscriptions:
             subscription.close()
         self._subscriptions.clear()
+        streams = [task for task in self._streams if not task.done()]
+        if streams:
+            _, pending = await asyncio.wait(streams, timeout=wait_seconds)
+            if pending:
+                log.warning("%d manifest streams did not end within %ss", len(pending), wait_seconds)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -144,11 +175,17 @@ class ManifestHub:
             # No await from here to the end of the loop body: a subscription
             # registered at any await point sees either all of a page or none.
             for event in events:
-                for subscription in list(self._subscriptions):
-                    if subscription.wants(event):
-                        subscription.offer(event)
-                        if subscription.overflowed:
-                            self._subscriptions.discard(subscription)
-                self.last_event_id = event.event_id
+                # publish() may have dispatched it while the read was in flight.
+                if event.event_id > self.last_event_id:
+                    self._dispatch(event)
             if len(events) < self._page_size:
                 return
+
+    def _dispatch(self, event: service_pb2.ManifestEvent) -> None:
+        response = service_pb2.WatchManifestsResponse(event=event)
+        for subscription in list(self._subscriptions):
+            if subscription.wants(event):
+                subscription.offer(response)
+                if subscription.overflowed:
+                    self._subscriptions.discard(subscription)
+        self.last_event_id = event.event_id

@@ -30,6 +30,7 @@ from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.events.queries import EVENTS, THREADS, TURNS
 from pioneer_grpc.history.budget import DEFAULT_MAX_CONTEXT_TOKENS, DEFAULT_RESPONSE_RESERVE_TOKENS
 from pioneer_grpc.v1 import history_pb2, prompt_pb2
+from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 
 # pg_notify channel; the payload is the event id and nothing else.
 NOTIFY_CHANNEL = "pioneer_manifest_events"
@@ -68,12 +69,12 @@ def _check_ids(thread_id: str, turn_id: str) -> None:
 
 
 class ManifestRecorder:
-    """`await record(thread_id, turn_id, manifest) -> event_id`, then `on_committed(event_id)`."""
+    """`await record(thread_id, turn_id, manifest) -> event_id`; then `on_committed(event)`."""
 
     def __init__(
         self,
         engine: AsyncEngine,
-        on_committed: Callable[[int], None] = lambda _event_id: None,
+        on_committed: Callable[[service_pb2.ManifestEvent], None] = lambda _event: None,
     ) -> None:
         self._engine = engine
         self._postgres = engine.dialect.name == "postgresql"
@@ -86,6 +87,8 @@ class ManifestRecorder:
         stored = prompt_pb2.PromptManifest()
         stored.CopyFrom(manifest)
         stored.thread_id, stored.turn_id = thread_id, turn_id
+        # Encoded before the transaction: on PostgreSQL it holds a global lock.
+        encoded, as_json = stored.SerializeToString(deterministic=True), manifest_json(stored)
         async with self._engine.begin() as conn:
             await self._ensure_turn(conn, thread_id, turn_id)
             if self._postgres:
@@ -100,7 +103,7 @@ class ManifestRecorder:
                     .values(
                         thread_id=thread_id,
                         turn_id=turn_id,
-                        manifest_pb=stored.SerializeToString(deterministic=True),
+                        manifest_pb=encoded,
                         created_at=created,
                     )
                     .returning(EVENTS.c.id)
@@ -110,7 +113,7 @@ class ManifestRecorder:
                 TURNS.update()
                 .where(TURNS.c.thread_id == thread_id, TURNS.c.turn_id == turn_id)
                 .values(
-                    prompt_manifest_json=manifest_json(stored),
+                    prompt_manifest_json=as_json,
                     prompt_compiler_version=stored.compiler_version,
                     prompt_profile=profile_name(stored.profile),
                     prompt_fingerprint_stable=stored.fingerprint_stable,
@@ -126,7 +129,11 @@ class ManifestRecorder:
                     text("SELECT pg_notify(:channel, :payload)"),
                     {"channel": NOTIFY_CHANNEL, "payload": str(event_id)},
                 )
-        self._on_committed(event_id)
+        event = service_pb2.ManifestEvent(
+            event_id=event_id, thread_id=thread_id, turn_id=turn_id, manifest=stored
+        )
+        event.create_time.FromDatetime(created)
+        self._on_committed(event)
         return event_id
 
     async def _ensure_turn(self, conn: AsyncConnection, thread_id: str, turn_id: str) -> None:

@@ -50,6 +50,7 @@ class ManifestWatch:
             self._hub.unsubscribe(self._subscription)
 
     async def stream(self) -> AsyncGenerator[service_pb2.WatchManifestsResponse, None]:
+        self._hub.stream_started()
         try:
             if self._live_only:
                 self._subscription = self._hub.subscribe(self._thread_id, self._queue_size)
@@ -64,12 +65,12 @@ class ManifestWatch:
             # Says "caught up, now live"; also tells a filtered observer how far it may resume from.
             yield self._heartbeat()
             while True:
-                event = await self._subscription.next(self._heartbeat_seconds)
-                if event is None:
+                live = await self._subscription.next(self._heartbeat_seconds)
+                if live is None:
                     yield self._heartbeat()
-                elif event.event_id > self.cursor:
-                    self.cursor = event.event_id
-                    yield service_pb2.WatchManifestsResponse(event=event)
+                elif live.event.event_id > self.cursor:
+                    self.cursor = live.event.event_id
+                    yield live
         except SubscriptionOverflow:
             raise ResourceExhausted(
                 f"observer fell more than {self._queue_size} events behind; "

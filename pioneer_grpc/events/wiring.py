@@ -26,7 +26,7 @@ class ManifestEvents:
 async def start_manifest_events(engine: AsyncEngine) -> ManifestEvents:
     hub = ManifestHub(engine)
     await hub.start()
-    recorder = ManifestRecorder(engine, on_committed=hub.poke)
+    recorder = ManifestRecorder(engine, on_committed=hub.publish)
     listener = None
     if engine.dialect.name == "postgresql":
         listener = PgEventListener(asyncpg_dsn(engine.url.render_as_string(hide_password=False)), hub.poke)

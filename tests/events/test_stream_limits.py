@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import grpc
 import pytest
 
-from pioneer_grpc.events.hub import Subscription, SubscriptionOverflow
+from pioneer_grpc.events.hub import ManifestHub, Subscription, SubscriptionOverflow
+from pioneer_grpc.events.queries import EVENTS
 from pioneer_grpc.server.app import start_server
 from pioneer_grpc.server.config import Config
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
@@ -29,7 +31,7 @@ def padded_manifest(n: int):
 async def test_a_full_subscription_overflows_instead_of_growing() -> None:
     subscription = Subscription("", capacity=2)
     for n in range(1, 4):
-        subscription.offer(service_pb2.ManifestEvent(event_id=n))
+        subscription.offer(service_pb2.WatchManifestsResponse(event=service_pb2.ManifestEvent(event_id=n)))
     assert subscription.overflowed and subscription.pending == 2
     with pytest.raises(SubscriptionOverflow):
         await subscription.next(0.1)
@@ -111,3 +113,53 @@ async def test_cancelling_observers_leaves_no_subscription_and_logs_nothing(serv
     await eventually(lambda: server.ctx.hub.observer_count == 0, within=5)
     await server.ctx.manifests.record("t", "turn-1", numbered_manifest(1))
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info] == []
+
+
+async def test_streams_cancelled_mid_backlog_are_finished_before_the_server_stops(tmp_path) -> None:
+    running = await start_server(Config(listen="127.0.0.1:0", home=tmp_path / "home", grace_seconds=0.2))
+    payload = numbered_manifest(0).SerializeToString()
+    async with running.ctx.engine.begin() as conn:
+        await conn.execute(
+            EVENTS.insert(),
+            [{"thread_id": f"t{n % 2}", "turn_id": f"turn-{n}", "manifest_pb": payload,
+              "created_at": datetime.now(UTC)} for n in range(4)],
+        )
+    channels = [grpc.aio.insecure_channel(running.address) for _ in range(30)]
+    calls = [
+        service_grpc.ManifestServiceStub(channel).WatchManifests(
+            service_pb2.WatchManifestsRequest(thread_id=f"t{n % 2}")
+        )
+        for n, channel in enumerate(channels)
+    ]
+    for call in calls:
+        for _ in range(2):
+            assert (await call.read()).HasField("event")
+    # Abandoned while their servers are between (or inside) backlog reads.
+    for call in calls:
+        call.cancel()
+    for channel in channels:
+        await channel.close()
+    await running.stop()
+    leftover = [t.get_name() for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    assert leftover == []
+
+
+async def test_hub_close_waits_for_a_cancelled_stream_that_is_still_finishing(server) -> None:
+    hub = ManifestHub(server.ctx.engine)
+    await hub.start()
+    finished = asyncio.Event()
+
+    async def stream() -> None:
+        hub.stream_started()
+        try:
+            await asyncio.sleep(30)
+        finally:
+            # Like a database read that must return before the connection can go back.
+            await asyncio.shield(asyncio.sleep(0.3))
+            finished.set()
+
+    task = asyncio.create_task(stream())
+    await asyncio.sleep(0.01)
+    task.cancel()
+    await hub.close()
+    assert finished.is_set() and task.done()
