@@ -60,16 +60,9 @@ def _stored(row: Any) -> decide.StoredSummary | None:
     )
 
 
-async def read_state_and_snapshot(
-    ctx: ServerContext, thread_id: str, exclude_turn_id: str
-) -> tuple[HistoryState, decide.Snapshot]:
-    async with ctx.engine.connect() as conn:
-        state = await history_state(conn, thread_id)
-        return state, await _snapshot(conn, thread_id, exclude_turn_id, state)
-
-
 async def read_snapshot(ctx: ServerContext, thread_id: str, exclude_turn_id: str) -> decide.Snapshot:
-    return (await read_state_and_snapshot(ctx, thread_id, exclude_turn_id))[1]
+    async with ctx.engine.connect() as conn:
+        return await _snapshot(conn, thread_id, exclude_turn_id, await history_state(conn, thread_id))
 
 
 async def _snapshot(
