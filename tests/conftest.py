@@ -131,6 +131,7 @@ async def server(server_factory: ServerFactory) -> ServerHandle:
 
 
 @pytest.fixture
-async def pg_server(server_factory: ServerFactory, database_url: str) -> ServerHandle:
+async def pg_server(database_url: str, server_factory: ServerFactory) -> ServerHandle:
+    # database_url is set up first so it is torn down last, after the server stopped.
     """A server on each database backend (SQLite and PostgreSQL)."""
     return await server_factory(database_url=database_url)

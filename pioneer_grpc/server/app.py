@@ -97,6 +97,10 @@ class RunningServer:
     async def stop(self, grace: float | None = None) -> None:
         """NOT_SERVING first, so load balancers drain; then stop, then release resources."""
         await self.health.enter_graceful_shutdown()
+        if self.ctx.hub is not None:
+            # Watch streams never finish by themselves: end them now, each with
+            # its resume id, instead of holding them until the grace runs out.
+            await self.ctx.hub.close()
         grace = self.ctx.config.grace_seconds if grace is None else grace
         await self.server.stop(grace)
         for hook in reversed(self.ctx.on_shutdown):
