@@ -22,33 +22,30 @@ def build_payload(
     dynamic_text = render_half(dynamic)
     full_text = join_halves(stable_text, dynamic_text)
     sections = [*stable, *dynamic]
-    manifest = prompt_pb2.PromptManifest(
-        compiler_version=pioneer_grpc.__version__,
-        profile=profile,
-        section_ids=[s.id for s in sections],
-        fingerprint_stable=fingerprint(stable_text),
-        fingerprint_dynamic=fingerprint(dynamic_text),
-        fingerprint_full=fingerprint(full_text),
-        section_fingerprints=[
-            prompt_pb2.SectionFingerprint(
-                section_id=s.id,
-                stability=s.stability,
-                fingerprint=s.fingerprint,
-                chars=len(render_section(s)),
-            )
-            for s in sections
-        ],
-        diagnostics=log.diagnostics,
-        hook_sources=[*log.hook_sources, *extra_hook_sources],
-        source_manifest=log.source_manifest,
-        thread_id=thread_id,
-        turn_id=turn_id,
-    )
-    return prompt_pb2.CompiledPromptPayload(
+    # Filled in place: building the parts first and passing them in would copy each one again.
+    payload = prompt_pb2.CompiledPromptPayload(
         stable_system_text=stable_text,
         dynamic_system_text=dynamic_text,
         full_system_text=full_text,
         boundary_marker=CACHE_BOUNDARY,
-        sections=sections,
-        manifest=manifest,
     )
+    payload.sections.extend(sections)
+    manifest = payload.manifest
+    manifest.SetInParent()
+    manifest.compiler_version = pioneer_grpc.__version__
+    manifest.profile = profile
+    manifest.section_ids.extend(s.id for s in sections)
+    manifest.fingerprint_stable = fingerprint(stable_text)
+    manifest.fingerprint_dynamic = fingerprint(dynamic_text)
+    manifest.fingerprint_full = fingerprint(full_text)
+    for s in sections:
+        manifest.section_fingerprints.add(
+            section_id=s.id, stability=s.stability, fingerprint=s.fingerprint, chars=len(render_section(s))
+        )
+    manifest.diagnostics.extend(log.diagnostics)
+    manifest.hook_sources.extend(log.hook_sources)
+    manifest.hook_sources.extend(extra_hook_sources)
+    manifest.source_manifest.extend(log.source_manifest)
+    manifest.thread_id = thread_id
+    manifest.turn_id = turn_id
+    return payload
