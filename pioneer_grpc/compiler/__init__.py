@@ -28,6 +28,11 @@ Section order (id, title), the seed's table plus two placed rows (*):
            dynamic_context               Dynamic Context
            extra_system                  Extra System
 
+Reuse: the server compiles through cache.CompileCache, which hands out a copy of
+an earlier payload for the same input while every filesystem answer that compile
+depended on (fsview.FsView: lookups, symlink targets, identities of files read)
+is still the same, and compiles afresh otherwise. The output is the same either way.
+
 Profiles: FULL (and UNSPECIFIED) renders every section that has something to
 say; MINIMAL renders identity, safety and the bootstrap files only; NONE renders
 only the identity section (the bootstrap files are reported as filtered by

@@ -15,7 +15,7 @@ from pathlib import Path
 from pioneer_grpc.compiler import sections as ids
 from pioneer_grpc.compiler.diagnostics import CompileLog
 from pioneer_grpc.compiler.limits import Limits
-from pioneer_grpc.compiler.paths import ReadStatus, read_bounded
+from pioneer_grpc.compiler.paths import Homes, ReadStatus, read_bounded
 from pioneer_grpc.compiler.seed import IDENTITY_FILE, SOUL_FILE
 from pioneer_grpc.v1 import prompt_pb2
 
@@ -58,14 +58,14 @@ def filter_bootstrap_files(workspace: Path, log: CompileLog) -> None:
 
 
 def load_bootstrap_sections(
-    workspace: Path, roots: list[Path], limits: Limits, log: CompileLog
+    workspace: Path, homes: Homes, limits: Limits, log: CompileLog
 ) -> list[prompt_pb2.PromptSection]:
     sections: list[prompt_pb2.PromptSection] = []
     remaining = limits.max_chars_total
     for spec in BOOTSTRAP_FILES:
         path = workspace / spec.name
         shown = str(path)
-        read = read_bounded(path, limits.max_chars_per_file, roots)
+        read = read_bounded(path, limits.max_chars_per_file, homes)
         if read.status is not ReadStatus.LOADED:
             if read.status is ReadStatus.MISSING:
                 log.missing_file(spec.name, shown)

@@ -3,7 +3,9 @@
 Order of work: validate every field (InvalidArgument), confine every path
 (PermissionDenied), then render. Rendering never raises: missing, unreadable,
 oversized or refused files and over-budget inputs become diagnostics. The
-function reads files and is synchronous; the server runs it in a worker thread.
+function reads files and is synchronous; the server runs it in a worker thread,
+through cache.CompileCache. Every lookup and read goes through one FsView, which
+keeps the answers so a cache can tell later whether they still hold.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from pathlib import Path
 from pioneer_grpc.compiler import sections as ids
 from pioneer_grpc.compiler.bootstrap import filter_bootstrap_files, load_bootstrap_sections
 from pioneer_grpc.compiler.diagnostics import CompileLog
+from pioneer_grpc.compiler.fsview import FsView
 from pioneer_grpc.compiler.limits import Limits, resolve_limits
 from pioneer_grpc.compiler.manifest import build_payload
-from pioneer_grpc.compiler.paths import resolve_inside, resolve_roots, resolve_workspace_root
+from pioneer_grpc.compiler.paths import Homes, resolve_homes, resolve_inside, resolve_workspace_root
 from pioneer_grpc.compiler.render import policies
 from pioneer_grpc.compiler.render.agents_md import (
     AgentsDoc,
@@ -47,19 +50,31 @@ def compile_prompt(
     thread_id: str = "",
     turn_id: str = "",
 ) -> prompt_pb2.CompiledPromptPayload:
+    return compile_seen(request, allowed_roots, FsView(), thread_id=thread_id, turn_id=turn_id)
+
+
+def compile_seen(
+    request: prompt_pb2.PromptCompileInput,
+    allowed_roots: Sequence[Path],
+    view: FsView,
+    *,
+    thread_id: str = "",
+    turn_id: str = "",
+) -> prompt_pb2.CompiledPromptPayload:
+    """compile_prompt, asking the filesystem only through `view` (which keeps the answers)."""
     validate_input(request)
-    roots = resolve_roots(list(allowed_roots))
-    workspace = resolve_workspace_root(request.workspace_root, roots)
+    homes = resolve_homes(allowed_roots, view)
+    workspace = resolve_workspace_root(request.workspace_root, homes)
     agents_folder: Path | None = None
     if request.HasField("agents_md") and request.agents_md.WhichOneof("source") == "thread_folder":
-        agents_folder = resolve_inside(request.agents_md.thread_folder, workspace, THREAD_FOLDER_FIELD)
+        agents_folder = resolve_inside(request.agents_md.thread_folder, workspace, THREAD_FOLDER_FIELD, view)
     profile = ids.effective_profile(request.profile)
     limits = resolve_limits(request.limits)
     log = CompileLog()
-    stable = _stable_sections(request, profile, workspace, roots, limits, log)
+    stable = _stable_sections(request, profile, workspace, homes, limits, log)
     dynamic: list[prompt_pb2.PromptSection] = []
     if profile == ids.FULL:  # minimal and none have no dynamic half
-        dynamic = _dynamic_sections(request, workspace, roots, agents_folder, limits, log)
+        dynamic = _dynamic_sections(request, workspace, homes, agents_folder, limits, log)
         if any(ARTIFACT_LINE.search(s.content) for s in [*stable, *dynamic]):
             dynamic = _in_order([*dynamic, _builtin(ids.ARTIFACT_REFERENCES, policies.ARTIFACT_REFERENCES)])
     return build_payload(
@@ -86,7 +101,7 @@ def _stable_sections(
     request: prompt_pb2.PromptCompileInput,
     profile: prompt_pb2.PromptProfile,
     workspace: Path,
-    roots: list[Path],
+    homes: Homes,
     limits: Limits,
     log: CompileLog,
 ) -> list[prompt_pb2.PromptSection]:
@@ -95,7 +110,7 @@ def _stable_sections(
         _builtin(ids.ASSISTANT_SAFETY, policies.SAFETY),
     ]
     if ids.profile_includes(profile, ids.SOUL_CORE):
-        found += load_bootstrap_sections(workspace, roots, limits, log)
+        found += load_bootstrap_sections(workspace, homes, limits, log)
     else:
         filter_bootstrap_files(workspace, log)
     if request.include_tool_recovery_policy:
@@ -106,7 +121,7 @@ def _stable_sections(
 def _agents_doc(
     request: prompt_pb2.PromptCompileInput,
     workspace: Path,
-    roots: list[Path],
+    homes: Homes,
     folder: Path | None,
     limits: Limits,
     log: CompileLog,
@@ -116,14 +131,14 @@ def _agents_doc(
     if request.agents_md.WhichOneof("source") == "content":
         return caller_agents_md(request.agents_md.content, limits.max_agents_md_chars, log)
     if folder is not None:
-        return find_agents_md(folder, workspace, roots, limits.max_agents_md_chars, log)
+        return find_agents_md(folder, workspace, homes, limits.max_agents_md_chars, log)
     return None
 
 
 def _dynamic_sections(
     request: prompt_pb2.PromptCompileInput,
     workspace: Path,
-    roots: list[Path],
+    homes: Homes,
     agents_folder: Path | None,
     limits: Limits,
     log: CompileLog,
@@ -144,7 +159,7 @@ def _dynamic_sections(
     found.append(
         _builtin(ids.HIDDEN_TOOL_DOMAINS, render_hidden_tool_domains(list(request.hidden_tool_domains), log))
     )
-    doc = _agents_doc(request, workspace, roots, agents_folder, limits, log)
+    doc = _agents_doc(request, workspace, homes, agents_folder, limits, log)
     if doc is not None:
         found.append(
             _builtin(

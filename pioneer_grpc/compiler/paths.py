@@ -14,49 +14,66 @@ import codecs
 import enum
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pioneer_grpc.compiler.fsview import ERROR, MISSING, FsView
 from pioneer_grpc.compiler.text import sanitize
 from pioneer_grpc.errors import InvalidArgument, PermissionDenied
 
 WORKSPACE_ROOT_FIELD = "input.workspace_root"
 _READ_CHUNK = 64 * 1024
+_UTF8 = codecs.getincrementaldecoder("utf-8")
 
 
-def resolve_roots(allowed_roots: list[Path]) -> list[Path]:
+@dataclass(frozen=True)
+class Homes:
+    """The resolved runtime homes, and the FsView every lookup and read inside them goes through."""
+
+    roots: list[Path]
+    view: FsView
+
+
+def resolve_homes(allowed_roots: Sequence[Path], view: FsView) -> Homes:
     if not allowed_roots:
         raise PermissionDenied("no runtime home is configured, so no workspace root is allowed")
-    return [Path(os.path.realpath(root)) for root in allowed_roots]
+    return Homes([Path(view.realpath(os.fspath(root))) for root in allowed_roots], view)
 
 
-def is_inside(path: Path, roots: list[Path]) -> bool:
-    return any(path == root or path.is_relative_to(root) for root in roots)
+def is_inside(path: str | Path, roots: Sequence[str | Path]) -> bool:
+    """`path` is one of `roots` or lies below one; all resolved (absolute, normalized)."""
+    text = os.fspath(path)
+    for root in roots:
+        prefix = os.fspath(root)
+        if text == prefix or text.startswith(prefix if prefix.endswith("/") else prefix + "/"):
+            return True
+    return False
 
 
-def _resolve_raw(raw: str, base: Path, field: str) -> Path:
+def _resolve_raw(raw: str, base: Path, field: str, view: FsView) -> Path:
     if "\x00" in raw:
         raise InvalidArgument.field(field, "must not contain a NUL character")
-    return Path(os.path.realpath(base / raw if raw else base))
+    return Path(view.realpath(os.fspath(base / raw if raw else base)))
 
 
-def resolve_workspace_root(raw: str, roots: list[Path], field: str = WORKSPACE_ROOT_FIELD) -> Path:
+def resolve_workspace_root(raw: str, homes: Homes, field: str = WORKSPACE_ROOT_FIELD) -> Path:
     """The resolved workspace root; empty means the first runtime home.
 
     A relative path is taken relative to the first runtime home. The result,
-    with every symlink followed, must lie inside one of `roots`.
+    with every symlink followed, must lie inside one of the homes.
     """
-    resolved = _resolve_raw(raw, roots[0], field)
-    if not is_inside(resolved, roots):
+    resolved = _resolve_raw(raw, homes.roots[0], field, homes.view)
+    if not is_inside(resolved, homes.roots):
         raise PermissionDenied(
             f"{field}: {raw!r} resolves to {resolved}, which is outside every runtime home"
         )
     return resolved
 
 
-def resolve_inside(raw: str, base: Path, field: str) -> Path:
+def resolve_inside(raw: str, base: Path, field: str, view: FsView) -> Path:
     """`raw` relative to `base`, which the resolved result must not leave."""
-    resolved = _resolve_raw(raw, base, field)
+    resolved = _resolve_raw(raw, base, field, view)
     if not is_inside(resolved, [base]):
         raise PermissionDenied(f"{field}: {raw!r} resolves to {resolved}, which is outside {base}")
     return resolved
@@ -112,38 +129,42 @@ def _read_prefix(fd: int, max_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_bounded(path: Path, max_chars: int, roots: list[Path]) -> FileRead:
-    """Read at most `max_chars` characters of `path` without leaving `roots`."""
-    try:
-        os.lstat(path)
-    except FileNotFoundError:
+def read_bounded(path: Path, max_chars: int, homes: Homes) -> FileRead:
+    """Read at most `max_chars` characters of `path` without leaving the homes."""
+    view = homes.view
+    kind, detail = view.lookup(os.fspath(path))
+    if kind == MISSING:
         return FileRead(ReadStatus.MISSING)
-    except OSError as exc:
-        return FileRead(ReadStatus.READ_ERROR, detail=exc.strerror or type(exc).__name__)
-    target = Path(os.path.realpath(path))
-    if not is_inside(target, roots):
-        return FileRead(ReadStatus.OUTSIDE_ROOT, detail=str(target))
+    if kind == ERROR:
+        return FileRead(ReadStatus.READ_ERROR, detail=detail)
+    target = view.realpath(os.fspath(path))
+    if not is_inside(target, homes.roots):
+        return FileRead(ReadStatus.OUTSIDE_ROOT, detail=target)
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(target, flags)
     except FileNotFoundError:
+        view.reusable = False
         return FileRead(ReadStatus.MISSING)
     except OSError as exc:
+        view.reusable = False
         return FileRead(ReadStatus.READ_ERROR, detail=exc.strerror or type(exc).__name__)
     try:
         info = os.fstat(fd)
+        view.read_from(target, info)
         if not stat.S_ISREG(info.st_mode):
             return FileRead(ReadStatus.READ_ERROR, detail=_kind_of(info.st_mode))
         cap = max_chars * 4 + 4
         data = _read_prefix(fd, cap)
     except OSError as exc:
+        view.reusable = False
         return FileRead(ReadStatus.READ_ERROR, detail=exc.strerror or type(exc).__name__)
     finally:
         os.close(fd)
     whole_file = len(data) < cap
     try:
         # Not final when cut short: a character split at the cut is not an error.
-        decoded = codecs.getincrementaldecoder("utf-8")("strict").decode(data, final=whole_file)
+        decoded = _UTF8("strict").decode(data, final=whole_file)
     except UnicodeDecodeError as exc:
         return FileRead(
             ReadStatus.READ_ERROR,

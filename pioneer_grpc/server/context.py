@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
+from pioneer_grpc.compiler.cache import CompileCache
 from pioneer_grpc.server.config import Config
 
 
@@ -23,5 +24,7 @@ class ServerContext:
     hub: Any = None
     # History summarizer (`pioneer_grpc.history` interface).
     summarizer: Any = None
+    # Compiled prompts of recent inputs, reused while nothing they read has changed.
+    compile_cache: CompileCache = field(default_factory=CompileCache)
     # Run in reverse order when the server stops (after RPCs drained).
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)

@@ -15,7 +15,6 @@ from contextlib import contextmanager
 
 from sqlalchemy import select
 
-from pioneer_grpc.compiler import compile_prompt
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.history.render import to_chat_message
 from pioneer_grpc.providers.render import render
@@ -113,7 +112,7 @@ async def prepare_turn(
     with _named_as_request_fields():
         check_tool_rules(request.provider, _chat_request(request, model, []))
         payload = await asyncio.to_thread(
-            compile_prompt,
+            ctx.compile_cache.compile,
             request.compile_input,
             ctx.config.homes,
             thread_id=request.thread_id,

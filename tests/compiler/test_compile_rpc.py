@@ -172,3 +172,25 @@ async def test_ensure_bootstrap_files_outside_the_home_is_permission_denied(serv
     code, message, _ = await failure(stub(server).EnsureBootstrapFiles(request, metadata=server.metadata()))
     assert code == grpc.StatusCode.PERMISSION_DENIED
     assert message.startswith("workspace_root: '../elsewhere' resolves to ")
+
+
+async def test_repeated_compiles_are_reused_and_identical_with_their_own_ids(server) -> None:
+    home = Path(server.home)
+    write_home(home)
+    server.ctx.compile_cache.settle_ns = 0  # the files were written just now
+    request = full_profile_input()
+    responses = [
+        await stub(server).CompilePrompt(
+            pb.CompilePromptRequest(input=request, thread_id=f"thr_{n}", turn_id=f"turn_{n}"),
+            metadata=server.metadata(),
+        )
+        for n in range(3)
+    ]
+    assert server.ctx.compile_cache.hits == 2
+    for n, response in enumerate(responses):
+        local = compile_prompt(request, [home], thread_id=f"thr_{n}", turn_id=f"turn_{n}")
+        assert response.payload.SerializeToString(deterministic=True) == local.SerializeToString(
+            deterministic=True
+        )
+    assert [r.manifest_event_id for r in responses] == sorted({r.manifest_event_id for r in responses})
+    assert responses[0].manifest_event_id > 0

@@ -9,13 +9,18 @@ from pathlib import Path
 import pytest
 
 from pioneer_grpc.compiler import compile_prompt
-from pioneer_grpc.compiler.paths import ReadStatus, read_bounded
+from pioneer_grpc.compiler.fsview import FsView
+from pioneer_grpc.compiler.paths import Homes, ReadStatus, read_bounded
 from pioneer_grpc.errors import InvalidArgument, PermissionDenied
 from pioneer_grpc.v1 import prompt_pb2
 
 from .inputs import compile_in, section
 
 TWO_GB = 2 * 1024**3
+
+
+def only(home: Path) -> Homes:
+    return Homes([home], FsView())
 
 
 @pytest.fixture
@@ -123,14 +128,14 @@ def test_agents_md_thread_folder_escape_is_permission_denied(home: Path) -> None
 
 def test_directory_named_soul_md_is_a_read_error(home: Path) -> None:
     (home / "SOUL.md").mkdir()
-    read = read_bounded(home / "SOUL.md", 100, [home])
+    read = read_bounded(home / "SOUL.md", 100, only(home))
     assert (read.status, read.detail) == (ReadStatus.READ_ERROR, "a directory")
 
 
 def test_fifo_named_soul_md_returns_at_once(home: Path) -> None:
     os.mkfifo(home / "SOUL.md")
     started = time.monotonic()
-    read = read_bounded(home / "SOUL.md", 100, [home])
+    read = read_bounded(home / "SOUL.md", 100, only(home))
     assert time.monotonic() - started < 1
     assert (read.status, read.detail) == (ReadStatus.READ_ERROR, "a FIFO")
 
@@ -162,12 +167,12 @@ def test_huge_sparse_file_is_read_only_up_to_its_budget(home: Path, monkeypatch:
 
 def test_read_is_bounded_by_the_limit_in_bytes(home: Path) -> None:
     (home / "f.md").write_text("a" * 1000, encoding="utf-8")
-    read = read_bounded(home / "f.md", 10, [home])
+    read = read_bounded(home / "f.md", 10, only(home))
     assert (read.status, read.text, read.truncated, read.full_chars) == (
         ReadStatus.LOADED,
         "a" * 10,
         True,
         None,
     )
-    exact = read_bounded(home / "f.md", 1000, [home])
+    exact = read_bounded(home / "f.md", 1000, only(home))
     assert (exact.text, exact.truncated, exact.full_chars) == ("a" * 1000, False, 1000)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pioneer_grpc.compiler import diagnostics as codes
 from pioneer_grpc.compiler.diagnostics import CompileLog
-from pioneer_grpc.compiler.paths import ReadStatus, read_bounded
+from pioneer_grpc.compiler.paths import Homes, ReadStatus, read_bounded
 from pioneer_grpc.compiler.sections import AGENTS_MD
 from pioneer_grpc.compiler.text import one_line, sanitize
 from pioneer_grpc.v1 import prompt_pb2
@@ -57,7 +57,7 @@ def tree_label(folder: Path, workspace: Path) -> str:
 
 
 def find_agents_md(
-    folder: Path, workspace: Path, roots: list[Path], max_chars: int, log: CompileLog
+    folder: Path, workspace: Path, homes: Homes, max_chars: int, log: CompileLog
 ) -> AgentsDoc | None:
     """The nearest AGENTS.md with content from `folder` up to `workspace` (both resolved)."""
     current = folder
@@ -65,7 +65,7 @@ def find_agents_md(
         label = tree_label(current, workspace)
         path = current / FILE_NAME
         shown = str(path)
-        read = read_bounded(path, max(content_budget(label, max_chars), 0), roots)
+        read = read_bounded(path, max(content_budget(label, max_chars), 0), homes)
         if read.status is ReadStatus.LOADED and read.text:
             if read.truncated:
                 log.add(
