@@ -23,7 +23,13 @@ def is_postgres(url: str) -> bool:
 
 def create_engine(url: str) -> AsyncEngine:
     if is_sqlite(url):
-        engine = create_async_engine(url, connect_args={"timeout": 30})
+        # One connection: a SQLite store belongs to one process, and SQLite has a
+        # single writer anyway. Queueing for the connection in asyncio is fair and
+        # immediate, where concurrent connections would wait on the database lock
+        # in SQLite's busy handler, which sleeps up to 100 ms between retries.
+        engine = create_async_engine(
+            url, connect_args={"timeout": 30}, pool_size=1, max_overflow=0, pool_timeout=60
+        )
 
         @event.listens_for(engine.sync_engine, "connect")
         def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -120,10 +120,41 @@ def entry_message(row: Any) -> history_pb2.ConversationEntry:
     return entry
 
 
+async def _already_stored(
+    session: AsyncSession, thread_id: str, new_entries: Sequence[NewEntry]
+) -> AppendOutcome | None:
+    """The outcome of a batch that is stored already, read without taking the write lock.
+
+    Agent loops repeat their entries on every round and on every retry; such a
+    repeat then costs one read. Any new entry returns None (the write path
+    decides); a changed repeat is rejected here, before anything is written.
+    """
+    if not new_entries:
+        return None
+    wanted = [n.entry.entry_id for n in new_entries]
+    query = select(EntryRow.content_hash, *ENTRY_COLUMNS).where(
+        EntryRow.thread_id == thread_id, EntryRow.entry_id.in_(wanted)
+    )
+    async with session.begin():
+        rows = {row.entry_id: row for row in await session.execute(query)}
+    for new in new_entries:
+        row = rows.get(new.entry.entry_id)
+        if row is None:
+            return None
+        if row.content_hash != new.content_hash:
+            raise AlreadyExists(
+                f"entry {new.entry.entry_id!r} already exists in thread {thread_id!r} with different content"
+            )
+    return AppendOutcome([entry_message(rows[entry_id]) for entry_id in wanted], 0, len(wanted))
+
+
 async def append_entries(
     session: AsyncSession, thread_id: str, new_entries: Sequence[NewEntry], tokenizer: str
 ) -> AppendOutcome:
     """All or nothing: any rejected entry rolls the whole batch back."""
+    repeat = await _already_stored(session, thread_id, new_entries)
+    if repeat is not None:
+        return repeat
     created = existing = 0
     stored_ids: list[str] = []
     async with session.begin():

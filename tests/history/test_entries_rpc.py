@@ -131,3 +131,18 @@ async def test_count_tokens(pg_server):
     # The message counts as appended (33) plus the per-message overhead (4).
     assert list(response.token_counts) == [2, 0, 37]
     assert (response.total_tokens, response.tokenizer) == (39, "cl100k_base")
+
+
+async def test_a_repeated_batch_writes_nothing(pg_server):
+    history = stub(pg_server)
+    await create(history, "t")
+    first = await append(history, "t", entry("e1", "turn-1", content="same"), entry("e2", "turn-1"))
+    before = (await history.GetThread(pb.GetThreadRequest(thread_id="t"))).thread.update_time
+    again = await append(history, "t", entry("e1", "turn-1", content="same"), entry("e2", "turn-1"))
+    assert (again.created_count, again.existing_count) == (0, 2)
+    assert list(again.entries) == list(first.entries)
+    after = (await history.GetThread(pb.GetThreadRequest(thread_id="t"))).thread.update_time
+    # The thread row was not touched: a round's repeated entries take no write lock.
+    assert after == before
+    changed = await failure(append(history, "t", entry("e1", "turn-1", content="changed")))
+    assert changed.code == grpc.StatusCode.ALREADY_EXISTS
