@@ -21,6 +21,7 @@ from pioneer_grpc.providers.render import render
 from pioneer_grpc.providers.validate import check_tool_rules
 from pioneer_grpc.server import history_ops
 from pioneer_grpc.server.context import ServerContext
+from pioneer_grpc.store import threads as thread_store
 from pioneer_grpc.store.entries import ENTRY_COLUMNS, entry_message
 from pioneer_grpc.store.models import EntryRow
 from pioneer_grpc.v1 import chat_pb2, history_pb2, provider_service_pb2, turn_service_pb2
@@ -90,6 +91,12 @@ def _chat_request(
     return chat
 
 
+async def _thread_model(ctx: ServerContext, thread_id: str) -> str:
+    """The thread's model; NotFound for an unknown thread. (No entry count: a round needs none.)"""
+    async with ctx.sessions() as session:
+        return (await thread_store.thread_row(session, thread_id)).model
+
+
 async def _turn_messages(ctx: ServerContext, thread_id: str, turn_id: str) -> list[chat_pb2.ChatMessage]:
     query = (
         select(*ENTRY_COLUMNS)
@@ -105,8 +112,7 @@ async def prepare_turn(
     ctx: ServerContext, request: turn_service_pb2.PrepareTurnRequest
 ) -> turn_service_pb2.PrepareTurnResponse:
     entries = _check_request(request)
-    thread = await history_ops.get_thread(ctx, request.thread_id)
-    model = request.model or thread.config.model
+    model = request.model or await _thread_model(ctx, request.thread_id)
     if not model:
         raise InvalidArgument.field("model", "set the model here or on the thread (UpdateThread)")
     with _named_as_request_fields():
