@@ -10,6 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +30,17 @@ PROFILES = {
     "minimal": prompt_pb2.PROMPT_PROFILE_MINIMAL,
     "none": prompt_pb2.PROMPT_PROFILE_NONE,
 }
+
+
+@pytest.fixture
+def golden_home() -> Iterator[Path]:
+    """A home whose path always has the same length: `chars` of sections that
+    show the path are compared exactly, whatever pytest's temporary folder is."""
+    path = Path(tempfile.mkdtemp(prefix="pioneer-golden-", dir="/tmp")).resolve()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path)
 
 
 def sha256(text: str) -> str:
@@ -53,7 +67,8 @@ def normalized_json(payload: prompt_pb2.CompiledPromptPayload, home: Path) -> st
 
 
 @pytest.mark.parametrize("name", list(PROFILES))
-def test_golden_compile(name: str, home: Path) -> None:
+def test_golden_compile(name: str, golden_home: Path) -> None:
+    home = golden_home
     write_home(home)
     payload = compile_in(home, full_profile_input(PROFILES[name]))
     text = payload.full_system_text.replace(str(home), "{HOME}") + "\n"
