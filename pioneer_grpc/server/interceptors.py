@@ -19,8 +19,14 @@ from pioneer_grpc.server.errors import internal_status, to_status
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 
 
-async def _abort(context: grpc.aio.ServicerContext, status: grpc.Status) -> None:
-    await context.abort_with_status(status)
+# Already a status (an abort), or grpc's own UNIMPLEMENTED from a base servicer.
+PASS_THROUGH = (grpc.aio.AbortError, grpc.aio.UsageError, NotImplementedError)
+
+
+def _status_of(method: str, exc: Exception) -> grpc.Status:
+    if isinstance(exc, errors.PioneerError):
+        return to_status(exc)
+    return internal_status(method, exc)
 
 
 def _rejecting_handler(message: str) -> grpc.RpcMethodHandler:
@@ -56,12 +62,10 @@ def _wrap_unary(method: str, behavior: Callable[..., Awaitable[Any]]) -> Callabl
     async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
             return await behavior(request, context)
-        except errors.PioneerError as exc:
-            await _abort(context, to_status(exc))
-        except (grpc.aio.AbortError, grpc.aio.UsageError, NotImplementedError):
+        except PASS_THROUGH:
             raise
         except Exception as exc:
-            await _abort(context, internal_status(method, exc))
+            await context.abort_with_status(_status_of(method, exc))
 
     return wrapped
 
@@ -73,12 +77,10 @@ def _wrap_stream(
         try:
             async for item in behavior(request, context):
                 yield item
-        except errors.PioneerError as exc:
-            await _abort(context, to_status(exc))
-        except (grpc.aio.AbortError, grpc.aio.UsageError, NotImplementedError):
+        except PASS_THROUGH:
             raise
         except Exception as exc:
-            await _abort(context, internal_status(method, exc))
+            await context.abort_with_status(_status_of(method, exc))
 
     return wrapped
 

@@ -13,17 +13,14 @@ import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import select
-
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.history.render import to_chat_message
 from pioneer_grpc.providers.render import render
 from pioneer_grpc.providers.validate import check_tool_rules
 from pioneer_grpc.server import history_ops
 from pioneer_grpc.server.context import ServerContext
+from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import threads as thread_store
-from pioneer_grpc.store.entries import ENTRY_COLUMNS, entry_message
-from pioneer_grpc.store.models import EntryRow
 from pioneer_grpc.v1 import chat_pb2, history_pb2, provider_service_pb2, turn_service_pb2
 
 # ChatRequest fields that PrepareTurnRequest carries at its top level: a
@@ -98,14 +95,9 @@ async def _thread_model(ctx: ServerContext, thread_id: str) -> str:
 
 
 async def _turn_messages(ctx: ServerContext, thread_id: str, turn_id: str) -> list[chat_pb2.ChatMessage]:
-    query = (
-        select(*ENTRY_COLUMNS)
-        .where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
-        .order_by(EntryRow.id)
-    )
     async with ctx.sessions() as session:
-        rows = (await session.execute(query)).all()
-    return [to_chat_message(entry_message(row)) for row in rows]
+        entries = await entry_store.turn_entries(session, thread_id, turn_id)
+    return [to_chat_message(entry) for entry in entries]
 
 
 async def prepare_turn(

@@ -290,3 +290,15 @@ async def completed_entries(
     rows = (await conn.execute(query.order_by(EntryRow.id.desc()).limit(limit + 1))).all()
     more = len(rows) > limit
     return [_loaded_entry(row) for row in reversed(rows[:limit])], more
+
+
+async def turn_entries(
+    session: AsyncSession, thread_id: str, turn_id: str
+) -> list[history_pb2.ConversationEntry]:
+    """Every entry of one turn, completed or not, oldest first: the round in progress."""
+    query = (
+        select(*ENTRY_COLUMNS)
+        .where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
+        .order_by(EntryRow.id)
+    )
+    return [entry_message(row) for row in await session.execute(query)]
