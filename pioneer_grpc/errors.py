@@ -1,62 +1,120 @@
-"""Domain errors raised by the cores; the server maps each to a canonical gRPC status.
+"""Domain errors raised by the cores and use cases; the server maps each to a canonical gRPC status.
 
-Nothing here imports grpc: `compiler/`, `history/` and `providers/` raise these
-and stay transport-free. `server/errors.py` turns them into `google.rpc.Status`
-with details (BadRequest field violations for InvalidArgument).
+Nothing here imports grpc: `compiler/`, `history/`, `providers/` and `service/`
+raise these and stay transport-free. `server/errors.py` turns them into a
+`google.rpc.Status` carrying an `ErrorInfo` (the stable `reason`, domain
+ERROR_DOMAIN) and, for InvalidArgument, `BadRequest` with every field violation.
+
+Invalid input is built one way, from the list of every violation found:
+
+    InvalidArgument.raise_if([thread_id_violation(thread_id), *entry_violations(entries)])
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import ClassVar
+
+ERROR_DOMAIN = "pioneer.v1"
+# How many violations a message lists before "(and N more)"; BadRequest carries them all.
+LISTED_VIOLATIONS = 3
 
 
 @dataclass(frozen=True)
 class FieldViolation:
-    """One bad field: `field` is a path such as `input.dynamic_sections[2].id`."""
+    """One bad field: `field` is a path of the request, such as `input.dynamic_sections[2].id`."""
 
     field: str
     description: str
 
 
 class PioneerError(Exception):
-    """Base of every domain error; `message` is what a person reads."""
+    """Base of every domain error; `message` is what a person reads, `reason` what a program tests."""
 
-    def __init__(self, message: str) -> None:
+    default_reason: ClassVar[str] = "INTERNAL"
+
+    def __init__(self, message: str, *, reason: str = "", metadata: Mapping[str, str] | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.reason = reason or self.default_reason
+        self.metadata = dict(metadata or {})
+
+
+def violations_message(violations: list[FieldViolation], context: str = "") -> str:
+    """`field: description; ...` for the first few, then `(and N more)`, after an optional context."""
+    listed = "; ".join(f"{v.field}: {v.description}" for v in violations[:LISTED_VIOLATIONS])
+    hidden = len(violations) - LISTED_VIOLATIONS
+    message = listed + (f" (and {hidden} more)" if hidden > 0 else "")
+    return f"{context}: {message}" if context else message
 
 
 class InvalidArgument(PioneerError):
     """The request is malformed; `violations` name each bad field."""
 
-    def __init__(self, message: str, violations: list[FieldViolation] | None = None) -> None:
-        super().__init__(message)
+    default_reason = "INVALID_ARGUMENT"
+
+    def __init__(
+        self, message: str, violations: list[FieldViolation] | None = None, *, reason: str = ""
+    ) -> None:
+        super().__init__(message, reason=reason)
         self.violations = list(violations or [])
 
     @classmethod
-    def field(cls, field: str, description: str) -> InvalidArgument:
-        return cls(f"{field}: {description}", [FieldViolation(field, description)])
+    def of(cls, violations: list[FieldViolation], context: str = "", *, reason: str = "") -> InvalidArgument:
+        return cls(violations_message(violations, context), violations, reason=reason)
+
+    @classmethod
+    def field(cls, field: str, description: str, *, reason: str = "") -> InvalidArgument:
+        return cls.of([FieldViolation(field, description)], reason=reason)
+
+    @classmethod
+    def raise_if(
+        cls, violations: Iterable[FieldViolation | None], context: str = "", *, reason: str = ""
+    ) -> None:
+        """Raises with every violation found (None entries are checks that passed)."""
+        found = [v for v in violations if v is not None]
+        if found:
+            raise cls.of(found, context, reason=reason)
 
 
 class NotFound(PioneerError):
     """A named resource (thread, turn, event) does not exist."""
 
+    default_reason = "NOT_FOUND"
+
 
 class AlreadyExists(PioneerError):
     """A resource with this id exists with different content."""
+
+    default_reason = "ALREADY_EXISTS"
 
 
 class PermissionDenied(PioneerError):
     """The caller may not touch this resource, e.g. a path outside the runtime home."""
 
+    default_reason = "PERMISSION_DENIED"
+
 
 class FailedPrecondition(PioneerError):
     """The system is not in a state that allows the operation."""
 
+    default_reason = "FAILED_PRECONDITION"
+
 
 class ResourceExhausted(PioneerError):
-    """A limit was reached, e.g. an observer fell too far behind."""
+    """A limit was reached, e.g. an observer fell too far behind, or the disk is full."""
+
+    default_reason = "RESOURCE_EXHAUSTED"
+
+
+class Aborted(PioneerError):
+    """A concurrency conflict, e.g. a lock wait ran out; retrying the whole call is safe."""
+
+    default_reason = "ABORTED"
 
 
 class Unavailable(PioneerError):
-    """A dependency (database, summary model) cannot be reached right now."""
+    """A dependency (database, summary model) cannot be reached right now; retrying is safe."""
+
+    default_reason = "UNAVAILABLE"

@@ -150,8 +150,8 @@ async def _time_loads(
 async def _main(args: argparse.Namespace) -> dict[str, Any]:
     if args.addr:
         return await bench_load_history(args.addr, args.token, args.loads)
+    from pioneer_grpc.config import Config
     from pioneer_grpc.server.app import start_server
-    from pioneer_grpc.server.config import Config
 
     with tempfile.TemporaryDirectory() as home:
         running = await start_server(Config(listen="127.0.0.1:0", home=Path(home), log_level="WARNING"))

@@ -17,8 +17,8 @@ from typing import Any
 import grpc
 import pytest
 
+from pioneer_grpc.config import Config
 from pioneer_grpc.server.app import RunningServer, start_server
-from pioneer_grpc.server.config import Config
 
 PG_URL_ENV = "PIONEER_TEST_PG_URL"
 

@@ -33,6 +33,11 @@ def _dynamic_id_problem(section_id: str, first_seen: dict[str, int]) -> str | No
 
 
 def validate_input(request: prompt_pb2.PromptCompileInput) -> None:
+    InvalidArgument.raise_if(input_violations(request), "invalid prompt compile input")
+
+
+def input_violations(request: prompt_pb2.PromptCompileInput) -> list[FieldViolation]:
+    """Every bad field, named `input.…`."""
     violations: list[FieldViolation] = []
     _enum(violations, f"{PREFIX}.profile", "PromptProfile", request.profile)
     if "\x00" in request.workspace_root:
@@ -67,6 +72,4 @@ def validate_input(request: prompt_pb2.PromptCompileInput) -> None:
         violations.append(
             FieldViolation(f"{PREFIX}.agents_md.thread_folder", "must not contain a NUL character")
         )
-    if violations:
-        summary = "; ".join(f"{v.field}: {v.description}" for v in violations)
-        raise InvalidArgument(f"invalid prompt compile input: {summary}", violations)
+    return violations

@@ -64,8 +64,7 @@ def _check_ids(thread_id: str, turn_id: str) -> None:
         for name, value in (("thread_id", thread_id), ("turn_id", turn_id))
         if not value or len(value) > MAX_ID_CHARS
     ]
-    if violations:
-        raise InvalidArgument("; ".join(f"{v.field}: {v.description}" for v in violations), violations)
+    InvalidArgument.raise_if(violations)
 
 
 class ManifestRecorder:

@@ -257,10 +257,7 @@ def prepare(
     ):
         violations.append(FieldViolation(f"{path}.temperature", "must be a finite number >= 0"))
     _check_reasoning(provider, request, path, violations)
-    if violations:
-        summary = "; ".join(f"{v.field}: {v.description}" for v in violations[:3])
-        more = f" (and {len(violations) - 3} more)" if len(violations) > 3 else ""
-        raise InvalidArgument(f"invalid request: {summary}{more}", violations)
+    InvalidArgument.raise_if(violations, "invalid request")
 
     has_tools = bool(tools)
     stable, dynamic = split_compiled(request.compiled_prompt)
@@ -280,11 +277,11 @@ def prepare(
     )
 
 
-def check_tool_rules(provider: int, request: chat_pb2.ChatRequest, path: str = "chat_request") -> None:
+def tool_rule_violations(
+    provider: int, request: chat_pb2.ChatRequest, path: str = "chat_request"
+) -> list[FieldViolation]:
     """The original's tool rules alone, for a request that is not rendered for a provider yet."""
     violations: list[FieldViolation] = []
     _check_tools(provider, request, path, violations)
     _check_choice(request, path, violations)
-    if violations:
-        summary = "; ".join(f"{v.field}: {v.description}" for v in violations[:3])
-        raise InvalidArgument(f"invalid tools: {summary}", violations)
+    return violations

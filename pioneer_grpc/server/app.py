@@ -15,11 +15,10 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from pioneer_grpc.adapters import build_summarizer
 from pioneer_grpc.compiler.seed import ensure_bootstrap_files
+from pioneer_grpc.config import Config
 from pioneer_grpc.events.wiring import start_manifest_events
-from pioneer_grpc.server.config import Config
-from pioneer_grpc.server.context import ServerContext
-from pioneer_grpc.server.history_ops import summarizer_from_config
 from pioneer_grpc.server.interceptors import AuthInterceptor, ErrorInterceptor
 from pioneer_grpc.server.servicers.compiler import PromptCompilerServicer
 from pioneer_grpc.server.servicers.echo import EchoServicer
@@ -27,6 +26,7 @@ from pioneer_grpc.server.servicers.history import HistoryServicer
 from pioneer_grpc.server.servicers.manifest import ManifestServicer
 from pioneer_grpc.server.servicers.provider import ProviderServicer
 from pioneer_grpc.server.servicers.turn import TurnServicer
+from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.store.engine import create_engine, session_factory
 from pioneer_grpc.store.migrate import migrate
 from pioneer_grpc.v1 import (
@@ -47,7 +47,7 @@ from pioneer_grpc.v1 import (
 log = logging.getLogger(__name__)
 
 # (full service name, add-to-server function, servicer factory taking the context).
-SERVICES: list[tuple[str, Callable[[Any, grpc.aio.Server], None], Callable[[ServerContext], Any]]] = [
+SERVICES: list[tuple[str, Callable[[Any, grpc.aio.Server], None], Callable[[ServiceContext], Any]]] = [
     (
         prompt_compiler_service_pb2.DESCRIPTOR.services_by_name["PromptCompilerService"].full_name,
         prompt_compiler_service_pb2_grpc.add_PromptCompilerServiceServicer_to_server,
@@ -85,7 +85,7 @@ SERVICE_NAMES = [name for name, _, _ in SERVICES]
 @dataclass
 class RunningServer:
     server: grpc.aio.Server
-    ctx: ServerContext
+    ctx: ServiceContext
     health: health.aio.HealthServicer
     port: int
 
@@ -97,10 +97,9 @@ class RunningServer:
     async def stop(self, grace: float | None = None) -> None:
         """NOT_SERVING first, so load balancers drain; then stop, then release resources."""
         await self.health.enter_graceful_shutdown()
-        if self.ctx.hub is not None:
-            # Watch streams never finish by themselves: end them now, each with
-            # its resume id, instead of holding them until the grace runs out.
-            await self.ctx.hub.close()
+        # Watch streams never finish by themselves: end them now, each with
+        # its resume id, instead of holding them until the grace runs out.
+        await self.ctx.hub.close()
         grace = self.ctx.config.grace_seconds if grace is None else grace
         await self.server.stop(grace)
         for hook in reversed(self.ctx.on_shutdown):
@@ -114,7 +113,7 @@ def _credentials(config: Config) -> grpc.ServerCredentials | None:
     return grpc.ssl_server_credentials([(config.tls_key.read_bytes(), config.tls_cert.read_bytes())])
 
 
-async def build_context(config: Config) -> ServerContext:
+async def build_context(config: Config) -> ServiceContext:
     await asyncio.to_thread(config.home.mkdir, parents=True, exist_ok=True)
     created = await asyncio.to_thread(ensure_bootstrap_files, config.home)
     for name, path, was_created in created:
@@ -122,14 +121,21 @@ async def build_context(config: Config) -> ServerContext:
             log.info("seeded %s at %s", name, path)
     engine = create_engine(config.effective_database_url)
     await migrate(engine)
-    ctx = ServerContext(
+    events = await start_manifest_events(engine)
+    ctx = ServiceContext(
         config=config,
         engine=engine,
         sessions=session_factory(engine),
-        summarizer=summarizer_from_config(config),
+        manifests=events.recorder,
+        hub=events.hub,
+        summarizer=build_summarizer(
+            config.summarizer,
+            base_url=config.summarizer_base_url,
+            api_key_env=config.summarizer_api_key_env,
+            timeout_seconds=config.summarizer_timeout_seconds,
+            retries=config.summarizer_retries,
+        ),
     )
-    events = await start_manifest_events(engine)
-    ctx.manifests, ctx.hub = events.recorder, events.hub
     ctx.on_shutdown.append(events.close)
     return ctx
 

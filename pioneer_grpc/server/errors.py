@@ -6,6 +6,7 @@ import logging
 
 import grpc
 from google.protobuf import any_pb2
+from google.protobuf.message import Message
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
@@ -20,24 +21,33 @@ CODES: dict[type[errors.PioneerError], int] = {
     errors.PermissionDenied: code_pb2.PERMISSION_DENIED,
     errors.FailedPrecondition: code_pb2.FAILED_PRECONDITION,
     errors.ResourceExhausted: code_pb2.RESOURCE_EXHAUSTED,
+    errors.Aborted: code_pb2.ABORTED,
     errors.Unavailable: code_pb2.UNAVAILABLE,
 }
+
+
+def _packed(message: Message) -> any_pb2.Any:
+    detail = any_pb2.Any()
+    detail.Pack(message)
+    return detail
 
 
 def to_status(exc: errors.PioneerError) -> grpc.Status:
     code = next((c for t, c in CODES.items() if isinstance(exc, t)), code_pb2.INTERNAL)
     status = status_pb2.Status(code=code, message=exc.message)
     if isinstance(exc, errors.InvalidArgument) and exc.violations:
-        detail = any_pb2.Any()
-        detail.Pack(
-            error_details_pb2.BadRequest(
-                field_violations=[
-                    error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
-                    for v in exc.violations
-                ]
+        status.details.append(
+            _packed(
+                error_details_pb2.BadRequest(
+                    field_violations=[
+                        error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
+                        for v in exc.violations
+                    ]
+                )
             )
         )
-        status.details.append(detail)
+    info = error_details_pb2.ErrorInfo(reason=exc.reason, domain=errors.ERROR_DOMAIN, metadata=exc.metadata)
+    status.details.append(_packed(info))
     return rpc_status.to_status(status)
 
 

@@ -41,8 +41,8 @@ class NewEntry:
 @dataclass(frozen=True)
 class AppendOutcome:
     entries: list[history_pb2.ConversationEntry]
-    created: int
-    existing: int
+    created_count: int
+    existing_count: int
 
 
 def _insert(session: AsyncSession, model: Any) -> Any:

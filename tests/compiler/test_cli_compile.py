@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from google.protobuf import json_format
 
-from pioneer_grpc import cli_compile
+from pioneer_grpc.cli import compile as cli_compile
 from pioneer_grpc.compiler import compile_prompt
 from pioneer_grpc.v1 import prompt_pb2
 

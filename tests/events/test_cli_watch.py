@@ -10,9 +10,9 @@ import socket
 import sys
 from dataclasses import replace
 
-from pioneer_grpc.cli_watch import follow
+from pioneer_grpc.cli.watch import follow
+from pioneer_grpc.config import Config
 from pioneer_grpc.server.app import start_server
-from pioneer_grpc.server.config import Config
 from tests.events.helpers import compile_turn, eventually, numbered_manifest
 
 LINE = re.compile(
@@ -81,7 +81,7 @@ async def test_a_server_restart_loses_and_repeats_nothing(tmp_path) -> None:
 async def test_module_entry_point_prints_and_exits_after_count(server) -> None:
     ids = [await server.ctx.manifests.record("t", f"turn-{n}", numbered_manifest(n)) for n in range(2)]
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "pioneer_grpc.cli_watch", "--addr", server.address, "--count", "2", "--json",
+        sys.executable, "-m", "pioneer_grpc.cli.watch", "--addr", server.address, "--count", "2", "--json",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)

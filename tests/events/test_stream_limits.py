@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 import grpc
 import pytest
 
+from pioneer_grpc.config import Config
 from pioneer_grpc.events.hub import ManifestHub, Subscription, SubscriptionOverflow
 from pioneer_grpc.events.queries import EVENTS
 from pioneer_grpc.server.app import start_server
-from pioneer_grpc.server.config import Config
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from pioneer_grpc.v1 import manifest_service_pb2_grpc as service_grpc
 from tests.events.helpers import Observer, eventually, numbered_manifest

@@ -8,7 +8,7 @@ import json
 import grpc
 import pytest
 
-from pioneer_grpc import cli_history
+from pioneer_grpc.cli import history as cli_history
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.rpc import config, create, stub
 from tests.history.test_load_rpc import fill

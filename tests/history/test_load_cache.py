@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pioneer_grpc.server import history_load
+from pioneer_grpc.service import history_load
 from pioneer_grpc.v1 import history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.rpc import config, create, load, stub

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pioneer_grpc.history.summarizers import OpenAISummarizer, SummarizerError, SummaryRequest
+from pioneer_grpc.adapters import OpenAISummarizer
+from pioneer_grpc.history.summarizers import SummarizerError, SummaryRequest
 from tests.history.builders import ASSISTANT, USER, entry
 from tests.history.fake_openai import FakeOpenAI, completion
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from google.protobuf import json_format
 
-from pioneer_grpc import cli_render
+from pioneer_grpc.cli import render as cli_render
 from pioneer_grpc.providers import render
 from tests.providers.cases import PROVIDERS, build
 

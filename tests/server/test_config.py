@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pioneer_grpc.server.config import Config, ConfigError, load_config
+from pioneer_grpc.config import Config, ConfigError, load_config
 
 
 def write_toml(tmp_path: Path, text: str) -> Path:

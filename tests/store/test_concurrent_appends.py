@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import func, select
 
 from pioneer_grpc.errors import AlreadyExists
-from pioneer_grpc.server import history_ops
+from pioneer_grpc.service import history as history_ops
 from pioneer_grpc.store.models import EntryRow, TurnRow
 from pioneer_grpc.v1 import history_pb2
 

@@ -1,17 +1,18 @@
-"""HistoryService: converts requests and delegates to server/history_ops.py."""
+"""HistoryService: converts requests and delegates to service/history.py."""
 
 from __future__ import annotations
 
 import grpc
 
-from pioneer_grpc.server import history_ops
-from pioneer_grpc.server.context import ServerContext
+from pioneer_grpc.history.tokens import TOKENIZER
+from pioneer_grpc.service import history as history_ops
+from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from pioneer_grpc.v1 import history_service_pb2_grpc
 
 
 class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
-    def __init__(self, ctx: ServerContext) -> None:
+    def __init__(self, ctx: ServiceContext) -> None:
         self.ctx = ctx
 
     async def CreateThread(
@@ -36,7 +37,12 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
     async def AppendEntries(
         self, request: pb.AppendEntriesRequest, context: grpc.aio.ServicerContext
     ) -> pb.AppendEntriesResponse:
-        return await history_ops.append_entries(self.ctx, request.thread_id, list(request.entries))
+        outcome = await history_ops.append_entries(self.ctx, request.thread_id, list(request.entries))
+        return pb.AppendEntriesResponse(
+            entries=outcome.entries,
+            created_count=outcome.created_count,
+            existing_count=outcome.existing_count,
+        )
 
     async def CompleteTurn(
         self, request: pb.CompleteTurnRequest, context: grpc.aio.ServicerContext
@@ -63,4 +69,5 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
     async def CountTokens(
         self, request: pb.CountTokensRequest, context: grpc.aio.ServicerContext
     ) -> pb.CountTokensResponse:
-        return await history_ops.count_tokens_of(list(request.texts), list(request.messages))
+        counts = await history_ops.count_tokens_of(list(request.texts), list(request.messages))
+        return pb.CountTokensResponse(token_counts=counts, total_tokens=sum(counts), tokenizer=TOKENIZER)

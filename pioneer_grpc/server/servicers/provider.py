@@ -5,12 +5,12 @@ from __future__ import annotations
 import grpc
 
 from pioneer_grpc.providers import render
-from pioneer_grpc.server.context import ServerContext
+from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.v1 import provider_service_pb2, provider_service_pb2_grpc
 
 
 class ProviderServicer(provider_service_pb2_grpc.ProviderServiceServicer):
-    def __init__(self, ctx: ServerContext) -> None:
+    def __init__(self, ctx: ServiceContext) -> None:
         self.ctx = ctx
 
     async def RenderChatRequest(

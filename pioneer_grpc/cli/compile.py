@@ -16,8 +16,8 @@ from pathlib import Path
 from google.protobuf import json_format
 
 from pioneer_grpc.compiler import compile_prompt
+from pioneer_grpc.config import ConfigError, load_config
 from pioneer_grpc.errors import InvalidArgument, PioneerError
-from pioneer_grpc.server.config import ConfigError, load_config
 from pioneer_grpc.v1 import prompt_pb2
 
 VISIBLE_BOUNDARY = "──── cache boundary ────"

@@ -12,13 +12,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
+from pioneer_grpc.compiler.validate import input_violations
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
+from pioneer_grpc.history.entries import entry_violations, id_violation
 from pioneer_grpc.history.render import to_chat_message
-from pioneer_grpc.providers.render import render
-from pioneer_grpc.providers.validate import check_tool_rules
-from pioneer_grpc.server import history_ops
-from pioneer_grpc.server.context import ServerContext
+from pioneer_grpc.providers.render import RenderedRequest, render
+from pioneer_grpc.providers.validate import tool_rule_violations
+from pioneer_grpc.service import history as history_ops
+from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import threads as thread_store
 from pioneer_grpc.v1 import chat_pb2, history_pb2, provider_service_pb2, turn_service_pb2
@@ -44,17 +47,19 @@ def _named_as_request_fields() -> Iterator[None]:
     try:
         yield
     except InvalidArgument as exc:
+        if not exc.violations:
+            raise
         violations = [FieldViolation(_own_field(v.field), v.description) for v in exc.violations]
-        message = "; ".join(f"{v.field}: {v.description}" for v in violations[:3]) or exc.message
-        raise InvalidArgument(message, violations) from exc
+        raise InvalidArgument.of(violations, reason=exc.reason) from exc
 
 
-def _check_request(request: turn_service_pb2.PrepareTurnRequest) -> list[history_pb2.ConversationEntry]:
-    violations = [
-        FieldViolation(name, "must not be empty")
-        for name in ("thread_id", "turn_id")
-        if not getattr(request, name)
-    ]
+def _checked_entries(request: turn_service_pb2.PrepareTurnRequest) -> list[history_pb2.ConversationEntry]:
+    """The new entries as they will be stored (the request's turn id on each); every violation at once.
+
+    Everything that can be rejected without the database is checked here, before
+    anything is stored: ids, the new entries, the compile input and the tool rules.
+    """
+    violations = [id_violation(name, getattr(request, name), name) for name in ("thread_id", "turn_id")]
     entries = []
     for i, entry in enumerate(request.new_entries):
         if entry.turn_id and entry.turn_id != request.turn_id:
@@ -65,10 +70,16 @@ def _check_request(request: turn_service_pb2.PrepareTurnRequest) -> list[history
             )
         stored = history_pb2.ConversationEntry()
         stored.CopyFrom(entry)
-        stored.turn_id = request.turn_id
+        # An empty turn_id is reported once, at the top level, not on every entry.
+        stored.turn_id = request.turn_id or "-"
         entries.append(stored)
-    if violations:
-        raise InvalidArgument(f"{violations[0].field}: {violations[0].description}", violations)
+    violations += entry_violations(entries, prefix="new_entries")
+    for violation in [
+        *input_violations(request.compile_input),
+        *tool_rule_violations(request.provider, _chat_request(request, request.model, [])),
+    ]:
+        violations.append(FieldViolation(_own_field(violation.field), violation.description))
+    InvalidArgument.raise_if(violations)
     return entries
 
 
@@ -88,27 +99,33 @@ def _chat_request(
     return chat
 
 
-async def _thread_model(ctx: ServerContext, thread_id: str) -> str:
+async def _thread_model(ctx: ServiceContext, thread_id: str) -> str:
     """The thread's model; NotFound for an unknown thread. (No entry count: a round needs none.)"""
     async with ctx.sessions() as session:
         return (await thread_store.thread_row(session, thread_id)).model
 
 
-async def _turn_messages(ctx: ServerContext, thread_id: str, turn_id: str) -> list[chat_pb2.ChatMessage]:
+async def _turn_messages(ctx: ServiceContext, thread_id: str, turn_id: str) -> list[chat_pb2.ChatMessage]:
     async with ctx.sessions() as session:
         entries = await entry_store.turn_entries(session, thread_id, turn_id)
     return [to_chat_message(entry) for entry in entries]
 
 
-async def prepare_turn(
-    ctx: ServerContext, request: turn_service_pb2.PrepareTurnRequest
-) -> turn_service_pb2.PrepareTurnResponse:
-    entries = _check_request(request)
+@dataclass(frozen=True)
+class PreparedTurn:
+    chat_request: chat_pb2.ChatRequest
+    history_report: history_pb2.HistoryDecisionReport
+    manifest_event_id: int
+    # The provider body, when the request named a provider.
+    rendered: RenderedRequest | None
+
+
+async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest) -> PreparedTurn:
+    entries = _checked_entries(request)
     model = request.model or await _thread_model(ctx, request.thread_id)
     if not model:
         raise InvalidArgument.field("model", "set the model here or on the thread (UpdateThread)")
     with _named_as_request_fields():
-        check_tool_rules(request.provider, _chat_request(request, model, []))
         payload = await asyncio.to_thread(
             ctx.compile_cache.compile,
             request.compile_input,
@@ -120,17 +137,11 @@ async def prepare_turn(
         await history_ops.append_entries(ctx, request.thread_id, entries)
     history, report = await history_ops.load_history(ctx, request.thread_id, exclude_turn_id=request.turn_id)
     current = await _turn_messages(ctx, request.thread_id, request.turn_id)
-    event_id = 0
-    if ctx.manifests is not None:
-        event_id = await ctx.manifests.record(request.thread_id, request.turn_id, payload.manifest)
+    event_id = await ctx.manifests.record(request.thread_id, request.turn_id, payload.manifest)
     chat = _chat_request(request, model, [*history, *current])
     chat.compiled_prompt.CopyFrom(payload)
-    response = turn_service_pb2.PrepareTurnResponse(
-        chat_request=chat, history_report=report, manifest=payload.manifest, manifest_event_id=event_id
-    )
+    rendered = None
     if request.provider != provider_service_pb2.PROVIDER_UNSPECIFIED:
         with _named_as_request_fields():
             rendered = render(request.provider, chat, request.render_options, options_path="render_options")
-        response.provider_body_json = rendered.body_json
-        response.provider_path = rendered.path
-    return response
+    return PreparedTurn(chat, report, event_id, rendered)

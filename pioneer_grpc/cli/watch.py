@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m pioneer_grpc.cli_watch ...`, the same as `pioneer-grpc watch ...`."""
+    """`python -m pioneer_grpc.cli.watch ...`, the same as `pioneer-grpc watch ...`."""
     parser = argparse.ArgumentParser(prog="pioneer-grpc watch", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_arguments(parser)

@@ -1,10 +1,11 @@
-"""History operations behind HistoryService, callable by other services (the turn service).
+"""History use cases: threads, appends, turn completion, summaries, token counts.
 
-Every function takes the ServerContext and protobuf messages, raises domain
-errors (pioneer_grpc.errors), and commits its own transactions:
+Every function takes the ServiceContext and domain messages, returns domain
+messages (never a `*Response`), raises domain errors (pioneer_grpc.errors), and
+commits its own transactions:
 
     thread = await create_thread(ctx, "", ThreadConfig(model="m"))
-    response = await append_entries(ctx, thread_id, [ConversationEntry(...), ...])
+    outcome = await append_entries(ctx, thread_id, [ConversationEntry(...), ...])
     await complete_turn(ctx, thread_id, turn_id)
     messages, report = await load_history(ctx, thread_id, exclude_turn_id=turn_id)
 """
@@ -23,15 +24,13 @@ from pioneer_grpc.history.budget import (
 )
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation, thread_id_violation
 from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
-from pioneer_grpc.history.summarizers import Summarizer, build_summarizer
 from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, TOKENIZER, count_tokens
-from pioneer_grpc.server.config import Config
-from pioneer_grpc.server.context import ServerContext
-from pioneer_grpc.server.history_load import load_history
+from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.service.history_load import load_history
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
-from pioneer_grpc.v1 import chat_pb2, history_pb2, history_service_pb2
+from pioneer_grpc.v1 import chat_pb2, history_pb2
 
 __all__ = [
     "append_entries",
@@ -41,7 +40,6 @@ __all__ = [
     "get_summary",
     "get_thread",
     "load_history",
-    "summarizer_from_config",
     "update_thread",
 ]
 
@@ -52,26 +50,11 @@ _INT_PATHS = {
 }
 
 
-def summarizer_from_config(config: Config) -> Summarizer:
-    return build_summarizer(
-        config.summarizer,
-        base_url=config.summarizer_base_url,
-        api_key_env=config.summarizer_api_key_env,
-        timeout_seconds=config.summarizer_timeout_seconds,
-        retries=config.summarizer_retries,
-    )
-
-
-def _check(violations: Sequence[FieldViolation | None]) -> None:
-    found = [v for v in violations if v is not None]
-    if found:
-        summary = found[0].field + ": " + found[0].description
-        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-        raise InvalidArgument(summary + more, found)
+_check = InvalidArgument.raise_if
 
 
 async def create_thread(
-    ctx: ServerContext, thread_id: str, config: history_pb2.ThreadConfig
+    ctx: ServiceContext, thread_id: str, config: history_pb2.ThreadConfig
 ) -> history_pb2.Thread:
     """Client-chosen id, or a generated one when `thread_id` is empty; AlreadyExists on a taken id."""
     settings = thread_store.ThreadSettings(
@@ -98,7 +81,7 @@ async def create_thread(
     return thread_store.thread_message(row, 0)
 
 
-async def get_thread(ctx: ServerContext, thread_id: str) -> history_pb2.Thread:
+async def get_thread(ctx: ServiceContext, thread_id: str) -> history_pb2.Thread:
     _check([thread_id_violation(thread_id)])
     async with ctx.sessions() as session:
         row = await thread_store.thread_row(session, thread_id)
@@ -121,7 +104,7 @@ def _mask_paths(config: history_pb2.ThreadConfig, paths: Sequence[str]) -> list[
 
 
 async def update_thread(
-    ctx: ServerContext, thread_id: str, config: history_pb2.ThreadConfig, paths: Sequence[str]
+    ctx: ServiceContext, thread_id: str, config: history_pb2.ThreadConfig, paths: Sequence[str]
 ) -> history_pb2.Thread:
     """Sets the masked ThreadConfig fields (a masked but unset field goes back to its default).
 
@@ -147,8 +130,8 @@ async def update_thread(
 
 
 async def append_entries(
-    ctx: ServerContext, thread_id: str, entries: Sequence[history_pb2.ConversationEntry]
-) -> history_service_pb2.AppendEntriesResponse:
+    ctx: ServiceContext, thread_id: str, entries: Sequence[history_pb2.ConversationEntry]
+) -> entry_store.AppendOutcome:
     """Stores the batch in one transaction, idempotent by entry_id; tokens are counted here, once."""
     _check([thread_id_violation(thread_id), *entry_violations(list(entries))])
     texts_per_entry = [entry_counted_texts(entry) for entry in entries]
@@ -160,20 +143,17 @@ async def append_entries(
         offset += len(texts)
         new_entries.append(entry_store.NewEntry(entry, content_hash(entry), tokens))
     async with ctx.sessions() as session:
-        outcome = await entry_store.append_entries(session, thread_id, new_entries, TOKENIZER)
-    return history_service_pb2.AppendEntriesResponse(
-        entries=outcome.entries, created_count=outcome.created, existing_count=outcome.existing
-    )
+        return await entry_store.append_entries(session, thread_id, new_entries, TOKENIZER)
 
 
-async def complete_turn(ctx: ServerContext, thread_id: str, turn_id: str) -> int:
+async def complete_turn(ctx: ServiceContext, thread_id: str, turn_id: str) -> int:
     """Marks the turn's entries completed; returns how many it has. NotFound for an unknown turn."""
     _check([thread_id_violation(thread_id), id_violation("turn_id", turn_id, "turn_id")])
     async with ctx.sessions() as session:
         return await entry_store.complete_turn(session, thread_id, turn_id)
 
 
-async def get_summary(ctx: ServerContext, thread_id: str) -> history_pb2.ThreadSummary | None:
+async def get_summary(ctx: ServiceContext, thread_id: str) -> history_pb2.ThreadSummary | None:
     _check([thread_id_violation(thread_id)])
     async with ctx.sessions() as session:
         await thread_store.thread_row(session, thread_id)
@@ -181,9 +161,7 @@ async def get_summary(ctx: ServerContext, thread_id: str) -> history_pb2.ThreadS
         return None if row is None else summary_store.summary_message(row)
 
 
-async def count_tokens_of(
-    texts: Sequence[str], messages: Sequence[chat_pb2.ChatMessage]
-) -> history_service_pb2.CountTokensResponse:
+async def count_tokens_of(texts: Sequence[str], messages: Sequence[chat_pb2.ChatMessage]) -> list[int]:
     """Texts counted bare; messages as history counts them (artifact block, tool calls, +4 overhead)."""
     per_message = [chat_counted_texts(message) for message in messages]
     counts = await count_tokens([*texts, *(t for group in per_message for t in group)])
@@ -192,6 +170,4 @@ async def count_tokens_of(
     for group in per_message:
         result.append(sum(counts[offset : offset + len(group)]) + MESSAGE_OVERHEAD)
         offset += len(group)
-    return history_service_pb2.CountTokensResponse(
-        token_counts=result, total_tokens=sum(result), tokenizer=TOKENIZER
-    )
+    return result

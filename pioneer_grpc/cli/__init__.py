@@ -9,8 +9,12 @@ import signal
 import sys
 from pathlib import Path
 
-from pioneer_grpc import __version__, cli_compile, cli_history, cli_render, cli_watch
-from pioneer_grpc.server.config import ConfigError, load_config
+from pioneer_grpc import __version__
+from pioneer_grpc.cli import compile as cli_compile
+from pioneer_grpc.cli import history as cli_history
+from pioneer_grpc.cli import render as cli_render
+from pioneer_grpc.cli import watch as cli_watch
+from pioneer_grpc.config import ConfigError, load_config
 
 
 def _add_serve(subparsers: argparse._SubParsersAction) -> None:

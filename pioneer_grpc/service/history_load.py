@@ -21,10 +21,9 @@ from pioneer_grpc.history import decide
 from pioneer_grpc.history.budget import MAX_LOADED_ENTRIES, Budget
 from pioneer_grpc.history.entries import thread_id_violation
 from pioneer_grpc.history.render import summary_text
-from pioneer_grpc.history.summarizers import ExtractiveSummarizer, Summarizer, SummarizerError, SummaryRequest
+from pioneer_grpc.history.summarizers import Summarizer, SummarizerError, SummaryRequest
 from pioneer_grpc.history.tokens import count_tokens
-from pioneer_grpc.server.context import ServerContext
-from pioneer_grpc.server.history_cache import LOAD_CACHE
+from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store.history_state import HistoryState, history_state
@@ -37,12 +36,7 @@ log = logging.getLogger(__name__)
 LOCK_SLACK_SECONDS = 10.0
 
 
-def summarizer_of(ctx: ServerContext) -> Summarizer:
-    summarizer: Summarizer | None = ctx.summarizer
-    return summarizer if summarizer is not None else ExtractiveSummarizer()
-
-
-def _summarizer_deadline(ctx: ServerContext) -> float:
+def _summarizer_deadline(ctx: ServiceContext) -> float:
     tries = ctx.config.summarizer_retries + 1
     return ctx.config.summarizer_timeout_seconds * tries + 0.5 * 2**tries + LOCK_SLACK_SECONDS
 
@@ -60,7 +54,7 @@ def _stored(row: Any) -> decide.StoredSummary | None:
     )
 
 
-async def read_snapshot(ctx: ServerContext, thread_id: str, exclude_turn_id: str) -> decide.Snapshot:
+async def read_snapshot(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) -> decide.Snapshot:
     async with ctx.engine.connect() as conn:
         return await _snapshot(conn, thread_id, exclude_turn_id, await history_state(conn, thread_id))
 
@@ -88,7 +82,7 @@ async def _snapshot(
 
 
 async def load_history(
-    ctx: ServerContext, thread_id: str, exclude_turn_id: str = "", dry_run: bool = False
+    ctx: ServiceContext, thread_id: str, exclude_turn_id: str = "", dry_run: bool = False
 ) -> tuple[list[chat_pb2.ChatMessage], history_pb2.HistoryDecisionReport]:
     """The messages to send for the thread's history, and the report that explains them.
 
@@ -96,18 +90,18 @@ async def load_history(
     nothing and calls no summarizer: over the threshold it reports a pending
     compression and shows the truncation fallback.
     """
-    violation = thread_id_violation(thread_id)
-    if violation is not None:
-        raise InvalidArgument(f"{violation.field}: {violation.description}", [violation])
+    InvalidArgument.raise_if([thread_id_violation(thread_id)])
     result = await _load(ctx, thread_id, exclude_turn_id, dry_run)
     return result.messages, result.report
 
 
-async def _load(ctx: ServerContext, thread_id: str, exclude_turn_id: str, dry_run: bool) -> decide.LoadResult:
-    key = (ctx.engine.url.render_as_string(hide_password=False), thread_id, exclude_turn_id)
+async def _load(
+    ctx: ServiceContext, thread_id: str, exclude_turn_id: str, dry_run: bool
+) -> decide.LoadResult:
+    key = (thread_id, exclude_turn_id)
     async with ctx.engine.connect() as conn:
         state = await history_state(conn, thread_id)
-        cached = LOAD_CACHE.get(key, state)
+        cached = ctx.load_cache.get(key, state)
         if cached is not None:
             return cached
         # Same connection, so on SQLite the snapshot matches `state` (one read transaction).
@@ -115,9 +109,9 @@ async def _load(ctx: ServerContext, thread_id: str, exclude_turn_id: str, dry_ru
     if not snapshot.needs_compression:
         result = decide.full(snapshot)
         # `state` was read first: if the thread moved on since, this pairing only ever misses.
-        LOAD_CACHE.put(key, state, result)
+        ctx.load_cache.put(key, state, result)
         return result
-    summarizer = summarizer_of(ctx)
+    summarizer = ctx.summarizer
     if dry_run:
         return decide.pending(snapshot, summarizer.name)
     wait = _summarizer_deadline(ctx)
@@ -153,7 +147,7 @@ def _covers_through(snapshot: decide.Snapshot) -> tuple[str, int]:
 
 
 async def _compress(
-    ctx: ServerContext, snapshot: decide.Snapshot, summarizer: Summarizer, thread_id: str, wait: float
+    ctx: ServiceContext, snapshot: decide.Snapshot, summarizer: Summarizer, thread_id: str, wait: float
 ) -> decide.LoadResult:
     request = SummaryRequest(
         entries=snapshot.entries,

@@ -2,7 +2,7 @@
 
 A load under the threshold is a pure function of what it reads; when the
 HistoryState query says nothing changed, the earlier answer is the answer. Only
-FULL decisions are kept (no summarizer, no lock involved). Bounded LRU, per process.
+FULL decisions are kept (no summarizer, no lock involved). Bounded LRU, one per ServiceContext.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pioneer_grpc.v1 import history_pb2
 
 MAX_THREADS = 256
 
-# (database URL, thread id, excluded turn id): replicas in one process share answers of one database.
-Key = tuple[str, str, str]
+# (thread id, excluded turn id).
+Key = tuple[str, str]
 
 
 class LoadCache:
@@ -43,5 +43,3 @@ class LoadCache:
     def clear(self) -> None:
         self._items.clear()
 
-
-LOAD_CACHE = LoadCache()

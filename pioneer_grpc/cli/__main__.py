@@ -1,0 +1,5 @@
+import sys
+
+from pioneer_grpc.cli import main
+
+sys.exit(main())

@@ -1,0 +1,51 @@
+"""Prompt compilation use cases: compile (and record the manifest on a turn), seed bootstrap files.
+
+The compiler core reads files, so it runs in a worker thread; the manifest is
+recorded on the event loop afterwards, in its own transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from pioneer_grpc.compiler import ensure_bootstrap_files
+from pioneer_grpc.compiler.fsview import FsView
+from pioneer_grpc.compiler.paths import resolve_homes, resolve_workspace_root
+from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.v1 import prompt_pb2
+
+
+async def compile_prompt(
+    ctx: ServiceContext,
+    compile_input: prompt_pb2.PromptCompileInput,
+    payload: prompt_pb2.CompiledPromptPayload,
+    thread_id: str = "",
+    turn_id: str = "",
+) -> int:
+    """Fills `payload`; with a thread and turn, records the manifest and returns its event id (else 0)."""
+    if bool(thread_id) != bool(turn_id):
+        missing = "turn_id" if thread_id else "thread_id"
+        raise InvalidArgument.field(missing, "thread_id and turn_id are set together or not at all")
+    await asyncio.to_thread(
+        ctx.compile_cache.compile_into,
+        payload,
+        compile_input,
+        ctx.config.homes,
+        thread_id=thread_id,
+        turn_id=turn_id,
+    )
+    if not thread_id:
+        return 0
+    return await ctx.manifests.record(thread_id, turn_id, payload.manifest)
+
+
+async def ensure_bootstrap(ctx: ServiceContext, workspace_root: str) -> list[tuple[str, Path, bool]]:
+    """(name, path, created) for SOUL.md and IDENTITY.md in a workspace inside the runtime homes."""
+    return await asyncio.to_thread(_ensure_in, workspace_root, ctx.config.homes)
+
+
+def _ensure_in(workspace_root: str, homes: list[Path]) -> list[tuple[str, Path, bool]]:
+    folder = resolve_workspace_root(workspace_root, resolve_homes(homes, FsView()), field="workspace_root")
+    return ensure_bootstrap_files(folder)

@@ -1,0 +1,37 @@
+"""What every use case is given: configuration, the database, and the long-lived services.
+
+One context per running server, built by `server/app.py` (or by a test); there
+is no module-level state, so two servers in one process never share answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from pioneer_grpc.compiler.cache import CompileCache
+from pioneer_grpc.config import Config
+from pioneer_grpc.events.hub import ManifestHub
+from pioneer_grpc.events.recorder import ManifestRecorder
+from pioneer_grpc.history.summarizers import Summarizer
+from pioneer_grpc.service.load_cache import LoadCache
+
+
+@dataclass
+class ServiceContext:
+    config: Config
+    engine: AsyncEngine
+    sessions: async_sessionmaker[AsyncSession]
+    # Persists a compile's manifest on its turn and publishes the event.
+    manifests: ManifestRecorder
+    # Fan-out of manifest events to live observers.
+    hub: ManifestHub
+    summarizer: Summarizer
+    # Compiled prompts of recent inputs, reused while nothing they read has changed.
+    compile_cache: CompileCache = field(default_factory=CompileCache)
+    # Answers of recent full-history loads, reused while the thread's history state is unchanged.
+    load_cache: LoadCache = field(default_factory=LoadCache)
+    # Run in reverse order when the server stops (after RPCs drained).
+    on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)

@@ -1,0 +1,64 @@
+"""Manifest use cases: a turn's manifest, a watch on the event stream, and manifest diffs."""
+
+from __future__ import annotations
+
+from pioneer_grpc.errors import FieldViolation, InvalidArgument
+from pioneer_grpc.events.queries import TurnManifest, event_by_id, turn_manifest
+from pioneer_grpc.events.watch import ManifestWatch
+from pioneer_grpc.manifests.diff import diff_manifests
+from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.v1 import manifest_service_pb2, prompt_pb2
+
+
+def _require_turn(thread_id: str, turn_id: str, prefix: str = "") -> None:
+    InvalidArgument.raise_if(
+        [
+            FieldViolation(f"{prefix}{name}", "must not be empty")
+            for name, value in (("thread_id", thread_id), ("turn_id", turn_id))
+            if not value
+        ]
+    )
+
+
+async def get_turn_manifest(ctx: ServiceContext, thread_id: str, turn_id: str) -> TurnManifest:
+    _require_turn(thread_id, turn_id)
+    return await turn_manifest(ctx.engine, thread_id, turn_id)
+
+
+def open_watch(
+    ctx: ServiceContext, thread_id: str, after_event_id: int, live_only: bool
+) -> ManifestWatch:
+    """A watch from `after_event_id` on; the caller streams it and closes it when the stream ends."""
+    if after_event_id < 0:
+        raise InvalidArgument.field("after_event_id", "must not be negative")
+    return ManifestWatch(
+        ctx.hub,
+        ctx.engine,
+        thread_id=thread_id,
+        after_event_id=after_event_id,
+        live_only=live_only,
+        heartbeat_seconds=ctx.config.heartbeat_seconds,
+        queue_size=ctx.config.watch_queue_size,
+    )
+
+
+async def diff(
+    ctx: ServiceContext, base: manifest_service_pb2.ManifestRef, target: manifest_service_pb2.ManifestRef
+) -> manifest_service_pb2.DiffManifestsResponse:
+    return diff_manifests(await _resolve(ctx, base, "base"), await _resolve(ctx, target, "target"))
+
+
+async def _resolve(
+    ctx: ServiceContext, ref: manifest_service_pb2.ManifestRef, field: str
+) -> prompt_pb2.PromptManifest:
+    kind = ref.WhichOneof("ref")
+    if kind == "manifest":
+        return ref.manifest
+    if kind == "event_id":
+        if ref.event_id <= 0:
+            raise InvalidArgument.field(f"{field}.event_id", "must be a positive event id")
+        return (await event_by_id(ctx.engine, ref.event_id)).manifest
+    if kind == "turn":
+        _require_turn(ref.turn.thread_id, ref.turn.turn_id, prefix=f"{field}.turn.")
+        return (await turn_manifest(ctx.engine, ref.turn.thread_id, ref.turn.turn_id)).manifest
+    raise InvalidArgument.field(field, "must name a turn, an event id or an inline manifest")
