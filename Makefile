@@ -17,7 +17,7 @@ help:
 	@echo "make run    start the server (SQLite under ~/.pioneer, 127.0.0.1:50051)"
 	@echo "make test   every test: lint, buf, stubs, Python (SQLite+PostgreSQL), Go and Rust contract tests"
 	@echo "make proto  regenerate Python, Go and Rust stubs from protos/"
-	@echo "make lint   ruff, mypy, buf lint, buf breaking"
+	@echo "make lint   ruff, mypy --strict, import contracts, buf lint, buf breaking"
 	@echo "make bench  throughput and latency ratios against an echo RPC"
 
 $(STAMP): pyproject.toml
@@ -48,6 +48,7 @@ contract-image: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check pioneer_grpc tests scripts
 	$(VENV)/bin/mypy pioneer_grpc
+	$(VENV)/bin/lint-imports --no-cache
 	$(BUF) lint
 	$(BUF) breaking --against $(CONTRACT_IMAGE)
 

@@ -17,7 +17,7 @@ from pioneer_grpc.cli import watch as cli_watch
 from pioneer_grpc.config import ConfigError, load_config
 
 
-def _add_serve(subparsers: argparse._SubParsersAction) -> None:
+def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = subparsers.add_parser("serve", help="run the gRPC server")
     serve.add_argument("--config", type=Path, help="TOML file (also PIONEER_CONFIG)")
     serve.add_argument("--listen", help="HOST:PORT (default 127.0.0.1:50051)")

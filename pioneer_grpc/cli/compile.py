@@ -23,7 +23,7 @@ from pioneer_grpc.v1 import prompt_pb2
 VISIBLE_BOUNDARY = "──── cache boundary ────"
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "compile", help="compile a system prompt locally from a PromptCompileInput JSON file"
     )

@@ -30,7 +30,7 @@ ROLE_NAMES = {
 }
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "history",
         help="show what the next history load of a thread would send, and why",

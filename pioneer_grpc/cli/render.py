@@ -29,7 +29,7 @@ PROVIDER_CHOICES: dict[str, provider_service_pb2.Provider] = {
 }
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "render",
         help="print the provider request body for a ChatRequest JSON file",

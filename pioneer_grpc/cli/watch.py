@@ -31,7 +31,7 @@ FIRST_BACKOFF_SECONDS = 0.2
 MAX_BACKOFF_SECONDS = 5.0
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "watch",
         help="follow manifest events live, resuming after disconnects",

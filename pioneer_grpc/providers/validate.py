@@ -145,6 +145,16 @@ def _check_message(
             )
     if message.tool_calls and role != chat_pb2.CHAT_ROLE_ASSISTANT:
         violations.append(FieldViolation(f"{field}.tool_calls", "only assistant messages call tools"))
+    _check_tool_calls(provider, message, field, violations)
+    has_media = _check_parts(message, field, violations)
+    has_text = bool(message.content or message.artifact_refs or any(p.text for p in message.content_parts))
+    if role != chat_pb2.CHAT_ROLE_TOOL and not (has_text or has_media or message.tool_calls):
+        violations.append(FieldViolation(f"{field}.content", "message is empty"))
+
+
+def _check_tool_calls(
+    provider: int, message: chat_pb2.ChatMessage, field: str, violations: list[FieldViolation]
+) -> None:
     for j, call in enumerate(message.tool_calls):
         call_field = f"{field}.tool_calls[{j}]"
         if not call.id:
@@ -156,6 +166,10 @@ def _check_message(
                 parse_arguments(call.arguments)
             except ValueError as exc:
                 violations.append(FieldViolation(f"{call_field}.arguments", str(exc)))
+
+
+def _check_parts(message: chat_pb2.ChatMessage, field: str, violations: list[FieldViolation]) -> bool:
+    """Checks each content part; True when the message carries media."""
     has_media = False
     for j, part in enumerate(message.content_parts):
         media = media_of(part)
@@ -165,7 +179,7 @@ def _check_message(
             continue
         kind, media_part = media
         has_media = True
-        if role != chat_pb2.CHAT_ROLE_USER:
+        if message.role != chat_pb2.CHAT_ROLE_USER:
             violations.append(
                 FieldViolation(f"{field}.content_parts[{j}].{kind}", "only user messages carry media")
             )
@@ -174,9 +188,7 @@ def _check_message(
             resolve_media(kind, media_part)
         except ValueError as exc:
             violations.append(FieldViolation(f"{field}.content_parts[{j}].{kind}", str(exc)))
-    has_text = bool(message.content or message.artifact_refs or any(p.text for p in message.content_parts))
-    if role != chat_pb2.CHAT_ROLE_TOOL and not (has_text or has_media or message.tool_calls):
-        violations.append(FieldViolation(f"{field}.content", "message is empty"))
+    return has_media
 
 
 def _check_reasoning(

@@ -38,7 +38,7 @@ LOCK_SLACK_SECONDS = 10.0
 
 def _summarizer_deadline(ctx: ServiceContext) -> float:
     tries = ctx.config.summarizer_retries + 1
-    return ctx.config.summarizer_timeout_seconds * tries + 0.5 * 2**tries + LOCK_SLACK_SECONDS
+    return ctx.config.summarizer_timeout_seconds * tries + 0.5 * 2.0**tries + LOCK_SLACK_SECONDS
 
 
 def _stored(row: Any) -> decide.StoredSummary | None:
