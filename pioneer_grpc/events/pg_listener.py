@@ -47,10 +47,6 @@ class PgEventListener:
         self._task: asyncio.Task[None] | None = None
         self.reconnects = 0
 
-    @property
-    def backend_pid(self) -> int | None:
-        return None if self._conn is None else int(self._conn.get_server_pid())
-
     async def start(self) -> None:
         """The first connection is made here, so a bad URL fails server start."""
         await self._connect()

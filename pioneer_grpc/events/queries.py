@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from google.protobuf import json_format
@@ -11,6 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pioneer_grpc.errors import NotFound
+from pioneer_grpc.store.clock import as_utc
 from pioneer_grpc.store.models import Base, ManifestEventRow, ThreadRow, TurnRow
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from pioneer_grpc.v1 import prompt_pb2
@@ -18,11 +18,6 @@ from pioneer_grpc.v1 import prompt_pb2
 EVENTS = Base.metadata.tables[ManifestEventRow.__tablename__]
 TURNS = Base.metadata.tables[TurnRow.__tablename__]
 THREADS = Base.metadata.tables[ThreadRow.__tablename__]
-
-
-def as_utc(moment: datetime) -> datetime:
-    """SQLite hands timestamps back naive; they were written in UTC."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 def event_message(row: Any) -> service_pb2.ManifestEvent:

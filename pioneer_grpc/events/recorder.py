@@ -19,29 +19,24 @@ single writer, which gives the same guarantee without a lock.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 from google.protobuf import json_format
 from sqlalchemy import text
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pioneer_grpc.errors import FieldViolation, InvalidArgument
-from pioneer_grpc.events.queries import EVENTS, THREADS, TURNS
-from pioneer_grpc.history.budget import DEFAULT_MAX_CONTEXT_TOKENS, DEFAULT_RESPONSE_RESERVE_TOKENS
-from pioneer_grpc.v1 import history_pb2, prompt_pb2
+from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.events.queries import EVENTS, TURNS
+from pioneer_grpc.history.entries import id_violation
+from pioneer_grpc.store.clock import now
+from pioneer_grpc.store.turns import ensure_thread, ensure_turns
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
+from pioneer_grpc.v1 import prompt_pb2
 
 # pg_notify channel; the payload is the event id and nothing else.
 NOTIFY_CHANNEL = "pioneer_manifest_events"
 # (namespace, key) for pg_advisory_xact_lock(int4, int4); the two-key form keeps
 # it apart from single-bigint advisory locks taken elsewhere.
 EVENT_INSERT_LOCK = (0x50494F4E, 0x4D455654)
-MAX_ID_CHARS = 200
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 def profile_name(profile: int) -> str:
@@ -59,12 +54,7 @@ def manifest_json(manifest: prompt_pb2.PromptManifest) -> str:
 
 
 def _check_ids(thread_id: str, turn_id: str) -> None:
-    violations = [
-        FieldViolation(name, f"must be 1 to {MAX_ID_CHARS} characters")
-        for name, value in (("thread_id", thread_id), ("turn_id", turn_id))
-        if not value or len(value) > MAX_ID_CHARS
-    ]
-    InvalidArgument.raise_if(violations)
+    InvalidArgument.raise_if([id_violation("thread_id", thread_id), id_violation("turn_id", turn_id)])
 
 
 class ManifestRecorder:
@@ -77,7 +67,6 @@ class ManifestRecorder:
     ) -> None:
         self._engine = engine
         self._postgres = engine.dialect.name == "postgresql"
-        self._insert = postgresql.insert if self._postgres else sqlite.insert
         self._on_committed = on_committed
 
     async def record(self, thread_id: str, turn_id: str, manifest: prompt_pb2.PromptManifest) -> int:
@@ -89,13 +78,15 @@ class ManifestRecorder:
         # Encoded before the transaction: on PostgreSQL it holds a global lock.
         encoded, as_json = stored.SerializeToString(deterministic=True), manifest_json(stored)
         async with self._engine.begin() as conn:
-            await self._ensure_turn(conn, thread_id, turn_id)
+            # The turn row is locked by this statement, before the event lock below.
+            await ensure_thread(conn, thread_id)
+            await ensure_turns(conn, thread_id, [turn_id], lock=True)
             if self._postgres:
                 await conn.execute(
                     text("SELECT pg_advisory_xact_lock(:namespace, :key)"),
                     {"namespace": EVENT_INSERT_LOCK[0], "key": EVENT_INSERT_LOCK[1]},
                 )
-            created = _now()
+            created = now()
             event_id: int = (
                 await conn.execute(
                     EVENTS.insert()
@@ -134,34 +125,3 @@ class ManifestRecorder:
         event.create_time.FromDatetime(created)
         self._on_committed(event)
         return event_id
-
-    async def _ensure_turn(self, conn: AsyncConnection, thread_id: str, turn_id: str) -> None:
-        """Insert the thread and turn if missing (safe against a concurrent creator); lock the turn row."""
-        now = _now()
-        await conn.execute(
-            self._insert(THREADS)
-            .values(
-                thread_id=thread_id,
-                max_context_tokens=DEFAULT_MAX_CONTEXT_TOKENS,
-                response_reserve_tokens=DEFAULT_RESPONSE_RESERVE_TOKENS,
-                model="",
-                summary_model="",
-                created_at=now,
-                updated_at=now,
-            )
-            .on_conflict_do_nothing(index_elements=[THREADS.c.thread_id])
-        )
-        await conn.execute(
-            self._insert(TURNS)
-            .values(
-                thread_id=thread_id,
-                turn_id=turn_id,
-                status=history_pb2.TURN_STATUS_IN_PROGRESS,
-                created_at=now,
-                updated_at=now,
-            )
-            # DO UPDATE (not NOTHING) so an existing row is locked by this same statement.
-            .on_conflict_do_update(
-                index_elements=[TURNS.c.thread_id, TURNS.c.turn_id], set_={"updated_at": now}
-            )
-        )

@@ -73,8 +73,6 @@ class Snapshot:
 class LoadResult:
     messages: list[chat_pb2.ChatMessage]
     report: history_pb2.HistoryDecisionReport
-    # Set when this load produced a summary that should be stored.
-    new_summary: StoredSummary | None = None
     kept: list[history_pb2.ConversationEntry] = field(default_factory=list)
 
 
@@ -156,9 +154,7 @@ def summarized(snapshot: Snapshot, summary: StoredSummary, summarizer: str) -> L
         snapshot, history_pb2.HISTORY_DECISION_SUMMARIZED, history_pb2.SUMMARY_USE_CREATED, summarizer
     )
     report.summary_covers_through_entry_id = summary.covers_through_entry_id
-    result = _finish(report, [summary_message(summary.text)], [], summary.cost, snapshot)
-    result.new_summary = summary
-    return result
+    return _finish(report, [summary_message(summary.text)], [], summary.cost, snapshot)
 
 
 def summary_rejection(candidate_cost: int, snapshot: Snapshot) -> str | None:

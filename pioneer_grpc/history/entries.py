@@ -14,11 +14,17 @@ from pioneer_grpc.v1 import common_pb2, history_pb2
 MAX_ID_CHARS = 200
 
 
-def id_violation(path: str, value: str, what: str) -> FieldViolation | None:
+def id_violation(path: str, value: str, what: str = "") -> FieldViolation | None:
+    """The one rule for every id a client names: not blank, at most MAX_ID_CHARS characters.
+
+    `what` names the id in the description ("thread id is required"); without it
+    the description speaks of the field ("must not be empty").
+    """
     if not value.strip():
-        return FieldViolation(path, f"{what} is required")
+        return FieldViolation(path, f"{what} is required" if what else "must not be empty")
     if len(value) > MAX_ID_CHARS:
-        return FieldViolation(path, f"{what} is longer than {MAX_ID_CHARS} characters")
+        subject = f"{what} is" if what else "must not be"
+        return FieldViolation(path, f"{subject} longer than {MAX_ID_CHARS} characters")
     return None
 
 

@@ -13,6 +13,7 @@ from pioneer_grpc.compiler import ensure_bootstrap_files
 from pioneer_grpc.compiler.fsview import FsView
 from pioneer_grpc.compiler.paths import resolve_homes, resolve_workspace_root
 from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.history.entries import id_violation
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.v1 import prompt_pb2
 
@@ -28,6 +29,8 @@ async def compile_prompt(
     if bool(thread_id) != bool(turn_id):
         missing = "turn_id" if thread_id else "thread_id"
         raise InvalidArgument.field(missing, "thread_id and turn_id are set together or not at all")
+    if thread_id:
+        InvalidArgument.raise_if([id_violation("thread_id", thread_id), id_violation("turn_id", turn_id)])
     await asyncio.to_thread(
         ctx.compile_cache.compile_into,
         payload,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from pioneer_grpc.errors import FieldViolation, InvalidArgument
+from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.events.queries import TurnManifest, event_by_id, turn_manifest
 from pioneer_grpc.events.watch import ManifestWatch
+from pioneer_grpc.history.entries import id_violation
 from pioneer_grpc.manifests.diff import diff_manifests
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.v1 import manifest_service_pb2, prompt_pb2
@@ -12,11 +13,7 @@ from pioneer_grpc.v1 import manifest_service_pb2, prompt_pb2
 
 def _require_turn(thread_id: str, turn_id: str, prefix: str = "") -> None:
     InvalidArgument.raise_if(
-        [
-            FieldViolation(f"{prefix}{name}", "must not be empty")
-            for name, value in (("thread_id", thread_id), ("turn_id", turn_id))
-            if not value
-        ]
+        [id_violation(f"{prefix}thread_id", thread_id), id_violation(f"{prefix}turn_id", turn_id)]
     )
 
 

@@ -59,7 +59,7 @@ def _checked_entries(request: turn_service_pb2.PrepareTurnRequest) -> list[histo
     Everything that can be rejected without the database is checked here, before
     anything is stored: ids, the new entries, the compile input and the tool rules.
     """
-    violations = [id_violation(name, getattr(request, name), name) for name in ("thread_id", "turn_id")]
+    violations = [id_violation(name, getattr(request, name)) for name in ("thread_id", "turn_id")]
     entries = []
     for i, entry in enumerate(request.new_entries):
         if entry.turn_id and entry.turn_id != request.turn_id:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from pioneer_grpc.errors import AlreadyExists, FailedPrecondition, NotFound
@@ -26,8 +25,9 @@ from pioneer_grpc.history.entries import (
     parse_tool_calls,
     tool_calls_json,
 )
+from pioneer_grpc.store.clock import as_utc, now
 from pioneer_grpc.store.models import EntryRow, ThreadRow, TurnRow
-from pioneer_grpc.store.threads import as_utc, now
+from pioneer_grpc.store.turns import ensure_turns, insert
 from pioneer_grpc.v1 import history_pb2
 
 
@@ -45,11 +45,6 @@ class AppendOutcome:
     existing_count: int
 
 
-def _insert(session: AsyncSession, model: Any) -> Any:
-    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    return dialect.insert(model)
-
-
 async def _touch_thread(session: AsyncSession, thread_id: str) -> None:
     result: Any = await session.execute(
         update(ThreadRow).where(ThreadRow.thread_id == thread_id).values(updated_at=now())
@@ -59,25 +54,13 @@ async def _touch_thread(session: AsyncSession, thread_id: str) -> None:
 
 
 async def _turn_statuses(session: AsyncSession, thread_id: str, turn_ids: list[str]) -> dict[str, int]:
-    moment = now()
-    for turn_id in turn_ids:
-        await session.execute(
-            _insert(session, TurnRow)
-            .values(
-                thread_id=thread_id,
-                turn_id=turn_id,
-                status=history_pb2.TURN_STATUS_IN_PROGRESS,
-                created_at=moment,
-                updated_at=moment,
-            )
-            .on_conflict_do_nothing(index_elements=["thread_id", "turn_id"])
-        )
+    await ensure_turns(session, thread_id, turn_ids)
     rows = await session.execute(
         select(TurnRow.turn_id, TurnRow.status).where(
             TurnRow.thread_id == thread_id, TurnRow.turn_id.in_(turn_ids)
         )
     )
-    return {turn_id: status for turn_id, status in rows}
+    return {row.turn_id: row.status for row in rows}
 
 
 ENTRY_COLUMNS = (
@@ -166,7 +149,7 @@ async def append_entries(
             entry = new.entry
             reasoning = entry.reasoning_content if entry.HasField("reasoning_content") else None
             inserted = await session.execute(
-                _insert(session, EntryRow)
+                insert(session, EntryRow)
                 .values(
                     thread_id=thread_id,
                     entry_id=entry.entry_id,
@@ -252,22 +235,21 @@ LOAD_COLUMNS = (
 
 
 def _loaded_entry(row: Any) -> history_pb2.ConversationEntry:
-    entry_id, turn_id, role, content, calls, call_id, name, refs, tokens = row[1:]
     entry = history_pb2.ConversationEntry(
-        entry_id=entry_id,
-        turn_id=turn_id,
-        role=role,
-        content=content,
-        tool_call_id=call_id,
-        name=name,
-        sequence=row[0],
-        token_count=tokens,
+        entry_id=row.entry_id,
+        turn_id=row.turn_id,
+        role=row.role,
+        content=row.content,
+        tool_call_id=row.tool_call_id,
+        name=row.name,
+        sequence=row.id,
+        token_count=row.token_count,
         completed=True,
     )
-    if calls != "[]":
-        entry.tool_calls.extend(parse_tool_calls(calls))
-    if refs != "[]":
-        entry.artifact_refs.extend(parse_artifact_refs(refs))
+    if row.tool_calls_json != "[]":
+        entry.tool_calls.extend(parse_tool_calls(row.tool_calls_json))
+    if row.artifact_refs_json != "[]":
+        entry.artifact_refs.extend(parse_artifact_refs(row.artifact_refs_json))
     return entry
 
 

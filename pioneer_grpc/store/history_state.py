@@ -34,11 +34,14 @@ async def history_state(session: AsyncSession | AsyncConnection, thread_id: str)
         ThreadRow.response_reserve_tokens,
         ThreadRow.model,
         ThreadRow.summary_model,
-        select(func.max(SummaryRow.id)).where(SummaryRow.thread_id == ThreadRow.thread_id).scalar_subquery(),
-        select(func.count()).select_from(EntryRow).where(completed).scalar_subquery(),
-        select(func.max(EntryRow.id)).where(completed).scalar_subquery(),
+        select(func.max(SummaryRow.id))
+        .where(SummaryRow.thread_id == ThreadRow.thread_id)
+        .scalar_subquery()
+        .label("summary_id"),
+        select(func.count()).select_from(EntryRow).where(completed).scalar_subquery().label("completed_count"),
+        select(func.max(EntryRow.id)).where(completed).scalar_subquery().label("completed_max_id"),
     ).where(ThreadRow.thread_id == thread_id)
     row = (await session.execute(query)).first()
     if row is None:
         raise NotFound(f"thread {thread_id!r} does not exist")
-    return HistoryState(*row)
+    return HistoryState(**row._mapping)

@@ -7,8 +7,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from pioneer_grpc.store.clock import as_utc, now
 from pioneer_grpc.store.models import SummaryRow
-from pioneer_grpc.store.threads import as_utc, now
 from pioneer_grpc.v1 import history_pb2
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func, select
@@ -12,6 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from pioneer_grpc.errors import AlreadyExists, NotFound
+from pioneer_grpc.store.clock import as_utc, now
 from pioneer_grpc.store.models import EntryRow, ThreadRow
 from pioneer_grpc.v1 import history_pb2
 
@@ -22,15 +22,6 @@ class ThreadSettings:
     response_reserve_tokens: int
     model: str = ""
     summary_model: str = ""
-
-
-def now() -> datetime:
-    return datetime.now(UTC)
-
-
-def as_utc(moment: datetime) -> datetime:
-    """SQLite hands back naive datetimes; every stored time is UTC."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 async def create_thread(session: AsyncSession, thread_id: str, settings: ThreadSettings) -> ThreadRow:
