@@ -1,4 +1,4 @@
-"""Server configuration from flags, environment and an optional TOML file.
+"""Server configuration from flags, environment and an optional TOML file (shared by `serve` and the CLI).
 
 Precedence: flags > environment (PIONEER_*) > TOML file (--config / PIONEER_CONFIG)
 > defaults. Every value is validated here, so a bad value fails start with a

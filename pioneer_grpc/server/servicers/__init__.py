@@ -1,1 +1,1 @@
-"""Thin servicers: convert requests, delegate to a core, convert the answer."""
+"""Thin servicers: convert the request, call the use case in `service/`, convert the answer."""
