@@ -298,3 +298,31 @@ async def test_unknown_thread_is_not_found(server):
             )
         )
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_every_violation_is_reported_at_once_under_the_requests_own_names(server):
+    c = Client(server)
+    await c.thread("t-all")
+    bad_input = compile_input()
+    bad_input.dynamic_sections.add(id="has space", content="x")
+    request = turn_service_pb2.PrepareTurnRequest(
+        thread_id="t-all",
+        turn_id="turn-1",
+        new_entries=[
+            user("u1", "hi"),
+            history_pb2.ConversationEntry(entry_id="", role=99, content="x"),
+        ],
+        compile_input=bad_input,
+        tools=[chat_pb2.ToolDefinition(name="bad name!")],
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await c.turns.PrepareTurn(request)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert bad_fields(err.value) == [
+        "new_entries[1].entry_id",
+        "new_entries[1].role",
+        "compile_input.dynamic_sections[0].id",
+        "tools[0].name",
+    ]
+    assert err.value.details().endswith("(and 1 more)")
+    assert await c.entry_count("t-all") == 0
