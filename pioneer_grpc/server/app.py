@@ -19,6 +19,7 @@ from pioneer_grpc.adapters import build_summarizer
 from pioneer_grpc.compiler.seed import ensure_bootstrap_files
 from pioneer_grpc.config import Config
 from pioneer_grpc.events.wiring import start_manifest_events
+from pioneer_grpc.models.registry import load_registry
 from pioneer_grpc.server.interceptors import AuthInterceptor, ErrorInterceptor
 from pioneer_grpc.server.servicers.compiler import PromptCompilerServicer
 from pioneer_grpc.server.servicers.echo import EchoServicer
@@ -124,6 +125,7 @@ async def build_context(config: Config) -> ServiceContext:
     events = await start_manifest_events(engine)
     ctx = ServiceContext(
         config=config,
+        models=load_registry(config.models_file),
         engine=engine,
         sessions=session_factory(engine),
         manifests=events.recorder,

@@ -16,6 +16,7 @@ from pioneer_grpc.config import Config
 from pioneer_grpc.events.hub import ManifestHub
 from pioneer_grpc.events.recorder import ManifestRecorder
 from pioneer_grpc.history.summarizers import Summarizer
+from pioneer_grpc.models.registry import Registry, packaged_registry
 from pioneer_grpc.service.load_cache import LoadCache
 
 
@@ -33,5 +34,7 @@ class ServiceContext:
     compile_cache: CompileCache = field(default_factory=CompileCache)
     # Answers of recent full-history loads, reused while the thread's history state is unchanged.
     load_cache: LoadCache = field(default_factory=LoadCache)
+    # What the server knows of each model (window, output limit, tokenizer, cache minimum).
+    models: Registry = field(default_factory=packaged_registry)
     # Run in reverse order when the server stops (after RPCs drained).
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)

@@ -25,6 +25,7 @@ from pioneer_grpc.history.budget import (
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation, thread_id_violation
 from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
 from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, TOKENIZER, count_tokens
+from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.history_load import load_history
 from pioneer_grpc.store import entries as entry_store
@@ -53,18 +54,28 @@ _INT_PATHS = {
 _check = InvalidArgument.raise_if
 
 
+def model_budget(models: Registry, model: str) -> tuple[int, int]:
+    """(max_context_tokens, response_reserve_tokens) a new thread of `model` gets by default."""
+    info = models.lookup(model)
+    if info is None:
+        return DEFAULT_MAX_CONTEXT_TOKENS, DEFAULT_RESPONSE_RESERVE_TOKENS
+    return info.context_window, info.response_reserve
+
+
 async def create_thread(
     ctx: ServiceContext, thread_id: str, config: history_pb2.ThreadConfig
 ) -> history_pb2.Thread:
-    """Client-chosen id, or a generated one when `thread_id` is empty; AlreadyExists on a taken id."""
+    """Client-chosen id, or a generated one when `thread_id` is empty; AlreadyExists on a taken id.
+
+    A budget field the caller leaves unset comes from the model registry (the
+    model's window; its maximum output, at most an eighth of the window), or,
+    for a model the registry does not know, from the original's defaults.
+    """
+    window, reserve = model_budget(ctx.models, config.model)
     settings = thread_store.ThreadSettings(
-        max_context_tokens=(
-            config.max_context_tokens if config.HasField("max_context_tokens") else DEFAULT_MAX_CONTEXT_TOKENS
-        ),
+        max_context_tokens=config.max_context_tokens if config.HasField("max_context_tokens") else window,
         response_reserve_tokens=(
-            config.response_reserve_tokens
-            if config.HasField("response_reserve_tokens")
-            else DEFAULT_RESPONSE_RESERVE_TOKENS
+            config.response_reserve_tokens if config.HasField("response_reserve_tokens") else reserve
         ),
         model=config.model,
         summary_model=config.summary_model,
@@ -106,7 +117,7 @@ def _mask_paths(config: history_pb2.ThreadConfig, paths: Sequence[str]) -> list[
 async def update_thread(
     ctx: ServiceContext, thread_id: str, config: history_pb2.ThreadConfig, paths: Sequence[str]
 ) -> history_pb2.Thread:
-    """Sets the masked ThreadConfig fields (a masked but unset field goes back to its default).
+    """Sets the masked ThreadConfig fields (a masked but unset field goes back to its model's default).
 
     An empty mask means every field set in `config`; the merged result must be a valid budget.
     """
@@ -114,12 +125,12 @@ async def update_thread(
     masked = _mask_paths(config, paths)
 
     def changes_for(current: thread_store.ThreadSettings) -> dict[str, Any]:
-        changes: dict[str, Any] = {}
+        changes: dict[str, Any] = {p: getattr(config, p) for p in masked if p not in _INT_PATHS}
+        budget = model_budget(ctx.models, changes.get("model", current.model))
+        defaults = dict(zip(_INT_PATHS, budget, strict=True))
         for path in masked:
             if path in _INT_PATHS:
-                changes[path] = getattr(config, path) if config.HasField(path) else _INT_PATHS[path]
-            else:
-                changes[path] = getattr(config, path)
+                changes[path] = getattr(config, path) if config.HasField(path) else defaults[path]
         merged = {**current.__dict__, **changes}
         _check(config_violations(merged["max_context_tokens"], merged["response_reserve_tokens"]))
         return changes

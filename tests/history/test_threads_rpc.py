@@ -125,3 +125,31 @@ async def test_update_rejects_a_merged_budget_that_is_invalid_and_changes_nothin
         history.UpdateThread(pb.UpdateThreadRequest(thread_id="x", config=config(reserve=1)))
     )
     assert missing.code == grpc.StatusCode.NOT_FOUND
+
+
+async def test_a_known_model_takes_its_window_and_reserve_from_the_registry(pg_server):
+    history = stub(pg_server)
+    expected = {
+        "gpt-4o-2024-08-06": (128_000, 16_000),  # reserve: an eighth of the window (< 16,384 output)
+        "claude-sonnet-4-5-20250929": (200_000, 25_000),
+        "gemini-2.5-pro": (1_048_576, 65_536),  # reserve: the whole maximum output
+    }
+    for i, (model, budget) in enumerate(expected.items()):
+        thread = await create(history, f"t-known-{i}", config(model=model))
+        assert (thread.config.max_context_tokens, thread.config.response_reserve_tokens) == budget, model
+    # What the caller sets wins over the registry.
+    thread = await create(history, "t-set", config(max_context=50_000, reserve=2_000, model="gemini-2.5-pro"))
+    assert (thread.config.max_context_tokens, thread.config.response_reserve_tokens) == (50_000, 2_000)
+
+
+async def test_clearing_a_budget_field_goes_back_to_the_models_default(pg_server):
+    history = stub(pg_server)
+    await create(history, "t-clear", config(max_context=50_000, model="claude-haiku-4-5"))
+    reply = await history.UpdateThread(
+        pb.UpdateThreadRequest(
+            thread_id="t-clear",
+            config=config(),
+            update_mask=field_mask_pb2.FieldMask(paths=["max_context_tokens"]),
+        )
+    )
+    assert reply.thread.config.max_context_tokens == 200_000

@@ -1,0 +1,1 @@
+"""What the server knows of each model: window, output limit, tokenizer, cache minimum, provider."""

@@ -1,0 +1,87 @@
+"""The packaged model registry and an operator's file on top of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pioneer_grpc.config import ConfigError, load_config
+from pioneer_grpc.history.tokens import TOKENIZERS
+from pioneer_grpc.models.registry import PROVIDERS, RegistryError, load_registry, packaged_registry
+
+
+def test_every_packaged_entry_is_complete_and_dated():
+    registry = packaged_registry()
+    assert {info.provider for info in registry.models.values()} == set(PROVIDERS)
+    for info in registry.models.values():
+        assert info.tokenizer in TOKENIZERS
+        assert 0 < info.response_reserve <= info.max_output <= info.context_window
+        assert info.checked == "2026-11-30", info.prefix
+        if info.provider == "anthropic" and info.cache_min_tokens is not None:
+            assert info.cache_min_tokens in (1_024, 2_048, 4_096)
+
+
+@pytest.mark.parametrize(
+    ("model", "prefix", "tokenizer"),
+    [
+        ("gpt-4o-mini", "gpt-4o", "o200k_base"),
+        ("gpt-4-0613", "gpt-4", "cl100k_base"),
+        ("gpt-4-turbo-2024-04-09", "gpt-4-turbo", "cl100k_base"),
+        ("gpt-4.1-mini", "gpt-4.1", "o200k_base"),
+        ("claude-opus-4-1-20250805", "claude-opus-4-1", "claude_estimate"),
+        ("claude-opus-4-20250514", "claude-opus-4", "claude_estimate"),
+        ("models/gemini-2.5-flash", "gemini-2.5-flash", "gemini_estimate"),
+    ],
+)
+def test_the_longest_prefix_wins(model: str, prefix: str, tokenizer: str):
+    info = packaged_registry().lookup(model)
+    assert info is not None and (info.prefix, info.tokenizer) == (prefix, tokenizer)
+
+
+def test_an_unknown_model_is_none():
+    assert packaged_registry().lookup("llama-3-70b") is None
+    assert packaged_registry().lookup("") is None
+
+
+def test_an_operator_file_adds_and_replaces_entries(tmp_path: Path):
+    path = tmp_path / "models.toml"
+    path.write_text(
+        '[models."llama-3"]\nprovider = "openai"\ncontext_window = 8192\nmax_output = 2048\n'
+        'tokenizer = "cl100k_base"\n'
+        '[models."gpt-4o"]\nprovider = "openai"\ncontext_window = 64000\nmax_output = 4000\n'
+        'tokenizer = "o200k_base"\n'
+    )
+    registry = load_registry(path)
+    llama, gpt = registry.lookup("llama-3-8b"), registry.lookup("gpt-4o")
+    assert llama is not None and (llama.context_window, llama.response_reserve) == (8192, 1024)
+    assert gpt is not None and gpt.context_window == 64000
+    assert registry.lookup("claude-haiku-4-5") is not None  # the rest of the packaged file stays
+
+
+def _entry(
+    provider: str = '"openai"', window: str = "10", output: str = "1", tokenizer: str = '"o200k_base"'
+) -> str:
+    return (
+        f"[models.x]\nprovider = {provider}\ncontext_window = {window}\n"
+        f"max_output = {output}\ntokenizer = {tokenizer}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "names"),
+    [
+        (_entry(provider='"acme"'), "provider"),
+        (_entry(tokenizer='"bpe"'), "tokenizer"),
+        (_entry(output="11"), "max_output"),
+        (_entry(window='"big"'), "context_window"),
+        ("models = [", "not valid TOML"),
+    ],
+)
+def test_a_bad_file_fails_server_start_naming_the_field(tmp_path: Path, body: str, names: str):
+    path = tmp_path / "models.toml"
+    path.write_text(body)
+    with pytest.raises(RegistryError, match=names):
+        load_registry(path)
+    with pytest.raises(ConfigError, match=names):
+        load_config(flags={"models_file": str(path)}, environ={})
