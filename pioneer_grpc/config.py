@@ -45,6 +45,11 @@ class Config:
     log_level: str = "INFO"
     # A TOML model registry whose entries add to (or replace) the packaged one.
     models_file: Path | None = None
+    log_format: str = "text"
+    # OTLP/gRPC collector for traces, e.g. http://127.0.0.1:4317; empty: no tracing.
+    otlp_endpoint: str = ""
+    # HOST:PORT of the Prometheus endpoint; empty: no metrics.
+    metrics_listen: str = ""
 
     @property
     def homes(self) -> list[Path]:
@@ -86,6 +91,13 @@ def _listen(raw: Any) -> str:
     return value
 
 
+def _otlp_endpoint(raw: Any) -> str:
+    value = str(raw)
+    if value and not value.startswith(("http://", "https://")):
+        raise ValueError("must be an http:// or https:// URL, e.g. http://127.0.0.1:4317")
+    return value
+
+
 def _database_url(raw: Any) -> str:
     value = str(raw)
     if value and not (is_sqlite(value) or is_postgres(value)):
@@ -122,6 +134,9 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "summarizer_retries": lambda raw: int(_non_negative_float(raw)),
     "log_level": _choice("DEBUG", "INFO", "WARNING", "ERROR"),
     "models_file": _path,
+    "log_format": _choice("text", "json"),
+    "otlp_endpoint": _otlp_endpoint,
+    "metrics_listen": lambda raw: _listen(raw) if str(raw) else "",
 }
 FIELD_NAMES = [f.name for f in fields(Config)]
 

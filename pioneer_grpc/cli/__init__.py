@@ -35,6 +35,9 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     serve.add_argument("--summarizer-base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     serve.add_argument("--summarizer-api-key-env", help="environment variable holding the API key")
     serve.add_argument("--log-level")
+    serve.add_argument("--log-format", help="text (default) or json: one JSON object per line")
+    serve.add_argument("--otlp-endpoint", help="export traces over OTLP/gRPC, e.g. http://127.0.0.1:4317")
+    serve.add_argument("--metrics-listen", help="serve Prometheus metrics on HOST:PORT (default: off)")
     serve.set_defaults(func=_serve)
 
 

@@ -88,8 +88,11 @@ class CompileCache:
         *,
         thread_id: str = "",
         turn_id: str = "",
-    ) -> None:
-        """`compile` written into `target` (say, a response's payload field), saving a copy."""
+    ) -> bool:
+        """`compile` written into `target` (say, a response's payload field), saving a copy.
+
+        True when the answer came from the cache.
+        """
         key: _Key = (
             tuple(os.fspath(root) for root in allowed_roots),
             request.SerializeToString(deterministic=True),
@@ -98,7 +101,8 @@ class CompileCache:
             entry = self._entries.get(key)
             if entry is not None:
                 self._entries.move_to_end(key)
-        if entry is not None and entry.view.unchanged():
+        hit = entry is not None and entry.view.unchanged()
+        if entry is not None and hit:
             self._count(hit=True)
             target.CopyFrom(entry.payload)
         else:
@@ -114,6 +118,7 @@ class CompileCache:
             target.CopyFrom(payload)
         target.manifest.thread_id = thread_id
         target.manifest.turn_id = turn_id
+        return hit
 
     def _count(self, hit: bool) -> None:
         with self._lock:

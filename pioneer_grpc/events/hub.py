@@ -134,6 +134,10 @@ class ManifestHub:
     def observer_count(self) -> int:
         return len(self._subscriptions)
 
+    def observer_lags(self) -> list[int]:
+        """Events dispatched to each observer and not yet sent to it."""
+        return [subscription.pending for subscription in list(self._subscriptions)]
+
     async def close(self, wait_seconds: float = 10.0) -> None:
         """Ends every stream and waits for their tasks.
 

@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from opentelemetry.sdk.trace import TracerProvider
 
 from pioneer_grpc.adapters import build_summarizer
 from pioneer_grpc.compiler.seed import ensure_bootstrap_files
@@ -21,6 +22,7 @@ from pioneer_grpc.config import Config
 from pioneer_grpc.events.wiring import start_manifest_events
 from pioneer_grpc.models.registry import load_registry
 from pioneer_grpc.server.interceptors import AuthInterceptor, ErrorInterceptor
+from pioneer_grpc.server.observability import ObservabilityInterceptor
 from pioneer_grpc.server.servicers.compiler import PromptCompilerServicer
 from pioneer_grpc.server.servicers.echo import EchoServicer
 from pioneer_grpc.server.servicers.history import HistoryServicer
@@ -30,6 +32,8 @@ from pioneer_grpc.server.servicers.turn import TurnServicer
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.store.engine import create_engine, session_factory
 from pioneer_grpc.store.migrate import migrate
+from pioneer_grpc.telemetry import Metrics, Telemetry, tracing
+from pioneer_grpc.telemetry.db_pool import instrument_pool
 from pioneer_grpc.v1 import (
     echo_service_pb2,
     echo_service_pb2_grpc,
@@ -95,6 +99,12 @@ class RunningServer:
         host = self.ctx.config.listen.rpartition(":")[0]
         return f"{host}:{self.port}"
 
+    @property
+    def metrics_address(self) -> str:
+        """HOST:PORT of the Prometheus endpoint; empty when it is off."""
+        port = self.ctx.telemetry.metrics_port
+        return f"{self.ctx.config.metrics_listen.rpartition(':')[0]}:{port}" if port else ""
+
     async def stop(self, grace: float | None = None) -> None:
         """NOT_SERVING first, so load balancers drain; then stop, then release resources."""
         await self.health.enter_graceful_shutdown()
@@ -114,7 +124,18 @@ def _credentials(config: Config) -> grpc.ServerCredentials | None:
     return grpc.ssl_server_credentials([(config.tls_key.read_bytes(), config.tls_cert.read_bytes())])
 
 
-async def build_context(config: Config) -> ServiceContext:
+def build_telemetry(config: Config, tracer_provider: TracerProvider | None = None) -> Telemetry:
+    """`tracer_provider` overrides --otlp-endpoint (tests give one with an in-memory exporter)."""
+    if tracer_provider is None and config.otlp_endpoint:
+        tracer_provider = tracing.otlp_tracer_provider(config.otlp_endpoint)
+    telemetry = Telemetry(tracer_provider, Metrics() if config.metrics_listen else None)
+    if isinstance(telemetry.metrics, Metrics):
+        telemetry.metrics_port = telemetry.metrics.serve(config.metrics_listen)
+        log.info("metrics on http://%s/metrics", config.metrics_listen)
+    return telemetry
+
+
+async def build_context(config: Config, telemetry: Telemetry | None = None) -> ServiceContext:
     await asyncio.to_thread(config.home.mkdir, parents=True, exist_ok=True)
     created = await asyncio.to_thread(ensure_bootstrap_files, config.home)
     for name, path, was_created in created:
@@ -123,6 +144,9 @@ async def build_context(config: Config) -> ServiceContext:
     engine = create_engine(config.effective_database_url)
     await migrate(engine)
     events = await start_manifest_events(engine)
+    telemetry = telemetry or Telemetry()
+    instrument_pool(engine, telemetry.metrics)
+    telemetry.metrics.watch_observers(lambda: events.hub.observer_count, events.hub.observer_lags)
     ctx = ServiceContext(
         config=config,
         models=load_registry(config.models_file),
@@ -137,14 +161,25 @@ async def build_context(config: Config) -> ServiceContext:
             timeout_seconds=config.summarizer_timeout_seconds,
             retries=config.summarizer_retries,
         ),
+        telemetry=telemetry,
     )
+    ctx.on_shutdown.append(telemetry.close)
     ctx.on_shutdown.append(events.close)
     return ctx
 
 
-async def start_server(config: Config) -> RunningServer:
-    ctx = await build_context(config)
+async def start_server(config: Config, *, tracer_provider: TracerProvider | None = None) -> RunningServer:
+    # The metrics port is bound first: a port in use stops the start before anything is written.
+    telemetry = build_telemetry(config, tracer_provider)
+    try:
+        ctx = await build_context(config, telemetry)
+    except BaseException:
+        await telemetry.close()
+        raise
     interceptors: list[grpc.aio.ServerInterceptor] = []
+    if telemetry.enabled:
+        # Outermost, so it sees the code the client gets, auth rejections included.
+        interceptors.append(ObservabilityInterceptor(telemetry))
     if config.token:
         interceptors.append(AuthInterceptor(config.token))
     interceptors.append(ErrorInterceptor())

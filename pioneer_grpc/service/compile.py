@@ -14,6 +14,7 @@ from pioneer_grpc.compiler.fsview import FsView
 from pioneer_grpc.compiler.paths import resolve_homes, resolve_workspace_root
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.history.entries import id_violation
+from pioneer_grpc.service import observe
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.v1 import prompt_pb2
 
@@ -31,17 +32,20 @@ async def compile_prompt(
         raise InvalidArgument.field(missing, "thread_id and turn_id are set together or not at all")
     if thread_id:
         InvalidArgument.raise_if([id_violation("thread_id", thread_id), id_violation("turn_id", turn_id)])
-    await asyncio.to_thread(
-        ctx.compile_cache.compile_into,
-        payload,
-        compile_input,
-        ctx.config.homes,
-        thread_id=thread_id,
-        turn_id=turn_id,
-    )
+        observe.turn_started(ctx, thread_id, turn_id)
+    with ctx.telemetry.span("pioneer.compile") as span:
+        hit = await asyncio.to_thread(
+            ctx.compile_cache.compile_into,
+            payload,
+            compile_input,
+            ctx.config.homes,
+            thread_id=thread_id,
+            turn_id=turn_id,
+        )
+        observe.compiled(ctx, span, hit, payload.manifest)
     if not thread_id:
         return 0
-    return await ctx.manifests.record(thread_id, turn_id, payload.manifest)
+    return await observe.record_manifest(ctx, thread_id, turn_id, payload.manifest)
 
 
 async def ensure_bootstrap(ctx: ServiceContext, workspace_root: str) -> list[tuple[str, Path, bool]]:

@@ -18,6 +18,7 @@ from pioneer_grpc.events.recorder import ManifestRecorder
 from pioneer_grpc.history.summarizers import Summarizer
 from pioneer_grpc.models.registry import Registry, packaged_registry
 from pioneer_grpc.service.load_cache import LoadCache
+from pioneer_grpc.telemetry import Telemetry
 
 
 @dataclass
@@ -36,5 +37,7 @@ class ServiceContext:
     load_cache: LoadCache = field(default_factory=LoadCache)
     # What the server knows of each model (window, output limit, tokenizer, cache minimum).
     models: Registry = field(default_factory=packaged_registry)
+    # Spans and metrics; inert unless the server was started with them.
+    telemetry: Telemetry = field(default_factory=Telemetry)
     # Run in reverse order when the server stops (after RPCs drained).
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)

@@ -31,6 +31,7 @@ from pioneer_grpc.service.history_load import load_history
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
+from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 
 __all__ = [
@@ -145,6 +146,15 @@ async def append_entries(
 ) -> entry_store.AppendOutcome:
     """Stores the batch in one transaction, idempotent by entry_id; tokens are counted here, once."""
     _check([thread_id_violation(thread_id), *entry_violations(list(entries))])
+    with ctx.telemetry.span(
+        "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
+    ):
+        return await _append_checked(ctx, thread_id, entries)
+
+
+async def _append_checked(
+    ctx: ServiceContext, thread_id: str, entries: Sequence[history_pb2.ConversationEntry]
+) -> entry_store.AppendOutcome:
     texts_per_entry = [entry_counted_texts(entry) for entry in entries]
     counts = await count_tokens([text for texts in texts_per_entry for text in texts])
     new_entries: list[entry_store.NewEntry] = []

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
+from opentelemetry.trace import Span
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pioneer_grpc.errors import InvalidArgument
@@ -23,11 +25,13 @@ from pioneer_grpc.history.entries import thread_id_violation
 from pioneer_grpc.history.render import summary_text
 from pioneer_grpc.history.summarizers import Summarizer, SummarizerError, SummaryRequest
 from pioneer_grpc.history.tokens import count_tokens
+from pioneer_grpc.service import observe
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store.history_state import HistoryState, history_state
 from pioneer_grpc.store.locks import compression_lock
+from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 
 log = logging.getLogger(__name__)
@@ -91,7 +95,9 @@ async def load_history(
     compression and shows the truncation fallback.
     """
     InvalidArgument.raise_if([thread_id_violation(thread_id)])
-    result = await _load(ctx, thread_id, exclude_turn_id, dry_run)
+    with ctx.telemetry.span("pioneer.history.load", {tracing.THREAD_ID: thread_id}) as span:
+        result = await _load(ctx, thread_id, exclude_turn_id, dry_run)
+        observe.history_loaded(ctx, span, result.report)
     return result.messages, result.report
 
 
@@ -146,6 +152,51 @@ def _covers_through(snapshot: decide.Snapshot) -> tuple[str, int]:
     return "", 0
 
 
+async def _ask(
+    summarizer: Summarizer, request: SummaryRequest, thread_id: str, wait: float
+) -> tuple[str, str, str]:
+    """(summary text, "", "") or ("", failure kind, message): the summarizer's failures never raise."""
+    try:
+        async with asyncio.timeout(wait):
+            text = (await summarizer.summarize(request)).strip()
+    except SummarizerError as exc:
+        return "", "error", f"{summarizer.name}: {exc}"
+    except TimeoutError:
+        return "", "timeout", f"{summarizer.name}: no summary within {wait:g} s"
+    except Exception as exc:
+        log.exception("summarizer %s failed on thread %s", summarizer.name, thread_id)
+        return "", "error", f"{summarizer.name}: {type(exc).__name__}: {exc}"
+    if not text:
+        return "", "empty", f"{summarizer.name}: returned an empty summary"
+    return text, "", ""
+
+
+async def _candidate(
+    text: str, snapshot: decide.Snapshot, summarizer: str, model: str
+) -> decide.StoredSummary:
+    [tokens] = await count_tokens([summary_text(text)])
+    covers_id, covers_sequence = _covers_through(snapshot)
+    return decide.StoredSummary(
+        text=text,
+        token_count=tokens,
+        covers_through_entry_id=covers_id,
+        covers_through_sequence=covers_sequence,
+        summarizer=summarizer,
+        model=model,
+    )
+
+
+def _summarized(ctx: ServiceContext, span: Span, summarizer: str, seconds: float, failure: str) -> None:
+    ctx.telemetry.metrics.summary_call(summarizer, seconds, failure)
+    if span.is_recording():
+        span.set_attributes(
+            {
+                tracing.SUMMARIZER_OUTCOME: failure or "ok",
+                tracing.SUMMARIZER_LATENCY_MS: round(seconds * 1000, 3),
+            }
+        )
+
+
 async def _compress(
     ctx: ServiceContext, snapshot: decide.Snapshot, summarizer: Summarizer, thread_id: str, wait: float
 ) -> decide.LoadResult:
@@ -161,31 +212,19 @@ async def _compress(
             snapshot, history_pb2.SUMMARY_USE_FAILED, summarizer.name, [decide.diagnostic(code, message)]
         )
 
-    try:
-        async with asyncio.timeout(wait):
-            text = (await summarizer.summarize(request)).strip()
-    except SummarizerError as exc:
-        return failed("summarizer_failed", f"{summarizer.name}: {exc}")
-    except TimeoutError:
-        return failed("summarizer_failed", f"{summarizer.name}: no summary within {wait:g} s")
-    except Exception as exc:
-        log.exception("summarizer %s failed on thread %s", summarizer.name, thread_id)
-        return failed("summarizer_failed", f"{summarizer.name}: {type(exc).__name__}: {exc}")
-    if not text:
-        return failed("summarizer_failed", f"{summarizer.name}: returned an empty summary")
-    [tokens] = await count_tokens([summary_text(text)])
-    covers_id, covers_sequence = _covers_through(snapshot)
-    candidate = decide.StoredSummary(
-        text=text,
-        token_count=tokens,
-        covers_through_entry_id=covers_id,
-        covers_through_sequence=covers_sequence,
-        summarizer=summarizer.name,
-        model=request.model,
-    )
-    rejection = decide.summary_rejection(candidate.cost, snapshot)
-    if rejection is not None:
-        return failed("summary_rejected", f"{summarizer.name}: {rejection}")
+    with ctx.telemetry.span("pioneer.history.summarize", {tracing.SUMMARIZER: summarizer.name}) as span:
+        started = time.perf_counter()
+        text, failure, message = await _ask(summarizer, request, thread_id, wait)
+        seconds = time.perf_counter() - started
+        candidate = None
+        if not failure:
+            candidate = await _candidate(text, snapshot, summarizer.name, request.model)
+            rejection = decide.summary_rejection(candidate.cost, snapshot)
+            if rejection is not None:
+                failure, message = "rejected", f"{summarizer.name}: {rejection}"
+        _summarized(ctx, span, summarizer.name, seconds, failure)
+    if candidate is None or failure:
+        return failed("summary_rejected" if failure == "rejected" else "summarizer_failed", message)
     async with ctx.sessions() as session:
         await summary_store.add_summary(
             session,

@@ -21,10 +21,11 @@ from pioneer_grpc.history.render import to_chat_message
 from pioneer_grpc.providers.render import RenderedRequest, render
 from pioneer_grpc.providers.validate import tool_rule_violations
 from pioneer_grpc.service import history as history_ops
+from pioneer_grpc.service import observe
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import threads as thread_store
-from pioneer_grpc.v1 import chat_pb2, history_pb2, provider_service_pb2, turn_service_pb2
+from pioneer_grpc.v1 import chat_pb2, history_pb2, prompt_pb2, provider_service_pb2, turn_service_pb2
 
 # ChatRequest fields that PrepareTurnRequest carries at its top level: a
 # violation on one of them names the request's own field.
@@ -125,23 +126,32 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     model = request.model or await _thread_model(ctx, request.thread_id)
     if not model:
         raise InvalidArgument.field("model", "set the model here or on the thread (UpdateThread)")
-    with _named_as_request_fields():
-        payload = await asyncio.to_thread(
-            ctx.compile_cache.compile,
+    observe.turn_started(ctx, request.thread_id, request.turn_id, model)
+    payload = prompt_pb2.CompiledPromptPayload()
+    with _named_as_request_fields(), ctx.telemetry.span("pioneer.compile") as span:
+        hit = await asyncio.to_thread(
+            ctx.compile_cache.compile_into,
+            payload,
             request.compile_input,
             ctx.config.homes,
             thread_id=request.thread_id,
             turn_id=request.turn_id,
         )
+        observe.compiled(ctx, span, hit, payload.manifest)
     if entries:
         await history_ops.append_entries(ctx, request.thread_id, entries)
     history, report = await history_ops.load_history(ctx, request.thread_id, exclude_turn_id=request.turn_id)
     current = await _turn_messages(ctx, request.thread_id, request.turn_id)
-    event_id = await ctx.manifests.record(request.thread_id, request.turn_id, payload.manifest)
+    event_id = await observe.record_manifest(ctx, request.thread_id, request.turn_id, payload.manifest)
     chat = _chat_request(request, model, [*history, *current])
     chat.compiled_prompt.CopyFrom(payload)
     rendered = None
     if request.provider != provider_service_pb2.PROVIDER_UNSPECIFIED:
-        with _named_as_request_fields():
+        with (
+            _named_as_request_fields(),
+            ctx.telemetry.span(
+                "pioneer.provider.render", observe.render_attributes(request.provider, model)
+            ),
+        ):
             rendered = render(request.provider, chat, request.render_options, options_path="render_options")
     return PreparedTurn(chat, report, event_id, rendered)

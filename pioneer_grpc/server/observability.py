@@ -1,0 +1,161 @@
+"""One span and one metrics sample per RPC: the outermost interceptor.
+
+The span continues the caller's trace from W3C `traceparent` metadata, is named
+`package.Service/Method` and carries the RPC semantic-convention attributes;
+the use cases add theirs to it and open child spans under it. The code recorded
+is the one the client receives, including the error interceptor's mapping and
+the auth interceptor's rejections (this one wraps both).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+import grpc
+from grpc.aio import ServerInterceptor
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from pioneer_grpc.telemetry import Telemetry
+
+HEALTH_PREFIX = "/grpc.health.v1.Health/"
+_PROPAGATOR = TraceContextTextMapPropagator()
+# Server-side codes that mean the server failed (RPC semantic conventions); others are the caller's.
+_SERVER_ERRORS = frozenset(
+    {
+        grpc.StatusCode.UNKNOWN,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.UNIMPLEMENTED,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DATA_LOSS,
+    }
+)
+_CODES = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def _code_of(context: grpc.aio.ServicerContext, exc: BaseException | None) -> grpc.StatusCode:
+    if isinstance(exc, asyncio.CancelledError | GeneratorExit):
+        return grpc.StatusCode.CANCELLED
+    raw = context.code()
+    if isinstance(raw, grpc.StatusCode):
+        return raw
+    if isinstance(raw, int):
+        return _CODES.get(raw, grpc.StatusCode.UNKNOWN)
+    return grpc.StatusCode.OK if exc is None else grpc.StatusCode.UNKNOWN
+
+
+def _peer(context: grpc.aio.ServicerContext) -> dict[str, Any]:
+    # "ipv4:127.0.0.1:50514" or "ipv6:[::1]:50514"
+    kind, _, rest = (context.peer() or "").partition(":")
+    host, _, port = rest.rpartition(":")
+    if kind not in ("ipv4", "ipv6") or not port.isdigit():
+        return {}
+    return {"network.peer.address": host.strip("[]"), "network.peer.port": int(port)}
+
+
+class _Call:
+    """What one RPC records, however it ends."""
+
+    def __init__(self, telemetry: Telemetry, full_method: str, traced: bool) -> None:
+        self.telemetry = telemetry
+        self.full_method = full_method
+        self.service, _, self.method = full_method.lstrip("/").partition("/")
+        self.traced = traced and telemetry.tracing
+
+    def span(self, context: grpc.aio.ServicerContext) -> AbstractContextManager[trace.Span]:
+        if not self.traced:
+            return nullcontext(trace.INVALID_SPAN)
+        carrier = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+        return self.telemetry.tracer.start_as_current_span(
+            self.full_method.lstrip("/"),
+            context=_PROPAGATOR.extract(carrier),
+            kind=SpanKind.SERVER,
+            attributes={
+                "rpc.system": "grpc",
+                "rpc.service": self.service,
+                "rpc.method": self.method,
+                **_peer(context),
+            },
+            record_exception=False,
+            set_status_on_exception=False,
+        )
+
+    def done(self, span: trace.Span, code: grpc.StatusCode, started: float) -> None:
+        self.telemetry.metrics.rpc_handled(
+            self.service, self.method, code.name, time.perf_counter() - started
+        )
+        if span.is_recording():
+            span.set_attribute("rpc.grpc.status_code", code.value[0])
+            if code in _SERVER_ERRORS:
+                span.set_status(Status(StatusCode.ERROR, code.name))
+
+
+def _wrap_unary(call: _Call, behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        started = time.perf_counter()
+        with call.span(context) as span:
+            failure: BaseException | None = None
+            try:
+                return await behavior(request, context)
+            except BaseException as exc:
+                failure = exc
+                raise
+            finally:
+                call.done(span, _code_of(context, failure), started)
+
+    return wrapped
+
+
+def _wrap_stream(
+    call: _Call, behavior: Callable[..., AsyncIterator[Any]]
+) -> Callable[..., AsyncIterator[Any]]:
+    async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        started = time.perf_counter()
+        with call.span(context) as span:
+            failure: BaseException | None = None
+            try:
+                async for item in behavior(request, context):
+                    yield item
+            except BaseException as exc:
+                failure = exc
+                raise
+            finally:
+                call.done(span, _code_of(context, failure), started)
+
+    return wrapped
+
+
+class ObservabilityInterceptor(ServerInterceptor):
+    """Spans (not for health checks) and grpc_server_* metrics (for every RPC)."""
+
+    def __init__(self, telemetry: Telemetry) -> None:
+        self._telemetry = telemetry
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        if handler is None:
+            return handler
+        call = _Call(self._telemetry, details.method, traced=not details.method.startswith(HEALTH_PREFIX))
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                _wrap_unary(call, handler.unary_unary),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(
+                _wrap_stream(call, handler.unary_stream),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler

@@ -1,0 +1,97 @@
+"""What the use cases tell the telemetry: span attributes and metrics of a round's steps.
+
+Only ids, decisions, counts and fingerprints: never content. Each helper is cheap
+when telemetry is off (an inert span records nothing; NoMetrics does nothing).
+"""
+
+from __future__ import annotations
+
+from opentelemetry.trace import Span
+
+from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.telemetry import tracing
+from pioneer_grpc.v1 import history_pb2, prompt_pb2, provider_service_pb2
+
+# gen_ai.provider.name well-known values of the GenAI semantic conventions.
+PROVIDER_NAMES: dict[int, str] = {
+    provider_service_pb2.PROVIDER_OPENAI_CHAT_COMPLETIONS: "openai",
+    provider_service_pb2.PROVIDER_OPENAI_RESPONSES: "openai",
+    provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES: "anthropic",
+    provider_service_pb2.PROVIDER_GEMINI_GENERATE_CONTENT: "gcp.gemini",
+}
+
+
+def _enum_word(name: str, prefix: str) -> str:
+    return name.removeprefix(prefix).lower()
+
+
+def decision_name(report: history_pb2.HistoryDecisionReport) -> str:
+    return _enum_word(history_pb2.HistoryDecision.Name(report.decision), "HISTORY_DECISION_")
+
+
+def turn_started(ctx: ServiceContext, thread_id: str, turn_id: str, model: str = "") -> None:
+    """Names the round on the RPC's span."""
+    span = ctx.telemetry.current_span()
+    if span.is_recording():
+        span.set_attributes({tracing.THREAD_ID: thread_id, tracing.CONVERSATION_ID: thread_id})
+        if turn_id:
+            span.set_attribute(tracing.TURN_ID, turn_id)
+        if model:
+            span.set_attribute(tracing.REQUEST_MODEL, model)
+
+
+def compiled(ctx: ServiceContext, span: Span, hit: bool, manifest: prompt_pb2.PromptManifest) -> None:
+    ctx.telemetry.metrics.compile_cache(hit)
+    if span.is_recording():
+        span.set_attributes(
+            {
+                tracing.COMPILE_CACHE: "hit" if hit else "miss",
+                tracing.FINGERPRINT_STABLE: manifest.fingerprint_stable,
+            }
+        )
+
+
+def history_loaded(ctx: ServiceContext, span: Span, report: history_pb2.HistoryDecisionReport) -> None:
+    decision = decision_name(report)
+    ctx.telemetry.metrics.history_decision(decision)
+    if span.is_recording():
+        span.set_attributes(
+            {
+                tracing.HISTORY_DECISION: decision,
+                tracing.TOKENS_BEFORE: report.tokens_before,
+                tracing.TOKENS_AFTER: report.tokens_after,
+                tracing.ENTRIES_LOADED: report.entries_loaded,
+                tracing.ENTRIES_KEPT: report.entries_kept,
+                tracing.SUMMARY_USE: _enum_word(
+                    history_pb2.SummaryUse.Name(report.summary_use), "SUMMARY_USE_"
+                ),
+            }
+        )
+        if report.summarizer:
+            span.set_attribute(tracing.SUMMARIZER, report.summarizer)
+
+
+async def record_manifest(
+    ctx: ServiceContext, thread_id: str, turn_id: str, manifest: prompt_pb2.PromptManifest
+) -> int:
+    """Records the manifest on its turn (an event); counts the round and names a cache break."""
+    rpc_span = ctx.telemetry.current_span()
+    with ctx.telemetry.span("pioneer.manifest.record") as span:
+        event_id = await ctx.manifests.record(thread_id, turn_id, manifest)
+        observed = ctx.telemetry.round_recorded(thread_id, manifest)
+        if span.is_recording():
+            span.set_attributes(
+                {tracing.MANIFEST_EVENT_ID: event_id, tracing.FINGERPRINT_STABLE: manifest.fingerprint_stable}
+            )
+        if observed is not None and not observed.first:
+            broke = bool(observed.break_section_id)
+            for target in (span, rpc_span):
+                if target.is_recording():
+                    target.set_attribute(tracing.CACHE_BREAK, broke)
+                    if broke:
+                        target.set_attribute(tracing.CACHE_BREAK_SECTION, observed.break_section_id)
+    return event_id
+
+
+def render_attributes(provider: int, model: str) -> dict[str, str]:
+    return {tracing.PROVIDER_NAME: PROVIDER_NAMES.get(provider, "unknown"), tracing.REQUEST_MODEL: model}

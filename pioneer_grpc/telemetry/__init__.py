@@ -1,0 +1,78 @@
+"""Traces and metrics of one server: what the service layer reports, and where it goes.
+
+`Telemetry` is built once per server (server/app.py) and hung on the
+ServiceContext. Off by default: no tracer provider, `NoMetrics`, no cache-break
+tracking, and `span()` hands out one shared inert span, so a request pays
+nothing for instrumentation it did not ask for. Cores never import this.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.util.types import AttributeValue
+
+from pioneer_grpc import __version__
+from pioneer_grpc.telemetry import tracing
+from pioneer_grpc.telemetry.cache_breaks import CacheBreakTracker, Round
+from pioneer_grpc.telemetry.metrics import Metrics, NoMetrics
+from pioneer_grpc.v1 import prompt_pb2
+
+__all__ = ["Metrics", "NoMetrics", "Round", "Telemetry", "tracing"]
+
+_INERT: AbstractContextManager[trace.Span] = nullcontext(trace.INVALID_SPAN)
+
+
+class Telemetry:
+    def __init__(
+        self,
+        tracer_provider: TracerProvider | None = None,
+        metrics: NoMetrics | None = None,
+    ) -> None:
+        self.tracer_provider = tracer_provider
+        self.tracing = tracer_provider is not None
+        self.tracer: trace.Tracer = (
+            tracer_provider.get_tracer(tracing.INSTRUMENTATION, __version__)
+            if tracer_provider is not None
+            else trace.NoOpTracer()
+        )
+        self.metrics = metrics or NoMetrics()
+        self.enabled = self.tracing or self.metrics.enabled
+        self.cache_breaks = CacheBreakTracker() if self.enabled else None
+        # Set once the Prometheus endpoint listens.
+        self.metrics_port = 0
+
+    def span(
+        self, name: str, attributes: Mapping[str, AttributeValue] | None = None
+    ) -> AbstractContextManager[trace.Span]:
+        """A child of the current span, current inside the block; an inert span when tracing is off."""
+        if not self.tracing:
+            return _INERT
+        return self._span(name, attributes)
+
+    @contextmanager
+    def _span(self, name: str, attributes: Mapping[str, AttributeValue] | None) -> Iterator[trace.Span]:
+        with self.tracer.start_as_current_span(name, attributes=attributes) as span:
+            yield span
+
+    def current_span(self) -> trace.Span:
+        """The span of the RPC (or of the block) being served; inert when tracing is off."""
+        return trace.get_current_span() if self.tracing else trace.INVALID_SPAN
+
+    def round_recorded(self, thread_id: str, manifest: prompt_pb2.PromptManifest) -> Round | None:
+        """A manifest was recorded on the thread: count the round and name a cache break, if any."""
+        if self.cache_breaks is None:
+            return None
+        observed = self.cache_breaks.observe(thread_id, manifest)
+        self.metrics.round(observed.break_section_id)
+        return observed
+
+    async def close(self) -> None:
+        if isinstance(self.metrics, Metrics):
+            self.metrics.close()
+        if self.tracer_provider is not None:
+            await asyncio.to_thread(self.tracer_provider.shutdown)

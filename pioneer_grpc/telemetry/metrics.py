@@ -1,0 +1,193 @@
+"""Prometheus metrics of one server, in a registry of its own, served on --metrics-listen.
+
+`Metrics` records; `NoMetrics` has the same methods and records nothing (the
+default, so callers never ask whether metrics are on). Names follow the
+conventions of go-grpc-prometheus for the RPC families, `pioneer_*` for the rest.
+"""
+
+from __future__ import annotations
+
+import platform
+import threading
+from collections.abc import Callable
+from importlib import metadata
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, start_http_server
+
+from pioneer_grpc import __version__
+
+RPC_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+SUMMARY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+WAIT_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0)
+
+
+class NoMetrics:
+    """Every recording method, doing nothing."""
+
+    enabled = False
+
+    def rpc_handled(self, service: str, method: str, code: str, seconds: float) -> None:
+        pass
+
+    def history_decision(self, decision: str) -> None:
+        pass
+
+    def tool_results_cleared(self, count: int) -> None:
+        pass
+
+    def summary_call(self, summarizer: str, seconds: float, failure: str) -> None:
+        pass
+
+    def compile_cache(self, hit: bool) -> None:
+        pass
+
+    def round(self, break_section_id: str) -> None:
+        pass
+
+    def pool_wait(self, seconds: float) -> None:
+        pass
+
+    def watch_observers(self, count: Callable[[], int], lags: Callable[[], list[int]]) -> None:
+        pass
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class Metrics(NoMetrics):
+    enabled = True
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self._handled = Counter(
+            "grpc_server_handled",
+            "RPCs completed on the server, by status code.",
+            ["grpc_service", "grpc_method", "grpc_code"],
+            registry=r,
+        )
+        self._handling = Histogram(
+            "grpc_server_handling_seconds",
+            "Time from an RPC's start to its end on the server.",
+            ["grpc_service", "grpc_method"],
+            buckets=RPC_BUCKETS,
+            registry=r,
+        )
+        self._decisions = Counter(
+            "pioneer_history_decisions", "History loads, by the decision taken.", ["decision"], registry=r
+        )
+        self._cleared = Counter(
+            "pioneer_tool_results_cleared",
+            "Old tool results replaced by a placeholder in history loads.",
+            registry=r,
+        )
+        self._summary_calls = Counter(
+            "pioneer_summary_model_calls", "Calls to the summary model.", ["summarizer"], registry=r
+        )
+        self._summary_failures = Counter(
+            "pioneer_summary_model_failures",
+            "Summary-model calls that gave no usable summary, by reason.",
+            ["summarizer", "reason"],
+            registry=r,
+        )
+        self._summary_seconds = Histogram(
+            "pioneer_summary_model_seconds",
+            "Latency of summary-model calls.",
+            ["summarizer"],
+            buckets=SUMMARY_BUCKETS,
+            registry=r,
+        )
+        self._compile_cache = Counter(
+            "pioneer_compile_cache_lookups",
+            "Prompt compiles, answered from the cache (hit) or not (miss).",
+            ["result"],
+            registry=r,
+        )
+        self._rounds = Counter("pioneer_prompt_rounds", "Manifests recorded on a thread's turn.", registry=r)
+        self._breaks = Counter(
+            "pioneer_prompt_cache_breaks",
+            "Rounds whose stable prompt half differs from the thread's previous round, by the first changed "
+            "stable section.",
+            ["section_id"],
+            registry=r,
+        )
+        self._pool_waits = Counter(
+            "pioneer_db_pool_waits",
+            "Database connection checkouts that found no idle connection.",
+            registry=r,
+        )
+        self._pool_wait_seconds = Histogram(
+            "pioneer_db_pool_wait_seconds",
+            "Time spent waiting for a database connection.",
+            buckets=WAIT_BUCKETS,
+            registry=r,
+        )
+        self._observers = Gauge("pioneer_watch_observers", "Manifest observers connected.", registry=r)
+        self._lag_max = Gauge(
+            "pioneer_watch_observer_lag_events_max",
+            "Events queued for the observer furthest behind.",
+            registry=r,
+        )
+        self._lag_sum = Gauge(
+            "pioneer_watch_observer_lag_events", "Events queued for all observers together.", registry=r
+        )
+        Info("pioneer_build", "The server's build.", registry=r).info(
+            {
+                "version": __version__,
+                "python_version": platform.python_version(),
+                "grpcio_version": _version("grpcio"),
+            }
+        )
+        self._http: WSGIServer | None = None
+        self._http_thread: threading.Thread | None = None
+
+    def rpc_handled(self, service: str, method: str, code: str, seconds: float) -> None:
+        self._handled.labels(service, method, code).inc()
+        self._handling.labels(service, method).observe(seconds)
+
+    def history_decision(self, decision: str) -> None:
+        self._decisions.labels(decision).inc()
+
+    def tool_results_cleared(self, count: int) -> None:
+        if count:
+            self._cleared.inc(count)
+
+    def summary_call(self, summarizer: str, seconds: float, failure: str) -> None:
+        self._summary_calls.labels(summarizer).inc()
+        self._summary_seconds.labels(summarizer).observe(seconds)
+        if failure:
+            self._summary_failures.labels(summarizer, failure).inc()
+
+    def compile_cache(self, hit: bool) -> None:
+        self._compile_cache.labels("hit" if hit else "miss").inc()
+
+    def round(self, break_section_id: str) -> None:
+        self._rounds.inc()
+        if break_section_id:
+            self._breaks.labels(break_section_id).inc()
+
+    def pool_wait(self, seconds: float) -> None:
+        self._pool_waits.inc()
+        self._pool_wait_seconds.observe(seconds)
+
+    def watch_observers(self, count: Callable[[], int], lags: Callable[[], list[int]]) -> None:
+        self._observers.set_function(count)
+        self._lag_max.set_function(lambda: max(lags(), default=0))
+        self._lag_sum.set_function(lambda: sum(lags()))
+
+    def serve(self, listen: str) -> int:
+        """Starts the HTTP endpoint (a daemon thread); returns its port."""
+        host, _, port = listen.rpartition(":")
+        self._http, self._http_thread = start_http_server(int(port), host.strip("[]"), registry=self.registry)
+        return int(self._http.server_port)
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+            self._http = None

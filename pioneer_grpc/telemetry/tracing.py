@@ -1,0 +1,48 @@
+"""OpenTelemetry tracing: the tracer of one server, and the attribute names operators filter on.
+
+Attributes carry ids, decisions, counts and fingerprints, never conversation or
+prompt content. Exported over OTLP/gRPC when an endpoint is configured; with
+none, no tracer provider exists and spans cost nothing (see Telemetry.span).
+"""
+
+from __future__ import annotations
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from pioneer_grpc import __version__
+
+INSTRUMENTATION = "pioneer_grpc"
+
+THREAD_ID = "pioneer.thread.id"
+TURN_ID = "pioneer.turn.id"
+CONVERSATION_ID = "gen_ai.conversation.id"
+REQUEST_MODEL = "gen_ai.request.model"
+PROVIDER_NAME = "gen_ai.provider.name"
+HISTORY_DECISION = "pioneer.history.decision"
+TOKENS_BEFORE = "pioneer.history.tokens_before"
+TOKENS_AFTER = "pioneer.history.tokens_after"
+ENTRIES_LOADED = "pioneer.history.entries_loaded"
+ENTRIES_KEPT = "pioneer.history.entries_kept"
+SUMMARY_USE = "pioneer.history.summary_use"
+TOOL_RESULTS_CLEARED = "pioneer.history.tool_results_cleared"
+SUMMARIZER = "pioneer.summarizer.name"
+SUMMARIZER_OUTCOME = "pioneer.summarizer.outcome"
+SUMMARIZER_LATENCY_MS = "pioneer.summarizer.latency_ms"
+COMPILE_CACHE = "pioneer.compile.cache"
+FINGERPRINT_STABLE = "pioneer.prompt.fingerprint_stable"
+CACHE_BREAK = "pioneer.prompt.cache_break"
+CACHE_BREAK_SECTION = "pioneer.prompt.cache_break_section_id"
+MANIFEST_EVENT_ID = "pioneer.manifest.event_id"
+ENTRIES_APPENDED = "pioneer.append.entries"
+
+
+def otlp_tracer_provider(endpoint: str) -> TracerProvider:
+    """Batches spans to an OTLP/gRPC collector (`http://host:4317`; `https://` for TLS)."""
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+    resource = Resource.create({"service.name": "pioneer-grpc", "service.version": __version__})
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    return provider

@@ -1,0 +1,92 @@
+"""A client that plays provider rounds on one thread, for the telemetry tests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pioneer_grpc.v1 import (
+    history_pb2,
+    history_service_pb2,
+    history_service_pb2_grpc,
+    prompt_compiler_service_pb2,
+    prompt_compiler_service_pb2_grpc,
+    prompt_pb2,
+    provider_service_pb2,
+    turn_service_pb2,
+    turn_service_pb2_grpc,
+)
+
+MODEL = "claude-sonnet-4-5"
+
+
+def user(entry_id: str, text: str) -> history_pb2.ConversationEntry:
+    return history_pb2.ConversationEntry(entry_id=entry_id, role=history_pb2.ENTRY_ROLE_USER, content=text)
+
+
+def assistant(entry_id: str, text: str) -> history_pb2.ConversationEntry:
+    return history_pb2.ConversationEntry(
+        entry_id=entry_id, role=history_pb2.ENTRY_ROLE_ASSISTANT, content=text
+    )
+
+
+def compile_input(extra_system: str) -> prompt_pb2.PromptCompileInput:
+    return prompt_pb2.PromptCompileInput(profile=prompt_pb2.PROMPT_PROFILE_FULL, extra_system=extra_system)
+
+
+class Rounds:
+    def __init__(self, channel, metadata: Sequence[tuple[str, str]] = ()) -> None:
+        self.turns = turn_service_pb2_grpc.TurnServiceStub(channel)
+        self.history = history_service_pb2_grpc.HistoryServiceStub(channel)
+        self.compiler = prompt_compiler_service_pb2_grpc.PromptCompilerServiceStub(channel)
+        self.metadata = tuple(metadata)
+
+    async def thread(self, thread_id: str, **config) -> None:
+        config.setdefault("model", MODEL)
+        await self.history.CreateThread(
+            history_service_pb2.CreateThreadRequest(
+                thread_id=thread_id, config=history_pb2.ThreadConfig(**config)
+            ),
+            metadata=self.metadata,
+        )
+
+    async def completed_turn(self, thread_id: str, turn_id: str, question: str, answer: str) -> None:
+        entries = [user(f"{turn_id}-u", question), assistant(f"{turn_id}-a", answer)]
+        for entry in entries:
+            entry.turn_id = turn_id
+        await self.history.AppendEntries(
+            history_service_pb2.AppendEntriesRequest(thread_id=thread_id, entries=entries),
+            metadata=self.metadata,
+        )
+        await self.history.CompleteTurn(
+            history_service_pb2.CompleteTurnRequest(thread_id=thread_id, turn_id=turn_id),
+            metadata=self.metadata,
+        )
+
+    async def compile_on(self, thread_id: str, turn_id: str, extra_system: str) -> None:
+        """A round without a history load: CompilePrompt recording the manifest on the turn."""
+        await self.compiler.CompilePrompt(
+            prompt_compiler_service_pb2.CompilePromptRequest(
+                input=compile_input(extra_system), thread_id=thread_id, turn_id=turn_id
+            ),
+            metadata=self.metadata,
+        )
+
+    async def prepare(
+        self,
+        thread_id: str,
+        turn_id: str,
+        text: str,
+        extra_system: str = "Date: 2026-11-30",
+        metadata: Sequence[tuple[str, str]] = (),
+    ) -> turn_service_pb2.PrepareTurnResponse:
+        request = turn_service_pb2.PrepareTurnRequest(
+            thread_id=thread_id,
+            turn_id=turn_id,
+            new_entries=[user(f"{turn_id}-u", text)],
+            compile_input=compile_input(extra_system),
+            provider=provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
+        )
+        reply: turn_service_pb2.PrepareTurnResponse = await self.turns.PrepareTurn(
+            request, metadata=(*self.metadata, *metadata)
+        )
+        return reply

@@ -1,0 +1,180 @@
+"""The Prometheus endpoint over real HTTP: counters move by exactly what a scripted sequence causes."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import grpc
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from pioneer_grpc import __version__
+from pioneer_grpc.telemetry import Metrics, NoMetrics
+from pioneer_grpc.telemetry.db_pool import instrument_pool
+from pioneer_grpc.v1 import manifest_service_pb2, manifest_service_pb2_grpc
+from tests.telemetry.rounds import Rounds
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+async def scrape(address: str) -> tuple[str, Samples]:
+    async with httpx.AsyncClient() as client:
+        response = await client.get(f"http://{address}/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    samples: Samples = {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return response.text, samples
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def delta(before: Samples, after: Samples, name: str, **labels: str) -> float:
+    return value(after, name, **labels) - value(before, name, **labels)
+
+
+def labelled(samples: Samples, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    return {labels: v for (n, labels), v in samples.items() if n == name}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+TURNS = {"grpc_service": "pioneer.v1.TurnService", "grpc_method": "PrepareTurn"}
+
+
+async def test_three_rounds_and_one_soul_edit_move_the_counters_by_exactly_that(database_url, server_factory):
+    server = await server_factory(database_url=database_url, metrics_listen="127.0.0.1:0")
+    # Reuse a compile at once (no settling period), so the second round is a cache hit.
+    server.ctx.compile_cache.settle_ns = 0
+    rounds = Rounds(server.channel())
+    await rounds.thread("t-metrics")
+    _, before = await scrape(server.running.metrics_address)
+
+    await rounds.prepare("t-metrics", "turn-1", "first question")
+    await rounds.prepare("t-metrics", "turn-2", "second question")
+    soul = server.home / "SOUL.md"
+    soul.write_text(soul.read_text() + "\nAnswer in one sentence.\n")
+    await rounds.prepare("t-metrics", "turn-3", "third question")
+    with pytest.raises(grpc.aio.AioRpcError):
+        await rounds.prepare("t-metrics", "", "no turn id")
+
+    text, after = await scrape(server.running.metrics_address)
+    assert delta(before, after, "grpc_server_handled_total", **TURNS, grpc_code="OK") == 3
+    assert delta(before, after, "grpc_server_handled_total", **TURNS, grpc_code="INVALID_ARGUMENT") == 1
+    assert delta(before, after, "grpc_server_handling_seconds_count", **TURNS) == 4
+    assert value(after, "grpc_server_handling_seconds_bucket", **TURNS, le="+Inf") == 4
+    assert delta(before, after, "pioneer_prompt_rounds_total") == 3
+    assert labelled(after, "pioneer_prompt_cache_breaks_total") == {(("section_id", "soul_core"),): 1.0}
+    assert delta(before, after, "pioneer_history_decisions_total", decision="full") == 3
+    assert delta(before, after, "pioneer_compile_cache_lookups_total", result="miss") == 2
+    assert delta(before, after, "pioneer_compile_cache_lookups_total", result="hit") == 1
+    assert delta(before, after, "pioneer_summary_model_calls_total", summarizer="extractive") == 0
+    [(build, one)] = labelled(after, "pioneer_build_info").items()
+    assert one == 1 and dict(build)["version"] == __version__
+    assert dict(build)["grpcio_version"] == grpc.__version__
+    assert "# TYPE grpc_server_handling_seconds histogram" in text
+    assert "first question" not in text
+
+
+async def test_observers_and_their_lag_are_gauges(server_factory):
+    server = await server_factory(metrics_listen="127.0.0.1:0")
+    stub = manifest_service_pb2_grpc.ManifestServiceStub(server.channel())
+    call = stub.WatchManifests(manifest_service_pb2.WatchManifestsRequest())
+    first = await call.read()
+    assert first.HasField("heartbeat")  # caught up and subscribed
+    _, during = await scrape(server.running.metrics_address)
+    assert value(during, "pioneer_watch_observers") == 1
+    assert value(during, "pioneer_watch_observer_lag_events_max") == 0
+    call.cancel()
+    for _ in range(100):
+        _, after = await scrape(server.running.metrics_address)
+        if value(after, "pioneer_watch_observers") == 0:
+            break
+        await asyncio.sleep(0.05)
+    assert value(after, "pioneer_watch_observers") == 0
+    assert (
+        value(
+            after,
+            "grpc_server_handled_total",
+            grpc_service="pioneer.v1.ManifestService",
+            grpc_method="WatchManifests",
+            grpc_code="CANCELLED",
+        )
+        == 1
+    )
+
+
+async def test_a_summary_call_is_counted_with_its_summarizer(server_factory):
+    server = await server_factory(metrics_listen="127.0.0.1:0")
+    rounds = Rounds(server.channel())
+    await rounds.thread("t-long", max_context_tokens=3000, response_reserve_tokens=1000)
+    for i in range(12):
+        await rounds.completed_turn(
+            "t-long",
+            f"seed-{i:02d}",
+            f"Question {i}: " + "we chose Postgres for the store. " * 8,
+            f"Answer {i}: edited config/app_{i}.toml. " + "The deploy finished without errors. " * 8,
+        )
+    _, before = await scrape(server.running.metrics_address)
+    reply = await rounds.prepare("t-long", "turn-1", "and now?")
+    _, after = await scrape(server.running.metrics_address)
+    assert delta(before, after, "pioneer_summary_model_calls_total", summarizer="extractive") == 1
+    assert delta(before, after, "pioneer_summary_model_seconds_count", summarizer="extractive") == 1
+    failures = labelled(after, "pioneer_summary_model_failures_total")
+    decision = "summarized" if not failures else "truncated"
+    assert delta(before, after, "pioneer_history_decisions_total", decision=decision) == 1
+    assert reply.history_report.summarizer == "extractive"
+
+
+async def test_without_the_flag_there_is_no_endpoint(server_factory):
+    port = free_port()
+    server = await server_factory()
+    assert server.running.metrics_address == ""
+    assert isinstance(server.ctx.telemetry.metrics, NoMetrics)
+    assert not server.ctx.telemetry.metrics.enabled
+    async with httpx.AsyncClient() as client:
+        with pytest.raises(httpx.ConnectError):
+            await client.get(f"http://127.0.0.1:{port}/metrics")
+    # The same port serves metrics once asked to.
+    with_flag = await server_factory(metrics_listen=f"127.0.0.1:{port}")
+    assert with_flag.running.metrics_address == f"127.0.0.1:{port}"
+    _, samples = await scrape(with_flag.running.metrics_address)
+    assert labelled(samples, "pioneer_build_info")
+
+
+async def test_pool_waits_count_checkouts_that_find_no_idle_connection(tmp_path):
+    metrics = Metrics()
+    engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'pool.db'}", pool_size=1, max_overflow=0)
+    assert instrument_pool(engine, metrics)
+
+    def waits() -> float:
+        return metrics.registry.get_sample_value("pioneer_db_pool_waits_total") or 0.0
+
+    try:
+        async with engine.connect():
+            pass
+        assert waits() == 1  # the pool was empty: it opened the first connection
+        async with engine.connect():
+            pass
+        assert waits() == 1  # an idle connection was there
+        first = await engine.connect()
+        second = asyncio.ensure_future(engine.connect())
+        await asyncio.sleep(0.05)
+        assert not second.done()
+        await first.close()
+        await (await second).close()
+        assert waits() == 2
+        assert metrics.registry.get_sample_value("pioneer_db_pool_wait_seconds_count") == 2
+    finally:
+        await engine.dispose()
