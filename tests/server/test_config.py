@@ -90,3 +90,28 @@ def test_tls_needs_both_files(tmp_path):
 def test_homes_lists_extra_homes(tmp_path):
     config = Config(home=tmp_path / "a", extra_homes=(tmp_path / "b",))
     assert config.homes == [tmp_path / "a", tmp_path / "b"]
+
+
+def test_telemetry_settings_from_each_layer(tmp_path):
+    assert load_config({}, environ={}).metrics_listen == ""
+    assert load_config({}, environ={}).otlp_endpoint == ""
+    assert load_config({}, environ={}).log_format == "text"
+    toml = write_toml(tmp_path, 'metrics_listen = "127.0.0.1:9464"\nlog_format = "json"\n')
+    env = {"PIONEER_OTLP_ENDPOINT": "http://127.0.0.1:4317"}
+    config = load_config({"metrics_listen": "0.0.0.0:9100"}, environ=env, config_file=toml)
+    assert config.metrics_listen == "0.0.0.0:9100"
+    assert config.otlp_endpoint == "http://127.0.0.1:4317"
+    assert config.log_format == "json"
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ({"metrics_listen": "9464"}, "flag --metrics-listen: invalid value '9464'"),
+        ({"otlp_endpoint": "127.0.0.1:4317"}, "flag --otlp-endpoint: invalid value '127.0.0.1:4317'"),
+        ({"log_format": "xml"}, "flag --log-format: invalid value 'xml'"),
+    ],
+)
+def test_bad_telemetry_values_name_the_setting(flags, expected):
+    with pytest.raises(ConfigError, match=expected):
+        load_config(flags, environ={})
