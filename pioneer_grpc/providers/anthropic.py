@@ -79,11 +79,12 @@ def _user_content(prepared: Prepared, index: int) -> str | list[JSON]:
     text = message_text(prepared, message)
     if not message.content_parts:
         return text
-    blocks: list[JSON] = [{"type": "text", "text": text}] if text else []
+    # Anthropic refuses text blocks without non-whitespace text.
+    blocks: list[JSON] = [{"type": "text", "text": text}] if text.strip() else []
     for j, part in enumerate(message.content_parts):
         media = media_of(part)
         if media is None:
-            if part.text:
+            if part.text.strip():
                 blocks.append({"type": "text", "text": part.text})
             continue
         field = f"{prepared.message_path(index)}.content_parts[{j}].{media[0]}"
@@ -101,7 +102,7 @@ def _assistant_content(prepared: Prepared, message: chat_pb2.ChatMessage) -> str
     text = all_text(prepared, message)
     if not message.tool_calls:
         return text
-    blocks: list[JSON] = [{"type": "text", "text": text}] if text else []
+    blocks: list[JSON] = [{"type": "text", "text": text}] if text.strip() else []
     for call in message.tool_calls:
         blocks.append(
             {"type": "tool_use", "id": call.id, "name": call.name, "input": parse_arguments(call.arguments)}
@@ -122,7 +123,7 @@ def _messages(prepared: Prepared) -> list[JSON]:
         else:
             result: JSON = {"type": "tool_result", "tool_use_id": message.tool_call_id}
             text = all_text(prepared, message)
-            if text:
+            if text.strip():
                 result["content"] = text
             # Results of parallel calls answer one assistant turn: one user message.
             previous = out[-1] if out else None

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pioneer_grpc.artifacts import append_artifact_block, message_header
+from pioneer_grpc.providers.conversation import Notice
 from pioneer_grpc.v1 import chat_pb2, prompt_pb2
 
 JSON = dict[str, Any]
@@ -84,9 +85,14 @@ class Prepared:
     parallel: bool | None
     stable: str
     dynamic: str
+    # What the provider rules adapted (RenderNotice), and for each message of
+    # `request` the index of the caller's message it came from.
+    notices: tuple[Notice, ...] = ()
+    origins: tuple[int, ...] = ()
 
     def message_path(self, index: int) -> str:
-        return f"{self.path}.messages[{index}]"
+        origin = self.origins[index] if index < len(self.origins) else index
+        return f"{self.path}.messages[{origin}]"
 
     @property
     def cache_key(self) -> str | None:

@@ -74,7 +74,13 @@ def _contents(prepared: Prepared) -> list[JSON]:
         if role == chat_pb2.CHAT_ROLE_USER:
             out.append({"role": "user", "parts": _user_parts(prepared, index)})
         elif role == chat_pb2.CHAT_ROLE_ASSISTANT:
-            out.append({"role": "model", "parts": _model_parts(prepared, message)})
+            parts = _model_parts(prepared, message)
+            if out and out[-1]["role"] == "model":
+                # A function call turn must follow a user or function response turn:
+                # consecutive assistant messages are one model turn (a notice says so).
+                out[-1]["parts"].extend(parts)
+            else:
+                out.append({"role": "model", "parts": parts})
         else:
             response = {
                 "functionResponse": {
@@ -130,7 +136,7 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
     tool_config = _tool_config(prepared)
     if tool_config is not None:
         body["toolConfig"] = tool_config
-    # Gemini has no parallel-calls switch: prepared.parallel is dropped.
+    # Gemini has no parallel-calls switch: prepared.parallel is not sent (a notice says so).
     generation: JSON = {}
     if request.HasField("temperature"):
         generation["temperature"] = request.temperature

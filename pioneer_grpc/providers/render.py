@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pioneer_grpc.providers import anthropic, gemini, openai_chat, openai_responses
 from pioneer_grpc.providers.common import JSON, Prepared, dumps
+from pioneer_grpc.providers.conversation import Notice
 from pioneer_grpc.providers.validate import prepare
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
@@ -25,6 +26,8 @@ class RenderedRequest:
     body_json: str
     path: str
     cache_breakpoints: int
+    # What was adapted so the provider accepts the body (RenderNotice).
+    notices: tuple[Notice, ...] = ()
 
 
 def path_for(provider: int, model: str) -> str:
@@ -46,8 +49,22 @@ def render_body(
     options_path: str = "options",
 ) -> tuple[JSON, int]:
     """The body as a dict (keys in send order) and the number of cache breakpoints placed."""
+    body, breakpoints, _ = render_prepared(provider, request, options, path=path, options_path=options_path)
+    return body, breakpoints
+
+
+def render_prepared(
+    provider: int,
+    request: chat_pb2.ChatRequest,
+    options: provider_service_pb2.RenderOptions | None = None,
+    *,
+    path: str = "chat_request",
+    options_path: str = "options",
+) -> tuple[JSON, int, tuple[Notice, ...]]:
+    """render_body, plus the notices of what the provider rules adapted."""
     prepared = prepare(provider, request, options, path, options_path)
-    return RENDERERS[provider](prepared)
+    body, breakpoints = RENDERERS[provider](prepared)
+    return body, breakpoints, prepared.notices
 
 
 def render(
@@ -64,5 +81,7 @@ def render(
     (`chat_request.tools[1].name`) and under `options_path`; a caller whose
     request names them differently (a turn's `render_options`) passes its own.
     """
-    body, breakpoints = render_body(provider, request, options, path=path, options_path=options_path)
-    return RenderedRequest(dumps(body), path_for(provider, request.model), breakpoints)
+    body, breakpoints, notices = render_prepared(
+        provider, request, options, path=path, options_path=options_path
+    )
+    return RenderedRequest(dumps(body), path_for(provider, request.model), breakpoints, notices)

@@ -9,6 +9,7 @@ import math
 import re
 
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
+from pioneer_grpc.providers import provider_rules
 from pioneer_grpc.providers.common import (
     DEFAULT_BOUNDARY_MARKER,
     MAX_CACHE_KEY_PREFIX_CHARS,
@@ -23,6 +24,7 @@ from pioneer_grpc.providers.common import (
     tool_name_for_call,
     tool_schema,
 )
+from pioneer_grpc.providers.conversation import pair_tool_calls
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
 P = provider_service_pb2
@@ -147,7 +149,10 @@ def _check_message(
         violations.append(FieldViolation(f"{field}.tool_calls", "only assistant messages call tools"))
     _check_tool_calls(provider, message, field, violations)
     has_media = _check_parts(message, field, violations)
-    has_text = bool(message.content or message.artifact_refs or any(p.text for p in message.content_parts))
+    # Whitespace alone is empty: Anthropic refuses text blocks without non-whitespace text.
+    has_text = bool(
+        message.content.strip() or message.artifact_refs or any(p.text.strip() for p in message.content_parts)
+    )
     if role != chat_pb2.CHAT_ROLE_TOOL and not (has_text or has_media or message.tool_calls):
         violations.append(FieldViolation(f"{field}.content", "message is empty"))
 
@@ -161,6 +166,8 @@ def _check_tool_calls(
             violations.append(FieldViolation(f"{call_field}.id", "must not be empty"))
         if not call.name:
             violations.append(FieldViolation(f"{call_field}.name", "must not be empty"))
+        # OpenAI takes arguments as text and documents that a model may produce
+        # invalid JSON, so its history may hold such text; the others take an object.
         if provider in PARSED_ARGUMENTS:
             try:
                 parse_arguments(call.arguments)
@@ -269,23 +276,37 @@ def prepare(
     ):
         violations.append(FieldViolation(f"{path}.temperature", "must be a finite number >= 0"))
     _check_reasoning(provider, request, path, violations)
+    violations.extend(provider_rules.request_violations(provider, request, path))
+    paired, notices, pairing_violations = pair_tool_calls(
+        request, path, system_apart=provider in SYSTEM_APART
+    )
+    violations.extend(pairing_violations)
+    violations.extend(provider_rules.message_violations(provider, paired, path))
     InvalidArgument.raise_if(violations, "invalid request")
 
+    adapted = provider_rules.adapt(provider, request, paired, path)
     has_tools = bool(tools)
+    choice = request.tool_choice.mode if has_tools else chat_pb2.TOOL_CHOICE_MODE_UNSPECIFIED
+    if adapted.history_tools:
+        tools = [Tool(name, provider_rules.HISTORY_TOOL_DESCRIPTION, tool_schema(chat_pb2.ToolDefinition()))
+                 for name in adapted.history_tools]
+        choice = chat_pb2.TOOL_CHOICE_MODE_NONE
     stable, dynamic = split_compiled(request.compiled_prompt)
     return Prepared(
-        request=request,
+        request=adapted.request,
         options=resolved,
         path=path,
         tools=tools,
         # The original's rule: without tools, choice and parallel calls are cleared.
-        choice=request.tool_choice.mode if has_tools else chat_pb2.TOOL_CHOICE_MODE_UNSPECIFIED,
+        choice=choice,
         choice_name=request.tool_choice.tool_name if has_tools else "",
         parallel=request.parallel_tool_calls
         if has_tools and request.HasField("parallel_tool_calls")
         else None,
         stable=stable,
         dynamic=dynamic,
+        notices=(*notices, *adapted.notices),
+        origins=tuple(paired.origins),
     )
 
 
@@ -296,4 +317,5 @@ def tool_rule_violations(
     violations: list[FieldViolation] = []
     _check_tools(provider, request, path, violations)
     _check_choice(request, path, violations)
+    violations.extend(provider_rules.request_violations(provider, request, path))
     return violations

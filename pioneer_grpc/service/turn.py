@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pioneer_grpc.compiler.validate import input_violations
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
@@ -154,4 +154,8 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
             ),
         ):
             rendered = render(request.provider, chat, request.render_options, options_path="render_options")
+        # Notices name the request's own fields, as violations do.
+        rendered = replace(
+            rendered, notices=tuple(replace(n, field=_own_field(n.field)) for n in rendered.notices)
+        )
     return PreparedTurn(chat, report, event_id, rendered)

@@ -1,8 +1,9 @@
 from pioneer_grpc.v1 import chat_pb2 as _chat_pb2
+from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -39,11 +40,23 @@ class RenderChatRequestRequest(_message.Message):
     def __init__(self, provider: _Optional[_Union[Provider, str]] = ..., chat_request: _Optional[_Union[_chat_pb2.ChatRequest, _Mapping]] = ..., options: _Optional[_Union[RenderOptions, _Mapping]] = ...) -> None: ...
 
 class RenderChatRequestResponse(_message.Message):
-    __slots__ = ("body_json", "path", "cache_breakpoints")
+    __slots__ = ("body_json", "path", "cache_breakpoints", "notices")
     BODY_JSON_FIELD_NUMBER: _ClassVar[int]
     PATH_FIELD_NUMBER: _ClassVar[int]
     CACHE_BREAKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    NOTICES_FIELD_NUMBER: _ClassVar[int]
     body_json: str
     path: str
     cache_breakpoints: int
-    def __init__(self, body_json: _Optional[str] = ..., path: _Optional[str] = ..., cache_breakpoints: _Optional[int] = ...) -> None: ...
+    notices: _containers.RepeatedCompositeFieldContainer[RenderNotice]
+    def __init__(self, body_json: _Optional[str] = ..., path: _Optional[str] = ..., cache_breakpoints: _Optional[int] = ..., notices: _Optional[_Iterable[_Union[RenderNotice, _Mapping]]] = ...) -> None: ...
+
+class RenderNotice(_message.Message):
+    __slots__ = ("code", "message", "field")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    FIELD_FIELD_NUMBER: _ClassVar[int]
+    code: str
+    message: str
+    field: str
+    def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ..., field: _Optional[str] = ...) -> None: ...

@@ -41,17 +41,19 @@ class PrepareTurnRequest(_message.Message):
     def __init__(self, thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., new_entries: _Optional[_Iterable[_Union[_history_pb2.ConversationEntry, _Mapping]]] = ..., compile_input: _Optional[_Union[_prompt_pb2.PromptCompileInput, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[_chat_pb2.ToolDefinition, _Mapping]]] = ..., tool_choice: _Optional[_Union[_chat_pb2.ToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., model: _Optional[str] = ..., temperature: _Optional[float] = ..., max_tokens: _Optional[int] = ..., reasoning: _Optional[_Union[_chat_pb2.Reasoning, _Mapping]] = ..., provider: _Optional[_Union[_provider_service_pb2.Provider, str]] = ..., render_options: _Optional[_Union[_provider_service_pb2.RenderOptions, _Mapping]] = ...) -> None: ...
 
 class PrepareTurnResponse(_message.Message):
-    __slots__ = ("chat_request", "history_report", "manifest", "manifest_event_id", "provider_body_json", "provider_path")
+    __slots__ = ("chat_request", "history_report", "manifest", "manifest_event_id", "provider_body_json", "provider_path", "provider_notices")
     CHAT_REQUEST_FIELD_NUMBER: _ClassVar[int]
     HISTORY_REPORT_FIELD_NUMBER: _ClassVar[int]
     MANIFEST_FIELD_NUMBER: _ClassVar[int]
     MANIFEST_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_BODY_JSON_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_PATH_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_NOTICES_FIELD_NUMBER: _ClassVar[int]
     chat_request: _chat_pb2.ChatRequest
     history_report: _history_pb2.HistoryDecisionReport
     manifest: _prompt_pb2.PromptManifest
     manifest_event_id: int
     provider_body_json: str
     provider_path: str
-    def __init__(self, chat_request: _Optional[_Union[_chat_pb2.ChatRequest, _Mapping]] = ..., history_report: _Optional[_Union[_history_pb2.HistoryDecisionReport, _Mapping]] = ..., manifest: _Optional[_Union[_prompt_pb2.PromptManifest, _Mapping]] = ..., manifest_event_id: _Optional[int] = ..., provider_body_json: _Optional[str] = ..., provider_path: _Optional[str] = ...) -> None: ...
+    provider_notices: _containers.RepeatedCompositeFieldContainer[_provider_service_pb2.RenderNotice]
+    def __init__(self, chat_request: _Optional[_Union[_chat_pb2.ChatRequest, _Mapping]] = ..., history_report: _Optional[_Union[_history_pb2.HistoryDecisionReport, _Mapping]] = ..., manifest: _Optional[_Union[_prompt_pb2.PromptManifest, _Mapping]] = ..., manifest_event_id: _Optional[int] = ..., provider_body_json: _Optional[str] = ..., provider_path: _Optional[str] = ..., provider_notices: _Optional[_Iterable[_Union[_provider_service_pb2.RenderNotice, _Mapping]]] = ...) -> None: ...

@@ -219,10 +219,13 @@ def test_openai_sends_arguments_as_produced(provider: int) -> None:
 
 
 def test_gemini_needs_the_tool_name_of_a_result() -> None:
+    # A result for no call was rendered for OpenAI and Anthropic, which refuse it
+    # (issue 12): it is now rejected for every provider, naming tool_call_id.
     req = request(messages=[USER, {"role": "CHAT_ROLE_TOOL", "toolCallId": "orphan", "content": "x"}])
-    only(P.PROVIDER_GEMINI_GENERATE_CONTENT, req, "chat_request.messages[1].name")
+    found = violations(P.PROVIDER_GEMINI_GENERATE_CONTENT, req)
+    assert set(found) == {"chat_request.messages[1].name", "chat_request.messages[1].tool_call_id"}
     for provider in (P.PROVIDER_OPENAI_CHAT_COMPLETIONS, P.PROVIDER_ANTHROPIC_MESSAGES):
-        render(provider, req)
+        only(provider, req, "chat_request.messages[1].tool_call_id")
 
 
 @pytest.mark.parametrize("provider", ALL)

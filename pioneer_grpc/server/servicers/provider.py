@@ -24,4 +24,8 @@ class ProviderServicer(provider_service_pb2_grpc.ProviderServiceServicer):
             body_json=rendered.body_json,
             path=rendered.path,
             cache_breakpoints=rendered.cache_breakpoints,
+            notices=[
+                provider_service_pb2.RenderNotice(code=n.code, message=n.message, field=n.field)
+                for n in rendered.notices
+            ],
         )

@@ -6,7 +6,7 @@ import grpc
 
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.turn import prepare_turn
-from pioneer_grpc.v1 import turn_service_pb2, turn_service_pb2_grpc
+from pioneer_grpc.v1 import provider_service_pb2, turn_service_pb2, turn_service_pb2_grpc
 
 
 class TurnServicer(turn_service_pb2_grpc.TurnServiceServicer):
@@ -26,4 +26,8 @@ class TurnServicer(turn_service_pb2_grpc.TurnServiceServicer):
         if prepared.rendered is not None:
             response.provider_body_json = prepared.rendered.body_json
             response.provider_path = prepared.rendered.path
+            response.provider_notices.extend(
+                provider_service_pb2.RenderNotice(code=n.code, message=n.message, field=n.field)
+                for n in prepared.rendered.notices
+            )
         return response

@@ -2515,7 +2515,7 @@ pub struct RenderChatRequestRequest {
     pub options: ::core::option::Option<RenderOptions>,
 }
 #[allow(clippy::all)]
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct RenderChatRequestResponse {
     /// The exact JSON body to send, UTF-8.
     #[prost(string, tag = "1")]
@@ -2526,6 +2526,29 @@ pub struct RenderChatRequestResponse {
     /// Number of cache breakpoints placed (Anthropic cache_control blocks).
     #[prost(int32, tag = "3")]
     pub cache_breakpoints: i32,
+    /// What the server changed to meet the provider's rules instead of failing;
+    /// empty when the body says exactly what the request said.
+    #[prost(message, repeated, tag = "4")]
+    pub notices: ::prost::alloc::vec::Vec<RenderNotice>,
+}
+/// RenderNotice is one adaptation the server made so the provider accepts the
+/// body: the request field it concerns and what was done. A rule that cannot be
+/// met by adapting is an INVALID_ARGUMENT naming the field instead.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RenderNotice {
+    /// interrupted_tool_call_answered, tool_call_id_rewritten,
+    /// parallel_tool_calls_unsupported, temperature_not_sent,
+    /// thinking_off_in_tool_loop, tools_declared_for_history,
+    /// participant_name_dropped, assistant_messages_merged,
+    /// trailing_whitespace_trimmed.
+    #[prost(string, tag = "1")]
+    pub code: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub message: ::prost::alloc::string::String,
+    /// The request field, e.g. "chat_request.messages\[3\].tool_calls\[0\]".
+    #[prost(string, tag = "3")]
+    pub field: ::prost::alloc::string::String,
 }
 /// Provider is a provider API shape.
 #[allow(clippy::all)]
@@ -2733,6 +2756,10 @@ pub struct PrepareTurnResponse {
     pub provider_body_json: ::prost::alloc::string::String,
     #[prost(string, tag = "6")]
     pub provider_path: ::prost::alloc::string::String,
+    /// Set when a provider was named: what the server adapted so the provider
+    /// accepts the body (see RenderNotice).
+    #[prost(message, repeated, tag = "7")]
+    pub provider_notices: ::prost::alloc::vec::Vec<RenderNotice>,
 }
 /// Generated client implementations.
 pub mod turn_service_client {

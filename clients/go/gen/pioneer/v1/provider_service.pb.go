@@ -201,8 +201,11 @@ type RenderChatRequestResponse struct {
 	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
 	// Number of cache breakpoints placed (Anthropic cache_control blocks).
 	CacheBreakpoints int32 `protobuf:"varint,3,opt,name=cache_breakpoints,json=cacheBreakpoints,proto3" json:"cache_breakpoints,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// What the server changed to meet the provider's rules instead of failing;
+	// empty when the body says exactly what the request said.
+	Notices       []*RenderNotice `protobuf:"bytes,4,rep,name=notices,proto3" json:"notices,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RenderChatRequestResponse) Reset() {
@@ -256,6 +259,82 @@ func (x *RenderChatRequestResponse) GetCacheBreakpoints() int32 {
 	return 0
 }
 
+func (x *RenderChatRequestResponse) GetNotices() []*RenderNotice {
+	if x != nil {
+		return x.Notices
+	}
+	return nil
+}
+
+// RenderNotice is one adaptation the server made so the provider accepts the
+// body: the request field it concerns and what was done. A rule that cannot be
+// met by adapting is an INVALID_ARGUMENT naming the field instead.
+type RenderNotice struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// interrupted_tool_call_answered, tool_call_id_rewritten,
+	// parallel_tool_calls_unsupported, temperature_not_sent,
+	// thinking_off_in_tool_loop, tools_declared_for_history,
+	// participant_name_dropped, assistant_messages_merged,
+	// trailing_whitespace_trimmed.
+	Code    string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The request field, e.g. "chat_request.messages[3].tool_calls[0]".
+	Field         string `protobuf:"bytes,3,opt,name=field,proto3" json:"field,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenderNotice) Reset() {
+	*x = RenderNotice{}
+	mi := &file_pioneer_v1_provider_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenderNotice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenderNotice) ProtoMessage() {}
+
+func (x *RenderNotice) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_provider_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenderNotice.ProtoReflect.Descriptor instead.
+func (*RenderNotice) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_provider_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RenderNotice) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *RenderNotice) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *RenderNotice) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
 var File_pioneer_v1_provider_service_proto protoreflect.FileDescriptor
 
 const file_pioneer_v1_provider_service_proto_rawDesc = "" +
@@ -270,11 +349,16 @@ const file_pioneer_v1_provider_service_proto_rawDesc = "" +
 	"\x18RenderChatRequestRequest\x120\n" +
 	"\bprovider\x18\x01 \x01(\x0e2\x14.pioneer.v1.ProviderR\bprovider\x12:\n" +
 	"\fchat_request\x18\x02 \x01(\v2\x17.pioneer.v1.ChatRequestR\vchatRequest\x123\n" +
-	"\aoptions\x18\x03 \x01(\v2\x19.pioneer.v1.RenderOptionsR\aoptions\"y\n" +
+	"\aoptions\x18\x03 \x01(\v2\x19.pioneer.v1.RenderOptionsR\aoptions\"\xad\x01\n" +
 	"\x19RenderChatRequestResponse\x12\x1b\n" +
 	"\tbody_json\x18\x01 \x01(\tR\bbodyJson\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12+\n" +
-	"\x11cache_breakpoints\x18\x03 \x01(\x05R\x10cacheBreakpoints*\xb0\x01\n" +
+	"\x11cache_breakpoints\x18\x03 \x01(\x05R\x10cacheBreakpoints\x122\n" +
+	"\anotices\x18\x04 \x03(\v2\x18.pioneer.v1.RenderNoticeR\anotices\"R\n" +
+	"\fRenderNotice\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
+	"\x05field\x18\x03 \x01(\tR\x05field*\xb0\x01\n" +
 	"\bProvider\x12\x18\n" +
 	"\x14PROVIDER_UNSPECIFIED\x10\x00\x12$\n" +
 	" PROVIDER_OPENAI_CHAT_COMPLETIONS\x10\x01\x12\x1d\n" +
@@ -297,25 +381,27 @@ func file_pioneer_v1_provider_service_proto_rawDescGZIP() []byte {
 }
 
 var file_pioneer_v1_provider_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_pioneer_v1_provider_service_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_pioneer_v1_provider_service_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_pioneer_v1_provider_service_proto_goTypes = []any{
 	(Provider)(0),                     // 0: pioneer.v1.Provider
 	(*RenderOptions)(nil),             // 1: pioneer.v1.RenderOptions
 	(*RenderChatRequestRequest)(nil),  // 2: pioneer.v1.RenderChatRequestRequest
 	(*RenderChatRequestResponse)(nil), // 3: pioneer.v1.RenderChatRequestResponse
-	(*ChatRequest)(nil),               // 4: pioneer.v1.ChatRequest
+	(*RenderNotice)(nil),              // 4: pioneer.v1.RenderNotice
+	(*ChatRequest)(nil),               // 5: pioneer.v1.ChatRequest
 }
 var file_pioneer_v1_provider_service_proto_depIdxs = []int32{
 	0, // 0: pioneer.v1.RenderChatRequestRequest.provider:type_name -> pioneer.v1.Provider
-	4, // 1: pioneer.v1.RenderChatRequestRequest.chat_request:type_name -> pioneer.v1.ChatRequest
+	5, // 1: pioneer.v1.RenderChatRequestRequest.chat_request:type_name -> pioneer.v1.ChatRequest
 	1, // 2: pioneer.v1.RenderChatRequestRequest.options:type_name -> pioneer.v1.RenderOptions
-	2, // 3: pioneer.v1.ProviderService.RenderChatRequest:input_type -> pioneer.v1.RenderChatRequestRequest
-	3, // 4: pioneer.v1.ProviderService.RenderChatRequest:output_type -> pioneer.v1.RenderChatRequestResponse
-	4, // [4:5] is the sub-list for method output_type
-	3, // [3:4] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	4, // 3: pioneer.v1.RenderChatRequestResponse.notices:type_name -> pioneer.v1.RenderNotice
+	2, // 4: pioneer.v1.ProviderService.RenderChatRequest:input_type -> pioneer.v1.RenderChatRequestRequest
+	3, // 5: pioneer.v1.ProviderService.RenderChatRequest:output_type -> pioneer.v1.RenderChatRequestResponse
+	5, // [5:6] is the sub-list for method output_type
+	4, // [4:5] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_provider_service_proto_init() }
@@ -331,7 +417,7 @@ func file_pioneer_v1_provider_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pioneer_v1_provider_service_proto_rawDesc), len(file_pioneer_v1_provider_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

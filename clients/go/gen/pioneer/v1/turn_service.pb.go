@@ -173,8 +173,11 @@ type PrepareTurnResponse struct {
 	// Set when a provider was named.
 	ProviderBodyJson string `protobuf:"bytes,5,opt,name=provider_body_json,json=providerBodyJson,proto3" json:"provider_body_json,omitempty"`
 	ProviderPath     string `protobuf:"bytes,6,opt,name=provider_path,json=providerPath,proto3" json:"provider_path,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Set when a provider was named: what the server adapted so the provider
+	// accepts the body (see RenderNotice).
+	ProviderNotices []*RenderNotice `protobuf:"bytes,7,rep,name=provider_notices,json=providerNotices,proto3" json:"provider_notices,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PrepareTurnResponse) Reset() {
@@ -249,6 +252,13 @@ func (x *PrepareTurnResponse) GetProviderPath() string {
 	return ""
 }
 
+func (x *PrepareTurnResponse) GetProviderNotices() []*RenderNotice {
+	if x != nil {
+		return x.ProviderNotices
+	}
+	return nil
+}
+
 var File_pioneer_v1_turn_service_proto protoreflect.FileDescriptor
 
 const file_pioneer_v1_turn_service_proto_rawDesc = "" +
@@ -275,14 +285,15 @@ const file_pioneer_v1_turn_service_proto_rawDesc = "" +
 	"\x0erender_options\x18\r \x01(\v2\x19.pioneer.v1.RenderOptionsR\rrenderOptionsB\x16\n" +
 	"\x14_parallel_tool_callsB\x0e\n" +
 	"\f_temperatureB\r\n" +
-	"\v_max_tokens\"\xd2\x02\n" +
+	"\v_max_tokens\"\x97\x03\n" +
 	"\x13PrepareTurnResponse\x12:\n" +
 	"\fchat_request\x18\x01 \x01(\v2\x17.pioneer.v1.ChatRequestR\vchatRequest\x12H\n" +
 	"\x0ehistory_report\x18\x02 \x01(\v2!.pioneer.v1.HistoryDecisionReportR\rhistoryReport\x126\n" +
 	"\bmanifest\x18\x03 \x01(\v2\x1a.pioneer.v1.PromptManifestR\bmanifest\x12*\n" +
 	"\x11manifest_event_id\x18\x04 \x01(\x03R\x0fmanifestEventId\x12,\n" +
 	"\x12provider_body_json\x18\x05 \x01(\tR\x10providerBodyJson\x12#\n" +
-	"\rprovider_path\x18\x06 \x01(\tR\fproviderPath2]\n" +
+	"\rprovider_path\x18\x06 \x01(\tR\fproviderPath\x12C\n" +
+	"\x10provider_notices\x18\a \x03(\v2\x18.pioneer.v1.RenderNoticeR\x0fproviderNotices2]\n" +
 	"\vTurnService\x12N\n" +
 	"\vPrepareTurn\x12\x1e.pioneer.v1.PrepareTurnRequest\x1a\x1f.pioneer.v1.PrepareTurnResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
 
@@ -312,6 +323,7 @@ var file_pioneer_v1_turn_service_proto_goTypes = []any{
 	(*ChatRequest)(nil),           // 9: pioneer.v1.ChatRequest
 	(*HistoryDecisionReport)(nil), // 10: pioneer.v1.HistoryDecisionReport
 	(*PromptManifest)(nil),        // 11: pioneer.v1.PromptManifest
+	(*RenderNotice)(nil),          // 12: pioneer.v1.RenderNotice
 }
 var file_pioneer_v1_turn_service_proto_depIdxs = []int32{
 	2,  // 0: pioneer.v1.PrepareTurnRequest.new_entries:type_name -> pioneer.v1.ConversationEntry
@@ -324,13 +336,14 @@ var file_pioneer_v1_turn_service_proto_depIdxs = []int32{
 	9,  // 7: pioneer.v1.PrepareTurnResponse.chat_request:type_name -> pioneer.v1.ChatRequest
 	10, // 8: pioneer.v1.PrepareTurnResponse.history_report:type_name -> pioneer.v1.HistoryDecisionReport
 	11, // 9: pioneer.v1.PrepareTurnResponse.manifest:type_name -> pioneer.v1.PromptManifest
-	0,  // 10: pioneer.v1.TurnService.PrepareTurn:input_type -> pioneer.v1.PrepareTurnRequest
-	1,  // 11: pioneer.v1.TurnService.PrepareTurn:output_type -> pioneer.v1.PrepareTurnResponse
-	11, // [11:12] is the sub-list for method output_type
-	10, // [10:11] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	12, // 10: pioneer.v1.PrepareTurnResponse.provider_notices:type_name -> pioneer.v1.RenderNotice
+	0,  // 11: pioneer.v1.TurnService.PrepareTurn:input_type -> pioneer.v1.PrepareTurnRequest
+	1,  // 12: pioneer.v1.TurnService.PrepareTurn:output_type -> pioneer.v1.PrepareTurnResponse
+	12, // [12:13] is the sub-list for method output_type
+	11, // [11:12] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_turn_service_proto_init() }

@@ -1,0 +1,158 @@
+"""The conversation rules every provider shares: each tool call answered, once, by its own tool.
+
+What every provider documents, in the form of its strictest reading:
+- every tool call is answered before the next user or assistant message (and,
+  where system text stays among the messages, before the next system message);
+- a call id is used once in the conversation;
+- a result answers an open call, names that call's tool, and comes right after it.
+
+`pair_tool_calls` decides per rule:
+- a call with no result (the loop crashed, was cancelled, timed out) is
+  ADAPTED: a tool result saying no result was recorded is inserted where the
+  result belongs, and a notice names the call;
+- a duplicate call id, a second result for a call, a result for no call, a
+  result that comes after a later message, and a result naming another tool are
+  REJECTED: which result belongs to which call cannot be known, so nothing
+  truthful can be sent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pioneer_grpc.errors import FieldViolation
+from pioneer_grpc.v1 import chat_pb2
+
+INTERRUPTED_RESULT = (
+    "No result was recorded for this tool call: it was interrupted before it finished. "
+    "Call the tool again if its result is still needed."
+)
+INTERRUPTED_TOOL_CALL_ANSWERED = "interrupted_tool_call_answered"
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One adaptation made so the provider accepts the body (RenderNotice)."""
+
+    code: str
+    message: str
+    field: str
+
+
+@dataclass(frozen=True)
+class _Call:
+    index: int  # message index in the request
+    position: int  # index in that message's tool_calls
+    name: str
+
+
+@dataclass
+class Paired:
+    """The messages to render, and for each the index of the request message it came from.
+
+    A synthesized result points at the message whose call it answers.
+    """
+
+    messages: list[chat_pb2.ChatMessage]
+    origins: list[int]
+
+
+class _Pairing:
+    def __init__(self, path: str, breakers: frozenset[int]) -> None:
+        self.path = path
+        self.breakers = breakers
+        self.out = Paired([], [])
+        self.open: dict[str, _Call] = {}
+        self.calls: dict[str, _Call] = {}
+        self.answered: dict[str, int] = {}
+        self.violations: list[FieldViolation] = []
+        self.notices: list[Notice] = []
+
+    def field(self, index: int, rest: str = "") -> str:
+        return f"{self.path}.messages[{index}]{rest}"
+
+    def close_open_calls(self) -> None:
+        for call_id, call in self.open.items():
+            self.out.messages.append(
+                chat_pb2.ChatMessage(
+                    role=chat_pb2.CHAT_ROLE_TOOL,
+                    tool_call_id=call_id,
+                    name=call.name,
+                    content=INTERRUPTED_RESULT,
+                )
+            )
+            self.out.origins.append(call.index)
+            self.notices.append(
+                Notice(
+                    INTERRUPTED_TOOL_CALL_ANSWERED,
+                    f"call {call_id!r} to {call.name!r} has no result before the next message: "
+                    "a result saying it was interrupted was sent in its place",
+                    self.field(call.index, f".tool_calls[{call.position}]"),
+                )
+            )
+        self.open.clear()
+
+    def add_calls(self, index: int, message: chat_pb2.ChatMessage) -> None:
+        for j, call in enumerate(message.tool_calls):
+            if not call.id:
+                continue  # reported by the request checks
+            earlier = self.calls.get(call.id)
+            if earlier is not None:
+                self.violations.append(
+                    FieldViolation(
+                        self.field(index, f".tool_calls[{j}].id"),
+                        f"duplicate of messages[{earlier.index}].tool_calls[{earlier.position}].id "
+                        f"{call.id!r}: call ids must be unique in the conversation",
+                    )
+                )
+                continue
+            self.calls[call.id] = self.open[call.id] = _Call(index, j, call.name)
+
+    def add_result(self, index: int, message: chat_pb2.ChatMessage) -> None:
+        call_id = message.tool_call_id
+        call = self.open.pop(call_id, None)
+        if call is not None:
+            if message.name and call.name and message.name != call.name:
+                self.violations.append(
+                    FieldViolation(
+                        self.field(index, ".name"),
+                        f"names tool {message.name!r}, but call {call_id!r} "
+                        f"(messages[{call.index}]) is to {call.name!r}",
+                    )
+                )
+            self.answered[call_id] = index
+            return
+        if call_id in self.answered:
+            first = self.answered[call_id]
+            description = f"a second result for call {call_id!r} (messages[{first}] answered it)"
+        elif call_id in self.calls:
+            made = self.calls[call_id].index
+            description = (
+                f"answers call {call_id!r} of messages[{made}], but another message comes between: "
+                "a result must follow the assistant message that made the call"
+            )
+        else:
+            description = f"answers no tool call of the conversation ({call_id!r})"
+        self.violations.append(FieldViolation(self.field(index, ".tool_call_id"), description))
+
+
+def pair_tool_calls(
+    request: chat_pb2.ChatRequest, path: str, *, system_apart: bool
+) -> tuple[Paired, list[Notice], list[FieldViolation]]:
+    """The request's messages with every call answered; notices for what was added, violations."""
+    breakers = {chat_pb2.CHAT_ROLE_USER, chat_pb2.CHAT_ROLE_ASSISTANT}
+    if not system_apart:
+        breakers.add(chat_pb2.CHAT_ROLE_SYSTEM)
+    pairing = _Pairing(path, frozenset(breakers))
+    for index, message in enumerate(request.messages):
+        if message.role == chat_pb2.CHAT_ROLE_TOOL:
+            if message.tool_call_id:
+                pairing.add_result(index, message)
+        elif message.role in pairing.breakers:
+            pairing.close_open_calls()
+        pairing.out.messages.append(message)
+        pairing.out.origins.append(index)
+        if message.role == chat_pb2.CHAT_ROLE_ASSISTANT:
+            pairing.add_calls(index, message)
+    pairing.close_open_calls()
+    return pairing.out, pairing.notices, pairing.violations

@@ -1,0 +1,256 @@
+"""Rules one provider documents and the others do not, decided before rendering.
+
+Rejected (INVALID_ARGUMENT naming the field): what would change the meaning of
+the request if adapted.
+- Anthropic: tool_choice `any` or a named tool with extended thinking (only
+  auto and none are allowed with thinking).
+- Anthropic, Gemini: a conversation that starts with an assistant message
+  (Anthropic: "first message must use the user role"; Gemini: a function call
+  turn must follow a user turn).
+- Gemini: a tool name that does not start with a letter or an underscore.
+- Every provider: a tool call name outside [A-Za-z0-9_-] (OpenAI checks the
+  names of calls in the history against the tool name pattern).
+
+Adapted, each with a notice:
+- Anthropic: a call id outside [A-Za-z0-9_-] is rewritten, the same way in the
+  call and its result; thinking is turned off for a round that continues an
+  assistant turn (a tool loop or a prefill), because that turn's signed thinking
+  blocks cannot be sent back; tools called in the history are declared (with
+  tool_choice none) when the round has no tools, since Anthropic refuses
+  tool_use blocks without tool definitions; temperature is not sent; trailing
+  whitespace is trimmed from a final assistant message.
+- Gemini: parallel_tool_calls=false cannot be expressed and is not sent;
+  consecutive assistant messages become one model turn (a function call turn
+  must follow a user or function response turn).
+- OpenAI Chat Completions: a participant `name` outside [A-Za-z0-9_-] is not sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pioneer_grpc.errors import FieldViolation
+from pioneer_grpc.providers.common import thinking_budget
+from pioneer_grpc.providers.conversation import Notice, Paired
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
+
+P = provider_service_pb2
+NAME_RE = re.compile(r"[A-Za-z0-9_-]+")
+ID_RE = NAME_RE
+GEMINI_NAME_START_RE = re.compile(r"[A-Za-z_]")
+FORCING_CHOICES = {chat_pb2.TOOL_CHOICE_MODE_REQUIRED, chat_pb2.TOOL_CHOICE_MODE_TOOL}
+USER_FIRST = {P.PROVIDER_ANTHROPIC_MESSAGES, P.PROVIDER_GEMINI_GENERATE_CONTENT}
+HISTORY_TOOL_DESCRIPTION = "Called earlier in this conversation; not available this round."
+
+ID_REWRITTEN = "tool_call_id_rewritten"
+THINKING_OFF = "thinking_off_in_tool_loop"
+TOOLS_DECLARED = "tools_declared_for_history"
+TEMPERATURE_NOT_SENT = "temperature_not_sent"
+WHITESPACE_TRIMMED = "trailing_whitespace_trimmed"
+PARALLEL_UNSUPPORTED = "parallel_tool_calls_unsupported"
+ASSISTANT_MERGED = "assistant_messages_merged"
+NAME_DROPPED = "participant_name_dropped"
+
+
+def anthropic_thinking_on(request: chat_pb2.ChatRequest) -> bool:
+    return thinking_budget(request.reasoning) is not None
+
+
+def request_violations(provider: int, request: chat_pb2.ChatRequest, path: str) -> list[FieldViolation]:
+    """Rules on the request's own fields (checked before anything is stored by PrepareTurn)."""
+    violations: list[FieldViolation] = []
+    if (
+        provider == P.PROVIDER_ANTHROPIC_MESSAGES
+        and request.tools
+        and request.tool_choice.mode in FORCING_CHOICES
+        and anthropic_thinking_on(request)
+    ):
+        violations.append(
+            FieldViolation(
+                f"{path}.tool_choice.mode",
+                "Anthropic allows only auto or none with extended thinking: "
+                "turn reasoning off (reasoning.disabled) or let the model choose",
+            )
+        )
+    if provider == P.PROVIDER_GEMINI_GENERATE_CONTENT:
+        for i, tool in enumerate(request.tools):
+            if tool.name and not GEMINI_NAME_START_RE.match(tool.name):
+                violations.append(
+                    FieldViolation(f"{path}.tools[{i}].name", "Gemini needs it to start with a letter or _")
+                )
+    return violations
+
+
+def message_violations(provider: int, paired: Paired, path: str) -> list[FieldViolation]:
+    violations: list[FieldViolation] = []
+    for message, origin in zip(paired.messages, paired.origins, strict=True):
+        for j, call in enumerate(message.tool_calls):
+            if call.name and not NAME_RE.fullmatch(call.name):
+                violations.append(
+                    FieldViolation(
+                        f"{path}.messages[{origin}].tool_calls[{j}].name",
+                        "may contain only A-Z, a-z, 0-9, _ and -",
+                    )
+                )
+    if provider in USER_FIRST:
+        first = next((m for m in paired.messages if m.role != chat_pb2.CHAT_ROLE_SYSTEM), None)
+        if first is not None and first.role == chat_pb2.CHAT_ROLE_ASSISTANT:
+            index = paired.origins[paired.messages.index(first)]
+            violations.append(
+                FieldViolation(
+                    f"{path}.messages[{index}].role",
+                    "the conversation must start with a user message for this provider",
+                )
+            )
+    return violations
+
+
+@dataclass
+class Adapted:
+    """What the provider rules changed: the request to render and the notices saying so."""
+
+    request: chat_pb2.ChatRequest
+    notices: list[Notice] = field(default_factory=list)
+    history_tools: list[str] = field(default_factory=list)
+
+
+def _rewritten_id(call_id: str) -> str:
+    digest = hashlib.sha256(call_id.encode("utf-8")).hexdigest()[:12]
+    return f"{re.sub(r'[^A-Za-z0-9_-]', '_', call_id)[:48]}_{digest}"
+
+
+def _anthropic_ids(adapted: Adapted, origins: list[int], path: str) -> None:
+    renamed: dict[str, str] = {}
+    for message, origin in zip(adapted.request.messages, origins, strict=True):
+        for j, call in enumerate(message.tool_calls):
+            if call.id and not ID_RE.fullmatch(call.id):
+                renamed[call.id] = _rewritten_id(call.id)
+                adapted.notices.append(
+                    Notice(
+                        ID_REWRITTEN,
+                        f"Anthropic takes call ids of [A-Za-z0-9_-] only: {call.id!r} "
+                        f"was sent as {renamed[call.id]!r}",
+                        f"{path}.messages[{origin}].tool_calls[{j}].id",
+                    )
+                )
+                call.id = renamed[call.id]
+    for message in adapted.request.messages:
+        if message.tool_call_id in renamed:
+            message.tool_call_id = renamed[message.tool_call_id]
+
+
+def _continues_assistant_turn(messages: list[chat_pb2.ChatMessage]) -> bool:
+    """True when the last user message with text of its own is followed by an assistant message."""
+    for message in reversed(messages):
+        if message.role == chat_pb2.CHAT_ROLE_ASSISTANT:
+            return True
+        if message.role == chat_pb2.CHAT_ROLE_USER:
+            return False
+    return False
+
+
+def _anthropic(adapted: Adapted, origins: list[int], path: str) -> None:
+    request = adapted.request
+    _anthropic_ids(adapted, origins, path)
+    if anthropic_thinking_on(request) and _continues_assistant_turn(list(request.messages)):
+        request.reasoning.Clear()
+        request.reasoning.disabled = True
+        adapted.notices.append(
+            Notice(
+                THINKING_OFF,
+                "extended thinking was turned off for this round: it continues an assistant turn "
+                "(a tool loop or a prefill) whose thinking blocks cannot be sent back to Anthropic",
+                f"{path}.reasoning",
+            )
+        )
+    called = {c.name: None for m in request.messages for c in m.tool_calls if NAME_RE.fullmatch(c.name)}
+    has_results = any(m.role == chat_pb2.CHAT_ROLE_TOOL for m in request.messages)
+    if not request.tools and (called or has_results):
+        adapted.history_tools = list(called) or ["tool"]
+        adapted.notices.append(
+            Notice(
+                TOOLS_DECLARED,
+                "Anthropic refuses tool calls in the history without tool definitions: "
+                f"{', '.join(adapted.history_tools)} declared with tool_choice none",
+                f"{path}.tools",
+            )
+        )
+    if request.HasField("temperature"):
+        adapted.notices.append(
+            Notice(TEMPERATURE_NOT_SENT, "the Messages API takes no temperature here", f"{path}.temperature")
+        )
+    last = request.messages[-1] if request.messages else None
+    final_assistant = last is not None and last.role == chat_pb2.CHAT_ROLE_ASSISTANT
+    if last is not None and final_assistant and last.content != last.content.rstrip():
+        last.content = last.content.rstrip()
+        adapted.notices.append(
+            Notice(
+                WHITESPACE_TRIMMED,
+                "Anthropic refuses a final assistant message ending in whitespace",
+                f"{path}.messages[{origins[-1]}].content",
+            )
+        )
+
+
+def _gemini(adapted: Adapted, origins: list[int], path: str) -> None:
+    request = adapted.request
+    if request.tools and request.HasField("parallel_tool_calls") and not request.parallel_tool_calls:
+        adapted.notices.append(
+            Notice(
+                PARALLEL_UNSUPPORTED,
+                "Gemini has no switch for parallel function calls: the model may return several "
+                "calls at once; parallel_tool_calls=false was not sent",
+                f"{path}.parallel_tool_calls",
+            )
+        )
+    previous = None
+    for message, origin in zip(request.messages, origins, strict=True):
+        if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
+            continue
+        if previous == chat_pb2.CHAT_ROLE_ASSISTANT and message.role == chat_pb2.CHAT_ROLE_ASSISTANT:
+            adapted.notices.append(
+                Notice(
+                    ASSISTANT_MERGED,
+                    "sent in one model turn with the assistant message before it "
+                    "(Gemini needs a function call turn to follow a user or function response turn)",
+                    f"{path}.messages[{origin}]",
+                )
+            )
+        previous = message.role
+
+
+def _openai_chat(adapted: Adapted, origins: list[int], path: str) -> None:
+    for message, origin in zip(adapted.request.messages, origins, strict=True):
+        if message.role != chat_pb2.CHAT_ROLE_TOOL and message.name and not NAME_RE.fullmatch(message.name):
+            adapted.notices.append(
+                Notice(
+                    NAME_DROPPED,
+                    f"OpenAI takes participant names of [A-Za-z0-9_-] only: {message.name!r} was not sent",
+                    f"{path}.messages[{origin}].name",
+                )
+            )
+            message.name = ""
+
+
+ADAPTERS: dict[int, Callable[[Adapted, list[int], str], None]] = {
+    P.PROVIDER_ANTHROPIC_MESSAGES: _anthropic,
+    P.PROVIDER_GEMINI_GENERATE_CONTENT: _gemini,
+    P.PROVIDER_OPENAI_CHAT_COMPLETIONS: _openai_chat,
+}
+
+
+def adapt(provider: int, request: chat_pb2.ChatRequest, paired: Paired, path: str) -> Adapted:
+    """A copy of the request with the paired messages, changed where the provider needs it."""
+    copy = chat_pb2.ChatRequest()
+    copy.CopyFrom(request)
+    del copy.messages[:]
+    for message in paired.messages:
+        copy.messages.add().CopyFrom(message)
+    adapted = Adapted(copy)
+    adapter = ADAPTERS.get(provider)
+    if adapter is not None:
+        adapter(adapted, paired.origins, path)
+    return adapted
