@@ -21,6 +21,7 @@ from pioneer_grpc.compiler.fsview import FsView
 from pioneer_grpc.compiler.limits import Limits, resolve_limits
 from pioneer_grpc.compiler.manifest import build_payload
 from pioneer_grpc.compiler.paths import Homes, resolve_homes, resolve_inside, resolve_workspace_root
+from pioneer_grpc.compiler.profile_inputs import log_dropped_inputs
 from pioneer_grpc.compiler.render import policies
 from pioneer_grpc.compiler.render.agents_md import (
     AgentsDoc,
@@ -77,6 +78,8 @@ def compile_seen(
         dynamic = _dynamic_sections(request, workspace, homes, agents_folder, limits, log)
         if any(ARTIFACT_LINE.search(s.content) for s in [*stable, *dynamic]):
             dynamic = _in_order([*dynamic, _builtin(ids.ARTIFACT_REFERENCES, policies.ARTIFACT_REFERENCES)])
+    else:
+        log_dropped_inputs(request, profile, log)
     return build_payload(
         stable, dynamic, profile, log, list(request.hook_sources), thread_id=thread_id, turn_id=turn_id
     )

@@ -22,6 +22,11 @@ SKILLS_TRUNCATED = "skills_truncated"
 MEMORY_ITEMS_OMITTED = "memory_items_omitted"
 THREAD_CONTEXT_TRUNCATED = "thread_context_truncated"
 HIDDEN_TOOL_DOMAINS_TRUNCATED = "hidden_tool_domains_truncated"
+# An input the request set that the profile does not render (minimal and none
+# have no dynamic half; only full has the tool recovery policy).
+INPUT_DROPPED_BY_PROFILE = "input_dropped_by_profile"
+# Forget-only policy: recalled items and thread/task context are not shown.
+MEMORY_WITHHELD_BY_POLICY = "memory_withheld_by_policy"
 
 OMITTED_EMPTY = "content was empty"
 OMITTED_BUDGET = "dynamic section budget was exhausted"

@@ -330,11 +330,13 @@ def test_profile_none_keeps_only_identity(home: Path) -> None:
     payload = compile_in(home, full_profile_input(prompt_pb2.PROMPT_PROFILE_NONE))
     assert list(payload.manifest.section_ids) == ["identity_base"]
     assert payload.full_system_text == f"## Identity\n{policies.IDENTITY_BASE}"
-    assert [(d.code, d.file) for d in payload.manifest.diagnostics] == [
+    # Since issue 12 each input the profile drops is a diagnostic too, after the files.
+    assert [(d.code, d.file) for d in payload.manifest.diagnostics][:3] == [
         ("file_filtered_by_profile", f"{home}/SOUL.md"),
         ("file_filtered_by_profile", f"{home}/IDENTITY.md"),
         ("file_filtered_by_profile", f"{home}/USER.md"),
     ]
+    assert {d.code for d in payload.manifest.diagnostics[3:]} == {"input_dropped_by_profile"}
     assert list(payload.manifest.source_manifest) == []
 
 

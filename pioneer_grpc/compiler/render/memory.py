@@ -4,6 +4,13 @@ At most MEMORY_MAX_ITEMS items are listed, each cut to MEMORY_ITEM_MAX_CHARS
 characters of content, all lines together within MEMORY_ITEMS_MAX_CHARS; items
 that do not fit are counted in a note. No section when the policy is
 unspecified or disabled.
+
+The section says only what the policy allows:
+- forget-only shows no recalled content (items, thread or task context): the
+  turn is about removing memories, not using them; a diagnostic counts what was
+  withheld;
+- guidance tells the model to search, save or remove with tools only when the
+  turn lists memory tools; without them it says memory cannot change this turn.
 """
 
 from __future__ import annotations
@@ -38,10 +45,29 @@ _RECALLED_ARE_CONTEXT = (
     "them. When a memory disagrees with what the user is asking now, the current request wins."
 )
 
+_FULL_NO_TOOLS = (
+    "Memory carries what matters from one conversation to the next. No memory tools are available this "
+    "turn: use the recalled memories below, and if the user asks you to remember or forget something, "
+    "say that it cannot be done right now instead of claiming it was."
+)
+_READ_ONLY_NO_TOOLS = (
+    "Memory is read-only this turn and no memory tools are available: use the recalled memories below as "
+    "they are, and do not offer to search, save or remove anything."
+)
+_FORGET_ONLY_NO_TOOLS = (
+    "This turn memory can only shrink, but no memory tools are available: if the user asks you to forget "
+    "something, say that it cannot be done right now; save nothing new."
+)
+
 GUIDANCE: dict[int, str] = {
     prompt_pb2.MEMORY_POLICY_FULL: _FULL_USE,
     prompt_pb2.MEMORY_POLICY_READ_ONLY: _READ_ONLY_USE,
     prompt_pb2.MEMORY_POLICY_FORGET_ONLY: _FORGET_ONLY_USE,
+}
+GUIDANCE_WITHOUT_TOOLS: dict[int, str] = {
+    prompt_pb2.MEMORY_POLICY_FULL: _FULL_NO_TOOLS,
+    prompt_pb2.MEMORY_POLICY_READ_ONLY: _READ_ONLY_NO_TOOLS,
+    prompt_pb2.MEMORY_POLICY_FORGET_ONLY: _FORGET_ONLY_NO_TOOLS,
 }
 ITEMS_HEADER = "Relevant memory context for this turn:"
 
@@ -74,14 +100,38 @@ def _item_lines(items: list[prompt_pb2.MemoryItem], log: CompileLog) -> list[str
     return lines
 
 
+def _withheld(recall: prompt_pb2.MemoryRecall, log: CompileLog) -> None:
+    """Forget-only: what was recalled is not shown; the diagnostic says how much."""
+    items = sum(1 for item in recall.items if item.content.strip())
+    blocks = [
+        name
+        for name, present, text in (
+            ("thread_context", recall.HasField("thread_context"), recall.thread_context),
+            ("task_context", recall.HasField("task_context"), recall.task_context),
+        )
+        if present and text.strip()
+    ]
+    if items or blocks:
+        what = [f"{items} recalled memories"] if items else []
+        log.add(
+            codes.MEMORY_WITHHELD_BY_POLICY,
+            f"forget-only memory policy: {', '.join([*what, *blocks])} not rendered",
+            section_id=MEMORY_RECALL,
+        )
+
+
 def render_memory_recall(recall: prompt_pb2.MemoryRecall, log: CompileLog) -> str:
-    guidance = GUIDANCE.get(recall.policy)
-    if guidance is None:
+    if recall.policy not in GUIDANCE:
         return ""
-    parts = [f"{guidance}\n{_RECALLED_ARE_CONTEXT}"]
     tools = [one_line(t) for t in recall.available_tools if t.strip()]
     if tools:
+        parts = [f"{GUIDANCE[recall.policy]}\n{_RECALLED_ARE_CONTEXT}"]
         parts.append("Memory tools you can call this turn: " + ", ".join(f"`{t}`" for t in tools) + ".")
+    else:
+        parts = [f"{GUIDANCE_WITHOUT_TOOLS[recall.policy]}\n{_RECALLED_ARE_CONTEXT}"]
+    if recall.policy == prompt_pb2.MEMORY_POLICY_FORGET_ONLY:
+        _withheld(recall, log)
+        return "\n\n".join(parts)
     lines = _item_lines(list(recall.items), log)
     if lines:
         parts.append("\n".join([ITEMS_HEADER, *lines]))

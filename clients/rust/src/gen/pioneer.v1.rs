@@ -122,7 +122,8 @@ pub struct MemoryRecall {
     /// At most 5 are rendered (1,500 chars in all, 280 each).
     #[prost(message, repeated, tag = "2")]
     pub items: ::prost::alloc::vec::Vec<MemoryItem>,
-    /// Memory tools the model can call this turn, by exact name.
+    /// Memory tools the model can call this turn, by exact name. Without any,
+    /// the guidance tells the model that memory cannot change this turn.
     #[prost(string, repeated, tag = "3")]
     pub available_tools: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
     #[prost(string, optional, tag = "4")]
@@ -388,7 +389,9 @@ pub struct PromptDiagnostic {
     /// file_filtered_by_profile, file_outside_root, dynamic_section_truncated,
     /// dynamic_section_omitted, skills_truncated, memory_items_omitted,
     /// thread_context_truncated, hidden_tool_domains_truncated, hook_diagnostic,
-    /// hook_best_effort_failed, capability_rejected.
+    /// hook_best_effort_failed, capability_rejected, input_dropped_by_profile
+    /// (an input set that the profile does not render), memory_withheld_by_policy
+    /// (forget-only: recalled items and thread/task context not shown).
     #[prost(string, tag = "1")]
     pub code: ::prost::alloc::string::String,
     #[prost(string, tag = "2")]
@@ -542,6 +545,8 @@ pub enum MemoryPolicy {
     Unspecified = 0,
     Full = 1,
     ReadOnly = 2,
+    /// Guidance and memory tools only: recalled items and the thread and task
+    /// context are not rendered (memory_withheld_by_policy says what was withheld).
     ForgetOnly = 3,
     /// Memory is off for this turn; no section.
     Disabled = 4,

@@ -138,6 +138,8 @@ const (
 	MemoryPolicy_MEMORY_POLICY_UNSPECIFIED MemoryPolicy = 0
 	MemoryPolicy_MEMORY_POLICY_FULL        MemoryPolicy = 1
 	MemoryPolicy_MEMORY_POLICY_READ_ONLY   MemoryPolicy = 2
+	// Guidance and memory tools only: recalled items and the thread and task
+	// context are not rendered (memory_withheld_by_policy says what was withheld).
 	MemoryPolicy_MEMORY_POLICY_FORGET_ONLY MemoryPolicy = 3
 	// Memory is off for this turn; no section.
 	MemoryPolicy_MEMORY_POLICY_DISABLED MemoryPolicy = 4
@@ -899,7 +901,8 @@ type MemoryRecall struct {
 	Policy MemoryPolicy           `protobuf:"varint,1,opt,name=policy,proto3,enum=pioneer.v1.MemoryPolicy" json:"policy,omitempty"`
 	// At most 5 are rendered (1,500 chars in all, 280 each).
 	Items []*MemoryItem `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
-	// Memory tools the model can call this turn, by exact name.
+	// Memory tools the model can call this turn, by exact name. Without any,
+	// the guidance tells the model that memory cannot change this turn.
 	AvailableTools []string `protobuf:"bytes,3,rep,name=available_tools,json=availableTools,proto3" json:"available_tools,omitempty"`
 	ThreadContext  *string  `protobuf:"bytes,4,opt,name=thread_context,json=threadContext,proto3,oneof" json:"thread_context,omitempty"`
 	TaskContext    *string  `protobuf:"bytes,5,opt,name=task_context,json=taskContext,proto3,oneof" json:"task_context,omitempty"`
@@ -2092,7 +2095,9 @@ type PromptDiagnostic struct {
 	// file_filtered_by_profile, file_outside_root, dynamic_section_truncated,
 	// dynamic_section_omitted, skills_truncated, memory_items_omitted,
 	// thread_context_truncated, hidden_tool_domains_truncated, hook_diagnostic,
-	// hook_best_effort_failed, capability_rejected.
+	// hook_best_effort_failed, capability_rejected, input_dropped_by_profile
+	// (an input set that the profile does not render), memory_withheld_by_policy
+	// (forget-only: recalled items and thread/task context not shown).
 	Code          string  `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
 	Message       string  `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	File          *string `protobuf:"bytes,3,opt,name=file,proto3,oneof" json:"file,omitempty"`
