@@ -4,7 +4,10 @@
 
 Each line shows the time, event id, thread, turn, profile, section count, short
 fingerprints (stable/dynamic/full) and the number of diagnostics; --json prints
-the whole event as one JSON object per line instead. When the server is
+the whole event as one JSON object per line instead. --stats shows, per
+event, the thread's round and whether its stable prompt half broke the provider's
+prefix cache (and by which section), and a table per thread when caught up and at
+the end (see watch_stats.py). When the server is
 unavailable, or ends the stream because this observer fell behind, the command
 reconnects with the last id it saw: no event is lost or printed twice.
 """
@@ -16,12 +19,14 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Callable
 from datetime import UTC
 from typing import TextIO
 
 import grpc
 from google.protobuf import json_format
 
+from pioneer_grpc.cli.watch_stats import WatchStats
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from pioneer_grpc.v1 import manifest_service_pb2_grpc as service_grpc
 from pioneer_grpc.v1 import prompt_pb2
@@ -52,6 +57,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--after", type=int, default=0, help="start after this event id (default 0: all)")
     parser.add_argument("--json", action="store_true", help="one JSON object per event")
     parser.add_argument("--count", type=int, default=0, help="exit after this many events (default: never)")
+    parser.add_argument(
+        "--stats", action="store_true", help="per thread: rounds and prompt-cache breaks, by section"
+    )
 
 
 def short(fingerprint: str) -> str:
@@ -80,6 +88,17 @@ def format_json(event: service_pb2.ManifestEvent) -> str:
     )
 
 
+def _renderer(as_json: bool, stats: WatchStats | None) -> Callable[[service_pb2.ManifestEvent], str]:
+    if stats is not None:
+        return stats.json_line if as_json else stats.line
+    return format_json if as_json else format_line
+
+
+def print_table(stats: WatchStats | None, as_json: bool, out: TextIO) -> None:
+    if stats is not None and stats.threads:
+        print(stats.json_table() if as_json else stats.table(), file=out, flush=True)
+
+
 async def follow(
     addr: str,
     *,
@@ -90,11 +109,13 @@ async def follow(
     count: int = 0,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
+    stats: WatchStats | None = None,
 ) -> int:
     """Prints events until `count` were printed (0 = forever); returns the exit status."""
     last, printed, backoff = after, 0, FIRST_BACKOFF_SECONDS
     metadata = (("authorization", f"Bearer {token}"),) if token else ()
-    render = format_json if as_json else format_line
+    render = _renderer(as_json, stats)
+    caught_up = False
     async with grpc.aio.insecure_channel(addr) as channel:
         stub = service_grpc.ManifestServiceStub(channel)
         while True:
@@ -106,11 +127,15 @@ async def follow(
                     if response.HasField("heartbeat"):
                         # Every event of ours up to this id was sent: a safe place to resume.
                         last = max(last, response.heartbeat.last_event_id)
+                        if not caught_up:
+                            caught_up = True
+                            print_table(stats, as_json, out)
                         continue
                     print(render(response.event), file=out, flush=True)
                     last, printed = response.event.event_id, printed + 1
                     if printed == count:
                         call.cancel()
+                        print_table(stats, as_json, out)
                         return 0
                 return 0
             except grpc.aio.AioRpcError as exc:
@@ -131,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
     if args.after < 0 or args.count < 0:
         print("pioneer-grpc watch: --after and --count must not be negative", file=sys.stderr)
         return 2
+    stats = WatchStats() if args.stats else None
     try:
         return asyncio.run(
             follow(
@@ -140,9 +166,11 @@ def run(args: argparse.Namespace) -> int:
                 after=args.after,
                 as_json=args.json,
                 count=args.count,
+                stats=stats,
             )
         )
     except KeyboardInterrupt:
+        print_table(stats, args.json, sys.stdout)
         return 0
 
 
