@@ -15,6 +15,7 @@ from pioneer_grpc.cli import history as cli_history
 from pioneer_grpc.cli import render as cli_render
 from pioneer_grpc.cli import watch as cli_watch
 from pioneer_grpc.config import ConfigError, load_config
+from pioneer_grpc.telemetry.logs import log_handler
 
 
 def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,11 +61,11 @@ async def _run_until_signal(config_flags: dict[str, object], config_file: Path |
 def _serve(args: argparse.Namespace) -> int:
     flags = {k: v for k, v in vars(args).items() if k not in ("func", "command", "config")}
     try:
-        level = load_config(flags, config_file=args.config).log_level
+        config = load_config(flags, config_file=args.config)
     except ConfigError as exc:
         print(f"pioneer-grpc: configuration error: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=config.log_level, handlers=[log_handler(config.log_format)])
     try:
         return asyncio.run(_run_until_signal(flags, args.config))
     except OSError as exc:
