@@ -8,8 +8,8 @@ from pioneer_grpc.errors import FieldViolation
 
 DEFAULT_MAX_CONTEXT_TOKENS = 128_000
 DEFAULT_RESPONSE_RESERVE_TOKENS = 16_000
-# Completed entries a load reads at most (the original's MAX_TURNS).
-MAX_LOADED_ENTRIES = 200
+# Completed turns a load reads at most (the original's MAX_TURNS: its entries are whole turns).
+MAX_LOADED_TURNS = 200
 THRESHOLD_PERCENT = 80
 TARGET_PERCENT = 10
 # A summary may exceed its target by this factor before it is rejected: models
@@ -42,9 +42,9 @@ class Budget:
         return int(self.target * SUMMARY_TOLERANCE)
 
 
-def config_violations(max_context_tokens: int, response_reserve_tokens: int, prefix: str = "config.") -> list[
-    FieldViolation
-]:
+def config_violations(
+    max_context_tokens: int, response_reserve_tokens: int, prefix: str = "config."
+) -> list[FieldViolation]:
     """What is wrong with a thread's budget settings, as field violations."""
     violations: list[FieldViolation] = []
     if max_context_tokens <= 0:

@@ -23,6 +23,7 @@ from pioneer_grpc.history.budget import (
     config_violations,
 )
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation, thread_id_violation
+from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations
 from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
 from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, TOKENIZER, count_tokens
 from pioneer_grpc.models.registry import Registry
@@ -142,19 +143,35 @@ async def update_thread(
 
 
 async def append_entries(
-    ctx: ServiceContext, thread_id: str, entries: Sequence[history_pb2.ConversationEntry]
+    ctx: ServiceContext,
+    thread_id: str,
+    entries: Sequence[history_pb2.ConversationEntry],
+    prefix: str = "entries",
 ) -> entry_store.AppendOutcome:
-    """Stores the batch in one transaction, idempotent by entry_id; tokens are counted here, once."""
-    _check([thread_id_violation(thread_id), *entry_violations(list(entries))])
+    """Stores the batch in one transaction, idempotent by entry_id; tokens are counted here, once.
+
+    Refuses (INVALID_ARGUMENT, fields named `{prefix}[i]...`, nothing stored) what
+    would make a later round fail: see `history/entry_rules.py`.
+    """
+    _check([thread_id_violation(thread_id), *entry_violations(list(entries), prefix)])
+    content = content_violations(entries, prefix)
+    if content:
+        # Rejected anyway: read the thread's calls too, so every violation is named at once.
+        async with ctx.sessions() as session, session.begin():
+            stored = await entry_store.stored_calls(session, thread_id, entries)
+        _check([*content, *call_violations(entries, stored, prefix)])
     with ctx.telemetry.span(
         "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
     ):
-        return await _append_checked(ctx, thread_id, entries)
+        return await _append_checked(ctx, thread_id, entries, prefix)
 
 
 async def _append_checked(
-    ctx: ServiceContext, thread_id: str, entries: Sequence[history_pb2.ConversationEntry]
+    ctx: ServiceContext, thread_id: str, entries: Sequence[history_pb2.ConversationEntry], prefix: str
 ) -> entry_store.AppendOutcome:
+    def check(stored: StoredCalls) -> None:
+        _check(call_violations(entries, stored, prefix))
+
     texts_per_entry = [entry_counted_texts(entry) for entry in entries]
     counts = await count_tokens([text for texts in texts_per_entry for text in texts])
     new_entries: list[entry_store.NewEntry] = []
@@ -164,7 +181,7 @@ async def _append_checked(
         offset += len(texts)
         new_entries.append(entry_store.NewEntry(entry, content_hash(entry), tokens))
     async with ctx.sessions() as session:
-        return await entry_store.append_entries(session, thread_id, new_entries, TOKENIZER)
+        return await entry_store.append_entries(session, thread_id, new_entries, TOKENIZER, check)
 
 
 async def complete_turn(ctx: ServiceContext, thread_id: str, turn_id: str) -> int:

@@ -20,7 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.history import decide
-from pioneer_grpc.history.budget import MAX_LOADED_ENTRIES, Budget
+from pioneer_grpc.history import diagnostics as codes
+from pioneer_grpc.history.budget import MAX_LOADED_TURNS, Budget
 from pioneer_grpc.history.entries import thread_id_violation
 from pioneer_grpc.history.render import summary_text
 from pioneer_grpc.history.summarizers import Summarizer, SummarizerError, SummaryRequest
@@ -73,12 +74,12 @@ async def _snapshot(
     )
     after = summary.covers_through_sequence if summary else 0
     entries, more = await entry_store.completed_entries(
-        conn, thread_id, after, exclude_turn_id, MAX_LOADED_ENTRIES
+        conn, thread_id, after, exclude_turn_id, MAX_LOADED_TURNS
     )
-    return decide.Snapshot(
-        budget=Budget.of(state.max_context_tokens, state.response_reserve_tokens),
-        summary=summary,
-        entries=tuple(entries),
+    return decide.Snapshot.read(
+        Budget.of(state.max_context_tokens, state.response_reserve_tokens),
+        summary,
+        entries,
         more_entries=more,
         model=state.model,
         summary_model=state.summary_model,
@@ -129,7 +130,7 @@ async def _load(
                 summarizer.name,
                 [
                     decide.diagnostic(
-                        "summary_lock_timeout",
+                        codes.SUMMARY_LOCK_TIMEOUT,
                         f"another load kept compressing this thread for over {wait:g} s; not compressed",
                     )
                 ],
@@ -138,18 +139,13 @@ async def _load(
         if fresh.summary != snapshot.summary and not fresh.needs_compression:
             return decide.full(
                 fresh,
-                [decide.diagnostic("summary_stored_meanwhile", "another load stored a summary; reused it")],
+                [
+                    decide.diagnostic(
+                        codes.SUMMARY_STORED_MEANWHILE, "another load stored a summary; reused it"
+                    )
+                ],
             )
         return await _compress(ctx, fresh, summarizer, thread_id, wait)
-
-
-def _covers_through(snapshot: decide.Snapshot) -> tuple[str, int]:
-    """The newest entry a summary of `snapshot` covers: its last entry, else the old summary's."""
-    if snapshot.entries:
-        return snapshot.entries[-1].entry_id, snapshot.entries[-1].sequence
-    if snapshot.summary is not None:
-        return snapshot.summary.covers_through_entry_id, snapshot.summary.covers_through_sequence
-    return "", 0
 
 
 async def _ask(
@@ -175,7 +171,7 @@ async def _candidate(
     text: str, snapshot: decide.Snapshot, summarizer: str, model: str
 ) -> decide.StoredSummary:
     [tokens] = await count_tokens([summary_text(text)])
-    covers_id, covers_sequence = _covers_through(snapshot)
+    covers_id, covers_sequence = snapshot.covers_through
     return decide.StoredSummary(
         text=text,
         token_count=tokens,
@@ -224,7 +220,7 @@ async def _compress(
                 failure, message = "rejected", f"{summarizer.name}: {rejection}"
         _summarized(ctx, span, summarizer.name, seconds, failure)
     if candidate is None or failure:
-        return failed("summary_rejected" if failure == "rejected" else "summarizer_failed", message)
+        return failed(codes.SUMMARY_REJECTED if failure == "rejected" else codes.SUMMARIZER_FAILED, message)
     async with ctx.sessions() as session:
         await summary_store.add_summary(
             session,

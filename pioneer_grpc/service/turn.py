@@ -15,9 +15,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from pioneer_grpc.compiler.validate import input_violations
-from pioneer_grpc.errors import FieldViolation, InvalidArgument
+from pioneer_grpc.errors import FailedPrecondition, FieldViolation, InvalidArgument
 from pioneer_grpc.history.entries import entry_violations, id_violation
+from pioneer_grpc.history.entry_rules import content_violations
 from pioneer_grpc.history.render import to_chat_message
+from pioneer_grpc.history.repair import repair
 from pioneer_grpc.providers.render import RenderedRequest, render
 from pioneer_grpc.providers.validate import tool_rule_violations
 from pioneer_grpc.service import history as history_ops
@@ -27,10 +29,19 @@ from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import threads as thread_store
 from pioneer_grpc.v1 import chat_pb2, history_pb2, prompt_pb2, provider_service_pb2, turn_service_pb2
 
+# ErrorInfo reason of a round asked for while the turn's latest tool calls have no result.
+TOOL_RESULTS_PENDING = "TOOL_RESULTS_PENDING"
+
 # ChatRequest fields that PrepareTurnRequest carries at its top level: a
 # violation on one of them names the request's own field.
 _TOP_LEVEL = (
-    "model", "tools", "tool_choice", "parallel_tool_calls", "temperature", "max_tokens", "reasoning",
+    "model",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "temperature",
+    "max_tokens",
+    "reasoning",
 )
 
 
@@ -75,6 +86,7 @@ def _checked_entries(request: turn_service_pb2.PrepareTurnRequest) -> list[histo
         stored.turn_id = request.turn_id or "-"
         entries.append(stored)
     violations += entry_violations(entries, prefix="new_entries")
+    violations += content_violations(entries, prefix="new_entries")
     for violation in [
         *input_violations(request.compile_input),
         *tool_rule_violations(request.provider, _chat_request(request, request.model, [])),
@@ -106,10 +118,27 @@ async def _thread_model(ctx: ServiceContext, thread_id: str) -> str:
         return (await thread_store.thread_row(session, thread_id)).model
 
 
-async def _turn_messages(ctx: ServiceContext, thread_id: str, turn_id: str) -> list[chat_pb2.ChatMessage]:
+async def _turn_messages(
+    ctx: ServiceContext, thread_id: str, turn_id: str
+) -> tuple[list[chat_pb2.ChatMessage], list[history_pb2.HistoryDiagnostic]]:
+    """The turn's own entries so far, repaired like history; its latest calls must have their results.
+
+    A call the turn moved on from (a later user or assistant entry) was
+    interrupted and gets a synthesized result. The latest assistant entry's
+    calls may still be running: a round cannot be sent before their results
+    are appended, so that is FailedPrecondition naming them.
+    """
     async with ctx.sessions() as session:
         entries = await entry_store.turn_entries(session, thread_id, turn_id)
-    return [to_chat_message(entry) for entry in entries]
+    repaired = repair(entries, close_at_end=False)
+    if repaired.pending:
+        calls = ", ".join(f"{call_id!r} (entry {e.entry_id!r})" for call_id, e in repaired.pending.items())
+        raise FailedPrecondition(
+            f"tool call(s) {calls} of turn {turn_id!r} have no result yet: append their results "
+            "(new_entries) before preparing the next round",
+            reason=TOOL_RESULTS_PENDING,
+        )
+    return [to_chat_message(entry) for entry in repaired.entries], repaired.diagnostics
 
 
 @dataclass(frozen=True)
@@ -139,9 +168,14 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
         )
         observe.compiled(ctx, span, hit, payload.manifest)
     if entries:
-        await history_ops.append_entries(ctx, request.thread_id, entries)
+        await history_ops.append_entries(ctx, request.thread_id, entries, prefix="new_entries")
     history, report = await history_ops.load_history(ctx, request.thread_id, exclude_turn_id=request.turn_id)
-    current = await _turn_messages(ctx, request.thread_id, request.turn_id)
+    current, repairs = await _turn_messages(ctx, request.thread_id, request.turn_id)
+    if repairs:
+        # The load's report may be the cached one: extend a copy.
+        cached, report = report, history_pb2.HistoryDecisionReport()
+        report.CopyFrom(cached)
+        report.diagnostics.extend(repairs)
     event_id = await observe.record_manifest(ctx, request.thread_id, request.turn_id, payload.manifest)
     chat = _chat_request(request, model, [*history, *current])
     chat.compiled_prompt.CopyFrom(payload)

@@ -11,7 +11,7 @@ already there must carry the same content hash.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +25,9 @@ from pioneer_grpc.history.entries import (
     parse_tool_calls,
     tool_calls_json,
 )
+from pioneer_grpc.history.entry_rules import StoredCalls, named_call_ids
 from pioneer_grpc.store.clock import as_utc, now
-from pioneer_grpc.store.models import EntryRow, ThreadRow, TurnRow
+from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow, TurnRow
 from pioneer_grpc.store.turns import ensure_turns, insert
 from pioneer_grpc.v1 import history_pb2
 
@@ -131,10 +132,55 @@ async def _already_stored(
     return AppendOutcome([entry_message(rows[entry_id]) for entry_id in wanted], 0, len(wanted))
 
 
+async def stored_calls(
+    session: AsyncSession, thread_id: str, entries: Sequence[history_pb2.ConversationEntry]
+) -> StoredCalls:
+    """What the batch's tool calls and results are checked against: its turns, the call ids it names."""
+    turn_ids = list(dict.fromkeys(e.turn_id for e in entries))
+    stored = StoredCalls()
+    if turn_ids:
+        rows = await session.execute(
+            select(*LOAD_COLUMNS)
+            .where(EntryRow.thread_id == thread_id, EntryRow.turn_id.in_(turn_ids))
+            .order_by(EntryRow.id)
+        )
+        for row in rows:
+            entry = _loaded_entry(row)
+            stored.turns.setdefault(entry.turn_id, []).append(entry)
+    wanted = {e.entry_id for e in entries}
+    stored.stored_entry_ids = {e.entry_id for turn in stored.turns.values() for e in turn} & wanted
+    call_ids = named_call_ids(entries)
+    if call_ids:
+        calls = await session.execute(
+            select(ToolCallRow.call_id, ToolCallRow.entry_id).where(
+                ToolCallRow.thread_id == thread_id, ToolCallRow.call_id.in_(call_ids)
+            )
+        )
+        stored.thread_calls = {row.call_id: row.entry_id for row in calls}
+    return stored
+
+
+async def _record_calls(session: AsyncSession, thread_id: str, entry: history_pb2.ConversationEntry) -> None:
+    for call in entry.tool_calls:
+        await session.execute(
+            insert(session, ToolCallRow)
+            .values(thread_id=thread_id, call_id=call.id, entry_id=entry.entry_id)
+            .on_conflict_do_nothing(index_elements=["thread_id", "call_id"])
+        )
+
+
 async def append_entries(
-    session: AsyncSession, thread_id: str, new_entries: Sequence[NewEntry], tokenizer: str
+    session: AsyncSession,
+    thread_id: str,
+    new_entries: Sequence[NewEntry],
+    tokenizer: str,
+    check: Callable[[StoredCalls], None] | None = None,
 ) -> AppendOutcome:
-    """All or nothing: any rejected entry rolls the whole batch back."""
+    """All or nothing: any rejected entry rolls the whole batch back.
+
+    `check` sees what the store holds for the batch's tool calls, under the
+    thread's write lock, before anything is inserted; it raises to reject.
+    """
     repeat = await _already_stored(session, thread_id, new_entries)
     if repeat is not None:
         return repeat
@@ -142,6 +188,8 @@ async def append_entries(
     stored_ids: list[str] = []
     async with session.begin():
         await _touch_thread(session, thread_id)
+        if check is not None:
+            check(await stored_calls(session, thread_id, [n.entry for n in new_entries]))
         turn_ids = list(dict.fromkeys(n.entry.turn_id for n in new_entries))
         statuses = await _turn_statuses(session, thread_id, turn_ids) if turn_ids else {}
         moment = now()
@@ -175,6 +223,7 @@ async def append_entries(
                     raise FailedPrecondition(
                         f"turn {entry.turn_id!r} is completed; entry {entry.entry_id!r} belongs to a new turn"
                     )
+                await _record_calls(session, thread_id, entry)
                 created += 1
             else:
                 stored_hash = await session.scalar(
@@ -258,20 +307,31 @@ async def completed_entries(
     thread_id: str,
     after_sequence: int,
     exclude_turn_id: str,
-    limit: int,
+    max_turns: int,
 ) -> tuple[list[history_pb2.ConversationEntry], bool]:
-    """The newest `limit` completed entries after `after_sequence`, oldest first, and whether more exist.
+    """The entries of the newest `max_turns` completed turns after `after_sequence`, oldest first,
+    and whether older completed turns exist there too.
 
     Entries come back without create_time, tokenizer and reasoning_content, which a load does not use.
     """
-    query = select(*LOAD_COLUMNS).where(
-        EntryRow.thread_id == thread_id, EntryRow.completed.is_(True), EntryRow.id > after_sequence
-    )
+    where = [EntryRow.thread_id == thread_id, EntryRow.completed.is_(True), EntryRow.id > after_sequence]
     if exclude_turn_id:
-        query = query.where(EntryRow.turn_id != exclude_turn_id)
-    rows = (await conn.execute(query.order_by(EntryRow.id.desc()).limit(limit + 1))).all()
-    more = len(rows) > limit
-    return [_loaded_entry(row) for row in reversed(rows[:limit])], more
+        where.append(EntryRow.turn_id != exclude_turn_id)
+    first = func.min(EntryRow.id).label("first")
+    turns = (
+        await conn.execute(
+            select(EntryRow.turn_id, first)
+            .where(*where)
+            .group_by(EntryRow.turn_id)
+            .order_by(first.desc())
+            .limit(max_turns + 1)
+        )
+    ).all()
+    more = len(turns) > max_turns
+    if more:
+        where.append(EntryRow.id >= turns[max_turns - 1].first)
+    rows = (await conn.execute(select(*LOAD_COLUMNS).where(*where).order_by(EntryRow.id))).all()
+    return [_loaded_entry(row) for row in rows], more
 
 
 async def turn_entries(

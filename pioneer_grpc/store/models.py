@@ -41,6 +41,12 @@ class ThreadRow(Base):
     summary_model: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # pioneer.v1.CompactionStrategy value; 0 (unspecified) means the default.
+    compaction_strategy: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Tool results kept whole when older ones are cleared; NULL means the default.
+    keep_tool_results: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # The newest entry sequence a failed compaction covered: not retried until the history grows.
+    compaction_failed_sequence: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class TurnRow(Base):
@@ -73,9 +79,7 @@ class EntryRow(Base):
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
-    thread_id: Mapped[str] = mapped_column(
-        String(200), ForeignKey("threads.thread_id", ondelete="CASCADE")
-    )
+    thread_id: Mapped[str] = mapped_column(String(200), ForeignKey("threads.thread_id", ondelete="CASCADE"))
     entry_id: Mapped[str] = mapped_column(String(200))
     turn_id: Mapped[str] = mapped_column(String(200))
     # pioneer.v1.EntryRole value.
@@ -95,14 +99,24 @@ class EntryRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class ToolCallRow(Base):
+    """Every tool call id a thread's entries made: call ids are unique in a thread."""
+
+    __tablename__ = "tool_calls"
+
+    thread_id: Mapped[str] = mapped_column(
+        String(200), ForeignKey("threads.thread_id", ondelete="CASCADE"), primary_key=True
+    )
+    call_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    entry_id: Mapped[str] = mapped_column(String(200))
+
+
 class SummaryRow(Base):
     __tablename__ = "thread_summaries"
     __table_args__ = (Index("ix_summaries_thread_id", "thread_id", "id"),)
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
-    thread_id: Mapped[str] = mapped_column(
-        String(200), ForeignKey("threads.thread_id", ondelete="CASCADE")
-    )
+    thread_id: Mapped[str] = mapped_column(String(200), ForeignKey("threads.thread_id", ondelete="CASCADE"))
     text: Mapped[str] = mapped_column(Text)
     # The newest entry (by sequence) the summary covers; later loads send only newer ones.
     covers_through_sequence: Mapped[int] = mapped_column(BigInteger)

@@ -11,6 +11,13 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class CompactionStrategy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    COMPACTION_STRATEGY_UNSPECIFIED: _ClassVar[CompactionStrategy]
+    COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE: _ClassVar[CompactionStrategy]
+    COMPACTION_STRATEGY_SUMMARIZE: _ClassVar[CompactionStrategy]
+    COMPACTION_STRATEGY_TRUNCATE: _ClassVar[CompactionStrategy]
+
 class EntryRole(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ENTRY_ROLE_UNSPECIFIED: _ClassVar[EntryRole]
@@ -31,6 +38,7 @@ class HistoryDecision(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     HISTORY_DECISION_FULL: _ClassVar[HistoryDecision]
     HISTORY_DECISION_SUMMARIZED: _ClassVar[HistoryDecision]
     HISTORY_DECISION_TRUNCATED: _ClassVar[HistoryDecision]
+    HISTORY_DECISION_CLEARED: _ClassVar[HistoryDecision]
 
 class SummaryUse(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -39,6 +47,10 @@ class SummaryUse(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SUMMARY_USE_REUSED: _ClassVar[SummaryUse]
     SUMMARY_USE_CREATED: _ClassVar[SummaryUse]
     SUMMARY_USE_FAILED: _ClassVar[SummaryUse]
+COMPACTION_STRATEGY_UNSPECIFIED: CompactionStrategy
+COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE: CompactionStrategy
+COMPACTION_STRATEGY_SUMMARIZE: CompactionStrategy
+COMPACTION_STRATEGY_TRUNCATE: CompactionStrategy
 ENTRY_ROLE_UNSPECIFIED: EntryRole
 ENTRY_ROLE_USER: EntryRole
 ENTRY_ROLE_ASSISTANT: EntryRole
@@ -51,6 +63,7 @@ HISTORY_DECISION_UNSPECIFIED: HistoryDecision
 HISTORY_DECISION_FULL: HistoryDecision
 HISTORY_DECISION_SUMMARIZED: HistoryDecision
 HISTORY_DECISION_TRUNCATED: HistoryDecision
+HISTORY_DECISION_CLEARED: HistoryDecision
 SUMMARY_USE_UNSPECIFIED: SummaryUse
 SUMMARY_USE_NONE: SummaryUse
 SUMMARY_USE_REUSED: SummaryUse
@@ -58,16 +71,20 @@ SUMMARY_USE_CREATED: SummaryUse
 SUMMARY_USE_FAILED: SummaryUse
 
 class ThreadConfig(_message.Message):
-    __slots__ = ("max_context_tokens", "response_reserve_tokens", "model", "summary_model")
+    __slots__ = ("max_context_tokens", "response_reserve_tokens", "model", "summary_model", "compaction_strategy", "keep_tool_results")
     MAX_CONTEXT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_RESERVE_TOKENS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_MODEL_FIELD_NUMBER: _ClassVar[int]
+    COMPACTION_STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    KEEP_TOOL_RESULTS_FIELD_NUMBER: _ClassVar[int]
     max_context_tokens: int
     response_reserve_tokens: int
     model: str
     summary_model: str
-    def __init__(self, max_context_tokens: _Optional[int] = ..., response_reserve_tokens: _Optional[int] = ..., model: _Optional[str] = ..., summary_model: _Optional[str] = ...) -> None: ...
+    compaction_strategy: CompactionStrategy
+    keep_tool_results: int
+    def __init__(self, max_context_tokens: _Optional[int] = ..., response_reserve_tokens: _Optional[int] = ..., model: _Optional[str] = ..., summary_model: _Optional[str] = ..., compaction_strategy: _Optional[_Union[CompactionStrategy, str]] = ..., keep_tool_results: _Optional[int] = ...) -> None: ...
 
 class Thread(_message.Message):
     __slots__ = ("thread_id", "config", "create_time", "update_time", "entry_count")
@@ -146,7 +163,7 @@ class HistoryDiagnostic(_message.Message):
     def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ..., entry_id: _Optional[str] = ...) -> None: ...
 
 class HistoryDecisionReport(_message.Message):
-    __slots__ = ("decision", "budget_tokens", "threshold_tokens", "summary_target_tokens", "tokens_before", "tokens_after", "entries_loaded", "entries_kept", "entries_dropped", "summary_use", "summarizer", "summary_covers_through_entry_id", "diagnostics", "tokenizer")
+    __slots__ = ("decision", "budget_tokens", "threshold_tokens", "summary_target_tokens", "tokens_before", "tokens_after", "entries_loaded", "entries_kept", "entries_dropped", "summary_use", "summarizer", "summary_covers_through_entry_id", "diagnostics", "tokenizer", "cleared_tool_results", "cleared_tokens_saved", "compaction_strategy")
     DECISION_FIELD_NUMBER: _ClassVar[int]
     BUDGET_TOKENS_FIELD_NUMBER: _ClassVar[int]
     THRESHOLD_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -161,6 +178,9 @@ class HistoryDecisionReport(_message.Message):
     SUMMARY_COVERS_THROUGH_ENTRY_ID_FIELD_NUMBER: _ClassVar[int]
     DIAGNOSTICS_FIELD_NUMBER: _ClassVar[int]
     TOKENIZER_FIELD_NUMBER: _ClassVar[int]
+    CLEARED_TOOL_RESULTS_FIELD_NUMBER: _ClassVar[int]
+    CLEARED_TOKENS_SAVED_FIELD_NUMBER: _ClassVar[int]
+    COMPACTION_STRATEGY_FIELD_NUMBER: _ClassVar[int]
     decision: HistoryDecision
     budget_tokens: int
     threshold_tokens: int
@@ -175,4 +195,21 @@ class HistoryDecisionReport(_message.Message):
     summary_covers_through_entry_id: str
     diagnostics: _containers.RepeatedCompositeFieldContainer[HistoryDiagnostic]
     tokenizer: str
-    def __init__(self, decision: _Optional[_Union[HistoryDecision, str]] = ..., budget_tokens: _Optional[int] = ..., threshold_tokens: _Optional[int] = ..., summary_target_tokens: _Optional[int] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., entries_loaded: _Optional[int] = ..., entries_kept: _Optional[int] = ..., entries_dropped: _Optional[int] = ..., summary_use: _Optional[_Union[SummaryUse, str]] = ..., summarizer: _Optional[str] = ..., summary_covers_through_entry_id: _Optional[str] = ..., diagnostics: _Optional[_Iterable[_Union[HistoryDiagnostic, _Mapping]]] = ..., tokenizer: _Optional[str] = ...) -> None: ...
+    cleared_tool_results: _containers.RepeatedCompositeFieldContainer[ClearedToolResult]
+    cleared_tokens_saved: int
+    compaction_strategy: CompactionStrategy
+    def __init__(self, decision: _Optional[_Union[HistoryDecision, str]] = ..., budget_tokens: _Optional[int] = ..., threshold_tokens: _Optional[int] = ..., summary_target_tokens: _Optional[int] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., entries_loaded: _Optional[int] = ..., entries_kept: _Optional[int] = ..., entries_dropped: _Optional[int] = ..., summary_use: _Optional[_Union[SummaryUse, str]] = ..., summarizer: _Optional[str] = ..., summary_covers_through_entry_id: _Optional[str] = ..., diagnostics: _Optional[_Iterable[_Union[HistoryDiagnostic, _Mapping]]] = ..., tokenizer: _Optional[str] = ..., cleared_tool_results: _Optional[_Iterable[_Union[ClearedToolResult, _Mapping]]] = ..., cleared_tokens_saved: _Optional[int] = ..., compaction_strategy: _Optional[_Union[CompactionStrategy, str]] = ...) -> None: ...
+
+class ClearedToolResult(_message.Message):
+    __slots__ = ("entry_id", "tool_call_id", "name", "tokens_before", "tokens_after")
+    ENTRY_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_AFTER_FIELD_NUMBER: _ClassVar[int]
+    entry_id: str
+    tool_call_id: str
+    name: str
+    tokens_before: int
+    tokens_after: int
+    def __init__(self, entry_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., name: _Optional[str] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ...) -> None: ...

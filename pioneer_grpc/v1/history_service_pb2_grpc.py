@@ -102,6 +102,13 @@ class HistoryServiceServicer:
     def AppendEntries(self, request, context):
         """Appends entries, idempotent by entry_id: a repeat with identical content is
         a no-op, with different content ALREADY_EXISTS. Tokens are counted here, once.
+        INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
+        stored) for what would make every later round fail: an entry with no
+        content, tool calls or artifacts (a tool result may be empty); tool call
+        arguments that are not a JSON object ("" means none); a call id already used
+        in the thread or the batch; a tool result that does not answer an open call
+        of its own turn (one made by the turn's latest assistant entry, before any
+        later user or assistant entry), answers it twice, or names another tool.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -115,7 +122,11 @@ class HistoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def LoadConversationHistory(self, request, context):
-        """Loads up to 200 completed entries plus the summary under the thread's budget.
+        """Loads the newest 200 completed turns after the summary, plus the summary,
+        under the thread's budget. What older versions stored and a provider would
+        reject is repaired and reported (HistoryDecisionReport.diagnostics): a call
+        of a completed turn without a stored result gets a synthesized one saying it
+        was interrupted.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

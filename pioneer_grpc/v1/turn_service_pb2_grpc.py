@@ -50,6 +50,10 @@ class TurnServiceServicer:
         """Appends the new entries, loads budgeted history (excluding the turn in
         progress), compiles the prompt, persists the manifest on the turn, and
         returns the ChatRequest: history, then the turn's own entries so far.
+        In the turn's own entries, a call the turn moved on from without a result
+        gets a synthesized result (reported in history_report); calls of the turn's
+        latest assistant entry still without a result are FAILED_PRECONDITION
+        (reason TOOL_RESULTS_PENDING; append their results, then retry).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

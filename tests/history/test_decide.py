@@ -105,10 +105,16 @@ def test_tool_call_and_results_are_kept_or_dropped_together():
     ]
     units = group_units(entries)
     assert [[e.entry_id for e in u.entries] for u in units] == [["u1"], ["a1", "r1", "r2"], ["u2"]]
-    # 300 tokens leave room for u2 and two of the three pair messages: the pair goes whole.
+    # 300 tokens leave room for u2 and two of the three pair messages: the pair goes whole
+    # (with its whole turn, which starts at u1: truncation keeps whole turns).
     result = decide.truncated(snapshot(entries, 300), history_pb2.SUMMARY_USE_FAILED)
     assert [m.content for m in result.messages] == ["text of u2"]
-    assert codes(result) == ["tool_pair_kept"]
+    assert codes(result) == []
+    # Inside a newest turn too large to send whole, the pair is still kept or dropped whole.
+    entries[-1] = entry("a2", ASSISTANT, 96)
+    result = decide.truncated(snapshot(entries, 300), history_pb2.SUMMARY_USE_FAILED)
+    assert [m.content for m in result.messages] == ["text of u1", "text of a2"]
+    assert codes(result) == ["tool_pair_kept", "turn_cut"]
     assert result.report.diagnostics[0].entry_id == "a1"
 
 
@@ -147,4 +153,4 @@ def test_entry_limit_is_reported():
     snap = decide.Snapshot(
         budget=snapshot([], 1000).budget, summary=None, entries=(entry("e1"),), more_entries=True
     )
-    assert codes(decide.full(snap)) == ["entry_limit_reached"]
+    assert codes(decide.full(snap)) == ["turn_limit_reached"]

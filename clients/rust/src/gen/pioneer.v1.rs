@@ -1239,6 +1239,13 @@ pub struct ThreadConfig {
     /// Model used to compress history; the thread model when empty.
     #[prost(string, tag = "4")]
     pub summary_model: ::prost::alloc::string::String,
+    /// What a load over the threshold does. UNSPECIFIED means CLEAR_THEN_SUMMARIZE.
+    #[prost(enumeration = "CompactionStrategy", tag = "5")]
+    pub compaction_strategy: i32,
+    /// Tool results that clearing keeps whole, newest first. Default 3; 0 clears
+    /// every older result; at most 1,000.
+    #[prost(int32, optional, tag = "6")]
+    pub keep_tool_results: ::core::option::Option<i32>,
 }
 /// Thread is a conversation.
 #[allow(clippy::all)]
@@ -1324,7 +1331,7 @@ pub struct ThreadSummary {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct HistoryDiagnostic {
-    /// e.g. summarizer_failed, summary_rejected, entry_truncated, tool_pair_kept.
+    /// One of the codes listed on HistoryDecisionReport.diagnostics.
     #[prost(string, tag = "1")]
     pub code: ::prost::alloc::string::String,
     #[prost(string, tag = "2")]
@@ -1366,10 +1373,109 @@ pub struct HistoryDecisionReport {
     pub summarizer: ::prost::alloc::string::String,
     #[prost(string, tag = "12")]
     pub summary_covers_through_entry_id: ::prost::alloc::string::String,
+    /// What the load did besides sending entries as stored, in order. Codes (stable):
+    /// Reading:
+    /// turn_limit_reached: more completed turns follow the summary than a load
+    /// reads (200); the oldest were not read.
+    /// Repairs of stored entries (appends refuse these; older versions stored them):
+    /// tool_result_missing: a call of a completed turn has no stored result; a
+    /// result saying it was interrupted was sent after it (entry_id: the call's).
+    /// orphan_tool_result_dropped: a result that does not follow its call; not sent.
+    /// empty_entry_skipped: no content, tool calls or artifacts; not sent.
+    /// invalid_tool_call_skipped: an assistant entry whose call has arguments that
+    /// are not a JSON object, or no id or name; it and its results not sent.
+    /// duplicate_tool_call_skipped: an assistant entry reusing an earlier call id;
+    /// it and its results not sent.
+    /// duplicate_tool_result_skipped: a second result for one call; not sent.
+    /// tool_result_name_repaired: a result naming another tool than its call;
+    /// sent under the call's name.
+    /// Compaction:
+    /// tool_results_cleared: old tool results were replaced by placeholders.
+    /// clearing_insufficient: clearing left the history over the threshold; it
+    /// was summarized.
+    /// compression_pending: dry run over the threshold.
+    /// summarizer_failed, summary_rejected: no new summary; truncated instead.
+    /// summary_lock_timeout: another load kept the thread's compression lock.
+    /// summary_stored_meanwhile: another load stored a summary; reused.
+    /// compaction_deferred: the last compaction failed and the history has not
+    /// grown enough since to try again; truncated without asking the summarizer.
+    /// Truncation:
+    /// summary_dropped: the stored summary does not fit the budget.
+    /// entry_truncated: one entry's text was cut to fit.
+    /// tool_pair_kept: a tool call and its results did not fit together; dropped
+    /// together.
+    /// turn_cut: the newest turn alone does not fit; its request and its newest
+    /// entries that fit were kept.
     #[prost(message, repeated, tag = "13")]
     pub diagnostics: ::prost::alloc::vec::Vec<HistoryDiagnostic>,
     #[prost(string, tag = "14")]
     pub tokenizer: ::prost::alloc::string::String,
+    /// Tool results replaced by a placeholder in the returned messages, oldest first.
+    #[prost(message, repeated, tag = "15")]
+    pub cleared_tool_results: ::prost::alloc::vec::Vec<ClearedToolResult>,
+    /// Tokens the placeholders saved (sum over cleared_tool_results).
+    #[prost(int32, tag = "16")]
+    pub cleared_tokens_saved: i32,
+    /// The thread's strategy this load applied (never UNSPECIFIED).
+    #[prost(enumeration = "CompactionStrategy", tag = "17")]
+    pub compaction_strategy: i32,
+}
+/// ClearedToolResult is one tool result whose content a load replaced by a placeholder.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ClearedToolResult {
+    #[prost(string, tag = "1")]
+    pub entry_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub tool_call_id: ::prost::alloc::string::String,
+    /// The tool's name.
+    #[prost(string, tag = "3")]
+    pub name: ::prost::alloc::string::String,
+    /// Tokens of the stored result and of its placeholder.
+    #[prost(int32, tag = "4")]
+    pub tokens_before: i32,
+    #[prost(int32, tag = "5")]
+    pub tokens_after: i32,
+}
+/// CompactionStrategy is how a load brings a history over the threshold (80% of
+/// the budget) back under it.
+#[allow(clippy::all)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum CompactionStrategy {
+    Unspecified = 0,
+    /// Replace tool results older than the newest keep_tool_results by a short
+    /// placeholder (the call/result pair stays valid and the placeholder says how
+    /// to get the content again); summarize only if still over the threshold.
+    ClearThenSummarize = 1,
+    /// Summarize at once (the original's behaviour).
+    Summarize = 2,
+    /// Never summarize: keep the newest whole turns that fit the budget.
+    Truncate = 3,
+}
+impl CompactionStrategy {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "COMPACTION_STRATEGY_UNSPECIFIED",
+            Self::ClearThenSummarize => "COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE",
+            Self::Summarize => "COMPACTION_STRATEGY_SUMMARIZE",
+            Self::Truncate => "COMPACTION_STRATEGY_TRUNCATE",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "COMPACTION_STRATEGY_UNSPECIFIED" => Some(Self::Unspecified),
+            "COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE" => Some(Self::ClearThenSummarize),
+            "COMPACTION_STRATEGY_SUMMARIZE" => Some(Self::Summarize),
+            "COMPACTION_STRATEGY_TRUNCATE" => Some(Self::Truncate),
+            _ => None,
+        }
+    }
 }
 /// EntryRole is the author of a conversation entry.
 #[allow(clippy::all)]
@@ -1449,8 +1555,12 @@ pub enum HistoryDecision {
     Full = 1,
     /// A summary replaced earlier entries.
     Summarized = 2,
-    /// Compression failed; the newest entries that fit were kept.
+    /// Compression failed, was deferred or the strategy is TRUNCATE; the newest
+    /// whole turns that fit were kept.
     Truncated = 3,
+    /// Old tool results were cleared (see cleared_tool_results); everything else
+    /// loaded was sent (with the stored summary, if any).
+    Cleared = 4,
 }
 impl HistoryDecision {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -1463,6 +1573,7 @@ impl HistoryDecision {
             Self::Full => "HISTORY_DECISION_FULL",
             Self::Summarized => "HISTORY_DECISION_SUMMARIZED",
             Self::Truncated => "HISTORY_DECISION_TRUNCATED",
+            Self::Cleared => "HISTORY_DECISION_CLEARED",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -1472,6 +1583,7 @@ impl HistoryDecision {
             "HISTORY_DECISION_FULL" => Some(Self::Full),
             "HISTORY_DECISION_SUMMARIZED" => Some(Self::Summarized),
             "HISTORY_DECISION_TRUNCATED" => Some(Self::Truncated),
+            "HISTORY_DECISION_CLEARED" => Some(Self::Cleared),
             _ => None,
         }
     }
@@ -1811,6 +1923,13 @@ pub mod history_service_client {
         }
         /// Appends entries, idempotent by entry_id: a repeat with identical content is
         /// a no-op, with different content ALREADY_EXISTS. Tokens are counted here, once.
+        /// INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
+        /// stored) for what would make every later round fail: an entry with no
+        /// content, tool calls or artifacts (a tool result may be empty); tool call
+        /// arguments that are not a JSON object ("" means none); a call id already used
+        /// in the thread or the batch; a tool result that does not answer an open call
+        /// of its own turn (one made by the turn's latest assistant entry, before any
+        /// later user or assistant entry), answers it twice, or names another tool.
         pub async fn append_entries(
             &mut self,
             request: impl tonic::IntoRequest<super::AppendEntriesRequest>,
@@ -1860,7 +1979,11 @@ pub mod history_service_client {
                 .insert(GrpcMethod::new("pioneer.v1.HistoryService", "CompleteTurn"));
             self.inner.unary(req, path, codec).await
         }
-        /// Loads up to 200 completed entries plus the summary under the thread's budget.
+        /// Loads the newest 200 completed turns after the summary, plus the summary,
+        /// under the thread's budget. What older versions stored and a provider would
+        /// reject is repaired and reported (HistoryDecisionReport.diagnostics): a call
+        /// of a completed turn without a stored result gets a synthesized one saying it
+        /// was interrupted.
         pub async fn load_conversation_history(
             &mut self,
             request: impl tonic::IntoRequest<super::LoadConversationHistoryRequest>,
@@ -2861,6 +2984,10 @@ pub mod turn_service_client {
         /// Appends the new entries, loads budgeted history (excluding the turn in
         /// progress), compiles the prompt, persists the manifest on the turn, and
         /// returns the ChatRequest: history, then the turn's own entries so far.
+        /// In the turn's own entries, a call the turn moved on from without a result
+        /// gets a synthesized result (reported in history_report); calls of the turn's
+        /// latest assistant entry still without a result are FAILED_PRECONDITION
+        /// (reason TOOL_RESULTS_PENDING; append their results, then retry).
         pub async fn prepare_turn(
             &mut self,
             request: impl tonic::IntoRequest<super::PrepareTurnRequest>,

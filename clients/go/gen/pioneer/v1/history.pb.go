@@ -22,6 +22,65 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// CompactionStrategy is how a load brings a history over the threshold (80% of
+// the budget) back under it.
+type CompactionStrategy int32
+
+const (
+	CompactionStrategy_COMPACTION_STRATEGY_UNSPECIFIED CompactionStrategy = 0
+	// Replace tool results older than the newest keep_tool_results by a short
+	// placeholder (the call/result pair stays valid and the placeholder says how
+	// to get the content again); summarize only if still over the threshold.
+	CompactionStrategy_COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE CompactionStrategy = 1
+	// Summarize at once (the original's behaviour).
+	CompactionStrategy_COMPACTION_STRATEGY_SUMMARIZE CompactionStrategy = 2
+	// Never summarize: keep the newest whole turns that fit the budget.
+	CompactionStrategy_COMPACTION_STRATEGY_TRUNCATE CompactionStrategy = 3
+)
+
+// Enum value maps for CompactionStrategy.
+var (
+	CompactionStrategy_name = map[int32]string{
+		0: "COMPACTION_STRATEGY_UNSPECIFIED",
+		1: "COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE",
+		2: "COMPACTION_STRATEGY_SUMMARIZE",
+		3: "COMPACTION_STRATEGY_TRUNCATE",
+	}
+	CompactionStrategy_value = map[string]int32{
+		"COMPACTION_STRATEGY_UNSPECIFIED":          0,
+		"COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE": 1,
+		"COMPACTION_STRATEGY_SUMMARIZE":            2,
+		"COMPACTION_STRATEGY_TRUNCATE":             3,
+	}
+)
+
+func (x CompactionStrategy) Enum() *CompactionStrategy {
+	p := new(CompactionStrategy)
+	*p = x
+	return p
+}
+
+func (x CompactionStrategy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CompactionStrategy) Descriptor() protoreflect.EnumDescriptor {
+	return file_pioneer_v1_history_proto_enumTypes[0].Descriptor()
+}
+
+func (CompactionStrategy) Type() protoreflect.EnumType {
+	return &file_pioneer_v1_history_proto_enumTypes[0]
+}
+
+func (x CompactionStrategy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CompactionStrategy.Descriptor instead.
+func (CompactionStrategy) EnumDescriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{0}
+}
+
 // EntryRole is the author of a conversation entry.
 type EntryRole int32
 
@@ -62,11 +121,11 @@ func (x EntryRole) String() string {
 }
 
 func (EntryRole) Descriptor() protoreflect.EnumDescriptor {
-	return file_pioneer_v1_history_proto_enumTypes[0].Descriptor()
+	return file_pioneer_v1_history_proto_enumTypes[1].Descriptor()
 }
 
 func (EntryRole) Type() protoreflect.EnumType {
-	return &file_pioneer_v1_history_proto_enumTypes[0]
+	return &file_pioneer_v1_history_proto_enumTypes[1]
 }
 
 func (x EntryRole) Number() protoreflect.EnumNumber {
@@ -75,7 +134,7 @@ func (x EntryRole) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use EntryRole.Descriptor instead.
 func (EntryRole) EnumDescriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{0}
+	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{1}
 }
 
 // TurnStatus is the state of a turn.
@@ -112,11 +171,11 @@ func (x TurnStatus) String() string {
 }
 
 func (TurnStatus) Descriptor() protoreflect.EnumDescriptor {
-	return file_pioneer_v1_history_proto_enumTypes[1].Descriptor()
+	return file_pioneer_v1_history_proto_enumTypes[2].Descriptor()
 }
 
 func (TurnStatus) Type() protoreflect.EnumType {
-	return &file_pioneer_v1_history_proto_enumTypes[1]
+	return &file_pioneer_v1_history_proto_enumTypes[2]
 }
 
 func (x TurnStatus) Number() protoreflect.EnumNumber {
@@ -125,7 +184,7 @@ func (x TurnStatus) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TurnStatus.Descriptor instead.
 func (TurnStatus) EnumDescriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{1}
+	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{2}
 }
 
 // HistoryDecision is what a history load did to fit the budget.
@@ -137,8 +196,12 @@ const (
 	HistoryDecision_HISTORY_DECISION_FULL HistoryDecision = 1
 	// A summary replaced earlier entries.
 	HistoryDecision_HISTORY_DECISION_SUMMARIZED HistoryDecision = 2
-	// Compression failed; the newest entries that fit were kept.
+	// Compression failed, was deferred or the strategy is TRUNCATE; the newest
+	// whole turns that fit were kept.
 	HistoryDecision_HISTORY_DECISION_TRUNCATED HistoryDecision = 3
+	// Old tool results were cleared (see cleared_tool_results); everything else
+	// loaded was sent (with the stored summary, if any).
+	HistoryDecision_HISTORY_DECISION_CLEARED HistoryDecision = 4
 )
 
 // Enum value maps for HistoryDecision.
@@ -148,12 +211,14 @@ var (
 		1: "HISTORY_DECISION_FULL",
 		2: "HISTORY_DECISION_SUMMARIZED",
 		3: "HISTORY_DECISION_TRUNCATED",
+		4: "HISTORY_DECISION_CLEARED",
 	}
 	HistoryDecision_value = map[string]int32{
 		"HISTORY_DECISION_UNSPECIFIED": 0,
 		"HISTORY_DECISION_FULL":        1,
 		"HISTORY_DECISION_SUMMARIZED":  2,
 		"HISTORY_DECISION_TRUNCATED":   3,
+		"HISTORY_DECISION_CLEARED":     4,
 	}
 )
 
@@ -168,11 +233,11 @@ func (x HistoryDecision) String() string {
 }
 
 func (HistoryDecision) Descriptor() protoreflect.EnumDescriptor {
-	return file_pioneer_v1_history_proto_enumTypes[2].Descriptor()
+	return file_pioneer_v1_history_proto_enumTypes[3].Descriptor()
 }
 
 func (HistoryDecision) Type() protoreflect.EnumType {
-	return &file_pioneer_v1_history_proto_enumTypes[2]
+	return &file_pioneer_v1_history_proto_enumTypes[3]
 }
 
 func (x HistoryDecision) Number() protoreflect.EnumNumber {
@@ -181,7 +246,7 @@ func (x HistoryDecision) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use HistoryDecision.Descriptor instead.
 func (HistoryDecision) EnumDescriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{2}
+	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{3}
 }
 
 // SummaryUse says what happened to the summary during a load.
@@ -225,11 +290,11 @@ func (x SummaryUse) String() string {
 }
 
 func (SummaryUse) Descriptor() protoreflect.EnumDescriptor {
-	return file_pioneer_v1_history_proto_enumTypes[3].Descriptor()
+	return file_pioneer_v1_history_proto_enumTypes[4].Descriptor()
 }
 
 func (SummaryUse) Type() protoreflect.EnumType {
-	return &file_pioneer_v1_history_proto_enumTypes[3]
+	return &file_pioneer_v1_history_proto_enumTypes[4]
 }
 
 func (x SummaryUse) Number() protoreflect.EnumNumber {
@@ -238,7 +303,7 @@ func (x SummaryUse) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SummaryUse.Descriptor instead.
 func (SummaryUse) EnumDescriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{3}
+	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{4}
 }
 
 // ThreadConfig is the per-thread model and budget configuration.
@@ -250,9 +315,14 @@ type ThreadConfig struct {
 	ResponseReserveTokens *int32 `protobuf:"varint,2,opt,name=response_reserve_tokens,json=responseReserveTokens,proto3,oneof" json:"response_reserve_tokens,omitempty"`
 	Model                 string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
 	// Model used to compress history; the thread model when empty.
-	SummaryModel  string `protobuf:"bytes,4,opt,name=summary_model,json=summaryModel,proto3" json:"summary_model,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SummaryModel string `protobuf:"bytes,4,opt,name=summary_model,json=summaryModel,proto3" json:"summary_model,omitempty"`
+	// What a load over the threshold does. UNSPECIFIED means CLEAR_THEN_SUMMARIZE.
+	CompactionStrategy CompactionStrategy `protobuf:"varint,5,opt,name=compaction_strategy,json=compactionStrategy,proto3,enum=pioneer.v1.CompactionStrategy" json:"compaction_strategy,omitempty"`
+	// Tool results that clearing keeps whole, newest first. Default 3; 0 clears
+	// every older result; at most 1,000.
+	KeepToolResults *int32 `protobuf:"varint,6,opt,name=keep_tool_results,json=keepToolResults,proto3,oneof" json:"keep_tool_results,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ThreadConfig) Reset() {
@@ -311,6 +381,20 @@ func (x *ThreadConfig) GetSummaryModel() string {
 		return x.SummaryModel
 	}
 	return ""
+}
+
+func (x *ThreadConfig) GetCompactionStrategy() CompactionStrategy {
+	if x != nil {
+		return x.CompactionStrategy
+	}
+	return CompactionStrategy_COMPACTION_STRATEGY_UNSPECIFIED
+}
+
+func (x *ThreadConfig) GetKeepToolResults() int32 {
+	if x != nil && x.KeepToolResults != nil {
+		return *x.KeepToolResults
+	}
+	return 0
 }
 
 // Thread is a conversation.
@@ -654,7 +738,7 @@ func (x *ThreadSummary) GetSummarizer() string {
 // HistoryDiagnostic explains a history decision.
 type HistoryDiagnostic struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// e.g. summarizer_failed, summary_rejected, entry_truncated, tool_pair_kept.
+	// One of the codes listed on HistoryDecisionReport.diagnostics.
 	Code          string  `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
 	Message       string  `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	EntryId       *string `protobuf:"bytes,3,opt,name=entry_id,json=entryId,proto3,oneof" json:"entry_id,omitempty"`
@@ -732,12 +816,58 @@ type HistoryDecisionReport struct {
 	EntriesDropped int32      `protobuf:"varint,9,opt,name=entries_dropped,json=entriesDropped,proto3" json:"entries_dropped,omitempty"`
 	SummaryUse     SummaryUse `protobuf:"varint,10,opt,name=summary_use,json=summaryUse,proto3,enum=pioneer.v1.SummaryUse" json:"summary_use,omitempty"`
 	// Name of the summarizer consulted, if any.
-	Summarizer                  string               `protobuf:"bytes,11,opt,name=summarizer,proto3" json:"summarizer,omitempty"`
-	SummaryCoversThroughEntryId string               `protobuf:"bytes,12,opt,name=summary_covers_through_entry_id,json=summaryCoversThroughEntryId,proto3" json:"summary_covers_through_entry_id,omitempty"`
-	Diagnostics                 []*HistoryDiagnostic `protobuf:"bytes,13,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
-	Tokenizer                   string               `protobuf:"bytes,14,opt,name=tokenizer,proto3" json:"tokenizer,omitempty"`
-	unknownFields               protoimpl.UnknownFields
-	sizeCache                   protoimpl.SizeCache
+	Summarizer                  string `protobuf:"bytes,11,opt,name=summarizer,proto3" json:"summarizer,omitempty"`
+	SummaryCoversThroughEntryId string `protobuf:"bytes,12,opt,name=summary_covers_through_entry_id,json=summaryCoversThroughEntryId,proto3" json:"summary_covers_through_entry_id,omitempty"`
+	// What the load did besides sending entries as stored, in order. Codes (stable):
+	// Reading:
+	//
+	//	turn_limit_reached: more completed turns follow the summary than a load
+	//	  reads (200); the oldest were not read.
+	//
+	// Repairs of stored entries (appends refuse these; older versions stored them):
+	//
+	//	tool_result_missing: a call of a completed turn has no stored result; a
+	//	  result saying it was interrupted was sent after it (entry_id: the call's).
+	//	orphan_tool_result_dropped: a result that does not follow its call; not sent.
+	//	empty_entry_skipped: no content, tool calls or artifacts; not sent.
+	//	invalid_tool_call_skipped: an assistant entry whose call has arguments that
+	//	  are not a JSON object, or no id or name; it and its results not sent.
+	//	duplicate_tool_call_skipped: an assistant entry reusing an earlier call id;
+	//	  it and its results not sent.
+	//	duplicate_tool_result_skipped: a second result for one call; not sent.
+	//	tool_result_name_repaired: a result naming another tool than its call;
+	//	  sent under the call's name.
+	//
+	// Compaction:
+	//
+	//	tool_results_cleared: old tool results were replaced by placeholders.
+	//	clearing_insufficient: clearing left the history over the threshold; it
+	//	  was summarized.
+	//	compression_pending: dry run over the threshold.
+	//	summarizer_failed, summary_rejected: no new summary; truncated instead.
+	//	summary_lock_timeout: another load kept the thread's compression lock.
+	//	summary_stored_meanwhile: another load stored a summary; reused.
+	//	compaction_deferred: the last compaction failed and the history has not
+	//	  grown enough since to try again; truncated without asking the summarizer.
+	//
+	// Truncation:
+	//
+	//	summary_dropped: the stored summary does not fit the budget.
+	//	entry_truncated: one entry's text was cut to fit.
+	//	tool_pair_kept: a tool call and its results did not fit together; dropped
+	//	  together.
+	//	turn_cut: the newest turn alone does not fit; its request and its newest
+	//	  entries that fit were kept.
+	Diagnostics []*HistoryDiagnostic `protobuf:"bytes,13,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
+	Tokenizer   string               `protobuf:"bytes,14,opt,name=tokenizer,proto3" json:"tokenizer,omitempty"`
+	// Tool results replaced by a placeholder in the returned messages, oldest first.
+	ClearedToolResults []*ClearedToolResult `protobuf:"bytes,15,rep,name=cleared_tool_results,json=clearedToolResults,proto3" json:"cleared_tool_results,omitempty"`
+	// Tokens the placeholders saved (sum over cleared_tool_results).
+	ClearedTokensSaved int32 `protobuf:"varint,16,opt,name=cleared_tokens_saved,json=clearedTokensSaved,proto3" json:"cleared_tokens_saved,omitempty"`
+	// The thread's strategy this load applied (never UNSPECIFIED).
+	CompactionStrategy CompactionStrategy `protobuf:"varint,17,opt,name=compaction_strategy,json=compactionStrategy,proto3,enum=pioneer.v1.CompactionStrategy" json:"compaction_strategy,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *HistoryDecisionReport) Reset() {
@@ -868,19 +998,122 @@ func (x *HistoryDecisionReport) GetTokenizer() string {
 	return ""
 }
 
+func (x *HistoryDecisionReport) GetClearedToolResults() []*ClearedToolResult {
+	if x != nil {
+		return x.ClearedToolResults
+	}
+	return nil
+}
+
+func (x *HistoryDecisionReport) GetClearedTokensSaved() int32 {
+	if x != nil {
+		return x.ClearedTokensSaved
+	}
+	return 0
+}
+
+func (x *HistoryDecisionReport) GetCompactionStrategy() CompactionStrategy {
+	if x != nil {
+		return x.CompactionStrategy
+	}
+	return CompactionStrategy_COMPACTION_STRATEGY_UNSPECIFIED
+}
+
+// ClearedToolResult is one tool result whose content a load replaced by a placeholder.
+type ClearedToolResult struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	EntryId    string                 `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	ToolCallId string                 `protobuf:"bytes,2,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// The tool's name.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Tokens of the stored result and of its placeholder.
+	TokensBefore  int32 `protobuf:"varint,4,opt,name=tokens_before,json=tokensBefore,proto3" json:"tokens_before,omitempty"`
+	TokensAfter   int32 `protobuf:"varint,5,opt,name=tokens_after,json=tokensAfter,proto3" json:"tokens_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearedToolResult) Reset() {
+	*x = ClearedToolResult{}
+	mi := &file_pioneer_v1_history_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearedToolResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearedToolResult) ProtoMessage() {}
+
+func (x *ClearedToolResult) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearedToolResult.ProtoReflect.Descriptor instead.
+func (*ClearedToolResult) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ClearedToolResult) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *ClearedToolResult) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *ClearedToolResult) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ClearedToolResult) GetTokensBefore() int32 {
+	if x != nil {
+		return x.TokensBefore
+	}
+	return 0
+}
+
+func (x *ClearedToolResult) GetTokensAfter() int32 {
+	if x != nil {
+		return x.TokensAfter
+	}
+	return 0
+}
+
 var File_pioneer_v1_history_proto protoreflect.FileDescriptor
 
 const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\n" +
 	"\x18pioneer/v1/history.proto\x12\n" +
-	"pioneer.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17pioneer/v1/common.proto\"\xec\x01\n" +
+	"pioneer.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17pioneer/v1/common.proto\"\x84\x03\n" +
 	"\fThreadConfig\x121\n" +
 	"\x12max_context_tokens\x18\x01 \x01(\x05H\x00R\x10maxContextTokens\x88\x01\x01\x12;\n" +
 	"\x17response_reserve_tokens\x18\x02 \x01(\x05H\x01R\x15responseReserveTokens\x88\x01\x01\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12#\n" +
-	"\rsummary_model\x18\x04 \x01(\tR\fsummaryModelB\x15\n" +
+	"\rsummary_model\x18\x04 \x01(\tR\fsummaryModel\x12O\n" +
+	"\x13compaction_strategy\x18\x05 \x01(\x0e2\x1e.pioneer.v1.CompactionStrategyR\x12compactionStrategy\x12/\n" +
+	"\x11keep_tool_results\x18\x06 \x01(\x05H\x02R\x0fkeepToolResults\x88\x01\x01B\x15\n" +
 	"\x13_max_context_tokensB\x1a\n" +
-	"\x18_response_reserve_tokens\"\xf2\x01\n" +
+	"\x18_response_reserve_tokensB\x14\n" +
+	"\x12_keep_tool_results\"\xf2\x01\n" +
 	"\x06Thread\x12\x1b\n" +
 	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x120\n" +
 	"\x06config\x18\x02 \x01(\v2\x18.pioneer.v1.ThreadConfigR\x06config\x12;\n" +
@@ -928,7 +1161,7 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1e\n" +
 	"\bentry_id\x18\x03 \x01(\tH\x00R\aentryId\x88\x01\x01B\v\n" +
-	"\t_entry_id\"\x8d\x05\n" +
+	"\t_entry_id\"\xe1\x06\n" +
 	"\x15HistoryDecisionReport\x127\n" +
 	"\bdecision\x18\x01 \x01(\x0e2\x1b.pioneer.v1.HistoryDecisionR\bdecision\x12#\n" +
 	"\rbudget_tokens\x18\x02 \x01(\x05R\fbudgetTokens\x12)\n" +
@@ -947,7 +1180,22 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"summarizer\x12D\n" +
 	"\x1fsummary_covers_through_entry_id\x18\f \x01(\tR\x1bsummaryCoversThroughEntryId\x12?\n" +
 	"\vdiagnostics\x18\r \x03(\v2\x1d.pioneer.v1.HistoryDiagnosticR\vdiagnostics\x12\x1c\n" +
-	"\ttokenizer\x18\x0e \x01(\tR\ttokenizer*\x82\x01\n" +
+	"\ttokenizer\x18\x0e \x01(\tR\ttokenizer\x12O\n" +
+	"\x14cleared_tool_results\x18\x0f \x03(\v2\x1d.pioneer.v1.ClearedToolResultR\x12clearedToolResults\x120\n" +
+	"\x14cleared_tokens_saved\x18\x10 \x01(\x05R\x12clearedTokensSaved\x12O\n" +
+	"\x13compaction_strategy\x18\x11 \x01(\x0e2\x1e.pioneer.v1.CompactionStrategyR\x12compactionStrategy\"\xac\x01\n" +
+	"\x11ClearedToolResult\x12\x19\n" +
+	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12 \n" +
+	"\ftool_call_id\x18\x02 \x01(\tR\n" +
+	"toolCallId\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12#\n" +
+	"\rtokens_before\x18\x04 \x01(\x05R\ftokensBefore\x12!\n" +
+	"\ftokens_after\x18\x05 \x01(\x05R\vtokensAfter*\xac\x01\n" +
+	"\x12CompactionStrategy\x12#\n" +
+	"\x1fCOMPACTION_STRATEGY_UNSPECIFIED\x10\x00\x12,\n" +
+	"(COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE\x10\x01\x12!\n" +
+	"\x1dCOMPACTION_STRATEGY_SUMMARIZE\x10\x02\x12 \n" +
+	"\x1cCOMPACTION_STRATEGY_TRUNCATE\x10\x03*\x82\x01\n" +
 	"\tEntryRole\x12\x1a\n" +
 	"\x16ENTRY_ROLE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fENTRY_ROLE_USER\x10\x01\x12\x18\n" +
@@ -958,12 +1206,13 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"TurnStatus\x12\x1b\n" +
 	"\x17TURN_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17TURN_STATUS_IN_PROGRESS\x10\x01\x12\x19\n" +
-	"\x15TURN_STATUS_COMPLETED\x10\x02*\x8f\x01\n" +
+	"\x15TURN_STATUS_COMPLETED\x10\x02*\xad\x01\n" +
 	"\x0fHistoryDecision\x12 \n" +
 	"\x1cHISTORY_DECISION_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15HISTORY_DECISION_FULL\x10\x01\x12\x1f\n" +
 	"\x1bHISTORY_DECISION_SUMMARIZED\x10\x02\x12\x1e\n" +
-	"\x1aHISTORY_DECISION_TRUNCATED\x10\x03*\x88\x01\n" +
+	"\x1aHISTORY_DECISION_TRUNCATED\x10\x03\x12\x1c\n" +
+	"\x18HISTORY_DECISION_CLEARED\x10\x04*\x88\x01\n" +
 	"\n" +
 	"SummaryUse\x12\x1b\n" +
 	"\x17SUMMARY_USE_UNSPECIFIED\x10\x00\x12\x14\n" +
@@ -984,40 +1233,45 @@ func file_pioneer_v1_history_proto_rawDescGZIP() []byte {
 	return file_pioneer_v1_history_proto_rawDescData
 }
 
-var file_pioneer_v1_history_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_pioneer_v1_history_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_pioneer_v1_history_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_pioneer_v1_history_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_pioneer_v1_history_proto_goTypes = []any{
-	(EntryRole)(0),                // 0: pioneer.v1.EntryRole
-	(TurnStatus)(0),               // 1: pioneer.v1.TurnStatus
-	(HistoryDecision)(0),          // 2: pioneer.v1.HistoryDecision
-	(SummaryUse)(0),               // 3: pioneer.v1.SummaryUse
-	(*ThreadConfig)(nil),          // 4: pioneer.v1.ThreadConfig
-	(*Thread)(nil),                // 5: pioneer.v1.Thread
-	(*ConversationEntry)(nil),     // 6: pioneer.v1.ConversationEntry
-	(*ThreadSummary)(nil),         // 7: pioneer.v1.ThreadSummary
-	(*HistoryDiagnostic)(nil),     // 8: pioneer.v1.HistoryDiagnostic
-	(*HistoryDecisionReport)(nil), // 9: pioneer.v1.HistoryDecisionReport
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
-	(*ToolCall)(nil),              // 11: pioneer.v1.ToolCall
-	(*ArtifactRef)(nil),           // 12: pioneer.v1.ArtifactRef
+	(CompactionStrategy)(0),       // 0: pioneer.v1.CompactionStrategy
+	(EntryRole)(0),                // 1: pioneer.v1.EntryRole
+	(TurnStatus)(0),               // 2: pioneer.v1.TurnStatus
+	(HistoryDecision)(0),          // 3: pioneer.v1.HistoryDecision
+	(SummaryUse)(0),               // 4: pioneer.v1.SummaryUse
+	(*ThreadConfig)(nil),          // 5: pioneer.v1.ThreadConfig
+	(*Thread)(nil),                // 6: pioneer.v1.Thread
+	(*ConversationEntry)(nil),     // 7: pioneer.v1.ConversationEntry
+	(*ThreadSummary)(nil),         // 8: pioneer.v1.ThreadSummary
+	(*HistoryDiagnostic)(nil),     // 9: pioneer.v1.HistoryDiagnostic
+	(*HistoryDecisionReport)(nil), // 10: pioneer.v1.HistoryDecisionReport
+	(*ClearedToolResult)(nil),     // 11: pioneer.v1.ClearedToolResult
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(*ToolCall)(nil),              // 13: pioneer.v1.ToolCall
+	(*ArtifactRef)(nil),           // 14: pioneer.v1.ArtifactRef
 }
 var file_pioneer_v1_history_proto_depIdxs = []int32{
-	4,  // 0: pioneer.v1.Thread.config:type_name -> pioneer.v1.ThreadConfig
-	10, // 1: pioneer.v1.Thread.create_time:type_name -> google.protobuf.Timestamp
-	10, // 2: pioneer.v1.Thread.update_time:type_name -> google.protobuf.Timestamp
-	0,  // 3: pioneer.v1.ConversationEntry.role:type_name -> pioneer.v1.EntryRole
-	11, // 4: pioneer.v1.ConversationEntry.tool_calls:type_name -> pioneer.v1.ToolCall
-	12, // 5: pioneer.v1.ConversationEntry.artifact_refs:type_name -> pioneer.v1.ArtifactRef
-	10, // 6: pioneer.v1.ConversationEntry.create_time:type_name -> google.protobuf.Timestamp
-	10, // 7: pioneer.v1.ThreadSummary.create_time:type_name -> google.protobuf.Timestamp
-	2,  // 8: pioneer.v1.HistoryDecisionReport.decision:type_name -> pioneer.v1.HistoryDecision
-	3,  // 9: pioneer.v1.HistoryDecisionReport.summary_use:type_name -> pioneer.v1.SummaryUse
-	8,  // 10: pioneer.v1.HistoryDecisionReport.diagnostics:type_name -> pioneer.v1.HistoryDiagnostic
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	0,  // 0: pioneer.v1.ThreadConfig.compaction_strategy:type_name -> pioneer.v1.CompactionStrategy
+	5,  // 1: pioneer.v1.Thread.config:type_name -> pioneer.v1.ThreadConfig
+	12, // 2: pioneer.v1.Thread.create_time:type_name -> google.protobuf.Timestamp
+	12, // 3: pioneer.v1.Thread.update_time:type_name -> google.protobuf.Timestamp
+	1,  // 4: pioneer.v1.ConversationEntry.role:type_name -> pioneer.v1.EntryRole
+	13, // 5: pioneer.v1.ConversationEntry.tool_calls:type_name -> pioneer.v1.ToolCall
+	14, // 6: pioneer.v1.ConversationEntry.artifact_refs:type_name -> pioneer.v1.ArtifactRef
+	12, // 7: pioneer.v1.ConversationEntry.create_time:type_name -> google.protobuf.Timestamp
+	12, // 8: pioneer.v1.ThreadSummary.create_time:type_name -> google.protobuf.Timestamp
+	3,  // 9: pioneer.v1.HistoryDecisionReport.decision:type_name -> pioneer.v1.HistoryDecision
+	4,  // 10: pioneer.v1.HistoryDecisionReport.summary_use:type_name -> pioneer.v1.SummaryUse
+	9,  // 11: pioneer.v1.HistoryDecisionReport.diagnostics:type_name -> pioneer.v1.HistoryDiagnostic
+	11, // 12: pioneer.v1.HistoryDecisionReport.cleared_tool_results:type_name -> pioneer.v1.ClearedToolResult
+	0,  // 13: pioneer.v1.HistoryDecisionReport.compaction_strategy:type_name -> pioneer.v1.CompactionStrategy
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_history_proto_init() }
@@ -1034,8 +1288,8 @@ func file_pioneer_v1_history_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pioneer_v1_history_proto_rawDesc), len(file_pioneer_v1_history_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   6,
+			NumEnums:      5,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

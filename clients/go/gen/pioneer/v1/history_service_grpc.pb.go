@@ -40,10 +40,21 @@ type HistoryServiceClient interface {
 	UpdateThread(ctx context.Context, in *UpdateThreadRequest, opts ...grpc.CallOption) (*UpdateThreadResponse, error)
 	// Appends entries, idempotent by entry_id: a repeat with identical content is
 	// a no-op, with different content ALREADY_EXISTS. Tokens are counted here, once.
+	// INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
+	// stored) for what would make every later round fail: an entry with no
+	// content, tool calls or artifacts (a tool result may be empty); tool call
+	// arguments that are not a JSON object ("" means none); a call id already used
+	// in the thread or the batch; a tool result that does not answer an open call
+	// of its own turn (one made by the turn's latest assistant entry, before any
+	// later user or assistant entry), answers it twice, or names another tool.
 	AppendEntries(ctx context.Context, in *AppendEntriesRequest, opts ...grpc.CallOption) (*AppendEntriesResponse, error)
 	// Marks a turn's entries completed, so history loads include them.
 	CompleteTurn(ctx context.Context, in *CompleteTurnRequest, opts ...grpc.CallOption) (*CompleteTurnResponse, error)
-	// Loads up to 200 completed entries plus the summary under the thread's budget.
+	// Loads the newest 200 completed turns after the summary, plus the summary,
+	// under the thread's budget. What older versions stored and a provider would
+	// reject is repaired and reported (HistoryDecisionReport.diagnostics): a call
+	// of a completed turn without a stored result gets a synthesized one saying it
+	// was interrupted.
 	LoadConversationHistory(ctx context.Context, in *LoadConversationHistoryRequest, opts ...grpc.CallOption) (*LoadConversationHistoryResponse, error)
 	GetThreadSummary(ctx context.Context, in *GetThreadSummaryRequest, opts ...grpc.CallOption) (*GetThreadSummaryResponse, error)
 	// Counts tokens with the server's tokenizer, for callers without one.
@@ -149,10 +160,21 @@ type HistoryServiceServer interface {
 	UpdateThread(context.Context, *UpdateThreadRequest) (*UpdateThreadResponse, error)
 	// Appends entries, idempotent by entry_id: a repeat with identical content is
 	// a no-op, with different content ALREADY_EXISTS. Tokens are counted here, once.
+	// INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
+	// stored) for what would make every later round fail: an entry with no
+	// content, tool calls or artifacts (a tool result may be empty); tool call
+	// arguments that are not a JSON object ("" means none); a call id already used
+	// in the thread or the batch; a tool result that does not answer an open call
+	// of its own turn (one made by the turn's latest assistant entry, before any
+	// later user or assistant entry), answers it twice, or names another tool.
 	AppendEntries(context.Context, *AppendEntriesRequest) (*AppendEntriesResponse, error)
 	// Marks a turn's entries completed, so history loads include them.
 	CompleteTurn(context.Context, *CompleteTurnRequest) (*CompleteTurnResponse, error)
-	// Loads up to 200 completed entries plus the summary under the thread's budget.
+	// Loads the newest 200 completed turns after the summary, plus the summary,
+	// under the thread's budget. What older versions stored and a provider would
+	// reject is repaired and reported (HistoryDecisionReport.diagnostics): a call
+	// of a completed turn without a stored result gets a synthesized one saying it
+	// was interrupted.
 	LoadConversationHistory(context.Context, *LoadConversationHistoryRequest) (*LoadConversationHistoryResponse, error)
 	GetThreadSummary(context.Context, *GetThreadSummaryRequest) (*GetThreadSummaryResponse, error)
 	// Counts tokens with the server's tokenizer, for callers without one.
