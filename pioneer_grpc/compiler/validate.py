@@ -5,6 +5,7 @@ Field paths are relative to the request (`input.dynamic_sections[2].id`).
 
 from __future__ import annotations
 
+from pioneer_grpc.caps import violations_of
 from pioneer_grpc.compiler.limits import LIMIT_FIELDS
 from pioneer_grpc.compiler.sections import BUILTIN_SECTION_IDS
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
@@ -37,11 +38,12 @@ def validate_input(request: prompt_pb2.PromptCompileInput) -> None:
 
 
 def input_violations(request: prompt_pb2.PromptCompileInput) -> list[FieldViolation]:
-    """Every bad field, named `input.…`."""
+    """Every bad field, named `input.…`; a request over its caps is not looked at further."""
+    over_caps = violations_of(request, PREFIX)
+    if over_caps:
+        return over_caps
     violations: list[FieldViolation] = []
     _enum(violations, f"{PREFIX}.profile", "PromptProfile", request.profile)
-    if "\x00" in request.workspace_root:
-        violations.append(FieldViolation(f"{PREFIX}.workspace_root", "must not contain a NUL character"))
     for name in LIMIT_FIELDS:
         if request.limits.HasField(name) and getattr(request.limits, name) < 0:
             violations.append(FieldViolation(f"{PREFIX}.limits.{name}", "must not be negative"))
@@ -67,9 +69,5 @@ def input_violations(request: prompt_pb2.PromptCompileInput) -> list[FieldViolat
             f"{PREFIX}.permissions.rules[{index}].decision",
             "PermissionDecision",
             rule.decision,
-        )
-    if request.HasField("agents_md") and "\x00" in request.agents_md.thread_folder:
-        violations.append(
-            FieldViolation(f"{PREFIX}.agents_md.thread_folder", "must not contain a NUL character")
         )
     return violations

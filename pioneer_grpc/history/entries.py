@@ -6,12 +6,11 @@ import hashlib
 import json
 from typing import Any
 
+from pioneer_grpc.caps import NUL_PROBLEM
+from pioneer_grpc.caps.history import MAX_ID_CHARS
 from pioneer_grpc.errors import FieldViolation
 from pioneer_grpc.history.render import ROLE_NAMES
 from pioneer_grpc.v1 import common_pb2, history_pb2
-
-# Column widths of the store (String(200)).
-MAX_ID_CHARS = 200
 
 
 def id_violation(path: str, value: str, what: str = "") -> FieldViolation | None:
@@ -25,6 +24,8 @@ def id_violation(path: str, value: str, what: str = "") -> FieldViolation | None
     if len(value) > MAX_ID_CHARS:
         subject = f"{what} is" if what else "must not be"
         return FieldViolation(path, f"{subject} longer than {MAX_ID_CHARS} characters")
+    if "\x00" in value:
+        return FieldViolation(path, NUL_PROBLEM)
     return None
 
 

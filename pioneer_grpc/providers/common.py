@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pioneer_grpc.artifacts import append_artifact_block, message_header
+from pioneer_grpc.caps import json_depth_over
+from pioneer_grpc.caps.history import MAX_ARGUMENTS_DEPTH
 from pioneer_grpc.providers.conversation import Notice
 from pioneer_grpc.v1 import chat_pb2, prompt_pb2
 
@@ -186,6 +188,9 @@ def parse_arguments(arguments: str) -> JSON:
     """Tool call arguments as a JSON object ("" is {}); ValueError when they are not one."""
     if not arguments.strip():
         return {}
+    if json_depth_over(arguments, MAX_ARGUMENTS_DEPTH):
+        # json.loads recurses once per level: deeper input would end in RecursionError.
+        raise ValueError(f"arguments nest deeper than {MAX_ARGUMENTS_DEPTH} levels")
     try:
         value = json.loads(arguments)
     except json.JSONDecodeError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 
+from pioneer_grpc.caps import violations_of
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.providers import provider_rules
 from pioneer_grpc.providers.common import (
@@ -239,7 +240,14 @@ def prepare(
     path: str = "chat_request",
     options_path: str = "options",
 ) -> Prepared:
-    """Validate everything; InvalidArgument listing every violation, else the prepared request."""
+    """Validate everything; InvalidArgument listing every violation, else the prepared request.
+
+    Caps first: a request over them is not looked at further (nothing is parsed or counted).
+    """
+    InvalidArgument.raise_if(
+        [*violations_of(request, path), *(violations_of(options, options_path) if options else [])],
+        "invalid request",
+    )
     violations: list[FieldViolation] = []
     if provider not in MAX_TOOL_NAME_CHARS:
         violations.append(FieldViolation("provider", "must name a provider API"))

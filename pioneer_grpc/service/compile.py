@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from pioneer_grpc.caps import PATH, text_violation
 from pioneer_grpc.compiler import ensure_bootstrap_files
 from pioneer_grpc.compiler.fsview import FsView
 from pioneer_grpc.compiler.paths import resolve_homes, resolve_workspace_root
@@ -50,6 +51,7 @@ async def compile_prompt(
 
 async def ensure_bootstrap(ctx: ServiceContext, workspace_root: str) -> list[tuple[str, Path, bool]]:
     """(name, path, created) for SOUL.md and IDENTITY.md in a workspace inside the runtime homes."""
+    InvalidArgument.raise_if([text_violation("workspace_root", workspace_root, PATH)])
     return await asyncio.to_thread(_ensure_in, workspace_root, ctx.config.homes)
 
 

@@ -16,6 +16,14 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from pioneer_grpc.caps import text_violation, violations_of, violations_of_each
+from pioneer_grpc.caps.history import (
+    MAX_COUNT_MESSAGES,
+    MAX_COUNT_TEXTS,
+    MAX_ENTRIES_PER_APPEND,
+    MAX_MASK_PATHS,
+)
+from pioneer_grpc.caps.table import CONTENT
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.history.budget import (
     DEFAULT_MAX_CONTEXT_TOKENS,
@@ -85,6 +93,7 @@ async def create_thread(
     _check(
         [
             thread_id_violation(thread_id) if thread_id else None,
+            *violations_of(config, "config"),
             *config_violations(settings.max_context_tokens, settings.response_reserve_tokens),
         ]
     )
@@ -104,6 +113,10 @@ async def get_thread(ctx: ServiceContext, thread_id: str) -> history_pb2.Thread:
 def _mask_paths(config: history_pb2.ThreadConfig, paths: Sequence[str]) -> list[str]:
     if not paths:
         return [p for p in CONFIG_PATHS if (config.HasField(p) if p in _INT_PATHS else getattr(config, p))]
+    if len(paths) > MAX_MASK_PATHS:
+        raise InvalidArgument.field(
+            "update_mask.paths", f"at most {MAX_MASK_PATHS} items (got {len(paths):,})"
+        )
     named = [p.removeprefix("config.") for p in paths]
     known = ", ".join(CONFIG_PATHS)
     _check(
@@ -123,7 +136,7 @@ async def update_thread(
 
     An empty mask means every field set in `config`; the merged result must be a valid budget.
     """
-    _check([thread_id_violation(thread_id)])
+    _check([thread_id_violation(thread_id), *violations_of(config, "config")])
     masked = _mask_paths(config, paths)
 
     def changes_for(current: thread_store.ThreadSettings) -> dict[str, Any]:
@@ -153,7 +166,8 @@ async def append_entries(
     Refuses (INVALID_ARGUMENT, fields named `{prefix}[i]...`, nothing stored) what
     would make a later round fail: see `history/entry_rules.py`.
     """
-    _check([thread_id_violation(thread_id), *entry_violations(list(entries), prefix)])
+    _check([thread_id_violation(thread_id), *violations_of_each(entries, prefix, MAX_ENTRIES_PER_APPEND)])
+    _check(entry_violations(list(entries), prefix))
     content = content_violations(entries, prefix)
     if content:
         # Rejected anyway: read the thread's calls too, so every violation is named at once.
@@ -201,6 +215,7 @@ async def get_summary(ctx: ServiceContext, thread_id: str) -> history_pb2.Thread
 
 async def count_tokens_of(texts: Sequence[str], messages: Sequence[chat_pb2.ChatMessage]) -> list[int]:
     """Texts counted bare; messages as history counts them (artifact block, tool calls, +4 overhead)."""
+    _check([*_texts_violations(texts), *violations_of_each(messages, "messages", MAX_COUNT_MESSAGES)])
     per_message = [chat_counted_texts(message) for message in messages]
     counts = await count_tokens([*texts, *(t for group in per_message for t in group)])
     result = counts[: len(texts)]
@@ -209,3 +224,10 @@ async def count_tokens_of(texts: Sequence[str], messages: Sequence[chat_pb2.Chat
         result.append(sum(counts[offset : offset + len(group)]) + MESSAGE_OVERHEAD)
         offset += len(group)
     return result
+
+
+def _texts_violations(texts: Sequence[str]) -> list[FieldViolation]:
+    if len(texts) > MAX_COUNT_TEXTS:
+        return [FieldViolation("texts", f"at most {MAX_COUNT_TEXTS:,} items (got {len(texts):,})")]
+    found = (text_violation(f"texts[{i}]", text, CONTENT) for i, text in enumerate(texts))
+    return [v for v in found if v is not None]

@@ -18,6 +18,7 @@ from typing import Any
 from opentelemetry.trace import Span
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pioneer_grpc.caps import ID, text_violation
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.history import decide
 from pioneer_grpc.history import diagnostics as codes
@@ -95,7 +96,9 @@ async def load_history(
     nothing and calls no summarizer: over the threshold it reports a pending
     compression and shows the truncation fallback.
     """
-    InvalidArgument.raise_if([thread_id_violation(thread_id)])
+    InvalidArgument.raise_if(
+        [thread_id_violation(thread_id), text_violation("exclude_turn_id", exclude_turn_id, ID)]
+    )
     with ctx.telemetry.span("pioneer.history.load", {tracing.THREAD_ID: thread_id}) as span:
         result = await _load(ctx, thread_id, exclude_turn_id, dry_run)
         observe.history_loaded(ctx, span, result.report)

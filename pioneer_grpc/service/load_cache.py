@@ -42,4 +42,3 @@ class LoadCache:
 
     def clear(self) -> None:
         self._items.clear()
-

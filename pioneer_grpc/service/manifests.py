@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.caps import ID, text_violation, violations_of
+from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.events.queries import TurnManifest, event_by_id, turn_manifest
 from pioneer_grpc.events.watch import ManifestWatch
 from pioneer_grpc.history.entries import id_violation
@@ -22,12 +23,14 @@ async def get_turn_manifest(ctx: ServiceContext, thread_id: str, turn_id: str) -
     return await turn_manifest(ctx.engine, thread_id, turn_id)
 
 
-def open_watch(
-    ctx: ServiceContext, thread_id: str, after_event_id: int, live_only: bool
-) -> ManifestWatch:
+def open_watch(ctx: ServiceContext, thread_id: str, after_event_id: int, live_only: bool) -> ManifestWatch:
     """A watch from `after_event_id` on; the caller streams it and closes it when the stream ends."""
-    if after_event_id < 0:
-        raise InvalidArgument.field("after_event_id", "must not be negative")
+    InvalidArgument.raise_if(
+        [
+            FieldViolation("after_event_id", "must not be negative") if after_event_id < 0 else None,
+            text_violation("thread_id", thread_id, ID),
+        ]
+    )
     return ManifestWatch(
         ctx.hub,
         ctx.engine,
@@ -50,6 +53,7 @@ async def _resolve(
 ) -> prompt_pb2.PromptManifest:
     kind = ref.WhichOneof("ref")
     if kind == "manifest":
+        InvalidArgument.raise_if(violations_of(ref.manifest, f"{field}.manifest"))
         return ref.manifest
     if kind == "event_id":
         if ref.event_id <= 0:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
+from pioneer_grpc.caps import violations_of
 from pioneer_grpc.compiler.validate import input_violations
 from pioneer_grpc.errors import FailedPrecondition, FieldViolation, InvalidArgument
 from pioneer_grpc.history.entries import entry_violations, id_violation
@@ -151,6 +152,7 @@ class PreparedTurn:
 
 
 async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest) -> PreparedTurn:
+    InvalidArgument.raise_if(violations_of(request))
     entries = _checked_entries(request)
     model = request.model or await _thread_model(ctx, request.thread_id)
     if not model:

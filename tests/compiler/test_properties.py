@@ -16,7 +16,10 @@ from .inputs import write_home
 
 SETTINGS = settings(max_examples=40, deadline=None)
 
-text = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=300)
+# NUL is refused in every request string (it cannot be stored in PostgreSQL text).
+text = st.text(
+    st.characters(codec="utf-8", exclude_categories=["Cs"], exclude_characters="\x00"), max_size=300
+)
 # Mostly long runs, so budgets are actually reached; some short mixed text for variety.
 long_text = st.one_of(
     st.tuples(st.sampled_from(["a", "é", "𝄞", "ab c\n", " "]), st.integers(0, 1_500)).map(

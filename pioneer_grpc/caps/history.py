@@ -1,0 +1,29 @@
+"""Caps of the history contract: threads, entries, appends and token counts.
+
+Ids match the store's String(200) columns, so an id that fits the cap always fits
+the database, on SQLite as on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+# Thread, turn, entry and tool call ids; tool_call_id; artifact ids.
+MAX_ID_CHARS = 200
+# Model names, tool and participant names, kinds, roles, mime types.
+MAX_NAME_CHARS = 200
+# An entry's content or reasoning, a chat message's text, one text part.
+MAX_CONTENT_CHARS = 1_000_000
+# Tool call arguments: their length, and how deep arrays and objects nest.
+MAX_ARGUMENTS_CHARS = 1_000_000
+MAX_ARGUMENTS_DEPTH = 64
+# Entries in one AppendEntries (or new_entries in one PrepareTurn).
+MAX_ENTRIES_PER_APPEND = 500
+# Tool calls and artifact references on one entry or message.
+MAX_TOOL_CALLS = 128
+MAX_ARTIFACT_REFS = 64
+# A displayed file name of an artifact.
+MAX_DISPLAY_NAME_CHARS = 1_000
+# CountTokens: texts and messages in one request.
+MAX_COUNT_TEXTS = 1_000
+MAX_COUNT_MESSAGES = 1_000
+# UpdateThread's update_mask.paths.
+MAX_MASK_PATHS = 16
