@@ -10,6 +10,7 @@ longest common subsequence stays put, so one insertion does not "move" the rest)
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from dataclasses import dataclass
 
@@ -43,24 +44,31 @@ def _sections(manifest: prompt_pb2.PromptManifest) -> list[_Section]:
     return unique
 
 
-def _longest_common_subsequence(a: list[str], b: list[str]) -> set[str]:
-    lengths = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
-    for i in range(len(a) - 1, -1, -1):
-        for j in range(len(b) - 1, -1, -1):
-            if a[i] == b[j]:
-                lengths[i][j] = lengths[i + 1][j + 1] + 1
-            else:
-                lengths[i][j] = max(lengths[i + 1][j], lengths[i][j + 1])
-    kept: set[str] = set()
-    i = j = 0
-    while i < len(a) and j < len(b):
-        if a[i] == b[j]:
-            kept.add(a[i])
-            i, j = i + 1, j + 1
-        elif lengths[i + 1][j] >= lengths[i][j + 1]:
-            i += 1
+def _kept_in_order(base_ids: list[str], target_ids: list[str]) -> set[str]:
+    """The shared ids that stay put: a longest common subsequence of the two orders.
+
+    Both lists hold the same ids, each once, so the longest common subsequence is
+    the longest increasing run of base positions taken in target order: found in
+    O(n log n) time and O(n) memory (patience sorting). Ties go to the sections
+    earliest in the target, so in a swap the one that now comes first stays.
+    """
+    position = {section_id: i for i, section_id in enumerate(base_ids)}
+    # Walk the target backwards looking for a decreasing run, i.e. an increasing run read forwards.
+    keys = [-position[section_id] for section_id in reversed(target_ids)]
+    tails: list[int] = []  # tails[k]: index in keys of the smallest tail of a run of length k + 1
+    previous = [-1] * len(keys)
+    for index, key in enumerate(keys):
+        length = bisect.bisect_left(tails, key, key=keys.__getitem__)
+        previous[index] = tails[length - 1] if length else -1
+        if length == len(tails):
+            tails.append(index)
         else:
-            j += 1
+            tails[length] = index
+    kept: set[str] = set()
+    index = tails[-1] if tails else -1
+    while index >= 0:
+        kept.add(target_ids[len(keys) - 1 - index])
+        index = previous[index]
     return kept
 
 
@@ -69,7 +77,7 @@ def _changes(base: list[_Section], target: list[_Section]) -> list[service_pb2.S
     base_by_id = {s.id: s for s in base}
     target_ids = {s.id for s in target}
     shared = [s.id for s in target if s.id in base_by_id]
-    in_order = _longest_common_subsequence([s.id for s in base if s.id in target_ids], shared)
+    in_order = _kept_in_order([s.id for s in base if s.id in target_ids], shared)
     changes = []
     for section in target:
         before = base_by_id.get(section.id)
