@@ -56,5 +56,6 @@ async def ensure_bootstrap(ctx: ServiceContext, workspace_root: str) -> list[tup
 
 
 def _ensure_in(workspace_root: str, homes: list[Path]) -> list[tuple[str, Path, bool]]:
-    folder = resolve_workspace_root(workspace_root, resolve_homes(homes, FsView()), field="workspace_root")
-    return ensure_bootstrap_files(folder)
+    resolved = resolve_homes(homes, FsView())
+    folder = resolve_workspace_root(workspace_root, resolved, field="workspace_root")
+    return ensure_bootstrap_files(folder, resolved.roots)

@@ -12,6 +12,7 @@ commits its own transactions:
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -33,7 +34,7 @@ from pioneer_grpc.history.budget import (
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation, thread_id_violation
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations
 from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
-from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, TOKENIZER, count_tokens
+from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, TOKENIZER, count_blocking
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.history_load import load_history
@@ -164,11 +165,11 @@ async def append_entries(
     """Stores the batch in one transaction, idempotent by entry_id; tokens are counted here, once.
 
     Refuses (INVALID_ARGUMENT, fields named `{prefix}[i]...`, nothing stored) what
-    would make a later round fail: see `history/entry_rules.py`.
+    would make a later round fail: see `history/entry_rules.py`. Checking, hashing
+    and counting run in a worker thread: a batch at its caps is megabytes of text,
+    which must not hold up the event loop.
     """
-    _check([thread_id_violation(thread_id), *violations_of_each(entries, prefix, MAX_ENTRIES_PER_APPEND)])
-    _check(entry_violations(list(entries), prefix))
-    content = content_violations(entries, prefix)
+    content = await asyncio.to_thread(_checked_content, thread_id, entries, prefix)
     if content:
         # Rejected anyway: read the thread's calls too, so every violation is named at once.
         async with ctx.sessions() as session, session.begin():
@@ -180,22 +181,37 @@ async def append_entries(
         return await _append_checked(ctx, thread_id, entries, prefix)
 
 
+def _checked_content(
+    thread_id: str, entries: Sequence[history_pb2.ConversationEntry], prefix: str
+) -> list[FieldViolation]:
+    """Caps first, then each entry on its own; returns the content rules' violations. Blocking."""
+    _check([thread_id_violation(thread_id), *violations_of_each(entries, prefix, MAX_ENTRIES_PER_APPEND)])
+    _check(entry_violations(list(entries), prefix))
+    return content_violations(entries, prefix)
+
+
 async def _append_checked(
     ctx: ServiceContext, thread_id: str, entries: Sequence[history_pb2.ConversationEntry], prefix: str
 ) -> entry_store.AppendOutcome:
     def check(stored: StoredCalls) -> None:
         _check(call_violations(entries, stored, prefix))
 
+    new_entries = await asyncio.to_thread(_hashed_and_counted, entries)
+    async with ctx.sessions() as session:
+        return await entry_store.append_entries(session, thread_id, new_entries, TOKENIZER, check)
+
+
+def _hashed_and_counted(entries: Sequence[history_pb2.ConversationEntry]) -> list[entry_store.NewEntry]:
+    """Each entry with its content hash and token count. Blocking."""
     texts_per_entry = [entry_counted_texts(entry) for entry in entries]
-    counts = await count_tokens([text for texts in texts_per_entry for text in texts])
+    counts = count_blocking([text for texts in texts_per_entry for text in texts])
     new_entries: list[entry_store.NewEntry] = []
     offset = 0
     for entry, texts in zip(entries, texts_per_entry, strict=True):
         tokens = sum(counts[offset : offset + len(texts)])
         offset += len(texts)
         new_entries.append(entry_store.NewEntry(entry, content_hash(entry), tokens))
-    async with ctx.sessions() as session:
-        return await entry_store.append_entries(session, thread_id, new_entries, TOKENIZER, check)
+    return new_entries
 
 
 async def complete_turn(ctx: ServiceContext, thread_id: str, turn_id: str) -> int:
@@ -215,9 +231,13 @@ async def get_summary(ctx: ServiceContext, thread_id: str) -> history_pb2.Thread
 
 async def count_tokens_of(texts: Sequence[str], messages: Sequence[chat_pb2.ChatMessage]) -> list[int]:
     """Texts counted bare; messages as history counts them (artifact block, tool calls, +4 overhead)."""
+    return await asyncio.to_thread(_counts_blocking, texts, messages)
+
+
+def _counts_blocking(texts: Sequence[str], messages: Sequence[chat_pb2.ChatMessage]) -> list[int]:
     _check([*_texts_violations(texts), *violations_of_each(messages, "messages", MAX_COUNT_MESSAGES)])
     per_message = [chat_counted_texts(message) for message in messages]
-    counts = await count_tokens([*texts, *(t for group in per_message for t in group)])
+    counts = count_blocking([*texts, *(t for group in per_message for t in group)])
     result = counts[: len(texts)]
     offset = len(texts)
     for group in per_message:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from pioneer_grpc.caps import ID, text_violation, violations_of
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.events.queries import TurnManifest, event_by_id, turn_manifest
@@ -45,7 +47,22 @@ def open_watch(ctx: ServiceContext, thread_id: str, after_event_id: int, live_on
 async def diff(
     ctx: ServiceContext, base: manifest_service_pb2.ManifestRef, target: manifest_service_pb2.ManifestRef
 ) -> manifest_service_pb2.DiffManifestsResponse:
-    return diff_manifests(await _resolve(ctx, base, "base"), await _resolve(ctx, target, "target"))
+    """Inline manifests are checked against their caps, then both compared, in a worker thread."""
+    refs = {"base": base, "target": target}
+    resolved = {field: await _resolve(ctx, ref, field) for field, ref in refs.items()}
+    return await asyncio.to_thread(_checked_diff, refs, resolved)
+
+
+def _checked_diff(
+    refs: dict[str, manifest_service_pb2.ManifestRef], resolved: dict[str, prompt_pb2.PromptManifest]
+) -> manifest_service_pb2.DiffManifestsResponse:
+    InvalidArgument.raise_if(
+        violation
+        for field, ref in refs.items()
+        if ref.WhichOneof("ref") == "manifest"
+        for violation in violations_of(ref.manifest, f"{field}.manifest")
+    )
+    return diff_manifests(resolved["base"], resolved["target"])
 
 
 async def _resolve(
@@ -53,7 +70,6 @@ async def _resolve(
 ) -> prompt_pb2.PromptManifest:
     kind = ref.WhichOneof("ref")
     if kind == "manifest":
-        InvalidArgument.raise_if(violations_of(ref.manifest, f"{field}.manifest"))
         return ref.manifest
     if kind == "event_id":
         if ref.event_id <= 0:

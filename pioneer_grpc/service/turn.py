@@ -97,6 +97,12 @@ def _checked_entries(request: turn_service_pb2.PrepareTurnRequest) -> list[histo
     return entries
 
 
+def _checked_request(request: turn_service_pb2.PrepareTurnRequest) -> list[history_pb2.ConversationEntry]:
+    """Caps first, then every other check; blocking (a request at its caps is megabytes)."""
+    InvalidArgument.raise_if(violations_of(request))
+    return _checked_entries(request)
+
+
 def _chat_request(
     request: turn_service_pb2.PrepareTurnRequest, model: str, messages: list[chat_pb2.ChatMessage]
 ) -> chat_pb2.ChatRequest:
@@ -152,8 +158,7 @@ class PreparedTurn:
 
 
 async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest) -> PreparedTurn:
-    InvalidArgument.raise_if(violations_of(request))
-    entries = _checked_entries(request)
+    entries = await asyncio.to_thread(_checked_request, request)
     model = request.model or await _thread_model(ctx, request.thread_id)
     if not model:
         raise InvalidArgument.field("model", "set the model here or on the thread (UpdateThread)")
@@ -189,7 +194,9 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
                 "pioneer.provider.render", observe.render_attributes(request.provider, model)
             ),
         ):
-            rendered = render(request.provider, chat, request.render_options, options_path="render_options")
+            rendered = await asyncio.to_thread(
+                render, request.provider, chat, request.render_options, options_path="render_options"
+            )
         # Notices name the request's own fields, as violations do.
         rendered = replace(
             rendered, notices=tuple(replace(n, field=_own_field(n.field)) for n in rendered.notices)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import grpc
 
-from pioneer_grpc.providers import render
 from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.service.provider import render_chat
 from pioneer_grpc.v1 import provider_service_pb2, provider_service_pb2_grpc
 
 
@@ -19,7 +19,7 @@ class ProviderServicer(provider_service_pb2_grpc.ProviderServiceServicer):
         context: grpc.aio.ServicerContext,
     ) -> provider_service_pb2.RenderChatRequestResponse:
         options = request.options if request.HasField("options") else None
-        rendered = render(request.provider, request.chat_request, options)
+        rendered = await render_chat(request.provider, request.chat_request, options)
         return provider_service_pb2.RenderChatRequestResponse(
             body_json=rendered.body_json,
             path=rendered.path,
