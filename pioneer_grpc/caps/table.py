@@ -121,6 +121,8 @@ _CHAT: CapTable = {
     "pioneer.v1.ToolChoice": {"tool_name": NAME},
 }
 
+# Names inside a compile input (tool names, categories) are guidance text for the model, not
+# identifiers a provider checks: they take the label cap.
 _COMPILE_INPUT: CapTable = {
     "pioneer.v1.PromptCompileInput": {
         "workspace_root": PATH,
@@ -137,11 +139,11 @@ _COMPILE_INPUT: CapTable = {
     "pioneer.v1.Skill": {"slug": PROMPT_ID, "display_name": LABEL, "description": LABEL, "body": PROMPT_TEXT},
     "pioneer.v1.MemoryRecall": {
         "items": _items(p.MAX_MEMORY_ITEMS),
-        "available_tools": _items(p.MAX_MEMORY_TOOLS, NAME),
+        "available_tools": _items(p.MAX_MEMORY_TOOLS, LABEL),
         "thread_context": PROMPT_TEXT,
         "task_context": PROMPT_TEXT,
     },
-    "pioneer.v1.MemoryItem": {"scope": NAME, "category": NAME, "content": PROMPT_TEXT},
+    "pioneer.v1.MemoryItem": {"scope": LABEL, "category": LABEL, "content": PROMPT_TEXT},
     "pioneer.v1.AgentsMdSource": {"thread_folder": PATH},
     "pioneer.v1.AgentsMdContent": {"content": PROMPT_TEXT, "source_label": LABEL},
     "pioneer.v1.ThreadContextSnippet": {
@@ -157,14 +159,14 @@ _COMPILE_INPUT: CapTable = {
         "timestamp": NAME,
         "boundary": NAME,
     },
-    "pioneer.v1.HiddenToolDomain": {"domain": NAME, "tools": _items(p.MAX_DOMAIN_TOOLS, NAME)},
+    "pioneer.v1.HiddenToolDomain": {"domain": LABEL, "tools": _items(p.MAX_DOMAIN_TOOLS, LABEL)},
     "pioneer.v1.PermissionProfile": {
         "rules": _items(p.MAX_PERMISSION_RULES),
-        "allowed_tools": _items(p.MAX_PERMISSION_TOOLS, NAME),
-        "denied_tools": _items(p.MAX_PERMISSION_TOOLS, NAME),
+        "allowed_tools": _items(p.MAX_PERMISSION_TOOLS, LABEL),
+        "denied_tools": _items(p.MAX_PERMISSION_TOOLS, LABEL),
         "allowed_paths": _items(p.MAX_PERMISSION_PATHS, OUTPUT_PATH),
     },
-    "pioneer.v1.PermissionRule": {"category": NAME},
+    "pioneer.v1.PermissionRule": {"category": LABEL},
     "pioneer.v1.DynamicSection": {"id": PROMPT_ID, "title": LABEL, "content": PROMPT_TEXT},
     "pioneer.v1.HookSource": {"section_id": PROMPT_ID, "label": LABEL},
     "pioneer.v1.HookRef": {

@@ -87,6 +87,8 @@ def load_bootstrap_sections(
             content = content[:remaining].rstrip()
             truncated = True
         remaining -= len(content)
+        if read.controls_replaced:
+            log.file_control_characters(spec.name, shown, read.controls_replaced)
         log.source_manifest.append(
             prompt_pb2.SourceManifestEntry(
                 file=spec.name,

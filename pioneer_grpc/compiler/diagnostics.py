@@ -14,6 +14,7 @@ MISSING_FILE = "missing_file"
 FILE_READ_ERROR = "file_read_error"
 FILE_OUTSIDE_ROOT = "file_outside_root"
 FILE_TRUNCATED = "file_truncated"
+FILE_CONTROL_CHARACTERS = "file_control_characters"
 TOTAL_BUDGET_TRUNCATED = "total_budget_truncated"
 FILE_FILTERED_BY_PROFILE = "file_filtered_by_profile"
 DYNAMIC_SECTION_TRUNCATED = "dynamic_section_truncated"
@@ -81,6 +82,16 @@ class CompileLog:
             FILE_TRUNCATED,
             f"bootstrap file `{name}` truncated by per-file limit: {original} -> {kept} chars",
             file=path,
+        )
+
+    def file_control_characters(
+        self, name: str, path: str, count: int, section_id: str | None = None
+    ) -> None:
+        self.add(
+            FILE_CONTROL_CHARACTERS,
+            f"`{name}` held {count} control character(s) (such as NUL or escape), shown as U+FFFD",
+            file=path,
+            section_id=section_id,
         )
 
     def total_budget_truncated(self, name: str, path: str, original: int, kept: int) -> None:

@@ -1,7 +1,12 @@
 """Path confinement and bounded file reads.
 
 Every file the compiler reads lies, after symlinks are resolved, inside one of
-the configured runtime homes. Reads never block and never go past a budget:
+the configured runtime homes. A path is resolved first (FsView.realpath), then
+opened one component at a time from the home it lies in (`open_confined`):
+each directory with O_DIRECTORY | O_NOFOLLOW relative to the one opened before,
+the file itself with O_NOFOLLOW. So a folder swapped for a symlink between the
+check and the open fails the open instead of redirecting it out of the home.
+Reads never block and never go past a budget:
 a file is opened non-blocking, must be a regular file, and at most
 `max_chars * 4 + 4` bytes are read (four bytes is the longest UTF-8 character,
 and the extra character tells "exactly at the limit" from "longer"), so a
@@ -12,6 +17,7 @@ from __future__ import annotations
 
 import codecs
 import enum
+import errno
 import os
 import stat
 from collections.abc import Sequence
@@ -19,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pioneer_grpc.compiler.fsview import ERROR, MISSING, FsView
-from pioneer_grpc.compiler.text import sanitize
+from pioneer_grpc.compiler.text import replace_controls, sanitize
 from pioneer_grpc.errors import InvalidArgument, PermissionDenied
 
 WORKSPACE_ROOT_FIELD = "input.workspace_root"
@@ -98,6 +104,8 @@ class FileRead:
     size_bytes: int = 0
     # Why it was not loaded (READ_ERROR), or where it points (OUTSIDE_ROOT).
     detail: str = ""
+    # Control characters (NUL, escape, ...) replaced by U+FFFD: they never reach a prompt raw.
+    controls_replaced: int = 0
 
     def original_chars_label(self) -> str:
         if self.full_chars is not None:
@@ -115,6 +123,43 @@ def _kind_of(mode: int) -> str:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "a device"
     return "not a regular file"
+
+
+FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_DIR_FLAGS = FOLDER_FLAGS | os.O_NOFOLLOW
+_FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+# What an open along a path returns when a component became a symlink (or not a directory).
+_SWAPPED = (errno.ELOOP, errno.ENOTDIR)
+SWAPPED_DETAIL = "the path changed while it was opened (a folder became a symlink)"
+
+
+def open_confined(target: str, roots: Sequence[str | Path], flags: int = _FILE_FLAGS) -> int:
+    """A descriptor for `target` (resolved, inside one of `roots`), reached without following symlinks.
+
+    Opens the home, then each folder below it relative to the previous one, then
+    the last name with `flags`; OSError (ELOOP or ENOTDIR when a component is now
+    a symlink) otherwise. No descriptor but the one returned stays open.
+    """
+    root = next(os.fspath(r) for r in roots if is_inside(target, [r]))
+    relative = os.path.relpath(target, root)
+    names = [] if relative == "." else relative.split("/")
+    if not names:
+        return os.open(root, flags | os.O_NOFOLLOW)
+    folder = os.open(root, _DIR_FLAGS)
+    try:
+        for name in names[:-1]:
+            inner = os.open(name, _DIR_FLAGS, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        return os.open(names[-1], flags | os.O_NOFOLLOW, dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+def _open_error(exc: OSError) -> str:
+    if exc.errno in _SWAPPED:
+        return SWAPPED_DETAIL
+    return exc.strerror or type(exc).__name__
 
 
 def _read_prefix(fd: int, max_bytes: int) -> bytes:
@@ -140,15 +185,14 @@ def read_bounded(path: Path, max_chars: int, homes: Homes) -> FileRead:
     target = view.realpath(os.fspath(path))
     if not is_inside(target, homes.roots):
         return FileRead(ReadStatus.OUTSIDE_ROOT, detail=target)
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        fd = os.open(target, flags)
+        fd = open_confined(target, homes.roots)
     except FileNotFoundError:
         view.reusable = False
         return FileRead(ReadStatus.MISSING)
     except OSError as exc:
         view.reusable = False
-        return FileRead(ReadStatus.READ_ERROR, detail=exc.strerror or type(exc).__name__)
+        return FileRead(ReadStatus.READ_ERROR, detail=_open_error(exc))
     try:
         info = os.fstat(fd)
         view.read_from(target, info)
@@ -171,7 +215,7 @@ def read_bounded(path: Path, max_chars: int, homes: Homes) -> FileRead:
             size_bytes=info.st_size,
             detail=f"not valid UTF-8 (byte {exc.start})",
         )
-    text = sanitize(decoded)
+    text, controls = replace_controls(sanitize(decoded))
     truncated = len(text) > max_chars or not whole_file
     return FileRead(
         ReadStatus.LOADED,
@@ -179,4 +223,5 @@ def read_bounded(path: Path, max_chars: int, homes: Homes) -> FileRead:
         truncated=truncated,
         full_chars=len(text) if whole_file else None,
         size_bytes=info.st_size,
+        controls_replaced=controls,
     )

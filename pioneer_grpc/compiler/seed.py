@@ -8,7 +8,13 @@ USER.md is never created; it is the user's to write.
 
 from __future__ import annotations
 
+import errno
+import os
+from collections.abc import Sequence
 from pathlib import Path
+
+from pioneer_grpc.compiler.paths import FOLDER_FLAGS, open_confined
+from pioneer_grpc.errors import Aborted
 
 SOUL_FILE = "SOUL.md"
 IDENTITY_FILE = "IDENTITY.md"
@@ -55,25 +61,47 @@ IDENTITY: a short profile. Keep it short and change it when it stops being true.
   report what changed
 """
 
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
 SEED_FILES: tuple[tuple[str, str], ...] = ((SOUL_FILE, SOUL_SEED), (IDENTITY_FILE, IDENTITY_SEED))
 
 
-def ensure_bootstrap_files(home: Path) -> list[tuple[str, Path, bool]]:
+def ensure_bootstrap_files(home: Path, roots: Sequence[Path] | None = None) -> list[tuple[str, Path, bool]]:
     """Create SOUL.md and IDENTITY.md in `home` when missing; return (name, path, created).
 
-    Exclusive create (`open(path, "x")`) means an existing file, an empty file or
-    even a dangling symlink with that name is left exactly as it is, and two
-    processes starting at once cannot both write.
+    Exclusive create (O_CREAT | O_EXCL | O_NOFOLLOW) means an existing file, an
+    empty file or even a dangling symlink with that name is left exactly as it
+    is, and two processes starting at once cannot both write. With `roots` (the
+    resolved runtime homes `home` lies in), the folder is reached from its home
+    without following symlinks, so a folder swapped for a symlink cannot move
+    the files out of the home.
     """
     home.mkdir(parents=True, exist_ok=True)
+    try:
+        folder = (
+            open_confined(os.fspath(home), roots, FOLDER_FLAGS)
+            if roots is not None
+            else os.open(home, FOLDER_FLAGS)
+        )
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise Aborted(f"{home} changed while it was opened; retry") from exc
+        raise
     outcomes: list[tuple[str, Path, bool]] = []
-    for name, text in SEED_FILES:
-        path = home / name
-        try:
-            with open(path, "x", encoding="utf-8", newline="\n") as handle:
-                handle.write(text)
-        except FileExistsError:
-            outcomes.append((name, path, False))
-        else:
-            outcomes.append((name, path, True))
+    try:
+        for name, text in SEED_FILES:
+            outcomes.append((name, home / name, _create(folder, name, text)))
+    finally:
+        os.close(folder)
     return outcomes
+
+
+def _create(folder: int, name: str, text: str) -> bool:
+    """True when `name` was created in `folder` with `text`; False when something has that name."""
+    try:
+        fd = os.open(name, _CREATE_FLAGS, 0o644, dir_fd=folder)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
+    return True

@@ -143,7 +143,8 @@ async def test_fifo_and_huge_file_do_not_stall_the_server(server) -> None:
     calls = [stub(server).CompilePrompt(request, metadata=server.metadata(), timeout=10) for _ in range(8)]
     responses = await asyncio.gather(*calls)
     codes = [d.code for d in responses[0].payload.manifest.diagnostics]
-    assert codes == ["file_read_error", "file_truncated", "missing_file"]
+    # The sparse file is all NUL bytes: they reach the prompt as U+FFFD, with a diagnostic.
+    assert codes == ["file_read_error", "file_truncated", "file_control_characters", "missing_file"]
     assert len({r.SerializeToString(deterministic=True) for r in responses}) == 1
 
 

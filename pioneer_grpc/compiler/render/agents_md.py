@@ -75,6 +75,8 @@ def find_agents_md(
                     file=shown,
                     section_id=AGENTS_MD,
                 )
+            if read.controls_replaced:
+                log.file_control_characters(FILE_NAME, shown, read.controls_replaced, section_id=AGENTS_MD)
             log.source_manifest.append(
                 prompt_pb2.SourceManifestEntry(
                     file=FILE_NAME,
