@@ -8,10 +8,11 @@ the request if adapted.
   (Anthropic: "first message must use the user role"; Gemini: a function call
   turn must follow a user turn).
 - Gemini: a tool name that does not start with a letter or an underscore.
-- Every provider: a tool call name outside [A-Za-z0-9_-] (OpenAI checks the
-  names of calls in the history against the tool name pattern).
 
 Adapted, each with a notice:
+- Every provider: a tool call name in the history outside [A-Za-z0-9_-] (OpenAI
+  checks the names of past calls against the tool name pattern) is sent with
+  each other character as `_`, in the call and in its result.
 - Anthropic: a call id outside [A-Za-z0-9_-] is rewritten, the same way in the
   call and its result; thinking is turned off for a round that continues an
   assistant turn (a tool loop or a prefill), because that turn's signed thinking
@@ -53,6 +54,7 @@ WHITESPACE_TRIMMED = "trailing_whitespace_trimmed"
 PARALLEL_UNSUPPORTED = "parallel_tool_calls_unsupported"
 ASSISTANT_MERGED = "assistant_messages_merged"
 NAME_DROPPED = "participant_name_dropped"
+CALL_NAME_REWRITTEN = "tool_call_name_rewritten"
 
 
 def anthropic_thinking_on(request: chat_pb2.ChatRequest) -> bool:
@@ -86,15 +88,6 @@ def request_violations(provider: int, request: chat_pb2.ChatRequest, path: str) 
 
 def message_violations(provider: int, paired: Paired, path: str) -> list[FieldViolation]:
     violations: list[FieldViolation] = []
-    for message, origin in zip(paired.messages, paired.origins, strict=True):
-        for j, call in enumerate(message.tool_calls):
-            if call.name and not NAME_RE.fullmatch(call.name):
-                violations.append(
-                    FieldViolation(
-                        f"{path}.messages[{origin}].tool_calls[{j}].name",
-                        "may contain only A-Z, a-z, 0-9, _ and -",
-                    )
-                )
     if provider in USER_FIRST:
         first = next((m for m in paired.messages if m.role != chat_pb2.CHAT_ROLE_SYSTEM), None)
         if first is not None and first.role == chat_pb2.CHAT_ROLE_ASSISTANT:
@@ -235,6 +228,24 @@ def _openai_chat(adapted: Adapted, origins: list[int], path: str) -> None:
             message.name = ""
 
 
+def _call_names(adapted: Adapted, origins: list[int], path: str) -> None:
+    renamed: dict[str, str] = {}  # call id -> name sent
+    for message, origin in zip(adapted.request.messages, origins, strict=True):
+        for j, call in enumerate(message.tool_calls):
+            if call.name and not NAME_RE.fullmatch(call.name):
+                sent = re.sub(r"[^A-Za-z0-9_-]", "_", call.name)
+                adapted.notices.append(
+                    Notice(
+                        CALL_NAME_REWRITTEN,
+                        f"tool names are [A-Za-z0-9_-] only: the call to {call.name!r} was sent as {sent!r}",
+                        f"{path}.messages[{origin}].tool_calls[{j}].name",
+                    )
+                )
+                renamed[call.id] = call.name = sent
+        if message.role == chat_pb2.CHAT_ROLE_TOOL and message.tool_call_id in renamed and message.name:
+            message.name = renamed[message.tool_call_id]
+
+
 ADAPTERS: dict[int, Callable[[Adapted, list[int], str], None]] = {
     P.PROVIDER_ANTHROPIC_MESSAGES: _anthropic,
     P.PROVIDER_GEMINI_GENERATE_CONTENT: _gemini,
@@ -250,6 +261,7 @@ def adapt(provider: int, request: chat_pb2.ChatRequest, paired: Paired, path: st
     for message in paired.messages:
         copy.messages.add().CopyFrom(message)
     adapted = Adapted(copy)
+    _call_names(adapted, paired.origins, path)
     adapter = ADAPTERS.get(provider)
     if adapter is not None:
         adapter(adapted, paired.origins, path)

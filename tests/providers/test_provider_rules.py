@@ -196,11 +196,11 @@ def test_a_conversation_starting_with_the_assistant_is_rejected_where_documented
 
 
 @pytest.mark.parametrize("provider", ALL)
-def test_call_names_in_the_history_follow_the_tool_name_pattern(provider: int) -> None:
-    messages = [USER, assistant(call("c1", name="get.weather")), result("c1")]
-    assert "chat_request.messages[1].tool_calls[0].name" in violations(
-        provider, request(provider, messages=messages)
-    )
+def test_call_names_in_the_history_are_sent_in_the_tool_name_pattern(provider: int) -> None:
+    messages = [USER, assistant(call("c1", name="get.weather")), result("c1", name="get.weather")]
+    body, notices = rendered(provider, request(provider, tools=[WEATHER], messages=messages))
+    assert "get.weather" not in json.dumps(body) and "get_weather" in json.dumps(body)
+    assert notices["tool_call_name_rewritten"] == "chat_request.messages[1].tool_calls[0].name"
 
 
 # --- Anthropic and OpenAI adaptations ---------------------------------------------------------
