@@ -1,0 +1,447 @@
+"""A seeded generator of agent conversations, played against a real server through its RPCs.
+
+Each history is one thread: turns of a user message, tool rounds (one to three
+calls each, results in any order), a final answer, CompleteTurn. Along the way,
+as agent loops fail in real life:
+- interruptions: a call whose result never comes (the turn stops there, or the
+  next round goes on without it), a turn never completed, a final answer never sent;
+- retries: the same new entries sent twice (appends are idempotent by entry id);
+- hostile entries: empty or blank messages, arguments that are not a JSON object,
+  a call id used twice, a result for no call, a result naming another tool, a
+  result arriving a turn late, a call name outside [A-Za-z0-9_-];
+- hostile rounds: Anthropic with extended thinking and a forced tool choice;
+- long conversations on small budgets, so loads summarize and truncate.
+
+Every PrepareTurn names a provider; the last round of a history is prepared for
+all four. A hostile step is tried first: INVALID_ARGUMENT on its new entries is
+an expected rejection, after which the clean version is sent, as a fixed client
+would. A hostile step the server accepts is stored, and from then on every round
+must still render a body the provider accepts. Everything else must succeed.
+Each body goes through the strict validator of its provider; a sample is kept
+for the official SDKs (see test_generative_rounds.py).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from google.protobuf import struct_pb2
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from pioneer_grpc.v1 import (
+    chat_pb2,
+    common_pb2,
+    history_pb2,
+    history_service_pb2,
+    history_service_pb2_grpc,
+    prompt_pb2,
+    provider_service_pb2,
+    turn_service_pb2,
+    turn_service_pb2_grpc,
+)
+from tests.providers.strict import STRICT, StrictViolation
+
+P = provider_service_pb2
+USER, ASSISTANT, TOOL = (
+    history_pb2.ENTRY_ROLE_USER,
+    history_pb2.ENTRY_ROLE_ASSISTANT,
+    history_pb2.ENTRY_ROLE_TOOL,
+)
+PROVIDERS = {
+    P.PROVIDER_OPENAI_CHAT_COMPLETIONS: "openai-chat",
+    P.PROVIDER_OPENAI_RESPONSES: "openai-responses",
+    P.PROVIDER_ANTHROPIC_MESSAGES: "anthropic",
+    P.PROVIDER_GEMINI_GENERATE_CONTENT: "gemini",
+}
+MODELS = {
+    P.PROVIDER_OPENAI_CHAT_COMPLETIONS: "gpt-5",
+    P.PROVIDER_OPENAI_RESPONSES: "gpt-5",
+    P.PROVIDER_ANTHROPIC_MESSAGES: "claude-sonnet-4-6",
+    P.PROVIDER_GEMINI_GENERATE_CONTENT: "gemini-2.5-flash",
+}
+TOOL_NAMES = ("read_file", "grep", "run_tests", "write_file")
+WORDS = (
+    "the parser fails on src/app/main.py line 42; decided to keep the retry loop; user prefers tabs; "
+    "open question: migrate the cache? tests in tests/unit pass; error: KeyError 'id' in handler"
+).split()
+COMPILE_INPUT = prompt_pb2.PromptCompileInput(
+    profile=prompt_pb2.PROMPT_PROFILE_FULL, include_tool_recovery_policy=True, extra_system="Date: 2026-11-30"
+)
+
+
+def _tool(name: str) -> chat_pb2.ToolDefinition:
+    params = struct_pb2.Struct()
+    params.update({"type": "object", "properties": {"path": {"type": "string"}}})
+    return chat_pb2.ToolDefinition(name=name, description=f"The {name} tool.", parameters=params)
+
+
+TOOLS = [_tool(name) for name in TOOL_NAMES]
+
+
+@dataclass
+class Stats:
+    histories: int = 0  # conversations (threads)
+    histories_rendered: int = 0  # a thread's history as one PrepareTurn rendered it
+    turns: int = 0
+    rounds: int = 0
+    appends: int = 0
+    bodies: Counter[str] = field(default_factory=Counter)
+    rejected: Counter[str] = field(default_factory=Counter)  # hostile steps refused, by kind
+    accepted_hostile: Counter[str] = field(default_factory=Counter)  # hostile steps stored, by kind
+    interruptions: Counter[str] = field(default_factory=Counter)
+    retries: int = 0
+    expected: Counter[str] = field(default_factory=Counter)  # refusals a correct loop expects
+    notices: Counter[str] = field(default_factory=Counter)
+    history_diagnostics: Counter[str] = field(default_factory=Counter)
+    decisions: Counter[str] = field(default_factory=Counter)
+    failures: Counter[str] = field(default_factory=Counter)  # broken invariants
+    examples: dict[str, str] = field(default_factory=dict)
+    sdk_sample: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
+
+    def fail(self, invariant: str, example: str) -> None:
+        self.failures[invariant] += 1
+        self.examples.setdefault(invariant, example[:600])
+
+    def summary(self) -> str:
+        lines = [
+            f"conversations={self.histories} histories rendered={self.histories_rendered} "
+            f"turns={self.turns} rounds(PrepareTurn calls)={self.rounds} appends={self.appends} "
+            f"retries={self.retries}",
+            f"expected refusals: {dict(self.expected)}",
+            f"bodies validated per provider: {dict(self.bodies)}",
+            f"hostile steps rejected: {dict(self.rejected)}",
+            f"hostile steps accepted (then rendered): {dict(self.accepted_hostile)}",
+            f"interruptions: {dict(self.interruptions)}",
+            f"history decisions: {dict(self.decisions)}",
+            f"history diagnostics (repairs etc.): {dict(self.history_diagnostics)}",
+            f"render notices: {dict(self.notices)}",
+            f"broken invariants: {dict(self.failures)}",
+        ]
+        lines += [f"  e.g. {name}: {text}" for name, text in self.examples.items()]
+        return "\n".join(lines)
+
+
+def violations_of(error: grpc.aio.AioRpcError) -> list[tuple[str, str]]:
+    status = rpc_status.from_call(error)
+    found: list[tuple[str, str]] = []
+    for detail in status.details if status is not None else []:
+        bad = error_details_pb2.BadRequest()
+        if detail.Unpack(bad):
+            found += [(v.field, v.description) for v in bad.field_violations]
+    return found
+
+
+@dataclass
+class Step:
+    """New entries of one round: the clean version, and a hostile one tried first (with its kind)."""
+
+    clean: list[history_pb2.ConversationEntry]
+    hostile: list[history_pb2.ConversationEntry] | None = None
+    kind: str = ""
+
+
+class Conversation:
+    """One history: drives a thread through turns, rounds and a final all-provider round."""
+
+    def __init__(
+        self, rng: random.Random, channel: grpc.aio.Channel, stats: Stats, name: str, sdk_every: int
+    ):
+        self.rng = rng
+        self.history = history_service_pb2_grpc.HistoryServiceStub(channel)
+        self.turns = turn_service_pb2_grpc.TurnServiceStub(channel)
+        self.stats = stats
+        self.thread_id = name
+        self.sdk_every = sdk_every
+        self.counter = 0
+        self.calls: list[common_pb2.ToolCall] = []  # every call made, for late and duplicate hostiles
+        self.long = rng.random() < 0.12
+        self.stored_hostile: set[str] = set()  # hostile kinds the server accepted into this thread
+        self.pending = False  # the turn's latest calls lack results (an interruption)
+
+    # --- content ---------------------------------------------------------------------------
+
+    def ident(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def text(self, low: int = 3, high: int = 30) -> str:
+        if self.long:
+            low, high = 120, 420
+        return " ".join(self.rng.choice(WORDS) for _ in range(self.rng.randint(low, high)))
+
+    def entry(self, turn: str, role: int, **fields: Any) -> history_pb2.ConversationEntry:
+        return history_pb2.ConversationEntry(entry_id=self.ident("e"), turn_id=turn, role=role, **fields)  # type: ignore[arg-type]
+
+    # --- steps -----------------------------------------------------------------------------
+
+    def user_step(self, turn: str) -> Step:
+        clean = [self.entry(turn, USER, content=self.text())]
+        roll = self.rng.random()
+        if roll < 0.03:
+            return Step(clean, [self.entry(turn, USER, content="")], "empty_entry")
+        if roll < 0.05:
+            return Step(clean, [self.entry(turn, USER, content=" \n\t ")], "blank_entry")
+        if roll < 0.06 and self.calls:
+            late = self.rng.choice(self.calls)
+            result = self.entry(turn, TOOL, tool_call_id=late.id, name=late.name, content="late result")
+            return Step(clean, [*clean, result], "late_result")
+        return Step(clean)
+
+    def tool_round(self, turn: str) -> tuple[Step, bool]:
+        """An assistant call entry and its results; True when a result was left out (interrupted)."""
+        calls = [
+            common_pb2.ToolCall(
+                id=self.ident("call_"),
+                name=self.rng.choice(TOOL_NAMES),
+                arguments=json.dumps({"path": self.text(1, 3)}),
+            )
+            for _ in range(self.rng.choice((1, 1, 1, 2, 3)))
+        ]
+        text = self.text() if self.rng.random() < 0.4 else ""
+        assistant = self.entry(turn, ASSISTANT, content=text, tool_calls=calls)
+        results = [self.entry(turn, TOOL, tool_call_id=c.id, name=c.name, content=self.text()) for c in calls]
+        if self.rng.random() < 0.15:
+            self.rng.shuffle(results)
+        interrupted = self.rng.random() < 0.12
+        if interrupted:
+            results = results[: self.rng.randrange(len(results))]
+        clean = [assistant, *results]
+        step = Step(clean)
+        roll = self.rng.random()
+        hostile_call = common_pb2.ToolCall()
+        hostile_call.CopyFrom(calls[0])
+        if roll < 0.025:
+            hostile_call.arguments = self.rng.choice(("not json", "[1, 2]", '"text"', "{broken"))
+            step = self._with_call(turn, step, assistant, hostile_call, "non_object_arguments")
+        elif roll < 0.04 and self.calls:
+            hostile_call.id = self.rng.choice(self.calls).id
+            step = self._with_call(turn, step, assistant, hostile_call, "duplicate_call_id")
+        elif roll < 0.05:
+            hostile_call.name = "read.file"
+            step = self._with_call(turn, step, assistant, hostile_call, "bad_call_name")
+        elif roll < 0.065:
+            orphan = self.entry(turn, TOOL, tool_call_id=self.ident("ghost_"), name="grep", content="x")
+            step = Step(clean, [*clean, orphan], "orphan_result")
+        elif roll < 0.08 and results:
+            wrong = history_pb2.ConversationEntry()
+            wrong.CopyFrom(results[0])
+            wrong.name = next(n for n in TOOL_NAMES if n != wrong.name)
+            step = Step(clean, [assistant, wrong, *results[1:]], "result_names_another_tool")
+        elif roll < 0.09:
+            step = Step(clean, [*clean, self.entry(turn, ASSISTANT, content="")], "empty_entry")
+        self.calls.extend(calls)
+        return step, interrupted
+
+    def _with_call(
+        self,
+        turn: str,
+        step: Step,
+        assistant: history_pb2.ConversationEntry,
+        call: common_pb2.ToolCall,
+        kind: str,
+    ) -> Step:
+        hostile = history_pb2.ConversationEntry()
+        hostile.CopyFrom(assistant)
+        hostile.entry_id = self.ident("e")
+        hostile.tool_calls[0].CopyFrom(call)
+        return Step(step.clean, [hostile, *step.clean[1:]], kind)
+
+    # --- rounds ----------------------------------------------------------------------------
+
+    def round_options(self, provider: int) -> tuple[dict[str, Any], str]:
+        """PrepareTurn fields of the round, and the kind when the round itself is hostile."""
+        options: dict[str, Any] = {"provider": provider, "model": MODELS[provider]}
+        if self.rng.random() < 0.85:
+            options["tools"] = TOOLS
+            mode = self.rng.choice(
+                (
+                    chat_pb2.TOOL_CHOICE_MODE_UNSPECIFIED,
+                    chat_pb2.TOOL_CHOICE_MODE_AUTO,
+                    chat_pb2.TOOL_CHOICE_MODE_AUTO,
+                    chat_pb2.TOOL_CHOICE_MODE_NONE,
+                    chat_pb2.TOOL_CHOICE_MODE_REQUIRED,
+                    chat_pb2.TOOL_CHOICE_MODE_TOOL,
+                )
+            )
+            name = self.rng.choice(TOOL_NAMES) if mode == chat_pb2.TOOL_CHOICE_MODE_TOOL else ""
+            options["tool_choice"] = chat_pb2.ToolChoice(mode=mode, tool_name=name)
+            if self.rng.random() < 0.4:
+                options["parallel_tool_calls"] = self.rng.random() < 0.5
+        roll = self.rng.random()
+        if roll < 0.25:
+            options["reasoning"] = chat_pb2.Reasoning(effort=chat_pb2.REASONING_EFFORT_LOW)
+        elif roll < 0.35:
+            options["reasoning"] = chat_pb2.Reasoning(disabled=True)
+        if self.rng.random() < 0.2:
+            options["temperature"] = 0.3
+        forced = options.get("tool_choice", chat_pb2.ToolChoice()).mode in (
+            chat_pb2.TOOL_CHOICE_MODE_REQUIRED,
+            chat_pb2.TOOL_CHOICE_MODE_TOOL,
+        )
+        thinking = "reasoning" in options and not options["reasoning"].disabled
+        hostile = provider == P.PROVIDER_ANTHROPIC_MESSAGES and "tools" in options and forced and thinking
+        return options, "anthropic_forced_choice_with_thinking" if hostile else ""
+
+    async def prepare(
+        self, turn: str, entries: list[history_pb2.ConversationEntry], provider: int, entries_kind: str = ""
+    ) -> bool:
+        """One PrepareTurn; False when hostile new entries were rejected (nothing was stored)."""
+        options, round_kind = self.round_options(provider)
+        for attempt in range(2):
+            request = turn_service_pb2.PrepareTurnRequest(
+                thread_id=self.thread_id,
+                turn_id=turn,
+                new_entries=entries,
+                compile_input=COMPILE_INPUT,
+                **options,
+            )
+            self.stats.rounds += 1
+            try:
+                reply = await self.turns.PrepareTurn(request)
+            except grpc.aio.AioRpcError as error:
+                outcome = self.classify(error, entries_kind, round_kind, provider)
+                if outcome == "entries":
+                    return False
+                if outcome == "round" and attempt == 0:
+                    options["tool_choice"] = chat_pb2.ToolChoice(mode=chat_pb2.TOOL_CHOICE_MODE_AUTO)
+                    round_kind = ""
+                    continue
+                return True
+            if round_kind:
+                self.stats.fail("hostile_round_accepted", f"{PROVIDERS[provider]} {round_kind}")
+            if entries_kind:
+                self.stats.accepted_hostile[entries_kind] += 1
+                self.stored_hostile.add(entries_kind)
+            self.check(reply, provider)
+            return True
+        return True
+
+    def classify(self, error: grpc.aio.AioRpcError, entries_kind: str, round_kind: str, provider: int) -> str:
+        found = violations_of(error)
+        fields = [f for f, _ in found]
+        if error.code() == grpc.StatusCode.FAILED_PRECONDITION and self.pending:
+            # The turn's latest calls have no result yet: a round cannot be prepared before them.
+            self.stats.expected["results_pending"] += 1
+            return "pending"
+        if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
+            if round_kind and "tool_choice.mode" in fields:
+                self.stats.rejected[round_kind] += 1
+                return "round"  # retried with tool choice auto, which classifies the entries
+            if entries_kind and fields and all(f.startswith("new_entries") for f in fields):
+                self.stats.rejected[entries_kind] += 1
+                return "entries"
+        invariant = f"prepare_failed[{PROVIDERS[provider]}]"
+        if entries_kind and error.code() == grpc.StatusCode.INVALID_ARGUMENT:
+            # Rejected for the rendered history, not the new entries: those were stored.
+            self.stats.accepted_hostile[entries_kind] += 1
+            self.stored_hostile.add(entries_kind)
+        stored = sorted(self.stored_hostile)
+        invariant += f" after accepting {'+'.join(stored)}" if stored else " on a clean conversation"
+        self.stats.fail(invariant, f"{error.code().name}: {found or error.details()}")
+        return "failed"
+
+    def check(self, reply: turn_service_pb2.PrepareTurnResponse, provider: int) -> None:
+        name = PROVIDERS[provider]
+        report = reply.history_report
+        self.stats.decisions[history_pb2.HistoryDecision.Name(report.decision)] += 1
+        for diagnostic in report.diagnostics:
+            self.stats.history_diagnostics[diagnostic.code] += 1
+        for notice in reply.provider_notices:
+            self.stats.notices[notice.code] += 1
+        body = json.loads(reply.provider_body_json)
+        try:
+            STRICT[provider](body)
+        except StrictViolation as violation:
+            where = "+".join(sorted(self.stored_hostile)) or "a clean conversation"
+            for rule in sorted(violation.rules):
+                self.stats.fail(f"strict[{name}] {rule} ({where})", str(violation))
+        self.stats.bodies[name] += 1
+        self.stats.histories_rendered += 1
+        if self.stats.bodies[name] % self.sdk_every == 1 or self.sdk_every == 1:
+            self.stats.sdk_sample.append((provider, reply.provider_path, body))
+
+    async def append(self, step: Step) -> None:
+        for entries, kind in ((step.hostile, step.kind), (step.clean, "")):
+            if entries is None:
+                continue
+            self.stats.appends += 1
+            try:
+                await self.history.AppendEntries(
+                    history_service_pb2.AppendEntriesRequest(thread_id=self.thread_id, entries=entries)
+                )
+            except grpc.aio.AioRpcError as error:
+                fields = [f for f, _ in violations_of(error)]
+                if kind and error.code() == grpc.StatusCode.INVALID_ARGUMENT and fields:
+                    self.stats.rejected[kind] += 1
+                    continue
+                self.stats.fail(f"append_failed{'' if not kind else ' ' + kind}", str(violations_of(error)))
+                return
+            if kind:
+                self.stats.accepted_hostile[kind] += 1
+                self.stored_hostile.add(kind)
+            return
+
+    async def send(self, turn: str, step: Step) -> None:
+        """The step's entries, through PrepareTurn (mostly) or AppendEntries then an empty PrepareTurn."""
+        provider = self.rng.choice(list(PROVIDERS))
+        if self.rng.random() < 0.25:
+            await self.append(step)
+            await self.prepare(turn, [], provider)
+            return
+        if step.hostile is not None and not await self.prepare(turn, step.hostile, provider, step.kind):
+            await self.prepare(turn, step.clean, provider)
+        elif step.hostile is None:
+            await self.prepare(turn, step.clean, provider)
+        if self.rng.random() < 0.08:  # a retry of the same round
+            self.stats.retries += 1
+            await self.prepare(turn, step.clean if step.hostile is None else [], provider)
+
+    # --- the history -----------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self.stats.histories += 1
+        config = history_pb2.ThreadConfig(model="gpt-5")
+        if self.long or self.rng.random() < 0.1:
+            config.max_context_tokens = self.rng.choice((1500, 3000, 6000))
+            config.response_reserve_tokens = 300
+        await self.history.CreateThread(
+            history_service_pb2.CreateThreadRequest(thread_id=self.thread_id, config=config)
+        )
+        turns = self.rng.choice((1, 1, 2, 2, 3, 4)) if not self.long else self.rng.randint(6, 14)
+        for t in range(turns):
+            await self.turn(f"t{t}")
+        final = "final"
+        entries = [self.entry(final, USER, content="Summarize where we are.")]
+        for i, provider in enumerate(PROVIDERS):
+            await self.prepare(final, entries if i == 0 else [], provider)
+
+    async def turn(self, turn: str) -> None:
+        self.stats.turns += 1
+        await self.send(turn, self.user_step(turn))
+        self.pending = False
+        for _ in range(self.rng.choice((0, 1, 1, 2, 3))):
+            step, interrupted = self.tool_round(turn)
+            self.pending = interrupted
+            await self.send(turn, step)
+            if interrupted:
+                self.stats.interruptions["call_without_result"] += 1
+                if self.rng.random() < 0.5:
+                    self.stats.interruptions["turn_abandoned"] += 1
+                    return
+        self.pending = False
+        if self.rng.random() < 0.9:
+            await self.append(Step([self.entry(turn, ASSISTANT, content=self.text())]))
+        else:
+            self.stats.interruptions["no_final_answer"] += 1
+        if self.rng.random() < 0.92:
+            await self.history.CompleteTurn(
+                history_service_pb2.CompleteTurnRequest(thread_id=self.thread_id, turn_id=turn)
+            )
+        else:
+            self.stats.interruptions["turn_not_completed"] += 1

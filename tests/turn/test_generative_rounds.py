@@ -1,0 +1,133 @@
+"""Generated agent conversations against one real server: every round a provider accepts.
+
+200 conversations (threads; PIONEER_GENERATIVE_CONVERSATIONS), seeded
+(PIONEER_GENERATIVE_SEED), played eight at a time on one server and one channel;
+each PrepareTurn renders the thread's history as it stands at that round, and a
+run renders at least 2,000 such histories (PIONEER_GENERATIVE_HISTORIES).
+Every body PrepareTurn returns passes the strict validator of its provider
+(tests/providers/strict.py); one body in PIONEER_GENERATIVE_SDK_EVERY (default
+10) per provider also goes through that provider's official SDK to a recording
+loopback server, which must receive exactly our body (as in
+tests/providers/test_sdk_acceptance.py). The run prints its counts (pytest -s).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+from google import genai
+from google.genai import types as genai_types
+
+from tests.conftest import ServerFactory, ServerHandle
+from tests.providers.fake_http import RecordingServer, recording_server
+from tests.providers.test_sdk_acceptance import gemini_spelling
+from tests.turn.generative import MODELS, PROVIDERS, Conversation, Stats
+
+SEED = os.environ.get("PIONEER_GENERATIVE_SEED", "12")
+CONVERSATIONS = int(os.environ.get("PIONEER_GENERATIVE_CONVERSATIONS", "200"))
+HISTORIES = int(os.environ.get("PIONEER_GENERATIVE_HISTORIES", "2000"))
+SDK_EVERY = int(os.environ.get("PIONEER_GENERATIVE_SDK_EVERY", "10"))
+AT_ONCE = 8
+SHM = "/dev/shm" if os.path.isdir("/dev/shm") else None
+
+
+class Sdks:
+    """One client per SDK, all pointed at the recording server."""
+
+    def __init__(self, fake: RecordingServer) -> None:
+        self.fake = fake
+        self.openai = openai.OpenAI(base_url=f"{fake.base_url}/v1", api_key="test", max_retries=0)
+        self.anthropic = anthropic.Anthropic(base_url=fake.base_url, api_key="test", max_retries=0)
+        self.gemini = genai.Client(
+            api_key="test", http_options=genai_types.HttpOptions(base_url=fake.base_url, api_version="v1beta")
+        )
+
+    def send(self, provider: int, body: dict[str, Any]) -> dict[str, Any]:
+        """What the SDK put on the wire for our body (Gemini keys in lowerCamelCase)."""
+        name = PROVIDERS[provider]
+        if name == "openai-chat":
+            self.openai.chat.completions.create(**body)
+        elif name == "openai-responses":
+            self.openai.responses.create(**body)
+        elif name == "anthropic":
+            self.anthropic.messages.create(**body)
+        else:
+            contents = [genai_types.Content.model_validate_json(json.dumps(c)) for c in body["contents"]]
+            config: dict[str, Any] = {
+                k: body[k] for k in ("systemInstruction", "tools", "toolConfig") if k in body
+            }
+            config.update(body.get("generationConfig", {}))
+            self.gemini.models.generate_content(
+                model=MODELS[provider],
+                contents=contents,  # type: ignore[arg-type]
+                config=genai_types.GenerateContentConfig.model_validate_json(json.dumps(config)),
+            )
+        wire = self.fake.last().json()
+        if name == "gemini":
+            wire = gemini_spelling(wire)
+            if "generationConfig" not in body:
+                wire.pop("generationConfig", None)
+        return wire
+
+
+def sdk_round_trips(stats: Stats) -> dict[str, int]:
+    accepted: dict[str, int] = {}
+    with recording_server() as fake:
+        sdks = Sdks(fake)
+        for provider, path, body in stats.sdk_sample:
+            name = PROVIDERS[provider]
+            try:
+                wire = sdks.send(provider, body)
+            except Exception as exc:  # the SDK refused the body: that is the finding
+                stats.fail(f"sdk[{name}] refused", f"{type(exc).__name__}: {exc}")
+                continue
+            if fake.last().path.split("?")[0] != path or wire != body:
+                stats.fail(f"sdk[{name}] changed the body", json.dumps(body)[:300])
+                continue
+            accepted[name] = accepted.get(name, 0) + 1
+    return accepted
+
+
+@pytest.fixture
+async def fast_server(server_factory: ServerFactory) -> AsyncIterator[ServerHandle]:
+    """A server whose SQLite file lives in memory-backed /dev/shm where there is one: thousands of
+    commits are waits on fsync otherwise. It is the same real SQLite file otherwise."""
+    folder = Path(tempfile.mkdtemp(prefix="pioneer-gen-", dir=SHM))
+    try:
+        yield await server_factory(database_url=f"sqlite+aiosqlite:///{folder / 'gen.db'}")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+async def test_every_generated_round_renders_a_body_the_provider_accepts(fast_server, monkeypatch) -> None:
+    server = fast_server
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    stats = Stats()
+    channel = server.channel()
+
+    async def play(index: int) -> None:
+        rng = random.Random(f"{SEED}-{index}")
+        await Conversation(rng, channel, stats, f"gen-{index}", SDK_EVERY).run()
+
+    for start in range(0, CONVERSATIONS, AT_ONCE):
+        await asyncio.gather(*(play(i) for i in range(start, min(start + AT_ONCE, CONVERSATIONS))))
+    accepted = await asyncio.to_thread(sdk_round_trips, stats)
+    report = stats.summary() + f"\nSDK round trips accepted per provider: {accepted}"
+    print("\n" + report)
+    assert stats.histories == CONVERSATIONS
+    assert stats.histories_rendered >= HISTORIES, report
+    assert all(stats.bodies[name] > 0 for name in PROVIDERS.values()), report
+    assert not stats.failures, report
