@@ -1,7 +1,8 @@
 """Generated agent conversations against one real server: every round a provider accepts.
 
 200 conversations (threads; PIONEER_GENERATIVE_CONVERSATIONS), seeded
-(PIONEER_GENERATIVE_SEED), played eight at a time on one server and one channel;
+(PIONEER_GENERATIVE_SEED), played eight at a time on one server and one channel
+(20 more on PostgreSQL, PIONEER_GENERATIVE_PG_CONVERSATIONS);
 each PrepareTurn renders the thread's history as it stands at that round, and a
 run renders at least 2,000 such histories (PIONEER_GENERATIVE_HISTORIES).
 Every body PrepareTurn returns passes the strict validator of its provider
@@ -29,13 +30,14 @@ import pytest
 from google import genai
 from google.genai import types as genai_types
 
-from tests.conftest import ServerFactory, ServerHandle
+from tests.conftest import ServerFactory, fresh_postgres_database
 from tests.providers.fake_http import RecordingServer, recording_server
 from tests.providers.test_sdk_acceptance import gemini_spelling
 from tests.turn.generative import MODELS, PROVIDERS, Conversation, Stats
 
 SEED = os.environ.get("PIONEER_GENERATIVE_SEED", "12")
 CONVERSATIONS = int(os.environ.get("PIONEER_GENERATIVE_CONVERSATIONS", "200"))
+PG_CONVERSATIONS = int(os.environ.get("PIONEER_GENERATIVE_PG_CONVERSATIONS", "20"))
 HISTORIES = int(os.environ.get("PIONEER_GENERATIVE_HISTORIES", "2000"))
 SDK_EVERY = int(os.environ.get("PIONEER_GENERATIVE_SDK_EVERY", "10"))
 AT_ONCE = 8
@@ -99,19 +101,27 @@ def sdk_round_trips(stats: Stats) -> dict[str, int]:
     return accepted
 
 
-@pytest.fixture
-async def fast_server(server_factory: ServerFactory) -> AsyncIterator[ServerHandle]:
-    """A server whose SQLite file lives in memory-backed /dev/shm where there is one: thousands of
-    commits are waits on fsync otherwise. It is the same real SQLite file otherwise."""
+@pytest.fixture(params=["sqlite", "postgres"])
+async def generated_database(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str, int]]:
+    """(database URL, conversations to play). SQLite lives in memory-backed /dev/shm where there is
+    one, since thousands of commits are waits on fsync otherwise (still a real SQLite file);
+    PostgreSQL plays fewer conversations, to show the same rules hold there."""
+    if request.param == "postgres":
+        async with fresh_postgres_database() as url:
+            yield url, PG_CONVERSATIONS
+        return
     folder = Path(tempfile.mkdtemp(prefix="pioneer-gen-", dir=SHM))
     try:
-        yield await server_factory(database_url=f"sqlite+aiosqlite:///{folder / 'gen.db'}")
+        yield f"sqlite+aiosqlite:///{folder / 'gen.db'}", CONVERSATIONS
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-async def test_every_generated_round_renders_a_body_the_provider_accepts(fast_server, monkeypatch) -> None:
-    server = fast_server
+async def test_every_generated_round_renders_a_body_the_provider_accepts(
+    generated_database: tuple[str, int], server_factory: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, conversations = generated_database
+    server = await server_factory(database_url=url)
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
@@ -122,12 +132,12 @@ async def test_every_generated_round_renders_a_body_the_provider_accepts(fast_se
         rng = random.Random(f"{SEED}-{index}")
         await Conversation(rng, channel, stats, f"gen-{index}", SDK_EVERY).run()
 
-    for start in range(0, CONVERSATIONS, AT_ONCE):
-        await asyncio.gather(*(play(i) for i in range(start, min(start + AT_ONCE, CONVERSATIONS))))
+    for start in range(0, conversations, AT_ONCE):
+        await asyncio.gather(*(play(i) for i in range(start, min(start + AT_ONCE, conversations))))
     accepted = await asyncio.to_thread(sdk_round_trips, stats)
     report = stats.summary() + f"\nSDK round trips accepted per provider: {accepted}"
     print("\n" + report)
-    assert stats.histories == CONVERSATIONS
-    assert stats.histories_rendered >= HISTORIES, report
+    assert stats.histories == conversations
+    assert stats.histories_rendered >= HISTORIES * conversations // CONVERSATIONS, report
     assert all(stats.bodies[name] > 0 for name in PROVIDERS.values()), report
     assert not stats.failures, report
