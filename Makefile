@@ -11,14 +11,14 @@ CONTRACT_IMAGE := protos/contract-image.binpb
 export PATH := $(TOOLS_BIN):$(VENV)/bin:/usr/local/go/bin:$(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: help venv run test test-python test-contract proto proto-check proto-check-python \
-        contract-image lint bench pg-start pg-stop clean
+        contract-image lint bench bench-telemetry pg-start pg-stop clean
 
 help:
 	@echo "make run    start the server (SQLite under ~/.pioneer, 127.0.0.1:50051)"
 	@echo "make test   every test: lint, buf, stubs, Python (SQLite+PostgreSQL), Go and Rust contract tests"
 	@echo "make proto  regenerate Python, Go and Rust stubs from protos/"
 	@echo "make lint   ruff, mypy --strict, import contracts, buf lint, buf breaking"
-	@echo "make bench  throughput and latency ratios against an echo RPC"
+	@echo "make bench  throughput and latency ratios against an echo RPC; telemetry on against off"
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -63,6 +63,11 @@ test-contract: $(STAMP)
 
 bench: $(STAMP) go-load
 	$(PY) scripts/bench.py
+	$(PY) scripts/bench_telemetry.py
+
+# PrepareTurn with tracing and metrics on against off (also part of `make bench`).
+bench-telemetry: $(STAMP) go-load
+	$(PY) scripts/bench_telemetry.py
 
 clean:
 	rm -rf $(VENV) .tools clients/rust/target .pg

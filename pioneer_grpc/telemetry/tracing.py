@@ -7,6 +7,8 @@ none, no tracer provider exists and spans cost nothing (see Telemetry.span).
 
 from __future__ import annotations
 
+import os
+
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -39,10 +41,16 @@ ENTRIES_APPENDED = "pioneer.append.entries"
 
 
 def otlp_tracer_provider(endpoint: str) -> TracerProvider:
-    """Batches spans to an OTLP/gRPC collector (`http://host:4317`; `https://` for TLS)."""
+    """Batches spans to an OTLP/gRPC collector (`http://host:4317`; `https://` for TLS).
+
+    The SDK's own environment applies: OTEL_TRACES_SAMPLER (every trace by default,
+    or the caller's decision when it sent one), OTEL_EXPORTER_OTLP_HEADERS, OTEL_BSP_*.
+    """
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
-    resource = Resource.create({"service.name": "pioneer-grpc", "service.version": __version__})
+    # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win, so replicas can be told apart.
+    named = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "pioneer-grpc"}
+    resource = Resource.create({**named, "service.version": __version__})
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
     return provider

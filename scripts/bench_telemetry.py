@@ -1,0 +1,201 @@
+"""`make bench` (telemetry part): PrepareTurn with tracing and metrics on, against off.
+
+    .venv/bin/python scripts/bench_telemetry.py [--rounds 3] [--concurrency 1 16]
+
+Two `pioneer-grpc serve` subprocesses on loopback, each with its own SQLite home
+prepared alike: one plain, one with --otlp-endpoint (an OTLP/gRPC trace sink in
+this process receives and counts the spans) and --metrics-listen (scraped once at
+the end). The Go load generator drives PrepareTurn on a 100-turn thread, the two
+servers taking turns run after run so drift of a shared machine hits both; the
+figure is the ratio of medians: p50 on / p50 off and throughput off / on
+(the goal is at most 1.1x for both).
+
+PIONEER_BENCH_SECONDS sets the measuring time of each load run (default 5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import urllib.request
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import grpc
+from bench_inputs import prepare_home
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = Path(sys.executable).parent / "pioneer-grpc"
+LOADER = ROOT / "clients" / "go" / "bin" / "pioneer-load"
+SECONDS = os.environ.get("PIONEER_BENCH_SECONDS", "5")
+
+
+class TraceSink:
+    """Accepts OTLP trace exports as raw bytes; decodes them only when asked, after measuring.
+
+    Decoding as they arrive would spend this machine's CPU, which the server
+    under test shares, on work a real collector does elsewhere.
+    """
+
+    EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+    def __init__(self) -> None:
+        self.requests: list[bytes] = []
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        async def export(request: bytes, context: Any) -> bytes:
+            self.requests.append(request)
+            return b""  # an empty ExportTraceServiceResponse
+
+        method = grpc.unary_unary_rpc_method_handler(export)
+        sink = self
+
+        class Handler(grpc.GenericRpcHandler):
+            def service(self, details: Any) -> Any:
+                return method if details.method == sink.EXPORT else None
+
+        return Handler()
+
+    @property
+    def spans(self) -> int:
+        count = 0
+        for raw in self.requests:
+            request = trace_service_pb2.ExportTraceServiceRequest.FromString(raw)
+            count += sum(len(s.spans) for r in request.resource_spans for s in r.scope_spans)
+        return count
+
+
+@asynccontextmanager
+async def trace_sink() -> AsyncIterator[tuple[str, TraceSink]]:
+    sink = TraceSink()
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((sink.handler(),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        yield f"http://127.0.0.1:{port}", sink
+    finally:
+        await server.stop(0)
+
+
+@asynccontextmanager
+async def serve(home: Path, *extra: str) -> AsyncIterator[str]:
+    args = [str(SCRIPT), "serve", "--listen", "127.0.0.1:0", "--home", str(home), "--log-level", "WARNING",
+            "--grace-seconds", "0.5", *extra]
+    proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
+        if "serving on " not in line:
+            raise RuntimeError(f"server did not start: {line!r}")
+        yield line.rsplit("serving on ", 1)[1].strip()
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(proc.wait(), 30)
+
+
+def load(address: str, concurrency: int) -> dict[str, Any]:
+    args = [str(LOADER), "-addr", address, "-rpc", "prepare-turn", "-concurrency", str(concurrency),
+            "-duration", f"{SECONDS}s", "-seed-turns", "100"]
+    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def scrape(address: str) -> dict[str, float]:
+    """A few of the served counters, summed over their labels."""
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    wanted = (
+        "grpc_server_handled_total", "pioneer_prompt_rounds_total", "pioneer_compile_cache_lookups_total"
+    )
+    totals = dict.fromkeys(wanted, 0.0)
+    for line in text.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in totals:
+            totals[name] += float(line.rsplit(" ", 1)[1])
+    return totals
+
+
+async def measure(rounds: int, concurrencies: list[int]) -> list[dict[str, Any]]:
+    results = []
+    with tempfile.TemporaryDirectory(prefix="pioneer-bench-telemetry-") as tmp:
+        homes = {name: Path(tmp) / name for name in ("off", "on")}
+        for home in homes.values():
+            home.mkdir()
+            prepare_home(home)
+        metrics_address = f"127.0.0.1:{free_port()}"
+        async with (
+            trace_sink() as (endpoint, sink),
+            serve(homes["off"]) as off,
+            serve(homes["on"], "--otlp-endpoint", endpoint, "--metrics-listen", metrics_address) as on,
+        ):
+            for concurrency in concurrencies:
+                runs: dict[str, list[dict[str, Any]]] = {"off": [], "on": []}
+                for _ in range(rounds):
+                    for name, address in (("off", off), ("on", on)):
+                        runs[name].append(await asyncio.to_thread(load, address, concurrency))
+                results.append(summary(concurrency, runs))
+            # Spans are batched: give the exporter its schedule delay (5 s) to send the last batch.
+            await asyncio.sleep(6)
+            metrics = scrape(metrics_address)
+            spans = sink.spans
+            for result in results:
+                result["spans_exported"] = spans
+                result["metrics_scraped"] = metrics
+    return results
+
+
+def summary(concurrency: int, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    def median(name: str, key: str) -> float:
+        return float(statistics.median(run[key] for run in runs[name]))
+
+    return {
+        "rpc": "prepare-turn telemetry on vs off",
+        "concurrency": concurrency,
+        "runs_each": len(runs["off"]),
+        "p50_ms_off": median("off", "p50_ms"),
+        "p50_ms_on": median("on", "p50_ms"),
+        "p99_ms_off": median("off", "p99_ms"),
+        "p99_ms_on": median("on", "p99_ms"),
+        "rps_off": median("off", "rps"),
+        "rps_on": median("on", "rps"),
+        "latency_overhead": round(median("on", "p50_ms") / median("off", "p50_ms"), 3),
+        "throughput_overhead": round(median("off", "rps") / median("on", "rps"), 3),
+        "goal": "<= 1.1",
+        "errors": sum(run["errors"] for name in runs for run in runs[name]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="load runs per server and concurrency")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16])
+    args = parser.parse_args()
+    for result in asyncio.run(measure(args.rounds, args.concurrency)):
+        print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
