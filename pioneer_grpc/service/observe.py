@@ -54,6 +54,7 @@ def compiled(ctx: ServiceContext, span: Span, hit: bool, manifest: prompt_pb2.Pr
 def history_loaded(ctx: ServiceContext, span: Span, report: history_pb2.HistoryDecisionReport) -> None:
     decision = decision_name(report)
     ctx.telemetry.metrics.history_decision(decision)
+    ctx.telemetry.metrics.tool_results_cleared(len(report.cleared_tool_results), report.cleared_tokens_saved)
     if span.is_recording():
         span.set_attributes(
             {
@@ -67,6 +68,13 @@ def history_loaded(ctx: ServiceContext, span: Span, report: history_pb2.HistoryD
                 ),
             }
         )
+        if report.cleared_tool_results:
+            span.set_attributes(
+                {
+                    tracing.TOOL_RESULTS_CLEARED: len(report.cleared_tool_results),
+                    tracing.CLEARED_TOKENS_SAVED: report.cleared_tokens_saved,
+                }
+            )
         if report.summarizer:
             span.set_attribute(tracing.SUMMARIZER, report.summarizer)
 

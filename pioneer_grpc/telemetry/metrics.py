@@ -33,7 +33,7 @@ class NoMetrics:
     def history_decision(self, decision: str) -> None:
         pass
 
-    def tool_results_cleared(self, count: int) -> None:
+    def tool_results_cleared(self, count: int, tokens_saved: int) -> None:
         pass
 
     def summary_call(self, summarizer: str, seconds: float, failure: str) -> None:
@@ -84,6 +84,11 @@ class Metrics(NoMetrics):
         self._cleared = Counter(
             "pioneer_tool_results_cleared",
             "Old tool results replaced by a placeholder in history loads.",
+            registry=r,
+        )
+        self._cleared_tokens = Counter(
+            "pioneer_tool_results_cleared_tokens",
+            "Tokens saved by replacing old tool results with a placeholder.",
             registry=r,
         )
         self._summary_calls = Counter(
@@ -153,9 +158,10 @@ class Metrics(NoMetrics):
     def history_decision(self, decision: str) -> None:
         self._decisions.labels(decision).inc()
 
-    def tool_results_cleared(self, count: int) -> None:
+    def tool_results_cleared(self, count: int, tokens_saved: int) -> None:
         if count:
             self._cleared.inc(count)
+            self._cleared_tokens.inc(tokens_saved)
 
     def summary_call(self, summarizer: str, seconds: float, failure: str) -> None:
         self._summary_calls.labels(summarizer).inc()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pioneer_grpc.v1 import (
+    common_pb2,
     history_pb2,
     history_service_pb2,
     history_service_pb2_grpc,
@@ -51,6 +52,34 @@ class Rounds:
 
     async def completed_turn(self, thread_id: str, turn_id: str, question: str, answer: str) -> None:
         entries = [user(f"{turn_id}-u", question), assistant(f"{turn_id}-a", answer)]
+        for entry in entries:
+            entry.turn_id = turn_id
+        await self.history.AppendEntries(
+            history_service_pb2.AppendEntriesRequest(thread_id=thread_id, entries=entries),
+            metadata=self.metadata,
+        )
+        await self.history.CompleteTurn(
+            history_service_pb2.CompleteTurnRequest(thread_id=thread_id, turn_id=turn_id),
+            metadata=self.metadata,
+        )
+
+    async def tool_turn(self, thread_id: str, turn_id: str, result: str) -> None:
+        """A completed turn: a question, one read_file call, its (long) result, an answer."""
+        call = common_pb2.ToolCall(id=f"{turn_id}-call", name="read_file", arguments='{"path": "notes.md"}')
+        entries = [
+            user(f"{turn_id}-u", "What do the notes say?"),
+            history_pb2.ConversationEntry(
+                entry_id=f"{turn_id}-a1", role=history_pb2.ENTRY_ROLE_ASSISTANT, tool_calls=[call]
+            ),
+            history_pb2.ConversationEntry(
+                entry_id=f"{turn_id}-r",
+                role=history_pb2.ENTRY_ROLE_TOOL,
+                tool_call_id=call.id,
+                name="read_file",
+                content=result,
+            ),
+            assistant(f"{turn_id}-a2", "They list the open tasks."),
+        ]
         for entry in entries:
             entry.turn_id = turn_id
         await self.history.AppendEntries(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from types import SimpleNamespace
 
 import grpc
 import httpx
@@ -12,9 +13,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from pioneer_grpc import __version__
-from pioneer_grpc.telemetry import Metrics, NoMetrics
+from pioneer_grpc.service import observe
+from pioneer_grpc.telemetry import Metrics, NoMetrics, Telemetry
 from pioneer_grpc.telemetry.db_pool import instrument_pool
-from pioneer_grpc.v1 import manifest_service_pb2, manifest_service_pb2_grpc
+from pioneer_grpc.v1 import history_pb2, manifest_service_pb2, manifest_service_pb2_grpc
 from tests.telemetry.rounds import Rounds
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -135,6 +137,37 @@ async def test_a_summary_call_is_counted_with_its_summarizer(server_factory):
     decision = "summarized" if not failures else "truncated"
     assert delta(before, after, "pioneer_history_decisions_total", decision=decision) == 1
     assert reply.history_report.summarizer == "extractive"
+
+
+def test_a_report_with_cleared_tool_results_moves_both_counters():
+    telemetry = Telemetry(metrics=Metrics())
+    report = history_pb2.HistoryDecisionReport(
+        decision=history_pb2.HISTORY_DECISION_CLEARED,
+        cleared_tool_results=[history_pb2.ClearedToolResult(), history_pb2.ClearedToolResult()],
+        cleared_tokens_saved=480,
+    )
+    observe.history_loaded(SimpleNamespace(telemetry=telemetry), telemetry.current_span(), report)
+    registry = telemetry.metrics.registry
+    assert registry.get_sample_value("pioneer_tool_results_cleared_total") == 2
+    assert registry.get_sample_value("pioneer_tool_results_cleared_tokens_total") == 480
+    assert registry.get_sample_value("pioneer_history_decisions_total", {"decision": "cleared"}) == 1
+
+
+async def test_cleared_tool_results_of_a_load_are_counted(server_factory):
+    """Whatever a tool-heavy load reports cleared, the counters move by exactly that."""
+    server = await server_factory(metrics_listen="127.0.0.1:0")
+    rounds = Rounds(server.channel())
+    await rounds.thread("t-tools", max_context_tokens=3000, response_reserve_tokens=1000)
+    for i in range(6):
+        await rounds.tool_turn("t-tools", f"seed-{i}", f"notes {i}: " + "task open, owner unknown; " * 60)
+    _, before = await scrape(server.running.metrics_address)
+    reply = await rounds.prepare("t-tools", "turn-1", "and now?")
+    _, after = await scrape(server.running.metrics_address)
+    report = reply.history_report
+    assert delta(before, after, "pioneer_tool_results_cleared_total") == len(report.cleared_tool_results)
+    assert delta(before, after, "pioneer_tool_results_cleared_tokens_total") == report.cleared_tokens_saved
+    decision = history_pb2.HistoryDecision.Name(report.decision).removeprefix("HISTORY_DECISION_").lower()
+    assert delta(before, after, "pioneer_history_decisions_total", decision=decision) == 1
 
 
 async def test_without_the_flag_there_is_no_endpoint(server_factory):
