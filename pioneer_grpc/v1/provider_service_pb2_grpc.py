@@ -47,7 +47,13 @@ class ProviderServiceServicer:
     """
 
     def RenderChatRequest(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Checks the provider's documented conversation rules first (every tool call
+        answered before the next user or assistant message, unique call ids,
+        results naming their call's tool, JSON-object arguments where the provider
+        parses them, tool choice allowed with the reasoning asked for...): what
+        cannot be met truthfully is INVALID_ARGUMENT naming the field, what the
+        server adapts is listed in the response's notices.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')

@@ -2665,11 +2665,13 @@ pub struct RenderChatRequestResponse {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RenderNotice {
-    /// interrupted_tool_call_answered, tool_call_id_rewritten,
-    /// parallel_tool_calls_unsupported, temperature_not_sent,
-    /// thinking_off_in_tool_loop, tools_declared_for_history,
-    /// participant_name_dropped, assistant_messages_merged,
-    /// trailing_whitespace_trimmed.
+    /// interrupted_tool_call_answered (a call with no result got one saying it
+    /// was interrupted), tool_call_name_rewritten, tool_call_id_rewritten
+    /// (Anthropic), parallel_tool_calls_unsupported (Gemini), temperature_not_sent
+    /// (Anthropic), thinking_off_in_tool_loop (Anthropic),
+    /// tools_declared_for_history (Anthropic), participant_name_dropped (OpenAI
+    /// Chat Completions), assistant_messages_merged (Gemini),
+    /// trailing_whitespace_trimmed (Anthropic).
     #[prost(string, tag = "1")]
     pub code: ::prost::alloc::string::String,
     #[prost(string, tag = "2")]
@@ -2807,6 +2809,12 @@ pub mod provider_service_client {
             self.inner = self.inner.max_encoding_message_size(limit);
             self
         }
+        /// Checks the provider's documented conversation rules first (every tool call
+        /// answered before the next user or assistant message, unique call ids,
+        /// results naming their call's tool, JSON-object arguments where the provider
+        /// parses them, tool choice allowed with the reasoning asked for...): what
+        /// cannot be met truthfully is INVALID_ARGUMENT naming the field, what the
+        /// server adapts is listed in the response's notices.
         pub async fn render_chat_request(
             &mut self,
             request: impl tonic::IntoRequest<super::RenderChatRequestRequest>,

@@ -271,11 +271,13 @@ func (x *RenderChatRequestResponse) GetNotices() []*RenderNotice {
 // met by adapting is an INVALID_ARGUMENT naming the field instead.
 type RenderNotice struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// interrupted_tool_call_answered, tool_call_id_rewritten,
-	// parallel_tool_calls_unsupported, temperature_not_sent,
-	// thinking_off_in_tool_loop, tools_declared_for_history,
-	// participant_name_dropped, assistant_messages_merged,
-	// trailing_whitespace_trimmed.
+	// interrupted_tool_call_answered (a call with no result got one saying it
+	// was interrupted), tool_call_name_rewritten, tool_call_id_rewritten
+	// (Anthropic), parallel_tool_calls_unsupported (Gemini), temperature_not_sent
+	// (Anthropic), thinking_off_in_tool_loop (Anthropic),
+	// tools_declared_for_history (Anthropic), participant_name_dropped (OpenAI
+	// Chat Completions), assistant_messages_merged (Gemini),
+	// trailing_whitespace_trimmed (Anthropic).
 	Code    string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
 	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	// The request field, e.g. "chat_request.messages[3].tool_calls[0]".

@@ -28,6 +28,12 @@ const (
 //
 // ProviderService renders a ChatRequest into one provider's request body.
 type ProviderServiceClient interface {
+	// Checks the provider's documented conversation rules first (every tool call
+	// answered before the next user or assistant message, unique call ids,
+	// results naming their call's tool, JSON-object arguments where the provider
+	// parses them, tool choice allowed with the reasoning asked for...): what
+	// cannot be met truthfully is INVALID_ARGUMENT naming the field, what the
+	// server adapts is listed in the response's notices.
 	RenderChatRequest(ctx context.Context, in *RenderChatRequestRequest, opts ...grpc.CallOption) (*RenderChatRequestResponse, error)
 }
 
@@ -55,6 +61,12 @@ func (c *providerServiceClient) RenderChatRequest(ctx context.Context, in *Rende
 //
 // ProviderService renders a ChatRequest into one provider's request body.
 type ProviderServiceServer interface {
+	// Checks the provider's documented conversation rules first (every tool call
+	// answered before the next user or assistant message, unique call ids,
+	// results naming their call's tool, JSON-object arguments where the provider
+	// parses them, tool choice allowed with the reasoning asked for...): what
+	// cannot be met truthfully is INVALID_ARGUMENT naming the field, what the
+	// server adapts is listed in the response's notices.
 	RenderChatRequest(context.Context, *RenderChatRequestRequest) (*RenderChatRequestResponse, error)
 	mustEmbedUnimplementedProviderServiceServer()
 }
