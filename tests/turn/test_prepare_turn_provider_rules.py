@@ -1,0 +1,58 @@
+"""PrepareTurn applies the provider rules: a refused round stores nothing, an adapted one says so."""
+
+from __future__ import annotations
+
+import json
+
+import grpc
+import pytest
+
+from pioneer_grpc.v1 import chat_pb2, history_pb2, provider_service_pb2, turn_service_pb2
+from tests.turn.test_prepare_turn import Client, bad_fields, compile_input, user, weather_tool
+
+P = provider_service_pb2
+
+
+async def test_anthropic_forced_tool_choice_with_thinking_is_refused_before_anything_is_stored(server):
+    c = Client(server)
+    await c.thread("t-think")
+    request = turn_service_pb2.PrepareTurnRequest(
+        thread_id="t-think",
+        turn_id="turn-1",
+        new_entries=[user("u1", "Weather in Oslo?")],
+        compile_input=compile_input(),
+        tools=[weather_tool()],
+        tool_choice=chat_pb2.ToolChoice(mode=chat_pb2.TOOL_CHOICE_MODE_REQUIRED),
+        reasoning=chat_pb2.Reasoning(effort=chat_pb2.REASONING_EFFORT_LOW),
+        provider=P.PROVIDER_ANTHROPIC_MESSAGES,
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await c.turns.PrepareTurn(request)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert bad_fields(info.value) == ["tool_choice.mode"]
+    assert await c.entry_count("t-think") == 0
+    request.tool_choice.mode = chat_pb2.TOOL_CHOICE_MODE_AUTO
+    reply = await c.turns.PrepareTurn(request)
+    assert json.loads(reply.provider_body_json)["thinking"]["type"] == "enabled"
+
+
+async def test_gemini_parallel_false_comes_back_as_a_notice_on_the_request_field(server):
+    c = Client(server)
+    await c.thread("t-gemini", model="gemini-2.5-flash")
+    reply = await c.turns.PrepareTurn(
+        turn_service_pb2.PrepareTurnRequest(
+            thread_id="t-gemini",
+            turn_id="turn-1",
+            new_entries=[user("u1", "Weather in Oslo and Bergen?")],
+            compile_input=compile_input(),
+            tools=[weather_tool()],
+            parallel_tool_calls=False,
+            provider=P.PROVIDER_GEMINI_GENERATE_CONTENT,
+        )
+    )
+    assert [(n.code, n.field) for n in reply.provider_notices] == [
+        ("parallel_tool_calls_unsupported", "parallel_tool_calls")
+    ]
+    body = json.loads(reply.provider_body_json)
+    assert set(body) == {"systemInstruction", "contents", "tools"}
+    assert reply.history_report.decision == history_pb2.HISTORY_DECISION_FULL
