@@ -113,6 +113,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                 response_reserve_tokens: Some(4_000),
                 model: "gpt-4o-mini".into(),
                 summary_model: String::new(),
+                ..Default::default()
             }),
         })
         .await

@@ -616,6 +616,7 @@ fn config(max: i32, reserve: i32) -> v1::ThreadConfig {
         response_reserve_tokens: Some(reserve),
         model: "gpt-4o-mini".into(),
         summary_model: String::new(),
+        ..Default::default()
     }
 }
 
@@ -672,6 +673,7 @@ async fn thread_create_get_update() {
                 response_reserve_tokens: Some(1),
                 model: "other-model".into(),
                 summary_model: String::new(),
+                ..Default::default()
             }),
             update_mask: Some(prost_types::FieldMask {
                 paths: vec!["max_context_tokens".into()],
