@@ -52,6 +52,9 @@ class Snapshot:
     cleared: tuple[history_pb2.ClearedToolResult, ...] = ()
     tokens_before_clearing: int | None = None
     strategy: int = history_pb2.COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE
+    keep_tool_results: int = 3
+    # The newest entry sequence a failed compaction covered (not retried until the history grows).
+    failed_sequence: int | None = None
 
     @classmethod
     def read(

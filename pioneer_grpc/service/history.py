@@ -31,6 +31,7 @@ from pioneer_grpc.history.budget import (
     DEFAULT_RESPONSE_RESERVE_TOKENS,
     config_violations,
 )
+from pioneer_grpc.history.clearing import compaction_violations
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation, thread_id_violation
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations
 from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
@@ -55,7 +56,16 @@ __all__ = [
     "update_thread",
 ]
 
-CONFIG_PATHS = ("max_context_tokens", "response_reserve_tokens", "model", "summary_model")
+CONFIG_PATHS = (
+    "max_context_tokens",
+    "response_reserve_tokens",
+    "model",
+    "summary_model",
+    "compaction_strategy",
+    "keep_tool_results",
+)
+# Optional fields whose default (None) the store resolves.
+_OPTIONAL_PATHS = ("keep_tool_results",)
 _INT_PATHS = {
     "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
     "response_reserve_tokens": DEFAULT_RESPONSE_RESERVE_TOKENS,
@@ -90,12 +100,15 @@ async def create_thread(
         ),
         model=config.model,
         summary_model=config.summary_model,
+        compaction_strategy=config.compaction_strategy,
+        keep_tool_results=config.keep_tool_results if config.HasField("keep_tool_results") else None,
     )
     _check(
         [
             thread_id_violation(thread_id) if thread_id else None,
             *violations_of(config, "config"),
             *config_violations(settings.max_context_tokens, settings.response_reserve_tokens),
+            *compaction_violations(settings.compaction_strategy, settings.keep_tool_results),
         ]
     )
     thread_id = thread_id or f"thr_{uuid.uuid4().hex}"
@@ -113,7 +126,11 @@ async def get_thread(ctx: ServiceContext, thread_id: str) -> history_pb2.Thread:
 
 def _mask_paths(config: history_pb2.ThreadConfig, paths: Sequence[str]) -> list[str]:
     if not paths:
-        return [p for p in CONFIG_PATHS if (config.HasField(p) if p in _INT_PATHS else getattr(config, p))]
+        return [
+            p
+            for p in CONFIG_PATHS
+            if (config.HasField(p) if p in _INT_PATHS or p in _OPTIONAL_PATHS else getattr(config, p))
+        ]
     if len(paths) > MAX_MASK_PATHS:
         raise InvalidArgument.field(
             "update_mask.paths", f"at most {MAX_MASK_PATHS} items (got {len(paths):,})"
@@ -141,14 +158,24 @@ async def update_thread(
     masked = _mask_paths(config, paths)
 
     def changes_for(current: thread_store.ThreadSettings) -> dict[str, Any]:
-        changes: dict[str, Any] = {p: getattr(config, p) for p in masked if p not in _INT_PATHS}
+        changes: dict[str, Any] = {
+            p: getattr(config, p) for p in masked if p not in _INT_PATHS and p not in _OPTIONAL_PATHS
+        }
+        for path in masked:
+            if path in _OPTIONAL_PATHS:
+                changes[path] = getattr(config, path) if config.HasField(path) else None
         budget = model_budget(ctx.models, changes.get("model", current.model))
         defaults = dict(zip(_INT_PATHS, budget, strict=True))
         for path in masked:
             if path in _INT_PATHS:
                 changes[path] = getattr(config, path) if config.HasField(path) else defaults[path]
         merged = {**current.__dict__, **changes}
-        _check(config_violations(merged["max_context_tokens"], merged["response_reserve_tokens"]))
+        _check(
+            [
+                *config_violations(merged["max_context_tokens"], merged["response_reserve_tokens"]),
+                *compaction_violations(merged["compaction_strategy"], merged["keep_tool_results"]),
+            ]
+        )
         return changes
 
     async with ctx.sessions() as session:

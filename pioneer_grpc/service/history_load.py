@@ -1,21 +1,21 @@
 """LoadConversationHistory: read, decide, and compress under the thread's lock.
 
-A load reads the thread's budget, its newest summary and up to 200 completed
-entries after that summary. Under the threshold it answers at once. Over it,
-it takes the thread's compression lock, re-reads (another load, maybe on
-another replica, may have stored a summary meanwhile, which is then reused),
-and asks the summarizer. The summarizer's failures never reach the caller: they
-become a truncated answer with a diagnostic.
+A load reads the thread's budget, its newest summary and the newest 200
+completed turns after that summary, repaired (history/repair.py). Under the
+threshold it answers at once. Over it, what needs no summarizer is settled
+first (clearing old tool results, the truncate strategy, a deferred compaction:
+service/history_compaction.py); otherwise it takes the thread's compression
+lock, re-reads (another load, maybe on another replica, may have stored a
+summary meanwhile, which is then reused), and asks the summarizer. The
+summarizer's failures never reach the caller: they become a truncated answer
+with a diagnostic.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from typing import Any
 
-from opentelemetry.trace import Span
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pioneer_grpc.caps import ID, text_violation
@@ -23,10 +23,9 @@ from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.history import decide
 from pioneer_grpc.history import diagnostics as codes
 from pioneer_grpc.history.budget import MAX_LOADED_TURNS, Budget
+from pioneer_grpc.history.clearing import effective_keep, effective_strategy
 from pioneer_grpc.history.entries import thread_id_violation
-from pioneer_grpc.history.render import summary_text
-from pioneer_grpc.history.summarizers import Summarizer, SummarizerError, SummaryRequest
-from pioneer_grpc.history.tokens import count_tokens
+from pioneer_grpc.service import history_compaction as compaction
 from pioneer_grpc.service import observe
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.store import entries as entry_store
@@ -84,6 +83,9 @@ async def _snapshot(
         more_entries=more,
         model=state.model,
         summary_model=state.summary_model,
+        strategy=effective_strategy(state.compaction_strategy),
+        keep_tool_results=effective_keep(state.keep_tool_results),
+        failed_sequence=state.compaction_failed_sequence,
     )
 
 
@@ -121,16 +123,19 @@ async def _load(
         # `state` was read first: if the thread moved on since, this pairing only ever misses.
         ctx.load_cache.put(key, state, result)
         return result
-    summarizer = ctx.summarizer
-    if dry_run:
-        return decide.pending(snapshot, summarizer.name)
+    # Clearing, truncation and a deferred compaction are pure functions of what was read: cacheable.
+    settled = await compaction.without_summarizer(ctx, snapshot, dry_run)
+    if settled is not None:
+        if not dry_run:
+            ctx.load_cache.put(key, state, settled)
+        return settled
     wait = _summarizer_deadline(ctx)
     async with compression_lock(ctx.engine, thread_id, wait) as held:
         if not held:
             return decide.truncated(
-                snapshot,
+                await compaction.prepared(snapshot),
                 history_pb2.SUMMARY_USE_NONE,
-                summarizer.name,
+                ctx.summarizer.name,
                 [
                     decide.diagnostic(
                         codes.SUMMARY_LOCK_TIMEOUT,
@@ -148,91 +153,8 @@ async def _load(
                     )
                 ],
             )
-        return await _compress(ctx, fresh, summarizer, thread_id, wait)
-
-
-async def _ask(
-    summarizer: Summarizer, request: SummaryRequest, thread_id: str, wait: float
-) -> tuple[str, str, str]:
-    """(summary text, "", "") or ("", failure kind, message): the summarizer's failures never raise."""
-    try:
-        async with asyncio.timeout(wait):
-            text = (await summarizer.summarize(request)).strip()
-    except SummarizerError as exc:
-        return "", "error", f"{summarizer.name}: {exc}"
-    except TimeoutError:
-        return "", "timeout", f"{summarizer.name}: no summary within {wait:g} s"
-    except Exception as exc:
-        log.exception("summarizer %s failed on thread %s", summarizer.name, thread_id)
-        return "", "error", f"{summarizer.name}: {type(exc).__name__}: {exc}"
-    if not text:
-        return "", "empty", f"{summarizer.name}: returned an empty summary"
-    return text, "", ""
-
-
-async def _candidate(
-    text: str, snapshot: decide.Snapshot, summarizer: str, model: str
-) -> decide.StoredSummary:
-    [tokens] = await count_tokens([summary_text(text)])
-    covers_id, covers_sequence = snapshot.covers_through
-    return decide.StoredSummary(
-        text=text,
-        token_count=tokens,
-        covers_through_entry_id=covers_id,
-        covers_through_sequence=covers_sequence,
-        summarizer=summarizer,
-        model=model,
-    )
-
-
-def _summarized(ctx: ServiceContext, span: Span, summarizer: str, seconds: float, failure: str) -> None:
-    ctx.telemetry.metrics.summary_call(summarizer, seconds, failure)
-    if span.is_recording():
-        span.set_attributes(
-            {
-                tracing.SUMMARIZER_OUTCOME: failure or "ok",
-                tracing.SUMMARIZER_LATENCY_MS: round(seconds * 1000, 3),
-            }
-        )
-
-
-async def _compress(
-    ctx: ServiceContext, snapshot: decide.Snapshot, summarizer: Summarizer, thread_id: str, wait: float
-) -> decide.LoadResult:
-    request = SummaryRequest(
-        entries=snapshot.entries,
-        previous_summary=snapshot.summary.text if snapshot.summary else "",
-        target_tokens=snapshot.budget.target,
-        model=snapshot.summary_model or snapshot.model,
-    )
-
-    def failed(code: str, message: str) -> decide.LoadResult:
-        return decide.truncated(
-            snapshot, history_pb2.SUMMARY_USE_FAILED, summarizer.name, [decide.diagnostic(code, message)]
-        )
-
-    with ctx.telemetry.span("pioneer.history.summarize", {tracing.SUMMARIZER: summarizer.name}) as span:
-        started = time.perf_counter()
-        text, failure, message = await _ask(summarizer, request, thread_id, wait)
-        seconds = time.perf_counter() - started
-        candidate = None
-        if not failure:
-            candidate = await _candidate(text, snapshot, summarizer.name, request.model)
-            rejection = decide.summary_rejection(candidate.cost, snapshot)
-            if rejection is not None:
-                failure, message = "rejected", f"{summarizer.name}: {rejection}"
-        _summarized(ctx, span, summarizer.name, seconds, failure)
-    if candidate is None or failure:
-        return failed(codes.SUMMARY_REJECTED if failure == "rejected" else codes.SUMMARIZER_FAILED, message)
-    async with ctx.sessions() as session:
-        await summary_store.add_summary(
-            session,
-            thread_id,
-            text=candidate.text,
-            token_count=candidate.token_count,
-            covers_through_entry_id=candidate.covers_through_entry_id,
-            covers_through_sequence=candidate.covers_through_sequence,
-            model=candidate.model,
-            summarizer=candidate.summarizer,
-        )
-    return decide.summarized(snapshot, candidate, summarizer.name)
+        if fresh.summary != snapshot.summary or fresh.failed_sequence != snapshot.failed_sequence:
+            settled = await compaction.without_summarizer(ctx, fresh, dry_run=False)
+            if settled is not None:
+                return settled
+        return await compaction.compress(ctx, fresh, thread_id, wait)

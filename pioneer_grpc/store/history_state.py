@@ -22,6 +22,9 @@ class HistoryState:
     response_reserve_tokens: int
     model: str
     summary_model: str
+    compaction_strategy: int
+    keep_tool_results: int | None
+    compaction_failed_sequence: int | None
     summary_id: int | None
     completed_count: int
     completed_max_id: int | None
@@ -34,6 +37,9 @@ async def history_state(session: AsyncSession | AsyncConnection, thread_id: str)
         ThreadRow.response_reserve_tokens,
         ThreadRow.model,
         ThreadRow.summary_model,
+        ThreadRow.compaction_strategy,
+        ThreadRow.keep_tool_results,
+        ThreadRow.compaction_failed_sequence,
         select(func.max(SummaryRow.id))
         .where(SummaryRow.thread_id == ThreadRow.thread_id)
         .scalar_subquery()

@@ -6,11 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from pioneer_grpc.errors import AlreadyExists, NotFound
+from pioneer_grpc.history.clearing import effective_keep, effective_strategy
 from pioneer_grpc.store.clock import as_utc, now
 from pioneer_grpc.store.models import EntryRow, ThreadRow
 from pioneer_grpc.v1 import history_pb2
@@ -22,6 +23,10 @@ class ThreadSettings:
     response_reserve_tokens: int
     model: str = ""
     summary_model: str = ""
+    # pioneer.v1.CompactionStrategy; 0 means the default.
+    compaction_strategy: int = 0
+    # None means the default.
+    keep_tool_results: int | None = None
 
 
 async def create_thread(session: AsyncSession, thread_id: str, settings: ThreadSettings) -> ThreadRow:
@@ -33,6 +38,8 @@ async def create_thread(session: AsyncSession, thread_id: str, settings: ThreadS
         response_reserve_tokens=settings.response_reserve_tokens,
         model=settings.model,
         summary_model=settings.summary_model,
+        compaction_strategy=settings.compaction_strategy,
+        keep_tool_results=settings.keep_tool_results,
         created_at=moment,
         updated_at=moment,
     )
@@ -66,12 +73,31 @@ async def update_thread(
             raise NotFound(f"thread {thread_id!r} does not exist")
         for name, value in changes_for(settings_of(row)).items():
             setattr(row, name, value)
+        # New settings deserve a new try at compaction.
+        row.compaction_failed_sequence = None
         row.updated_at = now()
     return row
 
 
+async def mark_compaction(session: AsyncSession, thread_id: str, failed_sequence: int | None) -> None:
+    """Records (or clears, with None) the newest entry sequence a failed compaction covered."""
+    async with session.begin():
+        await session.execute(
+            update(ThreadRow)
+            .where(ThreadRow.thread_id == thread_id)
+            .values(compaction_failed_sequence=failed_sequence)
+        )
+
+
 def settings_of(row: ThreadRow) -> ThreadSettings:
-    return ThreadSettings(row.max_context_tokens, row.response_reserve_tokens, row.model, row.summary_model)
+    return ThreadSettings(
+        row.max_context_tokens,
+        row.response_reserve_tokens,
+        row.model,
+        row.summary_model,
+        row.compaction_strategy,
+        row.keep_tool_results,
+    )
 
 
 def thread_message(row: ThreadRow, entries: int) -> history_pb2.Thread:
@@ -82,6 +108,8 @@ def thread_message(row: ThreadRow, entries: int) -> history_pb2.Thread:
             response_reserve_tokens=row.response_reserve_tokens,
             model=row.model,
             summary_model=row.summary_model,
+            compaction_strategy=effective_strategy(row.compaction_strategy),  # type: ignore[arg-type]
+            keep_tool_results=effective_keep(row.keep_tool_results),
         ),
         entry_count=entries,
     )
