@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dpioneer/v1/echo_service.proto\x12\npioneer.v1\"\x1e\n\x0b\x45\x63hoRequest\x12\x0f\n\x07payload\x18\x01 \x01(\x0c\"\x1f\n\x0c\x45\x63hoResponse\x12\x0f\n\x07payload\x18\x01 \x01(\x0c\x32H\n\x0b\x45\x63hoService\x12\x39\n\x04\x45\x63ho\x12\x17.pioneer.v1.EchoRequest\x1a\x18.pioneer.v1.EchoResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dpioneer/v1/echo_service.proto\x12\npioneer.v1\"N\n\x0b\x45\x63hoRequest\x12\x0f\n\x07payload\x18\x01 \x01(\x0c\x12\x1b\n\x0eresponse_bytes\x18\x02 \x01(\x05H\x00\x88\x01\x01\x42\x11\n\x0f_response_bytes\"\x1f\n\x0c\x45\x63hoResponse\x12\x0f\n\x07payload\x18\x01 \x01(\x0c\x32H\n\x0b\x45\x63hoService\x12\x39\n\x04\x45\x63ho\x12\x17.pioneer.v1.EchoRequest\x1a\x18.pioneer.v1.EchoResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,9 +33,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'ZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1'
   _globals['_ECHOREQUEST']._serialized_start=45
-  _globals['_ECHOREQUEST']._serialized_end=75
-  _globals['_ECHORESPONSE']._serialized_start=77
-  _globals['_ECHORESPONSE']._serialized_end=108
-  _globals['_ECHOSERVICE']._serialized_start=110
-  _globals['_ECHOSERVICE']._serialized_end=182
+  _globals['_ECHOREQUEST']._serialized_end=123
+  _globals['_ECHORESPONSE']._serialized_start=125
+  _globals['_ECHORESPONSE']._serialized_end=156
+  _globals['_ECHOSERVICE']._serialized_start=158
+  _globals['_ECHOSERVICE']._serialized_end=230
 # @@protoc_insertion_point(module_scope)

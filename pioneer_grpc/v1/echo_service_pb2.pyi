@@ -5,10 +5,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class EchoRequest(_message.Message):
-    __slots__ = ("payload",)
+    __slots__ = ("payload", "response_bytes")
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_BYTES_FIELD_NUMBER: _ClassVar[int]
     payload: bytes
-    def __init__(self, payload: _Optional[bytes] = ...) -> None: ...
+    response_bytes: int
+    def __init__(self, payload: _Optional[bytes] = ..., response_bytes: _Optional[int] = ...) -> None: ...
 
 class EchoResponse(_message.Message):
     __slots__ = ("payload",)

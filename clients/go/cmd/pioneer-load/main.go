@@ -4,8 +4,13 @@
 //	{"rpc":"compile","concurrency":8,"requests":4210,"seconds":10.0,"rps":421.0,
 //	 "p50_ms":17.9,"p99_ms":41.2,"errors":0,"request_bytes":2321,"response_bytes":9120}
 //
-// Comparing a real RPC with echo of the same payload size (-payload-bytes set
-// to the real RPC's request_bytes) separates the server's work from transport cost.
+// Comparing a real RPC with an echo moving the same bytes (-payload-bytes set to
+// the real RPC's request_bytes, -response-bytes to its response_bytes) separates
+// the server's work from transport cost.
+//
+// -seed-entries 200 seeds the realistic thread (turns of a user message, a tool
+// call, its result and an answer: about 100,000 tokens); -new-turn makes every
+// prepare-turn call a new turn, as an agent loop's rounds are.
 package main
 
 import (
@@ -32,18 +37,22 @@ import (
 )
 
 type config struct {
-	addr         string
-	token        string
-	rpc          string
-	concurrency  int
-	duration     time.Duration
-	requests     int64
-	warmup       time.Duration
-	payloadBytes int
-	thread       string
-	input        string
-	seedTurns    int
-	timeout      time.Duration
+	addr          string
+	token         string
+	rpc           string
+	concurrency   int
+	duration      time.Duration
+	requests      int64
+	warmup        time.Duration
+	payloadBytes  int
+	thread        string
+	input         string
+	seedTurns     int
+	seedEntries   int
+	responseBytes int
+	newTurn       bool
+	provider      string
+	timeout       time.Duration
 }
 
 type report struct {
@@ -57,6 +66,7 @@ type report struct {
 	Errors        int64   `json:"errors"`
 	RequestBytes  int     `json:"request_bytes"`
 	ResponseBytes int     `json:"response_bytes"`
+	ThreadTokens  int64   `json:"thread_tokens,omitempty"`
 }
 
 // call performs one RPC and returns the response size.
@@ -72,9 +82,14 @@ func main() {
 	flag.Int64Var(&cfg.requests, "requests", 0, "measure exactly this many calls instead of a duration")
 	flag.DurationVar(&cfg.warmup, "warmup", time.Second, "unmeasured calls before measuring")
 	flag.IntVar(&cfg.payloadBytes, "payload-bytes", 1024, "echo payload size")
+	flag.IntVar(&cfg.responseBytes, "response-bytes", -1, "echo response size (default: the payload echoed)")
 	flag.StringVar(&cfg.thread, "thread", "", "thread for load-history / prepare-turn (default: create and seed one)")
 	flag.StringVar(&cfg.input, "input", "", "CompilePromptRequest as protojson, for compile (default: a full built-in input)")
-	flag.IntVar(&cfg.seedTurns, "seed-turns", 20, "completed turns written into a created thread")
+	flag.IntVar(&cfg.seedTurns, "seed-turns", 20, "completed short turns written into a created thread")
+	flag.IntVar(&cfg.seedEntries, "seed-entries", 0,
+		"seed the realistic thread instead: this many entries (a multiple of 4) with tool call pairs")
+	flag.BoolVar(&cfg.newTurn, "new-turn", false, "prepare-turn: every call a new turn (default: one turn repeated)")
+	flag.StringVar(&cfg.provider, "provider", "", "prepare-turn: also render this body (openai-chat | anthropic | gemini | openai-responses)")
 	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "deadline of each call")
 	flag.Parse()
 	log.SetFlags(0)
@@ -101,7 +116,8 @@ func run(cfg config) (*report, error) {
 	}
 	defer c.Close()
 
-	fn, reqBytes, err := build(setupCtx, c, cfg)
+	st := &setup{}
+	fn, reqBytes, err := build(setupCtx, c, cfg, st)
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +157,7 @@ func run(cfg config) (*report, error) {
 		Errors:        errs,
 		RequestBytes:  reqBytes,
 		ResponseBytes: respBytes,
+		ThreadTokens:  st.threadTokens,
 	}, nil
 }
 
@@ -189,28 +206,52 @@ func drive(ctx context.Context, fn call, concurrency int, limit int64) ([]time.D
 
 type errBox struct{ err error }
 
-func build(ctx context.Context, c *pioneer.Client, cfg config) (call, int, error) {
+// setup is what building a call learned that the report shows.
+type setup struct {
+	threadTokens int64
+}
+
+var providers = map[string]pioneerv1.Provider{
+	"openai-chat":      pioneerv1.Provider_PROVIDER_OPENAI_CHAT_COMPLETIONS,
+	"openai-responses": pioneerv1.Provider_PROVIDER_OPENAI_RESPONSES,
+	"anthropic":        pioneerv1.Provider_PROVIDER_ANTHROPIC_MESSAGES,
+	"gemini":           pioneerv1.Provider_PROVIDER_GEMINI_GENERATE_CONTENT,
+}
+
+func compileInput(cfg config) (*pioneerv1.CompilePromptRequest, error) {
+	req := &pioneerv1.CompilePromptRequest{Input: sample.FullCompileInput(1)}
+	if cfg.input == "" {
+		return req, nil
+	}
+	data, err := os.ReadFile(cfg.input)
+	if err != nil {
+		return nil, err
+	}
+	req = &pioneerv1.CompilePromptRequest{}
+	if err := protojson.Unmarshal(data, req); err != nil {
+		return nil, fmt.Errorf("%s: not a CompilePromptRequest in protojson: %w", cfg.input, err)
+	}
+	return req, nil
+}
+
+func build(ctx context.Context, c *pioneer.Client, cfg config, st *setup) (call, int, error) {
 	switch cfg.rpc {
 	case "echo":
 		payload := make([]byte, cfg.payloadBytes)
 		_, _ = rand.Read(payload)
 		req := &pioneerv1.EchoRequest{Payload: payload}
+		if cfg.responseBytes >= 0 {
+			req.ResponseBytes = proto.Int32(int32(cfg.responseBytes))
+		}
 		return func(ctx context.Context) (int, error) {
 			resp, err := c.Echo.Echo(ctx, req)
 			return proto.Size(resp), err
 		}, proto.Size(req), nil
 
 	case "compile":
-		req := &pioneerv1.CompilePromptRequest{Input: sample.FullCompileInput(1)}
-		if cfg.input != "" {
-			data, err := os.ReadFile(cfg.input)
-			if err != nil {
-				return nil, 0, err
-			}
-			req = &pioneerv1.CompilePromptRequest{}
-			if err := protojson.Unmarshal(data, req); err != nil {
-				return nil, 0, fmt.Errorf("%s: not a CompilePromptRequest in protojson: %w", cfg.input, err)
-			}
+		req, err := compileInput(cfg)
+		if err != nil {
+			return nil, 0, err
 		}
 		return func(ctx context.Context) (int, error) {
 			resp, err := c.Compiler.CompilePrompt(ctx, req)
@@ -218,7 +259,7 @@ func build(ctx context.Context, c *pioneer.Client, cfg config) (call, int, error
 		}, proto.Size(req), nil
 
 	case "load-history":
-		thread, err := ensureThread(ctx, c, cfg)
+		thread, err := ensureThread(ctx, c, cfg, st)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -229,44 +270,88 @@ func build(ctx context.Context, c *pioneer.Client, cfg config) (call, int, error
 		}, proto.Size(req), nil
 
 	case "prepare-turn":
-		thread, err := ensureThread(ctx, c, cfg)
-		if err != nil {
-			return nil, 0, err
-		}
-		// Every call prepares the same in-progress turn: the entry append is
-		// idempotent, so the thread does not grow while measuring.
-		turn := "load-" + randomHex(4)
-		req := &pioneerv1.PrepareTurnRequest{
-			ThreadId: thread,
-			TurnId:   turn,
-			NewEntries: []*pioneerv1.ConversationEntry{{
-				EntryId: turn + "-user", TurnId: turn, Role: pioneerv1.EntryRole_ENTRY_ROLE_USER,
-				Content: sample.UserMessage(cfg.seedTurns + 1),
-			}},
-			CompileInput: sample.FullCompileInput(1),
-			Tools:        []*pioneerv1.ToolDefinition{sample.ReadFileTool()},
-		}
-		return func(ctx context.Context) (int, error) {
-			resp, err := c.Turns.PrepareTurn(ctx, req)
-			return proto.Size(resp), err
-		}, proto.Size(req), nil
+		return buildPrepareTurn(ctx, c, cfg, st)
 	}
 	return nil, 0, fmt.Errorf("unknown -rpc %q (echo | compile | load-history | prepare-turn)", cfg.rpc)
 }
 
-// ensureThread returns -thread, or creates a thread with seedTurns completed turns.
-func ensureThread(ctx context.Context, c *pioneer.Client, cfg config) (string, error) {
+func buildPrepareTurn(ctx context.Context, c *pioneer.Client, cfg config, st *setup) (call, int, error) {
+	thread, err := ensureThread(ctx, c, cfg, st)
+	if err != nil {
+		return nil, 0, err
+	}
+	compile, err := compileInput(cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	provider := pioneerv1.Provider_PROVIDER_UNSPECIFIED
+	if cfg.provider != "" {
+		var ok bool
+		if provider, ok = providers[cfg.provider]; !ok {
+			return nil, 0, fmt.Errorf("unknown -provider %q", cfg.provider)
+		}
+	}
+	// Without -new-turn every call prepares the same in-progress turn: the entry
+	// append is idempotent, so the thread does not grow while measuring. With it,
+	// each call is a new turn (never completed, so the history stays the same size).
+	prefix := "load-" + randomHex(4)
+	var counter atomic.Int64
+	template := &pioneerv1.PrepareTurnRequest{
+		ThreadId: thread,
+		TurnId:   prefix + "-00000000",
+		NewEntries: []*pioneerv1.ConversationEntry{{
+			EntryId: prefix + "-00000000-user", Role: pioneerv1.EntryRole_ENTRY_ROLE_USER,
+			Content: sample.UserMessage(cfg.seedTurns + 1),
+		}},
+		CompileInput: compile.GetInput(),
+		Tools:        []*pioneerv1.ToolDefinition{sample.ReadFileTool()},
+		Provider:     provider,
+	}
+	return func(ctx context.Context) (int, error) {
+		req := template
+		if cfg.newTurn {
+			turn := fmt.Sprintf("%s-%08d", prefix, counter.Add(1))
+			req = proto.Clone(template).(*pioneerv1.PrepareTurnRequest)
+			req.TurnId = turn
+			req.NewEntries[0].EntryId = turn + "-user"
+		}
+		resp, err := c.Turns.PrepareTurn(ctx, req)
+		return proto.Size(resp), err
+	}, proto.Size(template), nil
+}
+
+// ensureThread returns -thread, or creates and seeds a thread: seedEntries
+// realistic entries when set, else seedTurns short turns.
+func ensureThread(ctx context.Context, c *pioneer.Client, cfg config, st *setup) (string, error) {
 	if cfg.thread != "" {
 		return cfg.thread, nil
 	}
+	if cfg.seedEntries%entriesPerTurn != 0 || cfg.seedEntries < 0 {
+		return "", fmt.Errorf("-seed-entries must be a multiple of %d", entriesPerTurn)
+	}
+	config := &pioneerv1.ThreadConfig{Model: "gpt-4o-mini"}
+	if cfg.seedEntries > 0 {
+		// Room for the whole realistic thread under the compression threshold.
+		config.MaxContextTokens = proto.Int32(400_000)
+		config.ResponseReserveTokens = proto.Int32(16_000)
+	}
 	resp, err := c.History.CreateThread(ctx, &pioneerv1.CreateThreadRequest{
 		ThreadId: "load-" + randomHex(6),
-		Config:   &pioneerv1.ThreadConfig{Model: "gpt-4o-mini"},
+		Config:   config,
 	})
 	if err != nil {
 		return "", fmt.Errorf("create thread: %w", err)
 	}
 	id := resp.GetThread().GetThreadId()
+	if cfg.seedEntries > 0 {
+		tokens, err := seedRealistic(ctx, c, id, cfg.seedEntries/entriesPerTurn)
+		if err != nil {
+			return "", err
+		}
+		st.threadTokens = tokens
+		log.Printf("created thread %s with %d entries (%d tokens)", id, cfg.seedEntries, tokens)
+		return id, nil
+	}
 	for i := 1; i <= cfg.seedTurns; i++ {
 		turn := fmt.Sprintf("seed-%03d", i)
 		if _, err := c.History.AppendEntries(ctx, &pioneerv1.AppendEntriesRequest{

@@ -1101,6 +1101,11 @@ impl ReasoningEffort {
 pub struct EchoRequest {
     #[prost(bytes = "vec", tag = "1")]
     pub payload: ::prost::alloc::vec::Vec<u8>,
+    /// When set, the response's payload is this many bytes instead of a copy of
+    /// `payload`, so a benchmark can match both directions of a real RPC (a small
+    /// request with a large answer). At most 16 MiB; more is INVALID_ARGUMENT.
+    #[prost(int32, optional, tag = "2")]
+    pub response_bytes: ::core::option::Option<i32>,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]

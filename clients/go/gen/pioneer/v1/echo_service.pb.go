@@ -22,8 +22,12 @@ const (
 )
 
 type EchoRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Payload       []byte                 `protobuf:"bytes,1,opt,name=payload,proto3" json:"payload,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Payload []byte                 `protobuf:"bytes,1,opt,name=payload,proto3" json:"payload,omitempty"`
+	// When set, the response's payload is this many bytes instead of a copy of
+	// `payload`, so a benchmark can match both directions of a real RPC (a small
+	// request with a large answer). At most 16 MiB; more is INVALID_ARGUMENT.
+	ResponseBytes *int32 `protobuf:"varint,2,opt,name=response_bytes,json=responseBytes,proto3,oneof" json:"response_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -63,6 +67,13 @@ func (x *EchoRequest) GetPayload() []byte {
 		return x.Payload
 	}
 	return nil
+}
+
+func (x *EchoRequest) GetResponseBytes() int32 {
+	if x != nil && x.ResponseBytes != nil {
+		return *x.ResponseBytes
+	}
+	return 0
 }
 
 type EchoResponse struct {
@@ -114,9 +125,11 @@ var File_pioneer_v1_echo_service_proto protoreflect.FileDescriptor
 const file_pioneer_v1_echo_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1dpioneer/v1/echo_service.proto\x12\n" +
-	"pioneer.v1\"'\n" +
+	"pioneer.v1\"f\n" +
 	"\vEchoRequest\x12\x18\n" +
-	"\apayload\x18\x01 \x01(\fR\apayload\"(\n" +
+	"\apayload\x18\x01 \x01(\fR\apayload\x12*\n" +
+	"\x0eresponse_bytes\x18\x02 \x01(\x05H\x00R\rresponseBytes\x88\x01\x01B\x11\n" +
+	"\x0f_response_bytes\"(\n" +
 	"\fEchoResponse\x12\x18\n" +
 	"\apayload\x18\x01 \x01(\fR\apayload2H\n" +
 	"\vEchoService\x129\n" +
@@ -154,6 +167,7 @@ func file_pioneer_v1_echo_service_proto_init() {
 	if File_pioneer_v1_echo_service_proto != nil {
 		return
 	}
+	file_pioneer_v1_echo_service_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
