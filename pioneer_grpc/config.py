@@ -50,6 +50,8 @@ class Config:
     otlp_endpoint: str = ""
     # HOST:PORT of the Prometheus endpoint; empty: no metrics.
     metrics_listen: str = ""
+    # Processes serving the one port (SO_REUSEPORT); `auto` in flags and files means one per core.
+    workers: int = 1
 
     @property
     def homes(self) -> list[Path]:
@@ -65,6 +67,12 @@ def _positive_int(raw: Any) -> int:
     if value <= 0:
         raise ValueError("must be a positive integer")
     return value
+
+
+def _workers(raw: Any) -> int:
+    if str(raw).strip().lower() == "auto":
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return _positive_int(raw)
 
 
 def _non_negative_float(raw: Any) -> float:
@@ -137,6 +145,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "log_format": _choice("text", "json"),
     "otlp_endpoint": _otlp_endpoint,
     "metrics_listen": lambda raw: _listen(raw) if str(raw) else "",
+    "workers": _workers,
 }
 FIELD_NAMES = [f.name for f in fields(Config)]
 

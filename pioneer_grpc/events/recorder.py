@@ -14,21 +14,28 @@ every committed id below N. The turn row is locked before the advisory lock, so
 the global lock covers only the event insert, the turn update and the commit, and
 all recorders take their locks in the same order (no deadlock). SQLite has a
 single writer, which gives the same guarantee without a lock.
+
+Retries do not duplicate: when the turn already holds exactly this manifest (a
+PrepareTurn or CompilePrompt repeated for the same turn with the same compile),
+the turn's existing event id is the answer and nothing is written or published.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 
 from google.protobuf import json_format
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Connection
 
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.events.queries import EVENTS, TURNS
 from pioneer_grpc.history.entries import id_violation
 from pioneer_grpc.store.clock import now
-from pioneer_grpc.store.turns import ensure_thread, ensure_turns
+from pioneer_grpc.store.runner import TransactionRunner
+from pioneer_grpc.store.turns import TurnRecord, ensure_thread_in, lock_turn
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from pioneer_grpc.v1 import prompt_pb2
 
@@ -57,71 +64,116 @@ def _check_ids(thread_id: str, turn_id: str) -> None:
     InvalidArgument.raise_if([id_violation("thread_id", thread_id), id_violation("turn_id", turn_id)])
 
 
+@dataclass(frozen=True)
+class PreparedManifest:
+    """A manifest as it will be stored, encoded before any transaction (PostgreSQL holds a global lock)."""
+
+    thread_id: str
+    turn_id: str
+    manifest: prompt_pb2.PromptManifest
+    encoded: bytes
+    as_json: str
+
+
+@dataclass(frozen=True)
+class Recorded:
+    event_id: int
+    # The new event, to publish once the transaction commits; None when the turn already held it.
+    event: service_pb2.ManifestEvent | None
+
+
+def prepare_manifest(thread_id: str, turn_id: str, manifest: prompt_pb2.PromptManifest) -> PreparedManifest:
+    _check_ids(thread_id, turn_id)
+    stored = prompt_pb2.PromptManifest()
+    stored.CopyFrom(manifest)
+    stored.thread_id, stored.turn_id = thread_id, turn_id
+    return PreparedManifest(
+        thread_id, turn_id, stored, stored.SerializeToString(deterministic=True), manifest_json(stored)
+    )
+
+
+def record_in(conn: Connection, prepared: PreparedManifest, turn: TurnRecord, *, postgres: bool) -> Recorded:
+    """Within the caller's transaction, after `lock_turn`: the event and the turn's manifest columns.
+
+    The caller hands `Recorded` to `ManifestRecorder.published` after commit.
+    """
+    if turn.event_id is not None and turn.manifest_json == prepared.as_json:
+        return Recorded(turn.event_id, None)
+    if postgres:
+        conn.execute(
+            text("SELECT pg_advisory_xact_lock(:namespace, :key)"),
+            {"namespace": EVENT_INSERT_LOCK[0], "key": EVENT_INSERT_LOCK[1]},
+        )
+    created = now()
+    stored = prepared.manifest
+    event_id: int = conn.execute(
+        EVENTS.insert()
+        .values(
+            thread_id=prepared.thread_id,
+            turn_id=prepared.turn_id,
+            manifest_pb=prepared.encoded,
+            created_at=created,
+        )
+        .returning(EVENTS.c.id)
+    ).scalar_one()
+    conn.execute(
+        TURNS.update()
+        .where(TURNS.c.thread_id == prepared.thread_id, TURNS.c.turn_id == prepared.turn_id)
+        .values(
+            prompt_manifest_json=prepared.as_json,
+            prompt_compiler_version=stored.compiler_version,
+            prompt_profile=profile_name(stored.profile),
+            prompt_fingerprint_stable=stored.fingerprint_stable,
+            prompt_fingerprint_dynamic=stored.fingerprint_dynamic,
+            prompt_fingerprint_full=stored.fingerprint_full,
+            manifest_event_id=event_id,
+            updated_at=created,
+        )
+    )
+    if postgres:
+        # Delivered to every listening replica when (and only if) this commits.
+        conn.execute(
+            text("SELECT pg_notify(:channel, :payload)"),
+            {"channel": NOTIFY_CHANNEL, "payload": str(event_id)},
+        )
+    return Recorded(event_id, _event(event_id, prepared, created))
+
+
+def _event(event_id: int, prepared: PreparedManifest, created: datetime) -> service_pb2.ManifestEvent:
+    event = service_pb2.ManifestEvent(
+        event_id=event_id, thread_id=prepared.thread_id, turn_id=prepared.turn_id, manifest=prepared.manifest
+    )
+    event.create_time.FromDatetime(created)
+    return event
+
+
 class ManifestRecorder:
     """`await record(thread_id, turn_id, manifest) -> event_id`; then `on_committed(event)`."""
 
     def __init__(
         self,
-        engine: AsyncEngine,
+        runner: TransactionRunner,
+        postgres: bool,
         on_committed: Callable[[service_pb2.ManifestEvent], None] = lambda _event: None,
     ) -> None:
-        self._engine = engine
-        self._postgres = engine.dialect.name == "postgresql"
+        self._runner = runner
+        self.postgres = postgres
         self._on_committed = on_committed
 
     async def record(self, thread_id: str, turn_id: str, manifest: prompt_pb2.PromptManifest) -> int:
         """Creates the thread (default budget) and the turn (in progress) when missing."""
-        _check_ids(thread_id, turn_id)
-        stored = prompt_pb2.PromptManifest()
-        stored.CopyFrom(manifest)
-        stored.thread_id, stored.turn_id = thread_id, turn_id
-        # Encoded before the transaction: on PostgreSQL it holds a global lock.
-        encoded, as_json = stored.SerializeToString(deterministic=True), manifest_json(stored)
-        async with self._engine.begin() as conn:
-            # The turn row is locked by this statement, before the event lock below.
-            await ensure_thread(conn, thread_id)
-            await ensure_turns(conn, thread_id, [turn_id], lock=True)
-            if self._postgres:
-                await conn.execute(
-                    text("SELECT pg_advisory_xact_lock(:namespace, :key)"),
-                    {"namespace": EVENT_INSERT_LOCK[0], "key": EVENT_INSERT_LOCK[1]},
-                )
-            created = now()
-            event_id: int = (
-                await conn.execute(
-                    EVENTS.insert()
-                    .values(
-                        thread_id=thread_id,
-                        turn_id=turn_id,
-                        manifest_pb=encoded,
-                        created_at=created,
-                    )
-                    .returning(EVENTS.c.id)
-                )
-            ).scalar_one()
-            await conn.execute(
-                TURNS.update()
-                .where(TURNS.c.thread_id == thread_id, TURNS.c.turn_id == turn_id)
-                .values(
-                    prompt_manifest_json=as_json,
-                    prompt_compiler_version=stored.compiler_version,
-                    prompt_profile=profile_name(stored.profile),
-                    prompt_fingerprint_stable=stored.fingerprint_stable,
-                    prompt_fingerprint_dynamic=stored.fingerprint_dynamic,
-                    prompt_fingerprint_full=stored.fingerprint_full,
-                    manifest_event_id=event_id,
-                    updated_at=created,
-                )
-            )
-            if self._postgres:
-                # Delivered to every listening replica when (and only if) this commits.
-                await conn.execute(
-                    text("SELECT pg_notify(:channel, :payload)"),
-                    {"channel": NOTIFY_CHANNEL, "payload": str(event_id)},
-                )
-        event = service_pb2.ManifestEvent(
-            event_id=event_id, thread_id=thread_id, turn_id=turn_id, manifest=stored
-        )
-        event.create_time.FromDatetime(created)
-        self._on_committed(event)
-        return event_id
+        prepared = prepare_manifest(thread_id, turn_id, manifest)
+
+        def work(conn: Connection, _: None) -> Recorded:
+            ensure_thread_in(conn, thread_id)
+            # The turn row is locked by this statement, before the event lock.
+            return record_in(conn, prepared, lock_turn(conn, thread_id, turn_id), postgres=self.postgres)
+
+        recorded = await self._runner.transact(lambda: None, work)
+        self.published(recorded)
+        return recorded.event_id
+
+    def published(self, recorded: Recorded) -> None:
+        """Hands a committed new event to the live observers (nothing for a repeat)."""
+        if recorded.event is not None:
+            self._on_committed(recorded.event)

@@ -32,6 +32,7 @@ from pioneer_grpc.server.servicers.turn import TurnServicer
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.store.engine import create_engine, session_factory
 from pioneer_grpc.store.migrate import migrate
+from pioneer_grpc.store.runner import TransactionRunner
 from pioneer_grpc.telemetry import Metrics, Telemetry, tracing
 from pioneer_grpc.telemetry.db_pool import instrument_pool
 from pioneer_grpc.v1 import (
@@ -50,6 +51,9 @@ from pioneer_grpc.v1 import (
 )
 
 log = logging.getLogger(__name__)
+
+# How often a worker's hub reads manifest events other SQLite workers committed.
+WORKER_POLL_SECONDS = 0.05
 
 # (full service name, add-to-server function, servicer factory taking the context).
 SERVICES: list[tuple[str, Callable[[Any, grpc.aio.Server], None], Callable[[ServiceContext], Any]]] = [
@@ -118,6 +122,38 @@ class RunningServer:
         await self.ctx.engine.dispose()
 
 
+def _passing_bytes(serializer: Callable[[Any], bytes] | None) -> Callable[[Any], bytes]:
+    def serialize(response: Any) -> bytes:
+        if isinstance(response, bytes) or serializer is None:
+            return bytes(response)
+        return serializer(response)
+
+    return serialize
+
+
+class _EncodedAnswers:
+    """Registers a generated servicer so that its methods may also answer with a response already encoded.
+
+    The generated `add_*_to_server` functions hand their method handlers to the
+    server twice (generic and registered); both are rebuilt here around a
+    serializer that passes bytes through (see pioneer_grpc/wire.py for why).
+    """
+
+    def __init__(self, server: grpc.aio.Server) -> None:
+        self._server = server
+
+    def add_generic_rpc_handlers(self, _handlers: Any) -> None:
+        """Replaced by the rebuilt handlers in add_registered_method_handlers."""
+
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
+        rebuilt = {
+            name: handler._replace(response_serializer=_passing_bytes(handler.response_serializer))
+            for name, handler in handlers.items()
+        }
+        self._server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, rebuilt),))
+        self._server.add_registered_method_handlers(service, rebuilt)
+
+
 def _credentials(config: Config) -> grpc.ServerCredentials | None:
     if config.tls_cert is None or config.tls_key is None:
         return None
@@ -143,7 +179,10 @@ async def build_context(config: Config, telemetry: Telemetry | None = None) -> S
             log.info("seeded %s at %s", name, path)
     engine = create_engine(config.effective_database_url)
     await migrate(engine)
-    events = await start_manifest_events(engine)
+    runner = TransactionRunner(engine)
+    # Other workers' SQLite commits reach this process only by reading the events table.
+    poll = WORKER_POLL_SECONDS if config.workers > 1 and engine.dialect.name == "sqlite" else None
+    events = await start_manifest_events(engine, runner, poll_seconds=poll)
     telemetry = telemetry or Telemetry()
     instrument_pool(engine, telemetry.metrics)
     telemetry.metrics.watch_observers(lambda: events.hub.observer_count, events.hub.observer_lags)
@@ -151,6 +190,7 @@ async def build_context(config: Config, telemetry: Telemetry | None = None) -> S
         config=config,
         models=load_registry(config.models_file),
         engine=engine,
+        runner=runner,
         sessions=session_factory(engine),
         manifests=events.recorder,
         hub=events.hub,
@@ -164,6 +204,7 @@ async def build_context(config: Config, telemetry: Telemetry | None = None) -> S
         telemetry=telemetry,
     )
     ctx.on_shutdown.append(telemetry.close)
+    ctx.on_shutdown.append(runner.close)
     ctx.on_shutdown.append(events.close)
     return ctx
 
@@ -188,11 +229,12 @@ async def start_server(config: Config, *, tracer_provider: TracerProvider | None
         options=[
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", config.max_message_bytes),
-            ("grpc.so_reuseport", 0),
+            # Several workers (`serve --workers N`) share the port; a lone server owns it.
+            ("grpc.so_reuseport", 1 if config.workers > 1 else 0),
         ],
     )
     for _, add, factory in SERVICES:
-        add(factory(ctx), server)
+        add(factory(ctx), _EncodedAnswers(server))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(

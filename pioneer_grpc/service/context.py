@@ -18,6 +18,7 @@ from pioneer_grpc.events.recorder import ManifestRecorder
 from pioneer_grpc.history.summarizers import Summarizer
 from pioneer_grpc.models.registry import Registry, packaged_registry
 from pioneer_grpc.service.load_cache import LoadCache
+from pioneer_grpc.store.runner import TransactionRunner
 from pioneer_grpc.telemetry import Telemetry
 
 
@@ -25,6 +26,8 @@ from pioneer_grpc.telemetry import Telemetry
 class ServiceContext:
     config: Config
     engine: AsyncEngine
+    # Whole transactions as one synchronous function (one thread hop on SQLite): PrepareTurn's round.
+    runner: TransactionRunner
     sessions: async_sessionmaker[AsyncSession]
     # Persists a compile's manifest on its turn and publishes the event.
     manifests: ManifestRecorder

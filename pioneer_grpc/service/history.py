@@ -38,7 +38,7 @@ from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
 from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, TOKENIZER, count_blocking
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service.context import ServiceContext
-from pioneer_grpc.service.history_load import load_history
+from pioneer_grpc.service.history_load import load_history, load_history_result
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
@@ -53,6 +53,7 @@ __all__ = [
     "get_summary",
     "get_thread",
     "load_history",
+    "load_history_result",
     "update_thread",
 ]
 
@@ -188,13 +189,16 @@ async def append_entries(
     thread_id: str,
     entries: Sequence[history_pb2.ConversationEntry],
     prefix: str = "entries",
+    *,
+    with_entries: bool = True,
 ) -> entry_store.AppendOutcome:
     """Stores the batch in one transaction, idempotent by entry_id; tokens are counted here, once.
 
     Refuses (INVALID_ARGUMENT, fields named `{prefix}[i]...`, nothing stored) what
     would make a later round fail: see `history/entry_rules.py`. Checking, hashing
     and counting run in a worker thread: a batch at its caps is megabytes of text,
-    which must not hold up the event loop.
+    which must not hold up the event loop. Without `with_entries` the outcome
+    carries the counts only (nothing is read back).
     """
     content = await asyncio.to_thread(_checked_content, thread_id, entries, prefix)
     if content:
@@ -205,7 +209,7 @@ async def append_entries(
     with ctx.telemetry.span(
         "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
     ):
-        return await _append_checked(ctx, thread_id, entries, prefix)
+        return await _append_checked(ctx, thread_id, entries, prefix, with_entries)
 
 
 def _checked_content(
@@ -218,14 +222,20 @@ def _checked_content(
 
 
 async def _append_checked(
-    ctx: ServiceContext, thread_id: str, entries: Sequence[history_pb2.ConversationEntry], prefix: str
+    ctx: ServiceContext,
+    thread_id: str,
+    entries: Sequence[history_pb2.ConversationEntry],
+    prefix: str,
+    with_entries: bool,
 ) -> entry_store.AppendOutcome:
     def check(stored: StoredCalls) -> None:
         _check(call_violations(entries, stored, prefix))
 
     new_entries = await asyncio.to_thread(_hashed_and_counted, entries)
     async with ctx.sessions() as session:
-        return await entry_store.append_entries(session, thread_id, new_entries, TOKENIZER, check)
+        return await entry_store.append_entries(
+            session, thread_id, new_entries, TOKENIZER, check, with_entries=with_entries
+        )
 
 
 def _hashed_and_counted(entries: Sequence[history_pb2.ConversationEntry]) -> list[entry_store.NewEntry]:

@@ -14,8 +14,10 @@ with a diagnostic.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pioneer_grpc.caps import ID, text_violation
@@ -28,9 +30,10 @@ from pioneer_grpc.history.entries import thread_id_violation
 from pioneer_grpc.service import history_compaction as compaction
 from pioneer_grpc.service import observe
 from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import summaries as summary_store
-from pioneer_grpc.store.history_state import HistoryState, history_state
+from pioneer_grpc.store.history_state import HistoryState, history_state, history_state_in
 from pioneer_grpc.store.locks import compression_lock
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2
@@ -76,6 +79,15 @@ async def _snapshot(
     entries, more = await entry_store.completed_entries(
         conn, thread_id, after, exclude_turn_id, MAX_LOADED_TURNS
     )
+    return _snapshot_of(state, summary, entries, more)
+
+
+def _snapshot_of(
+    state: HistoryState,
+    summary: decide.StoredSummary | None,
+    entries: list[history_pb2.ConversationEntry],
+    more: bool,
+) -> decide.Snapshot:
     return decide.Snapshot.read(
         Budget.of(state.max_context_tokens, state.response_reserve_tokens),
         summary,
@@ -89,6 +101,39 @@ async def _snapshot(
     )
 
 
+@dataclass(frozen=True)
+class OverThreshold:
+    """A load that read more than the threshold: what it read, and the key its answer is kept under."""
+
+    snapshot: decide.Snapshot
+    state: HistoryState
+    key: str
+
+
+def full_load_on(
+    ctx: ServiceContext, conn: Connection, thread_id: str, exclude_turn_id: str
+) -> CachedLoad | OverThreshold:
+    """`full_load_in` inside a round's synchronous transaction (store/runner.py): same reads, same cache.
+
+    The caller leaves out only a turn that may have completed entries (else "").
+    """
+    state = history_state_in(conn, thread_id)
+    cached = ctx.load_cache.find(thread_id, exclude_turn_id, state)
+    if cached is not None:
+        return cached
+    summary = (
+        None if state.summary_id is None else _stored(summary_store.summary_by_id_in(conn, state.summary_id))
+    )
+    after = summary.covers_through_sequence if summary else 0
+    entries, more = entry_store.completed_entries_in(
+        conn, thread_id, after, exclude_turn_id, MAX_LOADED_TURNS
+    )
+    snapshot = _snapshot_of(state, summary, entries, more)
+    if snapshot.needs_compression:
+        return OverThreshold(snapshot, state, exclude_turn_id)
+    return ctx.load_cache.store(thread_id, exclude_turn_id, state, snapshot, decide.full(snapshot))
+
+
 async def load_history(
     ctx: ServiceContext, thread_id: str, exclude_turn_id: str = "", dry_run: bool = False
 ) -> tuple[list[chat_pb2.ChatMessage], history_pb2.HistoryDecisionReport]:
@@ -98,37 +143,70 @@ async def load_history(
     nothing and calls no summarizer: over the threshold it reports a pending
     compression and shows the truncation fallback.
     """
+    result = await load_history_result(ctx, thread_id, exclude_turn_id, dry_run)
+    if isinstance(result, CachedLoad):
+        result = result.copy()
+    return result.messages, result.report
+
+
+async def load_history_result(
+    ctx: ServiceContext, thread_id: str, exclude_turn_id: str = "", dry_run: bool = False
+) -> CachedLoad | decide.LoadResult:
+    """`load_history`, answering with the shared cached load (messages already encoded) when there is one."""
     InvalidArgument.raise_if(
         [thread_id_violation(thread_id), text_violation("exclude_turn_id", exclude_turn_id, ID)]
     )
     with ctx.telemetry.span("pioneer.history.load", {tracing.THREAD_ID: thread_id}) as span:
-        result = await _load(ctx, thread_id, exclude_turn_id, dry_run)
-        observe.history_loaded(ctx, span, result.report)
-    return result.messages, result.report
+        async with ctx.engine.connect() as conn:
+            found = await full_load_in(ctx, conn, thread_id, exclude_turn_id)
+        if isinstance(found, CachedLoad):
+            result: CachedLoad | decide.LoadResult = found
+            report = found.result.report
+        else:
+            result = await over_threshold(ctx, thread_id, exclude_turn_id, dry_run, found)
+            report = result.result.report if isinstance(result, CachedLoad) else result.report
+        observe.history_loaded(ctx, span, report)
+    return result
 
 
-async def _load(
-    ctx: ServiceContext, thread_id: str, exclude_turn_id: str, dry_run: bool
-) -> decide.LoadResult:
-    key = (thread_id, exclude_turn_id)
-    async with ctx.engine.connect() as conn:
-        state = await history_state(conn, thread_id)
-        cached = ctx.load_cache.get(key, state)
-        if cached is not None:
-            return cached
-        # Same connection, so on SQLite the snapshot matches `state` (one read transaction).
-        snapshot = await _snapshot(conn, thread_id, exclude_turn_id, state)
-    if not snapshot.needs_compression:
-        result = decide.full(snapshot)
-        # `state` was read first: if the thread moved on since, this pairing only ever misses.
-        ctx.load_cache.put(key, state, result)
-        return result
+async def full_load_in(
+    ctx: ServiceContext, conn: AsyncConnection, thread_id: str, exclude_turn_id: str
+) -> CachedLoad | OverThreshold:
+    """On the caller's connection: the full load (or a kept answer), or what it read over the threshold.
+
+    Over the threshold the caller goes on with `over_threshold`, outside any transaction.
+    The state query and the reads share the connection; `state` is read first, and
+    if the thread moved on since, this pairing only ever misses.
+    """
+    state = await history_state(conn, thread_id)
+    cached = ctx.load_cache.find(thread_id, exclude_turn_id, state)
+    if cached is not None:
+        return cached
+    key = exclude_turn_id
+    if key and ctx.load_cache.find(thread_id, "", state) is None:
+        # Leaving out a turn without completed entries changes nothing: read (and keep) the
+        # answer that excludes nothing, which then serves every other such turn too.
+        if not await entry_store.turn_has_completed_entries(conn, thread_id, key):
+            key = ""
+    # Same connection, so on SQLite the snapshot matches `state` (one read transaction).
+    snapshot = await _snapshot(conn, thread_id, key, state)
+    if snapshot.needs_compression:
+        return OverThreshold(snapshot, state, key)
+    return ctx.load_cache.store(thread_id, key, state, snapshot, decide.full(snapshot))
+
+
+async def over_threshold(
+    ctx: ServiceContext, thread_id: str, exclude_turn_id: str, dry_run: bool, read: OverThreshold
+) -> CachedLoad | decide.LoadResult:
+    """A load over the threshold: clear, truncate or defer without a summarizer when the strategy
+    says so (kept, like a full answer), else compress under the thread's lock."""
+    snapshot = read.snapshot
     # Clearing, truncation and a deferred compaction are pure functions of what was read: cacheable.
     settled = await compaction.without_summarizer(ctx, snapshot, dry_run)
     if settled is not None:
-        if not dry_run:
-            ctx.load_cache.put(key, state, settled)
-        return settled
+        if dry_run:
+            return settled
+        return ctx.load_cache.store(thread_id, read.key, read.state, snapshot, settled)
     wait = _summarizer_deadline(ctx)
     async with compression_lock(ctx.engine, thread_id, wait) as held:
         if not held:

@@ -1,44 +1,96 @@
 """Answers of recent full-history loads, reused while the thread's history state is unchanged.
 
 A load under the threshold is a pure function of what it reads; when the
-HistoryState query says nothing changed, the earlier answer is the answer. Only
-FULL decisions are kept (no summarizer, no lock involved). Bounded LRU, one per ServiceContext.
+HistoryState query (read in the caller's own transaction) says nothing changed,
+the earlier answer is the answer. Only FULL decisions are kept (no summarizer,
+no lock involved). Each answer is kept with its messages already encoded, so an
+RPC copies bytes instead of building and encoding 200 messages again.
+
+One answer per thread serves every excluded turn that had no part in it: a load
+that leaves out turn X reads the same rows as one that leaves out nothing when
+none of the rows read belongs to X (a turn in progress never has completed
+entries, so a round's own turn never does). A turn that did take part gets an
+answer of its own. Bounded LRU, one per ServiceContext; thread-safe (rounds on
+SQLite run in the store's own thread, see store/runner.py).
 """
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 
-from pioneer_grpc.history.decide import LoadResult
+from pioneer_grpc.history.decide import LoadResult, Snapshot
 from pioneer_grpc.store.history_state import HistoryState
 from pioneer_grpc.v1 import history_pb2
 
 MAX_THREADS = 256
 
-# (thread id, excluded turn id).
+# (thread id, excluded turn id); "" for the answer that excludes nothing.
 Key = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class CachedLoad:
+    state: HistoryState
+    # Shared between callers: never mutated, handed out as `copy()` where a caller may change it.
+    result: LoadResult
+    encoded_messages: tuple[bytes, ...]
+    # The turns of the entries read; None when unknown (then it serves its own question only).
+    turn_ids: frozenset[str] | None
+    more_entries: bool
+
+    def serves(self, exclude_turn_id: str) -> bool:
+        """Whether this answer (read excluding nothing) is also the answer that leaves out the turn."""
+        if not exclude_turn_id:
+            return True
+        return self.turn_ids is not None and exclude_turn_id not in self.turn_ids and not self.more_entries
+
+    def copy(self) -> LoadResult:
+        report = history_pb2.HistoryDecisionReport()
+        report.CopyFrom(self.result.report)
+        return LoadResult(messages=list(self.result.messages), report=report, kept=self.result.kept)
 
 
 class LoadCache:
     def __init__(self, size: int = MAX_THREADS) -> None:
         self._size = size
-        self._items: OrderedDict[Key, tuple[HistoryState, LoadResult]] = OrderedDict()
+        self._items: OrderedDict[Key, CachedLoad] = OrderedDict()
+        self._lock = threading.Lock()
 
-    def get(self, key: Key, state: HistoryState) -> LoadResult | None:
-        found = self._items.get(key)
-        if found is None or found[0] != state:
-            return None
-        self._items.move_to_end(key)
-        cached = found[1]
-        report = history_pb2.HistoryDecisionReport()
-        report.CopyFrom(cached.report)
-        return LoadResult(messages=list(cached.messages), report=report, kept=cached.kept)
+    def find(self, thread_id: str, exclude_turn_id: str, state: HistoryState) -> CachedLoad | None:
+        with self._lock:
+            for key in ((thread_id, ""), (thread_id, exclude_turn_id)):
+                found = self._items.get(key)
+                if found is not None and found.state == state and (key[1] or found.serves(exclude_turn_id)):
+                    self._items.move_to_end(key)
+                    return found
+        return None
 
-    def put(self, key: Key, state: HistoryState, result: LoadResult) -> None:
-        self._items[key] = (state, result)
-        self._items.move_to_end(key)
-        while len(self._items) > self._size:
-            self._items.popitem(last=False)
+    def store(
+        self,
+        thread_id: str,
+        exclude_turn_id: str,
+        state: HistoryState,
+        snapshot: Snapshot,
+        result: LoadResult,
+    ) -> CachedLoad:
+        cached = CachedLoad(
+            state=state,
+            result=result,
+            encoded_messages=tuple(message.SerializeToString() for message in result.messages),
+            # A repaired read may have dropped entries: which turns it read is then not known.
+            turn_ids=None if snapshot.repairs else frozenset(entry.turn_id for entry in snapshot.entries),
+            more_entries=snapshot.more_entries,
+        )
+        key = (thread_id, exclude_turn_id)
+        with self._lock:
+            self._items[key] = cached
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return cached
 
     def clear(self) -> None:
-        self._items.clear()
+        with self._lock:
+            self._items.clear()

@@ -86,19 +86,30 @@ async def record_manifest(
     rpc_span = ctx.telemetry.current_span()
     with ctx.telemetry.span("pioneer.manifest.record") as span:
         event_id = await ctx.manifests.record(thread_id, turn_id, manifest)
-        observed = ctx.telemetry.round_recorded(thread_id, manifest)
         if span.is_recording():
             span.set_attributes(
                 {tracing.MANIFEST_EVENT_ID: event_id, tracing.FINGERPRINT_STABLE: manifest.fingerprint_stable}
             )
-        if observed is not None and not observed.first:
-            broke = bool(observed.break_section_id)
-            for target in (span, rpc_span):
-                if target.is_recording():
-                    target.set_attribute(tracing.CACHE_BREAK, broke)
-                    if broke:
-                        target.set_attribute(tracing.CACHE_BREAK_SECTION, observed.break_section_id)
+        manifest_recorded(ctx, thread_id, manifest, (span, rpc_span))
     return event_id
+
+
+def manifest_recorded(
+    ctx: ServiceContext,
+    thread_id: str,
+    manifest: prompt_pb2.PromptManifest,
+    spans: tuple[Span, ...] | None = None,
+) -> None:
+    """A manifest was recorded: count the round, name a cache break on the spans (default: the RPC's)."""
+    observed = ctx.telemetry.round_recorded(thread_id, manifest)
+    if observed is None or observed.first:
+        return
+    broke = bool(observed.break_section_id)
+    for target in spans or (ctx.telemetry.current_span(),):
+        if target.is_recording():
+            target.set_attribute(tracing.CACHE_BREAK, broke)
+            if broke:
+                target.set_attribute(tracing.CACHE_BREAK_SECTION, observed.break_section_id)
 
 
 def render_attributes(provider: int, model: str) -> dict[str, str]:

@@ -1,10 +1,21 @@
 """PrepareTurn: one call per provider round for an agent loop.
 
 Order matters for "nothing stored on bad input": everything that can be
-rejected without the database (the compile input, tools, model) is checked
-before the new entries are appended. Then: append, load the budgeted history
-(leaving out the turn in progress), persist the manifest on the turn, and build
-the ChatRequest as history followed by the turn's own entries so far.
+rejected without the database (the compile input, the entries, the tools) is
+checked first; the compile and the new entries' token counts run before the
+transaction (on SQLite in the store's own thread, see store/runner.py). Then one
+transaction: lock the thread (its model), lock or create the turn, check the
+batch's tool calls against the store and append, load the budgeted history
+(leaving out the turn in progress), read the turn's own entries so far, and
+record the manifest (the turn's existing event when it already holds this same
+manifest). A rejection inside it rolls everything back; a turn whose latest tool
+calls have no result yet keeps its new entries and records nothing
+(FAILED_PRECONDITION). Only a history over the threshold is compressed after the
+commit, as a load would, under the thread's lock.
+
+The history comes back encoded, shared between rounds while the thread's
+history is unchanged; the ChatRequest is written as its small fields joined
+with those bytes, never as 200 messages copied and encoded again.
 """
 
 from __future__ import annotations
@@ -13,22 +24,30 @@ import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
+
+from sqlalchemy.engine import Connection
 
 from pioneer_grpc.caps import violations_of
 from pioneer_grpc.compiler.validate import input_violations
 from pioneer_grpc.errors import FailedPrecondition, FieldViolation, InvalidArgument
-from pioneer_grpc.history.entries import entry_violations, id_violation
-from pioneer_grpc.history.entry_rules import content_violations
-from pioneer_grpc.history.render import to_chat_message
+from pioneer_grpc.events.recorder import PreparedManifest, Recorded, prepare_manifest, record_in
+from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation
+from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations
+from pioneer_grpc.history.render import entry_counted_texts, to_chat_message
 from pioneer_grpc.history.repair import repair
+from pioneer_grpc.history.tokens import TOKENIZER, count_blocking
 from pioneer_grpc.providers.render import RenderedRequest, render
 from pioneer_grpc.providers.validate import tool_rule_violations
-from pioneer_grpc.service import history as history_ops
-from pioneer_grpc.service import observe
+from pioneer_grpc.service import history_load, observe
 from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
-from pioneer_grpc.store import threads as thread_store
+from pioneer_grpc.store import round as round_store
+from pioneer_grpc.store.turns import lock_turn
+from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2, prompt_pb2, provider_service_pb2, turn_service_pb2
+from pioneer_grpc.wire import repeated_records
 
 # ErrorInfo reason of a round asked for while the turn's latest tool calls have no result.
 TOOL_RESULTS_PENDING = "TOOL_RESULTS_PENDING"
@@ -88,6 +107,8 @@ def _checked_entries(request: turn_service_pb2.PrepareTurnRequest) -> list[histo
         entries.append(stored)
     violations += entry_violations(entries, prefix="new_entries")
     violations += content_violations(entries, prefix="new_entries")
+    if request.provider_body_only and request.provider == provider_service_pb2.PROVIDER_UNSPECIFIED:
+        violations.append(FieldViolation("provider_body_only", "name a provider to ask for its body only"))
     for violation in [
         *input_violations(request.compile_input),
         *tool_rule_violations(request.provider, _chat_request(request, request.model, [])),
@@ -119,54 +140,76 @@ def _chat_request(
     return chat
 
 
-async def _thread_model(ctx: ServiceContext, thread_id: str) -> str:
-    """The thread's model; NotFound for an unknown thread. (No entry count: a round needs none.)"""
-    async with ctx.sessions() as session:
-        return (await thread_store.thread_row(session, thread_id)).model
+def _pending_error(turn_id: str, pending: dict[str, history_pb2.ConversationEntry]) -> FailedPrecondition:
+    calls = ", ".join(f"{call_id!r} (entry {e.entry_id!r})" for call_id, e in pending.items())
+    return FailedPrecondition(
+        f"tool call(s) {calls} of turn {turn_id!r} have no result yet: append their results "
+        "(new_entries) before preparing the next round",
+        reason=TOOL_RESULTS_PENDING,
+    )
 
 
-async def _turn_messages(
-    ctx: ServiceContext, thread_id: str, turn_id: str
-) -> tuple[list[chat_pb2.ChatMessage], list[history_pb2.HistoryDiagnostic]]:
-    """The turn's own entries so far, repaired like history; its latest calls must have their results.
-
-    A call the turn moved on from (a later user or assistant entry) was
-    interrupted and gets a synthesized result. The latest assistant entry's
-    calls may still be running: a round cannot be sent before their results
-    are appended, so that is FailedPrecondition naming them.
-    """
-    async with ctx.sessions() as session:
-        entries = await entry_store.turn_entries(session, thread_id, turn_id)
-    repaired = repair(entries, close_at_end=False)
-    if repaired.pending:
-        calls = ", ".join(f"{call_id!r} (entry {e.entry_id!r})" for call_id, e in repaired.pending.items())
-        raise FailedPrecondition(
-            f"tool call(s) {calls} of turn {turn_id!r} have no result yet: append their results "
-            "(new_entries) before preparing the next round",
-            reason=TOOL_RESULTS_PENDING,
-        )
-    return [to_chat_message(entry) for entry in repaired.entries], repaired.diagnostics
-
-
-@dataclass(frozen=True)
+@dataclass
 class PreparedTurn:
-    chat_request: chat_pb2.ChatRequest
+    """A round's answer, its history kept encoded: `encoded_chat_request()` joins bytes, copies no message."""
+
+    # The ChatRequest without its messages.
+    chat_head: chat_pb2.ChatRequest
+    history: tuple[bytes, ...]
+    current: list[chat_pb2.ChatMessage]
     history_report: history_pb2.HistoryDecisionReport
     manifest_event_id: int
     # The provider body, when the request named a provider.
-    rendered: RenderedRequest | None
+    rendered: RenderedRequest | None = None
+    _encoded: bytes | None = None
+
+    @property
+    def manifest(self) -> prompt_pb2.PromptManifest:
+        return self.chat_head.compiled_prompt.manifest
+
+    def encoded_chat_request(self) -> bytes:
+        if self._encoded is None:
+            messages = (*self.history, *(m.SerializeToString() for m in self.current))
+            self._encoded = self.chat_head.SerializeToString() + repeated_records(MESSAGES_FIELD, messages)
+        return self._encoded
+
+    @property
+    def chat_request(self) -> chat_pb2.ChatRequest:
+        """The whole ChatRequest as a message (decoded from the joined bytes)."""
+        return chat_pb2.ChatRequest.FromString(self.encoded_chat_request())
 
 
-async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest) -> PreparedTurn:
-    entries = await asyncio.to_thread(_checked_request, request)
-    model = request.model or await _thread_model(ctx, request.thread_id)
-    if not model:
-        raise InvalidArgument.field("model", "set the model here or on the thread (UpdateThread)")
-    observe.turn_started(ctx, request.thread_id, request.turn_id, model)
+MESSAGES_FIELD = chat_pb2.ChatRequest.DESCRIPTOR.fields_by_name["messages"].number
+
+
+@dataclass(frozen=True)
+class _Before:
+    """What the round needs before its transaction: the compile, the new entries, the manifest to record."""
+
+    payload: prompt_pb2.CompiledPromptPayload
+    new_entries: list[entry_store.NewEntry]
+    manifest: PreparedManifest
+
+
+@dataclass(frozen=True)
+class _Round:
+    model: str
+    history: CachedLoad | history_load.OverThreshold | None
+    current: list[chat_pb2.ChatMessage]
+    repairs: list[history_pb2.HistoryDiagnostic]
+    recorded: Recorded | None
+    pending: dict[str, history_pb2.ConversationEntry]
+
+
+def _before_round(
+    ctx: ServiceContext,
+    request: turn_service_pb2.PrepareTurnRequest,
+    entries: list[history_pb2.ConversationEntry],
+) -> _Before:
+    """Blocking work before the transaction: compile, count and hash the new entries, encode the manifest."""
     payload = prompt_pb2.CompiledPromptPayload()
     with _named_as_request_fields(), ctx.telemetry.span("pioneer.compile") as span:
-        hit = await asyncio.to_thread(
-            ctx.compile_cache.compile_into,
+        hit = ctx.compile_cache.compile_into(
             payload,
             request.compile_input,
             ctx.config.homes,
@@ -174,31 +217,107 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
             turn_id=request.turn_id,
         )
         observe.compiled(ctx, span, hit, payload.manifest)
+    new_entries = [
+        entry_store.NewEntry(entry, content_hash(entry), sum(count_blocking(entry_counted_texts(entry))))
+        for entry in entries
+    ]
+    return _Before(
+        payload, new_entries, prepare_manifest(request.thread_id, request.turn_id, payload.manifest)
+    )
+
+
+def _round(
+    ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest, conn: Connection, before: _Before
+) -> _Round:
+    """Every read and write of the round, in one transaction (store/round.py says the order)."""
+    thread_id, turn_id = request.thread_id, request.turn_id
+    locked = round_store.lock_thread(conn, thread_id)
+    model = request.model or locked.model
+    if not model:
+        raise InvalidArgument.field("model", "set the model here or on the thread (UpdateThread)")
+    turn = lock_turn(conn, thread_id, turn_id)
+    entries = [new.entry for new in before.new_entries]
+
+    def check(stored: StoredCalls) -> None:
+        InvalidArgument.raise_if(call_violations(entries, stored, "new_entries"))
+
     if entries:
-        await history_ops.append_entries(ctx, request.thread_id, entries, prefix="new_entries")
-    history, report = await history_ops.load_history(ctx, request.thread_id, exclude_turn_id=request.turn_id)
-    current, repairs = await _turn_messages(ctx, request.thread_id, request.turn_id)
-    if repairs:
-        # The load's report may be the cached one: extend a copy.
-        cached, report = report, history_pb2.HistoryDecisionReport()
-        report.CopyFrom(cached)
-        report.diagnostics.extend(repairs)
-    event_id = await observe.record_manifest(ctx, request.thread_id, request.turn_id, payload.manifest)
-    chat = _chat_request(request, model, [*history, *current])
-    chat.compiled_prompt.CopyFrom(payload)
-    rendered = None
-    if request.provider != provider_service_pb2.PROVIDER_UNSPECIFIED:
-        with (
-            _named_as_request_fields(),
-            ctx.telemetry.span(
-                "pioneer.provider.render", observe.render_attributes(request.provider, model)
-            ),
+        with ctx.telemetry.span(
+            "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
         ):
+            round_store.insert_turn_entries(
+                conn, thread_id, turn_id, turn, before.new_entries, TOKENIZER, check
+            )
+    # The turn's own entries, repaired like history; its latest calls must have their results.
+    repaired = repair(round_store.turn_entries_lean(conn, thread_id, turn_id), close_at_end=False)
+    current = [to_chat_message(entry) for entry in repaired.entries]
+    if repaired.pending:
+        return _Round(model, None, current, repaired.diagnostics, None, repaired.pending)
+    # A turn in progress has no completed entries: leaving it out changes nothing, so the
+    # answer shared by every round of the thread serves.
+    exclude = "" if turn.status == history_pb2.TURN_STATUS_IN_PROGRESS else turn_id
+    history = history_load.full_load_on(ctx, conn, thread_id, exclude)
+    with ctx.telemetry.span("pioneer.manifest.record") as span:
+        recorded = record_in(conn, before.manifest, turn, postgres=ctx.manifests.postgres)
+        if span.is_recording():
+            span.set_attribute(tracing.MANIFEST_EVENT_ID, recorded.event_id)
+    return _Round(model, history, current, repaired.diagnostics, recorded, {})
+
+
+async def _history_of(
+    ctx: ServiceContext,
+    request: turn_service_pb2.PrepareTurnRequest,
+    found: CachedLoad | history_load.OverThreshold,
+) -> tuple[tuple[bytes, ...], history_pb2.HistoryDecisionReport]:
+    """The history messages (encoded) and a report the caller may extend."""
+    with ctx.telemetry.span("pioneer.history.load", {tracing.THREAD_ID: request.thread_id}) as span:
+        loaded = (
+            await history_load.over_threshold(ctx, request.thread_id, request.turn_id, False, found)
+            if isinstance(found, history_load.OverThreshold)
+            else found
+        )
+        if isinstance(loaded, CachedLoad):
+            history, report = loaded.encoded_messages, loaded.copy().report
+        else:
+            history, report = tuple(m.SerializeToString() for m in loaded.messages), loaded.report
+        observe.history_loaded(ctx, span, report)
+    return history, report
+
+
+async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest) -> PreparedTurn:
+    observe.turn_started(ctx, request.thread_id, request.turn_id, request.model)
+    before: list[_Before] = []
+
+    def prepare() -> _Before:
+        # Off the event loop: a request at its caps is megabytes to check, hash and count.
+        before.append(_before_round(ctx, request, _checked_request(request)))
+        return before[0]
+
+    done = await ctx.runner.transact(prepare, partial(_round, ctx, request))
+    if done.pending or done.recorded is None or done.history is None:
+        raise _pending_error(request.turn_id, done.pending)
+    ctx.manifests.published(done.recorded)
+    payload = before[0].payload
+    observe.turn_started(ctx, request.thread_id, request.turn_id, done.model)
+    if done.recorded.event is not None:
+        observe.manifest_recorded(ctx, request.thread_id, payload.manifest)
+    history, report = await _history_of(ctx, request, done.history)
+    report.diagnostics.extend(done.repairs)
+    head = _chat_request(request, done.model, [])
+    head.compiled_prompt.CopyFrom(payload)
+    prepared = PreparedTurn(head, history, done.current, report, done.recorded.event_id)
+    if request.provider != provider_service_pb2.PROVIDER_UNSPECIFIED:
+        attributes = observe.render_attributes(request.provider, done.model)
+        with _named_as_request_fields(), ctx.telemetry.span("pioneer.provider.render", attributes):
             rendered = await asyncio.to_thread(
-                render, request.provider, chat, request.render_options, options_path="render_options"
+                render,
+                request.provider,
+                prepared.chat_request,
+                request.render_options,
+                options_path="render_options",
             )
         # Notices name the request's own fields, as violations do.
-        rendered = replace(
+        prepared.rendered = replace(
             rendered, notices=tuple(replace(n, field=_own_field(n.field)) for n in rendered.notices)
         )
-    return PreparedTurn(chat, report, event_id, rendered)
+    return prepared

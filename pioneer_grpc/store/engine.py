@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 
@@ -21,6 +22,19 @@ def is_postgres(url: str) -> bool:
     return url.startswith("postgresql")
 
 
+def sqlite_pragmas(engine: Engine) -> None:
+    """WAL (readers never wait for the writer, correct across processes), and a writer waits its turn."""
+
+    @event.listens_for(engine, "connect")
+    def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+
 def create_engine(url: str) -> AsyncEngine:
     if is_sqlite(url):
         # One connection: a SQLite store belongs to one process, and SQLite has a
@@ -31,15 +45,7 @@ def create_engine(url: str) -> AsyncEngine:
             url, connect_args={"timeout": 30}, pool_size=1, max_overflow=0, pool_timeout=60
         )
 
-        @event.listens_for(engine.sync_engine, "connect")
-        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-            cursor = dbapi_conn.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute("PRAGMA busy_timeout=30000")
-            cursor.close()
-
+        sqlite_pragmas(engine.sync_engine)
         return engine
     if is_postgres(url):
         return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)

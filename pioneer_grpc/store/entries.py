@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from pioneer_grpc.errors import AlreadyExists, FailedPrecondition, NotFound
@@ -169,21 +171,46 @@ async def _record_calls(session: AsyncSession, thread_id: str, entry: history_pb
         )
 
 
+def entry_values(thread_id: str, new: NewEntry, tokenizer: str, moment: datetime) -> dict[str, Any]:
+    """The row of a new entry (not completed)."""
+    entry = new.entry
+    return {
+        "thread_id": thread_id,
+        "entry_id": entry.entry_id,
+        "turn_id": entry.turn_id,
+        "role": entry.role,
+        "content": entry.content,
+        "tool_calls_json": tool_calls_json(entry),
+        "tool_call_id": entry.tool_call_id,
+        "name": entry.name,
+        "artifact_refs_json": artifact_refs_json(entry),
+        "reasoning_content": entry.reasoning_content if entry.HasField("reasoning_content") else None,
+        "content_hash": new.content_hash,
+        "token_count": new.token_count,
+        "tokenizer": tokenizer,
+        "completed": False,
+        "created_at": moment,
+    }
+
+
 async def append_entries(
     session: AsyncSession,
     thread_id: str,
     new_entries: Sequence[NewEntry],
     tokenizer: str,
     check: Callable[[StoredCalls], None] | None = None,
+    *,
+    with_entries: bool = True,
 ) -> AppendOutcome:
     """All or nothing: any rejected entry rolls the whole batch back.
 
     `check` sees what the store holds for the batch's tool calls, under the
     thread's write lock, before anything is inserted; it raises to reject.
+    Without `with_entries` the outcome has the counts only (nothing is read back).
     """
     repeat = await _already_stored(session, thread_id, new_entries)
     if repeat is not None:
-        return repeat
+        return repeat if with_entries else AppendOutcome([], 0, repeat.existing_count)
     created = existing = 0
     stored_ids: list[str] = []
     async with session.begin():
@@ -195,26 +222,9 @@ async def append_entries(
         moment = now()
         for new in new_entries:
             entry = new.entry
-            reasoning = entry.reasoning_content if entry.HasField("reasoning_content") else None
             inserted = await session.execute(
                 insert(session, EntryRow)
-                .values(
-                    thread_id=thread_id,
-                    entry_id=entry.entry_id,
-                    turn_id=entry.turn_id,
-                    role=entry.role,
-                    content=entry.content,
-                    tool_calls_json=tool_calls_json(entry),
-                    tool_call_id=entry.tool_call_id,
-                    name=entry.name,
-                    artifact_refs_json=artifact_refs_json(entry),
-                    reasoning_content=reasoning,
-                    content_hash=new.content_hash,
-                    token_count=new.token_count,
-                    tokenizer=tokenizer,
-                    completed=False,
-                    created_at=moment,
-                )
+                .values(**entry_values(thread_id, new, tokenizer, moment))
                 .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
                 .returning(EntryRow.id)
             )
@@ -238,6 +248,8 @@ async def append_entries(
                     )
                 existing += 1
             stored_ids.append(entry.entry_id)
+        if not with_entries:
+            return AppendOutcome([], created, existing)
         rows = await session.execute(
             select(*ENTRY_COLUMNS).where(EntryRow.thread_id == thread_id, EntryRow.entry_id.in_(stored_ids))
         )
@@ -283,6 +295,11 @@ LOAD_COLUMNS = (
 )
 
 
+def loaded_entry(row: Any) -> history_pb2.ConversationEntry:
+    """A row selected with LOAD_COLUMNS as an entry (completed: what a load reads)."""
+    return _loaded_entry(row)
+
+
 def _loaded_entry(row: Any) -> history_pb2.ConversationEntry:
     entry = history_pb2.ConversationEntry(
         entry_id=row.entry_id,
@@ -302,6 +319,24 @@ def _loaded_entry(row: Any) -> history_pb2.ConversationEntry:
     return entry
 
 
+def _completed_where(thread_id: str, after_sequence: int, exclude_turn_id: str) -> list[Any]:
+    where = [EntryRow.thread_id == thread_id, EntryRow.completed.is_(True), EntryRow.id > after_sequence]
+    if exclude_turn_id:
+        where.append(EntryRow.turn_id != exclude_turn_id)
+    return where
+
+
+def _newest_turns(where: list[Any], max_turns: int) -> Any:
+    first = func.min(EntryRow.id).label("first")
+    return (
+        select(EntryRow.turn_id, first)
+        .where(*where)
+        .group_by(EntryRow.turn_id)
+        .order_by(first.desc())
+        .limit(max_turns + 1)
+    )
+
+
 async def completed_entries(
     conn: AsyncConnection | AsyncSession,
     thread_id: str,
@@ -314,24 +349,38 @@ async def completed_entries(
 
     Entries come back without create_time, tokenizer and reasoning_content, which a load does not use.
     """
-    where = [EntryRow.thread_id == thread_id, EntryRow.completed.is_(True), EntryRow.id > after_sequence]
-    if exclude_turn_id:
-        where.append(EntryRow.turn_id != exclude_turn_id)
-    first = func.min(EntryRow.id).label("first")
-    turns = (
-        await conn.execute(
-            select(EntryRow.turn_id, first)
-            .where(*where)
-            .group_by(EntryRow.turn_id)
-            .order_by(first.desc())
-            .limit(max_turns + 1)
-        )
-    ).all()
+    where = _completed_where(thread_id, after_sequence, exclude_turn_id)
+    turns = (await conn.execute(_newest_turns(where, max_turns))).all()
     more = len(turns) > max_turns
     if more:
         where.append(EntryRow.id >= turns[max_turns - 1].first)
     rows = (await conn.execute(select(*LOAD_COLUMNS).where(*where).order_by(EntryRow.id))).all()
     return [_loaded_entry(row) for row in rows], more
+
+
+def completed_entries_in(
+    conn: Connection, thread_id: str, after_sequence: int, exclude_turn_id: str, max_turns: int
+) -> tuple[list[history_pb2.ConversationEntry], bool]:
+    """`completed_entries` on a synchronous connection (a round's transaction)."""
+    where = _completed_where(thread_id, after_sequence, exclude_turn_id)
+    turns = conn.execute(_newest_turns(where, max_turns)).all()
+    more = len(turns) > max_turns
+    if more:
+        where.append(EntryRow.id >= turns[max_turns - 1].first)
+    rows = conn.execute(select(*LOAD_COLUMNS).where(*where).order_by(EntryRow.id)).all()
+    return [_loaded_entry(row) for row in rows], more
+
+
+async def turn_has_completed_entries(
+    conn: AsyncConnection | AsyncSession, thread_id: str, turn_id: str
+) -> bool:
+    """Whether leaving the turn out of a load changes what the load reads."""
+    query = (
+        select(EntryRow.id)
+        .where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id, EntryRow.completed.is_(True))
+        .limit(1)
+    )
+    return (await conn.scalar(query)) is not None
 
 
 async def turn_entries(

@@ -8,8 +8,10 @@ change whenever what a load would read changes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from pioneer_grpc.errors import NotFound
@@ -30,9 +32,9 @@ class HistoryState:
     completed_max_id: int | None
 
 
-async def history_state(session: AsyncSession | AsyncConnection, thread_id: str) -> HistoryState:
+def _query(thread_id: str) -> Select[Any]:
     completed = (EntryRow.thread_id == ThreadRow.thread_id) & EntryRow.completed.is_(True)
-    query = select(
+    return select(
         ThreadRow.max_context_tokens,
         ThreadRow.response_reserve_tokens,
         ThreadRow.model,
@@ -47,7 +49,18 @@ async def history_state(session: AsyncSession | AsyncConnection, thread_id: str)
         select(func.count()).select_from(EntryRow).where(completed).scalar_subquery().label("completed_count"),
         select(func.max(EntryRow.id)).where(completed).scalar_subquery().label("completed_max_id"),
     ).where(ThreadRow.thread_id == thread_id)
-    row = (await session.execute(query)).first()
+
+
+def _state(row: Any, thread_id: str) -> HistoryState:
     if row is None:
         raise NotFound(f"thread {thread_id!r} does not exist")
     return HistoryState(**row._mapping)
+
+
+async def history_state(session: AsyncSession | AsyncConnection, thread_id: str) -> HistoryState:
+    return _state((await session.execute(_query(thread_id))).first(), thread_id)
+
+
+def history_state_in(conn: Connection, thread_id: str) -> HistoryState:
+    """`history_state` on a synchronous connection (a round's transaction)."""
+    return _state(conn.execute(_query(thread_id)).first(), thread_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from pioneer_grpc.store.clock import as_utc, now
@@ -23,6 +24,11 @@ async def summary_by_id(conn: AsyncConnection, summary_id: int) -> Any:
     """The summary's columns as a row (attributes named like SummaryRow's)."""
     result = await conn.execute(select(*SummaryRow.__table__.columns).where(SummaryRow.id == summary_id))
     return result.one()
+
+
+def summary_by_id_in(conn: Connection, summary_id: int) -> Any:
+    """`summary_by_id` on a synchronous connection (a round's transaction)."""
+    return conn.execute(select(*SummaryRow.__table__.columns).where(SummaryRow.id == summary_id)).one()
 
 
 async def add_summary(

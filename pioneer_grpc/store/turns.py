@@ -3,15 +3,19 @@
 An append creates the turns its entries name; recording a manifest creates the
 thread (with the default budget) and the turn when a compile names them first.
 Both are inserts that tolerate a concurrent creator (ON CONFLICT), on SQLite and
-PostgreSQL alike.
+PostgreSQL alike. The functions that take a synchronous Connection run inside one
+transaction of a round (store/runner.py), on either database.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from pioneer_grpc.history.budget import DEFAULT_MAX_CONTEXT_TOKENS, DEFAULT_RESPONSE_RESERVE_TOKENS
@@ -19,7 +23,7 @@ from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.models import ThreadRow, TurnRow
 from pioneer_grpc.v1 import history_pb2
 
-Bind = AsyncConnection | AsyncSession
+Bind = AsyncConnection | AsyncSession | Connection
 
 
 def insert(bind: Bind, model: Any) -> Any:
@@ -28,10 +32,9 @@ def insert(bind: Bind, model: Any) -> Any:
     return (postgresql if name == "postgresql" else sqlite).insert(model)
 
 
-async def ensure_thread(bind: Bind, thread_id: str) -> None:
-    """Creates the thread with the default budget unless it exists."""
+def _new_thread(bind: Bind, thread_id: str) -> Any:
     moment = now()
-    await bind.execute(
+    return (
         insert(bind, ThreadRow)
         .values(
             thread_id=thread_id,
@@ -46,24 +49,56 @@ async def ensure_thread(bind: Bind, thread_id: str) -> None:
     )
 
 
-async def ensure_turns(bind: Bind, thread_id: str, turn_ids: Sequence[str], *, lock: bool = False) -> None:
-    """Creates each turn (in progress) unless it exists.
+async def ensure_thread(bind: AsyncConnection | AsyncSession, thread_id: str) -> None:
+    """Creates the thread with the default budget unless it exists."""
+    await bind.execute(_new_thread(bind, thread_id))
 
-    With `lock`, an existing row is touched (DO UPDATE rather than DO NOTHING) so
-    that this same statement locks it until the transaction ends.
-    """
+
+def ensure_thread_in(conn: Connection, thread_id: str) -> None:
+    """`ensure_thread` on a synchronous connection (a round's transaction)."""
+    conn.execute(_new_thread(conn, thread_id))
+
+
+def _new_turn(bind: Bind, thread_id: str, turn_id: str, moment: datetime) -> Any:
+    return insert(bind, TurnRow).values(
+        thread_id=thread_id,
+        turn_id=turn_id,
+        status=history_pb2.TURN_STATUS_IN_PROGRESS,
+        created_at=moment,
+        updated_at=moment,
+    )
+
+
+async def ensure_turns(bind: AsyncConnection | AsyncSession, thread_id: str, turn_ids: Sequence[str]) -> None:
+    """Creates each turn (in progress) unless it exists."""
     moment = now()
     for turn_id in turn_ids:
-        statement = insert(bind, TurnRow).values(
-            thread_id=thread_id,
-            turn_id=turn_id,
-            status=history_pb2.TURN_STATUS_IN_PROGRESS,
-            created_at=moment,
-            updated_at=moment,
+        await bind.execute(
+            _new_turn(bind, thread_id, turn_id, moment).on_conflict_do_nothing(
+                index_elements=["thread_id", "turn_id"]
+            )
         )
-        keys = ["thread_id", "turn_id"]
-        if lock:
-            statement = statement.on_conflict_do_update(index_elements=keys, set_={"updated_at": moment})
-        else:
-            statement = statement.on_conflict_do_nothing(index_elements=keys)
-        await bind.execute(statement)
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """The turn row as `lock_turn` left it: what a round needs to know about its turn."""
+
+    status: int
+    manifest_json: str | None
+    event_id: int | None
+
+
+def lock_turn(conn: Connection, thread_id: str, turn_id: str) -> TurnRecord:
+    """Creates the turn (in progress) unless it exists, and locks its row until the transaction ends.
+
+    An existing row is touched (DO UPDATE rather than DO NOTHING) so that this
+    same statement locks it; it returns what the round needs without another read.
+    """
+    moment = now()
+    row = conn.execute(
+        _new_turn(conn, thread_id, turn_id, moment)
+        .on_conflict_do_update(index_elements=["thread_id", "turn_id"], set_={"updated_at": moment})
+        .returning(TurnRow.status, TurnRow.prompt_manifest_json, TurnRow.manifest_event_id)
+    ).one()
+    return TurnRecord(row.status, row.prompt_manifest_json, row.manifest_event_id)

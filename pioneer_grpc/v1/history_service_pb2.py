@@ -27,7 +27,7 @@ from pioneer_grpc.v1 import chat_pb2 as pioneer_dot_v1_dot_chat__pb2
 from pioneer_grpc.v1 import history_pb2 as pioneer_dot_v1_dot_history__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n pioneer/v1/history_service.proto\x12\npioneer.v1\x1a google/protobuf/field_mask.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\"R\n\x13\x43reateThreadRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12(\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x18.pioneer.v1.ThreadConfig\":\n\x14\x43reateThreadResponse\x12\"\n\x06thread\x18\x01 \x01(\x0b\x32\x12.pioneer.v1.Thread\"%\n\x10GetThreadRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\"7\n\x11GetThreadResponse\x12\"\n\x06thread\x18\x01 \x01(\x0b\x32\x12.pioneer.v1.Thread\"\x83\x01\n\x13UpdateThreadRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12(\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x18.pioneer.v1.ThreadConfig\x12/\n\x0bupdate_mask\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\":\n\x14UpdateThreadResponse\x12\"\n\x06thread\x18\x01 \x01(\x0b\x32\x12.pioneer.v1.Thread\"Y\n\x14\x41ppendEntriesRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12.\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x1d.pioneer.v1.ConversationEntry\"v\n\x15\x41ppendEntriesResponse\x12.\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1d.pioneer.v1.ConversationEntry\x12\x15\n\rcreated_count\x18\x02 \x01(\x05\x12\x16\n\x0e\x65xisting_count\x18\x03 \x01(\x05\"9\n\x13\x43ompleteTurnRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x0f\n\x07turn_id\x18\x02 \x01(\t\"5\n\x14\x43ompleteTurnResponse\x12\x1d\n\x15\x63ompleted_entry_count\x18\x01 \x01(\x05\"]\n\x1eLoadConversationHistoryRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x17\n\x0f\x65xclude_turn_id\x18\x02 \x01(\t\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\"\x7f\n\x1fLoadConversationHistoryResponse\x12)\n\x08messages\x18\x01 \x03(\x0b\x32\x17.pioneer.v1.ChatMessage\x12\x31\n\x06report\x18\x02 \x01(\x0b\x32!.pioneer.v1.HistoryDecisionReport\",\n\x17GetThreadSummaryRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\"F\n\x18GetThreadSummaryResponse\x12*\n\x07summary\x18\x01 \x01(\x0b\x32\x19.pioneer.v1.ThreadSummary\"N\n\x12\x43ountTokensRequest\x12\r\n\x05texts\x18\x01 \x03(\t\x12)\n\x08messages\x18\x02 \x03(\x0b\x32\x17.pioneer.v1.ChatMessage\"T\n\x13\x43ountTokensResponse\x12\x14\n\x0ctoken_counts\x18\x01 \x03(\x05\x12\x14\n\x0ctotal_tokens\x18\x02 \x01(\x05\x12\x11\n\ttokenizer\x18\x03 \x01(\t2\xcc\x05\n\x0eHistoryService\x12Q\n\x0c\x43reateThread\x12\x1f.pioneer.v1.CreateThreadRequest\x1a .pioneer.v1.CreateThreadResponse\x12H\n\tGetThread\x12\x1c.pioneer.v1.GetThreadRequest\x1a\x1d.pioneer.v1.GetThreadResponse\x12Q\n\x0cUpdateThread\x12\x1f.pioneer.v1.UpdateThreadRequest\x1a .pioneer.v1.UpdateThreadResponse\x12T\n\rAppendEntries\x12 .pioneer.v1.AppendEntriesRequest\x1a!.pioneer.v1.AppendEntriesResponse\x12Q\n\x0c\x43ompleteTurn\x12\x1f.pioneer.v1.CompleteTurnRequest\x1a .pioneer.v1.CompleteTurnResponse\x12r\n\x17LoadConversationHistory\x12*.pioneer.v1.LoadConversationHistoryRequest\x1a+.pioneer.v1.LoadConversationHistoryResponse\x12]\n\x10GetThreadSummary\x12#.pioneer.v1.GetThreadSummaryRequest\x1a$.pioneer.v1.GetThreadSummaryResponse\x12N\n\x0b\x43ountTokens\x12\x1e.pioneer.v1.CountTokensRequest\x1a\x1f.pioneer.v1.CountTokensResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n pioneer/v1/history_service.proto\x12\npioneer.v1\x1a google/protobuf/field_mask.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\"R\n\x13\x43reateThreadRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12(\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x18.pioneer.v1.ThreadConfig\":\n\x14\x43reateThreadResponse\x12\"\n\x06thread\x18\x01 \x01(\x0b\x32\x12.pioneer.v1.Thread\"%\n\x10GetThreadRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\"7\n\x11GetThreadResponse\x12\"\n\x06thread\x18\x01 \x01(\x0b\x32\x12.pioneer.v1.Thread\"\x83\x01\n\x13UpdateThreadRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12(\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x18.pioneer.v1.ThreadConfig\x12/\n\x0bupdate_mask\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\":\n\x14UpdateThreadResponse\x12\"\n\x06thread\x18\x01 \x01(\x0b\x32\x12.pioneer.v1.Thread\"n\n\x14\x41ppendEntriesRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12.\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x1d.pioneer.v1.ConversationEntry\x12\x13\n\x0b\x63ounts_only\x18\x03 \x01(\x08\"v\n\x15\x41ppendEntriesResponse\x12.\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1d.pioneer.v1.ConversationEntry\x12\x15\n\rcreated_count\x18\x02 \x01(\x05\x12\x16\n\x0e\x65xisting_count\x18\x03 \x01(\x05\"9\n\x13\x43ompleteTurnRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x0f\n\x07turn_id\x18\x02 \x01(\t\"5\n\x14\x43ompleteTurnResponse\x12\x1d\n\x15\x63ompleted_entry_count\x18\x01 \x01(\x05\"]\n\x1eLoadConversationHistoryRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x17\n\x0f\x65xclude_turn_id\x18\x02 \x01(\t\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\"\x7f\n\x1fLoadConversationHistoryResponse\x12)\n\x08messages\x18\x01 \x03(\x0b\x32\x17.pioneer.v1.ChatMessage\x12\x31\n\x06report\x18\x02 \x01(\x0b\x32!.pioneer.v1.HistoryDecisionReport\",\n\x17GetThreadSummaryRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\"F\n\x18GetThreadSummaryResponse\x12*\n\x07summary\x18\x01 \x01(\x0b\x32\x19.pioneer.v1.ThreadSummary\"N\n\x12\x43ountTokensRequest\x12\r\n\x05texts\x18\x01 \x03(\t\x12)\n\x08messages\x18\x02 \x03(\x0b\x32\x17.pioneer.v1.ChatMessage\"T\n\x13\x43ountTokensResponse\x12\x14\n\x0ctoken_counts\x18\x01 \x03(\x05\x12\x14\n\x0ctotal_tokens\x18\x02 \x01(\x05\x12\x11\n\ttokenizer\x18\x03 \x01(\t2\xcc\x05\n\x0eHistoryService\x12Q\n\x0c\x43reateThread\x12\x1f.pioneer.v1.CreateThreadRequest\x1a .pioneer.v1.CreateThreadResponse\x12H\n\tGetThread\x12\x1c.pioneer.v1.GetThreadRequest\x1a\x1d.pioneer.v1.GetThreadResponse\x12Q\n\x0cUpdateThread\x12\x1f.pioneer.v1.UpdateThreadRequest\x1a .pioneer.v1.UpdateThreadResponse\x12T\n\rAppendEntries\x12 .pioneer.v1.AppendEntriesRequest\x1a!.pioneer.v1.AppendEntriesResponse\x12Q\n\x0c\x43ompleteTurn\x12\x1f.pioneer.v1.CompleteTurnRequest\x1a .pioneer.v1.CompleteTurnResponse\x12r\n\x17LoadConversationHistory\x12*.pioneer.v1.LoadConversationHistoryRequest\x1a+.pioneer.v1.LoadConversationHistoryResponse\x12]\n\x10GetThreadSummary\x12#.pioneer.v1.GetThreadSummaryRequest\x1a$.pioneer.v1.GetThreadSummaryResponse\x12N\n\x0b\x43ountTokens\x12\x1e.pioneer.v1.CountTokensRequest\x1a\x1f.pioneer.v1.CountTokensResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -48,25 +48,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_UPDATETHREADRESPONSE']._serialized_start=505
   _globals['_UPDATETHREADRESPONSE']._serialized_end=563
   _globals['_APPENDENTRIESREQUEST']._serialized_start=565
-  _globals['_APPENDENTRIESREQUEST']._serialized_end=654
-  _globals['_APPENDENTRIESRESPONSE']._serialized_start=656
-  _globals['_APPENDENTRIESRESPONSE']._serialized_end=774
-  _globals['_COMPLETETURNREQUEST']._serialized_start=776
-  _globals['_COMPLETETURNREQUEST']._serialized_end=833
-  _globals['_COMPLETETURNRESPONSE']._serialized_start=835
-  _globals['_COMPLETETURNRESPONSE']._serialized_end=888
-  _globals['_LOADCONVERSATIONHISTORYREQUEST']._serialized_start=890
-  _globals['_LOADCONVERSATIONHISTORYREQUEST']._serialized_end=983
-  _globals['_LOADCONVERSATIONHISTORYRESPONSE']._serialized_start=985
-  _globals['_LOADCONVERSATIONHISTORYRESPONSE']._serialized_end=1112
-  _globals['_GETTHREADSUMMARYREQUEST']._serialized_start=1114
-  _globals['_GETTHREADSUMMARYREQUEST']._serialized_end=1158
-  _globals['_GETTHREADSUMMARYRESPONSE']._serialized_start=1160
-  _globals['_GETTHREADSUMMARYRESPONSE']._serialized_end=1230
-  _globals['_COUNTTOKENSREQUEST']._serialized_start=1232
-  _globals['_COUNTTOKENSREQUEST']._serialized_end=1310
-  _globals['_COUNTTOKENSRESPONSE']._serialized_start=1312
-  _globals['_COUNTTOKENSRESPONSE']._serialized_end=1396
-  _globals['_HISTORYSERVICE']._serialized_start=1399
-  _globals['_HISTORYSERVICE']._serialized_end=2115
+  _globals['_APPENDENTRIESREQUEST']._serialized_end=675
+  _globals['_APPENDENTRIESRESPONSE']._serialized_start=677
+  _globals['_APPENDENTRIESRESPONSE']._serialized_end=795
+  _globals['_COMPLETETURNREQUEST']._serialized_start=797
+  _globals['_COMPLETETURNREQUEST']._serialized_end=854
+  _globals['_COMPLETETURNRESPONSE']._serialized_start=856
+  _globals['_COMPLETETURNRESPONSE']._serialized_end=909
+  _globals['_LOADCONVERSATIONHISTORYREQUEST']._serialized_start=911
+  _globals['_LOADCONVERSATIONHISTORYREQUEST']._serialized_end=1004
+  _globals['_LOADCONVERSATIONHISTORYRESPONSE']._serialized_start=1006
+  _globals['_LOADCONVERSATIONHISTORYRESPONSE']._serialized_end=1133
+  _globals['_GETTHREADSUMMARYREQUEST']._serialized_start=1135
+  _globals['_GETTHREADSUMMARYREQUEST']._serialized_end=1179
+  _globals['_GETTHREADSUMMARYRESPONSE']._serialized_start=1181
+  _globals['_GETTHREADSUMMARYRESPONSE']._serialized_end=1251
+  _globals['_COUNTTOKENSREQUEST']._serialized_start=1253
+  _globals['_COUNTTOKENSREQUEST']._serialized_end=1331
+  _globals['_COUNTTOKENSRESPONSE']._serialized_start=1333
+  _globals['_COUNTTOKENSRESPONSE']._serialized_end=1417
+  _globals['_HISTORYSERVICE']._serialized_start=1420
+  _globals['_HISTORYSERVICE']._serialized_end=2136
 # @@protoc_insertion_point(module_scope)

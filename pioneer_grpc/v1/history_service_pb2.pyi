@@ -52,12 +52,14 @@ class UpdateThreadResponse(_message.Message):
     def __init__(self, thread: _Optional[_Union[_history_pb2.Thread, _Mapping]] = ...) -> None: ...
 
 class AppendEntriesRequest(_message.Message):
-    __slots__ = ("thread_id", "entries")
+    __slots__ = ("thread_id", "entries", "counts_only")
     THREAD_ID_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_ONLY_FIELD_NUMBER: _ClassVar[int]
     thread_id: str
     entries: _containers.RepeatedCompositeFieldContainer[_history_pb2.ConversationEntry]
-    def __init__(self, thread_id: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[_history_pb2.ConversationEntry, _Mapping]]] = ...) -> None: ...
+    counts_only: bool
+    def __init__(self, thread_id: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[_history_pb2.ConversationEntry, _Mapping]]] = ..., counts_only: _Optional[bool] = ...) -> None: ...
 
 class AppendEntriesResponse(_message.Message):
     __slots__ = ("entries", "created_count", "existing_count")

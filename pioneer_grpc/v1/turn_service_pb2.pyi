@@ -11,7 +11,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class PrepareTurnRequest(_message.Message):
-    __slots__ = ("thread_id", "turn_id", "new_entries", "compile_input", "tools", "tool_choice", "parallel_tool_calls", "model", "temperature", "max_tokens", "reasoning", "provider", "render_options")
+    __slots__ = ("thread_id", "turn_id", "new_entries", "compile_input", "tools", "tool_choice", "parallel_tool_calls", "model", "temperature", "max_tokens", "reasoning", "provider", "render_options", "provider_body_only")
     THREAD_ID_FIELD_NUMBER: _ClassVar[int]
     TURN_ID_FIELD_NUMBER: _ClassVar[int]
     NEW_ENTRIES_FIELD_NUMBER: _ClassVar[int]
@@ -25,6 +25,7 @@ class PrepareTurnRequest(_message.Message):
     REASONING_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_FIELD_NUMBER: _ClassVar[int]
     RENDER_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_BODY_ONLY_FIELD_NUMBER: _ClassVar[int]
     thread_id: str
     turn_id: str
     new_entries: _containers.RepeatedCompositeFieldContainer[_history_pb2.ConversationEntry]
@@ -38,7 +39,8 @@ class PrepareTurnRequest(_message.Message):
     reasoning: _chat_pb2.Reasoning
     provider: _provider_service_pb2.Provider
     render_options: _provider_service_pb2.RenderOptions
-    def __init__(self, thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., new_entries: _Optional[_Iterable[_Union[_history_pb2.ConversationEntry, _Mapping]]] = ..., compile_input: _Optional[_Union[_prompt_pb2.PromptCompileInput, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[_chat_pb2.ToolDefinition, _Mapping]]] = ..., tool_choice: _Optional[_Union[_chat_pb2.ToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., model: _Optional[str] = ..., temperature: _Optional[float] = ..., max_tokens: _Optional[int] = ..., reasoning: _Optional[_Union[_chat_pb2.Reasoning, _Mapping]] = ..., provider: _Optional[_Union[_provider_service_pb2.Provider, str]] = ..., render_options: _Optional[_Union[_provider_service_pb2.RenderOptions, _Mapping]] = ...) -> None: ...
+    provider_body_only: bool
+    def __init__(self, thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., new_entries: _Optional[_Iterable[_Union[_history_pb2.ConversationEntry, _Mapping]]] = ..., compile_input: _Optional[_Union[_prompt_pb2.PromptCompileInput, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[_chat_pb2.ToolDefinition, _Mapping]]] = ..., tool_choice: _Optional[_Union[_chat_pb2.ToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., model: _Optional[str] = ..., temperature: _Optional[float] = ..., max_tokens: _Optional[int] = ..., reasoning: _Optional[_Union[_chat_pb2.Reasoning, _Mapping]] = ..., provider: _Optional[_Union[_provider_service_pb2.Provider, str]] = ..., render_options: _Optional[_Union[_provider_service_pb2.RenderOptions, _Mapping]] = ..., provider_body_only: _Optional[bool] = ...) -> None: ...
 
 class PrepareTurnResponse(_message.Message):
     __slots__ = ("chat_request", "history_report", "manifest", "manifest_event_id", "provider_body_json", "provider_path", "provider_notices")

@@ -54,6 +54,9 @@ class TurnServiceServicer:
         gets a synthesized result (reported in history_report); calls of the turn's
         latest assistant entry still without a result are FAILED_PRECONDITION
         (reason TOOL_RESULTS_PENDING; append their results, then retry).
+        Safe to retry: entries are idempotent by entry_id, and a repeat of the same
+        compile for the same turn returns the turn's existing manifest event
+        instead of publishing another.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

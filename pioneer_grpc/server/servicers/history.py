@@ -7,8 +7,12 @@ import grpc
 from pioneer_grpc.history.tokens import TOKENIZER
 from pioneer_grpc.service import history as history_ops
 from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from pioneer_grpc.v1 import history_service_pb2_grpc
+from pioneer_grpc.wire import repeated_records
+
+MESSAGES_FIELD = pb.LoadConversationHistoryResponse.DESCRIPTOR.fields_by_name["messages"].number
 
 
 class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
@@ -37,7 +41,9 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
     async def AppendEntries(
         self, request: pb.AppendEntriesRequest, context: grpc.aio.ServicerContext
     ) -> pb.AppendEntriesResponse:
-        outcome = await history_ops.append_entries(self.ctx, request.thread_id, list(request.entries))
+        outcome = await history_ops.append_entries(
+            self.ctx, request.thread_id, list(request.entries), with_entries=not request.counts_only
+        )
         return pb.AppendEntriesResponse(
             entries=outcome.entries,
             created_count=outcome.created_count,
@@ -52,11 +58,15 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
 
     async def LoadConversationHistory(
         self, request: pb.LoadConversationHistoryRequest, context: grpc.aio.ServicerContext
-    ) -> pb.LoadConversationHistoryResponse:
-        messages, report = await history_ops.load_history(
+    ) -> bytes | pb.LoadConversationHistoryResponse:
+        """A shared full load is answered as bytes: its messages were encoded once (pioneer_grpc/wire.py)."""
+        result = await history_ops.load_history_result(
             self.ctx, request.thread_id, request.exclude_turn_id, request.dry_run
         )
-        return pb.LoadConversationHistoryResponse(messages=messages, report=report)
+        if isinstance(result, CachedLoad):
+            report = pb.LoadConversationHistoryResponse(report=result.result.report).SerializeToString()
+            return report + repeated_records(MESSAGES_FIELD, result.encoded_messages)
+        return pb.LoadConversationHistoryResponse(messages=result.messages, report=result.report)
 
     async def GetThreadSummary(
         self, request: pb.GetThreadSummaryRequest, context: grpc.aio.ServicerContext

@@ -1,4 +1,8 @@
-"""TurnService: prepare a whole provider round in one call (service/turn.py)."""
+"""TurnService: prepare a whole provider round in one call (service/turn.py).
+
+The answer is written as bytes (see pioneer_grpc/wire.py): the response's small
+fields encoded here, then the ChatRequest the round joined from encoded parts.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,9 @@ import grpc
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.turn import prepare_turn
 from pioneer_grpc.v1 import provider_service_pb2, turn_service_pb2, turn_service_pb2_grpc
+from pioneer_grpc.wire import field_record
+
+CHAT_REQUEST_FIELD = turn_service_pb2.PrepareTurnResponse.DESCRIPTOR.fields_by_name["chat_request"].number
 
 
 class TurnServicer(turn_service_pb2_grpc.TurnServiceServicer):
@@ -15,12 +22,11 @@ class TurnServicer(turn_service_pb2_grpc.TurnServiceServicer):
 
     async def PrepareTurn(
         self, request: turn_service_pb2.PrepareTurnRequest, context: grpc.aio.ServicerContext
-    ) -> turn_service_pb2.PrepareTurnResponse:
+    ) -> bytes:
         prepared = await prepare_turn(self.ctx, request)
         response = turn_service_pb2.PrepareTurnResponse(
-            chat_request=prepared.chat_request,
             history_report=prepared.history_report,
-            manifest=prepared.chat_request.compiled_prompt.manifest,
+            manifest=prepared.manifest,
             manifest_event_id=prepared.manifest_event_id,
         )
         if prepared.rendered is not None:
@@ -30,4 +36,7 @@ class TurnServicer(turn_service_pb2_grpc.TurnServiceServicer):
                 provider_service_pb2.RenderNotice(code=n.code, message=n.message, field=n.field)
                 for n in prepared.rendered.notices
             )
-        return response
+        encoded = response.SerializeToString()
+        if request.provider_body_only:
+            return encoded
+        return encoded + field_record(CHAT_REQUEST_FIELD, prepared.encoded_chat_request())

@@ -1682,11 +1682,15 @@ pub struct AppendEntriesRequest {
     pub thread_id: ::prost::alloc::string::String,
     #[prost(message, repeated, tag = "2")]
     pub entries: ::prost::alloc::vec::Vec<ConversationEntry>,
+    /// Ask for less: answer with the counts only, without echoing the stored entries.
+    #[prost(bool, tag = "3")]
+    pub counts_only: bool,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct AppendEntriesResponse {
-    /// The stored entries, in request order, with their output-only fields.
+    /// The stored entries, in request order, with their output-only fields
+    /// (empty when the request asked for counts_only).
     #[prost(message, repeated, tag = "1")]
     pub entries: ::prost::alloc::vec::Vec<ConversationEntry>,
     #[prost(int32, tag = "2")]
@@ -2880,10 +2884,16 @@ pub struct PrepareTurnRequest {
     pub provider: i32,
     #[prost(message, optional, tag = "13")]
     pub render_options: ::core::option::Option<RenderOptions>,
+    /// Ask for less: with a provider named, the response leaves chat_request out
+    /// (the provider body is what the loop sends); the report, the manifest and
+    /// the event id are still returned. Without a provider: INVALID_ARGUMENT.
+    #[prost(bool, tag = "14")]
+    pub provider_body_only: bool,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct PrepareTurnResponse {
+    /// Unset when the request asked for provider_body_only.
     #[prost(message, optional, tag = "1")]
     pub chat_request: ::core::option::Option<ChatRequest>,
     #[prost(message, optional, tag = "2")]
@@ -3001,6 +3011,9 @@ pub mod turn_service_client {
         /// gets a synthesized result (reported in history_report); calls of the turn's
         /// latest assistant entry still without a result are FAILED_PRECONDITION
         /// (reason TOOL_RESULTS_PENDING; append their results, then retry).
+        /// Safe to retry: entries are idempotent by entry_id, and a repeat of the same
+        /// compile for the same turn returns the turn's existing manifest event
+        /// instead of publishing another.
         pub async fn prepare_turn(
             &mut self,
             request: impl tonic::IntoRequest<super::PrepareTurnRequest>,

@@ -313,9 +313,11 @@ func (x *UpdateThreadResponse) GetThread() *Thread {
 }
 
 type AppendEntriesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ThreadId      string                 `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
-	Entries       []*ConversationEntry   `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ThreadId string                 `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	Entries  []*ConversationEntry   `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
+	// Ask for less: answer with the counts only, without echoing the stored entries.
+	CountsOnly    bool `protobuf:"varint,3,opt,name=counts_only,json=countsOnly,proto3" json:"counts_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -364,9 +366,17 @@ func (x *AppendEntriesRequest) GetEntries() []*ConversationEntry {
 	return nil
 }
 
+func (x *AppendEntriesRequest) GetCountsOnly() bool {
+	if x != nil {
+		return x.CountsOnly
+	}
+	return false
+}
+
 type AppendEntriesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The stored entries, in request order, with their output-only fields.
+	// The stored entries, in request order, with their output-only fields
+	// (empty when the request asked for counts_only).
 	Entries      []*ConversationEntry `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
 	CreatedCount int32                `protobuf:"varint,2,opt,name=created_count,json=createdCount,proto3" json:"created_count,omitempty"`
 	// Entries that already existed with identical content.
@@ -860,10 +870,12 @@ const file_pioneer_v1_history_service_proto_rawDesc = "" +
 	"\vupdate_mask\x18\x03 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
 	"updateMask\"B\n" +
 	"\x14UpdateThreadResponse\x12*\n" +
-	"\x06thread\x18\x01 \x01(\v2\x12.pioneer.v1.ThreadR\x06thread\"l\n" +
+	"\x06thread\x18\x01 \x01(\v2\x12.pioneer.v1.ThreadR\x06thread\"\x8d\x01\n" +
 	"\x14AppendEntriesRequest\x12\x1b\n" +
 	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x127\n" +
-	"\aentries\x18\x02 \x03(\v2\x1d.pioneer.v1.ConversationEntryR\aentries\"\x9c\x01\n" +
+	"\aentries\x18\x02 \x03(\v2\x1d.pioneer.v1.ConversationEntryR\aentries\x12\x1f\n" +
+	"\vcounts_only\x18\x03 \x01(\bR\n" +
+	"countsOnly\"\x9c\x01\n" +
 	"\x15AppendEntriesResponse\x127\n" +
 	"\aentries\x18\x01 \x03(\v2\x1d.pioneer.v1.ConversationEntryR\aentries\x12#\n" +
 	"\rcreated_count\x18\x02 \x01(\x05R\fcreatedCount\x12%\n" +

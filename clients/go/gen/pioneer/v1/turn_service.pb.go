@@ -39,8 +39,12 @@ type PrepareTurnRequest struct {
 	// When set, the rendered body for this provider is returned too.
 	Provider      Provider       `protobuf:"varint,12,opt,name=provider,proto3,enum=pioneer.v1.Provider" json:"provider,omitempty"`
 	RenderOptions *RenderOptions `protobuf:"bytes,13,opt,name=render_options,json=renderOptions,proto3" json:"render_options,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Ask for less: with a provider named, the response leaves chat_request out
+	// (the provider body is what the loop sends); the report, the manifest and
+	// the event id are still returned. Without a provider: INVALID_ARGUMENT.
+	ProviderBodyOnly bool `protobuf:"varint,14,opt,name=provider_body_only,json=providerBodyOnly,proto3" json:"provider_body_only,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PrepareTurnRequest) Reset() {
@@ -164,8 +168,16 @@ func (x *PrepareTurnRequest) GetRenderOptions() *RenderOptions {
 	return nil
 }
 
+func (x *PrepareTurnRequest) GetProviderBodyOnly() bool {
+	if x != nil {
+		return x.ProviderBodyOnly
+	}
+	return false
+}
+
 type PrepareTurnResponse struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unset when the request asked for provider_body_only.
 	ChatRequest     *ChatRequest           `protobuf:"bytes,1,opt,name=chat_request,json=chatRequest,proto3" json:"chat_request,omitempty"`
 	HistoryReport   *HistoryDecisionReport `protobuf:"bytes,2,opt,name=history_report,json=historyReport,proto3" json:"history_report,omitempty"`
 	Manifest        *PromptManifest        `protobuf:"bytes,3,opt,name=manifest,proto3" json:"manifest,omitempty"`
@@ -264,7 +276,7 @@ var File_pioneer_v1_turn_service_proto protoreflect.FileDescriptor
 const file_pioneer_v1_turn_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1dpioneer/v1/turn_service.proto\x12\n" +
-	"pioneer.v1\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\x1a\x17pioneer/v1/prompt.proto\x1a!pioneer/v1/provider_service.proto\"\xb0\x05\n" +
+	"pioneer.v1\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\x1a\x17pioneer/v1/prompt.proto\x1a!pioneer/v1/provider_service.proto\"\xde\x05\n" +
 	"\x12PrepareTurnRequest\x12\x1b\n" +
 	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12\x17\n" +
 	"\aturn_id\x18\x02 \x01(\tR\x06turnId\x12>\n" +
@@ -282,7 +294,8 @@ const file_pioneer_v1_turn_service_proto_rawDesc = "" +
 	" \x01(\x05H\x02R\tmaxTokens\x88\x01\x01\x123\n" +
 	"\treasoning\x18\v \x01(\v2\x15.pioneer.v1.ReasoningR\treasoning\x120\n" +
 	"\bprovider\x18\f \x01(\x0e2\x14.pioneer.v1.ProviderR\bprovider\x12@\n" +
-	"\x0erender_options\x18\r \x01(\v2\x19.pioneer.v1.RenderOptionsR\rrenderOptionsB\x16\n" +
+	"\x0erender_options\x18\r \x01(\v2\x19.pioneer.v1.RenderOptionsR\rrenderOptions\x12,\n" +
+	"\x12provider_body_only\x18\x0e \x01(\bR\x10providerBodyOnlyB\x16\n" +
 	"\x14_parallel_tool_callsB\x0e\n" +
 	"\f_temperatureB\r\n" +
 	"\v_max_tokens\"\x97\x03\n" +

@@ -35,6 +35,9 @@ type TurnServiceClient interface {
 	// gets a synthesized result (reported in history_report); calls of the turn's
 	// latest assistant entry still without a result are FAILED_PRECONDITION
 	// (reason TOOL_RESULTS_PENDING; append their results, then retry).
+	// Safe to retry: entries are idempotent by entry_id, and a repeat of the same
+	// compile for the same turn returns the turn's existing manifest event
+	// instead of publishing another.
 	PrepareTurn(ctx context.Context, in *PrepareTurnRequest, opts ...grpc.CallOption) (*PrepareTurnResponse, error)
 }
 
@@ -69,6 +72,9 @@ type TurnServiceServer interface {
 	// gets a synthesized result (reported in history_report); calls of the turn's
 	// latest assistant entry still without a result are FAILED_PRECONDITION
 	// (reason TOOL_RESULTS_PENDING; append their results, then retry).
+	// Safe to retry: entries are idempotent by entry_id, and a repeat of the same
+	// compile for the same turn returns the turn's existing manifest event
+	// instead of publishing another.
 	PrepareTurn(context.Context, *PrepareTurnRequest) (*PrepareTurnResponse, error)
 	mustEmbedUnimplementedTurnServiceServer()
 }

@@ -1,0 +1,158 @@
+"""The statements of one PrepareTurn round, all inside the caller's one transaction (store/runner.py).
+
+Order (the same on SQLite and PostgreSQL, and the same lock order as appends and
+the recorder: thread row, turn row, then the event lock):
+
+    locked = lock_thread(conn, thread_id)          # NotFound; serialises the thread's rounds
+    turn = lock_turn(conn, thread_id, turn_id)     # store.turns: creates or locks the turn
+    created = insert_turn_entries(conn, ...)       # one INSERT for the batch
+    ... the history load and the manifest record on the same connection ...
+    current = turn_entries_lean(conn, thread_id, turn_id)
+
+On SQLite the first statement is a write (a no-op UPDATE), so the transaction
+holds the write lock from its start: a concurrent writer, in another process too,
+waits on the busy timeout instead of failing on a stale read snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.engine import Connection
+
+from pioneer_grpc.errors import AlreadyExists, FailedPrecondition, NotFound
+from pioneer_grpc.history.entry_rules import StoredCalls, named_call_ids
+from pioneer_grpc.store.clock import now
+from pioneer_grpc.store.entries import LOAD_COLUMNS, NewEntry, entry_values, loaded_entry
+from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow
+from pioneer_grpc.store.turns import TurnRecord, insert
+from pioneer_grpc.v1 import history_pb2
+
+
+@dataclass(frozen=True)
+class LockedThread:
+    model: str
+
+
+def lock_thread(conn: Connection, thread_id: str) -> LockedThread:
+    """The thread's model, with its row locked for the transaction; NotFound for an unknown thread."""
+    query: Any
+    if conn.dialect.name == "postgresql":
+        query = select(ThreadRow.model).where(ThreadRow.thread_id == thread_id).with_for_update()
+    else:
+        query = (
+            update(ThreadRow)
+            .where(ThreadRow.thread_id == thread_id)
+            .values(updated_at=ThreadRow.updated_at)
+            .returning(ThreadRow.model)
+        )
+    row = (conn.execute(query)).first()
+    if row is None:
+        raise NotFound(f"thread {thread_id!r} does not exist")
+    return LockedThread(model=row.model)
+
+
+def stored_calls(
+    conn: Connection, thread_id: str, entries: Sequence[history_pb2.ConversationEntry]
+) -> StoredCalls:
+    """What the batch's tool calls and results are checked against (as `store.entries.stored_calls`)."""
+    turn_ids = list(dict.fromkeys(e.turn_id for e in entries))
+    stored = StoredCalls()
+    rows = conn.execute(
+        select(*LOAD_COLUMNS)
+        .where(EntryRow.thread_id == thread_id, EntryRow.turn_id.in_(turn_ids))
+        .order_by(EntryRow.id)
+    )
+    for row in rows:
+        entry = loaded_entry(row)
+        stored.turns.setdefault(entry.turn_id, []).append(entry)
+    wanted = {e.entry_id for e in entries}
+    stored.stored_entry_ids = {e.entry_id for turn in stored.turns.values() for e in turn} & wanted
+    call_ids = named_call_ids(entries)
+    if call_ids:
+        calls = conn.execute(
+            select(ToolCallRow.call_id, ToolCallRow.entry_id).where(
+                ToolCallRow.thread_id == thread_id, ToolCallRow.call_id.in_(call_ids)
+            )
+        )
+        stored.thread_calls = {row.call_id: row.entry_id for row in calls}
+    return stored
+
+
+def insert_turn_entries(
+    conn: Connection,
+    thread_id: str,
+    turn_id: str,
+    turn: TurnRecord,
+    new_entries: Sequence[NewEntry],
+    tokenizer: str,
+    check: Callable[[StoredCalls], None],
+) -> int:
+    """Stores the turn's new entries (idempotent by entry_id); returns how many were created.
+
+    Unless every entry is stored already (a repeat, checked when first appended),
+    `check` sees what the store holds for the batch's tool calls before anything
+    is inserted, and raises to reject. A repeat must carry the stored content
+    hash (AlreadyExists otherwise); a new entry for a completed turn is refused
+    (FailedPrecondition). Each rolls the caller's transaction back.
+    """
+    if not new_entries:
+        return 0
+    stored = stored_calls(conn, thread_id, [new.entry for new in new_entries])
+    if len(stored.stored_entry_ids) < len({new.entry.entry_id for new in new_entries}):
+        check(stored)
+    moment = now()
+    statement = (
+        insert(conn, EntryRow)
+        .values([entry_values(thread_id, new, tokenizer, moment) for new in new_entries])
+        .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
+        .returning(EntryRow.entry_id)
+    )
+    created = {row.entry_id for row in conn.execute(statement)}
+    repeats = [new for new in new_entries if new.entry.entry_id not in created]
+    if repeats:
+        _check_repeats(conn, thread_id, repeats)
+    if created and turn.status == history_pb2.TURN_STATUS_COMPLETED:
+        first = next(new.entry.entry_id for new in new_entries if new.entry.entry_id in created)
+        raise FailedPrecondition(f"turn {turn_id!r} is completed; entry {first!r} belongs to a new turn")
+    if created:
+        touch = update(ThreadRow).where(ThreadRow.thread_id == thread_id).values(updated_at=moment)
+        conn.execute(touch)
+        calls = [
+            {"thread_id": thread_id, "call_id": call.id, "entry_id": new.entry.entry_id}
+            for new in new_entries
+            if new.entry.entry_id in created
+            for call in new.entry.tool_calls
+        ]
+        if calls:
+            conn.execute(
+                insert(conn, ToolCallRow)
+                .values(calls)
+                .on_conflict_do_nothing(index_elements=["thread_id", "call_id"])
+            )
+    return len(created)
+
+
+def _check_repeats(conn: Connection, thread_id: str, repeats: Sequence[NewEntry]) -> None:
+    query = select(EntryRow.entry_id, EntryRow.content_hash).where(
+        EntryRow.thread_id == thread_id, EntryRow.entry_id.in_([new.entry.entry_id for new in repeats])
+    )
+    stored = {row.entry_id: row.content_hash for row in conn.execute(query)}
+    for new in repeats:
+        if stored.get(new.entry.entry_id) != new.content_hash:
+            raise AlreadyExists(
+                f"entry {new.entry.entry_id!r} already exists in thread {thread_id!r} with different content"
+            )
+
+
+def turn_entries_lean(conn: Connection, thread_id: str, turn_id: str) -> list[history_pb2.ConversationEntry]:
+    """The turn's entries so far, oldest first, with what a message needs (as a history load reads them)."""
+    query = (
+        select(*LOAD_COLUMNS)
+        .where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
+        .order_by(EntryRow.id)
+    )
+    return [loaded_entry(row) for row in conn.execute(query)]

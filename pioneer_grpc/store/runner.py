@@ -1,0 +1,75 @@
+"""Run a whole transaction as one synchronous function: one thread hop on SQLite, none on PostgreSQL.
+
+A PrepareTurn round is a dozen statements. Through aiosqlite each statement
+costs several hand-offs between the event loop and the driver's thread, and on a
+busy machine each hand-off waits for a time slice; so on SQLite the round runs
+as one function in a thread that owns a plain (synchronous) sqlite3 connection
+to the same file: one hand-off for the round. On PostgreSQL the same function
+runs through SQLAlchemy's `run_sync` on an asyncpg connection, on the event loop.
+
+    runner = TransactionRunner.for_engine(engine)
+    result = await runner.transact(prepare, work)    # prepare() -> p, then work(conn, p) in one transaction
+
+`prepare` is blocking work that must happen before the transaction (a compile
+reading files): on SQLite it runs in the same thread just before, on PostgreSQL
+in a worker thread.
+
+The SQLite connection is a second connection to the store in this process; the
+two (and those of other worker processes) meet on SQLite's lock with the busy
+timeout, as separate processes always do. Every write transaction starts with a
+write, so none fails on a stale read snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from sqlalchemy import create_engine
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pioneer_grpc.store.engine import sqlite_pragmas
+
+P = TypeVar("P")
+R = TypeVar("R")
+
+
+class TransactionRunner:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self._sync: Engine | None = None
+        self._thread: ThreadPoolExecutor | None = None
+        if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+            url = engine.url.set(drivername="sqlite")
+            self._sync = create_engine(
+                url, connect_args={"timeout": 30, "check_same_thread": False}, pool_size=1, max_overflow=0
+            )
+            sqlite_pragmas(self._sync)
+            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pioneer-sqlite-round")
+
+    async def transact(self, prepare: Callable[[], P], work: Callable[[Connection, P], R]) -> R:
+        """`work(conn, prepare())`, committed when it returns, rolled back when it raises."""
+        if self._sync is None:
+            prepared = await asyncio.to_thread(prepare)
+            async with self._engine.begin() as conn:
+                return await conn.run_sync(work, prepared)
+        sync = self._sync
+
+        def run() -> R:
+            prepared = prepare()
+            with sync.begin() as conn:
+                return work(conn, prepared)
+
+        # In the caller's context (the RPC's trace span, as asyncio.to_thread would do).
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self._thread, context.run, run)
+
+    async def close(self) -> None:
+        if self._thread is not None:
+            self._thread.shutdown(wait=True)
+        if self._sync is not None:
+            self._sync.dispose()

@@ -1,0 +1,207 @@
+"""A PrepareTurn round leaves the store exactly as the separate use cases it replaced did.
+
+The reference is the composition PrepareTurn was before it became one
+transaction: append the turn's entries, load the history leaving the turn out,
+record the compile's manifest on the turn. Both run on twin threads of one
+server (SQLite and PostgreSQL); every row they leave behind is compared, with
+ids and clocks left out and the thread id normalised.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from google.protobuf import json_format, struct_pb2
+from sqlalchemy import select
+
+from pioneer_grpc.history.render import to_chat_message
+from pioneer_grpc.service import history as history_ops
+from pioneer_grpc.store.models import EntryRow, ManifestEventRow, ThreadRow, TurnRow
+from pioneer_grpc.v1 import (
+    chat_pb2,
+    common_pb2,
+    history_pb2,
+    history_service_pb2,
+    prompt_pb2,
+    turn_service_pb2,
+)
+from tests.turn.test_prepare_turn import Client, compile_input
+
+REFERENCE, ROUND = "thread-reference", "thread-round"
+
+
+def entries_of_round(n: int) -> list[history_pb2.ConversationEntry]:
+    """Round n of turn "t1": the user's message, then a tool call and its result."""
+    if n == 1:
+        return [history_pb2.ConversationEntry(entry_id="t1-u", role=1, content="What is in notes.md?")]
+    call = common_pb2.ToolCall(id="call-1", name="read_file", arguments='{"path": "notes.md"}')
+    return [
+        history_pb2.ConversationEntry(entry_id="t1-call", role=2, content="Reading it.", tool_calls=[call]),
+        history_pb2.ConversationEntry(
+            entry_id="t1-result",
+            role=3,
+            tool_call_id="call-1",
+            name="read_file",
+            content="buy milk",
+            artifact_refs=[common_pb2.ArtifactRef(artifact_id="a1", display_name="notes.md", kind="text")],
+        ),
+    ]
+
+
+def tool() -> chat_pb2.ToolDefinition:
+    params = struct_pb2.Struct()
+    params.update({"type": "object", "properties": {"path": {"type": "string"}}})
+    return chat_pb2.ToolDefinition(name="read_file", description="Read a file", parameters=params)
+
+
+async def seed(c: Client, thread_id: str) -> None:
+    await c.thread(thread_id, model="m", max_context_tokens=50_000)
+    for n in range(3):
+        turn = f"seed-{n}"
+        call = common_pb2.ToolCall(id=f"c{n}", name="read_file", arguments="{}")
+        await c.history.AppendEntries(
+            history_service_pb2.AppendEntriesRequest(
+                thread_id=thread_id,
+                entries=[
+                    history_pb2.ConversationEntry(
+                        entry_id=f"{turn}-u", turn_id=turn, role=1, content=f"q{n}"
+                    ),
+                    history_pb2.ConversationEntry(
+                        entry_id=f"{turn}-c", turn_id=turn, role=2, tool_calls=[call], content=""
+                    ),
+                    history_pb2.ConversationEntry(
+                        entry_id=f"{turn}-r", turn_id=turn, role=3, tool_call_id=f"c{n}", content=f"r{n}"
+                    ),
+                    history_pb2.ConversationEntry(
+                        entry_id=f"{turn}-a", turn_id=turn, role=2, content=f"a{n}"
+                    ),
+                ],
+            )
+        )
+        await c.history.CompleteTurn(
+            history_service_pb2.CompleteTurnRequest(thread_id=thread_id, turn_id=turn)
+        )
+
+
+async def reference_round(server, n: int, compiled: prompt_pb2.CompiledPromptPayload) -> list[Any]:
+    """The round as separate use cases; returns the ChatRequest messages it would send."""
+    ctx = server.ctx
+    entries = []
+    for entry in entries_of_round(n):
+        stored = history_pb2.ConversationEntry()
+        stored.CopyFrom(entry)
+        stored.turn_id = "t1"
+        entries.append(stored)
+    await history_ops.append_entries(ctx, REFERENCE, entries)
+    history, _ = await history_ops.load_history(ctx, REFERENCE, exclude_turn_id="t1")
+    await ctx.manifests.record(REFERENCE, "t1", compiled.manifest)
+    async with ctx.sessions() as session:
+        from pioneer_grpc.store.entries import turn_entries
+
+        current = await turn_entries(session, REFERENCE, "t1")
+    return [*history, *(to_chat_message(e) for e in current)]
+
+
+def normalised(value: Any, thread_id: str) -> Any:
+    return json.loads(json.dumps(value, default=str).replace(thread_id, "THREAD"))
+
+
+async def rows(server, thread_id: str) -> dict[str, Any]:
+    async with server.ctx.sessions() as session:
+        thread = (
+            await session.execute(select(ThreadRow).where(ThreadRow.thread_id == thread_id))
+        ).scalar_one()
+        turns = (
+            await session.scalars(
+                select(TurnRow).where(TurnRow.thread_id == thread_id).order_by(TurnRow.turn_id)
+            )
+        ).all()
+        entries = (
+            await session.scalars(
+                select(EntryRow).where(EntryRow.thread_id == thread_id).order_by(EntryRow.id)
+            )
+        ).all()
+        events = (
+            await session.scalars(
+                select(ManifestEventRow)
+                .where(ManifestEventRow.thread_id == thread_id)
+                .order_by(ManifestEventRow.id)
+            )
+        ).all()
+    event_ids = {event.id: i for i, event in enumerate(events)}
+    skip = {"id", "thread_id", "created_at", "updated_at", "manifest_event_id", "manifest_pb"}
+
+    def plain(row: Any) -> dict[str, Any]:
+        return {k: v for k, v in vars(row).items() if not k.startswith("_") and k not in skip}
+
+    return normalised(
+        {
+            "thread": plain(thread),
+            "turns": [
+                {**plain(t), "event": None if t.manifest_event_id is None else event_ids[t.manifest_event_id]}
+                for t in turns
+            ],
+            "entries": [plain(e) for e in entries],
+            "events": [
+                {
+                    "turn_id": e.turn_id,
+                    "manifest": json_format.MessageToDict(
+                        prompt_pb2.PromptManifest.FromString(e.manifest_pb)
+                    ),
+                }
+                for e in events
+            ],
+        },
+        thread_id,
+    )
+
+
+async def test_a_round_leaves_the_rows_the_separate_use_cases_left(pg_server):
+    c = Client(pg_server)
+    for thread_id in (REFERENCE, ROUND):
+        await seed(c, thread_id)
+    for n, extra in ((1, "Date: 2026-11-29"), (2, "Date: 2026-11-30")):
+        request = turn_service_pb2.PrepareTurnRequest(
+            thread_id=ROUND,
+            turn_id="t1",
+            new_entries=entries_of_round(n),
+            compile_input=compile_input(extra),
+            tools=[tool()],
+        )
+        response = await c.turns.PrepareTurn(request)
+        compiled = pg_server.ctx.compile_cache.compile(compile_input(extra), pg_server.ctx.config.homes)
+        expected_messages = await reference_round(pg_server, n, compiled)
+        assert list(response.chat_request.messages) == expected_messages
+        assert response.history_report.entries_kept == 12
+    assert await rows(pg_server, ROUND) == await rows(pg_server, REFERENCE)
+
+
+async def test_a_retried_round_returns_the_same_event_and_publishes_no_other(pg_server):
+    c = Client(pg_server)
+    await seed(c, ROUND)
+
+    def request(extra: str) -> turn_service_pb2.PrepareTurnRequest:
+        return turn_service_pb2.PrepareTurnRequest(
+            thread_id=ROUND, turn_id="t1", new_entries=entries_of_round(1), compile_input=compile_input(extra)
+        )
+
+    first = await c.turns.PrepareTurn(request("a"))
+    again = await c.turns.PrepareTurn(request("a"))
+    assert again.manifest_event_id == first.manifest_event_id
+    assert again.chat_request == first.chat_request
+    other = await c.turns.PrepareTurn(request("b"))
+    back = await c.turns.PrepareTurn(request("a"))
+    # The turn keeps the latest compile: going back to the first is a new event.
+    assert len({first.manifest_event_id, other.manifest_event_id, back.manifest_event_id}) == 3
+    state = await rows(pg_server, ROUND)
+    assert [e["turn_id"] for e in state["events"]] == ["t1", "t1", "t1"]
+    assert [t["event"] for t in state["turns"] if t["turn_id"] == "t1"] == [2]
+
+
+async def test_a_repeated_compile_on_a_turn_is_one_event(pg_server):
+    compiled = pg_server.ctx.compile_cache.compile(compile_input(), pg_server.ctx.config.homes)
+    first = await pg_server.ctx.manifests.record("t", "turn-1", compiled.manifest)
+    assert await pg_server.ctx.manifests.record("t", "turn-1", compiled.manifest) == first
+    async with pg_server.ctx.sessions() as session:
+        assert len((await session.scalars(select(ManifestEventRow.id))).all()) == 1
