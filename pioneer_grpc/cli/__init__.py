@@ -39,6 +39,7 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     serve.add_argument("--log-format", help="text (default) or json: one JSON object per line")
     serve.add_argument("--otlp-endpoint", help="export traces over OTLP/gRPC, e.g. http://127.0.0.1:4317")
     serve.add_argument("--metrics-listen", help="serve Prometheus metrics on HOST:PORT (default: off)")
+    serve.add_argument("--workers", help="processes serving the one port: a number, or auto (one per core)")
     serve.set_defaults(func=_serve)
 
 
@@ -66,6 +67,14 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"pioneer-grpc: configuration error: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(level=config.log_level, handlers=[log_handler(config.log_format)])
+    if config.workers > 1:
+        from pioneer_grpc.server.workers import serve_workers
+
+        try:
+            return serve_workers(config)
+        except OSError as exc:
+            print(f"pioneer-grpc: cannot start: {exc}", file=sys.stderr)
+            return 1
     try:
         return asyncio.run(_run_until_signal(flags, args.config))
     except OSError as exc:

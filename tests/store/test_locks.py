@@ -59,3 +59,53 @@ async def test_postgres_lock_holds_across_engines():
         finally:
             await one.dispose()
             await two.dispose()
+
+
+async def test_sqlite_lock_holds_across_processes(tmp_path):
+    """Workers of `serve --workers N` share a SQLite file: one compresses a thread at a time."""
+    import sys
+
+    from pioneer_grpc.store.locks import FILE_LOCKS
+
+    database = tmp_path / "l.db"
+    engine = create_engine(f"sqlite+aiosqlite:///{database}")
+    offset = advisory_key("t") & 0x7FFFFFFF
+    holder = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "import sys, fcntl, os\n"
+        f"fd = os.open({str(database) + '.thread-locks'!r}, os.O_RDWR | os.O_CREAT)\n"
+        f"fcntl.lockf(fd, fcntl.LOCK_EX, 1, {offset})\n"
+        "print('held', flush=True)\n"
+        "sys.stdin.readline()\n",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert holder.stdout is not None and holder.stdin is not None
+    assert await holder.stdout.readline() == b"held\n"
+    async with compression_lock(engine, "t", 0.3) as held:
+        assert not held
+    async with compression_lock(engine, "another thread", 0.3) as held:
+        assert held
+    holder.stdin.write(b"done\n")
+    await holder.wait()
+    async with compression_lock(engine, "t", 5) as held:
+        assert held
+        assert not await asyncio.to_thread(_locked_elsewhere, str(database) + ".thread-locks", offset)
+    assert FILE_LOCKS.try_lock(str(database) + ".thread-locks", offset)
+    FILE_LOCKS.unlock(str(database) + ".thread-locks", offset)
+    await engine.dispose()
+
+
+def _locked_elsewhere(path: str, offset: int) -> bool:
+    """Whether another process can take the byte: False while this process holds it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import fcntl, os, sys\n"
+        f"fd = os.open({path!r}, os.O_RDWR)\n"
+        f"try:\n    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, {offset})\n"
+        "except BlockingIOError:\n    sys.exit(1)\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
