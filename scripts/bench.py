@@ -2,13 +2,18 @@
 
 Every server is a `pioneer-grpc serve` subprocess on loopback; the Go load
 generator (clients/go/bin/pioneer-load) drives RPCs so the client is not the
-bottleneck. Each real RPC is compared with EchoService.Echo carrying a payload
-of the same request size, on the same server, at the same concurrency.
+bottleneck. Each real RPC is compared with EchoService.Echo moving the same bytes
+in each direction (the real RPC's request size as payload, its response size as
+response_bytes), on the same server, at the same concurrency, right after it.
 
     CompilePrompt (full profile, every section) vs echo, at 1 and 16 in flight
-    PrepareTurn on a 200-entry thread with a full-profile compile vs echo
-    LoadConversationHistory of 200 entries (~100k tokens) vs re-tokenizing them
+    PrepareTurn on the realistic thread (200 entries with tool pairs, ~100k tokens, sent whole),
+      a new turn each call, full-profile compile: sequential, with an Anthropic body, body only,
+      16 in flight; and the same turn repeated
+    LoadConversationHistory right after an append (the round's new turn left out)
+    LoadConversationHistory of 200 entries (~100k tokens) vs re-tokenizing them (Python client)
     Manifest event delivery, 100 observers: one server (SQLite); two replicas (PostgreSQL)
+    PrepareTurn at 16 in flight with `serve --workers 2` vs one worker, on PostgreSQL and SQLite
 
 PIONEER_BENCH_SECONDS sets the measuring time of each load run (default 5).
 """
@@ -18,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -32,25 +38,46 @@ from google.protobuf import json_format
 ROOT = Path(__file__).resolve().parent.parent
 LOADER = ROOT / "clients" / "go" / "bin" / "pioneer-load"
 SECONDS = os.environ.get("PIONEER_BENCH_SECONDS", "5")
+# The realistic thread of pioneer-load: 200 entries with tool call pairs, about 100,000 tokens.
+SEED_ENTRIES = 200
+# Echo framing around its payload (tag and length), so the echo's messages match the real sizes.
+ECHO_FRAMING = 5
 
 
 def load(address: str, rpc: str, concurrency: int, **flags: Any) -> dict[str, Any]:
     args = [str(LOADER), "-addr", address, "-rpc", rpc, "-concurrency", str(concurrency)]
     args += ["-duration", f"{SECONDS}s"]
     for name, value in flags.items():
-        args += [f"-{name.replace('_', '-')}", str(value)]
-    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
-    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+        if value is True:
+            args.append(f"-{name.replace('_', '-')}")
+        else:
+            args += [f"-{name.replace('_', '-')}", str(value)]
+    done = subprocess.run(args, check=True, capture_output=True, text=True)
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    created = re.search(r"created thread (\S+)", done.stderr)
+    if created:
+        result["thread"] = created.group(1)
     return result
 
 
-def against_echo(address: str, rpc: str, concurrency: int, **flags: Any) -> dict[str, Any]:
+def against_echo(address: str, rpc: str, concurrency: int, label: str = "", **flags: Any) -> dict[str, Any]:
+    """The real RPC, then an echo moving the same bytes both ways at the same concurrency."""
     real = load(address, rpc, concurrency, **flags)
-    echo = load(address, "echo", concurrency, payload_bytes=real["request_bytes"])
+    echo = load(
+        address,
+        "echo",
+        concurrency,
+        payload_bytes=max(0, real["request_bytes"] - ECHO_FRAMING),
+        response_bytes=max(0, real["response_bytes"] - ECHO_FRAMING),
+    )
     return {
+        "figure": label or rpc,
         "rpc": rpc,
         "concurrency": concurrency,
         "request_bytes": real["request_bytes"],
+        "response_bytes": real["response_bytes"],
+        "echo_request_bytes": echo["request_bytes"],
+        "echo_response_bytes": echo["response_bytes"],
         "rps": real["rps"],
         "echo_rps": echo["rps"],
         "throughput_vs_echo": round(real["rps"] / echo["rps"], 3),
@@ -58,8 +85,104 @@ def against_echo(address: str, rpc: str, concurrency: int, **flags: Any) -> dict
         "p99_ms": real["p99_ms"],
         "echo_p50_ms": echo["p50_ms"],
         "echo_p99_ms": echo["p99_ms"],
+        "p50_vs_echo": round(real["p50_ms"] / echo["p50_ms"], 2) if echo["p50_ms"] else None,
         "errors": real["errors"] + echo["errors"],
+        **({"thread": real["thread"]} if "thread" in real else {}),
     }
+
+
+# (figure, key, goal as text, predicate)
+GOALS = [
+    ("compile c=1", "p50_vs_echo", "<= 1.5x echo p50", lambda v: v <= 1.5),
+    ("prepare-turn new turn c=1", "p50_vs_echo", "<= 3x echo p50", lambda v: v <= 3),
+    ("prepare-turn new turn + anthropic c=1", "p50_vs_echo", "<= 3.5x echo p50", lambda v: v <= 3.5),
+    ("prepare-turn new turn c=16", "throughput_vs_echo", ">= 0.3x echo rps", lambda v: v >= 0.3),
+    ("load-history after append c=1", "p50_vs_echo", "<= 2x echo p50", lambda v: v <= 2),
+    ("workers 2 vs 1, postgresql", "speedup", ">= 1.6x one worker", lambda v: v >= 1.6),
+]
+
+
+def round_figures(address: str, request_file: Path) -> list[dict[str, Any]]:
+    """Every single-server figure, on one server, in one run."""
+    results = [
+        against_echo(address, "compile", 1, "compile c=1", input=request_file),
+        against_echo(address, "compile", 16, "compile c=16", input=request_file),
+    ]
+    seeded = against_echo(
+        address, "prepare-turn", 1, "prepare-turn new turn c=1",
+        seed_entries=SEED_ENTRIES, new_turn=True, input=request_file,
+    )
+    thread = seeded.pop("thread")
+    results.append(seeded)
+    turn = {"thread": thread, "input": request_file}
+    results += [
+        against_echo(
+            address, "prepare-turn", 1, "prepare-turn new turn + anthropic c=1",
+            new_turn=True, provider="anthropic", **turn,
+        ),
+        against_echo(
+            address, "prepare-turn", 1, "prepare-turn new turn, anthropic body only c=1",
+            new_turn=True, provider="anthropic", provider_body_only=True, **turn,
+        ),
+        against_echo(address, "prepare-turn", 16, "prepare-turn new turn c=16", new_turn=True, **turn),
+        against_echo(address, "prepare-turn", 1, "prepare-turn same turn c=1", **turn),
+        against_echo(address, "load-after-append", 1, "load-history after append c=1", thread=thread),
+    ]
+    return results
+
+
+def workers_speedup(database_url: str, home: Path, request_file: Path, backend: str) -> dict[str, Any]:
+    """PrepareTurn at 16 in flight, new turns, on `--workers 1` and then `--workers 2` (same database)."""
+    rps = {}
+    for workers in (1, 2):
+        with serve_workers(database_url, home, workers) as address:
+            flags: dict[str, Any] = {"new_turn": True, "input": request_file, "seed_entries": SEED_ENTRIES}
+            rps[workers] = load(address, "prepare-turn", 16, **flags)["rps"]
+    return {
+        "figure": f"workers 2 vs 1, {backend}",
+        "rpc": "prepare-turn",
+        "concurrency": 16,
+        "rps_1_worker": rps[1],
+        "rps_2_workers": rps[2],
+        "speedup": round(rps[2] / rps[1], 3) if rps[1] else None,
+    }
+
+
+class serve_workers:
+    """`pioneer-grpc serve --workers N` as a subprocess (synchronous, for the loader runs)."""
+
+    def __init__(self, database_url: str, home: Path, workers: int) -> None:
+        self.args = [
+            str(Path(sys.executable).parent / "pioneer-grpc"), "serve", "--listen", "127.0.0.1:0",
+            "--home", str(home), "--log-level", "WARNING", "--grace-seconds", "0.5",
+            "--workers", str(workers),
+        ]
+        if database_url:
+            self.args += ["--database-url", database_url]
+
+    def __enter__(self) -> str:
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if "serving on " not in line:
+            self.proc.kill()
+            raise RuntimeError(f"server did not start: {line!r}")
+        return line.rsplit("serving on ", 1)[1].split()[0]
+
+    def __exit__(self, *_: object) -> None:
+        self.proc.terminate()
+        self.proc.wait(60)
+
+
+def goal_lines(results: list[dict[str, Any]]) -> list[str]:
+    by_figure = {r.get("figure"): r for r in results}
+    lines = []
+    for figure, key, goal, met in GOALS:
+        found = by_figure.get(figure)
+        value = None if found is None else found.get(key)
+        verdict = "not measured" if value is None else ("met" if met(value) else "NOT met")
+        lines.append(f"{figure:45s} {key:20s} {value!s:>8}  goal {goal:22s} {verdict}")
+    return lines
 
 
 def start_postgres(cluster: Path) -> str:
@@ -85,24 +208,31 @@ async def main() -> None:
         request_file = Path(tmp) / "compile.json"
         request_file.write_text(json_format.MessageToJson(full_compile_request(home)))
         async with serve("", home) as address:
-            for concurrency in (1, 16):
-                results.append(
-                    await asyncio.to_thread(against_echo, address, "compile", concurrency, input=request_file)
-                )
-            results.append(await asyncio.to_thread(against_echo, address, "prepare-turn", 16, seed_turns=100))
-            results.append({"rpc": "load-history", **await bench_load_history(address, "")})
-        results.append({"rpc": "watch-delivery", **await bench_delivery(observers=100)})
+            results += await asyncio.to_thread(round_figures, address, request_file)
+            history = await bench_load_history(address, "")
+            results.append({"figure": "load-history vs re-tokenizing", **history})
+        results.append({"figure": "watch delivery, sqlite", **await bench_delivery(observers=100)})
+        sqlite_home = Path(tmp) / "workers-sqlite"
+        sqlite_home.mkdir()
+        prepare_home(sqlite_home)
+        results.append(
+            await asyncio.to_thread(workers_speedup, "", sqlite_home, request_file, "sqlite")
+        )
         cluster = Path(tempfile.mkdtemp(prefix="pioneer-bench-pg-", dir="/tmp"))
         try:
             admin_url = os.environ.get("PIONEER_BENCH_PG_URL", "")
             admin_url = admin_url or await asyncio.to_thread(start_postgres, cluster)
             async with scratch_database(admin_url) as url:
                 replicas = await bench_delivery(observers=100, database_url=url, replicas=2)
-                results.append({"rpc": "watch-delivery", **replicas})
+                results.append({"figure": "watch delivery, 2 replicas", **replicas})
+            async with scratch_database(admin_url) as url:
+                pg = await asyncio.to_thread(workers_speedup, url, home, request_file, "postgresql")
+                results.append(pg)
         finally:
             await asyncio.to_thread(stop_postgres, cluster)
     for result in results:
         print(json.dumps(result))
+    print("\n".join(goal_lines(results)))
 
 
 if __name__ == "__main__":

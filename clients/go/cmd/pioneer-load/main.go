@@ -52,6 +52,7 @@ type config struct {
 	responseBytes int
 	newTurn       bool
 	provider      string
+	bodyOnly      bool
 	timeout       time.Duration
 }
 
@@ -69,14 +70,15 @@ type report struct {
 	ThreadTokens  int64   `json:"thread_tokens,omitempty"`
 }
 
-// call performs one RPC and returns the response size.
-type call func(ctx context.Context) (int, error)
+// call performs one RPC and returns the response size, and how long the
+// measured part took when the call does unmeasured work first (0: time it all).
+type call func(ctx context.Context) (int, time.Duration, error)
 
 func main() {
 	var cfg config
 	flag.StringVar(&cfg.addr, "addr", envOr("PIONEER_ADDR", "127.0.0.1:50051"), "server address host:port")
 	flag.StringVar(&cfg.token, "token", os.Getenv("PIONEER_TOKEN"), "bearer token (default $PIONEER_TOKEN)")
-	flag.StringVar(&cfg.rpc, "rpc", "echo", "echo | compile | load-history | prepare-turn")
+	flag.StringVar(&cfg.rpc, "rpc", "echo", "echo | compile | load-history | load-after-append | prepare-turn")
 	flag.IntVar(&cfg.concurrency, "concurrency", 8, "concurrent callers (one shared connection)")
 	flag.DurationVar(&cfg.duration, "duration", 10*time.Second, "measure for this long (ignored with -requests)")
 	flag.Int64Var(&cfg.requests, "requests", 0, "measure exactly this many calls instead of a duration")
@@ -90,6 +92,7 @@ func main() {
 		"seed the realistic thread instead: this many entries (a multiple of 4) with tool call pairs")
 	flag.BoolVar(&cfg.newTurn, "new-turn", false, "prepare-turn: every call a new turn (default: one turn repeated)")
 	flag.StringVar(&cfg.provider, "provider", "", "prepare-turn: also render this body (openai-chat | anthropic | gemini | openai-responses)")
+	flag.BoolVar(&cfg.bodyOnly, "provider-body-only", false, "prepare-turn: ask for the provider body only (no ChatRequest)")
 	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "deadline of each call")
 	flag.Parse()
 	log.SetFlags(0)
@@ -122,7 +125,7 @@ func run(cfg config) (*report, error) {
 		return nil, err
 	}
 	// One call up front: a misconfigured run fails loudly instead of reporting errors.
-	respBytes, err := fn(setupCtx)
+	respBytes, _, err := fn(setupCtx)
 	if err != nil {
 		return nil, fmt.Errorf("first %s call: %w", cfg.rpc, err)
 	}
@@ -182,8 +185,11 @@ func drive(ctx context.Context, fn call, concurrency int, limit int64) ([]time.D
 					break
 				}
 				t0 := time.Now()
-				_, err := fn(context.Background())
+				_, measured, err := fn(context.Background())
 				d := time.Since(t0)
+				if measured > 0 {
+					d = measured
+				}
 				if err != nil {
 					errCount.Add(1)
 					firstErr.CompareAndSwap(nil, errBox{err})
@@ -243,9 +249,9 @@ func build(ctx context.Context, c *pioneer.Client, cfg config, st *setup) (call,
 		if cfg.responseBytes >= 0 {
 			req.ResponseBytes = proto.Int32(int32(cfg.responseBytes))
 		}
-		return func(ctx context.Context) (int, error) {
+		return func(ctx context.Context) (int, time.Duration, error) {
 			resp, err := c.Echo.Echo(ctx, req)
-			return proto.Size(resp), err
+			return proto.Size(resp), 0, err
 		}, proto.Size(req), nil
 
 	case "compile":
@@ -253,9 +259,9 @@ func build(ctx context.Context, c *pioneer.Client, cfg config, st *setup) (call,
 		if err != nil {
 			return nil, 0, err
 		}
-		return func(ctx context.Context) (int, error) {
+		return func(ctx context.Context) (int, time.Duration, error) {
 			resp, err := c.Compiler.CompilePrompt(ctx, req)
-			return proto.Size(resp), err
+			return proto.Size(resp), 0, err
 		}, proto.Size(req), nil
 
 	case "load-history":
@@ -264,10 +270,13 @@ func build(ctx context.Context, c *pioneer.Client, cfg config, st *setup) (call,
 			return nil, 0, err
 		}
 		req := &pioneerv1.LoadConversationHistoryRequest{ThreadId: thread}
-		return func(ctx context.Context) (int, error) {
+		return func(ctx context.Context) (int, time.Duration, error) {
 			resp, err := c.History.LoadConversationHistory(ctx, req)
-			return proto.Size(resp), err
+			return proto.Size(resp), 0, err
 		}, proto.Size(req), nil
+
+	case "load-after-append":
+		return buildLoadAfterAppend(ctx, c, cfg, st)
 
 	case "prepare-turn":
 		return buildPrepareTurn(ctx, c, cfg, st)
@@ -303,11 +312,12 @@ func buildPrepareTurn(ctx context.Context, c *pioneer.Client, cfg config, st *se
 			EntryId: prefix + "-00000000-user", Role: pioneerv1.EntryRole_ENTRY_ROLE_USER,
 			Content: sample.UserMessage(cfg.seedTurns + 1),
 		}},
-		CompileInput: compile.GetInput(),
-		Tools:        []*pioneerv1.ToolDefinition{sample.ReadFileTool()},
-		Provider:     provider,
+		CompileInput:     compile.GetInput(),
+		Tools:            []*pioneerv1.ToolDefinition{sample.ReadFileTool()},
+		Provider:         provider,
+		ProviderBodyOnly: cfg.bodyOnly,
 	}
-	return func(ctx context.Context) (int, error) {
+	return func(ctx context.Context) (int, time.Duration, error) {
 		req := template
 		if cfg.newTurn {
 			turn := fmt.Sprintf("%s-%08d", prefix, counter.Add(1))
@@ -316,7 +326,37 @@ func buildPrepareTurn(ctx context.Context, c *pioneer.Client, cfg config, st *se
 			req.NewEntries[0].EntryId = turn + "-user"
 		}
 		resp, err := c.Turns.PrepareTurn(ctx, req)
-		return proto.Size(resp), err
+		return proto.Size(resp), 0, err
+	}, proto.Size(template), nil
+}
+
+// buildLoadAfterAppend: what an agent loop does when a round starts: append the
+// user's message to a new turn (unmeasured), then load the history leaving that
+// turn out (measured).
+func buildLoadAfterAppend(ctx context.Context, c *pioneer.Client, cfg config, st *setup) (call, int, error) {
+	thread, err := ensureThread(ctx, c, cfg, st)
+	if err != nil {
+		return nil, 0, err
+	}
+	prefix := "load-" + randomHex(4)
+	var counter atomic.Int64
+	template := &pioneerv1.LoadConversationHistoryRequest{ThreadId: thread, ExcludeTurnId: prefix + "-00000000"}
+	return func(ctx context.Context) (int, time.Duration, error) {
+		turn := fmt.Sprintf("%s-%08d", prefix, counter.Add(1))
+		if _, err := c.History.AppendEntries(ctx, &pioneerv1.AppendEntriesRequest{
+			ThreadId:   thread,
+			CountsOnly: true,
+			Entries: []*pioneerv1.ConversationEntry{{
+				EntryId: turn + "-user", TurnId: turn, Role: pioneerv1.EntryRole_ENTRY_ROLE_USER,
+				Content: sample.UserMessage(cfg.seedTurns + 1),
+			}},
+		}); err != nil {
+			return 0, 0, err
+		}
+		req := &pioneerv1.LoadConversationHistoryRequest{ThreadId: thread, ExcludeTurnId: turn}
+		t0 := time.Now()
+		resp, err := c.History.LoadConversationHistory(ctx, req)
+		return proto.Size(resp), time.Since(t0), err
 	}, proto.Size(template), nil
 }
 

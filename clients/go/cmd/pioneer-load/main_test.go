@@ -29,11 +29,11 @@ func TestPercentileNearestRank(t *testing.T) {
 
 func TestDriveExactRequestsAndErrors(t *testing.T) {
 	var n atomic.Int64
-	fn := func(context.Context) (int, error) {
+	fn := func(context.Context) (int, time.Duration, error) {
 		if n.Add(1)%10 == 0 {
-			return 0, errors.New("every tenth call fails")
+			return 0, 0, errors.New("every tenth call fails")
 		}
-		return 1, nil
+		return 1, 0, nil
 	}
 	lat, errs, first := drive(context.Background(), fn, 7, 100)
 	if int64(len(lat))+errs != 100 || errs != 10 || first == nil {
@@ -45,8 +45,24 @@ func TestDriveStopsAtDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	lat, _, _ := drive(ctx, func(context.Context) (int, error) { time.Sleep(time.Millisecond); return 0, nil }, 4, 0)
+	lat, _, _ := drive(ctx, func(context.Context) (int, time.Duration, error) {
+		time.Sleep(time.Millisecond)
+		return 0, 0, nil
+	}, 4, 0)
 	if time.Since(start) > 2*time.Second || len(lat) == 0 {
 		t.Fatalf("drive ran %v with %d calls", time.Since(start), len(lat))
+	}
+}
+
+func TestDriveRecordsTheMeasuredPart(t *testing.T) {
+	fn := func(context.Context) (int, time.Duration, error) {
+		time.Sleep(5 * time.Millisecond)
+		return 1, time.Microsecond, nil
+	}
+	lat, _, _ := drive(context.Background(), fn, 1, 3)
+	for _, d := range lat {
+		if d != time.Microsecond {
+			t.Fatalf("latency %v, want the call's own measured part", d)
+		}
 	}
 }
