@@ -121,7 +121,9 @@ def serve_workers(config: Config) -> int:
     ready: Queue[int] = context.Queue()
     processes: list[BaseProcess] = [
         context.Process(
-            target=_worker_main, args=(_worker_config(config, address, i), i, ready), name=f"pioneer-worker-{i}"
+            target=_worker_main,
+            args=(_worker_config(config, address, i), i, ready),
+            name=f"pioneer-worker-{i}",
         )
         for i in range(config.workers)
     ]
