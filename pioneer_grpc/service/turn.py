@@ -257,10 +257,20 @@ def _round(
     # answer shared by every round of the thread serves.
     exclude = "" if turn.status == history_pb2.TURN_STATUS_IN_PROGRESS else turn_id
     history = history_load.full_load_on(ctx, conn, thread_id, exclude)
+    rpc_span = ctx.telemetry.current_span()
     with ctx.telemetry.span("pioneer.manifest.record") as span:
         recorded = record_in(conn, before.manifest, turn, postgres=ctx.manifests.postgres)
+        manifest = before.payload.manifest
         if span.is_recording():
-            span.set_attribute(tracing.MANIFEST_EVENT_ID, recorded.event_id)
+            span.set_attributes(
+                {
+                    tracing.MANIFEST_EVENT_ID: recorded.event_id,
+                    tracing.FINGERPRINT_STABLE: manifest.fingerprint_stable,
+                }
+            )
+        if recorded.event is not None:
+            # A retry that recorded nothing new is not another round.
+            observe.manifest_recorded(ctx, thread_id, manifest, (span, rpc_span))
     return _Round(model, history, current, repaired.diagnostics, recorded, {})
 
 
@@ -299,8 +309,6 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     ctx.manifests.published(done.recorded)
     payload = before[0].payload
     observe.turn_started(ctx, request.thread_id, request.turn_id, done.model)
-    if done.recorded.event is not None:
-        observe.manifest_recorded(ctx, request.thread_id, payload.manifest)
     history, report = await _history_of(ctx, request, done.history)
     report.diagnostics.extend(done.repairs)
     head = _chat_request(request, done.model, [])
