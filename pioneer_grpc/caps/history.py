@@ -15,8 +15,10 @@ MAX_CONTENT_CHARS = 1_000_000
 # Tool call arguments: their length, and how deep arrays and objects nest.
 MAX_ARGUMENTS_CHARS = 1_000_000
 MAX_ARGUMENTS_DEPTH = 64
-# Entries in one AppendEntries (or new_entries in one PrepareTurn).
-MAX_ENTRIES_PER_APPEND = 500
+# Entries in one AppendEntries (or new_entries in one PrepareTurn). An append is one
+# transaction, and on SQLite other threads read only between transactions: 100 entries
+# hold them up for tens of milliseconds, 10,000 did for 12.6 s.
+MAX_ENTRIES_PER_APPEND = 100
 # Tool calls and artifact references on one entry or message.
 MAX_TOOL_CALLS = 128
 MAX_ARTIFACT_REFS = 64
