@@ -17,8 +17,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 ERROR_DOMAIN = "pioneer.v1"
-# How many violations a message lists before "(and N more)"; BadRequest carries them all.
+# How many violations a message lists before "(and N more)".
 LISTED_VIOLATIONS = 3
+# How many a BadRequest carries, and in how many characters: the error travels base64-encoded
+# in a trailer, which clients refuse past 16 KiB by default, and a request can hold thousands
+# of bad fields. The message still counts them all.
+CARRIED_VIOLATIONS = 50
+CARRIED_CHARS = 4_000
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,18 @@ def violations_message(violations: list[FieldViolation], context: str = "") -> s
     return f"{context}: {message}" if context else message
 
 
+def _carried(violations: list[FieldViolation]) -> list[FieldViolation]:
+    """The first violations that fit CARRIED_VIOLATIONS and CARRIED_CHARS (always at least one)."""
+    carried: list[FieldViolation] = []
+    chars = 0
+    for violation in violations[:CARRIED_VIOLATIONS]:
+        chars += len(violation.field) + len(violation.description)
+        if carried and chars > CARRIED_CHARS:
+            break
+        carried.append(violation)
+    return carried
+
+
 class InvalidArgument(PioneerError):
     """The request is malformed; `violations` name each bad field."""
 
@@ -62,7 +79,8 @@ class InvalidArgument(PioneerError):
 
     @classmethod
     def of(cls, violations: list[FieldViolation], context: str = "", *, reason: str = "") -> InvalidArgument:
-        return cls(violations_message(violations, context), violations, reason=reason)
+        """The message counts every violation; the first few travel as field violations."""
+        return cls(violations_message(violations, context), _carried(violations), reason=reason)
 
     @classmethod
     def field(cls, field: str, description: str, *, reason: str = "") -> InvalidArgument:
