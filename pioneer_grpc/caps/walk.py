@@ -136,3 +136,18 @@ def cap_violations(message: Message, prefix: str, table: CapTable) -> list[Field
         found.extend(itertools.islice(_field_problems(current, path, table, children), REPORTED_VIOLATIONS))
         pending.extend(reversed(children))
     return found[:REPORTED_VIOLATIONS]
+
+
+def describe(cap: Cap) -> str:
+    """The cap as its proto comment states it, e.g. `Cap: at most 200 characters.`"""
+    parts = []
+    if cap.items is not None:
+        parts.append(f"at most {cap.items:,} items")
+    if cap.size is not None:
+        each = "each " if cap.items is not None else ""
+        parts.append(f"{each}at most {cap.size:,} characters")
+    if cap.path_parts is not None:
+        parts.append(f"at most {cap.path_parts} path components")
+    if cap.json_depth is not None:
+        parts.append(f"JSON nested at most {cap.json_depth} levels deep")
+    return "Cap: " + ", ".join(parts) + "."

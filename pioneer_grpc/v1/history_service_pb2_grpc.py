@@ -27,6 +27,11 @@ if _version_not_supported:
 
 class HistoryServiceStub:
     """HistoryService owns durable thread state and budgeted history.
+
+    Request limits: a field marked "Cap:" is refused past its cap, and every
+    request string is refused when it holds a NUL character (PostgreSQL text
+    cannot store one). Both are checked before any work and answered with
+    INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     """
 
     def __init__(self, channel):
@@ -79,6 +84,11 @@ class HistoryServiceStub:
 
 class HistoryServiceServicer:
     """HistoryService owns durable thread state and budgeted history.
+
+    Request limits: a field marked "Cap:" is refused past its cap, and every
+    request string is refused when it holds a NUL character (PostgreSQL text
+    cannot store one). Both are checked before any work and answered with
+    INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     """
 
     def CreateThread(self, request, context):
@@ -198,6 +208,11 @@ def add_HistoryServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class HistoryService:
     """HistoryService owns durable thread state and budgeted history.
+
+    Request limits: a field marked "Cap:" is refused past its cap, and every
+    request string is refused when it holds a NUL character (PostgreSQL text
+    cannot store one). Both are checked before any work and answered with
+    INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     """
 
     @staticmethod

@@ -27,6 +27,11 @@ if _version_not_supported:
 
 class ManifestServiceStub:
     """ManifestService reads persisted manifests and streams them live.
+
+    Request limits: a field marked "Cap:" is refused past its cap, and every
+    request string is refused when it holds a NUL character (PostgreSQL text
+    cannot store one). Both are checked before any work and answered with
+    INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     """
 
     def __init__(self, channel):
@@ -54,6 +59,11 @@ class ManifestServiceStub:
 
 class ManifestServiceServicer:
     """ManifestService reads persisted manifests and streams them live.
+
+    Request limits: a field marked "Cap:" is refused past its cap, and every
+    request string is refused when it holds a NUL character (PostgreSQL text
+    cannot store one). Both are checked before any work and answered with
+    INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     """
 
     def GetTurnManifest(self, request, context):
@@ -106,6 +116,11 @@ def add_ManifestServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class ManifestService:
     """ManifestService reads persisted manifests and streams them live.
+
+    Request limits: a field marked "Cap:" is refused past its cap, and every
+    request string is refused when it holds a NUL character (PostgreSQL text
+    cannot store one). Both are checked before any work and answered with
+    INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     """
 
     @staticmethod

@@ -27,6 +27,11 @@ if _version_not_supported:
 
 class PromptCompilerServiceStub:
     """PromptCompilerService compiles ordered system prompts with a cache boundary.
+
+    Request limits: a field marked "Cap:" is refused past its cap, and every
+    request string is refused when it holds a NUL character (PostgreSQL text
+    cannot store one). Both are checked before any work and answered with
+    INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     """
 
     def __init__(self, channel):
@@ -49,6 +54,11 @@ class PromptCompilerServiceStub:
 
 class PromptCompilerServiceServicer:
     """PromptCompilerService compiles ordered system prompts with a cache boundary.
+
+    Request limits: a field marked "Cap:" is refused past its cap, and every
+    request string is refused when it holds a NUL character (PostgreSQL text
+    cannot store one). Both are checked before any work and answered with
+    INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     """
 
     def CompilePrompt(self, request, context):
@@ -90,6 +100,11 @@ def add_PromptCompilerServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class PromptCompilerService:
     """PromptCompilerService compiles ordered system prompts with a cache boundary.
+
+    Request limits: a field marked "Cap:" is refused past its cap, and every
+    request string is refused when it holds a NUL character (PostgreSQL text
+    cannot store one). Both are checked before any work and answered with
+    INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     """
 
     @staticmethod

@@ -27,6 +27,11 @@ if _version_not_supported:
 
 class ProviderServiceStub:
     """ProviderService renders a ChatRequest into one provider's request body.
+
+    Request limits: a field marked "Cap:" is refused past its cap, and every
+    request string is refused when it holds a NUL character (PostgreSQL text
+    cannot store one). Both are checked before any work and answered with
+    INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     """
 
     def __init__(self, channel):
@@ -44,6 +49,11 @@ class ProviderServiceStub:
 
 class ProviderServiceServicer:
     """ProviderService renders a ChatRequest into one provider's request body.
+
+    Request limits: a field marked "Cap:" is refused past its cap, and every
+    request string is refused when it holds a NUL character (PostgreSQL text
+    cannot store one). Both are checked before any work and answered with
+    INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     """
 
     def RenderChatRequest(self, request, context):
@@ -76,6 +86,11 @@ def add_ProviderServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class ProviderService:
     """ProviderService renders a ChatRequest into one provider's request body.
+
+    Request limits: a field marked "Cap:" is refused past its cap, and every
+    request string is refused when it holds a NUL character (PostgreSQL text
+    cannot store one). Both are checked before any work and answered with
+    INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     """
 
     @staticmethod

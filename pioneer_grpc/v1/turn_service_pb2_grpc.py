@@ -27,6 +27,11 @@ if _version_not_supported:
 
 class TurnServiceStub:
     """TurnService prepares a whole provider round in one call.
+
+    Request limits: a field marked "Cap:" is refused past its cap, and every
+    request string is refused when it holds a NUL character (PostgreSQL text
+    cannot store one). Both are checked before any work and answered with
+    INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     """
 
     def __init__(self, channel):
@@ -44,6 +49,11 @@ class TurnServiceStub:
 
 class TurnServiceServicer:
     """TurnService prepares a whole provider round in one call.
+
+    Request limits: a field marked "Cap:" is refused past its cap, and every
+    request string is refused when it holds a NUL character (PostgreSQL text
+    cannot store one). Both are checked before any work and answered with
+    INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     """
 
     def PrepareTurn(self, request, context):
@@ -80,6 +90,11 @@ def add_TurnServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class TurnService:
     """TurnService prepares a whole provider round in one call.
+
+    Request limits: a field marked "Cap:" is refused past its cap, and every
+    request string is refused when it holds a NUL character (PostgreSQL text
+    cannot store one). Both are checked before any work and answered with
+    INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     """
 
     @staticmethod

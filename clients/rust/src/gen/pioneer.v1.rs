@@ -7,23 +7,30 @@
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ArtifactRef {
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub artifact_id: ::prost::alloc::string::String,
     /// Absent renders as `versionId=null`.
+    /// Cap: at most 200 characters.
     #[prost(string, optional, tag = "2")]
     pub version_id: ::core::option::Option<::prost::alloc::string::String>,
+    /// Cap: at most 1,000 characters.
     #[prost(string, tag = "3")]
     pub display_name: ::prost::alloc::string::String,
     /// e.g. "image", "document", "file".
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "4")]
     pub kind: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
     #[prost(string, optional, tag = "5")]
     pub mime_type: ::core::option::Option<::prost::alloc::string::String>,
     #[prost(int64, optional, tag = "6")]
     pub size_bytes: ::core::option::Option<i64>,
+    /// Cap: at most 200 characters.
     #[prost(string, optional, tag = "7")]
     pub sha256: ::core::option::Option<::prost::alloc::string::String>,
     /// "user", "assistant", ... when known.
+    /// Cap: at most 200 characters.
     #[prost(string, optional, tag = "8")]
     pub role: ::core::option::Option<::prost::alloc::string::String>,
 }
@@ -32,11 +39,14 @@ pub struct ArtifactRef {
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ToolCall {
     /// Provider-assigned call id; tool results answer it through tool_call_id.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub id: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "2")]
     pub name: ::prost::alloc::string::String,
     /// The arguments as a JSON object text, exactly as the model produced them.
+    /// Cap: at most 1,000,000 characters, JSON nested at most 64 levels deep.
     #[prost(string, tag = "3")]
     pub arguments: ::prost::alloc::string::String,
 }
@@ -76,14 +86,18 @@ pub struct PromptLimits {
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct Skill {
     /// Exact slug the model passes to read_skill.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub slug: ::prost::alloc::string::String,
+    /// Cap: at most 1,000 characters.
     #[prost(string, tag = "2")]
     pub display_name: ::prost::alloc::string::String,
     /// When to use it.
+    /// Cap: at most 1,000 characters.
     #[prost(string, tag = "3")]
     pub description: ::prost::alloc::string::String,
     /// Full SKILL.md body; rendered only for path-matched skills when few are active.
+    /// Cap: at most 200,000 characters.
     #[prost(string, tag = "4")]
     pub body: ::prost::alloc::string::String,
     /// True when the skill was matched by a path in the turn (eligible for its body).
@@ -94,6 +108,7 @@ pub struct Skill {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct SkillsInput {
+    /// Cap: at most 256 items.
     #[prost(message, repeated, tag = "1")]
     pub active_skills: ::prost::alloc::vec::Vec<Skill>,
     /// Add a hint to load exact instructions with read_skill when the section is tight.
@@ -105,11 +120,14 @@ pub struct SkillsInput {
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct MemoryItem {
     /// e.g. "user", "workspace", "thread".
+    /// Cap: at most 1,000 characters.
     #[prost(string, tag = "1")]
     pub scope: ::prost::alloc::string::String,
     /// e.g. "preference", "fact", "decision".
+    /// Cap: at most 1,000 characters.
     #[prost(string, tag = "2")]
     pub category: ::prost::alloc::string::String,
+    /// Cap: at most 200,000 characters.
     #[prost(string, tag = "3")]
     pub content: ::prost::alloc::string::String,
 }
@@ -120,14 +138,18 @@ pub struct MemoryRecall {
     #[prost(enumeration = "MemoryPolicy", tag = "1")]
     pub policy: i32,
     /// At most 5 are rendered (1,500 chars in all, 280 each).
+    /// Cap: at most 64 items.
     #[prost(message, repeated, tag = "2")]
     pub items: ::prost::alloc::vec::Vec<MemoryItem>,
     /// Memory tools the model can call this turn, by exact name. Without any,
     /// the guidance tells the model that memory cannot change this turn.
+    /// Cap: at most 256 items, each at most 1,000 characters.
     #[prost(string, repeated, tag = "3")]
     pub available_tools: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Cap: at most 200,000 characters.
     #[prost(string, optional, tag = "4")]
     pub thread_context: ::core::option::Option<::prost::alloc::string::String>,
+    /// Cap: at most 200,000 characters.
     #[prost(string, optional, tag = "5")]
     pub task_context: ::core::option::Option<::prost::alloc::string::String>,
 }
@@ -135,9 +157,11 @@ pub struct MemoryRecall {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct AgentsMdContent {
+    /// Cap: at most 200,000 characters.
     #[prost(string, tag = "1")]
     pub content: ::prost::alloc::string::String,
     /// Where it came from, e.g. "thread tree / A / B".
+    /// Cap: at most 1,000 characters.
     #[prost(string, tag = "2")]
     pub source_label: ::prost::alloc::string::String,
 }
@@ -158,6 +182,7 @@ pub mod agents_md_source {
         Content(super::AgentsMdContent),
         /// A folder relative to workspace_root; the nearest non-empty AGENTS.md
         /// from it up to workspace_root is used. Files are never merged.
+        /// Cap: at most 1,024 characters, at most 32 path components.
         #[prost(string, tag = "2")]
         ThreadFolder(::prost::alloc::string::String),
     }
@@ -166,15 +191,20 @@ pub mod agents_md_source {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct SnippetProvenance {
+    /// Cap: at most 1,000 characters.
     #[prost(string, tag = "1")]
     pub workspace: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "2")]
     pub thread_id: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "3")]
     pub turn_id: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "4")]
     pub task_id: ::prost::alloc::string::String,
     /// RFC 3339 time of the original message.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "5")]
     pub timestamp: ::prost::alloc::string::String,
     #[prost(enumeration = "ThreadContextSource", tag = "6")]
@@ -182,6 +212,7 @@ pub struct SnippetProvenance {
     #[prost(double, tag = "7")]
     pub score: f64,
     /// e.g. "snippet", "message".
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "8")]
     pub boundary: ::prost::alloc::string::String,
 }
@@ -190,13 +221,16 @@ pub struct SnippetProvenance {
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ThreadContextSnippet {
     /// `thread:{turn}/{item}/chunk_{n}`.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub snippet_id: ::prost::alloc::string::String,
+    /// Cap: at most 200,000 characters.
     #[prost(string, tag = "2")]
     pub text: ::prost::alloc::string::String,
     #[prost(message, optional, tag = "3")]
     pub provenance: ::core::option::Option<SnippetProvenance>,
     /// Rendered as a scoped block for this snippet only.
+    /// Cap: at most 64 items.
     #[prost(message, repeated, tag = "4")]
     pub artifacts: ::prost::alloc::vec::Vec<ArtifactRef>,
 }
@@ -205,9 +239,11 @@ pub struct ThreadContextSnippet {
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct HiddenToolDomain {
     /// e.g. "memory", "task", "artifact", "computer_use".
+    /// Cap: at most 1,000 characters.
     #[prost(string, tag = "1")]
     pub domain: ::prost::alloc::string::String,
     /// Exact tool names in the domain.
+    /// Cap: at most 256 items, each at most 1,000 characters.
     #[prost(string, repeated, tag = "2")]
     pub tools: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
@@ -216,6 +252,7 @@ pub struct HiddenToolDomain {
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct PermissionRule {
     /// e.g. "file_write", "shell", "network", "task_subagent".
+    /// Cap: at most 1,000 characters.
     #[prost(string, tag = "1")]
     pub category: ::prost::alloc::string::String,
     #[prost(enumeration = "PermissionDecision", tag = "2")]
@@ -228,12 +265,16 @@ pub struct PermissionRule {
 pub struct PermissionProfile {
     #[prost(enumeration = "PermissionMode", tag = "1")]
     pub mode: i32,
+    /// Cap: at most 256 items.
     #[prost(message, repeated, tag = "2")]
     pub rules: ::prost::alloc::vec::Vec<PermissionRule>,
+    /// Cap: at most 512 items, each at most 1,000 characters.
     #[prost(string, repeated, tag = "3")]
     pub allowed_tools: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Cap: at most 512 items, each at most 1,000 characters.
     #[prost(string, repeated, tag = "4")]
     pub denied_tools: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Cap: at most 256 items, each at most 4,096 characters.
     #[prost(string, repeated, tag = "5")]
     pub allowed_paths: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
@@ -241,14 +282,18 @@ pub struct PermissionProfile {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct HookRef {
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub hook_id: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "2")]
     pub subscription_id: ::prost::alloc::string::String,
     #[prost(enumeration = "HookPhase", tag = "3")]
     pub phase: i32,
+    /// Cap: at most 200 characters.
     #[prost(string, optional, tag = "4")]
     pub contribution_id: ::core::option::Option<::prost::alloc::string::String>,
+    /// Cap: at most 200 characters.
     #[prost(string, optional, tag = "5")]
     pub contribution_hash: ::core::option::Option<::prost::alloc::string::String>,
 }
@@ -258,6 +303,7 @@ pub struct HookRef {
 pub struct HookSource {
     #[prost(message, optional, tag = "1")]
     pub source: ::core::option::Option<HookRef>,
+    /// Cap: at most 200 characters.
     #[prost(string, optional, tag = "2")]
     pub section_id: ::core::option::Option<::prost::alloc::string::String>,
     #[prost(enumeration = "ContributionKind", tag = "3")]
@@ -269,6 +315,7 @@ pub struct HookSource {
     #[prost(enumeration = "Truncation", tag = "6")]
     pub truncation: i32,
     /// Human label, e.g. "AGENTS.md at thread tree / A / B".
+    /// Cap: at most 1,000 characters.
     #[prost(string, tag = "7")]
     pub label: ::prost::alloc::string::String,
 }
@@ -277,11 +324,14 @@ pub struct HookSource {
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct DynamicSection {
     /// Non-empty, no whitespace, not a built-in section id.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub id: ::prost::alloc::string::String,
     /// Defaults to "Dynamic: {id}".
+    /// Cap: at most 1,000 characters.
     #[prost(string, optional, tag = "2")]
     pub title: ::core::option::Option<::prost::alloc::string::String>,
+    /// Cap: at most 200,000 characters.
     #[prost(string, tag = "3")]
     pub content: ::prost::alloc::string::String,
     /// Lowers the per-section limit for this section only.
@@ -300,14 +350,17 @@ pub struct PromptCompileInput {
     /// Bootstrap root where SOUL.md, IDENTITY.md and USER.md are read. Must
     /// resolve inside a runtime home configured on the server; empty = the
     /// server's runtime home.
+    /// Cap: at most 1,024 characters, at most 32 path components.
     #[prost(string, tag = "1")]
     pub workspace_root: ::prost::alloc::string::String,
     #[prost(enumeration = "PromptProfile", tag = "2")]
     pub profile: i32,
     /// Pre-rendered skills section; appended after the rendered `skills` list.
+    /// Cap: at most 200,000 characters.
     #[prost(string, optional, tag = "3")]
     pub skills_prompt: ::core::option::Option<::prost::alloc::string::String>,
     /// Instruction after recoverable tool failures or loop budget exhaustion.
+    /// Cap: at most 200,000 characters.
     #[prost(string, optional, tag = "4")]
     pub retry_instruction: ::core::option::Option<::prost::alloc::string::String>,
     /// Adds the stable tool recovery policy.
@@ -320,9 +373,11 @@ pub struct PromptCompileInput {
     #[prost(bool, tag = "7")]
     pub continue_generation_hint: bool,
     /// Caller-provided context from hook-driven domains and runtime systems.
+    /// Cap: at most 200,000 characters.
     #[prost(string, optional, tag = "8")]
     pub dynamic_context: ::core::option::Option<::prost::alloc::string::String>,
     /// Runtime facts such as local date/time and OS.
+    /// Cap: at most 200,000 characters.
     #[prost(string, optional, tag = "9")]
     pub extra_system: ::core::option::Option<::prost::alloc::string::String>,
     #[prost(message, optional, tag = "10")]
@@ -334,16 +389,20 @@ pub struct PromptCompileInput {
     pub memory_recall: ::core::option::Option<MemoryRecall>,
     #[prost(message, optional, tag = "13")]
     pub agents_md: ::core::option::Option<AgentsMdSource>,
+    /// Cap: at most 64 items.
     #[prost(message, repeated, tag = "14")]
     pub thread_context: ::prost::alloc::vec::Vec<ThreadContextSnippet>,
     /// Rendered only when tool calling is enabled for the round.
+    /// Cap: at most 64 items.
     #[prost(message, repeated, tag = "15")]
     pub hidden_tool_domains: ::prost::alloc::vec::Vec<HiddenToolDomain>,
     #[prost(message, optional, tag = "16")]
     pub permissions: ::core::option::Option<PermissionProfile>,
+    /// Cap: at most 64 items.
     #[prost(message, repeated, tag = "17")]
     pub dynamic_sections: ::prost::alloc::vec::Vec<DynamicSection>,
     /// Hook sources to record in the manifest besides those on sections.
+    /// Cap: at most 256 items.
     #[prost(message, repeated, tag = "18")]
     pub hook_sources: ::prost::alloc::vec::Vec<HookSource>,
 }
@@ -351,18 +410,23 @@ pub struct PromptCompileInput {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct PromptSection {
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub id: ::prost::alloc::string::String,
     #[prost(enumeration = "SectionStability", tag = "2")]
     pub stability: i32,
+    /// Cap: at most 1,000 characters.
     #[prost(string, tag = "3")]
     pub title: ::prost::alloc::string::String,
+    /// Cap: at most 2,000,000 characters.
     #[prost(string, tag = "4")]
     pub content: ::prost::alloc::string::String,
     /// Files or hooks the content came from.
+    /// Cap: at most 512 items, each at most 4,096 characters.
     #[prost(string, repeated, tag = "5")]
     pub sources: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
     /// sha256 of the rendered section text ("## {title}\n{content}"), lowercase hex.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "6")]
     pub fingerprint: ::prost::alloc::string::String,
 }
@@ -371,8 +435,10 @@ pub struct PromptSection {
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct SourceManifestEntry {
     /// "SOUL.md", "IDENTITY.md", "USER.md", "AGENTS.md".
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub file: ::prost::alloc::string::String,
+    /// Cap: at most 4,096 characters.
     #[prost(string, tag = "2")]
     pub path: ::prost::alloc::string::String,
     #[prost(enumeration = "SourceStatus", tag = "3")]
@@ -392,14 +458,19 @@ pub struct PromptDiagnostic {
     /// hook_best_effort_failed, capability_rejected, input_dropped_by_profile
     /// (an input set that the profile does not render), memory_withheld_by_policy
     /// (forget-only: recalled items and thread/task context not shown).
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub code: ::prost::alloc::string::String,
+    /// Cap: at most 8,000 characters.
     #[prost(string, tag = "2")]
     pub message: ::prost::alloc::string::String,
+    /// Cap: at most 4,096 characters.
     #[prost(string, optional, tag = "3")]
     pub file: ::core::option::Option<::prost::alloc::string::String>,
+    /// Cap: at most 200 characters.
     #[prost(string, optional, tag = "4")]
     pub section_id: ::core::option::Option<::prost::alloc::string::String>,
+    /// Cap: at most 1,000 characters.
     #[prost(string, optional, tag = "5")]
     pub hook_source: ::core::option::Option<::prost::alloc::string::String>,
 }
@@ -407,10 +478,12 @@ pub struct PromptDiagnostic {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct SectionFingerprint {
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub section_id: ::prost::alloc::string::String,
     #[prost(enumeration = "SectionStability", tag = "2")]
     pub stability: i32,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "3")]
     pub fingerprint: ::prost::alloc::string::String,
     #[prost(int32, tag = "4")]
@@ -420,29 +493,40 @@ pub struct SectionFingerprint {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct PromptManifest {
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub compiler_version: ::prost::alloc::string::String,
     #[prost(enumeration = "PromptProfile", tag = "2")]
     pub profile: i32,
+    /// Cap: at most 256 items, each at most 200 characters.
     #[prost(string, repeated, tag = "3")]
     pub section_ids: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "4")]
     pub fingerprint_stable: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "5")]
     pub fingerprint_dynamic: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "6")]
     pub fingerprint_full: ::prost::alloc::string::String,
+    /// Cap: at most 256 items.
     #[prost(message, repeated, tag = "7")]
     pub section_fingerprints: ::prost::alloc::vec::Vec<SectionFingerprint>,
+    /// Cap: at most 1,024 items.
     #[prost(message, repeated, tag = "8")]
     pub diagnostics: ::prost::alloc::vec::Vec<PromptDiagnostic>,
+    /// Cap: at most 512 items.
     #[prost(message, repeated, tag = "9")]
     pub hook_sources: ::prost::alloc::vec::Vec<HookSource>,
+    /// Cap: at most 256 items.
     #[prost(message, repeated, tag = "10")]
     pub source_manifest: ::prost::alloc::vec::Vec<SourceManifestEntry>,
     /// Set when the compile named a thread and turn.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "11")]
     pub thread_id: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "12")]
     pub turn_id: ::prost::alloc::string::String,
 }
@@ -450,16 +534,21 @@ pub struct PromptManifest {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct CompiledPromptPayload {
+    /// Cap: at most 2,000,000 characters.
     #[prost(string, tag = "1")]
     pub stable_system_text: ::prost::alloc::string::String,
+    /// Cap: at most 2,000,000 characters.
     #[prost(string, tag = "2")]
     pub dynamic_system_text: ::prost::alloc::string::String,
     /// stable + boundary + dynamic when both exist; boundary + dynamic when
     /// stable is empty; stable alone when dynamic is empty.
+    /// Cap: at most 2,000,000 characters.
     #[prost(string, tag = "3")]
     pub full_system_text: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "4")]
     pub boundary_marker: ::prost::alloc::string::String,
+    /// Cap: at most 256 items.
     #[prost(message, repeated, tag = "5")]
     pub sections: ::prost::alloc::vec::Vec<PromptSection>,
     #[prost(message, optional, tag = "6")]
@@ -852,8 +941,10 @@ impl SourceStatus {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct MediaPart {
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub mime_type: ::prost::alloc::string::String,
+    /// Cap: at most 1,000 characters.
     #[prost(string, tag = "4")]
     pub filename: ::prost::alloc::string::String,
     #[prost(oneof = "media_part::Source", tags = "2, 3")]
@@ -864,9 +955,11 @@ pub mod media_part {
     #[allow(clippy::all)]
     #[derive(Clone, PartialEq, Eq, Hash, ::prost::Oneof)]
     pub enum Source {
+        /// Cap: at most 10,000,000 bytes.
         #[prost(bytes, tag = "2")]
         Data(::prost::alloc::vec::Vec<u8>),
         /// https:// or data: or a provider file id URI.
+        /// Cap: at most 14,000,000 characters.
         #[prost(string, tag = "3")]
         Uri(::prost::alloc::string::String),
     }
@@ -883,6 +976,7 @@ pub mod content_part {
     #[allow(clippy::all)]
     #[derive(Clone, PartialEq, Eq, Hash, ::prost::Oneof)]
     pub enum Part {
+        /// Cap: at most 1,000,000 characters.
         #[prost(string, tag = "1")]
         Text(::prost::alloc::string::String),
         #[prost(message, tag = "2")]
@@ -902,23 +996,30 @@ pub struct ChatMessage {
     #[prost(enumeration = "ChatRole", tag = "1")]
     pub role: i32,
     /// Plain text content; content_parts, when present, follow it.
+    /// Cap: at most 1,000,000 characters.
     #[prost(string, tag = "2")]
     pub content: ::prost::alloc::string::String,
+    /// Cap: at most 1,000,000 characters.
     #[prost(string, optional, tag = "3")]
     pub reasoning_content: ::core::option::Option<::prost::alloc::string::String>,
+    /// Cap: at most 256 items.
     #[prost(message, repeated, tag = "4")]
     pub content_parts: ::prost::alloc::vec::Vec<ContentPart>,
     /// On a tool message: the call it answers.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "5")]
     pub tool_call_id: ::prost::alloc::string::String,
     /// Tool name on a tool message, or a participant name.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "6")]
     pub name: ::prost::alloc::string::String,
     /// On an assistant message: the tools it calls.
+    /// Cap: at most 128 items.
     #[prost(message, repeated, tag = "7")]
     pub tool_calls: ::prost::alloc::vec::Vec<ToolCall>,
     /// Metadata of artifacts attached to this message; rendered into its text
     /// as an artifact block, never as bytes.
+    /// Cap: at most 64 items.
     #[prost(message, repeated, tag = "8")]
     pub artifact_refs: ::prost::alloc::vec::Vec<ArtifactRef>,
 }
@@ -927,11 +1028,14 @@ pub struct ChatMessage {
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ToolDefinition {
     /// \[A-Za-z0-9\_-\], at most 64 characters (128 for Anthropic and Gemini), unique.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub name: ::prost::alloc::string::String,
+    /// Cap: at most 10,000 characters.
     #[prost(string, tag = "2")]
     pub description: ::prost::alloc::string::String,
     /// JSON schema of the arguments; must be an object schema.
+    /// Cap: at most 100,000 bytes serialized.
     #[prost(message, optional, tag = "3")]
     pub parameters: ::core::option::Option<::prost_types::Struct>,
 }
@@ -942,6 +1046,7 @@ pub struct ToolChoice {
     #[prost(enumeration = "ToolChoiceMode", tag = "1")]
     pub mode: i32,
     /// With TOOL_CHOICE_MODE_TOOL.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "2")]
     pub tool_name: ::prost::alloc::string::String,
 }
@@ -962,14 +1067,17 @@ pub struct Reasoning {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ChatRequest {
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub model: ::prost::alloc::string::String,
+    /// Cap: at most 2,000 items.
     #[prost(message, repeated, tag = "2")]
     pub messages: ::prost::alloc::vec::Vec<ChatMessage>,
     #[prost(double, optional, tag = "3")]
     pub temperature: ::core::option::Option<f64>,
     #[prost(int32, optional, tag = "4")]
     pub max_tokens: ::core::option::Option<i32>,
+    /// Cap: at most 256 items.
     #[prost(message, repeated, tag = "5")]
     pub tools: ::prost::alloc::vec::Vec<ToolDefinition>,
     #[prost(message, optional, tag = "6")]
@@ -1239,9 +1347,11 @@ pub struct ThreadConfig {
     /// Default 16,000. Must be below max_context_tokens.
     #[prost(int32, optional, tag = "2")]
     pub response_reserve_tokens: ::core::option::Option<i32>,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "3")]
     pub model: ::prost::alloc::string::String,
     /// Model used to compress history; the thread model when empty.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "4")]
     pub summary_model: ::prost::alloc::string::String,
     /// What a load over the threshold does. UNSPECIFIED means CLEAR_THEN_SUMMARIZE.
@@ -1273,24 +1383,32 @@ pub struct Thread {
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ConversationEntry {
     /// Client-chosen id; appends are idempotent by it.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub entry_id: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "2")]
     pub turn_id: ::prost::alloc::string::String,
     #[prost(enumeration = "EntryRole", tag = "3")]
     pub role: i32,
+    /// Cap: at most 1,000,000 characters.
     #[prost(string, tag = "4")]
     pub content: ::prost::alloc::string::String,
+    /// Cap: at most 128 items.
     #[prost(message, repeated, tag = "5")]
     pub tool_calls: ::prost::alloc::vec::Vec<ToolCall>,
     /// On a tool entry: the call it answers.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "6")]
     pub tool_call_id: ::prost::alloc::string::String,
     /// Tool name on a tool entry.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "7")]
     pub name: ::prost::alloc::string::String,
+    /// Cap: at most 64 items.
     #[prost(message, repeated, tag = "8")]
     pub artifact_refs: ::prost::alloc::vec::Vec<ArtifactRef>,
+    /// Cap: at most 1,000,000 characters.
     #[prost(string, optional, tag = "9")]
     pub reasoning_content: ::core::option::Option<::prost::alloc::string::String>,
     /// Output only: position in the thread, increasing.
@@ -1300,6 +1418,7 @@ pub struct ConversationEntry {
     #[prost(int32, tag = "11")]
     pub token_count: i32,
     /// Output only: the tokenizer that counted, e.g. "cl100k_base".
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "12")]
     pub tokenizer: ::prost::alloc::string::String,
     /// Output only: true once its turn completed.
@@ -1635,6 +1754,7 @@ impl SummaryUse {
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct CreateThreadRequest {
     /// Client-chosen id; empty = the server generates one.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub thread_id: ::prost::alloc::string::String,
     #[prost(message, optional, tag = "2")]
@@ -1649,6 +1769,7 @@ pub struct CreateThreadResponse {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct GetThreadRequest {
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub thread_id: ::prost::alloc::string::String,
 }
@@ -1661,11 +1782,13 @@ pub struct GetThreadResponse {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct UpdateThreadRequest {
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub thread_id: ::prost::alloc::string::String,
     #[prost(message, optional, tag = "2")]
     pub config: ::core::option::Option<ThreadConfig>,
     /// Paths in ThreadConfig to update, e.g. "max_context_tokens"; empty = every set field.
+    /// Cap: at most 16 paths, each at most 200 characters.
     #[prost(message, optional, tag = "3")]
     pub update_mask: ::core::option::Option<::prost_types::FieldMask>,
 }
@@ -1678,8 +1801,10 @@ pub struct UpdateThreadResponse {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct AppendEntriesRequest {
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub thread_id: ::prost::alloc::string::String,
+    /// Cap: at most 100 items.
     #[prost(message, repeated, tag = "2")]
     pub entries: ::prost::alloc::vec::Vec<ConversationEntry>,
     /// Ask for less: answer with the counts only, without echoing the stored entries.
@@ -1702,8 +1827,10 @@ pub struct AppendEntriesResponse {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct CompleteTurnRequest {
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub thread_id: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "2")]
     pub turn_id: ::prost::alloc::string::String,
 }
@@ -1716,9 +1843,11 @@ pub struct CompleteTurnResponse {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct LoadConversationHistoryRequest {
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub thread_id: ::prost::alloc::string::String,
     /// Leave out this turn's entries (the turn in progress).
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "2")]
     pub exclude_turn_id: ::prost::alloc::string::String,
     /// Report what a load would send without calling the summary model or storing anything.
@@ -1736,6 +1865,7 @@ pub struct LoadConversationHistoryResponse {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct GetThreadSummaryRequest {
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub thread_id: ::prost::alloc::string::String,
 }
@@ -1749,9 +1879,11 @@ pub struct GetThreadSummaryResponse {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct CountTokensRequest {
+    /// Cap: at most 1,000 items, each at most 1,000,000 characters.
     #[prost(string, repeated, tag = "1")]
     pub texts: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
     /// Counted as history messages (with per-message overhead and artifact blocks).
+    /// Cap: at most 1,000 items.
     #[prost(message, repeated, tag = "2")]
     pub messages: ::prost::alloc::vec::Vec<ChatMessage>,
 }
@@ -1778,6 +1910,11 @@ pub mod history_service_client {
     use tonic::codegen::*;
     use tonic::codegen::http::Uri;
     /// HistoryService owns durable thread state and budgeted history.
+    ///
+    /// Request limits: a field marked "Cap:" is refused past its cap, and every
+    /// request string is refused when it holds a NUL character (PostgreSQL text
+    /// cannot store one). Both are checked before any work and answered with
+    /// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     #[derive(Debug, Clone)]
     pub struct HistoryServiceClient<T> {
         inner: tonic::client::Grpc<T>,
@@ -2078,8 +2215,10 @@ pub mod history_service_client {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct GetTurnManifestRequest {
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub thread_id: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "2")]
     pub turn_id: ::prost::alloc::string::String,
 }
@@ -2098,6 +2237,7 @@ pub struct GetTurnManifestResponse {
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct WatchManifestsRequest {
     /// Only this thread's events; empty = all threads.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub thread_id: ::prost::alloc::string::String,
     /// Resume after this event id; 0 = from the first stored event.
@@ -2172,8 +2312,10 @@ pub mod manifest_ref {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct TurnRef {
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub thread_id: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "2")]
     pub turn_id: ::prost::alloc::string::String,
 }
@@ -2269,6 +2411,11 @@ pub mod manifest_service_client {
     use tonic::codegen::*;
     use tonic::codegen::http::Uri;
     /// ManifestService reads persisted manifests and streams them live.
+    ///
+    /// Request limits: a field marked "Cap:" is refused past its cap, and every
+    /// request string is refused when it holds a NUL character (PostgreSQL text
+    /// cannot store one). Both are checked before any work and answered with
+    /// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     #[derive(Debug, Clone)]
     pub struct ManifestServiceClient<T> {
         inner: tonic::client::Grpc<T>,
@@ -2437,8 +2584,10 @@ pub struct CompilePromptRequest {
     /// Optional: persist the manifest on this thread's turn. thread_id and
     /// turn_id are set together or not at all; a missing thread is created with
     /// the default budget.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "2")]
     pub thread_id: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "3")]
     pub turn_id: ::prost::alloc::string::String,
 }
@@ -2455,6 +2604,7 @@ pub struct CompilePromptResponse {
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct EnsureBootstrapFilesRequest {
     /// Empty = the server's runtime home; otherwise a folder inside it.
+    /// Cap: at most 1,024 characters, at most 32 path components.
     #[prost(string, tag = "1")]
     pub workspace_root: ::prost::alloc::string::String,
 }
@@ -2488,6 +2638,11 @@ pub mod prompt_compiler_service_client {
     use tonic::codegen::*;
     use tonic::codegen::http::Uri;
     /// PromptCompilerService compiles ordered system prompts with a cache boundary.
+    ///
+    /// Request limits: a field marked "Cap:" is refused past its cap, and every
+    /// request string is refused when it holds a NUL character (PostgreSQL text
+    /// cannot store one). Both are checked before any work and answered with
+    /// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     #[derive(Debug, Clone)]
     pub struct PromptCompilerServiceClient<T> {
         inner: tonic::client::Grpc<T>,
@@ -2638,6 +2793,7 @@ pub struct RenderOptions {
     #[prost(int32, optional, tag = "1")]
     pub anthropic_min_cache_chars: ::core::option::Option<i32>,
     /// Prefix of the OpenAI prompt_cache_key (server default when unset).
+    /// Cap: at most 200 characters.
     #[prost(string, optional, tag = "2")]
     pub cache_key_prefix: ::core::option::Option<::prost::alloc::string::String>,
 }
@@ -2738,6 +2894,11 @@ pub mod provider_service_client {
     use tonic::codegen::*;
     use tonic::codegen::http::Uri;
     /// ProviderService renders a ChatRequest into one provider's request body.
+    ///
+    /// Request limits: a field marked "Cap:" is refused past its cap, and every
+    /// request string is refused when it holds a NUL character (PostgreSQL text
+    /// cannot store one). Both are checked before any work and answered with
+    /// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     #[derive(Debug, Clone)]
     pub struct ProviderServiceClient<T> {
         inner: tonic::client::Grpc<T>,
@@ -2855,15 +3016,19 @@ pub mod provider_service_client {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct PrepareTurnRequest {
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub thread_id: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "2")]
     pub turn_id: ::prost::alloc::string::String,
     /// Entries of this turn not yet stored (idempotent by entry_id).
+    /// Cap: at most 100 items.
     #[prost(message, repeated, tag = "3")]
     pub new_entries: ::prost::alloc::vec::Vec<ConversationEntry>,
     #[prost(message, optional, tag = "4")]
     pub compile_input: ::core::option::Option<PromptCompileInput>,
+    /// Cap: at most 256 items.
     #[prost(message, repeated, tag = "5")]
     pub tools: ::prost::alloc::vec::Vec<ToolDefinition>,
     #[prost(message, optional, tag = "6")]
@@ -2871,6 +3036,7 @@ pub struct PrepareTurnRequest {
     #[prost(bool, optional, tag = "7")]
     pub parallel_tool_calls: ::core::option::Option<bool>,
     /// Empty = the thread's model.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "8")]
     pub model: ::prost::alloc::string::String,
     #[prost(double, optional, tag = "9")]
@@ -2924,6 +3090,11 @@ pub mod turn_service_client {
     use tonic::codegen::*;
     use tonic::codegen::http::Uri;
     /// TurnService prepares a whole provider round in one call.
+    ///
+    /// Request limits: a field marked "Cap:" is refused past its cap, and every
+    /// request string is refused when it holds a NUL character (PostgreSQL text
+    /// cannot store one). Both are checked before any work and answered with
+    /// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     #[derive(Debug, Clone)]
     pub struct TurnServiceClient<T> {
         inner: tonic::client::Grpc<T>,

@@ -195,14 +195,16 @@ func (ReasoningEffort) EnumDescriptor() ([]byte, []int) {
 
 // MediaPart is a non-text content part: inline bytes or a URI.
 type MediaPart struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	MimeType string                 `protobuf:"bytes,1,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	MimeType string `protobuf:"bytes,1,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
 	// Types that are valid to be assigned to Source:
 	//
 	//	*MediaPart_Data
 	//	*MediaPart_Uri
-	Source        isMediaPart_Source `protobuf_oneof:"source"`
-	Filename      string             `protobuf:"bytes,4,opt,name=filename,proto3" json:"filename,omitempty"`
+	Source isMediaPart_Source `protobuf_oneof:"source"`
+	// Cap: at most 1,000 characters.
+	Filename      string `protobuf:"bytes,4,opt,name=filename,proto3" json:"filename,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -281,11 +283,13 @@ type isMediaPart_Source interface {
 }
 
 type MediaPart_Data struct {
+	// Cap: at most 10,000,000 bytes.
 	Data []byte `protobuf:"bytes,2,opt,name=data,proto3,oneof"`
 }
 
 type MediaPart_Uri struct {
 	// https:// or data: or a provider file id URI.
+	// Cap: at most 14,000,000 characters.
 	Uri string `protobuf:"bytes,3,opt,name=uri,proto3,oneof"`
 }
 
@@ -395,6 +399,7 @@ type isContentPart_Part interface {
 }
 
 type ContentPart_Text struct {
+	// Cap: at most 1,000,000 characters.
 	Text string `protobuf:"bytes,1,opt,name=text,proto3,oneof"`
 }
 
@@ -429,17 +434,24 @@ type ChatMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Role  ChatRole               `protobuf:"varint,1,opt,name=role,proto3,enum=pioneer.v1.ChatRole" json:"role,omitempty"`
 	// Plain text content; content_parts, when present, follow it.
-	Content          string         `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
-	ReasoningContent *string        `protobuf:"bytes,3,opt,name=reasoning_content,json=reasoningContent,proto3,oneof" json:"reasoning_content,omitempty"`
-	ContentParts     []*ContentPart `protobuf:"bytes,4,rep,name=content_parts,json=contentParts,proto3" json:"content_parts,omitempty"`
+	// Cap: at most 1,000,000 characters.
+	Content string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	// Cap: at most 1,000,000 characters.
+	ReasoningContent *string `protobuf:"bytes,3,opt,name=reasoning_content,json=reasoningContent,proto3,oneof" json:"reasoning_content,omitempty"`
+	// Cap: at most 256 items.
+	ContentParts []*ContentPart `protobuf:"bytes,4,rep,name=content_parts,json=contentParts,proto3" json:"content_parts,omitempty"`
 	// On a tool message: the call it answers.
+	// Cap: at most 200 characters.
 	ToolCallId string `protobuf:"bytes,5,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
 	// Tool name on a tool message, or a participant name.
+	// Cap: at most 200 characters.
 	Name string `protobuf:"bytes,6,opt,name=name,proto3" json:"name,omitempty"`
 	// On an assistant message: the tools it calls.
+	// Cap: at most 128 items.
 	ToolCalls []*ToolCall `protobuf:"bytes,7,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
 	// Metadata of artifacts attached to this message; rendered into its text
 	// as an artifact block, never as bytes.
+	// Cap: at most 64 items.
 	ArtifactRefs  []*ArtifactRef `protobuf:"bytes,8,rep,name=artifact_refs,json=artifactRefs,proto3" json:"artifact_refs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -535,9 +547,12 @@ func (x *ChatMessage) GetArtifactRefs() []*ArtifactRef {
 type ToolDefinition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// [A-Za-z0-9_-], at most 64 characters (128 for Anthropic and Gemini), unique.
-	Name        string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Cap: at most 200 characters.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Cap: at most 10,000 characters.
 	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
 	// JSON schema of the arguments; must be an object schema.
+	// Cap: at most 100,000 bytes serialized.
 	Parameters    *structpb.Struct `protobuf:"bytes,3,opt,name=parameters,proto3" json:"parameters,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -599,6 +614,7 @@ type ToolChoice struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Mode  ToolChoiceMode         `protobuf:"varint,1,opt,name=mode,proto3,enum=pioneer.v1.ToolChoiceMode" json:"mode,omitempty"`
 	// With TOOL_CHOICE_MODE_TOOL.
+	// Cap: at most 200 characters.
 	ToolName      string `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -713,15 +729,18 @@ func (x *Reasoning) GetBudgetTokens() int32 {
 
 // ChatRequest is the common, provider-neutral request of one provider round.
 type ChatRequest struct {
-	state             protoimpl.MessageState `protogen:"open.v1"`
-	Model             string                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
-	Messages          []*ChatMessage         `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
-	Temperature       *float64               `protobuf:"fixed64,3,opt,name=temperature,proto3,oneof" json:"temperature,omitempty"`
-	MaxTokens         *int32                 `protobuf:"varint,4,opt,name=max_tokens,json=maxTokens,proto3,oneof" json:"max_tokens,omitempty"`
-	Tools             []*ToolDefinition      `protobuf:"bytes,5,rep,name=tools,proto3" json:"tools,omitempty"`
-	ToolChoice        *ToolChoice            `protobuf:"bytes,6,opt,name=tool_choice,json=toolChoice,proto3" json:"tool_choice,omitempty"`
-	ParallelToolCalls *bool                  `protobuf:"varint,7,opt,name=parallel_tool_calls,json=parallelToolCalls,proto3,oneof" json:"parallel_tool_calls,omitempty"`
-	Reasoning         *Reasoning             `protobuf:"bytes,8,opt,name=reasoning,proto3" json:"reasoning,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	Model string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	// Cap: at most 2,000 items.
+	Messages    []*ChatMessage `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
+	Temperature *float64       `protobuf:"fixed64,3,opt,name=temperature,proto3,oneof" json:"temperature,omitempty"`
+	MaxTokens   *int32         `protobuf:"varint,4,opt,name=max_tokens,json=maxTokens,proto3,oneof" json:"max_tokens,omitempty"`
+	// Cap: at most 256 items.
+	Tools             []*ToolDefinition `protobuf:"bytes,5,rep,name=tools,proto3" json:"tools,omitempty"`
+	ToolChoice        *ToolChoice       `protobuf:"bytes,6,opt,name=tool_choice,json=toolChoice,proto3" json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool             `protobuf:"varint,7,opt,name=parallel_tool_calls,json=parallelToolCalls,proto3,oneof" json:"parallel_tool_calls,omitempty"`
+	Reasoning         *Reasoning        `protobuf:"bytes,8,opt,name=reasoning,proto3" json:"reasoning,omitempty"`
 	// The compiled system prompt; adapters map its split to provider caching.
 	CompiledPrompt *CompiledPromptPayload `protobuf:"bytes,9,opt,name=compiled_prompt,json=compiledPrompt,proto3" json:"compiled_prompt,omitempty"`
 	unknownFields  protoimpl.UnknownFields

@@ -25,17 +25,24 @@ const (
 // the artifact's bytes. Rendered as one line of an artifact block next to the
 // message or thread-context snippet it belongs to.
 type ArtifactRef struct {
-	state      protoimpl.MessageState `protogen:"open.v1"`
-	ArtifactId string                 `protobuf:"bytes,1,opt,name=artifact_id,json=artifactId,proto3" json:"artifact_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ArtifactId string `protobuf:"bytes,1,opt,name=artifact_id,json=artifactId,proto3" json:"artifact_id,omitempty"`
 	// Absent renders as `versionId=null`.
-	VersionId   *string `protobuf:"bytes,2,opt,name=version_id,json=versionId,proto3,oneof" json:"version_id,omitempty"`
-	DisplayName string  `protobuf:"bytes,3,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
+	// Cap: at most 200 characters.
+	VersionId *string `protobuf:"bytes,2,opt,name=version_id,json=versionId,proto3,oneof" json:"version_id,omitempty"`
+	// Cap: at most 1,000 characters.
+	DisplayName string `protobuf:"bytes,3,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
 	// e.g. "image", "document", "file".
-	Kind      string  `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Cap: at most 200 characters.
+	Kind string `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Cap: at most 200 characters.
 	MimeType  *string `protobuf:"bytes,5,opt,name=mime_type,json=mimeType,proto3,oneof" json:"mime_type,omitempty"`
 	SizeBytes *int64  `protobuf:"varint,6,opt,name=size_bytes,json=sizeBytes,proto3,oneof" json:"size_bytes,omitempty"`
-	Sha256    *string `protobuf:"bytes,7,opt,name=sha256,proto3,oneof" json:"sha256,omitempty"`
+	// Cap: at most 200 characters.
+	Sha256 *string `protobuf:"bytes,7,opt,name=sha256,proto3,oneof" json:"sha256,omitempty"`
 	// "user", "assistant", ... when known.
+	// Cap: at most 200 characters.
 	Role          *string `protobuf:"bytes,8,opt,name=role,proto3,oneof" json:"role,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -131,9 +138,12 @@ func (x *ArtifactRef) GetRole() string {
 type ToolCall struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Provider-assigned call id; tool results answer it through tool_call_id.
-	Id   string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Cap: at most 200 characters.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Cap: at most 200 characters.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// The arguments as a JSON object text, exactly as the model produced them.
+	// Cap: at most 1,000,000 characters, JSON nested at most 64 levels deep.
 	Arguments     string `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -313,8 +313,10 @@ type ThreadConfig struct {
 	MaxContextTokens *int32 `protobuf:"varint,1,opt,name=max_context_tokens,json=maxContextTokens,proto3,oneof" json:"max_context_tokens,omitempty"`
 	// Default 16,000. Must be below max_context_tokens.
 	ResponseReserveTokens *int32 `protobuf:"varint,2,opt,name=response_reserve_tokens,json=responseReserveTokens,proto3,oneof" json:"response_reserve_tokens,omitempty"`
-	Model                 string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// Cap: at most 200 characters.
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
 	// Model used to compress history; the thread model when empty.
+	// Cap: at most 200 characters.
 	SummaryModel string `protobuf:"bytes,4,opt,name=summary_model,json=summaryModel,proto3" json:"summary_model,omitempty"`
 	// What a load over the threshold does. UNSPECIFIED means CLEAR_THEN_SUMMARIZE.
 	CompactionStrategy CompactionStrategy `protobuf:"varint,5,opt,name=compaction_strategy,json=compactionStrategy,proto3,enum=pioneer.v1.CompactionStrategy" json:"compaction_strategy,omitempty"`
@@ -479,22 +481,31 @@ func (x *Thread) GetEntryCount() int64 {
 type ConversationEntry struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Client-chosen id; appends are idempotent by it.
-	EntryId   string      `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
-	TurnId    string      `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
-	Role      EntryRole   `protobuf:"varint,3,opt,name=role,proto3,enum=pioneer.v1.EntryRole" json:"role,omitempty"`
-	Content   string      `protobuf:"bytes,4,opt,name=content,proto3" json:"content,omitempty"`
+	// Cap: at most 200 characters.
+	EntryId string `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	// Cap: at most 200 characters.
+	TurnId string    `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	Role   EntryRole `protobuf:"varint,3,opt,name=role,proto3,enum=pioneer.v1.EntryRole" json:"role,omitempty"`
+	// Cap: at most 1,000,000 characters.
+	Content string `protobuf:"bytes,4,opt,name=content,proto3" json:"content,omitempty"`
+	// Cap: at most 128 items.
 	ToolCalls []*ToolCall `protobuf:"bytes,5,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
 	// On a tool entry: the call it answers.
+	// Cap: at most 200 characters.
 	ToolCallId string `protobuf:"bytes,6,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
 	// Tool name on a tool entry.
-	Name             string         `protobuf:"bytes,7,opt,name=name,proto3" json:"name,omitempty"`
-	ArtifactRefs     []*ArtifactRef `protobuf:"bytes,8,rep,name=artifact_refs,json=artifactRefs,proto3" json:"artifact_refs,omitempty"`
-	ReasoningContent *string        `protobuf:"bytes,9,opt,name=reasoning_content,json=reasoningContent,proto3,oneof" json:"reasoning_content,omitempty"`
+	// Cap: at most 200 characters.
+	Name string `protobuf:"bytes,7,opt,name=name,proto3" json:"name,omitempty"`
+	// Cap: at most 64 items.
+	ArtifactRefs []*ArtifactRef `protobuf:"bytes,8,rep,name=artifact_refs,json=artifactRefs,proto3" json:"artifact_refs,omitempty"`
+	// Cap: at most 1,000,000 characters.
+	ReasoningContent *string `protobuf:"bytes,9,opt,name=reasoning_content,json=reasoningContent,proto3,oneof" json:"reasoning_content,omitempty"`
 	// Output only: position in the thread, increasing.
 	Sequence int64 `protobuf:"varint,10,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	// Output only: tokens of the rendered message (cl100k_base), without overhead.
 	TokenCount int32 `protobuf:"varint,11,opt,name=token_count,json=tokenCount,proto3" json:"token_count,omitempty"`
 	// Output only: the tokenizer that counted, e.g. "cl100k_base".
+	// Cap: at most 200 characters.
 	Tokenizer string `protobuf:"bytes,12,opt,name=tokenizer,proto3" json:"tokenizer,omitempty"`
 	// Output only: true once its turn completed.
 	Completed bool `protobuf:"varint,13,opt,name=completed,proto3" json:"completed,omitempty"`

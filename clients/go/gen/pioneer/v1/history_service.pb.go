@@ -25,6 +25,7 @@ const (
 type CreateThreadRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Client-chosen id; empty = the server generates one.
+	// Cap: at most 200 characters.
 	ThreadId      string        `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
 	Config        *ThreadConfig `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -120,8 +121,9 @@ func (x *CreateThreadResponse) GetThread() *Thread {
 }
 
 type GetThreadRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ThreadId      string                 `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ThreadId      string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -208,10 +210,12 @@ func (x *GetThreadResponse) GetThread() *Thread {
 }
 
 type UpdateThreadRequest struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	ThreadId string                 `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
-	Config   *ThreadConfig          `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ThreadId string        `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	Config   *ThreadConfig `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
 	// Paths in ThreadConfig to update, e.g. "max_context_tokens"; empty = every set field.
+	// Cap: at most 16 paths, each at most 200 characters.
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,3,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -313,9 +317,11 @@ func (x *UpdateThreadResponse) GetThread() *Thread {
 }
 
 type AppendEntriesRequest struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	ThreadId string                 `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
-	Entries  []*ConversationEntry   `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// Cap: at most 100 items.
+	Entries []*ConversationEntry `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
 	// Ask for less: answer with the counts only, without echoing the stored entries.
 	CountsOnly    bool `protobuf:"varint,3,opt,name=counts_only,json=countsOnly,proto3" json:"counts_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -437,9 +443,11 @@ func (x *AppendEntriesResponse) GetExistingCount() int32 {
 }
 
 type CompleteTurnRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ThreadId      string                 `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
-	TurnId        string                 `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// Cap: at most 200 characters.
+	TurnId        string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -533,9 +541,11 @@ func (x *CompleteTurnResponse) GetCompletedEntryCount() int32 {
 }
 
 type LoadConversationHistoryRequest struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	ThreadId string                 `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
 	// Leave out this turn's entries (the turn in progress).
+	// Cap: at most 200 characters.
 	ExcludeTurnId string `protobuf:"bytes,2,opt,name=exclude_turn_id,json=excludeTurnId,proto3" json:"exclude_turn_id,omitempty"`
 	// Report what a load would send without calling the summary model or storing anything.
 	DryRun        bool `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
@@ -647,8 +657,9 @@ func (x *LoadConversationHistoryResponse) GetReport() *HistoryDecisionReport {
 }
 
 type GetThreadSummaryRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ThreadId      string                 `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ThreadId      string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -737,8 +748,10 @@ func (x *GetThreadSummaryResponse) GetSummary() *ThreadSummary {
 
 type CountTokensRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Texts []string               `protobuf:"bytes,1,rep,name=texts,proto3" json:"texts,omitempty"`
+	// Cap: at most 1,000 items, each at most 1,000,000 characters.
+	Texts []string `protobuf:"bytes,1,rep,name=texts,proto3" json:"texts,omitempty"`
 	// Counted as history messages (with per-message overhead and artifact blocks).
+	// Cap: at most 1,000 items.
 	Messages      []*ChatMessage `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

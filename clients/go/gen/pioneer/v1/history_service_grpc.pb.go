@@ -34,6 +34,11 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // HistoryService owns durable thread state and budgeted history.
+//
+// Request limits: a field marked "Cap:" is refused past its cap, and every
+// request string is refused when it holds a NUL character (PostgreSQL text
+// cannot store one). Both are checked before any work and answered with
+// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 type HistoryServiceClient interface {
 	CreateThread(ctx context.Context, in *CreateThreadRequest, opts ...grpc.CallOption) (*CreateThreadResponse, error)
 	GetThread(ctx context.Context, in *GetThreadRequest, opts ...grpc.CallOption) (*GetThreadResponse, error)
@@ -154,6 +159,11 @@ func (c *historyServiceClient) CountTokens(ctx context.Context, in *CountTokensR
 // for forward compatibility.
 //
 // HistoryService owns durable thread state and budgeted history.
+//
+// Request limits: a field marked "Cap:" is refused past its cap, and every
+// request string is refused when it holds a NUL character (PostgreSQL text
+// cannot store one). Both are checked before any work and answered with
+// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 type HistoryServiceServer interface {
 	CreateThread(context.Context, *CreateThreadRequest) (*CreateThreadResponse, error)
 	GetThread(context.Context, *GetThreadRequest) (*GetThreadResponse, error)

@@ -80,9 +80,11 @@ func (SectionChangeKind) EnumDescriptor() ([]byte, []int) {
 }
 
 type GetTurnManifestRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ThreadId      string                 `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
-	TurnId        string                 `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// Cap: at most 200 characters.
+	TurnId        string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -195,6 +197,7 @@ func (x *GetTurnManifestResponse) GetEventId() int64 {
 type WatchManifestsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only this thread's events; empty = all threads.
+	// Cap: at most 200 characters.
 	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
 	// Resume after this event id; 0 = from the first stored event.
 	AfterEventId int64 `protobuf:"varint,2,opt,name=after_event_id,json=afterEventId,proto3" json:"after_event_id,omitempty"`
@@ -568,9 +571,11 @@ func (*ManifestRef_Manifest) isManifestRef_Ref() {}
 
 // TurnRef names a thread's turn.
 type TurnRef struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ThreadId      string                 `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
-	TurnId        string                 `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// Cap: at most 200 characters.
+	TurnId        string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

@@ -29,6 +29,11 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // ManifestService reads persisted manifests and streams them live.
+//
+// Request limits: a field marked "Cap:" is refused past its cap, and every
+// request string is refused when it holds a NUL character (PostgreSQL text
+// cannot store one). Both are checked before any work and answered with
+// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 type ManifestServiceClient interface {
 	GetTurnManifest(ctx context.Context, in *GetTurnManifestRequest, opts ...grpc.CallOption) (*GetTurnManifestResponse, error)
 	// Streams manifest events after after_event_id: the stored backlog, then live
@@ -91,6 +96,11 @@ func (c *manifestServiceClient) DiffManifests(ctx context.Context, in *DiffManif
 // for forward compatibility.
 //
 // ManifestService reads persisted manifests and streams them live.
+//
+// Request limits: a field marked "Cap:" is refused past its cap, and every
+// request string is refused when it holds a NUL character (PostgreSQL text
+// cannot store one). Both are checked before any work and answered with
+// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 type ManifestServiceServer interface {
 	GetTurnManifest(context.Context, *GetTurnManifestRequest) (*GetTurnManifestResponse, error)
 	// Streams manifest events after after_event_id: the stored backlog, then live

@@ -701,11 +701,15 @@ func (x *PromptLimits) GetMaxThreadContextChars() int32 {
 type Skill struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Exact slug the model passes to read_skill.
-	Slug        string `protobuf:"bytes,1,opt,name=slug,proto3" json:"slug,omitempty"`
+	// Cap: at most 200 characters.
+	Slug string `protobuf:"bytes,1,opt,name=slug,proto3" json:"slug,omitempty"`
+	// Cap: at most 1,000 characters.
 	DisplayName string `protobuf:"bytes,2,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
 	// When to use it.
+	// Cap: at most 1,000 characters.
 	Description string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
 	// Full SKILL.md body; rendered only for path-matched skills when few are active.
+	// Cap: at most 200,000 characters.
 	Body string `protobuf:"bytes,4,opt,name=body,proto3" json:"body,omitempty"`
 	// True when the skill was matched by a path in the turn (eligible for its body).
 	PathMatched   bool `protobuf:"varint,5,opt,name=path_matched,json=pathMatched,proto3" json:"path_matched,omitempty"`
@@ -780,8 +784,9 @@ func (x *Skill) GetPathMatched() bool {
 
 // SkillsInput is the structured form of the skills runtime section.
 type SkillsInput struct {
-	state        protoimpl.MessageState `protogen:"open.v1"`
-	ActiveSkills []*Skill               `protobuf:"bytes,1,rep,name=active_skills,json=activeSkills,proto3" json:"active_skills,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 256 items.
+	ActiveSkills []*Skill `protobuf:"bytes,1,rep,name=active_skills,json=activeSkills,proto3" json:"active_skills,omitempty"`
 	// Add a hint to load exact instructions with read_skill when the section is tight.
 	IncludeReadSkillHint bool `protobuf:"varint,2,opt,name=include_read_skill_hint,json=includeReadSkillHint,proto3" json:"include_read_skill_hint,omitempty"`
 	unknownFields        protoimpl.UnknownFields
@@ -836,9 +841,12 @@ func (x *SkillsInput) GetIncludeReadSkillHint() bool {
 type MemoryItem struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// e.g. "user", "workspace", "thread".
+	// Cap: at most 1,000 characters.
 	Scope string `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
 	// e.g. "preference", "fact", "decision".
-	Category      string `protobuf:"bytes,2,opt,name=category,proto3" json:"category,omitempty"`
+	// Cap: at most 1,000 characters.
+	Category string `protobuf:"bytes,2,opt,name=category,proto3" json:"category,omitempty"`
+	// Cap: at most 200,000 characters.
 	Content       string `protobuf:"bytes,3,opt,name=content,proto3" json:"content,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -900,14 +908,18 @@ type MemoryRecall struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Policy MemoryPolicy           `protobuf:"varint,1,opt,name=policy,proto3,enum=pioneer.v1.MemoryPolicy" json:"policy,omitempty"`
 	// At most 5 are rendered (1,500 chars in all, 280 each).
+	// Cap: at most 64 items.
 	Items []*MemoryItem `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
 	// Memory tools the model can call this turn, by exact name. Without any,
 	// the guidance tells the model that memory cannot change this turn.
+	// Cap: at most 256 items, each at most 1,000 characters.
 	AvailableTools []string `protobuf:"bytes,3,rep,name=available_tools,json=availableTools,proto3" json:"available_tools,omitempty"`
-	ThreadContext  *string  `protobuf:"bytes,4,opt,name=thread_context,json=threadContext,proto3,oneof" json:"thread_context,omitempty"`
-	TaskContext    *string  `protobuf:"bytes,5,opt,name=task_context,json=taskContext,proto3,oneof" json:"task_context,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Cap: at most 200,000 characters.
+	ThreadContext *string `protobuf:"bytes,4,opt,name=thread_context,json=threadContext,proto3,oneof" json:"thread_context,omitempty"`
+	// Cap: at most 200,000 characters.
+	TaskContext   *string `protobuf:"bytes,5,opt,name=task_context,json=taskContext,proto3,oneof" json:"task_context,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MemoryRecall) Reset() {
@@ -977,9 +989,11 @@ func (x *MemoryRecall) GetTaskContext() string {
 
 // AgentsMdContent is an AGENTS.md supplied by the caller.
 type AgentsMdContent struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Content string                 `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200,000 characters.
+	Content string `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
 	// Where it came from, e.g. "thread tree / A / B".
+	// Cap: at most 1,000 characters.
 	SourceLabel   string `protobuf:"bytes,2,opt,name=source_label,json=sourceLabel,proto3" json:"source_label,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1108,6 +1122,7 @@ type AgentsMdSource_Content struct {
 type AgentsMdSource_ThreadFolder struct {
 	// A folder relative to workspace_root; the nearest non-empty AGENTS.md
 	// from it up to workspace_root is used. Files are never merged.
+	// Cap: at most 1,024 characters, at most 32 path components.
 	ThreadFolder string `protobuf:"bytes,2,opt,name=thread_folder,json=threadFolder,proto3,oneof"`
 }
 
@@ -1117,16 +1132,22 @@ func (*AgentsMdSource_ThreadFolder) isAgentsMdSource_Source() {}
 
 // SnippetProvenance says where a recalled snippet came from and why.
 type SnippetProvenance struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	Workspace string                 `protobuf:"bytes,1,opt,name=workspace,proto3" json:"workspace,omitempty"`
-	ThreadId  string                 `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
-	TurnId    string                 `protobuf:"bytes,3,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
-	TaskId    string                 `protobuf:"bytes,4,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 1,000 characters.
+	Workspace string `protobuf:"bytes,1,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// Cap: at most 200 characters.
+	TurnId string `protobuf:"bytes,3,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	// Cap: at most 200 characters.
+	TaskId string `protobuf:"bytes,4,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// RFC 3339 time of the original message.
+	// Cap: at most 200 characters.
 	Timestamp string              `protobuf:"bytes,5,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
 	Source    ThreadContextSource `protobuf:"varint,6,opt,name=source,proto3,enum=pioneer.v1.ThreadContextSource" json:"source,omitempty"`
 	Score     float64             `protobuf:"fixed64,7,opt,name=score,proto3" json:"score,omitempty"`
 	// e.g. "snippet", "message".
+	// Cap: at most 200 characters.
 	Boundary      string `protobuf:"bytes,8,opt,name=boundary,proto3" json:"boundary,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1222,10 +1243,13 @@ func (x *SnippetProvenance) GetBoundary() string {
 type ThreadContextSnippet struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// `thread:{turn}/{item}/chunk_{n}`.
-	SnippetId  string             `protobuf:"bytes,1,opt,name=snippet_id,json=snippetId,proto3" json:"snippet_id,omitempty"`
+	// Cap: at most 200 characters.
+	SnippetId string `protobuf:"bytes,1,opt,name=snippet_id,json=snippetId,proto3" json:"snippet_id,omitempty"`
+	// Cap: at most 200,000 characters.
 	Text       string             `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
 	Provenance *SnippetProvenance `protobuf:"bytes,3,opt,name=provenance,proto3" json:"provenance,omitempty"`
 	// Rendered as a scoped block for this snippet only.
+	// Cap: at most 64 items.
 	Artifacts     []*ArtifactRef `protobuf:"bytes,4,rep,name=artifacts,proto3" json:"artifacts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1293,8 +1317,10 @@ func (x *ThreadContextSnippet) GetArtifacts() []*ArtifactRef {
 type HiddenToolDomain struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// e.g. "memory", "task", "artifact", "computer_use".
+	// Cap: at most 1,000 characters.
 	Domain string `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
 	// Exact tool names in the domain.
+	// Cap: at most 256 items, each at most 1,000 characters.
 	Tools         []string `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1348,6 +1374,7 @@ func (x *HiddenToolDomain) GetTools() []string {
 type PermissionRule struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// e.g. "file_write", "shell", "network", "task_subagent".
+	// Cap: at most 1,000 characters.
 	Category      string             `protobuf:"bytes,1,opt,name=category,proto3" json:"category,omitempty"`
 	Decision      PermissionDecision `protobuf:"varint,2,opt,name=decision,proto3,enum=pioneer.v1.PermissionDecision" json:"decision,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1401,12 +1428,16 @@ func (x *PermissionRule) GetDecision() PermissionDecision {
 // PermissionProfile is the effective permission profile of the turn. Guidance
 // for the model only: enforcement happens outside the model.
 type PermissionProfile struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Mode          PermissionMode         `protobuf:"varint,1,opt,name=mode,proto3,enum=pioneer.v1.PermissionMode" json:"mode,omitempty"`
-	Rules         []*PermissionRule      `protobuf:"bytes,2,rep,name=rules,proto3" json:"rules,omitempty"`
-	AllowedTools  []string               `protobuf:"bytes,3,rep,name=allowed_tools,json=allowedTools,proto3" json:"allowed_tools,omitempty"`
-	DeniedTools   []string               `protobuf:"bytes,4,rep,name=denied_tools,json=deniedTools,proto3" json:"denied_tools,omitempty"`
-	AllowedPaths  []string               `protobuf:"bytes,5,rep,name=allowed_paths,json=allowedPaths,proto3" json:"allowed_paths,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Mode  PermissionMode         `protobuf:"varint,1,opt,name=mode,proto3,enum=pioneer.v1.PermissionMode" json:"mode,omitempty"`
+	// Cap: at most 256 items.
+	Rules []*PermissionRule `protobuf:"bytes,2,rep,name=rules,proto3" json:"rules,omitempty"`
+	// Cap: at most 512 items, each at most 1,000 characters.
+	AllowedTools []string `protobuf:"bytes,3,rep,name=allowed_tools,json=allowedTools,proto3" json:"allowed_tools,omitempty"`
+	// Cap: at most 512 items, each at most 1,000 characters.
+	DeniedTools []string `protobuf:"bytes,4,rep,name=denied_tools,json=deniedTools,proto3" json:"denied_tools,omitempty"`
+	// Cap: at most 256 items, each at most 4,096 characters.
+	AllowedPaths  []string `protobuf:"bytes,5,rep,name=allowed_paths,json=allowedPaths,proto3" json:"allowed_paths,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1478,12 +1509,16 @@ func (x *PermissionProfile) GetAllowedPaths() []string {
 
 // HookRef identifies one hook contribution.
 type HookRef struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	HookId           string                 `protobuf:"bytes,1,opt,name=hook_id,json=hookId,proto3" json:"hook_id,omitempty"`
-	SubscriptionId   string                 `protobuf:"bytes,2,opt,name=subscription_id,json=subscriptionId,proto3" json:"subscription_id,omitempty"`
-	Phase            HookPhase              `protobuf:"varint,3,opt,name=phase,proto3,enum=pioneer.v1.HookPhase" json:"phase,omitempty"`
-	ContributionId   *string                `protobuf:"bytes,4,opt,name=contribution_id,json=contributionId,proto3,oneof" json:"contribution_id,omitempty"`
-	ContributionHash *string                `protobuf:"bytes,5,opt,name=contribution_hash,json=contributionHash,proto3,oneof" json:"contribution_hash,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	HookId string `protobuf:"bytes,1,opt,name=hook_id,json=hookId,proto3" json:"hook_id,omitempty"`
+	// Cap: at most 200 characters.
+	SubscriptionId string    `protobuf:"bytes,2,opt,name=subscription_id,json=subscriptionId,proto3" json:"subscription_id,omitempty"`
+	Phase          HookPhase `protobuf:"varint,3,opt,name=phase,proto3,enum=pioneer.v1.HookPhase" json:"phase,omitempty"`
+	// Cap: at most 200 characters.
+	ContributionId *string `protobuf:"bytes,4,opt,name=contribution_id,json=contributionId,proto3,oneof" json:"contribution_id,omitempty"`
+	// Cap: at most 200 characters.
+	ContributionHash *string `protobuf:"bytes,5,opt,name=contribution_hash,json=contributionHash,proto3,oneof" json:"contribution_hash,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -1555,14 +1590,16 @@ func (x *HookRef) GetContributionHash() string {
 
 // HookSource records which hook contributed to which section.
 type HookSource struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	Source           *HookRef               `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
-	SectionId        *string                `protobuf:"bytes,2,opt,name=section_id,json=sectionId,proto3,oneof" json:"section_id,omitempty"`
-	ContributionKind ContributionKind       `protobuf:"varint,3,opt,name=contribution_kind,json=contributionKind,proto3,enum=pioneer.v1.ContributionKind" json:"contribution_kind,omitempty"`
-	Priority         *int32                 `protobuf:"varint,4,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
-	SourceCount      *int32                 `protobuf:"varint,5,opt,name=source_count,json=sourceCount,proto3,oneof" json:"source_count,omitempty"`
-	Truncation       Truncation             `protobuf:"varint,6,opt,name=truncation,proto3,enum=pioneer.v1.Truncation" json:"truncation,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Source *HookRef               `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	// Cap: at most 200 characters.
+	SectionId        *string          `protobuf:"bytes,2,opt,name=section_id,json=sectionId,proto3,oneof" json:"section_id,omitempty"`
+	ContributionKind ContributionKind `protobuf:"varint,3,opt,name=contribution_kind,json=contributionKind,proto3,enum=pioneer.v1.ContributionKind" json:"contribution_kind,omitempty"`
+	Priority         *int32           `protobuf:"varint,4,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
+	SourceCount      *int32           `protobuf:"varint,5,opt,name=source_count,json=sourceCount,proto3,oneof" json:"source_count,omitempty"`
+	Truncation       Truncation       `protobuf:"varint,6,opt,name=truncation,proto3,enum=pioneer.v1.Truncation" json:"truncation,omitempty"`
 	// Human label, e.g. "AGENTS.md at thread tree / A / B".
+	// Cap: at most 1,000 characters.
 	Label         string `protobuf:"bytes,7,opt,name=label,proto3" json:"label,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1651,10 +1688,13 @@ func (x *HookSource) GetLabel() string {
 type DynamicSection struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Non-empty, no whitespace, not a built-in section id.
+	// Cap: at most 200 characters.
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// Defaults to "Dynamic: {id}".
-	Title   *string `protobuf:"bytes,2,opt,name=title,proto3,oneof" json:"title,omitempty"`
-	Content string  `protobuf:"bytes,3,opt,name=content,proto3" json:"content,omitempty"`
+	// Cap: at most 1,000 characters.
+	Title *string `protobuf:"bytes,2,opt,name=title,proto3,oneof" json:"title,omitempty"`
+	// Cap: at most 200,000 characters.
+	Content string `protobuf:"bytes,3,opt,name=content,proto3" json:"content,omitempty"`
 	// Lowers the per-section limit for this section only.
 	MaxChars *int32 `protobuf:"varint,4,opt,name=max_chars,json=maxChars,proto3,oneof" json:"max_chars,omitempty"`
 	// True when the contributor already shortened the content.
@@ -1742,11 +1782,14 @@ type PromptCompileInput struct {
 	// Bootstrap root where SOUL.md, IDENTITY.md and USER.md are read. Must
 	// resolve inside a runtime home configured on the server; empty = the
 	// server's runtime home.
+	// Cap: at most 1,024 characters, at most 32 path components.
 	WorkspaceRoot string        `protobuf:"bytes,1,opt,name=workspace_root,json=workspaceRoot,proto3" json:"workspace_root,omitempty"`
 	Profile       PromptProfile `protobuf:"varint,2,opt,name=profile,proto3,enum=pioneer.v1.PromptProfile" json:"profile,omitempty"`
 	// Pre-rendered skills section; appended after the rendered `skills` list.
+	// Cap: at most 200,000 characters.
 	SkillsPrompt *string `protobuf:"bytes,3,opt,name=skills_prompt,json=skillsPrompt,proto3,oneof" json:"skills_prompt,omitempty"`
 	// Instruction after recoverable tool failures or loop budget exhaustion.
+	// Cap: at most 200,000 characters.
 	RetryInstruction *string `protobuf:"bytes,4,opt,name=retry_instruction,json=retryInstruction,proto3,oneof" json:"retry_instruction,omitempty"`
 	// Adds the stable tool recovery policy.
 	IncludeToolRecoveryPolicy bool `protobuf:"varint,5,opt,name=include_tool_recovery_policy,json=includeToolRecoveryPolicy,proto3" json:"include_tool_recovery_policy,omitempty"`
@@ -1755,20 +1798,26 @@ type PromptCompileInput struct {
 	// Adds the recovery continuation hint (output was cut off).
 	ContinueGenerationHint bool `protobuf:"varint,7,opt,name=continue_generation_hint,json=continueGenerationHint,proto3" json:"continue_generation_hint,omitempty"`
 	// Caller-provided context from hook-driven domains and runtime systems.
+	// Cap: at most 200,000 characters.
 	DynamicContext *string `protobuf:"bytes,8,opt,name=dynamic_context,json=dynamicContext,proto3,oneof" json:"dynamic_context,omitempty"`
 	// Runtime facts such as local date/time and OS.
+	// Cap: at most 200,000 characters.
 	ExtraSystem *string       `protobuf:"bytes,9,opt,name=extra_system,json=extraSystem,proto3,oneof" json:"extra_system,omitempty"`
 	Limits      *PromptLimits `protobuf:"bytes,10,opt,name=limits,proto3" json:"limits,omitempty"`
 	// Structured skills; rendered into the skills runtime section.
-	Skills        *SkillsInput            `protobuf:"bytes,11,opt,name=skills,proto3" json:"skills,omitempty"`
-	MemoryRecall  *MemoryRecall           `protobuf:"bytes,12,opt,name=memory_recall,json=memoryRecall,proto3" json:"memory_recall,omitempty"`
-	AgentsMd      *AgentsMdSource         `protobuf:"bytes,13,opt,name=agents_md,json=agentsMd,proto3,oneof" json:"agents_md,omitempty"`
+	Skills       *SkillsInput    `protobuf:"bytes,11,opt,name=skills,proto3" json:"skills,omitempty"`
+	MemoryRecall *MemoryRecall   `protobuf:"bytes,12,opt,name=memory_recall,json=memoryRecall,proto3" json:"memory_recall,omitempty"`
+	AgentsMd     *AgentsMdSource `protobuf:"bytes,13,opt,name=agents_md,json=agentsMd,proto3,oneof" json:"agents_md,omitempty"`
+	// Cap: at most 64 items.
 	ThreadContext []*ThreadContextSnippet `protobuf:"bytes,14,rep,name=thread_context,json=threadContext,proto3" json:"thread_context,omitempty"`
 	// Rendered only when tool calling is enabled for the round.
+	// Cap: at most 64 items.
 	HiddenToolDomains []*HiddenToolDomain `protobuf:"bytes,15,rep,name=hidden_tool_domains,json=hiddenToolDomains,proto3" json:"hidden_tool_domains,omitempty"`
 	Permissions       *PermissionProfile  `protobuf:"bytes,16,opt,name=permissions,proto3" json:"permissions,omitempty"`
-	DynamicSections   []*DynamicSection   `protobuf:"bytes,17,rep,name=dynamic_sections,json=dynamicSections,proto3" json:"dynamic_sections,omitempty"`
+	// Cap: at most 64 items.
+	DynamicSections []*DynamicSection `protobuf:"bytes,17,rep,name=dynamic_sections,json=dynamicSections,proto3" json:"dynamic_sections,omitempty"`
 	// Hook sources to record in the manifest besides those on sections.
+	// Cap: at most 256 items.
 	HookSources   []*HookSource `protobuf:"bytes,18,rep,name=hook_sources,json=hookSources,proto3" json:"hook_sources,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1932,14 +1981,19 @@ func (x *PromptCompileInput) GetHookSources() []*HookSource {
 
 // PromptSection is one rendered section.
 type PromptSection struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Stability SectionStability       `protobuf:"varint,2,opt,name=stability,proto3,enum=pioneer.v1.SectionStability" json:"stability,omitempty"`
-	Title     string                 `protobuf:"bytes,3,opt,name=title,proto3" json:"title,omitempty"`
-	Content   string                 `protobuf:"bytes,4,opt,name=content,proto3" json:"content,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	Id        string           `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Stability SectionStability `protobuf:"varint,2,opt,name=stability,proto3,enum=pioneer.v1.SectionStability" json:"stability,omitempty"`
+	// Cap: at most 1,000 characters.
+	Title string `protobuf:"bytes,3,opt,name=title,proto3" json:"title,omitempty"`
+	// Cap: at most 2,000,000 characters.
+	Content string `protobuf:"bytes,4,opt,name=content,proto3" json:"content,omitempty"`
 	// Files or hooks the content came from.
+	// Cap: at most 512 items, each at most 4,096 characters.
 	Sources []string `protobuf:"bytes,5,rep,name=sources,proto3" json:"sources,omitempty"`
 	// sha256 of the rendered section text ("## {title}\n{content}"), lowercase hex.
+	// Cap: at most 200 characters.
 	Fingerprint   string `protobuf:"bytes,6,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2021,7 +2075,9 @@ func (x *PromptSection) GetFingerprint() string {
 type SourceManifestEntry struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// "SOUL.md", "IDENTITY.md", "USER.md", "AGENTS.md".
-	File   string       `protobuf:"bytes,1,opt,name=file,proto3" json:"file,omitempty"`
+	// Cap: at most 200 characters.
+	File string `protobuf:"bytes,1,opt,name=file,proto3" json:"file,omitempty"`
+	// Cap: at most 4,096 characters.
 	Path   string       `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
 	Status SourceStatus `protobuf:"varint,3,opt,name=status,proto3,enum=pioneer.v1.SourceStatus" json:"status,omitempty"`
 	// Characters rendered.
@@ -2098,10 +2154,15 @@ type PromptDiagnostic struct {
 	// hook_best_effort_failed, capability_rejected, input_dropped_by_profile
 	// (an input set that the profile does not render), memory_withheld_by_policy
 	// (forget-only: recalled items and thread/task context not shown).
-	Code          string  `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
-	Message       string  `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	File          *string `protobuf:"bytes,3,opt,name=file,proto3,oneof" json:"file,omitempty"`
-	SectionId     *string `protobuf:"bytes,4,opt,name=section_id,json=sectionId,proto3,oneof" json:"section_id,omitempty"`
+	// Cap: at most 200 characters.
+	Code string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	// Cap: at most 8,000 characters.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// Cap: at most 4,096 characters.
+	File *string `protobuf:"bytes,3,opt,name=file,proto3,oneof" json:"file,omitempty"`
+	// Cap: at most 200 characters.
+	SectionId *string `protobuf:"bytes,4,opt,name=section_id,json=sectionId,proto3,oneof" json:"section_id,omitempty"`
+	// Cap: at most 1,000 characters.
 	HookSource    *string `protobuf:"bytes,5,opt,name=hook_source,json=hookSource,proto3,oneof" json:"hook_source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2174,11 +2235,13 @@ func (x *PromptDiagnostic) GetHookSource() string {
 
 // SectionFingerprint fingerprints one section in the manifest.
 type SectionFingerprint struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SectionId     string                 `protobuf:"bytes,1,opt,name=section_id,json=sectionId,proto3" json:"section_id,omitempty"`
-	Stability     SectionStability       `protobuf:"varint,2,opt,name=stability,proto3,enum=pioneer.v1.SectionStability" json:"stability,omitempty"`
-	Fingerprint   string                 `protobuf:"bytes,3,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
-	Chars         int32                  `protobuf:"varint,4,opt,name=chars,proto3" json:"chars,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	SectionId string           `protobuf:"bytes,1,opt,name=section_id,json=sectionId,proto3" json:"section_id,omitempty"`
+	Stability SectionStability `protobuf:"varint,2,opt,name=stability,proto3,enum=pioneer.v1.SectionStability" json:"stability,omitempty"`
+	// Cap: at most 200 characters.
+	Fingerprint   string `protobuf:"bytes,3,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	Chars         int32  `protobuf:"varint,4,opt,name=chars,proto3" json:"chars,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2243,19 +2306,30 @@ func (x *SectionFingerprint) GetChars() int32 {
 
 // PromptManifest is the audit handle of one compile: metadata, not the text.
 type PromptManifest struct {
-	state               protoimpl.MessageState `protogen:"open.v1"`
-	CompilerVersion     string                 `protobuf:"bytes,1,opt,name=compiler_version,json=compilerVersion,proto3" json:"compiler_version,omitempty"`
-	Profile             PromptProfile          `protobuf:"varint,2,opt,name=profile,proto3,enum=pioneer.v1.PromptProfile" json:"profile,omitempty"`
-	SectionIds          []string               `protobuf:"bytes,3,rep,name=section_ids,json=sectionIds,proto3" json:"section_ids,omitempty"`
-	FingerprintStable   string                 `protobuf:"bytes,4,opt,name=fingerprint_stable,json=fingerprintStable,proto3" json:"fingerprint_stable,omitempty"`
-	FingerprintDynamic  string                 `protobuf:"bytes,5,opt,name=fingerprint_dynamic,json=fingerprintDynamic,proto3" json:"fingerprint_dynamic,omitempty"`
-	FingerprintFull     string                 `protobuf:"bytes,6,opt,name=fingerprint_full,json=fingerprintFull,proto3" json:"fingerprint_full,omitempty"`
-	SectionFingerprints []*SectionFingerprint  `protobuf:"bytes,7,rep,name=section_fingerprints,json=sectionFingerprints,proto3" json:"section_fingerprints,omitempty"`
-	Diagnostics         []*PromptDiagnostic    `protobuf:"bytes,8,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
-	HookSources         []*HookSource          `protobuf:"bytes,9,rep,name=hook_sources,json=hookSources,proto3" json:"hook_sources,omitempty"`
-	SourceManifest      []*SourceManifestEntry `protobuf:"bytes,10,rep,name=source_manifest,json=sourceManifest,proto3" json:"source_manifest,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	CompilerVersion string        `protobuf:"bytes,1,opt,name=compiler_version,json=compilerVersion,proto3" json:"compiler_version,omitempty"`
+	Profile         PromptProfile `protobuf:"varint,2,opt,name=profile,proto3,enum=pioneer.v1.PromptProfile" json:"profile,omitempty"`
+	// Cap: at most 256 items, each at most 200 characters.
+	SectionIds []string `protobuf:"bytes,3,rep,name=section_ids,json=sectionIds,proto3" json:"section_ids,omitempty"`
+	// Cap: at most 200 characters.
+	FingerprintStable string `protobuf:"bytes,4,opt,name=fingerprint_stable,json=fingerprintStable,proto3" json:"fingerprint_stable,omitempty"`
+	// Cap: at most 200 characters.
+	FingerprintDynamic string `protobuf:"bytes,5,opt,name=fingerprint_dynamic,json=fingerprintDynamic,proto3" json:"fingerprint_dynamic,omitempty"`
+	// Cap: at most 200 characters.
+	FingerprintFull string `protobuf:"bytes,6,opt,name=fingerprint_full,json=fingerprintFull,proto3" json:"fingerprint_full,omitempty"`
+	// Cap: at most 256 items.
+	SectionFingerprints []*SectionFingerprint `protobuf:"bytes,7,rep,name=section_fingerprints,json=sectionFingerprints,proto3" json:"section_fingerprints,omitempty"`
+	// Cap: at most 1,024 items.
+	Diagnostics []*PromptDiagnostic `protobuf:"bytes,8,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
+	// Cap: at most 512 items.
+	HookSources []*HookSource `protobuf:"bytes,9,rep,name=hook_sources,json=hookSources,proto3" json:"hook_sources,omitempty"`
+	// Cap: at most 256 items.
+	SourceManifest []*SourceManifestEntry `protobuf:"bytes,10,rep,name=source_manifest,json=sourceManifest,proto3" json:"source_manifest,omitempty"`
 	// Set when the compile named a thread and turn.
-	ThreadId      string `protobuf:"bytes,11,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,11,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// Cap: at most 200 characters.
 	TurnId        string `protobuf:"bytes,12,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2377,17 +2451,22 @@ func (x *PromptManifest) GetTurnId() string {
 
 // CompiledPromptPayload is a compiled system prompt, split at the cache boundary.
 type CompiledPromptPayload struct {
-	state             protoimpl.MessageState `protogen:"open.v1"`
-	StableSystemText  string                 `protobuf:"bytes,1,opt,name=stable_system_text,json=stableSystemText,proto3" json:"stable_system_text,omitempty"`
-	DynamicSystemText string                 `protobuf:"bytes,2,opt,name=dynamic_system_text,json=dynamicSystemText,proto3" json:"dynamic_system_text,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 2,000,000 characters.
+	StableSystemText string `protobuf:"bytes,1,opt,name=stable_system_text,json=stableSystemText,proto3" json:"stable_system_text,omitempty"`
+	// Cap: at most 2,000,000 characters.
+	DynamicSystemText string `protobuf:"bytes,2,opt,name=dynamic_system_text,json=dynamicSystemText,proto3" json:"dynamic_system_text,omitempty"`
 	// stable + boundary + dynamic when both exist; boundary + dynamic when
 	// stable is empty; stable alone when dynamic is empty.
-	FullSystemText string           `protobuf:"bytes,3,opt,name=full_system_text,json=fullSystemText,proto3" json:"full_system_text,omitempty"`
-	BoundaryMarker string           `protobuf:"bytes,4,opt,name=boundary_marker,json=boundaryMarker,proto3" json:"boundary_marker,omitempty"`
-	Sections       []*PromptSection `protobuf:"bytes,5,rep,name=sections,proto3" json:"sections,omitempty"`
-	Manifest       *PromptManifest  `protobuf:"bytes,6,opt,name=manifest,proto3" json:"manifest,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Cap: at most 2,000,000 characters.
+	FullSystemText string `protobuf:"bytes,3,opt,name=full_system_text,json=fullSystemText,proto3" json:"full_system_text,omitempty"`
+	// Cap: at most 200 characters.
+	BoundaryMarker string `protobuf:"bytes,4,opt,name=boundary_marker,json=boundaryMarker,proto3" json:"boundary_marker,omitempty"`
+	// Cap: at most 256 items.
+	Sections      []*PromptSection `protobuf:"bytes,5,rep,name=sections,proto3" json:"sections,omitempty"`
+	Manifest      *PromptManifest  `protobuf:"bytes,6,opt,name=manifest,proto3" json:"manifest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CompiledPromptPayload) Reset() {

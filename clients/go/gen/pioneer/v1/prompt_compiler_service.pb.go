@@ -27,7 +27,9 @@ type CompilePromptRequest struct {
 	// Optional: persist the manifest on this thread's turn. thread_id and
 	// turn_id are set together or not at all; a missing thread is created with
 	// the default budget.
-	ThreadId      string `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// Cap: at most 200 characters.
 	TurnId        string `protobuf:"bytes,3,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -140,6 +142,7 @@ func (x *CompilePromptResponse) GetManifestEventId() int64 {
 type EnsureBootstrapFilesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Empty = the server's runtime home; otherwise a folder inside it.
+	// Cap: at most 1,024 characters, at most 32 path components.
 	WorkspaceRoot string `protobuf:"bytes,1,opt,name=workspace_root,json=workspaceRoot,proto3" json:"workspace_root,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -28,6 +28,11 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // PromptCompilerService compiles ordered system prompts with a cache boundary.
+//
+// Request limits: a field marked "Cap:" is refused past its cap, and every
+// request string is refused when it holds a NUL character (PostgreSQL text
+// cannot store one). Both are checked before any work and answered with
+// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 type PromptCompilerServiceClient interface {
 	// Compiles a system prompt. When thread_id and turn_id are set, the manifest
 	// is persisted on the turn and published to manifest observers.
@@ -70,6 +75,11 @@ func (c *promptCompilerServiceClient) EnsureBootstrapFiles(ctx context.Context, 
 // for forward compatibility.
 //
 // PromptCompilerService compiles ordered system prompts with a cache boundary.
+//
+// Request limits: a field marked "Cap:" is refused past its cap, and every
+// request string is refused when it holds a NUL character (PostgreSQL text
+// cannot store one). Both are checked before any work and answered with
+// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 type PromptCompilerServiceServer interface {
 	// Compiles a system prompt. When thread_id and turn_id are set, the manifest
 	// is persisted on the turn and published to manifest observers.

@@ -84,6 +84,7 @@ type RenderOptions struct {
 	// many characters (server default when unset).
 	AnthropicMinCacheChars *int32 `protobuf:"varint,1,opt,name=anthropic_min_cache_chars,json=anthropicMinCacheChars,proto3,oneof" json:"anthropic_min_cache_chars,omitempty"`
 	// Prefix of the OpenAI prompt_cache_key (server default when unset).
+	// Cap: at most 200 characters.
 	CacheKeyPrefix *string `protobuf:"bytes,2,opt,name=cache_key_prefix,json=cacheKeyPrefix,proto3,oneof" json:"cache_key_prefix,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache

@@ -27,6 +27,11 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // ProviderService renders a ChatRequest into one provider's request body.
+//
+// Request limits: a field marked "Cap:" is refused past its cap, and every
+// request string is refused when it holds a NUL character (PostgreSQL text
+// cannot store one). Both are checked before any work and answered with
+// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 type ProviderServiceClient interface {
 	// Checks the provider's documented conversation rules first (every tool call
 	// answered before the next user or assistant message, unique call ids,
@@ -60,6 +65,11 @@ func (c *providerServiceClient) RenderChatRequest(ctx context.Context, in *Rende
 // for forward compatibility.
 //
 // ProviderService renders a ChatRequest into one provider's request body.
+//
+// Request limits: a field marked "Cap:" is refused past its cap, and every
+// request string is refused when it holds a NUL character (PostgreSQL text
+// cannot store one). Both are checked before any work and answered with
+// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 type ProviderServiceServer interface {
 	// Checks the provider's documented conversation rules first (every tool call
 	// answered before the next user or assistant message, unique call ids,

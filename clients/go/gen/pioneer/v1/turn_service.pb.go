@@ -22,16 +22,21 @@ const (
 )
 
 type PrepareTurnRequest struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	ThreadId string                 `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
-	TurnId   string                 `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// Cap: at most 200 characters.
+	TurnId string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	// Entries of this turn not yet stored (idempotent by entry_id).
-	NewEntries        []*ConversationEntry `protobuf:"bytes,3,rep,name=new_entries,json=newEntries,proto3" json:"new_entries,omitempty"`
-	CompileInput      *PromptCompileInput  `protobuf:"bytes,4,opt,name=compile_input,json=compileInput,proto3" json:"compile_input,omitempty"`
-	Tools             []*ToolDefinition    `protobuf:"bytes,5,rep,name=tools,proto3" json:"tools,omitempty"`
-	ToolChoice        *ToolChoice          `protobuf:"bytes,6,opt,name=tool_choice,json=toolChoice,proto3" json:"tool_choice,omitempty"`
-	ParallelToolCalls *bool                `protobuf:"varint,7,opt,name=parallel_tool_calls,json=parallelToolCalls,proto3,oneof" json:"parallel_tool_calls,omitempty"`
+	// Cap: at most 100 items.
+	NewEntries   []*ConversationEntry `protobuf:"bytes,3,rep,name=new_entries,json=newEntries,proto3" json:"new_entries,omitempty"`
+	CompileInput *PromptCompileInput  `protobuf:"bytes,4,opt,name=compile_input,json=compileInput,proto3" json:"compile_input,omitempty"`
+	// Cap: at most 256 items.
+	Tools             []*ToolDefinition `protobuf:"bytes,5,rep,name=tools,proto3" json:"tools,omitempty"`
+	ToolChoice        *ToolChoice       `protobuf:"bytes,6,opt,name=tool_choice,json=toolChoice,proto3" json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool             `protobuf:"varint,7,opt,name=parallel_tool_calls,json=parallelToolCalls,proto3,oneof" json:"parallel_tool_calls,omitempty"`
 	// Empty = the thread's model.
+	// Cap: at most 200 characters.
 	Model       string     `protobuf:"bytes,8,opt,name=model,proto3" json:"model,omitempty"`
 	Temperature *float64   `protobuf:"fixed64,9,opt,name=temperature,proto3,oneof" json:"temperature,omitempty"`
 	MaxTokens   *int32     `protobuf:"varint,10,opt,name=max_tokens,json=maxTokens,proto3,oneof" json:"max_tokens,omitempty"`

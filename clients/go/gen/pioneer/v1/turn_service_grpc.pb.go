@@ -27,6 +27,11 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // TurnService prepares a whole provider round in one call.
+//
+// Request limits: a field marked "Cap:" is refused past its cap, and every
+// request string is refused when it holds a NUL character (PostgreSQL text
+// cannot store one). Both are checked before any work and answered with
+// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 type TurnServiceClient interface {
 	// Appends the new entries, loads budgeted history (excluding the turn in
 	// progress), compiles the prompt, persists the manifest on the turn, and
@@ -64,6 +69,11 @@ func (c *turnServiceClient) PrepareTurn(ctx context.Context, in *PrepareTurnRequ
 // for forward compatibility.
 //
 // TurnService prepares a whole provider round in one call.
+//
+// Request limits: a field marked "Cap:" is refused past its cap, and every
+// request string is refused when it holds a NUL character (PostgreSQL text
+// cannot store one). Both are checked before any work and answered with
+// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 type TurnServiceServer interface {
 	// Appends the new entries, loads budgeted history (excluding the turn in
 	// progress), compiles the prompt, persists the manifest on the turn, and
