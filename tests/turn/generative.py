@@ -181,7 +181,9 @@ class Conversation:
     # --- steps -----------------------------------------------------------------------------
 
     def user_step(self, turn: str) -> Step:
-        clean = [self.entry(turn, USER, content=self.text())]
+        # Now and then a participant name that OpenAI would refuse (the server leaves it out, saying so).
+        name = "Ana Silva" if self.rng.random() < 0.05 else ""
+        clean = [self.entry(turn, USER, content=self.text(), name=name)]
         roll = self.rng.random()
         if roll < 0.03:
             return Step(clean, [self.entry(turn, USER, content="")], "empty_entry")
@@ -212,6 +214,8 @@ class Conversation:
         if interrupted:
             results = results[: self.rng.randrange(len(results))]
         clean = [assistant, *results]
+        if self.rng.random() < 0.1:  # some loops store the text before a call as its own entry
+            clean.insert(0, self.entry(turn, ASSISTANT, content=self.text()))
         step = Step(clean)
         roll = self.rng.random()
         hostile_call = common_pb2.ToolCall()
@@ -250,7 +254,7 @@ class Conversation:
         hostile.CopyFrom(assistant)
         hostile.entry_id = self.ident("e")
         hostile.tool_calls[0].CopyFrom(call)
-        return Step(step.clean, [hostile, *step.clean[1:]], kind)
+        return Step(step.clean, [hostile if e is assistant else e for e in step.clean], kind)
 
     # --- rounds ----------------------------------------------------------------------------
 
