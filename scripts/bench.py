@@ -52,7 +52,9 @@ def load(address: str, rpc: str, concurrency: int, **flags: Any) -> dict[str, An
             args.append(f"-{name.replace('_', '-')}")
         else:
             args += [f"-{name.replace('_', '-')}", str(value)]
-    done = subprocess.run(args, check=True, capture_output=True, text=True)
+    done = subprocess.run(args, check=False, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"pioneer-load {' '.join(args[1:])} failed: {done.stderr.strip()}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     created = re.search(r"created thread (\S+)", done.stderr)
     if created:
@@ -132,7 +134,10 @@ def round_figures(address: str, request_file: Path) -> list[dict[str, Any]]:
 
 
 def workers_speedup(database_url: str, home: Path, request_file: Path, backend: str) -> dict[str, Any]:
-    """PrepareTurn at 16 in flight, new turns, on `--workers 1` and then `--workers 2` (same database)."""
+    """PrepareTurn at 16 in flight, new turns, on `--workers 1` and then `--workers 2` (same database).
+
+    `home` is the one the compile input names as its workspace root.
+    """
     rps = {}
     for workers in (1, 2):
         with serve_workers(database_url, home, workers) as address:
@@ -209,15 +214,14 @@ async def main() -> None:
         request_file.write_text(json_format.MessageToJson(full_compile_request(home)))
         async with serve("", home) as address:
             results += await asyncio.to_thread(round_figures, address, request_file)
+            for result in results:
+                print(json.dumps(result), flush=True)
             history = await bench_load_history(address, "")
             results.append({"figure": "load-history vs re-tokenizing", **history})
         results.append({"figure": "watch delivery, sqlite", **await bench_delivery(observers=100)})
-        sqlite_home = Path(tmp) / "workers-sqlite"
-        sqlite_home.mkdir()
-        prepare_home(sqlite_home)
-        results.append(
-            await asyncio.to_thread(workers_speedup, "", sqlite_home, request_file, "sqlite")
-        )
+        sqlite_url = f"sqlite+aiosqlite:///{Path(tmp) / 'workers.db'}"
+        results.append(await asyncio.to_thread(workers_speedup, sqlite_url, home, request_file, "sqlite"))
+        print(json.dumps(results[-1]), flush=True)
         cluster = Path(tempfile.mkdtemp(prefix="pioneer-bench-pg-", dir="/tmp"))
         try:
             admin_url = os.environ.get("PIONEER_BENCH_PG_URL", "")
@@ -230,6 +234,7 @@ async def main() -> None:
                 results.append(pg)
         finally:
             await asyncio.to_thread(stop_postgres, cluster)
+    print("all figures:")
     for result in results:
         print(json.dumps(result))
     print("\n".join(goal_lines(results)))
