@@ -11,7 +11,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from pioneer_grpc.errors import AlreadyExists, NotFound
-from pioneer_grpc.history.clearing import effective_keep, effective_strategy
 from pioneer_grpc.store.clock import as_utc, now
 from pioneer_grpc.store.models import EntryRow, ThreadRow
 from pioneer_grpc.v1 import history_pb2
@@ -108,11 +107,13 @@ def thread_message(row: ThreadRow, entries: int) -> history_pb2.Thread:
             response_reserve_tokens=row.response_reserve_tokens,
             model=row.model,
             summary_model=row.summary_model,
-            compaction_strategy=effective_strategy(row.compaction_strategy),  # type: ignore[arg-type]
-            keep_tool_results=effective_keep(row.keep_tool_results),
+            compaction_strategy=row.compaction_strategy,  # type: ignore[arg-type]
         ),
         entry_count=entries,
     )
+    # As set: unset means the default (the history report names the strategy a load applied).
+    if row.keep_tool_results is not None:
+        thread.config.keep_tool_results = row.keep_tool_results
     thread.create_time.FromDatetime(as_utc(row.created_at))
     thread.update_time.FromDatetime(as_utc(row.updated_at))
     return thread

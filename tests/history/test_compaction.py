@@ -87,7 +87,9 @@ async def test_old_tool_results_are_cleared_before_any_summary(pg_server):
 async def test_the_thread_picks_the_strategy(pg_server):
     history = stub(pg_server)
     thread = await create(history, "t", config(12_000, 2_000, model="m"))
-    assert (thread.config.compaction_strategy, thread.config.keep_tool_results) == (CLEAR, 3)
+    # Unset is the default (clear-then-summarize, keep 3); the config says what was set.
+    assert thread.config.compaction_strategy == history_pb2.COMPACTION_STRATEGY_UNSPECIFIED
+    assert not thread.config.HasField("keep_tool_results")
     await add_turns(history, "t", 12, lines=40)
     updated = await history.UpdateThread(
         pb.UpdateThreadRequest(
@@ -110,6 +112,8 @@ async def test_the_thread_picks_the_strategy(pg_server):
     )
     response = await load(history, "t")
     assert len(response.report.cleared_tool_results) == 12
+    thread = (await history.GetThread(pb.GetThreadRequest(thread_id="t"))).thread
+    assert (thread.config.compaction_strategy, thread.config.keep_tool_results) == (CLEAR, 0)
     error = await failure(
         history.UpdateThread(
             pb.UpdateThreadRequest(thread_id="t", config=history_pb2.ThreadConfig(keep_tool_results=-1))

@@ -1,4 +1,5 @@
-"""300 turns with a load before each: the summary model is asked rarely, and exactly as often as planned.
+"""300 turns with a load before each: the summary model is asked rarely, and exactly as often as planned;
+on tool-heavy turns, clearing old results first asks it far less, and the summaries keep what matters.
 
 Budget 12,000 - 2,000 = 10,000: threshold 8,000, target 1,000. A turn is two
 100-token messages; the summary model always answers with a 500-token summary
@@ -14,6 +15,8 @@ import pytest
 from pioneer_grpc.history.render import summary_text
 from pioneer_grpc.history.tokens import count_tokens
 from pioneer_grpc.v1 import history_pb2
+from pioneer_grpc.v1 import history_service_pb2 as pb
+from tests.history.agent_turns import decision_text, path, request_text, tool_turn
 from tests.history.fake_openai import FakeOpenAI, completion
 from tests.history.rpc import ASSISTANT, config, create, entry, load, stub, turn
 from tests.history.test_load_rpc import WORDS_96
@@ -51,3 +54,41 @@ async def test_three_hundred_turns_call_the_summary_model_seven_times(server_fac
             compressed_at.append(i)
     assert compressed_at == [40, 78, 116, 154, 192, 230, 268]
     assert len(fake.requests) == 7
+
+
+async def run_tool_heavy(history, thread_id: str, strategy: int) -> tuple[list[int], int]:
+    """300 tool-heavy turns with a load after each; the turns that compressed, and tokens clearing saved."""
+    await create(history, thread_id, config(12_000, 2_000, model="m", compaction_strategy=strategy))
+    compressed_at: list[int] = []
+    saved = 0
+    for i in range(1, TURNS + 1):
+        entries = tool_turn(i, lines=10, prefix=f"{thread_id}-")
+        await turn(history, thread_id, entries[0].turn_id, *entries)
+        response = await load(history, thread_id)
+        assert response.report.tokens_after <= 8_000
+        saved = max(saved, response.report.cleared_tokens_saved)
+        if response.report.summary_use == history_pb2.SUMMARY_USE_CREATED:
+            compressed_at.append(i)
+    return compressed_at, saved
+
+
+async def test_three_hundred_tool_heavy_turns_clear_before_they_summarize(pg_server):
+    """Budget 10,000 (threshold 8,000, target 1,000); a turn is about 300 tokens, 190 of them a
+    read_file result. The default summarizer (extractive) makes every summary."""
+    history = stub(pg_server)
+    plain, _ = await run_tool_heavy(history, "plain", history_pb2.COMPACTION_STRATEGY_SUMMARIZE)
+    cleared, saved = await run_tool_heavy(
+        history, "cleared", history_pb2.COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE
+    )
+    print(f"summaries: {len(plain)} without clearing, {len(cleared)} with; largest saving {saved} tokens")
+    assert 0 < len(cleared) < len(plain) / 2
+    assert saved > 4_000
+    # The last summary uses its target, and keeps the latest request, its file and the decisions.
+    summary = (await history.GetThreadSummary(pb.GetThreadSummaryRequest(thread_id="cleared"))).summary
+    last = int(summary.covers_through_entry_id.rsplit("f", 1)[1])
+    [tokens] = await count_tokens([summary_text(summary.text)])
+    print(f"last summary: {tokens} tokens of a 1,000 target, through turn {last}")
+    assert 600 <= tokens <= 1_000
+    assert request_text(last) in summary.text
+    assert path(last) in summary.text and path(last - 3) in summary.text
+    assert decision_text(last) in summary.text and "Decisions:" in summary.text

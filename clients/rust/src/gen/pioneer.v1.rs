@@ -1354,11 +1354,12 @@ pub struct ThreadConfig {
     /// Cap: at most 200 characters.
     #[prost(string, tag = "4")]
     pub summary_model: ::prost::alloc::string::String,
-    /// What a load over the threshold does. UNSPECIFIED means CLEAR_THEN_SUMMARIZE.
+    /// What a load over the threshold does. UNSPECIFIED (also what Thread.config
+    /// shows when it was never set) means CLEAR_THEN_SUMMARIZE.
     #[prost(enumeration = "CompactionStrategy", tag = "5")]
     pub compaction_strategy: i32,
-    /// Tool results that clearing keeps whole, newest first. Default 3; 0 clears
-    /// every older result; at most 1,000.
+    /// Tool results that clearing keeps whole, newest first. Unset means 3; 0
+    /// clears every older result; at most 1,000.
     #[prost(int32, optional, tag = "6")]
     pub keep_tool_results: ::core::option::Option<i32>,
 }

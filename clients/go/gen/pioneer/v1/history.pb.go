@@ -318,10 +318,11 @@ type ThreadConfig struct {
 	// Model used to compress history; the thread model when empty.
 	// Cap: at most 200 characters.
 	SummaryModel string `protobuf:"bytes,4,opt,name=summary_model,json=summaryModel,proto3" json:"summary_model,omitempty"`
-	// What a load over the threshold does. UNSPECIFIED means CLEAR_THEN_SUMMARIZE.
+	// What a load over the threshold does. UNSPECIFIED (also what Thread.config
+	// shows when it was never set) means CLEAR_THEN_SUMMARIZE.
 	CompactionStrategy CompactionStrategy `protobuf:"varint,5,opt,name=compaction_strategy,json=compactionStrategy,proto3,enum=pioneer.v1.CompactionStrategy" json:"compaction_strategy,omitempty"`
-	// Tool results that clearing keeps whole, newest first. Default 3; 0 clears
-	// every older result; at most 1,000.
+	// Tool results that clearing keeps whole, newest first. Unset means 3; 0
+	// clears every older result; at most 1,000.
 	KeepToolResults *int32 `protobuf:"varint,6,opt,name=keep_tool_results,json=keepToolResults,proto3,oneof" json:"keep_tool_results,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
