@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pioneer_grpc.history.decide import LoadResult, Snapshot
 from pioneer_grpc.store.history_state import HistoryState
 from pioneer_grpc.v1 import history_pb2
+from pioneer_grpc.wire import repeated_records
 
 MAX_THREADS = 256
 
@@ -39,12 +40,21 @@ class CachedLoad:
     # The turns of the entries read; None when unknown (then it serves its own question only).
     turn_ids: frozenset[str] | None
     more_entries: bool
+    # framed(n) by field number: a dict is thread-safe enough here (a race only frames twice).
+    _framed: dict[int, bytes] = field(default_factory=dict, compare=False, repr=False)
 
     def serves(self, exclude_turn_id: str) -> bool:
         """Whether this answer (read excluding nothing) is also the answer that leaves out the turn."""
         if not exclude_turn_id:
             return True
         return self.turn_ids is not None and exclude_turn_id not in self.turn_ids and not self.more_entries
+
+    def framed(self, field_number: int) -> bytes:
+        """The messages as the records of a repeated message field `field_number`, framed once and kept."""
+        found = self._framed.get(field_number)
+        if found is None:
+            found = self._framed[field_number] = repeated_records(field_number, self.encoded_messages)
+        return found
 
     def copy(self) -> LoadResult:
         report = history_pb2.HistoryDecisionReport()

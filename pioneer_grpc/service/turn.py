@@ -155,7 +155,8 @@ class PreparedTurn:
 
     # The ChatRequest without its messages.
     chat_head: chat_pb2.ChatRequest
-    history: tuple[bytes, ...]
+    # The history messages, already framed as records of ChatRequest.messages.
+    history: bytes
     current: list[chat_pb2.ChatMessage]
     history_report: history_pb2.HistoryDecisionReport
     manifest_event_id: int
@@ -169,8 +170,8 @@ class PreparedTurn:
 
     def encoded_chat_request(self) -> bytes:
         if self._encoded is None:
-            messages = (*self.history, *(m.SerializeToString() for m in self.current))
-            self._encoded = self.chat_head.SerializeToString() + repeated_records(MESSAGES_FIELD, messages)
+            current = repeated_records(MESSAGES_FIELD, (m.SerializeToString() for m in self.current))
+            self._encoded = self.chat_head.SerializeToString() + self.history + current
         return self._encoded
 
     @property
@@ -278,8 +279,8 @@ async def _history_of(
     ctx: ServiceContext,
     request: turn_service_pb2.PrepareTurnRequest,
     found: CachedLoad | history_load.OverThreshold,
-) -> tuple[tuple[bytes, ...], history_pb2.HistoryDecisionReport]:
-    """The history messages (encoded) and a report the caller may extend."""
+) -> tuple[bytes, history_pb2.HistoryDecisionReport]:
+    """The history messages (framed as ChatRequest.messages) and a report the caller may extend."""
     with ctx.telemetry.span("pioneer.history.load", {tracing.THREAD_ID: request.thread_id}) as span:
         loaded = (
             await history_load.over_threshold(ctx, request.thread_id, request.turn_id, False, found)
@@ -287,9 +288,10 @@ async def _history_of(
             else found
         )
         if isinstance(loaded, CachedLoad):
-            history, report = loaded.encoded_messages, loaded.copy().report
+            history, report = loaded.framed(MESSAGES_FIELD), loaded.copy().report
         else:
-            history, report = tuple(m.SerializeToString() for m in loaded.messages), loaded.report
+            encoded = (m.SerializeToString() for m in loaded.messages)
+            history, report = repeated_records(MESSAGES_FIELD, encoded), loaded.report
         observe.history_loaded(ctx, span, report)
     return history, report
 

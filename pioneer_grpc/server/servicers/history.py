@@ -10,7 +10,6 @@ from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from pioneer_grpc.v1 import history_service_pb2_grpc
-from pioneer_grpc.wire import repeated_records
 
 MESSAGES_FIELD = pb.LoadConversationHistoryResponse.DESCRIPTOR.fields_by_name["messages"].number
 
@@ -65,7 +64,7 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
         )
         if isinstance(result, CachedLoad):
             report = pb.LoadConversationHistoryResponse(report=result.result.report).SerializeToString()
-            return report + repeated_records(MESSAGES_FIELD, result.encoded_messages)
+            return report + result.framed(MESSAGES_FIELD)
         return pb.LoadConversationHistoryResponse(messages=result.messages, report=result.report)
 
     async def GetThreadSummary(
