@@ -157,6 +157,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
             .append_entries(v1::AppendEntriesRequest {
                 thread_id: thread_id.clone(),
                 entries: vec![entry(&turn_id, v1::EntryRole::Assistant, reply)],
+                counts_only: false,
             })
             .await
             .map_err(rpc("AppendEntries"))?;

@@ -19,7 +19,7 @@
 //! .await?;
 //! let reply = clients
 //!     .echo
-//!     .echo(v1::EchoRequest { payload: b"ping".to_vec() })
+//!     .echo(v1::EchoRequest { payload: b"ping".to_vec(), response_bytes: None })
 //!     .await?;
 //! assert_eq!(reply.into_inner().payload, b"ping");
 //! # Ok(())

@@ -27,7 +27,8 @@ async fn echo_returns_the_payload() {
     for payload in [Vec::new(), b"ping".to_vec(), binary, large] {
         let reply = ok!(
             c.echo.echo(v1::EchoRequest {
-                payload: payload.clone()
+                payload: payload.clone(),
+                response_bytes: None,
             }),
             "Echo"
         );
@@ -106,6 +107,7 @@ async fn wrong_token_is_unauthenticated() {
     // The token travels per call: a correct one on the same connection works.
     let mut request = Request::new(v1::EchoRequest {
         payload: b"ok".to_vec(),
+        response_bytes: None,
     });
     request.metadata_mut().insert(
         "authorization",
@@ -189,7 +191,8 @@ async fn deadline_passing_before_the_answer_is_cancelled_by_tonic() {
     for _ in 0..3 {
         let status = fails!(
             c.echo.echo(v1::EchoRequest {
-                payload: vec![7u8; 8 << 20]
+                payload: vec![7u8; 8 << 20],
+                response_bytes: None,
             }),
             Code::Cancelled,
             "Echo past a 1ms deadline"
@@ -754,6 +757,7 @@ async fn append_entries_is_idempotent_by_entry_id() {
     let append = |entries: Vec<v1::ConversationEntry>| v1::AppendEntriesRequest {
         thread_id: id.clone(),
         entries,
+        counts_only: false,
     };
     let first = ok!(
         c.history.append_entries(append(entries.clone())),
@@ -822,6 +826,7 @@ async fn complete_turn_then_load_budgeted_history() {
                 assistant_entry("a1", "turn-1", "DATA, HEADERS and SETTINGS."),
                 user_entry("u2", "turn-2", "And which one carries trailers?"),
             ],
+            counts_only: false,
         }),
         "AppendEntries"
     );
@@ -935,6 +940,7 @@ async fn history_over_the_threshold_is_summarized_once() {
                     user_entry(&format!("u{turn}"), &turn_id, &user),
                     assistant_entry(&last_entry, &turn_id, &answer),
                 ],
+                counts_only: false,
             }),
             "AppendEntries"
         );
@@ -1296,6 +1302,7 @@ async fn prepare_turn_builds_each_provider_round() {
         c.history.append_entries(v1::AppendEntriesRequest {
             thread_id: id.clone(),
             entries: vec![assistant_entry("a1", "turn-1", "Tag, build, publish.")],
+            counts_only: false,
         }),
         "AppendEntries"
     );
