@@ -31,6 +31,8 @@ def decision_name(report: history_pb2.HistoryDecisionReport) -> str:
 
 def turn_started(ctx: ServiceContext, thread_id: str, turn_id: str, model: str = "") -> None:
     """Names the round on the RPC's span."""
+    if not ctx.telemetry.tracing:
+        return
     span = ctx.telemetry.current_span()
     if span.is_recording():
         span.set_attributes({tracing.THREAD_ID: thread_id, tracing.CONVERSATION_ID: thread_id})
@@ -41,6 +43,8 @@ def turn_started(ctx: ServiceContext, thread_id: str, turn_id: str, model: str =
 
 
 def compiled(ctx: ServiceContext, span: Span, hit: bool, manifest: prompt_pb2.PromptManifest) -> None:
+    if not ctx.telemetry.enabled:
+        return
     ctx.telemetry.metrics.compile_cache(hit)
     if span.is_recording():
         span.set_attributes(
@@ -52,6 +56,8 @@ def compiled(ctx: ServiceContext, span: Span, hit: bool, manifest: prompt_pb2.Pr
 
 
 def history_loaded(ctx: ServiceContext, span: Span, report: history_pb2.HistoryDecisionReport) -> None:
+    if not ctx.telemetry.enabled:
+        return
     decision = decision_name(report)
     ctx.telemetry.metrics.history_decision(decision)
     ctx.telemetry.metrics.tool_results_cleared(len(report.cleared_tool_results), report.cleared_tokens_saved)
@@ -83,6 +89,8 @@ async def record_manifest(
     ctx: ServiceContext, thread_id: str, turn_id: str, manifest: prompt_pb2.PromptManifest
 ) -> int:
     """Records the manifest on its turn (an event); counts the round and names a cache break."""
+    if not ctx.telemetry.enabled:
+        return await ctx.manifests.record(thread_id, turn_id, manifest)
     rpc_span = ctx.telemetry.current_span()
     with ctx.telemetry.span("pioneer.manifest.record") as span:
         event_id = await ctx.manifests.record(thread_id, turn_id, manifest)
@@ -112,5 +120,7 @@ def manifest_recorded(
                 target.set_attribute(tracing.CACHE_BREAK_SECTION, observed.break_section_id)
 
 
-def render_attributes(provider: int, model: str) -> dict[str, str]:
+def render_attributes(ctx: ServiceContext, provider: int, model: str) -> dict[str, str] | None:
+    if not ctx.telemetry.tracing:
+        return None
     return {tracing.PROVIDER_NAME: PROVIDER_NAMES.get(provider, "unknown"), tracing.REQUEST_MODEL: model}

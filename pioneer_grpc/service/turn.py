@@ -317,7 +317,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     head.compiled_prompt.CopyFrom(payload)
     prepared = PreparedTurn(head, history, done.current, report, done.recorded.event_id)
     if request.provider != provider_service_pb2.PROVIDER_UNSPECIFIED:
-        attributes = observe.render_attributes(request.provider, done.model)
+        attributes = observe.render_attributes(ctx, request.provider, done.model)
         with _named_as_request_fields(), ctx.telemetry.span("pioneer.provider.render", attributes):
             rendered = await asyncio.to_thread(
                 render,
