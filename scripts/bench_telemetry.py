@@ -8,7 +8,10 @@ in this process receives the spans) and --metrics-listen (scraped once at the
 end), and one with metrics only, to tell the two costs apart. The Go load
 generator drives PrepareTurn on a 100-turn thread, the servers taking turns run
 after run so drift of a shared machine hits each; the figure is the ratio of
-medians: p50 on / p50 off and throughput off / on (the goal is at most 1.1x).
+medians: p50 on / p50 off, throughput off / on, and the server process's CPU
+time per request on / off (read from /proc, all its threads; the steadiest of the
+three on a shared machine). The goal is at most 1.1x. The thread is seeded once
+per server, so no measured run pays for seeding.
 
 PIONEER_BENCH_SECONDS sets the measuring time of each load run (default 5).
 """
@@ -27,6 +30,7 @@ import tempfile
 import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +38,13 @@ import grpc
 from bench_inputs import prepare_home
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
+from pioneer_grpc.v1 import history_pb2, history_service_pb2, history_service_pb2_grpc
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).parent / "pioneer-grpc"
 LOADER = ROOT / "clients" / "go" / "bin" / "pioneer-load"
 SECONDS = os.environ.get("PIONEER_BENCH_SECONDS", "5")
+SEED_TURNS = 100
 
 
 class TraceSink:
@@ -88,8 +95,50 @@ async def trace_sink() -> AsyncIterator[tuple[str, TraceSink]]:
         await server.stop(0)
 
 
+@dataclass(frozen=True)
+class Server:
+    address: str
+    pid: int
+    thread_id: str
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU of the process, all its threads (the span exporter's too)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def seed_thread(address: str, thread_id: str, turns: int) -> None:
+    """The load generator's 100-turn thread, written once so no run pays for seeding."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        history = history_service_pb2_grpc.HistoryServiceStub(channel)
+        await history.CreateThread(
+            history_service_pb2.CreateThreadRequest(
+                thread_id=thread_id, config=history_pb2.ThreadConfig(model="gpt-4o-mini")
+            )
+        )
+        for n in range(1, turns + 1):
+            turn = f"seed-{n:03d}"
+            entries = [
+                history_pb2.ConversationEntry(
+                    entry_id=f"{turn}-u", turn_id=turn, role=history_pb2.ENTRY_ROLE_USER,
+                    content=f"Round {n}: please check the Go client and tell me what is left.",
+                ),
+                history_pb2.ConversationEntry(
+                    entry_id=f"{turn}-a", turn_id=turn, role=history_pb2.ENTRY_ROLE_ASSISTANT,
+                    content=f"Round {n}: I read the files you named and the tests pass. Next: the README.",
+                ),
+            ]
+            await history.AppendEntries(
+                history_service_pb2.AppendEntriesRequest(thread_id=thread_id, entries=entries)
+            )
+            await history.CompleteTurn(
+                history_service_pb2.CompleteTurnRequest(thread_id=thread_id, turn_id=turn)
+            )
+
+
 @asynccontextmanager
-async def serve(home: Path, *extra: str) -> AsyncIterator[str]:
+async def serve(home: Path, *extra: str) -> AsyncIterator[Server]:
     args = [str(SCRIPT), "serve", "--listen", "127.0.0.1:0", "--home", str(home), "--log-level", "WARNING",
             "--grace-seconds", "0.5", *extra]
     proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE)
@@ -98,18 +147,24 @@ async def serve(home: Path, *extra: str) -> AsyncIterator[str]:
         line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
         if "serving on " not in line:
             raise RuntimeError(f"server did not start: {line!r}")
-        yield line.rsplit("serving on ", 1)[1].strip()
+        address = line.rsplit("serving on ", 1)[1].strip()
+        await seed_thread(address, "bench", SEED_TURNS)
+        yield Server(address, proc.pid, "bench")
     finally:
         if proc.returncode is None:
             proc.send_signal(signal.SIGTERM)
             await asyncio.wait_for(proc.wait(), 30)
 
 
-def load(address: str, concurrency: int) -> dict[str, Any]:
-    args = [str(LOADER), "-addr", address, "-rpc", "prepare-turn", "-concurrency", str(concurrency),
-            "-duration", f"{SECONDS}s", "-seed-turns", "100"]
+def load(server: Server, concurrency: int) -> dict[str, Any]:
+    """One measured run; adds the server's CPU milliseconds per request."""
+    args = [str(LOADER), "-addr", server.address, "-rpc", "prepare-turn", "-concurrency", str(concurrency),
+            "-duration", f"{SECONDS}s", "-warmup", "0s", "-thread", server.thread_id]
+    before = cpu_seconds(server.pid)
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    used = cpu_seconds(server.pid) - before
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    result["cpu_ms"] = 1000 * used / max(1, result["requests"])
     return result
 
 
@@ -179,12 +234,13 @@ def summary(concurrency: int, runs: dict[str, list[dict[str, Any]]]) -> dict[str
         "runs_each": len(runs["off"]),
     }
     for name in runs:
-        for key in ("p50_ms", "p99_ms", "rps"):
+        for key in ("p50_ms", "p99_ms", "rps", "cpu_ms"):
             result[f"{key}_{name}"] = median(name, key)
     for name in ("on", "metrics"):
         prefix = "" if name == "on" else "metrics_only_"
         result[f"{prefix}latency_overhead"] = round(median(name, "p50_ms") / median("off", "p50_ms"), 3)
         result[f"{prefix}throughput_overhead"] = round(median("off", "rps") / median(name, "rps"), 3)
+        result[f"{prefix}cpu_overhead"] = round(median(name, "cpu_ms") / median("off", "cpu_ms"), 3)
     result["goal"] = "<= 1.1"
     result["errors"] = sum(run["errors"] for name in runs for run in runs[name])
     return result
