@@ -56,8 +56,16 @@ class Telemetry:
 
     @contextmanager
     def _span(self, name: str, attributes: Mapping[str, AttributeValue] | None) -> Iterator[trace.Span]:
-        with self.tracer.start_as_current_span(name, attributes=attributes) as span:
-            yield span
+        # Exception messages may quote what a request carried: only the error's type is recorded.
+        with self.tracer.start_as_current_span(
+            name, attributes=attributes, record_exception=False, set_status_on_exception=False
+        ) as span:
+            try:
+                yield span
+            except BaseException as exc:
+                span.set_attribute("error.type", type(exc).__qualname__)
+                span.set_status(trace.Status(trace.StatusCode.ERROR))
+                raise
 
     def current_span(self) -> trace.Span:
         """The span of the RPC (or of the block) being served; inert when tracing is off."""

@@ -9,7 +9,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from pioneer_grpc.telemetry import Telemetry
-from tests.telemetry.rounds import MODEL, Rounds
+from pioneer_grpc.v1 import prompt_pb2, turn_service_pb2
+from tests.telemetry.rounds import MODEL, Rounds, user
 
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
 PARENT_ID = 0x00F067AA0BA902B7
@@ -174,3 +175,25 @@ async def test_without_an_endpoint_nothing_is_traced(server):
     assert not telemetry.current_span().is_recording()
     with telemetry.span("pioneer.compile") as span:
         assert not span.is_recording()
+
+
+async def test_a_failing_step_records_the_error_type_and_never_its_message(traced_server, exporter):
+    import grpc
+
+    rounds = Rounds(traced_server.channel())
+    await rounds.thread("t-fail")
+    exporter.clear()
+    with pytest.raises(grpc.aio.AioRpcError):
+        # A workspace_root outside the runtime home fails the compile step.
+        await rounds.turns.PrepareTurn(
+            turn_service_pb2.PrepareTurnRequest(
+                thread_id="t-fail", turn_id="turn-1", new_entries=[user("u1", "hi")],
+                compile_input=prompt_pb2.PromptCompileInput(workspace_root=f"/nowhere/{SECRET}"),
+            )
+        )
+    [compile_span] = [s for s in exporter.get_finished_spans() if s.name == "pioneer.compile"]
+    assert compile_span.attributes is not None
+    assert compile_span.attributes["error.type"] == "PermissionDenied"
+    assert not compile_span.events
+    everything = [value for span in exporter.get_finished_spans() for value in _every_value(span)]
+    assert not [value for value in everything if SECRET in value]
