@@ -159,7 +159,8 @@ async def serve(home: Path, *extra: str) -> AsyncIterator[Server]:
 def load(server: Server, concurrency: int) -> dict[str, Any]:
     """One measured run; adds the server's CPU milliseconds per request."""
     args = [str(LOADER), "-addr", server.address, "-rpc", "prepare-turn", "-concurrency", str(concurrency),
-            "-duration", f"{SECONDS}s", "-warmup", "0s", "-thread", server.thread_id]
+            "-duration", f"{SECONDS}s", "-warmup", "0s", "-thread", server.thread_id,
+            "-provider", "anthropic"]
     before = cpu_seconds(server.pid)
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     used = cpu_seconds(server.pid) - before
