@@ -64,6 +64,7 @@ test-contract: $(STAMP)
 bench: $(STAMP) go-load
 	$(PY) scripts/bench.py
 	$(PY) scripts/bench_telemetry.py
+	$(PY) scripts/bench_tokenizers.py
 
 # PrepareTurn with tracing and metrics on against off (also part of `make bench`).
 bench-telemetry: $(STAMP) go-load

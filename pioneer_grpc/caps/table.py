@@ -46,6 +46,7 @@ _REQUESTS: CapTable = {
     "pioneer.v1.CountTokensRequest": {
         "texts": _items(h.MAX_COUNT_TEXTS, CONTENT),
         "messages": _items(h.MAX_COUNT_MESSAGES),
+        "model": NAME,
     },
     "pioneer.v1.GetTurnManifestRequest": {"thread_id": ID, "turn_id": ID},
     "pioneer.v1.WatchManifestsRequest": {"thread_id": ID},

@@ -55,6 +55,10 @@ class Snapshot:
     keep_tool_results: int = 3
     # The newest entry sequence a failed compaction covered (not retried until the history grows).
     failed_sequence: int | None = None
+    # The tokenizer of every count above, whether it is exact, whether the registry knows the model.
+    tokenizer: str = TOKENIZER
+    tokens_exact: bool = True
+    model_known: bool = False
 
     @classmethod
     def read(
@@ -135,7 +139,9 @@ def report_for(
         entries_loaded=snapshot.loaded_count,
         summary_use=summary_use,  # type: ignore[arg-type]
         summarizer=summarizer,
-        tokenizer=TOKENIZER,
+        tokenizer=snapshot.tokenizer,
+        token_counts_exact=snapshot.tokens_exact,
+        model_known=snapshot.model_known,
         compaction_strategy=snapshot.strategy,  # type: ignore[arg-type]
     )
     if snapshot.summary is not None:

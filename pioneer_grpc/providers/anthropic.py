@@ -5,9 +5,10 @@ then the text of any system-role messages (hoisted there: the top-level field
 works with every model, system messages inside `messages` are a recent
 addition). Breakpoints (`cache_control: {"type": "ephemeral"}`) go on
 - the last tool definition (tools precede system in the cached prefix), and
-- the stable block, when it is at least `anthropic_min_cache_chars` long:
-  shorter prefixes are below the API's minimum cacheable size and the
-  breakpoint would only cost a cache write that is never read.
+- the stable block, when the prefix up to it meets the model's minimum
+  cacheable size: in tokens, by the model registry, when the caller counted it
+  (service/cache_fit.py); else when it is at least `anthropic_min_cache_chars`
+  long. A breakpoint below the minimum only costs a cache write never read.
 That is at most two of the four breakpoints the API allows.
 
 `max_tokens` is required: an unset value becomes 4,096 (plus the thinking
@@ -169,7 +170,10 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
     system: list[JSON] = []
     if prepared.stable:
         stable: JSON = {"type": "text", "text": prepared.stable}
-        if len(prepared.stable) >= prepared.options.anthropic_min_cache_chars:
+        cacheable = prepared.options.anthropic_stable_cacheable
+        if cacheable is None:
+            cacheable = len(prepared.stable) >= prepared.options.anthropic_min_cache_chars
+        if cacheable:
             stable["cache_control"] = dict(EPHEMERAL)
             breakpoints += 1
         system.append(stable)

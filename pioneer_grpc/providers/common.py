@@ -60,6 +60,9 @@ class Options:
 
     anthropic_min_cache_chars: int = DEFAULT_ANTHROPIC_MIN_CACHE_CHARS
     cache_key_prefix: str = DEFAULT_CACHE_KEY_PREFIX
+    # Whether the stable prompt meets the model's cache minimum in tokens, when
+    # the caller counted it (service/cache_fit.py); None: by anthropic_min_cache_chars.
+    anthropic_stable_cacheable: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pioneer_grpc.providers import anthropic, gemini, openai_chat, openai_responses
 from pioneer_grpc.providers.common import JSON, Prepared, dumps
@@ -60,9 +60,19 @@ def render_prepared(
     *,
     path: str = "chat_request",
     options_path: str = "options",
+    anthropic_stable_cacheable: bool | None = None,
 ) -> tuple[JSON, int, tuple[Notice, ...]]:
-    """render_body, plus the notices of what the provider rules adapted."""
+    """render_body, plus the notices of what the provider rules adapted.
+
+    `anthropic_stable_cacheable`: the caller's answer to whether the stable
+    prompt meets the model's cache minimum in tokens; None leaves it to
+    `anthropic_min_cache_chars`.
+    """
     prepared = prepare(provider, request, options, path, options_path)
+    if anthropic_stable_cacheable is not None:
+        prepared = replace(
+            prepared, options=replace(prepared.options, anthropic_stable_cacheable=anthropic_stable_cacheable)
+        )
     body, breakpoints = RENDERERS[provider](prepared)
     return body, breakpoints, prepared.notices
 
@@ -74,6 +84,7 @@ def render(
     *,
     path: str = "chat_request",
     options_path: str = "options",
+    anthropic_stable_cacheable: bool | None = None,
 ) -> RenderedRequest:
     """Validate, then render.
 
@@ -82,6 +93,11 @@ def render(
     request names them differently (a turn's `render_options`) passes its own.
     """
     body, breakpoints, notices = render_prepared(
-        provider, request, options, path=path, options_path=options_path
+        provider,
+        request,
+        options,
+        path=path,
+        options_path=options_path,
+        anthropic_stable_cacheable=anthropic_stable_cacheable,
     )
     return RenderedRequest(dumps(body), path_for(provider, request.model), breakpoints, notices)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pioneer_grpc.caps import text_violation, violations_of, violations_of_each
@@ -34,12 +35,14 @@ from pioneer_grpc.history.budget import (
 from pioneer_grpc.history.clearing import compaction_violations
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation, thread_id_violation
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations
-from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
-from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, TOKENIZER, count_blocking
+from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts, summary_text
+from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, count_blocking
 from pioneer_grpc.models.registry import Registry
+from pioneer_grpc.service import token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.history_load import load_history, load_history_result
 from pioneer_grpc.store import entries as entry_store
+from pioneer_grpc.store import recount
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
 from pioneer_grpc.telemetry import tracing
@@ -180,8 +183,36 @@ async def update_thread(
         return changes
 
     async with ctx.sessions() as session:
+        before = (await thread_store.thread_row(session, thread_id)).model
+    async with ctx.sessions() as session:
         row = await thread_store.update_thread(session, thread_id, changes_for)
-        return thread_store.thread_message(row, await thread_store.entry_count(session, thread_id))
+        thread = thread_store.thread_message(row, await thread_store.entry_count(session, thread_id))
+    await _recount_on_model_change(ctx, thread_id, before, thread.config.model)
+    return thread
+
+
+async def _recount_on_model_change(ctx: ServiceContext, thread_id: str, before: str, after: str) -> None:
+    """After a move to a model of another family, counts the thread's history again in the new tokenizer.
+
+    Once, here, so every later load budgets in the new model's counts and still
+    never tokenizes. Counting runs in a worker thread.
+    """
+    tokenizer = token_fit.counting_for(ctx.models, after).tokenizer
+    if tokenizer == token_fit.counting_for(ctx.models, before).tokenizer:
+        return
+    async with ctx.sessions() as session:
+        entries = await recount.stale_entries(session, thread_id, tokenizer)
+        summaries = await recount.summaries_of(session, thread_id)
+
+    def counted() -> tuple[dict[int, int], dict[int, int]]:
+        entry_counts = {e.sequence: sum(count_blocking(entry_counted_texts(e), tokenizer)) for e in entries}
+        texts = [summary_text(text) for _, text in summaries]
+        summary_counts = dict(zip((i for i, _ in summaries), count_blocking(texts, tokenizer), strict=True))
+        return entry_counts, summary_counts
+
+    entry_counts, summary_counts = await asyncio.to_thread(counted)
+    async with ctx.sessions() as session:
+        await recount.store_counts(session, tokenizer, entry_counts, summary_counts)
 
 
 async def append_entries(
@@ -231,17 +262,22 @@ async def _append_checked(
     def check(stored: StoredCalls) -> None:
         _check(call_violations(entries, stored, prefix))
 
-    new_entries = await asyncio.to_thread(_hashed_and_counted, entries)
+    async with ctx.sessions() as session:
+        model = (await thread_store.thread_row(session, thread_id)).model
+    tokenizer = token_fit.counting_for(ctx.models, model).tokenizer
+    new_entries = await asyncio.to_thread(_hashed_and_counted, entries, tokenizer)
     async with ctx.sessions() as session:
         return await entry_store.append_entries(
-            session, thread_id, new_entries, TOKENIZER, check, with_entries=with_entries
+            session, thread_id, new_entries, tokenizer, check, with_entries=with_entries
         )
 
 
-def _hashed_and_counted(entries: Sequence[history_pb2.ConversationEntry]) -> list[entry_store.NewEntry]:
-    """Each entry with its content hash and token count. Blocking."""
+def _hashed_and_counted(
+    entries: Sequence[history_pb2.ConversationEntry], tokenizer: str
+) -> list[entry_store.NewEntry]:
+    """Each entry with its content hash and token count in `tokenizer`. Blocking."""
     texts_per_entry = [entry_counted_texts(entry) for entry in entries]
-    counts = count_blocking([text for texts in texts_per_entry for text in texts])
+    counts = count_blocking([text for texts in texts_per_entry for text in texts], tokenizer)
     new_entries: list[entry_store.NewEntry] = []
     offset = 0
     for entry, texts in zip(entries, texts_per_entry, strict=True):
@@ -266,15 +302,31 @@ async def get_summary(ctx: ServiceContext, thread_id: str) -> history_pb2.Thread
         return None if row is None else summary_store.summary_message(row)
 
 
-async def count_tokens_of(texts: Sequence[str], messages: Sequence[chat_pb2.ChatMessage]) -> list[int]:
-    """Texts counted bare; messages as history counts them (artifact block, tool calls, +4 overhead)."""
-    return await asyncio.to_thread(_counts_blocking, texts, messages)
+@dataclass(frozen=True)
+class TokenCounts:
+    counts: list[int]
+    tokenizer: str
+    exact: bool
 
 
-def _counts_blocking(texts: Sequence[str], messages: Sequence[chat_pb2.ChatMessage]) -> list[int]:
+async def count_tokens_of(
+    ctx: ServiceContext, texts: Sequence[str], messages: Sequence[chat_pb2.ChatMessage], model: str = ""
+) -> TokenCounts:
+    """Texts counted bare; messages as history counts them (artifact block, tool calls, +4 overhead).
+
+    In `model`'s tokenizer (the model registry); cl100k_base for an empty or unknown model.
+    """
+    counting = token_fit.counting_for(ctx.models, model)
+    counts = await asyncio.to_thread(_counts_blocking, texts, messages, counting.tokenizer)
+    return TokenCounts(counts, counting.tokenizer, counting.exact)
+
+
+def _counts_blocking(
+    texts: Sequence[str], messages: Sequence[chat_pb2.ChatMessage], tokenizer: str
+) -> list[int]:
     _check([*_texts_violations(texts), *violations_of_each(messages, "messages", MAX_COUNT_MESSAGES)])
     per_message = [chat_counted_texts(message) for message in messages]
-    counts = count_blocking([*texts, *(t for group in per_message for t in group)])
+    counts = count_blocking([*texts, *(t for group in per_message for t in group)], tokenizer)
     result = counts[: len(texts)]
     offset = len(texts)
     for group in per_message:

@@ -42,7 +42,7 @@ async def prepared(snapshot: decide.Snapshot) -> decide.Snapshot:
     texts = clearing.placeholder_texts(snapshot.entries, snapshot.keep_tool_results)
     if not texts:
         return snapshot
-    counts = await count_tokens(list(texts.values()))
+    counts = await count_tokens(list(texts.values()), snapshot.tokenizer)
     return clearing.clear(snapshot, snapshot.keep_tool_results, dict(zip(texts, counts, strict=True)))
 
 
@@ -118,7 +118,7 @@ async def _ask(
 async def _candidate(
     text: str, snapshot: decide.Snapshot, summarizer: str, model: str
 ) -> decide.StoredSummary:
-    [tokens] = await count_tokens([summary_text(text)])
+    [tokens] = await count_tokens([summary_text(text)], snapshot.tokenizer)
     covers_id, covers_sequence = snapshot.covers_through
     return decide.StoredSummary(
         text=text,

@@ -28,7 +28,7 @@ from pioneer_grpc.history.budget import MAX_LOADED_TURNS, Budget
 from pioneer_grpc.history.clearing import effective_keep, effective_strategy
 from pioneer_grpc.history.entries import thread_id_violation
 from pioneer_grpc.service import history_compaction as compaction
-from pioneer_grpc.service import observe
+from pioneer_grpc.service import observe, token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
@@ -64,7 +64,8 @@ def _stored(row: Any) -> decide.StoredSummary | None:
 
 async def read_snapshot(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) -> decide.Snapshot:
     async with ctx.engine.connect() as conn:
-        return await _snapshot(conn, thread_id, exclude_turn_id, await history_state(conn, thread_id))
+        snapshot = await _snapshot(conn, thread_id, exclude_turn_id, await history_state(conn, thread_id))
+    return token_fit.counted(ctx.models, snapshot)
 
 
 async def _snapshot(
@@ -128,7 +129,7 @@ def full_load_on(
     entries, more = entry_store.completed_entries_in(
         conn, thread_id, after, exclude_turn_id, MAX_LOADED_TURNS
     )
-    snapshot = _snapshot_of(state, summary, entries, more)
+    snapshot = token_fit.counted(ctx.models, _snapshot_of(state, summary, entries, more))
     if snapshot.needs_compression:
         return OverThreshold(snapshot, state, exclude_turn_id)
     return ctx.load_cache.store(thread_id, exclude_turn_id, state, snapshot, decide.full(snapshot))
@@ -189,7 +190,7 @@ async def full_load_in(
         if not await entry_store.turn_has_completed_entries(conn, thread_id, key):
             key = ""
     # Same connection, so on SQLite the snapshot matches `state` (one read transaction).
-    snapshot = await _snapshot(conn, thread_id, key, state)
+    snapshot = token_fit.counted(ctx.models, await _snapshot(conn, thread_id, key, state))
     if snapshot.needs_compression:
         return OverThreshold(snapshot, state, key)
     return ctx.load_cache.store(thread_id, key, state, snapshot, decide.full(snapshot))

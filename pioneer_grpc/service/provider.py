@@ -4,8 +4,11 @@ own (a request at its caps is megabytes), so they run in a worker thread, off th
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 
+from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.providers.render import RenderedRequest, render
+from pioneer_grpc.service.cache_fit import anthropic_stable_cacheable
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
 
@@ -13,5 +16,12 @@ async def render_chat(
     provider: provider_service_pb2.Provider,
     chat_request: chat_pb2.ChatRequest,
     options: provider_service_pb2.RenderOptions | None,
+    models: Registry | None = None,
 ) -> RenderedRequest:
-    return await asyncio.to_thread(render, provider, chat_request, options)
+    """With `models`, Anthropic's stable breakpoint goes by the model's cache minimum in tokens."""
+    cacheable = (
+        None if models is None else await anthropic_stable_cacheable(models, provider, chat_request, options)
+    )
+    return await asyncio.to_thread(
+        partial(render, provider, chat_request, options, anthropic_stable_cacheable=cacheable)
+    )

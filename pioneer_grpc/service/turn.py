@@ -39,7 +39,8 @@ from pioneer_grpc.history.repair import repair
 from pioneer_grpc.history.tokens import TOKENIZER, count_blocking
 from pioneer_grpc.providers.render import RenderedRequest, render
 from pioneer_grpc.providers.validate import tool_rule_violations
-from pioneer_grpc.service import history_load, observe
+from pioneer_grpc.service import history_load, observe, token_fit
+from pioneer_grpc.service.cache_fit import anthropic_stable_cacheable
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
@@ -227,6 +228,19 @@ def _before_round(
     )
 
 
+def _in_thread_tokenizer(
+    ctx: ServiceContext, thread_model: str, counted: list[entry_store.NewEntry]
+) -> tuple[str, list[entry_store.NewEntry]]:
+    """The entries counted in the thread model's tokenizer (they were counted in cl100k_base). Blocking."""
+    tokenizer = token_fit.counting_for(ctx.models, thread_model).tokenizer
+    if tokenizer == TOKENIZER:
+        return tokenizer, counted
+    return tokenizer, [
+        replace(new, token_count=sum(count_blocking(entry_counted_texts(new.entry), tokenizer)))
+        for new in counted
+    ]
+
+
 def _round(
     ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest, conn: Connection, before: _Before
 ) -> _Round:
@@ -246,9 +260,8 @@ def _round(
         with ctx.telemetry.span(
             "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
         ):
-            round_store.insert_turn_entries(
-                conn, thread_id, turn_id, turn, before.new_entries, TOKENIZER, check
-            )
+            tokenizer, new_entries = _in_thread_tokenizer(ctx, locked.model, before.new_entries)
+            round_store.insert_turn_entries(conn, thread_id, turn_id, turn, new_entries, tokenizer, check)
     # The turn's own entries, repaired like history; its latest calls must have their results.
     repaired = repair(round_store.turn_entries_lean(conn, thread_id, turn_id), close_at_end=False)
     current = [to_chat_message(entry) for entry in repaired.entries]
@@ -318,13 +331,20 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     prepared = PreparedTurn(head, history, done.current, report, done.recorded.event_id)
     if request.provider != provider_service_pb2.PROVIDER_UNSPECIFIED:
         attributes = observe.render_attributes(ctx, request.provider, done.model)
+        chat = prepared.chat_request
+        cacheable = await anthropic_stable_cacheable(
+            ctx.models, request.provider, head, request.render_options
+        )
         with _named_as_request_fields(), ctx.telemetry.span("pioneer.provider.render", attributes):
             rendered = await asyncio.to_thread(
-                render,
-                request.provider,
-                prepared.chat_request,
-                request.render_options,
-                options_path="render_options",
+                partial(
+                    render,
+                    request.provider,
+                    chat,
+                    request.render_options,
+                    options_path="render_options",
+                    anthropic_stable_cacheable=cacheable,
+                )
             )
         # Notices name the request's own fields, as violations do.
         prepared.rendered = replace(

@@ -163,7 +163,7 @@ class HistoryDiagnostic(_message.Message):
     def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ..., entry_id: _Optional[str] = ...) -> None: ...
 
 class HistoryDecisionReport(_message.Message):
-    __slots__ = ("decision", "budget_tokens", "threshold_tokens", "summary_target_tokens", "tokens_before", "tokens_after", "entries_loaded", "entries_kept", "entries_dropped", "summary_use", "summarizer", "summary_covers_through_entry_id", "diagnostics", "tokenizer", "cleared_tool_results", "cleared_tokens_saved", "compaction_strategy")
+    __slots__ = ("decision", "budget_tokens", "threshold_tokens", "summary_target_tokens", "tokens_before", "tokens_after", "entries_loaded", "entries_kept", "entries_dropped", "summary_use", "summarizer", "summary_covers_through_entry_id", "diagnostics", "tokenizer", "cleared_tool_results", "cleared_tokens_saved", "compaction_strategy", "token_counts_exact", "model_known")
     DECISION_FIELD_NUMBER: _ClassVar[int]
     BUDGET_TOKENS_FIELD_NUMBER: _ClassVar[int]
     THRESHOLD_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -181,6 +181,8 @@ class HistoryDecisionReport(_message.Message):
     CLEARED_TOOL_RESULTS_FIELD_NUMBER: _ClassVar[int]
     CLEARED_TOKENS_SAVED_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_COUNTS_EXACT_FIELD_NUMBER: _ClassVar[int]
+    MODEL_KNOWN_FIELD_NUMBER: _ClassVar[int]
     decision: HistoryDecision
     budget_tokens: int
     threshold_tokens: int
@@ -198,7 +200,9 @@ class HistoryDecisionReport(_message.Message):
     cleared_tool_results: _containers.RepeatedCompositeFieldContainer[ClearedToolResult]
     cleared_tokens_saved: int
     compaction_strategy: CompactionStrategy
-    def __init__(self, decision: _Optional[_Union[HistoryDecision, str]] = ..., budget_tokens: _Optional[int] = ..., threshold_tokens: _Optional[int] = ..., summary_target_tokens: _Optional[int] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., entries_loaded: _Optional[int] = ..., entries_kept: _Optional[int] = ..., entries_dropped: _Optional[int] = ..., summary_use: _Optional[_Union[SummaryUse, str]] = ..., summarizer: _Optional[str] = ..., summary_covers_through_entry_id: _Optional[str] = ..., diagnostics: _Optional[_Iterable[_Union[HistoryDiagnostic, _Mapping]]] = ..., tokenizer: _Optional[str] = ..., cleared_tool_results: _Optional[_Iterable[_Union[ClearedToolResult, _Mapping]]] = ..., cleared_tokens_saved: _Optional[int] = ..., compaction_strategy: _Optional[_Union[CompactionStrategy, str]] = ...) -> None: ...
+    token_counts_exact: bool
+    model_known: bool
+    def __init__(self, decision: _Optional[_Union[HistoryDecision, str]] = ..., budget_tokens: _Optional[int] = ..., threshold_tokens: _Optional[int] = ..., summary_target_tokens: _Optional[int] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., entries_loaded: _Optional[int] = ..., entries_kept: _Optional[int] = ..., entries_dropped: _Optional[int] = ..., summary_use: _Optional[_Union[SummaryUse, str]] = ..., summarizer: _Optional[str] = ..., summary_covers_through_entry_id: _Optional[str] = ..., diagnostics: _Optional[_Iterable[_Union[HistoryDiagnostic, _Mapping]]] = ..., tokenizer: _Optional[str] = ..., cleared_tool_results: _Optional[_Iterable[_Union[ClearedToolResult, _Mapping]]] = ..., cleared_tokens_saved: _Optional[int] = ..., compaction_strategy: _Optional[_Union[CompactionStrategy, str]] = ..., token_counts_exact: _Optional[bool] = ..., model_known: _Optional[bool] = ...) -> None: ...
 
 class ClearedToolResult(_message.Message):
     __slots__ = ("entry_id", "tool_call_id", "name", "tokens_before", "tokens_after")

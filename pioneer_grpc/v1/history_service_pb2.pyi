@@ -116,19 +116,23 @@ class GetThreadSummaryResponse(_message.Message):
     def __init__(self, summary: _Optional[_Union[_history_pb2.ThreadSummary, _Mapping]] = ...) -> None: ...
 
 class CountTokensRequest(_message.Message):
-    __slots__ = ("texts", "messages")
+    __slots__ = ("texts", "messages", "model")
     TEXTS_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
     texts: _containers.RepeatedScalarFieldContainer[str]
     messages: _containers.RepeatedCompositeFieldContainer[_chat_pb2.ChatMessage]
-    def __init__(self, texts: _Optional[_Iterable[str]] = ..., messages: _Optional[_Iterable[_Union[_chat_pb2.ChatMessage, _Mapping]]] = ...) -> None: ...
+    model: str
+    def __init__(self, texts: _Optional[_Iterable[str]] = ..., messages: _Optional[_Iterable[_Union[_chat_pb2.ChatMessage, _Mapping]]] = ..., model: _Optional[str] = ...) -> None: ...
 
 class CountTokensResponse(_message.Message):
-    __slots__ = ("token_counts", "total_tokens", "tokenizer")
+    __slots__ = ("token_counts", "total_tokens", "tokenizer", "exact")
     TOKEN_COUNTS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
     TOKENIZER_FIELD_NUMBER: _ClassVar[int]
+    EXACT_FIELD_NUMBER: _ClassVar[int]
     token_counts: _containers.RepeatedScalarFieldContainer[int]
     total_tokens: int
     tokenizer: str
-    def __init__(self, token_counts: _Optional[_Iterable[int]] = ..., total_tokens: _Optional[int] = ..., tokenizer: _Optional[str] = ...) -> None: ...
+    exact: bool
+    def __init__(self, token_counts: _Optional[_Iterable[int]] = ..., total_tokens: _Optional[int] = ..., tokenizer: _Optional[str] = ..., exact: _Optional[bool] = ...) -> None: ...

@@ -153,8 +153,8 @@ func TestAppendEntriesIdempotent(t *testing.T) {
 		}
 	}
 
-	// Tokens are counted at append with the same tokenizer CountTokens uses.
-	ct, err := shared.History.CountTokens(ctxT(t), &pioneerv1.CountTokensRequest{Texts: []string{e1.GetContent()}})
+	// Tokens are counted at append with the tokenizer CountTokens uses for the thread's model.
+	ct, err := shared.History.CountTokens(ctxT(t), &pioneerv1.CountTokensRequest{Texts: []string{e1.GetContent()}, Model: "gpt-4o-mini"})
 	must(t, err, "CountTokens")
 	if ct.GetTokenCounts()[0] != s1.GetTokenCount() || ct.GetTokenizer() != s1.GetTokenizer() {
 		t.Errorf("append counted %d (%s), CountTokens %d (%s)", s1.GetTokenCount(), s1.GetTokenizer(), ct.GetTokenCounts()[0], ct.GetTokenizer())

@@ -770,7 +770,8 @@ async fn append_entries_is_idempotent_by_entry_id() {
         assert_eq!(stored.entry_id, sent.entry_id);
         assert_eq!(stored.content, sent.content);
         assert!(stored.token_count > 0, "tokens counted at append");
-        assert_eq!(stored.tokenizer, "cl100k_base");
+        // gpt-4o-mini counts in o200k_base (the server's model registry).
+        assert_eq!(stored.tokenizer, "o200k_base");
         assert!(!stored.completed);
     }
 
@@ -881,7 +882,8 @@ async fn complete_turn_then_load_budgeted_history() {
         assert_eq!(report.summary_use, v1::SummaryUse::None as i32);
         assert!(report.tokens_before > 0);
         assert_eq!(report.tokens_before, report.tokens_after);
-        assert_eq!(report.tokenizer, "cl100k_base");
+        assert_eq!(report.tokenizer, "o200k_base");
+        assert!(report.token_counts_exact && report.model_known);
     }
 
     ok!(
@@ -1072,6 +1074,8 @@ async fn count_tokens_uses_cl100k_base() {
                 content: "hello world".into(),
                 ..Default::default()
             }],
+            // No model: cl100k_base, as before models were known.
+            model: String::new(),
         }),
         "CountTokens"
     );

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import grpc
 
-from pioneer_grpc.history.tokens import TOKENIZER
 from pioneer_grpc.service import history as history_ops
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
@@ -78,5 +77,12 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
     async def CountTokens(
         self, request: pb.CountTokensRequest, context: grpc.aio.ServicerContext
     ) -> pb.CountTokensResponse:
-        counts = await history_ops.count_tokens_of(list(request.texts), list(request.messages))
-        return pb.CountTokensResponse(token_counts=counts, total_tokens=sum(counts), tokenizer=TOKENIZER)
+        counted = await history_ops.count_tokens_of(
+            self.ctx, list(request.texts), list(request.messages), request.model
+        )
+        return pb.CountTokensResponse(
+            token_counts=counted.counts,
+            total_tokens=sum(counted.counts),
+            tokenizer=counted.tokenizer,
+            exact=counted.exact,
+        )

@@ -19,7 +19,7 @@ class ProviderServicer(provider_service_pb2_grpc.ProviderServiceServicer):
         context: grpc.aio.ServicerContext,
     ) -> provider_service_pb2.RenderChatRequestResponse:
         options = request.options if request.HasField("options") else None
-        rendered = await render_chat(request.provider, request.chat_request, options)
+        rendered = await render_chat(request.provider, request.chat_request, options, self.ctx.models)
         return provider_service_pb2.RenderChatRequestResponse(
             body_json=rendered.body_json,
             path=rendered.path,

@@ -1341,10 +1341,12 @@ pub mod echo_service_client {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ThreadConfig {
-    /// Default 128,000.
+    /// Default: the model's context window from the server's model registry;
+    /// 128,000 for a model it does not know.
     #[prost(int32, optional, tag = "1")]
     pub max_context_tokens: ::core::option::Option<i32>,
-    /// Default 16,000. Must be below max_context_tokens.
+    /// Default: the model's maximum output, at most an eighth of its window;
+    /// 16,000 for a model the registry does not know. Must be below max_context_tokens.
     #[prost(int32, optional, tag = "2")]
     pub response_reserve_tokens: ::core::option::Option<i32>,
     /// Cap: at most 200 characters.
@@ -1415,10 +1417,11 @@ pub struct ConversationEntry {
     /// Output only: position in the thread, increasing.
     #[prost(int64, tag = "10")]
     pub sequence: i64,
-    /// Output only: tokens of the rendered message (cl100k_base), without overhead.
+    /// Output only: tokens of the rendered message in `tokenizer`, without overhead.
     #[prost(int32, tag = "11")]
     pub token_count: i32,
-    /// Output only: the tokenizer that counted, e.g. "cl100k_base".
+    /// Output only: the tokenizer of token_count (the thread model's; an entry is
+    /// counted again when its thread moves to a model of another family).
     /// Cap: at most 200 characters.
     #[prost(string, tag = "12")]
     pub tokenizer: ::prost::alloc::string::String,
@@ -1533,6 +1536,8 @@ pub struct HistoryDecisionReport {
     /// entries that fit were kept.
     #[prost(message, repeated, tag = "13")]
     pub diagnostics: ::prost::alloc::vec::Vec<HistoryDiagnostic>,
+    /// The tokenizer of every count in this report: the thread model's (registry),
+    /// cl100k_base for a model the registry does not know.
     #[prost(string, tag = "14")]
     pub tokenizer: ::prost::alloc::string::String,
     /// Tool results replaced by a placeholder in the returned messages, oldest first.
@@ -1544,6 +1549,14 @@ pub struct HistoryDecisionReport {
     /// The thread's strategy this load applied (never UNSPECIFIED).
     #[prost(enumeration = "CompactionStrategy", tag = "17")]
     pub compaction_strategy: i32,
+    /// True when that tokenizer is the model's own encoding; false for an estimate
+    /// (claude_estimate, gemini_estimate).
+    #[prost(bool, tag = "18")]
+    pub token_counts_exact: bool,
+    /// False when the thread's model is not in the server's model registry: its
+    /// budget then came from the defaults (128,000 / 16,000) and counts are cl100k_base.
+    #[prost(bool, tag = "19")]
+    pub model_known: bool,
 }
 /// ClearedToolResult is one tool result whose content a load replaced by a placeholder.
 #[allow(clippy::all)]
@@ -1887,6 +1900,11 @@ pub struct CountTokensRequest {
     /// Cap: at most 1,000 items.
     #[prost(message, repeated, tag = "2")]
     pub messages: ::prost::alloc::vec::Vec<ChatMessage>,
+    /// Count in this model's tokenizer (the server's model registry); empty or
+    /// unknown counts in cl100k_base.
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "3")]
+    pub model: ::prost::alloc::string::String,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -1896,8 +1914,12 @@ pub struct CountTokensResponse {
     pub token_counts: ::prost::alloc::vec::Vec<i32>,
     #[prost(int32, tag = "2")]
     pub total_tokens: i32,
+    /// e.g. "cl100k_base", "o200k_base", "claude_estimate", "gemini_estimate".
     #[prost(string, tag = "3")]
     pub tokenizer: ::prost::alloc::string::String,
+    /// True when the tokenizer is the model's own encoding; false for an estimate.
+    #[prost(bool, tag = "4")]
+    pub exact: bool,
 }
 /// Generated client implementations.
 pub mod history_service_client {

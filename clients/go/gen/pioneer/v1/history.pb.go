@@ -309,9 +309,11 @@ func (SummaryUse) EnumDescriptor() ([]byte, []int) {
 // ThreadConfig is the per-thread model and budget configuration.
 type ThreadConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Default 128,000.
+	// Default: the model's context window from the server's model registry;
+	// 128,000 for a model it does not know.
 	MaxContextTokens *int32 `protobuf:"varint,1,opt,name=max_context_tokens,json=maxContextTokens,proto3,oneof" json:"max_context_tokens,omitempty"`
-	// Default 16,000. Must be below max_context_tokens.
+	// Default: the model's maximum output, at most an eighth of its window;
+	// 16,000 for a model the registry does not know. Must be below max_context_tokens.
 	ResponseReserveTokens *int32 `protobuf:"varint,2,opt,name=response_reserve_tokens,json=responseReserveTokens,proto3,oneof" json:"response_reserve_tokens,omitempty"`
 	// Cap: at most 200 characters.
 	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
@@ -503,9 +505,10 @@ type ConversationEntry struct {
 	ReasoningContent *string `protobuf:"bytes,9,opt,name=reasoning_content,json=reasoningContent,proto3,oneof" json:"reasoning_content,omitempty"`
 	// Output only: position in the thread, increasing.
 	Sequence int64 `protobuf:"varint,10,opt,name=sequence,proto3" json:"sequence,omitempty"`
-	// Output only: tokens of the rendered message (cl100k_base), without overhead.
+	// Output only: tokens of the rendered message in `tokenizer`, without overhead.
 	TokenCount int32 `protobuf:"varint,11,opt,name=token_count,json=tokenCount,proto3" json:"token_count,omitempty"`
-	// Output only: the tokenizer that counted, e.g. "cl100k_base".
+	// Output only: the tokenizer of token_count (the thread model's; an entry is
+	// counted again when its thread moves to a model of another family).
 	// Cap: at most 200 characters.
 	Tokenizer string `protobuf:"bytes,12,opt,name=tokenizer,proto3" json:"tokenizer,omitempty"`
 	// Output only: true once its turn completed.
@@ -871,15 +874,23 @@ type HistoryDecisionReport struct {
 	//	turn_cut: the newest turn alone does not fit; its request and its newest
 	//	  entries that fit were kept.
 	Diagnostics []*HistoryDiagnostic `protobuf:"bytes,13,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
-	Tokenizer   string               `protobuf:"bytes,14,opt,name=tokenizer,proto3" json:"tokenizer,omitempty"`
+	// The tokenizer of every count in this report: the thread model's (registry),
+	// cl100k_base for a model the registry does not know.
+	Tokenizer string `protobuf:"bytes,14,opt,name=tokenizer,proto3" json:"tokenizer,omitempty"`
 	// Tool results replaced by a placeholder in the returned messages, oldest first.
 	ClearedToolResults []*ClearedToolResult `protobuf:"bytes,15,rep,name=cleared_tool_results,json=clearedToolResults,proto3" json:"cleared_tool_results,omitempty"`
 	// Tokens the placeholders saved (sum over cleared_tool_results).
 	ClearedTokensSaved int32 `protobuf:"varint,16,opt,name=cleared_tokens_saved,json=clearedTokensSaved,proto3" json:"cleared_tokens_saved,omitempty"`
 	// The thread's strategy this load applied (never UNSPECIFIED).
 	CompactionStrategy CompactionStrategy `protobuf:"varint,17,opt,name=compaction_strategy,json=compactionStrategy,proto3,enum=pioneer.v1.CompactionStrategy" json:"compaction_strategy,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// True when that tokenizer is the model's own encoding; false for an estimate
+	// (claude_estimate, gemini_estimate).
+	TokenCountsExact bool `protobuf:"varint,18,opt,name=token_counts_exact,json=tokenCountsExact,proto3" json:"token_counts_exact,omitempty"`
+	// False when the thread's model is not in the server's model registry: its
+	// budget then came from the defaults (128,000 / 16,000) and counts are cl100k_base.
+	ModelKnown    bool `protobuf:"varint,19,opt,name=model_known,json=modelKnown,proto3" json:"model_known,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HistoryDecisionReport) Reset() {
@@ -1031,6 +1042,20 @@ func (x *HistoryDecisionReport) GetCompactionStrategy() CompactionStrategy {
 	return CompactionStrategy_COMPACTION_STRATEGY_UNSPECIFIED
 }
 
+func (x *HistoryDecisionReport) GetTokenCountsExact() bool {
+	if x != nil {
+		return x.TokenCountsExact
+	}
+	return false
+}
+
+func (x *HistoryDecisionReport) GetModelKnown() bool {
+	if x != nil {
+		return x.ModelKnown
+	}
+	return false
+}
+
 // ClearedToolResult is one tool result whose content a load replaced by a placeholder.
 type ClearedToolResult struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -1173,7 +1198,7 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1e\n" +
 	"\bentry_id\x18\x03 \x01(\tH\x00R\aentryId\x88\x01\x01B\v\n" +
-	"\t_entry_id\"\xe1\x06\n" +
+	"\t_entry_id\"\xb0\a\n" +
 	"\x15HistoryDecisionReport\x127\n" +
 	"\bdecision\x18\x01 \x01(\x0e2\x1b.pioneer.v1.HistoryDecisionR\bdecision\x12#\n" +
 	"\rbudget_tokens\x18\x02 \x01(\x05R\fbudgetTokens\x12)\n" +
@@ -1195,7 +1220,10 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\ttokenizer\x18\x0e \x01(\tR\ttokenizer\x12O\n" +
 	"\x14cleared_tool_results\x18\x0f \x03(\v2\x1d.pioneer.v1.ClearedToolResultR\x12clearedToolResults\x120\n" +
 	"\x14cleared_tokens_saved\x18\x10 \x01(\x05R\x12clearedTokensSaved\x12O\n" +
-	"\x13compaction_strategy\x18\x11 \x01(\x0e2\x1e.pioneer.v1.CompactionStrategyR\x12compactionStrategy\"\xac\x01\n" +
+	"\x13compaction_strategy\x18\x11 \x01(\x0e2\x1e.pioneer.v1.CompactionStrategyR\x12compactionStrategy\x12,\n" +
+	"\x12token_counts_exact\x18\x12 \x01(\bR\x10tokenCountsExact\x12\x1f\n" +
+	"\vmodel_known\x18\x13 \x01(\bR\n" +
+	"modelKnown\"\xac\x01\n" +
 	"\x11ClearedToolResult\x12\x19\n" +
 	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12 \n" +
 	"\ftool_call_id\x18\x02 \x01(\tR\n" +

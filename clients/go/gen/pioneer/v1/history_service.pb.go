@@ -752,7 +752,11 @@ type CountTokensRequest struct {
 	Texts []string `protobuf:"bytes,1,rep,name=texts,proto3" json:"texts,omitempty"`
 	// Counted as history messages (with per-message overhead and artifact blocks).
 	// Cap: at most 1,000 items.
-	Messages      []*ChatMessage `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
+	Messages []*ChatMessage `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
+	// Count in this model's tokenizer (the server's model registry); empty or
+	// unknown counts in cl100k_base.
+	// Cap: at most 200 characters.
+	Model         string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -801,12 +805,22 @@ func (x *CountTokensRequest) GetMessages() []*ChatMessage {
 	return nil
 }
 
+func (x *CountTokensRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
 type CountTokensResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One per text, then one per message.
-	TokenCounts   []int32 `protobuf:"varint,1,rep,packed,name=token_counts,json=tokenCounts,proto3" json:"token_counts,omitempty"`
-	TotalTokens   int32   `protobuf:"varint,2,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
-	Tokenizer     string  `protobuf:"bytes,3,opt,name=tokenizer,proto3" json:"tokenizer,omitempty"`
+	TokenCounts []int32 `protobuf:"varint,1,rep,packed,name=token_counts,json=tokenCounts,proto3" json:"token_counts,omitempty"`
+	TotalTokens int32   `protobuf:"varint,2,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
+	// e.g. "cl100k_base", "o200k_base", "claude_estimate", "gemini_estimate".
+	Tokenizer string `protobuf:"bytes,3,opt,name=tokenizer,proto3" json:"tokenizer,omitempty"`
+	// True when the tokenizer is the model's own encoding; false for an estimate.
+	Exact         bool `protobuf:"varint,4,opt,name=exact,proto3" json:"exact,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -862,6 +876,13 @@ func (x *CountTokensResponse) GetTokenizer() string {
 	return ""
 }
 
+func (x *CountTokensResponse) GetExact() bool {
+	if x != nil {
+		return x.Exact
+	}
+	return false
+}
+
 var File_pioneer_v1_history_service_proto protoreflect.FileDescriptor
 
 const file_pioneer_v1_history_service_proto_rawDesc = "" +
@@ -908,14 +929,16 @@ const file_pioneer_v1_history_service_proto_rawDesc = "" +
 	"\x17GetThreadSummaryRequest\x12\x1b\n" +
 	"\tthread_id\x18\x01 \x01(\tR\bthreadId\"O\n" +
 	"\x18GetThreadSummaryResponse\x123\n" +
-	"\asummary\x18\x01 \x01(\v2\x19.pioneer.v1.ThreadSummaryR\asummary\"_\n" +
+	"\asummary\x18\x01 \x01(\v2\x19.pioneer.v1.ThreadSummaryR\asummary\"u\n" +
 	"\x12CountTokensRequest\x12\x14\n" +
 	"\x05texts\x18\x01 \x03(\tR\x05texts\x123\n" +
-	"\bmessages\x18\x02 \x03(\v2\x17.pioneer.v1.ChatMessageR\bmessages\"y\n" +
+	"\bmessages\x18\x02 \x03(\v2\x17.pioneer.v1.ChatMessageR\bmessages\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\"\x8f\x01\n" +
 	"\x13CountTokensResponse\x12!\n" +
 	"\ftoken_counts\x18\x01 \x03(\x05R\vtokenCounts\x12!\n" +
 	"\ftotal_tokens\x18\x02 \x01(\x05R\vtotalTokens\x12\x1c\n" +
-	"\ttokenizer\x18\x03 \x01(\tR\ttokenizer2\xcc\x05\n" +
+	"\ttokenizer\x18\x03 \x01(\tR\ttokenizer\x12\x14\n" +
+	"\x05exact\x18\x04 \x01(\bR\x05exact2\xcc\x05\n" +
 	"\x0eHistoryService\x12Q\n" +
 	"\fCreateThread\x12\x1f.pioneer.v1.CreateThreadRequest\x1a .pioneer.v1.CreateThreadResponse\x12H\n" +
 	"\tGetThread\x12\x1c.pioneer.v1.GetThreadRequest\x1a\x1d.pioneer.v1.GetThreadResponse\x12Q\n" +
