@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from google.protobuf import json_format
-from sqlalchemy import text
+from sqlalchemy import bindparam, text
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc.errors import InvalidArgument
@@ -92,6 +92,33 @@ def prepare_manifest(thread_id: str, turn_id: str, manifest: prompt_pb2.PromptMa
     )
 
 
+# Built once: building a statement costs more Python than running it, on every round.
+_INSERT_EVENT = (
+    EVENTS.insert()
+    .values(
+        thread_id=bindparam("b_thread_id"),
+        turn_id=bindparam("b_turn_id"),
+        manifest_pb=bindparam("b_manifest_pb"),
+        created_at=bindparam("b_created_at"),
+    )
+    .returning(EVENTS.c.id)
+)
+_UPDATE_TURN = (
+    TURNS.update()
+    .where(TURNS.c.thread_id == bindparam("b_thread_id"), TURNS.c.turn_id == bindparam("b_turn_id"))
+    .values(
+        prompt_manifest_json=bindparam("b_json"),
+        prompt_compiler_version=bindparam("b_version"),
+        prompt_profile=bindparam("b_profile"),
+        prompt_fingerprint_stable=bindparam("b_stable"),
+        prompt_fingerprint_dynamic=bindparam("b_dynamic"),
+        prompt_fingerprint_full=bindparam("b_full"),
+        manifest_event_id=bindparam("b_event_id"),
+        updated_at=bindparam("b_updated_at"),
+    )
+)
+
+
 def record_in(conn: Connection, prepared: PreparedManifest, turn: TurnRecord, *, postgres: bool) -> Recorded:
     """Within the caller's transaction, after `lock_turn`: the event and the turn's manifest columns.
 
@@ -107,28 +134,28 @@ def record_in(conn: Connection, prepared: PreparedManifest, turn: TurnRecord, *,
     created = now()
     stored = prepared.manifest
     event_id: int = conn.execute(
-        EVENTS.insert()
-        .values(
-            thread_id=prepared.thread_id,
-            turn_id=prepared.turn_id,
-            manifest_pb=prepared.encoded,
-            created_at=created,
-        )
-        .returning(EVENTS.c.id)
+        _INSERT_EVENT,
+        {
+            "b_thread_id": prepared.thread_id,
+            "b_turn_id": prepared.turn_id,
+            "b_manifest_pb": prepared.encoded,
+            "b_created_at": created,
+        },
     ).scalar_one()
     conn.execute(
-        TURNS.update()
-        .where(TURNS.c.thread_id == prepared.thread_id, TURNS.c.turn_id == prepared.turn_id)
-        .values(
-            prompt_manifest_json=prepared.as_json,
-            prompt_compiler_version=stored.compiler_version,
-            prompt_profile=profile_name(stored.profile),
-            prompt_fingerprint_stable=stored.fingerprint_stable,
-            prompt_fingerprint_dynamic=stored.fingerprint_dynamic,
-            prompt_fingerprint_full=stored.fingerprint_full,
-            manifest_event_id=event_id,
-            updated_at=created,
-        )
+        _UPDATE_TURN,
+        {
+            "b_thread_id": prepared.thread_id,
+            "b_turn_id": prepared.turn_id,
+            "b_json": prepared.as_json,
+            "b_version": stored.compiler_version,
+            "b_profile": profile_name(stored.profile),
+            "b_stable": stored.fingerprint_stable,
+            "b_dynamic": stored.fingerprint_dynamic,
+            "b_full": stored.fingerprint_full,
+            "b_event_id": event_id,
+            "b_updated_at": created,
+        },
     )
     if postgres:
         # Delivered to every listening replica when (and only if) this commits.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
@@ -32,7 +32,7 @@ class HistoryState:
     completed_max_id: int | None
 
 
-def _query(thread_id: str) -> Select[Any]:
+def _build_query() -> Select[Any]:
     completed = (EntryRow.thread_id == ThreadRow.thread_id) & EntryRow.completed.is_(True)
     return select(
         ThreadRow.max_context_tokens,
@@ -48,7 +48,12 @@ def _query(thread_id: str) -> Select[Any]:
         .label("summary_id"),
         select(func.count()).select_from(EntryRow).where(completed).scalar_subquery().label("completed_count"),
         select(func.max(EntryRow.id)).where(completed).scalar_subquery().label("completed_max_id"),
-    ).where(ThreadRow.thread_id == thread_id)
+    ).where(ThreadRow.thread_id == bindparam("thread_id"))
+
+
+# Built once: constructing this statement (three subqueries) costs about 1 ms of Python
+# per call, executing the built one about 0.06 ms; every load and every round runs it.
+_QUERY = _build_query()
 
 
 def _state(row: Any, thread_id: str) -> HistoryState:
@@ -58,9 +63,9 @@ def _state(row: Any, thread_id: str) -> HistoryState:
 
 
 async def history_state(session: AsyncSession | AsyncConnection, thread_id: str) -> HistoryState:
-    return _state((await session.execute(_query(thread_id))).first(), thread_id)
+    return _state((await session.execute(_QUERY, {"thread_id": thread_id})).first(), thread_id)
 
 
 def history_state_in(conn: Connection, thread_id: str) -> HistoryState:
     """`history_state` on a synchronous connection (a round's transaction)."""
-    return _state(conn.execute(_query(thread_id)).first(), thread_id)
+    return _state(conn.execute(_QUERY, {"thread_id": thread_id}).first(), thread_id)

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc.errors import AlreadyExists, FailedPrecondition, NotFound
@@ -37,19 +36,28 @@ class LockedThread:
     model: str
 
 
+# The round's fixed statements, built once (building one costs more Python than running it).
+_LOCK_THREAD_PG = (
+    select(ThreadRow.model).where(ThreadRow.thread_id == bindparam("b_thread_id")).with_for_update()
+)
+_LOCK_THREAD_SQLITE = (
+    update(ThreadRow)
+    .where(ThreadRow.thread_id == bindparam("b_thread_id"))
+    .values(updated_at=ThreadRow.updated_at)
+    .returning(ThreadRow.model)
+)
+_TURN_ENTRIES = (
+    select(*LOAD_COLUMNS)
+    .where(EntryRow.thread_id == bindparam("thread_id"), EntryRow.turn_id == bindparam("turn_id"))
+    .order_by(EntryRow.id)
+)
+
+
 def lock_thread(conn: Connection, thread_id: str) -> LockedThread:
     """The thread's model, with its row locked for the transaction; NotFound for an unknown thread."""
-    query: Any
-    if conn.dialect.name == "postgresql":
-        query = select(ThreadRow.model).where(ThreadRow.thread_id == thread_id).with_for_update()
-    else:
-        query = (
-            update(ThreadRow)
-            .where(ThreadRow.thread_id == thread_id)
-            .values(updated_at=ThreadRow.updated_at)
-            .returning(ThreadRow.model)
-        )
-    row = (conn.execute(query)).first()
+    query = _LOCK_THREAD_PG if conn.dialect.name == "postgresql" else _LOCK_THREAD_SQLITE
+    # One name for both statements: an UPDATE reserves the column's own name.
+    row = conn.execute(query, {"b_thread_id": thread_id}).first()
     if row is None:
         raise NotFound(f"thread {thread_id!r} does not exist")
     return LockedThread(model=row.model)
@@ -150,9 +158,6 @@ def _check_repeats(conn: Connection, thread_id: str, repeats: Sequence[NewEntry]
 
 def turn_entries_lean(conn: Connection, thread_id: str, turn_id: str) -> list[history_pb2.ConversationEntry]:
     """The turn's entries so far, oldest first, with what a message needs (as a history load reads them)."""
-    query = (
-        select(*LOAD_COLUMNS)
-        .where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
-        .order_by(EntryRow.id)
-    )
-    return [loaded_entry(row) for row in conn.execute(query)]
+    return [
+        loaded_entry(row) for row in conn.execute(_TURN_ENTRIES, {"thread_id": thread_id, "turn_id": turn_id})
+    ]
