@@ -11,7 +11,7 @@ CONTRACT_IMAGE := protos/contract-image.binpb
 export PATH := $(TOOLS_BIN):$(VENV)/bin:/usr/local/go/bin:$(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: help venv run test test-python test-contract proto proto-check proto-check-python \
-        contract-image lint bench bench-telemetry pg-start pg-stop clean
+        contract-image lint bench bench-telemetry soak pg-start pg-stop clean
 
 help:
 	@echo "make run    start the server (SQLite under ~/.pioneer, 127.0.0.1:50051)"
@@ -19,6 +19,7 @@ help:
 	@echo "make proto  regenerate Python, Go and Rust stubs from protos/"
 	@echo "make lint   ruff, mypy --strict, import contracts, buf lint, buf breaking"
 	@echo "make bench  throughput and latency ratios against an echo RPC; telemetry on against off"
+	@echo "make soak   PrepareTurn, AppendEntries and 100 watchers for SOAK_SECONDS (default 1800); RSS over time"
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -69,6 +70,10 @@ bench: $(STAMP) go-load
 # PrepareTurn with tracing and metrics on against off (also part of `make bench`).
 bench-telemetry: $(STAMP) go-load
 	$(PY) scripts/bench_telemetry.py
+
+SOAK_SECONDS ?= 1800
+soak: $(STAMP)
+	$(PY) scripts/soak.py --seconds $(SOAK_SECONDS)
 
 clean:
 	rm -rf $(VENV) .tools clients/rust/target .pg

@@ -37,6 +37,8 @@ class Config:
     heartbeat_seconds: float = 15.0
     # Per-observer queue of manifest events before the observer is ended.
     watch_queue_size: int = 1024
+    # ... and its bytes (encoded events): a slow observer of large manifests holds at most this.
+    watch_queue_bytes: int = 4 * 1024 * 1024
     summarizer: str = "extractive"
     summarizer_base_url: str = ""
     summarizer_api_key_env: str = "OPENAI_API_KEY"
@@ -52,6 +54,8 @@ class Config:
     metrics_listen: str = ""
     # Processes serving the one port (SO_REUSEPORT); `auto` in flags and files means one per core.
     workers: int = 1
+    # How often health probes that the database can be written (0: never; health then stays SERVING).
+    health_probe_seconds: float = 5.0
 
     @property
     def homes(self) -> list[Path]:
@@ -135,6 +139,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "grace_seconds": _non_negative_float,
     "heartbeat_seconds": _non_negative_float,
     "watch_queue_size": _positive_int,
+    "watch_queue_bytes": _positive_int,
     "summarizer": _choice("extractive", "openai"),
     "summarizer_base_url": str,
     "summarizer_api_key_env": str,
@@ -146,6 +151,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "otlp_endpoint": _otlp_endpoint,
     "metrics_listen": lambda raw: _listen(raw) if str(raw) else "",
     "workers": _workers,
+    "health_probe_seconds": _non_negative_float,
 }
 FIELD_NAMES = [f.name for f in fields(Config)]
 

@@ -66,7 +66,10 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"pioneer-grpc: configuration error: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=config.log_level, handlers=[log_handler(config.log_format)])
+    from pioneer_grpc.server.app import StartupError
+    from pioneer_grpc.server.logs import configure_logging
+
+    configure_logging(config.log_level, log_handler(config.log_format))
     if config.workers > 1:
         from pioneer_grpc.server.workers import serve_workers
 
@@ -77,7 +80,7 @@ def _serve(args: argparse.Namespace) -> int:
             return 1
     try:
         return asyncio.run(_run_until_signal(flags, args.config))
-    except OSError as exc:
+    except (StartupError, OSError) as exc:
         print(f"pioneer-grpc: cannot start: {exc}", file=sys.stderr)
         return 1
 

@@ -8,7 +8,8 @@ come from the table. A commit of this process is handed over whole by the
 recorder and dispatched at once when it is the very next id (nothing can be
 missing before it); otherwise it only pokes the reader.
 
-Each observer has a bounded subscription. The hub never waits for an observer:
+Each observer has a subscription bounded in events and in bytes (a manifest
+can be large; each event's encoded size is computed once). The hub never waits for an observer:
 when a subscription is full it is marked overflowed and dropped, and its stream
 ends telling the observer to resume from its last id.
 """
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 
 
 class SubscriptionOverflow(Exception):
-    """The observer fell more than its queue size behind."""
+    """The observer fell more than its queue's events or bytes behind."""
 
 
 class SubscriptionClosed(Exception):
@@ -37,13 +38,18 @@ class SubscriptionClosed(Exception):
 
 
 class Subscription:
-    def __init__(self, thread_id: str, capacity: int) -> None:
+    def __init__(self, thread_id: str, capacity: int, max_bytes: int = 0) -> None:
         self.thread_id = thread_id
         self.capacity = capacity
+        # 0: no bound in bytes.
+        self.max_bytes = max_bytes
         self.overflowed = False
+        # What ran out when it overflowed: "events" or "bytes".
+        self.overflowed_on = ""
         self.closed = False
         # Responses built once per event by the hub and shared by every subscription: never mutated.
-        self._events: deque[service_pb2.WatchManifestsResponse] = deque()
+        self._events: deque[tuple[service_pb2.WatchManifestsResponse, int]] = deque()
+        self.pending_bytes = 0
         self._ready = asyncio.Event()
 
     def wants(self, event: service_pb2.ManifestEvent) -> bool:
@@ -53,13 +59,19 @@ class Subscription:
     def pending(self) -> int:
         return len(self._events)
 
-    def offer(self, event: service_pb2.WatchManifestsResponse) -> None:
+    def offer(self, event: service_pb2.WatchManifestsResponse, size: int = 0) -> None:
+        """`size` is the event's encoded size in bytes (counted against `max_bytes`)."""
         if self.overflowed or self.closed:
             return
-        if len(self._events) >= self.capacity:
+        too_many = len(self._events) >= self.capacity
+        too_large = self.max_bytes > 0 and self._events and self.pending_bytes + size > self.max_bytes
+        if too_many or too_large:
+            # The hub drops an overflowed subscription; its queue goes when the stream ends.
             self.overflowed = True
+            self.overflowed_on = "events" if too_many else "bytes"
         else:
-            self._events.append(event)
+            self._events.append((event, size))
+            self.pending_bytes += size
         self._ready.set()
 
     def close(self) -> None:
@@ -74,7 +86,9 @@ class Subscription:
             if self.closed:
                 raise SubscriptionClosed
             if self._events:
-                return self._events.popleft()
+                event, size = self._events.popleft()
+                self.pending_bytes -= size
+                return event
             self._ready.clear()
             try:
                 async with asyncio.timeout(wait_seconds):
@@ -113,10 +127,10 @@ class ManifestHub:
         else:
             self.poke(event.event_id)
 
-    def subscribe(self, thread_id: str, capacity: int) -> Subscription:
+    def subscribe(self, thread_id: str, capacity: int, max_bytes: int = 0) -> Subscription:
         if self._closed:
             raise SubscriptionClosed
-        subscription = Subscription(thread_id, capacity)
+        subscription = Subscription(thread_id, capacity, max_bytes)
         self._subscriptions.add(subscription)
         return subscription
 
@@ -187,9 +201,10 @@ class ManifestHub:
 
     def _dispatch(self, event: service_pb2.ManifestEvent) -> None:
         response = service_pb2.WatchManifestsResponse(event=event)
+        size = response.ByteSize()
         for subscription in list(self._subscriptions):
             if subscription.wants(event):
-                subscription.offer(response)
+                subscription.offer(response, size)
                 if subscription.overflowed:
                     self._subscriptions.discard(subscription)
         self.last_event_id = event.event_id

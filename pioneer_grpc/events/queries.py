@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pioneer_grpc.errors import NotFound
 from pioneer_grpc.store.clock import as_utc
 from pioneer_grpc.store.models import Base, ManifestEventRow, ThreadRow, TurnRow
+from pioneer_grpc.store.work import database_work
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from pioneer_grpc.v1 import prompt_pb2
 
@@ -31,12 +32,14 @@ def event_message(row: Any) -> service_pb2.ManifestEvent:
     return event
 
 
+@database_work
 async def newest_event_id(engine: AsyncEngine) -> int:
     async with engine.connect() as conn:
         newest = await conn.scalar(select(func.max(EVENTS.c.id)))
     return int(newest or 0)
 
 
+@database_work
 async def events_after(
     engine: AsyncEngine, after_id: int, *, thread_id: str = "", limit: int = 500
 ) -> list[service_pb2.ManifestEvent]:
@@ -49,6 +52,7 @@ async def events_after(
     return [event_message(row) for row in rows]
 
 
+@database_work
 async def event_by_id(engine: AsyncEngine, event_id: int) -> service_pb2.ManifestEvent:
     async with engine.connect() as conn:
         row = (await conn.execute(select(EVENTS).where(EVENTS.c.id == event_id))).first()
@@ -64,6 +68,7 @@ class TurnManifest:
     event_id: int
 
 
+@database_work
 async def turn_manifest(engine: AsyncEngine, thread_id: str, turn_id: str) -> TurnManifest:
     """The manifest of a turn's latest compile; NotFound names what is missing."""
     async with engine.connect() as conn:

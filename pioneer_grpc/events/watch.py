@@ -32,6 +32,7 @@ class ManifestWatch:
         live_only: bool,
         heartbeat_seconds: float,
         queue_size: int,
+        queue_bytes: int = 0,
     ) -> None:
         self._hub = hub
         self._engine = engine
@@ -40,6 +41,7 @@ class ManifestWatch:
         # 0 disables heartbeats.
         self._heartbeat_seconds = heartbeat_seconds or None
         self._queue_size = queue_size
+        self._queue_bytes = queue_bytes
         # The id of the last event sent: the observer's resume point.
         self.cursor = after_event_id
         self._subscription: Subscription | None = None
@@ -53,13 +55,13 @@ class ManifestWatch:
         self._hub.stream_started()
         try:
             if self._live_only:
-                self._subscription = self._hub.subscribe(self._thread_id, self._queue_size)
+                self._subscription = self._subscribe()
                 # The table, not the hub: the hub may not have read the newest commits yet.
                 self.cursor = await newest_event_id(self._engine)
             else:
                 async for response in self._backlog():
                     yield response
-                self._subscription = self._hub.subscribe(self._thread_id, self._queue_size)
+                self._subscription = self._subscribe()
                 async for response in self._backlog():
                     yield response
             # Says "caught up, now live"; also tells a filtered observer how far it may resume from.
@@ -73,7 +75,7 @@ class ManifestWatch:
                     yield live
         except SubscriptionOverflow:
             raise ResourceExhausted(
-                f"observer fell more than {self._queue_size} events behind; "
+                f"observer fell more than {self._behind()} behind; "
                 f"reconnect with after_event_id={self.cursor} to resume without loss"
             ) from None
         except SubscriptionClosed:
@@ -82,6 +84,14 @@ class ManifestWatch:
             ) from None
         finally:
             self.close()
+
+    def _behind(self) -> str:
+        if self._subscription is not None and self._subscription.overflowed_on == "bytes":
+            return f"{self._queue_bytes} bytes"
+        return f"{self._queue_size} events"
+
+    def _subscribe(self) -> Subscription:
+        return self._hub.subscribe(self._thread_id, self._queue_size, self._queue_bytes)
 
     async def _backlog(self) -> AsyncIterator[service_pb2.WatchManifestsResponse]:
         while True:

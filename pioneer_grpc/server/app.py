@@ -6,7 +6,10 @@ This is the one place that knows which implementation serves which service.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import socket
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +24,9 @@ from pioneer_grpc.compiler.seed import ensure_bootstrap_files
 from pioneer_grpc.config import Config
 from pioneer_grpc.events.wiring import start_manifest_events
 from pioneer_grpc.models.registry import load_registry
-from pioneer_grpc.server.interceptors import AuthInterceptor, ErrorInterceptor
+from pioneer_grpc.server.health import DatabaseHealth
+from pioneer_grpc.server.interceptors import AuthInterceptor, RequestInterceptor
+from pioneer_grpc.server.logs import quiet_drivers
 from pioneer_grpc.server.observability import ObservabilityInterceptor
 from pioneer_grpc.server.servicers.compiler import PromptCompilerServicer
 from pioneer_grpc.server.servicers.echo import EchoServicer
@@ -33,6 +38,7 @@ from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.store.engine import create_engine, session_factory
 from pioneer_grpc.store.migrate import migrate
 from pioneer_grpc.store.runner import TransactionRunner
+from pioneer_grpc.store.work import drain as drain_database_work
 from pioneer_grpc.telemetry import Metrics, Telemetry, tracing
 from pioneer_grpc.telemetry.db_pool import instrument_pool
 from pioneer_grpc.v1 import (
@@ -51,6 +57,8 @@ from pioneer_grpc.v1 import (
 )
 
 log = logging.getLogger(__name__)
+# Upper bound on waiting for database work at stop (each unit is bounded by the engine's timeouts).
+DRAIN_SECONDS = 30.0
 
 # How often a worker's hub reads manifest events other SQLite workers committed.
 WORKER_POLL_SECONDS = 0.05
@@ -97,6 +105,7 @@ class RunningServer:
     ctx: ServiceContext
     health: health.aio.HealthServicer
     port: int
+    database_health: DatabaseHealth
 
     @property
     def address(self) -> str:
@@ -111,6 +120,7 @@ class RunningServer:
 
     async def stop(self, grace: float | None = None) -> None:
         """NOT_SERVING first, so load balancers drain; then stop, then release resources."""
+        await self.database_health.close()
         await self.health.enter_graceful_shutdown()
         # Watch streams never finish by themselves: end them now, each with
         # its resume id, instead of holding them until the grace runs out.
@@ -119,6 +129,8 @@ class RunningServer:
         await self.server.stop(grace)
         for hook in reversed(self.ctx.on_shutdown):
             await hook()
+        # Work of cancelled RPCs may still be finishing; the engine must outlive it.
+        await drain_database_work(DRAIN_SECONDS)
         await self.ctx.engine.dispose()
 
 
@@ -152,6 +164,50 @@ class _EncodedAnswers:
         }
         self._server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, rebuilt),))
         self._server.add_registered_method_handlers(service, rebuilt)
+
+
+class StartupError(Exception):
+    """The server cannot start as configured; raised before anything is written."""
+
+
+def _check_tls(config: Config) -> None:
+    if config.tls_cert is None or config.tls_key is None:
+        return
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(config.tls_cert, config.tls_key)
+    except ssl.SSLError as exc:
+        if "KEY_VALUES_MISMATCH" in str(exc):
+            raise StartupError(
+                f"TLS key {config.tls_key} does not belong to certificate {config.tls_cert}"
+            ) from None
+        raise StartupError(
+            f"TLS certificate {config.tls_cert} and key {config.tls_key} cannot be loaded as PEM "
+            "(a certificate chain and its private key)"
+        ) from None
+    except OSError as exc:
+        raise StartupError(f"TLS files cannot be read: {exc.strerror}") from None
+
+
+def _check_address(listen: str) -> None:
+    """Binds each address `listen` names and lets go, as the server's own listener would (SO_REUSEADDR)."""
+    host, _, port = listen.rpartition(":")
+    if int(port) == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(
+            host.strip("[]"), int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as exc:
+        raise StartupError(f"cannot listen on {listen}: {exc.strerror}") from None
+    for family, kind, proto, _, address in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                reason = "address already in use" if exc.errno == errno.EADDRINUSE else exc.strerror
+                raise StartupError(f"cannot listen on {listen}: {reason}") from None
 
 
 def _credentials(config: Config) -> grpc.ServerCredentials | None:
@@ -209,7 +265,19 @@ async def build_context(config: Config, telemetry: Telemetry | None = None) -> S
     return ctx
 
 
+async def _release(ctx: ServiceContext) -> None:
+    for hook in reversed(ctx.on_shutdown):
+        await hook()
+    await ctx.engine.dispose()
+
+
 async def start_server(config: Config, *, tracer_provider: TracerProvider | None = None) -> RunningServer:
+    """Checks what can fail without side effects (TLS files, addresses) first, then migrates and serves."""
+    _check_tls(config)
+    if config.workers <= 1:
+        # Workers share a port their parent reserved (SO_REUSEPORT): theirs is taken on purpose.
+        _check_address(config.listen)
+    quiet_drivers()
     # The metrics port is bound first: a port in use stops the start before anything is written.
     telemetry = build_telemetry(config, tracer_provider)
     try:
@@ -217,13 +285,18 @@ async def start_server(config: Config, *, tracer_provider: TracerProvider | None
     except BaseException:
         await telemetry.close()
         raise
+    health_servicer = health.aio.HealthServicer()
+    database_health = DatabaseHealth(
+        ctx.engine, health_servicer, ["", *SERVICE_NAMES], config.health_probe_seconds
+    )
     interceptors: list[grpc.aio.ServerInterceptor] = []
     if telemetry.enabled:
         # Outermost, so it sees the code the client gets, auth rejections included.
         interceptors.append(ObservabilityInterceptor(telemetry))
+    # Outside auth, so rejected calls get an id and an access line too.
+    interceptors.append(RequestInterceptor(database_health.poke))
     if config.token:
         interceptors.append(AuthInterceptor(config.token))
-    interceptors.append(ErrorInterceptor())
     server = grpc.aio.server(
         interceptors=interceptors,
         options=[
@@ -235,22 +308,27 @@ async def start_server(config: Config, *, tracer_provider: TracerProvider | None
     )
     for _, add, factory in SERVICES:
         add(factory(ctx), _EncodedAnswers(server))
-    health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         [*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME],
         server,
     )
     credentials = _credentials(config)
-    if credentials is None:
-        port = server.add_insecure_port(config.listen)
-    else:
-        port = server.add_secure_port(config.listen, credentials)
+    try:
+        if credentials is None:
+            port = server.add_insecure_port(config.listen)
+        else:
+            port = server.add_secure_port(config.listen, credentials)
+    except RuntimeError:
+        port = 0
     if port == 0:
-        raise OSError(f"cannot listen on {config.listen}")
+        await _release(ctx)
+        raise StartupError(f"cannot listen on {config.listen}")
     await server.start()
-    for name in ["", *SERVICE_NAMES]:
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    running = RunningServer(server=server, ctx=ctx, health=health_servicer, port=port)
+    await database_health.set_all(True)
+    database_health.start()
+    running = RunningServer(
+        server=server, ctx=ctx, health=health_servicer, port=port, database_health=database_health
+    )
     log.info("pioneer-grpc serving on %s (home %s)", running.address, config.home)
     return running

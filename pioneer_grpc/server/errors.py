@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import traceback
 
 import grpc
 from google.protobuf import any_pb2
@@ -11,6 +12,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from pioneer_grpc import errors
+from pioneer_grpc.store import failures
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +53,23 @@ def to_status(exc: errors.PioneerError) -> grpc.Status:
     return rpc_status.to_status(status)
 
 
-def internal_status(method: str, exc: BaseException) -> grpc.Status:
-    log.exception("unexpected error in %s", method, exc_info=exc)
+def domain_error_of(exc: Exception) -> errors.PioneerError | None:
+    """The domain error `exc` is or stands for (a database failure that escaped store/work.py)."""
+    if isinstance(exc, errors.PioneerError):
+        return exc
+    return failures.domain_error(exc)
+
+
+def internal_status(method: str, exc: BaseException, request_id: str) -> grpc.Status:
+    """INTERNAL is a bug. Logged with its stack but not its message, which may quote request content."""
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    log.error("unexpected %s in %s: %s\n%s", type(exc).__name__, method, failures.describe(exc), frames)
     status = status_pb2.Status(
         code=code_pb2.INTERNAL,
-        message=f"internal error in {method}: {type(exc).__name__}; the server log has the details",
+        message=f"internal error in {method}; the server log has the details under request id {request_id}",
     )
+    info = error_details_pb2.ErrorInfo(
+        reason="INTERNAL", domain=errors.ERROR_DOMAIN, metadata={"request_id": request_id}
+    )
+    status.details.append(_packed(info))
     return rpc_status.to_status(status)

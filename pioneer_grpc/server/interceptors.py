@@ -1,32 +1,40 @@
-"""Server interceptors: bearer-token auth, and domain-error mapping for every RPC.
+"""Server interceptors: bearer-token auth, and the one interceptor every RPC passes through.
 
-Servicers raise `pioneer_grpc.errors.PioneerError`; the error interceptor wraps
-each handler so that exception becomes a canonical status with details.
+`RequestInterceptor` wraps each handler so that, per RPC:
+- it has a request id (the client's `x-request-id` or a new one), echoed in the
+  response's initial metadata and set for every log line of the RPC;
+- request bytes that do not decode are INVALID_ARGUMENT, not a traceback;
+- a `pioneer_grpc.errors.PioneerError` (or a database failure store/failures.py
+  names) becomes its canonical status with details; anything else is INTERNAL
+  carrying the request id;
+- one access line is logged: method, code, duration, id.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+import inspect
+import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
 from grpc.aio import ServerInterceptor
 
 from pioneer_grpc import errors
-from pioneer_grpc.server.errors import internal_status, to_status
+from pioneer_grpc.server.errors import domain_error_of, internal_status, to_status
+from pioneer_grpc.server.logs import REQUEST_ID, REQUEST_ID_HEADER, request_id_from
+from pioneer_grpc.store.failures import INFRASTRUCTURE_REASONS
 
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
+access_log = logging.getLogger("pioneer_grpc.access")
 
-
-# Already a status (an abort), or grpc's own UNIMPLEMENTED from a base servicer.
-PASS_THROUGH = (grpc.aio.AbortError, grpc.aio.UsageError, NotImplementedError)
-
-
-def _status_of(method: str, exc: Exception) -> grpc.Status:
-    if isinstance(exc, errors.PioneerError):
-        return to_status(exc)
-    return internal_status(method, exc)
+# Already a status (an abort).
+PASS_THROUGH = (grpc.aio.AbortError, grpc.aio.UsageError)
+_CODE_NAMES = {int(code.value[0]): code.name for code in grpc.StatusCode}
 
 
 def _rejecting_handler(message: str) -> grpc.RpcMethodHandler:
@@ -58,35 +66,139 @@ class AuthInterceptor(ServerInterceptor):
         return await continuation(details)
 
 
-def _wrap_unary(method: str, behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
+class _Undecodable:
+    """Stands in for a request whose bytes did not decode; the handler answers INVALID_ARGUMENT."""
+
+
+UNDECODABLE = _Undecodable()
+
+
+def _guarded(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    if deserializer is None:
+        return None
+
+    def decode(data: bytes) -> Any:
         try:
+            return deserializer(data)
+        except Exception:
+            return UNDECODABLE
+
+    return decode
+
+
+@dataclass
+class _Rpc:
+    """One RPC as the access log sees it."""
+
+    method: str
+    request_id: str
+    started: float
+    on_database_failure: Callable[[], None]
+    code: str = "OK"
+
+    def status_for(self, exc: Exception) -> grpc.Status:
+        mapped = domain_error_of(exc)
+        if mapped is not None and mapped.reason in INFRASTRUCTURE_REASONS:
+            self.on_database_failure()
+        status = internal_status(self.method, exc, self.request_id) if mapped is None else to_status(mapped)
+        self.code = _CODE_NAMES.get(int(status.code.value[0]), "UNKNOWN")
+        return status
+
+    async def unimplemented(self, context: grpc.aio.ServicerContext) -> None:
+        """A base servicer's method nobody overrode (e.g. Health/List): UNIMPLEMENTED, no traceback."""
+        self.code = "UNIMPLEMENTED"
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{self.method} is not implemented")
+
+    def undecodable(self) -> grpc.Status:
+        return self.status_for(
+            errors.InvalidArgument(
+                f"request bytes are not a valid request of {self.method}", reason="MALFORMED_REQUEST"
+            )
+        )
+
+    async def begin(self, context: grpc.aio.ServicerContext) -> None:
+        REQUEST_ID.set(self.request_id)
+        await context.send_initial_metadata(((REQUEST_ID_HEADER, self.request_id),))
+
+    def aborted(self, context: grpc.aio.ServicerContext) -> None:
+        code = context.code()
+        self.code = code.name if isinstance(code, grpc.StatusCode) else _CODE_NAMES.get(code or 2, "UNKNOWN")
+
+    def end(self, context: grpc.aio.ServicerContext) -> None:
+        if self.code == "CANCELLED" and (context.time_remaining() or 1.0) <= 0:
+            self.code = "DEADLINE_EXCEEDED"
+        level = logging.DEBUG if self.method.startswith(HEALTH_PREFIX) else logging.INFO
+        elapsed_ms = (time.perf_counter() - self.started) * 1000
+        access_log.log(
+            level,
+            "rpc %s code=%s duration_ms=%.1f",
+            self.method,
+            self.code,
+            elapsed_ms,
+            # Keys of their own in JSON lines (telemetry/logs.py).
+            extra={"method": self.method, "code": self.code, "duration_ms": round(elapsed_ms, 1)},
+        )
+
+
+def _wrap_unary(rpc: _Rpc, behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        rpc.started = time.perf_counter()
+        try:
+            await rpc.begin(context)
+            if request is UNDECODABLE:
+                await context.abort_with_status(rpc.undecodable())
             return await behavior(request, context)
         except PASS_THROUGH:
+            if rpc.code == "OK":
+                rpc.aborted(context)
             raise
+        except asyncio.CancelledError:
+            rpc.code = "CANCELLED"
+            raise
+        except NotImplementedError:
+            await rpc.unimplemented(context)
         except Exception as exc:
-            await context.abort_with_status(_status_of(method, exc))
+            await context.abort_with_status(rpc.status_for(exc))
+        finally:
+            rpc.end(context)
 
     return wrapped
 
 
-def _wrap_stream(
-    method: str, behavior: Callable[..., AsyncIterator[Any]]
-) -> Callable[..., AsyncIterator[Any]]:
+def _wrap_stream(rpc: _Rpc, behavior: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
     async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        rpc.started = time.perf_counter()
         try:
+            await rpc.begin(context)
+            if request is UNDECODABLE:
+                await context.abort_with_status(rpc.undecodable())
             async for item in behavior(request, context):
                 yield item
         except PASS_THROUGH:
+            if rpc.code == "OK":
+                rpc.aborted(context)
             raise
+        except (asyncio.CancelledError, GeneratorExit):
+            rpc.code = "CANCELLED"
+            raise
+        except NotImplementedError:
+            await rpc.unimplemented(context)
         except Exception as exc:
-            await context.abort_with_status(_status_of(method, exc))
+            await context.abort_with_status(rpc.status_for(exc))
+        finally:
+            rpc.end(context)
 
     return wrapped
 
 
-class ErrorInterceptor(ServerInterceptor):
-    """Maps PioneerError (and unexpected exceptions) raised by pioneer.v1 servicers."""
+class RequestInterceptor(ServerInterceptor):
+    """Request id, decode guard, error mapping and access log for every unary and server-streaming RPC.
+
+    `on_database_failure` is called when an RPC failed because of the database (e.g. to probe health).
+    """
+
+    def __init__(self, on_database_failure: Callable[[], None] = lambda: None) -> None:
+        self._on_database_failure = on_database_failure
 
     async def intercept_service(
         self,
@@ -94,19 +206,30 @@ class ErrorInterceptor(ServerInterceptor):
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(details)
-        if handler is None or not details.method.startswith("/pioneer.v1."):
+        if handler is None:
             return handler
-        method = details.method
+        rpc = _Rpc(
+            details.method,
+            request_id_from(details.invocation_metadata),
+            time.perf_counter(),
+            self._on_database_failure,
+        )
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
-                _wrap_unary(method, handler.unary_unary),
-                request_deserializer=handler.request_deserializer,
+                _wrap_unary(rpc, handler.unary_unary),
+                request_deserializer=_guarded(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
         if handler.unary_stream is not None:
+            # A streaming handler is an async generator, or a coroutine calling context.write().
+            stream = handler.unary_stream
+            wrap = _wrap_stream if inspect.isasyncgenfunction(stream) else _wrap_unary
             return grpc.unary_stream_rpc_method_handler(
-                _wrap_stream(method, handler.unary_stream),
-                request_deserializer=handler.request_deserializer,
+                wrap(rpc, stream),
+                request_deserializer=_guarded(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
         return handler
+
+
+__all__ = ["PASS_THROUGH", "AuthInterceptor", "RequestInterceptor"]

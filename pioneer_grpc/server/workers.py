@@ -64,9 +64,10 @@ async def _prepare_store(config: Config) -> None:
 
 
 def _worker_main(config: Config, index: int, ready: Queue[int]) -> None:
+    from pioneer_grpc.server.logs import configure_logging
     from pioneer_grpc.telemetry.logs import log_handler
 
-    logging.basicConfig(level=config.log_level, handlers=[log_handler(config.log_format)])
+    configure_logging(config.log_level, log_handler(config.log_format))
     asyncio.run(_worker(config, index, ready))
 
 

@@ -45,6 +45,7 @@ from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import recount
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
+from pioneer_grpc.store.work import database_work
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 
@@ -87,6 +88,7 @@ def model_budget(models: Registry, model: str) -> tuple[int, int]:
     return info.context_window, info.response_reserve
 
 
+@database_work
 async def create_thread(
     ctx: ServiceContext, thread_id: str, config: history_pb2.ThreadConfig
 ) -> history_pb2.Thread:
@@ -121,6 +123,7 @@ async def create_thread(
     return thread_store.thread_message(row, 0)
 
 
+@database_work
 async def get_thread(ctx: ServiceContext, thread_id: str) -> history_pb2.Thread:
     _check([thread_id_violation(thread_id)])
     async with ctx.sessions() as session:
@@ -151,6 +154,7 @@ def _mask_paths(config: history_pb2.ThreadConfig, paths: Sequence[str]) -> list[
     return named
 
 
+@database_work
 async def update_thread(
     ctx: ServiceContext, thread_id: str, config: history_pb2.ThreadConfig, paths: Sequence[str]
 ) -> history_pb2.Thread:
@@ -215,6 +219,7 @@ async def _recount_on_model_change(ctx: ServiceContext, thread_id: str, before: 
         await recount.store_counts(session, tokenizer, entry_counts, summary_counts)
 
 
+@database_work
 async def append_entries(
     ctx: ServiceContext,
     thread_id: str,
@@ -287,6 +292,7 @@ def _hashed_and_counted(
     return new_entries
 
 
+@database_work
 async def complete_turn(ctx: ServiceContext, thread_id: str, turn_id: str) -> int:
     """Marks the turn's entries completed; returns how many it has. NotFound for an unknown turn."""
     _check([thread_id_violation(thread_id), id_violation("turn_id", turn_id, "turn_id")])
@@ -294,6 +300,7 @@ async def complete_turn(ctx: ServiceContext, thread_id: str, turn_id: str) -> in
         return await entry_store.complete_turn(session, thread_id, turn_id)
 
 
+@database_work
 async def get_summary(ctx: ServiceContext, thread_id: str) -> history_pb2.ThreadSummary | None:
     _check([thread_id_violation(thread_id)])
     async with ctx.sessions() as session:

@@ -29,6 +29,7 @@ from pioneer_grpc.history.tokens import count_tokens
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
+from pioneer_grpc.store.work import database_work
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import history_pb2
 
@@ -141,6 +142,7 @@ def _summarized(ctx: ServiceContext, span: Span, summarizer: str, seconds: float
         )
 
 
+@database_work
 async def _mark(ctx: ServiceContext, thread_id: str, failed_sequence: int | None) -> None:
     async with ctx.sessions() as session:
         await thread_store.mark_compaction(session, thread_id, failed_sequence)
@@ -179,6 +181,14 @@ async def compress(
             summarizer.name,
             [*notes, decide.diagnostic(code, message)],
         )
+    await _store_summary(ctx, thread_id, candidate)
+    if snapshot.failed_sequence is not None:
+        await _mark(ctx, thread_id, None)
+    return decide.summarized(snapshot, candidate, summarizer.name, notes)
+
+
+@database_work
+async def _store_summary(ctx: ServiceContext, thread_id: str, candidate: decide.StoredSummary) -> None:
     async with ctx.sessions() as session:
         await summary_store.add_summary(
             session,
@@ -190,6 +200,3 @@ async def compress(
             model=candidate.model,
             summarizer=candidate.summarizer,
         )
-    if snapshot.failed_sequence is not None:
-        await _mark(ctx, thread_id, None)
-    return decide.summarized(snapshot, candidate, summarizer.name, notes)

@@ -35,6 +35,7 @@ from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store.history_state import HistoryState, history_state, history_state_in
 from pioneer_grpc.store.locks import compression_lock
+from pioneer_grpc.store.work import database_work
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 
@@ -62,6 +63,7 @@ def _stored(row: Any) -> decide.StoredSummary | None:
     )
 
 
+@database_work
 async def read_snapshot(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) -> decide.Snapshot:
     async with ctx.engine.connect() as conn:
         snapshot = await _snapshot(conn, thread_id, exclude_turn_id, await history_state(conn, thread_id))
@@ -158,8 +160,7 @@ async def load_history_result(
         [thread_id_violation(thread_id), text_violation("exclude_turn_id", exclude_turn_id, ID)]
     )
     with ctx.telemetry.span("pioneer.history.load", {tracing.THREAD_ID: thread_id}) as span:
-        async with ctx.engine.connect() as conn:
-            found = await full_load_in(ctx, conn, thread_id, exclude_turn_id)
+        found = await _full_load(ctx, thread_id, exclude_turn_id)
         if isinstance(found, CachedLoad):
             result: CachedLoad | decide.LoadResult = found
             report = found.result.report
@@ -168,6 +169,12 @@ async def load_history_result(
             report = result.result.report if isinstance(result, CachedLoad) else result.report
         observe.history_loaded(ctx, span, report)
     return result
+
+
+@database_work
+async def _full_load(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) -> CachedLoad | OverThreshold:
+    async with ctx.engine.connect() as conn:
+        return await full_load_in(ctx, conn, thread_id, exclude_turn_id)
 
 
 async def full_load_in(

@@ -10,8 +10,10 @@ One answer per thread serves every excluded turn that had no part in it: a load
 that leaves out turn X reads the same rows as one that leaves out nothing when
 none of the rows read belongs to X (a turn in progress never has completed
 entries, so a round's own turn never does). A turn that did take part gets an
-answer of its own. Bounded LRU, one per ServiceContext; thread-safe (rounds on
-SQLite run in the store's own thread, see store/runner.py).
+answer of its own. Bounded LRU by answers and by bytes (each keeps its messages
+twice, as objects and encoded: 256 histories of 200 long messages would
+otherwise be kept whatever their size), one per ServiceContext; thread-safe
+(rounds on SQLite run in the store's own thread, see store/runner.py).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from pioneer_grpc.v1 import history_pb2
 from pioneer_grpc.wire import repeated_records
 
 MAX_THREADS = 256
+# Encoded bytes of the answers kept (their objects take about as much again).
+MAX_BYTES = 16 * 1024 * 1024
 
 # (thread id, excluded turn id); "" for the answer that excludes nothing.
 Key = tuple[str, str]
@@ -63,10 +67,16 @@ class CachedLoad:
 
 
 class LoadCache:
-    def __init__(self, size: int = MAX_THREADS) -> None:
+    def __init__(self, size: int = MAX_THREADS, max_bytes: int = MAX_BYTES) -> None:
         self._size = size
+        self._max_bytes = max_bytes
         self._items: OrderedDict[Key, CachedLoad] = OrderedDict()
+        self._sizes: dict[Key, int] = {}
+        self.size_bytes = 0
         self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._items)
 
     def find(self, thread_id: str, exclude_turn_id: str, state: HistoryState) -> CachedLoad | None:
         with self._lock:
@@ -94,13 +104,20 @@ class LoadCache:
             more_entries=snapshot.more_entries,
         )
         key = (thread_id, exclude_turn_id)
+        size = sum(len(m) for m in cached.encoded_messages) + result.report.ByteSize()
+        if size > self._max_bytes:
+            return cached
         with self._lock:
-            self._items[key] = cached
+            self.size_bytes += size - self._sizes.get(key, 0)
+            self._items[key], self._sizes[key] = cached, size
             self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
+            while len(self._items) > self._size or self.size_bytes > self._max_bytes:
+                old, _ = self._items.popitem(last=False)
+                self.size_bytes -= self._sizes.pop(old)
         return cached
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._sizes.clear()
+            self.size_bytes = 0

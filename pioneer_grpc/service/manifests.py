@@ -41,6 +41,7 @@ def open_watch(ctx: ServiceContext, thread_id: str, after_event_id: int, live_on
         live_only=live_only,
         heartbeat_seconds=ctx.config.heartbeat_seconds,
         queue_size=ctx.config.watch_queue_size,
+        queue_bytes=ctx.config.watch_queue_bytes,
     )
 
 

@@ -1,13 +1,34 @@
-"""Engine creation for SQLite (default) and PostgreSQL, and the default URL."""
+"""Engine creation for SQLite (default) and PostgreSQL, the default URL, and what the pool holds.
+
+Every wait on the database is bounded, so a unit of work that runs to its end
+(store/work.py) ends in bounded time: a connection from the pool, a connect, a
+lock, a statement. Parameters never appear in an exception's text
+(`hide_parameters`): they are conversation content.
+"""
 
 from __future__ import annotations
 
+import weakref
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+# Waiting for the one SQLite connection, or for one of PostgreSQL's pool.
+POOL_WAIT_SECONDS = 30
+# A lock held by another writer (SQLite busy handler, PostgreSQL lock_timeout).
+LOCK_WAIT_SECONDS = 10
+CONNECT_SECONDS = 5
+# Any one PostgreSQL statement; the driver cancels it on the server when exceeded.
+STATEMENT_SECONDS = 30
+# A PostgreSQL session idle inside a transaction this long is ended by the server.
+IDLE_IN_TRANSACTION_SECONDS = 60
+SQLITE_POOL_SIZE = 1
+PG_POOL_SIZE = 10
+PG_MAX_OVERFLOW = 20
 
 
 def default_database_url(home: Path) -> str:
@@ -22,6 +43,52 @@ def is_postgres(url: str) -> bool:
     return url.startswith("postgresql")
 
 
+def create_engine(url: str) -> AsyncEngine:
+    if is_sqlite(url):
+        engine = _sqlite_engine(url)
+    elif is_postgres(url):
+        engine = create_async_engine(
+            url,
+            pool_size=PG_POOL_SIZE,
+            max_overflow=PG_MAX_OVERFLOW,
+            pool_timeout=POOL_WAIT_SECONDS,
+            pool_pre_ping=True,
+            hide_parameters=True,
+            connect_args={
+                "timeout": CONNECT_SECONDS,
+                "command_timeout": STATEMENT_SECONDS,
+                "server_settings": {
+                    "lock_timeout": str(LOCK_WAIT_SECONDS * 1000),
+                    "idle_in_transaction_session_timeout": str(IDLE_IN_TRANSACTION_SECONDS * 1000),
+                },
+            },
+        )
+    else:
+        raise ValueError(
+            f"unsupported database URL {url!r}: use sqlite+aiosqlite:/// or postgresql+asyncpg://"
+        )
+    _count_connections(engine)
+    return engine
+
+
+def _sqlite_engine(url: str) -> AsyncEngine:
+    # One connection: a SQLite store belongs to one process, and SQLite has a
+    # single writer anyway. Queueing for the connection in asyncio is fair and
+    # immediate, where concurrent connections would wait on the database lock
+    # in SQLite's busy handler, which sleeps up to 100 ms between retries.
+    engine = create_async_engine(
+        url,
+        connect_args={"timeout": LOCK_WAIT_SECONDS},
+        pool_size=SQLITE_POOL_SIZE,
+        max_overflow=0,
+        pool_timeout=POOL_WAIT_SECONDS,
+        hide_parameters=True,
+    )
+
+    sqlite_pragmas(engine.sync_engine)
+    return engine
+
+
 def sqlite_pragmas(engine: Engine) -> None:
     """WAL (readers never wait for the writer, correct across processes), and a writer waits its turn."""
 
@@ -31,26 +98,55 @@ def sqlite_pragmas(engine: Engine) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={LOCK_WAIT_SECONDS * 1000}")
         cursor.close()
-
-
-def create_engine(url: str) -> AsyncEngine:
-    if is_sqlite(url):
-        # One connection: a SQLite store belongs to one process, and SQLite has a
-        # single writer anyway. Queueing for the connection in asyncio is fair and
-        # immediate, where concurrent connections would wait on the database lock
-        # in SQLite's busy handler, which sleeps up to 100 ms between retries.
-        engine = create_async_engine(
-            url, connect_args={"timeout": 30}, pool_size=1, max_overflow=0, pool_timeout=60
-        )
-
-        sqlite_pragmas(engine.sync_engine)
-        return engine
-    if is_postgres(url):
-        return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
-    raise ValueError(f"unsupported database URL {url!r}: use sqlite+aiosqlite:/// or postgresql+asyncpg://")
 
 
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+@dataclass(frozen=True)
+class PoolState:
+    """`size` connections may be kept; `open` exist now; `checked_out` are in use."""
+
+    size: int
+    max_overflow: int
+    checked_out: int
+    open: int
+
+
+class _Opened:
+    def __init__(self) -> None:
+        self.count = 0
+
+
+_OPENED: weakref.WeakKeyDictionary[Any, _Opened] = weakref.WeakKeyDictionary()
+
+
+def _count_connections(engine: AsyncEngine) -> None:
+    """Counts DBAPI connections opened and not yet closed (the pool's own gauges only see its queue)."""
+    opened = _Opened()
+    target = engine.sync_engine
+
+    def connected(*_args: Any) -> None:
+        opened.count += 1
+
+    def closed(*_args: Any) -> None:
+        opened.count -= 1
+
+    event.listen(target, "connect", connected)
+    event.listen(target, "close", closed)
+    event.listen(target, "close_detached", closed)
+    _OPENED[target] = opened
+
+
+def pool_state(engine: AsyncEngine) -> PoolState:
+    pool: Any = engine.sync_engine.pool
+    opened = _OPENED[engine.sync_engine]
+    return PoolState(
+        size=int(pool.size()),
+        max_overflow=int(getattr(pool, "_max_overflow", 0)),
+        checked_out=int(pool.checkedout()),
+        open=opened.count,
+    )

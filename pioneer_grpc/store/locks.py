@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from pioneer_grpc.store.work import run_to_end
+
 POLL_SECONDS = 0.05
 MAX_POLL_SECONDS = 0.5
 
@@ -80,14 +82,18 @@ LOCAL_LOCKS = _LocalLocks()
 async def _try_advisory(conn: AsyncConnection, key: int, deadline: float) -> bool:
     delay = POLL_SECONDS
     while True:
-        got = await conn.scalar(text("SELECT pg_try_advisory_lock(:k)"), {"k": key})
-        await conn.commit()
-        if got:
+        if await run_to_end(_take_advisory(conn, key)):
             return True
         if time.monotonic() + delay > deadline:
             return False
         await asyncio.sleep(delay)
         delay = min(delay * 2, MAX_POLL_SECONDS)
+
+
+async def _take_advisory(conn: AsyncConnection, key: int) -> bool:
+    got = bool(await conn.scalar(text("SELECT pg_try_advisory_lock(:k)"), {"k": key}))
+    await conn.commit()
+    return got
 
 
 async def _release_advisory(conn: AsyncConnection, key: int) -> None:
@@ -161,7 +167,12 @@ async def _across_sqlite_workers(path: str, thread_id: str, deadline: float) -> 
 
 @asynccontextmanager
 async def compression_lock(engine: AsyncEngine, thread_id: str, wait_seconds: float) -> AsyncIterator[bool]:
-    """Yields True while this load may compress the thread, False when the wait ran out."""
+    """Yields True while this load may compress the thread, False when the wait ran out.
+
+    The advisory lock's statements and the connection's checkout and return run
+    to their end even when the load is cancelled (store/work.py): a lock taken
+    by a cancelled load is still released.
+    """
     deadline = time.monotonic() + wait_seconds
     async with LOCAL_LOCKS.hold((id(engine), thread_id), wait_seconds) as held:
         lock_file = _sqlite_lock_file(engine)
@@ -173,11 +184,14 @@ async def compression_lock(engine: AsyncEngine, thread_id: str, wait_seconds: fl
             yield held
             return
         key = advisory_key(thread_id)
-        async with engine.connect() as conn:
+        conn = await run_to_end(engine.connect().start())
+        try:
             if not await _try_advisory(conn, key, deadline):
                 yield False
                 return
             try:
                 yield True
             finally:
-                await _release_advisory(conn, key)
+                await run_to_end(_release_advisory(conn, key))
+        finally:
+            await run_to_end(conn.close())

@@ -32,7 +32,8 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pioneer_grpc.store.engine import sqlite_pragmas
+from pioneer_grpc.store.engine import LOCK_WAIT_SECONDS, sqlite_pragmas
+from pioneer_grpc.store.work import run_to_end
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -46,13 +47,24 @@ class TransactionRunner:
         if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
             url = engine.url.set(drivername="sqlite")
             self._sync = create_engine(
-                url, connect_args={"timeout": 30, "check_same_thread": False}, pool_size=1, max_overflow=0
+                url,
+                connect_args={"timeout": LOCK_WAIT_SECONDS, "check_same_thread": False},
+                pool_size=1,
+                max_overflow=0,
+                hide_parameters=True,
             )
             sqlite_pragmas(self._sync)
             self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pioneer-sqlite-round")
 
     async def transact(self, prepare: Callable[[], P], work: Callable[[Connection, P], R]) -> R:
-        """`work(conn, prepare())`, committed when it returns, rolled back when it raises."""
+        """`work(conn, prepare())`, committed when it returns, rolled back when it raises.
+
+        It runs to its end even when the caller is cancelled (store/work.py), and
+        driver failures leave it as domain errors.
+        """
+        return await run_to_end(self._transact(prepare, work))
+
+    async def _transact(self, prepare: Callable[[], P], work: Callable[[Connection, P], R]) -> R:
         if self._sync is None:
             prepared = await asyncio.to_thread(prepare)
             async with self._engine.begin() as conn:

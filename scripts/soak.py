@@ -1,0 +1,197 @@
+"""Soak: PrepareTurn, AppendEntries and 100 watchers against one server for a while; RSS over time.
+
+    .venv/bin/python scripts/soak.py [--seconds 1800] [--rate 10] [--watchers 100] [--threads 20]
+                                     [--database-url URL]   (make soak; SOAK_SECONDS=300 make soak)
+
+The server is a `pioneer-grpc serve` subprocess on a loopback port with a fresh
+home (SQLite unless --database-url). Each operation is one agent round on one of
+`--threads` threads, in turn: PrepareTurn (a new user entry, a compile whose
+dynamic context changes every round), then AppendEntries (the assistant's reply)
+and CompleteTurn. Every PrepareTurn records a manifest that all watchers
+receive. The server's RSS (VmRSS of its process) is printed every `--every`
+seconds with the operations done so far; the end prints the RSS after warm-up
+(the first fifth of the run) and its growth from there to the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import grpc
+
+from pioneer_grpc.v1 import (
+    history_pb2,
+    history_service_pb2,
+    history_service_pb2_grpc,
+    manifest_service_pb2,
+    manifest_service_pb2_grpc,
+    prompt_pb2,
+    turn_service_pb2,
+    turn_service_pb2_grpc,
+)
+
+SCRIPT = Path(sys.executable).parent / "pioneer-grpc"
+USER = history_pb2.ENTRY_ROLE_USER
+ASSISTANT = history_pb2.ENTRY_ROLE_ASSISTANT
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class Soak:
+    def __init__(self, address: str, args: argparse.Namespace) -> None:
+        self.args = args
+        self.channel = grpc.aio.insecure_channel(address)
+        self.turns = turn_service_pb2_grpc.TurnServiceStub(self.channel)
+        self.history = history_service_pb2_grpc.HistoryServiceStub(self.channel)
+        self.done = 0
+        self.failed: dict[str, int] = {}
+        self.events_seen = 0
+
+    async def setup(self) -> None:
+        for t in range(self.args.threads):
+            await self.history.CreateThread(
+                history_service_pb2.CreateThreadRequest(
+                    thread_id=f"soak-{t}", config=history_pb2.ThreadConfig(model="gpt-4o")
+                )
+            )
+
+    async def round(self, n: int) -> None:
+        thread_id = f"soak-{n % self.args.threads}"
+        turn_id = f"turn-{n}"
+        try:
+            await self.turns.PrepareTurn(
+                turn_service_pb2.PrepareTurnRequest(
+                    thread_id=thread_id,
+                    turn_id=turn_id,
+                    new_entries=[
+                        history_pb2.ConversationEntry(
+                            entry_id=f"u-{n}", role=USER, content=f"question {n}: " + "words " * 60
+                        )
+                    ],
+                    compile_input=prompt_pb2.PromptCompileInput(
+                        profile=prompt_pb2.PROMPT_PROFILE_FULL,
+                        dynamic_context=f"Round {n}; time {time.time():.0f}",
+                    ),
+                ),
+                timeout=30,
+            )
+            await self.history.AppendEntries(
+                history_service_pb2.AppendEntriesRequest(
+                    thread_id=thread_id,
+                    entries=[
+                        history_pb2.ConversationEntry(
+                            entry_id=f"a-{n}", turn_id=turn_id, role=ASSISTANT, content="answer " * 80
+                        )
+                    ],
+                ),
+                timeout=30,
+            )
+            await self.history.CompleteTurn(
+                history_service_pb2.CompleteTurnRequest(thread_id=thread_id, turn_id=turn_id), timeout=30
+            )
+            self.done += 1
+        except grpc.aio.AioRpcError as error:
+            self.failed[error.code().name] = self.failed.get(error.code().name, 0) + 1
+
+    async def watcher(self, stop: asyncio.Event) -> None:
+        stub = manifest_service_pb2_grpc.ManifestServiceStub(self.channel)
+        while not stop.is_set():
+            call = stub.WatchManifests(manifest_service_pb2.WatchManifestsRequest(live_only=True))
+            try:
+                async for response in call:
+                    if response.HasField("event"):
+                        self.events_seen += 1
+                    if stop.is_set():
+                        call.cancel()
+            except grpc.aio.AioRpcError:
+                await asyncio.sleep(0.5)
+
+    async def drive(self, stop: asyncio.Event) -> None:
+        interval = 1.0 / self.args.rate
+        started = time.monotonic()
+        running: set[asyncio.Task[None]] = set()
+        n = 0
+        while not stop.is_set():
+            task = asyncio.create_task(self.round(n))
+            running.add(task)
+            task.add_done_callback(running.discard)
+            n += 1
+            await asyncio.sleep(max(0.0, started + n * interval - time.monotonic()))
+        await asyncio.gather(*running)
+
+
+async def run(args: argparse.Namespace) -> int:
+    home = Path(tempfile.mkdtemp(prefix="pioneer-soak-"))
+    command = [str(SCRIPT), "serve", "--listen", "127.0.0.1:0", "--home", str(home), "--log-level", "WARNING"]
+    if args.database_url:
+        command += ["--database-url", args.database_url]
+    proc = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
+    assert proc.stdout is not None
+    line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
+    address = line.rsplit("serving on ", 1)[1].strip()
+    soak = Soak(address, args)
+    await soak.setup()
+    stop = asyncio.Event()
+    watchers = [asyncio.create_task(soak.watcher(stop)) for _ in range(args.watchers)]
+    driver = asyncio.create_task(soak.drive(stop))
+    samples: list[tuple[float, float]] = []
+    started = time.monotonic()
+    print(
+        f"soak: {args.seconds:g} s, {args.rate:g} rounds/s, {args.watchers} watchers, server pid {proc.pid}"
+    )
+    print("   seconds   rss_mb   rounds  events_seen  failures")
+    try:
+        while (elapsed := time.monotonic() - started) < args.seconds:
+            samples.append((elapsed, rss_mb(proc.pid)))
+            failures = soak.failed or ""
+            print(
+                f"{elapsed:10.0f} {samples[-1][1]:8.1f} {soak.done:8d} {soak.events_seen:12d}  {failures}",
+                flush=True,
+            )
+            await asyncio.sleep(min(args.every, max(0.1, args.seconds - elapsed)))
+        samples.append((time.monotonic() - started, rss_mb(proc.pid)))
+    finally:
+        stop.set()
+        await driver
+        for task in watchers:
+            task.cancel()
+        await asyncio.gather(*watchers, return_exceptions=True)
+        await soak.channel.close()
+        proc.terminate()
+        await proc.wait()
+    warm = [rss for t, rss in samples if t >= args.seconds / 5]
+    print(f"rounds {soak.done}, failures {soak.failed or 0}, events delivered {soak.events_seen}")
+    print(
+        f"rss: start {samples[0][1]:.1f} MB, after warm-up {warm[0]:.1f} MB, end {samples[-1][1]:.1f} MB, "
+        f"max {max(r for _, r in samples):.1f} MB; growth after warm-up {samples[-1][1] - warm[0]:+.1f} MB"
+    )
+    return 0 if not soak.failed else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=float(os.environ.get("SOAK_SECONDS", 1800)))
+    parser.add_argument("--rate", type=float, default=10.0, help="rounds per second")
+    parser.add_argument("--watchers", type=int, default=100)
+    parser.add_argument("--threads", type=int, default=20)
+    parser.add_argument("--every", type=float, default=30.0, help="seconds between RSS lines")
+    parser.add_argument("--database-url", default="")
+    return asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

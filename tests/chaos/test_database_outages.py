@@ -1,0 +1,192 @@
+"""The database goes away under load and comes back: clients see UNAVAILABLE (retryable) or, for a
+full disk, RESOURCE_EXHAUSTED; health follows; the server recovers by itself; nothing acknowledged is lost."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import grpc
+from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2
+from grpc_status import rpc_status
+
+from pioneer_grpc.v1 import history_pb2, history_service_pb2, history_service_pb2_grpc
+from tests.chaos.conftest import fill, wait_health
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+USER = history_pb2.ENTRY_ROLE_USER
+
+
+def _entry(entry_id: str, content: str = "") -> history_pb2.ConversationEntry:
+    return history_pb2.ConversationEntry(
+        entry_id=entry_id, turn_id=f"turn-{entry_id}", role=USER, content=content or f"text {entry_id}"
+    )
+
+
+def _reason(error: grpc.aio.AioRpcError) -> str:
+    status = rpc_status.from_call(error)
+    for detail in status.details if status else ():
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            return info.reason
+    return ""
+
+
+class Writers:
+    """Appends one entry per call in a loop; remembers what was acknowledged and which codes failed."""
+
+    def __init__(self, history, thread_id: str, count: int) -> None:
+        self.history = history
+        self.thread_id = thread_id
+        self.count = count
+        self.acknowledged: list[str] = []
+        self.failures: dict[str, int] = {}
+        self.stop = asyncio.Event()
+
+    async def _one(self, w: int) -> None:
+        n = 0
+        while not self.stop.is_set():
+            entry_id = f"w{w}-{n}"
+            n += 1
+            try:
+                await self.history.AppendEntries(
+                    history_service_pb2.AppendEntriesRequest(
+                        thread_id=self.thread_id, entries=[_entry(entry_id)]
+                    ),
+                    timeout=40,
+                )
+                self.acknowledged.append(entry_id)
+            except grpc.aio.AioRpcError as error:
+                key = f"{error.code().name}/{_reason(error)}"
+                self.failures[key] = self.failures.get(key, 0) + 1
+                await asyncio.sleep(0.05)
+
+    @contextlib.asynccontextmanager
+    async def running(self):
+        tasks = [asyncio.create_task(self._one(w)) for w in range(self.count)]
+        try:
+            yield self
+        finally:
+            self.stop.set()
+            await asyncio.gather(*tasks)
+
+
+async def _all_stored(
+    history, thread_id: str, entry_ids: list[str], contents: dict[str, str] | None = None
+) -> None:
+    """Appending the acknowledged entries again creates none of them: each is stored already."""
+    contents = contents or {}
+    for start in range(0, len(entry_ids), 200):
+        batch = [_entry(e, contents.get(e, "")) for e in entry_ids[start : start + 200]]
+        response = await history.AppendEntries(
+            history_service_pb2.AppendEntriesRequest(thread_id=thread_id, entries=batch), timeout=30
+        )
+        assert response.created_count == 0
+        assert response.existing_count == len(batch)
+
+
+async def test_postgres_stopped_and_restarted_mid_load(pg_cluster, server_factory):
+    server = await server_factory(database_url=pg_cluster.url, health_probe_seconds=0.2)
+    channel = server.channel()
+    history = history_service_pb2_grpc.HistoryServiceStub(channel)
+    await history.CreateThread(history_service_pb2.CreateThreadRequest(thread_id="t"))
+    writers = Writers(history, "t", 8)
+    async with writers.running():
+        await asyncio.sleep(1.0)
+        before = len(writers.acknowledged)
+        await asyncio.to_thread(pg_cluster.stop)
+        await wait_health(channel, NOT_SERVING)
+        await asyncio.sleep(1.0)
+        await asyncio.to_thread(pg_cluster.start)
+        await wait_health(channel, SERVING)
+        resumed = len(writers.acknowledged)
+        await asyncio.sleep(1.0)
+    print(f"acknowledged {len(writers.acknowledged)} (before stop {before}), failures {writers.failures}")
+    assert before > 0
+    assert len(writers.acknowledged) > resumed, "writes did not resume after PostgreSQL came back"
+    assert writers.failures, "stopping PostgreSQL failed no write"
+    assert set(writers.failures) <= {
+        "UNAVAILABLE/DATABASE_UNAVAILABLE",
+        "UNAVAILABLE/DATABASE_BUSY",
+    }, writers.failures
+    await _all_stored(history, "t", writers.acknowledged)
+
+
+async def _terminate_backends(url: str) -> int:
+    import asyncpg
+
+    conn = await asyncpg.connect(url.replace("postgresql+asyncpg", "postgresql"))
+    try:
+        killed = await conn.fetch(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE pid <> pg_backend_pid() AND datname = current_database()"
+        )
+    finally:
+        await conn.close()
+    return len(killed)
+
+
+async def test_postgres_backends_killed_mid_load(pg_cluster, server_factory):
+    server = await server_factory(database_url=pg_cluster.url, health_probe_seconds=0.2)
+    channel = server.channel()
+    history = history_service_pb2_grpc.HistoryServiceStub(channel)
+    await history.CreateThread(history_service_pb2.CreateThreadRequest(thread_id="t"))
+    writers = Writers(history, "t", 8)
+    killed = 0
+    async with writers.running():
+        for _ in range(5):
+            await asyncio.sleep(0.3)
+            killed += await _terminate_backends(pg_cluster.url)
+        before = len(writers.acknowledged)
+        await asyncio.sleep(1.0)
+    print(f"killed {killed} backends; acknowledged {len(writers.acknowledged)}, failures {writers.failures}")
+    assert killed > 0
+    assert len(writers.acknowledged) > before, "writes did not go on after the backends were killed"
+    assert set(writers.failures) <= {"UNAVAILABLE/DATABASE_UNAVAILABLE"}, writers.failures
+    await wait_health(channel, SERVING)
+    await _all_stored(history, "t", writers.acknowledged)
+
+
+async def test_disk_full_then_space_returns(small_tmpfs, server_factory):
+    server = await server_factory(home=small_tmpfs / "home", health_probe_seconds=0.2)
+    channel = server.channel()
+    history = history_service_pb2_grpc.HistoryServiceStub(channel)
+    await history.CreateThread(history_service_pb2.CreateThreadRequest(thread_id="t"))
+    acknowledged = []
+    for i in range(20):
+        await history.AppendEntries(
+            history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry(f"before-{i}")])
+        )
+        acknowledged.append(f"before-{i}")
+    filler = await asyncio.to_thread(fill, small_tmpfs)
+    await wait_health(channel, NOT_SERVING)
+
+    big = "y" * 60_000
+    contents: dict[str, str] = {"after": big}
+    codes = set()
+    for i in range(40):
+        try:
+            await history.AppendEntries(
+                history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry(f"full-{i}", big)]),
+                timeout=30,
+            )
+            acknowledged.append(f"full-{i}")
+            contents[f"full-{i}"] = big
+        except grpc.aio.AioRpcError as error:
+            codes.add(f"{error.code().name}/{_reason(error)}")
+    print(f"while full: {len(acknowledged)} acknowledged in all, failures {codes}")
+    assert codes == {"RESOURCE_EXHAUSTED/DISK_FULL"}, codes
+    # Reads are still served.
+    thread = (await history.GetThread(history_service_pb2.GetThreadRequest(thread_id="t"))).thread
+    assert thread.entry_count == len(acknowledged)
+    await history.LoadConversationHistory(history_service_pb2.LoadConversationHistoryRequest(thread_id="t"))
+
+    await asyncio.to_thread(filler.unlink)
+    await wait_health(channel, SERVING)
+    await history.AppendEntries(
+        history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry("after", big)]), timeout=30
+    )
+    acknowledged.append("after")
+    await _all_stored(history, "t", acknowledged, contents)

@@ -1,0 +1,76 @@
+"""What the server keeps per observer and per cached load is bounded in bytes, not only in count."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from pioneer_grpc.events.hub import Subscription, SubscriptionOverflow
+from pioneer_grpc.history.decide import LoadResult
+from pioneer_grpc.service.load_cache import LoadCache
+from pioneer_grpc.store.history_state import HistoryState
+from pioneer_grpc.v1 import chat_pb2, history_pb2, manifest_service_pb2
+
+
+def _response(size: int) -> manifest_service_pb2.WatchManifestsResponse:
+    return manifest_service_pb2.WatchManifestsResponse()
+
+
+async def test_a_subscription_is_bounded_in_bytes_as_well_as_events():
+    subscription = Subscription("", capacity=100, max_bytes=1000)
+    for _ in range(3):
+        subscription.offer(_response(300), 300)
+    assert subscription.pending_bytes == 900 and not subscription.overflowed
+    subscription.offer(_response(300), 300)
+    assert subscription.overflowed and subscription.pending_bytes == 900
+    with pytest.raises(SubscriptionOverflow):
+        await subscription.next(0)
+
+
+async def test_one_event_larger_than_the_bound_still_goes_to_an_idle_observer():
+    subscription = Subscription("", capacity=100, max_bytes=1000)
+    subscription.offer(_response(5000), 5000)
+    assert not subscription.overflowed
+    assert await subscription.next(0) is not None
+    assert subscription.pending_bytes == 0
+
+
+def _state(n: int) -> HistoryState:
+    return HistoryState(
+        max_context_tokens=1000,
+        response_reserve_tokens=100,
+        model="m",
+        summary_model="",
+        compaction_strategy=0,
+        keep_tool_results=None,
+        compaction_failed_sequence=None,
+        summary_id=None,
+        completed_count=n,
+        completed_max_id=n,
+    )
+
+
+def _result(chars: int) -> LoadResult:
+    message = chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_USER, content="z" * chars)
+    return LoadResult(messages=[message], report=history_pb2.HistoryDecisionReport())
+
+
+def _read(cache: LoadCache, key: tuple[str, str], n: int) -> bool:
+    return cache.find(key[0], key[1], _state(n)) is not None
+
+
+def test_the_load_cache_is_bounded_in_bytes():
+    cache = LoadCache(size=1000, max_bytes=100_000)
+    # What a full load read: no repairs, no entries of any turn, nothing more.
+    snapshot = SimpleNamespace(repairs=(), entries=(), more_entries=False)
+    for n in range(100):
+        cache.store(f"t{n}", "", _state(n), snapshot, _result(10_000))
+    assert cache.size_bytes <= 100_000
+    assert 5 <= len(cache) <= 10
+    # The newest are kept; the oldest went first.
+    assert _read(cache, ("t99", ""), 99)
+    assert not _read(cache, ("t0", ""), 0)
+    # One answer larger than the whole bound is not kept at all.
+    cache.store("big", "", _state(1), snapshot, _result(200_000))
+    assert not _read(cache, ("big", ""), 1) and cache.size_bytes <= 100_000
