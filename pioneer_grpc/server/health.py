@@ -2,8 +2,9 @@
 
 A background task probes every `interval` seconds (store/probe.py), and at once
 when an RPC met an infrastructure failure (`poke`). A probe that has not
-answered within `interval` counts as failed; a new one starts only after the
-previous one ended, so a hung database costs one probe, not a pile of them.
+answered within PROBE_WAIT_SECONDS counts as failed (on SQLite it queues behind
+the RPCs for the one connection: a busy store is not a broken one); a new one
+starts only after the previous one ended, so a hung database costs one probe.
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ from grpc_health.v1 import health, health_pb2
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pioneer_grpc.errors import PioneerError
+from pioneer_grpc.store.engine import POOL_WAIT_SECONDS
 from pioneer_grpc.store.failures import describe, domain_error
 from pioneer_grpc.store.probe import check_writable
 
 log = logging.getLogger(__name__)
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+# As long as any RPC may wait for a connection.
+PROBE_WAIT_SECONDS = float(POOL_WAIT_SECONDS)
 
 
 class DatabaseHealth:
@@ -82,7 +86,7 @@ class DatabaseHealth:
         if self._probe is None or self._probe.done():
             self._probe = asyncio.create_task(check_writable(self._engine), name="database-probe")
         self.probes += 1
-        done, _ = await asyncio.wait({self._probe}, timeout=self._interval)
+        done, _ = await asyncio.wait({self._probe}, timeout=max(self._interval, PROBE_WAIT_SECONDS))
         if not done:
             return False
         error = self._probe.exception()

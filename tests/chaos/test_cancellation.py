@@ -133,4 +133,5 @@ async def test_cancel_storm_leaves_nothing_behind(pg_server):
     assert state.open <= state.size + state.max_overflow, state
     if pg_server.ctx.engine.dialect.name == "sqlite":
         assert state.open == state.size == 1, state
-        assert _open_files_of(str(pg_server.ctx.engine.url.database)) == 1
+        # The pool's one, and the transaction runner's own (store/runner.py); no leftovers.
+        assert _open_files_of(str(pg_server.ctx.engine.url.database)) <= 2

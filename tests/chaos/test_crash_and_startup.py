@@ -100,8 +100,8 @@ async def test_kill_9_during_50_writers_loses_nothing_acknowledged(database_url,
         await _wait_serving(f"127.0.0.1:{port}", again)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             history = history_service_pb2_grpc.HistoryServiceStub(channel)
-            for start in range(0, len(acknowledged), 200):
-                batch = [_entry(e) for e in acknowledged[start : start + 200]]
+            for start in range(0, len(acknowledged), 100):
+                batch = [_entry(e) for e in acknowledged[start : start + 100]]
                 response = await history.AppendEntries(
                     history_service_pb2.AppendEntriesRequest(thread_id="t", entries=batch), timeout=30
                 )

@@ -78,8 +78,8 @@ async def _all_stored(
 ) -> None:
     """Appending the acknowledged entries again creates none of them: each is stored already."""
     contents = contents or {}
-    for start in range(0, len(entry_ids), 200):
-        batch = [_entry(e, contents.get(e, "")) for e in entry_ids[start : start + 200]]
+    for start in range(0, len(entry_ids), 100):
+        batch = [_entry(e, contents.get(e, "")) for e in entry_ids[start : start + 100]]
         response = await history.AppendEntries(
             history_service_pb2.AppendEntriesRequest(thread_id=thread_id, entries=batch), timeout=30
         )
