@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pioneer_grpc import reasons
 from pioneer_grpc.compiler.fsview import ERROR, MISSING, FsView
 from pioneer_grpc.compiler.text import replace_controls, sanitize
 from pioneer_grpc.errors import InvalidArgument, PermissionDenied
@@ -43,7 +44,9 @@ class Homes:
 
 def resolve_homes(allowed_roots: Sequence[Path], view: FsView) -> Homes:
     if not allowed_roots:
-        raise PermissionDenied("no runtime home is configured, so no workspace root is allowed")
+        raise PermissionDenied(
+            "no runtime home is configured, so no workspace root is allowed", reason=reasons.NO_RUNTIME_HOME
+        )
     return Homes([Path(view.realpath(os.fspath(root))) for root in allowed_roots], view)
 
 
@@ -72,7 +75,9 @@ def resolve_workspace_root(raw: str, homes: Homes, field: str = WORKSPACE_ROOT_F
     resolved = _resolve_raw(raw, homes.roots[0], field, homes.view)
     if not is_inside(resolved, homes.roots):
         raise PermissionDenied(
-            f"{field}: {raw!r} resolves to {resolved}, which is outside every runtime home"
+            f"{field}: {raw!r} resolves to {resolved}, which is outside every runtime home",
+            reason=reasons.WORKSPACE_OUTSIDE_HOME,
+            metadata={"field": field, "path": raw, "resolved": os.fspath(resolved)},
         )
     return resolved
 
@@ -81,7 +86,11 @@ def resolve_inside(raw: str, base: Path, field: str, view: FsView) -> Path:
     """`raw` relative to `base`, which the resolved result must not leave."""
     resolved = _resolve_raw(raw, base, field, view)
     if not is_inside(resolved, [base]):
-        raise PermissionDenied(f"{field}: {raw!r} resolves to {resolved}, which is outside {base}")
+        raise PermissionDenied(
+            f"{field}: {raw!r} resolves to {resolved}, which is outside {base}",
+            reason=reasons.PATH_OUTSIDE_WORKSPACE,
+            metadata={"field": field, "path": raw, "resolved": os.fspath(resolved), "base": os.fspath(base)},
+        )
     return resolved
 
 

@@ -9,9 +9,11 @@ from google.protobuf import json_format
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pioneer_grpc import reasons
 from pioneer_grpc.errors import NotFound
 from pioneer_grpc.store.clock import as_utc
 from pioneer_grpc.store.models import Base, ManifestEventRow, ThreadRow, TurnRow
+from pioneer_grpc.store.threads import thread_not_found, turn_not_found
 from pioneer_grpc.store.work import database_work
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from pioneer_grpc.v1 import prompt_pb2
@@ -57,7 +59,11 @@ async def event_by_id(engine: AsyncEngine, event_id: int) -> service_pb2.Manifes
     async with engine.connect() as conn:
         row = (await conn.execute(select(EVENTS).where(EVENTS.c.id == event_id))).first()
     if row is None:
-        raise NotFound(f"manifest event {event_id} not found")
+        raise NotFound(
+            f"manifest event {event_id} not found",
+            reason=reasons.MANIFEST_EVENT_NOT_FOUND,
+            metadata={"event_id": str(event_id)},
+        )
     return event_message(row)
 
 
@@ -81,10 +87,14 @@ async def turn_manifest(engine: AsyncEngine, thread_id: str, turn_id: str) -> Tu
         ).first()
         if turn is None:
             if await conn.scalar(select(THREADS.c.thread_id).where(THREADS.c.thread_id == thread_id)) is None:
-                raise NotFound(f"thread {thread_id!r} not found")
-            raise NotFound(f"turn {turn_id!r} not found in thread {thread_id!r}")
+                raise thread_not_found(thread_id)
+            raise turn_not_found(thread_id, turn_id)
     if turn.prompt_manifest_json is None:
-        raise NotFound(f"turn {turn_id!r} of thread {thread_id!r} has no manifest yet: no compile named it")
+        raise NotFound(
+            f"turn {turn_id!r} of thread {thread_id!r} has no manifest yet: no compile named it",
+            reason=reasons.TURN_MANIFEST_NOT_FOUND,
+            metadata={"thread_id": thread_id, "turn_id": turn_id},
+        )
     manifest = json_format.Parse(
         turn.prompt_manifest_json, prompt_pb2.PromptManifest(), ignore_unknown_fields=True
     )

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pioneer_grpc import reasons
 from pioneer_grpc.errors import ResourceExhausted, Unavailable
 from pioneer_grpc.events.hub import ManifestHub, Subscription, SubscriptionClosed, SubscriptionOverflow
 from pioneer_grpc.events.queries import events_after, newest_event_id
@@ -76,11 +77,15 @@ class ManifestWatch:
         except SubscriptionOverflow:
             raise ResourceExhausted(
                 f"observer fell more than {self._behind()} behind; "
-                f"reconnect with after_event_id={self.cursor} to resume without loss"
+                f"reconnect with after_event_id={self.cursor} to resume without loss",
+                reason=reasons.OBSERVER_TOO_SLOW,
+                metadata={"resume_after_event_id": str(self.cursor)},
             ) from None
         except SubscriptionClosed:
             raise Unavailable(
-                f"server is shutting down; reconnect with after_event_id={self.cursor} to resume"
+                f"server is shutting down; reconnect with after_event_id={self.cursor} to resume",
+                reason=reasons.SHUTTING_DOWN,
+                metadata={"resume_after_event_id": str(self.cursor)},
             ) from None
         finally:
             self.close()

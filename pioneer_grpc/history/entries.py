@@ -113,3 +113,29 @@ def content_hash(entry: history_pb2.ConversationEntry) -> str:
     }
     text = json.dumps(canonical, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# The client-set fields of an entry, in the order a conflict names them.
+CLIENT_FIELDS = (
+    "turn_id",
+    "role",
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+    "artifact_refs",
+    "reasoning_content",
+)
+
+
+def differing_fields(stored: history_pb2.ConversationEntry, new: history_pb2.ConversationEntry) -> list[str]:
+    """The client-set fields in which `new` differs from the stored entry of the same id."""
+    found = []
+    for name in CLIENT_FIELDS:
+        if name == "reasoning_content":
+            same = stored.HasField(name) == new.HasField(name) and getattr(stored, name) == getattr(new, name)
+        else:
+            same = getattr(stored, name) == getattr(new, name)
+        if not same:
+            found.append(name)
+    return found

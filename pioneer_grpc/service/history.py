@@ -92,7 +92,10 @@ def model_budget(models: Registry, model: str) -> tuple[int, int]:
 async def create_thread(
     ctx: ServiceContext, thread_id: str, config: history_pb2.ThreadConfig
 ) -> history_pb2.Thread:
-    """Client-chosen id, or a generated one when `thread_id` is empty; AlreadyExists on a taken id.
+    """Client-chosen id, or a generated one when `thread_id` is empty.
+
+    Retrying with the same id and config answers the stored thread; AlreadyExists
+    only when the id is taken with a different config.
 
     A budget field the caller leaves unset comes from the model registry (the
     model's window; its maximum output, at most an eighth of the window), or,
@@ -119,8 +122,9 @@ async def create_thread(
     )
     thread_id = thread_id or f"thr_{uuid.uuid4().hex}"
     async with ctx.sessions() as session:
-        row = await thread_store.create_thread(session, thread_id, settings)
-    return thread_store.thread_message(row, 0)
+        row, created = await thread_store.create_thread(session, thread_id, settings)
+        entries = 0 if created else await thread_store.entry_count(session, thread_id)
+    return thread_store.thread_message(row, entries)
 
 
 @database_work

@@ -28,6 +28,7 @@ from functools import partial
 
 from sqlalchemy.engine import Connection
 
+from pioneer_grpc import reasons
 from pioneer_grpc.caps import violations_of
 from pioneer_grpc.compiler.validate import input_violations
 from pioneer_grpc.errors import FailedPrecondition, FieldViolation, InvalidArgument
@@ -51,7 +52,6 @@ from pioneer_grpc.v1 import chat_pb2, history_pb2, prompt_pb2, provider_service_
 from pioneer_grpc.wire import repeated_records
 
 # ErrorInfo reason of a round asked for while the turn's latest tool calls have no result.
-TOOL_RESULTS_PENDING = "TOOL_RESULTS_PENDING"
 
 # ChatRequest fields that PrepareTurnRequest carries at its top level: a
 # violation on one of them names the request's own field.
@@ -146,7 +146,7 @@ def _pending_error(turn_id: str, pending: dict[str, history_pb2.ConversationEntr
     return FailedPrecondition(
         f"tool call(s) {calls} of turn {turn_id!r} have no result yet: append their results "
         "(new_entries) before preparing the next round",
-        reason=TOOL_RESULTS_PENDING,
+        reason=reasons.TOOL_RESULTS_PENDING,
     )
 
 
@@ -249,7 +249,9 @@ def _round(
     locked = round_store.lock_thread(conn, thread_id)
     model = request.model or locked.model
     if not model:
-        raise InvalidArgument.field("model", "set the model here or on the thread (UpdateThread)")
+        raise InvalidArgument.field(
+            "model", "set the model here or on the thread (UpdateThread)", reason=reasons.MODEL_REQUIRED
+        )
     turn = lock_turn(conn, thread_id, turn_id)
     entries = [new.entry for new in before.new_entries]
 

@@ -20,9 +20,11 @@ from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from pioneer_grpc.errors import AlreadyExists, FailedPrecondition, NotFound
+from pioneer_grpc import reasons
+from pioneer_grpc.errors import AlreadyExists, FailedPrecondition
 from pioneer_grpc.history.entries import (
     artifact_refs_json,
+    differing_fields,
     parse_artifact_refs,
     parse_tool_calls,
     tool_calls_json,
@@ -30,6 +32,7 @@ from pioneer_grpc.history.entries import (
 from pioneer_grpc.history.entry_rules import StoredCalls, named_call_ids
 from pioneer_grpc.store.clock import as_utc, now
 from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow, TurnRow
+from pioneer_grpc.store.threads import thread_not_found, turn_not_found
 from pioneer_grpc.store.turns import ensure_turns, insert
 from pioneer_grpc.v1 import history_pb2
 
@@ -53,7 +56,7 @@ async def _touch_thread(session: AsyncSession, thread_id: str) -> None:
         update(ThreadRow).where(ThreadRow.thread_id == thread_id).values(updated_at=now())
     )
     if result.rowcount == 0:
-        raise NotFound(f"thread {thread_id!r} does not exist")
+        raise thread_not_found(thread_id)
 
 
 async def _turn_statuses(session: AsyncSession, thread_id: str, turn_ids: list[str]) -> dict[str, int]:
@@ -106,6 +109,34 @@ def entry_message(row: Any) -> history_pb2.ConversationEntry:
     return entry
 
 
+def turn_completed(thread_id: str, entry: history_pb2.ConversationEntry) -> FailedPrecondition:
+    return FailedPrecondition(
+        f"turn {entry.turn_id!r} is completed; entry {entry.entry_id!r} belongs to a new turn",
+        reason=reasons.TURN_COMPLETED,
+        metadata={"thread_id": thread_id, "turn_id": entry.turn_id, "entry_id": entry.entry_id},
+    )
+
+
+def entry_conflict(
+    thread_id: str, stored: history_pb2.ConversationEntry, new: history_pb2.ConversationEntry
+) -> AlreadyExists:
+    """ALREADY_EXISTS naming the fields that differ from the stored entry (a retry must repeat them)."""
+    fields = differing_fields(stored, new) or ["content"]
+    detail = ", ".join(fields)
+    if fields == ["turn_id"]:
+        detail = f"turn_id (stored in turn {stored.turn_id!r}, sent with turn {new.turn_id!r})"
+    return AlreadyExists(
+        f"entry {new.entry_id!r} already exists in thread {thread_id!r} with different {detail}",
+        reason=reasons.ENTRY_CONFLICT,
+        metadata={
+            "thread_id": thread_id,
+            "entry_id": new.entry_id,
+            "differing_fields": ",".join(fields),
+            "stored_turn_id": stored.turn_id,
+        },
+    )
+
+
 async def _already_stored(
     session: AsyncSession, thread_id: str, new_entries: Sequence[NewEntry]
 ) -> AppendOutcome | None:
@@ -128,9 +159,7 @@ async def _already_stored(
         if row is None:
             return None
         if row.content_hash != new.content_hash:
-            raise AlreadyExists(
-                f"entry {new.entry.entry_id!r} already exists in thread {thread_id!r} with different content"
-            )
+            raise entry_conflict(thread_id, entry_message(row), new.entry)
     return AppendOutcome([entry_message(rows[entry_id]) for entry_id in wanted], 0, len(wanted))
 
 
@@ -230,22 +259,19 @@ async def append_entries(
             )
             if inserted.first() is not None:
                 if statuses.get(entry.turn_id) == history_pb2.TURN_STATUS_COMPLETED:
-                    raise FailedPrecondition(
-                        f"turn {entry.turn_id!r} is completed; entry {entry.entry_id!r} belongs to a new turn"
-                    )
+                    raise turn_completed(thread_id, entry)
                 await _record_calls(session, thread_id, entry)
                 created += 1
             else:
-                stored_hash = await session.scalar(
-                    select(EntryRow.content_hash).where(
-                        EntryRow.thread_id == thread_id, EntryRow.entry_id == entry.entry_id
+                stored = (
+                    await session.execute(
+                        select(EntryRow.content_hash, *ENTRY_COLUMNS).where(
+                            EntryRow.thread_id == thread_id, EntryRow.entry_id == entry.entry_id
+                        )
                     )
-                )
-                if stored_hash != new.content_hash:
-                    raise AlreadyExists(
-                        f"entry {entry.entry_id!r} already exists in thread {thread_id!r} "
-                        "with different content"
-                    )
+                ).one()
+                if stored.content_hash != new.content_hash:
+                    raise entry_conflict(thread_id, entry_message(stored), entry)
                 existing += 1
             stored_ids.append(entry.entry_id)
         if not with_entries:
@@ -267,8 +293,8 @@ async def complete_turn(session: AsyncSession, thread_id: str, turn_id: str) -> 
         )
         if result.rowcount == 0:
             if await session.get(ThreadRow, thread_id) is None:
-                raise NotFound(f"thread {thread_id!r} does not exist")
-            raise NotFound(f"turn {turn_id!r} does not exist in thread {thread_id!r}")
+                raise thread_not_found(thread_id)
+            raise turn_not_found(thread_id, turn_id)
         await session.execute(
             update(EntryRow)
             .where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)

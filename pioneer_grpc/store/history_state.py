@@ -14,8 +14,8 @@ from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from pioneer_grpc.errors import NotFound
 from pioneer_grpc.store.models import EntryRow, SummaryRow, ThreadRow
+from pioneer_grpc.store.threads import thread_not_found
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ _QUERY = _build_query()
 
 def _state(row: Any, thread_id: str) -> HistoryState:
     if row is None:
-        raise NotFound(f"thread {thread_id!r} does not exist")
+        raise thread_not_found(thread_id)
     return HistoryState(**row._mapping)
 
 

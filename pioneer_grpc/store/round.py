@@ -22,11 +22,20 @@ from dataclasses import dataclass
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Connection
 
-from pioneer_grpc.errors import AlreadyExists, FailedPrecondition, NotFound
 from pioneer_grpc.history.entry_rules import StoredCalls, named_call_ids
 from pioneer_grpc.store.clock import now
-from pioneer_grpc.store.entries import LOAD_COLUMNS, NewEntry, entry_values, loaded_entry
+from pioneer_grpc.store.entries import (
+    ENTRY_COLUMNS,
+    LOAD_COLUMNS,
+    NewEntry,
+    entry_conflict,
+    entry_message,
+    entry_values,
+    loaded_entry,
+    turn_completed,
+)
 from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow
+from pioneer_grpc.store.threads import thread_not_found
 from pioneer_grpc.store.turns import TurnRecord, insert
 from pioneer_grpc.v1 import history_pb2
 
@@ -59,7 +68,7 @@ def lock_thread(conn: Connection, thread_id: str) -> LockedThread:
     # One name for both statements: an UPDATE reserves the column's own name.
     row = conn.execute(query, {"b_thread_id": thread_id}).first()
     if row is None:
-        raise NotFound(f"thread {thread_id!r} does not exist")
+        raise thread_not_found(thread_id)
     return LockedThread(model=row.model)
 
 
@@ -124,8 +133,8 @@ def insert_turn_entries(
     if repeats:
         _check_repeats(conn, thread_id, repeats)
     if created and turn.status == history_pb2.TURN_STATUS_COMPLETED:
-        first = next(new.entry.entry_id for new in new_entries if new.entry.entry_id in created)
-        raise FailedPrecondition(f"turn {turn_id!r} is completed; entry {first!r} belongs to a new turn")
+        first = next(new.entry for new in new_entries if new.entry.entry_id in created)
+        raise turn_completed(thread_id, first)
     if created:
         touch = update(ThreadRow).where(ThreadRow.thread_id == thread_id).values(updated_at=moment)
         conn.execute(touch)
@@ -145,15 +154,14 @@ def insert_turn_entries(
 
 
 def _check_repeats(conn: Connection, thread_id: str, repeats: Sequence[NewEntry]) -> None:
-    query = select(EntryRow.entry_id, EntryRow.content_hash).where(
+    query = select(EntryRow.content_hash, *ENTRY_COLUMNS).where(
         EntryRow.thread_id == thread_id, EntryRow.entry_id.in_([new.entry.entry_id for new in repeats])
     )
-    stored = {row.entry_id: row.content_hash for row in conn.execute(query)}
+    stored = {row.entry_id: row for row in conn.execute(query)}
     for new in repeats:
-        if stored.get(new.entry.entry_id) != new.content_hash:
-            raise AlreadyExists(
-                f"entry {new.entry.entry_id!r} already exists in thread {thread_id!r} with different content"
-            )
+        row = stored[new.entry.entry_id]
+        if row.content_hash != new.content_hash:
+            raise entry_conflict(thread_id, entry_message(row), new.entry)
 
 
 def turn_entries_lean(conn: Connection, thread_id: str, turn_id: str) -> list[history_pb2.ConversationEntry]:

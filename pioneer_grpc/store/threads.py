@@ -10,6 +10,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from pioneer_grpc import reasons
 from pioneer_grpc.errors import AlreadyExists, NotFound
 from pioneer_grpc.store.clock import as_utc, now
 from pioneer_grpc.store.models import EntryRow, ThreadRow
@@ -28,8 +29,30 @@ class ThreadSettings:
     keep_tool_results: int | None = None
 
 
-async def create_thread(session: AsyncSession, thread_id: str, settings: ThreadSettings) -> ThreadRow:
-    """Inserts in its own transaction; AlreadyExists when the id is taken."""
+def thread_not_found(thread_id: str) -> NotFound:
+    return NotFound(
+        f"thread {thread_id!r} does not exist",
+        reason=reasons.THREAD_NOT_FOUND,
+        metadata={"thread_id": thread_id},
+    )
+
+
+def turn_not_found(thread_id: str, turn_id: str) -> NotFound:
+    return NotFound(
+        f"turn {turn_id!r} does not exist in thread {thread_id!r}",
+        reason=reasons.TURN_NOT_FOUND,
+        metadata={"thread_id": thread_id, "turn_id": turn_id},
+    )
+
+
+async def create_thread(
+    session: AsyncSession, thread_id: str, settings: ThreadSettings
+) -> tuple[ThreadRow, bool]:
+    """Inserts in its own transaction; returns the row and whether this call created it.
+
+    A taken id with the same settings answers the stored thread (a retried create);
+    with other settings it is AlreadyExists naming the settings that differ.
+    """
     moment = now()
     row = ThreadRow(
         thread_id=thread_id,
@@ -46,14 +69,25 @@ async def create_thread(session: AsyncSession, thread_id: str, settings: ThreadS
         async with session.begin():
             session.add(row)
     except IntegrityError:
-        raise AlreadyExists(f"thread {thread_id!r} already exists") from None
-    return row
+        async with session.begin():
+            stored = await session.get(ThreadRow, thread_id)
+        if stored is None:  # created and gone again cannot happen: threads are never deleted
+            raise
+        differing = [k for k, v in settings_of(stored).__dict__.items() if getattr(settings, k) != v]
+        if differing:
+            raise AlreadyExists(
+                f"thread {thread_id!r} already exists with a different {', '.join(differing)}",
+                reason=reasons.THREAD_CONFLICT,
+                metadata={"thread_id": thread_id, "differing_fields": ",".join(differing)},
+            ) from None
+        return stored, False
+    return row, True
 
 
 async def thread_row(session: AsyncSession, thread_id: str) -> ThreadRow:
     row = await session.get(ThreadRow, thread_id)
     if row is None:
-        raise NotFound(f"thread {thread_id!r} does not exist")
+        raise thread_not_found(thread_id)
     return row
 
 
@@ -69,7 +103,7 @@ async def update_thread(
     async with session.begin():
         row = await session.get(ThreadRow, thread_id, with_for_update=True)
         if row is None:
-            raise NotFound(f"thread {thread_id!r} does not exist")
+            raise thread_not_found(thread_id)
         for name, value in changes_for(settings_of(row)).items():
             setattr(row, name, value)
         # New settings deserve a new try at compaction.

@@ -21,6 +21,8 @@ class RpcFailure:
     code: grpc.StatusCode
     message: str
     violations: list[tuple[str, str]]
+    reason: str = ""
+    metadata: dict[str, str] | None = None
 
 
 async def failure(call) -> RpcFailure:
@@ -29,13 +31,15 @@ async def failure(call) -> RpcFailure:
         await call
     except grpc.aio.AioRpcError as error:
         violations: list[tuple[str, str]] = []
+        info = error_details_pb2.ErrorInfo()
         status = rpc_status.from_call(error)
         if status is not None:
             for detail in status.details:
                 bad = error_details_pb2.BadRequest()
                 if detail.Unpack(bad):
                     violations.extend((v.field, v.description) for v in bad.field_violations)
-        return RpcFailure(error.code(), error.details() or "", violations)
+                detail.Unpack(info)
+        return RpcFailure(error.code(), error.details() or "", violations, info.reason, dict(info.metadata))
     raise AssertionError("the call succeeded")
 
 

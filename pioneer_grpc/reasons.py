@@ -1,0 +1,48 @@
+"""Stable `google.rpc.ErrorInfo.reason` values (domain "pioneer.v1") that clients program against.
+
+A reason never changes meaning once published; new ones are added here. Each
+error class has a generic default (INVALID_ARGUMENT, NOT_FOUND, ...); a raise
+site names a specific one when a client could act on the difference.
+This module imports nothing, so the Python client ships it as it is.
+"""
+
+from __future__ import annotations
+
+# NOT_FOUND
+THREAD_NOT_FOUND = "THREAD_NOT_FOUND"
+TURN_NOT_FOUND = "TURN_NOT_FOUND"
+MANIFEST_EVENT_NOT_FOUND = "MANIFEST_EVENT_NOT_FOUND"
+# The turn exists but no compile has named it yet.
+TURN_MANIFEST_NOT_FOUND = "TURN_MANIFEST_NOT_FOUND"
+
+# ALREADY_EXISTS (metadata names the resource and the fields that differ)
+THREAD_CONFLICT = "THREAD_CONFLICT"
+ENTRY_CONFLICT = "ENTRY_CONFLICT"
+
+# FAILED_PRECONDITION
+TURN_COMPLETED = "TURN_COMPLETED"
+# The turn's latest tool calls have no results yet: append them, then retry.
+TOOL_RESULTS_PENDING = "TOOL_RESULTS_PENDING"
+
+# PERMISSION_DENIED
+WORKSPACE_OUTSIDE_HOME = "WORKSPACE_OUTSIDE_HOME"
+PATH_OUTSIDE_WORKSPACE = "PATH_OUTSIDE_WORKSPACE"
+NO_RUNTIME_HOME = "NO_RUNTIME_HOME"
+
+# INVALID_ARGUMENT (BadRequest lists the fields)
+INVALID_ARGUMENT = "INVALID_ARGUMENT"
+MODEL_REQUIRED = "MODEL_REQUIRED"
+INVALID_PAGE_TOKEN = "INVALID_PAGE_TOKEN"
+
+# RESOURCE_EXHAUSTED
+OBSERVER_TOO_SLOW = "OBSERVER_TOO_SLOW"
+
+# UNAVAILABLE
+SHUTTING_DOWN = "SHUTTING_DOWN"
+
+# UNAUTHENTICATED
+UNAUTHENTICATED = "UNAUTHENTICATED"
+
+# Codes a client may retry unchanged. UNAVAILABLE and ABORTED: the same call can
+# succeed later; RESOURCE_EXHAUSTED from a watch resumes from the last event id.
+RETRYABLE_CODES = ("UNAVAILABLE", "ABORTED", "RESOURCE_EXHAUSTED")
