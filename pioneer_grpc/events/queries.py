@@ -13,7 +13,6 @@ from pioneer_grpc import reasons
 from pioneer_grpc.errors import NotFound
 from pioneer_grpc.store.clock import as_utc
 from pioneer_grpc.store.models import Base, ManifestEventRow, ThreadRow, TurnRow
-from pioneer_grpc.store.threads import thread_not_found, turn_not_found
 from pioneer_grpc.store.work import database_work
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from pioneer_grpc.v1 import prompt_pb2
@@ -87,8 +86,16 @@ async def turn_manifest(engine: AsyncEngine, thread_id: str, turn_id: str) -> Tu
         ).first()
         if turn is None:
             if await conn.scalar(select(THREADS.c.thread_id).where(THREADS.c.thread_id == thread_id)) is None:
-                raise thread_not_found(thread_id)
-            raise turn_not_found(thread_id, turn_id)
+                raise NotFound(
+                    f"thread {thread_id!r} not found",
+                    reason=reasons.THREAD_NOT_FOUND,
+                    metadata={"thread_id": thread_id},
+                )
+            raise NotFound(
+                f"turn {turn_id!r} not found in thread {thread_id!r}",
+                reason=reasons.TURN_NOT_FOUND,
+                metadata={"thread_id": thread_id, "turn_id": turn_id},
+            )
     if turn.prompt_manifest_json is None:
         raise NotFound(
             f"turn {turn_id!r} of thread {thread_id!r} has no manifest yet: no compile named it",
