@@ -10,6 +10,8 @@ from pioneer_grpc.v1 import history_pb2
 
 # Reading: more completed turns follow the summary than a load reads.
 TURN_LIMIT_REACHED = "turn_limit_reached"
+# Reading: entries of turns not completed yet (but the excluded one) were left out.
+INCOMPLETE_TURNS_LEFT_OUT = "incomplete_turns_left_out"
 
 # Repairs of what older versions stored (appends refuse these now).
 ORPHAN_TOOL_RESULT_DROPPED = "orphan_tool_result_dropped"
@@ -38,6 +40,7 @@ TURN_CUT = "turn_cut"
 
 ALL_CODES = (
     TURN_LIMIT_REACHED,
+    INCOMPLETE_TURNS_LEFT_OUT,
     ORPHAN_TOOL_RESULT_DROPPED,
     TOOL_RESULT_MISSING,
     EMPTY_ENTRY_SKIPPED,

@@ -33,7 +33,7 @@ from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import summaries as summary_store
-from pioneer_grpc.store.history_state import HistoryState, history_state, history_state_in
+from pioneer_grpc.store.history_state import HistoryState, history_state, history_state_in, incomplete_entries
 from pioneer_grpc.store.locks import compression_lock
 from pioneer_grpc.store.work import database_work
 from pioneer_grpc.telemetry import tracing
@@ -149,7 +149,23 @@ async def load_history(
     result = await load_history_result(ctx, thread_id, exclude_turn_id, dry_run)
     if isinstance(result, CachedLoad):
         result = result.copy()
-    return result.messages, result.report
+    async with ctx.engine.connect() as conn:
+        entries, turns = await incomplete_entries(conn, thread_id, exclude_turn_id)
+    if not entries:
+        return result.messages, result.report
+    report = history_pb2.HistoryDecisionReport()
+    report.CopyFrom(result.report)  # a load's answer may be shared: never change it in place
+    report.diagnostics.append(_incomplete_diagnostic(entries, turns))
+    return result.messages, report
+
+
+def _incomplete_diagnostic(entries: int, turns: int) -> history_pb2.HistoryDiagnostic:
+    return decide.diagnostic(
+        codes.INCOMPLETE_TURNS_LEFT_OUT,
+        f"{entries} {'entry' if entries == 1 else 'entries'} of {turns} "
+        f"{'turn' if turns == 1 else 'turns'} not completed {'is' if entries == 1 else 'are'} left out; "
+        "CompleteTurn a turn to include it in history",
+    )
 
 
 async def load_history_result(

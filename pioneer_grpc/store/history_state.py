@@ -69,3 +69,16 @@ async def history_state(session: AsyncSession | AsyncConnection, thread_id: str)
 def history_state_in(conn: Connection, thread_id: str) -> HistoryState:
     """`history_state` on a synchronous connection (a round's transaction)."""
     return _state(conn.execute(_QUERY, {"thread_id": thread_id}).first(), thread_id)
+
+
+async def incomplete_entries(
+    session: AsyncSession | AsyncConnection, thread_id: str, exclude_turn_id: str = ""
+) -> tuple[int, int]:
+    """(entries, turns) not completed yet, but `exclude_turn_id`'s: what a history load leaves out."""
+    query = select(func.count(), func.count(EntryRow.turn_id.distinct())).where(
+        EntryRow.thread_id == thread_id,
+        EntryRow.completed.is_(False),
+        EntryRow.turn_id != exclude_turn_id,
+    )
+    entries, turns = (await session.execute(query)).one()
+    return int(entries), int(turns)

@@ -6,7 +6,7 @@ import grpc
 
 from pioneer_grpc import reasons
 from pioneer_grpc.v1 import history_service_pb2 as pb
-from tests.history.rpc import config, create, entry, failure, stub, turn
+from tests.history.rpc import codes, config, create, entry, failure, load, stub, turn
 
 
 async def test_create_thread_retried_with_the_same_config_answers_the_stored_thread(pg_server):
@@ -78,3 +78,28 @@ async def test_missing_thread_and_turn_have_their_own_reasons(pg_server):
     assert (no_turn.code, no_turn.reason) == (grpc.StatusCode.NOT_FOUND, reasons.TURN_NOT_FOUND)
     invalid = await failure(history.GetThread(pb.GetThreadRequest(thread_id="")))
     assert (invalid.reason, invalid.violations[0][0]) == (reasons.INVALID_ARGUMENT, "thread_id")
+
+
+async def test_a_load_says_it_left_out_the_entries_of_incomplete_turns(pg_server):
+    history = stub(pg_server)
+    await create(history, "t")
+    await turn(history, "t", "u1", entry("e1", "u1"))
+    await history.AppendEntries(
+        pb.AppendEntriesRequest(
+            thread_id="t", entries=[entry("e2", "u2"), entry("e3", "u2"), entry("e4", "u3")]
+        )
+    )
+    loaded = await load(history, "t")
+    assert [m.content for m in loaded.messages] == ["text of e1"]
+    left_out = [d for d in loaded.report.diagnostics if d.code == "incomplete_turns_left_out"]
+    assert [d.message for d in left_out] == [
+        "3 entries of 2 turns not completed are left out; CompleteTurn a turn to include it in history"
+    ]
+    # The turn in progress is left out on purpose: only the other one is reported.
+    excluding = await load(history, "t", exclude="u2")
+    assert [d.message for d in excluding.report.diagnostics if d.code == "incomplete_turns_left_out"] == [
+        "1 entry of 1 turn not completed is left out; CompleteTurn a turn to include it in history"
+    ]
+    await history.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id="u2"))
+    await history.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id="u3"))
+    assert "incomplete_turns_left_out" not in codes(await load(history, "t"))
