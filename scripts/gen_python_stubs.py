@@ -2,6 +2,8 @@
 
 protoc names generated modules after the proto package (`pioneer.v1`); the
 stubs live inside our package, so imports are rewritten to `pioneer_grpc.v1`.
+It also writes DESCRIPTOR_SET: every pioneer.v1 file and its imports, with
+source info, which server reflection serves so `grpcurl describe` shows comments.
 Usage: gen_python_stubs.py [--out DIR]   (default: pioneer_grpc/v1)
 """
 
@@ -18,6 +20,7 @@ from grpc_tools import protoc
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "protos"
+DESCRIPTOR_SET = "descriptor_set.binpb"
 IMPORT_RE = re.compile(r"^from pioneer\.v1 import ", re.MULTILINE)
 
 
@@ -32,13 +35,17 @@ def generate(out: Path) -> None:
             f"--python_out={tmp}",
             f"--pyi_out={tmp}",
             f"--grpc_python_out={tmp}",
+            f"--descriptor_set_out={Path(tmp) / DESCRIPTOR_SET}",
+            "--include_imports",
+            "--include_source_info",
             *protos,
         ]
         if protoc.main(args) != 0:
             raise SystemExit("protoc failed")
         out.mkdir(parents=True, exist_ok=True)
-        for old in out.glob("*_pb2*.py*"):
-            old.unlink()
+        for old in [*out.glob("*_pb2*.py*"), out / DESCRIPTOR_SET]:
+            old.unlink(missing_ok=True)
+        (out / DESCRIPTOR_SET).write_bytes((Path(tmp) / DESCRIPTOR_SET).read_bytes())
         for src in sorted((Path(tmp) / "pioneer" / "v1").iterdir()):
             text = IMPORT_RE.sub("from pioneer_grpc.v1 import ", src.read_text())
             (out / src.name).write_text(text)

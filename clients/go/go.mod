@@ -3,6 +3,7 @@ module github.com/pioneer-grpc/pioneer-grpc/clients/go
 go 1.26.0
 
 require (
+	google.golang.org/genproto/googleapis/api v0.0.0-20261110000943-09e21b237f2c
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12

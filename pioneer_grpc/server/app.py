@@ -16,7 +16,6 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 from opentelemetry.sdk.trace import TracerProvider
 
 from pioneer_grpc.adapters import build_summarizer
@@ -28,6 +27,7 @@ from pioneer_grpc.server.health import DatabaseHealth
 from pioneer_grpc.server.interceptors import AuthInterceptor, RequestInterceptor
 from pioneer_grpc.server.logs import quiet_drivers
 from pioneer_grpc.server.observability import ObservabilityInterceptor
+from pioneer_grpc.server.reflection import Reflection
 from pioneer_grpc.server.servicers.compiler import PromptCompilerServicer
 from pioneer_grpc.server.servicers.echo import EchoServicer
 from pioneer_grpc.server.servicers.history import HistoryServicer
@@ -309,10 +309,10 @@ async def start_server(config: Config, *, tracer_provider: TracerProvider | None
     for _, add, factory in SERVICES:
         add(factory(ctx), _EncodedAnswers(server))
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        [*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME],
-        server,
-    )
+    Reflection(
+        [*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name],
+        extra_files=[health_pb2.DESCRIPTOR],
+    ).add_to(server)
     credentials = _credentials(config)
     try:
         if credentials is None:

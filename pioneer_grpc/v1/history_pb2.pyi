@@ -1,5 +1,6 @@
 import datetime
 
+from google.api import field_behavior_pb2 as _field_behavior_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from pioneer_grpc.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
@@ -217,3 +218,21 @@ class ClearedToolResult(_message.Message):
     tokens_before: int
     tokens_after: int
     def __init__(self, entry_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., name: _Optional[str] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ...) -> None: ...
+
+class Turn(_message.Message):
+    __slots__ = ("thread_id", "turn_id", "status", "entry_count", "manifest_event_id", "create_time", "update_time")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    MANIFEST_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    turn_id: str
+    status: TurnStatus
+    entry_count: int
+    manifest_event_id: int
+    create_time: _timestamp_pb2.Timestamp
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., status: _Optional[_Union[TurnStatus, str]] = ..., entry_count: _Optional[int] = ..., manifest_event_id: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

@@ -1,3 +1,4 @@
+from google.api import field_behavior_pb2 as _field_behavior_pb2
 from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from pioneer_grpc.v1 import chat_pb2 as _chat_pb2
 from pioneer_grpc.v1 import history_pb2 as _history_pb2
@@ -136,3 +137,57 @@ class CountTokensResponse(_message.Message):
     tokenizer: str
     exact: bool
     def __init__(self, token_counts: _Optional[_Iterable[int]] = ..., total_tokens: _Optional[int] = ..., tokenizer: _Optional[str] = ..., exact: _Optional[bool] = ...) -> None: ...
+
+class ListThreadsRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListThreadsResponse(_message.Message):
+    __slots__ = ("threads", "next_page_token")
+    THREADS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    threads: _containers.RepeatedCompositeFieldContainer[_history_pb2.Thread]
+    next_page_token: str
+    def __init__(self, threads: _Optional[_Iterable[_Union[_history_pb2.Thread, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ListTurnsRequest(_message.Message):
+    __slots__ = ("thread_id", "page_size", "page_token")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, thread_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListTurnsResponse(_message.Message):
+    __slots__ = ("turns", "next_page_token")
+    TURNS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    turns: _containers.RepeatedCompositeFieldContainer[_history_pb2.Turn]
+    next_page_token: str
+    def __init__(self, turns: _Optional[_Iterable[_Union[_history_pb2.Turn, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ListEntriesRequest(_message.Message):
+    __slots__ = ("thread_id", "turn_id", "page_size", "page_token")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    turn_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListEntriesResponse(_message.Message):
+    __slots__ = ("entries", "next_page_token")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[_history_pb2.ConversationEntry]
+    next_page_token: str
+    def __init__(self, entries: _Optional[_Iterable[_Union[_history_pb2.ConversationEntry, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...

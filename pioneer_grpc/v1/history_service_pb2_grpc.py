@@ -32,6 +32,12 @@ class HistoryServiceStub:
     request string is refused when it holds a NUL character (PostgreSQL text
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+
+    Errors carry google.rpc.ErrorInfo (domain "pioneer.v1") with a stable reason,
+    and google.rpc.BadRequest naming each bad field on INVALID_ARGUMENT. Besides
+    the errors listed per RPC, any RPC may answer UNAUTHENTICATED (reason
+    UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged) and
+    UNAVAILABLE (the database cannot be reached; retry with backoff).
     """
 
     def __init__(self, channel):
@@ -80,6 +86,21 @@ class HistoryServiceStub:
                 request_serializer=pioneer_dot_v1_dot_history__service__pb2.CountTokensRequest.SerializeToString,
                 response_deserializer=pioneer_dot_v1_dot_history__service__pb2.CountTokensResponse.FromString,
                 _registered_method=True)
+        self.ListThreads = channel.unary_unary(
+                '/pioneer.v1.HistoryService/ListThreads',
+                request_serializer=pioneer_dot_v1_dot_history__service__pb2.ListThreadsRequest.SerializeToString,
+                response_deserializer=pioneer_dot_v1_dot_history__service__pb2.ListThreadsResponse.FromString,
+                _registered_method=True)
+        self.ListTurns = channel.unary_unary(
+                '/pioneer.v1.HistoryService/ListTurns',
+                request_serializer=pioneer_dot_v1_dot_history__service__pb2.ListTurnsRequest.SerializeToString,
+                response_deserializer=pioneer_dot_v1_dot_history__service__pb2.ListTurnsResponse.FromString,
+                _registered_method=True)
+        self.ListEntries = channel.unary_unary(
+                '/pioneer.v1.HistoryService/ListEntries',
+                request_serializer=pioneer_dot_v1_dot_history__service__pb2.ListEntriesRequest.SerializeToString,
+                response_deserializer=pioneer_dot_v1_dot_history__service__pb2.ListEntriesResponse.FromString,
+                _registered_method=True)
 
 
 class HistoryServiceServicer:
@@ -89,22 +110,38 @@ class HistoryServiceServicer:
     request string is refused when it holds a NUL character (PostgreSQL text
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+
+    Errors carry google.rpc.ErrorInfo (domain "pioneer.v1") with a stable reason,
+    and google.rpc.BadRequest naming each bad field on INVALID_ARGUMENT. Besides
+    the errors listed per RPC, any RPC may answer UNAUTHENTICATED (reason
+    UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged) and
+    UNAVAILABLE (the database cannot be reached; retry with backoff).
     """
 
     def CreateThread(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Creates a thread. Idempotent: the same thread_id with the same config
+        answers the stored thread, so a create retried after a timeout is safe.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (bad id or budget; do not retry
+        unchanged); ALREADY_EXISTS THREAD_CONFLICT (the id is taken with another
+        config; metadata differing_fields; do not retry).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetThread(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        Read only: always safe to retry.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def UpdateThread(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Errors: INVALID_ARGUMENT INVALID_ARGUMENT (unknown mask path, bad budget);
+        NOT_FOUND THREAD_NOT_FOUND. Safe to retry: the same update sets the same values.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -119,6 +156,15 @@ class HistoryServiceServicer:
         in the thread or the batch; a tool result that does not answer an open call
         of its own turn (one made by the turn's latest assistant entry, before any
         later user or assistant entry), answers it twice, or names another tool.
+
+        Entries stay out of history loads until their turn is completed (CompleteTurn).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names entries[i].field);
+        NOT_FOUND THREAD_NOT_FOUND; ALREADY_EXISTS ENTRY_CONFLICT (an entry_id is
+        stored with other fields; metadata differing_fields, stored_turn_id; do not
+        retry); FAILED_PRECONDITION TURN_COMPLETED (a new entry names a completed
+        turn; metadata turn_id, entry_id; start a new turn). All or nothing; safe to
+        retry the same batch.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -126,6 +172,9 @@ class HistoryServiceServicer:
 
     def CompleteTurn(self, request, context):
         """Marks a turn's entries completed, so history loads include them.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
+        TURN_NOT_FOUND (no entry or compile named the turn). Idempotent: safe to retry.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -137,19 +186,58 @@ class HistoryServiceServicer:
         reject is repaired and reported (HistoryDecisionReport.diagnostics): a call
         of a completed turn without a stored result gets a synthesized one saying it
         was interrupted.
+
+        Entries of turns not completed yet are left out; the report then carries the
+        diagnostic incomplete_turns_left_out (the excluded turn is not counted).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        Safe to retry: a summary stored by an earlier try is reused.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetThreadSummary(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        Read only: always safe to retry.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def CountTokens(self, request, context):
         """Counts tokens with the server's tokenizer, for callers without one.
+
+        No errors of its own; always safe to retry.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListThreads(self, request, context):
+        """Lists threads by thread_id, a page at a time (AIP-158).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size),
+        INVALID_PAGE_TOKEN (a token not from this list). Read only: always safe to retry.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTurns(self, request, context):
+        """Lists a thread's turns, oldest first, a page at a time (AIP-158).
+
+        Errors: as ListThreads, and NOT_FOUND THREAD_NOT_FOUND. Always safe to retry.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListEntries(self, request, context):
+        """Lists a thread's stored entries by sequence, completed or not, with their
+        content, a page at a time (AIP-158).
+
+        Errors: as ListThreads, and NOT_FOUND THREAD_NOT_FOUND. Always safe to retry.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -198,6 +286,21 @@ def add_HistoryServiceServicer_to_server(servicer, server):
                     request_deserializer=pioneer_dot_v1_dot_history__service__pb2.CountTokensRequest.FromString,
                     response_serializer=pioneer_dot_v1_dot_history__service__pb2.CountTokensResponse.SerializeToString,
             ),
+            'ListThreads': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListThreads,
+                    request_deserializer=pioneer_dot_v1_dot_history__service__pb2.ListThreadsRequest.FromString,
+                    response_serializer=pioneer_dot_v1_dot_history__service__pb2.ListThreadsResponse.SerializeToString,
+            ),
+            'ListTurns': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTurns,
+                    request_deserializer=pioneer_dot_v1_dot_history__service__pb2.ListTurnsRequest.FromString,
+                    response_serializer=pioneer_dot_v1_dot_history__service__pb2.ListTurnsResponse.SerializeToString,
+            ),
+            'ListEntries': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListEntries,
+                    request_deserializer=pioneer_dot_v1_dot_history__service__pb2.ListEntriesRequest.FromString,
+                    response_serializer=pioneer_dot_v1_dot_history__service__pb2.ListEntriesResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'pioneer.v1.HistoryService', rpc_method_handlers)
@@ -213,6 +316,12 @@ class HistoryService:
     request string is refused when it holds a NUL character (PostgreSQL text
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+
+    Errors carry google.rpc.ErrorInfo (domain "pioneer.v1") with a stable reason,
+    and google.rpc.BadRequest naming each bad field on INVALID_ARGUMENT. Besides
+    the errors listed per RPC, any RPC may answer UNAUTHENTICATED (reason
+    UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged) and
+    UNAVAILABLE (the database cannot be reached; retry with backoff).
     """
 
     @staticmethod
@@ -421,6 +530,87 @@ class HistoryService:
             '/pioneer.v1.HistoryService/CountTokens',
             pioneer_dot_v1_dot_history__service__pb2.CountTokensRequest.SerializeToString,
             pioneer_dot_v1_dot_history__service__pb2.CountTokensResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListThreads(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pioneer.v1.HistoryService/ListThreads',
+            pioneer_dot_v1_dot_history__service__pb2.ListThreadsRequest.SerializeToString,
+            pioneer_dot_v1_dot_history__service__pb2.ListThreadsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTurns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pioneer.v1.HistoryService/ListTurns',
+            pioneer_dot_v1_dot_history__service__pb2.ListTurnsRequest.SerializeToString,
+            pioneer_dot_v1_dot_history__service__pb2.ListTurnsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListEntries(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pioneer.v1.HistoryService/ListEntries',
+            pioneer_dot_v1_dot_history__service__pb2.ListEntriesRequest.SerializeToString,
+            pioneer_dot_v1_dot_history__service__pb2.ListEntriesResponse.FromString,
             options,
             channel_credentials,
             insecure,

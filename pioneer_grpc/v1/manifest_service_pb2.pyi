@@ -1,5 +1,6 @@
 import datetime
 
+from google.api import field_behavior_pb2 as _field_behavior_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from pioneer_grpc.v1 import prompt_pb2 as _prompt_pb2
 from pioneer_grpc.v1 import history_pb2 as _history_pb2

@@ -32,6 +32,9 @@ class ManifestServiceStub:
     request string is refused when it holds a NUL character (PostgreSQL text
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
+    UNAVAILABLE (retry with backoff).
     """
 
     def __init__(self, channel):
@@ -64,10 +67,16 @@ class ManifestServiceServicer:
     request string is refused when it holds a NUL character (PostgreSQL text
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
+    UNAVAILABLE (retry with backoff).
     """
 
     def GetTurnManifest(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
+        TURN_NOT_FOUND, TURN_MANIFEST_NOT_FOUND (no compile named the turn yet).
+        Read only: always safe to retry.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -76,6 +85,11 @@ class ManifestServiceServicer:
         """Streams manifest events after after_event_id: the stored backlog, then live
         events, in id order, without gaps or duplicates, with periodic heartbeats.
         A slow observer is ended with RESOURCE_EXHAUSTED; it resumes from its last id.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative after_event_id);
+        RESOURCE_EXHAUSTED OBSERVER_TOO_SLOW and UNAVAILABLE SHUTTING_DOWN, both with
+        metadata resume_after_event_id: reconnect with after_event_id set to it to
+        resume without loss or duplicates.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -83,6 +97,10 @@ class ManifestServiceServicer:
 
     def DiffManifests(self, request, context):
         """Compares two manifests and names the section that broke the prefix cache.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
+        MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
+        TURN_MANIFEST_NOT_FOUND. Read only: always safe to retry.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -121,6 +139,9 @@ class ManifestService:
     request string is refused when it holds a NUL character (PostgreSQL text
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
+    UNAVAILABLE (retry with backoff).
     """
 
     @staticmethod

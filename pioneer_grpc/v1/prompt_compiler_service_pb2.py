@@ -22,10 +22,11 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 from pioneer_grpc.v1 import prompt_pb2 as pioneer_dot_v1_dot_prompt__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(pioneer/v1/prompt_compiler_service.proto\x12\npioneer.v1\x1a\x17pioneer/v1/prompt.proto\"i\n\x14\x43ompilePromptRequest\x12-\n\x05input\x18\x01 \x01(\x0b\x32\x1e.pioneer.v1.PromptCompileInput\x12\x11\n\tthread_id\x18\x02 \x01(\t\x12\x0f\n\x07turn_id\x18\x03 \x01(\t\"f\n\x15\x43ompilePromptResponse\x12\x32\n\x07payload\x18\x01 \x01(\x0b\x32!.pioneer.v1.CompiledPromptPayload\x12\x19\n\x11manifest_event_id\x18\x02 \x01(\x03\"5\n\x1b\x45nsureBootstrapFilesRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\"<\n\rBootstrapFile\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x08\"H\n\x1c\x45nsureBootstrapFilesResponse\x12(\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x19.pioneer.v1.BootstrapFile2\xd8\x01\n\x15PromptCompilerService\x12T\n\rCompilePrompt\x12 .pioneer.v1.CompilePromptRequest\x1a!.pioneer.v1.CompilePromptResponse\x12i\n\x14\x45nsureBootstrapFiles\x12\'.pioneer.v1.EnsureBootstrapFilesRequest\x1a(.pioneer.v1.EnsureBootstrapFilesResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(pioneer/v1/prompt_compiler_service.proto\x12\npioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x17pioneer/v1/prompt.proto\"x\n\x14\x43ompilePromptRequest\x12\x32\n\x05input\x18\x01 \x01(\x0b\x32\x1e.pioneer.v1.PromptCompileInputB\x03\xe0\x41\x02\x12\x16\n\tthread_id\x18\x02 \x01(\tB\x03\xe0\x41\x01\x12\x14\n\x07turn_id\x18\x03 \x01(\tB\x03\xe0\x41\x01\"f\n\x15\x43ompilePromptResponse\x12\x32\n\x07payload\x18\x01 \x01(\x0b\x32!.pioneer.v1.CompiledPromptPayload\x12\x19\n\x11manifest_event_id\x18\x02 \x01(\x03\":\n\x1b\x45nsureBootstrapFilesRequest\x12\x1b\n\x0eworkspace_root\x18\x01 \x01(\tB\x03\xe0\x41\x01\"<\n\rBootstrapFile\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x08\"H\n\x1c\x45nsureBootstrapFilesResponse\x12(\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x19.pioneer.v1.BootstrapFile2\xd8\x01\n\x15PromptCompilerService\x12T\n\rCompilePrompt\x12 .pioneer.v1.CompilePromptRequest\x1a!.pioneer.v1.CompilePromptResponse\x12i\n\x14\x45nsureBootstrapFiles\x12\'.pioneer.v1.EnsureBootstrapFilesRequest\x1a(.pioneer.v1.EnsureBootstrapFilesResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,16 +34,24 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'pioneer.v1.prompt_compiler_
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'ZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1'
-  _globals['_COMPILEPROMPTREQUEST']._serialized_start=81
-  _globals['_COMPILEPROMPTREQUEST']._serialized_end=186
-  _globals['_COMPILEPROMPTRESPONSE']._serialized_start=188
-  _globals['_COMPILEPROMPTRESPONSE']._serialized_end=290
-  _globals['_ENSUREBOOTSTRAPFILESREQUEST']._serialized_start=292
-  _globals['_ENSUREBOOTSTRAPFILESREQUEST']._serialized_end=345
-  _globals['_BOOTSTRAPFILE']._serialized_start=347
-  _globals['_BOOTSTRAPFILE']._serialized_end=407
-  _globals['_ENSUREBOOTSTRAPFILESRESPONSE']._serialized_start=409
-  _globals['_ENSUREBOOTSTRAPFILESRESPONSE']._serialized_end=481
-  _globals['_PROMPTCOMPILERSERVICE']._serialized_start=484
-  _globals['_PROMPTCOMPILERSERVICE']._serialized_end=700
+  _globals['_COMPILEPROMPTREQUEST'].fields_by_name['input']._loaded_options = None
+  _globals['_COMPILEPROMPTREQUEST'].fields_by_name['input']._serialized_options = b'\340A\002'
+  _globals['_COMPILEPROMPTREQUEST'].fields_by_name['thread_id']._loaded_options = None
+  _globals['_COMPILEPROMPTREQUEST'].fields_by_name['thread_id']._serialized_options = b'\340A\001'
+  _globals['_COMPILEPROMPTREQUEST'].fields_by_name['turn_id']._loaded_options = None
+  _globals['_COMPILEPROMPTREQUEST'].fields_by_name['turn_id']._serialized_options = b'\340A\001'
+  _globals['_ENSUREBOOTSTRAPFILESREQUEST'].fields_by_name['workspace_root']._loaded_options = None
+  _globals['_ENSUREBOOTSTRAPFILESREQUEST'].fields_by_name['workspace_root']._serialized_options = b'\340A\001'
+  _globals['_COMPILEPROMPTREQUEST']._serialized_start=114
+  _globals['_COMPILEPROMPTREQUEST']._serialized_end=234
+  _globals['_COMPILEPROMPTRESPONSE']._serialized_start=236
+  _globals['_COMPILEPROMPTRESPONSE']._serialized_end=338
+  _globals['_ENSUREBOOTSTRAPFILESREQUEST']._serialized_start=340
+  _globals['_ENSUREBOOTSTRAPFILESREQUEST']._serialized_end=398
+  _globals['_BOOTSTRAPFILE']._serialized_start=400
+  _globals['_BOOTSTRAPFILE']._serialized_end=460
+  _globals['_ENSUREBOOTSTRAPFILESRESPONSE']._serialized_start=462
+  _globals['_ENSUREBOOTSTRAPFILESRESPONSE']._serialized_end=534
+  _globals['_PROMPTCOMPILERSERVICE']._serialized_start=537
+  _globals['_PROMPTCOMPILERSERVICE']._serialized_end=753
 # @@protoc_insertion_point(module_scope)

@@ -32,6 +32,9 @@ class PromptCompilerServiceStub:
     request string is refused when it holds a NUL character (PostgreSQL text
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
+    UNAVAILABLE (retry with backoff).
     """
 
     def __init__(self, channel):
@@ -59,11 +62,19 @@ class PromptCompilerServiceServicer:
     request string is refused when it holds a NUL character (PostgreSQL text
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
+    UNAVAILABLE (retry with backoff).
     """
 
     def CompilePrompt(self, request, context):
         """Compiles a system prompt. When thread_id and turn_id are set, the manifest
         is persisted on the turn and published to manifest observers.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names input.* fields);
+        PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE,
+        NO_RUNTIME_HOME (metadata field, path, resolved; do not retry unchanged).
+        Safe to retry: a persisted manifest is recorded again as a new event.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -72,6 +83,9 @@ class PromptCompilerServiceServicer:
     def EnsureBootstrapFiles(self, request, context):
         """Creates SOUL.md and IDENTITY.md in the runtime home when missing. Never
         overwrites an existing file, even an empty one.
+
+        Errors: PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME, NO_RUNTIME_HOME.
+        Idempotent: safe to retry.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -105,6 +119,9 @@ class PromptCompilerService:
     request string is refused when it holds a NUL character (PostgreSQL text
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
+    UNAVAILABLE (retry with backoff).
     """
 
     @staticmethod

@@ -63,6 +63,9 @@ class ProviderServiceServicer:
         parses them, tool choice allowed with the reasoning asked for...): what
         cannot be met truthfully is INVALID_ARGUMENT naming the field, what the
         server adapts is listed in the response's notices.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names chat_request.*
+        fields the provider cannot take); UNAUTHENTICATED. Pure: always safe to retry.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

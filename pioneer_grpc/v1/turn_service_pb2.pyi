@@ -1,3 +1,4 @@
+from google.api import field_behavior_pb2 as _field_behavior_pb2
 from pioneer_grpc.v1 import chat_pb2 as _chat_pb2
 from pioneer_grpc.v1 import history_pb2 as _history_pb2
 from pioneer_grpc.v1 import prompt_pb2 as _prompt_pb2

@@ -63,3 +63,45 @@ async def test_reflection_resolves_a_contract_message(server):
 
     async for response in stub.ServerReflectionInfo(requests()):
         assert response.file_descriptor_response.file_descriptor_proto, response
+
+
+async def _ask(channel, service: str, request: reflection_pb2.ServerReflectionRequest):
+    call = channel.stream_stream(
+        f"/{service}/ServerReflectionInfo",
+        request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+        response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+    )
+
+    async def requests():
+        yield request
+
+    return [response async for response in call(requests())]
+
+
+async def test_reflection_v1_and_v1alpha_serve_the_contract_with_its_comments(server):
+    from google.protobuf import descriptor_pb2
+
+    for service in ("grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"):
+        request = reflection_pb2.ServerReflectionRequest(file_containing_symbol="pioneer.v1.HistoryService")
+        [response] = await _ask(server.channel(), service, request)
+        files = {}
+        for raw in response.file_descriptor_response.file_descriptor_proto:
+            proto = descriptor_pb2.FileDescriptorProto.FromString(raw)
+            files[proto.name] = proto
+        assert {"pioneer/v1/history_service.proto", "google/api/field_behavior.proto"} <= set(files)
+        comments = [
+            loc.leading_comments
+            for loc in files["pioneer/v1/history_service.proto"].source_code_info.location
+        ]
+        assert any("ALREADY_EXISTS THREAD_CONFLICT" in text for text in comments), service
+        [listed] = await _ask(
+            server.channel(), service, reflection_pb2.ServerReflectionRequest(list_services="")
+        )
+        names = {s.name for s in listed.list_services_response.service}
+        assert {"grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"} <= names
+        [missing] = await _ask(
+            server.channel(),
+            service,
+            reflection_pb2.ServerReflectionRequest(file_containing_symbol="no.Such"),
+        )
+        assert missing.error_response.error_code == 5  # NOT_FOUND

@@ -43,6 +43,12 @@ pub mod v1 {
     include!("gen/pioneer.v1.rs");
 }
 
+/// `google.api.FieldBehavior`, the annotation that marks the contract's required and output-only fields.
+#[allow(missing_docs, clippy::all, clippy::pedantic, rustdoc::all)]
+pub mod google_api {
+    include!("gen/google.api.rs");
+}
+
 /// `grpc.health.v1` messages and client (from `tonic-health`).
 pub mod health {
     pub use tonic_health::pb::health_check_response::ServingStatus;

@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc
 
 from pioneer_grpc.service import history as history_ops
+from pioneer_grpc.service import listing
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.v1 import history_service_pb2 as pb
@@ -86,3 +87,25 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
             tokenizer=counted.tokenizer,
             exact=counted.exact,
         )
+
+    async def ListThreads(
+        self, request: pb.ListThreadsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListThreadsResponse:
+        threads, token = await listing.list_threads(self.ctx, request.page_size, request.page_token)
+        return pb.ListThreadsResponse(threads=threads, next_page_token=token)
+
+    async def ListTurns(
+        self, request: pb.ListTurnsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListTurnsResponse:
+        turns, token = await listing.list_turns(
+            self.ctx, request.thread_id, request.page_size, request.page_token
+        )
+        return pb.ListTurnsResponse(turns=turns, next_page_token=token)
+
+    async def ListEntries(
+        self, request: pb.ListEntriesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListEntriesResponse:
+        entries, token = await listing.list_entries(
+            self.ctx, request.thread_id, request.turn_id, request.page_size, request.page_token
+        )
+        return pb.ListEntriesResponse(entries=entries, next_page_token=token)

@@ -1390,6 +1390,9 @@ pub struct ConversationEntry {
     #[prost(string, tag = "1")]
     pub entry_id: ::prost::alloc::string::String,
     /// Cap: at most 200 characters.
+    ///
+    /// Required in AppendEntries. In PrepareTurn.new_entries it may be left empty
+    /// (the request's turn_id is stored) and must otherwise equal it.
     #[prost(string, tag = "2")]
     pub turn_id: ::prost::alloc::string::String,
     #[prost(enumeration = "EntryRole", tag = "3")]
@@ -1534,6 +1537,9 @@ pub struct HistoryDecisionReport {
     /// together.
     /// turn_cut: the newest turn alone does not fit; its request and its newest
     /// entries that fit were kept.
+    ///
+    /// incomplete_turns_left_out: entries of turns not completed yet (but
+    /// exclude_turn_id's) were not loaded; CompleteTurn includes them.
     #[prost(message, repeated, tag = "13")]
     pub diagnostics: ::prost::alloc::vec::Vec<HistoryDiagnostic>,
     /// The tokenizer of every count in this report: the thread model's (registry),
@@ -1574,6 +1580,28 @@ pub struct ClearedToolResult {
     pub tokens_before: i32,
     #[prost(int32, tag = "5")]
     pub tokens_after: i32,
+}
+/// Turn is one round of a thread: the entries and the prompt compile of one
+/// model call and its tool rounds. Its entries reach history loads once completed.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct Turn {
+    #[prost(string, tag = "1")]
+    pub thread_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub turn_id: ::prost::alloc::string::String,
+    #[prost(enumeration = "TurnStatus", tag = "3")]
+    pub status: i32,
+    /// Number of stored entries of this turn.
+    #[prost(int64, tag = "4")]
+    pub entry_count: i64,
+    /// The event of the turn's latest manifest; 0 when no compile named the turn.
+    #[prost(int64, tag = "5")]
+    pub manifest_event_id: i64,
+    #[prost(message, optional, tag = "6")]
+    pub create_time: ::core::option::Option<::prost_types::Timestamp>,
+    #[prost(message, optional, tag = "7")]
+    pub update_time: ::core::option::Option<::prost_types::Timestamp>,
 }
 /// CompactionStrategy is how a load brings a history over the threshold (80% of
 /// the budget) back under it.
@@ -1819,6 +1847,8 @@ pub struct AppendEntriesRequest {
     #[prost(string, tag = "1")]
     pub thread_id: ::prost::alloc::string::String,
     /// Cap: at most 100 items.
+    ///
+    /// Each entry needs entry_id, turn_id and role.
     #[prost(message, repeated, tag = "2")]
     pub entries: ::prost::alloc::vec::Vec<ConversationEntry>,
     /// Ask for less: answer with the counts only, without echoing the stored entries.
@@ -1921,6 +1951,76 @@ pub struct CountTokensResponse {
     #[prost(bool, tag = "4")]
     pub exact: bool,
 }
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ListThreadsRequest {
+    /// At most this many threads; 0 = 50, more than 1000 = 1000.
+    #[prost(int32, tag = "1")]
+    pub page_size: i32,
+    /// next_page_token of the previous page; empty = the first page. Opaque.
+    /// Cap: at most 1,000 characters.
+    #[prost(string, tag = "2")]
+    pub page_token: ::prost::alloc::string::String,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ListThreadsResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub threads: ::prost::alloc::vec::Vec<Thread>,
+    /// Pass as page_token for the next page; empty on the last page.
+    #[prost(string, tag = "2")]
+    pub next_page_token: ::prost::alloc::string::String,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ListTurnsRequest {
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "1")]
+    pub thread_id: ::prost::alloc::string::String,
+    /// At most this many turns; 0 = 50, more than 1000 = 1000.
+    #[prost(int32, tag = "2")]
+    pub page_size: i32,
+    /// next_page_token of the previous page; empty = the first page. Opaque.
+    /// Cap: at most 1,000 characters.
+    #[prost(string, tag = "3")]
+    pub page_token: ::prost::alloc::string::String,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ListTurnsResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub turns: ::prost::alloc::vec::Vec<Turn>,
+    /// Pass as page_token for the next page; empty on the last page.
+    #[prost(string, tag = "2")]
+    pub next_page_token: ::prost::alloc::string::String,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ListEntriesRequest {
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "1")]
+    pub thread_id: ::prost::alloc::string::String,
+    /// Only this turn's entries; empty = every entry of the thread.
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "2")]
+    pub turn_id: ::prost::alloc::string::String,
+    /// At most this many entries; 0 = 100, more than 500 = 500.
+    #[prost(int32, tag = "3")]
+    pub page_size: i32,
+    /// next_page_token of the previous page; empty = the first page. Opaque.
+    /// Cap: at most 1,000 characters.
+    #[prost(string, tag = "4")]
+    pub page_token: ::prost::alloc::string::String,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ListEntriesResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub entries: ::prost::alloc::vec::Vec<ConversationEntry>,
+    /// Pass as page_token for the next page; empty on the last page.
+    #[prost(string, tag = "2")]
+    pub next_page_token: ::prost::alloc::string::String,
+}
 /// Generated client implementations.
 pub mod history_service_client {
     #![allow(
@@ -1938,6 +2038,12 @@ pub mod history_service_client {
     /// request string is refused when it holds a NUL character (PostgreSQL text
     /// cannot store one). Both are checked before any work and answered with
     /// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+    ///
+    /// Errors carry google.rpc.ErrorInfo (domain "pioneer.v1") with a stable reason,
+    /// and google.rpc.BadRequest naming each bad field on INVALID_ARGUMENT. Besides
+    /// the errors listed per RPC, any RPC may answer UNAUTHENTICATED (reason
+    /// UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged) and
+    /// UNAVAILABLE (the database cannot be reached; retry with backoff).
     #[derive(Debug, Clone)]
     pub struct HistoryServiceClient<T> {
         inner: tonic::client::Grpc<T>,
@@ -2018,6 +2124,12 @@ pub mod history_service_client {
             self.inner = self.inner.max_encoding_message_size(limit);
             self
         }
+        /// Creates a thread. Idempotent: the same thread_id with the same config
+        /// answers the stored thread, so a create retried after a timeout is safe.
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (bad id or budget; do not retry
+        /// unchanged); ALREADY_EXISTS THREAD_CONFLICT (the id is taken with another
+        /// config; metadata differing_fields; do not retry).
         pub async fn create_thread(
             &mut self,
             request: impl tonic::IntoRequest<super::CreateThreadRequest>,
@@ -2042,6 +2154,8 @@ pub mod history_service_client {
                 .insert(GrpcMethod::new("pioneer.v1.HistoryService", "CreateThread"));
             self.inner.unary(req, path, codec).await
         }
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        /// Read only: always safe to retry.
         pub async fn get_thread(
             &mut self,
             request: impl tonic::IntoRequest<super::GetThreadRequest>,
@@ -2066,6 +2180,8 @@ pub mod history_service_client {
                 .insert(GrpcMethod::new("pioneer.v1.HistoryService", "GetThread"));
             self.inner.unary(req, path, codec).await
         }
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (unknown mask path, bad budget);
+        /// NOT_FOUND THREAD_NOT_FOUND. Safe to retry: the same update sets the same values.
         pub async fn update_thread(
             &mut self,
             request: impl tonic::IntoRequest<super::UpdateThreadRequest>,
@@ -2099,6 +2215,15 @@ pub mod history_service_client {
         /// in the thread or the batch; a tool result that does not answer an open call
         /// of its own turn (one made by the turn's latest assistant entry, before any
         /// later user or assistant entry), answers it twice, or names another tool.
+        ///
+        /// Entries stay out of history loads until their turn is completed (CompleteTurn).
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names entries\[i\].field);
+        /// NOT_FOUND THREAD_NOT_FOUND; ALREADY_EXISTS ENTRY_CONFLICT (an entry_id is
+        /// stored with other fields; metadata differing_fields, stored_turn_id; do not
+        /// retry); FAILED_PRECONDITION TURN_COMPLETED (a new entry names a completed
+        /// turn; metadata turn_id, entry_id; start a new turn). All or nothing; safe to
+        /// retry the same batch.
         pub async fn append_entries(
             &mut self,
             request: impl tonic::IntoRequest<super::AppendEntriesRequest>,
@@ -2124,6 +2249,9 @@ pub mod history_service_client {
             self.inner.unary(req, path, codec).await
         }
         /// Marks a turn's entries completed, so history loads include them.
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
+        /// TURN_NOT_FOUND (no entry or compile named the turn). Idempotent: safe to retry.
         pub async fn complete_turn(
             &mut self,
             request: impl tonic::IntoRequest<super::CompleteTurnRequest>,
@@ -2153,6 +2281,12 @@ pub mod history_service_client {
         /// reject is repaired and reported (HistoryDecisionReport.diagnostics): a call
         /// of a completed turn without a stored result gets a synthesized one saying it
         /// was interrupted.
+        ///
+        /// Entries of turns not completed yet are left out; the report then carries the
+        /// diagnostic incomplete_turns_left_out (the excluded turn is not counted).
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        /// Safe to retry: a summary stored by an earlier try is reused.
         pub async fn load_conversation_history(
             &mut self,
             request: impl tonic::IntoRequest<super::LoadConversationHistoryRequest>,
@@ -2182,6 +2316,8 @@ pub mod history_service_client {
                 );
             self.inner.unary(req, path, codec).await
         }
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        /// Read only: always safe to retry.
         pub async fn get_thread_summary(
             &mut self,
             request: impl tonic::IntoRequest<super::GetThreadSummaryRequest>,
@@ -2209,6 +2345,8 @@ pub mod history_service_client {
             self.inner.unary(req, path, codec).await
         }
         /// Counts tokens with the server's tokenizer, for callers without one.
+        ///
+        /// No errors of its own; always safe to retry.
         pub async fn count_tokens(
             &mut self,
             request: impl tonic::IntoRequest<super::CountTokensRequest>,
@@ -2231,6 +2369,89 @@ pub mod history_service_client {
             let mut req = request.into_request();
             req.extensions_mut()
                 .insert(GrpcMethod::new("pioneer.v1.HistoryService", "CountTokens"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Lists threads by thread_id, a page at a time (AIP-158).
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size),
+        /// INVALID_PAGE_TOKEN (a token not from this list). Read only: always safe to retry.
+        pub async fn list_threads(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ListThreadsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListThreadsResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/pioneer.v1.HistoryService/ListThreads",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("pioneer.v1.HistoryService", "ListThreads"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Lists a thread's turns, oldest first, a page at a time (AIP-158).
+        ///
+        /// Errors: as ListThreads, and NOT_FOUND THREAD_NOT_FOUND. Always safe to retry.
+        pub async fn list_turns(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ListTurnsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListTurnsResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/pioneer.v1.HistoryService/ListTurns",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("pioneer.v1.HistoryService", "ListTurns"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Lists a thread's stored entries by sequence, completed or not, with their
+        /// content, a page at a time (AIP-158).
+        ///
+        /// Errors: as ListThreads, and NOT_FOUND THREAD_NOT_FOUND. Always safe to retry.
+        pub async fn list_entries(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ListEntriesRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListEntriesResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/pioneer.v1.HistoryService/ListEntries",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("pioneer.v1.HistoryService", "ListEntries"));
             self.inner.unary(req, path, codec).await
         }
     }
@@ -2439,6 +2660,9 @@ pub mod manifest_service_client {
     /// request string is refused when it holds a NUL character (PostgreSQL text
     /// cannot store one). Both are checked before any work and answered with
     /// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+    ///
+    /// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
+    /// UNAVAILABLE (retry with backoff).
     #[derive(Debug, Clone)]
     pub struct ManifestServiceClient<T> {
         inner: tonic::client::Grpc<T>,
@@ -2519,6 +2743,9 @@ pub mod manifest_service_client {
             self.inner = self.inner.max_encoding_message_size(limit);
             self
         }
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
+        /// TURN_NOT_FOUND, TURN_MANIFEST_NOT_FOUND (no compile named the turn yet).
+        /// Read only: always safe to retry.
         pub async fn get_turn_manifest(
             &mut self,
             request: impl tonic::IntoRequest<super::GetTurnManifestRequest>,
@@ -2548,6 +2775,11 @@ pub mod manifest_service_client {
         /// Streams manifest events after after_event_id: the stored backlog, then live
         /// events, in id order, without gaps or duplicates, with periodic heartbeats.
         /// A slow observer is ended with RESOURCE_EXHAUSTED; it resumes from its last id.
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative after_event_id);
+        /// RESOURCE_EXHAUSTED OBSERVER_TOO_SLOW and UNAVAILABLE SHUTTING_DOWN, both with
+        /// metadata resume_after_event_id: reconnect with after_event_id set to it to
+        /// resume without loss or duplicates.
         pub async fn watch_manifests(
             &mut self,
             request: impl tonic::IntoRequest<super::WatchManifestsRequest>,
@@ -2573,6 +2805,10 @@ pub mod manifest_service_client {
             self.inner.server_streaming(req, path, codec).await
         }
         /// Compares two manifests and names the section that broke the prefix cache.
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
+        /// MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
+        /// TURN_MANIFEST_NOT_FOUND. Read only: always safe to retry.
         pub async fn diff_manifests(
             &mut self,
             request: impl tonic::IntoRequest<super::DiffManifestsRequest>,
@@ -2666,6 +2902,9 @@ pub mod prompt_compiler_service_client {
     /// request string is refused when it holds a NUL character (PostgreSQL text
     /// cannot store one). Both are checked before any work and answered with
     /// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+    ///
+    /// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
+    /// UNAVAILABLE (retry with backoff).
     #[derive(Debug, Clone)]
     pub struct PromptCompilerServiceClient<T> {
         inner: tonic::client::Grpc<T>,
@@ -2748,6 +2987,11 @@ pub mod prompt_compiler_service_client {
         }
         /// Compiles a system prompt. When thread_id and turn_id are set, the manifest
         /// is persisted on the turn and published to manifest observers.
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names input.\* fields);
+        /// PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE,
+        /// NO_RUNTIME_HOME (metadata field, path, resolved; do not retry unchanged).
+        /// Safe to retry: a persisted manifest is recorded again as a new event.
         pub async fn compile_prompt(
             &mut self,
             request: impl tonic::IntoRequest<super::CompilePromptRequest>,
@@ -2776,6 +3020,9 @@ pub mod prompt_compiler_service_client {
         }
         /// Creates SOUL.md and IDENTITY.md in the runtime home when missing. Never
         /// overwrites an existing file, even an empty one.
+        ///
+        /// Errors: PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME, NO_RUNTIME_HOME.
+        /// Idempotent: safe to retry.
         pub async fn ensure_bootstrap_files(
             &mut self,
             request: impl tonic::IntoRequest<super::EnsureBootstrapFilesRequest>,
@@ -3008,6 +3255,9 @@ pub mod provider_service_client {
         /// parses them, tool choice allowed with the reasoning asked for...): what
         /// cannot be met truthfully is INVALID_ARGUMENT naming the field, what the
         /// server adapts is listed in the response's notices.
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names chat_request.\*
+        /// fields the provider cannot take); UNAUTHENTICATED. Pure: always safe to retry.
         pub async fn render_chat_request(
             &mut self,
             request: impl tonic::IntoRequest<super::RenderChatRequestRequest>,
@@ -3208,6 +3458,15 @@ pub mod turn_service_client {
         /// Safe to retry: entries are idempotent by entry_id, and a repeat of the same
         /// compile for the same turn returns the turn's existing manifest event
         /// instead of publishing another.
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names each field,
+        /// nothing stored), MODEL_REQUIRED (no model here nor on the thread);
+        /// NOT_FOUND THREAD_NOT_FOUND; ALREADY_EXISTS ENTRY_CONFLICT; FAILED_PRECONDITION
+        /// TURN_COMPLETED (the turn was completed: use a new turn_id), TOOL_RESULTS_PENDING
+        /// (append the results, then retry); PERMISSION_DENIED
+        /// WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE, NO_RUNTIME_HOME (metadata
+        /// field, path, resolved). Any RPC may also answer UNAUTHENTICATED and
+        /// UNAVAILABLE (retry with backoff).
         pub async fn prepare_turn(
             &mut self,
             request: impl tonic::IntoRequest<super::PrepareTurnRequest>,

@@ -7,6 +7,7 @@
 package pioneerv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
@@ -845,7 +846,7 @@ var File_pioneer_v1_chat_proto protoreflect.FileDescriptor
 const file_pioneer_v1_chat_proto_rawDesc = "" +
 	"\n" +
 	"\x15pioneer/v1/chat.proto\x12\n" +
-	"pioneer.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17pioneer/v1/common.proto\x1a\x17pioneer/v1/prompt.proto\"x\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17pioneer/v1/common.proto\x1a\x17pioneer/v1/prompt.proto\"x\n" +
 	"\tMediaPart\x12\x1b\n" +
 	"\tmime_type\x18\x01 \x01(\tR\bmimeType\x12\x14\n" +
 	"\x04data\x18\x02 \x01(\fH\x00R\x04data\x12\x12\n" +
@@ -858,9 +859,9 @@ const file_pioneer_v1_chat_proto_rawDesc = "" +
 	"\x04file\x18\x03 \x01(\v2\x15.pioneer.v1.MediaPartH\x00R\x04file\x12-\n" +
 	"\x05audio\x18\x04 \x01(\v2\x15.pioneer.v1.MediaPartH\x00R\x05audio\x12-\n" +
 	"\x05video\x18\x05 \x01(\v2\x15.pioneer.v1.MediaPartH\x00R\x05videoB\x06\n" +
-	"\x04part\"\x80\x03\n" +
-	"\vChatMessage\x12(\n" +
-	"\x04role\x18\x01 \x01(\x0e2\x14.pioneer.v1.ChatRoleR\x04role\x12\x18\n" +
+	"\x04part\"\x85\x03\n" +
+	"\vChatMessage\x12-\n" +
+	"\x04role\x18\x01 \x01(\x0e2\x14.pioneer.v1.ChatRoleB\x03\xe0A\x02R\x04role\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x120\n" +
 	"\x11reasoning_content\x18\x03 \x01(\tH\x00R\x10reasoningContent\x88\x01\x01\x12<\n" +
 	"\rcontent_parts\x18\x04 \x03(\v2\x17.pioneer.v1.ContentPartR\fcontentParts\x12 \n" +
@@ -870,12 +871,12 @@ const file_pioneer_v1_chat_proto_rawDesc = "" +
 	"\n" +
 	"tool_calls\x18\a \x03(\v2\x14.pioneer.v1.ToolCallR\ttoolCalls\x12<\n" +
 	"\rartifact_refs\x18\b \x03(\v2\x17.pioneer.v1.ArtifactRefR\fartifactRefsB\x14\n" +
-	"\x12_reasoning_content\"\x7f\n" +
-	"\x0eToolDefinition\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
-	"\vdescription\x18\x02 \x01(\tR\vdescription\x127\n" +
+	"\x12_reasoning_content\"\x89\x01\n" +
+	"\x0eToolDefinition\x12\x17\n" +
+	"\x04name\x18\x01 \x01(\tB\x03\xe0A\x02R\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12<\n" +
 	"\n" +
-	"parameters\x18\x03 \x01(\v2\x17.google.protobuf.StructR\n" +
+	"parameters\x18\x03 \x01(\v2\x17.google.protobuf.StructB\x03\xe0A\x01R\n" +
 	"parameters\"Y\n" +
 	"\n" +
 	"ToolChoice\x12.\n" +
@@ -885,9 +886,9 @@ const file_pioneer_v1_chat_proto_rawDesc = "" +
 	"\bdisabled\x18\x01 \x01(\bR\bdisabled\x123\n" +
 	"\x06effort\x18\x02 \x01(\x0e2\x1b.pioneer.v1.ReasoningEffortR\x06effort\x12(\n" +
 	"\rbudget_tokens\x18\x03 \x01(\x05H\x00R\fbudgetTokens\x88\x01\x01B\x10\n" +
-	"\x0e_budget_tokens\"\xfb\x03\n" +
-	"\vChatRequest\x12\x14\n" +
-	"\x05model\x18\x01 \x01(\tR\x05model\x123\n" +
+	"\x0e_budget_tokens\"\x80\x04\n" +
+	"\vChatRequest\x12\x19\n" +
+	"\x05model\x18\x01 \x01(\tB\x03\xe0A\x02R\x05model\x123\n" +
 	"\bmessages\x18\x02 \x03(\v2\x17.pioneer.v1.ChatMessageR\bmessages\x12%\n" +
 	"\vtemperature\x18\x03 \x01(\x01H\x00R\vtemperature\x88\x01\x01\x12\"\n" +
 	"\n" +

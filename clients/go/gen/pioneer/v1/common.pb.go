@@ -7,6 +7,7 @@
 package pioneerv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -205,9 +206,9 @@ var File_pioneer_v1_common_proto protoreflect.FileDescriptor
 const file_pioneer_v1_common_proto_rawDesc = "" +
 	"\n" +
 	"\x17pioneer/v1/common.proto\x12\n" +
-	"pioneer.v1\"\xc5\x02\n" +
-	"\vArtifactRef\x12\x1f\n" +
-	"\vartifact_id\x18\x01 \x01(\tR\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\"\xca\x02\n" +
+	"\vArtifactRef\x12$\n" +
+	"\vartifact_id\x18\x01 \x01(\tB\x03\xe0A\x02R\n" +
 	"artifactId\x12\"\n" +
 	"\n" +
 	"version_id\x18\x02 \x01(\tH\x00R\tversionId\x88\x01\x01\x12!\n" +
@@ -223,10 +224,10 @@ const file_pioneer_v1_common_proto_rawDesc = "" +
 	"_mime_typeB\r\n" +
 	"\v_size_bytesB\t\n" +
 	"\a_sha256B\a\n" +
-	"\x05_role\"L\n" +
-	"\bToolCall\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
+	"\x05_role\"V\n" +
+	"\bToolCall\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x02R\x02id\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tB\x03\xe0A\x02R\x04name\x12\x1c\n" +
 	"\targuments\x18\x03 \x01(\tR\targumentsBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
 
 var (

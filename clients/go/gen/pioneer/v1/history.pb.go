@@ -7,6 +7,7 @@
 package pioneerv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -487,6 +488,9 @@ type ConversationEntry struct {
 	// Cap: at most 200 characters.
 	EntryId string `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
 	// Cap: at most 200 characters.
+	//
+	// Required in AppendEntries. In PrepareTurn.new_entries it may be left empty
+	// (the request's turn_id is stored) and must otherwise equal it.
 	TurnId string    `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	Role   EntryRole `protobuf:"varint,3,opt,name=role,proto3,enum=pioneer.v1.EntryRole" json:"role,omitempty"`
 	// Cap: at most 1,000,000 characters.
@@ -873,6 +877,9 @@ type HistoryDecisionReport struct {
 	//	  together.
 	//	turn_cut: the newest turn alone does not fit; its request and its newest
 	//	  entries that fit were kept.
+	//
+	//	incomplete_turns_left_out: entries of turns not completed yet (but
+	//	  exclude_turn_id's) were not loaded; CompleteTurn includes them.
 	Diagnostics []*HistoryDiagnostic `protobuf:"bytes,13,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
 	// The tokenizer of every count in this report: the thread model's (registry),
 	// cl100k_base for a model the registry does not know.
@@ -1135,35 +1142,131 @@ func (x *ClearedToolResult) GetTokensAfter() int32 {
 	return 0
 }
 
+// Turn is one round of a thread: the entries and the prompt compile of one
+// model call and its tool rounds. Its entries reach history loads once completed.
+type Turn struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ThreadId string                 `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	TurnId   string                 `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	Status   TurnStatus             `protobuf:"varint,3,opt,name=status,proto3,enum=pioneer.v1.TurnStatus" json:"status,omitempty"`
+	// Number of stored entries of this turn.
+	EntryCount int64 `protobuf:"varint,4,opt,name=entry_count,json=entryCount,proto3" json:"entry_count,omitempty"`
+	// The event of the turn's latest manifest; 0 when no compile named the turn.
+	ManifestEventId int64                  `protobuf:"varint,5,opt,name=manifest_event_id,json=manifestEventId,proto3" json:"manifest_event_id,omitempty"`
+	CreateTime      *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	UpdateTime      *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Turn) Reset() {
+	*x = Turn{}
+	mi := &file_pioneer_v1_history_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Turn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Turn) ProtoMessage() {}
+
+func (x *Turn) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Turn.ProtoReflect.Descriptor instead.
+func (*Turn) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Turn) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *Turn) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+func (x *Turn) GetStatus() TurnStatus {
+	if x != nil {
+		return x.Status
+	}
+	return TurnStatus_TURN_STATUS_UNSPECIFIED
+}
+
+func (x *Turn) GetEntryCount() int64 {
+	if x != nil {
+		return x.EntryCount
+	}
+	return 0
+}
+
+func (x *Turn) GetManifestEventId() int64 {
+	if x != nil {
+		return x.ManifestEventId
+	}
+	return 0
+}
+
+func (x *Turn) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *Turn) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
 var File_pioneer_v1_history_proto protoreflect.FileDescriptor
 
 const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\n" +
 	"\x18pioneer/v1/history.proto\x12\n" +
-	"pioneer.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17pioneer/v1/common.proto\"\x84\x03\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17pioneer/v1/common.proto\"\x8e\x03\n" +
 	"\fThreadConfig\x121\n" +
 	"\x12max_context_tokens\x18\x01 \x01(\x05H\x00R\x10maxContextTokens\x88\x01\x01\x12;\n" +
 	"\x17response_reserve_tokens\x18\x02 \x01(\x05H\x01R\x15responseReserveTokens\x88\x01\x01\x12\x14\n" +
-	"\x05model\x18\x03 \x01(\tR\x05model\x12#\n" +
-	"\rsummary_model\x18\x04 \x01(\tR\fsummaryModel\x12O\n" +
-	"\x13compaction_strategy\x18\x05 \x01(\x0e2\x1e.pioneer.v1.CompactionStrategyR\x12compactionStrategy\x12/\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12(\n" +
+	"\rsummary_model\x18\x04 \x01(\tB\x03\xe0A\x01R\fsummaryModel\x12T\n" +
+	"\x13compaction_strategy\x18\x05 \x01(\x0e2\x1e.pioneer.v1.CompactionStrategyB\x03\xe0A\x01R\x12compactionStrategy\x12/\n" +
 	"\x11keep_tool_results\x18\x06 \x01(\x05H\x02R\x0fkeepToolResults\x88\x01\x01B\x15\n" +
 	"\x13_max_context_tokensB\x1a\n" +
 	"\x18_response_reserve_tokensB\x14\n" +
-	"\x12_keep_tool_results\"\xf2\x01\n" +
-	"\x06Thread\x12\x1b\n" +
-	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x120\n" +
-	"\x06config\x18\x02 \x01(\v2\x18.pioneer.v1.ThreadConfigR\x06config\x12;\n" +
-	"\vcreate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTime\x12;\n" +
-	"\vupdate_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\x12\x1f\n" +
-	"\ventry_count\x18\x05 \x01(\x03R\n" +
-	"entryCount\"\xb3\x04\n" +
-	"\x11ConversationEntry\x12\x19\n" +
-	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12\x17\n" +
-	"\aturn_id\x18\x02 \x01(\tR\x06turnId\x12)\n" +
-	"\x04role\x18\x03 \x01(\x0e2\x15.pioneer.v1.EntryRoleR\x04role\x12\x18\n" +
+	"\x12_keep_tool_results\"\x86\x02\n" +
+	"\x06Thread\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\bR\bthreadId\x120\n" +
+	"\x06config\x18\x02 \x01(\v2\x18.pioneer.v1.ThreadConfigR\x06config\x12@\n" +
+	"\vcreate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\n" +
+	"createTime\x12@\n" +
+	"\vupdate_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\n" +
+	"updateTime\x12$\n" +
+	"\ventry_count\x18\x05 \x01(\x03B\x03\xe0A\x03R\n" +
+	"entryCount\"\xd6\x04\n" +
+	"\x11ConversationEntry\x12\x1e\n" +
+	"\bentry_id\x18\x01 \x01(\tB\x03\xe0A\x02R\aentryId\x12\x17\n" +
+	"\aturn_id\x18\x02 \x01(\tR\x06turnId\x12.\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x15.pioneer.v1.EntryRoleB\x03\xe0A\x02R\x04role\x12\x18\n" +
 	"\acontent\x18\x04 \x01(\tR\acontent\x123\n" +
 	"\n" +
 	"tool_calls\x18\x05 \x03(\v2\x14.pioneer.v1.ToolCallR\ttoolCalls\x12 \n" +
@@ -1171,14 +1274,14 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"toolCallId\x12\x12\n" +
 	"\x04name\x18\a \x01(\tR\x04name\x12<\n" +
 	"\rartifact_refs\x18\b \x03(\v2\x17.pioneer.v1.ArtifactRefR\fartifactRefs\x120\n" +
-	"\x11reasoning_content\x18\t \x01(\tH\x00R\x10reasoningContent\x88\x01\x01\x12\x1a\n" +
+	"\x11reasoning_content\x18\t \x01(\tH\x00R\x10reasoningContent\x88\x01\x01\x12\x1f\n" +
 	"\bsequence\x18\n" +
-	" \x01(\x03R\bsequence\x12\x1f\n" +
-	"\vtoken_count\x18\v \x01(\x05R\n" +
-	"tokenCount\x12\x1c\n" +
-	"\ttokenizer\x18\f \x01(\tR\ttokenizer\x12\x1c\n" +
-	"\tcompleted\x18\r \x01(\bR\tcompleted\x12;\n" +
-	"\vcreate_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	" \x01(\x03B\x03\xe0A\x03R\bsequence\x12$\n" +
+	"\vtoken_count\x18\v \x01(\x05B\x03\xe0A\x03R\n" +
+	"tokenCount\x12!\n" +
+	"\ttokenizer\x18\f \x01(\tB\x03\xe0A\x03R\ttokenizer\x12!\n" +
+	"\tcompleted\x18\r \x01(\bB\x03\xe0A\x03R\tcompleted\x12@\n" +
+	"\vcreate_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\n" +
 	"createTimeB\x14\n" +
 	"\x12_reasoning_content\"\xc3\x02\n" +
 	"\rThreadSummary\x12\x1b\n" +
@@ -1230,7 +1333,18 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"toolCallId\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12#\n" +
 	"\rtokens_before\x18\x04 \x01(\x05R\ftokensBefore\x12!\n" +
-	"\ftokens_after\x18\x05 \x01(\x05R\vtokensAfter*\xac\x01\n" +
+	"\ftokens_after\x18\x05 \x01(\x05R\vtokensAfter\"\xd6\x02\n" +
+	"\x04Turn\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x03R\bthreadId\x12\x1c\n" +
+	"\aturn_id\x18\x02 \x01(\tB\x03\xe0A\bR\x06turnId\x123\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x16.pioneer.v1.TurnStatusB\x03\xe0A\x03R\x06status\x12$\n" +
+	"\ventry_count\x18\x04 \x01(\x03B\x03\xe0A\x03R\n" +
+	"entryCount\x12/\n" +
+	"\x11manifest_event_id\x18\x05 \x01(\x03B\x03\xe0A\x03R\x0fmanifestEventId\x12@\n" +
+	"\vcreate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\n" +
+	"createTime\x12@\n" +
+	"\vupdate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\n" +
+	"updateTime*\xac\x01\n" +
 	"\x12CompactionStrategy\x12#\n" +
 	"\x1fCOMPACTION_STRATEGY_UNSPECIFIED\x10\x00\x12,\n" +
 	"(COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE\x10\x01\x12!\n" +
@@ -1274,7 +1388,7 @@ func file_pioneer_v1_history_proto_rawDescGZIP() []byte {
 }
 
 var file_pioneer_v1_history_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_pioneer_v1_history_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_pioneer_v1_history_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_pioneer_v1_history_proto_goTypes = []any{
 	(CompactionStrategy)(0),       // 0: pioneer.v1.CompactionStrategy
 	(EntryRole)(0),                // 1: pioneer.v1.EntryRole
@@ -1288,30 +1402,34 @@ var file_pioneer_v1_history_proto_goTypes = []any{
 	(*HistoryDiagnostic)(nil),     // 9: pioneer.v1.HistoryDiagnostic
 	(*HistoryDecisionReport)(nil), // 10: pioneer.v1.HistoryDecisionReport
 	(*ClearedToolResult)(nil),     // 11: pioneer.v1.ClearedToolResult
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
-	(*ToolCall)(nil),              // 13: pioneer.v1.ToolCall
-	(*ArtifactRef)(nil),           // 14: pioneer.v1.ArtifactRef
+	(*Turn)(nil),                  // 12: pioneer.v1.Turn
+	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
+	(*ToolCall)(nil),              // 14: pioneer.v1.ToolCall
+	(*ArtifactRef)(nil),           // 15: pioneer.v1.ArtifactRef
 }
 var file_pioneer_v1_history_proto_depIdxs = []int32{
 	0,  // 0: pioneer.v1.ThreadConfig.compaction_strategy:type_name -> pioneer.v1.CompactionStrategy
 	5,  // 1: pioneer.v1.Thread.config:type_name -> pioneer.v1.ThreadConfig
-	12, // 2: pioneer.v1.Thread.create_time:type_name -> google.protobuf.Timestamp
-	12, // 3: pioneer.v1.Thread.update_time:type_name -> google.protobuf.Timestamp
+	13, // 2: pioneer.v1.Thread.create_time:type_name -> google.protobuf.Timestamp
+	13, // 3: pioneer.v1.Thread.update_time:type_name -> google.protobuf.Timestamp
 	1,  // 4: pioneer.v1.ConversationEntry.role:type_name -> pioneer.v1.EntryRole
-	13, // 5: pioneer.v1.ConversationEntry.tool_calls:type_name -> pioneer.v1.ToolCall
-	14, // 6: pioneer.v1.ConversationEntry.artifact_refs:type_name -> pioneer.v1.ArtifactRef
-	12, // 7: pioneer.v1.ConversationEntry.create_time:type_name -> google.protobuf.Timestamp
-	12, // 8: pioneer.v1.ThreadSummary.create_time:type_name -> google.protobuf.Timestamp
+	14, // 5: pioneer.v1.ConversationEntry.tool_calls:type_name -> pioneer.v1.ToolCall
+	15, // 6: pioneer.v1.ConversationEntry.artifact_refs:type_name -> pioneer.v1.ArtifactRef
+	13, // 7: pioneer.v1.ConversationEntry.create_time:type_name -> google.protobuf.Timestamp
+	13, // 8: pioneer.v1.ThreadSummary.create_time:type_name -> google.protobuf.Timestamp
 	3,  // 9: pioneer.v1.HistoryDecisionReport.decision:type_name -> pioneer.v1.HistoryDecision
 	4,  // 10: pioneer.v1.HistoryDecisionReport.summary_use:type_name -> pioneer.v1.SummaryUse
 	9,  // 11: pioneer.v1.HistoryDecisionReport.diagnostics:type_name -> pioneer.v1.HistoryDiagnostic
 	11, // 12: pioneer.v1.HistoryDecisionReport.cleared_tool_results:type_name -> pioneer.v1.ClearedToolResult
 	0,  // 13: pioneer.v1.HistoryDecisionReport.compaction_strategy:type_name -> pioneer.v1.CompactionStrategy
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	2,  // 14: pioneer.v1.Turn.status:type_name -> pioneer.v1.TurnStatus
+	13, // 15: pioneer.v1.Turn.create_time:type_name -> google.protobuf.Timestamp
+	13, // 16: pioneer.v1.Turn.update_time:type_name -> google.protobuf.Timestamp
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_history_proto_init() }
@@ -1329,7 +1447,7 @@ func file_pioneer_v1_history_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pioneer_v1_history_proto_rawDesc), len(file_pioneer_v1_history_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

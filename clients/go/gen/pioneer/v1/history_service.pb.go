@@ -7,6 +7,7 @@
 package pioneerv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	fieldmaskpb "google.golang.org/protobuf/types/known/fieldmaskpb"
@@ -321,6 +322,8 @@ type AppendEntriesRequest struct {
 	// Cap: at most 200 characters.
 	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
 	// Cap: at most 100 items.
+	//
+	// Each entry needs entry_id, turn_id and role.
 	Entries []*ConversationEntry `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
 	// Ask for less: answer with the counts only, without echoing the stored entries.
 	CountsOnly    bool `protobuf:"varint,3,opt,name=counts_only,json=countsOnly,proto3" json:"counts_only,omitempty"`
@@ -883,62 +886,438 @@ func (x *CountTokensResponse) GetExact() bool {
 	return false
 }
 
+type ListThreadsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most this many threads; 0 = 50, more than 1000 = 1000.
+	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// next_page_token of the previous page; empty = the first page. Opaque.
+	// Cap: at most 1,000 characters.
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListThreadsRequest) Reset() {
+	*x = ListThreadsRequest{}
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListThreadsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListThreadsRequest) ProtoMessage() {}
+
+func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListThreadsRequest.ProtoReflect.Descriptor instead.
+func (*ListThreadsRequest) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ListThreadsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListThreadsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListThreadsResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Threads []*Thread              `protobuf:"bytes,1,rep,name=threads,proto3" json:"threads,omitempty"`
+	// Pass as page_token for the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListThreadsResponse) Reset() {
+	*x = ListThreadsResponse{}
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListThreadsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListThreadsResponse) ProtoMessage() {}
+
+func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListThreadsResponse.ProtoReflect.Descriptor instead.
+func (*ListThreadsResponse) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ListThreadsResponse) GetThreads() []*Thread {
+	if x != nil {
+		return x.Threads
+	}
+	return nil
+}
+
+func (x *ListThreadsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type ListTurnsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// At most this many turns; 0 = 50, more than 1000 = 1000.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// next_page_token of the previous page; empty = the first page. Opaque.
+	// Cap: at most 1,000 characters.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTurnsRequest) Reset() {
+	*x = ListTurnsRequest{}
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTurnsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTurnsRequest) ProtoMessage() {}
+
+func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTurnsRequest.ProtoReflect.Descriptor instead.
+func (*ListTurnsRequest) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ListTurnsRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *ListTurnsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListTurnsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListTurnsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Turns []*Turn                `protobuf:"bytes,1,rep,name=turns,proto3" json:"turns,omitempty"`
+	// Pass as page_token for the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTurnsResponse) Reset() {
+	*x = ListTurnsResponse{}
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTurnsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTurnsResponse) ProtoMessage() {}
+
+func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTurnsResponse.ProtoReflect.Descriptor instead.
+func (*ListTurnsResponse) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ListTurnsResponse) GetTurns() []*Turn {
+	if x != nil {
+		return x.Turns
+	}
+	return nil
+}
+
+func (x *ListTurnsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type ListEntriesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// Only this turn's entries; empty = every entry of the thread.
+	// Cap: at most 200 characters.
+	TurnId string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	// At most this many entries; 0 = 100, more than 500 = 500.
+	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// next_page_token of the previous page; empty = the first page. Opaque.
+	// Cap: at most 1,000 characters.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEntriesRequest) Reset() {
+	*x = ListEntriesRequest{}
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEntriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEntriesRequest) ProtoMessage() {}
+
+func (x *ListEntriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEntriesRequest.ProtoReflect.Descriptor instead.
+func (*ListEntriesRequest) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ListEntriesRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *ListEntriesRequest) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+func (x *ListEntriesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListEntriesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListEntriesResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Entries []*ConversationEntry   `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	// Pass as page_token for the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEntriesResponse) Reset() {
+	*x = ListEntriesResponse{}
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEntriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEntriesResponse) ProtoMessage() {}
+
+func (x *ListEntriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEntriesResponse.ProtoReflect.Descriptor instead.
+func (*ListEntriesResponse) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ListEntriesResponse) GetEntries() []*ConversationEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *ListEntriesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 var File_pioneer_v1_history_service_proto protoreflect.FileDescriptor
 
 const file_pioneer_v1_history_service_proto_rawDesc = "" +
 	"\n" +
 	" pioneer/v1/history_service.proto\x12\n" +
-	"pioneer.v1\x1a google/protobuf/field_mask.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\"d\n" +
-	"\x13CreateThreadRequest\x12\x1b\n" +
-	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x120\n" +
-	"\x06config\x18\x02 \x01(\v2\x18.pioneer.v1.ThreadConfigR\x06config\"B\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a google/protobuf/field_mask.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\"n\n" +
+	"\x13CreateThreadRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x01R\bthreadId\x125\n" +
+	"\x06config\x18\x02 \x01(\v2\x18.pioneer.v1.ThreadConfigB\x03\xe0A\x01R\x06config\"B\n" +
 	"\x14CreateThreadResponse\x12*\n" +
-	"\x06thread\x18\x01 \x01(\v2\x12.pioneer.v1.ThreadR\x06thread\"/\n" +
-	"\x10GetThreadRequest\x12\x1b\n" +
-	"\tthread_id\x18\x01 \x01(\tR\bthreadId\"?\n" +
+	"\x06thread\x18\x01 \x01(\v2\x12.pioneer.v1.ThreadR\x06thread\"4\n" +
+	"\x10GetThreadRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\"?\n" +
 	"\x11GetThreadResponse\x12*\n" +
-	"\x06thread\x18\x01 \x01(\v2\x12.pioneer.v1.ThreadR\x06thread\"\xa1\x01\n" +
-	"\x13UpdateThreadRequest\x12\x1b\n" +
-	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x120\n" +
-	"\x06config\x18\x02 \x01(\v2\x18.pioneer.v1.ThreadConfigR\x06config\x12;\n" +
-	"\vupdate_mask\x18\x03 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
+	"\x06thread\x18\x01 \x01(\v2\x12.pioneer.v1.ThreadR\x06thread\"\xb0\x01\n" +
+	"\x13UpdateThreadRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x125\n" +
+	"\x06config\x18\x02 \x01(\v2\x18.pioneer.v1.ThreadConfigB\x03\xe0A\x02R\x06config\x12@\n" +
+	"\vupdate_mask\x18\x03 \x01(\v2\x1a.google.protobuf.FieldMaskB\x03\xe0A\x01R\n" +
 	"updateMask\"B\n" +
 	"\x14UpdateThreadResponse\x12*\n" +
-	"\x06thread\x18\x01 \x01(\v2\x12.pioneer.v1.ThreadR\x06thread\"\x8d\x01\n" +
-	"\x14AppendEntriesRequest\x12\x1b\n" +
-	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x127\n" +
-	"\aentries\x18\x02 \x03(\v2\x1d.pioneer.v1.ConversationEntryR\aentries\x12\x1f\n" +
-	"\vcounts_only\x18\x03 \x01(\bR\n" +
+	"\x06thread\x18\x01 \x01(\v2\x12.pioneer.v1.ThreadR\x06thread\"\x9c\x01\n" +
+	"\x14AppendEntriesRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12<\n" +
+	"\aentries\x18\x02 \x03(\v2\x1d.pioneer.v1.ConversationEntryB\x03\xe0A\x02R\aentries\x12$\n" +
+	"\vcounts_only\x18\x03 \x01(\bB\x03\xe0A\x01R\n" +
 	"countsOnly\"\x9c\x01\n" +
 	"\x15AppendEntriesResponse\x127\n" +
 	"\aentries\x18\x01 \x03(\v2\x1d.pioneer.v1.ConversationEntryR\aentries\x12#\n" +
 	"\rcreated_count\x18\x02 \x01(\x05R\fcreatedCount\x12%\n" +
-	"\x0eexisting_count\x18\x03 \x01(\x05R\rexistingCount\"K\n" +
-	"\x13CompleteTurnRequest\x12\x1b\n" +
-	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12\x17\n" +
-	"\aturn_id\x18\x02 \x01(\tR\x06turnId\"J\n" +
+	"\x0eexisting_count\x18\x03 \x01(\x05R\rexistingCount\"U\n" +
+	"\x13CompleteTurnRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12\x1c\n" +
+	"\aturn_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x06turnId\"J\n" +
 	"\x14CompleteTurnResponse\x122\n" +
-	"\x15completed_entry_count\x18\x01 \x01(\x05R\x13completedEntryCount\"~\n" +
-	"\x1eLoadConversationHistoryRequest\x12\x1b\n" +
-	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12&\n" +
-	"\x0fexclude_turn_id\x18\x02 \x01(\tR\rexcludeTurnId\x12\x17\n" +
-	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"\x91\x01\n" +
+	"\x15completed_entry_count\x18\x01 \x01(\x05R\x13completedEntryCount\"\x8d\x01\n" +
+	"\x1eLoadConversationHistoryRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12+\n" +
+	"\x0fexclude_turn_id\x18\x02 \x01(\tB\x03\xe0A\x01R\rexcludeTurnId\x12\x1c\n" +
+	"\adry_run\x18\x03 \x01(\bB\x03\xe0A\x01R\x06dryRun\"\x91\x01\n" +
 	"\x1fLoadConversationHistoryResponse\x123\n" +
 	"\bmessages\x18\x01 \x03(\v2\x17.pioneer.v1.ChatMessageR\bmessages\x129\n" +
-	"\x06report\x18\x02 \x01(\v2!.pioneer.v1.HistoryDecisionReportR\x06report\"6\n" +
-	"\x17GetThreadSummaryRequest\x12\x1b\n" +
-	"\tthread_id\x18\x01 \x01(\tR\bthreadId\"O\n" +
+	"\x06report\x18\x02 \x01(\v2!.pioneer.v1.HistoryDecisionReportR\x06report\";\n" +
+	"\x17GetThreadSummaryRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\"O\n" +
 	"\x18GetThreadSummaryResponse\x123\n" +
-	"\asummary\x18\x01 \x01(\v2\x19.pioneer.v1.ThreadSummaryR\asummary\"u\n" +
-	"\x12CountTokensRequest\x12\x14\n" +
-	"\x05texts\x18\x01 \x03(\tR\x05texts\x123\n" +
-	"\bmessages\x18\x02 \x03(\v2\x17.pioneer.v1.ChatMessageR\bmessages\x12\x14\n" +
+	"\asummary\x18\x01 \x01(\v2\x19.pioneer.v1.ThreadSummaryR\asummary\"\x7f\n" +
+	"\x12CountTokensRequest\x12\x19\n" +
+	"\x05texts\x18\x01 \x03(\tB\x03\xe0A\x01R\x05texts\x128\n" +
+	"\bmessages\x18\x02 \x03(\v2\x17.pioneer.v1.ChatMessageB\x03\xe0A\x01R\bmessages\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\"\x8f\x01\n" +
 	"\x13CountTokensResponse\x12!\n" +
 	"\ftoken_counts\x18\x01 \x03(\x05R\vtokenCounts\x12!\n" +
 	"\ftotal_tokens\x18\x02 \x01(\x05R\vtotalTokens\x12\x1c\n" +
 	"\ttokenizer\x18\x03 \x01(\tR\ttokenizer\x12\x14\n" +
-	"\x05exact\x18\x04 \x01(\bR\x05exact2\xcc\x05\n" +
+	"\x05exact\x18\x04 \x01(\bR\x05exact\"Z\n" +
+	"\x12ListThreadsRequest\x12 \n" +
+	"\tpage_size\x18\x01 \x01(\x05B\x03\xe0A\x01R\bpageSize\x12\"\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tB\x03\xe0A\x01R\tpageToken\"k\n" +
+	"\x13ListThreadsResponse\x12,\n" +
+	"\athreads\x18\x01 \x03(\v2\x12.pioneer.v1.ThreadR\athreads\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"z\n" +
+	"\x10ListTurnsRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12 \n" +
+	"\tpage_size\x18\x02 \x01(\x05B\x03\xe0A\x01R\bpageSize\x12\"\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tB\x03\xe0A\x01R\tpageToken\"c\n" +
+	"\x11ListTurnsResponse\x12&\n" +
+	"\x05turns\x18\x01 \x03(\v2\x10.pioneer.v1.TurnR\x05turns\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x9a\x01\n" +
+	"\x12ListEntriesRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12\x1c\n" +
+	"\aturn_id\x18\x02 \x01(\tB\x03\xe0A\x01R\x06turnId\x12 \n" +
+	"\tpage_size\x18\x03 \x01(\x05B\x03\xe0A\x01R\bpageSize\x12\"\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tB\x03\xe0A\x01R\tpageToken\"v\n" +
+	"\x13ListEntriesResponse\x127\n" +
+	"\aentries\x18\x01 \x03(\v2\x1d.pioneer.v1.ConversationEntryR\aentries\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xb6\a\n" +
 	"\x0eHistoryService\x12Q\n" +
 	"\fCreateThread\x12\x1f.pioneer.v1.CreateThreadRequest\x1a .pioneer.v1.CreateThreadResponse\x12H\n" +
 	"\tGetThread\x12\x1c.pioneer.v1.GetThreadRequest\x1a\x1d.pioneer.v1.GetThreadResponse\x12Q\n" +
@@ -947,7 +1326,10 @@ const file_pioneer_v1_history_service_proto_rawDesc = "" +
 	"\fCompleteTurn\x12\x1f.pioneer.v1.CompleteTurnRequest\x1a .pioneer.v1.CompleteTurnResponse\x12r\n" +
 	"\x17LoadConversationHistory\x12*.pioneer.v1.LoadConversationHistoryRequest\x1a+.pioneer.v1.LoadConversationHistoryResponse\x12]\n" +
 	"\x10GetThreadSummary\x12#.pioneer.v1.GetThreadSummaryRequest\x1a$.pioneer.v1.GetThreadSummaryResponse\x12N\n" +
-	"\vCountTokens\x12\x1e.pioneer.v1.CountTokensRequest\x1a\x1f.pioneer.v1.CountTokensResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
+	"\vCountTokens\x12\x1e.pioneer.v1.CountTokensRequest\x1a\x1f.pioneer.v1.CountTokensResponse\x12N\n" +
+	"\vListThreads\x12\x1e.pioneer.v1.ListThreadsRequest\x1a\x1f.pioneer.v1.ListThreadsResponse\x12H\n" +
+	"\tListTurns\x12\x1c.pioneer.v1.ListTurnsRequest\x1a\x1d.pioneer.v1.ListTurnsResponse\x12N\n" +
+	"\vListEntries\x12\x1e.pioneer.v1.ListEntriesRequest\x1a\x1f.pioneer.v1.ListEntriesResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
 
 var (
 	file_pioneer_v1_history_service_proto_rawDescOnce sync.Once
@@ -961,7 +1343,7 @@ func file_pioneer_v1_history_service_proto_rawDescGZIP() []byte {
 	return file_pioneer_v1_history_service_proto_rawDescData
 }
 
-var file_pioneer_v1_history_service_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_pioneer_v1_history_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_pioneer_v1_history_service_proto_goTypes = []any{
 	(*CreateThreadRequest)(nil),             // 0: pioneer.v1.CreateThreadRequest
 	(*CreateThreadResponse)(nil),            // 1: pioneer.v1.CreateThreadResponse
@@ -979,48 +1361,64 @@ var file_pioneer_v1_history_service_proto_goTypes = []any{
 	(*GetThreadSummaryResponse)(nil),        // 13: pioneer.v1.GetThreadSummaryResponse
 	(*CountTokensRequest)(nil),              // 14: pioneer.v1.CountTokensRequest
 	(*CountTokensResponse)(nil),             // 15: pioneer.v1.CountTokensResponse
-	(*ThreadConfig)(nil),                    // 16: pioneer.v1.ThreadConfig
-	(*Thread)(nil),                          // 17: pioneer.v1.Thread
-	(*fieldmaskpb.FieldMask)(nil),           // 18: google.protobuf.FieldMask
-	(*ConversationEntry)(nil),               // 19: pioneer.v1.ConversationEntry
-	(*ChatMessage)(nil),                     // 20: pioneer.v1.ChatMessage
-	(*HistoryDecisionReport)(nil),           // 21: pioneer.v1.HistoryDecisionReport
-	(*ThreadSummary)(nil),                   // 22: pioneer.v1.ThreadSummary
+	(*ListThreadsRequest)(nil),              // 16: pioneer.v1.ListThreadsRequest
+	(*ListThreadsResponse)(nil),             // 17: pioneer.v1.ListThreadsResponse
+	(*ListTurnsRequest)(nil),                // 18: pioneer.v1.ListTurnsRequest
+	(*ListTurnsResponse)(nil),               // 19: pioneer.v1.ListTurnsResponse
+	(*ListEntriesRequest)(nil),              // 20: pioneer.v1.ListEntriesRequest
+	(*ListEntriesResponse)(nil),             // 21: pioneer.v1.ListEntriesResponse
+	(*ThreadConfig)(nil),                    // 22: pioneer.v1.ThreadConfig
+	(*Thread)(nil),                          // 23: pioneer.v1.Thread
+	(*fieldmaskpb.FieldMask)(nil),           // 24: google.protobuf.FieldMask
+	(*ConversationEntry)(nil),               // 25: pioneer.v1.ConversationEntry
+	(*ChatMessage)(nil),                     // 26: pioneer.v1.ChatMessage
+	(*HistoryDecisionReport)(nil),           // 27: pioneer.v1.HistoryDecisionReport
+	(*ThreadSummary)(nil),                   // 28: pioneer.v1.ThreadSummary
+	(*Turn)(nil),                            // 29: pioneer.v1.Turn
 }
 var file_pioneer_v1_history_service_proto_depIdxs = []int32{
-	16, // 0: pioneer.v1.CreateThreadRequest.config:type_name -> pioneer.v1.ThreadConfig
-	17, // 1: pioneer.v1.CreateThreadResponse.thread:type_name -> pioneer.v1.Thread
-	17, // 2: pioneer.v1.GetThreadResponse.thread:type_name -> pioneer.v1.Thread
-	16, // 3: pioneer.v1.UpdateThreadRequest.config:type_name -> pioneer.v1.ThreadConfig
-	18, // 4: pioneer.v1.UpdateThreadRequest.update_mask:type_name -> google.protobuf.FieldMask
-	17, // 5: pioneer.v1.UpdateThreadResponse.thread:type_name -> pioneer.v1.Thread
-	19, // 6: pioneer.v1.AppendEntriesRequest.entries:type_name -> pioneer.v1.ConversationEntry
-	19, // 7: pioneer.v1.AppendEntriesResponse.entries:type_name -> pioneer.v1.ConversationEntry
-	20, // 8: pioneer.v1.LoadConversationHistoryResponse.messages:type_name -> pioneer.v1.ChatMessage
-	21, // 9: pioneer.v1.LoadConversationHistoryResponse.report:type_name -> pioneer.v1.HistoryDecisionReport
-	22, // 10: pioneer.v1.GetThreadSummaryResponse.summary:type_name -> pioneer.v1.ThreadSummary
-	20, // 11: pioneer.v1.CountTokensRequest.messages:type_name -> pioneer.v1.ChatMessage
-	0,  // 12: pioneer.v1.HistoryService.CreateThread:input_type -> pioneer.v1.CreateThreadRequest
-	2,  // 13: pioneer.v1.HistoryService.GetThread:input_type -> pioneer.v1.GetThreadRequest
-	4,  // 14: pioneer.v1.HistoryService.UpdateThread:input_type -> pioneer.v1.UpdateThreadRequest
-	6,  // 15: pioneer.v1.HistoryService.AppendEntries:input_type -> pioneer.v1.AppendEntriesRequest
-	8,  // 16: pioneer.v1.HistoryService.CompleteTurn:input_type -> pioneer.v1.CompleteTurnRequest
-	10, // 17: pioneer.v1.HistoryService.LoadConversationHistory:input_type -> pioneer.v1.LoadConversationHistoryRequest
-	12, // 18: pioneer.v1.HistoryService.GetThreadSummary:input_type -> pioneer.v1.GetThreadSummaryRequest
-	14, // 19: pioneer.v1.HistoryService.CountTokens:input_type -> pioneer.v1.CountTokensRequest
-	1,  // 20: pioneer.v1.HistoryService.CreateThread:output_type -> pioneer.v1.CreateThreadResponse
-	3,  // 21: pioneer.v1.HistoryService.GetThread:output_type -> pioneer.v1.GetThreadResponse
-	5,  // 22: pioneer.v1.HistoryService.UpdateThread:output_type -> pioneer.v1.UpdateThreadResponse
-	7,  // 23: pioneer.v1.HistoryService.AppendEntries:output_type -> pioneer.v1.AppendEntriesResponse
-	9,  // 24: pioneer.v1.HistoryService.CompleteTurn:output_type -> pioneer.v1.CompleteTurnResponse
-	11, // 25: pioneer.v1.HistoryService.LoadConversationHistory:output_type -> pioneer.v1.LoadConversationHistoryResponse
-	13, // 26: pioneer.v1.HistoryService.GetThreadSummary:output_type -> pioneer.v1.GetThreadSummaryResponse
-	15, // 27: pioneer.v1.HistoryService.CountTokens:output_type -> pioneer.v1.CountTokensResponse
-	20, // [20:28] is the sub-list for method output_type
-	12, // [12:20] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	22, // 0: pioneer.v1.CreateThreadRequest.config:type_name -> pioneer.v1.ThreadConfig
+	23, // 1: pioneer.v1.CreateThreadResponse.thread:type_name -> pioneer.v1.Thread
+	23, // 2: pioneer.v1.GetThreadResponse.thread:type_name -> pioneer.v1.Thread
+	22, // 3: pioneer.v1.UpdateThreadRequest.config:type_name -> pioneer.v1.ThreadConfig
+	24, // 4: pioneer.v1.UpdateThreadRequest.update_mask:type_name -> google.protobuf.FieldMask
+	23, // 5: pioneer.v1.UpdateThreadResponse.thread:type_name -> pioneer.v1.Thread
+	25, // 6: pioneer.v1.AppendEntriesRequest.entries:type_name -> pioneer.v1.ConversationEntry
+	25, // 7: pioneer.v1.AppendEntriesResponse.entries:type_name -> pioneer.v1.ConversationEntry
+	26, // 8: pioneer.v1.LoadConversationHistoryResponse.messages:type_name -> pioneer.v1.ChatMessage
+	27, // 9: pioneer.v1.LoadConversationHistoryResponse.report:type_name -> pioneer.v1.HistoryDecisionReport
+	28, // 10: pioneer.v1.GetThreadSummaryResponse.summary:type_name -> pioneer.v1.ThreadSummary
+	26, // 11: pioneer.v1.CountTokensRequest.messages:type_name -> pioneer.v1.ChatMessage
+	23, // 12: pioneer.v1.ListThreadsResponse.threads:type_name -> pioneer.v1.Thread
+	29, // 13: pioneer.v1.ListTurnsResponse.turns:type_name -> pioneer.v1.Turn
+	25, // 14: pioneer.v1.ListEntriesResponse.entries:type_name -> pioneer.v1.ConversationEntry
+	0,  // 15: pioneer.v1.HistoryService.CreateThread:input_type -> pioneer.v1.CreateThreadRequest
+	2,  // 16: pioneer.v1.HistoryService.GetThread:input_type -> pioneer.v1.GetThreadRequest
+	4,  // 17: pioneer.v1.HistoryService.UpdateThread:input_type -> pioneer.v1.UpdateThreadRequest
+	6,  // 18: pioneer.v1.HistoryService.AppendEntries:input_type -> pioneer.v1.AppendEntriesRequest
+	8,  // 19: pioneer.v1.HistoryService.CompleteTurn:input_type -> pioneer.v1.CompleteTurnRequest
+	10, // 20: pioneer.v1.HistoryService.LoadConversationHistory:input_type -> pioneer.v1.LoadConversationHistoryRequest
+	12, // 21: pioneer.v1.HistoryService.GetThreadSummary:input_type -> pioneer.v1.GetThreadSummaryRequest
+	14, // 22: pioneer.v1.HistoryService.CountTokens:input_type -> pioneer.v1.CountTokensRequest
+	16, // 23: pioneer.v1.HistoryService.ListThreads:input_type -> pioneer.v1.ListThreadsRequest
+	18, // 24: pioneer.v1.HistoryService.ListTurns:input_type -> pioneer.v1.ListTurnsRequest
+	20, // 25: pioneer.v1.HistoryService.ListEntries:input_type -> pioneer.v1.ListEntriesRequest
+	1,  // 26: pioneer.v1.HistoryService.CreateThread:output_type -> pioneer.v1.CreateThreadResponse
+	3,  // 27: pioneer.v1.HistoryService.GetThread:output_type -> pioneer.v1.GetThreadResponse
+	5,  // 28: pioneer.v1.HistoryService.UpdateThread:output_type -> pioneer.v1.UpdateThreadResponse
+	7,  // 29: pioneer.v1.HistoryService.AppendEntries:output_type -> pioneer.v1.AppendEntriesResponse
+	9,  // 30: pioneer.v1.HistoryService.CompleteTurn:output_type -> pioneer.v1.CompleteTurnResponse
+	11, // 31: pioneer.v1.HistoryService.LoadConversationHistory:output_type -> pioneer.v1.LoadConversationHistoryResponse
+	13, // 32: pioneer.v1.HistoryService.GetThreadSummary:output_type -> pioneer.v1.GetThreadSummaryResponse
+	15, // 33: pioneer.v1.HistoryService.CountTokens:output_type -> pioneer.v1.CountTokensResponse
+	17, // 34: pioneer.v1.HistoryService.ListThreads:output_type -> pioneer.v1.ListThreadsResponse
+	19, // 35: pioneer.v1.HistoryService.ListTurns:output_type -> pioneer.v1.ListTurnsResponse
+	21, // 36: pioneer.v1.HistoryService.ListEntries:output_type -> pioneer.v1.ListEntriesResponse
+	26, // [26:37] is the sub-list for method output_type
+	15, // [15:26] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_history_service_proto_init() }
@@ -1036,7 +1434,7 @@ func file_pioneer_v1_history_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pioneer_v1_history_service_proto_rawDesc), len(file_pioneer_v1_history_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,9 @@ const (
 	HistoryService_LoadConversationHistory_FullMethodName = "/pioneer.v1.HistoryService/LoadConversationHistory"
 	HistoryService_GetThreadSummary_FullMethodName        = "/pioneer.v1.HistoryService/GetThreadSummary"
 	HistoryService_CountTokens_FullMethodName             = "/pioneer.v1.HistoryService/CountTokens"
+	HistoryService_ListThreads_FullMethodName             = "/pioneer.v1.HistoryService/ListThreads"
+	HistoryService_ListTurns_FullMethodName               = "/pioneer.v1.HistoryService/ListTurns"
+	HistoryService_ListEntries_FullMethodName             = "/pioneer.v1.HistoryService/ListEntries"
 )
 
 // HistoryServiceClient is the client API for HistoryService service.
@@ -39,9 +42,25 @@ const (
 // request string is refused when it holds a NUL character (PostgreSQL text
 // cannot store one). Both are checked before any work and answered with
 // INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+//
+// Errors carry google.rpc.ErrorInfo (domain "pioneer.v1") with a stable reason,
+// and google.rpc.BadRequest naming each bad field on INVALID_ARGUMENT. Besides
+// the errors listed per RPC, any RPC may answer UNAUTHENTICATED (reason
+// UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged) and
+// UNAVAILABLE (the database cannot be reached; retry with backoff).
 type HistoryServiceClient interface {
+	// Creates a thread. Idempotent: the same thread_id with the same config
+	// answers the stored thread, so a create retried after a timeout is safe.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (bad id or budget; do not retry
+	// unchanged); ALREADY_EXISTS THREAD_CONFLICT (the id is taken with another
+	// config; metadata differing_fields; do not retry).
 	CreateThread(ctx context.Context, in *CreateThreadRequest, opts ...grpc.CallOption) (*CreateThreadResponse, error)
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+	// Read only: always safe to retry.
 	GetThread(ctx context.Context, in *GetThreadRequest, opts ...grpc.CallOption) (*GetThreadResponse, error)
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (unknown mask path, bad budget);
+	// NOT_FOUND THREAD_NOT_FOUND. Safe to retry: the same update sets the same values.
 	UpdateThread(ctx context.Context, in *UpdateThreadRequest, opts ...grpc.CallOption) (*UpdateThreadResponse, error)
 	// Appends entries, idempotent by entry_id: a repeat with identical content is
 	// a no-op, with different content ALREADY_EXISTS. Tokens are counted here, once.
@@ -52,18 +71,54 @@ type HistoryServiceClient interface {
 	// in the thread or the batch; a tool result that does not answer an open call
 	// of its own turn (one made by the turn's latest assistant entry, before any
 	// later user or assistant entry), answers it twice, or names another tool.
+	//
+	// Entries stay out of history loads until their turn is completed (CompleteTurn).
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names entries[i].field);
+	// NOT_FOUND THREAD_NOT_FOUND; ALREADY_EXISTS ENTRY_CONFLICT (an entry_id is
+	// stored with other fields; metadata differing_fields, stored_turn_id; do not
+	// retry); FAILED_PRECONDITION TURN_COMPLETED (a new entry names a completed
+	// turn; metadata turn_id, entry_id; start a new turn). All or nothing; safe to
+	// retry the same batch.
 	AppendEntries(ctx context.Context, in *AppendEntriesRequest, opts ...grpc.CallOption) (*AppendEntriesResponse, error)
 	// Marks a turn's entries completed, so history loads include them.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
+	// TURN_NOT_FOUND (no entry or compile named the turn). Idempotent: safe to retry.
 	CompleteTurn(ctx context.Context, in *CompleteTurnRequest, opts ...grpc.CallOption) (*CompleteTurnResponse, error)
 	// Loads the newest 200 completed turns after the summary, plus the summary,
 	// under the thread's budget. What older versions stored and a provider would
 	// reject is repaired and reported (HistoryDecisionReport.diagnostics): a call
 	// of a completed turn without a stored result gets a synthesized one saying it
 	// was interrupted.
+	//
+	// Entries of turns not completed yet are left out; the report then carries the
+	// diagnostic incomplete_turns_left_out (the excluded turn is not counted).
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+	// Safe to retry: a summary stored by an earlier try is reused.
 	LoadConversationHistory(ctx context.Context, in *LoadConversationHistoryRequest, opts ...grpc.CallOption) (*LoadConversationHistoryResponse, error)
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+	// Read only: always safe to retry.
 	GetThreadSummary(ctx context.Context, in *GetThreadSummaryRequest, opts ...grpc.CallOption) (*GetThreadSummaryResponse, error)
 	// Counts tokens with the server's tokenizer, for callers without one.
+	//
+	// No errors of its own; always safe to retry.
 	CountTokens(ctx context.Context, in *CountTokensRequest, opts ...grpc.CallOption) (*CountTokensResponse, error)
+	// Lists threads by thread_id, a page at a time (AIP-158).
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size),
+	// INVALID_PAGE_TOKEN (a token not from this list). Read only: always safe to retry.
+	ListThreads(ctx context.Context, in *ListThreadsRequest, opts ...grpc.CallOption) (*ListThreadsResponse, error)
+	// Lists a thread's turns, oldest first, a page at a time (AIP-158).
+	//
+	// Errors: as ListThreads, and NOT_FOUND THREAD_NOT_FOUND. Always safe to retry.
+	ListTurns(ctx context.Context, in *ListTurnsRequest, opts ...grpc.CallOption) (*ListTurnsResponse, error)
+	// Lists a thread's stored entries by sequence, completed or not, with their
+	// content, a page at a time (AIP-158).
+	//
+	// Errors: as ListThreads, and NOT_FOUND THREAD_NOT_FOUND. Always safe to retry.
+	ListEntries(ctx context.Context, in *ListEntriesRequest, opts ...grpc.CallOption) (*ListEntriesResponse, error)
 }
 
 type historyServiceClient struct {
@@ -154,6 +209,36 @@ func (c *historyServiceClient) CountTokens(ctx context.Context, in *CountTokensR
 	return out, nil
 }
 
+func (c *historyServiceClient) ListThreads(ctx context.Context, in *ListThreadsRequest, opts ...grpc.CallOption) (*ListThreadsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListThreadsResponse)
+	err := c.cc.Invoke(ctx, HistoryService_ListThreads_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *historyServiceClient) ListTurns(ctx context.Context, in *ListTurnsRequest, opts ...grpc.CallOption) (*ListTurnsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTurnsResponse)
+	err := c.cc.Invoke(ctx, HistoryService_ListTurns_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *historyServiceClient) ListEntries(ctx context.Context, in *ListEntriesRequest, opts ...grpc.CallOption) (*ListEntriesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListEntriesResponse)
+	err := c.cc.Invoke(ctx, HistoryService_ListEntries_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HistoryServiceServer is the server API for HistoryService service.
 // All implementations must embed UnimplementedHistoryServiceServer
 // for forward compatibility.
@@ -164,9 +249,25 @@ func (c *historyServiceClient) CountTokens(ctx context.Context, in *CountTokensR
 // request string is refused when it holds a NUL character (PostgreSQL text
 // cannot store one). Both are checked before any work and answered with
 // INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+//
+// Errors carry google.rpc.ErrorInfo (domain "pioneer.v1") with a stable reason,
+// and google.rpc.BadRequest naming each bad field on INVALID_ARGUMENT. Besides
+// the errors listed per RPC, any RPC may answer UNAUTHENTICATED (reason
+// UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged) and
+// UNAVAILABLE (the database cannot be reached; retry with backoff).
 type HistoryServiceServer interface {
+	// Creates a thread. Idempotent: the same thread_id with the same config
+	// answers the stored thread, so a create retried after a timeout is safe.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (bad id or budget; do not retry
+	// unchanged); ALREADY_EXISTS THREAD_CONFLICT (the id is taken with another
+	// config; metadata differing_fields; do not retry).
 	CreateThread(context.Context, *CreateThreadRequest) (*CreateThreadResponse, error)
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+	// Read only: always safe to retry.
 	GetThread(context.Context, *GetThreadRequest) (*GetThreadResponse, error)
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (unknown mask path, bad budget);
+	// NOT_FOUND THREAD_NOT_FOUND. Safe to retry: the same update sets the same values.
 	UpdateThread(context.Context, *UpdateThreadRequest) (*UpdateThreadResponse, error)
 	// Appends entries, idempotent by entry_id: a repeat with identical content is
 	// a no-op, with different content ALREADY_EXISTS. Tokens are counted here, once.
@@ -177,18 +278,54 @@ type HistoryServiceServer interface {
 	// in the thread or the batch; a tool result that does not answer an open call
 	// of its own turn (one made by the turn's latest assistant entry, before any
 	// later user or assistant entry), answers it twice, or names another tool.
+	//
+	// Entries stay out of history loads until their turn is completed (CompleteTurn).
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names entries[i].field);
+	// NOT_FOUND THREAD_NOT_FOUND; ALREADY_EXISTS ENTRY_CONFLICT (an entry_id is
+	// stored with other fields; metadata differing_fields, stored_turn_id; do not
+	// retry); FAILED_PRECONDITION TURN_COMPLETED (a new entry names a completed
+	// turn; metadata turn_id, entry_id; start a new turn). All or nothing; safe to
+	// retry the same batch.
 	AppendEntries(context.Context, *AppendEntriesRequest) (*AppendEntriesResponse, error)
 	// Marks a turn's entries completed, so history loads include them.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
+	// TURN_NOT_FOUND (no entry or compile named the turn). Idempotent: safe to retry.
 	CompleteTurn(context.Context, *CompleteTurnRequest) (*CompleteTurnResponse, error)
 	// Loads the newest 200 completed turns after the summary, plus the summary,
 	// under the thread's budget. What older versions stored and a provider would
 	// reject is repaired and reported (HistoryDecisionReport.diagnostics): a call
 	// of a completed turn without a stored result gets a synthesized one saying it
 	// was interrupted.
+	//
+	// Entries of turns not completed yet are left out; the report then carries the
+	// diagnostic incomplete_turns_left_out (the excluded turn is not counted).
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+	// Safe to retry: a summary stored by an earlier try is reused.
 	LoadConversationHistory(context.Context, *LoadConversationHistoryRequest) (*LoadConversationHistoryResponse, error)
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+	// Read only: always safe to retry.
 	GetThreadSummary(context.Context, *GetThreadSummaryRequest) (*GetThreadSummaryResponse, error)
 	// Counts tokens with the server's tokenizer, for callers without one.
+	//
+	// No errors of its own; always safe to retry.
 	CountTokens(context.Context, *CountTokensRequest) (*CountTokensResponse, error)
+	// Lists threads by thread_id, a page at a time (AIP-158).
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size),
+	// INVALID_PAGE_TOKEN (a token not from this list). Read only: always safe to retry.
+	ListThreads(context.Context, *ListThreadsRequest) (*ListThreadsResponse, error)
+	// Lists a thread's turns, oldest first, a page at a time (AIP-158).
+	//
+	// Errors: as ListThreads, and NOT_FOUND THREAD_NOT_FOUND. Always safe to retry.
+	ListTurns(context.Context, *ListTurnsRequest) (*ListTurnsResponse, error)
+	// Lists a thread's stored entries by sequence, completed or not, with their
+	// content, a page at a time (AIP-158).
+	//
+	// Errors: as ListThreads, and NOT_FOUND THREAD_NOT_FOUND. Always safe to retry.
+	ListEntries(context.Context, *ListEntriesRequest) (*ListEntriesResponse, error)
 	mustEmbedUnimplementedHistoryServiceServer()
 }
 
@@ -222,6 +359,15 @@ func (UnimplementedHistoryServiceServer) GetThreadSummary(context.Context, *GetT
 }
 func (UnimplementedHistoryServiceServer) CountTokens(context.Context, *CountTokensRequest) (*CountTokensResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CountTokens not implemented")
+}
+func (UnimplementedHistoryServiceServer) ListThreads(context.Context, *ListThreadsRequest) (*ListThreadsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListThreads not implemented")
+}
+func (UnimplementedHistoryServiceServer) ListTurns(context.Context, *ListTurnsRequest) (*ListTurnsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTurns not implemented")
+}
+func (UnimplementedHistoryServiceServer) ListEntries(context.Context, *ListEntriesRequest) (*ListEntriesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListEntries not implemented")
 }
 func (UnimplementedHistoryServiceServer) mustEmbedUnimplementedHistoryServiceServer() {}
 func (UnimplementedHistoryServiceServer) testEmbeddedByValue()                        {}
@@ -388,6 +534,60 @@ func _HistoryService_CountTokens_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HistoryService_ListThreads_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListThreadsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HistoryServiceServer).ListThreads(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HistoryService_ListThreads_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HistoryServiceServer).ListThreads(ctx, req.(*ListThreadsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HistoryService_ListTurns_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTurnsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HistoryServiceServer).ListTurns(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HistoryService_ListTurns_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HistoryServiceServer).ListTurns(ctx, req.(*ListTurnsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HistoryService_ListEntries_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListEntriesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HistoryServiceServer).ListEntries(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HistoryService_ListEntries_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HistoryServiceServer).ListEntries(ctx, req.(*ListEntriesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // HistoryService_ServiceDesc is the grpc.ServiceDesc for HistoryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -426,6 +626,18 @@ var HistoryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CountTokens",
 			Handler:    _HistoryService_CountTokens_Handler,
+		},
+		{
+			MethodName: "ListThreads",
+			Handler:    _HistoryService_ListThreads_Handler,
+		},
+		{
+			MethodName: "ListTurns",
+			Handler:    _HistoryService_ListTurns_Handler,
+		},
+		{
+			MethodName: "ListEntries",
+			Handler:    _HistoryService_ListEntries_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

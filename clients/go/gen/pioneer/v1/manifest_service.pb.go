@@ -7,6 +7,7 @@
 package pioneerv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -845,18 +846,18 @@ var File_pioneer_v1_manifest_service_proto protoreflect.FileDescriptor
 const file_pioneer_v1_manifest_service_proto_rawDesc = "" +
 	"\n" +
 	"!pioneer/v1/manifest_service.proto\x12\n" +
-	"pioneer.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17pioneer/v1/prompt.proto\x1a\x18pioneer/v1/history.proto\"N\n" +
-	"\x16GetTurnManifestRequest\x12\x1b\n" +
-	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12\x17\n" +
-	"\aturn_id\x18\x02 \x01(\tR\x06turnId\"\x9c\x01\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17pioneer/v1/prompt.proto\x1a\x18pioneer/v1/history.proto\"X\n" +
+	"\x16GetTurnManifestRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12\x1c\n" +
+	"\aturn_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x06turnId\"\x9c\x01\n" +
 	"\x17GetTurnManifestResponse\x126\n" +
 	"\bmanifest\x18\x01 \x01(\v2\x1a.pioneer.v1.PromptManifestR\bmanifest\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.pioneer.v1.TurnStatusR\x06status\x12\x19\n" +
-	"\bevent_id\x18\x03 \x01(\x03R\aeventId\"w\n" +
-	"\x15WatchManifestsRequest\x12\x1b\n" +
-	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12$\n" +
-	"\x0eafter_event_id\x18\x02 \x01(\x03R\fafterEventId\x12\x1b\n" +
-	"\tlive_only\x18\x03 \x01(\bR\bliveOnly\"\xd5\x01\n" +
+	"\bevent_id\x18\x03 \x01(\x03R\aeventId\"\x86\x01\n" +
+	"\x15WatchManifestsRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x01R\bthreadId\x12)\n" +
+	"\x0eafter_event_id\x18\x02 \x01(\x03B\x03\xe0A\x01R\fafterEventId\x12 \n" +
+	"\tlive_only\x18\x03 \x01(\bB\x03\xe0A\x01R\bliveOnly\"\xd5\x01\n" +
 	"\rManifestEvent\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\x03R\aeventId\x12\x1b\n" +
 	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x17\n" +
@@ -875,13 +876,13 @@ const file_pioneer_v1_manifest_service_proto_rawDesc = "" +
 	"\x04turn\x18\x01 \x01(\v2\x13.pioneer.v1.TurnRefH\x00R\x04turn\x12\x1b\n" +
 	"\bevent_id\x18\x02 \x01(\x03H\x00R\aeventId\x128\n" +
 	"\bmanifest\x18\x03 \x01(\v2\x1a.pioneer.v1.PromptManifestH\x00R\bmanifestB\x05\n" +
-	"\x03ref\"?\n" +
-	"\aTurnRef\x12\x1b\n" +
-	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12\x17\n" +
-	"\aturn_id\x18\x02 \x01(\tR\x06turnId\"t\n" +
-	"\x14DiffManifestsRequest\x12+\n" +
-	"\x04base\x18\x01 \x01(\v2\x17.pioneer.v1.ManifestRefR\x04base\x12/\n" +
-	"\x06target\x18\x02 \x01(\v2\x17.pioneer.v1.ManifestRefR\x06target\"\xf7\x01\n" +
+	"\x03ref\"I\n" +
+	"\aTurnRef\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12\x1c\n" +
+	"\aturn_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x06turnId\"~\n" +
+	"\x14DiffManifestsRequest\x120\n" +
+	"\x04base\x18\x01 \x01(\v2\x17.pioneer.v1.ManifestRefB\x03\xe0A\x02R\x04base\x124\n" +
+	"\x06target\x18\x02 \x01(\v2\x17.pioneer.v1.ManifestRefB\x03\xe0A\x02R\x06target\"\xf7\x01\n" +
 	"\rSectionChange\x12\x1d\n" +
 	"\n" +
 	"section_id\x18\x01 \x01(\tR\tsectionId\x121\n" +

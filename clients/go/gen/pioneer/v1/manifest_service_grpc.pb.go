@@ -34,13 +34,28 @@ const (
 // request string is refused when it holds a NUL character (PostgreSQL text
 // cannot store one). Both are checked before any work and answered with
 // INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+//
+// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
+// UNAVAILABLE (retry with backoff).
 type ManifestServiceClient interface {
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
+	// TURN_NOT_FOUND, TURN_MANIFEST_NOT_FOUND (no compile named the turn yet).
+	// Read only: always safe to retry.
 	GetTurnManifest(ctx context.Context, in *GetTurnManifestRequest, opts ...grpc.CallOption) (*GetTurnManifestResponse, error)
 	// Streams manifest events after after_event_id: the stored backlog, then live
 	// events, in id order, without gaps or duplicates, with periodic heartbeats.
 	// A slow observer is ended with RESOURCE_EXHAUSTED; it resumes from its last id.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative after_event_id);
+	// RESOURCE_EXHAUSTED OBSERVER_TOO_SLOW and UNAVAILABLE SHUTTING_DOWN, both with
+	// metadata resume_after_event_id: reconnect with after_event_id set to it to
+	// resume without loss or duplicates.
 	WatchManifests(ctx context.Context, in *WatchManifestsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchManifestsResponse], error)
 	// Compares two manifests and names the section that broke the prefix cache.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
+	// MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
+	// TURN_MANIFEST_NOT_FOUND. Read only: always safe to retry.
 	DiffManifests(ctx context.Context, in *DiffManifestsRequest, opts ...grpc.CallOption) (*DiffManifestsResponse, error)
 }
 
@@ -101,13 +116,28 @@ func (c *manifestServiceClient) DiffManifests(ctx context.Context, in *DiffManif
 // request string is refused when it holds a NUL character (PostgreSQL text
 // cannot store one). Both are checked before any work and answered with
 // INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+//
+// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
+// UNAVAILABLE (retry with backoff).
 type ManifestServiceServer interface {
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
+	// TURN_NOT_FOUND, TURN_MANIFEST_NOT_FOUND (no compile named the turn yet).
+	// Read only: always safe to retry.
 	GetTurnManifest(context.Context, *GetTurnManifestRequest) (*GetTurnManifestResponse, error)
 	// Streams manifest events after after_event_id: the stored backlog, then live
 	// events, in id order, without gaps or duplicates, with periodic heartbeats.
 	// A slow observer is ended with RESOURCE_EXHAUSTED; it resumes from its last id.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative after_event_id);
+	// RESOURCE_EXHAUSTED OBSERVER_TOO_SLOW and UNAVAILABLE SHUTTING_DOWN, both with
+	// metadata resume_after_event_id: reconnect with after_event_id set to it to
+	// resume without loss or duplicates.
 	WatchManifests(*WatchManifestsRequest, grpc.ServerStreamingServer[WatchManifestsResponse]) error
 	// Compares two manifests and names the section that broke the prefix cache.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
+	// MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
+	// TURN_MANIFEST_NOT_FOUND. Read only: always safe to retry.
 	DiffManifests(context.Context, *DiffManifestsRequest) (*DiffManifestsResponse, error)
 	mustEmbedUnimplementedManifestServiceServer()
 }

@@ -7,6 +7,7 @@
 package pioneerv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -2546,7 +2547,7 @@ var File_pioneer_v1_prompt_proto protoreflect.FileDescriptor
 const file_pioneer_v1_prompt_proto_rawDesc = "" +
 	"\n" +
 	"\x17pioneer/v1/prompt.proto\x12\n" +
-	"pioneer.v1\x1a\x17pioneer/v1/common.proto\"\x94\x05\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x17pioneer/v1/common.proto\"\x94\x05\n" +
 	"\fPromptLimits\x120\n" +
 	"\x12max_chars_per_file\x18\x01 \x01(\x05H\x00R\x0fmaxCharsPerFile\x88\x01\x01\x12+\n" +
 	"\x0fmax_chars_total\x18\x02 \x01(\x05H\x01R\rmaxCharsTotal\x88\x01\x01\x12E\n" +
@@ -2563,9 +2564,9 @@ const file_pioneer_v1_prompt_proto_rawDesc = "" +
 	"\x15_max_dynamic_sectionsB\x16\n" +
 	"\x14_max_agents_md_charsB\x13\n" +
 	"\x11_max_skills_charsB\x1b\n" +
-	"\x19_max_thread_context_chars\"\x97\x01\n" +
-	"\x05Skill\x12\x12\n" +
-	"\x04slug\x18\x01 \x01(\tR\x04slug\x12!\n" +
+	"\x19_max_thread_context_chars\"\x9c\x01\n" +
+	"\x05Skill\x12\x17\n" +
+	"\x04slug\x18\x01 \x01(\tB\x03\xe0A\x02R\x04slug\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x12 \n" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x12\n" +
 	"\x04body\x18\x04 \x01(\tR\x04body\x12!\n" +
@@ -2644,9 +2645,9 @@ const file_pioneer_v1_prompt_proto_rawDesc = "" +
 	"\x05label\x18\a \x01(\tR\x05labelB\r\n" +
 	"\v_section_idB\v\n" +
 	"\t_priorityB\x0f\n" +
-	"\r_source_count\"\xfb\x01\n" +
-	"\x0eDynamicSection\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
+	"\r_source_count\"\x80\x02\n" +
+	"\x0eDynamicSection\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x02R\x02id\x12\x19\n" +
 	"\x05title\x18\x02 \x01(\tH\x00R\x05title\x88\x01\x01\x12\x18\n" +
 	"\acontent\x18\x03 \x01(\tR\acontent\x12 \n" +
 	"\tmax_chars\x18\x04 \x01(\x05H\x01R\bmaxChars\x88\x01\x01\x12\x1c\n" +
@@ -2656,9 +2657,9 @@ const file_pioneer_v1_prompt_proto_rawDesc = "" +
 	"\x06_titleB\f\n" +
 	"\n" +
 	"_max_charsB\x0e\n" +
-	"\f_hook_source\"\xfd\b\n" +
-	"\x12PromptCompileInput\x12%\n" +
-	"\x0eworkspace_root\x18\x01 \x01(\tR\rworkspaceRoot\x123\n" +
+	"\f_hook_source\"\x82\t\n" +
+	"\x12PromptCompileInput\x12*\n" +
+	"\x0eworkspace_root\x18\x01 \x01(\tB\x03\xe0A\x01R\rworkspaceRoot\x123\n" +
 	"\aprofile\x18\x02 \x01(\x0e2\x19.pioneer.v1.PromptProfileR\aprofile\x12(\n" +
 	"\rskills_prompt\x18\x03 \x01(\tH\x00R\fskillsPrompt\x88\x01\x01\x120\n" +
 	"\x11retry_instruction\x18\x04 \x01(\tH\x01R\x10retryInstruction\x88\x01\x01\x12?\n" +

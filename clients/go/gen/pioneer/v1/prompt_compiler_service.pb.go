@@ -7,6 +7,7 @@
 package pioneerv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -296,16 +297,16 @@ var File_pioneer_v1_prompt_compiler_service_proto protoreflect.FileDescriptor
 const file_pioneer_v1_prompt_compiler_service_proto_rawDesc = "" +
 	"\n" +
 	"(pioneer/v1/prompt_compiler_service.proto\x12\n" +
-	"pioneer.v1\x1a\x17pioneer/v1/prompt.proto\"\x82\x01\n" +
-	"\x14CompilePromptRequest\x124\n" +
-	"\x05input\x18\x01 \x01(\v2\x1e.pioneer.v1.PromptCompileInputR\x05input\x12\x1b\n" +
-	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x17\n" +
-	"\aturn_id\x18\x03 \x01(\tR\x06turnId\"\x80\x01\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x17pioneer/v1/prompt.proto\"\x91\x01\n" +
+	"\x14CompilePromptRequest\x129\n" +
+	"\x05input\x18\x01 \x01(\v2\x1e.pioneer.v1.PromptCompileInputB\x03\xe0A\x02R\x05input\x12 \n" +
+	"\tthread_id\x18\x02 \x01(\tB\x03\xe0A\x01R\bthreadId\x12\x1c\n" +
+	"\aturn_id\x18\x03 \x01(\tB\x03\xe0A\x01R\x06turnId\"\x80\x01\n" +
 	"\x15CompilePromptResponse\x12;\n" +
 	"\apayload\x18\x01 \x01(\v2!.pioneer.v1.CompiledPromptPayloadR\apayload\x12*\n" +
-	"\x11manifest_event_id\x18\x02 \x01(\x03R\x0fmanifestEventId\"D\n" +
-	"\x1bEnsureBootstrapFilesRequest\x12%\n" +
-	"\x0eworkspace_root\x18\x01 \x01(\tR\rworkspaceRoot\"Q\n" +
+	"\x11manifest_event_id\x18\x02 \x01(\x03R\x0fmanifestEventId\"I\n" +
+	"\x1bEnsureBootstrapFilesRequest\x12*\n" +
+	"\x0eworkspace_root\x18\x01 \x01(\tB\x03\xe0A\x01R\rworkspaceRoot\"Q\n" +
 	"\rBootstrapFile\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x18\n" +

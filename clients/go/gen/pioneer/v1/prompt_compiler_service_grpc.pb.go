@@ -33,12 +33,23 @@ const (
 // request string is refused when it holds a NUL character (PostgreSQL text
 // cannot store one). Both are checked before any work and answered with
 // INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+//
+// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
+// UNAVAILABLE (retry with backoff).
 type PromptCompilerServiceClient interface {
 	// Compiles a system prompt. When thread_id and turn_id are set, the manifest
 	// is persisted on the turn and published to manifest observers.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names input.* fields);
+	// PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE,
+	// NO_RUNTIME_HOME (metadata field, path, resolved; do not retry unchanged).
+	// Safe to retry: a persisted manifest is recorded again as a new event.
 	CompilePrompt(ctx context.Context, in *CompilePromptRequest, opts ...grpc.CallOption) (*CompilePromptResponse, error)
 	// Creates SOUL.md and IDENTITY.md in the runtime home when missing. Never
 	// overwrites an existing file, even an empty one.
+	//
+	// Errors: PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME, NO_RUNTIME_HOME.
+	// Idempotent: safe to retry.
 	EnsureBootstrapFiles(ctx context.Context, in *EnsureBootstrapFilesRequest, opts ...grpc.CallOption) (*EnsureBootstrapFilesResponse, error)
 }
 
@@ -80,12 +91,23 @@ func (c *promptCompilerServiceClient) EnsureBootstrapFiles(ctx context.Context, 
 // request string is refused when it holds a NUL character (PostgreSQL text
 // cannot store one). Both are checked before any work and answered with
 // INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+//
+// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
+// UNAVAILABLE (retry with backoff).
 type PromptCompilerServiceServer interface {
 	// Compiles a system prompt. When thread_id and turn_id are set, the manifest
 	// is persisted on the turn and published to manifest observers.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names input.* fields);
+	// PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE,
+	// NO_RUNTIME_HOME (metadata field, path, resolved; do not retry unchanged).
+	// Safe to retry: a persisted manifest is recorded again as a new event.
 	CompilePrompt(context.Context, *CompilePromptRequest) (*CompilePromptResponse, error)
 	// Creates SOUL.md and IDENTITY.md in the runtime home when missing. Never
 	// overwrites an existing file, even an empty one.
+	//
+	// Errors: PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME, NO_RUNTIME_HOME.
+	// Idempotent: safe to retry.
 	EnsureBootstrapFiles(context.Context, *EnsureBootstrapFilesRequest) (*EnsureBootstrapFilesResponse, error)
 	mustEmbedUnimplementedPromptCompilerServiceServer()
 }

@@ -7,6 +7,7 @@
 package pioneerv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -343,16 +344,16 @@ var File_pioneer_v1_provider_service_proto protoreflect.FileDescriptor
 const file_pioneer_v1_provider_service_proto_rawDesc = "" +
 	"\n" +
 	"!pioneer/v1/provider_service.proto\x12\n" +
-	"pioneer.v1\x1a\x15pioneer/v1/chat.proto\"\xb1\x01\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x15pioneer/v1/chat.proto\"\xb1\x01\n" +
 	"\rRenderOptions\x12>\n" +
 	"\x19anthropic_min_cache_chars\x18\x01 \x01(\x05H\x00R\x16anthropicMinCacheChars\x88\x01\x01\x12-\n" +
 	"\x10cache_key_prefix\x18\x02 \x01(\tH\x01R\x0ecacheKeyPrefix\x88\x01\x01B\x1c\n" +
 	"\x1a_anthropic_min_cache_charsB\x13\n" +
-	"\x11_cache_key_prefix\"\xbd\x01\n" +
-	"\x18RenderChatRequestRequest\x120\n" +
-	"\bprovider\x18\x01 \x01(\x0e2\x14.pioneer.v1.ProviderR\bprovider\x12:\n" +
-	"\fchat_request\x18\x02 \x01(\v2\x17.pioneer.v1.ChatRequestR\vchatRequest\x123\n" +
-	"\aoptions\x18\x03 \x01(\v2\x19.pioneer.v1.RenderOptionsR\aoptions\"\xad\x01\n" +
+	"\x11_cache_key_prefix\"\xcc\x01\n" +
+	"\x18RenderChatRequestRequest\x125\n" +
+	"\bprovider\x18\x01 \x01(\x0e2\x14.pioneer.v1.ProviderB\x03\xe0A\x02R\bprovider\x12?\n" +
+	"\fchat_request\x18\x02 \x01(\v2\x17.pioneer.v1.ChatRequestB\x03\xe0A\x02R\vchatRequest\x128\n" +
+	"\aoptions\x18\x03 \x01(\v2\x19.pioneer.v1.RenderOptionsB\x03\xe0A\x01R\aoptions\"\xad\x01\n" +
 	"\x19RenderChatRequestResponse\x12\x1b\n" +
 	"\tbody_json\x18\x01 \x01(\tR\bbodyJson\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12+\n" +

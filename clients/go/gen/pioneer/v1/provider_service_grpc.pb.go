@@ -39,6 +39,9 @@ type ProviderServiceClient interface {
 	// parses them, tool choice allowed with the reasoning asked for...): what
 	// cannot be met truthfully is INVALID_ARGUMENT naming the field, what the
 	// server adapts is listed in the response's notices.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names chat_request.*
+	// fields the provider cannot take); UNAUTHENTICATED. Pure: always safe to retry.
 	RenderChatRequest(ctx context.Context, in *RenderChatRequestRequest, opts ...grpc.CallOption) (*RenderChatRequestResponse, error)
 }
 
@@ -77,6 +80,9 @@ type ProviderServiceServer interface {
 	// parses them, tool choice allowed with the reasoning asked for...): what
 	// cannot be met truthfully is INVALID_ARGUMENT naming the field, what the
 	// server adapts is listed in the response's notices.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names chat_request.*
+	// fields the provider cannot take); UNAUTHENTICATED. Pure: always safe to retry.
 	RenderChatRequest(context.Context, *RenderChatRequestRequest) (*RenderChatRequestResponse, error)
 	mustEmbedUnimplementedProviderServiceServer()
 }

@@ -7,6 +7,7 @@
 package pioneerv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -281,26 +282,26 @@ var File_pioneer_v1_turn_service_proto protoreflect.FileDescriptor
 const file_pioneer_v1_turn_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1dpioneer/v1/turn_service.proto\x12\n" +
-	"pioneer.v1\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\x1a\x17pioneer/v1/prompt.proto\x1a!pioneer/v1/provider_service.proto\"\xde\x05\n" +
-	"\x12PrepareTurnRequest\x12\x1b\n" +
-	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12\x17\n" +
-	"\aturn_id\x18\x02 \x01(\tR\x06turnId\x12>\n" +
-	"\vnew_entries\x18\x03 \x03(\v2\x1d.pioneer.v1.ConversationEntryR\n" +
-	"newEntries\x12C\n" +
-	"\rcompile_input\x18\x04 \x01(\v2\x1e.pioneer.v1.PromptCompileInputR\fcompileInput\x120\n" +
-	"\x05tools\x18\x05 \x03(\v2\x1a.pioneer.v1.ToolDefinitionR\x05tools\x127\n" +
-	"\vtool_choice\x18\x06 \x01(\v2\x16.pioneer.v1.ToolChoiceR\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\x1a\x17pioneer/v1/prompt.proto\x1a!pioneer/v1/provider_service.proto\"\x95\x06\n" +
+	"\x12PrepareTurnRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12\x1c\n" +
+	"\aturn_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x06turnId\x12C\n" +
+	"\vnew_entries\x18\x03 \x03(\v2\x1d.pioneer.v1.ConversationEntryB\x03\xe0A\x01R\n" +
+	"newEntries\x12H\n" +
+	"\rcompile_input\x18\x04 \x01(\v2\x1e.pioneer.v1.PromptCompileInputB\x03\xe0A\x01R\fcompileInput\x125\n" +
+	"\x05tools\x18\x05 \x03(\v2\x1a.pioneer.v1.ToolDefinitionB\x03\xe0A\x01R\x05tools\x12<\n" +
+	"\vtool_choice\x18\x06 \x01(\v2\x16.pioneer.v1.ToolChoiceB\x03\xe0A\x01R\n" +
 	"toolChoice\x123\n" +
-	"\x13parallel_tool_calls\x18\a \x01(\bH\x00R\x11parallelToolCalls\x88\x01\x01\x12\x14\n" +
-	"\x05model\x18\b \x01(\tR\x05model\x12%\n" +
+	"\x13parallel_tool_calls\x18\a \x01(\bH\x00R\x11parallelToolCalls\x88\x01\x01\x12\x19\n" +
+	"\x05model\x18\b \x01(\tB\x03\xe0A\x01R\x05model\x12%\n" +
 	"\vtemperature\x18\t \x01(\x01H\x01R\vtemperature\x88\x01\x01\x12\"\n" +
 	"\n" +
 	"max_tokens\x18\n" +
-	" \x01(\x05H\x02R\tmaxTokens\x88\x01\x01\x123\n" +
-	"\treasoning\x18\v \x01(\v2\x15.pioneer.v1.ReasoningR\treasoning\x120\n" +
-	"\bprovider\x18\f \x01(\x0e2\x14.pioneer.v1.ProviderR\bprovider\x12@\n" +
-	"\x0erender_options\x18\r \x01(\v2\x19.pioneer.v1.RenderOptionsR\rrenderOptions\x12,\n" +
-	"\x12provider_body_only\x18\x0e \x01(\bR\x10providerBodyOnlyB\x16\n" +
+	" \x01(\x05H\x02R\tmaxTokens\x88\x01\x01\x128\n" +
+	"\treasoning\x18\v \x01(\v2\x15.pioneer.v1.ReasoningB\x03\xe0A\x01R\treasoning\x125\n" +
+	"\bprovider\x18\f \x01(\x0e2\x14.pioneer.v1.ProviderB\x03\xe0A\x01R\bprovider\x12E\n" +
+	"\x0erender_options\x18\r \x01(\v2\x19.pioneer.v1.RenderOptionsB\x03\xe0A\x01R\rrenderOptions\x121\n" +
+	"\x12provider_body_only\x18\x0e \x01(\bB\x03\xe0A\x01R\x10providerBodyOnlyB\x16\n" +
 	"\x14_parallel_tool_callsB\x0e\n" +
 	"\f_temperatureB\r\n" +
 	"\v_max_tokens\"\x97\x03\n" +

@@ -43,6 +43,15 @@ type TurnServiceClient interface {
 	// Safe to retry: entries are idempotent by entry_id, and a repeat of the same
 	// compile for the same turn returns the turn's existing manifest event
 	// instead of publishing another.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names each field,
+	// nothing stored), MODEL_REQUIRED (no model here nor on the thread);
+	// NOT_FOUND THREAD_NOT_FOUND; ALREADY_EXISTS ENTRY_CONFLICT; FAILED_PRECONDITION
+	// TURN_COMPLETED (the turn was completed: use a new turn_id), TOOL_RESULTS_PENDING
+	// (append the results, then retry); PERMISSION_DENIED
+	// WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE, NO_RUNTIME_HOME (metadata
+	// field, path, resolved). Any RPC may also answer UNAUTHENTICATED and
+	// UNAVAILABLE (retry with backoff).
 	PrepareTurn(ctx context.Context, in *PrepareTurnRequest, opts ...grpc.CallOption) (*PrepareTurnResponse, error)
 }
 
@@ -85,6 +94,15 @@ type TurnServiceServer interface {
 	// Safe to retry: entries are idempotent by entry_id, and a repeat of the same
 	// compile for the same turn returns the turn's existing manifest event
 	// instead of publishing another.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names each field,
+	// nothing stored), MODEL_REQUIRED (no model here nor on the thread);
+	// NOT_FOUND THREAD_NOT_FOUND; ALREADY_EXISTS ENTRY_CONFLICT; FAILED_PRECONDITION
+	// TURN_COMPLETED (the turn was completed: use a new turn_id), TOOL_RESULTS_PENDING
+	// (append the results, then retry); PERMISSION_DENIED
+	// WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE, NO_RUNTIME_HOME (metadata
+	// field, path, resolved). Any RPC may also answer UNAUTHENTICATED and
+	// UNAVAILABLE (retry with backoff).
 	PrepareTurn(context.Context, *PrepareTurnRequest) (*PrepareTurnResponse, error)
 	mustEmbedUnimplementedTurnServiceServer()
 }

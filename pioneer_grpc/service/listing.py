@@ -1,0 +1,59 @@
+"""List use cases: threads, a thread's turns, a thread's entries, a page at a time (AIP-158).
+
+    threads, next_token = await list_threads(ctx, page_size=0, page_token="")
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.history.entries import thread_id_violation
+from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.service.paging import PageSize, decode_token, encode_token
+from pioneer_grpc.store import listing
+from pioneer_grpc.v1 import history_pb2
+
+THREAD_PAGE = PageSize(default=50, maximum=1000)
+TURN_PAGE = PageSize(default=50, maximum=1000)
+ENTRY_PAGE = PageSize(default=100, maximum=500)
+
+
+async def list_threads(
+    ctx: ServiceContext, page_size: int, page_token: str
+) -> tuple[list[history_pb2.Thread], str]:
+    size = THREAD_PAGE.of(page_size)
+    after = decode_token(page_token, "threads")
+    async with ctx.sessions() as session, session.begin():
+        threads, more = await listing.threads_page(session, None if after is None else str(after[0]), size)
+    return threads, encode_token("threads", [threads[-1].thread_id]) if more else ""
+
+
+async def list_turns(
+    ctx: ServiceContext, thread_id: str, page_size: int, page_token: str
+) -> tuple[list[history_pb2.Turn], str]:
+    InvalidArgument.raise_if([thread_id_violation(thread_id)])
+    size = TURN_PAGE.of(page_size)
+    scope = f"turns:{thread_id}"
+    after = decode_token(page_token, scope)
+    position = None if after is None else (datetime.fromisoformat(str(after[0])), str(after[1]))
+    async with ctx.sessions() as session, session.begin():
+        turns, more = await listing.turns_page(session, thread_id, position, size)
+    if not more:
+        return turns, ""
+    last = turns[-1]
+    return turns, encode_token(scope, [last.create_time.ToDatetime(tzinfo=UTC).isoformat(), last.turn_id])
+
+
+async def list_entries(
+    ctx: ServiceContext, thread_id: str, turn_id: str, page_size: int, page_token: str
+) -> tuple[list[history_pb2.ConversationEntry], str]:
+    InvalidArgument.raise_if([thread_id_violation(thread_id)])
+    size = ENTRY_PAGE.of(page_size)
+    scope = f"entries:{thread_id}:{turn_id}"
+    after = decode_token(page_token, scope)
+    async with ctx.sessions() as session, session.begin():
+        entries, more = await listing.entries_page(
+            session, thread_id, turn_id, 0 if after is None else int(after[0]), size
+        )
+    return entries, encode_token(scope, [entries[-1].sequence]) if more else ""

@@ -1,0 +1,100 @@
+"""Keyset pages of threads, turns and entries: each page starts after the last item of the previous.
+
+Ordering keys never change once written (thread ids, a turn's creation time and
+id, an entry's sequence), so paging through a growing list shows every item that
+existed at the start exactly once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from pioneer_grpc.store.clock import as_utc
+from pioneer_grpc.store.entries import ENTRY_COLUMNS, entry_message
+from pioneer_grpc.store.models import EntryRow, ThreadRow, TurnRow
+from pioneer_grpc.store.threads import thread_message, thread_not_found
+from pioneer_grpc.v1 import history_pb2
+
+
+async def threads_page(
+    session: AsyncSession, after_thread_id: str | None, size: int
+) -> tuple[list[history_pb2.Thread], bool]:
+    """Threads by id after `after_thread_id`, and whether more follow."""
+    count = select(func.count()).where(EntryRow.thread_id == ThreadRow.thread_id).scalar_subquery()
+    query = select(ThreadRow, count.label("entries")).order_by(ThreadRow.thread_id).limit(size + 1)
+    if after_thread_id is not None:
+        query = query.where(ThreadRow.thread_id > after_thread_id)
+    rows = (await session.execute(query)).all()
+    return [thread_message(row[0], row[1]) for row in rows[:size]], len(rows) > size
+
+
+async def _require_thread(session: AsyncSession, thread_id: str) -> None:
+    if await session.scalar(select(ThreadRow.thread_id).where(ThreadRow.thread_id == thread_id)) is None:
+        raise thread_not_found(thread_id)
+
+
+def turn_message(row: Any) -> history_pb2.Turn:
+    turn = history_pb2.Turn(
+        thread_id=row.thread_id,
+        turn_id=row.turn_id,
+        status=row.status,
+        entry_count=row.entries,
+        manifest_event_id=row.manifest_event_id or 0,
+    )
+    turn.create_time.FromDatetime(as_utc(row.created_at))
+    turn.update_time.FromDatetime(as_utc(row.updated_at))
+    return turn
+
+
+async def turns_page(
+    session: AsyncSession, thread_id: str, after: tuple[datetime, str] | None, size: int
+) -> tuple[list[history_pb2.Turn], bool]:
+    """A thread's turns by (creation time, turn id) after `after`, and whether more follow."""
+    await _require_thread(session, thread_id)
+    count = (
+        select(func.count())
+        .where(EntryRow.thread_id == TurnRow.thread_id, EntryRow.turn_id == TurnRow.turn_id)
+        .scalar_subquery()
+    )
+    query = (
+        select(
+            TurnRow.thread_id,
+            TurnRow.turn_id,
+            TurnRow.status,
+            TurnRow.manifest_event_id,
+            TurnRow.created_at,
+            TurnRow.updated_at,
+            count.label("entries"),
+        )
+        .where(TurnRow.thread_id == thread_id)
+        .order_by(TurnRow.created_at, TurnRow.turn_id)
+        .limit(size + 1)
+    )
+    if after is not None:
+        moment, turn_id = after
+        query = query.where(
+            or_(TurnRow.created_at > moment, and_(TurnRow.created_at == moment, TurnRow.turn_id > turn_id))
+        )
+    rows = (await session.execute(query)).all()
+    return [turn_message(row) for row in rows[:size]], len(rows) > size
+
+
+async def entries_page(
+    session: AsyncSession, thread_id: str, turn_id: str, after_sequence: int, size: int
+) -> tuple[list[history_pb2.ConversationEntry], bool]:
+    """A thread's entries (of one turn, when named) by sequence after `after_sequence`."""
+    await _require_thread(session, thread_id)
+    query = (
+        select(*ENTRY_COLUMNS)
+        .where(EntryRow.thread_id == thread_id, EntryRow.id > after_sequence)
+        .order_by(EntryRow.id)
+        .limit(size + 1)
+    )
+    if turn_id:
+        query = query.where(EntryRow.turn_id == turn_id)
+    rows = (await session.execute(query)).all()
+    return [entry_message(row) for row in rows[:size]], len(rows) > size
