@@ -1,0 +1,107 @@
+"""Python client of pioneer-grpc: sync (Client) and asyncio (AsyncClient), one method per RPC.
+
+    from pioneer_grpc.client import Client, ThreadConfig
+    with Client.connect("127.0.0.1:50051", token="...") as client:
+        client.create_thread(thread_id="t1", config=ThreadConfig(model="gpt-4.1"))
+
+Needs only grpcio, protobuf and googleapis-common-protos: it is shipped alone as
+the `pioneer-grpc-client` distribution (clients/python), without the server.
+"""
+
+from pioneer_grpc import reasons
+from pioneer_grpc.client.aio import AsyncClient
+from pioneer_grpc.client.connect import DEFAULT_ADDRESS, DEFAULT_MAX_MESSAGE_BYTES, ConnectOptions
+from pioneer_grpc.client.errors import (
+    AbortedError,
+    AlreadyExistsError,
+    DeadlineExceededError,
+    EntryConflict,
+    FailedPreconditionError,
+    FieldViolation,
+    InternalError,
+    InvalidArgumentError,
+    NotFoundError,
+    PermissionDeniedError,
+    ResourceExhaustedError,
+    RpcFailure,
+    ThreadConflict,
+    ThreadNotFound,
+    TurnCompleted,
+    TurnNotFound,
+    UnauthenticatedError,
+    UnavailableError,
+    UnimplementedError,
+    WorkspaceOutsideHome,
+)
+from pioneer_grpc.client.helpers import (
+    assistant_entry,
+    chat_role,
+    entries_of_reply,
+    entry_role,
+    event_ref,
+    inline_ref,
+    json_struct,
+    tool,
+    tool_result_entry,
+    tool_round,
+    turn_ref,
+    user_entry,
+)
+from pioneer_grpc.client.methods import RPCS
+from pioneer_grpc.client.sync import Client
+from pioneer_grpc.v1.chat_pb2 import ChatMessage, ChatRequest, ToolChoice, ToolDefinition
+from pioneer_grpc.v1.common_pb2 import ToolCall
+from pioneer_grpc.v1.history_pb2 import ConversationEntry, ThreadConfig
+from pioneer_grpc.v1.prompt_pb2 import PromptCompileInput
+from pioneer_grpc.v1.provider_service_pb2 import Provider
+
+__all__ = [
+    "DEFAULT_ADDRESS",
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "RPCS",
+    "AbortedError",
+    "AlreadyExistsError",
+    "AsyncClient",
+    "ChatMessage",
+    "ChatRequest",
+    "Client",
+    "ConnectOptions",
+    "ConversationEntry",
+    "DeadlineExceededError",
+    "EntryConflict",
+    "FailedPreconditionError",
+    "FieldViolation",
+    "InternalError",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "PromptCompileInput",
+    "Provider",
+    "ResourceExhaustedError",
+    "RpcFailure",
+    "ThreadConfig",
+    "ThreadConflict",
+    "ThreadNotFound",
+    "ToolCall",
+    "ToolChoice",
+    "ToolDefinition",
+    "TurnCompleted",
+    "TurnNotFound",
+    "UnauthenticatedError",
+    "UnavailableError",
+    "UnimplementedError",
+    "WorkspaceOutsideHome",
+    "assistant_entry",
+    "chat_role",
+    "entries_of_reply",
+    "entry_role",
+    "event_ref",
+    "inline_ref",
+    "json_struct",
+    "reasons",
+    "tool",
+    "tool_result_entry",
+    "tool_round",
+    "turn_ref",
+    "user_entry",
+]

@@ -1,0 +1,110 @@
+"""The asyncio client: the same methods as Client, awaited; streams are async iterators.
+
+async with await AsyncClient.connect("127.0.0.1:50051") as client:
+    prepared = await client.prepare_turn(thread_id="t1", turn_id="u1", new_entries=[...])
+    async for event in client.watch_manifests(thread_id="t1"):
+        ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
+
+import grpc
+from google.protobuf.message import Message
+
+from pioneer_grpc.client.connect import ConnectOptions
+from pioneer_grpc.client.errors import UnavailableError, failure_from
+from pioneer_grpc.client.methods import RPCS, Rpc
+
+_DEFAULT: Any = object()
+
+
+class AsyncClient:
+    def __init__(self, channel: grpc.aio.Channel, options: ConnectOptions) -> None:
+        self.channel = channel
+        self.options = options
+        self._calls: dict[str, Any] = {}
+        for rpc in RPCS.values():
+            make = channel.unary_stream if rpc.server_streaming else channel.unary_unary
+            self._calls[rpc.name] = make(
+                rpc.path,
+                request_serializer=rpc.request.SerializeToString,
+                response_deserializer=rpc.response.FromString,
+            )
+
+    @classmethod
+    async def connect(cls, address: str | None = None, **settings: Any) -> AsyncClient:
+        """Opens a channel and waits (connect_timeout) until the server answers; see ConnectOptions."""
+        options = ConnectOptions(**settings)
+        if address is not None:
+            options = replace(options, address=address)
+        credentials = options.credentials()
+        if credentials is None:
+            channel = grpc.aio.insecure_channel(options.address, options=options.channel_options())
+        else:
+            channel = grpc.aio.secure_channel(options.address, credentials, options=options.channel_options())
+        if options.connect_timeout is not None:
+            try:
+                await asyncio.wait_for(channel.channel_ready(), options.connect_timeout)
+            except TimeoutError:
+                await channel.close()
+                raise UnavailableError(grpc.StatusCode.UNAVAILABLE, options.unreachable()) from None
+        return cls(channel, options)
+
+    async def close(self) -> None:
+        await self.channel.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _unary(self, rpc: Rpc, request: Message, asked: Any, metadata: Any) -> Any:
+        deadline = self.options.timeout if asked is _DEFAULT else asked
+        try:
+            return await self._calls[rpc.name](
+                request, timeout=deadline, metadata=self.options.call_metadata(metadata)
+            )
+        except grpc.RpcError as error:
+            raise failure_from(error, rpc.path) from None
+
+    async def _stream(self, rpc: Rpc, request: Message, asked: Any, metadata: Any) -> AsyncIterator[Any]:
+        deadline = None if asked is _DEFAULT else asked
+        call = self._calls[rpc.name](request, timeout=deadline, metadata=self.options.call_metadata(metadata))
+        try:
+            async for response in call:
+                yield response
+        except grpc.RpcError as error:
+            raise failure_from(error, rpc.path) from None
+        finally:
+            call.cancel()
+
+
+def _method(rpc: Rpc) -> Any:
+    def call(
+        self: AsyncClient,
+        request: Message | None = None,
+        /,
+        *,
+        timeout: Any = _DEFAULT,
+        metadata: Any = (),
+        **fields: Any,
+    ) -> Any:
+        message = rpc.build(request, fields)
+        if rpc.server_streaming:
+            return self._stream(rpc, message, timeout, metadata)
+        return self._unary(rpc, message, timeout, metadata)
+
+    call.__name__ = call.__qualname__ = rpc.name
+    shape = "an async iterator of " if rpc.server_streaming else "awaitable "
+    call.__doc__ = f"{rpc.path}: {rpc.request.__name__} (or its fields) -> {shape}{rpc.response.__name__}"
+    return call
+
+
+for _rpc in RPCS.values():
+    setattr(AsyncClient, _rpc.name, _method(_rpc))
