@@ -51,8 +51,6 @@ from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2, prompt_pb2, provider_service_pb2, turn_service_pb2
 from pioneer_grpc.wire import repeated_records
 
-# ErrorInfo reason of a round asked for while the turn's latest tool calls have no result.
-
 # ChatRequest fields that PrepareTurnRequest carries at its top level: a
 # violation on one of them names the request's own field.
 _TOP_LEVEL = (
