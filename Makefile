@@ -47,7 +47,7 @@ contract-image: $(STAMP)
 	$(BUF) build -o $(CONTRACT_IMAGE)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check pioneer_grpc tests scripts
+	$(VENV)/bin/ruff check pioneer_grpc tests scripts examples
 	$(VENV)/bin/mypy pioneer_grpc
 	$(VENV)/bin/lint-imports --no-cache
 	$(BUF) lint

@@ -28,3 +28,6 @@ echo "== Python tests (SQLite and PostgreSQL)"
 
 echo "== Go and Rust contract tests against a live server"
 make --no-print-directory test-contract
+
+echo "== the Python example agent loop against a live server"
+bash scripts/with_server.sh .venv/bin/python examples/agent_loop.py

@@ -1,0 +1,108 @@
+"""An agent loop on pioneer-grpc with the Python client: two turns, one with a tool round.
+
+The model is a stand-in that answers from the ChatRequest (call a tool when the
+user asks for files, answer once the tool result is there); replace `fake_model`
+with a provider call that sends `prepared.provider_body_json` to `provider_path`.
+
+    PIONEER_ADDR=127.0.0.1:50051 PIONEER_TOKEN=... python examples/agent_loop.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+
+from pioneer_grpc.client import (
+    ChatMessage,
+    ChatRequest,
+    Client,
+    Provider,
+    ThreadConfig,
+    ToolCall,
+    chat_role,
+    entries_of_reply,
+    tool,
+    tool_result_entry,
+    turn_ref,
+    user_entry,
+)
+from pioneer_grpc.v1 import chat_pb2, history_pb2
+
+TOOLS = [
+    tool(
+        "list_files",
+        "List the files of a folder",
+        {"type": "object", "properties": {"folder": {"type": "string"}}, "required": ["folder"]},
+    )
+]
+
+
+def fake_model(request: ChatRequest) -> ChatMessage:
+    last = request.messages[-1]
+    if last.role == chat_pb2.CHAT_ROLE_TOOL:
+        return ChatMessage(role=chat_pb2.CHAT_ROLE_ASSISTANT, content=f"The folder holds: {last.content}.")
+    if "files" in last.content:
+        call = ToolCall(id=f"call_{uuid.uuid4().hex[:8]}", name="list_files", arguments='{"folder": "."}')
+        return ChatMessage(role=chat_pb2.CHAT_ROLE_ASSISTANT, tool_calls=[call])
+    return ChatMessage(role=chat_pb2.CHAT_ROLE_ASSISTANT, content=f"You said: {last.content}")
+
+
+def run_tool(call: ToolCall) -> str:
+    folder = json.loads(call.arguments or "{}").get("folder", ".")
+    return ", ".join(sorted(["README.md", "notes.txt"])) if folder == "." else ""
+
+
+def run_turn(client: Client, thread_id: str, turn_id: str, text: str) -> str:
+    """One user message to a final answer: PrepareTurn per provider round, then CompleteTurn."""
+    new_entries = [user_entry(f"{turn_id}.user", text)]
+    for round_number in range(1, 5):
+        prepared = client.prepare_turn(
+            thread_id=thread_id,
+            turn_id=turn_id,
+            new_entries=new_entries,
+            tools=TOOLS,
+            provider=Provider.PROVIDER_OPENAI_CHAT_COMPLETIONS,
+        )
+        reply = fake_model(prepared.chat_request)
+        reply_entry = entries_of_reply(f"{turn_id}.r{round_number}", reply)
+        if not reply.tool_calls:
+            client.append_entries(thread_id=thread_id, entries=[_in_turn(reply_entry, turn_id)])
+            client.complete_turn(thread_id=thread_id, turn_id=turn_id)
+            return reply.content
+        # A tool round inside the turn: the call and its results go in with the next round.
+        results = [
+            tool_result_entry(f"{turn_id}.r{round_number}.{call.id}", call, run_tool(call))
+            for call in reply.tool_calls
+        ]
+        new_entries = [reply_entry, *results]
+    raise RuntimeError(f"turn {turn_id} did not finish in 4 rounds")
+
+
+def _in_turn(entry: history_pb2.ConversationEntry, turn_id: str) -> history_pb2.ConversationEntry:
+    entry.turn_id = turn_id
+    return entry
+
+
+def main(address: str, token: str | None) -> int:
+    thread_id = f"example-{uuid.uuid4().hex[:8]}"
+    with Client.connect(address, token=token) as client:
+        # Idempotent: a retry after a timeout answers the same thread.
+        for _ in range(2):
+            client.create_thread(thread_id=thread_id, config=ThreadConfig(model="gpt-4.1-mini"))
+        print(run_turn(client, thread_id, "turn-1", "which files are here?"))
+        print(run_turn(client, thread_id, "turn-2", "thanks"))
+        history = client.load_conversation_history(thread_id=thread_id)
+        roles = [chat_pb2.ChatRole.Name(m.role) for m in history.messages]
+        print("history:", " ".join(roles))
+        assert [chat_role(e.role) for e in client.list_entries(thread_id=thread_id).entries] == [
+            m.role for m in history.messages
+        ]
+        diff = client.diff_manifests(base=turn_ref(thread_id, "turn-1"), target=turn_ref(thread_id, "turn-2"))
+        print("stable prefix changed between turns:", diff.stable_changed)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(os.environ.get("PIONEER_ADDR", "127.0.0.1:50051"), os.environ.get("PIONEER_TOKEN") or None))

@@ -1,0 +1,29 @@
+"""examples/agent_loop.py runs to its end against a live server (make test also runs it as a script)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def test_the_example_agent_loop_runs(server_factory):
+    server = await server_factory(token="loop-token")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(ROOT / "examples" / "agent_loop.py"),
+        env={"PIONEER_ADDR": server.address, "PIONEER_TOKEN": "loop-token", "PATH": "/usr/bin:/bin"},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == 0, err.decode()
+    assert out.decode().splitlines() == [
+        "The folder holds: README.md, notes.txt.",
+        "You said: thanks",
+        "history: CHAT_ROLE_USER CHAT_ROLE_ASSISTANT CHAT_ROLE_TOOL CHAT_ROLE_ASSISTANT CHAT_ROLE_USER"
+        " CHAT_ROLE_ASSISTANT",
+        "stable prefix changed between turns: False",
+    ]
