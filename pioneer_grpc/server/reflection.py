@@ -97,6 +97,17 @@ class Reflection:
             file_descriptor_proto=[self._files[n].SerializeToString() for n in ordered]
         )
 
+    def _file_of_symbol(self, symbol: str) -> str:
+        """The file declaring `symbol`; a method, field or enum value is found through its parent."""
+        name = symbol
+        while True:
+            try:
+                return str(self._pool.FindFileContainingSymbol(name).name)
+            except KeyError:
+                name, dot, _ = name.rpartition(".")
+                if not dot or name.count(".") < 1:
+                    raise KeyError(symbol) from None
+
     def answer(self, request: rpb.ServerReflectionRequest) -> rpb.ServerReflectionResponse:
         response = rpb.ServerReflectionResponse(valid_host=request.host, original_request=request)
         try:
@@ -106,15 +117,16 @@ class Reflection:
                     raise KeyError(request.file_by_filename)
                 response.file_descriptor_response.CopyFrom(self._file_response(request.file_by_filename))
             elif kind == "file_containing_symbol":
-                found = self._pool.FindFileContainingSymbol(request.file_containing_symbol)
-                response.file_descriptor_response.CopyFrom(self._file_response(found.name))
+                found = self._file_of_symbol(request.file_containing_symbol)
+                response.file_descriptor_response.CopyFrom(self._file_response(found))
             elif kind == "file_containing_extension":
                 ask = request.file_containing_extension
                 extension = self._pool.FindExtensionByNumber(
                     self._pool.FindMessageTypeByName(ask.containing_type), ask.extension_number
                 )
-                found = self._pool.FindFileContainingSymbol(extension.full_name)
-                response.file_descriptor_response.CopyFrom(self._file_response(found.name))
+                response.file_descriptor_response.CopyFrom(
+                    self._file_response(self._file_of_symbol(extension.full_name))
+                )
             elif kind == "all_extension_numbers_of_type":
                 message = self._pool.FindMessageTypeByName(request.all_extension_numbers_of_type)
                 response.all_extension_numbers_response.base_type_name = message.full_name

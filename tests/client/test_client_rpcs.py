@@ -140,14 +140,11 @@ async def test_errors_are_classes_with_code_reason_metadata_and_violations(serve
         assert str(missing.value) == (
             "/pioneer.v1.HistoryService/GetThread: NOT_FOUND [THREAD_NOT_FOUND]: thread 'nope' does not exist"
         )
+        await client.create_thread(thread_id="t", config=ThreadConfig(model="m"))
         with pytest.raises(InvalidArgumentError) as invalid:
-            await client.append_entries(thread_id="", entries=[user_entry("", "x")])
+            await client.append_entries(thread_id="t", entries=[user_entry("", "x")])
         assert invalid.value.reason == reasons.INVALID_ARGUMENT
-        assert [v.field for v in invalid.value.violations] == [
-            "thread_id",
-            "entries[0].entry_id",
-            "entries[0].turn_id",
-        ]
+        assert [v.field for v in invalid.value.violations] == ["entries[0].entry_id", "entries[0].turn_id"]
         await client.create_thread(thread_id="t", config=ThreadConfig(model="m"))
         again = await client.create_thread(thread_id="t", config=ThreadConfig(model="m"))
         assert again.thread.thread_id == "t"

@@ -105,3 +105,11 @@ async def test_reflection_v1_and_v1alpha_serve_the_contract_with_its_comments(se
             reflection_pb2.ServerReflectionRequest(file_containing_symbol="no.Such"),
         )
         assert missing.error_response.error_code == 5  # NOT_FOUND
+        # grpcurl describe asks for methods and fields by name: found through their parent.
+        for symbol in ("pioneer.v1.HistoryService.CreateThread", "pioneer.v1.Thread.thread_id"):
+            [found] = await _ask(
+                server.channel(),
+                service,
+                reflection_pb2.ServerReflectionRequest(file_containing_symbol=symbol),
+            )
+            assert found.file_descriptor_response.file_descriptor_proto, symbol
