@@ -87,3 +87,14 @@ func TestDeadlineExceeded(t *testing.T) {
 	_, err = shared.Compiler.CompilePrompt(ctx2, &pioneerv1.CompilePromptRequest{Input: &pioneerv1.PromptCompileInput{}})
 	wantCode(t, err, codes.DeadlineExceeded, "CompilePrompt with 1ns deadline")
 }
+
+// An 8 MiB message is above gRPC's 4 MiB client default and within the
+// server's 16 MiB: Dial raises the limits to the server's.
+func TestDialReceivesMessagesUpToTheServerLimit(t *testing.T) {
+	payload := make([]byte, 8<<20)
+	resp, err := shared.Echo.Echo(ctxT(t), &pioneerv1.EchoRequest{Payload: payload})
+	must(t, err, "Echo(8 MiB)")
+	if len(resp.GetPayload()) != len(payload) {
+		t.Fatalf("echoed %d bytes, want %d", len(resp.GetPayload()), len(payload))
+	}
+}

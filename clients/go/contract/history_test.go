@@ -100,6 +100,24 @@ func TestThreadLifecycle(t *testing.T) {
 func TestGetThreadNotFound(t *testing.T) {
 	_, err := shared.History.GetThread(ctxT(t), &pioneerv1.GetThreadRequest{ThreadId: uniq("missing")})
 	wantCode(t, err, codes.NotFound, "GetThread(unknown)")
+	wantReason(t, err, "THREAD_NOT_FOUND", "GetThread(unknown)")
+}
+
+func TestCreateThreadRetriedAnswersTheStoredThread(t *testing.T) {
+	id := uniq("retry")
+	cfg := &pioneerv1.ThreadConfig{Model: "gpt-x"}
+	first, err := shared.History.CreateThread(ctxT(t), &pioneerv1.CreateThreadRequest{ThreadId: id, Config: cfg})
+	must(t, err, "CreateThread")
+	again, err := shared.History.CreateThread(ctxT(t), &pioneerv1.CreateThreadRequest{ThreadId: id, Config: cfg})
+	must(t, err, "CreateThread(retried)")
+	if !proto.Equal(first.GetThread().GetCreateTime(), again.GetThread().GetCreateTime()) {
+		t.Fatalf("retried create answered another thread: %v vs %v", first.GetThread(), again.GetThread())
+	}
+	_, err = shared.History.CreateThread(ctxT(t), &pioneerv1.CreateThreadRequest{
+		ThreadId: id, Config: &pioneerv1.ThreadConfig{Model: "other"},
+	})
+	wantCode(t, err, codes.AlreadyExists, "CreateThread(other config)")
+	wantReason(t, err, "THREAD_CONFLICT", "CreateThread(other config)")
 }
 
 func TestCreateThreadReserveNotBelowMax(t *testing.T) {
@@ -175,6 +193,10 @@ func TestAppendEntriesIdempotent(t *testing.T) {
 	e3 := entry(uniq("e"), turn, pioneerv1.EntryRole_ENTRY_ROLE_USER, "a new entry in the same batch")
 	_, err = shared.History.AppendEntries(ctxT(t), &pioneerv1.AppendEntriesRequest{ThreadId: th, Entries: []*pioneerv1.ConversationEntry{e3, changed}})
 	wantCode(t, err, codes.AlreadyExists, "AppendEntries(same id, different content)")
+	wantReason(t, err, "ENTRY_CONFLICT", "AppendEntries(same id, different content)")
+	if info, _ := pioneer.ErrorInfo(err); info.GetMetadata()["differing_fields"] != "content" {
+		t.Fatalf("ENTRY_CONFLICT metadata = %v, want differing_fields=content", info.GetMetadata())
+	}
 	got, err := shared.History.GetThread(ctxT(t), &pioneerv1.GetThreadRequest{ThreadId: th})
 	must(t, err, "GetThread")
 	if got.GetThread().GetEntryCount() != 2 {
@@ -195,6 +217,7 @@ func TestAppendEntriesValidation(t *testing.T) {
 		Entries:  []*pioneerv1.ConversationEntry{entry(uniq("e"), "t", pioneerv1.EntryRole_ENTRY_ROLE_USER, "x")},
 	})
 	wantCode(t, err, codes.NotFound, "AppendEntries(unknown thread)")
+	wantReason(t, err, "THREAD_NOT_FOUND", "AppendEntries(unknown thread)")
 
 	th := createThread(t, nil).GetThreadId()
 	_, err = shared.History.AppendEntries(ctxT(t), &pioneerv1.AppendEntriesRequest{

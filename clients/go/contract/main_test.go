@@ -219,6 +219,18 @@ func wantCode(t *testing.T, err error, want codes.Code, rpc string) *status.Stat
 	return st
 }
 
+// wantReason asserts err carries google.rpc.ErrorInfo with domain pioneer.v1 and reason.
+func wantReason(t *testing.T, err error, reason, rpc string) {
+	t.Helper()
+	info, ok := pioneer.ErrorInfo(err)
+	if !ok {
+		t.Fatalf("%s: no ErrorInfo detail on %v", rpc, err)
+	}
+	if info.GetReason() != reason || info.GetDomain() != "pioneer.v1" {
+		t.Fatalf("%s: ErrorInfo = %s/%s, want pioneer.v1/%s", rpc, info.GetDomain(), info.GetReason(), reason)
+	}
+}
+
 // wantViolation asserts err is INVALID_ARGUMENT with a BadRequest field violation on field.
 func wantViolation(t *testing.T, err error, field, rpc string) {
 	t.Helper()

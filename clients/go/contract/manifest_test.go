@@ -46,6 +46,7 @@ func TestGetTurnManifest(t *testing.T) {
 
 	_, err = shared.Manifests.GetTurnManifest(ctxT(t), &pioneerv1.GetTurnManifestRequest{ThreadId: th, TurnId: uniq("no-turn")})
 	wantCode(t, err, codes.NotFound, "GetTurnManifest(unknown turn)")
+	wantReason(t, err, "TURN_NOT_FOUND", "GetTurnManifest(unknown turn)")
 }
 
 func TestDiffManifests(t *testing.T) {
@@ -103,6 +104,7 @@ func TestDiffManifests(t *testing.T) {
 		Target: byManifest.Target,
 	})
 	wantCode(t, err, codes.NotFound, "DiffManifests(unknown event)")
+	wantReason(t, err, "MANIFEST_EVENT_NOT_FOUND", "DiffManifests(unknown event)")
 }
 
 type received struct {

@@ -31,6 +31,10 @@ import (
 	pioneerv1 "github.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1"
 )
 
+// DefaultMaxMessageBytes is the largest message sent or received: the server's
+// default (16 MiB), where gRPC's own client default is 4 MiB.
+const DefaultMaxMessageBytes = 16 << 20
+
 // DefaultCallTimeout is the deadline added to a unary call whose context has none.
 const DefaultCallTimeout = 30 * time.Second
 
@@ -137,6 +141,10 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	dialOpts := []grpc.DialOption{
 		grpc.WithKeepaliveParams(o.keepalive),
 		grpc.WithUserAgent(o.userAgent),
+		grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(DefaultMaxMessageBytes),
+			grpc.MaxCallSendMsgSize(DefaultMaxMessageBytes),
+		),
 	}
 	if o.tlsConfig != nil {
 		dialOpts = append(dialOpts, grpc.WithTransportCredentials(credentials.NewTLS(o.tlsConfig)))
@@ -161,7 +169,12 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	if !o.lazy {
 		if err := waitReady(ctx, conn, o.callTimeout); err != nil {
 			_ = conn.Close()
-			return nil, fmt.Errorf("pioneer: dial %s: %w", addr, err)
+			scheme := "plaintext"
+			if o.tlsConfig != nil {
+				scheme = "TLS"
+			}
+			return nil, fmt.Errorf("pioneer: cannot reach a pioneer-grpc server at %s (%s): "+
+				"is it running (make run), and is the address right? %w", addr, scheme, err)
 		}
 	}
 	return newClient(conn), nil

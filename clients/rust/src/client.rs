@@ -21,6 +21,9 @@ const AUTHORIZATION: &str = "authorization";
 
 /// Default deadline of a unary call when [`Options::timeout`] is left at its default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest message sent or received: the server's default (16 MiB). tonic's own
+/// decoding limit is 4 MiB, which fails on large appends and history loads.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// Default TCP (and TLS) connect timeout.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default interval of HTTP/2 keepalive pings while a call is open.
@@ -99,7 +102,10 @@ impl fmt::Display for ConnectError {
             Self::InvalidToken => f.write_str("token is not a valid HTTP header value"),
             Self::Tls(why) => write!(f, "tls: {why}"),
             Self::Transport(err) => {
-                write!(f, "cannot connect: {err}")?;
+                write!(
+                    f,
+                    "cannot reach a pioneer-grpc server (is it running, and is the address right?): {err}"
+                )?;
                 // tonic's own text is only "transport error": add the causes.
                 let mut last = err.to_string();
                 let mut cause = std::error::Error::source(err);
@@ -203,12 +209,24 @@ impl Clients {
     pub fn from_channel(channel: transport::Channel, call_options: CallOptions) -> Self {
         let channel = InterceptedService::new(channel, call_options);
         Self {
-            prompt_compiler: PromptCompilerServiceClient::new(channel.clone()),
-            history: HistoryServiceClient::new(channel.clone()),
-            manifest: ManifestServiceClient::new(channel.clone()),
-            provider: ProviderServiceClient::new(channel.clone()),
-            turn: TurnServiceClient::new(channel.clone()),
-            echo: EchoServiceClient::new(channel.clone()),
+            prompt_compiler: PromptCompilerServiceClient::new(channel.clone())
+                .max_decoding_message_size(DEFAULT_MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(DEFAULT_MAX_MESSAGE_BYTES),
+            history: HistoryServiceClient::new(channel.clone())
+                .max_decoding_message_size(DEFAULT_MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(DEFAULT_MAX_MESSAGE_BYTES),
+            manifest: ManifestServiceClient::new(channel.clone())
+                .max_decoding_message_size(DEFAULT_MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(DEFAULT_MAX_MESSAGE_BYTES),
+            provider: ProviderServiceClient::new(channel.clone())
+                .max_decoding_message_size(DEFAULT_MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(DEFAULT_MAX_MESSAGE_BYTES),
+            turn: TurnServiceClient::new(channel.clone())
+                .max_decoding_message_size(DEFAULT_MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(DEFAULT_MAX_MESSAGE_BYTES),
+            echo: EchoServiceClient::new(channel.clone())
+                .max_decoding_message_size(DEFAULT_MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(DEFAULT_MAX_MESSAGE_BYTES),
             health: HealthClient::new(channel.clone()),
             channel,
         }

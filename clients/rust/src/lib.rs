@@ -5,6 +5,7 @@
 //! * [`connect`] / [`connect_lazy`]: a [`Clients`] bundle with one client per
 //!   service sharing one HTTP/2 channel, a bearer-token interceptor, a default
 //!   per-call deadline and keepalive.
+//! * [`helpers`]: role conversion, JSON schema to `Struct`, tool definitions, manifest refs.
 //! * [`status`]: `google.rpc` error details (`BadRequest` field violations)
 //!   decoded from a [`tonic::Status`].
 //!
@@ -29,12 +30,13 @@
 #![warn(missing_docs)]
 
 mod client;
+pub mod helpers;
 pub mod status;
 
 pub use client::{
     connect, connect_lazy, CallOptions, Channel, Clients, ConnectError, Options, Tls,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_KEEPALIVE_TIMEOUT,
-    DEFAULT_TIMEOUT,
+    DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_TIMEOUT,
 };
 
 /// Generated protobuf messages and gRPC clients of the `pioneer.v1` package.
@@ -56,8 +58,7 @@ pub mod health {
     pub use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 }
 
-// The exact versions the stubs were generated for, so callers need not pin
-// matching ones themselves.
+// The versions the stubs were built with, so callers need not name matching ones themselves.
 pub use prost;
 pub use prost_types;
 pub use tonic;

@@ -42,6 +42,12 @@ pub fn field_violation(status: &Status, field: &str) -> Option<FieldViolation> {
         .find(|violation| violation.field == field)
 }
 
+/// The `google.rpc.ErrorInfo` reason of `status` (e.g. `THREAD_NOT_FOUND`,
+/// `ENTRY_CONFLICT`, `TURN_COMPLETED`); `None` when it carries no ErrorInfo.
+pub fn reason(status: &Status) -> Option<String> {
+    status.get_details_error_info().map(|info| info.reason)
+}
+
 /// True when `status` says the call's deadline passed: DEADLINE_EXCEEDED from
 /// the server, or CANCELLED "Timeout expired", which is how tonic reports its
 /// own timer firing before the server answered.

@@ -703,12 +703,47 @@ async fn thread_create_get_update() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_thread_unknown_is_not_found() {
     let mut c = setup!();
-    fails!(
+    let status = fails!(
         c.history.get_thread(v1::GetThreadRequest {
             thread_id: uniq("missing")
         }),
         Code::NotFound,
         "GetThread unknown"
+    );
+    assert_eq!(
+        pioneer_grpc_client::status::reason(&status).as_deref(),
+        Some("THREAD_NOT_FOUND")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_thread_retried_answers_the_stored_thread() {
+    let mut c = setup!();
+    let id = uniq("retry");
+    let create = |model: &str| v1::CreateThreadRequest {
+        thread_id: id.clone(),
+        config: Some(v1::ThreadConfig {
+            model: model.into(),
+            ..Default::default()
+        }),
+    };
+    let first = ok!(c.history.create_thread(create("gpt-x")), "CreateThread");
+    let again = ok!(
+        c.history.create_thread(create("gpt-x")),
+        "CreateThread retried"
+    );
+    assert_eq!(
+        first.thread.unwrap().create_time,
+        again.thread.unwrap().create_time
+    );
+    let status = fails!(
+        c.history.create_thread(create("other")),
+        Code::AlreadyExists,
+        "CreateThread with another config"
+    );
+    assert_eq!(
+        pioneer_grpc_client::status::reason(&status).as_deref(),
+        Some("THREAD_CONFLICT")
     );
 }
 
@@ -787,10 +822,14 @@ async fn append_entries_is_idempotent_by_entry_id() {
 
     let mut changed = entries[1].clone();
     changed.content = "A different answer.".into();
-    fails!(
+    let status = fails!(
         c.history.append_entries(append(vec![changed])),
         Code::AlreadyExists,
         "AppendEntries repeat with different content"
+    );
+    assert_eq!(
+        pioneer_grpc_client::status::reason(&status).as_deref(),
+        Some("ENTRY_CONFLICT")
     );
 
     let mixed = ok!(
@@ -1715,4 +1754,18 @@ async fn watch_manifests_streams_live_and_resumes_without_loss() {
         "unexpected extra event {:?}",
         quiet.ok().map(|e| e.event_id)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_up_to_the_server_limit_pass() {
+    // 8 MiB: above tonic's 4 MiB decoding default, within the server's 16 MiB.
+    let mut c = setup!();
+    let payload = vec![7u8; 8 * 1024 * 1024];
+    let echoed = ok!(
+        c.echo.echo(v1::EchoRequest {
+            payload: payload.clone()
+        }),
+        "Echo 8 MiB"
+    );
+    assert_eq!(echoed.payload.len(), payload.len());
 }
