@@ -47,7 +47,8 @@ async def _run_until_signal(config_flags: dict[str, object], config_file: Path |
     from pioneer_grpc.server.app import start_server
 
     config = load_config(config_flags, config_file=config_file)
-    running = await start_server(config)
+    # One start-up line: printed here; logged too only where logs are read by machines (json).
+    running = await start_server(config, announce=config.log_format == "json")
     print(f"pioneer-grpc {__version__} serving on {running.address}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

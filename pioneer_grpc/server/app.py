@@ -271,8 +271,13 @@ async def _release(ctx: ServiceContext) -> None:
     await ctx.engine.dispose()
 
 
-async def start_server(config: Config, *, tracer_provider: TracerProvider | None = None) -> RunningServer:
-    """Checks what can fail without side effects (TLS files, addresses) first, then migrates and serves."""
+async def start_server(
+    config: Config, *, tracer_provider: TracerProvider | None = None, announce: bool = True
+) -> RunningServer:
+    """Checks what can fail without side effects (TLS files, addresses) first, then migrates and serves.
+
+    `announce` logs the address (the CLI prints it itself in text mode).
+    """
     _check_tls(config)
     if config.workers <= 1:
         # Workers share a port their parent reserved (SO_REUSEPORT): theirs is taken on purpose.
@@ -330,5 +335,6 @@ async def start_server(config: Config, *, tracer_provider: TracerProvider | None
     running = RunningServer(
         server=server, ctx=ctx, health=health_servicer, port=port, database_health=database_health
     )
-    log.info("pioneer-grpc serving on %s (home %s)", running.address, config.home)
+    if announce:
+        log.info("pioneer-grpc serving on %s (home %s)", running.address, config.home)
     return running

@@ -20,7 +20,13 @@ REQUEST_ID_HEADER = "x-request-id"
 _ACCEPTED_ID = re.compile(r"[A-Za-z0-9._:/+=-]{1,128}")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"
 # These log statements with their parameters at DEBUG (and alembic its plugins at INFO, on import).
-QUIET_LOGGERS = ("aiosqlite", "sqlalchemy.engine", "asyncpg", "alembic.runtime.plugins")
+QUIET_LOGGERS = (
+    "aiosqlite",
+    "sqlalchemy.engine",
+    "asyncpg",
+    "alembic.runtime.plugins",
+    "alembic.runtime.migration",
+)
 
 
 def request_id_from(metadata: object) -> str:

@@ -71,3 +71,22 @@ def test_every_subcommand_is_wired():
     proc = subprocess.run([str(SCRIPT), "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
     assert "{serve,compile,render,history,watch}" in proc.stdout
+
+
+def test_start_up_says_serving_once_and_alembic_stays_quiet(tmp_path):
+    address = f"127.0.0.1:{free_port()}"
+    env = {**os.environ, "PIONEER_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(
+        [str(SCRIPT), "serve", "--listen", address], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        wait_serving(address, proc)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    assert (out + err).count("serving on") == 1, out + err
+    assert "alembic" not in err, err
