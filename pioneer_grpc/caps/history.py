@@ -27,5 +27,7 @@ MAX_DISPLAY_NAME_CHARS = 1_000
 # CountTokens: texts and messages in one request.
 MAX_COUNT_TEXTS = 1_000
 MAX_COUNT_MESSAGES = 1_000
+# A List RPC's page_token (the server's own tokens are far shorter).
+MAX_PAGE_TOKEN_CHARS = 1_000
 # UpdateThread's update_mask.paths.
 MAX_MASK_PATHS = 16

@@ -23,6 +23,7 @@ PROMPT_TEXT = Cap(size=p.MAX_PROMPT_TEXT_CHARS)
 PATH = Cap(size=p.MAX_PATH_CHARS, path_parts=p.MAX_PATH_PARTS)
 OUTPUT_PATH = Cap(size=p.MAX_OUTPUT_PATH_CHARS)
 SYSTEM_TEXT = Cap(size=p.MAX_SYSTEM_TEXT_CHARS)
+PAGE_TOKEN = Cap(size=h.MAX_PAGE_TOKEN_CHARS)
 # sha256 hex and the like.
 DIGEST = Cap(size=h.MAX_NAME_CHARS)
 
@@ -43,6 +44,9 @@ _REQUESTS: CapTable = {
     "pioneer.v1.CompleteTurnRequest": {"thread_id": ID, "turn_id": ID},
     "pioneer.v1.LoadConversationHistoryRequest": {"thread_id": ID, "exclude_turn_id": ID},
     "pioneer.v1.GetThreadSummaryRequest": {"thread_id": ID},
+    "pioneer.v1.ListThreadsRequest": {"page_token": PAGE_TOKEN},
+    "pioneer.v1.ListTurnsRequest": {"thread_id": ID, "page_token": PAGE_TOKEN},
+    "pioneer.v1.ListEntriesRequest": {"thread_id": ID, "turn_id": ID, "page_token": PAGE_TOKEN},
     "pioneer.v1.CountTokensRequest": {
         "texts": _items(h.MAX_COUNT_TEXTS, CONTENT),
         "messages": _items(h.MAX_COUNT_MESSAGES),

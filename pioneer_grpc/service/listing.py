@@ -1,18 +1,19 @@
 """List use cases: threads, a thread's turns, a thread's entries, a page at a time (AIP-158).
 
-    threads, next_token = await list_threads(ctx, page_size=0, page_token="")
+    threads, next_token = await list_threads(ctx, ListThreadsRequest(page_size=100))
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from pioneer_grpc.caps import violations_of
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.history.entries import thread_id_violation
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.paging import PageSize, decode_token, encode_token
 from pioneer_grpc.store import listing
-from pioneer_grpc.v1 import history_pb2
+from pioneer_grpc.v1 import history_pb2, history_service_pb2
 
 THREAD_PAGE = PageSize(default=50, maximum=1000)
 TURN_PAGE = PageSize(default=50, maximum=1000)
@@ -20,8 +21,10 @@ ENTRY_PAGE = PageSize(default=100, maximum=500)
 
 
 async def list_threads(
-    ctx: ServiceContext, page_size: int, page_token: str
+    ctx: ServiceContext, request: history_service_pb2.ListThreadsRequest
 ) -> tuple[list[history_pb2.Thread], str]:
+    InvalidArgument.raise_if(violations_of(request))
+    page_size, page_token = request.page_size, request.page_token
     size = THREAD_PAGE.of(page_size)
     after = decode_token(page_token, "threads")
     async with ctx.sessions() as session, session.begin():
@@ -30,9 +33,10 @@ async def list_threads(
 
 
 async def list_turns(
-    ctx: ServiceContext, thread_id: str, page_size: int, page_token: str
+    ctx: ServiceContext, request: history_service_pb2.ListTurnsRequest
 ) -> tuple[list[history_pb2.Turn], str]:
-    InvalidArgument.raise_if([thread_id_violation(thread_id)])
+    thread_id, page_size, page_token = request.thread_id, request.page_size, request.page_token
+    InvalidArgument.raise_if([thread_id_violation(thread_id), *violations_of(request)])
     size = TURN_PAGE.of(page_size)
     scope = f"turns:{thread_id}"
     after = decode_token(page_token, scope)
@@ -46,9 +50,11 @@ async def list_turns(
 
 
 async def list_entries(
-    ctx: ServiceContext, thread_id: str, turn_id: str, page_size: int, page_token: str
+    ctx: ServiceContext, request: history_service_pb2.ListEntriesRequest
 ) -> tuple[list[history_pb2.ConversationEntry], str]:
-    InvalidArgument.raise_if([thread_id_violation(thread_id)])
+    thread_id, turn_id = request.thread_id, request.turn_id
+    page_size, page_token = request.page_size, request.page_token
+    InvalidArgument.raise_if([thread_id_violation(thread_id), *violations_of(request)])
     size = ENTRY_PAGE.of(page_size)
     scope = f"entries:{thread_id}:{turn_id}"
     after = decode_token(page_token, scope)

@@ -91,21 +91,17 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
     async def ListThreads(
         self, request: pb.ListThreadsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListThreadsResponse:
-        threads, token = await listing.list_threads(self.ctx, request.page_size, request.page_token)
+        threads, token = await listing.list_threads(self.ctx, request)
         return pb.ListThreadsResponse(threads=threads, next_page_token=token)
 
     async def ListTurns(
         self, request: pb.ListTurnsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListTurnsResponse:
-        turns, token = await listing.list_turns(
-            self.ctx, request.thread_id, request.page_size, request.page_token
-        )
+        turns, token = await listing.list_turns(self.ctx, request)
         return pb.ListTurnsResponse(turns=turns, next_page_token=token)
 
     async def ListEntries(
         self, request: pb.ListEntriesRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListEntriesResponse:
-        entries, token = await listing.list_entries(
-            self.ctx, request.thread_id, request.turn_id, request.page_size, request.page_token
-        )
+        entries, token = await listing.list_entries(self.ctx, request)
         return pb.ListEntriesResponse(entries=entries, next_page_token=token)
