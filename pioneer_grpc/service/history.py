@@ -40,7 +40,7 @@ from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, count_blocking
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service import token_fit
 from pioneer_grpc.service.context import ServiceContext
-from pioneer_grpc.service.history_load import load_history, load_history_result
+from pioneer_grpc.service.history_load import left_out_diagnostics, load_history, load_history_result
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import recount
 from pioneer_grpc.store import summaries as summary_store
@@ -56,6 +56,7 @@ __all__ = [
     "create_thread",
     "get_summary",
     "get_thread",
+    "left_out_diagnostics",
     "load_history",
     "load_history_result",
     "update_thread",

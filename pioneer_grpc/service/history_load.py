@@ -149,23 +149,35 @@ async def load_history(
     result = await load_history_result(ctx, thread_id, exclude_turn_id, dry_run)
     if isinstance(result, CachedLoad):
         result = result.copy()
-    async with ctx.engine.connect() as conn:
-        entries, turns = await incomplete_entries(conn, thread_id, exclude_turn_id)
-    if not entries:
+    left_out = await left_out_diagnostics(ctx, thread_id, exclude_turn_id)
+    if not left_out:
         return result.messages, result.report
     report = history_pb2.HistoryDecisionReport()
     report.CopyFrom(result.report)  # a load's answer may be shared: never change it in place
-    report.diagnostics.append(_incomplete_diagnostic(entries, turns))
+    report.diagnostics.extend(left_out)
     return result.messages, report
 
 
-def _incomplete_diagnostic(entries: int, turns: int) -> history_pb2.HistoryDiagnostic:
-    return decide.diagnostic(
-        codes.INCOMPLETE_TURNS_LEFT_OUT,
-        f"{entries} {'entry' if entries == 1 else 'entries'} of {turns} "
-        f"{'turn' if turns == 1 else 'turns'} not completed {'is' if entries == 1 else 'are'} left out; "
-        "CompleteTurn a turn to include it in history",
-    )
+async def left_out_diagnostics(
+    ctx: ServiceContext, thread_id: str, exclude_turn_id: str
+) -> list[history_pb2.HistoryDiagnostic]:
+    """What a load of the thread leaves out besides `exclude_turn_id`: entries of turns not completed.
+
+    Kept apart from the load's answer, which is shared between callers and cached
+    while no completed entry changes.
+    """
+    async with ctx.engine.connect() as conn:
+        entries, turns = await incomplete_entries(conn, thread_id, exclude_turn_id)
+    if not entries:
+        return []
+    return [
+        decide.diagnostic(
+            codes.INCOMPLETE_TURNS_LEFT_OUT,
+            f"{entries} {'entry' if entries == 1 else 'entries'} of {turns} "
+            f"{'turn' if turns == 1 else 'turns'} not completed {'is' if entries == 1 else 'are'} left out; "
+            "CompleteTurn a turn to include it in history",
+        )
+    ]
 
 
 async def load_history_result(

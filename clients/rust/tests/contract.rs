@@ -1763,7 +1763,8 @@ async fn messages_up_to_the_server_limit_pass() {
     let payload = vec![7u8; 8 * 1024 * 1024];
     let echoed = ok!(
         c.echo.echo(v1::EchoRequest {
-            payload: payload.clone()
+            payload: payload.clone(),
+            ..Default::default()
         }),
         "Echo 8 MiB"
     );

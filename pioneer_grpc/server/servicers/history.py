@@ -62,10 +62,16 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
         result = await history_ops.load_history_result(
             self.ctx, request.thread_id, request.exclude_turn_id, request.dry_run
         )
+        left_out = await history_ops.left_out_diagnostics(
+            self.ctx, request.thread_id, request.exclude_turn_id
+        )
         if isinstance(result, CachedLoad):
-            report = pb.LoadConversationHistoryResponse(report=result.result.report).SerializeToString()
-            return report + result.framed(MESSAGES_FIELD)
-        return pb.LoadConversationHistoryResponse(messages=result.messages, report=result.report)
+            head = pb.LoadConversationHistoryResponse(report=result.result.report)
+            head.report.diagnostics.extend(left_out)
+            return head.SerializeToString() + result.framed(MESSAGES_FIELD)
+        response = pb.LoadConversationHistoryResponse(messages=result.messages, report=result.report)
+        response.report.diagnostics.extend(left_out)
+        return response
 
     async def GetThreadSummary(
         self, request: pb.GetThreadSummaryRequest, context: grpc.aio.ServicerContext
