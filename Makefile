@@ -21,15 +21,24 @@ help:
 	@echo "make bench  throughput and latency ratios against an echo RPC; telemetry on against off"
 	@echo "make soak   PrepareTurn, AppendEntries and 100 watchers for SOAK_SECONDS (default 1800); RSS over time"
 
+# Says what it does: the first install takes minutes, and silence looks like a hang.
 $(STAMP): pyproject.toml
-	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	@echo "== installing pioneer-grpc and its dependencies into .venv (the first time takes a few minutes)"
+	@test -x $(PY) || { echo "-- python3 -m venv .venv"; python3 -m venv $(VENV); }
+	@echo "-- upgrading pip"
+	@$(PY) -m pip install -q --upgrade pip
+	@echo "-- pip install -e '.[dev]': one line per package fetched"
+	@set -o pipefail; $(PY) -m pip install -e '.[dev]' 2>&1 | tee $(VENV)/pip-install.log \
+		| { grep --line-buffered -E '^(Collecting|Successfully installed|ERROR)' || true; } \
+		|| { echo "pip install failed: the last lines of .venv/pip-install.log follow"; \
+		     tail -n 30 $(VENV)/pip-install.log; exit 1; }
 	@touch $@
+	@echo "== installed"
 
 venv: $(STAMP)
 
 run: $(STAMP)
+	@echo "== starting the server (Ctrl-C stops it)"
 	$(VENV)/bin/pioneer-grpc serve
 
 proto: $(STAMP) go-proto rust-proto
