@@ -13,7 +13,7 @@ from pioneer_grpc.caps.table import CAPS
 from pioneer_grpc.caps.walk import describe
 
 PROTOS = Path(__file__).resolve().parents[2] / "protos" / "pioneer" / "v1"
-FIELD = re.compile(r"^\s*(?:optional |repeated )?[\w.]+ (\w+) = \d+;")
+FIELD = re.compile(r"^\s*(?:optional |repeated )?[\w.]+ (\w+) = \d+(?: \[.*\])?;")
 BLOCK = re.compile(r"^\s*(message|oneof|enum) (\w+) \{")
 
 
