@@ -52,13 +52,18 @@ def first_line(text: str) -> str:
     return line if len(line) <= FIRST_LINE_CHARS else line[: FIRST_LINE_CHARS - 3] + "..."
 
 
-def _enum(enum: Any, value: int, prefix: str) -> str:
-    return str(enum.Name(value)).removeprefix(prefix).lower()
+def _enum(enum: Any, value: int) -> str:
+    """The protobuf name, as protobuf JSON prints it (HISTORY_DECISION_FULL)."""
+    return str(enum.Name(value))
+
+
+def _short(name: str, prefix: str) -> str:
+    return name.removeprefix(prefix).lower()
 
 
 def report_dict(report: history_pb2.HistoryDecisionReport) -> dict[str, Any]:
     return {
-        "decision": _enum(history_pb2.HistoryDecision, report.decision, "HISTORY_DECISION_"),
+        "decision": _enum(history_pb2.HistoryDecision, report.decision),
         "budget_tokens": report.budget_tokens,
         "threshold_tokens": report.threshold_tokens,
         "summary_target_tokens": report.summary_target_tokens,
@@ -67,7 +72,7 @@ def report_dict(report: history_pb2.HistoryDecisionReport) -> dict[str, Any]:
         "entries_loaded": report.entries_loaded,
         "entries_kept": report.entries_kept,
         "entries_dropped": report.entries_dropped,
-        "summary_use": _enum(history_pb2.SummaryUse, report.summary_use, "SUMMARY_USE_"),
+        "summary_use": _enum(history_pb2.SummaryUse, report.summary_use),
         "summarizer": report.summarizer,
         "summary_covers_through_entry_id": report.summary_covers_through_entry_id,
         "tokenizer": report.tokenizer,
@@ -91,14 +96,14 @@ def message_rows(messages: list[chat_pb2.ChatMessage], tokens: list[int]) -> lis
 
 def render_text(thread_id: str, report: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     lines = [
-        f"thread {thread_id}: next load is {report['decision'].upper()}",
+        f"thread {thread_id}: next load is {_short(report['decision'], 'HISTORY_DECISION_').upper()}",
         f"  budget       {report['budget_tokens']} tokens (threshold {report['threshold_tokens']}, "
         f"summary target {report['summary_target_tokens']})",
         f"  tokens       {report['tokens_before']} loaded -> {report['tokens_after']} sent "
         f"({report['tokenizer']})",
         f"  entries      {report['entries_loaded']} loaded, {report['entries_kept']} kept, "
         f"{report['entries_dropped']} dropped",
-        f"  summary      {report['summary_use']}"
+        f"  summary      {_short(report['summary_use'], 'SUMMARY_USE_')}"
         + (f" by {report['summarizer']}" if report["summarizer"] else "")
         + (
             f", covers through {report['summary_covers_through_entry_id']}"

@@ -9,7 +9,9 @@ event, the thread's round and whether its stable prompt half broke the provider'
 prefix cache (and by which section), and a table per thread when caught up and at
 the end (see watch_stats.py). When the server is
 unavailable, or ends the stream because this observer fell behind, the command
-reconnects with the last id it saw: no event is lost or printed twice.
+reconnects with the last id it saw: no event is lost or printed twice. After
+--max-failures attempts in a row that got nothing (default 10: about half a
+minute) it gives up with exit status 1; --retry-forever keeps trying.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from pioneer_grpc.v1 import prompt_pb2
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED)
 FIRST_BACKOFF_SECONDS = 0.2
 MAX_BACKOFF_SECONDS = 5.0
+# Reconnect attempts in a row that receive nothing before watch gives up (--max-failures).
+DEFAULT_MAX_FAILURES = 10
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -57,6 +61,13 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--after", type=int, default=0, help="start after this event id (default 0: all)")
     parser.add_argument("--json", action="store_true", help="one JSON object per event")
     parser.add_argument("--count", type=int, default=0, help="exit after this many events (default: never)")
+    parser.add_argument(
+        "--max-failures",
+        type=int,
+        default=DEFAULT_MAX_FAILURES,
+        help="give up after this many failed reconnects in a row (default %(default)s)",
+    )
+    parser.add_argument("--retry-forever", action="store_true", help="never give up reconnecting")
     parser.add_argument(
         "--stats", action="store_true", help="per thread: rounds and prompt-cache breaks, by section"
     )
@@ -110,9 +121,13 @@ async def follow(
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
     stats: WatchStats | None = None,
+    max_failures: int | None = DEFAULT_MAX_FAILURES,
 ) -> int:
-    """Prints events until `count` were printed (0 = forever); returns the exit status."""
-    last, printed, backoff = after, 0, FIRST_BACKOFF_SECONDS
+    """Prints events until `count` were printed (0 = forever); returns the exit status.
+
+    Gives up after `max_failures` reconnects in a row that received nothing (None: never).
+    """
+    last, printed, backoff, failures = after, 0, FIRST_BACKOFF_SECONDS, 0
     metadata = (("authorization", f"Bearer {token}"),) if token else ()
     render = _renderer(as_json, stats)
     caught_up = False
@@ -123,7 +138,7 @@ async def follow(
             call = stub.WatchManifests(request, metadata=metadata)
             try:
                 async for response in call:
-                    backoff = FIRST_BACKOFF_SECONDS
+                    backoff, failures = FIRST_BACKOFF_SECONDS, 0
                     if response.HasField("heartbeat"):
                         # Every event of ours up to this id was sent: a safe place to resume.
                         last = max(last, response.heartbeat.last_event_id)
@@ -142,6 +157,15 @@ async def follow(
                 if exc.code() not in RETRYABLE:
                     print(f"pioneer-grpc watch: {exc.code().name}: {exc.details()}", file=err)
                     return 1
+                failures += 1
+                if max_failures is not None and failures > max_failures:
+                    print(
+                        f"pioneer-grpc watch: gave up: {addr} answered nothing in {max_failures} reconnects "
+                        f"({exc.code().name}: {exc.details()}); is the server running at that address? "
+                        "--retry-forever keeps trying",
+                        file=err,
+                    )
+                    return 1
                 print(
                     f"pioneer-grpc watch: {exc.code().name}: {exc.details()}; "
                     f"resuming after event {last} in {backoff:.1f}s",
@@ -153,8 +177,8 @@ async def follow(
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.after < 0 or args.count < 0:
-        print("pioneer-grpc watch: --after and --count must not be negative", file=sys.stderr)
+    if args.after < 0 or args.count < 0 or args.max_failures < 0:
+        print("pioneer-grpc watch: --after, --count and --max-failures must not be negative", file=sys.stderr)
         return 2
     stats = WatchStats() if args.stats else None
     try:
@@ -167,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
                 as_json=args.json,
                 count=args.count,
                 stats=stats,
+                max_failures=None if args.retry_forever else args.max_failures,
             )
         )
     except KeyboardInterrupt:

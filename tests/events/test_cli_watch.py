@@ -95,3 +95,15 @@ async def test_a_non_retryable_error_exits_with_status_one(server_factory) -> No
     status = await asyncio.wait_for(follow(handle.address, token="wrong", err=err), 10)
     assert status == 1
     assert err.getvalue() == "pioneer-grpc watch: UNAUTHENTICATED: invalid bearer token\n"
+
+
+async def test_watch_gives_up_after_bounded_failed_reconnects() -> None:
+    with socket.socket() as probe:  # nobody listens there once closed
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"
+    out, err = io.StringIO(), io.StringIO()
+    status = await asyncio.wait_for(follow(address, out=out, err=err, max_failures=2), 60)
+    assert status == 1
+    last = err.getvalue().strip().splitlines()[-1]
+    assert last.startswith(f"pioneer-grpc watch: gave up: {address} answered nothing in 2 reconnects")
+    assert "--retry-forever keeps trying" in last

@@ -36,8 +36,8 @@ async def test_json_report(server):
     await create(history, "t", config(2_000, 1_000))
     await fill(history, "t", 1)
     data = json.loads(await cli_history.describe(server.address, "t", as_json=True))
-    assert data["report"]["decision"] == "full"
-    assert data["report"]["summary_use"] == "none"
+    assert data["report"]["decision"] == "HISTORY_DECISION_FULL"  # protobuf JSON names
+    assert data["report"]["summary_use"] == "SUMMARY_USE_NONE"
     assert [(m["role"], m["tokens"]) for m in data["messages"]] == [("user", 100), ("assistant", 100)]
 
 
