@@ -9,7 +9,6 @@ subscription; one in both is dropped because its id is not above the cursor.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator
-from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -17,6 +16,7 @@ from pioneer_grpc import reasons
 from pioneer_grpc.errors import ResourceExhausted, Unavailable
 from pioneer_grpc.events.hub import ManifestHub, Subscription, SubscriptionClosed, SubscriptionOverflow
 from pioneer_grpc.events.queries import events_after, newest_event_id
+from pioneer_grpc.store.clock import now
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 
 PAGE_SIZE = 500
@@ -114,5 +114,5 @@ class ManifestWatch:
         assert self._subscription is not None
         newest = self.cursor if self._subscription.pending else max(self.cursor, self._hub.last_event_id)
         heartbeat = service_pb2.Heartbeat(last_event_id=newest)
-        heartbeat.time.FromDatetime(datetime.now(UTC))
+        heartbeat.time.FromDatetime(now())
         return service_pb2.WatchManifestsResponse(heartbeat=heartbeat)
