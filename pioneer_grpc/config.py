@@ -47,6 +47,15 @@ class Config:
     log_level: str = "INFO"
     # A TOML model registry whose entries add to (or replace) the packaged one.
     models_file: Path | None = None
+    # The providers' own count-tokens endpoints, used by CountTokens for Claude and Gemini
+    # models when both the base URL is set (e.g. https://api.anthropic.com,
+    # https://generativelanguage.googleapis.com) and the named variable holds an API key.
+    # Empty by default: counts never leave the machine unless asked to.
+    count_tokens_anthropic_base_url: str = ""
+    count_tokens_anthropic_api_key_env: str = "ANTHROPIC_API_KEY"
+    count_tokens_gemini_base_url: str = ""
+    count_tokens_gemini_api_key_env: str = "GEMINI_API_KEY"
+    count_tokens_timeout_seconds: float = 5.0
     log_format: str = "text"
     # OTLP/gRPC collector for traces, e.g. http://127.0.0.1:4317; empty: no tracing.
     otlp_endpoint: str = ""
@@ -147,6 +156,11 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "summarizer_retries": lambda raw: int(_non_negative_float(raw)),
     "log_level": _choice("DEBUG", "INFO", "WARNING", "ERROR"),
     "models_file": _path,
+    "count_tokens_anthropic_base_url": str,
+    "count_tokens_anthropic_api_key_env": str,
+    "count_tokens_gemini_base_url": str,
+    "count_tokens_gemini_api_key_env": str,
+    "count_tokens_timeout_seconds": _non_negative_float,
     "log_format": _choice("text", "json"),
     "otlp_endpoint": _otlp_endpoint,
     "metrics_listen": lambda raw: _listen(raw) if str(raw) else "",

@@ -35,6 +35,13 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     serve.add_argument("--summarizer", help="extractive (default) or openai")
     serve.add_argument("--summarizer-base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     serve.add_argument("--summarizer-api-key-env", help="environment variable holding the API key")
+    serve.add_argument("--count-tokens-anthropic-base-url",
+                       help="ask Anthropic for Claude counts, e.g. https://api.anthropic.com (default: off)")
+    serve.add_argument("--count-tokens-anthropic-api-key-env", help="variable holding the Anthropic key")
+    serve.add_argument("--count-tokens-gemini-base-url",
+                       help="ask Gemini for counts, e.g. https://generativelanguage.googleapis.com")
+    serve.add_argument("--count-tokens-gemini-api-key-env", help="variable holding the Gemini key")
+    serve.add_argument("--count-tokens-timeout-seconds", type=float, help="per request (default 5)")
     serve.add_argument("--log-level")
     serve.add_argument("--log-format", help="text (default) or json: one JSON object per line")
     serve.add_argument("--otlp-endpoint", help="export traces over OTLP/gRPC, e.g. http://127.0.0.1:4317")

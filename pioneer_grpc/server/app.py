@@ -19,6 +19,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from opentelemetry.sdk.trace import TracerProvider
 
 from pioneer_grpc.adapters import build_summarizer
+from pioneer_grpc.adapters.count_tokens import build_token_counter
 from pioneer_grpc.compiler.seed import ensure_bootstrap_files
 from pioneer_grpc.config import Config
 from pioneer_grpc.events.wiring import start_manifest_events
@@ -258,7 +259,16 @@ async def build_context(config: Config, telemetry: Telemetry | None = None) -> S
             retries=config.summarizer_retries,
         ),
         telemetry=telemetry,
+        token_counter=build_token_counter(
+            anthropic_base_url=config.count_tokens_anthropic_base_url,
+            anthropic_api_key_env=config.count_tokens_anthropic_api_key_env,
+            gemini_base_url=config.count_tokens_gemini_base_url,
+            gemini_api_key_env=config.count_tokens_gemini_api_key_env,
+            timeout_seconds=config.count_tokens_timeout_seconds,
+        ),
     )
+    if ctx.token_counter is not None:
+        ctx.on_shutdown.append(ctx.token_counter.close)
     ctx.on_shutdown.append(telemetry.close)
     ctx.on_shutdown.append(runner.close)
     ctx.on_shutdown.append(events.close)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from pioneer_grpc.adapters.count_tokens import ProviderTokenCounter
 from pioneer_grpc.compiler.cache import CompileCache
 from pioneer_grpc.config import Config
 from pioneer_grpc.events.hub import ManifestHub
@@ -40,6 +41,8 @@ class ServiceContext:
     load_cache: LoadCache = field(default_factory=LoadCache)
     # What the server knows of each model (window, output limit, tokenizer, cache minimum).
     models: Registry = field(default_factory=packaged_registry)
+    # The providers' count-tokens endpoints that have a key configured (none: estimates only).
+    token_counter: ProviderTokenCounter | None = None
     # Spans and metrics; inert unless the server was started with them.
     telemetry: Telemetry = field(default_factory=Telemetry)
     # Run in reverse order when the server stops (after RPCs drained).

@@ -13,11 +13,13 @@ commits its own transactions:
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pioneer_grpc.adapters.count_tokens import CountFailed, Endpoint
 from pioneer_grpc.caps import text_violation, violations_of, violations_of_each
 from pioneer_grpc.caps.history import (
     MAX_COUNT_MESSAGES,
@@ -79,6 +81,7 @@ _INT_PATHS = {
 
 
 _check = InvalidArgument.raise_if
+_log = logging.getLogger(__name__)
 
 
 def model_budget(models: Registry, model: str) -> tuple[int, int]:
@@ -319,6 +322,8 @@ class TokenCounts:
     counts: list[int]
     tokenizer: str
     exact: bool
+    # Why the provider's own count was not used (empty when it was, or when none is configured).
+    fallback_reason: str = ""
 
 
 async def count_tokens_of(
@@ -330,7 +335,24 @@ async def count_tokens_of(
     """
     counting = token_fit.counting_for(ctx.models, model)
     counts = await asyncio.to_thread(_counts_blocking, texts, messages, counting.tokenizer)
-    return TokenCounts(counts, counting.tokenizer, counting.exact)
+    endpoint = _endpoint_for(ctx, model)
+    if endpoint is None or ctx.token_counter is None:
+        return TokenCounts(counts, counting.tokenizer, counting.exact)
+    # Each message as the one text a history counts for it (its framing is the provider's to count).
+    message_texts = ["\n".join(chat_counted_texts(message)) for message in messages]
+    try:
+        exact = await ctx.token_counter.count(endpoint, model, [*texts, *message_texts])
+    except CountFailed as exc:
+        _log.warning("provider token count failed, the estimate is returned: %s", exc)
+        return TokenCounts(counts, counting.tokenizer, counting.exact, fallback_reason=str(exc))
+    return TokenCounts(exact, endpoint.tokenizer, True)
+
+
+def _endpoint_for(ctx: ServiceContext, model: str) -> Endpoint | None:
+    info = ctx.models.lookup(model)
+    if info is None or ctx.token_counter is None:
+        return None
+    return ctx.token_counter.for_provider(info.provider)
 
 
 def _counts_blocking(

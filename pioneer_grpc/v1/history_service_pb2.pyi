@@ -127,16 +127,18 @@ class CountTokensRequest(_message.Message):
     def __init__(self, texts: _Optional[_Iterable[str]] = ..., messages: _Optional[_Iterable[_Union[_chat_pb2.ChatMessage, _Mapping]]] = ..., model: _Optional[str] = ...) -> None: ...
 
 class CountTokensResponse(_message.Message):
-    __slots__ = ("token_counts", "total_tokens", "tokenizer", "exact")
+    __slots__ = ("token_counts", "total_tokens", "tokenizer", "exact", "fallback_reason")
     TOKEN_COUNTS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
     TOKENIZER_FIELD_NUMBER: _ClassVar[int]
     EXACT_FIELD_NUMBER: _ClassVar[int]
+    FALLBACK_REASON_FIELD_NUMBER: _ClassVar[int]
     token_counts: _containers.RepeatedScalarFieldContainer[int]
     total_tokens: int
     tokenizer: str
     exact: bool
-    def __init__(self, token_counts: _Optional[_Iterable[int]] = ..., total_tokens: _Optional[int] = ..., tokenizer: _Optional[str] = ..., exact: _Optional[bool] = ...) -> None: ...
+    fallback_reason: str
+    def __init__(self, token_counts: _Optional[_Iterable[int]] = ..., total_tokens: _Optional[int] = ..., tokenizer: _Optional[str] = ..., exact: _Optional[bool] = ..., fallback_reason: _Optional[str] = ...) -> None: ...
 
 class ListThreadsRequest(_message.Message):
     __slots__ = ("page_size", "page_token")

@@ -92,6 +92,7 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
             total_tokens=sum(counted.counts),
             tokenizer=counted.tokenizer,
             exact=counted.exact,
+            fallback_reason=counted.fallback_reason,
         )
 
     async def ListThreads(

@@ -1947,9 +1947,16 @@ pub struct CountTokensResponse {
     /// e.g. "cl100k_base", "o200k_base", "claude_estimate", "gemini_estimate".
     #[prost(string, tag = "3")]
     pub tokenizer: ::prost::alloc::string::String,
-    /// True when the tokenizer is the model's own encoding; false for an estimate.
+    /// True when the tokenizer is the model's own encoding, or the counts come from the
+    /// provider's count-tokens endpoint ("anthropic_count_tokens", "gemini_count_tokens");
+    /// false for an estimate.
     #[prost(bool, tag = "4")]
     pub exact: bool,
+    /// Set when the server is configured to ask the model's provider for the count and that
+    /// failed (HTTP error, timeout, an answer without a count, too many items): why the counts
+    /// are the local estimate instead. Empty otherwise.
+    #[prost(string, tag = "5")]
+    pub fallback_reason: ::prost::alloc::string::String,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]

@@ -822,10 +822,16 @@ type CountTokensResponse struct {
 	TotalTokens int32   `protobuf:"varint,2,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
 	// e.g. "cl100k_base", "o200k_base", "claude_estimate", "gemini_estimate".
 	Tokenizer string `protobuf:"bytes,3,opt,name=tokenizer,proto3" json:"tokenizer,omitempty"`
-	// True when the tokenizer is the model's own encoding; false for an estimate.
-	Exact         bool `protobuf:"varint,4,opt,name=exact,proto3" json:"exact,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// True when the tokenizer is the model's own encoding, or the counts come from the
+	// provider's count-tokens endpoint ("anthropic_count_tokens", "gemini_count_tokens");
+	// false for an estimate.
+	Exact bool `protobuf:"varint,4,opt,name=exact,proto3" json:"exact,omitempty"`
+	// Set when the server is configured to ask the model's provider for the count and that
+	// failed (HTTP error, timeout, an answer without a count, too many items): why the counts
+	// are the local estimate instead. Empty otherwise.
+	FallbackReason string `protobuf:"bytes,5,opt,name=fallback_reason,json=fallbackReason,proto3" json:"fallback_reason,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CountTokensResponse) Reset() {
@@ -884,6 +890,13 @@ func (x *CountTokensResponse) GetExact() bool {
 		return x.Exact
 	}
 	return false
+}
+
+func (x *CountTokensResponse) GetFallbackReason() string {
+	if x != nil {
+		return x.FallbackReason
+	}
+	return ""
 }
 
 type ListThreadsRequest struct {
@@ -1288,12 +1301,13 @@ const file_pioneer_v1_history_service_proto_rawDesc = "" +
 	"\x12CountTokensRequest\x12\x19\n" +
 	"\x05texts\x18\x01 \x03(\tB\x03\xe0A\x01R\x05texts\x128\n" +
 	"\bmessages\x18\x02 \x03(\v2\x17.pioneer.v1.ChatMessageB\x03\xe0A\x01R\bmessages\x12\x14\n" +
-	"\x05model\x18\x03 \x01(\tR\x05model\"\x8f\x01\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\"\xb8\x01\n" +
 	"\x13CountTokensResponse\x12!\n" +
 	"\ftoken_counts\x18\x01 \x03(\x05R\vtokenCounts\x12!\n" +
 	"\ftotal_tokens\x18\x02 \x01(\x05R\vtotalTokens\x12\x1c\n" +
 	"\ttokenizer\x18\x03 \x01(\tR\ttokenizer\x12\x14\n" +
-	"\x05exact\x18\x04 \x01(\bR\x05exact\"Z\n" +
+	"\x05exact\x18\x04 \x01(\bR\x05exact\x12'\n" +
+	"\x0ffallback_reason\x18\x05 \x01(\tR\x0efallbackReason\"Z\n" +
 	"\x12ListThreadsRequest\x12 \n" +
 	"\tpage_size\x18\x01 \x01(\x05B\x03\xe0A\x01R\bpageSize\x12\"\n" +
 	"\n" +
