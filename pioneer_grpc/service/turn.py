@@ -326,6 +326,10 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     observe.turn_started(ctx, request.thread_id, request.turn_id, done.model)
     history, report = await _history_of(ctx, request, done.history)
     report.diagnostics.extend(done.repairs)
+    # As LoadConversationHistory says: other turns not completed are left out of history.
+    report.diagnostics.extend(
+        await history_load.left_out_diagnostics(ctx, request.thread_id, request.turn_id)
+    )
     head = _chat_request(request, done.model, [])
     head.compiled_prompt.CopyFrom(payload)
     prepared = PreparedTurn(head, history, done.current, report, done.recorded.event_id)

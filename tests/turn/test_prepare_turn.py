@@ -326,3 +326,28 @@ async def test_every_violation_is_reported_at_once_under_the_requests_own_names(
     ]
     assert err.value.details().endswith("(and 1 more)")
     assert await c.entry_count("t-all") == 0
+
+
+async def test_history_report_says_other_incomplete_turns_are_left_out(server):
+    c = Client(server)
+    await c.thread("t-left-out")
+
+    async def prepare(turn_id: str, entry_id: str) -> turn_service_pb2.PrepareTurnResponse:
+        return await c.turns.PrepareTurn(
+            turn_service_pb2.PrepareTurnRequest(
+                thread_id="t-left-out",
+                turn_id=turn_id,
+                new_entries=[user(entry_id, "Hi")],
+                compile_input=compile_input(),
+            )
+        )
+
+    first = await prepare("turn-1", "u1")
+    # The turn being prepared is not "left out": it is the current one.
+    assert "incomplete_turns_left_out" not in [d.code for d in first.history_report.diagnostics]
+    # turn-1 is never completed: the next turn's history leaves it out and says so.
+    second = await prepare("turn-2", "u2")
+    assert [m.content for m in second.chat_request.messages] == ["Hi"]
+    left_out = [d for d in second.history_report.diagnostics if d.code == "incomplete_turns_left_out"]
+    assert len(left_out) == 1
+    assert left_out[0].message.startswith("1 entry of 1 turn not completed is left out")
