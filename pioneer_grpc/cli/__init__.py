@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pioneer_grpc import __version__
 from pioneer_grpc.cli import compile as cli_compile
+from pioneer_grpc.cli import exits
 from pioneer_grpc.cli import history as cli_history
 from pioneer_grpc.cli import render as cli_render
 from pioneer_grpc.cli import watch as cli_watch
@@ -64,7 +65,7 @@ async def _run_until_signal(config_flags: dict[str, object], config_file: Path |
     await stop.wait()
     logging.getLogger(__name__).info("stopping: draining for up to %ss", config.grace_seconds)
     await running.stop()
-    return 0
+    return exits.OK
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -72,8 +73,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         config = load_config(flags, config_file=args.config)
     except ConfigError as exc:
-        print(f"pioneer-grpc: configuration error: {exc}", file=sys.stderr)
-        return 2
+        return exits.fail("serve", f"configuration error: {exc}", exits.USAGE)
     from pioneer_grpc.server.app import StartupError
     from pioneer_grpc.server.logs import configure_logging
 
@@ -84,13 +84,11 @@ def _serve(args: argparse.Namespace) -> int:
         try:
             return serve_workers(config)
         except OSError as exc:
-            print(f"pioneer-grpc: cannot start: {exc}", file=sys.stderr)
-            return 1
+            return exits.fail("serve", f"cannot start: {exc}", exits.FAILURE)
     try:
         return asyncio.run(_run_until_signal(flags, args.config))
     except (StartupError, OSError) as exc:
-        print(f"pioneer-grpc: cannot start: {exc}", file=sys.stderr)
-        return 1
+        return exits.fail("serve", f"cannot start: {exc}", exits.FAILURE)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,8 +103,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # Reported by the subcommand's parser: its usage line, and `pioneer-grpc <cmd>: error: ...`.
+        subcommand: argparse.ArgumentParser = _subparsers(parser).choices[args.command]
+        subcommand.error(f"unrecognized arguments: {' '.join(unknown)}")
     result: int = args.func(args)
     return result
 

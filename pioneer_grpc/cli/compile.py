@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from google.protobuf import json_format
 
+from pioneer_grpc.cli import exits
 from pioneer_grpc.compiler import compile_prompt
 from pioneer_grpc.config import ConfigError, load_config
 from pioneer_grpc.errors import InvalidArgument, PioneerError
@@ -41,32 +41,22 @@ def render_visible(payload: prompt_pb2.CompiledPromptPayload) -> str:
     return "\n".join([*parts, VISIBLE_BOUNDARY, payload.dynamic_system_text])
 
 
-def _read_input(source: str) -> prompt_pb2.PromptCompileInput:
-    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    return json_format.Parse(text, prompt_pb2.PromptCompileInput())
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         config = load_config({"home": args.home} if args.home else {})
-        request = _read_input(args.input)
+        request = exits.read_json(args.input, prompt_pb2.PromptCompileInput())
         payload = compile_prompt(request, config.homes)
-    except (OSError, json_format.ParseError, ConfigError) as exc:
-        print(f"pioneer-grpc compile: {exc}", file=sys.stderr)
-        return 2
+    except (exits.UsageError, ConfigError) as exc:
+        return exits.fail("compile", str(exc), exits.USAGE)
     except InvalidArgument as exc:
-        for violation in exc.violations or []:
-            print(f"pioneer-grpc compile: {violation.field}: {violation.description}", file=sys.stderr)
-        if not exc.violations:
-            print(f"pioneer-grpc compile: {exc.message}", file=sys.stderr)
-        return 2
+        return exits.invalid("compile", exc)
     except PioneerError as exc:
-        print(f"pioneer-grpc compile: {exc.message}", file=sys.stderr)
-        return 2
+        # What the compiler refuses is in the input it was given.
+        return exits.fail("compile", exc.message, exits.USAGE)
     if args.json:
         print(json_format.MessageToJson(payload, indent=2))
-        return 0
+        return exits.OK
     print(render_visible(payload))
     for diagnostic in payload.manifest.diagnostics:
         print(f"diagnostic {diagnostic.code}: {diagnostic.message}", file=sys.stderr)
-    return 0
+    return exits.OK

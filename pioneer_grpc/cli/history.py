@@ -14,11 +14,11 @@ import argparse
 import asyncio
 import json
 import os
-import sys
 from typing import Any
 
 import grpc
 
+from pioneer_grpc.cli import exits
 from pioneer_grpc.v1 import chat_pb2, history_pb2, history_service_pb2, history_service_pb2_grpc
 
 FIRST_LINE_CHARS = 80
@@ -148,6 +148,5 @@ def run(args: argparse.Namespace) -> int:
     try:
         print(asyncio.run(describe(args.addr, args.thread, token, args.json)))
     except grpc.aio.AioRpcError as error:
-        print(f"pioneer-grpc history: {error.code().name}: {error.details()}", file=sys.stderr)
-        return 1
-    return 0
+        return exits.rpc_failed("history", error)
+    return exits.OK

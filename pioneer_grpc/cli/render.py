@@ -5,7 +5,7 @@
 The file holds a ChatRequest in protobuf's JSON mapping (`-` reads stdin). The
 body goes to stdout, byte for byte what RenderChatRequest returns (or indented
 with --pretty); the path and breakpoint count go to stderr. Invalid requests
-print each field violation and exit with status 2.
+print each field violation once and exit with status 2 (see exits.py).
 """
 
 from __future__ import annotations
@@ -13,10 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
-from google.protobuf import json_format
-
+from pioneer_grpc.cli import exits
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.providers import render
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
@@ -51,23 +49,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     return parser
 
 
-def _read(source: str) -> str:
-    if source == "-":
-        return sys.stdin.read()
-    return Path(source).read_text(encoding="utf-8")
-
-
 def run(args: argparse.Namespace) -> int:
     try:
-        text = _read(args.request)
-    except OSError as exc:
-        print(f"pioneer-grpc render: cannot read {args.request}: {exc.strerror}", file=sys.stderr)
-        return 1
-    try:
-        request = json_format.Parse(text, chat_pb2.ChatRequest())
-    except json_format.ParseError as exc:
-        print(f"pioneer-grpc render: not a ChatRequest in protobuf JSON: {exc}", file=sys.stderr)
-        return 2
+        request = exits.read_json(args.request, chat_pb2.ChatRequest())
+    except exits.UsageError as exc:
+        return exits.fail("render", str(exc), exits.USAGE)
     options = provider_service_pb2.RenderOptions()
     if args.cache_key_prefix is not None:
         options.cache_key_prefix = args.cache_key_prefix
@@ -76,13 +62,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         rendered = render(PROVIDER_CHOICES[args.provider], request, options)
     except InvalidArgument as exc:
-        print(f"pioneer-grpc render: {exc.message}", file=sys.stderr)
-        for violation in exc.violations:
-            print(f"  {violation.field}: {violation.description}", file=sys.stderr)
-        return 2
+        return exits.invalid("render", exc)
     if args.pretty:
         print(json.dumps(json.loads(rendered.body_json), ensure_ascii=False, indent=2))
     else:
         print(rendered.body_json)
     print(f"POST {rendered.path} (cache breakpoints: {rendered.cache_breakpoints})", file=sys.stderr)
-    return 0
+    return exits.OK

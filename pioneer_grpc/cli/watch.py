@@ -28,6 +28,7 @@ from typing import TextIO
 import grpc
 from google.protobuf import json_format
 
+from pioneer_grpc.cli import exits
 from pioneer_grpc.cli.watch_stats import WatchStats
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from pioneer_grpc.v1 import manifest_service_pb2_grpc as service_grpc
@@ -151,12 +152,11 @@ async def follow(
                     if printed == count:
                         call.cancel()
                         print_table(stats, as_json, out)
-                        return 0
-                return 0
+                        return exits.OK
+                return exits.OK
             except grpc.aio.AioRpcError as exc:
                 if exc.code() not in RETRYABLE:
-                    print(f"pioneer-grpc watch: {exc.code().name}: {exc.details()}", file=err)
-                    return 1
+                    return exits.rpc_failed("watch", exc, err)
                 failures += 1
                 if max_failures is not None and failures > max_failures:
                     print(
@@ -165,7 +165,7 @@ async def follow(
                         "--retry-forever keeps trying",
                         file=err,
                     )
-                    return 1
+                    return exits.FAILURE
                 print(
                     f"pioneer-grpc watch: {exc.code().name}: {exc.details()}; "
                     f"resuming after event {last} in {backoff:.1f}s",
@@ -178,8 +178,7 @@ async def follow(
 
 def run(args: argparse.Namespace) -> int:
     if args.after < 0 or args.count < 0 or args.max_failures < 0:
-        print("pioneer-grpc watch: --after, --count and --max-failures must not be negative", file=sys.stderr)
-        return 2
+        return exits.fail("watch", "--after, --count and --max-failures must not be negative", exits.USAGE)
     stats = WatchStats() if args.stats else None
     try:
         return asyncio.run(
@@ -190,13 +189,15 @@ def run(args: argparse.Namespace) -> int:
                 after=args.after,
                 as_json=args.json,
                 count=args.count,
+                out=sys.stdout,
+                err=sys.stderr,
                 stats=stats,
                 max_failures=None if args.retry_forever else args.max_failures,
             )
         )
     except KeyboardInterrupt:
         print_table(stats, args.json, sys.stdout)
-        return 0
+        return exits.OK
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -141,7 +141,7 @@ def serve_workers(config: Config) -> int:
         for process in processes:
             process.start()
         if not _wait_ready(ready, processes):
-            print("pioneer-grpc: a worker failed to start", file=sys.stderr)
+            print("pioneer-grpc serve: a worker failed to start", file=sys.stderr)
             return 1
         holder.close()
         print(f"pioneer-grpc {__version__} serving on {address} ({config.workers} workers)", flush=True)

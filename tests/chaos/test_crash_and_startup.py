@@ -134,7 +134,9 @@ def test_address_in_use_fails_start_before_anything_is_written(tmp_path):
             timeout=60,
         )
     line = _one_line_failure(proc, home)
-    assert line == f"pioneer-grpc: cannot start: cannot listen on 127.0.0.1:{port}: address already in use"
+    assert line == (
+        f"pioneer-grpc serve: cannot start: cannot listen on 127.0.0.1:{port}: address already in use"
+    )
 
 
 def _self_signed(directory: Path, name: str) -> tuple[Path, Path]:

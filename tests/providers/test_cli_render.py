@@ -77,5 +77,5 @@ def test_bad_json_and_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture
     path.write_text('{"modle": "m"}')
     assert run(["render", "--provider", "gemini", str(path)]) == 2
     assert "ChatRequest" in capsys.readouterr().err
-    assert run(["render", "--provider", "gemini", str(tmp_path / "missing.json")]) == 1
+    assert run(["render", "--provider", "gemini", str(tmp_path / "missing.json")]) == 2
     assert "cannot read" in capsys.readouterr().err
