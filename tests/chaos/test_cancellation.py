@@ -23,6 +23,7 @@ from pioneer_grpc.v1 import (
 from tests.chaos.conftest import health_status
 
 CANCELS = 200
+MAX_CALLS = 1_000
 BATCH = 2
 USER = history_pb2.ENTRY_ROLE_USER
 THREAD = "storm"
@@ -102,14 +103,21 @@ async def test_cancel_storm_leaves_nothing_behind(pg_server):
         history_service_pb2.CreateThreadRequest(thread_id=THREAD, config=history_pb2.ThreadConfig(model="m"))
     )
     outcomes: dict[str, int] = {}
-    for start in range(0, CANCELS, BATCH):
+
+    def interrupted() -> int:
+        return outcomes.get("CANCELLED", 0) + outcomes.get("DEADLINE_EXCEEDED", 0)
+
+    # A call may finish before its cancel lands, more often on a fast machine: the storm goes on
+    # until CANCELS calls were interrupted, within a bounded number of calls.
+    start = 0
+    while interrupted() < CANCELS and start < MAX_CALLS:
         batch = [_interrupted(*_rpc(history, turns, i), i, rng) for i in range(start, start + BATCH)]
         for code in await asyncio.gather(*batch):
             outcomes[code] = outcomes.get(code, 0) + 1
-    assert sum(outcomes.values()) == CANCELS
-    # A call may still finish first; none fails for another reason (no INTERNAL, no lock error).
+        start += BATCH
+    # None fails for another reason (no INTERNAL, no lock error).
     assert set(outcomes) <= {"OK", "CANCELLED", "DEADLINE_EXCEEDED", "NOT_FOUND"}, outcomes
-    assert outcomes.get("CANCELLED", 0) + outcomes.get("DEADLINE_EXCEEDED", 0) >= CANCELS // 2, outcomes
+    assert interrupted() >= CANCELS, outcomes
 
     # Normal writes go through: no lock or transaction was left behind.
     for k in range(5):
@@ -133,5 +141,7 @@ async def test_cancel_storm_leaves_nothing_behind(pg_server):
     assert state.open <= state.size + state.max_overflow, state
     if pg_server.ctx.engine.dialect.name == "sqlite":
         assert state.open == state.size == 1, state
-        # The pool's one, and the transaction runner's own (store/runner.py); no leftovers.
-        assert _open_files_of(str(pg_server.ctx.engine.url.database)) <= 2
+        # The pool's one and the transaction runner's own (store/runner.py), plus at most one
+        # descriptor of a replaced connection: SQLite defers closing it while another connection
+        # of the process holds a lock on the file, and reuses it for the next open.
+        assert _open_files_of(str(pg_server.ctx.engine.url.database)) <= 3
