@@ -41,6 +41,13 @@ async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncI
         yield url
 
 
+@pytest.fixture
+async def postgres_url() -> AsyncIterator[str]:
+    """A fresh database on the test cluster, for tests that only make sense on PostgreSQL (replicas)."""
+    async with fresh_postgres_database() as url:
+        yield url
+
+
 class fresh_postgres_database:
     """Creates an empty database on the test cluster and drops it afterwards."""
 

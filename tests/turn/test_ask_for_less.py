@@ -76,12 +76,11 @@ async def round_messages(c: Client, turn: str, text: str) -> list[str]:
     return [m.content for m in response.chat_request.messages]
 
 
-async def test_a_round_sees_what_another_replica_completed(database_url, server_factory):
-    if not database_url.startswith("postgresql"):
-        pytest.skip("replicas share PostgreSQL")
+async def test_a_round_sees_what_another_replica_completed(postgres_url, server_factory):
+    """Replicas share PostgreSQL."""
     first, second = (
-        await server_factory(database_url=database_url),
-        await server_factory(database_url=database_url),
+        await server_factory(database_url=postgres_url),
+        await server_factory(database_url=postgres_url),
     )
     a, b = Client(first), Client(second)
     await a.thread("t")
