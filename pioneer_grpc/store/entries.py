@@ -166,23 +166,30 @@ async def _already_stored(
 async def stored_calls(
     session: AsyncSession, thread_id: str, entries: Sequence[history_pb2.ConversationEntry]
 ) -> StoredCalls:
-    """What the batch's tool calls and results are checked against: its turns, the call ids it names."""
+    """What the batch's tool calls and results are checked against, in the session's transaction."""
+    return await session.run_sync(lambda sync: stored_calls_in(sync.connection(), thread_id, entries))
+
+
+def stored_calls_in(
+    conn: Connection, thread_id: str, entries: Sequence[history_pb2.ConversationEntry]
+) -> StoredCalls:
+    """The batch's turns as stored, and which of the call ids it names the thread already has."""
     turn_ids = list(dict.fromkeys(e.turn_id for e in entries))
     stored = StoredCalls()
     if turn_ids:
-        rows = await session.execute(
+        rows = conn.execute(
             select(*LOAD_COLUMNS)
             .where(EntryRow.thread_id == thread_id, EntryRow.turn_id.in_(turn_ids))
             .order_by(EntryRow.id)
         )
         for row in rows:
-            entry = _loaded_entry(row)
+            entry = loaded_entry(row)
             stored.turns.setdefault(entry.turn_id, []).append(entry)
     wanted = {e.entry_id for e in entries}
     stored.stored_entry_ids = {e.entry_id for turn in stored.turns.values() for e in turn} & wanted
     call_ids = named_call_ids(entries)
     if call_ids:
-        calls = await session.execute(
+        calls = conn.execute(
             select(ToolCallRow.call_id, ToolCallRow.entry_id).where(
                 ToolCallRow.thread_id == thread_id, ToolCallRow.call_id.in_(call_ids)
             )
@@ -323,10 +330,6 @@ LOAD_COLUMNS = (
 
 def loaded_entry(row: Any) -> history_pb2.ConversationEntry:
     """A row selected with LOAD_COLUMNS as an entry (completed: what a load reads)."""
-    return _loaded_entry(row)
-
-
-def _loaded_entry(row: Any) -> history_pb2.ConversationEntry:
     entry = history_pb2.ConversationEntry(
         entry_id=row.entry_id,
         turn_id=row.turn_id,
@@ -381,7 +384,7 @@ async def completed_entries(
     if more:
         where.append(EntryRow.id >= turns[max_turns - 1].first)
     rows = (await conn.execute(select(*LOAD_COLUMNS).where(*where).order_by(EntryRow.id))).all()
-    return [_loaded_entry(row) for row in rows], more
+    return [loaded_entry(row) for row in rows], more
 
 
 def completed_entries_in(
@@ -394,7 +397,7 @@ def completed_entries_in(
     if more:
         where.append(EntryRow.id >= turns[max_turns - 1].first)
     rows = conn.execute(select(*LOAD_COLUMNS).where(*where).order_by(EntryRow.id)).all()
-    return [_loaded_entry(row) for row in rows], more
+    return [loaded_entry(row) for row in rows], more
 
 
 async def turn_has_completed_entries(

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Connection
 
-from pioneer_grpc.history.entry_rules import StoredCalls, named_call_ids
+from pioneer_grpc.history.entry_rules import StoredCalls
 from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.entries import (
     ENTRY_COLUMNS,
@@ -32,6 +32,7 @@ from pioneer_grpc.store.entries import (
     entry_message,
     entry_values,
     loaded_entry,
+    stored_calls_in,
     turn_completed,
 )
 from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow
@@ -72,33 +73,6 @@ def lock_thread(conn: Connection, thread_id: str) -> LockedThread:
     return LockedThread(model=row.model)
 
 
-def stored_calls(
-    conn: Connection, thread_id: str, entries: Sequence[history_pb2.ConversationEntry]
-) -> StoredCalls:
-    """What the batch's tool calls and results are checked against (as `store.entries.stored_calls`)."""
-    turn_ids = list(dict.fromkeys(e.turn_id for e in entries))
-    stored = StoredCalls()
-    rows = conn.execute(
-        select(*LOAD_COLUMNS)
-        .where(EntryRow.thread_id == thread_id, EntryRow.turn_id.in_(turn_ids))
-        .order_by(EntryRow.id)
-    )
-    for row in rows:
-        entry = loaded_entry(row)
-        stored.turns.setdefault(entry.turn_id, []).append(entry)
-    wanted = {e.entry_id for e in entries}
-    stored.stored_entry_ids = {e.entry_id for turn in stored.turns.values() for e in turn} & wanted
-    call_ids = named_call_ids(entries)
-    if call_ids:
-        calls = conn.execute(
-            select(ToolCallRow.call_id, ToolCallRow.entry_id).where(
-                ToolCallRow.thread_id == thread_id, ToolCallRow.call_id.in_(call_ids)
-            )
-        )
-        stored.thread_calls = {row.call_id: row.entry_id for row in calls}
-    return stored
-
-
 def insert_turn_entries(
     conn: Connection,
     thread_id: str,
@@ -118,7 +92,7 @@ def insert_turn_entries(
     """
     if not new_entries:
         return 0
-    stored = stored_calls(conn, thread_id, [new.entry for new in new_entries])
+    stored = stored_calls_in(conn, thread_id, [new.entry for new in new_entries])
     if len(stored.stored_entry_ids) < len({new.entry.entry_id for new in new_entries}):
         check(stored)
     moment = now()
