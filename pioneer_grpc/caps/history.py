@@ -24,6 +24,10 @@ MAX_TOOL_CALLS = 128
 MAX_ARTIFACT_REFS = 64
 # A displayed file name of an artifact.
 MAX_DISPLAY_NAME_CHARS = 1_000
+# An artifact's width or height in pixels, and a document's pages (far above any
+# provider's own limit: 8,000 px for Anthropic, 100 pages per request).
+MAX_ARTIFACT_PIXELS = 100_000
+MAX_ARTIFACT_PAGES = 100_000
 # CountTokens: texts and messages in one request.
 MAX_COUNT_TEXTS = 1_000
 MAX_COUNT_MESSAGES = 1_000

@@ -93,6 +93,9 @@ _HISTORY: CapTable = {
         "mime_type": NAME,
         "sha256": DIGEST,
         "role": NAME,
+        "width_px": Cap(max_value=h.MAX_ARTIFACT_PIXELS),
+        "height_px": Cap(max_value=h.MAX_ARTIFACT_PIXELS),
+        "page_count": Cap(max_value=h.MAX_ARTIFACT_PAGES),
     },
 }
 

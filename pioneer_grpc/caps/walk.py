@@ -42,6 +42,8 @@ class Cap:
     json_depth: int | None = None
     # A string holding a path: most "/"-separated components.
     path_parts: int | None = None
+    # An integer: from 0 to this value.
+    max_value: int | None = None
 
 
 # Message full name -> field name -> cap.
@@ -85,6 +87,8 @@ def _scalar_violation(
         assert isinstance(value, bytes)
         if len(value) > cap.size:
             return FieldViolation(field, f"at most {cap.size:,} bytes (got {len(value):,})")
+    if cap.max_value is not None and isinstance(value, int) and not 0 <= value <= cap.max_value:
+        return FieldViolation(field, f"from 0 to {cap.max_value:,} (got {value:,})")
     return None
 
 
@@ -150,4 +154,6 @@ def describe(cap: Cap) -> str:
         parts.append(f"at most {cap.path_parts} path components")
     if cap.json_depth is not None:
         parts.append(f"JSON nested at most {cap.json_depth} levels deep")
+    if cap.max_value is not None:
+        parts.append(f"from 0 to {cap.max_value:,}")
     return "Cap: " + ", ".join(parts) + "."

@@ -3,17 +3,19 @@
 registry = load_registry(Path("my-models.toml"))   # or load_registry() for the packaged one
 info = registry.lookup("claude-sonnet-4-5-20250929")  # longest prefix match, None if unknown
 info.context_window, info.response_reserve, info.tokenizer
+rule = registry.image_rule("gpt-4o-mini")               # how its images are counted (models/attachments.py)
 """
 
 from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pioneer_grpc.history.tokens import TOKENIZERS
+from pioneer_grpc.models.attachments import ANTHROPIC, GEMINI, OPENAI_PATCHES, OPENAI_TILES, RULES, ImageRule
 
 PACKAGED = Path(__file__).with_name("registry.toml")
 PROVIDERS = ("openai", "anthropic", "gemini")
@@ -73,7 +75,31 @@ def _entry(where: str, prefix: str, raw: Mapping[str, Any]) -> ModelInfo:
     )
 
 
-def _read(path: Path) -> dict[str, ModelInfo]:
+def _image_rule(where: str, prefix: str, raw: Mapping[str, Any]) -> ImageRule:
+    rule = raw.get("rule")
+    if rule not in (OPENAI_TILES, OPENAI_PATCHES):
+        raise RegistryError(f"{where}: images.{prefix}.rule must be {OPENAI_TILES} or {OPENAI_PATCHES}")
+    if rule == OPENAI_PATCHES:
+        multiplier = raw.get("patch_multiplier")
+        if not isinstance(multiplier, int | float) or isinstance(multiplier, bool) or multiplier <= 0:
+            raise RegistryError(f"{where}: images.{prefix}.patch_multiplier must be a positive number")
+        return ImageRule(OPENAI_PATCHES, patch_multiplier=float(multiplier))
+    base, tile = raw.get("base_tokens"), raw.get("tile_tokens")
+    if not isinstance(base, int) or not isinstance(tile, int) or isinstance(base, bool):
+        base = tile = 0
+    if min(base, tile) < 1:
+        raise RegistryError(f"{where}: images.{prefix} needs positive integers base_tokens and tile_tokens")
+    return ImageRule(OPENAI_TILES, base_tokens=base, tile_tokens=tile)
+
+
+def _table(path: Path, data: Mapping[str, Any], name: str) -> dict[str, Any]:
+    table = data.get(name, {})
+    if not isinstance(table, dict):
+        raise RegistryError(f"model registry {path}: [{name}] must be a table")
+    return table
+
+
+def _read(path: Path) -> tuple[dict[str, ModelInfo], dict[str, ImageRule]]:
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
@@ -81,31 +107,58 @@ def _read(path: Path) -> dict[str, ModelInfo]:
         raise RegistryError(f"model registry {path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise RegistryError(f"model registry {path}: not valid TOML: {exc}") from exc
-    models = data.get("models", {})
-    if not isinstance(models, dict):
-        raise RegistryError(f"model registry {path}: [models] must be a table")
-    return {prefix: _entry(str(path), prefix, raw) for prefix, raw in models.items()}
+    models = {prefix: _entry(str(path), prefix, raw) for prefix, raw in _table(path, data, "models").items()}
+    images = {
+        prefix: _image_rule(str(path), prefix, raw) for prefix, raw in _table(path, data, "images").items()
+    }
+    return models, images
+
+
+# How a provider's images are counted when [images] names no rule for the model.
+PROVIDER_IMAGE_RULES = {
+    "openai": ImageRule(OPENAI_TILES),
+    "anthropic": ImageRule(ANTHROPIC),
+    "gemini": ImageRule(GEMINI),
+}
+assert {rule.kind for rule in PROVIDER_IMAGE_RULES.values()} <= set(RULES)
+
+
+def _longest_prefix(table: Mapping[str, Any], model: str) -> str | None:
+    name = model.removeprefix("models/")
+    matches = [prefix for prefix in table if name.startswith(prefix)]
+    return max(matches, key=len) if matches else None
 
 
 @dataclass(frozen=True)
 class Registry:
     models: Mapping[str, ModelInfo]
+    # OpenAI models whose images are counted with other constants or by patches, by prefix.
+    images: Mapping[str, ImageRule] = field(default_factory=dict)
 
     def lookup(self, model: str) -> ModelInfo | None:
         """The entry whose prefix is the longest one `model` starts with ("models/" ignored)."""
-        name = model.removeprefix("models/")
-        best: ModelInfo | None = None
-        for prefix, info in self.models.items():
-            if name.startswith(prefix) and (best is None or len(prefix) > len(best.prefix)):
-                best = info
-        return best
+        prefix = _longest_prefix(self.models, model)
+        return None if prefix is None else self.models[prefix]
+
+    def image_rule(self, model: str) -> ImageRule:
+        """How `model` counts images: [images] by longest prefix, else its provider's rule.
+
+        A model the registry does not know counts as OpenAI's GPT-4o does.
+        """
+        prefix = _longest_prefix(self.images, model)
+        if prefix is not None:
+            return self.images[prefix]
+        info = self.lookup(model)
+        return PROVIDER_IMAGE_RULES["openai" if info is None else info.provider]
 
 
 def load_registry(override: Path | None = None) -> Registry:
-    models = _read(PACKAGED)
+    models, images = _read(PACKAGED)
     if override is not None:
-        models.update(_read(override))
-    return Registry(models)
+        more_models, more_images = _read(override)
+        models.update(more_models)
+        images.update(more_images)
+    return Registry(models, images)
 
 
 _packaged: Registry | None = None

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17pioneer/v1/common.proto\x12\npioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\"\xfd\x01\n\x0b\x41rtifactRef\x12\x18\n\x0b\x61rtifact_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x17\n\nversion_id\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12\x0c\n\x04kind\x18\x04 \x01(\t\x12\x16\n\tmime_type\x18\x05 \x01(\tH\x01\x88\x01\x01\x12\x17\n\nsize_bytes\x18\x06 \x01(\x03H\x02\x88\x01\x01\x12\x13\n\x06sha256\x18\x07 \x01(\tH\x03\x88\x01\x01\x12\x11\n\x04role\x18\x08 \x01(\tH\x04\x88\x01\x01\x42\r\n\x0b_version_idB\x0c\n\n_mime_typeB\r\n\x0b_size_bytesB\t\n\x07_sha256B\x07\n\x05_role\"A\n\x08ToolCall\x12\x0f\n\x02id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x11\n\x04name\x18\x02 \x01(\tB\x03\xe0\x41\x02\x12\x11\n\targuments\x18\x03 \x01(\tBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17pioneer/v1/common.proto\x12\npioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\"\x98\x03\n\x0b\x41rtifactRef\x12\x18\n\x0b\x61rtifact_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x17\n\nversion_id\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12\x0c\n\x04kind\x18\x04 \x01(\t\x12\x16\n\tmime_type\x18\x05 \x01(\tH\x01\x88\x01\x01\x12\x17\n\nsize_bytes\x18\x06 \x01(\x03H\x02\x88\x01\x01\x12\x13\n\x06sha256\x18\x07 \x01(\tH\x03\x88\x01\x01\x12\x11\n\x04role\x18\x08 \x01(\tH\x04\x88\x01\x01\x12\x15\n\x08width_px\x18\t \x01(\x05H\x05\x88\x01\x01\x12\x16\n\theight_px\x18\n \x01(\x05H\x06\x88\x01\x01\x12\x17\n\npage_count\x18\x0b \x01(\x05H\x07\x88\x01\x01\x12\'\n\x06\x64\x65tail\x18\x0c \x01(\x0e\x32\x17.pioneer.v1.ImageDetailB\r\n\x0b_version_idB\x0c\n\n_mime_typeB\r\n\x0b_size_bytesB\t\n\x07_sha256B\x07\n\x05_roleB\x0b\n\t_width_pxB\x0c\n\n_height_pxB\r\n\x0b_page_count\"A\n\x08ToolCall\x12\x0f\n\x02id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x11\n\x04name\x18\x02 \x01(\tB\x03\xe0\x41\x02\x12\x11\n\targuments\x18\x03 \x01(\t*X\n\x0bImageDetail\x12\x1c\n\x18IMAGE_DETAIL_UNSPECIFIED\x10\x00\x12\x14\n\x10IMAGE_DETAIL_LOW\x10\x01\x12\x15\n\x11IMAGE_DETAIL_HIGH\x10\x02\x42JZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,8 +39,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TOOLCALL'].fields_by_name['id']._serialized_options = b'\340A\002'
   _globals['_TOOLCALL'].fields_by_name['name']._loaded_options = None
   _globals['_TOOLCALL'].fields_by_name['name']._serialized_options = b'\340A\002'
+  _globals['_IMAGEDETAIL']._serialized_start=550
+  _globals['_IMAGEDETAIL']._serialized_end=638
   _globals['_ARTIFACTREF']._serialized_start=73
-  _globals['_ARTIFACTREF']._serialized_end=326
-  _globals['_TOOLCALL']._serialized_start=328
-  _globals['_TOOLCALL']._serialized_end=393
+  _globals['_ARTIFACTREF']._serialized_end=481
+  _globals['_TOOLCALL']._serialized_start=483
+  _globals['_TOOLCALL']._serialized_end=548
 # @@protoc_insertion_point(module_scope)

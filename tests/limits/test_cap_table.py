@@ -128,6 +128,14 @@ def test_cap_at_and_past_its_limit(message: str, field_name: str, cap: Cap) -> N
         _fill(value, field, element)
         assert _problems(value) == [(path, f"at most {cap.items:,} items (got {cap.items + 1:,})")]
         return
+    if cap.max_value is not None:
+        for fine in (0, cap.max_value):
+            _fill(value, field, fine)
+            assert _problems(value) == []
+        for bad in (-1, cap.max_value + 1):
+            _fill(value, field, bad)
+            assert _problems(value) == [(path, f"from 0 to {cap.max_value:,} (got {bad:,})")]
+        return
     assert cap.size is not None
     at_limit = _scalar(field, cap.size)
     _fill(value, field, at_limit)

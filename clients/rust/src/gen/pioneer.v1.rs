@@ -33,6 +33,30 @@ pub struct ArtifactRef {
     /// Cap: at most 200 characters.
     #[prost(string, optional, tag = "8")]
     pub role: ::core::option::Option<::prost::alloc::string::String>,
+    /// An image's width in pixels, as stored (before any provider downscales it).
+    /// With height_px it sets the image's token count in history budgets and
+    /// CountTokens, by the thread model's provider rule (an image is a ref whose
+    /// mime_type starts with "image/", or whose kind is "image" when mime_type is
+    /// absent). An image without both is counted as 2048 x 2048 and the history
+    /// report carries an `attachment_size_assumed` diagnostic. 0 means unknown.
+    /// Cap: from 0 to 100,000.
+    #[prost(int32, optional, tag = "9")]
+    pub width_px: ::core::option::Option<i32>,
+    /// An image's height in pixels; see width_px.
+    /// Cap: from 0 to 100,000.
+    #[prost(int32, optional, tag = "10")]
+    pub height_px: ::core::option::Option<i32>,
+    /// Pages of a document (mime_type "application/pdf", or kind "document" or
+    /// "pdf" when mime_type is absent): counted per page by the provider's rule.
+    /// Without it the pages are estimated from size_bytes (one per 100 KiB, at
+    /// least one) and the report says so (`attachment_size_assumed`). 0 means unknown.
+    /// Cap: from 0 to 100,000.
+    #[prost(int32, optional, tag = "11")]
+    pub page_count: ::core::option::Option<i32>,
+    /// The detail an OpenAI model is asked to see the image in (its `detail`).
+    /// Other providers ignore it.
+    #[prost(enumeration = "ImageDetail", tag = "12")]
+    pub detail: i32,
 }
 /// ToolCall is an assistant's request to call a tool.
 #[allow(clippy::all)]
@@ -49,6 +73,40 @@ pub struct ToolCall {
     /// Cap: at most 1,000,000 characters, JSON nested at most 64 levels deep.
     #[prost(string, tag = "3")]
     pub arguments: ::prost::alloc::string::String,
+}
+/// ImageDetail is OpenAI's `detail` of an image input.
+#[allow(clippy::all)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum ImageDetail {
+    /// "auto": the model decides; counted as HIGH, the larger of the two.
+    Unspecified = 0,
+    /// A fixed count whatever the size (the model's base tokens).
+    Low = 1,
+    /// Counted by the model's tile or patch rule from the image's size.
+    High = 2,
+}
+impl ImageDetail {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "IMAGE_DETAIL_UNSPECIFIED",
+            Self::Low => "IMAGE_DETAIL_LOW",
+            Self::High => "IMAGE_DETAIL_HIGH",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "IMAGE_DETAIL_UNSPECIFIED" => Some(Self::Unspecified),
+            "IMAGE_DETAIL_LOW" => Some(Self::Low),
+            "IMAGE_DETAIL_HIGH" => Some(Self::High),
+            _ => None,
+        }
+    }
 }
 /// PromptLimits are character budgets. Every field is optional; an explicit
 /// value can only lower the server default, never raise it. Negative values
@@ -1421,10 +1479,14 @@ pub struct ConversationEntry {
     #[prost(int64, tag = "10")]
     pub sequence: i64,
     /// Output only: tokens of the rendered message in `tokenizer`, without overhead.
+    /// History budgets add the images and documents its artifact_refs attach, by the
+    /// thread model's provider rule (see ArtifactRef.width_px), when they load it.
     #[prost(int32, tag = "11")]
     pub token_count: i32,
-    /// Output only: the tokenizer of token_count (the thread model's; an entry is
-    /// counted again when its thread moves to a model of another family).
+    /// Output only: the tokenizer the entry's text was counted in when it was appended
+    /// (the thread model's then). When the thread moves to a model of another family,
+    /// the first load in the new tokenizer counts the entry again, once, and stores
+    /// that count beside this one; later loads, and a move back, use the stored counts.
     /// Cap: at most 200 characters.
     #[prost(string, tag = "12")]
     pub tokenizer: ::prost::alloc::string::String,
@@ -1540,6 +1602,10 @@ pub struct HistoryDecisionReport {
     ///
     /// incomplete_turns_left_out: entries of turns not completed yet (but
     /// exclude_turn_id's) were not loaded; CompleteTurn includes them.
+    /// Counting:
+    /// attachment_size_assumed: an image ref without width_px and height_px, or a
+    /// document ref without page_count, was counted with a default size (the
+    /// message says which); entry_id: the entry holding the ref.
     #[prost(message, repeated, tag = "13")]
     pub diagnostics: ::prost::alloc::vec::Vec<HistoryDiagnostic>,
     /// The tokenizer of every count in this report: the thread model's (registry),
@@ -1926,7 +1992,10 @@ pub struct CountTokensRequest {
     /// Cap: at most 1,000 items, each at most 1,000,000 characters.
     #[prost(string, repeated, tag = "1")]
     pub texts: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
-    /// Counted as history messages (with per-message overhead and artifact blocks).
+    /// Counted as history messages (with per-message overhead and artifact blocks),
+    /// plus the images and documents their artifact_refs attach, by the model's
+    /// provider rule from the refs' width_px and height_px or page_count (ArtifactRef);
+    /// a ref without them adds nothing here (a history load assumes a size and says so).
     /// Cap: at most 1,000 items.
     #[prost(message, repeated, tag = "2")]
     pub messages: ::prost::alloc::vec::Vec<ChatMessage>,

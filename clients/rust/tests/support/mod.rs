@@ -477,6 +477,10 @@ pub fn full_input() -> v1::PromptCompileInput {
                 size_bytes: Some(2048),
                 sha256: None,
                 role: Some("user".into()),
+                width_px: None,
+                height_px: None,
+                page_count: None,
+                detail: 0,
             }],
         }],
         hidden_tool_domains: vec![HiddenToolDomain {

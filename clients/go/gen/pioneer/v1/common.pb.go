@@ -22,6 +22,59 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ImageDetail is OpenAI's `detail` of an image input.
+type ImageDetail int32
+
+const (
+	// "auto": the model decides; counted as HIGH, the larger of the two.
+	ImageDetail_IMAGE_DETAIL_UNSPECIFIED ImageDetail = 0
+	// A fixed count whatever the size (the model's base tokens).
+	ImageDetail_IMAGE_DETAIL_LOW ImageDetail = 1
+	// Counted by the model's tile or patch rule from the image's size.
+	ImageDetail_IMAGE_DETAIL_HIGH ImageDetail = 2
+)
+
+// Enum value maps for ImageDetail.
+var (
+	ImageDetail_name = map[int32]string{
+		0: "IMAGE_DETAIL_UNSPECIFIED",
+		1: "IMAGE_DETAIL_LOW",
+		2: "IMAGE_DETAIL_HIGH",
+	}
+	ImageDetail_value = map[string]int32{
+		"IMAGE_DETAIL_UNSPECIFIED": 0,
+		"IMAGE_DETAIL_LOW":         1,
+		"IMAGE_DETAIL_HIGH":        2,
+	}
+)
+
+func (x ImageDetail) Enum() *ImageDetail {
+	p := new(ImageDetail)
+	*p = x
+	return p
+}
+
+func (x ImageDetail) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ImageDetail) Descriptor() protoreflect.EnumDescriptor {
+	return file_pioneer_v1_common_proto_enumTypes[0].Descriptor()
+}
+
+func (ImageDetail) Type() protoreflect.EnumType {
+	return &file_pioneer_v1_common_proto_enumTypes[0]
+}
+
+func (x ImageDetail) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ImageDetail.Descriptor instead.
+func (ImageDetail) EnumDescriptor() ([]byte, []int) {
+	return file_pioneer_v1_common_proto_rawDescGZIP(), []int{0}
+}
+
 // ArtifactRef points at a stored artifact. It is metadata only: it never carries
 // the artifact's bytes. Rendered as one line of an artifact block next to the
 // message or thread-context snippet it belongs to.
@@ -44,7 +97,27 @@ type ArtifactRef struct {
 	Sha256 *string `protobuf:"bytes,7,opt,name=sha256,proto3,oneof" json:"sha256,omitempty"`
 	// "user", "assistant", ... when known.
 	// Cap: at most 200 characters.
-	Role          *string `protobuf:"bytes,8,opt,name=role,proto3,oneof" json:"role,omitempty"`
+	Role *string `protobuf:"bytes,8,opt,name=role,proto3,oneof" json:"role,omitempty"`
+	// An image's width in pixels, as stored (before any provider downscales it).
+	// With height_px it sets the image's token count in history budgets and
+	// CountTokens, by the thread model's provider rule (an image is a ref whose
+	// mime_type starts with "image/", or whose kind is "image" when mime_type is
+	// absent). An image without both is counted as 2048 x 2048 and the history
+	// report carries an `attachment_size_assumed` diagnostic. 0 means unknown.
+	// Cap: from 0 to 100,000.
+	WidthPx *int32 `protobuf:"varint,9,opt,name=width_px,json=widthPx,proto3,oneof" json:"width_px,omitempty"`
+	// An image's height in pixels; see width_px.
+	// Cap: from 0 to 100,000.
+	HeightPx *int32 `protobuf:"varint,10,opt,name=height_px,json=heightPx,proto3,oneof" json:"height_px,omitempty"`
+	// Pages of a document (mime_type "application/pdf", or kind "document" or
+	// "pdf" when mime_type is absent): counted per page by the provider's rule.
+	// Without it the pages are estimated from size_bytes (one per 100 KiB, at
+	// least one) and the report says so (`attachment_size_assumed`). 0 means unknown.
+	// Cap: from 0 to 100,000.
+	PageCount *int32 `protobuf:"varint,11,opt,name=page_count,json=pageCount,proto3,oneof" json:"page_count,omitempty"`
+	// The detail an OpenAI model is asked to see the image in (its `detail`).
+	// Other providers ignore it.
+	Detail        ImageDetail `protobuf:"varint,12,opt,name=detail,proto3,enum=pioneer.v1.ImageDetail" json:"detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -135,6 +208,34 @@ func (x *ArtifactRef) GetRole() string {
 	return ""
 }
 
+func (x *ArtifactRef) GetWidthPx() int32 {
+	if x != nil && x.WidthPx != nil {
+		return *x.WidthPx
+	}
+	return 0
+}
+
+func (x *ArtifactRef) GetHeightPx() int32 {
+	if x != nil && x.HeightPx != nil {
+		return *x.HeightPx
+	}
+	return 0
+}
+
+func (x *ArtifactRef) GetPageCount() int32 {
+	if x != nil && x.PageCount != nil {
+		return *x.PageCount
+	}
+	return 0
+}
+
+func (x *ArtifactRef) GetDetail() ImageDetail {
+	if x != nil {
+		return x.Detail
+	}
+	return ImageDetail_IMAGE_DETAIL_UNSPECIFIED
+}
+
 // ToolCall is an assistant's request to call a tool.
 type ToolCall struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -206,7 +307,7 @@ var File_pioneer_v1_common_proto protoreflect.FileDescriptor
 const file_pioneer_v1_common_proto_rawDesc = "" +
 	"\n" +
 	"\x17pioneer/v1/common.proto\x12\n" +
-	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\"\xca\x02\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\"\x8b\x04\n" +
 	"\vArtifactRef\x12$\n" +
 	"\vartifact_id\x18\x01 \x01(\tB\x03\xe0A\x02R\n" +
 	"artifactId\x12\"\n" +
@@ -218,17 +319,31 @@ const file_pioneer_v1_common_proto_rawDesc = "" +
 	"\n" +
 	"size_bytes\x18\x06 \x01(\x03H\x02R\tsizeBytes\x88\x01\x01\x12\x1b\n" +
 	"\x06sha256\x18\a \x01(\tH\x03R\x06sha256\x88\x01\x01\x12\x17\n" +
-	"\x04role\x18\b \x01(\tH\x04R\x04role\x88\x01\x01B\r\n" +
+	"\x04role\x18\b \x01(\tH\x04R\x04role\x88\x01\x01\x12\x1e\n" +
+	"\bwidth_px\x18\t \x01(\x05H\x05R\awidthPx\x88\x01\x01\x12 \n" +
+	"\theight_px\x18\n" +
+	" \x01(\x05H\x06R\bheightPx\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"page_count\x18\v \x01(\x05H\aR\tpageCount\x88\x01\x01\x12/\n" +
+	"\x06detail\x18\f \x01(\x0e2\x17.pioneer.v1.ImageDetailR\x06detailB\r\n" +
 	"\v_version_idB\f\n" +
 	"\n" +
 	"_mime_typeB\r\n" +
 	"\v_size_bytesB\t\n" +
 	"\a_sha256B\a\n" +
-	"\x05_role\"V\n" +
+	"\x05_roleB\v\n" +
+	"\t_width_pxB\f\n" +
+	"\n" +
+	"_height_pxB\r\n" +
+	"\v_page_count\"V\n" +
 	"\bToolCall\x12\x13\n" +
 	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x02R\x02id\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tB\x03\xe0A\x02R\x04name\x12\x1c\n" +
-	"\targuments\x18\x03 \x01(\tR\targumentsBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
+	"\targuments\x18\x03 \x01(\tR\targuments*X\n" +
+	"\vImageDetail\x12\x1c\n" +
+	"\x18IMAGE_DETAIL_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10IMAGE_DETAIL_LOW\x10\x01\x12\x15\n" +
+	"\x11IMAGE_DETAIL_HIGH\x10\x02BJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
 
 var (
 	file_pioneer_v1_common_proto_rawDescOnce sync.Once
@@ -242,17 +357,20 @@ func file_pioneer_v1_common_proto_rawDescGZIP() []byte {
 	return file_pioneer_v1_common_proto_rawDescData
 }
 
+var file_pioneer_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_pioneer_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_pioneer_v1_common_proto_goTypes = []any{
-	(*ArtifactRef)(nil), // 0: pioneer.v1.ArtifactRef
-	(*ToolCall)(nil),    // 1: pioneer.v1.ToolCall
+	(ImageDetail)(0),    // 0: pioneer.v1.ImageDetail
+	(*ArtifactRef)(nil), // 1: pioneer.v1.ArtifactRef
+	(*ToolCall)(nil),    // 2: pioneer.v1.ToolCall
 }
 var file_pioneer_v1_common_proto_depIdxs = []int32{
-	0, // [0:0] is the sub-list for method output_type
-	0, // [0:0] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	0, // 0: pioneer.v1.ArtifactRef.detail:type_name -> pioneer.v1.ImageDetail
+	1, // [1:1] is the sub-list for method output_type
+	1, // [1:1] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_common_proto_init() }
@@ -266,13 +384,14 @@ func file_pioneer_v1_common_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pioneer_v1_common_proto_rawDesc), len(file_pioneer_v1_common_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_pioneer_v1_common_proto_goTypes,
 		DependencyIndexes: file_pioneer_v1_common_proto_depIdxs,
+		EnumInfos:         file_pioneer_v1_common_proto_enumTypes,
 		MessageInfos:      file_pioneer_v1_common_proto_msgTypes,
 	}.Build()
 	File_pioneer_v1_common_proto = out.File

@@ -510,9 +510,13 @@ type ConversationEntry struct {
 	// Output only: position in the thread, increasing.
 	Sequence int64 `protobuf:"varint,10,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	// Output only: tokens of the rendered message in `tokenizer`, without overhead.
+	// History budgets add the images and documents its artifact_refs attach, by the
+	// thread model's provider rule (see ArtifactRef.width_px), when they load it.
 	TokenCount int32 `protobuf:"varint,11,opt,name=token_count,json=tokenCount,proto3" json:"token_count,omitempty"`
-	// Output only: the tokenizer of token_count (the thread model's; an entry is
-	// counted again when its thread moves to a model of another family).
+	// Output only: the tokenizer the entry's text was counted in when it was appended
+	// (the thread model's then). When the thread moves to a model of another family,
+	// the first load in the new tokenizer counts the entry again, once, and stores
+	// that count beside this one; later loads, and a move back, use the stored counts.
 	// Cap: at most 200 characters.
 	Tokenizer string `protobuf:"bytes,12,opt,name=tokenizer,proto3" json:"tokenizer,omitempty"`
 	// Output only: true once its turn completed.
@@ -880,6 +884,12 @@ type HistoryDecisionReport struct {
 	//
 	//	incomplete_turns_left_out: entries of turns not completed yet (but
 	//	  exclude_turn_id's) were not loaded; CompleteTurn includes them.
+	//
+	// Counting:
+	//
+	//	attachment_size_assumed: an image ref without width_px and height_px, or a
+	//	  document ref without page_count, was counted with a default size (the
+	//	  message says which); entry_id: the entry holding the ref.
 	Diagnostics []*HistoryDiagnostic `protobuf:"bytes,13,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
 	// The tokenizer of every count in this report: the thread model's (registry),
 	// cl100k_base for a model the registry does not know.

@@ -753,7 +753,10 @@ type CountTokensRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Cap: at most 1,000 items, each at most 1,000,000 characters.
 	Texts []string `protobuf:"bytes,1,rep,name=texts,proto3" json:"texts,omitempty"`
-	// Counted as history messages (with per-message overhead and artifact blocks).
+	// Counted as history messages (with per-message overhead and artifact blocks),
+	// plus the images and documents their artifact_refs attach, by the model's
+	// provider rule from the refs' width_px and height_px or page_count (ArtifactRef);
+	// a ref without them adds nothing here (a history load assumes a size and says so).
 	// Cap: at most 1,000 items.
 	Messages []*ChatMessage `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
 	// Count in this model's tokenizer (the server's model registry); empty or
