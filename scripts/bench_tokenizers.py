@@ -8,7 +8,12 @@ the server knows, it times counting each entry once (what an append does) and
 counting the whole history again (what a load would do without stored
 counts), in this process, after the encoding is loaded. The ratio says how
 many appends' worth of counting one re-tokenizing load costs; a load with
-stored counts adds integers instead (timed too).
+stored counts adds integers instead (timed too). A thread that moves to a model
+of another family pays one re-tokenizing load, once (service/load_counts.py).
+
+Last, the images and documents a load adds to the stored counts: every entry with
+one sized image and one PDF ref, counted by each provider's rule (arithmetic on
+the refs, done on every uncached load).
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pioneer_grpc.history.tokens import TOKENIZERS, count_blocking, load_encoding_blocking  # noqa: E402
+from pioneer_grpc.models.attachments import attachment_tokens  # noqa: E402
+from pioneer_grpc.models.registry import packaged_registry  # noqa: E402
+from pioneer_grpc.v1 import common_pb2  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "token_corpus.jsonl"
 
@@ -53,6 +61,23 @@ def main() -> None:
     )
     for tokenizer in TOKENIZERS:
         print(_row(tokenizer, history, args.rounds))
+    print(f"{'image rule of':<20} {'tokens':>8} {'attachments us/load':>20}")
+    for model in ("gpt-4o", "gpt-4.1-mini", "claude-sonnet-4-5", "gemini-2.5-pro"):
+        print(_attachments_row(model, len(history), args.rounds))
+
+
+def _attachments_row(model: str, entries: int, rounds: int) -> str:
+    rule = packaged_registry().image_rule(model)
+    refs = [
+        [
+            common_pb2.ArtifactRef(artifact_id=f"i{i}", mime_type="image/png", width_px=1280, height_px=720),
+            common_pb2.ArtifactRef(artifact_id=f"doc{i}", mime_type="application/pdf", page_count=4),
+        ]
+        for i in range(entries)
+    ]
+    total = sum(attachment_tokens(rule, each).tokens for each in refs)
+    seconds = _best(lambda: [attachment_tokens(rule, each) for each in refs], rounds)
+    return f"{model:<20} {total:>8} {seconds * 1e6:>20.1f}"
 
 
 def _row(tokenizer: str, history: list[str], rounds: int) -> str:

@@ -12,6 +12,8 @@ from pioneer_grpc.v1 import history_pb2
 TURN_LIMIT_REACHED = "turn_limit_reached"
 # Reading: entries of turns not completed yet (but the excluded one) were left out.
 INCOMPLETE_TURNS_LEFT_OUT = "incomplete_turns_left_out"
+# Counting: an image or document ref lacked the sizes its provider's rule needs; a default was counted.
+ATTACHMENT_SIZE_ASSUMED = "attachment_size_assumed"
 
 # Repairs of what older versions stored (appends refuse these now).
 ORPHAN_TOOL_RESULT_DROPPED = "orphan_tool_result_dropped"
@@ -41,6 +43,7 @@ TURN_CUT = "turn_cut"
 ALL_CODES = (
     TURN_LIMIT_REACHED,
     INCOMPLETE_TURNS_LEFT_OUT,
+    ATTACHMENT_SIZE_ASSUMED,
     ORPHAN_TOOL_RESULT_DROPPED,
     TOOL_RESULT_MISSING,
     EMPTY_ENTRY_SKIPPED,

@@ -25,6 +25,8 @@ class StoredSummary:
     covers_through_sequence: int
     summarizer: str = ""
     model: str = ""
+    # The tokenizer of token_count.
+    tokenizer: str = ""
 
     @property
     def cost(self) -> int:
@@ -59,6 +61,8 @@ class Snapshot:
     tokenizer: str = TOKENIZER
     tokens_exact: bool = True
     model_known: bool = False
+    # Images and documents counted with an assumed size (models/attachments.py), one per ref.
+    attachment_notes: tuple[history_pb2.HistoryDiagnostic, ...] = ()
 
     @classmethod
     def read(
@@ -155,6 +159,7 @@ def report_for(
             )
         )
     report.diagnostics.extend(snapshot.repairs)
+    report.diagnostics.extend(snapshot.attachment_notes)
     for unit in snapshot.units:
         if unit.orphan:
             entry = unit.entries[0]

@@ -37,14 +37,14 @@ from pioneer_grpc.history.budget import (
 from pioneer_grpc.history.clearing import compaction_violations
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation, thread_id_violation
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations
-from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts, summary_text
+from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
 from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, count_blocking
+from pioneer_grpc.models.attachments import attachment_tokens
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service import token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.history_load import left_out_diagnostics, load_history, load_history_result
 from pioneer_grpc.store import entries as entry_store
-from pioneer_grpc.store import recount
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
 from pioneer_grpc.store.work import database_work
@@ -194,37 +194,11 @@ async def update_thread(
         )
         return changes
 
-    async with ctx.sessions() as session:
-        before = (await thread_store.thread_row(session, thread_id)).model
+    # A move to a model of another family recounts nothing here: the first load in the
+    # new tokenizer counts what it reads, once, and stores it (service/load_counts.py).
     async with ctx.sessions() as session:
         row = await thread_store.update_thread(session, thread_id, changes_for)
-        thread = thread_store.thread_message(row, await thread_store.entry_count(session, thread_id))
-    await _recount_on_model_change(ctx, thread_id, before, thread.config.model)
-    return thread
-
-
-async def _recount_on_model_change(ctx: ServiceContext, thread_id: str, before: str, after: str) -> None:
-    """After a move to a model of another family, counts the thread's history again in the new tokenizer.
-
-    Once, here, so every later load budgets in the new model's counts and still
-    never tokenizes. Counting runs in a worker thread.
-    """
-    tokenizer = token_fit.counting_for(ctx.models, after).tokenizer
-    if tokenizer == token_fit.counting_for(ctx.models, before).tokenizer:
-        return
-    async with ctx.sessions() as session:
-        entries = await recount.stale_entries(session, thread_id, tokenizer)
-        summaries = await recount.summaries_of(session, thread_id)
-
-    def counted() -> tuple[dict[int, int], dict[int, int]]:
-        entry_counts = {e.sequence: sum(count_blocking(entry_counted_texts(e), tokenizer)) for e in entries}
-        texts = [summary_text(text) for _, text in summaries]
-        summary_counts = dict(zip((i for i, _ in summaries), count_blocking(texts, tokenizer), strict=True))
-        return entry_counts, summary_counts
-
-    entry_counts, summary_counts = await asyncio.to_thread(counted)
-    async with ctx.sessions() as session:
-        await recount.store_counts(session, tokenizer, entry_counts, summary_counts)
+        return thread_store.thread_message(row, await thread_store.entry_count(session, thread_id))
 
 
 @database_work
@@ -335,17 +309,28 @@ async def count_tokens_of(
     """
     counting = token_fit.counting_for(ctx.models, model)
     counts = await asyncio.to_thread(_counts_blocking, texts, messages, counting.tokenizer)
+    # Images and documents the messages attach, by the model's provider rule (their refs carry
+    # no bytes). Only sized refs: this answer has no report to name an assumed size in.
+    rule = ctx.models.image_rule(model)
+    attached = [0] * len(texts) + [
+        attachment_tokens(rule, m.artifact_refs, sized_only=True).tokens for m in messages
+    ]
     endpoint = _endpoint_for(ctx, model)
     if endpoint is None or ctx.token_counter is None:
-        return TokenCounts(counts, counting.tokenizer, counting.exact)
+        return TokenCounts(_plus(counts, attached), counting.tokenizer, counting.exact)
     # Each message as the one text a history counts for it (its framing is the provider's to count).
     message_texts = ["\n".join(chat_counted_texts(message)) for message in messages]
     try:
         exact = await ctx.token_counter.count(endpoint, model, [*texts, *message_texts])
     except CountFailed as exc:
         _log.warning("provider token count failed, the estimate is returned: %s", exc)
-        return TokenCounts(counts, counting.tokenizer, counting.exact, fallback_reason=str(exc))
-    return TokenCounts(exact, endpoint.tokenizer, True)
+        estimate = _plus(counts, attached)
+        return TokenCounts(estimate, counting.tokenizer, counting.exact, fallback_reason=str(exc))
+    return TokenCounts(_plus(exact, attached), endpoint.tokenizer, True)
+
+
+def _plus(counts: Sequence[int], attached: Sequence[int]) -> list[int]:
+    return [count + extra for count, extra in zip(counts, attached, strict=True)]
 
 
 def _endpoint_for(ctx: ServiceContext, model: str) -> Endpoint | None:

@@ -128,6 +128,7 @@ async def _candidate(
         covers_through_sequence=covers_sequence,
         summarizer=summarizer,
         model=model,
+        tokenizer=snapshot.tokenizer,
     )
 
 
@@ -199,4 +200,5 @@ async def _store_summary(ctx: ServiceContext, thread_id: str, candidate: decide.
             covers_through_sequence=candidate.covers_through_sequence,
             model=candidate.model,
             summarizer=candidate.summarizer,
+            tokenizer=candidate.tokenizer,
         )

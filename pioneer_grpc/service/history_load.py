@@ -28,7 +28,7 @@ from pioneer_grpc.history.budget import MAX_LOADED_TURNS, Budget
 from pioneer_grpc.history.clearing import effective_keep, effective_strategy
 from pioneer_grpc.history.entries import thread_id_violation
 from pioneer_grpc.service import history_compaction as compaction
-from pioneer_grpc.service import observe, token_fit
+from pioneer_grpc.service import load_counts, observe, token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
@@ -50,58 +50,70 @@ def _summarizer_deadline(ctx: ServiceContext) -> float:
     return ctx.config.summarizer_timeout_seconds * tries + 0.5 * 2.0**tries + LOCK_SLACK_SECONDS
 
 
-def _stored(row: Any) -> decide.StoredSummary | None:
-    if row is None:
+def _stored(row: Any, token_count: int | None, tokenizer: str) -> decide.StoredSummary | None:
+    """The summary row as the load uses it, its count in `tokenizer` (load_counts)."""
+    if row is None or token_count is None:
         return None
     return decide.StoredSummary(
         text=row.text,
-        token_count=row.token_count,
+        token_count=token_count,
         covers_through_entry_id=row.covers_through_entry_id,
         covers_through_sequence=row.covers_through_sequence,
         summarizer=row.summarizer,
         model=row.model,
+        tokenizer=tokenizer,
     )
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What a load read: the summary row (None without one), the entries after it, whether more exist."""
+
+    summary: Any
+    entries: list[history_pb2.ConversationEntry]
+    more: bool
 
 
 @database_work
 async def read_snapshot(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) -> decide.Snapshot:
     async with ctx.engine.connect() as conn:
-        snapshot = await _snapshot(conn, thread_id, exclude_turn_id, await history_state(conn, thread_id))
-    return token_fit.counted(ctx.models, snapshot)
+        state = await history_state(conn, thread_id)
+        read = await _snapshot(conn, thread_id, exclude_turn_id, state)
+        tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
+        summary_tokens = await load_counts.fill(conn, tokenizer, read.entries, read.summary)
+    return _snapshot_of(ctx, state, read, summary_tokens)
 
 
 async def _snapshot(
     conn: AsyncConnection, thread_id: str, exclude_turn_id: str, state: HistoryState
-) -> decide.Snapshot:
-    summary = (
-        None
-        if state.summary_id is None
-        else _stored(await summary_store.summary_by_id(conn, state.summary_id))
-    )
-    after = summary.covers_through_sequence if summary else 0
+) -> _Read:
+    summary = None if state.summary_id is None else await summary_store.summary_by_id(conn, state.summary_id)
+    after = summary.covers_through_sequence if summary is not None else 0
     entries, more = await entry_store.completed_entries(
         conn, thread_id, after, exclude_turn_id, MAX_LOADED_TURNS
     )
-    return _snapshot_of(state, summary, entries, more)
+    return _Read(summary, entries, more)
 
 
 def _snapshot_of(
-    state: HistoryState,
-    summary: decide.StoredSummary | None,
-    entries: list[history_pb2.ConversationEntry],
-    more: bool,
+    ctx: ServiceContext, state: HistoryState, read: _Read, summary_tokens: int | None
 ) -> decide.Snapshot:
-    return decide.Snapshot.read(
+    """The snapshot of a read whose counts are in the thread model's tokenizer, attachments added."""
+    notes = token_fit.with_attachments(ctx.models, state.model, read.entries)
+    tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
+    snapshot = decide.Snapshot.read(
         Budget.of(state.max_context_tokens, state.response_reserve_tokens),
-        summary,
-        entries,
-        more_entries=more,
+        _stored(read.summary, summary_tokens, tokenizer),
+        read.entries,
+        more_entries=read.more,
         model=state.model,
         summary_model=state.summary_model,
         strategy=effective_strategy(state.compaction_strategy),
         keep_tool_results=effective_keep(state.keep_tool_results),
         failed_sequence=state.compaction_failed_sequence,
+        attachment_notes=notes,
     )
+    return token_fit.counted(ctx.models, snapshot)
 
 
 @dataclass(frozen=True)
@@ -124,14 +136,14 @@ def full_load_on(
     cached = ctx.load_cache.find(thread_id, exclude_turn_id, state)
     if cached is not None:
         return cached
-    summary = (
-        None if state.summary_id is None else _stored(summary_store.summary_by_id_in(conn, state.summary_id))
-    )
-    after = summary.covers_through_sequence if summary else 0
+    summary = None if state.summary_id is None else summary_store.summary_by_id_in(conn, state.summary_id)
+    after = summary.covers_through_sequence if summary is not None else 0
     entries, more = entry_store.completed_entries_in(
         conn, thread_id, after, exclude_turn_id, MAX_LOADED_TURNS
     )
-    snapshot = token_fit.counted(ctx.models, _snapshot_of(state, summary, entries, more))
+    tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
+    summary_tokens = load_counts.fill_in(conn, tokenizer, entries, summary)
+    snapshot = _snapshot_of(ctx, state, _Read(summary, entries, more), summary_tokens)
     if snapshot.needs_compression:
         return OverThreshold(snapshot, state, exclude_turn_id)
     return ctx.load_cache.store(thread_id, exclude_turn_id, state, snapshot, decide.full(snapshot))
@@ -225,7 +237,10 @@ async def full_load_in(
         if not await entry_store.turn_has_completed_entries(conn, thread_id, key):
             key = ""
     # Same connection, so on SQLite the snapshot matches `state` (one read transaction).
-    snapshot = token_fit.counted(ctx.models, await _snapshot(conn, thread_id, key, state))
+    read = await _snapshot(conn, thread_id, key, state)
+    tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
+    summary_tokens = await load_counts.fill(conn, tokenizer, read.entries, read.summary)
+    snapshot = _snapshot_of(ctx, state, read, summary_tokens)
     if snapshot.needs_compression:
         return OverThreshold(snapshot, state, key)
     return ctx.load_cache.store(thread_id, key, state, snapshot, decide.full(snapshot))

@@ -1,12 +1,17 @@
-"""Which tokenizer a thread's counts are in: its model's, from the model registry."""
+"""Which tokenizer a thread's counts are in (its model's, from the model registry), and what its
+model's provider counts for the images and documents entries attach."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from pioneer_grpc.history import decide
+from pioneer_grpc.history import diagnostics as codes
 from pioneer_grpc.history.tokens import TOKENIZER, is_exact
+from pioneer_grpc.models.attachments import attachment_tokens
 from pioneer_grpc.models.registry import Registry
+from pioneer_grpc.v1 import history_pb2
 
 
 @dataclass(frozen=True)
@@ -28,3 +33,25 @@ def counted(models: Registry, snapshot: decide.Snapshot) -> decide.Snapshot:
     return replace(
         snapshot, tokenizer=counting.tokenizer, tokens_exact=counting.exact, model_known=counting.known
     )
+
+
+def with_attachments(
+    models: Registry, model: str, entries: Iterable[history_pb2.ConversationEntry]
+) -> tuple[history_pb2.HistoryDiagnostic, ...]:
+    """Adds to each entry's token_count what its images and documents cost for `model`.
+
+    Their text count is stored; this part is computed from the refs whenever entries
+    are read (arithmetic, no tokenizing), so it always follows the thread's model.
+    Returns an `attachment_size_assumed` diagnostic per ref counted with a default size.
+    """
+    rule = models.image_rule(model)
+    notes: list[history_pb2.HistoryDiagnostic] = []
+    for entry in entries:
+        if not entry.artifact_refs:
+            continue
+        counted = attachment_tokens(rule, entry.artifact_refs)
+        entry.token_count += counted.tokens
+        notes.extend(
+            decide.diagnostic(codes.ATTACHMENT_SIZE_ASSUMED, note, entry.entry_id) for note in counted.assumed
+        )
+    return tuple(notes)

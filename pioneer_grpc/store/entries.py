@@ -313,7 +313,7 @@ async def complete_turn(session: AsyncSession, thread_id: str, turn_id: str) -> 
     return int(count or 0)
 
 
-# What a history load needs of an entry: no timestamps, tokenizer or reasoning.
+# What a history load needs of an entry: no timestamps or reasoning.
 LOAD_COLUMNS = (
     EntryRow.id,
     EntryRow.entry_id,
@@ -325,6 +325,7 @@ LOAD_COLUMNS = (
     EntryRow.name,
     EntryRow.artifact_refs_json,
     EntryRow.token_count,
+    EntryRow.tokenizer,
 )
 
 
@@ -339,6 +340,7 @@ def loaded_entry(row: Any) -> history_pb2.ConversationEntry:
         name=row.name,
         sequence=row.id,
         token_count=row.token_count,
+        tokenizer=row.tokenizer,
         completed=True,
     )
     if row.tool_calls_json != "[]":
@@ -376,7 +378,7 @@ async def completed_entries(
     """The entries of the newest `max_turns` completed turns after `after_sequence`, oldest first,
     and whether older completed turns exist there too.
 
-    Entries come back without create_time, tokenizer and reasoning_content, which a load does not use.
+    Entries come back without create_time and reasoning_content, which a load does not use.
     """
     where = _completed_where(thread_id, after_sequence, exclude_turn_id)
     turns = (await conn.execute(_newest_turns(where, max_turns))).all()

@@ -92,7 +92,8 @@ class EntryRow(Base):
     reasoning_content: Mapped[str | None] = mapped_column(Text, nullable=True)
     # sha256 of the entry's canonical content: an idempotent repeat must match it.
     content_hash: Mapped[str] = mapped_column(String(64))
-    # Counted once at append with `tokenizer`; a load never re-tokenizes.
+    # Counted once at append with `tokenizer` (the thread model's then); counts in other
+    # tokenizers are in entry_token_counts. A load never re-tokenizes a counted entry.
     token_count: Mapped[int] = mapped_column(Integer)
     tokenizer: Mapped[str] = mapped_column(String(64))
     completed: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -125,6 +126,36 @@ class SummaryRow(Base):
     model: Mapped[str] = mapped_column(String(200), default="")
     summarizer: Mapped[str] = mapped_column(String(64), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # The tokenizer of token_count; "" for summaries stored before it was recorded.
+    tokenizer: Mapped[str] = mapped_column(String(64), default="", server_default="")
+
+
+class EntryCountRow(Base):
+    """An entry's token count in a tokenizer other than the one it was appended in.
+
+    Made once, by the first load that budgets the entry in that tokenizer (its thread
+    moved to a model of another family), and read by every later one.
+    """
+
+    __tablename__ = "entry_token_counts"
+
+    entry_sequence: Mapped[int] = mapped_column(
+        Id, ForeignKey("conversation_entries.id", ondelete="CASCADE"), primary_key=True
+    )
+    tokenizer: Mapped[str] = mapped_column(String(64), primary_key=True)
+    token_count: Mapped[int] = mapped_column(Integer)
+
+
+class SummaryCountRow(Base):
+    """A summary's token count in a tokenizer other than the one it was stored in."""
+
+    __tablename__ = "summary_token_counts"
+
+    summary_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("thread_summaries.id", ondelete="CASCADE"), primary_key=True
+    )
+    tokenizer: Mapped[str] = mapped_column(String(64), primary_key=True)
+    token_count: Mapped[int] = mapped_column(Integer)
 
 
 class ManifestEventRow(Base):

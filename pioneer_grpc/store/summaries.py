@@ -40,9 +40,11 @@ async def add_summary(
     covers_through_sequence: int,
     model: str,
     summarizer: str,
+    tokenizer: str,
 ) -> SummaryRow:
     row = SummaryRow(
         thread_id=thread_id,
+        tokenizer=tokenizer,
         text=text,
         token_count=token_count,
         covers_through_entry_id=covers_through_entry_id,
