@@ -6,7 +6,7 @@ from google.protobuf import field_mask_pb2
 from sqlalchemy import text
 
 from pioneer_grpc.history import tokens
-from pioneer_grpc.history.render import entry_counted_texts
+from pioneer_grpc.history.render import entry_counted_texts, summary_text
 from pioneer_grpc.v1 import history_pb2, turn_service_pb2, turn_service_pb2_grpc
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.rpc import ASSISTANT, config, create, entry, load, stub, turn
@@ -128,3 +128,44 @@ async def test_a_round_after_a_switch_stores_the_counts_it_makes_as_a_load_does(
         await load(history, "t", exclude="turn-next")
     ).report.tokens_before == reply.history_report.tokens_before
     assert len(await _stored(pg_server, "t")) == len(stored)
+
+
+async def test_a_summary_stored_without_its_tokenizer_is_counted_once_per_tokenizer(pg_server):
+    """Summaries stored before their tokenizer was recorded ("") are counted like stale entries."""
+    history = stub(pg_server)
+    await create(history, "t", config(model="gpt-4o"))
+    await _fill(history, "t")
+    summary = "The user asked about counting tokens once; the server stores counts."
+    async with pg_server.ctx.engine.begin() as conn:
+        covered = (
+            await conn.execute(
+                text("SELECT id FROM conversation_entries WHERE entry_id = 'a0' AND thread_id = 't'")
+            )
+        ).scalar_one()
+        await conn.execute(
+            text(
+                "INSERT INTO thread_summaries (thread_id, text, covers_through_sequence, "
+                "covers_through_entry_id, token_count, model, summarizer, created_at) "
+                "VALUES ('t', :text, :seq, 'a0', 1, '', 'old', CURRENT_TIMESTAMP)"
+            ),
+            {"text": summary, "seq": covered},
+        )
+
+    def summary_cost(tokenizer: str) -> int:
+        [count] = tokens.count_blocking([summary_text(summary)], tokenizer)
+        return count + tokens.MESSAGE_OVERHEAD
+
+    async def summary_counts() -> list[tuple[str, int]]:
+        async with pg_server.ctx.engine.connect() as conn:
+            rows = await conn.execute(
+                text("SELECT tokenizer, token_count FROM summary_token_counts ORDER BY tokenizer")
+            )
+            return [tuple(row) for row in rows]
+
+    report = (await load(history, "t")).report
+    assert report.tokens_before == summary_cost("o200k_base") + _cost(_entries()[2:], "o200k_base")
+    assert await summary_counts() == [("o200k_base", summary_cost("o200k_base") - tokens.MESSAGE_OVERHEAD)]
+    await _switch(history, "t", "claude-haiku-4-5")
+    report = (await load(history, "t")).report
+    assert report.tokens_before == summary_cost("claude_estimate") + _cost(_entries()[2:], "claude_estimate")
+    assert [t for t, _ in await summary_counts()] == ["claude_estimate", "o200k_base"]
