@@ -82,13 +82,17 @@ def placeholder_texts(entries: Sequence[history_pb2.ConversationEntry], keep: in
 def clear(snapshot: Snapshot, keep: int, placeholder_tokens: Mapping[str, int]) -> Snapshot:
     """The snapshot with old results replaced by placeholders (`placeholder_tokens`: entry_id -> tokens).
 
-    A result whose placeholder would not save a token is kept.
+    A placeholder keeps its result's artifact refs, so it still costs their images and
+    documents. A result whose placeholder would not save a token is kept.
     """
     replaced: dict[str, history_pb2.ConversationEntry] = {}
     cleared: list[history_pb2.ClearedToolResult] = []
     for entry in candidates(snapshot.entries, keep):
         tokens = placeholder_tokens.get(entry.entry_id)
-        if tokens is None or tokens >= entry.token_count:
+        if tokens is None:
+            continue
+        tokens += snapshot.attached_tokens.get(entry.entry_id, 0)
+        if tokens >= entry.token_count:
             continue
         new = placeholder(entry)
         new.token_count = tokens

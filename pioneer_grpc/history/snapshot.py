@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -63,6 +63,8 @@ class Snapshot:
     model_known: bool = False
     # Images and documents counted with an assumed size (models/attachments.py), one per ref.
     attachment_notes: tuple[history_pb2.HistoryDiagnostic, ...] = ()
+    # entry_id -> tokens of the images and documents included in its token_count.
+    attached_tokens: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
     def read(

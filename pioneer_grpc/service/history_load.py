@@ -99,7 +99,7 @@ def _snapshot_of(
     ctx: ServiceContext, state: HistoryState, read: _Read, summary_tokens: int | None
 ) -> decide.Snapshot:
     """The snapshot of a read whose counts are in the thread model's tokenizer, attachments added."""
-    notes = token_fit.with_attachments(ctx.models, state.model, read.entries)
+    attached = token_fit.with_attachments(ctx.models, state.model, read.entries)
     tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
     snapshot = decide.Snapshot.read(
         Budget.of(state.max_context_tokens, state.response_reserve_tokens),
@@ -111,7 +111,8 @@ def _snapshot_of(
         strategy=effective_strategy(state.compaction_strategy),
         keep_tool_results=effective_keep(state.keep_tool_results),
         failed_sequence=state.compaction_failed_sequence,
-        attachment_notes=notes,
+        attachment_notes=attached.notes,
+        attached_tokens=attached.tokens,
     )
     return token_fit.counted(ctx.models, snapshot)
 

@@ -35,23 +35,32 @@ def counted(models: Registry, snapshot: decide.Snapshot) -> decide.Snapshot:
     )
 
 
+@dataclass(frozen=True)
+class Attached:
+    # An `attachment_size_assumed` diagnostic per ref counted with a default size.
+    notes: tuple[history_pb2.HistoryDiagnostic, ...]
+    # entry_id -> the tokens added to its token_count.
+    tokens: dict[str, int]
+
+
 def with_attachments(
     models: Registry, model: str, entries: Iterable[history_pb2.ConversationEntry]
-) -> tuple[history_pb2.HistoryDiagnostic, ...]:
+) -> Attached:
     """Adds to each entry's token_count what its images and documents cost for `model`.
 
     Their text count is stored; this part is computed from the refs whenever entries
     are read (arithmetic, no tokenizing), so it always follows the thread's model.
-    Returns an `attachment_size_assumed` diagnostic per ref counted with a default size.
     """
     rule = models.image_rule(model)
     notes: list[history_pb2.HistoryDiagnostic] = []
+    added: dict[str, int] = {}
     for entry in entries:
         if not entry.artifact_refs:
             continue
         counted = attachment_tokens(rule, entry.artifact_refs)
         entry.token_count += counted.tokens
+        added[entry.entry_id] = counted.tokens
         notes.extend(
             decide.diagnostic(codes.ATTACHMENT_SIZE_ASSUMED, note, entry.entry_id) for note in counted.assumed
         )
-    return tuple(notes)
+    return Attached(tuple(notes), added)

@@ -111,3 +111,55 @@ async def test_count_tokens_adds_sized_attachments(server):
         )
         # The sized ref adds its image; the same ref without sizes adds nothing here.
         assert reply.token_counts[0] == reply.token_counts[1] + image, model
+
+
+async def test_a_cleared_screenshot_result_still_costs_its_image(pg_server):
+    """A placeholder keeps its result's artifact refs: clearing saves the text, not the image."""
+    history = stub(pg_server)
+    await create(history, "t", config(12_000, 2_000, model="claude-sonnet-4-5", keep_tool_results=0))
+    shot = common_pb2.ArtifactRef(
+        artifact_id="shot-0",
+        display_name="screen.png",
+        kind="image",
+        mime_type="image/png",
+        width_px=1000,
+        height_px=750,
+    )
+    call = common_pb2.ToolCall(id="call-0", name="screenshot", arguments="{}")
+    await turn(
+        history,
+        "t",
+        "turn-0",
+        entry("u0", "turn-0", content="Take a screenshot and describe the page."),
+        entry("a0", "turn-0", history_pb2.ENTRY_ROLE_ASSISTANT, content="Taking it.", tool_calls=[call]),
+        entry(
+            "r0",
+            "turn-0",
+            history_pb2.ENTRY_ROLE_TOOL,
+            content="pixel dump " * 1_000,
+            tool_call_id="call-0",
+            name="screenshot",
+            artifact_refs=[shot],
+        ),
+    )
+    for i in range(1, 4):
+        await turn(history, "t", f"turn-{i}", entry(f"u{i}", f"turn-{i}", content="more words here " * 600))
+    report = (await load(history, "t")).report
+    [cleared] = report.cleared_tool_results
+    placeholder = history_pb2.ConversationEntry(
+        entry_id="r0",
+        role=history_pb2.ENTRY_ROLE_TOOL,
+        tool_call_id="call-0",
+        name="screenshot",
+        artifact_refs=[shot],
+        content=(
+            f"[Result cleared to save context: {cleared.tokens_before} tokens of screenshot output "
+            "(call call-0). Call screenshot again with the same arguments to see it.]"
+        ),
+    )
+    # 1000 x 750 px is 1,000 tokens for Claude, before and after clearing.
+    assert (
+        cleared.tokens_after
+        == sum(tokens.count_blocking(entry_counted_texts(placeholder), "claude_estimate")) + 1_000
+    )
+    assert cleared.tokens_before > cleared.tokens_after + 1_000
