@@ -11,7 +11,7 @@ left has its text cut (`entry_truncated`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pioneer_grpc.history import diagnostics as codes
@@ -48,20 +48,24 @@ def group_turns(units: Sequence[Unit]) -> list[Turn]:
     return [Turn(tuple(units)) for units in turns]
 
 
-def _cut_entry(entry: history_pb2.ConversationEntry, available: int) -> tuple[str, int] | None:
+def _cut_entry(
+    entry: history_pb2.ConversationEntry, available: int, attached: int = 0
+) -> tuple[str, int] | None:
     """(text, estimated tokens) of `entry` cut to `available` tokens, overhead included; None if nothing fits.
 
     Cuts by the ratio of stored tokens to characters, so the load still never
-    re-tokenizes; the artifact block and tool calls are kept whole.
+    re-tokenizes; the artifact block and tool calls are kept whole, and so are the
+    `attached` tokens of the images and documents its refs attach.
     """
-    content_budget = available - MESSAGE_OVERHEAD - CUT_NOTE_TOKENS
-    if content_budget <= 0 or entry.token_count <= 0:
+    content_budget = available - MESSAGE_OVERHEAD - CUT_NOTE_TOKENS - attached
+    text_tokens = entry.token_count - attached
+    if content_budget <= 0 or text_tokens <= 0:
         return None
-    keep = len(entry.content) * content_budget // entry.token_count
+    keep = len(entry.content) * content_budget // text_tokens
     note = f"\n[cut to fit the history budget: {keep} of {len(entry.content)} characters kept]"
     cut = replace_content(entry, entry.content[:keep] + note)
     # The kept share of the characters is estimated at the same share of the tokens.
-    return entry_text(cut), content_budget + CUT_NOTE_TOKENS + MESSAGE_OVERHEAD
+    return entry_text(cut), content_budget + CUT_NOTE_TOKENS + MESSAGE_OVERHEAD + attached
 
 
 def replace_content(entry: history_pb2.ConversationEntry, content: str) -> history_pb2.ConversationEntry:
@@ -72,12 +76,12 @@ def replace_content(entry: history_pb2.ConversationEntry, content: str) -> histo
 
 
 def _cut_unit(
-    unit: Unit, available: int, report: history_pb2.HistoryDecisionReport
+    unit: Unit, available: int, report: history_pb2.HistoryDecisionReport, attached: Mapping[str, int]
 ) -> tuple[dict[str, str], int] | None:
     """The unit with its largest entry cut so the whole unit fits `available` (with a diagnostic)."""
     largest = max(unit.entries, key=lambda e: e.token_count)
     others = unit.tokens - (largest.token_count + MESSAGE_OVERHEAD)
-    cut = _cut_entry(largest, available - others)
+    cut = _cut_entry(largest, available - others, attached.get(largest.entry_id, 0))
     if cut is None:
         return None
     text, cost = cut
@@ -93,7 +97,7 @@ def _cut_unit(
 
 
 def _newest_units(
-    units: Sequence[Unit], room: int, report: history_pb2.HistoryDecisionReport
+    units: Sequence[Unit], room: int, report: history_pb2.HistoryDecisionReport, attached: Mapping[str, int]
 ) -> tuple[Picked, int]:
     """The newest units that fit `room` (the newest cut when none fits whole), and their cost."""
     picked: Picked = []
@@ -104,7 +108,7 @@ def _newest_units(
             used += unit.tokens
             continue
         if not picked:
-            cut = _cut_unit(unit, room, report)
+            cut = _cut_unit(unit, room, report, attached)
             if cut is not None:
                 picked.insert(0, (unit, cut[0]))
                 used += cut[1]
@@ -121,7 +125,9 @@ def _newest_units(
     return picked, used
 
 
-def _cut_turn(turn: Turn, available: int, report: history_pb2.HistoryDecisionReport) -> tuple[Picked, int]:
+def _cut_turn(
+    turn: Turn, available: int, report: history_pb2.HistoryDecisionReport, attached: Mapping[str, int]
+) -> tuple[Picked, int]:
     """The newest turn, which does not fit whole: its request, then its newest units that fit."""
     split = 1
     while split < len(turn.units) and turn.units[split].entries[0].role == history_pb2.ENTRY_ROLE_USER:
@@ -129,9 +135,9 @@ def _cut_turn(turn: Turn, available: int, report: history_pb2.HistoryDecisionRep
     request, rest = turn.units[:split], turn.units[split:]
     head_cost = sum(unit.tokens for unit in request)
     if head_cost > available:
-        picked, used = _newest_units(request, available, report)
+        picked, used = _newest_units(request, available, report, attached)
         return picked, used
-    picked, used = _newest_units(rest, available - head_cost, report)
+    picked, used = _newest_units(rest, available - head_cost, report, attached)
     if len(picked) < len(rest):
         dropped = sum(len(unit.entries) for unit in rest[: len(rest) - len(picked)])
         report.diagnostics.append(
@@ -177,7 +183,7 @@ def truncated(
             remaining -= turn.tokens
             continue
         if not picked:
-            picked, cost = _cut_turn(turn, remaining, report)
+            picked, cost = _cut_turn(turn, remaining, report, snapshot.attached_tokens)
             remaining -= cost
         break
     kept: list[history_pb2.ConversationEntry] = []

@@ -163,3 +163,28 @@ async def test_a_cleared_screenshot_result_still_costs_its_image(pg_server):
         == sum(tokens.count_blocking(entry_counted_texts(placeholder), "claude_estimate")) + 1_000
     )
     assert cleared.tokens_before > cleared.tokens_after + 1_000
+
+
+async def test_a_cut_entry_leaves_room_for_its_image(pg_server):
+    """Truncation cuts the text of an entry too large for the budget, never the image it attaches."""
+    history = stub(pg_server)
+    truncate = history_pb2.COMPACTION_STRATEGY_TRUNCATE
+    await create(history, "t", config(3_000, 1_000, model="claude-sonnet-4-5", compaction_strategy=truncate))
+    shot = common_pb2.ArtifactRef(
+        artifact_id="shot",
+        display_name="s.png",
+        kind="image",
+        mime_type="image/png",
+        width_px=1000,
+        height_px=750,
+    )
+    await turn(
+        history, "t", "turn-0", entry("u0", "turn-0", content="plain words " * 2_000, artifact_refs=[shot])
+    )
+    response = await load(history, "t")
+    assert [d.code for d in response.report.diagnostics] == ["entry_truncated"]
+    [message] = response.messages
+    [text_tokens] = tokens.count_blocking([message.content], "claude_estimate")
+    # Budget 2,000: the image's 1,000 (1000 x 750 / 750) and the overhead leave under 1,000 for the text.
+    assert response.report.tokens_after <= 2_000
+    assert text_tokens + 1_000 + tokens.MESSAGE_OVERHEAD <= 2_000 + 50, text_tokens
