@@ -65,7 +65,7 @@ async def test_a_thread_switched_to_claude_is_budgeted_in_claude_counts_counted_
     assert after.tokens_before == _expected("claude_estimate") != before.tokens_before
 
     def refuse(texts, tokenizer=tokens.TOKENIZER):
-        raise AssertionError("entries are recounted once, when the model changes; loads never count")
+        raise AssertionError("counted once, by the first load in the new tokenizer; later loads never count")
 
     monkeypatch.setattr(tokens, "count_blocking", refuse)
     again = (await load(history, "t-switch", exclude="no-such-turn")).report  # not the cached answer
