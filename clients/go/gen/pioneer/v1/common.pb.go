@@ -102,17 +102,23 @@ type ArtifactRef struct {
 	// With height_px it sets the image's token count in history budgets and
 	// CountTokens, by the thread model's provider rule (an image is a ref whose
 	// mime_type starts with "image/", or whose kind is "image" when mime_type is
-	// absent). An image without both is counted as 2048 x 2048 and the history
-	// report carries an `attachment_size_assumed` diagnostic. 0 means unknown.
+	// absent): Anthropic width * height / 750 after its downscale to 1568 px and
+	// about 1.2 megapixels; OpenAI 512 px tiles or 32 px patches by model (detail);
+	// Gemini 258, or 258 per 768 px tile above 384 px. A history budget counts an
+	// image without both as 2048 x 2048 and its report carries an
+	// `attachment_size_assumed` diagnostic; CountTokens leaves it out. 0 means unknown.
 	// Cap: from 0 to 100,000.
 	WidthPx *int32 `protobuf:"varint,9,opt,name=width_px,json=widthPx,proto3,oneof" json:"width_px,omitempty"`
 	// An image's height in pixels; see width_px.
 	// Cap: from 0 to 100,000.
 	HeightPx *int32 `protobuf:"varint,10,opt,name=height_px,json=heightPx,proto3,oneof" json:"height_px,omitempty"`
 	// Pages of a document (mime_type "application/pdf", or kind "document" or
-	// "pdf" when mime_type is absent): counted per page by the provider's rule.
-	// Without it the pages are estimated from size_bytes (one per 100 KiB, at
-	// least one) and the report says so (`attachment_size_assumed`). 0 means unknown.
+	// "pdf" when mime_type is absent): 3,000 tokens a page for Anthropic and
+	// OpenAI models (page text and page image), 258 for Gemini. Without it a
+	// history budget estimates the pages from size_bytes (one per 100 KiB, at
+	// least one) and its report says so (`attachment_size_assumed`); CountTokens
+	// leaves the document out. Other refs (text files...) attach nothing counted
+	// beyond their artifact line. 0 means unknown.
 	// Cap: from 0 to 100,000.
 	PageCount *int32 `protobuf:"varint,11,opt,name=page_count,json=pageCount,proto3,oneof" json:"page_count,omitempty"`
 	// The detail an OpenAI model is asked to see the image in (its `detail`).
