@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pioneer_grpc.artifacts import append_artifact_block, message_header
 from pioneer_grpc.caps import json_depth_over
 from pioneer_grpc.caps.history import MAX_ARGUMENTS_DEPTH
+from pioneer_grpc.providers import body_json
 from pioneer_grpc.providers.conversation import Notice
 from pioneer_grpc.v1 import chat_pb2, prompt_pb2
 
@@ -111,9 +112,20 @@ class Prepared:
         return self.options.cache_key_prefix + digest[:CACHE_KEY_FINGERPRINT_CHARS]
 
 
-def dumps(body: JSON) -> str:
-    """The one serialisation of a body: compact, UTF-8, keys in insertion order."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+# A body rendered from a request up to this size is written in one encoder call: even
+# escaped six times over it stays near a millisecond (see body_json.py for larger ones).
+ONE_CALL_SOURCE_BYTES = 64 * 1024
+
+
+def dumps(body: JSON, *, source_bytes: int = 0) -> str:
+    """The one serialisation of a body: compact, UTF-8, keys in insertion order.
+
+    `source_bytes`: the encoded size of what the body was rendered from, which
+    bounds the body's size; over ONE_CALL_SOURCE_BYTES it is written in pieces.
+    """
+    if source_bytes <= ONE_CALL_SOURCE_BYTES:
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return body_json.dumps(body)
 
 
 # --- the compiled prompt ---------------------------------------------------------------

@@ -253,11 +253,25 @@ ADAPTERS: dict[int, Callable[[Adapted, list[int], str], None]] = {
 }
 
 
+def _without_messages(request: chat_pb2.ChatRequest) -> chat_pb2.ChatRequest:
+    """A copy of every field but `messages`, which hold nearly all of a large request's bytes:
+    copying them only to drop them would be one long C call."""
+    copy = chat_pb2.ChatRequest()
+    for descriptor, value in request.ListFields():
+        if descriptor.name == "messages":
+            continue
+        if descriptor.is_repeated:
+            getattr(copy, descriptor.name).extend(value)
+        elif descriptor.message_type is not None:
+            getattr(copy, descriptor.name).CopyFrom(value)
+        else:
+            setattr(copy, descriptor.name, value)
+    return copy
+
+
 def adapt(provider: int, request: chat_pb2.ChatRequest, paired: Paired, path: str) -> Adapted:
     """A copy of the request with the paired messages, changed where the provider needs it."""
-    copy = chat_pb2.ChatRequest()
-    copy.CopyFrom(request)
-    del copy.messages[:]
+    copy = _without_messages(request)
     for message in paired.messages:
         copy.messages.add().CopyFrom(message)
     adapted = Adapted(copy)

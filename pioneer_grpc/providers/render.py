@@ -100,4 +100,5 @@ def render(
         options_path=options_path,
         anthropic_stable_cacheable=anthropic_stable_cacheable,
     )
-    return RenderedRequest(dumps(body), path_for(provider, request.model), breakpoints, notices)
+    body_json = dumps(body, source_bytes=request.ByteSize())
+    return RenderedRequest(body_json, path_for(provider, request.model), breakpoints, notices)
