@@ -3,7 +3,8 @@
 `RequestInterceptor` wraps each handler so that, per RPC:
 - it has a request id (the client's `x-request-id` or a new one), echoed in the
   response's initial metadata and set for every log line of the RPC;
-- request bytes that do not decode are INVALID_ARGUMENT, not a traceback;
+- request bytes that do not decode are INVALID_ARGUMENT, not a traceback; large
+  requests are decoded in a worker thread, a piece at a time;
 - a `pioneer_grpc.errors.PioneerError` (or a database failure store/failures.py
   names) becomes its canonical status with details; anything else is INTERNAL
   carrying the request id;
@@ -22,9 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
+from google.protobuf.message import Message
 from grpc.aio import ServerInterceptor
 
-from pioneer_grpc import errors
+from pioneer_grpc import errors, wire
 from pioneer_grpc.server.errors import domain_error_of, internal_status, to_status
 from pioneer_grpc.server.logs import REQUEST_ID, REQUEST_ID_HEADER, request_id_from
 from pioneer_grpc.store.failures import INFRASTRUCTURE_REASONS
@@ -73,17 +75,49 @@ class _Undecodable:
 UNDECODABLE = _Undecodable()
 
 
+@dataclass(frozen=True)
+class _Undecoded:
+    """A large request's bytes, parsed by the handler in a worker thread a piece at a time.
+
+    gRPC calls the deserializer on the event loop, where parsing megabytes in
+    one C call would hold up every other RPC (health checks included).
+    """
+
+    data: bytes
+    message_class: type[Message]
+
+    def decoded(self) -> Any:
+        message = self.message_class()
+        try:
+            for piece in wire.message_pieces(self.data):
+                message.MergeFromString(piece)
+        except Exception:
+            return UNDECODABLE
+        return message
+
+
 def _guarded(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
     if deserializer is None:
         return None
+    message_class = getattr(deserializer, "__self__", None)  # the generated handlers pass Class.FromString
+    if not (isinstance(message_class, type) and issubclass(message_class, Message)):
+        message_class = None
 
     def decode(data: bytes) -> Any:
+        if message_class is not None and len(data) > wire.PIECE_BYTES:
+            return _Undecoded(data, message_class)
         try:
             return deserializer(data)
         except Exception:
             return UNDECODABLE
 
     return decode
+
+
+async def _request_of(request: Any) -> Any:
+    if isinstance(request, _Undecoded):
+        return await asyncio.to_thread(request.decoded)
+    return request
 
 
 @dataclass
@@ -145,6 +179,7 @@ def _wrap_unary(rpc: _Rpc, behavior: Callable[..., Awaitable[Any]]) -> Callable[
         rpc.started = time.perf_counter()
         try:
             await rpc.begin(context)
+            request = await _request_of(request)
             if request is UNDECODABLE:
                 await context.abort_with_status(rpc.undecodable())
             return await behavior(request, context)
@@ -170,6 +205,7 @@ def _wrap_stream(rpc: _Rpc, behavior: Callable[..., AsyncIterator[Any]]) -> Call
         rpc.started = time.perf_counter()
         try:
             await rpc.begin(context)
+            request = await _request_of(request)
             if request is UNDECODABLE:
                 await context.abort_with_status(rpc.undecodable())
             async for item in behavior(request, context):
