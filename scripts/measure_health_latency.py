@@ -6,7 +6,7 @@ Starts `pioneer-grpc serve` (SQLite, a temporary home) on a free loopback port.
 For each request kind, a client process sends a ~12 MB request at its caps
 `rounds` times while this process checks grpc.health.v1 every 10 ms; prints the
 request times and the health checks' median and slowest latency, and the same
-for an idle server first.
+for an idle server and for the first token count (it loads the tokenizer) first.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -98,8 +99,25 @@ def _probe(health: health_pb2_grpc.HealthStub, until: callable) -> list[float]:
     return latencies
 
 
+def _warm_up(address: str, health: health_pb2_grpc.HealthStub) -> str:
+    """One small CountTokens: the first token count loads the tokenizer, once per process, which is
+    start-up work rather than serving a large request, so it is measured on its own."""
+    done = multiprocessing.Event()
+
+    def count() -> None:
+        channel = grpc.insecure_channel(address)
+        request = history_service_pb2.CountTokensRequest(texts=["warm up"])
+        channel.unary_unary("/pioneer.v1.HistoryService/CountTokens")(request.SerializeToString(), timeout=60)
+        done.set()
+
+    threading.Thread(target=count, daemon=True).start()
+    return _summary(_probe(health, done.is_set))
+
+
 def _summary(latencies: list[float]) -> str:
     ordered = sorted(latencies)
+    if not ordered:
+        return "0 checks"
     median, slowest = ordered[len(ordered) // 2] * 1000, ordered[-1] * 1000
     return f"{len(ordered)} checks, median {median:.1f} ms, slowest {slowest:.1f} ms"
 
@@ -118,6 +136,7 @@ def main(rounds: int) -> None:
         health.Check(health_pb2.HealthCheckRequest(), timeout=30, wait_for_ready=True)
         deadline = time.perf_counter() + 2
         print(f"idle: {_summary(_probe(health, lambda: time.perf_counter() > deadline))}")
+        print(f"warm-up: {_warm_up(address, health)}")
         for kind in ("AppendEntries", "CountTokens", "RenderChatRequest"):
             started, out = multiprocessing.Event(), multiprocessing.Queue()
             client = multiprocessing.Process(target=_client, args=(address, kind, rounds, started, out))

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 
+from pioneer_grpc import wire
 from pioneer_grpc.service import history as history_ops
 from pioneer_grpc.service import listing
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
+from pioneer_grpc.v1 import history_pb2, history_service_pb2_grpc
 from pioneer_grpc.v1 import history_service_pb2 as pb
-from pioneer_grpc.v1 import history_service_pb2_grpc
 
 MESSAGES_FIELD = pb.LoadConversationHistoryResponse.DESCRIPTOR.fields_by_name["messages"].number
+ENTRIES_FIELD = pb.AppendEntriesResponse.DESCRIPTOR.fields_by_name["entries"].number
+
+
+def _encoded_append(head: pb.AppendEntriesResponse, entries: list[history_pb2.ConversationEntry]) -> bytes:
+    """The response as bytes (pioneer_grpc/wire.py), an entry at a time: the entries of an append at
+    its caps are megabytes, which one call would encode holding the GIL throughout."""
+    encoded = (entry.SerializeToString() for entry in entries)
+    return head.SerializeToString() + wire.repeated_records(ENTRIES_FIELD, encoded)
 
 
 class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
@@ -39,15 +50,16 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
 
     async def AppendEntries(
         self, request: pb.AppendEntriesRequest, context: grpc.aio.ServicerContext
-    ) -> pb.AppendEntriesResponse:
+    ) -> bytes:
         outcome = await history_ops.append_entries(
             self.ctx, request.thread_id, list(request.entries), with_entries=not request.counts_only
         )
-        return pb.AppendEntriesResponse(
-            entries=outcome.entries,
-            created_count=outcome.created_count,
-            existing_count=outcome.existing_count,
+        head = pb.AppendEntriesResponse(
+            created_count=outcome.created_count, existing_count=outcome.existing_count
         )
+        if sum(entry.ByteSize() for entry in outcome.entries) <= wire.PIECE_BYTES:
+            return _encoded_append(head, outcome.entries)
+        return await asyncio.to_thread(_encoded_append, head, outcome.entries)
 
     async def CompleteTurn(
         self, request: pb.CompleteTurnRequest, context: grpc.aio.ServicerContext

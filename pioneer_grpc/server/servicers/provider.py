@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 
+from pioneer_grpc import wire
+from pioneer_grpc.providers.render import RenderedRequest
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.provider import render_chat
 from pioneer_grpc.v1 import provider_service_pb2, provider_service_pb2_grpc
+
+BODY_JSON_FIELD = provider_service_pb2.RenderChatRequestResponse.DESCRIPTOR.fields_by_name["body_json"].number
 
 
 class ProviderServicer(provider_service_pb2_grpc.ProviderServiceServicer):
@@ -17,15 +23,23 @@ class ProviderServicer(provider_service_pb2_grpc.ProviderServiceServicer):
         self,
         request: provider_service_pb2.RenderChatRequestRequest,
         context: grpc.aio.ServicerContext,
-    ) -> provider_service_pb2.RenderChatRequestResponse:
+    ) -> bytes:
         options = request.options if request.HasField("options") else None
         rendered = await render_chat(request.provider, request.chat_request, options, self.ctx.models)
-        return provider_service_pb2.RenderChatRequestResponse(
-            body_json=rendered.body_json,
-            path=rendered.path,
-            cache_breakpoints=rendered.cache_breakpoints,
-            notices=[
-                provider_service_pb2.RenderNotice(code=n.code, message=n.message, field=n.field)
-                for n in rendered.notices
-            ],
-        )
+        if len(rendered.body_json) <= wire.PIECE_BYTES:
+            return _encoded(rendered)
+        return await asyncio.to_thread(_encoded, rendered)
+
+
+def _encoded(rendered: RenderedRequest) -> bytes:
+    """The response as bytes (pioneer_grpc/wire.py): the body, megabytes at the caps, encoded a slice
+    at a time, so that no one call holds the GIL for long."""
+    head = provider_service_pb2.RenderChatRequestResponse(
+        path=rendered.path,
+        cache_breakpoints=rendered.cache_breakpoints,
+        notices=[
+            provider_service_pb2.RenderNotice(code=n.code, message=n.message, field=n.field)
+            for n in rendered.notices
+        ],
+    )
+    return head.SerializeToString() + wire.text_record(BODY_JSON_FIELD, rendered.body_json)

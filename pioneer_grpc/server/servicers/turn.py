@@ -6,14 +6,19 @@ fields encoded here, then the ChatRequest the round joined from encoded parts.
 
 from __future__ import annotations
 
+import asyncio
+from functools import partial
+
 import grpc
 
+from pioneer_grpc import wire
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.turn import prepare_turn
 from pioneer_grpc.v1 import provider_service_pb2, turn_service_pb2, turn_service_pb2_grpc
 from pioneer_grpc.wire import field_record
 
 CHAT_REQUEST_FIELD = turn_service_pb2.PrepareTurnResponse.DESCRIPTOR.fields_by_name["chat_request"].number
+BODY_FIELD = turn_service_pb2.PrepareTurnResponse.DESCRIPTOR.fields_by_name["provider_body_json"].number
 
 
 class TurnServicer(turn_service_pb2_grpc.TurnServiceServicer):
@@ -29,14 +34,18 @@ class TurnServicer(turn_service_pb2_grpc.TurnServiceServicer):
             manifest=prepared.manifest,
             manifest_event_id=prepared.manifest_event_id,
         )
+        encoded_body = b""
         if prepared.rendered is not None:
-            response.provider_body_json = prepared.rendered.body_json
             response.provider_path = prepared.rendered.path
             response.provider_notices.extend(
                 provider_service_pb2.RenderNotice(code=n.code, message=n.message, field=n.field)
                 for n in prepared.rendered.notices
             )
-        encoded = response.SerializeToString()
+            body = prepared.rendered.body_json
+            # Megabytes at the caps: encoded a slice at a time, off the event loop.
+            encode = partial(wire.text_record, BODY_FIELD, body)
+            encoded_body = encode() if len(body) <= wire.PIECE_BYTES else await asyncio.to_thread(encode)
+        encoded = response.SerializeToString() + encoded_body
         if request.provider_body_only:
             return encoded
         return encoded + field_record(CHAT_REQUEST_FIELD, prepared.encoded_chat_request())
