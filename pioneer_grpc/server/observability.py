@@ -18,13 +18,17 @@ from typing import Any
 import grpc
 from grpc.aio import ServerInterceptor
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from pioneer_grpc.telemetry import Telemetry
+from pioneer_grpc.telemetry import SpanScope, Telemetry
 
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 _PROPAGATOR = TraceContextTextMapPropagator()
+# The W3C trace-context headers; a call without them starts a trace (an empty parent context).
+_TRACE_HEADERS = frozenset(_PROPAGATOR.fields)
+_NO_PARENT = Context()
 # Server-side codes that mean the server failed (RPC semantic conventions); others are the caller's.
 _SERVER_ERRORS = frozenset(
     {
@@ -50,40 +54,47 @@ def _code_of(context: grpc.aio.ServicerContext, exc: BaseException | None) -> gr
     return grpc.StatusCode.OK if exc is None else grpc.StatusCode.UNKNOWN
 
 
-def _peer(context: grpc.aio.ServicerContext) -> dict[str, Any]:
+def _with_peer(attributes: dict[str, Any], context: grpc.aio.ServicerContext) -> dict[str, Any]:
     # "ipv4:127.0.0.1:50514" or "ipv6:[::1]:50514"
     kind, _, rest = (context.peer() or "").partition(":")
     host, _, port = rest.rpartition(":")
-    if kind not in ("ipv4", "ipv6") or not port.isdigit():
-        return {}
-    return {"network.peer.address": host.strip("[]"), "network.peer.port": int(port)}
+    if kind in ("ipv4", "ipv6") and port.isdigit():
+        attributes["network.peer.address"] = host.strip("[]")
+        attributes["network.peer.port"] = int(port)
+    return attributes
+
+
+def _parent(context: grpc.aio.ServicerContext) -> Context:
+    """The caller's trace from its traceparent (and tracestate) metadata; none: a new trace."""
+    carrier = {
+        k: v for k, v in (context.invocation_metadata() or ()) if k in _TRACE_HEADERS and isinstance(v, str)
+    }
+    return _PROPAGATOR.extract(carrier) if carrier else _NO_PARENT
+
+
+_UNTRACED: AbstractContextManager[trace.Span] = nullcontext(trace.INVALID_SPAN)
 
 
 class _Call:
-    """What one RPC records, however it ends."""
+    """What every RPC of one method records, however it ends (one per method, reused)."""
 
     def __init__(self, telemetry: Telemetry, full_method: str, traced: bool) -> None:
         self.telemetry = telemetry
-        self.full_method = full_method
-        self.service, _, self.method = full_method.lstrip("/").partition("/")
+        self.name = full_method.lstrip("/")
+        self.service, _, self.method = self.name.partition("/")
         self.traced = traced and telemetry.tracing
+        self.attributes = {"rpc.system": "grpc", "rpc.service": self.service, "rpc.method": self.method}
 
     def span(self, context: grpc.aio.ServicerContext) -> AbstractContextManager[trace.Span]:
         if not self.traced:
-            return nullcontext(trace.INVALID_SPAN)
-        carrier = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
-        return self.telemetry.tracer.start_as_current_span(
-            self.full_method.lstrip("/"),
-            context=_PROPAGATOR.extract(carrier),
-            kind=SpanKind.SERVER,
-            attributes={
-                "rpc.system": "grpc",
-                "rpc.service": self.service,
-                "rpc.method": self.method,
-                **_peer(context),
-            },
-            record_exception=False,
-            set_status_on_exception=False,
+            return _UNTRACED
+        return SpanScope(
+            self.telemetry.tracer,
+            self.name,
+            _with_peer(dict(self.attributes), context),
+            SpanKind.SERVER,
+            _parent(context),
+            errors=False,
         )
 
     def done(self, span: trace.Span, code: grpc.StatusCode, started: float) -> None:
@@ -136,6 +147,7 @@ class ObservabilityInterceptor(ServerInterceptor):
 
     def __init__(self, telemetry: Telemetry) -> None:
         self._telemetry = telemetry
+        self._calls: dict[str, _Call] = {}
 
     async def intercept_service(
         self,
@@ -145,7 +157,11 @@ class ObservabilityInterceptor(ServerInterceptor):
         handler = await continuation(details)
         if handler is None:
             return handler
-        call = _Call(self._telemetry, details.method, traced=not details.method.startswith(HEALTH_PREFIX))
+        call = self._calls.get(details.method)
+        if call is None:
+            # Methods the server serves: a bounded set, since unknown ones have no handler.
+            call = _Call(self._telemetry, details.method, traced=not details.method.startswith(HEALTH_PREFIX))
+            self._calls[details.method] = call
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
                 _wrap_unary(call, handler.unary_unary),

@@ -35,11 +35,18 @@ def turn_started(ctx: ServiceContext, thread_id: str, turn_id: str, model: str =
         return
     span = ctx.telemetry.current_span()
     if span.is_recording():
-        span.set_attributes({tracing.THREAD_ID: thread_id, tracing.CONVERSATION_ID: thread_id})
+        attributes = {tracing.THREAD_ID: thread_id, tracing.CONVERSATION_ID: thread_id}
         if turn_id:
-            span.set_attribute(tracing.TURN_ID, turn_id)
+            attributes[tracing.TURN_ID] = turn_id
         if model:
-            span.set_attribute(tracing.REQUEST_MODEL, model)
+            attributes[tracing.REQUEST_MODEL] = model
+        span.set_attributes(attributes)
+
+
+def model_chosen(ctx: ServiceContext, model: str) -> None:
+    """The model of a round that did not name one (the thread's), on the RPC's span."""
+    if ctx.telemetry.tracing and model:
+        ctx.telemetry.current_span().set_attribute(tracing.REQUEST_MODEL, model)
 
 
 def compiled(ctx: ServiceContext, span: Span, hit: bool, manifest: prompt_pb2.PromptManifest) -> None:

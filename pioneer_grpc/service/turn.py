@@ -323,7 +323,8 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
         raise _pending_error(request.turn_id, done.pending)
     ctx.manifests.published(done.recorded)
     payload = before[0].payload
-    observe.turn_started(ctx, request.thread_id, request.turn_id, done.model)
+    if not request.model:
+        observe.model_chosen(ctx, done.model)  # the thread's
     history, report = await _history_of(ctx, request, done.history)
     report.diagnostics.extend(done.repairs)
     # As LoadConversationHistory says: other turns not completed are left out of history.

@@ -41,17 +41,34 @@ MANIFEST_EVENT_ID = "pioneer.manifest.event_id"
 ENTRIES_APPENDED = "pioneer.append.entries"
 
 
+# Batches four times the SDK's default: a quarter of the export calls, each still well under
+# gRPC's 4 MiB message limit (a span of ours is a few hundred bytes). OTEL_BSP_* still win.
+EXPORT_BATCH = 2048
+QUEUE_SIZE = 8192
+
+
+def _batch_sizes() -> tuple[int | None, int | None]:
+    """Queue and batch sizes; both None when either variable is set, so the SDK reads and checks them."""
+    if os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE") or os.environ.get("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"):
+        return None, None
+    return QUEUE_SIZE, EXPORT_BATCH
+
+
 def otlp_tracer_provider(endpoint: str) -> TracerProvider:
     """Batches spans to an OTLP/gRPC collector (`http://host:4317`; `https://` for TLS).
 
     The SDK's own environment applies: OTEL_TRACES_SAMPLER (every trace by default,
     or the caller's decision when it sent one), OTEL_EXPORTER_OTLP_HEADERS, OTEL_BSP_*.
     """
-    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from pioneer_grpc.telemetry.otlp import WireSpanExporter
 
     # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win, so replicas can be told apart.
     named = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "pioneer-grpc"}
     resource = Resource.create({**named, "service.version": __version__})
     provider = TracerProvider(resource=resource)
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    queue, batch = _batch_sizes()
+    processor = BatchSpanProcessor(
+        WireSpanExporter(endpoint=endpoint), max_queue_size=queue, max_export_batch_size=batch
+    )
+    provider.add_span_processor(processor)
     return provider
