@@ -1,7 +1,8 @@
 """A stand-in for an OpenAI-compatible endpoint: real HTTP/1.1 on 127.0.0.1, port 0.
 
 `reply` decides each answer: (status, JSON body) or a number of seconds to
-stall. Every request body is kept, so tests can count calls and read prompts.
+stall, then answer "late"; a stall ends early, without an answer, when the
+client hangs up. Every request body is kept, so tests can count calls and read prompts.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class FakeOpenAI:
             self.headers.append(headers)
             answer = self.reply(body)
             if isinstance(answer, float | int) and not isinstance(answer, bool):
-                await asyncio.sleep(answer)
+                if await _hangs_up_within(reader, answer):
+                    return
                 answer = completion("late")
             status, payload = answer
             data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
@@ -70,3 +72,13 @@ class FakeOpenAI:
             pass
         finally:
             writer.close()
+
+
+async def _hangs_up_within(reader: asyncio.StreamReader, seconds: float) -> bool:
+    """True when the client closes the connection within `seconds` (it sends nothing after its request)."""
+    try:
+        async with asyncio.timeout(seconds):
+            await reader.read()
+    except TimeoutError:
+        return False
+    return True

@@ -73,7 +73,8 @@ async def test_client_errors_are_not_retried(fake):
 
 
 async def test_timeout(fake):
-    fake.reply = lambda body: 2.0
+    # Answers only after 30 s: a stall of the shared process cannot let the answer win.
+    fake.reply = lambda body: 30.0
     summarizer = OpenAISummarizer(fake.base_url, timeout_seconds=0.2, retries=0)
     with pytest.raises(SummarizerError, match=r"no answer within 0.2 s"):
         await summarizer.summarize(request())

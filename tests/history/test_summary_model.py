@@ -23,12 +23,20 @@ async def fake():
     await server.close()
 
 
+# The tests share their process with the fake endpoint, so a full garbage collection
+# (over half a second late in a suite on a loaded machine) stalls both: a timeout
+# that is not what a test is about is far longer than any such stall.
+ROOMY = 30.0
+# Longer than the client waits: the fake answers only if the client's timeout never fires.
+NEVER = ROOMY
+
+
 async def openai_server(server_factory, database_url, fake, **overrides):
     return await server_factory(
         database_url=database_url,
         summarizer="openai",
         summarizer_base_url=fake.base_url,
-        summarizer_timeout_seconds=overrides.pop("timeout", 5.0),
+        summarizer_timeout_seconds=overrides.pop("timeout", ROOMY),
         summarizer_retries=overrides.pop("retries", 0),
         **overrides,
     )
@@ -52,20 +60,30 @@ async def test_success_stores_the_model_summary(server_factory, database_url, fa
 
 
 @pytest.mark.parametrize(
-    ("reply", "code", "message"),
+    ("reply", "timeout_seconds", "code", "message"),
     [
-        (lambda body: (500, {"error": "down"}), "summarizer_failed", 'HTTP 500: {"error": "down"}'),
-        (lambda body: 3.0, "summarizer_failed", "no answer within 0.3 s"),
-        (lambda body: completion(""), "summarizer_failed", "the summary model returned an empty summary"),
-        (lambda body: completion("word " * 400), "summary_rejected", "over 150 (1.5x the target of 100)"),
+        (lambda body: (500, {"error": "down"}), ROOMY, "summarizer_failed", 'HTTP 500: {"error": "down"}'),
+        (lambda body: NEVER, 0.3, "summarizer_failed", "no answer within 0.3 s"),
+        (
+            lambda body: completion(""),
+            ROOMY,
+            "summarizer_failed",
+            "the summary model returned an empty summary",
+        ),
+        (
+            lambda body: completion("word " * 400),
+            ROOMY,
+            "summary_rejected",
+            "over 150 (1.5x the target of 100)",
+        ),
     ],
     ids=["http-500", "timeout", "empty", "oversized"],
 )
 async def test_failures_fall_back_to_truncation_with_a_diagnostic(
-    server_factory, database_url, fake, reply, code, message
+    server_factory, database_url, fake, reply, timeout_seconds, code, message
 ):
     fake.reply = reply
-    history = stub(await openai_server(server_factory, database_url, fake, timeout=0.3))
+    history = stub(await openai_server(server_factory, database_url, fake, timeout=timeout_seconds))
     await create(history, "t", SMALL)
     await fill(history, "t", 6)  # 1,200 tokens: over the whole budget
     response = await load(history, "t")
