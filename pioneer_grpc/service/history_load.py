@@ -171,6 +171,7 @@ async def load_history(
     return result.messages, report
 
 
+@database_work
 async def left_out_diagnostics(
     ctx: ServiceContext, thread_id: str, exclude_turn_id: str
 ) -> list[history_pb2.HistoryDiagnostic]:

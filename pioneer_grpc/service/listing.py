@@ -13,6 +13,7 @@ from pioneer_grpc.history.entries import thread_id_violation
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.paging import PageSize, decode_token, encode_token
 from pioneer_grpc.store import listing
+from pioneer_grpc.store.work import database_work
 from pioneer_grpc.v1 import history_pb2, history_service_pb2
 
 THREAD_PAGE = PageSize(default=50, maximum=1000)
@@ -20,6 +21,7 @@ TURN_PAGE = PageSize(default=50, maximum=1000)
 ENTRY_PAGE = PageSize(default=100, maximum=500)
 
 
+@database_work
 async def list_threads(
     ctx: ServiceContext, request: history_service_pb2.ListThreadsRequest
 ) -> tuple[list[history_pb2.Thread], str]:
@@ -32,6 +34,7 @@ async def list_threads(
     return threads, encode_token("threads", [threads[-1].thread_id]) if more else ""
 
 
+@database_work
 async def list_turns(
     ctx: ServiceContext, request: history_service_pb2.ListTurnsRequest
 ) -> tuple[list[history_pb2.Turn], str]:
@@ -49,6 +52,7 @@ async def list_turns(
     return turns, encode_token(scope, [last.create_time.ToDatetime(tzinfo=UTC).isoformat(), last.turn_id])
 
 
+@database_work
 async def list_entries(
     ctx: ServiceContext, request: history_service_pb2.ListEntriesRequest
 ) -> tuple[list[history_pb2.ConversationEntry], str]:
