@@ -9,9 +9,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import itertools
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import asyncpg
@@ -91,22 +92,29 @@ async def test_observers_see_compiles_served_by_the_other_replica(
 
 
 async def listener_pids(admin: asyncpg.Connection) -> set[int]:
-    rows = await admin.fetch("SELECT pid FROM pg_stat_activity WHERE application_name = $1", APPLICATION_NAME)
+    """Listeners on the admin connection's database (the cluster may serve other tests meanwhile)."""
+    rows = await admin.fetch(
+        "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()",
+        APPLICATION_NAME,
+    )
     return {row["pid"] for row in rows}
 
 
-async def replaced_listeners(admin: asyncpg.Connection, lost: set[int], within: float = 30) -> set[int]:
-    """The listener pids once every lost one is gone and as many new ones listen.
+async def listeners_once(
+    admin: asyncpg.Connection, done: Callable[[set[int]], bool], within: float = 30
+) -> set[int]:
+    """The listener pids as soon as `done` holds for them (polled: pg_stat_activity has no event).
 
     The two replicas reconnect independently, and a terminated backend leaves
     pg_stat_activity only when its process has exited.
     """
-    now = set(lost)
     async with asyncio.timeout(within):
-        while len(now) != len(lost) or now & lost:
+        for _ in itertools.count():
+            pids = await listener_pids(admin)
+            if done(pids):
+                return pids
             await asyncio.sleep(0.05)
-            now = await listener_pids(admin)
-    return now
+    raise AssertionError("unreachable")
 
 
 @contextlib.asynccontextmanager
@@ -143,15 +151,13 @@ async def test_a_lost_listen_connection_reconnects_and_catches_up(
         before = await listener_pids(admin)
         assert len(before) == 2
         async with connections_refused(postgres_url):
-            await admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
-                APPLICATION_NAME,
-            )
+            await admin.execute("SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) pid", list(before))
+            await listeners_once(admin, lambda pids: not pids)
             # Committed while no replica listens (the writer's pool keeps its open connection):
             # only the catch-up read after reconnecting can deliver it.
             missed = await writer.ctx.manifests.record("t", "turn-2", numbered_manifest(2))
         assert await observer.wait_for_count(2, within=30) == [first, missed]
-        after = await replaced_listeners(admin, before)
+        after = await listeners_once(admin, lambda pids: len(pids) == 2 and not pids & before)
     finally:
         await admin.close()
     assert len(after) == 2 and not after & before
