@@ -1,6 +1,9 @@
 package contract
 
 import (
+	"context"
+	"errors"
+	"io"
 	"sort"
 	"testing"
 
@@ -13,44 +16,74 @@ import (
 // listServices asks server reflection for its services (v1, or v1alpha on older servers).
 func listServices(t *testing.T) []string {
 	t.Helper()
-	stream, err := reflectionv1.NewServerReflectionClient(shared.Conn()).ServerReflectionInfo(ctxT(t))
+	names, err := listServicesV1(ctxT(t))
 	if err == nil {
-		err = stream.Send(&reflectionv1.ServerReflectionRequest{
-			MessageRequest: &reflectionv1.ServerReflectionRequest_ListServices{ListServices: "*"},
-		})
-	}
-	if err == nil {
-		resp, rerr := stream.Recv()
-		if rerr == nil {
-			var names []string
-			for _, s := range resp.GetListServicesResponse().GetService() {
-				names = append(names, s.GetName())
-			}
-			_ = stream.CloseSend()
-			return names
-		}
-		err = rerr
+		return names
 	}
 	if status.Code(err) != codes.Unimplemented {
 		t.Fatalf("reflection v1: %v", err)
 	}
-	old, err := reflectionv1alpha.NewServerReflectionClient(shared.Conn()).ServerReflectionInfo(ctxT(t))
-	if err == nil {
-		err = old.Send(&reflectionv1alpha.ServerReflectionRequest{
-			MessageRequest: &reflectionv1alpha.ServerReflectionRequest_ListServices{ListServices: "*"},
-		})
-	}
-	resp, rerr := old.Recv()
-	if err == nil {
-		err = rerr
-	}
+	names, err = listServicesV1alpha(ctxT(t))
 	must(t, err, "ServerReflectionInfo")
+	return names
+}
+
+// A Send that fails with io.EOF only says the stream has ended: why (UNIMPLEMENTED on an
+// older server, or any other status) is what the next Recv returns.
+func sendFailed(err error) bool { return err != nil && !errors.Is(err, io.EOF) }
+
+// endedEarly names a stream the server ended with an OK status before answering.
+func endedEarly(err error) error {
+	if errors.Is(err, io.EOF) {
+		return errors.New("the server ended the stream without an answer")
+	}
+	return err
+}
+
+func listServicesV1(ctx context.Context) ([]string, error) {
+	stream, err := reflectionv1.NewServerReflectionClient(shared.Conn()).ServerReflectionInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = stream.Send(&reflectionv1.ServerReflectionRequest{
+		MessageRequest: &reflectionv1.ServerReflectionRequest_ListServices{ListServices: "*"},
+	})
+	if sendFailed(err) {
+		return nil, err
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		return nil, endedEarly(err)
+	}
+	_ = stream.CloseSend()
 	var names []string
 	for _, s := range resp.GetListServicesResponse().GetService() {
 		names = append(names, s.GetName())
 	}
-	_ = old.CloseSend()
-	return names
+	return names, nil
+}
+
+func listServicesV1alpha(ctx context.Context) ([]string, error) {
+	stream, err := reflectionv1alpha.NewServerReflectionClient(shared.Conn()).ServerReflectionInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = stream.Send(&reflectionv1alpha.ServerReflectionRequest{
+		MessageRequest: &reflectionv1alpha.ServerReflectionRequest_ListServices{ListServices: "*"},
+	})
+	if sendFailed(err) {
+		return nil, err
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		return nil, endedEarly(err)
+	}
+	_ = stream.CloseSend()
+	var names []string
+	for _, s := range resp.GetListServicesResponse().GetService() {
+		names = append(names, s.GetName())
+	}
+	return names, nil
 }
 
 func TestReflectionListsEveryService(t *testing.T) {
