@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
@@ -177,23 +177,14 @@ def stored_calls_in(
     turn_ids = list(dict.fromkeys(e.turn_id for e in entries))
     stored = StoredCalls()
     if turn_ids:
-        rows = conn.execute(
-            select(*LOAD_COLUMNS)
-            .where(EntryRow.thread_id == thread_id, EntryRow.turn_id.in_(turn_ids))
-            .order_by(EntryRow.id)
-        )
-        for row in rows:
+        for row in conn.execute(_TURNS_ENTRIES, {"thread_id": thread_id, "turn_ids": turn_ids}):
             entry = loaded_entry(row)
             stored.turns.setdefault(entry.turn_id, []).append(entry)
     wanted = {e.entry_id for e in entries}
     stored.stored_entry_ids = {e.entry_id for turn in stored.turns.values() for e in turn} & wanted
     call_ids = named_call_ids(entries)
     if call_ids:
-        calls = conn.execute(
-            select(ToolCallRow.call_id, ToolCallRow.entry_id).where(
-                ToolCallRow.thread_id == thread_id, ToolCallRow.call_id.in_(call_ids)
-            )
-        )
+        calls = conn.execute(_THREAD_CALLS, {"thread_id": thread_id, "call_ids": list(call_ids)})
         stored.thread_calls = {row.call_id: row.entry_id for row in calls}
     return stored
 
@@ -326,6 +317,19 @@ LOAD_COLUMNS = (
     EntryRow.artifact_refs_json,
     EntryRow.token_count,
     EntryRow.tokenizer,
+)
+
+_TURNS_ENTRIES = (
+    select(*LOAD_COLUMNS)
+    .where(
+        EntryRow.thread_id == bindparam("thread_id"),
+        EntryRow.turn_id.in_(bindparam("turn_ids", expanding=True)),
+    )
+    .order_by(EntryRow.id)
+)
+_THREAD_CALLS = select(ToolCallRow.call_id, ToolCallRow.entry_id).where(
+    ToolCallRow.thread_id == bindparam("thread_id"),
+    ToolCallRow.call_id.in_(bindparam("call_ids", expanding=True)),
 )
 
 

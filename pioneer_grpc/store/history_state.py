@@ -46,7 +46,11 @@ def _build_query() -> Select[Any]:
         .where(SummaryRow.thread_id == ThreadRow.thread_id)
         .scalar_subquery()
         .label("summary_id"),
-        select(func.count()).select_from(EntryRow).where(completed).scalar_subquery().label("completed_count"),
+        select(func.count())
+        .select_from(EntryRow)
+        .where(completed)
+        .scalar_subquery()
+        .label("completed_count"),
         select(func.max(EntryRow.id)).where(completed).scalar_subquery().label("completed_max_id"),
     ).where(ThreadRow.thread_id == bindparam("thread_id"))
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import bindparam, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc.history.entry_rules import StoredCalls
@@ -37,7 +38,7 @@ from pioneer_grpc.store.entries import (
 )
 from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow
 from pioneer_grpc.store.threads import thread_not_found
-from pioneer_grpc.store.turns import TurnRecord, insert
+from pioneer_grpc.store.turns import TurnRecord
 from pioneer_grpc.v1 import history_pb2
 
 
@@ -56,6 +57,24 @@ _LOCK_THREAD_SQLITE = (
     .values(updated_at=ThreadRow.updated_at)
     .returning(ThreadRow.model)
 )
+_TOUCH_THREAD = (
+    update(ThreadRow)
+    .where(ThreadRow.thread_id == bindparam("b_thread_id"))
+    .values(updated_at=bindparam("b_updated_at"))
+)
+# Executed with a list of rows: one statement, compiled once, for a batch of any size.
+_INSERT_ENTRIES = {
+    name: dialect.insert(EntryRow.__table__)
+    .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
+    .returning(EntryRow.entry_id)
+    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
+}
+_INSERT_CALLS = {
+    name: dialect.insert(ToolCallRow.__table__).on_conflict_do_nothing(
+        index_elements=["thread_id", "call_id"]
+    )
+    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
+}
 _TURN_ENTRIES = (
     select(*LOAD_COLUMNS)
     .where(EntryRow.thread_id == bindparam("thread_id"), EntryRow.turn_id == bindparam("turn_id"))
@@ -96,13 +115,9 @@ def insert_turn_entries(
     if len(stored.stored_entry_ids) < len({new.entry.entry_id for new in new_entries}):
         check(stored)
     moment = now()
-    statement = (
-        insert(conn, EntryRow)
-        .values([entry_values(thread_id, new, tokenizer, moment) for new in new_entries])
-        .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
-        .returning(EntryRow.entry_id)
-    )
-    created = {row.entry_id for row in conn.execute(statement)}
+    dialect = conn.dialect.name
+    rows = [entry_values(thread_id, new, tokenizer, moment) for new in new_entries]
+    created = {row.entry_id for row in conn.execute(_INSERT_ENTRIES[dialect], rows)}
     repeats = [new for new in new_entries if new.entry.entry_id not in created]
     if repeats:
         _check_repeats(conn, thread_id, repeats)
@@ -110,8 +125,7 @@ def insert_turn_entries(
         first = next(new.entry for new in new_entries if new.entry.entry_id in created)
         raise turn_completed(thread_id, first)
     if created:
-        touch = update(ThreadRow).where(ThreadRow.thread_id == thread_id).values(updated_at=moment)
-        conn.execute(touch)
+        conn.execute(_TOUCH_THREAD, {"b_thread_id": thread_id, "b_updated_at": moment})
         calls = [
             {"thread_id": thread_id, "call_id": call.id, "entry_id": new.entry.entry_id}
             for new in new_entries
@@ -119,11 +133,7 @@ def insert_turn_entries(
             for call in new.entry.tool_calls
         ]
         if calls:
-            conn.execute(
-                insert(conn, ToolCallRow)
-                .values(calls)
-                .on_conflict_do_nothing(index_elements=["thread_id", "call_id"])
-            )
+            conn.execute(_INSERT_CALLS[dialect], calls)
     return len(created)
 
 

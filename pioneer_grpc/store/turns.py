@@ -89,6 +89,17 @@ class TurnRecord:
     event_id: int | None
 
 
+def _lock_turn_statement(dialect: Any) -> Any:
+    statement = dialect.insert(TurnRow.__table__)
+    return statement.on_conflict_do_update(
+        index_elements=["thread_id", "turn_id"], set_={"updated_at": statement.excluded.updated_at}
+    ).returning(TurnRow.status, TurnRow.prompt_manifest_json, TurnRow.manifest_event_id)
+
+
+# Built once per dialect: building a statement costs more Python than running it, every round.
+_LOCK_TURN = {"postgresql": _lock_turn_statement(postgresql), "sqlite": _lock_turn_statement(sqlite)}
+
+
 def lock_turn(conn: Connection, thread_id: str, turn_id: str) -> TurnRecord:
     """Creates the turn (in progress) unless it exists, and locks its row until the transaction ends.
 
@@ -96,9 +107,12 @@ def lock_turn(conn: Connection, thread_id: str, turn_id: str) -> TurnRecord:
     same statement locks it; it returns what the round needs without another read.
     """
     moment = now()
-    row = conn.execute(
-        _new_turn(conn, thread_id, turn_id, moment)
-        .on_conflict_do_update(index_elements=["thread_id", "turn_id"], set_={"updated_at": moment})
-        .returning(TurnRow.status, TurnRow.prompt_manifest_json, TurnRow.manifest_event_id)
-    ).one()
+    values = {
+        "thread_id": thread_id,
+        "turn_id": turn_id,
+        "status": history_pb2.TURN_STATUS_IN_PROGRESS,
+        "created_at": moment,
+        "updated_at": moment,
+    }
+    row = conn.execute(_LOCK_TURN[conn.dialect.name], values).one()
     return TurnRecord(row.status, row.prompt_manifest_json, row.manifest_event_id)
