@@ -9,7 +9,7 @@ chat.py and prompt.py, and each is documented on its field in protos/.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from google.protobuf.message import Message
 
@@ -36,9 +36,9 @@ __all__ = [
 ]
 
 
-def violations_of(message: Message, prefix: str = "") -> list[FieldViolation]:
-    """Every field of `message` over its cap, named from `prefix`."""
-    return cap_violations(message, prefix, CAPS)
+def violations_of(message: Message, prefix: str = "", skip: Collection[str] = ()) -> list[FieldViolation]:
+    """Every field of `message` over its cap, named from `prefix`, but for its own fields in `skip`."""
+    return cap_violations(message, prefix, CAPS, skip)
 
 
 def violations_of_each(messages: Sequence[Message], prefix: str, max_items: int) -> list[FieldViolation]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 from google.protobuf.descriptor import FieldDescriptor
@@ -99,10 +99,16 @@ def _opaque_violation(field: str, value: Message, cap: Cap) -> FieldViolation | 
 
 
 def _field_problems(
-    message: Message, prefix: str, table: CapTable, children: list[tuple[Message, str]]
+    message: Message,
+    prefix: str,
+    table: CapTable,
+    children: list[tuple[Message, str]],
+    skip: Collection[str],
 ) -> Iterator[FieldViolation]:
     caps = table.get(message.DESCRIPTOR.full_name, {})
     for descriptor, value in message.ListFields():
+        if descriptor.name in skip:
+            continue
         field = f"{prefix}.{descriptor.name}" if prefix else descriptor.name
         cap = caps.get(descriptor.name, Cap())
         if descriptor.is_repeated:
@@ -130,15 +136,23 @@ def _element_problem(
     return None
 
 
-def cap_violations(message: Message, prefix: str, table: CapTable) -> list[FieldViolation]:
-    """Every field of `message` (named `prefix.field[i]...`) over its cap, in field order."""
+def cap_violations(
+    message: Message, prefix: str, table: CapTable, skip: Collection[str] = ()
+) -> list[FieldViolation]:
+    """Every field of `message` (named `prefix.field[i]...`) over its cap, in field order.
+
+    `skip` names fields of `message` itself (not of its children) that are not looked at.
+    """
     found: list[FieldViolation] = []
     pending: list[tuple[Message, str]] = [(message, prefix)]
+    top = True
     while pending and len(found) < REPORTED_VIOLATIONS:
         current, path = pending.pop()
         children: list[tuple[Message, str]] = []
-        found.extend(itertools.islice(_field_problems(current, path, table, children), REPORTED_VIOLATIONS))
+        problems = _field_problems(current, path, table, children, skip if top else ())
+        found.extend(itertools.islice(problems, REPORTED_VIOLATIONS))
         pending.extend(reversed(children))
+        top = False
     return found[:REPORTED_VIOLATIONS]
 
 

@@ -24,8 +24,12 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     serve.add_argument("--config", type=Path, help="TOML file (also PIONEER_CONFIG)")
     serve.add_argument("--listen", help="HOST:PORT (default 127.0.0.1:50051)")
     serve.add_argument("--home", help="runtime home (default ~/.pioneer)")
-    serve.add_argument("--extra-home", dest="extra_homes", action="append",
-                       help="another runtime home a workspace_root may lie in (repeatable)")
+    serve.add_argument(
+        "--extra-home",
+        dest="extra_homes",
+        action="append",
+        help="another runtime home a workspace_root may lie in (repeatable)",
+    )
     serve.add_argument("--database-url", help="default: SQLite file under the runtime home")
     serve.add_argument("--max-message-bytes", type=int)
     serve.add_argument("--token", help="require 'authorization: Bearer TOKEN' on every RPC but health")
@@ -34,13 +38,19 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     serve.add_argument("--grace-seconds", type=float, help="graceful stop period (default 5)")
     serve.add_argument("--heartbeat-seconds", type=float, help="manifest stream heartbeat (default 15)")
     serve.add_argument("--summarizer", help="extractive (default) or openai")
-    serve.add_argument("--summarizer-base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    serve.add_argument(
+        "--summarizer-base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1"
+    )
     serve.add_argument("--summarizer-api-key-env", help="environment variable holding the API key")
-    serve.add_argument("--count-tokens-anthropic-base-url",
-                       help="ask Anthropic for Claude counts, e.g. https://api.anthropic.com (default: off)")
+    serve.add_argument(
+        "--count-tokens-anthropic-base-url",
+        help="ask Anthropic for Claude counts, e.g. https://api.anthropic.com (default: off)",
+    )
     serve.add_argument("--count-tokens-anthropic-api-key-env", help="variable holding the Anthropic key")
-    serve.add_argument("--count-tokens-gemini-base-url",
-                       help="ask Gemini for counts, e.g. https://generativelanguage.googleapis.com")
+    serve.add_argument(
+        "--count-tokens-gemini-base-url",
+        help="ask Gemini for counts, e.g. https://generativelanguage.googleapis.com",
+    )
     serve.add_argument("--count-tokens-gemini-api-key-env", help="variable holding the Gemini key")
     serve.add_argument("--count-tokens-timeout-seconds", type=float, help="per request (default 5)")
     serve.add_argument("--log-level")

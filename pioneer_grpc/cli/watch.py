@@ -202,8 +202,9 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m pioneer_grpc.cli.watch ...`, the same as `pioneer-grpc watch ...`."""
-    parser = argparse.ArgumentParser(prog="pioneer-grpc watch", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="pioneer-grpc watch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     _add_arguments(parser)
     return run(parser.parse_args(argv))
 

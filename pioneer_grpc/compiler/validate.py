@@ -1,9 +1,17 @@
 """Input validation: every bad field of a PromptCompileInput, reported at once.
 
 Field paths are relative to the request (`input.dynamic_sections[2].id`).
+
+An agent loop sends the same compile input every round, and walking it against
+its caps costs about as much as the rest of a round's Python; so the inputs
+found valid are remembered by their bytes (a few, bounded in bytes), and the
+same bytes are valid again without a walk.
 """
 
 from __future__ import annotations
+
+import threading
+from collections import OrderedDict
 
 from pioneer_grpc.caps import violations_of
 from pioneer_grpc.compiler.limits import LIMIT_FIELDS
@@ -37,8 +45,57 @@ def validate_input(request: prompt_pb2.PromptCompileInput) -> None:
     InvalidArgument.raise_if(input_violations(request), "invalid prompt compile input")
 
 
+# Bytes of serialized inputs remembered as valid.
+_KNOWN_VALID_BYTES = 2 * 1024 * 1024
+
+
+class _KnownValid:
+    def __init__(self, max_bytes: int) -> None:
+        self._max_bytes = max_bytes
+        self._inputs: OrderedDict[bytes, None] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def __contains__(self, encoded: bytes) -> bool:
+        with self._lock:
+            if encoded not in self._inputs:
+                return False
+            self._inputs.move_to_end(encoded)
+            return True
+
+    def add(self, encoded: bytes) -> None:
+        if len(encoded) > self._max_bytes // 8:
+            return
+        with self._lock:
+            if encoded in self._inputs:
+                return
+            self._inputs[encoded] = None
+            self._bytes += len(encoded)
+            while self._bytes > self._max_bytes:
+                old, _ = self._inputs.popitem(last=False)
+                self._bytes -= len(old)
+
+
+_known_valid = _KnownValid(_KNOWN_VALID_BYTES)
+
+
+def known_valid(request: prompt_pb2.PromptCompileInput) -> bool:
+    """True when these very bytes were found valid before: `input_violations` would be empty."""
+    return request.SerializeToString(deterministic=True) in _known_valid
+
+
 def input_violations(request: prompt_pb2.PromptCompileInput) -> list[FieldViolation]:
     """Every bad field, named `input.…`; a request over its caps is not looked at further."""
+    encoded = request.SerializeToString(deterministic=True)
+    if encoded in _known_valid:
+        return []
+    violations = _violations(request)
+    if not violations:
+        _known_valid.add(encoded)
+    return violations
+
+
+def _violations(request: prompt_pb2.PromptCompileInput) -> list[FieldViolation]:
     over_caps = violations_of(request, PREFIX)
     if over_caps:
         return over_caps

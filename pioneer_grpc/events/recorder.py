@@ -26,11 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from google.protobuf import json_format
 from sqlalchemy import bindparam, text
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.events.manifest_json import manifest_json
 from pioneer_grpc.events.queries import EVENTS, TURNS
 from pioneer_grpc.history.entries import id_violation
 from pioneer_grpc.store.clock import now
@@ -54,10 +54,6 @@ def profile_name(profile: int) -> str:
         return prompt_pb2.PromptProfile.Name(profile).removeprefix("PROMPT_PROFILE_").lower()
     except ValueError:
         return str(profile)
-
-
-def manifest_json(manifest: prompt_pb2.PromptManifest) -> str:
-    return json_format.MessageToJson(manifest, preserving_proto_field_name=True, indent=None, sort_keys=True)
 
 
 def _check_ids(thread_id: str, turn_id: str) -> None:

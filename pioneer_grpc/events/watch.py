@@ -100,9 +100,7 @@ class ManifestWatch:
 
     async def _backlog(self) -> AsyncIterator[service_pb2.WatchManifestsResponse]:
         while True:
-            events = await events_after(
-                self._engine, self.cursor, thread_id=self._thread_id, limit=PAGE_SIZE
-            )
+            events = await events_after(self._engine, self.cursor, thread_id=self._thread_id, limit=PAGE_SIZE)
             for event in events:
                 self.cursor = event.event_id
                 yield service_pb2.WatchManifestsResponse(event=event)

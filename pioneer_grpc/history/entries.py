@@ -33,9 +33,9 @@ def thread_id_violation(thread_id: str, path: str = "thread_id") -> FieldViolati
     return id_violation(path, thread_id, "thread id")
 
 
-def entry_violations(entries: list[history_pb2.ConversationEntry], prefix: str = "entries") -> list[
-    FieldViolation
-]:
+def entry_violations(
+    entries: list[history_pb2.ConversationEntry], prefix: str = "entries"
+) -> list[FieldViolation]:
     """Every problem of every entry, named `entries[i].field`."""
     violations: list[FieldViolation] = []
     for i, entry in enumerate(entries):

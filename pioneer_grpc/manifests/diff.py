@@ -111,9 +111,7 @@ def _changes(base: list[_Section], target: list[_Section]) -> list[service_pb2.S
     return changes
 
 
-def _cache_break(
-    base: list[_Section], target: list[_Section], changed_in_target: set[str]
-) -> str:
+def _cache_break(base: list[_Section], target: list[_Section], changed_in_target: set[str]) -> str:
     """The section at the first position where the stable halves diverge."""
     base_stable = [s for s in base if s.stability == STABLE]
     target_stable = [s for s in target if s.stability == STABLE]

@@ -296,8 +296,10 @@ def prepare(
     has_tools = bool(tools)
     choice = request.tool_choice.mode if has_tools else chat_pb2.TOOL_CHOICE_MODE_UNSPECIFIED
     if adapted.history_tools:
-        tools = [Tool(name, provider_rules.HISTORY_TOOL_DESCRIPTION, tool_schema(chat_pb2.ToolDefinition()))
-                 for name in adapted.history_tools]
+        tools = [
+            Tool(name, provider_rules.HISTORY_TOOL_DESCRIPTION, tool_schema(chat_pb2.ToolDefinition()))
+            for name in adapted.history_tools
+        ]
         choice = chat_pb2.TOOL_CHOICE_MODE_NONE
     stable, dynamic = split_compiled(request.compiled_prompt)
     return Prepared(

@@ -55,4 +55,3 @@ async def anthropic_stable_cacheable(
     if request.tools:
         texts.append(_tools_text(request))
     return sum(await count_tokens(texts, info.tokenizer)) >= info.cache_min_tokens
-

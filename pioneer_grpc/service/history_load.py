@@ -182,6 +182,11 @@ async def left_out_diagnostics(
     """
     async with ctx.engine.connect() as conn:
         entries, turns = await incomplete_entries(conn, thread_id, exclude_turn_id)
+    return left_out(entries, turns)
+
+
+def left_out(entries: int, turns: int) -> list[history_pb2.HistoryDiagnostic]:
+    """The diagnostic for `entries` of `turns` not completed, left out of a load (none when 0)."""
     if not entries:
         return []
     return [

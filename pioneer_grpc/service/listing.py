@@ -1,6 +1,6 @@
 """List use cases: threads, a thread's turns, a thread's entries, a page at a time (AIP-158).
 
-    threads, next_token = await list_threads(ctx, ListThreadsRequest(page_size=100))
+threads, next_token = await list_threads(ctx, ListThreadsRequest(page_size=100))
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from sqlalchemy.engine import Connection
 
 from pioneer_grpc import reasons
 from pioneer_grpc.caps import violations_of
-from pioneer_grpc.compiler.validate import input_violations
+from pioneer_grpc.compiler.validate import input_violations, known_valid
 from pioneer_grpc.errors import FailedPrecondition, FieldViolation, InvalidArgument
 from pioneer_grpc.events.recorder import PreparedManifest, Recorded, prepare_manifest, record_in
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation
@@ -46,6 +46,7 @@ from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import round as round_store
+from pioneer_grpc.store.history_state import incomplete_entries_in
 from pioneer_grpc.store.turns import lock_turn
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2, prompt_pb2, provider_service_pb2, turn_service_pb2
@@ -118,8 +119,12 @@ def _checked_entries(request: turn_service_pb2.PrepareTurnRequest) -> list[histo
 
 
 def _checked_request(request: turn_service_pb2.PrepareTurnRequest) -> list[history_pb2.ConversationEntry]:
-    """Caps first, then every other check; blocking (a request at its caps is megabytes)."""
-    InvalidArgument.raise_if(violations_of(request))
+    """Caps first, then every other check; blocking (a request at its caps is megabytes).
+
+    A compile input seen valid before (the same every round) is not walked again.
+    """
+    skip = ("compile_input",) if known_valid(request.compile_input) else ()
+    InvalidArgument.raise_if(violations_of(request, skip=skip))
     return _checked_entries(request)
 
 
@@ -199,6 +204,8 @@ class _Round:
     repairs: list[history_pb2.HistoryDiagnostic]
     recorded: Recorded | None
     pending: dict[str, history_pb2.ConversationEntry]
+    # Entries of other turns not completed, left out of history: (entries, turns).
+    left_out: tuple[int, int] = (0, 0)
 
 
 def _before_round(
@@ -271,6 +278,7 @@ def _round(
     # answer shared by every round of the thread serves.
     exclude = "" if turn.status == history_pb2.TURN_STATUS_IN_PROGRESS else turn_id
     history = history_load.full_load_on(ctx, conn, thread_id, exclude)
+    left_out = incomplete_entries_in(conn, thread_id, turn_id)
     rpc_span = ctx.telemetry.current_span()
     with ctx.telemetry.span("pioneer.manifest.record") as span:
         recorded = record_in(conn, before.manifest, turn, postgres=ctx.manifests.postgres)
@@ -285,7 +293,7 @@ def _round(
         if recorded.event is not None:
             # A retry that recorded nothing new is not another round.
             observe.manifest_recorded(ctx, thread_id, manifest, (span, rpc_span))
-    return _Round(model, history, current, repaired.diagnostics, recorded, {})
+    return _Round(model, history, current, repaired.diagnostics, recorded, {}, left_out)
 
 
 async def _history_of(
@@ -328,9 +336,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     history, report = await _history_of(ctx, request, done.history)
     report.diagnostics.extend(done.repairs)
     # As LoadConversationHistory says: other turns not completed are left out of history.
-    report.diagnostics.extend(
-        await history_load.left_out_diagnostics(ctx, request.thread_id, request.turn_id)
-    )
+    report.diagnostics.extend(history_load.left_out(*done.left_out))
     head = _chat_request(request, done.model, [])
     head.compiled_prompt.CopyFrom(payload)
     prepared = PreparedTurn(head, history, done.current, report, done.recorded.event_id)

@@ -75,14 +75,25 @@ def history_state_in(conn: Connection, thread_id: str) -> HistoryState:
     return _state(conn.execute(_QUERY, {"thread_id": thread_id}).first(), thread_id)
 
 
+_INCOMPLETE = select(func.count(), func.count(EntryRow.turn_id.distinct())).where(
+    EntryRow.thread_id == bindparam("thread_id"),
+    EntryRow.completed.is_(False),
+    EntryRow.turn_id != bindparam("exclude_turn_id"),
+)
+
+
 async def incomplete_entries(
     session: AsyncSession | AsyncConnection, thread_id: str, exclude_turn_id: str = ""
 ) -> tuple[int, int]:
     """(entries, turns) not completed yet, but `exclude_turn_id`'s: what a history load leaves out."""
-    query = select(func.count(), func.count(EntryRow.turn_id.distinct())).where(
-        EntryRow.thread_id == thread_id,
-        EntryRow.completed.is_(False),
-        EntryRow.turn_id != exclude_turn_id,
-    )
-    entries, turns = (await session.execute(query)).one()
+    params = {"thread_id": thread_id, "exclude_turn_id": exclude_turn_id}
+    entries, turns = (await session.execute(_INCOMPLETE, params)).one()
+    return int(entries), int(turns)
+
+
+def incomplete_entries_in(conn: Connection, thread_id: str, exclude_turn_id: str = "") -> tuple[int, int]:
+    """`incomplete_entries` on a synchronous connection (a round's transaction)."""
+    entries, turns = conn.execute(
+        _INCOMPLETE, {"thread_id": thread_id, "exclude_turn_id": exclude_turn_id}
+    ).one()
     return int(entries), int(turns)

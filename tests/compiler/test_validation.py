@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from pioneer_grpc.compiler.validate import input_violations, known_valid
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.v1 import prompt_pb2
 
-from .inputs import compile_in
+from .inputs import compile_in, full_profile_input
 
 
 def violations(home: Path, **fields: object) -> list[tuple[str, str]]:
@@ -91,3 +92,25 @@ def test_validation_happens_before_any_file_is_read(home: Path) -> None:
     (home / "SOUL.md").mkdir()
     with pytest.raises(InvalidArgument):
         compile_in(home, profile=99, workspace_root="../../elsewhere")
+
+
+def test_a_valid_input_is_remembered_and_an_invalid_one_never() -> None:
+    valid = full_profile_input()
+    valid.extra_system = "remembered-marker"
+    assert not known_valid(valid)
+    assert input_violations(valid) == []
+    assert known_valid(valid)
+
+    invalid = full_profile_input()
+    invalid.profile = 7  # type: ignore[assignment]
+    first = input_violations(invalid)
+    assert [v.field for v in first] == ["input.profile"]
+    assert input_violations(invalid) == first
+    assert not known_valid(invalid)
+
+    # One changed byte is another input, walked again.
+    over_cap = full_profile_input()
+    over_cap.extra_system = "remembered-marker"
+    over_cap.skills.active_skills[0].slug = "x" * 100_000
+    assert not known_valid(over_cap)
+    assert [v.field for v in input_violations(over_cap)] == ["input.skills.active_skills[0].slug"]

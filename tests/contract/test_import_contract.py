@@ -18,7 +18,11 @@ def lint(tree: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     return subprocess.run(
         [str(LINT_IMPORTS), "--config", str(tree / ".importlinter"), "--no-cache"],
-        cwd=tree, env=env, capture_output=True, text=True, timeout=300,
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 

@@ -32,8 +32,13 @@ async def test_lines_show_each_event_once_backlog_then_live(server) -> None:
     assert all(parsed), lines
     manifest = second.payload.manifest
     assert [m.groups() for m in parsed if m][1] == (
-        str(second.manifest_event_id), "agent", "turn-2", str(len(manifest.section_ids)),
-        manifest.fingerprint_stable[:12], manifest.fingerprint_dynamic[:12], manifest.fingerprint_full[:12],
+        str(second.manifest_event_id),
+        "agent",
+        "turn-2",
+        str(len(manifest.section_ids)),
+        manifest.fingerprint_stable[:12],
+        manifest.fingerprint_dynamic[:12],
+        manifest.fingerprint_full[:12],
         str(len(manifest.diagnostics)),
     )
     assert parsed[0] and parsed[0].group(1) == str(first.manifest_event_id)
@@ -50,7 +55,8 @@ async def test_json_lines_filtered_by_thread_and_after(server) -> None:
     assert status == 0
     events = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [(e["event_id"], e["thread_id"], e["turn_id"]) for e in events] == [
-        (str(ids[3]), "t1", "turn-3"), (str(ids[5]), "t1", "turn-5")
+        (str(ids[3]), "t1", "turn-3"),
+        (str(ids[5]), "t1", "turn-5"),
     ]
     assert events[0]["manifest"]["section_ids"] == ["identity", "dynamic_context"]
 
@@ -81,8 +87,16 @@ async def test_a_server_restart_loses_and_repeats_nothing(tmp_path) -> None:
 async def test_module_entry_point_prints_and_exits_after_count(server) -> None:
     ids = [await server.ctx.manifests.record("t", f"turn-{n}", numbered_manifest(n)) for n in range(2)]
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "pioneer_grpc.cli.watch", "--addr", server.address, "--count", "2", "--json",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "pioneer_grpc.cli.watch",
+        "--addr",
+        server.address,
+        "--count",
+        "2",
+        "--json",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, stderr.decode()

@@ -31,8 +31,20 @@ class ServeProcess:
     """`pioneer-grpc serve` on an ephemeral port; the address is read from its first line."""
 
     def __init__(self, database_url: str, home: Path) -> None:
-        self.args = [str(SCRIPT), "serve", "--listen", "127.0.0.1:0", "--home", str(home),
-                     "--database-url", database_url, "--grace-seconds", "0.5", "--log-level", "WARNING"]
+        self.args = [
+            str(SCRIPT),
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--home",
+            str(home),
+            "--database-url",
+            database_url,
+            "--grace-seconds",
+            "0.5",
+            "--log-level",
+            "WARNING",
+        ]
         self.stderr_path = home.parent / f"{home.name}.stderr"
         self.proc: asyncio.subprocess.Process | None = None
         self.address = ""

@@ -122,8 +122,15 @@ async def test_streams_cancelled_mid_backlog_are_finished_before_the_server_stop
     async with running.ctx.engine.begin() as conn:
         await conn.execute(
             EVENTS.insert(),
-            [{"thread_id": f"t{n % 2}", "turn_id": f"turn-{n}", "manifest_pb": payload,
-              "created_at": datetime.now(UTC)} for n in range(4)],
+            [
+                {
+                    "thread_id": f"t{n % 2}",
+                    "turn_id": f"turn-{n}",
+                    "manifest_pb": payload,
+                    "created_at": datetime.now(UTC),
+                }
+                for n in range(4)
+            ],
         )
     channels = [grpc.aio.insecure_channel(running.address) for _ in range(30)]
     calls = [

@@ -72,10 +72,26 @@ async def test_each_round_appends_an_event_and_the_turn_keeps_the_latest(pg_serv
 async def test_an_existing_turn_keeps_its_status(pg_server) -> None:
     now = datetime.now(UTC)
     async with pg_server.ctx.sessions() as session, session.begin():
-        session.add(ThreadRow(thread_id="t", max_context_tokens=9000, response_reserve_tokens=1000,
-                              model="m", summary_model="", created_at=now, updated_at=now))
-        session.add(TurnRow(thread_id="t", turn_id="done", status=history_pb2.TURN_STATUS_COMPLETED,
-                            created_at=now, updated_at=now))
+        session.add(
+            ThreadRow(
+                thread_id="t",
+                max_context_tokens=9000,
+                response_reserve_tokens=1000,
+                model="m",
+                summary_model="",
+                created_at=now,
+                updated_at=now,
+            )
+        )
+        session.add(
+            TurnRow(
+                thread_id="t",
+                turn_id="done",
+                status=history_pb2.TURN_STATUS_COMPLETED,
+                created_at=now,
+                updated_at=now,
+            )
+        )
     await pg_server.ctx.manifests.record("t", "done", numbered_manifest(1))
     async with pg_server.ctx.sessions() as session:
         thread = await session.get(ThreadRow, "t")
@@ -88,12 +104,21 @@ async def test_get_turn_manifest_not_found_cases(pg_server) -> None:
     now = datetime.now(UTC)
     await pg_server.ctx.manifests.record("t", "compiled", numbered_manifest(1))
     async with pg_server.ctx.sessions() as session, session.begin():
-        session.add(TurnRow(thread_id="t", turn_id="bare", status=history_pb2.TURN_STATUS_IN_PROGRESS,
-                            created_at=now, updated_at=now))
+        session.add(
+            TurnRow(
+                thread_id="t",
+                turn_id="bare",
+                status=history_pb2.TURN_STATUS_IN_PROGRESS,
+                created_at=now,
+                updated_at=now,
+            )
+        )
     manifests = stub(pg_server)
-    cases = [("nope", "compiled", "thread 'nope' not found"),
-             ("t", "nope", "turn 'nope' not found in thread 't'"),
-             ("t", "bare", "turn 'bare' of thread 't' has no manifest yet")]
+    cases = [
+        ("nope", "compiled", "thread 'nope' not found"),
+        ("t", "nope", "turn 'nope' not found in thread 't'"),
+        ("t", "bare", "turn 'bare' of thread 't' has no manifest yet"),
+    ]
     for thread_id, turn_id, message in cases:
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await manifests.GetTurnManifest(
@@ -116,14 +141,18 @@ async def test_record_rejects_bad_ids(server) -> None:
 
 async def test_diff_by_turn_event_and_inline_manifest(pg_server) -> None:
     base = manifest([("identity", STABLE, "v1"), ("dynamic_context", DYNAMIC, "a")])
-    target = manifest([("identity", STABLE, "v2"), ("dynamic_context", DYNAMIC, "a")],
-                      diagnostics=[("file_truncated", "SOUL.md cut")])
+    target = manifest(
+        [("identity", STABLE, "v2"), ("dynamic_context", DYNAMIC, "a")],
+        diagnostics=[("file_truncated", "SOUL.md cut")],
+    )
     base_id = await pg_server.ctx.manifests.record("t", "turn-1", base)
     await pg_server.ctx.manifests.record("t", "turn-2", target)
     manifests = stub(pg_server)
     refs = [
-        (service_pb2.ManifestRef(event_id=base_id),
-         service_pb2.ManifestRef(turn=service_pb2.TurnRef(thread_id="t", turn_id="turn-2"))),
+        (
+            service_pb2.ManifestRef(event_id=base_id),
+            service_pb2.ManifestRef(turn=service_pb2.TurnRef(thread_id="t", turn_id="turn-2")),
+        ),
         (service_pb2.ManifestRef(manifest=base), service_pb2.ManifestRef(manifest=target)),
     ]
     for base_ref, target_ref in refs:
@@ -142,10 +171,16 @@ async def test_diff_reports_missing_and_unset_refs(server) -> None:
     inline = service_pb2.ManifestRef(manifest=numbered_manifest(1))
     bad = [
         (service_pb2.ManifestRef(event_id=99), grpc.StatusCode.NOT_FOUND, "manifest event 99 not found"),
-        (service_pb2.ManifestRef(), grpc.StatusCode.INVALID_ARGUMENT,
-         "base: must name a turn, an event id or an inline manifest"),
-        (service_pb2.ManifestRef(turn=service_pb2.TurnRef(thread_id="t")), grpc.StatusCode.INVALID_ARGUMENT,
-         "base.turn.turn_id: must not be empty"),
+        (
+            service_pb2.ManifestRef(),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "base: must name a turn, an event id or an inline manifest",
+        ),
+        (
+            service_pb2.ManifestRef(turn=service_pb2.TurnRef(thread_id="t")),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "base.turn.turn_id: must not be empty",
+        ),
     ]
     for ref, code, message in bad:
         with pytest.raises(grpc.aio.AioRpcError) as caught:

@@ -124,8 +124,10 @@ async def test_backlog_pages_are_seamless(server, count: int) -> None:
     async with server.ctx.engine.begin() as conn:
         await conn.execute(
             EVENTS.insert(),
-            [{"thread_id": "t", "turn_id": f"turn-{n}", "manifest_pb": payload, "created_at": now}
-             for n in range(count)],
+            [
+                {"thread_id": "t", "turn_id": f"turn-{n}", "manifest_pb": payload, "created_at": now}
+                for n in range(count)
+            ],
         )
         stored = list((await conn.scalars(select(EVENTS.c.id).order_by(EVENTS.c.id))).all())
     observer = watch(server)

@@ -117,7 +117,7 @@ async def test_update_rejects_a_merged_budget_that_is_invalid_and_changes_nothin
         (
             "update_mask.paths[1]",
             "unknown path 'colour'; use max_context_tokens, response_reserve_tokens, model, summary_model, "
-                "compaction_strategy, keep_tool_results",
+            "compaction_strategy, keep_tool_results",
         )
     ]
     cfg = (await history.GetThread(pb.GetThreadRequest(thread_id="u"))).thread.config

@@ -208,3 +208,16 @@ def test_json_depth_scan(text: str, deeper_than_2: bool) -> None:
 def test_a_request_with_many_bad_fields_names_a_bounded_number() -> None:
     request = history_service_pb2.CountTokensRequest(texts=["\x00"] * 900)
     assert len(violations_of(request)) == REPORTED_VIOLATIONS
+
+
+def test_skipped_fields_are_only_the_messages_own() -> None:
+    request = turn_service_pb2.PrepareTurnRequest(thread_id="t\x00", turn_id="u")
+    request.compile_input.extra_system = "x\x00"
+    request.new_entries.add(entry_id="e\x00")
+    everything = [v.field for v in violations_of(request)]
+    assert everything == ["thread_id", "new_entries[0].entry_id", "compile_input.extra_system"]
+    skipped = [v.field for v in violations_of(request, skip=("compile_input",))]
+    assert skipped == ["thread_id", "new_entries[0].entry_id"]
+    # A child's field of the same name is still walked.
+    nested = [v.field for v in violations_of(request, skip=("entry_id",))]
+    assert nested == everything

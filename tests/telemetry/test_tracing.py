@@ -187,7 +187,9 @@ async def test_a_failing_step_records_the_error_type_and_never_its_message(trace
         # A workspace_root outside the runtime home fails the compile step.
         await rounds.turns.PrepareTurn(
             turn_service_pb2.PrepareTurnRequest(
-                thread_id="t-fail", turn_id="turn-1", new_entries=[user("u1", "hi")],
+                thread_id="t-fail",
+                turn_id="turn-1",
+                new_entries=[user("u1", "hi")],
                 compile_input=prompt_pb2.PromptCompileInput(workspace_root=f"/nowhere/{SECRET}"),
             )
         )
