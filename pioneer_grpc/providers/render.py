@@ -61,14 +61,15 @@ def render_prepared(
     path: str = "chat_request",
     options_path: str = "options",
     anthropic_stable_cacheable: bool | None = None,
+    capped_parts: bool = False,
 ) -> tuple[JSON, int, tuple[Notice, ...]]:
     """render_body, plus the notices of what the provider rules adapted.
 
     `anthropic_stable_cacheable`: the caller's answer to whether the stable
     prompt meets the model's cache minimum in tokens; None leaves it to
-    `anthropic_min_cache_chars`.
+    `anthropic_min_cache_chars`. `capped_parts`: see `validate.prepare`.
     """
-    prepared = prepare(provider, request, options, path, options_path)
+    prepared = prepare(provider, request, options, path, options_path, capped_parts)
     if anthropic_stable_cacheable is not None:
         prepared = replace(
             prepared, options=replace(prepared.options, anthropic_stable_cacheable=anthropic_stable_cacheable)
@@ -85,6 +86,7 @@ def render(
     path: str = "chat_request",
     options_path: str = "options",
     anthropic_stable_cacheable: bool | None = None,
+    capped_parts: bool = False,
 ) -> RenderedRequest:
     """Validate, then render.
 
@@ -99,6 +101,7 @@ def render(
         path=path,
         options_path=options_path,
         anthropic_stable_cacheable=anthropic_stable_cacheable,
+        capped_parts=capped_parts,
     )
     body_json = dumps(body, source_bytes=request.ByteSize())
     return RenderedRequest(body_json, path_for(provider, request.model), breakpoints, notices)

@@ -9,6 +9,7 @@ import math
 import re
 
 from pioneer_grpc.caps import violations_of
+from pioneer_grpc.caps.chat import MAX_MESSAGES
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.providers import provider_rules
 from pioneer_grpc.providers.common import (
@@ -239,15 +240,21 @@ def prepare(
     options: provider_service_pb2.RenderOptions | None = None,
     path: str = "chat_request",
     options_path: str = "options",
+    capped_parts: bool = False,
 ) -> Prepared:
     """Validate everything; InvalidArgument listing every violation, else the prepared request.
 
     Caps first: a request over them is not looked at further (nothing is parsed or counted).
+    `capped_parts`: the caller built the messages from parts checked against the same
+    caps (stored entries, a compile), so only their number is checked here.
     """
-    InvalidArgument.raise_if(
-        [*violations_of(request, path), *(violations_of(options, options_path) if options else [])],
-        "invalid request",
-    )
+    skip = ("messages", "compiled_prompt") if capped_parts else ()
+    over = violations_of(request, path, skip=skip)
+    over += violations_of(options, options_path) if options else []
+    count = len(request.messages)
+    if capped_parts and count > MAX_MESSAGES:
+        over.append(FieldViolation(f"{path}.messages", f"at most {MAX_MESSAGES:,} items (got {count:,})"))
+    InvalidArgument.raise_if(over, "invalid request")
     violations: list[FieldViolation] = []
     if provider not in MAX_TOOL_NAME_CHARS:
         violations.append(FieldViolation("provider", "must name a provider API"))

@@ -355,6 +355,8 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
                     request.render_options,
                     options_path="render_options",
                     anthropic_stable_cacheable=cacheable,
+                    # History comes from stored entries, checked at append like this request's.
+                    capped_parts=True,
                 )
             )
         # Notices name the request's own fields, as violations do.

@@ -204,7 +204,10 @@ def test_only_assistants_call_tools(provider: int) -> None:
 
 
 @pytest.mark.parametrize("provider", LONG_NAMES)
-@pytest.mark.parametrize("arguments", ["{not json", "[1, 2]", '"text"'])
+@pytest.mark.parametrize(
+    "arguments",
+    ["{not json", "[1, 2]", '"text"', '{"x": NaN}', '{"x": -Infinity}', '{"x": 1e400}'],
+)
 def test_arguments_must_be_a_json_object_where_parsed(provider: int, arguments: str) -> None:
     call = {"id": "c", "name": "t", "arguments": arguments}
     req = request(messages=[USER, {"role": "CHAT_ROLE_ASSISTANT", "toolCalls": [call]}])
@@ -395,3 +398,27 @@ def test_callers_name_their_own_fields() -> None:
 def test_only_the_compilers_marker_is_accepted(provider: int) -> None:
     req = request(compiledPrompt={"stableSystemText": "a\nb", "boundaryMarker": "\n"})
     only(provider, req, "chat_request.compiled_prompt.boundary_marker")
+
+
+@pytest.mark.parametrize("provider", LONG_NAMES)
+def test_integers_past_64_bits_in_arguments_are_written_exactly(provider: int) -> None:
+    big = 2**70 + 1
+    call = {"id": "c", "name": "t", "arguments": json.dumps({"n": big, "m": -big})}
+    req = request(messages=[USER, {"role": "CHAT_ROLE_ASSISTANT", "toolCalls": [call]}])
+    body = render(provider, req).body_json
+    assert f'"n":{big},"m":{-big}' in body
+
+
+def test_parts_checked_by_the_caller_are_only_counted() -> None:
+    from pioneer_grpc.caps.chat import MAX_MESSAGES
+
+    req = request(messages=[USER] * (MAX_MESSAGES + 1))
+    with pytest.raises(InvalidArgument) as info:
+        render(P.PROVIDER_ANTHROPIC_MESSAGES, req, capped_parts=True)
+    found = {v.field: v.description for v in info.value.violations}
+    assert found == {"chat_request.messages": f"at most {MAX_MESSAGES:,} items (got {MAX_MESSAGES + 1:,})"}
+    # The request's own fields are still walked.
+    req = request(tools=[{"name": "t", "description": "d" * 100_000}])
+    with pytest.raises(InvalidArgument) as info:
+        render(P.PROVIDER_ANTHROPIC_MESSAGES, req, capped_parts=True)
+    assert [v.field for v in info.value.violations] == ["chat_request.tools[0].description"]
