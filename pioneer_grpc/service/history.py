@@ -43,7 +43,7 @@ from pioneer_grpc.models.attachments import attachment_tokens
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service import token_fit
 from pioneer_grpc.service.context import ServiceContext
-from pioneer_grpc.service.history_load import left_out_diagnostics, load_history, load_history_result
+from pioneer_grpc.service.history_load import LoadAnswer, load_history, load_history_result
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
@@ -52,13 +52,13 @@ from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 
 __all__ = [
+    "LoadAnswer",
     "append_entries",
     "complete_turn",
     "count_tokens_of",
     "create_thread",
     "get_summary",
     "get_thread",
-    "left_out_diagnostics",
     "load_history",
     "load_history_result",
     "update_thread",

@@ -159,30 +159,14 @@ async def load_history(
     nothing and calls no summarizer: over the threshold it reports a pending
     compression and shows the truncation fallback.
     """
-    result = await load_history_result(ctx, thread_id, exclude_turn_id, dry_run)
-    if isinstance(result, CachedLoad):
-        result = result.copy()
-    left_out = await left_out_diagnostics(ctx, thread_id, exclude_turn_id)
-    if not left_out:
+    answer = await load_history_result(ctx, thread_id, exclude_turn_id, dry_run)
+    result = answer.result.copy() if isinstance(answer.result, CachedLoad) else answer.result
+    if not answer.left_out:
         return result.messages, result.report
     report = history_pb2.HistoryDecisionReport()
     report.CopyFrom(result.report)  # a load's answer may be shared: never change it in place
-    report.diagnostics.extend(left_out)
+    report.diagnostics.extend(answer.left_out)
     return result.messages, report
-
-
-@database_work
-async def left_out_diagnostics(
-    ctx: ServiceContext, thread_id: str, exclude_turn_id: str
-) -> list[history_pb2.HistoryDiagnostic]:
-    """What a load of the thread leaves out besides `exclude_turn_id`: entries of turns not completed.
-
-    Kept apart from the load's answer, which is shared between callers and cached
-    while no completed entry changes.
-    """
-    async with ctx.engine.connect() as conn:
-        entries, turns = await incomplete_entries(conn, thread_id, exclude_turn_id)
-    return left_out(entries, turns)
 
 
 def left_out(entries: int, turns: int) -> list[history_pb2.HistoryDiagnostic]:
@@ -199,15 +183,23 @@ def left_out(entries: int, turns: int) -> list[history_pb2.HistoryDiagnostic]:
     ]
 
 
+@dataclass(frozen=True)
+class LoadAnswer:
+    result: CachedLoad | decide.LoadResult
+    # What the load leaves out besides the excluded turn: entries of turns not completed.
+    # Kept apart from `result`, which is shared between callers while no completed entry changes.
+    left_out: list[history_pb2.HistoryDiagnostic]
+
+
 async def load_history_result(
     ctx: ServiceContext, thread_id: str, exclude_turn_id: str = "", dry_run: bool = False
-) -> CachedLoad | decide.LoadResult:
+) -> LoadAnswer:
     """`load_history`, answering with the shared cached load (messages already encoded) when there is one."""
     InvalidArgument.raise_if(
         [thread_id_violation(thread_id), text_violation("exclude_turn_id", exclude_turn_id, ID)]
     )
     with ctx.telemetry.span("pioneer.history.load", {tracing.THREAD_ID: thread_id}) as span:
-        found = await _full_load(ctx, thread_id, exclude_turn_id)
+        found, incomplete = await _full_load(ctx, thread_id, exclude_turn_id)
         if isinstance(found, CachedLoad):
             result: CachedLoad | decide.LoadResult = found
             report = found.result.report
@@ -215,13 +207,17 @@ async def load_history_result(
             result = await over_threshold(ctx, thread_id, exclude_turn_id, dry_run, found)
             report = result.result.report if isinstance(result, CachedLoad) else result.report
         observe.history_loaded(ctx, span, report)
-    return result
+    return LoadAnswer(result, left_out(*incomplete))
 
 
 @database_work
-async def _full_load(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) -> CachedLoad | OverThreshold:
+async def _full_load(
+    ctx: ServiceContext, thread_id: str, exclude_turn_id: str
+) -> tuple[CachedLoad | OverThreshold, tuple[int, int]]:
+    """The load, and the entries and turns not completed that it leaves out, on one connection."""
     async with ctx.engine.connect() as conn:
-        return await full_load_in(ctx, conn, thread_id, exclude_turn_id)
+        found = await full_load_in(ctx, conn, thread_id, exclude_turn_id)
+        return found, await incomplete_entries(conn, thread_id, exclude_turn_id)
 
 
 async def full_load_in(

@@ -75,6 +75,8 @@ class EntryRow(Base):
     __table_args__ = (
         UniqueConstraint("thread_id", "entry_id", name="uq_entries_thread_entry"),
         Index("ix_entries_thread_completed_id", "thread_id", "completed", "id"),
+        # Counts entries of turns not completed without reading their rows (migration 0004).
+        Index("ix_entries_thread_completed_turn", "thread_id", "completed", "turn_id"),
         Index("ix_entries_thread_turn", "thread_id", "turn_id"),
     )
 

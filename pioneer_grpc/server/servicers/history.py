@@ -71,18 +71,16 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
         self, request: pb.LoadConversationHistoryRequest, context: grpc.aio.ServicerContext
     ) -> bytes | pb.LoadConversationHistoryResponse:
         """A shared full load is answered as bytes: its messages were encoded once (pioneer_grpc/wire.py)."""
-        result = await history_ops.load_history_result(
+        answer = await history_ops.load_history_result(
             self.ctx, request.thread_id, request.exclude_turn_id, request.dry_run
         )
-        left_out = await history_ops.left_out_diagnostics(
-            self.ctx, request.thread_id, request.exclude_turn_id
-        )
+        result = answer.result
         if isinstance(result, CachedLoad):
             head = pb.LoadConversationHistoryResponse(report=result.result.report)
-            head.report.diagnostics.extend(left_out)
+            head.report.diagnostics.extend(answer.left_out)
             return head.SerializeToString() + result.framed(MESSAGES_FIELD)
         response = pb.LoadConversationHistoryResponse(messages=result.messages, report=result.report)
-        response.report.diagnostics.extend(left_out)
+        response.report.diagnostics.extend(answer.left_out)
         return response
 
     async def GetThreadSummary(
