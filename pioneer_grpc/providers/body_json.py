@@ -29,6 +29,11 @@ def dumps(value: Any) -> str:
     return "".join(_pieces(value))
 
 
+def encoded(value: Any) -> bytes:
+    """`dumps(value)` as UTF-8, each piece encoded on its own (no one call handles the whole body)."""
+    return b"".join(piece.encode("utf-8") for piece in _pieces(value))
+
+
 def _pieces(value: Any) -> Iterator[str]:
     if isinstance(value, str):
         yield from _string_pieces(value)

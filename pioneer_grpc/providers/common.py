@@ -120,7 +120,17 @@ ONE_CALL_SOURCE_BYTES = 1024 * 1024
 
 
 def dumps(body: JSON, *, source_bytes: int = 0) -> str:
-    """The one serialisation of a body: compact, UTF-8, keys in insertion order.
+    """The one serialisation of a body: compact, UTF-8, keys in insertion order (see `encoded_body`)."""
+    if source_bytes <= ONE_CALL_SOURCE_BYTES:
+        try:
+            return orjson.dumps(body).decode()
+        except orjson.JSONEncodeError:
+            pass
+    return body_json.dumps(body)
+
+
+def encoded_body(body: JSON, *, source_bytes: int = 0) -> bytes:
+    """`dumps(body)` as UTF-8: what goes on the wire, never decoded only to be encoded again.
 
     orjson writes the text of `json.dumps(body, ensure_ascii=False,
     separators=(",", ":"))` tens of times faster on a conversation (the
@@ -134,10 +144,10 @@ def dumps(body: JSON, *, source_bytes: int = 0) -> str:
     """
     if source_bytes <= ONE_CALL_SOURCE_BYTES:
         try:
-            return orjson.dumps(body).decode()
+            return orjson.dumps(body)
         except orjson.JSONEncodeError:
             pass
-    return body_json.dumps(body)
+    return body_json.encoded(body)
 
 
 # --- the compiled prompt ---------------------------------------------------------------
@@ -182,6 +192,8 @@ def message_text(prepared: Prepared, message: chat_pb2.ChatMessage) -> str:
     text = message.content
     if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
         text = strip_markers(text)
+    if not message.artifact_refs:
+        return text
     return append_artifact_block(text, message_header(ROLE_NAMES[message.role]), message.artifact_refs)
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pioneer_grpc.providers import anthropic, gemini, openai_chat, openai_responses
-from pioneer_grpc.providers.common import JSON, Prepared, dumps
+from pioneer_grpc.providers.common import JSON, Prepared, encoded_body
 from pioneer_grpc.providers.conversation import Notice
 from pioneer_grpc.providers.validate import prepare
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
@@ -23,11 +23,16 @@ RENDERERS: dict[int, Callable[[Prepared], tuple[JSON, int]]] = {
 
 @dataclass(frozen=True)
 class RenderedRequest:
-    body_json: str
+    # The body's JSON text, UTF-8 encoded (as it goes on the wire).
+    body: bytes
     path: str
     cache_breakpoints: int
     # What was adapted so the provider accepts the body (RenderNotice).
     notices: tuple[Notice, ...] = ()
+
+    @property
+    def body_json(self) -> str:
+        return self.body.decode("utf-8")
 
 
 def path_for(provider: int, model: str) -> str:
@@ -103,5 +108,5 @@ def render(
         anthropic_stable_cacheable=anthropic_stable_cacheable,
         capped_parts=capped_parts,
     )
-    body_json = dumps(body, source_bytes=request.ByteSize())
-    return RenderedRequest(body_json, path_for(provider, request.model), breakpoints, notices)
+    encoded = encoded_body(body, source_bytes=request.ByteSize())
+    return RenderedRequest(encoded, path_for(provider, request.model), breakpoints, notices)

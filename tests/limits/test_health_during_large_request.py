@@ -26,6 +26,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from pioneer_grpc import wire
 from pioneer_grpc.caps import chat as chat_caps
 from pioneer_grpc.caps import history as history_caps
+from pioneer_grpc.providers import body_json
 from pioneer_grpc.v1 import (
     chat_pb2,
     history_pb2,
@@ -106,6 +107,8 @@ async def _served_while_checking_health(
     monkeypatch.setattr(wire, "message_pieces", _recording(decoded_in, wire.message_pieces))
     monkeypatch.setattr(wire, "text_record", _recording(encoded_in, wire.text_record))
     monkeypatch.setattr(wire, "repeated_records", _recording(encoded_in, wire.repeated_records))
+    # A provider body is encoded to UTF-8 as it is written, in the render's worker thread.
+    monkeypatch.setattr(body_json, "encoded", _recording(encoded_in, body_json.encoded))
     answers: list[tuple[int, float]] = []
     try:
         # Sent and received as bytes: the client shares this loop, and its own

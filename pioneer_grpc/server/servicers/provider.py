@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import grpc
 
 from pioneer_grpc import wire
@@ -26,14 +24,11 @@ class ProviderServicer(provider_service_pb2_grpc.ProviderServiceServicer):
     ) -> bytes:
         options = request.options if request.HasField("options") else None
         rendered = await render_chat(request.provider, request.chat_request, options, self.ctx.models)
-        if len(rendered.body_json) <= wire.PIECE_BYTES:
-            return _encoded(rendered)
-        return await asyncio.to_thread(_encoded, rendered)
+        return _encoded(rendered)
 
 
 def _encoded(rendered: RenderedRequest) -> bytes:
-    """The response as bytes (pioneer_grpc/wire.py): the body, megabytes at the caps, encoded a slice
-    at a time, so that no one call holds the GIL for long."""
+    """The response as bytes (pioneer_grpc/wire.py): the body, already UTF-8, joined as it is."""
     head = provider_service_pb2.RenderChatRequestResponse(
         path=rendered.path,
         cache_breakpoints=rendered.cache_breakpoints,
@@ -42,4 +37,4 @@ def _encoded(rendered: RenderedRequest) -> bytes:
             for n in rendered.notices
         ],
     )
-    return head.SerializeToString() + wire.text_record(BODY_JSON_FIELD, rendered.body_json)
+    return head.SerializeToString() + wire.field_record(BODY_JSON_FIELD, rendered.body)

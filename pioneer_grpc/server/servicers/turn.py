@@ -6,9 +6,6 @@ fields encoded here, then the ChatRequest the round joined from encoded parts.
 
 from __future__ import annotations
 
-import asyncio
-from functools import partial
-
 import grpc
 
 from pioneer_grpc import wire
@@ -41,10 +38,7 @@ class TurnServicer(turn_service_pb2_grpc.TurnServiceServicer):
                 provider_service_pb2.RenderNotice(code=n.code, message=n.message, field=n.field)
                 for n in prepared.rendered.notices
             )
-            body = prepared.rendered.body_json
-            # Megabytes at the caps: encoded a slice at a time, off the event loop.
-            encode = partial(wire.text_record, BODY_FIELD, body)
-            encoded_body = encode() if len(body) <= wire.PIECE_BYTES else await asyncio.to_thread(encode)
+            encoded_body = wire.field_record(BODY_FIELD, prepared.rendered.body)
         encoded = response.SerializeToString() + encoded_body
         if request.provider_body_only:
             return encoded
