@@ -26,7 +26,12 @@ def _varint(value: int) -> bytes:
 
 def field_record(number: int, payload: bytes) -> bytes:
     """One length-delimited field (a message, bytes or string) with its tag."""
-    return _varint(number << 3 | _LENGTH_DELIMITED) + _varint(len(payload)) + payload
+    return field_header(number, len(payload)) + payload
+
+
+def field_header(number: int, length: int) -> bytes:
+    """The tag and length of a length-delimited field whose `length` bytes follow (joined by the caller)."""
+    return _varint(number << 3 | _LENGTH_DELIMITED) + _varint(length)
 
 
 def repeated_records(number: int, payloads: Iterable[bytes]) -> bytes:

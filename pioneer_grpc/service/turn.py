@@ -172,10 +172,14 @@ class PreparedTurn:
     def manifest(self) -> prompt_pb2.PromptManifest:
         return self.chat_head.compiled_prompt.manifest
 
+    def chat_request_parts(self) -> list[bytes]:
+        """The encoded ChatRequest as parts to join: its head, the history, the turn's own messages."""
+        current = repeated_records(MESSAGES_FIELD, (m.SerializeToString() for m in self.current))
+        return [self.chat_head.SerializeToString(), self.history, current]
+
     def encoded_chat_request(self) -> bytes:
         if self._encoded is None:
-            current = repeated_records(MESSAGES_FIELD, (m.SerializeToString() for m in self.current))
-            self._encoded = self.chat_head.SerializeToString() + self.history + current
+            self._encoded = b"".join(self.chat_request_parts())
         return self._encoded
 
     @property

@@ -139,8 +139,10 @@ class SpanEncoder:
         if context is None or span.start_time is None or span.end_time is None:
             raise _Unusual
         parts = [
-            b"\x0a\x10", context.trace_id.to_bytes(16, "big"),
-            b"\x12\x08", context.span_id.to_bytes(8, "big"),
+            b"\x0a\x10",
+            context.trace_id.to_bytes(16, "big"),
+            b"\x12\x08",
+            context.span_id.to_bytes(8, "big"),
         ]
         if context.trace_state:
             parts.append(_field(b"\x1a", context.trace_state.to_header().encode()))
@@ -148,9 +150,12 @@ class SpanEncoder:
             parts += (b"\x22\x08", parent.span_id.to_bytes(8, "big"))
         parts += (
             self._name(span.name),
-            b"\x30", _varint(span.kind.value + 1),
-            b"\x39", _FIXED64.pack(span.start_time),
-            b"\x41", _FIXED64.pack(span.end_time),
+            b"\x30",
+            _varint(span.kind.value + 1),
+            b"\x39",
+            _FIXED64.pack(span.start_time),
+            b"\x41",
+            _FIXED64.pack(span.end_time),
         )
         attribute = self._attribute
         parts += [attribute(name, value) for name, value in (span.attributes or {}).items()]

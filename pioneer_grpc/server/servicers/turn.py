@@ -12,7 +12,6 @@ from pioneer_grpc import wire
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.turn import prepare_turn
 from pioneer_grpc.v1 import provider_service_pb2, turn_service_pb2, turn_service_pb2_grpc
-from pioneer_grpc.wire import field_record
 
 CHAT_REQUEST_FIELD = turn_service_pb2.PrepareTurnResponse.DESCRIPTOR.fields_by_name["chat_request"].number
 BODY_FIELD = turn_service_pb2.PrepareTurnResponse.DESCRIPTOR.fields_by_name["provider_body_json"].number
@@ -31,15 +30,17 @@ class TurnServicer(turn_service_pb2_grpc.TurnServiceServicer):
             manifest=prepared.manifest,
             manifest_event_id=prepared.manifest_event_id,
         )
-        encoded_body = b""
+        tail: list[bytes] = []
         if prepared.rendered is not None:
             response.provider_path = prepared.rendered.path
             response.provider_notices.extend(
                 provider_service_pb2.RenderNotice(code=n.code, message=n.message, field=n.field)
                 for n in prepared.rendered.notices
             )
-            encoded_body = wire.field_record(BODY_FIELD, prepared.rendered.body)
-        encoded = response.SerializeToString() + encoded_body
-        if request.provider_body_only:
-            return encoded
-        return encoded + field_record(CHAT_REQUEST_FIELD, prepared.encoded_chat_request())
+            body = prepared.rendered.body
+            tail += [wire.field_header(BODY_FIELD, len(body)), body]
+        if not request.provider_body_only:
+            chat = prepared.chat_request_parts()
+            tail += [wire.field_header(CHAT_REQUEST_FIELD, sum(map(len, chat))), *chat]
+        # Joined once: the body and the history are hundreds of kilobytes each.
+        return b"".join([response.SerializeToString(), *tail])
