@@ -93,14 +93,8 @@ class CompileCache:
 
         True when the answer came from the cache.
         """
-        key: _Key = (
-            tuple(os.fspath(root) for root in allowed_roots),
-            request.SerializeToString(deterministic=True),
-        )
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                self._entries.move_to_end(key)
+        key = self._key(request, allowed_roots)
+        entry = self._entry(key)
         hit = entry is not None and entry.view.unchanged()
         if entry is not None and hit:
             self._count(hit=True)
@@ -119,6 +113,41 @@ class CompileCache:
         target.manifest.thread_id = thread_id
         target.manifest.turn_id = turn_id
         return hit
+
+    def cached_into(
+        self,
+        target: prompt_pb2.CompiledPromptPayload,
+        request: prompt_pb2.PromptCompileInput,
+        allowed_roots: Sequence[Path],
+        *,
+        thread_id: str = "",
+        turn_id: str = "",
+    ) -> bool:
+        """`compile_into` when the cache holds this compile unchanged (one lstat per path it read);
+        else False, nothing written and nothing counted. Never compiles."""
+        key = self._key(request, allowed_roots)
+        entry = self._entry(key)
+        if entry is None or not entry.view.unchanged():
+            return False
+        self._count(hit=True)
+        target.CopyFrom(entry.payload)
+        target.manifest.thread_id = thread_id
+        target.manifest.turn_id = turn_id
+        return True
+
+    @staticmethod
+    def _key(request: prompt_pb2.PromptCompileInput, allowed_roots: Sequence[Path]) -> _Key:
+        return (
+            tuple(os.fspath(root) for root in allowed_roots),
+            request.SerializeToString(deterministic=True),
+        )
+
+    def _entry(self, key: _Key) -> _Entry | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+        return entry
 
     def _count(self, hit: bool) -> None:
         with self._lock:

@@ -1,7 +1,8 @@
 """Prompt compilation use cases: compile (and record the manifest on a turn), seed bootstrap files.
 
-The compiler core reads files, so it runs in a worker thread; the manifest is
-recorded on the event loop afterwards, in its own transaction.
+The compiler core reads files, so it runs in a worker thread, unless the compile
+cache answers a small input; the manifest is recorded on the event loop
+afterwards, in its own transaction.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from pioneer_grpc.service import observe
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.v1 import prompt_pb2
 
+# Inputs up to this size are looked up in the compile cache on the event loop.
+INLINE_HIT_BYTES = 64 * 1024
+
 
 async def compile_prompt(
     ctx: ServiceContext,
@@ -35,14 +39,14 @@ async def compile_prompt(
         InvalidArgument.raise_if([id_violation("thread_id", thread_id), id_violation("turn_id", turn_id)])
         observe.turn_started(ctx, thread_id, turn_id)
     with ctx.telemetry.span("pioneer.compile") as span:
-        hit = await asyncio.to_thread(
-            ctx.compile_cache.compile_into,
-            payload,
-            compile_input,
-            ctx.config.homes,
-            thread_id=thread_id,
-            turn_id=turn_id,
+        cache = ctx.compile_cache
+        ids = {"thread_id": thread_id, "turn_id": turn_id}
+        # A small input found in the cache costs a few lstat calls and a copy: no thread hop.
+        hit = compile_input.ByteSize() <= INLINE_HIT_BYTES and cache.cached_into(
+            payload, compile_input, ctx.config.homes, **ids
         )
+        if not hit:
+            hit = await asyncio.to_thread(cache.compile_into, payload, compile_input, ctx.config.homes, **ids)
         observe.compiled(ctx, span, hit, payload.manifest)
     if not thread_id:
         return 0

@@ -300,3 +300,23 @@ def test_clear_empties_the_cache(home: Path, cache: CompileCache) -> None:
     assert (len(cache), cache.size_bytes) == (0, 0)
     check(cache, full_profile_input(), [home])
     assert cache.misses == 2
+
+
+def test_a_lookup_answers_only_an_unchanged_kept_compile(home: Path, cache: CompileCache) -> None:
+    write_home(home)
+    request = full_profile_input()
+    target = prompt_pb2.CompiledPromptPayload()
+    assert not cache.cached_into(target, request, [home])
+    assert target.ByteSize() == 0 and (cache.hits, cache.misses) == (0, 0)
+    before = primed(cache, request, [home])
+    hits = cache.hits
+    assert cache.cached_into(target, request, [home], thread_id="t", turn_id="u")
+    assert cache.hits == hits + 1
+    assert (target.manifest.thread_id, target.manifest.turn_id) == ("t", "u")
+    target.manifest.thread_id = target.manifest.turn_id = ""
+    assert serialized(target) == serialized(before)
+    (home / "SOUL.md").write_text("Voice: changed.", encoding="utf-8")
+    assert not cache.cached_into(prompt_pb2.CompiledPromptPayload(), request, [home])
+    assert cache.hits == hits + 1
+    # The compile that follows sees the change.
+    assert "Voice: changed." in fresh_after_change(cache, request, [home], before).stable_system_text
