@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -33,7 +34,13 @@ from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import summaries as summary_store
-from pioneer_grpc.store.history_state import HistoryState, history_state, history_state_in, incomplete_entries
+from pioneer_grpc.store.history_state import (
+    HistoryState,
+    history_state,
+    history_state_in,
+    incomplete_entries,
+    incomplete_entries_in,
+)
 from pioneer_grpc.store.locks import compression_lock
 from pioneer_grpc.store.work import database_work
 from pioneer_grpc.telemetry import tracing
@@ -199,7 +206,12 @@ async def load_history_result(
         [thread_id_violation(thread_id), text_violation("exclude_turn_id", exclude_turn_id, ID)]
     )
     with ctx.telemetry.span("pioneer.history.load", {tracing.THREAD_ID: thread_id}) as span:
-        found, incomplete = await _full_load(ctx, thread_id, exclude_turn_id)
+        kept, incomplete = await ctx.runner.transact(
+            lambda: None, partial(_kept_answer_on, ctx, thread_id, exclude_turn_id)
+        )
+        found: CachedLoad | OverThreshold | None = kept
+        if found is None:
+            found, incomplete = await _full_load(ctx, thread_id, exclude_turn_id)
         if isinstance(found, CachedLoad):
             result: CachedLoad | decide.LoadResult = found
             report = found.result.report
@@ -208,6 +220,17 @@ async def load_history_result(
             report = result.result.report if isinstance(result, CachedLoad) else result.report
         observe.history_loaded(ctx, span, report)
     return LoadAnswer(result, left_out(*incomplete))
+
+
+def _kept_answer_on(
+    ctx: ServiceContext, thread_id: str, exclude_turn_id: str, conn: Connection, _: None
+) -> tuple[CachedLoad | None, tuple[int, int]]:
+    """The answer kept for the thread's state, if any, and what a load leaves out: one statement
+    each, in one hop to the store's thread on SQLite (store/runner.py)."""
+    state = history_state_in(conn, thread_id)
+    return ctx.load_cache.find(thread_id, exclude_turn_id, state), incomplete_entries_in(
+        conn, thread_id, exclude_turn_id
+    )
 
 
 @database_work
