@@ -13,7 +13,8 @@ response_bytes), on the same server, at the same concurrency, right after it.
     LoadConversationHistory right after an append (the round's new turn left out)
     LoadConversationHistory of 200 entries (~100k tokens) vs re-tokenizing them (Python client)
     Manifest event delivery, 100 observers: one server (SQLite); two replicas (PostgreSQL)
-    PrepareTurn at 16 in flight with `serve --workers 2` vs one worker, on PostgreSQL and SQLite
+    PrepareTurn at 16 in flight with `serve --workers 2` vs one worker, on PostgreSQL and SQLite,
+      on one thread and spread over 16 threads (16 agent loops)
 
 PIONEER_BENCH_SECONDS sets the measuring time of each load run (default 5).
 """
@@ -99,8 +100,10 @@ GOALS = [
     ("prepare-turn new turn c=1", "p50_vs_echo", "<= 3x echo p50", lambda v: v <= 3),
     ("prepare-turn new turn + anthropic c=1", "p50_vs_echo", "<= 3.5x echo p50", lambda v: v <= 3.5),
     ("prepare-turn new turn c=16", "throughput_vs_echo", ">= 0.3x echo rps", lambda v: v >= 0.3),
+    ("prepare-turn new turn c=16, 16 threads", "throughput_vs_echo", ">= 0.3x echo rps", lambda v: v >= 0.3),
     ("load-history after append c=1", "p50_vs_echo", "<= 2x echo p50", lambda v: v <= 2),
     ("workers 2 vs 1, postgresql", "speedup", ">= 1.6x one worker", lambda v: v >= 1.6),
+    ("workers 2 vs 1, postgresql, 16 threads", "speedup", ">= 1.6x one worker", lambda v: v >= 1.6),
 ]
 
 
@@ -127,24 +130,34 @@ def round_figures(address: str, request_file: Path) -> list[dict[str, Any]]:
             new_turn=True, provider="anthropic", provider_body_only=True, **turn,
         ),
         against_echo(address, "prepare-turn", 16, "prepare-turn new turn c=16", new_turn=True, **turn),
+        against_echo(
+            address, "prepare-turn", 16, "prepare-turn new turn c=16, 16 threads",
+            new_turn=True, seed_entries=SEED_ENTRIES, threads=16, input=request_file,
+        ),
         against_echo(address, "prepare-turn", 1, "prepare-turn same turn c=1", **turn),
         against_echo(address, "load-after-append", 1, "load-history after append c=1", thread=thread),
     ]
     return results
 
 
-def workers_speedup(database_url: str, home: Path, request_file: Path, backend: str) -> dict[str, Any]:
+def workers_speedup(
+    database_url: str, home: Path, request_file: Path, backend: str, threads: int = 1
+) -> dict[str, Any]:
     """PrepareTurn at 16 in flight, new turns, on `--workers 1` and then `--workers 2` (same database).
 
-    `home` is the one the compile input names as its workspace root.
+    `home` is the one the compile input names as its workspace root. With one thread
+    the 16 rounds queue on that thread's lock; with 16 they are 16 agent loops.
     """
     rps = {}
     for workers in (1, 2):
         with serve_workers(database_url, home, workers) as address:
             flags: dict[str, Any] = {"new_turn": True, "input": request_file, "seed_entries": SEED_ENTRIES}
+            if threads > 1:
+                flags["threads"] = threads
             rps[workers] = load(address, "prepare-turn", 16, **flags)["rps"]
+    label = f", {threads} threads" if threads > 1 else ""
     return {
-        "figure": f"workers 2 vs 1, {backend}",
+        "figure": f"workers 2 vs 1, {backend}{label}",
         "rpc": "prepare-turn",
         "concurrency": 16,
         "rps_1_worker": rps[1],
@@ -220,8 +233,11 @@ async def main() -> None:
             results.append({"figure": "load-history vs re-tokenizing", **history})
         results.append({"figure": "watch delivery, sqlite", **await bench_delivery(observers=100)})
         sqlite_url = f"sqlite+aiosqlite:///{Path(tmp) / 'workers.db'}"
-        results.append(await asyncio.to_thread(workers_speedup, sqlite_url, home, request_file, "sqlite"))
-        print(json.dumps(results[-1]), flush=True)
+        for threads in (1, 16):
+            results.append(
+                await asyncio.to_thread(workers_speedup, sqlite_url, home, request_file, "sqlite", threads)
+            )
+            print(json.dumps(results[-1]), flush=True)
         cluster = Path(tempfile.mkdtemp(prefix="pioneer-bench-pg-", dir="/tmp"))
         try:
             admin_url = os.environ.get("PIONEER_BENCH_PG_URL", "")
@@ -229,9 +245,13 @@ async def main() -> None:
             async with scratch_database(admin_url) as url:
                 replicas = await bench_delivery(observers=100, database_url=url, replicas=2)
                 results.append({"figure": "watch delivery, 2 replicas", **replicas})
-            async with scratch_database(admin_url) as url:
-                pg = await asyncio.to_thread(workers_speedup, url, home, request_file, "postgresql")
-                results.append(pg)
+            for threads in (1, 16):
+                async with scratch_database(admin_url) as url:
+                    pg = await asyncio.to_thread(
+                        workers_speedup, url, home, request_file, "postgresql", threads
+                    )
+                    results.append(pg)
+                    print(json.dumps(pg), flush=True)
         finally:
             await asyncio.to_thread(stop_postgres, cluster)
     print("all figures:")

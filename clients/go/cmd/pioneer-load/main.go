@@ -51,6 +51,7 @@ type config struct {
 	seedEntries   int
 	responseBytes int
 	newTurn       bool
+	threads       int
 	provider      string
 	bodyOnly      bool
 	timeout       time.Duration
@@ -91,6 +92,8 @@ func main() {
 	flag.IntVar(&cfg.seedEntries, "seed-entries", 0,
 		"seed the realistic thread instead: this many entries (a multiple of 4) with tool call pairs")
 	flag.BoolVar(&cfg.newTurn, "new-turn", false, "prepare-turn: every call a new turn (default: one turn repeated)")
+	flag.IntVar(&cfg.threads, "threads", 1,
+		"prepare-turn -new-turn: spread the calls over this many created threads, as that many agent loops would")
 	flag.StringVar(&cfg.provider, "provider", "", "prepare-turn: also render this body (openai-chat | anthropic | gemini | openai-responses)")
 	flag.BoolVar(&cfg.bodyOnly, "provider-body-only", false, "prepare-turn: ask for the provider body only (no ChatRequest)")
 	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "deadline of each call")
@@ -303,6 +306,10 @@ func buildPrepareTurn(ctx context.Context, c *pioneer.Client, cfg config, st *se
 	// Without -new-turn every call prepares the same in-progress turn: the entry
 	// append is idempotent, so the thread does not grow while measuring. With it,
 	// each call is a new turn (never completed, so the history stays the same size).
+	threads, err := moreThreads(ctx, c, cfg, st, thread)
+	if err != nil {
+		return nil, 0, err
+	}
 	prefix := "load-" + randomHex(4)
 	var counter atomic.Int64
 	template := &pioneerv1.PrepareTurnRequest{
@@ -320,8 +327,10 @@ func buildPrepareTurn(ctx context.Context, c *pioneer.Client, cfg config, st *se
 	return func(ctx context.Context) (int, time.Duration, error) {
 		req := template
 		if cfg.newTurn {
-			turn := fmt.Sprintf("%s-%08d", prefix, counter.Add(1))
+			n := counter.Add(1)
+			turn := fmt.Sprintf("%s-%08d", prefix, n)
 			req = proto.Clone(template).(*pioneerv1.PrepareTurnRequest)
+			req.ThreadId = threads[n%int64(len(threads))]
 			req.TurnId = turn
 			req.NewEntries[0].EntryId = turn + "-user"
 		}
@@ -358,6 +367,27 @@ func buildLoadAfterAppend(ctx context.Context, c *pioneer.Client, cfg config, st
 		resp, err := c.History.LoadConversationHistory(ctx, req)
 		return proto.Size(resp), time.Since(t0), err
 	}, proto.Size(template), nil
+}
+
+// moreThreads returns `first` and, for -threads N, N-1 more threads created and
+// seeded as `first` was: calls spread over them are N agent loops, each
+// preparing its own thread's rounds, rather than N rounds racing on one thread.
+func moreThreads(ctx context.Context, c *pioneer.Client, cfg config, st *setup, first string) ([]string, error) {
+	threads := []string{first}
+	if cfg.threads <= 1 {
+		return threads, nil
+	}
+	if cfg.thread != "" || !cfg.newTurn {
+		return nil, fmt.Errorf("-threads needs -new-turn and no -thread")
+	}
+	for len(threads) < cfg.threads {
+		id, err := ensureThread(ctx, c, cfg, st)
+		if err != nil {
+			return nil, err
+		}
+		threads = append(threads, id)
+	}
+	return threads, nil
 }
 
 // ensureThread returns -thread, or creates and seeds a thread: seedEntries
