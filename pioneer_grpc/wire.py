@@ -15,7 +15,15 @@ from collections.abc import Iterable
 _LENGTH_DELIMITED = 2
 
 
-def _varint(value: int) -> bytes:
+_ONE_BYTE = tuple(bytes([i]) for i in range(128))
+
+
+def varint(value: int) -> bytes:
+    """A protobuf varint; a negative value as its 64-bit two's complement (int32 and int64 fields)."""
+    if 0 <= value < 128:
+        return _ONE_BYTE[value]
+    if value < 0:
+        value += 1 << 64
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
@@ -31,13 +39,13 @@ def field_record(number: int, payload: bytes) -> bytes:
 
 def field_header(number: int, length: int) -> bytes:
     """The tag and length of a length-delimited field whose `length` bytes follow (joined by the caller)."""
-    return _varint(number << 3 | _LENGTH_DELIMITED) + _varint(length)
+    return varint(number << 3 | _LENGTH_DELIMITED) + varint(length)
 
 
 def repeated_records(number: int, payloads: Iterable[bytes]) -> bytes:
     """A repeated message field whose elements are already encoded, in order."""
-    tag = _varint(number << 3 | _LENGTH_DELIMITED)
-    return b"".join(tag + _varint(len(payload)) + payload for payload in payloads)
+    tag = varint(number << 3 | _LENGTH_DELIMITED)
+    return b"".join(tag + varint(len(payload)) + payload for payload in payloads)
 
 
 # Bytes (or characters) one encoding or parsing call handles at most when a large

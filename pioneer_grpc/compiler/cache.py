@@ -93,26 +93,23 @@ class CompileCache:
 
         True when the answer came from the cache.
         """
+        if self.cached_into(target, request, allowed_roots, thread_id=thread_id, turn_id=turn_id):
+            return True
         key = self._key(request, allowed_roots)
-        entry = self._entry(key)
-        hit = entry is not None and entry.view.unchanged()
-        if entry is not None and hit:
-            self._count(hit=True)
-            target.CopyFrom(entry.payload)
-        else:
-            self._count(hit=False)
-            if entry is not None:
-                self._drop(key, entry)
-            view = FsView()
-            payload = compile_seen(request, allowed_roots, view)
-            if view.settled(self.settle_ns):
-                size = payload.ByteSize() + len(key[1])
-                if size <= self.max_bytes:
-                    self._store(key, _Entry(payload, view, size))
-            target.CopyFrom(payload)
+        stale = self._entry(key)
+        self._count(hit=False)
+        if stale is not None and not stale.view.unchanged():
+            self._drop(key, stale)
+        view = FsView()
+        payload = compile_seen(request, allowed_roots, view)
+        if view.settled(self.settle_ns):
+            size = payload.ByteSize() + len(key[1])
+            if size <= self.max_bytes:
+                self._store(key, _Entry(payload, view, size))
+        target.CopyFrom(payload)
         target.manifest.thread_id = thread_id
         target.manifest.turn_id = turn_id
-        return hit
+        return False
 
     def cached_into(
         self,

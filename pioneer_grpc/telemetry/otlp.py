@@ -24,6 +24,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import StatusCode
 
+from pioneer_grpc.wire import varint
+
 _FIXED64 = struct.Struct("<Q")
 _DOUBLE = struct.Struct("<d")
 # Span.flags (fixed32, field 16): the parent's remoteness is known; and, when it is, that it is remote.
@@ -34,30 +36,14 @@ _CACHE_SIZE = 4096
 _STATUS_CODES = {StatusCode.UNSET: 0, StatusCode.OK: 1, StatusCode.ERROR: 2}
 
 
-_ONE_BYTE = [bytes((n,)) for n in range(128)]
-
-
 class _Unusual(Exception):
     """A span this encoder leaves to the SDK's."""
-
-
-def _varint(value: int) -> bytes:
-    if 0 <= value < 128:
-        return _ONE_BYTE[value]
-    if value < 0:
-        value += 1 << 64
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _field(tag: bytes, payload: bytes) -> bytes:
     """A length-delimited field: its tag, the payload's length, the payload."""
     size = len(payload)
-    return tag + (_ONE_BYTE[size] if size < 128 else _varint(size)) + payload
+    return tag + varint(size) + payload
 
 
 def _any_value(value: Any) -> bytes:
@@ -68,7 +54,7 @@ def _any_value(value: Any) -> bytes:
     if kind is bool:
         return b"\x10\x01" if value else b"\x10\x00"
     if kind is int and -(1 << 63) <= value < 1 << 63:
-        return b"\x18" + _varint(value)
+        return b"\x18" + varint(value)
     if kind is float:
         return b"\x21" + _DOUBLE.pack(value)
     if kind is tuple or kind is list:
@@ -151,7 +137,7 @@ class SpanEncoder:
         parts += (
             self._name(span.name),
             b"\x30",
-            _varint(span.kind.value + 1),
+            varint(span.kind.value + 1),
             b"\x39",
             _FIXED64.pack(span.start_time),
             b"\x41",
@@ -161,7 +147,7 @@ class SpanEncoder:
         parts += [attribute(name, value) for name, value in (span.attributes or {}).items()]
         status = span.status
         code = _STATUS_CODES[status.status_code]
-        body = b"\x18" + _varint(code) if code else b""
+        body = b"\x18" + varint(code) if code else b""
         if status.description:
             body = _field(b"\x12", status.description.encode()) + body
         parts.append(_field(b"\x7a", body))
