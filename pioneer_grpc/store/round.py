@@ -137,11 +137,17 @@ def insert_turn_entries(
     return len(created)
 
 
+_STORED_REPEATS = select(EntryRow.content_hash, *ENTRY_COLUMNS).where(
+    EntryRow.thread_id == bindparam("thread_id"),
+    EntryRow.entry_id.in_(bindparam("entry_ids", expanding=True)),
+)
+
+
 def _check_repeats(conn: Connection, thread_id: str, repeats: Sequence[NewEntry]) -> None:
-    query = select(EntryRow.content_hash, *ENTRY_COLUMNS).where(
-        EntryRow.thread_id == thread_id, EntryRow.entry_id.in_([new.entry.entry_id for new in repeats])
-    )
-    stored = {row.entry_id: row for row in conn.execute(query)}
+    ids = [new.entry.entry_id for new in repeats]
+    stored = {
+        row.entry_id: row for row in conn.execute(_STORED_REPEATS, {"thread_id": thread_id, "entry_ids": ids})
+    }
     for new in repeats:
         row = stored[new.entry.entry_id]
         if row.content_hash != new.content_hash:
