@@ -351,3 +351,27 @@ async def test_history_report_says_other_incomplete_turns_are_left_out(server):
     left_out = [d for d in second.history_report.diagnostics if d.code == "incomplete_turns_left_out"]
     assert len(left_out) == 1
     assert left_out[0].message.startswith("1 entry of 1 turn not completed is left out")
+
+
+async def test_a_repeated_entry_id_with_other_content_is_refused_and_nothing_changes(pg_server):
+    c = Client(pg_server)
+    await c.thread("t")
+    first = turn_service_pb2.PrepareTurnRequest(
+        thread_id="t", turn_id="u1", new_entries=[user("e1", "first words")], compile_input=compile_input()
+    )
+    done = await c.turns.PrepareTurn(first)
+    retried = turn_service_pb2.PrepareTurnRequest()
+    retried.CopyFrom(first)
+    assert (await c.turns.PrepareTurn(retried)).manifest_event_id == done.manifest_event_id
+    retried.new_entries[0].content = "other words"
+    retried.new_entries.append(user("e2", "a new entry"))
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await c.turns.PrepareTurn(retried)
+    assert err.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    assert "e1" in (err.value.details() or "")
+    # The refused round stored nothing: not the new entry, not another manifest.
+    assert await c.entry_count("t") == 1
+    again = await c.turns.PrepareTurn(first)
+    assert again.manifest_event_id == done.manifest_event_id
+    users = [m.content for m in again.chat_request.messages if m.role == chat_pb2.CHAT_ROLE_USER]
+    assert users == ["first words"]
