@@ -30,8 +30,11 @@ def dumps(value: Any) -> str:
 
 
 def encoded(value: Any) -> bytes:
-    """`dumps(value)` as UTF-8, each piece encoded on its own (no one call handles the whole body)."""
-    return b"".join(piece.encode("utf-8") for piece in _pieces(value))
+    """`dumps(value)` as UTF-8, a slice at a time (no one call encodes the whole body)."""
+    text = dumps(value)
+    return b"".join(
+        text[start : start + PIECE_CHARS].encode("utf-8") for start in range(0, len(text), PIECE_CHARS)
+    )
 
 
 def _pieces(value: Any) -> Iterator[str]:

@@ -120,13 +120,8 @@ ONE_CALL_SOURCE_BYTES = 1024 * 1024
 
 
 def dumps(body: JSON, *, source_bytes: int = 0) -> str:
-    """The one serialisation of a body: compact, UTF-8, keys in insertion order (see `encoded_body`)."""
-    if source_bytes <= ONE_CALL_SOURCE_BYTES:
-        try:
-            return orjson.dumps(body).decode()
-        except orjson.JSONEncodeError:
-            pass
-    return body_json.dumps(body)
+    """`encoded_body` as text."""
+    return encoded_body(body, source_bytes=source_bytes).decode("utf-8")
 
 
 def encoded_body(body: JSON, *, source_bytes: int = 0) -> bytes:
