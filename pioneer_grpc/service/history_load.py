@@ -38,7 +38,6 @@ from pioneer_grpc.store.history_state import (
     HistoryState,
     history_state,
     history_state_in,
-    incomplete_entries,
     incomplete_entries_in,
 )
 from pioneer_grpc.store.locks import compression_lock
@@ -211,7 +210,7 @@ async def load_history_result(
         )
         found: CachedLoad | OverThreshold | None = kept
         if found is None:
-            found, incomplete = await _full_load(ctx, thread_id, exclude_turn_id)
+            found = await _full_load(ctx, thread_id, exclude_turn_id)
         if isinstance(found, CachedLoad):
             result: CachedLoad | decide.LoadResult = found
             report = found.result.report
@@ -234,13 +233,9 @@ def _kept_answer_on(
 
 
 @database_work
-async def _full_load(
-    ctx: ServiceContext, thread_id: str, exclude_turn_id: str
-) -> tuple[CachedLoad | OverThreshold, tuple[int, int]]:
-    """The load, and the entries and turns not completed that it leaves out, on one connection."""
+async def _full_load(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) -> CachedLoad | OverThreshold:
     async with ctx.engine.connect() as conn:
-        found = await full_load_in(ctx, conn, thread_id, exclude_turn_id)
-        return found, await incomplete_entries(conn, thread_id, exclude_turn_id)
+        return await full_load_in(ctx, conn, thread_id, exclude_turn_id)
 
 
 async def full_load_in(

@@ -82,17 +82,8 @@ _INCOMPLETE = select(func.count(), func.count(EntryRow.turn_id.distinct())).wher
 )
 
 
-async def incomplete_entries(
-    session: AsyncSession | AsyncConnection, thread_id: str, exclude_turn_id: str = ""
-) -> tuple[int, int]:
-    """(entries, turns) not completed yet, but `exclude_turn_id`'s: what a history load leaves out."""
-    params = {"thread_id": thread_id, "exclude_turn_id": exclude_turn_id}
-    entries, turns = (await session.execute(_INCOMPLETE, params)).one()
-    return int(entries), int(turns)
-
-
 def incomplete_entries_in(conn: Connection, thread_id: str, exclude_turn_id: str = "") -> tuple[int, int]:
-    """`incomplete_entries` on a synchronous connection (a round's transaction)."""
+    """(entries, turns) not completed yet, but `exclude_turn_id`'s: what a history load leaves out."""
     entries, turns = conn.execute(
         _INCOMPLETE, {"thread_id": thread_id, "exclude_turn_id": exclude_turn_id}
     ).one()
