@@ -10,13 +10,11 @@ same bytes are valid again without a walk.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-
 from pioneer_grpc.caps import violations_of
 from pioneer_grpc.compiler.limits import LIMIT_FIELDS
 from pioneer_grpc.compiler.sections import BUILTIN_SECTION_IDS
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
+from pioneer_grpc.remembered import Remembered
 from pioneer_grpc.v1 import prompt_pb2
 
 PREFIX = "input"
@@ -49,49 +47,22 @@ def validate_input(request: prompt_pb2.PromptCompileInput) -> None:
 _KNOWN_VALID_BYTES = 2 * 1024 * 1024
 
 
-class _KnownValid:
-    def __init__(self, max_bytes: int) -> None:
-        self._max_bytes = max_bytes
-        self._inputs: OrderedDict[bytes, None] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def __contains__(self, encoded: bytes) -> bool:
-        with self._lock:
-            if encoded not in self._inputs:
-                return False
-            self._inputs.move_to_end(encoded)
-            return True
-
-    def add(self, encoded: bytes) -> None:
-        if len(encoded) > self._max_bytes // 8:
-            return
-        with self._lock:
-            if encoded in self._inputs:
-                return
-            self._inputs[encoded] = None
-            self._bytes += len(encoded)
-            while self._bytes > self._max_bytes:
-                old, _ = self._inputs.popitem(last=False)
-                self._bytes -= len(old)
-
-
-_known_valid = _KnownValid(_KNOWN_VALID_BYTES)
+_known_valid: Remembered[bool] = Remembered(_KNOWN_VALID_BYTES)
 
 
 def known_valid(request: prompt_pb2.PromptCompileInput) -> bool:
     """True when these very bytes were found valid before: `input_violations` would be empty."""
-    return request.SerializeToString(deterministic=True) in _known_valid
+    return _known_valid.get(request.SerializeToString(deterministic=True)) is not None
 
 
 def input_violations(request: prompt_pb2.PromptCompileInput) -> list[FieldViolation]:
     """Every bad field, named `input.…`; a request over its caps is not looked at further."""
     encoded = request.SerializeToString(deterministic=True)
-    if encoded in _known_valid:
+    if _known_valid.get(encoded) is not None:
         return []
     violations = _violations(request)
     if not violations:
-        _known_valid.add(encoded)
+        _known_valid.put(encoded, True)
     return violations
 
 

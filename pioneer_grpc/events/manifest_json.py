@@ -10,19 +10,16 @@ a shallow copy. The text is exactly what `json_format.MessageToJson` prints.
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from typing import Any
 
 from google.protobuf import json_format
 
+from pioneer_grpc.remembered import Remembered
 from pioneer_grpc.v1 import prompt_pb2
 
 # Bytes of manifests (as keys) kept with their JSON objects; the objects are a few times larger.
 _KEPT_BYTES = 4 * 1024 * 1024
-_objects: OrderedDict[bytes, dict[str, Any]] = OrderedDict()
-_kept = 0
-_lock = threading.Lock()
+_objects: Remembered[dict[str, Any]] = Remembered(_KEPT_BYTES)
 
 
 def _printed(manifest: prompt_pb2.PromptManifest) -> dict[str, Any]:
@@ -30,27 +27,16 @@ def _printed(manifest: prompt_pb2.PromptManifest) -> dict[str, Any]:
 
 
 def _object_without_ids(manifest: prompt_pb2.PromptManifest) -> dict[str, Any]:
-    global _kept
     bare = prompt_pb2.PromptManifest()
     bare.CopyFrom(manifest)
     bare.ClearField("thread_id")
     bare.ClearField("turn_id")
     key = bare.SerializeToString(deterministic=True)
-    with _lock:
-        found = _objects.get(key)
-        if found is not None:
-            _objects.move_to_end(key)
-            return found
-    printed = _printed(bare)
-    if len(key) <= _KEPT_BYTES // 4:
-        with _lock:
-            if key not in _objects:
-                _objects[key] = printed
-                _kept += len(key)
-            while _kept > _KEPT_BYTES:
-                old, _ = _objects.popitem(last=False)
-                _kept -= len(old)
-    return printed
+    found = _objects.get(key)
+    if found is None:
+        found = _printed(bare)
+        _objects.put(key, found)
+    return found
 
 
 def manifest_json(manifest: prompt_pb2.PromptManifest) -> str:
