@@ -3,17 +3,19 @@
 Both writes happen in one transaction, so a turn never points at an event that
 does not exist and an event never describes a turn that was not updated.
 
-No gaps for observers on PostgreSQL: ids come from a sequence, and sequence
-values can commit out of order (txn A takes 5, txn B takes 6 and commits first;
-an observer that read 6 and resumes "after 6" would never see 5). Every insert
-therefore first takes one transaction-scoped advisory lock, held until commit, so
-the next id is only drawn after the previous event is committed (or rolled back)
-and visible: commit order equals id order. PostgreSQL makes a commit visible
-before it releases the transaction's locks, so a reader that sees id N also sees
-every committed id below N. The turn row is locked before the advisory lock, so
-the global lock covers only the event insert, the turn update and the commit, and
-all recorders take their locks in the same order (no deadlock). SQLite has a
-single writer, which gives the same guarantee without a lock.
+No gaps for observers: an observer that read id N resumes "after N", so no id
+below N may become visible after N. SQLite has a single writer, so ids drawn in
+the transaction are in commit order. On PostgreSQL sequence values can commit
+out of order (txn A takes 5, txn B takes 6 and commits first), so the id is drawn
+at commit instead (migration 0005): the event is inserted with a provisional
+negative id, and a deferred trigger, inside COMMIT, takes a global advisory lock,
+draws the id, renumbers the event and the turn's pointer and notifies the
+listening replicas. The lock is released once the commit is visible, so a reader
+that sees N sees every committed id below it; and it is held only inside the
+server's COMMIT, never across the client's pauses between statements, so rounds
+of every worker overlap up to their commits. The trigger leaves the id in the
+session setting `EVENT_ID_SETTING`, read on the same connection after commit
+(`TransactionRunner.transact_reading`; `numbered` finishes the `Recorded`).
 
 Retries do not duplicate: when the turn already holds exactly this manifest (a
 PrepareTurn or CompilePrompt repeated for the same turn with the same compile),
@@ -26,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import bindparam, func
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc.errors import InvalidArgument
@@ -39,11 +41,10 @@ from pioneer_grpc.store.turns import TurnRecord, ensure_thread_in, lock_turn
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from pioneer_grpc.v1 import prompt_pb2
 
-# pg_notify channel; the payload is the event id and nothing else.
+# pg_notify channel (the trigger of migration 0005 notifies); the payload is the event id.
 NOTIFY_CHANNEL = "pioneer_manifest_events"
-# (namespace, key) for pg_advisory_xact_lock(int4, int4); the two-key form keeps
-# it apart from single-bigint advisory locks taken elsewhere.
-EVENT_INSERT_LOCK = (0x50494F4E, 0x4D455654)
+# Where that trigger leaves the id it drew, for the committing session to read.
+EVENT_ID_SETTING = "pioneer.manifest_event_id"
 
 
 def profile_name(profile: int) -> str:
@@ -73,9 +74,22 @@ class PreparedManifest:
 
 @dataclass(frozen=True)
 class Recorded:
+    # Negative (provisional) on PostgreSQL until `numbered` gives it the id drawn at commit.
     event_id: int
     # The new event, to publish once the transaction commits; None when the turn already held it.
     event: service_pb2.ManifestEvent | None
+
+
+def numbered(recorded: Recorded, committed_id: str | None) -> Recorded:
+    """The recorded event with the id its commit drew (a provisional id is only ever PostgreSQL's)."""
+    if recorded.event is None or recorded.event_id > 0:
+        return recorded
+    if not committed_id:
+        raise RuntimeError("a provisional event id was committed but the commit drew no id (migration 0005)")
+    event = service_pb2.ManifestEvent()
+    event.CopyFrom(recorded.event)
+    event.event_id = int(committed_id)
+    return Recorded(event.event_id, event)
 
 
 def prepare_manifest(thread_id: str, turn_id: str, manifest: prompt_pb2.PromptManifest) -> PreparedManifest:
@@ -99,6 +113,10 @@ _INSERT_EVENT = (
     )
     .returning(EVENTS.c.id)
 )
+# PostgreSQL: a provisional id; the commit draws the real one (see the module docstring).
+_INSERT_EVENT_PROVISIONAL = _INSERT_EVENT.values(
+    id=-func.nextval("manifest_events_provisional_id_seq")
+)
 _UPDATE_TURN = (
     TURNS.update()
     .where(TURNS.c.thread_id == bindparam("b_thread_id"), TURNS.c.turn_id == bindparam("b_turn_id"))
@@ -118,19 +136,15 @@ _UPDATE_TURN = (
 def record_in(conn: Connection, prepared: PreparedManifest, turn: TurnRecord, *, postgres: bool) -> Recorded:
     """Within the caller's transaction, after `lock_turn`: the event and the turn's manifest columns.
 
-    The caller hands `Recorded` to `ManifestRecorder.published` after commit.
+    The caller commits with `TransactionRunner.transact_reading(..., EVENT_ID_SETTING)`,
+    gives `numbered` what it read, and hands that to `ManifestRecorder.published`.
     """
     if turn.event_id is not None and turn.manifest_json == prepared.as_json:
         return Recorded(turn.event_id, None)
-    if postgres:
-        conn.execute(
-            text("SELECT pg_advisory_xact_lock(:namespace, :key)"),
-            {"namespace": EVENT_INSERT_LOCK[0], "key": EVENT_INSERT_LOCK[1]},
-        )
     created = now()
     stored = prepared.manifest
     event_id: int = conn.execute(
-        _INSERT_EVENT,
+        _INSERT_EVENT_PROVISIONAL if postgres else _INSERT_EVENT,
         {
             "b_thread_id": prepared.thread_id,
             "b_turn_id": prepared.turn_id,
@@ -153,12 +167,6 @@ def record_in(conn: Connection, prepared: PreparedManifest, turn: TurnRecord, *,
             "b_updated_at": created,
         },
     )
-    if postgres:
-        # Delivered to every listening replica when (and only if) this commits.
-        conn.execute(
-            text("SELECT pg_notify(:channel, :payload)"),
-            {"channel": NOTIFY_CHANNEL, "payload": str(event_id)},
-        )
     return Recorded(event_id, _event(event_id, prepared, created))
 
 
@@ -189,10 +197,10 @@ class ManifestRecorder:
 
         def work(conn: Connection, _: None) -> Recorded:
             ensure_thread_in(conn, thread_id)
-            # The turn row is locked by this statement, before the event lock.
             return record_in(conn, prepared, lock_turn(conn, thread_id, turn_id), postgres=self.postgres)
 
-        recorded = await self._runner.transact(lambda: None, work)
+        recorded, committed_id = await self._runner.transact_reading(lambda: None, work, EVENT_ID_SETTING)
+        recorded = numbered(recorded, committed_id)
         self.published(recorded)
         return recorded.event_id
 

@@ -32,7 +32,14 @@ from pioneer_grpc import reasons
 from pioneer_grpc.caps import violations_of
 from pioneer_grpc.compiler.validate import input_violations, known_valid
 from pioneer_grpc.errors import FailedPrecondition, FieldViolation, InvalidArgument
-from pioneer_grpc.events.recorder import PreparedManifest, Recorded, prepare_manifest, record_in
+from pioneer_grpc.events.recorder import (
+    EVENT_ID_SETTING,
+    PreparedManifest,
+    Recorded,
+    numbered,
+    prepare_manifest,
+    record_in,
+)
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations
 from pioneer_grpc.history.render import entry_counted_texts, to_chat_message
@@ -288,12 +295,9 @@ def _round(
         recorded = record_in(conn, before.manifest, turn, postgres=ctx.manifests.postgres)
         manifest = before.payload.manifest
         if span.is_recording():
-            span.set_attributes(
-                {
-                    tracing.MANIFEST_EVENT_ID: recorded.event_id,
-                    tracing.FINGERPRINT_STABLE: manifest.fingerprint_stable,
-                }
-            )
+            span.set_attribute(tracing.FINGERPRINT_STABLE, manifest.fingerprint_stable)
+            if recorded.event_id > 0:  # else PostgreSQL draws it at commit; the RPC's span gets it
+                span.set_attribute(tracing.MANIFEST_EVENT_ID, recorded.event_id)
         if recorded.event is not None:
             # A retry that recorded nothing new is not another round.
             observe.manifest_recorded(ctx, thread_id, manifest, (span, rpc_span))
@@ -330,10 +334,14 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
         before.append(_before_round(ctx, request, _checked_request(request)))
         return before[0]
 
-    done = await ctx.runner.transact(prepare, partial(_round, ctx, request))
+    work = partial(_round, ctx, request)
+    done, committed_id = await ctx.runner.transact_reading(prepare, work, EVENT_ID_SETTING)
     if done.pending or done.recorded is None or done.history is None:
         raise _pending_error(request.turn_id, done.pending)
-    ctx.manifests.published(done.recorded)
+    recorded = numbered(done.recorded, committed_id)
+    if recorded is not done.recorded:
+        ctx.telemetry.current_span().set_attribute(tracing.MANIFEST_EVENT_ID, recorded.event_id)
+    ctx.manifests.published(recorded)
     payload = before[0].payload
     if not request.model:
         observe.model_chosen(ctx, done.model)  # the thread's
@@ -343,7 +351,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     report.diagnostics.extend(history_load.left_out(*done.left_out))
     head = _chat_request(request, done.model, [])
     head.compiled_prompt.CopyFrom(payload)
-    prepared = PreparedTurn(head, history, done.current, report, done.recorded.event_id)
+    prepared = PreparedTurn(head, history, done.current, report, recorded.event_id)
     if request.provider != provider_service_pb2.PROVIDER_UNSPECIFIED:
         attributes = observe.render_attributes(ctx, request.provider, done.model)
         chat = prepared.chat_request

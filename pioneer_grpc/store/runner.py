@@ -42,6 +42,7 @@ R = TypeVar("R")
 class TransactionRunner:
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
+        self._postgres = engine.dialect.name == "postgresql"
         self._sync: Engine | None = None
         self._thread: ThreadPoolExecutor | None = None
         if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
@@ -62,13 +63,34 @@ class TransactionRunner:
         It runs to its end even when the caller is cancelled (store/work.py), and
         driver failures leave it as domain errors.
         """
-        return await run_to_end(self._transact(prepare, work))
+        result, _ = await run_to_end(self._transact(prepare, work, ""))
+        return result
 
-    async def _transact(self, prepare: Callable[[], P], work: Callable[[Connection, P], R]) -> R:
+    async def transact_reading(
+        self, prepare: Callable[[], P], work: Callable[[Connection, P], R], setting: str
+    ) -> tuple[R, str | None]:
+        """As `transact`, and then the session setting `setting` as the commit left it.
+
+        On PostgreSQL a trigger that runs inside COMMIT can leave a value there
+        (migration 0005 leaves the event id it drew); it is read on the same
+        connection in one round trip. None on SQLite, where nothing runs at commit.
+        """
+        return await run_to_end(self._transact(prepare, work, setting))
+
+    async def _transact(
+        self, prepare: Callable[[], P], work: Callable[[Connection, P], R], setting: str
+    ) -> tuple[R, str | None]:
         if self._sync is None:
             prepared = await asyncio.to_thread(prepare)
-            async with self._engine.begin() as conn:
-                return await conn.run_sync(work, prepared)
+            async with self._engine.connect() as conn:
+                async with conn.begin():
+                    result = await conn.run_sync(work, prepared)
+                if not setting or not self._postgres:
+                    return result, None
+                # Outside any transaction, straight on the driver: one round trip, no BEGIN.
+                driver = (await conn.get_raw_connection()).driver_connection
+                value = await driver.fetchval("SELECT current_setting($1, true)", setting)  # type: ignore[union-attr]
+                return result, value
         sync = self._sync
 
         def run() -> R:
@@ -78,7 +100,7 @@ class TransactionRunner:
 
         # In the caller's context (the RPC's trace span, as asyncio.to_thread would do).
         context = contextvars.copy_context()
-        return await asyncio.get_running_loop().run_in_executor(self._thread, context.run, run)
+        return await asyncio.get_running_loop().run_in_executor(self._thread, context.run, run), None
 
     async def close(self) -> None:
         if self._thread is not None:

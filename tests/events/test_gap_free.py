@@ -1,9 +1,12 @@
 """On PostgreSQL an event id that commits late must not be skipped by observers.
 
-A trigger makes one insert sleep inside its transaction after its id was drawn.
-Without serialised inserts a second, quick compile would take the next id and
-commit first; the hub would read it, move past the sleeping id, and never
-deliver it. With them, the quick compile waits, and observers see both in order.
+A trigger makes one commit sleep after its event's id was drawn. Were ids not
+drawn in commit order, a second, quick compile would take the next id and commit
+first; the hub would read it, move past the sleeping id, and never deliver it.
+As they are, the quick compile's commit waits, and observers see both in order.
+
+And a transaction slow before its commit holds nobody up: ids are drawn at commit
+(migration 0005), so a quick compile commits first, with the smaller id.
 """
 
 from __future__ import annotations
@@ -16,11 +19,19 @@ from sqlalchemy import text
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from tests.events.helpers import Observer, numbered_manifest
 
+SLEEP = """CREATE FUNCTION sleep_a_second() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN PERFORM pg_sleep(1.0); RETURN NULL; END $$"""
+# Deferred triggers of one row fire in name order: this one after the numbering trigger.
+SLOW_COMMIT = [
+    SLEEP,
+    """CREATE CONSTRAINT TRIGGER sleep_after_numbering AFTER INSERT ON manifest_events
+       DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+       WHEN (NEW.thread_id = 'slow') EXECUTE FUNCTION sleep_a_second()""",
+]
 SLOW_INSERT = [
-    """CREATE FUNCTION sleep_in_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-       BEGIN PERFORM pg_sleep(1.0); RETURN NEW; END $$""",
+    SLEEP,
     """CREATE TRIGGER sleep_in_insert AFTER INSERT ON manifest_events FOR EACH ROW
-       WHEN (NEW.thread_id = 'slow') EXECUTE FUNCTION sleep_in_insert()""",
+       WHEN (NEW.thread_id = 'slow') EXECUTE FUNCTION sleep_a_second()""",
 ]
 
 
@@ -36,11 +47,16 @@ async def wait_until_an_insert_sleeps(url: str) -> None:
         await probe.close()
 
 
-async def test_a_late_commit_of_a_smaller_id_still_reaches_observers(postgres_url, server_factory) -> None:
+async def _server_with(statements: list[str], postgres_url, server_factory):
     handle = await server_factory(database_url=postgres_url)
     async with handle.ctx.engine.begin() as conn:
-        for statement in SLOW_INSERT:
+        for statement in statements:
             await conn.execute(text(statement))
+    return handle
+
+
+async def test_a_late_commit_of_a_smaller_id_still_reaches_observers(postgres_url, server_factory) -> None:
+    handle = await _server_with(SLOW_COMMIT, postgres_url, server_factory)
     observer = Observer(handle.channel(), service_pb2.WatchManifestsRequest()).start()
     await observer.wait_live()
 
@@ -53,4 +69,27 @@ async def test_a_late_commit_of_a_smaller_id_still_reaches_observers(postgres_ur
     assert await observer.wait_for_count(2, within=10) == [slow_id, fast_id]
     await asyncio.sleep(0.2)
     assert observer.event_ids == [slow_id, fast_id]
+    await observer.cancel()
+
+
+async def test_a_transaction_slow_before_its_commit_holds_up_no_other_event(
+    postgres_url, server_factory
+) -> None:
+    handle = await _server_with(SLOW_INSERT, postgres_url, server_factory)
+    observer = Observer(handle.channel(), service_pb2.WatchManifestsRequest()).start()
+    await observer.wait_live()
+
+    slow = asyncio.create_task(handle.ctx.manifests.record("slow", "turn-1", numbered_manifest(1)))
+    await wait_until_an_insert_sleeps(postgres_url)
+    fast_id = await handle.ctx.manifests.record("fast", "turn-1", numbered_manifest(2))
+    assert not slow.done()
+    slow_id = await slow
+
+    assert 0 < fast_id < slow_id
+    assert await observer.wait_for_count(2, within=10) == [fast_id, slow_id]
+    async with handle.ctx.engine.connect() as conn:
+        pointers = dict((await conn.execute(text("SELECT thread_id, manifest_event_id FROM turns"))).all())
+        stored = (await conn.execute(text("SELECT id FROM manifest_events ORDER BY id"))).scalars().all()
+    assert pointers == {"slow": slow_id, "fast": fast_id}
+    assert stored == [fast_id, slow_id]
     await observer.cancel()
