@@ -151,7 +151,11 @@ def workers_speedup(
     rps = {}
     for workers in (1, 2):
         with serve_workers(database_url, home, workers) as address:
-            flags: dict[str, Any] = {"new_turn": True, "input": request_file, "seed_entries": SEED_ENTRIES}
+            # One connection per caller, as 16 agent loops would have: the kernel gives
+            # each connection to one worker, so a single one would load one worker only.
+            flags: dict[str, Any] = {
+                "new_turn": True, "input": request_file, "seed_entries": SEED_ENTRIES, "connections": 16
+            }
             if threads > 1:
                 flags["threads"] = threads
             rps[workers] = load(address, "prepare-turn", 16, **flags)["rps"]

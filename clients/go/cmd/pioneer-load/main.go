@@ -41,6 +41,7 @@ type config struct {
 	token         string
 	rpc           string
 	concurrency   int
+	connections   int
 	duration      time.Duration
 	requests      int64
 	warmup        time.Duration
@@ -80,7 +81,8 @@ func main() {
 	flag.StringVar(&cfg.addr, "addr", envOr("PIONEER_ADDR", "127.0.0.1:50051"), "server address host:port")
 	flag.StringVar(&cfg.token, "token", os.Getenv("PIONEER_TOKEN"), "bearer token (default $PIONEER_TOKEN)")
 	flag.StringVar(&cfg.rpc, "rpc", "echo", "echo | compile | load-history | load-after-append | prepare-turn")
-	flag.IntVar(&cfg.concurrency, "concurrency", 8, "concurrent callers (one shared connection)")
+	flag.IntVar(&cfg.concurrency, "concurrency", 8, "concurrent callers (sharing -connections)")
+	flag.IntVar(&cfg.connections, "connections", 1, "connections the callers' calls take in turn")
 	flag.DurationVar(&cfg.duration, "duration", 10*time.Second, "measure for this long (ignored with -requests)")
 	flag.Int64Var(&cfg.requests, "requests", 0, "measure exactly this many calls instead of a duration")
 	flag.DurationVar(&cfg.warmup, "warmup", time.Second, "unmeasured calls before measuring")
@@ -101,8 +103,8 @@ func main() {
 	log.SetFlags(0)
 	log.SetPrefix("pioneer-load: ")
 
-	if cfg.concurrency < 1 {
-		log.Fatal("-concurrency must be at least 1")
+	if cfg.concurrency < 1 || cfg.connections < 1 {
+		log.Fatal("-concurrency and -connections must be at least 1")
 	}
 	rep, err := run(cfg)
 	if err != nil {
@@ -115,15 +117,19 @@ func main() {
 func run(cfg config) (*report, error) {
 	setupCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := pioneer.Dial(setupCtx, cfg.addr, pioneer.WithToken(cfg.token), pioneer.WithCallTimeout(cfg.timeout),
-		pioneer.WithUserAgent("pioneer-load"))
-	if err != nil {
-		return nil, err
+	p := &pool{}
+	for len(p.clients) < cfg.connections {
+		c, err := pioneer.Dial(setupCtx, cfg.addr, pioneer.WithToken(cfg.token),
+			pioneer.WithCallTimeout(cfg.timeout), pioneer.WithUserAgent("pioneer-load"))
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		p.clients = append(p.clients, c)
 	}
-	defer c.Close()
 
 	st := &setup{}
-	fn, reqBytes, err := build(setupCtx, c, cfg, st)
+	fn, reqBytes, err := build(setupCtx, p, cfg, st)
 	if err != nil {
 		return nil, err
 	}
@@ -215,6 +221,18 @@ func drive(ctx context.Context, fn call, concurrency int, limit int64) ([]time.D
 
 type errBox struct{ err error }
 
+// pool spreads calls over its connections in turn. Servers of several worker
+// processes share one port, and the kernel gives each connection to one worker:
+// one connection would load one worker only.
+type pool struct {
+	clients []*pioneer.Client
+	turn    atomic.Uint64
+}
+
+func (p *pool) pick() *pioneer.Client {
+	return p.clients[(p.turn.Add(1)-1)%uint64(len(p.clients))]
+}
+
 // setup is what building a call learned that the report shows.
 type setup struct {
 	threadTokens int64
@@ -243,7 +261,8 @@ func compileInput(cfg config) (*pioneerv1.CompilePromptRequest, error) {
 	return req, nil
 }
 
-func build(ctx context.Context, c *pioneer.Client, cfg config, st *setup) (call, int, error) {
+func build(ctx context.Context, p *pool, cfg config, st *setup) (call, int, error) {
+	c := p.clients[0] // for the set-up; measured calls take p.pick()
 	switch cfg.rpc {
 	case "echo":
 		payload := make([]byte, cfg.payloadBytes)
@@ -253,7 +272,7 @@ func build(ctx context.Context, c *pioneer.Client, cfg config, st *setup) (call,
 			req.ResponseBytes = proto.Int32(int32(cfg.responseBytes))
 		}
 		return func(ctx context.Context) (int, time.Duration, error) {
-			resp, err := c.Echo.Echo(ctx, req)
+			resp, err := p.pick().Echo.Echo(ctx, req)
 			return proto.Size(resp), 0, err
 		}, proto.Size(req), nil
 
@@ -263,7 +282,7 @@ func build(ctx context.Context, c *pioneer.Client, cfg config, st *setup) (call,
 			return nil, 0, err
 		}
 		return func(ctx context.Context) (int, time.Duration, error) {
-			resp, err := c.Compiler.CompilePrompt(ctx, req)
+			resp, err := p.pick().Compiler.CompilePrompt(ctx, req)
 			return proto.Size(resp), 0, err
 		}, proto.Size(req), nil
 
@@ -274,20 +293,21 @@ func build(ctx context.Context, c *pioneer.Client, cfg config, st *setup) (call,
 		}
 		req := &pioneerv1.LoadConversationHistoryRequest{ThreadId: thread}
 		return func(ctx context.Context) (int, time.Duration, error) {
-			resp, err := c.History.LoadConversationHistory(ctx, req)
+			resp, err := p.pick().History.LoadConversationHistory(ctx, req)
 			return proto.Size(resp), 0, err
 		}, proto.Size(req), nil
 
 	case "load-after-append":
-		return buildLoadAfterAppend(ctx, c, cfg, st)
+		return buildLoadAfterAppend(ctx, p, cfg, st)
 
 	case "prepare-turn":
-		return buildPrepareTurn(ctx, c, cfg, st)
+		return buildPrepareTurn(ctx, p, cfg, st)
 	}
 	return nil, 0, fmt.Errorf("unknown -rpc %q (echo | compile | load-history | prepare-turn)", cfg.rpc)
 }
 
-func buildPrepareTurn(ctx context.Context, c *pioneer.Client, cfg config, st *setup) (call, int, error) {
+func buildPrepareTurn(ctx context.Context, p *pool, cfg config, st *setup) (call, int, error) {
+	c := p.clients[0]
 	thread, err := ensureThread(ctx, c, cfg, st)
 	if err != nil {
 		return nil, 0, err
@@ -334,7 +354,7 @@ func buildPrepareTurn(ctx context.Context, c *pioneer.Client, cfg config, st *se
 			req.TurnId = turn
 			req.NewEntries[0].EntryId = turn + "-user"
 		}
-		resp, err := c.Turns.PrepareTurn(ctx, req)
+		resp, err := p.pick().Turns.PrepareTurn(ctx, req)
 		return proto.Size(resp), 0, err
 	}, proto.Size(template), nil
 }
@@ -342,7 +362,8 @@ func buildPrepareTurn(ctx context.Context, c *pioneer.Client, cfg config, st *se
 // buildLoadAfterAppend: what an agent loop does when a round starts: append the
 // user's message to a new turn (unmeasured), then load the history leaving that
 // turn out (measured).
-func buildLoadAfterAppend(ctx context.Context, c *pioneer.Client, cfg config, st *setup) (call, int, error) {
+func buildLoadAfterAppend(ctx context.Context, p *pool, cfg config, st *setup) (call, int, error) {
+	c := p.clients[0]
 	thread, err := ensureThread(ctx, c, cfg, st)
 	if err != nil {
 		return nil, 0, err
@@ -352,6 +373,7 @@ func buildLoadAfterAppend(ctx context.Context, c *pioneer.Client, cfg config, st
 	template := &pioneerv1.LoadConversationHistoryRequest{ThreadId: thread, ExcludeTurnId: prefix + "-00000000"}
 	return func(ctx context.Context) (int, time.Duration, error) {
 		turn := fmt.Sprintf("%s-%08d", prefix, counter.Add(1))
+		c := p.pick()
 		if _, err := c.History.AppendEntries(ctx, &pioneerv1.AppendEntriesRequest{
 			ThreadId:   thread,
 			CountsOnly: true,

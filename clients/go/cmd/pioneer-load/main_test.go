@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pioneer-grpc/pioneer-grpc/clients/go/pioneer"
 )
 
 func TestPercentileNearestRank(t *testing.T) {
@@ -63,6 +65,21 @@ func TestDriveRecordsTheMeasuredPart(t *testing.T) {
 	for _, d := range lat {
 		if d != time.Microsecond {
 			t.Fatalf("latency %v, want the call's own measured part", d)
+		}
+	}
+}
+
+func TestPoolTakesItsConnectionsInTurn(t *testing.T) {
+	a, b, c := &pioneer.Client{}, &pioneer.Client{}, &pioneer.Client{}
+	p := &pool{clients: []*pioneer.Client{a, b, c}}
+	var got []*pioneer.Client
+	for i := 0; i < 7; i++ {
+		got = append(got, p.pick())
+	}
+	want := []*pioneer.Client{a, b, c, a, b, c, a}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("call %d took connection %p, want %p", i, got[i], want[i])
 		}
 	}
 }
