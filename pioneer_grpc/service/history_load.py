@@ -34,12 +34,7 @@ from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import summaries as summary_store
-from pioneer_grpc.store.history_state import (
-    HistoryState,
-    history_state,
-    history_state_in,
-    incomplete_entries_in,
-)
+from pioneer_grpc.store.history_state import HistoryState, history_state, history_state_and_left_out_in
 from pioneer_grpc.store.locks import compression_lock
 from pioneer_grpc.store.work import database_work
 from pioneer_grpc.telemetry import tracing
@@ -133,13 +128,13 @@ class OverThreshold:
 
 
 def full_load_on(
-    ctx: ServiceContext, conn: Connection, thread_id: str, exclude_turn_id: str
+    ctx: ServiceContext, conn: Connection, thread_id: str, exclude_turn_id: str, state: HistoryState
 ) -> CachedLoad | OverThreshold:
     """`full_load_in` inside a round's synchronous transaction (store/runner.py): same reads, same cache.
 
-    The caller leaves out only a turn that may have completed entries (else "").
+    The caller read `state` in this transaction, and leaves out only a turn that may have
+    completed entries (else "").
     """
-    state = history_state_in(conn, thread_id)
     cached = ctx.load_cache.find(thread_id, exclude_turn_id, state)
     if cached is not None:
         return cached
@@ -224,12 +219,10 @@ async def load_history_result(
 def _kept_answer_on(
     ctx: ServiceContext, thread_id: str, exclude_turn_id: str, conn: Connection, _: None
 ) -> tuple[CachedLoad | None, tuple[int, int]]:
-    """The answer kept for the thread's state, if any, and what a load leaves out: one statement
-    each, in one hop to the store's thread on SQLite (store/runner.py)."""
-    state = history_state_in(conn, thread_id)
-    return ctx.load_cache.find(thread_id, exclude_turn_id, state), incomplete_entries_in(
-        conn, thread_id, exclude_turn_id
-    )
+    """The answer kept for the thread's state, if any, and what a load leaves out: read together
+    in one statement, in one hop to the store's thread on SQLite (store/runner.py)."""
+    state, left = history_state_and_left_out_in(conn, thread_id, exclude_turn_id)
+    return ctx.load_cache.find(thread_id, exclude_turn_id, state), left
 
 
 @database_work

@@ -53,7 +53,7 @@ from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import round as round_store
-from pioneer_grpc.store.history_state import incomplete_entries_in
+from pioneer_grpc.store.history_state import history_state_and_left_out_in
 from pioneer_grpc.store.turns import lock_turn
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2, prompt_pb2, provider_service_pb2, turn_service_pb2
@@ -288,8 +288,8 @@ def _round(
     # A turn in progress has no completed entries: leaving it out changes nothing, so the
     # answer shared by every round of the thread serves.
     exclude = "" if turn.status == history_pb2.TURN_STATUS_IN_PROGRESS else turn_id
-    history = history_load.full_load_on(ctx, conn, thread_id, exclude)
-    left_out = incomplete_entries_in(conn, thread_id, turn_id)
+    state, left_out = history_state_and_left_out_in(conn, thread_id, turn_id)
+    history = history_load.full_load_on(ctx, conn, thread_id, exclude, state)
     rpc_span = ctx.telemetry.current_span()
     with ctx.telemetry.span("pioneer.manifest.record") as span:
         recorded = record_in(conn, before.manifest, turn, postgres=ctx.manifests.postgres)

@@ -69,6 +69,24 @@ async def _turn_statuses(session: AsyncSession, thread_id: str, turn_ids: list[s
     return {row.turn_id: row.status for row in rows}
 
 
+async def _turns_with_entries(session: AsyncSession, thread_id: str, turn_ids: list[str]) -> set[str]:
+    rows = await session.execute(
+        select(EntryRow.turn_id)
+        .where(EntryRow.thread_id == thread_id, EntryRow.turn_id.in_(turn_ids))
+        .distinct()
+    )
+    return {row.turn_id for row in rows}
+
+
+async def _count_open(session: AsyncSession, thread_id: str, entries: int, turns: int) -> None:
+    """New entries (of turns in progress) are open, and so is a turn they are the first of."""
+    await session.execute(
+        update(ThreadRow)
+        .where(ThreadRow.thread_id == thread_id)
+        .values(open_entries=ThreadRow.open_entries + entries, open_turns=ThreadRow.open_turns + turns)
+    )
+
+
 ENTRY_COLUMNS = (
     EntryRow.id,
     EntryRow.entry_id,
@@ -246,6 +264,8 @@ async def append_entries(
             check(await stored_calls(session, thread_id, [n.entry for n in new_entries]))
         turn_ids = list(dict.fromkeys(n.entry.turn_id for n in new_entries))
         statuses = await _turn_statuses(session, thread_id, turn_ids) if turn_ids else {}
+        had_entries = await _turns_with_entries(session, thread_id, turn_ids) if turn_ids else set()
+        opened: set[str] = set()
         moment = now()
         for new in new_entries:
             entry = new.entry
@@ -259,6 +279,7 @@ async def append_entries(
                 if statuses.get(entry.turn_id) == history_pb2.TURN_STATUS_COMPLETED:
                     raise turn_completed(thread_id, entry)
                 await _record_calls(session, thread_id, entry)
+                opened.add(entry.turn_id)
                 created += 1
             else:
                 stored = (
@@ -272,6 +293,8 @@ async def append_entries(
                     raise entry_conflict(thread_id, entry_message(stored), entry)
                 existing += 1
             stored_ids.append(entry.entry_id)
+        if created:
+            await _count_open(session, thread_id, created, len(opened - had_entries))
         if not with_entries:
             return AppendOutcome([], created, existing)
         rows = await session.execute(
@@ -281,27 +304,56 @@ async def append_entries(
     return AppendOutcome([by_id[entry_id] for entry_id in stored_ids], created, existing)
 
 
+async def _lock_thread(session: AsyncSession, thread_id: str) -> None:
+    """Locks the thread row for the transaction (NotFound without one), changing nothing in it.
+
+    On SQLite a write, so the transaction holds the write lock from its start.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        query: Any = select(ThreadRow.thread_id).where(ThreadRow.thread_id == thread_id).with_for_update()
+    else:
+        query = (
+            update(ThreadRow)
+            .where(ThreadRow.thread_id == thread_id)
+            .values(updated_at=ThreadRow.updated_at)
+            .returning(ThreadRow.thread_id)
+        )
+    if (await session.execute(query)).first() is None:
+        raise thread_not_found(thread_id)
+
+
 async def complete_turn(session: AsyncSession, thread_id: str, turn_id: str) -> int:
-    """Marks the turn and its entries completed; returns how many entries the turn has. Idempotent."""
+    """Marks the turn and its entries completed; returns how many entries the turn has. Idempotent.
+
+    The thread row is locked first (the lock order of appends and rounds): its open
+    counts lose the turn's entries the first time the turn completes.
+    """
     async with session.begin():
-        result: Any = await session.execute(
+        await _lock_thread(session, thread_id)
+        status = await session.scalar(
+            select(TurnRow.status).where(TurnRow.thread_id == thread_id, TurnRow.turn_id == turn_id)
+        )
+        if status is None:
+            raise turn_not_found(thread_id, turn_id)
+        await session.execute(
             update(TurnRow)
             .where(TurnRow.thread_id == thread_id, TurnRow.turn_id == turn_id)
             .values(status=history_pb2.TURN_STATUS_COMPLETED, updated_at=now())
         )
-        if result.rowcount == 0:
-            if await session.get(ThreadRow, thread_id) is None:
-                raise thread_not_found(thread_id)
-            raise turn_not_found(thread_id, turn_id)
         await session.execute(
             update(EntryRow)
             .where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
             .values(completed=True)
         )
-        count = await session.scalar(
-            select(func.count()).where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
+        count = int(
+            await session.scalar(
+                select(func.count()).where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
+            )
+            or 0
         )
-    return int(count or 0)
+        if status != history_pb2.TURN_STATUS_COMPLETED and count:
+            await _count_open(session, thread_id, -count, -1)
+    return count
 
 
 # What a history load needs of an entry: no timestamps or reasoning.

@@ -75,16 +75,33 @@ def history_state_in(conn: Connection, thread_id: str) -> HistoryState:
     return _state(conn.execute(_QUERY, {"thread_id": thread_id}).first(), thread_id)
 
 
-_INCOMPLETE = select(func.count(), func.count(EntryRow.turn_id.distinct())).where(
-    EntryRow.thread_id == bindparam("thread_id"),
-    EntryRow.completed.is_(False),
-    EntryRow.turn_id != bindparam("exclude_turn_id"),
+# The state, and what a load leaves out besides `exclude_turn_id`: the thread's open counts
+# (migration 0006) less that turn's open entries (an index lookup of one turn).
+_WITH_LEFT_OUT = _QUERY.add_columns(
+    ThreadRow.open_entries,
+    ThreadRow.open_turns,
+    select(func.count())
+    .select_from(EntryRow)
+    .where(
+        EntryRow.thread_id == ThreadRow.thread_id,
+        EntryRow.completed.is_(False),
+        EntryRow.turn_id == bindparam("exclude_turn_id"),
+    )
+    .scalar_subquery()
+    .label("excluded_open"),
 )
+_STATE_FIELDS = tuple(HistoryState.__dataclass_fields__)
 
 
-def incomplete_entries_in(conn: Connection, thread_id: str, exclude_turn_id: str = "") -> tuple[int, int]:
-    """(entries, turns) not completed yet, but `exclude_turn_id`'s: what a history load leaves out."""
-    entries, turns = conn.execute(
-        _INCOMPLETE, {"thread_id": thread_id, "exclude_turn_id": exclude_turn_id}
-    ).one()
-    return int(entries), int(turns)
+def history_state_and_left_out_in(
+    conn: Connection, thread_id: str, exclude_turn_id: str = ""
+) -> tuple[HistoryState, tuple[int, int]]:
+    """`history_state_in`, and the (entries, turns) not completed but `exclude_turn_id`'s: what a
+    history load leaves out. One statement."""
+    row = conn.execute(_WITH_LEFT_OUT, {"thread_id": thread_id, "exclude_turn_id": exclude_turn_id}).first()
+    if row is None:
+        raise thread_not_found(thread_id)
+    values = row._mapping
+    state = HistoryState(**{name: values[name] for name in _STATE_FIELDS})
+    excluded = int(values["excluded_open"])
+    return state, (int(values["open_entries"]) - excluded, int(values["open_turns"]) - (1 if excluded else 0))

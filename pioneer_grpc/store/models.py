@@ -47,6 +47,10 @@ class ThreadRow(Base):
     keep_tool_results: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # The newest entry sequence a failed compaction covered: not retried until the history grows.
     compaction_failed_sequence: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # Entries of turns not completed, and how many turns they belong to: kept by every append and
+    # completion in its own transaction (migration 0006), so a load need not count them.
+    open_entries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    open_turns: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class TurnRow(Base):

@@ -57,10 +57,15 @@ _LOCK_THREAD_SQLITE = (
     .values(updated_at=ThreadRow.updated_at)
     .returning(ThreadRow.model)
 )
+# Also counts the turn's new entries as open (and the turn, when they are its first).
 _TOUCH_THREAD = (
     update(ThreadRow)
     .where(ThreadRow.thread_id == bindparam("b_thread_id"))
-    .values(updated_at=bindparam("b_updated_at"))
+    .values(
+        updated_at=bindparam("b_updated_at"),
+        open_entries=ThreadRow.open_entries + bindparam("b_entries"),
+        open_turns=ThreadRow.open_turns + bindparam("b_turns"),
+    )
 )
 # Executed with a list of rows: one statement, compiled once, for a batch of any size.
 _INSERT_ENTRIES = {
@@ -125,7 +130,16 @@ def insert_turn_entries(
         first = next(new.entry for new in new_entries if new.entry.entry_id in created)
         raise turn_completed(thread_id, first)
     if created:
-        conn.execute(_TOUCH_THREAD, {"b_thread_id": thread_id, "b_updated_at": moment})
+        first_of_turn = not stored.turns.get(turn_id)
+        conn.execute(
+            _TOUCH_THREAD,
+            {
+                "b_thread_id": thread_id,
+                "b_updated_at": moment,
+                "b_entries": len(created),
+                "b_turns": int(first_of_turn),
+            },
+        )
         calls = [
             {"thread_id": thread_id, "call_id": call.id, "entry_id": new.entry.entry_id}
             for new in new_entries
