@@ -43,6 +43,8 @@ def test_each_turn_of_a_remembered_manifest_prints_its_own_ids(tmp_path: Path) -
 def test_a_manifest_without_ids_and_a_changed_manifest(tmp_path: Path) -> None:
     manifest = compiled_manifest(tmp_path)
     assert manifest_json(manifest) == reference(manifest)
+    for thread_only in (with_ids(manifest, "t", ""), with_ids(manifest, "", "u")):
+        assert manifest_json(thread_only) == reference(thread_only)
     changed = with_ids(manifest, "t", "u")
     changed.section_fingerprints[0].fingerprint += "0"
     assert manifest_json(changed) == reference(changed)
