@@ -200,6 +200,9 @@ class ManifestHub:
                 return
 
     def _dispatch(self, event: service_pb2.ManifestEvent) -> None:
+        if not self._subscriptions:  # no response to build (it copies the manifest)
+            self.last_event_id = event.event_id
+            return
         response = service_pb2.WatchManifestsResponse(event=event)
         size = response.ByteSize()
         for subscription in list(self._subscriptions):
