@@ -112,6 +112,14 @@ def _assistant_content(prepared: Prepared, message: chat_pb2.ChatMessage) -> str
 
 
 def _messages(prepared: Prepared) -> list[JSON]:
+    # A prefix is only continued by a user message: nothing below merges into its messages.
+    out: list[JSON] = list(prepared.prefix.rendered) if prepared.prefix is not None else []
+    out.extend(rendered_messages(prepared))
+    return out
+
+
+def rendered_messages(prepared: Prepared) -> list[JSON]:
+    """The request's own messages (`messages` of the body); system ones go to `system`."""
     out: list[JSON] = []
     for index, message in enumerate(prepared.request.messages):
         role = message.role

@@ -16,7 +16,7 @@ from pioneer_grpc.artifacts import append_artifact_block, message_header
 from pioneer_grpc.caps import json_depth_over
 from pioneer_grpc.caps.history import MAX_ARGUMENTS_DEPTH
 from pioneer_grpc.providers import body_json
-from pioneer_grpc.providers.conversation import Notice
+from pioneer_grpc.providers.conversation import Notice, RenderedPrefix
 from pioneer_grpc.v1 import chat_pb2, prompt_pb2
 
 JSON = dict[str, Any]
@@ -97,6 +97,8 @@ class Prepared:
     # `request` the index of the caller's message it came from.
     notices: tuple[Notice, ...] = ()
     origins: tuple[int, ...] = ()
+    # The conversation's first messages, rendered before `request`'s, which follow them.
+    prefix: RenderedPrefix | None = None
 
     def message_path(self, index: int) -> str:
         origin = self.origins[index] if index < len(self.origins) else index
@@ -205,7 +207,7 @@ def all_text(prepared: Prepared, message: chat_pb2.ChatMessage) -> str:
 
 def system_messages(prepared: Prepared) -> list[str]:
     """Text of system-role messages, in order, for APIs that take system text apart from messages."""
-    texts = []
+    texts = list(prepared.prefix.system_texts) if prepared.prefix is not None else []
     for message in prepared.request.messages:
         if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
             text = all_text(prepared, message)

@@ -18,7 +18,9 @@ What every provider documents, in the form of its strictest reading:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pioneer_grpc.errors import FieldViolation
 from pioneer_grpc.v1 import chat_pb2
@@ -136,15 +138,57 @@ class _Pairing:
         self.violations.append(FieldViolation(self.field(index, ".tool_call_id"), description))
 
 
-def pair_tool_calls(
-    request: chat_pb2.ChatRequest, path: str, *, system_apart: bool
-) -> tuple[Paired, list[Notice], list[FieldViolation]]:
-    """The request's messages with every call answered; notices for what was added, violations."""
+@dataclass(frozen=True)
+class PairedPrefix:
+    """Where pairing stands after the first `size` messages of a conversation, every call answered."""
+
+    size: int
+    calls: Mapping[str, _Call]
+    answered: Mapping[str, int]
+    notices: tuple[Notice, ...]
+
+
+@dataclass(frozen=True)
+class RenderedPrefix:
+    """The first messages of a conversation checked, paired, adapted and rendered for one provider, once.
+
+    What a later render of the whole conversation needs from them (providers/prefix.py
+    builds it; render.render_after uses it). Never mutated: rounds share it.
+    """
+
+    provider: int
+    path: str
+    pairing: PairedPrefix
+    # Notices of the adaptations made message by message, by stage (provider_rules.adapt).
+    call_name_notices: tuple[Notice, ...]
+    message_notices: tuple[Notice, ...]
+    # Tool names called (as sent) and whether a tool result is among the messages.
+    called: tuple[str, ...]
+    has_results: bool
+    # The provider's rendered messages (or contents), and the text of system-role messages.
+    rendered: tuple[Any, ...]
+    system_texts: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        return self.pairing.size
+
+
+def _paired(
+    request: chat_pb2.ChatRequest, path: str, system_apart: bool, prefix: PairedPrefix | None
+) -> _Pairing:
     breakers = {chat_pb2.CHAT_ROLE_USER, chat_pb2.CHAT_ROLE_ASSISTANT}
     if not system_apart:
         breakers.add(chat_pb2.CHAT_ROLE_SYSTEM)
     pairing = _Pairing(path, frozenset(breakers))
-    for index, message in enumerate(request.messages):
+    first = 0
+    if prefix is not None:
+        # The messages continue the prefix's: their indices, calls and answers go on from there.
+        first = prefix.size
+        pairing.calls.update(prefix.calls)
+        pairing.answered.update(prefix.answered)
+        pairing.notices.extend(prefix.notices)
+    for index, message in enumerate(request.messages, start=first):
         if message.role == chat_pb2.CHAT_ROLE_TOOL:
             if message.tool_call_id:
                 pairing.add_result(index, message)
@@ -154,5 +198,38 @@ def pair_tool_calls(
         pairing.out.origins.append(index)
         if message.role == chat_pb2.CHAT_ROLE_ASSISTANT:
             pairing.add_calls(index, message)
+    return pairing
+
+
+def pair_tool_calls(
+    request: chat_pb2.ChatRequest,
+    path: str,
+    *,
+    system_apart: bool,
+    prefix: PairedPrefix | None = None,
+) -> tuple[Paired, list[Notice], list[FieldViolation]]:
+    """The request's messages with every call answered; notices for what was added, violations.
+
+    With `prefix`, the request's messages are the ones after it: indices (origins,
+    fields) continue from it, and its notices come first.
+    """
+    pairing = _paired(request, path, system_apart, prefix)
     pairing.close_open_calls()
     return pairing.out, pairing.notices, pairing.violations
+
+
+def pair_prefix(
+    request: chat_pb2.ChatRequest, path: str, *, system_apart: bool
+) -> tuple[Paired, PairedPrefix] | None:
+    """The request's messages paired as the start of a longer conversation.
+
+    None when they break a rule or leave a call open at their end (whether
+    that call gets an answer depends on what follows).
+    """
+    pairing = _paired(request, path, system_apart, None)
+    if pairing.open or pairing.violations:
+        return None
+    state = PairedPrefix(
+        len(request.messages), dict(pairing.calls), dict(pairing.answered), tuple(pairing.notices)
+    )
+    return pairing.out, state

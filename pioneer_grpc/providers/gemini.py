@@ -65,6 +65,14 @@ def _model_parts(prepared: Prepared, message: chat_pb2.ChatMessage) -> list[JSON
 
 
 def _contents(prepared: Prepared) -> list[JSON]:
+    # A prefix is only continued by a user message: nothing below merges into its contents.
+    out: list[JSON] = list(prepared.prefix.rendered) if prepared.prefix is not None else []
+    out.extend(rendered_messages(prepared))
+    return out
+
+
+def rendered_messages(prepared: Prepared) -> list[JSON]:
+    """The request's own messages as `contents`; system ones go to `systemInstruction`."""
     out: list[JSON] = []
     request = prepared.request
     for index, message in enumerate(request.messages):

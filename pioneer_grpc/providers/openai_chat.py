@@ -67,6 +67,15 @@ def _user_content(prepared: Prepared, index: int) -> str | list[JSON]:
 
 def _messages(prepared: Prepared) -> list[JSON]:
     out: list[JSON] = [{"role": "system", "content": text} for text in prompt_halves(prepared)]
+    if prepared.prefix is not None:
+        out.extend(prepared.prefix.rendered)
+    out.extend(rendered_messages(prepared))
+    return out
+
+
+def rendered_messages(prepared: Prepared) -> list[JSON]:
+    """The request's own messages, after the compiled prompt's."""
+    out: list[JSON] = []
     for index, message in enumerate(prepared.request.messages):
         role = message.role
         if role == chat_pb2.CHAT_ROLE_SYSTEM:

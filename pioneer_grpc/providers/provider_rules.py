@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pioneer_grpc.errors import FieldViolation
 from pioneer_grpc.providers.common import thinking_budget
-from pioneer_grpc.providers.conversation import Notice, Paired
+from pioneer_grpc.providers.conversation import Notice, Paired, RenderedPrefix
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
 P = provider_service_pb2
@@ -108,6 +108,8 @@ class Adapted:
     request: chat_pb2.ChatRequest
     notices: list[Notice] = field(default_factory=list)
     history_tools: list[str] = field(default_factory=list)
+    # The messages adapted before the request's own (they come first in the conversation).
+    prefix: RenderedPrefix | None = None
 
 
 def _rewritten_id(call_id: str) -> str:
@@ -116,6 +118,8 @@ def _rewritten_id(call_id: str) -> str:
 
 
 def _anthropic_ids(adapted: Adapted, origins: list[int], path: str) -> None:
+    if adapted.prefix is not None:
+        adapted.notices.extend(adapted.prefix.message_notices)
     renamed: dict[str, str] = {}
     for message, origin in zip(adapted.request.messages, origins, strict=True):
         for j, call in enumerate(message.tool_calls):
@@ -159,8 +163,11 @@ def _anthropic(adapted: Adapted, origins: list[int], path: str) -> None:
                 f"{path}.reasoning",
             )
         )
-    called = {c.name: None for m in request.messages for c in m.tool_calls if NAME_RE.fullmatch(c.name)}
-    has_results = any(m.role == chat_pb2.CHAT_ROLE_TOOL for m in request.messages)
+    called = dict.fromkeys(adapted.prefix.called if adapted.prefix is not None else ())
+    called.update(tools_called(request.messages))
+    has_results = (adapted.prefix is not None and adapted.prefix.has_results) or has_tool_results(
+        request.messages
+    )
     if not request.tools and (called or has_results):
         adapted.history_tools = list(called) or ["tool"]
         adapted.notices.append(
@@ -199,8 +206,15 @@ def _gemini(adapted: Adapted, origins: list[int], path: str) -> None:
                 f"{path}.parallel_tool_calls",
             )
         )
+    _gemini_merges(adapted, origins, path)
+
+
+def _gemini_merges(adapted: Adapted, origins: list[int], path: str) -> None:
+    if adapted.prefix is not None:
+        # A prefix is only continued by a user message: no merge across it.
+        adapted.notices.extend(adapted.prefix.message_notices)
     previous = None
-    for message, origin in zip(request.messages, origins, strict=True):
+    for message, origin in zip(adapted.request.messages, origins, strict=True):
         if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
             continue
         if previous == chat_pb2.CHAT_ROLE_ASSISTANT and message.role == chat_pb2.CHAT_ROLE_ASSISTANT:
@@ -216,6 +230,8 @@ def _gemini(adapted: Adapted, origins: list[int], path: str) -> None:
 
 
 def _openai_chat(adapted: Adapted, origins: list[int], path: str) -> None:
+    if adapted.prefix is not None:
+        adapted.notices.extend(adapted.prefix.message_notices)
     for message, origin in zip(adapted.request.messages, origins, strict=True):
         if message.role != chat_pb2.CHAT_ROLE_TOOL and message.name and not NAME_RE.fullmatch(message.name):
             adapted.notices.append(
@@ -229,6 +245,8 @@ def _openai_chat(adapted: Adapted, origins: list[int], path: str) -> None:
 
 
 def _call_names(adapted: Adapted, origins: list[int], path: str) -> None:
+    if adapted.prefix is not None:
+        adapted.notices.extend(adapted.prefix.call_name_notices)
     renamed: dict[str, str] = {}  # call id -> name sent
     for message, origin in zip(adapted.request.messages, origins, strict=True):
         for j, call in enumerate(message.tool_calls):
@@ -251,6 +269,22 @@ ADAPTERS: dict[int, Callable[[Adapted, list[int], str], None]] = {
     P.PROVIDER_GEMINI_GENERATE_CONTENT: _gemini,
     P.PROVIDER_OPENAI_CHAT_COMPLETIONS: _openai_chat,
 }
+# The part of each adapter that goes message by message and looks at nothing else:
+# what the first messages of a conversation get once (adapt_prefix).
+MESSAGE_ADAPTERS: dict[int, Callable[[Adapted, list[int], str], None]] = {
+    P.PROVIDER_ANTHROPIC_MESSAGES: _anthropic_ids,
+    P.PROVIDER_GEMINI_GENERATE_CONTENT: _gemini_merges,
+    P.PROVIDER_OPENAI_CHAT_COMPLETIONS: _openai_chat,
+}
+
+
+def tools_called(messages: Iterable[chat_pb2.ChatMessage]) -> dict[str, None]:
+    """Names of the tools called, in order of first call, that can be declared as tools."""
+    return {c.name: None for m in messages for c in m.tool_calls if NAME_RE.fullmatch(c.name)}
+
+
+def has_tool_results(messages: Iterable[chat_pb2.ChatMessage]) -> bool:
+    return any(m.role == chat_pb2.CHAT_ROLE_TOOL for m in messages)
 
 
 def _without_messages(request: chat_pb2.ChatRequest) -> chat_pb2.ChatRequest:
@@ -269,14 +303,40 @@ def _without_messages(request: chat_pb2.ChatRequest) -> chat_pb2.ChatRequest:
     return copy
 
 
-def adapt(provider: int, request: chat_pb2.ChatRequest, paired: Paired, path: str) -> Adapted:
-    """A copy of the request with the paired messages, changed where the provider needs it."""
+def adapt(
+    provider: int,
+    request: chat_pb2.ChatRequest,
+    paired: Paired,
+    path: str,
+    prefix: RenderedPrefix | None = None,
+) -> Adapted:
+    """A copy of the request with the paired messages, changed where the provider needs it.
+
+    With `prefix`, the messages are those after it: its notices come first in each
+    stage, and the rules that look at the whole conversation count its messages too.
+    """
     copy = _without_messages(request)
     for message in paired.messages:
         copy.messages.add().CopyFrom(message)
-    adapted = Adapted(copy)
+    adapted = Adapted(copy, prefix=prefix)
     _call_names(adapted, paired.origins, path)
     adapter = ADAPTERS.get(provider)
     if adapter is not None:
         adapter(adapted, paired.origins, path)
     return adapted
+
+
+def adapt_prefix(
+    provider: int, request: chat_pb2.ChatRequest, paired: Paired, path: str
+) -> tuple[Adapted, list[Notice], list[Notice]]:
+    """The message-by-message adaptations of `adapt` alone, for the first messages of a conversation.
+
+    The adapted messages, then the notices of each stage (call names, the provider's).
+    """
+    adapted = adapt(P.PROVIDER_UNSPECIFIED, request, paired, path)
+    call_name_notices = list(adapted.notices)
+    adapted.notices.clear()
+    adapter = MESSAGE_ADAPTERS.get(provider)
+    if adapter is not None:
+        adapter(adapted, paired.origins, path)
+    return adapted, call_name_notices, list(adapted.notices)

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.providers import anthropic, gemini, openai_chat, openai_responses
 from pioneer_grpc.providers.common import JSON, Prepared, encoded_body
-from pioneer_grpc.providers.conversation import Notice
+from pioneer_grpc.providers.conversation import Notice, RenderedPrefix
+from pioneer_grpc.providers.prefix import continues
 from pioneer_grpc.providers.validate import prepare
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
@@ -67,14 +69,15 @@ def render_prepared(
     options_path: str = "options",
     anthropic_stable_cacheable: bool | None = None,
     capped_parts: bool = False,
+    prefix: RenderedPrefix | None = None,
 ) -> tuple[JSON, int, tuple[Notice, ...]]:
     """render_body, plus the notices of what the provider rules adapted.
 
     `anthropic_stable_cacheable`: the caller's answer to whether the stable
     prompt meets the model's cache minimum in tokens; None leaves it to
-    `anthropic_min_cache_chars`. `capped_parts`: see `validate.prepare`.
+    `anthropic_min_cache_chars`. `capped_parts`, `prefix`: see `validate.prepare`.
     """
-    prepared = prepare(provider, request, options, path, options_path, capped_parts)
+    prepared = prepare(provider, request, options, path, options_path, capped_parts, prefix)
     if anthropic_stable_cacheable is not None:
         prepared = replace(
             prepared, options=replace(prepared.options, anthropic_stable_cacheable=anthropic_stable_cacheable)
@@ -110,3 +113,51 @@ def render(
     )
     encoded = encoded_body(body, source_bytes=request.ByteSize())
     return RenderedRequest(encoded, path_for(provider, request.model), breakpoints, notices)
+
+
+def render_after(
+    prefix: RenderedPrefix | None,
+    provider: provider_service_pb2.Provider,
+    request: chat_pb2.ChatRequest,
+    whole: Callable[[], chat_pb2.ChatRequest],
+    options: provider_service_pb2.RenderOptions | None = None,
+    *,
+    source_bytes: int,
+    path: str = "chat_request",
+    options_path: str = "options",
+    anthropic_stable_cacheable: bool | None = None,
+) -> RenderedRequest:
+    """`render(provider, whole(), ...)` with capped parts, rendering only what follows `prefix`.
+
+    `request` is `whole()` without the prefix's messages (providers/prefix.py built
+    `prefix` from them); `source_bytes` is `whole()`'s encoded size. The body and
+    notices are those of rendering `whole()`: where `request` may not follow the
+    prefix (prefix.continues), or where a violation must be named (by its index
+    in the whole conversation), `whole()` is rendered.
+    """
+    if prefix is not None and continues(prefix, provider, path, request):
+        try:
+            body, breakpoints, notices = render_prepared(
+                provider,
+                request,
+                options,
+                path=path,
+                options_path=options_path,
+                anthropic_stable_cacheable=anthropic_stable_cacheable,
+                capped_parts=True,
+                prefix=prefix,
+            )
+        except InvalidArgument:
+            pass
+        else:
+            encoded = encoded_body(body, source_bytes=source_bytes)
+            return RenderedRequest(encoded, path_for(provider, request.model), breakpoints, notices)
+    return render(
+        provider,
+        whole(),
+        options,
+        path=path,
+        options_path=options_path,
+        anthropic_stable_cacheable=anthropic_stable_cacheable,
+        capped_parts=True,
+    )

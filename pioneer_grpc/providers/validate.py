@@ -26,7 +26,7 @@ from pioneer_grpc.providers.common import (
     tool_name_for_call,
     tool_schema,
 )
-from pioneer_grpc.providers.conversation import pair_tool_calls
+from pioneer_grpc.providers.conversation import RenderedPrefix, pair_tool_calls
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
 P = provider_service_pb2
@@ -234,6 +234,14 @@ def _check_reasoning(
         violations.append(FieldViolation(f"{field}.budget_tokens", "Anthropic needs it below max_tokens"))
 
 
+def message_checks(provider: int, request: chat_pb2.ChatRequest, path: str) -> list[FieldViolation]:
+    """The checks of each message on its own (and on the messages before it)."""
+    violations: list[FieldViolation] = []
+    for index in range(len(request.messages)):
+        _check_message(provider, request, index, path, violations)
+    return violations
+
+
 def prepare(
     provider: int,
     request: chat_pb2.ChatRequest,
@@ -241,17 +249,23 @@ def prepare(
     path: str = "chat_request",
     options_path: str = "options",
     capped_parts: bool = False,
+    prefix: RenderedPrefix | None = None,
 ) -> Prepared:
     """Validate everything; InvalidArgument listing every violation, else the prepared request.
 
     Caps first: a request over them is not looked at further (nothing is parsed or counted).
     `capped_parts`: the caller built the messages from parts checked against the same
     caps (stored entries, a compile), so only their number is checked here.
+    `prefix`: messages checked and rendered before the request's own, which follow
+    them (render.render_after says when that holds); only with capped parts.
+    A violation is then named by the request's own index: render_after renders the
+    whole conversation again to name it.
     """
+    assert prefix is None or capped_parts
     skip = ("messages", "compiled_prompt") if capped_parts else ()
     over = violations_of(request, path, skip=skip)
     over += violations_of(options, options_path) if options else []
-    count = len(request.messages)
+    count = len(request.messages) + (prefix.size if prefix is not None else 0)
     if capped_parts and count > MAX_MESSAGES:
         over.append(FieldViolation(f"{path}.messages", f"at most {MAX_MESSAGES:,} items (got {count:,})"))
     InvalidArgument.raise_if(over, "invalid request")
@@ -282,8 +296,7 @@ def prepare(
     elif provider in SYSTEM_APART and all(m.role == chat_pb2.CHAT_ROLE_SYSTEM for m in request.messages):
         # System text goes apart from the conversation there, which must not be empty.
         violations.append(FieldViolation(f"{path}.messages", "needs a user, assistant or tool message"))
-    for index in range(len(request.messages)):
-        _check_message(provider, request, index, path, violations)
+    violations.extend(message_checks(provider, request, path))
     if request.HasField("max_tokens") and request.max_tokens <= 0:
         violations.append(FieldViolation(f"{path}.max_tokens", "must be positive"))
     if request.HasField("temperature") and not (
@@ -293,13 +306,13 @@ def prepare(
     _check_reasoning(provider, request, path, violations)
     violations.extend(provider_rules.request_violations(provider, request, path))
     paired, notices, pairing_violations = pair_tool_calls(
-        request, path, system_apart=provider in SYSTEM_APART
+        request, path, system_apart=provider in SYSTEM_APART, prefix=prefix.pairing if prefix else None
     )
     violations.extend(pairing_violations)
     violations.extend(provider_rules.message_violations(provider, paired, path))
     InvalidArgument.raise_if(violations, "invalid request")
 
-    adapted = provider_rules.adapt(provider, request, paired, path)
+    adapted = provider_rules.adapt(provider, request, paired, path, prefix)
     has_tools = bool(tools)
     choice = request.tool_choice.mode if has_tools else chat_pb2.TOOL_CHOICE_MODE_UNSPECIFIED
     if adapted.history_tools:
@@ -324,6 +337,7 @@ def prepare(
         dynamic=dynamic,
         notices=(*notices, *adapted.notices),
         origins=tuple(paired.origins),
+        prefix=prefix,
     )
 
 

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pioneer_grpc.history.decide import LoadResult, Snapshot
+from pioneer_grpc.providers.conversation import RenderedPrefix
 from pioneer_grpc.store.history_state import HistoryState
-from pioneer_grpc.v1 import history_pb2
+from pioneer_grpc.v1 import chat_pb2, history_pb2
 from pioneer_grpc.wire import repeated_records
 
 MAX_THREADS = 256
@@ -46,6 +48,10 @@ class CachedLoad:
     more_entries: bool
     # framed(n) by field number: a dict is thread-safe enough here (a race only frames twice).
     _framed: dict[int, bytes] = field(default_factory=dict, compare=False, repr=False)
+    # rendered_prefix by (provider, path); None where the messages cannot be one.
+    _prefixes: dict[tuple[int, str], RenderedPrefix | None] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def serves(self, exclude_turn_id: str) -> bool:
         """Whether this answer (read excluding nothing) is also the answer that leaves out the turn."""
@@ -59,6 +65,22 @@ class CachedLoad:
         if found is None:
             found = self._framed[field_number] = repeated_records(field_number, self.encoded_messages)
         return found
+
+    def rendered_prefix(
+        self,
+        provider: int,
+        path: str,
+        build: Callable[[int, Sequence[chat_pb2.ChatMessage], str], RenderedPrefix | None],
+    ) -> RenderedPrefix | None:
+        """The messages rendered for `provider` as the start of a round's conversation, built once.
+
+        Kept with this answer, so it lives exactly as long as the history it renders
+        is the thread's: a change to the history is a new answer. Blocking.
+        """
+        key = (provider, path)
+        if key not in self._prefixes:
+            self._prefixes[key] = build(provider, self.result.messages, path)
+        return self._prefixes[key]
 
     def copy(self) -> LoadResult:
         report = history_pb2.HistoryDecisionReport()

@@ -45,7 +45,8 @@ from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, conte
 from pioneer_grpc.history.render import entry_counted_texts, to_chat_message
 from pioneer_grpc.history.repair import repair
 from pioneer_grpc.history.tokens import TOKENIZER, count_blocking
-from pioneer_grpc.providers.render import RenderedRequest, render
+from pioneer_grpc.providers.prefix import render_prefix
+from pioneer_grpc.providers.render import RenderedRequest, render_after
 from pioneer_grpc.providers.validate import tool_rule_violations
 from pioneer_grpc.service import history_load, observe, token_fit
 from pioneer_grpc.service.cache_fit import anthropic_stable_cacheable
@@ -308,21 +309,55 @@ async def _history_of(
     ctx: ServiceContext,
     request: turn_service_pb2.PrepareTurnRequest,
     found: CachedLoad | history_load.OverThreshold,
-) -> tuple[bytes, history_pb2.HistoryDecisionReport]:
-    """The history messages (framed as ChatRequest.messages) and a report the caller may extend."""
+) -> tuple[bytes, history_pb2.HistoryDecisionReport, CachedLoad | None]:
+    """The history messages (framed as ChatRequest.messages), a report the caller may extend,
+    and the cached answer they come from (None when the load was not cached)."""
     with ctx.telemetry.span("pioneer.history.load", {tracing.THREAD_ID: request.thread_id}) as span:
         loaded = (
             await history_load.over_threshold(ctx, request.thread_id, request.turn_id, False, found)
             if isinstance(found, history_load.OverThreshold)
             else found
         )
+        cached = loaded if isinstance(loaded, CachedLoad) else None
         if isinstance(loaded, CachedLoad):
             history, report = loaded.framed(MESSAGES_FIELD), loaded.copy().report
         else:
             encoded = (m.SerializeToString() for m in loaded.messages)
             history, report = repeated_records(MESSAGES_FIELD, encoded), loaded.report
         observe.history_loaded(ctx, span, report)
-    return history, report
+    return history, report, cached
+
+
+def _rendered(
+    request: turn_service_pb2.PrepareTurnRequest,
+    prepared: PreparedTurn,
+    cached: CachedLoad | None,
+    cacheable: bool | None,
+) -> RenderedRequest:
+    """The round's provider body. Blocking.
+
+    The history's part of it (checked, paired, adapted, rendered) is kept with the
+    cached load and shared by every round until the history changes; only the
+    turn's own messages are rendered each round (providers/prefix.py says when
+    that gives the body rendered from scratch, and render_after falls back to it).
+    """
+    path = "chat_request"
+    prefix = cached.rendered_prefix(request.provider, path, render_prefix) if cached is not None else None
+    own = chat_pb2.ChatRequest()
+    own.CopyFrom(prepared.chat_head)
+    own.messages.extend(prepared.current)
+    return render_after(
+        prefix,
+        request.provider,
+        own,
+        lambda: prepared.chat_request,
+        request.render_options,
+        # The whole request's encoded size, without joining it.
+        source_bytes=own.ByteSize() + len(prepared.history),
+        path=path,
+        options_path="render_options",
+        anthropic_stable_cacheable=cacheable,
+    )
 
 
 async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest) -> PreparedTurn:
@@ -345,7 +380,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     payload = before[0].payload
     if not request.model:
         observe.model_chosen(ctx, done.model)  # the thread's
-    history, report = await _history_of(ctx, request, done.history)
+    history, report, cached = await _history_of(ctx, request, done.history)
     report.diagnostics.extend(done.repairs)
     # As LoadConversationHistory says: other turns not completed are left out of history.
     report.diagnostics.extend(history_load.left_out(*done.left_out))
@@ -354,23 +389,12 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     prepared = PreparedTurn(head, history, done.current, report, recorded.event_id)
     if request.provider != provider_service_pb2.PROVIDER_UNSPECIFIED:
         attributes = observe.render_attributes(ctx, request.provider, done.model)
-        chat = prepared.chat_request
         cacheable = await anthropic_stable_cacheable(
             ctx.models, request.provider, head, request.render_options
         )
         with _named_as_request_fields(), ctx.telemetry.span("pioneer.provider.render", attributes):
-            rendered = await asyncio.to_thread(
-                partial(
-                    render,
-                    request.provider,
-                    chat,
-                    request.render_options,
-                    options_path="render_options",
-                    anthropic_stable_cacheable=cacheable,
-                    # History comes from stored entries, checked at append like this request's.
-                    capped_parts=True,
-                )
-            )
+            # Parts capped: history comes from stored entries, checked at append like this request's.
+            rendered = await asyncio.to_thread(_rendered, request, prepared, cached, cacheable)
         # Notices name the request's own fields, as violations do.
         prepared.rendered = replace(
             rendered, notices=tuple(replace(n, field=_own_field(n.field)) for n in rendered.notices)

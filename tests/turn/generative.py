@@ -42,6 +42,7 @@ from pioneer_grpc.v1 import (
     history_service_pb2_grpc,
     prompt_pb2,
     provider_service_pb2,
+    provider_service_pb2_grpc,
     turn_service_pb2,
     turn_service_pb2_grpc,
 )
@@ -88,6 +89,7 @@ TOOLS = [_tool(name) for name in TOOL_NAMES]
 class Stats:
     histories: int = 0  # conversations (threads)
     histories_rendered: int = 0  # a thread's history as one PrepareTurn rendered it
+    compared_with_scratch: int = 0  # round bodies compared with RenderChatRequest's
     turns: int = 0
     rounds: int = 0
     appends: int = 0
@@ -111,6 +113,7 @@ class Stats:
     def summary(self) -> str:
         lines = [
             f"conversations={self.histories} histories rendered={self.histories_rendered} "
+            f"(compared with a render from scratch: {self.compared_with_scratch}) "
             f"turns={self.turns} rounds(PrepareTurn calls)={self.rounds} appends={self.appends} "
             f"retries={self.retries}",
             f"expected refusals: {dict(self.expected)}",
@@ -155,6 +158,7 @@ class Conversation:
         self.rng = rng
         self.history = history_service_pb2_grpc.HistoryServiceStub(channel)
         self.turns = turn_service_pb2_grpc.TurnServiceStub(channel)
+        self.providers = provider_service_pb2_grpc.ProviderServiceStub(channel)
         self.stats = stats
         self.thread_id = name
         self.sdk_every = sdk_every
@@ -323,8 +327,38 @@ class Conversation:
                 self.stats.accepted_hostile[entries_kind] += 1
                 self.stored_hostile.add(entries_kind)
             self.check(reply, provider)
+            await self.same_as_from_scratch(reply, provider, options)
             return True
         return True
+
+    async def same_as_from_scratch(
+        self, reply: turn_service_pb2.PrepareTurnResponse, provider: int, options: dict[str, Any]
+    ) -> None:
+        """The round's body is the one RenderChatRequest renders from its whole chat_request.
+
+        PrepareTurn renders a thread's history once and only the turn's own messages
+        each round (providers/prefix.py): this is what it must come to.
+        """
+        name = PROVIDERS[provider]
+        try:
+            scratch = await self.providers.RenderChatRequest(
+                provider_service_pb2.RenderChatRequestRequest(
+                    provider=provider,  # type: ignore[arg-type]
+                    chat_request=reply.chat_request,
+                    options=options.get("render_options"),
+                )
+            )
+        except grpc.aio.AioRpcError as error:
+            self.stats.fail(f"render_from_scratch_failed[{name}]", f"{error.code().name}: {error.details()}")
+            return
+        round_notices = [(n.code, n.message) for n in reply.provider_notices]
+        if (
+            scratch.body_json != reply.provider_body_json
+            or scratch.path != reply.provider_path
+            or [(n.code, n.message) for n in scratch.notices] != round_notices
+        ):
+            self.stats.fail(f"body_differs_from_scratch[{name}]", reply.provider_body_json[:300])
+        self.stats.compared_with_scratch += 1
 
     def classify(self, error: grpc.aio.AioRpcError, entries_kind: str, round_kind: str, provider: int) -> str:
         found = violations_of(error)

@@ -139,5 +139,6 @@ async def test_every_generated_round_renders_a_body_the_provider_accepts(
     print("\n" + report)
     assert stats.histories == conversations
     assert stats.histories_rendered >= HISTORIES * conversations // CONVERSATIONS, report
+    assert stats.compared_with_scratch == stats.histories_rendered, report
     assert all(stats.bodies[name] > 0 for name in PROVIDERS.values()), report
     assert not stats.failures, report

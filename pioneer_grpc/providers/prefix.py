@@ -1,0 +1,95 @@
+"""A conversation's first messages checked, paired, adapted and rendered once for a provider.
+
+An agent loop's rounds send the same history followed by a few new messages.
+Everything the provider rules and renderers do to the history is the same each
+round as long as what follows cannot change it, which holds when the history
+leaves no tool call open and the new messages start with a user message: the
+pairing rules then continue from where the history left them, no message merges
+across that boundary, and the rules that look at the whole conversation (the
+first message's role, the last message, the tools called) read either the new
+messages or what the prefix records. `render.render_after` checks that boundary
+and renders the whole conversation again whenever it does not hold or a
+violation must be named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.providers import anthropic, gemini, openai_chat, provider_rules
+from pioneer_grpc.providers.common import Options, Prepared, system_messages
+from pioneer_grpc.providers.conversation import RenderedPrefix, pair_prefix
+from pioneer_grpc.providers.validate import SYSTEM_APART, message_checks
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
+
+P = provider_service_pb2
+
+MESSAGE_RENDERERS: dict[int, Callable[[Prepared], list[Any]]] = {
+    P.PROVIDER_ANTHROPIC_MESSAGES: anthropic.rendered_messages,
+    P.PROVIDER_OPENAI_CHAT_COMPLETIONS: openai_chat.rendered_messages,
+    P.PROVIDER_GEMINI_GENERATE_CONTENT: gemini.rendered_messages,
+}
+
+
+def render_prefix(
+    provider: int, messages: Sequence[chat_pb2.ChatMessage], path: str = "chat_request"
+) -> RenderedPrefix | None:
+    """The prefix of `messages` for `provider`; None when it cannot serve as one.
+
+    That is: a provider without a message renderer here, no messages, a message
+    that breaks a rule (the whole conversation must be rendered to name it), a
+    call left open at the end, or a conversation starting with an assistant
+    message where the provider refuses one.
+    """
+    render_messages = MESSAGE_RENDERERS.get(provider)
+    if render_messages is None or not messages:
+        return None
+    request = chat_pb2.ChatRequest(messages=messages)
+    if message_checks(provider, request, path):
+        return None
+    found = pair_prefix(request, path, system_apart=provider in SYSTEM_APART)
+    if found is None:
+        return None
+    paired, pairing = found
+    if provider_rules.message_violations(provider, paired, path):
+        return None
+    adapted, call_name_notices, message_notices = provider_rules.adapt_prefix(provider, request, paired, path)
+    prepared = Prepared(
+        request=adapted.request,
+        options=Options(),
+        path=path,
+        tools=[],
+        choice=chat_pb2.TOOL_CHOICE_MODE_UNSPECIFIED,
+        choice_name="",
+        parallel=None,
+        stable="",
+        dynamic="",
+        origins=tuple(paired.origins),
+    )
+    try:
+        rendered = render_messages(prepared)
+    except InvalidArgument:
+        return None
+    return RenderedPrefix(
+        provider=provider,
+        path=path,
+        pairing=pairing,
+        call_name_notices=tuple(call_name_notices),
+        message_notices=tuple(message_notices),
+        called=tuple(provider_rules.tools_called(adapted.request.messages)),
+        has_results=provider_rules.has_tool_results(adapted.request.messages),
+        rendered=tuple(rendered),
+        system_texts=tuple(system_messages(prepared)),
+    )
+
+
+def continues(prefix: RenderedPrefix, provider: int, path: str, request: chat_pb2.ChatRequest) -> bool:
+    """Whether `request`'s messages may follow `prefix` for this render (see the module's doc)."""
+    return (
+        prefix.provider == provider
+        and prefix.path == path
+        and len(request.messages) > 0
+        and request.messages[0].role == chat_pb2.CHAT_ROLE_USER
+    )
