@@ -49,7 +49,7 @@ from pioneer_grpc.providers.prefix import render_prefix
 from pioneer_grpc.providers.render import RenderedRequest, render_after
 from pioneer_grpc.providers.validate import tool_rule_violations
 from pioneer_grpc.service import history_load, observe, token_fit
-from pioneer_grpc.service.cache_fit import anthropic_stable_cacheable
+from pioneer_grpc.service.cache_fit import anthropic_stable_cacheable_blocking
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
@@ -329,12 +329,12 @@ async def _history_of(
 
 
 def _rendered(
+    ctx: ServiceContext,
     request: turn_service_pb2.PrepareTurnRequest,
     prepared: PreparedTurn,
     cached: CachedLoad | None,
-    cacheable: bool | None,
 ) -> RenderedRequest:
-    """The round's provider body. Blocking.
+    """The round's provider body. Blocking: one worker thread counts the stable prompt and renders.
 
     The history's part of it (checked, paired, adapted, rendered) is kept with the
     cached load and shared by every round until the history changes; only the
@@ -346,6 +346,9 @@ def _rendered(
     own = chat_pb2.ChatRequest()
     own.CopyFrom(prepared.chat_head)
     own.messages.extend(prepared.current)
+    cacheable = anthropic_stable_cacheable_blocking(
+        ctx.models, request.provider, prepared.chat_head, request.render_options
+    )
     return render_after(
         prefix,
         request.provider,
@@ -389,12 +392,9 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     prepared = PreparedTurn(head, history, done.current, report, recorded.event_id)
     if request.provider != provider_service_pb2.PROVIDER_UNSPECIFIED:
         attributes = observe.render_attributes(ctx, request.provider, done.model)
-        cacheable = await anthropic_stable_cacheable(
-            ctx.models, request.provider, head, request.render_options
-        )
         with _named_as_request_fields(), ctx.telemetry.span("pioneer.provider.render", attributes):
             # Parts capped: history comes from stored entries, checked at append like this request's.
-            rendered = await asyncio.to_thread(_rendered, request, prepared, cached, cacheable)
+            rendered = await asyncio.to_thread(_rendered, ctx, request, prepared, cached)
         # Notices name the request's own fields, as violations do.
         prepared.rendered = replace(
             rendered, notices=tuple(replace(n, field=_own_field(n.field)) for n in rendered.notices)
