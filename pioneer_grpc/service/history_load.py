@@ -200,9 +200,7 @@ async def load_history_result(
         [thread_id_violation(thread_id), text_violation("exclude_turn_id", exclude_turn_id, ID)]
     )
     with ctx.telemetry.span("pioneer.history.load", {tracing.THREAD_ID: thread_id}) as span:
-        kept, incomplete = await ctx.runner.transact(
-            lambda: None, partial(_kept_answer_on, ctx, thread_id, exclude_turn_id)
-        )
+        kept, incomplete = await ctx.runner.read(partial(_kept_answer_on, ctx, thread_id, exclude_turn_id))
         found: CachedLoad | OverThreshold | None = kept
         if found is None:
             found = await _full_load(ctx, thread_id, exclude_turn_id)
@@ -217,7 +215,7 @@ async def load_history_result(
 
 
 def _kept_answer_on(
-    ctx: ServiceContext, thread_id: str, exclude_turn_id: str, conn: Connection, _: None
+    ctx: ServiceContext, thread_id: str, exclude_turn_id: str, conn: Connection
 ) -> tuple[CachedLoad | None, tuple[int, int]]:
     """The answer kept for the thread's state, if any, and what a load leaves out: read together
     in one statement, in one hop to the store's thread on SQLite (store/runner.py)."""

@@ -10,6 +10,9 @@ runs through SQLAlchemy's `run_sync` on an asyncpg connection, on the event loop
     runner = TransactionRunner.for_engine(engine)
     result = await runner.transact(prepare, work)    # prepare() -> p, then work(conn, p) in one transaction
 
+`runner.read(work)` runs `work(conn)` the same way but outside a transaction, for a
+read of one statement (a history load's state).
+
 `prepare` is blocking work that must happen before the transaction (a compile
 reading files): on SQLite it runs in the same thread just before, on PostgreSQL
 in a worker thread.
@@ -76,6 +79,27 @@ class TransactionRunner:
         connection in one round trip. None on SQLite, where nothing runs at commit.
         """
         return await run_to_end(self._transact(prepare, work, setting))
+
+    async def read(self, work: Callable[[Connection], R]) -> R:
+        """`work(conn)` outside a transaction: for a read of one statement, which is its own snapshot.
+
+        On SQLite nothing is begun or committed around it (one hop, and only the
+        statement's own work there); on PostgreSQL it runs through `run_sync`.
+        """
+        return await run_to_end(self._read(work))
+
+    async def _read(self, work: Callable[[Connection], R]) -> R:
+        if self._sync is None:
+            async with self._engine.connect() as conn:
+                return await conn.run_sync(work)
+        sync = self._sync
+
+        def run() -> R:
+            with sync.connect() as conn:
+                return work(conn)
+
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self._thread, context.run, run)
 
     async def _transact(
         self, prepare: Callable[[], P], work: Callable[[Connection, P], R], setting: str

@@ -160,10 +160,7 @@ async def test_the_migration_counts_what_a_thread_already_has_open(database_url)
                     "tokenizer, completed, created_at) "
                     "VALUES (:t, :e, :u, 1, 'x', '[]', '', '', '[]', 'h', 1, 'cl100k_base', :done, :now)"
                 ),
-                [
-                    {"t": t, "e": e, "u": u, "done": done, "now": MOMENT}
-                    for t, e, u, done in rows
-                ],
+                [{"t": t, "e": e, "u": u, "done": done, "now": MOMENT} for t, e, u, done in rows],
             )
             await conn.run_sync(_alembic, "head")
             found = (
