@@ -93,3 +93,39 @@ async def test_a_transaction_slow_before_its_commit_holds_up_no_other_event(
     assert pointers == {"slow": slow_id, "fast": fast_id}
     assert stored == [fast_id, slow_id]
     await observer.cancel()
+
+
+async def wait_for_an_advisory_lock_wait(probe: asyncpg.Connection) -> None:
+    for _ in range(500):
+        if await probe.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory'"):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("no commit ever waited for the event lock")
+
+
+async def test_an_event_of_the_previous_release_and_one_numbered_at_commit_keep_commit_order(
+    postgres_url, server_factory
+) -> None:
+    """During an upgrade an older server draws ids at insert, under the same lock, held to its commit."""
+    handle = await server_factory(database_url=postgres_url)
+    observer = Observer(handle.channel(), service_pb2.WatchManifestsRequest()).start()
+    await observer.wait_live()
+    older = await asyncpg.connect(postgres_url.replace("postgresql+asyncpg", "postgresql"))
+    try:
+        async with older.transaction():
+            await older.execute("SELECT pg_advisory_xact_lock(1346981710, 1296389716)")
+            older_id = await older.fetchval(
+                "INSERT INTO manifest_events (thread_id, turn_id, manifest_pb, created_at)"
+                " VALUES ('older', 'turn-1', $1, now()) RETURNING id",
+                numbered_manifest(1).SerializeToString(),
+            )
+            newer = asyncio.create_task(handle.ctx.manifests.record("newer", "turn-1", numbered_manifest(2)))
+            await wait_for_an_advisory_lock_wait(older)
+            assert not newer.done()
+        await older.execute("NOTIFY pioneer_manifest_events")
+        newer_id = await newer
+    finally:
+        await older.close()
+    assert 0 < older_id < newer_id
+    assert await observer.wait_for_count(2, within=10) == [older_id, newer_id]
+    await observer.cancel()
