@@ -80,15 +80,20 @@ class Recorded:
     event: service_pb2.ManifestEvent | None
 
 
-def numbered(recorded: Recorded, committed_id: str | None) -> Recorded:
-    """The recorded event with the id its commit drew (a provisional id is only ever PostgreSQL's)."""
+def numbered(recorded: Recorded, committed: str | None) -> Recorded:
+    """The recorded event with the id its commit drew (a provisional id is only ever PostgreSQL's).
+
+    `committed` is the session setting the commit left: "provisional final".
+    """
     if recorded.event is None or recorded.event_id > 0:
         return recorded
-    if not committed_id:
-        raise RuntimeError("a provisional event id was committed but the commit drew no id (migration 0005)")
+    provisional, _, final = (committed or "").partition(" ")
+    if provisional != str(recorded.event_id) or not final.isdigit():
+        # The connection holds another transaction's value, or none: the trigger did not run.
+        raise RuntimeError(f"event {recorded.event_id} was committed without an id drawn (migration 0005)")
     event = service_pb2.ManifestEvent()
     event.CopyFrom(recorded.event)
-    event.event_id = int(committed_id)
+    event.event_id = int(final)
     return Recorded(event.event_id, event)
 
 
@@ -114,9 +119,7 @@ _INSERT_EVENT = (
     .returning(EVENTS.c.id)
 )
 # PostgreSQL: a provisional id; the commit draws the real one (see the module docstring).
-_INSERT_EVENT_PROVISIONAL = _INSERT_EVENT.values(
-    id=-func.nextval("manifest_events_provisional_id_seq")
-)
+_INSERT_EVENT_PROVISIONAL = _INSERT_EVENT.values(id=-func.nextval("manifest_events_provisional_id_seq"))
 _UPDATE_TURN = (
     TURNS.update()
     .where(TURNS.c.thread_id == bindparam("b_thread_id"), TURNS.c.turn_id == bindparam("b_turn_id"))

@@ -6,10 +6,11 @@ event and held it to commit, with the client's own pauses between statements
 inside it: rounds of every worker queued on it. Now a round inserts its event
 with a provisional negative id, and a deferred constraint trigger runs inside the
 COMMIT: it takes the same advisory lock, draws the id from the sequence,
-renumbers the event and its turn's pointer, leaves the id in the session setting
-`pioneer.manifest_event_id` for the recorder to read after commit, and notifies
-the listening replicas. The lock is released when the commit is visible, so
-commit order still equals id order, and it is held only inside the server.
+renumbers the event and its turn's pointer, leaves "provisional final" in the
+session setting `pioneer.manifest_event_id` for the recorder to read after commit
+(the provisional id tells a stale value apart), and notifies the listening
+replicas. The lock is released when the commit is visible, so commit order still
+equals id order, and it is held only inside the server.
 
 A server of the previous release (ids drawn under the lock at insert) inserts
 positive ids, which the trigger leaves alone, and takes the same lock: both can
@@ -49,7 +50,7 @@ def upgrade() -> None:
             UPDATE manifest_events SET id = final_id WHERE id = NEW.id;
             UPDATE turns SET manifest_event_id = final_id
              WHERE thread_id = NEW.thread_id AND turn_id = NEW.turn_id AND manifest_event_id = NEW.id;
-            PERFORM set_config('{_SETTING}', final_id::text, false);
+            PERFORM set_config('{_SETTING}', NEW.id || ' ' || final_id, false);
             PERFORM pg_notify('{_CHANNEL}', final_id::text);
             RETURN NULL;
         END $$
