@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench_cpu import CpuWindow
 from bench_events import bench_delivery, scratch_database, serve
 from bench_history import bench_load_history
 from bench_inputs import full_compile_request, prepare_home
@@ -45,7 +46,8 @@ SEED_ENTRIES = 200
 ECHO_FRAMING = 5
 
 
-def load(address: str, rpc: str, concurrency: int, **flags: Any) -> dict[str, Any]:
+def load(address: str, rpc: str, concurrency: int, server_pid: int = 0, **flags: Any) -> dict[str, Any]:
+    """One pioneer-load run; with `server_pid`, also the CPU per call of each process (bench_cpu.py)."""
     args = [str(LOADER), "-addr", address, "-rpc", rpc, "-concurrency", str(concurrency)]
     args += ["-duration", f"{SECONDS}s"]
     for name, value in flags.items():
@@ -53,11 +55,23 @@ def load(address: str, rpc: str, concurrency: int, **flags: Any) -> dict[str, An
             args.append(f"-{name.replace('_', '-')}")
         else:
             args += [f"-{name.replace('_', '-')}", str(value)]
-    done = subprocess.run(args, check=False, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"pioneer-load {' '.join(args[1:])} failed: {done.stderr.strip()}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    created = re.search(r"created thread (\S+)", done.stderr)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    window = CpuWindow(server_pid, proc.pid)
+    stderr, cpu = [], {}
+    for line in proc.stderr:
+        stderr.append(line)
+        if server_pid and line.rstrip().endswith(": measuring"):
+            window.begin()
+        elif server_pid and line.rstrip().endswith(": measured"):
+            cpu = window.finish()
+    out = proc.stdout.read()
+    if proc.wait() != 0:
+        raise RuntimeError(f"pioneer-load {' '.join(args[1:])} failed: {''.join(stderr).strip()}")
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    if cpu:
+        result.update(CpuWindow.per_call_ms(cpu, result["requests"], result["seconds"]))
+    created = re.search(r"created thread (\S+)", "".join(stderr))
     if created:
         result["thread"] = created.group(1)
     return result
@@ -148,9 +162,10 @@ def workers_speedup(
     `home` is the one the compile input names as its workspace root. With one thread
     the 16 rounds queue on that thread's lock; with 16 they are 16 agent loops.
     """
-    rps = {}
+    rps, cpu = {}, {}
     for workers in (1, 2):
-        with serve_workers(database_url, home, workers) as address:
+        with serve_workers(database_url, home, workers) as server:
+            address = server.address
             # One connection per caller, as 16 agent loops would have: the kernel gives
             # each connection to one worker, so a single one would load one worker only.
             flags: dict[str, Any] = {
@@ -158,7 +173,9 @@ def workers_speedup(
             }
             if threads > 1:
                 flags["threads"] = threads
-            rps[workers] = load(address, "prepare-turn", 16, **flags)["rps"]
+            run = load(address, "prepare-turn", 16, server_pid=server.pid, **flags)
+            rps[workers] = run["rps"]
+            cpu[workers] = {k: v for k, v in run.items() if k.startswith("cpu_ms") or k == "busy_cores"}
     label = f", {threads} threads" if threads > 1 else ""
     return {
         "figure": f"workers 2 vs 1, {backend}{label}",
@@ -167,6 +184,8 @@ def workers_speedup(
         "rps_1_worker": rps[1],
         "rps_2_workers": rps[2],
         "speedup": round(rps[2] / rps[1], 3) if rps[1] else None,
+        "cpu_1_worker": cpu[1],
+        "cpu_2_workers": cpu[2],
     }
 
 
@@ -182,14 +201,16 @@ class serve_workers:
         if database_url:
             self.args += ["--database-url", database_url]
 
-    def __enter__(self) -> str:
+    def __enter__(self) -> serve_workers:
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if "serving on " not in line:
             self.proc.kill()
             raise RuntimeError(f"server did not start: {line!r}")
-        return line.rsplit("serving on ", 1)[1].split()[0]
+        self.pid = self.proc.pid
+        self.address = line.rsplit("serving on ", 1)[1].split()[0]
+        return self
 
     def __exit__(self, *_: object) -> None:
         self.proc.terminate()

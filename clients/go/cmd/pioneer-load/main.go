@@ -151,9 +151,12 @@ func run(cfg config) (*report, error) {
 		ctx, mcancel = context.WithTimeout(ctx, cfg.duration)
 		defer mcancel()
 	}
+	// Marks the measured window for a watcher (make bench accounts CPU within it).
+	log.Print("measuring")
 	start := time.Now()
 	lat, errs, firstErr := drive(ctx, fn, cfg.concurrency, cfg.requests)
 	elapsed := time.Since(start).Seconds()
+	log.Print("measured")
 	if firstErr != nil {
 		log.Printf("%d errors; first: %v", errs, firstErr)
 	}
