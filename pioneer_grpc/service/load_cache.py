@@ -12,8 +12,9 @@ none of the rows read belongs to X (a turn in progress never has completed
 entries, so a round's own turn never does). A turn that did take part gets an
 answer of its own. Bounded LRU by answers and by bytes (each keeps its messages
 twice, as objects and encoded: 256 histories of 200 long messages would
-otherwise be kept whatever their size), one per ServiceContext; thread-safe
-(rounds on SQLite run in the store's own thread, see store/runner.py).
+otherwise be kept whatever their size; a provider's rendering of them, kept
+with the answer, counts as their encoded size again), one per ServiceContext;
+thread-safe (rounds on SQLite run in the store's own thread, see store/runner.py).
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class CachedLoad:
     _prefixes: dict[tuple[int, str], RenderedPrefix | None] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # Told the bytes a prefix adds, so the cache that keeps this answer counts them.
+    _grown: Callable[[int], None] | None = field(default=None, compare=False, repr=False)
 
     def serves(self, exclude_turn_id: str) -> bool:
         """Whether this answer (read excluding nothing) is also the answer that leaves out the turn."""
@@ -79,7 +82,11 @@ class CachedLoad:
         """
         key = (provider, path)
         if key not in self._prefixes:
-            self._prefixes[key] = build(provider, self.result.messages, path)
+            built = build(provider, self.result.messages, path)
+            # Two rounds may build it at once: the first one kept is counted.
+            kept = self._prefixes.setdefault(key, built) is built
+            if kept and built is not None and self._grown is not None:
+                self._grown(sum(map(len, self.encoded_messages)))
         return self._prefixes[key]
 
     def copy(self) -> LoadResult:
@@ -117,6 +124,7 @@ class LoadCache:
         snapshot: Snapshot,
         result: LoadResult,
     ) -> CachedLoad:
+        key = (thread_id, exclude_turn_id)
         cached = CachedLoad(
             state=state,
             result=result,
@@ -124,8 +132,8 @@ class LoadCache:
             # A repaired read may have dropped entries: which turns it read is then not known.
             turn_ids=None if snapshot.repairs else frozenset(entry.turn_id for entry in snapshot.entries),
             more_entries=snapshot.more_entries,
+            _grown=lambda size: self._grow(key, cached, size),
         )
-        key = (thread_id, exclude_turn_id)
         size = sum(len(m) for m in cached.encoded_messages) + result.report.ByteSize()
         if size > self._max_bytes:
             return cached
@@ -133,10 +141,22 @@ class LoadCache:
             self.size_bytes += size - self._sizes.get(key, 0)
             self._items[key], self._sizes[key] = cached, size
             self._items.move_to_end(key)
-            while len(self._items) > self._size or self.size_bytes > self._max_bytes:
-                old, _ = self._items.popitem(last=False)
-                self.size_bytes -= self._sizes.pop(old)
+            self._evict()
         return cached
+
+    def _grow(self, key: Key, cached: CachedLoad, size: int) -> None:
+        with self._lock:
+            if self._items.get(key) is not cached:
+                return  # no longer kept: nothing to count
+            self._sizes[key] += size
+            self.size_bytes += size
+            self._evict()
+
+    def _evict(self) -> None:
+        """Drops the least recently used answers while over a bound. Under the lock."""
+        while len(self._items) > self._size or self.size_bytes > self._max_bytes:
+            old, _ = self._items.popitem(last=False)
+            self.size_bytes -= self._sizes.pop(old)
 
     def clear(self) -> None:
         with self._lock:

@@ -8,9 +8,10 @@ import pytest
 
 from pioneer_grpc.events.hub import Subscription, SubscriptionOverflow
 from pioneer_grpc.history.decide import LoadResult
+from pioneer_grpc.providers.prefix import render_prefix
 from pioneer_grpc.service.load_cache import LoadCache
 from pioneer_grpc.store.history_state import HistoryState
-from pioneer_grpc.v1 import chat_pb2, history_pb2, manifest_service_pb2
+from pioneer_grpc.v1 import chat_pb2, history_pb2, manifest_service_pb2, provider_service_pb2
 
 
 def _response(size: int) -> manifest_service_pb2.WatchManifestsResponse:
@@ -74,3 +75,23 @@ def test_the_load_cache_is_bounded_in_bytes():
     # One answer larger than the whole bound is not kept at all.
     cache.store("big", "", _state(1), snapshot, _result(200_000))
     assert not _read(cache, ("big", ""), 1) and cache.size_bytes <= 100_000
+
+
+def test_a_provider_rendering_kept_with_a_load_counts_against_the_bound():
+    cache = LoadCache(size=1000, max_bytes=100_000)
+    snapshot = SimpleNamespace(repairs=(), entries=(), more_entries=False)
+    for n in range(4):
+        cache.store(f"t{n}", "", _state(n), snapshot, _result(20_000))
+    one = cache.size_bytes // 4
+    newest = cache.find("t3", "", _state(3))
+    assert newest is not None
+    anthropic = provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES
+    prefix = newest.rendered_prefix(anthropic, "chat_request", render_prefix)
+    assert prefix is not None and prefix.rendered[0]["content"] == "z" * 20_000
+    # The rendering counts as the history's encoded size again: five answers' worth is
+    # over the bound, so the least recently used answer went.
+    assert cache.size_bytes == 4 * one and len(cache) == 3
+    assert cache.find("t0", "", _state(0)) is None
+    # Built and counted once.
+    assert newest.rendered_prefix(anthropic, "chat_request", render_prefix) is prefix
+    assert cache.size_bytes == 4 * one
