@@ -270,6 +270,7 @@ def _round(
             "model", "set the model here or on the thread (UpdateThread)", reason=reasons.MODEL_REQUIRED
         )
     turn = lock_turn(conn, thread_id, turn_id)
+    own = round_store.turn_entries_lean(conn, thread_id, turn_id)
     entries = [new.entry for new in before.new_entries]
 
     def check(stored: StoredCalls) -> None:
@@ -280,9 +281,11 @@ def _round(
             "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
         ):
             tokenizer, new_entries = _in_thread_tokenizer(ctx, locked.model, before.new_entries)
-            round_store.insert_turn_entries(conn, thread_id, turn_id, turn, new_entries, tokenizer, check)
+            own += round_store.insert_turn_entries(
+                conn, thread_id, turn_id, turn, new_entries, tokenizer, check, own
+            )
     # The turn's own entries, repaired like history; its latest calls must have their results.
-    repaired = repair(round_store.turn_entries_lean(conn, thread_id, turn_id), close_at_end=False)
+    repaired = repair(own, close_at_end=False)
     current = [to_chat_message(entry) for entry in repaired.entries]
     if repaired.pending:
         return _Round(model, None, current, repaired.diagnostics, None, repaired.pending)

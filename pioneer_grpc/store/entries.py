@@ -189,12 +189,20 @@ async def stored_calls(
 
 
 def stored_calls_in(
-    conn: Connection, thread_id: str, entries: Sequence[history_pb2.ConversationEntry]
+    conn: Connection,
+    thread_id: str,
+    entries: Sequence[history_pb2.ConversationEntry],
+    turns: dict[str, list[history_pb2.ConversationEntry]] | None = None,
 ) -> StoredCalls:
-    """The batch's turns as stored, and which of the call ids it names the thread already has."""
+    """The batch's turns as stored, and which of the call ids it names the thread already has.
+
+    `turns` are the batch's turns' entries when the caller read them already, in this transaction.
+    """
     turn_ids = list(dict.fromkeys(e.turn_id for e in entries))
     stored = StoredCalls()
-    if turn_ids:
+    if turns is not None:
+        stored.turns = {turn_id: list(found) for turn_id, found in turns.items() if found}
+    elif turn_ids:
         for row in conn.execute(_TURNS_ENTRIES, {"thread_id": thread_id, "turn_ids": turn_ids}):
             entry = loaded_entry(row)
             stored.turns.setdefault(entry.turn_id, []).append(entry)

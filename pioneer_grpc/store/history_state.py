@@ -7,16 +7,14 @@ change whenever what a load would read changes.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Select, bindparam, func, select
-from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from pioneer_grpc.store.driver import Direct
 from pioneer_grpc.store.models import EntryRow, SummaryRow, ThreadRow
 from pioneer_grpc.store.threads import thread_not_found
 
@@ -94,21 +92,8 @@ _WITH_LEFT_OUT = _QUERY.add_columns(
     .label("excluded_open"),
 )
 _STATE_FIELDS = tuple(HistoryState.__dataclass_fields__)
-_LABELS = tuple(column.name for column in _WITH_LEFT_OUT.selected_columns)
-# Every load and round runs it: on SQLite's own driver connection it costs a fraction of
-# SQLAlchemy's execution (its columns are integers and text: no result processing).
-_SQLITE = _WITH_LEFT_OUT.compile(dialect=sqlite.dialect())
-_SQLITE_SQL = str(_SQLITE)
-_SQLITE_ORDER = tuple(_SQLITE.positiontup or ())
-
-
-def _left_out_row(conn: Connection, params: dict[str, str]) -> Mapping[str, Any] | None:
-    driver = conn.connection.dbapi_connection
-    if isinstance(driver, sqlite3.Connection):
-        found = driver.execute(_SQLITE_SQL, [params[name] for name in _SQLITE_ORDER]).fetchone()
-        return None if found is None else dict(zip(_LABELS, found, strict=True))
-    row = conn.execute(_WITH_LEFT_OUT, params).first()
-    return None if row is None else dict(row._mapping)
+# Every load and round runs it.
+_DIRECT = Direct(_WITH_LEFT_OUT)
 
 
 def history_state_and_left_out_in(
@@ -116,9 +101,9 @@ def history_state_and_left_out_in(
 ) -> tuple[HistoryState, tuple[int, int]]:
     """`history_state_in`, and the (entries, turns) not completed but `exclude_turn_id`'s: what a
     history load leaves out. One statement."""
-    values = _left_out_row(conn, {"thread_id": thread_id, "exclude_turn_id": exclude_turn_id})
-    if values is None:
+    row = _DIRECT.first(conn, {"thread_id": thread_id, "exclude_turn_id": exclude_turn_id})
+    if row is None:
         raise thread_not_found(thread_id)
-    state = HistoryState(**{name: values[name] for name in _STATE_FIELDS})
-    excluded = int(values["excluded_open"])
-    return state, (int(values["open_entries"]) - excluded, int(values["open_turns"]) - (1 if excluded else 0))
+    state = HistoryState(**{name: getattr(row, name) for name in _STATE_FIELDS})
+    excluded = int(row.excluded_open)
+    return state, (int(row.open_entries) - excluded, int(row.open_turns) - (1 if excluded else 0))

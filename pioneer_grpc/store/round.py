@@ -5,9 +5,10 @@ the recorder: thread row, turn row, then the event lock):
 
     locked = lock_thread(conn, thread_id)          # NotFound; serialises the thread's rounds
     turn = lock_turn(conn, thread_id, turn_id)     # store.turns: creates or locks the turn
-    created = insert_turn_entries(conn, ...)       # one INSERT for the batch
+    stored = turn_entries_lean(conn, thread_id, turn_id)
+    created = insert_turn_entries(conn, ..., stored)   # one INSERT for the batch
+    current = [*stored, *created]                  # the turn's entries, as a read would give them
     ... the history load and the manifest record on the same connection ...
-    current = turn_entries_lean(conn, thread_id, turn_id)
 
 On SQLite the first statement is a write (a no-op UPDATE), so the transaction
 holds the write lock from its start: a concurrent writer, in another process too,
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -25,6 +27,7 @@ from sqlalchemy.engine import Connection
 
 from pioneer_grpc.history.entry_rules import StoredCalls
 from pioneer_grpc.store.clock import now
+from pioneer_grpc.store.driver import Direct
 from pioneer_grpc.store.entries import (
     ENTRY_COLUMNS,
     LOAD_COLUMNS,
@@ -51,7 +54,7 @@ class LockedThread:
 _LOCK_THREAD_PG = (
     select(ThreadRow.model).where(ThreadRow.thread_id == bindparam("b_thread_id")).with_for_update()
 )
-_LOCK_THREAD_SQLITE = (
+_LOCK_THREAD_SQLITE = Direct(
     update(ThreadRow)
     .where(ThreadRow.thread_id == bindparam("b_thread_id"))
     .values(updated_at=ThreadRow.updated_at)
@@ -71,7 +74,7 @@ _TOUCH_THREAD = (
 _INSERT_ENTRIES = {
     name: dialect.insert(EntryRow.__table__)
     .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
-    .returning(EntryRow.entry_id)
+    .returning(EntryRow.id, EntryRow.entry_id)
     for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
 }
 _INSERT_CALLS = {
@@ -80,7 +83,7 @@ _INSERT_CALLS = {
     )
     for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
 }
-_TURN_ENTRIES = (
+_TURN_ENTRIES = Direct(
     select(*LOAD_COLUMNS)
     .where(EntryRow.thread_id == bindparam("thread_id"), EntryRow.turn_id == bindparam("turn_id"))
     .order_by(EntryRow.id)
@@ -89,9 +92,12 @@ _TURN_ENTRIES = (
 
 def lock_thread(conn: Connection, thread_id: str) -> LockedThread:
     """The thread's model, with its row locked for the transaction; NotFound for an unknown thread."""
-    query = _LOCK_THREAD_PG if conn.dialect.name == "postgresql" else _LOCK_THREAD_SQLITE
     # One name for both statements: an UPDATE reserves the column's own name.
-    row = conn.execute(query, {"b_thread_id": thread_id}).first()
+    params = {"b_thread_id": thread_id}
+    if conn.dialect.name == "postgresql":
+        row = conn.execute(_LOCK_THREAD_PG, params).first()
+    else:
+        row = _LOCK_THREAD_SQLITE.first(conn, params)
     if row is None:
         raise thread_not_found(thread_id)
     return LockedThread(model=row.model)
@@ -105,8 +111,10 @@ def insert_turn_entries(
     new_entries: Sequence[NewEntry],
     tokenizer: str,
     check: Callable[[StoredCalls], None],
-) -> int:
-    """Stores the turn's new entries (idempotent by entry_id); returns how many were created.
+    stored_turn: list[history_pb2.ConversationEntry],
+) -> list[history_pb2.ConversationEntry]:
+    """Stores the turn's new entries (idempotent by entry_id); returns those created, oldest first,
+    as `turn_entries_lean` would read them. `stored_turn` is what it read before, in this transaction.
 
     Unless every entry is stored already (a repeat, checked when first appended),
     `check` sees what the store holds for the batch's tool calls before anything
@@ -115,14 +123,14 @@ def insert_turn_entries(
     (FailedPrecondition). Each rolls the caller's transaction back.
     """
     if not new_entries:
-        return 0
-    stored = stored_calls_in(conn, thread_id, [new.entry for new in new_entries])
+        return []
+    stored = stored_calls_in(conn, thread_id, [new.entry for new in new_entries], {turn_id: stored_turn})
     if len(stored.stored_entry_ids) < len({new.entry.entry_id for new in new_entries}):
         check(stored)
     moment = now()
     dialect = conn.dialect.name
     rows = [entry_values(thread_id, new, tokenizer, moment) for new in new_entries]
-    created = {row.entry_id for row in conn.execute(_INSERT_ENTRIES[dialect], rows)}
+    created = {row.entry_id: row.id for row in conn.execute(_INSERT_ENTRIES[dialect], rows)}
     repeats = [new for new in new_entries if new.entry.entry_id not in created]
     if repeats:
         _check_repeats(conn, thread_id, repeats)
@@ -130,7 +138,7 @@ def insert_turn_entries(
         first = next(new.entry for new in new_entries if new.entry.entry_id in created)
         raise turn_completed(thread_id, first)
     if created:
-        first_of_turn = not stored.turns.get(turn_id)
+        first_of_turn = not stored_turn
         conn.execute(
             _TOUCH_THREAD,
             {
@@ -148,7 +156,9 @@ def insert_turn_entries(
         ]
         if calls:
             conn.execute(_INSERT_CALLS[dialect], calls)
-    return len(created)
+    # The rows as written are the rows a read returns (text and integers); ids ascend in insertion order.
+    by_id = sorted((created[row["entry_id"]], row) for row in rows if row["entry_id"] in created)
+    return [loaded_entry(SimpleNamespace(**row, id=sequence)) for sequence, row in by_id]
 
 
 _STORED_REPEATS = select(EntryRow.content_hash, *ENTRY_COLUMNS).where(
@@ -171,5 +181,5 @@ def _check_repeats(conn: Connection, thread_id: str, repeats: Sequence[NewEntry]
 def turn_entries_lean(conn: Connection, thread_id: str, turn_id: str) -> list[history_pb2.ConversationEntry]:
     """The turn's entries so far, oldest first, with what a message needs (as a history load reads them)."""
     return [
-        loaded_entry(row) for row in conn.execute(_TURN_ENTRIES, {"thread_id": thread_id, "turn_id": turn_id})
+        loaded_entry(row) for row in _TURN_ENTRIES.rows(conn, {"thread_id": thread_id, "turn_id": turn_id})
     ]
