@@ -8,6 +8,12 @@ come from the table. A commit of this process is handed over whole by the
 recorder and dispatched at once when it is the very next id (nothing can be
 missing before it); otherwise it only pokes the reader.
 
+With no observer the reader reads no rows: it only learns how far the table
+goes (a poke's id says it: ids commit in order, so every id below one is
+committed), because a watch that subscribes later reads the table once more
+after subscribing (watch.py). Workers and replicas then pay nothing for each
+other's events until someone watches.
+
 Each observer has a subscription bounded in events and in bytes (a manifest
 can be large; each event's encoded size is computed once). The hub never waits for an observer:
 when a subscription is full it is marked overflowed and dropped, and its stream
@@ -106,6 +112,8 @@ class ManifestHub:
         # Tasks serving a watch stream, so close() can wait for them (see there).
         self._streams: set[asyncio.Task[object]] = set()
         self._wake = asyncio.Event()
+        # The largest id a poke named since the reader last ran (0: none named).
+        self._poked_id = 0
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         # Every event up to this id has been offered to the subscriptions present when it was read.
@@ -118,6 +126,7 @@ class ManifestHub:
     def poke(self, event_id: int | None = None) -> None:
         """New events may exist (up to `event_id` when known)."""
         if event_id is None or event_id > self.last_event_id:
+            self._poked_id = max(self._poked_id, event_id or 0)
             self._wake.set()
 
     def publish(self, event: service_pb2.ManifestEvent) -> None:
@@ -180,12 +189,26 @@ class ManifestHub:
                 async with asyncio.timeout(self._poll_seconds):
                     await self._wake.wait()
             self._wake.clear()
+            poked_id, self._poked_id = self._poked_id, 0
             try:
-                await self._dispatch_new()
+                if not await self._skipped_unwatched(poked_id):
+                    await self._dispatch_new()
             except Exception:
                 log.warning("reading new manifest events failed; retrying in 1s", exc_info=True)
                 await asyncio.sleep(1.0)
                 self._wake.set()
+
+    async def _skipped_unwatched(self, poked_id: int) -> bool:
+        """With nobody subscribed, moves past the newest committed event without reading the rows."""
+        if self._subscriptions:
+            return False
+        newest = poked_id or await newest_event_id(self._engine)
+        if self._subscriptions:
+            # One subscribed during the read: its own last read of the table may predate
+            # what this one saw, so those events must reach it from here.
+            return False
+        self.last_event_id = max(self.last_event_id, newest)
+        return True
 
     async def _dispatch_new(self) -> None:
         while True:
