@@ -2,6 +2,7 @@
 # Throwaway PostgreSQL cluster on loopback for tests.
 #   pg.sh start DIR PORT   install Debian's postgresql if needed, initdb, start
 #   pg.sh stop DIR         fast stop and delete DIR
+# PG_EXTRA_OPTIONS adds server options (`-c name=value ...`).
 # As root the cluster runs as the `postgres` user (PostgreSQL refuses root).
 set -euo pipefail
 cmd=${1:?start|stop}; dir=${2:?DIR}
@@ -33,7 +34,7 @@ start)
   [ "$(id -u)" = 0 ] && chown postgres:postgres "$dir"
   as_owner "$bin/initdb" -D "$dir/data" -A trust -U postgres >/dev/null
   as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w \
-    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off" start >/dev/null
+    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off ${PG_EXTRA_OPTIONS:-}" start >/dev/null
   echo "postgresql+asyncpg://postgres@127.0.0.1:$port/postgres"
   ;;
 stop)

@@ -95,7 +95,7 @@ func main() {
 		"seed the realistic thread instead: this many entries (a multiple of 4) with tool call pairs")
 	flag.BoolVar(&cfg.newTurn, "new-turn", false, "prepare-turn: every call a new turn (default: one turn repeated)")
 	flag.IntVar(&cfg.threads, "threads", 1,
-		"prepare-turn -new-turn: spread the calls over this many created threads, as that many agent loops would")
+		"prepare-turn -new-turn: this many created threads, caller i preparing the rounds of thread i mod N (agent loops)")
 	flag.StringVar(&cfg.provider, "provider", "", "prepare-turn: also render this body (openai-chat | anthropic | gemini | openai-responses)")
 	flag.BoolVar(&cfg.bodyOnly, "provider-body-only", false, "prepare-turn: ask for the provider body only (no ChatRequest)")
 	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "deadline of each call")
@@ -189,7 +189,7 @@ func drive(ctx context.Context, fn call, concurrency int, limit int64) ([]time.D
 	)
 	for w := 0; w < concurrency; w++ {
 		wg.Add(1)
-		go func() {
+		go func(caller context.Context) {
 			defer wg.Done()
 			local := make([]time.Duration, 0, 1024)
 			for ctx.Err() == nil {
@@ -197,7 +197,7 @@ func drive(ctx context.Context, fn call, concurrency int, limit int64) ([]time.D
 					break
 				}
 				t0 := time.Now()
-				_, measured, err := fn(context.Background())
+				_, measured, err := fn(caller)
 				d := time.Since(t0)
 				if measured > 0 {
 					d = measured
@@ -212,7 +212,7 @@ func drive(ctx context.Context, fn call, concurrency int, limit int64) ([]time.D
 			mu.Lock()
 			all = append(all, local...)
 			mu.Unlock()
-		}()
+		}(context.WithValue(context.Background(), callerKey{}, w))
 	}
 	wg.Wait()
 	var first error
@@ -223,6 +223,15 @@ func drive(ctx context.Context, fn call, concurrency int, limit int64) ([]time.D
 }
 
 type errBox struct{ err error }
+
+// callerKey holds, in a call's context, which of drive's callers makes it.
+type callerKey struct{}
+
+// caller is the index of the caller making the call (0 outside drive).
+func caller(ctx context.Context) int {
+	w, _ := ctx.Value(callerKey{}).(int)
+	return w
+}
 
 // pool spreads calls over its connections in turn. Servers of several worker
 // processes share one port, and the kernel gives each connection to one worker:
@@ -353,7 +362,8 @@ func buildPrepareTurn(ctx context.Context, p *pool, cfg config, st *setup) (call
 			n := counter.Add(1)
 			turn := fmt.Sprintf("%s-%08d", prefix, n)
 			req = proto.Clone(template).(*pioneerv1.PrepareTurnRequest)
-			req.ThreadId = threads[n%int64(len(threads))]
+			// Each caller is one agent loop: its rounds go to its own thread, one at a time.
+			req.ThreadId = threads[caller(ctx)%len(threads)]
 			req.TurnId = turn
 			req.NewEntries[0].EntryId = turn + "-user"
 		}
@@ -395,8 +405,9 @@ func buildLoadAfterAppend(ctx context.Context, p *pool, cfg config, st *setup) (
 }
 
 // moreThreads returns `first` and, for -threads N, N-1 more threads created and
-// seeded as `first` was: calls spread over them are N agent loops, each
-// preparing its own thread's rounds, rather than N rounds racing on one thread.
+// seeded as `first` was: caller i prepares the rounds of thread i mod N, so N
+// callers are N agent loops, each preparing its own thread's rounds one at a
+// time, rather than N rounds racing on one thread.
 func moreThreads(ctx context.Context, c *pioneer.Client, cfg config, st *setup, first string) ([]string, error) {
 	threads := []string{first}
 	if cfg.threads <= 1 {

@@ -83,3 +83,20 @@ func TestPoolTakesItsConnectionsInTurn(t *testing.T) {
 		}
 	}
 }
+
+func TestEachCallerKnowsItsIndex(t *testing.T) {
+	var seen [5]atomic.Int64
+	_, _, _ = drive(context.Background(), func(ctx context.Context) (int, time.Duration, error) {
+		seen[caller(ctx)].Add(1)
+		time.Sleep(time.Millisecond) // long enough for every caller to start
+		return 0, 0, nil
+	}, 5, 100)
+	for i := range seen {
+		if seen[i].Load() == 0 {
+			t.Fatalf("caller %d made no call", i)
+		}
+	}
+	if caller(context.Background()) != 0 {
+		t.Fatal("a call outside drive is caller 0")
+	}
+}
