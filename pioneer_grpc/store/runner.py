@@ -11,7 +11,9 @@ runs through SQLAlchemy's `run_sync` on an asyncpg connection, on the event loop
     result = await runner.transact(prepare, work)    # prepare() -> p, then work(conn, p) in one transaction
 
 `runner.read(work)` runs `work(conn)` the same way but outside a transaction, for a
-read of one statement (a history load's state).
+read of one statement (a history load's state). `runner.transact_reading(prepare, work,
+setting)` also returns a session setting as the commit left it (PostgreSQL's event ids are
+drawn inside COMMIT: events/recorder.py).
 
 `prepare` is blocking work that must happen before the transaction (a compile
 reading files): on SQLite it runs in the same thread just before, on PostgreSQL
