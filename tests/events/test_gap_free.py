@@ -55,15 +55,21 @@ async def _server_with(statements: list[str], postgres_url, server_factory):
     return handle
 
 
-async def test_a_late_commit_of_a_smaller_id_still_reaches_observers(postgres_url, server_factory) -> None:
-    handle = await _server_with(SLOW_COMMIT, postgres_url, server_factory)
+async def _slow_then_fast(handle, postgres_url) -> tuple[Observer, int, int, bool]:
+    """An observer; a record that sleeps, and one made while it sleeps: (observer, slow id, fast id,
+    whether the slow one was still pending when the fast one returned)."""
     observer = Observer(handle.channel(), service_pb2.WatchManifestsRequest()).start()
     await observer.wait_live()
-
     slow = asyncio.create_task(handle.ctx.manifests.record("slow", "turn-1", numbered_manifest(1)))
     await wait_until_an_insert_sleeps(postgres_url)
     fast_id = await handle.ctx.manifests.record("fast", "turn-1", numbered_manifest(2))
-    slow_id = await slow
+    pending = not slow.done()
+    return observer, await slow, fast_id, pending
+
+
+async def test_a_late_commit_of_a_smaller_id_still_reaches_observers(postgres_url, server_factory) -> None:
+    handle = await _server_with(SLOW_COMMIT, postgres_url, server_factory)
+    observer, slow_id, fast_id, _ = await _slow_then_fast(handle, postgres_url)
 
     assert slow_id < fast_id
     assert await observer.wait_for_count(2, within=10) == [slow_id, fast_id]
@@ -76,15 +82,9 @@ async def test_a_transaction_slow_before_its_commit_holds_up_no_other_event(
     postgres_url, server_factory
 ) -> None:
     handle = await _server_with(SLOW_INSERT, postgres_url, server_factory)
-    observer = Observer(handle.channel(), service_pb2.WatchManifestsRequest()).start()
-    await observer.wait_live()
+    observer, slow_id, fast_id, slow_was_pending = await _slow_then_fast(handle, postgres_url)
 
-    slow = asyncio.create_task(handle.ctx.manifests.record("slow", "turn-1", numbered_manifest(1)))
-    await wait_until_an_insert_sleeps(postgres_url)
-    fast_id = await handle.ctx.manifests.record("fast", "turn-1", numbered_manifest(2))
-    assert not slow.done()
-    slow_id = await slow
-
+    assert slow_was_pending
     assert 0 < fast_id < slow_id
     assert await observer.wait_for_count(2, within=10) == [fast_id, slow_id]
     async with handle.ctx.engine.connect() as conn:
