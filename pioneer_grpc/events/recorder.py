@@ -15,7 +15,7 @@ that sees N sees every committed id below it; and it is held only inside the
 server's COMMIT, never across the client's pauses between statements, so rounds
 of every worker overlap up to their commits. The trigger leaves the id in the
 session setting `EVENT_ID_SETTING`, read on the same connection after commit
-(`TransactionRunner.transact_reading`; `numbered` finishes the `Recorded`).
+(`TransactionRunner.transact`; `numbered` finishes the `Recorded`).
 
 Retries do not duplicate: when the turn already holds exactly this manifest (a
 PrepareTurn or CompilePrompt repeated for the same turn with the same compile),
@@ -63,7 +63,7 @@ def _check_ids(thread_id: str, turn_id: str) -> None:
 
 @dataclass(frozen=True)
 class PreparedManifest:
-    """A manifest as it will be stored, encoded before any transaction (PostgreSQL holds a global lock)."""
+    """A manifest as it will be stored, encoded before the transaction that holds its turn's row."""
 
     thread_id: str
     turn_id: str
@@ -139,7 +139,7 @@ _UPDATE_TURN = (
 def record_in(conn: Connection, prepared: PreparedManifest, turn: TurnRecord, *, postgres: bool) -> Recorded:
     """Within the caller's transaction, after `lock_turn`: the event and the turn's manifest columns.
 
-    The caller commits with `TransactionRunner.transact_reading(..., EVENT_ID_SETTING)`,
+    The caller commits with `TransactionRunner.transact(..., EVENT_ID_SETTING)`,
     gives `numbered` what it read, and hands that to `ManifestRecorder.published`.
     """
     if turn.event_id is not None and turn.manifest_json == prepared.as_json:
@@ -202,7 +202,7 @@ class ManifestRecorder:
             ensure_thread_in(conn, thread_id)
             return record_in(conn, prepared, lock_turn(conn, thread_id, turn_id), postgres=self.postgres)
 
-        recorded, committed_id = await self._runner.transact_reading(lambda: None, work, EVENT_ID_SETTING)
+        recorded, committed_id = await self._runner.transact(lambda: None, work, EVENT_ID_SETTING)
         recorded = numbered(recorded, committed_id)
         self.published(recorded)
         return recorded.event_id

@@ -376,7 +376,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
         return before[0]
 
     work = partial(_round, ctx, request)
-    done, committed_id = await ctx.runner.transact_reading(prepare, work, EVENT_ID_SETTING)
+    done, committed_id = await ctx.runner.transact(prepare, work, EVENT_ID_SETTING)
     if done.pending or done.recorded is None or done.history is None:
         raise _pending_error(request.turn_id, done.pending)
     recorded = numbered(done.recorded, committed_id)

@@ -8,12 +8,11 @@ to the same file: one hand-off for the round. On PostgreSQL the same function
 runs through SQLAlchemy's `run_sync` on an asyncpg connection, on the event loop.
 
     runner = TransactionRunner.for_engine(engine)
-    result = await runner.transact(prepare, work)    # prepare() -> p, then work(conn, p) in one transaction
+    # prepare() -> p, then work(conn, p) in one transaction; then the session setting, as the commit left it
+    result, value = await runner.transact(prepare, work, setting)
 
 `runner.read(work)` runs `work(conn)` the same way but outside a transaction, for a
-read of one statement (a history load's state). `runner.transact_reading(prepare, work,
-setting)` also returns a session setting as the commit left it (PostgreSQL's event ids are
-drawn inside COMMIT: events/recorder.py).
+read of one statement (a history load's state).
 
 `prepare` is blocking work that must happen before the transaction (a compile
 reading files): on SQLite it runs in the same thread just before, on PostgreSQL
@@ -62,23 +61,17 @@ class TransactionRunner:
             sqlite_pragmas(self._sync)
             self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pioneer-sqlite-round")
 
-    async def transact(self, prepare: Callable[[], P], work: Callable[[Connection, P], R]) -> R:
-        """`work(conn, prepare())`, committed when it returns, rolled back when it raises.
+    async def transact(
+        self, prepare: Callable[[], P], work: Callable[[Connection, P], R], setting: str = ""
+    ) -> tuple[R, str | None]:
+        """`work(conn, prepare())`, committed when it returns, rolled back when it raises; and then
+        the session setting `setting` as the commit left it.
 
         It runs to its end even when the caller is cancelled (store/work.py), and
-        driver failures leave it as domain errors.
-        """
-        result, _ = await run_to_end(self._transact(prepare, work, ""))
-        return result
-
-    async def transact_reading(
-        self, prepare: Callable[[], P], work: Callable[[Connection, P], R], setting: str
-    ) -> tuple[R, str | None]:
-        """As `transact`, and then the session setting `setting` as the commit left it.
-
-        On PostgreSQL a trigger that runs inside COMMIT can leave a value there
-        (migration 0005 leaves the event id it drew); it is read on the same
-        connection in one round trip. None on SQLite, where nothing runs at commit.
+        driver failures leave it as domain errors. On PostgreSQL a trigger that runs
+        inside COMMIT can leave a value in a setting (migration 0005 leaves the event
+        id it drew); it is read on the same connection in one round trip. The value is
+        None on SQLite, where nothing runs at commit, and when `setting` is "".
         """
         return await run_to_end(self._transact(prepare, work, setting))
 
