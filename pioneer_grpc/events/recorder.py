@@ -36,6 +36,7 @@ from pioneer_grpc.events.manifest_json import manifest_json
 from pioneer_grpc.events.queries import EVENTS, TURNS
 from pioneer_grpc.history.entries import id_violation
 from pioneer_grpc.store.clock import now
+from pioneer_grpc.store.driver import Direct
 from pioneer_grpc.store.runner import TransactionRunner
 from pioneer_grpc.store.turns import TurnRecord, ensure_thread_in, lock_turn
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
@@ -120,7 +121,8 @@ _INSERT_EVENT = (
 )
 # PostgreSQL: a provisional id; the commit draws the real one (see the module docstring).
 _INSERT_EVENT_PROVISIONAL = _INSERT_EVENT.values(id=-func.nextval("manifest_events_provisional_id_seq"))
-_UPDATE_TURN = (
+_INSERT_EVENT_SQLITE = Direct(_INSERT_EVENT)
+_UPDATE_TURN = Direct(
     TURNS.update()
     .where(TURNS.c.thread_id == bindparam("b_thread_id"), TURNS.c.turn_id == bindparam("b_turn_id"))
     .values(
@@ -146,17 +148,18 @@ def record_in(conn: Connection, prepared: PreparedManifest, turn: TurnRecord, *,
         return Recorded(turn.event_id, None)
     created = now()
     stored = prepared.manifest
-    event_id: int = conn.execute(
-        _INSERT_EVENT_PROVISIONAL if postgres else _INSERT_EVENT,
-        {
-            "b_thread_id": prepared.thread_id,
-            "b_turn_id": prepared.turn_id,
-            "b_manifest_pb": prepared.encoded,
-            "b_created_at": created,
-        },
-    ).scalar_one()
-    conn.execute(
-        _UPDATE_TURN,
+    event = {
+        "b_thread_id": prepared.thread_id,
+        "b_turn_id": prepared.turn_id,
+        "b_manifest_pb": prepared.encoded,
+        "b_created_at": created,
+    }
+    if postgres:
+        event_id: int = conn.execute(_INSERT_EVENT_PROVISIONAL, event).scalar_one()
+    else:
+        event_id = _INSERT_EVENT_SQLITE.first(conn, event).id
+    _UPDATE_TURN.rows(
+        conn,
         {
             "b_thread_id": prepared.thread_id,
             "b_turn_id": prepared.turn_id,

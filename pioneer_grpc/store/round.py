@@ -30,6 +30,7 @@ from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.driver import Direct
 from pioneer_grpc.store.entries import (
     ENTRY_COLUMNS,
+    ENTRY_VALUE_KEYS,
     LOAD_COLUMNS,
     NewEntry,
     entry_conflict,
@@ -61,7 +62,7 @@ _LOCK_THREAD_SQLITE = Direct(
     .returning(ThreadRow.model)
 )
 # Also counts the turn's new entries as open (and the turn, when they are its first).
-_TOUCH_THREAD = (
+_TOUCH_THREAD = Direct(
     update(ThreadRow)
     .where(ThreadRow.thread_id == bindparam("b_thread_id"))
     .values(
@@ -70,19 +71,25 @@ _TOUCH_THREAD = (
         open_turns=ThreadRow.open_turns + bindparam("b_turns"),
     )
 )
-# Executed with a list of rows: one statement, compiled once, for a batch of any size.
-_INSERT_ENTRIES = {
-    name: dialect.insert(EntryRow.__table__)
+_INSERT_ENTRIES_PG = (
+    postgresql.insert(EntryRow)
     .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
     .returning(EntryRow.id, EntryRow.entry_id)
-    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
-}
-_INSERT_CALLS = {
-    name: dialect.insert(ToolCallRow.__table__).on_conflict_do_nothing(
-        index_elements=["thread_id", "call_id"]
-    )
-    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
-}
+)
+_INSERT_CALLS_PG = postgresql.insert(ToolCallRow).on_conflict_do_nothing(
+    index_elements=["thread_id", "call_id"]
+)
+# On SQLite a row at a time, straight on the driver: a round appends one or a few.
+_INSERT_ENTRY_SQLITE = Direct(
+    sqlite.insert(EntryRow)
+    .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
+    .returning(EntryRow.id, EntryRow.entry_id),
+    column_keys=ENTRY_VALUE_KEYS,
+)
+_INSERT_CALL_SQLITE = Direct(
+    sqlite.insert(ToolCallRow).on_conflict_do_nothing(index_elements=["thread_id", "call_id"]),
+    column_keys=("thread_id", "call_id", "entry_id"),
+)
 _TURN_ENTRIES = Direct(
     select(*LOAD_COLUMNS)
     .where(EntryRow.thread_id == bindparam("thread_id"), EntryRow.turn_id == bindparam("turn_id"))
@@ -128,9 +135,13 @@ def insert_turn_entries(
     if len(stored.stored_entry_ids) < len({new.entry.entry_id for new in new_entries}):
         check(stored)
     moment = now()
-    dialect = conn.dialect.name
+    postgres = conn.dialect.name == "postgresql"
     rows = [entry_values(thread_id, new, tokenizer, moment) for new in new_entries]
-    created = {row.entry_id: row.id for row in conn.execute(_INSERT_ENTRIES[dialect], rows)}
+    if postgres:
+        created = {row.entry_id: row.id for row in conn.execute(_INSERT_ENTRIES_PG, rows)}
+    else:
+        inserted = (_INSERT_ENTRY_SQLITE.first(conn, row) for row in rows)
+        created = {row.entry_id: row.id for row in inserted if row is not None}
     repeats = [new for new in new_entries if new.entry.entry_id not in created]
     if repeats:
         _check_repeats(conn, thread_id, repeats)
@@ -139,8 +150,8 @@ def insert_turn_entries(
         raise turn_completed(thread_id, first)
     if created:
         first_of_turn = not stored_turn
-        conn.execute(
-            _TOUCH_THREAD,
+        _TOUCH_THREAD.rows(
+            conn,
             {
                 "b_thread_id": thread_id,
                 "b_updated_at": moment,
@@ -154,8 +165,11 @@ def insert_turn_entries(
             if new.entry.entry_id in created
             for call in new.entry.tool_calls
         ]
-        if calls:
-            conn.execute(_INSERT_CALLS[dialect], calls)
+        if calls and postgres:
+            conn.execute(_INSERT_CALLS_PG, calls)
+        elif calls:
+            for call_row in calls:
+                _INSERT_CALL_SQLITE.rows(conn, call_row)
     # The rows as written are the rows a read returns (text and integers); ids ascend in insertion order.
     by_id = sorted((created[row["entry_id"]], row) for row in rows if row["entry_id"] in created)
     return [loaded_entry(SimpleNamespace(**row, id=sequence)) for sequence, row in by_id]

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from pioneer_grpc.history.budget import DEFAULT_MAX_CONTEXT_TOKENS, DEFAULT_RESPONSE_RESERVE_TOKENS
 from pioneer_grpc.store.clock import now
+from pioneer_grpc.store.driver import Direct
 from pioneer_grpc.store.models import ThreadRow, TurnRow
 from pioneer_grpc.v1 import history_pb2
 
@@ -97,7 +98,10 @@ def _lock_turn_statement(dialect: Any) -> Any:
 
 
 # Built once per dialect: building a statement costs more Python than running it, every round.
-_LOCK_TURN = {"postgresql": _lock_turn_statement(postgresql), "sqlite": _lock_turn_statement(sqlite)}
+_LOCK_TURN_PG = _lock_turn_statement(postgresql)
+_LOCK_TURN_SQLITE = Direct(
+    _lock_turn_statement(sqlite), column_keys=("thread_id", "turn_id", "status", "created_at", "updated_at")
+)
 
 
 def lock_turn(conn: Connection, thread_id: str, turn_id: str) -> TurnRecord:
@@ -114,5 +118,8 @@ def lock_turn(conn: Connection, thread_id: str, turn_id: str) -> TurnRecord:
         "created_at": moment,
         "updated_at": moment,
     }
-    row = conn.execute(_LOCK_TURN[conn.dialect.name], values).one()
+    if conn.dialect.name == "postgresql":
+        row = conn.execute(_LOCK_TURN_PG, values).one()
+    else:
+        row = _LOCK_TURN_SQLITE.first(conn, values)
     return TurnRecord(row.status, row.prompt_manifest_json, row.manifest_event_id)
