@@ -48,6 +48,7 @@ from pioneer_grpc.history.tokens import TOKENIZER, count_blocking
 from pioneer_grpc.providers.prefix import render_prefix
 from pioneer_grpc.providers.render import RenderedRequest, render_after
 from pioneer_grpc.providers.validate import tool_rule_violations
+from pioneer_grpc.remembered import Remembered
 from pioneer_grpc.service import history_load, observe, token_fit
 from pioneer_grpc.service.cache_fit import anthropic_stable_cacheable_blocking
 from pioneer_grpc.service.context import ServiceContext
@@ -93,11 +94,14 @@ def _named_as_request_fields() -> Iterator[None]:
         raise InvalidArgument.of(violations, reason=exc.reason) from exc
 
 
-def _checked_entries(request: turn_service_pb2.PrepareTurnRequest) -> list[history_pb2.ConversationEntry]:
+def _checked_entries(
+    request: turn_service_pb2.PrepareTurnRequest, head: chat_pb2.ChatRequest | None
+) -> list[history_pb2.ConversationEntry]:
     """The new entries as they will be stored (the request's turn id on each); every violation at once.
 
     Everything that can be rejected without the database is checked here, before
-    anything is stored: ids, the new entries, the compile input and the tool rules.
+    anything is stored: ids, the new entries, the compile input and the tool rules
+    (of `head`, the ChatRequest without messages; None when it is known clean).
     """
     violations = [id_violation(name, getattr(request, name)) for name in ("thread_id", "turn_id")]
     entries = []
@@ -119,21 +123,34 @@ def _checked_entries(request: turn_service_pb2.PrepareTurnRequest) -> list[histo
         violations.append(FieldViolation("provider_body_only", "name a provider to ask for its body only"))
     for violation in [
         *input_violations(request.compile_input),
-        *tool_rule_violations(request.provider, _chat_request(request, request.model, [])),
+        *(tool_rule_violations(request.provider, head) if head is not None else ()),
     ]:
         violations.append(FieldViolation(_own_field(violation.field), violation.description))
     InvalidArgument.raise_if(violations)
     return entries
 
 
+# Encoded ChatRequests without messages (with the provider) whose fields passed their caps and tool rules.
+_known_clean_heads: Remembered[bool] = Remembered(2 * 1024 * 1024)
+
+
 def _checked_request(request: turn_service_pb2.PrepareTurnRequest) -> list[history_pb2.ConversationEntry]:
     """Caps first, then every other check; blocking (a request at its caps is megabytes).
 
-    A compile input seen valid before (the same every round) is not walked again.
+    What an agent loop sends the same every round is not walked again once a
+    round passed with it: the compile input, and the model, tools and options
+    (checked as the ChatRequest they make, which is the key remembered).
     """
-    skip = ("compile_input",) if known_valid(request.compile_input) else ()
+    skip: tuple[str, ...] = ("compile_input",) if known_valid(request.compile_input) else ()
+    head = _chat_request(request, request.model, [])
+    head_key = b"%d:" % request.provider + head.SerializeToString(deterministic=True)
+    clean_head = _known_clean_heads.get(head_key) is not None
+    if clean_head:
+        skip += _TOP_LEVEL
     InvalidArgument.raise_if(violations_of(request, skip=skip))
-    return _checked_entries(request)
+    entries = _checked_entries(request, None if clean_head else head)
+    _known_clean_heads.put(head_key, True)
+    return entries
 
 
 def _chat_request(

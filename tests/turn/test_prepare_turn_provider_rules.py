@@ -56,3 +56,37 @@ async def test_gemini_parallel_false_comes_back_as_a_notice_on_the_request_field
     body = json.loads(reply.provider_body_json)
     assert set(body) == {"systemInstruction", "contents", "tools"}
     assert reply.history_report.decision == history_pb2.HISTORY_DECISION_FULL
+
+
+async def test_a_head_that_passed_for_one_provider_is_checked_again_for_another(server):
+    """Rounds skip re-checking the tools and options they passed with before, but only for the same provider."""
+    c = Client(server)
+    await c.thread("t-again")
+    request = turn_service_pb2.PrepareTurnRequest(
+        thread_id="t-again",
+        turn_id="turn-1",
+        new_entries=[user("u1", "Weather in Oslo?")],
+        compile_input=compile_input(),
+        tools=[weather_tool()],
+        tool_choice=chat_pb2.ToolChoice(mode=chat_pb2.TOOL_CHOICE_MODE_REQUIRED),
+        reasoning=chat_pb2.Reasoning(effort=chat_pb2.REASONING_EFFORT_LOW),
+        provider=P.PROVIDER_OPENAI_CHAT_COMPLETIONS,
+    )
+    await c.turns.PrepareTurn(request)
+    await c.turns.PrepareTurn(request)  # the same head, now remembered clean
+    request.turn_id = "turn-2"
+    request.new_entries[0].entry_id = "u2"
+    request.provider = P.PROVIDER_ANTHROPIC_MESSAGES
+    for _ in range(2):  # a refused head is not remembered either
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await c.turns.PrepareTurn(request)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert bad_fields(info.value) == ["tool_choice.mode"]
+    assert await c.entry_count("t-again") == 1
+    # The head clean for OpenAI again, with a new entry that breaks its own rules: still refused.
+    request.provider = P.PROVIDER_OPENAI_CHAT_COMPLETIONS
+    request.new_entries[0].ClearField("content")
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await c.turns.PrepareTurn(request)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert await c.entry_count("t-again") == 1
