@@ -21,15 +21,19 @@ in a worker thread.
 The SQLite connection is a second connection to the store in this process; the
 two (and those of other worker processes) meet on SQLite's lock with the busy
 timeout, as separate processes always do. Every write transaction starts with a
-write, so none fails on a stale read snapshot.
+write, so none fails on a stale read snapshot. The thread keeps that one
+connection open between transactions (taking it from the pool and giving it back
+cost as much Python as a round's writes); SQLAlchemy replaces it when a failure
+invalidates it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
 from typing import TypeVar
 
 from sqlalchemy import create_engine
@@ -48,6 +52,8 @@ class TransactionRunner:
         self._engine = engine
         self._postgres = engine.dialect.name == "postgresql"
         self._sync: Engine | None = None
+        # Used by the SQLite thread only; opened on its first transaction.
+        self._sync_conn: Connection | None = None
         self._thread: ThreadPoolExecutor | None = None
         if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
             url = engine.url.set(drivername="sqlite")
@@ -87,11 +93,12 @@ class TransactionRunner:
         if self._sync is None:
             async with self._engine.connect() as conn:
                 return await conn.run_sync(work)
-        sync = self._sync
 
         def run() -> R:
-            with sync.connect() as conn:
-                return work(conn)
+            with self._thread_connection() as conn:
+                result = work(conn)
+                conn.rollback()  # what SQLAlchemy began for the read, if anything
+                return result
 
         context = contextvars.copy_context()
         return await asyncio.get_running_loop().run_in_executor(self._thread, context.run, run)
@@ -110,19 +117,38 @@ class TransactionRunner:
                 driver = (await conn.get_raw_connection()).driver_connection
                 value = await driver.fetchval("SELECT current_setting($1, true)", setting)  # type: ignore[union-attr]
                 return result, value
-        sync = self._sync
 
         def run() -> R:
             prepared = prepare()
-            with sync.begin() as conn:
+            with self._thread_connection() as conn, conn.begin():
                 return work(conn, prepared)
 
         # In the caller's context (the RPC's trace span, as asyncio.to_thread would do).
         context = contextvars.copy_context()
         return await asyncio.get_running_loop().run_in_executor(self._thread, context.run, run), None
 
+    @contextmanager
+    def _thread_connection(self) -> Iterator[Connection]:
+        """The SQLite thread's connection (in that thread only), given back to the pool when work fails:
+        the next transaction starts on a connection the pool has reset, as it always did."""
+        if self._sync_conn is None:
+            assert self._sync is not None
+            self._sync_conn = self._sync.connect()
+        try:
+            yield self._sync_conn
+        except BaseException:
+            self._close_thread_connection()
+            raise
+
+    def _close_thread_connection(self) -> None:
+        conn, self._sync_conn = self._sync_conn, None
+        if conn is not None:
+            with suppress(Exception):  # a failing database: the pool discards the connection
+                conn.close()
+
     async def close(self) -> None:
         if self._thread is not None:
+            await asyncio.get_running_loop().run_in_executor(self._thread, self._close_thread_connection)
             self._thread.shutdown(wait=True)
         if self._sync is not None:
             self._sync.dispose()
