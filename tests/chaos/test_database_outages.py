@@ -11,7 +11,14 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2
 from grpc_status import rpc_status
 
-from pioneer_grpc.v1 import history_pb2, history_service_pb2, history_service_pb2_grpc
+from pioneer_grpc.v1 import (
+    history_pb2,
+    history_service_pb2,
+    history_service_pb2_grpc,
+    prompt_pb2,
+    turn_service_pb2,
+    turn_service_pb2_grpc,
+)
 from tests.chaos.conftest import fill, wait_health
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -22,6 +29,18 @@ USER = history_pb2.ENTRY_ROLE_USER
 def _entry(entry_id: str, content: str = "") -> history_pb2.ConversationEntry:
     return history_pb2.ConversationEntry(
         entry_id=entry_id, turn_id=f"turn-{entry_id}", role=USER, content=content or f"text {entry_id}"
+    )
+
+
+def _round(entry_id: str, content: str) -> turn_service_pb2.PrepareTurnRequest:
+    """A PrepareTurn appending one entry, in the turn `_entry` gives it."""
+    entry = _entry(entry_id, content)
+    return turn_service_pb2.PrepareTurnRequest(
+        thread_id="t",
+        turn_id=entry.turn_id,
+        model="claude-sonnet-4-5",
+        new_entries=[entry],
+        compile_input=prompt_pb2.PromptCompileInput(profile=prompt_pb2.PROMPT_PROFILE_MINIMAL),
     )
 
 
@@ -176,8 +195,19 @@ async def test_disk_full_then_space_returns(small_tmpfs, server_factory):
             contents[f"full-{i}"] = big
         except grpc.aio.AioRpcError as error:
             codes.add(f"{error.code().name}/{_reason(error)}")
-    print(f"while full: {len(acknowledged)} acknowledged in all, failures {codes}")
+    # PrepareTurn writes on its own connection (store/runner.py): refused the same way.
+    turns = turn_service_pb2_grpc.TurnServiceStub(channel)
+    round_codes = set()
+    for i in range(10):
+        try:
+            await turns.PrepareTurn(_round(f"round-{i}", big), timeout=30)
+            acknowledged.append(f"round-{i}")
+            contents[f"round-{i}"] = big
+        except grpc.aio.AioRpcError as error:
+            round_codes.add(f"{error.code().name}/{_reason(error)}")
+    print(f"while full: {len(acknowledged)} acknowledged in all, failures {codes} and {round_codes}")
     assert codes == {"RESOURCE_EXHAUSTED/DISK_FULL"}, codes
+    assert round_codes == {"RESOURCE_EXHAUSTED/DISK_FULL"}, round_codes
     # Reads are still served.
     thread = (await history.GetThread(history_service_pb2.GetThreadRequest(thread_id="t"))).thread
     assert thread.entry_count == len(acknowledged)
@@ -189,4 +219,8 @@ async def test_disk_full_then_space_returns(small_tmpfs, server_factory):
         history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry("after", big)]), timeout=30
     )
     acknowledged.append("after")
+    # And the round's connection, given up by the failures, is a working one again.
+    await turns.PrepareTurn(_round("round-after", big), timeout=30)
+    acknowledged.append("round-after")
+    contents["round-after"] = big
     await _all_stored(history, "t", acknowledged, contents)
