@@ -95,13 +95,14 @@ def _named_as_request_fields() -> Iterator[None]:
 
 
 def _checked_entries(
-    request: turn_service_pb2.PrepareTurnRequest, head: chat_pb2.ChatRequest | None
+    request: turn_service_pb2.PrepareTurnRequest, input_known_valid: bool, head: chat_pb2.ChatRequest | None
 ) -> list[history_pb2.ConversationEntry]:
     """The new entries as they will be stored (the request's turn id on each); every violation at once.
 
     Everything that can be rejected without the database is checked here, before
-    anything is stored: ids, the new entries, the compile input and the tool rules
-    (of `head`, the ChatRequest without messages; None when it is known clean).
+    anything is stored: ids, the new entries, the compile input (unless known
+    valid) and the tool rules (of `head`, the ChatRequest without messages; None
+    when it is known clean).
     """
     violations = [id_violation(name, getattr(request, name)) for name in ("thread_id", "turn_id")]
     entries = []
@@ -122,7 +123,7 @@ def _checked_entries(
     if request.provider_body_only and request.provider == provider_service_pb2.PROVIDER_UNSPECIFIED:
         violations.append(FieldViolation("provider_body_only", "name a provider to ask for its body only"))
     for violation in [
-        *input_violations(request.compile_input),
+        *(input_violations(request.compile_input) if not input_known_valid else ()),
         *(tool_rule_violations(request.provider, head) if head is not None else ()),
     ]:
         violations.append(FieldViolation(_own_field(violation.field), violation.description))
@@ -141,14 +142,15 @@ def _checked_request(request: turn_service_pb2.PrepareTurnRequest) -> list[histo
     round passed with it: the compile input, and the model, tools and options
     (checked as the ChatRequest they make, which is the key remembered).
     """
-    skip: tuple[str, ...] = ("compile_input",) if known_valid(request.compile_input) else ()
+    input_known_valid = known_valid(request.compile_input)
+    skip: tuple[str, ...] = ("compile_input",) if input_known_valid else ()
     head = _chat_request(request, request.model, [])
     head_key = b"%d:" % request.provider + head.SerializeToString(deterministic=True)
     clean_head = _known_clean_heads.get(head_key) is not None
     if clean_head:
         skip += _TOP_LEVEL
     InvalidArgument.raise_if(violations_of(request, skip=skip))
-    entries = _checked_entries(request, None if clean_head else head)
+    entries = _checked_entries(request, input_known_valid, None if clean_head else head)
     _known_clean_heads.put(head_key, True)
     return entries
 
