@@ -38,9 +38,13 @@ async def run_to_end(work: Awaitable[T]) -> T:
     cancelled: asyncio.CancelledError | None = None
     while not task.done():
         try:
-            await asyncio.wait((task,))
+            await asyncio.shield(task)
         except asyncio.CancelledError as exc:
-            cancelled = exc
+            caller = asyncio.current_task()
+            if not task.cancelled() or (caller is not None and caller.cancelling()):
+                cancelled = exc  # the caller's (else the work's own, raised by task.result() below)
+        except Exception:
+            pass  # the work's failure: mapped below
     if cancelled is not None:
         if not task.cancelled():
             task.exception()  # retrieved: the caller is gone and will not see it
