@@ -59,7 +59,7 @@ async def test_gemini_parallel_false_comes_back_as_a_notice_on_the_request_field
 
 
 async def test_a_head_that_passed_for_one_provider_is_checked_again_for_another(server):
-    """Rounds skip re-checking the tools and options they passed with before, but only for the same provider."""
+    """Tools and options that passed once are not checked again, but only for the same provider."""
     c = Client(server)
     await c.thread("t-again")
     request = turn_service_pb2.PrepareTurnRequest(
