@@ -135,9 +135,12 @@ def _checked_entries(
 _known_clean_heads: Remembered[bool] = Remembered(2 * 1024 * 1024)
 
 
-def _checked_request(request: turn_service_pb2.PrepareTurnRequest) -> list[history_pb2.ConversationEntry]:
-    """Caps first, then every other check; blocking (a request at its caps is megabytes).
+def _checked_request(
+    request: turn_service_pb2.PrepareTurnRequest,
+) -> tuple[list[history_pb2.ConversationEntry], chat_pb2.ChatRequest]:
+    """The new entries to store, and the ChatRequest without messages (the request's model on it).
 
+    Caps first, then every other check; blocking (a request at its caps is megabytes).
     What an agent loop sends the same every round is not walked again once a
     round passed with it: the compile input, and the model, tools and options
     (checked as the ChatRequest they make, which is the key remembered).
@@ -152,7 +155,7 @@ def _checked_request(request: turn_service_pb2.PrepareTurnRequest) -> list[histo
     InvalidArgument.raise_if(violations_of(request, skip=skip))
     entries = _checked_entries(request, input_known_valid, None if clean_head else head)
     _known_clean_heads.put(head_key, True)
-    return entries
+    return entries, head
 
 
 def _chat_request(
@@ -220,11 +223,16 @@ MESSAGES_FIELD = chat_pb2.ChatRequest.DESCRIPTOR.fields_by_name["messages"].numb
 
 @dataclass(frozen=True)
 class _Before:
-    """What the round needs before its transaction: the compile, the new entries, the manifest to record."""
+    """What the round needs before its transaction: the ChatRequest without messages, its compiled
+    prompt filled in; the new entries; the manifest to record."""
 
-    payload: prompt_pb2.CompiledPromptPayload
+    head: chat_pb2.ChatRequest
     new_entries: list[entry_store.NewEntry]
     manifest: PreparedManifest
+
+    @property
+    def payload(self) -> prompt_pb2.CompiledPromptPayload:
+        return self.head.compiled_prompt
 
 
 @dataclass(frozen=True)
@@ -242,10 +250,11 @@ class _Round:
 def _before_round(
     ctx: ServiceContext,
     request: turn_service_pb2.PrepareTurnRequest,
-    entries: list[history_pb2.ConversationEntry],
+    checked: tuple[list[history_pb2.ConversationEntry], chat_pb2.ChatRequest],
 ) -> _Before:
     """Blocking work before the transaction: compile, count and hash the new entries, encode the manifest."""
-    payload = prompt_pb2.CompiledPromptPayload()
+    entries, head = checked
+    payload = head.compiled_prompt
     with _named_as_request_fields(), ctx.telemetry.span("pioneer.compile") as span:
         hit = ctx.compile_cache.compile_into(
             payload,
@@ -259,9 +268,7 @@ def _before_round(
         entry_store.NewEntry(entry, content_hash(entry), sum(count_blocking(entry_counted_texts(entry))))
         for entry in entries
     ]
-    return _Before(
-        payload, new_entries, prepare_manifest(request.thread_id, request.turn_id, payload.manifest)
-    )
+    return _Before(head, new_entries, prepare_manifest(request.thread_id, request.turn_id, payload.manifest))
 
 
 def _in_thread_tokenizer(
@@ -402,15 +409,14 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     if recorded is not done.recorded:
         ctx.telemetry.current_span().set_attribute(tracing.MANIFEST_EVENT_ID, recorded.event_id)
     ctx.manifests.published(recorded)
-    payload = before[0].payload
     if not request.model:
         observe.model_chosen(ctx, done.model)  # the thread's
     history, report, cached = await _history_of(ctx, request, done.history)
     report.diagnostics.extend(done.repairs)
     # As LoadConversationHistory says: other turns not completed are left out of history.
     report.diagnostics.extend(history_load.left_out(*done.left_out))
-    head = _chat_request(request, done.model, [])
-    head.compiled_prompt.CopyFrom(payload)
+    head = before[0].head
+    head.model = done.model
     prepared = PreparedTurn(head, history, done.current, report, recorded.event_id)
     if request.provider != provider_service_pb2.PROVIDER_UNSPECIFIED:
         attributes = observe.render_attributes(ctx, request.provider, done.model)
