@@ -6,7 +6,7 @@ the recorder: thread row, turn row, then the event lock):
     locked = lock_thread(conn, thread_id)          # NotFound; serialises the thread's rounds
     turn = lock_turn(conn, thread_id, turn_id)     # store.turns: creates or locks the turn
     stored = turn_entries_lean(conn, thread_id, turn_id)
-    created = insert_turn_entries(conn, ..., stored)   # one INSERT for the batch
+    created = insert_turn_entries(conn, ..., stored)   # one INSERT (on SQLite, one a row)
     current = [*stored, *created]                  # the turn's entries, as a read would give them
     ... the history load and the manifest record on the same connection ...
 

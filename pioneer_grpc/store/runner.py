@@ -23,8 +23,8 @@ two (and those of other worker processes) meet on SQLite's lock with the busy
 timeout, as separate processes always do. Every write transaction starts with a
 write, so none fails on a stale read snapshot. The thread keeps that one
 connection open between transactions (taking it from the pool and giving it back
-cost as much Python as a round's writes); SQLAlchemy replaces it when a failure
-invalidates it.
+cost as much Python as a round's writes); work that fails gives it back to the
+pool, which resets or discards it, and the next transaction takes another.
 """
 
 from __future__ import annotations
