@@ -55,6 +55,7 @@ class TransactionRunner:
         # Used by the SQLite thread only; opened on its first transaction.
         self._sync_conn: Connection | None = None
         self._thread: ThreadPoolExecutor | None = None
+        self._closed = False
         if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
             url = engine.url.set(drivername="sqlite")
             self._sync = create_engine(
@@ -147,6 +148,10 @@ class TransactionRunner:
                 conn.close()
 
     async def close(self) -> None:
+        """Closes the SQLite thread's connection and the thread; again, it does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         if self._thread is not None:
             await asyncio.get_running_loop().run_in_executor(self._thread, self._close_thread_connection)
             self._thread.shutdown(wait=True)
