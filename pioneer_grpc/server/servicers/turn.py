@@ -13,8 +13,11 @@ from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.turn import prepare_turn
 from pioneer_grpc.v1 import provider_service_pb2, turn_service_pb2, turn_service_pb2_grpc
 
-CHAT_REQUEST_FIELD = turn_service_pb2.PrepareTurnResponse.DESCRIPTOR.fields_by_name["chat_request"].number
-BODY_FIELD = turn_service_pb2.PrepareTurnResponse.DESCRIPTOR.fields_by_name["provider_body_json"].number
+_FIELDS = turn_service_pb2.PrepareTurnResponse.DESCRIPTOR.fields_by_name
+CHAT_REQUEST_FIELD = _FIELDS["chat_request"].number
+BODY_FIELD = _FIELDS["provider_body_json"].number
+REPORT_FIELD = _FIELDS["history_report"].number
+MANIFEST_FIELD = _FIELDS["manifest"].number
 
 
 class TurnServicer(turn_service_pb2_grpc.TurnServiceServicer):
@@ -25,12 +28,12 @@ class TurnServicer(turn_service_pb2_grpc.TurnServiceServicer):
         self, request: turn_service_pb2.PrepareTurnRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
         prepared = await prepare_turn(self.ctx, request)
-        response = turn_service_pb2.PrepareTurnResponse(
-            history_report=prepared.history_report,
-            manifest=prepared.manifest,
-            manifest_event_id=prepared.manifest_event_id,
-        )
-        tail: list[bytes] = []
+        response = turn_service_pb2.PrepareTurnResponse(manifest_event_id=prepared.manifest_event_id)
+        # Encoded where they are rather than copied into the response first.
+        tail = [
+            wire.field_record(REPORT_FIELD, prepared.history_report.SerializeToString()),
+            wire.field_record(MANIFEST_FIELD, prepared.manifest.SerializeToString()),
+        ]
         if prepared.rendered is not None:
             response.provider_path = prepared.rendered.path
             response.provider_notices.extend(
