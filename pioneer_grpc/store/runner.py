@@ -80,7 +80,15 @@ class TransactionRunner:
         id it drew); it is read on the same connection in one round trip. The value is
         None on SQLite, where nothing runs at commit, and when `setting` is "".
         """
-        return await run_to_end(self._transact(prepare, work, setting))
+        if self._sync is None:
+            return await run_to_end(self._transact_async(prepare, work, setting))
+
+        def run() -> R:
+            prepared = prepare()
+            with self._thread_connection() as conn, conn.begin():
+                return work(conn, prepared)
+
+        return await run_to_end(self._in_thread(run)), None
 
     async def read(self, work: Callable[[Connection], R]) -> R:
         """`work(conn)` outside a transaction: for a read of one statement, which is its own snapshot.
@@ -88,12 +96,8 @@ class TransactionRunner:
         On SQLite nothing is begun or committed around it (one hop, and only the
         statement's own work there); on PostgreSQL it runs through `run_sync`.
         """
-        return await run_to_end(self._read(work))
-
-    async def _read(self, work: Callable[[Connection], R]) -> R:
         if self._sync is None:
-            async with self._engine.connect() as conn:
-                return await conn.run_sync(work)
+            return await run_to_end(self._read_async(work))
 
         def run() -> R:
             with self._thread_connection() as conn:
@@ -101,32 +105,31 @@ class TransactionRunner:
                 conn.rollback()  # what SQLAlchemy began for the read, if anything
                 return result
 
-        context = contextvars.copy_context()
-        return await asyncio.get_running_loop().run_in_executor(self._thread, context.run, run)
+        return await run_to_end(self._in_thread(run))
 
-    async def _transact(
+    def _in_thread(self, run: Callable[[], R]) -> asyncio.Future[R]:
+        """`run` on the SQLite thread, in the caller's context (its trace span, as asyncio.to_thread
+        would do); a future of its own, so run_to_end needs no task to wait on it."""
+        context = contextvars.copy_context()
+        return asyncio.get_running_loop().run_in_executor(self._thread, context.run, run)
+
+    async def _read_async(self, work: Callable[[Connection], R]) -> R:
+        async with self._engine.connect() as conn:
+            return await conn.run_sync(work)
+
+    async def _transact_async(
         self, prepare: Callable[[], P], work: Callable[[Connection, P], R], setting: str
     ) -> tuple[R, str | None]:
-        if self._sync is None:
-            prepared = await asyncio.to_thread(prepare)
-            async with self._engine.connect() as conn:
-                async with conn.begin():
-                    result = await conn.run_sync(work, prepared)
-                if not setting or not self._postgres:
-                    return result, None
-                # Outside any transaction, straight on the driver: one round trip, no BEGIN.
-                driver = (await conn.get_raw_connection()).driver_connection
-                value = await driver.fetchval("SELECT current_setting($1, true)", setting)  # type: ignore[union-attr]
-                return result, value
-
-        def run() -> R:
-            prepared = prepare()
-            with self._thread_connection() as conn, conn.begin():
-                return work(conn, prepared)
-
-        # In the caller's context (the RPC's trace span, as asyncio.to_thread would do).
-        context = contextvars.copy_context()
-        return await asyncio.get_running_loop().run_in_executor(self._thread, context.run, run), None
+        prepared = await asyncio.to_thread(prepare)
+        async with self._engine.connect() as conn:
+            async with conn.begin():
+                result = await conn.run_sync(work, prepared)
+            if not setting or not self._postgres:
+                return result, None
+            # Outside any transaction, straight on the driver: one round trip, no BEGIN.
+            driver = (await conn.get_raw_connection()).driver_connection
+            value = await driver.fetchval("SELECT current_setting($1, true)", setting)  # type: ignore[union-attr]
+            return result, value
 
     @contextmanager
     def _thread_connection(self) -> Iterator[Connection]:
