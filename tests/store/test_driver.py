@@ -14,21 +14,25 @@ from pioneer_grpc.store.models import Base, EntryRow, ThreadRow
 from pioneer_grpc.store.round import _INSERT_ENTRY_SQLITE, _TURN_ENTRIES
 
 
+def _insert_thread(conn, moment: datetime) -> None:
+    conn.execute(
+        ThreadRow.__table__.insert(),
+        {
+            "thread_id": "t",
+            "max_context_tokens": 1,
+            "response_reserve_tokens": 1,
+            "created_at": moment,
+            "updated_at": moment,
+        },
+    )
+
+
 def test_rows_on_the_driver_are_the_rows_sqlalchemy_reads(tmp_path):
     engine = create_engine(f"sqlite:///{tmp_path / 'store.db'}")
     Base.metadata.create_all(engine)
     moment = datetime(2026, 11, 30, tzinfo=UTC)
     with engine.begin() as conn:
-        conn.execute(
-            ThreadRow.__table__.insert(),
-            {
-                "thread_id": "t",
-                "max_context_tokens": 1,
-                "response_reserve_tokens": 1,
-                "created_at": moment,
-                "updated_at": moment,
-            },
-        )
+        _insert_thread(conn, moment)
         conn.execute(
             EntryRow.__table__.insert(),
             [
@@ -95,16 +99,7 @@ def test_converted_parameters_are_written_as_sqlalchemy_writes_them(tmp_path):
         engine = create_engine(f"sqlite:///{path}")
         Base.metadata.create_all(engine)
         with engine.begin() as conn:
-            conn.execute(
-                ThreadRow.__table__.insert(),
-                {
-                    "thread_id": "t",
-                    "max_context_tokens": 1,
-                    "response_reserve_tokens": 1,
-                    "created_at": moment,
-                    "updated_at": moment,
-                },
-            )
+            _insert_thread(conn, moment)
             if way == "direct":
                 returned = _INSERT_ENTRY_SQLITE.first(conn, row)
             else:

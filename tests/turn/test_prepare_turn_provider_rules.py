@@ -13,19 +13,24 @@ from tests.turn.test_prepare_turn import Client, bad_fields, compile_input, user
 P = provider_service_pb2
 
 
-async def test_anthropic_forced_tool_choice_with_thinking_is_refused_before_anything_is_stored(server):
-    c = Client(server)
-    await c.thread("t-think")
-    request = turn_service_pb2.PrepareTurnRequest(
-        thread_id="t-think",
+def _forced_tool_with_thinking(thread_id: str, provider: int) -> turn_service_pb2.PrepareTurnRequest:
+    """A round that forces a tool call with thinking on: Anthropic refuses the pair, OpenAI does not."""
+    return turn_service_pb2.PrepareTurnRequest(
+        thread_id=thread_id,
         turn_id="turn-1",
         new_entries=[user("u1", "Weather in Oslo?")],
         compile_input=compile_input(),
         tools=[weather_tool()],
         tool_choice=chat_pb2.ToolChoice(mode=chat_pb2.TOOL_CHOICE_MODE_REQUIRED),
         reasoning=chat_pb2.Reasoning(effort=chat_pb2.REASONING_EFFORT_LOW),
-        provider=P.PROVIDER_ANTHROPIC_MESSAGES,
+        provider=provider,
     )
+
+
+async def test_anthropic_forced_tool_choice_with_thinking_is_refused_before_anything_is_stored(server):
+    c = Client(server)
+    await c.thread("t-think")
+    request = _forced_tool_with_thinking("t-think", P.PROVIDER_ANTHROPIC_MESSAGES)
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await c.turns.PrepareTurn(request)
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -62,16 +67,7 @@ async def test_a_head_that_passed_for_one_provider_is_checked_again_for_another(
     """Tools and options that passed once are not checked again, but only for the same provider."""
     c = Client(server)
     await c.thread("t-again")
-    request = turn_service_pb2.PrepareTurnRequest(
-        thread_id="t-again",
-        turn_id="turn-1",
-        new_entries=[user("u1", "Weather in Oslo?")],
-        compile_input=compile_input(),
-        tools=[weather_tool()],
-        tool_choice=chat_pb2.ToolChoice(mode=chat_pb2.TOOL_CHOICE_MODE_REQUIRED),
-        reasoning=chat_pb2.Reasoning(effort=chat_pb2.REASONING_EFFORT_LOW),
-        provider=P.PROVIDER_OPENAI_CHAT_COMPLETIONS,
-    )
+    request = _forced_tool_with_thinking("t-again", P.PROVIDER_OPENAI_CHAT_COMPLETIONS)
     await c.turns.PrepareTurn(request)
     await c.turns.PrepareTurn(request)  # the same head, now remembered clean
     request.turn_id = "turn-2"
