@@ -250,10 +250,11 @@ class _Round:
 def _before_round(
     ctx: ServiceContext,
     request: turn_service_pb2.PrepareTurnRequest,
-    checked: tuple[list[history_pb2.ConversationEntry], chat_pb2.ChatRequest],
+    entries: list[history_pb2.ConversationEntry],
+    head: chat_pb2.ChatRequest,
 ) -> _Before:
-    """Blocking work before the transaction: compile, count and hash the new entries, encode the manifest."""
-    entries, head = checked
+    """Blocking work before the transaction: compile into `head`, count and hash the new entries,
+    encode the manifest."""
     payload = head.compiled_prompt
     with _named_as_request_fields(), ctx.telemetry.span("pioneer.compile") as span:
         hit = ctx.compile_cache.compile_into(
@@ -398,7 +399,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
 
     def prepare() -> _Before:
         # Off the event loop: a request at its caps is megabytes to check, hash and count.
-        before.append(_before_round(ctx, request, _checked_request(request)))
+        before.append(_before_round(ctx, request, *_checked_request(request)))
         return before[0]
 
     work = partial(_round, ctx, request)

@@ -224,26 +224,6 @@ async def _record_calls(session: AsyncSession, thread_id: str, entry: history_pb
         )
 
 
-# The columns `entry_values` gives, in its order.
-ENTRY_VALUE_KEYS = (
-    "thread_id",
-    "entry_id",
-    "turn_id",
-    "role",
-    "content",
-    "tool_calls_json",
-    "tool_call_id",
-    "name",
-    "artifact_refs_json",
-    "reasoning_content",
-    "content_hash",
-    "token_count",
-    "tokenizer",
-    "completed",
-    "created_at",
-)
-
-
 def entry_values(thread_id: str, new: NewEntry, tokenizer: str, moment: datetime) -> dict[str, Any]:
     """The row of a new entry (not completed)."""
     entry = new.entry
@@ -264,6 +244,10 @@ def entry_values(thread_id: str, new: NewEntry, tokenizer: str, moment: datetime
         "completed": False,
         "created_at": moment,
     }
+
+
+# The columns `entry_values` gives, in its order (an INSERT compiled once names them).
+ENTRY_VALUE_KEYS = tuple(entry_values("", NewEntry(history_pb2.ConversationEntry(), "", 0), "", datetime.min))
 
 
 async def append_entries(
