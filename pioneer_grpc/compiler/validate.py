@@ -44,12 +44,12 @@ def _persona_violations(request: prompt_pb2.PromptCompileInput) -> list[FieldVio
     if not request.HasField("persona"):
         return []
     if request.omit_persona:
-        return [FieldViolation(f"{PREFIX}.omit_persona", f"cannot be set together with {PREFIX}.persona")]
+        return [FieldViolation(f"{PREFIX}.omit_persona", "cannot be set together with persona")]
     if not sanitize(request.persona):
         return [
             FieldViolation(
                 f"{PREFIX}.persona",
-                f"must not be blank; set {PREFIX}.omit_persona to leave the Identity section out",
+                "must not be blank; set omit_persona to leave the Identity section out",
             )
         ]
     return []

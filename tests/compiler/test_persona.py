@@ -114,13 +114,13 @@ def test_the_cache_compiles_with_its_settings(home: Path) -> None:
 
 def test_persona_and_omit_persona_together_are_refused(home: Path) -> None:
     request = prompt_pb2.PromptCompileInput(persona=SCOUT, omit_persona=True)
-    assert violations(request, home) == [("input.omit_persona", "cannot be set together with input.persona")]
+    assert violations(request, home) == [("input.omit_persona", "cannot be set together with persona")]
 
 
 @pytest.mark.parametrize("blank", ["", "  \r\n\t ", "\ufeff"])
 def test_a_blank_persona_is_refused(home: Path, blank: str) -> None:
     assert violations(prompt_pb2.PromptCompileInput(persona=blank), home) == [
-        ("input.persona", "must not be blank; set input.omit_persona to leave the Identity section out")
+        ("input.persona", "must not be blank; set omit_persona to leave the Identity section out")
     ]
 
 
