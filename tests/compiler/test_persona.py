@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pioneer_grpc.compiler import CompileSettings, compile_prompt
 from pioneer_grpc.compiler.cache import CompileCache
 from pioneer_grpc.compiler.render import policies
+from pioneer_grpc.compiler.text import sanitize
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.v1 import prompt_pb2
 
@@ -132,3 +135,29 @@ def test_a_persona_over_its_cap_is_refused(home: Path) -> None:
     assert violations(prompt_pb2.PromptCompileInput(persona="a\x00b"), home) == [
         ("input.persona", "must not contain a NUL character")
     ]
+
+
+@pytest.fixture(scope="module")
+def shared_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_home(tmp_path_factory.mktemp("persona").resolve())
+
+
+personas = st.text(
+    st.characters(codec="utf-8", exclude_categories=["Cs"], exclude_characters="\x00"), max_size=300
+).filter(lambda t: bool(sanitize(t)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(persona=personas)
+def test_any_persona_is_the_identity_section_and_changes_nothing_else(
+    shared_home: Path, persona: str
+) -> None:
+    default = compile_prompt(full_profile_input(), [shared_home])
+    request = full_profile_input()
+    request.persona = persona
+    payload = compile_prompt(request, [shared_home])
+    assert identity(payload).content == sanitize(persona)
+    assert payload.sections[1:] == default.sections[1:]
+    assert payload.dynamic_system_text == default.dynamic_system_text
+    changed = sanitize(persona) != policies.IDENTITY_BASE
+    assert (payload.manifest.fingerprint_stable != default.manifest.fingerprint_stable) == changed
