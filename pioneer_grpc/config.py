@@ -14,6 +14,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from pioneer_grpc.caps.prompt import MAX_LABEL_CHARS, MAX_PERSONA_CHARS
+from pioneer_grpc.compiler.render.policies import IDENTITY_BASE
+from pioneer_grpc.compiler.settings import DEFAULT_HOME_LABEL, CompileSettings
+from pioneer_grpc.compiler.text import replace_controls, sanitize
 from pioneer_grpc.models.registry import RegistryError, load_registry
 from pioneer_grpc.store.engine import default_database_url, is_postgres, is_sqlite
 
@@ -65,6 +69,13 @@ class Config:
     workers: int = 1
     # How often health probes that the database can be written (0: never; health then stays SERVING).
     health_probe_seconds: float = 5.0
+    # The Identity section's text (docs/persona.md); empty leaves the section out. With
+    # persona_file set, the file's text, read once at start.
+    persona: str = IDENTITY_BASE
+    persona_file: Path | None = None
+    # How bootstrap headings name the home and the extra homes (in order; unlabelled: their path).
+    home_label: str = DEFAULT_HOME_LABEL
+    extra_home_labels: tuple[str, ...] = ()
 
     @property
     def homes(self) -> list[Path]:
@@ -73,6 +84,22 @@ class Config:
     @property
     def effective_database_url(self) -> str:
         return self.database_url or default_database_url(self.home)
+
+    def compile_settings(self) -> CompileSettings:
+        if self.persona_file is not None:
+            source = str(self.persona_file)
+        else:
+            source = "" if self.persona == IDENTITY_BASE else CONFIGURED_PERSONA_SOURCE
+        return CompileSettings(
+            persona=self.persona,
+            persona_source=source,
+            home_label=self.home_label,
+            extra_home_labels=self.extra_home_labels,
+        )
+
+
+# The Identity section's source when the persona is configured as text (a file is named by its path).
+CONFIGURED_PERSONA_SOURCE = "server persona"
 
 
 def _positive_int(raw: Any) -> int:
@@ -126,6 +153,29 @@ def _database_url(raw: Any) -> str:
     return value
 
 
+def _persona(raw: Any) -> str:
+    value = sanitize(str(raw))
+    if len(value) > MAX_PERSONA_CHARS:
+        raise ValueError(f"at most {MAX_PERSONA_CHARS:,} characters (got {len(value):,})")
+    if replace_controls(value)[1]:
+        raise ValueError("must not contain control characters other than tab and newline")
+    return value
+
+
+def _label(raw: Any) -> str:
+    value = str(raw).strip()
+    if len(value) > MAX_LABEL_CHARS:
+        raise ValueError(f"at most {MAX_LABEL_CHARS:,} characters")
+    if "\n" in value or replace_controls(value)[1]:
+        raise ValueError("must be one line without control characters")
+    return value
+
+
+def _labels(raw: Any) -> tuple[str, ...]:
+    items = raw if isinstance(raw, list) else str(raw).split(os.pathsep)
+    return tuple(_label(item) for item in items)
+
+
 def _choice(*options: str) -> Callable[[Any], str]:
     def parse(raw: Any) -> str:
         value = str(raw)
@@ -166,6 +216,10 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "metrics_listen": lambda raw: _listen(raw) if str(raw) else "",
     "workers": _workers,
     "health_probe_seconds": _non_negative_float,
+    "persona": _persona,
+    "persona_file": _path,
+    "home_label": _label,
+    "extra_home_labels": _labels,
 }
 FIELD_NAMES = [f.name for f in fields(Config)]
 
@@ -188,6 +242,23 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return data
 
 
+def _read_persona(path: Path) -> str:
+    most = MAX_PERSONA_CHARS * 4  # bytes of the longest text within the cap
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(most + 1)
+    except OSError as exc:
+        raise ConfigError(f"persona file {path}: {exc.strerror}") from exc
+    if len(raw) > most:
+        raise ConfigError(f"persona file {path}: larger than {most:,} bytes")
+    try:
+        return _persona(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"persona file {path}: not valid UTF-8 (byte {exc.start})") from exc
+    except ValueError as exc:
+        raise ConfigError(f"persona file {path}: {exc}") from exc
+
+
 def load_config(
     flags: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
@@ -205,16 +276,39 @@ def load_config(
     if config_file is not None:
         layers.append((f"config file {config_file}: {{}}", _read_toml(config_file)))
     values: dict[str, Any] = {}
+    # Which layer each value came from (0: flags): the persona's two settings compare them.
+    ranks: dict[str, int] = {}
     for name in FIELD_NAMES:
-        for where, layer in layers:
+        for rank, (where, layer) in enumerate(layers):
             if name in layer:
                 try:
                     values[name] = PARSERS[name](layer[name])
                 except (TypeError, ValueError) as exc:
                     origin = where.format(name.replace("_", "-"), env=env_name(name))
                     raise ConfigError(f"{origin}: invalid value {layer[name]!r}: {exc}") from exc
+                ranks[name] = rank
                 break
-    config = Config(**values)
+    _resolve_persona(values, ranks)
+    return _checked(Config(**values))
+
+
+def _resolve_persona(values: dict[str, Any], ranks: dict[str, int]) -> None:
+    """persona and persona_file given in one layer is an error; from two, the stronger layer wins.
+    A persona file is read here, once."""
+    if "persona" in values and "persona_file" in values:
+        if ranks["persona"] == ranks["persona_file"]:
+            raise ConfigError("set persona or persona_file, not both")
+        del values["persona_file" if ranks["persona"] < ranks["persona_file"] else "persona"]
+    if "persona_file" in values:
+        values["persona"] = _read_persona(values["persona_file"])
+
+
+def _checked(config: Config) -> Config:
+    if len(config.extra_home_labels) > len(config.extra_homes):
+        raise ConfigError(
+            f"extra_home_labels: {len(config.extra_home_labels)} labels for "
+            f"{len(config.extra_homes)} extra homes"
+        )
     if (config.tls_cert is None) != (config.tls_key is None):
         raise ConfigError("TLS needs both --tls-cert and --tls-key")
     for tls_file in (config.tls_cert, config.tls_key):

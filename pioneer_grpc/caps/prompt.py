@@ -16,6 +16,8 @@ MAX_PATH_PARTS = 32
 MAX_OUTPUT_PATH_CHARS = 4_096
 # Free text of the input: dynamic and extra context, skills, retry, memory contexts, AGENTS.md content.
 MAX_PROMPT_TEXT_CHARS = 200_000
+# The Identity section's text: a request's persona, and the server's configured one.
+MAX_PERSONA_CHARS = 50_000
 # Short labels and titles; ids inside a compile input (sections, hooks, snippets, slugs).
 MAX_LABEL_CHARS = 1_000
 MAX_PROMPT_ID_CHARS = 200

@@ -20,6 +20,7 @@ CONTENT = Cap(size=h.MAX_CONTENT_CHARS)
 PROMPT_ID = Cap(size=p.MAX_PROMPT_ID_CHARS)
 LABEL = Cap(size=p.MAX_LABEL_CHARS)
 PROMPT_TEXT = Cap(size=p.MAX_PROMPT_TEXT_CHARS)
+PERSONA = Cap(size=p.MAX_PERSONA_CHARS)
 PATH = Cap(size=p.MAX_PATH_CHARS, path_parts=p.MAX_PATH_PARTS)
 OUTPUT_PATH = Cap(size=p.MAX_OUTPUT_PATH_CHARS)
 SYSTEM_TEXT = Cap(size=p.MAX_SYSTEM_TEXT_CHARS)
@@ -142,6 +143,7 @@ _COMPILE_INPUT: CapTable = {
         "hidden_tool_domains": _items(p.MAX_HIDDEN_TOOL_DOMAINS),
         "dynamic_sections": _items(p.MAX_DYNAMIC_SECTIONS),
         "hook_sources": _items(p.MAX_HOOK_SOURCES),
+        "persona": PERSONA,
     },
     "pioneer.v1.SkillsInput": {"active_skills": _items(p.MAX_ACTIVE_SKILLS)},
     "pioneer.v1.Skill": {"slug": PROMPT_ID, "display_name": LABEL, "description": LABEL, "body": PROMPT_TEXT},

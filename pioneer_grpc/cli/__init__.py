@@ -15,6 +15,7 @@ from pioneer_grpc.cli import exits
 from pioneer_grpc.cli import history as cli_history
 from pioneer_grpc.cli import render as cli_render
 from pioneer_grpc.cli import watch as cli_watch
+from pioneer_grpc.cli.persona import add_persona_flags
 from pioneer_grpc.config import ConfigError, load_config
 from pioneer_grpc.telemetry.logs import log_handler
 
@@ -29,6 +30,13 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         dest="extra_homes",
         action="append",
         help="another runtime home a workspace_root may lie in (repeatable)",
+    )
+    add_persona_flags(serve)
+    serve.add_argument(
+        "--extra-home-label",
+        dest="extra_home_labels",
+        action="append",
+        help="how headings name the next --extra-home (repeatable, in order; default: its path)",
     )
     serve.add_argument("--database-url", help="default: SQLite file under the runtime home")
     serve.add_argument("--max-message-bytes", type=int)

@@ -4,23 +4,30 @@ INPUT.json is a PromptCompileInput in protobuf JSON form ("-" reads stdin).
 The default output is the prompt with the cache boundary made visible and the
 diagnostics on stderr; `--json` prints the whole CompiledPromptPayload.
 Workspace roots are confined to the runtime homes of the server configuration
-(`--home`, PIONEER_HOME, PIONEER_CONFIG), exactly as the server would.
+(`--home`, PIONEER_HOME, `--config`/PIONEER_CONFIG), and the persona and home
+labels are the server's (`--persona`, `--persona-file`, `--home-label`, or the
+same environment variables and TOML keys), so the output is what the server
+would compile.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from google.protobuf import json_format
 
 from pioneer_grpc.cli import exits
+from pioneer_grpc.cli.persona import add_persona_flags
 from pioneer_grpc.compiler import compile_prompt
 from pioneer_grpc.config import ConfigError, load_config
 from pioneer_grpc.errors import InvalidArgument, PioneerError
 from pioneer_grpc.v1 import prompt_pb2
 
 VISIBLE_BOUNDARY = "──── cache boundary ────"
+# Flags that are settings of the server configuration (None when not given).
+CONFIG_FLAGS = ("home", "persona", "persona_file", "home_label")
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,7 +35,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "compile", help="compile a system prompt locally from a PromptCompileInput JSON file"
     )
     parser.add_argument("input", help="PromptCompileInput as protobuf JSON; '-' reads stdin")
+    parser.add_argument("--config", type=Path, help="the server's TOML file (also PIONEER_CONFIG)")
     parser.add_argument("--home", help="runtime home (default: as the server, ~/.pioneer)")
+    add_persona_flags(parser)
     parser.add_argument("--json", action="store_true", help="print the CompiledPromptPayload as JSON")
     parser.set_defaults(func=run)
 
@@ -43,9 +52,9 @@ def render_visible(payload: prompt_pb2.CompiledPromptPayload) -> str:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        config = load_config({"home": args.home} if args.home else {})
+        config = load_config({name: getattr(args, name) for name in CONFIG_FLAGS}, config_file=args.config)
         request = exits.read_json(args.input, prompt_pb2.PromptCompileInput())
-        payload = compile_prompt(request, config.homes)
+        payload = compile_prompt(request, config.homes, settings=config.compile_settings())
     except (exits.UsageError, ConfigError) as exc:
         return exits.fail("compile", str(exc), exits.USAGE)
     except InvalidArgument as exc:

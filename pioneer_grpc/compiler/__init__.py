@@ -28,6 +28,11 @@ Section order (id, title), the seed's table plus two placed rows (*):
            dynamic_context               Dynamic Context
            extra_system                  Extra System
 
+Identity: the server's configured persona (settings.CompileSettings; the
+seed's text by default), a request's `persona` in its place, or nothing with
+`omit_persona`. Bootstrap headings name their files relative to the home
+(`~/.pioneer/SOUL.md`), so replicas agree on the stable text.
+
 Reuse: the server compiles through cache.CompileCache, which hands out a copy of
 an earlier payload for the same input while every filesystem answer that compile
 depended on (fsview.FsView: lookups, symlink targets, identities of files read)
@@ -42,5 +47,6 @@ profile). Sections with nothing to say are absent.
 from pioneer_grpc.compiler.boundary import CACHE_BOUNDARY
 from pioneer_grpc.compiler.compile import compile_prompt
 from pioneer_grpc.compiler.seed import ensure_bootstrap_files
+from pioneer_grpc.compiler.settings import CompileSettings
 
-__all__ = ["CACHE_BOUNDARY", "compile_prompt", "ensure_bootstrap_files"]
+__all__ = ["CACHE_BOUNDARY", "CompileSettings", "compile_prompt", "ensure_bootstrap_files"]

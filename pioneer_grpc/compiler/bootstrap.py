@@ -4,18 +4,22 @@ Files are read from the workspace root in that order, each within the per-file
 limit, then the total budget is spent in the same order. SOUL.md and IDENTITY.md
 render even when empty (the reminder still applies); USER.md renders only with
 content. Nothing here raises: every problem becomes a diagnostic and a source
-manifest entry.
+manifest entry. A heading names its file by its home's label (settings.py), so it
+reads the same on every machine; diagnostics and the source manifest keep the
+path read on this one.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pioneer_grpc.compiler import sections as ids
 from pioneer_grpc.compiler.diagnostics import CompileLog
 from pioneer_grpc.compiler.limits import Limits
-from pioneer_grpc.compiler.paths import Homes, ReadStatus, read_bounded
+from pioneer_grpc.compiler.paths import Homes, ReadStatus, is_inside, read_bounded
 from pioneer_grpc.compiler.seed import IDENTITY_FILE, SOUL_FILE
 from pioneer_grpc.v1 import prompt_pb2
 
@@ -51,6 +55,20 @@ def file_block(name: str, path: str, content: str, evolvable: bool) -> str:
     return block
 
 
+def heading_path(path: Path, roots: Sequence[Path], labels: Sequence[str]) -> str:
+    """`path` (resolved) as a heading names it: the label of the first home it lies in, then the
+    path below that home; the absolute path when that home has no label."""
+    for root, label in zip(roots, labels, strict=False):
+        if is_inside(path, [root]):
+            below = os.path.relpath(path, root)
+            if below == ".":
+                return label
+            if not label:
+                return below
+            return f"{label}{below}" if label.endswith("/") else f"{label}/{below}"
+    return str(path)
+
+
 def filter_bootstrap_files(workspace: Path, log: CompileLog) -> None:
     """Record that the profile leaves the bootstrap files out."""
     for spec in BOOTSTRAP_FILES:
@@ -58,7 +76,7 @@ def filter_bootstrap_files(workspace: Path, log: CompileLog) -> None:
 
 
 def load_bootstrap_sections(
-    workspace: Path, homes: Homes, limits: Limits, log: CompileLog
+    workspace: Path, homes: Homes, limits: Limits, log: CompileLog, home_labels: Sequence[str]
 ) -> list[prompt_pb2.PromptSection]:
     sections: list[prompt_pb2.PromptSection] = []
     remaining = limits.max_chars_total
@@ -104,7 +122,7 @@ def load_bootstrap_sections(
             spec.section_id,
             ids.STABLE,
             ids.TITLES[spec.section_id],
-            file_block(spec.name, shown, content, spec.evolvable),
+            file_block(spec.name, heading_path(path, homes.roots, home_labels), content, spec.evolvable),
             [shown],
         )
         if section is not None:

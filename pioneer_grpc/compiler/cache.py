@@ -9,6 +9,9 @@ it looked up or read). Otherwise it compiles afresh, and that is the entry from
 then on. Not kept: compiles that raise, that met a failed open or read, or that
 read a file changed less than `settle_ns` before they began (`FsView.settled`).
 
+A cache compiles with one CompileSettings (the server's persona and home
+labels), given when it is made; they are not part of the key.
+
 Bounded by entry count and by bytes (payload plus key); the least recently used
 entry goes first. Thread-safe: the server compiles in worker threads. A cached
 payload is never handed out, only copied.
@@ -25,6 +28,7 @@ from pathlib import Path
 
 from pioneer_grpc.compiler.compile import compile_seen
 from pioneer_grpc.compiler.fsview import FsView
+from pioneer_grpc.compiler.settings import DEFAULT_SETTINGS, CompileSettings
 from pioneer_grpc.v1 import prompt_pb2
 
 MAX_ENTRIES = 256
@@ -44,8 +48,13 @@ class _Entry:
 
 class CompileCache:
     def __init__(
-        self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES, settle_ns: int = SETTLE_NS
+        self,
+        max_entries: int = MAX_ENTRIES,
+        max_bytes: int = MAX_BYTES,
+        settle_ns: int = SETTLE_NS,
+        settings: CompileSettings = DEFAULT_SETTINGS,
     ) -> None:
+        self.settings = settings
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.settle_ns = settle_ns
@@ -75,7 +84,7 @@ class CompileCache:
         thread_id: str = "",
         turn_id: str = "",
     ) -> prompt_pb2.CompiledPromptPayload:
-        """Same as compile_prompt(request, allowed_roots, thread_id=..., turn_id=...)."""
+        """compile_prompt(request, allowed_roots, settings=self.settings, thread_id=..., turn_id=...)."""
         payload = prompt_pb2.CompiledPromptPayload()
         self.compile_into(payload, request, allowed_roots, thread_id=thread_id, turn_id=turn_id)
         return payload
@@ -101,7 +110,7 @@ class CompileCache:
         if stale is not None and not stale.view.unchanged():
             self._drop(key, stale)
         view = FsView()
-        payload = compile_seen(request, allowed_roots, view)
+        payload = compile_seen(request, allowed_roots, view, settings=self.settings)
         if view.settled(self.settle_ns):
             size = payload.ByteSize() + len(key[1])
             if size <= self.max_bytes:

@@ -5,7 +5,9 @@ Order of work: validate every field (InvalidArgument), confine every path
 oversized or refused files and over-budget inputs become diagnostics. The
 function reads files and is synchronous; the server runs it in a worker thread,
 through cache.CompileCache. Every lookup and read goes through one FsView, which
-keeps the answers so a cache can tell later whether they still hold.
+keeps the answers so a cache can tell later whether they still hold. What the
+server configures for every compile (persona, home labels) comes in as
+CompileSettings; the defaults are the seed's.
 """
 
 from __future__ import annotations
@@ -35,11 +37,14 @@ from pioneer_grpc.compiler.render.memory import render_memory_recall
 from pioneer_grpc.compiler.render.permissions import render_permissions
 from pioneer_grpc.compiler.render.skills import render_skills
 from pioneer_grpc.compiler.render.thread_context import render_thread_context
+from pioneer_grpc.compiler.settings import DEFAULT_SETTINGS, CompileSettings
 from pioneer_grpc.compiler.text import sanitize
 from pioneer_grpc.compiler.validate import validate_input
 from pioneer_grpc.v1 import prompt_pb2
 
 THREAD_FOLDER_FIELD = "input.agents_md.thread_folder"
+# The Identity section's source when a request set its persona.
+PERSONA_SOURCE = "input.persona"
 # An artifact line as rendered by pioneer_grpc.artifacts, wherever it appears.
 ARTIFACT_LINE = re.compile(r"^- artifactId=", re.MULTILINE)
 
@@ -48,10 +53,13 @@ def compile_prompt(
     request: prompt_pb2.PromptCompileInput,
     allowed_roots: Sequence[Path],
     *,
+    settings: CompileSettings = DEFAULT_SETTINGS,
     thread_id: str = "",
     turn_id: str = "",
 ) -> prompt_pb2.CompiledPromptPayload:
-    return compile_seen(request, allowed_roots, FsView(), thread_id=thread_id, turn_id=turn_id)
+    return compile_seen(
+        request, allowed_roots, FsView(), settings=settings, thread_id=thread_id, turn_id=turn_id
+    )
 
 
 def compile_seen(
@@ -59,6 +67,7 @@ def compile_seen(
     allowed_roots: Sequence[Path],
     view: FsView,
     *,
+    settings: CompileSettings = DEFAULT_SETTINGS,
     thread_id: str = "",
     turn_id: str = "",
 ) -> prompt_pb2.CompiledPromptPayload:
@@ -72,7 +81,7 @@ def compile_seen(
     profile = ids.effective_profile(request.profile)
     limits = resolve_limits(request.limits)
     log = CompileLog()
-    stable = _stable_sections(request, profile, workspace, homes, limits, log)
+    stable = _stable_sections(request, settings, profile, workspace, homes, limits, log)
     dynamic: list[prompt_pb2.PromptSection] = []
     if profile == ids.FULL:  # minimal and none have no dynamic half
         dynamic = _dynamic_sections(request, workspace, homes, agents_folder, limits, log)
@@ -100,8 +109,21 @@ def _in_order(sections: list[prompt_pb2.PromptSection | None]) -> list[prompt_pb
     return sorted(present, key=lambda s: slot.get(s.id, caller_slot))
 
 
+def _identity(
+    request: prompt_pb2.PromptCompileInput, settings: CompileSettings
+) -> prompt_pb2.PromptSection | None:
+    """The request's persona, else the server's; none when the request omits it."""
+    if request.omit_persona:
+        return None
+    if request.HasField("persona"):
+        return _builtin(ids.IDENTITY_BASE, sanitize(request.persona), [PERSONA_SOURCE])
+    source = [settings.persona_source] if settings.persona_source else None
+    return _builtin(ids.IDENTITY_BASE, settings.persona, source)
+
+
 def _stable_sections(
     request: prompt_pb2.PromptCompileInput,
+    settings: CompileSettings,
     profile: prompt_pb2.PromptProfile,
     workspace: Path,
     homes: Homes,
@@ -109,11 +131,11 @@ def _stable_sections(
     log: CompileLog,
 ) -> list[prompt_pb2.PromptSection]:
     found: list[prompt_pb2.PromptSection | None] = [
-        _builtin(ids.IDENTITY_BASE, policies.IDENTITY_BASE),
+        _identity(request, settings),
         _builtin(ids.ASSISTANT_SAFETY, policies.SAFETY),
     ]
     if ids.profile_includes(profile, ids.SOUL_CORE):
-        found += load_bootstrap_sections(workspace, homes, limits, log)
+        found += load_bootstrap_sections(workspace, homes, limits, log, settings.home_labels())
     else:
         filter_bootstrap_files(workspace, log)
     if request.include_tool_recovery_policy:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pioneer_grpc.caps import violations_of
 from pioneer_grpc.compiler.limits import LIMIT_FIELDS
 from pioneer_grpc.compiler.sections import BUILTIN_SECTION_IDS
+from pioneer_grpc.compiler.text import sanitize
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.remembered import Remembered
 from pioneer_grpc.v1 import prompt_pb2
@@ -37,6 +38,21 @@ def _dynamic_id_problem(section_id: str, first_seen: dict[str, int]) -> str | No
     if section_id in first_seen:
         return f"duplicates {PREFIX}.dynamic_sections[{first_seen[section_id]}].id"
     return None
+
+
+def _persona_violations(request: prompt_pb2.PromptCompileInput) -> list[FieldViolation]:
+    if not request.HasField("persona"):
+        return []
+    if request.omit_persona:
+        return [FieldViolation(f"{PREFIX}.omit_persona", "cannot be set together with persona")]
+    if not sanitize(request.persona):
+        return [
+            FieldViolation(
+                f"{PREFIX}.persona",
+                "must not be blank; set omit_persona to leave the Identity section out",
+            )
+        ]
+    return []
 
 
 def validate_input(request: prompt_pb2.PromptCompileInput) -> None:
@@ -72,6 +88,7 @@ def _violations(request: prompt_pb2.PromptCompileInput) -> list[FieldViolation]:
         return over_caps
     violations: list[FieldViolation] = []
     _enum(violations, f"{PREFIX}.profile", "PromptProfile", request.profile)
+    violations += _persona_violations(request)
     for name in LIMIT_FIELDS:
         if request.limits.HasField(name) and getattr(request.limits, name) < 0:
             violations.append(FieldViolation(f"{PREFIX}.limits.{name}", "must not be negative"))

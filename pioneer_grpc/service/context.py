@@ -35,8 +35,9 @@ class ServiceContext:
     # Fan-out of manifest events to live observers.
     hub: ManifestHub
     summarizer: Summarizer
-    # Compiled prompts of recent inputs, reused while nothing they read has changed.
-    compile_cache: CompileCache = field(default_factory=CompileCache)
+    # Compiled prompts of recent inputs, reused while nothing they read has changed; compiles
+    # with the configured persona and home labels.
+    compile_cache: CompileCache = field(init=False)
     # Answers of recent full-history loads, reused while the thread's history state is unchanged.
     load_cache: LoadCache = field(default_factory=LoadCache)
     # What the server knows of each model (window, output limit, tokenizer, cache minimum).
@@ -47,3 +48,6 @@ class ServiceContext:
     telemetry: Telemetry = field(default_factory=Telemetry)
     # Run in reverse order when the server stops (after RPCs drained).
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.compile_cache = CompileCache(settings=self.config.compile_settings())

@@ -51,10 +51,10 @@ def test_soul_and_identity_render_with_the_reminder_even_when_empty(home: Path) 
     (home / "SOUL.md").write_text("", encoding="utf-8")
     (home / "IDENTITY.md").write_text("  \n", encoding="utf-8")
     payload = compile_in(home)
-    assert section(payload, "soul_core").content == f"### SOUL.md ({home}/SOUL.md)\n\n{EVOLVE_REMINDER}"
+    assert section(payload, "soul_core").content == f"### SOUL.md (~/.pioneer/SOUL.md)\n\n{EVOLVE_REMINDER}"
     assert (
         section(payload, "identity_core").content
-        == f"### IDENTITY.md ({home}/IDENTITY.md)\n\n{EVOLVE_REMINDER}"
+        == f"### IDENTITY.md (~/.pioneer/IDENTITY.md)\n\n{EVOLVE_REMINDER}"
     )
 
 
@@ -156,7 +156,7 @@ def test_multibyte_text_cut_at_the_read_limit_is_not_a_decode_error(home: Path) 
 def test_newlines_and_byte_order_mark_are_normalised(home: Path) -> None:
     (home / "SOUL.md").write_bytes("\ufeffline one\r\nline two\rline three\n\n".encode())
     content = section(compile_in(home), "soul_core").content
-    assert content.startswith(f"### SOUL.md ({home}/SOUL.md)\nline one\nline two\nline three\n\n")
+    assert content.startswith("### SOUL.md (~/.pioneer/SOUL.md)\nline one\nline two\nline three\n\n")
 
 
 def test_file_filtered_by_profile_under_profile_none(home: Path) -> None:

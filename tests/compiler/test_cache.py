@@ -182,7 +182,7 @@ def test_workspace_symlink_swapped(home: Path, cache: CompileCache) -> None:
     before = primed(cache, request, [home])
     swap_symlink(home / "ws", "two")
     after = fresh_after_change(cache, request, [home], before)
-    assert f"({home}/two/SOUL.md)" in after.stable_system_text
+    assert "(~/.pioneer/two/SOUL.md)" in after.stable_system_text
 
 
 def test_home_symlink_swapped(tmp_path: Path, cache: CompileCache) -> None:
@@ -193,7 +193,8 @@ def test_home_symlink_swapped(tmp_path: Path, cache: CompileCache) -> None:
     before = primed(cache, full_profile_input(), [base / "home"])
     swap_symlink(base / "home", "two")
     after = fresh_after_change(cache, full_profile_input(), [base / "home"], before)
-    assert f"({base}/two/SOUL.md)" in after.stable_system_text
+    assert f"{base}/two/SOUL.md" in [entry.path for entry in after.manifest.source_manifest]
+    assert "### USER.md" not in after.stable_system_text
 
 
 def test_workspace_symlink_swapped_from_outside_to_inside(

@@ -74,8 +74,8 @@ async def test_compile_prompt_reads_the_seeded_bootstrap_files(server) -> None:
     response = await stub(server).CompilePrompt(pb.CompilePromptRequest(), metadata=server.metadata())
     soul = [s for s in response.payload.sections if s.id == "soul_core"]
     assert len(soul) == 1
-    home = resolved(server.home)
-    assert soul[0].content.startswith(f"### SOUL.md ({home}/SOUL.md)\nSOUL: who you are")
+    assert soul[0].content.startswith("### SOUL.md (~/.pioneer/SOUL.md)\nSOUL: who you are")
+    assert list(soul[0].sources) == [f"{resolved(server.home)}/SOUL.md"]
     assert [d.code for d in response.payload.manifest.diagnostics] == ["missing_file"]
 
 

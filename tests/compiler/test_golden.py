@@ -2,7 +2,10 @@
 
 The runtime home is a temporary directory, so its path is written as {HOME}
 and fingerprints of text that contains it are written as a placeholder; every
-other fingerprint is compared exactly. Regenerate with UPDATE_GOLDEN=1.
+other fingerprint is compared exactly. Bootstrap headings name their files
+relative to the home (~/.pioneer/SOUL.md), so the stable half and its
+fingerprint are compared exactly; only manifest paths and sources show {HOME}.
+Regenerate with UPDATE_GOLDEN=1.
 """
 
 from __future__ import annotations

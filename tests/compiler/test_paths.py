@@ -43,7 +43,7 @@ def test_relative_workspace_root_is_taken_inside_the_first_home(home: Path) -> N
     (home / "ws").mkdir()
     (home / "ws" / "SOUL.md").write_text("nested", encoding="utf-8")
     assert (
-        f"### SOUL.md ({home}/ws/SOUL.md)\nnested"
+        "### SOUL.md (~/.pioneer/ws/SOUL.md)\nnested"
         in section(compile_in(home, workspace_root="ws"), "soul_core").content
     )
 

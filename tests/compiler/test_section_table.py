@@ -39,7 +39,7 @@ def test_row_soul_core_comes_from_soul_md(home: Path) -> None:
     soul = section(compile_in(home), "soul_core")
     assert (soul.title, soul.stability) == ("Soul Core", STABLE)
     assert soul.content == (
-        f"### SOUL.md ({home}/SOUL.md)\nBe kind.\n\n"
+        "### SOUL.md (~/.pioneer/SOUL.md)\nBe kind.\n\n"
         "This file is yours to evolve. As you learn who you are, update it."
     )
     assert list(soul.sources) == [f"{home}/SOUL.md"]
@@ -50,7 +50,7 @@ def test_row_identity_core_comes_from_identity_md(home: Path) -> None:
     core = section(compile_in(home), "identity_core")
     assert (core.title, core.stability) == ("Identity Core", STABLE)
     assert core.content == (
-        f"### IDENTITY.md ({home}/IDENTITY.md)\nName: Pi\n\n"
+        "### IDENTITY.md (~/.pioneer/IDENTITY.md)\nName: Pi\n\n"
         "This file is yours to evolve. As you learn who you are, update it."
     )
 
@@ -60,7 +60,7 @@ def test_row_user_persona_comes_from_user_md_when_present(home: Path) -> None:
     (home / "USER.md").write_text("Name: Alex", encoding="utf-8")
     persona = section(compile_in(home), "user_persona")
     assert (persona.title, persona.stability) == ("User Persona", STABLE)
-    assert persona.content == f"### USER.md ({home}/USER.md)\nName: Alex"
+    assert persona.content == "### USER.md (~/.pioneer/USER.md)\nName: Alex"
 
 
 def test_row_tool_recovery_policy_only_when_enabled(home: Path) -> None:

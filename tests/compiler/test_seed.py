@@ -75,8 +75,8 @@ def test_seeded_home_compiles_with_seed_text_and_reminder(home: Path) -> None:
     ensure_bootstrap_files(home)
     payload = compile_in(home)
     assert section(payload, "soul_core").content == (
-        f"### SOUL.md ({home}/SOUL.md)\n{SOUL_SEED.strip()}\n\n{EVOLVE_REMINDER}"
+        f"### SOUL.md (~/.pioneer/SOUL.md)\n{SOUL_SEED.strip()}\n\n{EVOLVE_REMINDER}"
     )
     assert section(payload, "identity_core").content == (
-        f"### IDENTITY.md ({home}/IDENTITY.md)\n{IDENTITY_SEED.strip()}\n\n{EVOLVE_REMINDER}"
+        f"### IDENTITY.md (~/.pioneer/IDENTITY.md)\n{IDENTITY_SEED.strip()}\n\n{EVOLVE_REMINDER}"
     )

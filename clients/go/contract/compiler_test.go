@@ -171,6 +171,27 @@ func TestCompilePromptProfiles(t *testing.T) {
 	}
 }
 
+func TestCompilePromptPersona(t *testing.T) {
+	const persona = "You are Scout, a browser agent that files expense reports."
+	in := sample.FullCompileInput(1)
+	in.Profile = pioneerv1.PromptProfile_PROMPT_PROFILE_NONE
+	in.Persona = proto.String(persona)
+	own := compile(t, &pioneerv1.CompilePromptRequest{Input: in}).GetPayload()
+	if want := "## Identity\n" + persona; own.GetFullSystemText() != want {
+		t.Errorf("persona: full text = %q, want %q", own.GetFullSystemText(), want)
+	}
+	in = sample.FullCompileInput(1)
+	in.Profile = pioneerv1.PromptProfile_PROMPT_PROFILE_MINIMAL
+	in.OmitPersona = true
+	omitted := compile(t, &pioneerv1.CompilePromptRequest{Input: in}).GetPayload()
+	if !strings.HasPrefix(omitted.GetStableSystemText(), "## Safety\n") {
+		t.Errorf("omit_persona: stable text starts %q, want the Safety section first", omitted.GetStableSystemText()[:40])
+	}
+	in.Persona = proto.String(persona)
+	_, err := shared.Compiler.CompilePrompt(ctxT(t), &pioneerv1.CompilePromptRequest{Input: in})
+	wantViolation(t, err, "input.omit_persona", "CompilePrompt(persona and omit_persona)")
+}
+
 func TestCompilePromptInvalidDynamicSectionID(t *testing.T) {
 	in := sample.FullCompileInput(1)
 	in.DynamicSections[0].Id = "git status"

@@ -504,6 +504,52 @@ async fn compile_prompt_profiles_narrow_the_sections() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compile_prompt_takes_a_persona_or_leaves_it_out() {
+    let mut c = setup!();
+    let persona = "You are Scout, a browser agent that files expense reports.";
+    let own = match compile(
+        &mut c,
+        v1::PromptCompileInput {
+            profile: v1::PromptProfile::None as i32,
+            persona: Some(persona.into()),
+            ..full_input()
+        },
+    )
+    .await
+    {
+        Ok(p) => p,
+        Err(status) if skip_unimplemented(&status, "CompilePrompt") => return,
+        Err(status) => panic!("CompilePrompt: {}", describe(&status)),
+    };
+    assert_eq!(own.full_system_text, format!("## Identity\n{persona}"));
+    let omitted = compile(
+        &mut c,
+        v1::PromptCompileInput {
+            profile: v1::PromptProfile::Minimal as i32,
+            omit_persona: true,
+            ..full_input()
+        },
+    )
+    .await
+    .expect("CompilePrompt without a persona");
+    assert!(omitted.sections.iter().all(|s| s.id != "identity_base"));
+    assert!(omitted.stable_system_text.starts_with("## Safety\n"));
+    let status = fails!(
+        c.prompt_compiler.compile_prompt(v1::CompilePromptRequest {
+            input: Some(v1::PromptCompileInput {
+                persona: Some(persona.into()),
+                omit_persona: true,
+                ..full_input()
+            }),
+            ..Default::default()
+        }),
+        Code::InvalidArgument,
+        "CompilePrompt with persona and omit_persona"
+    );
+    assert_violation(&status, "input.omit_persona");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compile_prompt_rejects_a_dynamic_section_id_with_whitespace() {
     let mut c = setup!();
     let mut input = full_input();

@@ -469,6 +469,18 @@ pub struct PromptCompileInput {
     /// Cap: at most 256 items.
     #[prost(message, repeated, tag = "18")]
     pub hook_sources: ::prost::alloc::vec::Vec<HookSource>,
+    /// The text of the Identity section (the first stable section) for this
+    /// compile, in place of the persona the server is configured with
+    /// (docs/persona.md). Sanitized like the other caller texts; must not be
+    /// blank. A different persona is a different stable section, so it changes
+    /// fingerprint_stable. Not together with omit_persona.
+    /// Cap: at most 50,000 characters.
+    #[prost(string, optional, tag = "19")]
+    pub persona: ::core::option::Option<::prost::alloc::string::String>,
+    /// Leaves the Identity section out of this compile, whatever the server's
+    /// persona is. Not together with persona.
+    #[prost(bool, tag = "20")]
+    pub omit_persona: bool,
 }
 /// PromptSection is one rendered section.
 #[allow(clippy::all)]

@@ -506,6 +506,8 @@ pub fn full_input() -> v1::PromptCompileInput {
             hook_source: Some(review_hook),
         }],
         hook_sources: vec![context_hook],
+        persona: None,
+        omit_persona: false,
     }
 }
 

@@ -1819,7 +1819,17 @@ type PromptCompileInput struct {
 	DynamicSections []*DynamicSection `protobuf:"bytes,17,rep,name=dynamic_sections,json=dynamicSections,proto3" json:"dynamic_sections,omitempty"`
 	// Hook sources to record in the manifest besides those on sections.
 	// Cap: at most 256 items.
-	HookSources   []*HookSource `protobuf:"bytes,18,rep,name=hook_sources,json=hookSources,proto3" json:"hook_sources,omitempty"`
+	HookSources []*HookSource `protobuf:"bytes,18,rep,name=hook_sources,json=hookSources,proto3" json:"hook_sources,omitempty"`
+	// The text of the Identity section (the first stable section) for this
+	// compile, in place of the persona the server is configured with
+	// (docs/persona.md). Sanitized like the other caller texts; must not be
+	// blank. A different persona is a different stable section, so it changes
+	// fingerprint_stable. Not together with omit_persona.
+	// Cap: at most 50,000 characters.
+	Persona *string `protobuf:"bytes,19,opt,name=persona,proto3,oneof" json:"persona,omitempty"`
+	// Leaves the Identity section out of this compile, whatever the server's
+	// persona is. Not together with persona.
+	OmitPersona   bool `protobuf:"varint,20,opt,name=omit_persona,json=omitPersona,proto3" json:"omit_persona,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1978,6 +1988,20 @@ func (x *PromptCompileInput) GetHookSources() []*HookSource {
 		return x.HookSources
 	}
 	return nil
+}
+
+func (x *PromptCompileInput) GetPersona() string {
+	if x != nil && x.Persona != nil {
+		return *x.Persona
+	}
+	return ""
+}
+
+func (x *PromptCompileInput) GetOmitPersona() bool {
+	if x != nil {
+		return x.OmitPersona
+	}
+	return false
 }
 
 // PromptSection is one rendered section.
@@ -2657,7 +2681,7 @@ const file_pioneer_v1_prompt_proto_rawDesc = "" +
 	"\x06_titleB\f\n" +
 	"\n" +
 	"_max_charsB\x0e\n" +
-	"\f_hook_source\"\x82\t\n" +
+	"\f_hook_source\"\xda\t\n" +
 	"\x12PromptCompileInput\x12*\n" +
 	"\x0eworkspace_root\x18\x01 \x01(\tB\x03\xe0A\x01R\rworkspaceRoot\x123\n" +
 	"\aprofile\x18\x02 \x01(\x0e2\x19.pioneer.v1.PromptProfileR\aprofile\x12(\n" +
@@ -2677,13 +2701,17 @@ const file_pioneer_v1_prompt_proto_rawDesc = "" +
 	"\x13hidden_tool_domains\x18\x0f \x03(\v2\x1c.pioneer.v1.HiddenToolDomainR\x11hiddenToolDomains\x12?\n" +
 	"\vpermissions\x18\x10 \x01(\v2\x1d.pioneer.v1.PermissionProfileR\vpermissions\x12E\n" +
 	"\x10dynamic_sections\x18\x11 \x03(\v2\x1a.pioneer.v1.DynamicSectionR\x0fdynamicSections\x129\n" +
-	"\fhook_sources\x18\x12 \x03(\v2\x16.pioneer.v1.HookSourceR\vhookSourcesB\x10\n" +
+	"\fhook_sources\x18\x12 \x03(\v2\x16.pioneer.v1.HookSourceR\vhookSources\x12\"\n" +
+	"\apersona\x18\x13 \x01(\tB\x03\xe0A\x01H\x05R\apersona\x88\x01\x01\x12&\n" +
+	"\fomit_persona\x18\x14 \x01(\bB\x03\xe0A\x01R\vomitPersonaB\x10\n" +
 	"\x0e_skills_promptB\x14\n" +
 	"\x12_retry_instructionB\x12\n" +
 	"\x10_dynamic_contextB\x0f\n" +
 	"\r_extra_systemB\f\n" +
 	"\n" +
-	"_agents_md\"\xc7\x01\n" +
+	"_agents_mdB\n" +
+	"\n" +
+	"\b_persona\"\xc7\x01\n" +
 	"\rPromptSection\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12:\n" +
 	"\tstability\x18\x02 \x01(\x0e2\x1c.pioneer.v1.SectionStabilityR\tstability\x12\x14\n" +
