@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 
 from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.providers import provider_rules
 from pioneer_grpc.providers.common import (
     JSON,
     MAX_ANTHROPIC_BREAKPOINTS,
@@ -35,7 +36,8 @@ from pioneer_grpc.providers.common import (
     resolve_media,
     system_messages,
 )
-from pioneer_grpc.v1 import chat_pb2
+from pioneer_grpc.providers.spec import PLAIN_NAME, ProviderSpec
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
 PATH = "/v1/messages"
 EPHEMERAL: JSON = {"type": "ephemeral"}
@@ -212,3 +214,23 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
     assert breakpoints <= MAX_ANTHROPIC_BREAKPOINTS
     return body, breakpoints
+
+
+SPEC = ProviderSpec(
+    provider=provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
+    name="anthropic",
+    telemetry_name="anthropic",
+    families=frozenset({"anthropic"}),
+    render=render,
+    path=lambda model: PATH,
+    max_tool_name_chars=128,
+    render_messages=rendered_messages,
+    user_first=True,
+    system_apart=True,
+    parsed_arguments=True,
+    call_id=PLAIN_NAME,
+    request_rules=provider_rules.anthropic_request_rules,
+    adapt=provider_rules.anthropic_adapt,
+    thinking_budget=True,
+    min_thinking_budget=1024,
+)

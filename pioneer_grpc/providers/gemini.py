@@ -12,7 +12,10 @@ calls of the previous model turn.
 
 from __future__ import annotations
 
+import re
+
 from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.providers import provider_rules
 from pioneer_grpc.providers.common import (
     JSON,
     Prepared,
@@ -26,7 +29,10 @@ from pioneer_grpc.providers.common import (
     thinking_budget,
     tool_name_for_call,
 )
-from pioneer_grpc.v1 import chat_pb2
+from pioneer_grpc.providers.spec import ProviderSpec
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
+
+MODEL_ID = re.compile(r"(models/)?[A-Za-z0-9._-]+")
 
 
 def path_for(model: str) -> str:
@@ -159,3 +165,28 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
     if generation:
         body["generationConfig"] = generation
     return body, 0
+
+
+SPEC = ProviderSpec(
+    provider=provider_service_pb2.PROVIDER_GEMINI_GENERATE_CONTENT,
+    name="gemini",
+    telemetry_name="gcp.gemini",
+    families=frozenset({"gemini"}),
+    render=render,
+    path=path_for,
+    # Function names: letters, digits, _ . : and -, starting with a letter or _ (request_rules).
+    tool_name_chars="A-Za-z0-9_.:-",
+    max_tool_name_chars=128,
+    render_messages=rendered_messages,
+    user_first=True,
+    system_apart=True,
+    parsed_arguments=True,
+    # Gemini pairs a function response with the calls of the model turn before it.
+    unique_call_ids=False,
+    request_rules=provider_rules.gemini_request_rules,
+    adapt=provider_rules.gemini_adapt,
+    adapt_messages=provider_rules.gemini_merges,
+    thinking_budget=True,
+    result_needs_name=True,
+    model_id=MODEL_ID,
+)

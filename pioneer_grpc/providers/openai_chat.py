@@ -10,6 +10,7 @@ are joined is not documented while message boundaries are.
 from __future__ import annotations
 
 from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.providers import provider_rules
 from pioneer_grpc.providers.common import (
     EFFORT_NAMES,
     JSON,
@@ -21,7 +22,8 @@ from pioneer_grpc.providers.common import (
     prompt_halves,
     resolve_media,
 )
-from pioneer_grpc.v1 import chat_pb2
+from pioneer_grpc.providers.spec import ProviderSpec
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
 PATH = "/v1/chat/completions"
 
@@ -148,3 +150,16 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
     if prepared.cache_key:
         body["prompt_cache_key"] = prepared.cache_key
     return body, 0
+
+
+SPEC = ProviderSpec(
+    provider=provider_service_pb2.PROVIDER_OPENAI_CHAT_COMPLETIONS,
+    name="openai-chat",
+    telemetry_name="openai",
+    families=frozenset({"openai"}),
+    render=render,
+    path=lambda model: PATH,
+    render_messages=rendered_messages,
+    adapt=provider_rules.openai_chat_names,
+    adapt_messages=provider_rules.openai_chat_names,
+)

@@ -24,7 +24,8 @@ from pioneer_grpc.providers.common import (
     prompt_halves,
     resolve_media,
 )
-from pioneer_grpc.v1 import chat_pb2
+from pioneer_grpc.providers.spec import ProviderSpec
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
 PATH = "/v1/responses"
 
@@ -137,3 +138,13 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
     if prepared.cache_key:
         body["prompt_cache_key"] = prepared.cache_key
     return body, 0
+
+
+SPEC = ProviderSpec(
+    provider=provider_service_pb2.PROVIDER_OPENAI_RESPONSES,
+    name="openai-responses",
+    telemetry_name="openai",
+    families=frozenset({"openai"}),
+    render=render,
+    path=lambda model: PATH,
+)

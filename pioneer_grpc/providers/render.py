@@ -6,21 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pioneer_grpc.errors import InvalidArgument
-from pioneer_grpc.providers import anthropic, gemini, openai_chat, openai_responses
-from pioneer_grpc.providers.common import JSON, Prepared, encoded_body
+from pioneer_grpc.providers.common import JSON, encoded_body
 from pioneer_grpc.providers.conversation import Notice, RenderedPrefix
 from pioneer_grpc.providers.prefix import continues
+from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.providers.validate import prepare
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
-
-P = provider_service_pb2
-
-RENDERERS: dict[int, Callable[[Prepared], tuple[JSON, int]]] = {
-    P.PROVIDER_OPENAI_CHAT_COMPLETIONS: openai_chat.render,
-    P.PROVIDER_OPENAI_RESPONSES: openai_responses.render,
-    P.PROVIDER_ANTHROPIC_MESSAGES: anthropic.render,
-    P.PROVIDER_GEMINI_GENERATE_CONTENT: gemini.render,
-}
 
 
 @dataclass(frozen=True)
@@ -38,13 +29,8 @@ class RenderedRequest:
 
 
 def path_for(provider: int, model: str) -> str:
-    if provider == P.PROVIDER_OPENAI_CHAT_COMPLETIONS:
-        return openai_chat.PATH
-    if provider == P.PROVIDER_OPENAI_RESPONSES:
-        return openai_responses.PATH
-    if provider == P.PROVIDER_ANTHROPIC_MESSAGES:
-        return anthropic.PATH
-    return gemini.path_for(model)
+    """The path of a provider the request was validated for (a KeyError for any other)."""
+    return SPECS[provider].path(model)
 
 
 def render_body(
@@ -82,7 +68,7 @@ def render_prepared(
         prepared = replace(
             prepared, options=replace(prepared.options, anthropic_stable_cacheable=anthropic_stable_cacheable)
         )
-    body, breakpoints = RENDERERS[provider](prepared)
+    body, breakpoints = SPECS[provider].render(prepared)
     return body, breakpoints, prepared.notices
 
 

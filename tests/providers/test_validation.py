@@ -50,8 +50,13 @@ def test_tool_name_must_not_be_empty(provider: int) -> None:
 
 
 @pytest.mark.parametrize("provider", ALL)
-@pytest.mark.parametrize("name", ["get weather", "get.weather", "wetter/heute", "café"])
+@pytest.mark.parametrize("name", ["get weather", "get.weather", "ns:get", "wetter/heute", "café"])
 def test_tool_name_charset(provider: int, name: str) -> None:
+    if provider == P.PROVIDER_GEMINI_GENERATE_CONTENT and name in ("get.weather", "ns:get"):
+        # Gemini documents `.` and `:` in function names.
+        body = json.loads(render(provider, request(tools=[WEATHER, {"name": name}])).body_json)
+        assert body["tools"][0]["functionDeclarations"][1]["name"] == name
+        return
     only(provider, request(tools=[WEATHER, {"name": name}]), "chat_request.tools[1].name")
 
 
