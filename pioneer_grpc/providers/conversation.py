@@ -176,6 +176,8 @@ class RenderedPrefix:
     # The provider's rendered messages (or contents), and the text of system-role messages.
     rendered: tuple[Any, ...]
     system_texts: tuple[str, ...]
+    # The media kinds among the messages' content parts.
+    media_kinds: frozenset[str] = frozenset()
 
     @property
     def size(self) -> int:

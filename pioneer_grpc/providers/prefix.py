@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.providers import provider_rules
-from pioneer_grpc.providers.common import Options, Prepared, system_messages
+from pioneer_grpc.providers.common import Options, Prepared, media_of, system_messages
 from pioneer_grpc.providers.conversation import RenderedPrefix, pair_prefix
 from pioneer_grpc.providers.specs import spec_for
 from pioneer_grpc.providers.validate import message_checks
@@ -78,6 +78,12 @@ def render_prefix(
         has_results=provider_rules.has_tool_results(adapted.request.messages),
         rendered=tuple(rendered),
         system_texts=tuple(system_messages(prepared)),
+        media_kinds=frozenset(
+            media[0]
+            for message in adapted.request.messages
+            for part in message.content_parts
+            if (media := media_of(part)) is not None
+        ),
     )
 
 

@@ -10,11 +10,13 @@ the request if adapted.
 - Gemini: a tool name that does not start with a letter or an underscore.
 
 Adapted, each with a notice:
-- Every provider: a tool call name in the history outside [A-Za-z0-9_-] (OpenAI
-  checks the names of past calls against the tool name pattern) is sent with
-  each other character as `_`, in the call and in its result.
-- Anthropic: a call id outside [A-Za-z0-9_-] is rewritten, the same way in the
-  call and its result; thinking is turned off for a round that continues an
+- Every provider: a tool call name in the history outside the provider's tool name
+  pattern (OpenAI checks the names of past calls against it) is sent with each
+  other character as `_`, in the call and in its result.
+- Every provider whose spec says so: a call id outside its pattern, or used again
+  where ids must be unique in the conversation, is rewritten, the same way in the
+  call and its result (`_call_ids`).
+- Anthropic: thinking is turned off for a round that continues an
   assistant turn (a tool loop or a prefill), because that turn's signed thinking
   blocks cannot be sent back; tools called in the history are declared (with
   tool_choice none) when the round has no tools, since Anthropic refuses
@@ -34,8 +36,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pioneer_grpc.errors import FieldViolation
+from pioneer_grpc.providers import model_fit
 from pioneer_grpc.providers.common import thinking_budget
 from pioneer_grpc.providers.conversation import Notice, Paired, RenderedPrefix
+from pioneer_grpc.providers.model_fit import ModelFit
 from pioneer_grpc.providers.spec import PLAIN_NAME, ProviderSpec
 from pioneer_grpc.v1 import chat_pb2
 
@@ -47,7 +51,7 @@ HISTORY_TOOL_DESCRIPTION = "Called earlier in this conversation; not available t
 ID_REWRITTEN = "tool_call_id_rewritten"
 THINKING_OFF = "thinking_off_in_tool_loop"
 TOOLS_DECLARED = "tools_declared_for_history"
-TEMPERATURE_NOT_SENT = "temperature_not_sent"
+TEMPERATURE_NOT_SENT = model_fit.TEMPERATURE_NOT_SENT
 WHITESPACE_TRIMMED = "trailing_whitespace_trimmed"
 PARALLEL_UNSUPPORTED = "parallel_tool_calls_unsupported"
 ASSISTANT_MERGED = "assistant_messages_merged"
@@ -59,8 +63,11 @@ def anthropic_thinking_on(request: chat_pb2.ChatRequest) -> bool:
     return thinking_budget(request.reasoning) is not None
 
 
-def anthropic_request_rules(request: chat_pb2.ChatRequest, path: str) -> list[FieldViolation]:
-    if request.tools and request.tool_choice.mode in FORCING_CHOICES and anthropic_thinking_on(request):
+def anthropic_request_rules(
+    request: chat_pb2.ChatRequest, path: str, reasoning: bool
+) -> list[FieldViolation]:
+    thinking = reasoning and anthropic_thinking_on(request)
+    if request.tools and request.tool_choice.mode in FORCING_CHOICES and thinking:
         return [
             FieldViolation(
                 f"{path}.tool_choice.mode",
@@ -71,7 +78,7 @@ def anthropic_request_rules(request: chat_pb2.ChatRequest, path: str) -> list[Fi
     return []
 
 
-def gemini_request_rules(request: chat_pb2.ChatRequest, path: str) -> list[FieldViolation]:
+def gemini_request_rules(request: chat_pb2.ChatRequest, path: str, reasoning: bool) -> list[FieldViolation]:
     return [
         FieldViolation(f"{path}.tools[{i}].name", "Gemini needs it to start with a letter or _")
         for i, tool in enumerate(request.tools)
@@ -79,9 +86,14 @@ def gemini_request_rules(request: chat_pb2.ChatRequest, path: str) -> list[Field
     ]
 
 
-def request_violations(spec: ProviderSpec, request: chat_pb2.ChatRequest, path: str) -> list[FieldViolation]:
-    """Rules on the request's own fields (checked before anything is stored by PrepareTurn)."""
-    return spec.request_rules(request, path) if spec.request_rules is not None else []
+def request_violations(
+    spec: ProviderSpec, request: chat_pb2.ChatRequest, path: str, *, reasoning: bool = True
+) -> list[FieldViolation]:
+    """Rules on the request's own fields (checked before anything is stored by PrepareTurn).
+
+    `reasoning`: whether the model thinks at all (else its reasoning settings are not sent).
+    """
+    return spec.request_rules(request, path, reasoning) if spec.request_rules is not None else []
 
 
 def message_violations(spec: ProviderSpec, paired: Paired, path: str) -> list[FieldViolation]:
@@ -327,6 +339,7 @@ def adapt(
     prefix: RenderedPrefix | None = None,
     *,
     names_only: bool = False,
+    fit: ModelFit | None = None,
 ) -> Adapted:
     """A copy of the request with the paired messages, changed where the provider needs it.
 
@@ -342,6 +355,8 @@ def adapt(
     if names_only:
         return adapted
     _call_ids(adapted, paired.origins, path)
+    if fit is not None:
+        adapted.notices.extend(model_fit.apply(fit, adapted.request, paired.origins, path))
     if spec.adapt is not None:
         spec.adapt(adapted, paired.origins, path)
     return adapted

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.models.registry import Registry, packaged_registry
+from pioneer_grpc.providers import model_fit
 from pioneer_grpc.providers.common import JSON, encoded_body
 from pioneer_grpc.providers.conversation import Notice, RenderedPrefix
 from pioneer_grpc.providers.prefix import continues
@@ -56,6 +58,7 @@ def render_prepared(
     anthropic_stable_cacheable: bool | None = None,
     capped_parts: bool = False,
     prefix: RenderedPrefix | None = None,
+    models: Registry | None = None,
 ) -> tuple[JSON, int, tuple[Notice, ...]]:
     """render_body, plus the notices of what the provider rules adapted.
 
@@ -63,7 +66,7 @@ def render_prepared(
     prompt meets the model's cache minimum in tokens; None leaves it to
     `anthropic_min_cache_chars`. `capped_parts`, `prefix`: see `validate.prepare`.
     """
-    prepared = prepare(provider, request, options, path, options_path, capped_parts, prefix)
+    prepared = prepare(provider, request, options, path, options_path, capped_parts, prefix, models)
     if anthropic_stable_cacheable is not None:
         prepared = replace(
             prepared, options=replace(prepared.options, anthropic_stable_cacheable=anthropic_stable_cacheable)
@@ -81,6 +84,7 @@ def render(
     options_path: str = "options",
     anthropic_stable_cacheable: bool | None = None,
     capped_parts: bool = False,
+    models: Registry | None = None,
 ) -> RenderedRequest:
     """Validate, then render.
 
@@ -96,6 +100,7 @@ def render(
         options_path=options_path,
         anthropic_stable_cacheable=anthropic_stable_cacheable,
         capped_parts=capped_parts,
+        models=models,
     )
     encoded = encoded_body(body, source_bytes=request.ByteSize())
     return RenderedRequest(encoded, path_for(provider, request.model), breakpoints, notices)
@@ -112,6 +117,7 @@ def render_after(
     path: str = "chat_request",
     options_path: str = "options",
     anthropic_stable_cacheable: bool | None = None,
+    models: Registry | None = None,
 ) -> RenderedRequest:
     """`render(provider, whole(), ...)` with capped parts, rendering only what follows `prefix`.
 
@@ -121,7 +127,15 @@ def render_after(
     prefix (prefix.continues), or where a violation must be named (by its index
     in the whole conversation), `whole()` is rendered.
     """
-    if prefix is not None and continues(prefix, provider, path, request):
+    spec = SPECS.get(provider)
+    if (
+        prefix is not None
+        and spec is not None
+        and continues(prefix, provider, path, request)
+        # Media the model does not read is left out message by message: not in a prefix.
+        and prefix.media_kinds
+        <= model_fit.takes_for(spec, models or packaged_registry(), request.model).media
+    ):
         try:
             body, breakpoints, notices = render_prepared(
                 provider,
@@ -132,6 +146,7 @@ def render_after(
                 anthropic_stable_cacheable=anthropic_stable_cacheable,
                 capped_parts=True,
                 prefix=prefix,
+                models=models,
             )
         except InvalidArgument:
             pass
@@ -146,4 +161,5 @@ def render_after(
         options_path=options_path,
         anthropic_stable_cacheable=anthropic_stable_cacheable,
         capped_parts=True,
+        models=models,
     )

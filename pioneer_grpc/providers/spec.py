@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_-]+")
 
 Adapter = Callable[["Adapted", list[int], str], None]
-RequestRule = Callable[[chat_pb2.ChatRequest, str], list[FieldViolation]]
+# (request, path, whether the model thinks at all) -> violations
+RequestRule = Callable[[chat_pb2.ChatRequest, str, bool], list[FieldViolation]]
 
 
 def _same(model: str) -> str:

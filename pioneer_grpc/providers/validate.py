@@ -11,7 +11,8 @@ import re
 from pioneer_grpc.caps import violations_of
 from pioneer_grpc.caps.chat import MAX_MESSAGES
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
-from pioneer_grpc.providers import provider_rules
+from pioneer_grpc.models.registry import Registry, packaged_registry
+from pioneer_grpc.providers import model_fit, provider_rules
 from pioneer_grpc.providers.common import (
     DEFAULT_BOUNDARY_MARKER,
     MAX_CACHE_KEY_PREFIX_CHARS,
@@ -201,7 +202,11 @@ def _check_parts(message: chat_pb2.ChatMessage, field: str, violations: list[Fie
 
 
 def _check_reasoning(
-    spec: ProviderSpec, request: chat_pb2.ChatRequest, path: str, violations: list[FieldViolation]
+    spec: ProviderSpec,
+    request: chat_pb2.ChatRequest,
+    path: str,
+    violations: list[FieldViolation],
+    sent: bool = True,
 ) -> None:
     reasoning = request.reasoning
     field = f"{path}.reasoning"
@@ -214,7 +219,7 @@ def _check_reasoning(
         violations.append(FieldViolation(f"{field}.budget_tokens", "must not be negative"))
         return
     minimum = spec.min_thinking_budget
-    if minimum is None or (request.HasField("max_tokens") and request.max_tokens <= 0):
+    if not sent or minimum is None or (request.HasField("max_tokens") and request.max_tokens <= 0):
         return
     budget, max_tokens = anthropic_thinking(request)
     if budget is None:
@@ -249,6 +254,7 @@ def prepare(
     options_path: str = "options",
     capped_parts: bool = False,
     prefix: RenderedPrefix | None = None,
+    models: Registry | None = None,
 ) -> Prepared:
     """Validate everything; InvalidArgument listing every violation, else the prepared request.
 
@@ -273,6 +279,7 @@ def prepare(
     if found is None:
         violations.append(FieldViolation("provider", REFUSED.get(provider, "must name a provider API")))
     spec = found or _NO_SPEC
+    takes = model_fit.takes_for(spec, models or packaged_registry(), request.model)
     tools = _check_tools(spec, request, path, violations)
     _check_choice(request, path, violations)
     resolved, option_violations = resolve_options(options, options_path)
@@ -302,8 +309,9 @@ def prepare(
         math.isfinite(request.temperature) and request.temperature >= 0
     ):
         violations.append(FieldViolation(f"{path}.temperature", "must be a finite number >= 0"))
-    _check_reasoning(spec, request, path, violations)
-    violations.extend(provider_rules.request_violations(spec, request, path))
+    _check_reasoning(spec, request, path, violations, sent=takes.reasoning)
+    violations.extend(provider_rules.request_violations(spec, request, path, reasoning=takes.reasoning))
+    violations.extend(model_fit.violations(spec, request, takes, path))
     paired, notices, pairing_violations = pair_tool_calls(
         request, path, system_apart=spec.system_apart, prefix=prefix.pairing if prefix else None
     )
@@ -311,7 +319,8 @@ def prepare(
     violations.extend(provider_rules.message_violations(spec, paired, path))
     InvalidArgument.raise_if(violations, "invalid request")
 
-    adapted = provider_rules.adapt(spec, request, paired, path, prefix)
+    fit = model_fit.fit(spec, request, takes, path)
+    adapted = provider_rules.adapt(spec, request, paired, path, prefix, fit=fit)
     has_tools = bool(tools)
     choice = request.tool_choice.mode if has_tools else chat_pb2.TOOL_CHOICE_MODE_UNSPECIFIED
     if adapted.history_tools:
@@ -334,19 +343,24 @@ def prepare(
         else None,
         stable=stable,
         dynamic=dynamic,
-        notices=(*notices, *adapted.notices),
+        notices=(*fit.notices, *notices, *adapted.notices),
         origins=tuple(paired.origins),
         prefix=prefix,
     )
 
 
 def tool_rule_violations(
-    provider: int, request: chat_pb2.ChatRequest, path: str = "chat_request"
+    provider: int,
+    request: chat_pb2.ChatRequest,
+    path: str = "chat_request",
+    models: Registry | None = None,
 ) -> list[FieldViolation]:
-    """The original's tool rules alone, for a request that is not rendered for a provider yet."""
+    """The original's tool rules alone (and the model's), for a request not rendered for a provider yet."""
     violations: list[FieldViolation] = []
     spec = spec_for(provider) or _NO_SPEC
+    takes = model_fit.takes_for(spec, models or packaged_registry(), request.model)
     _check_tools(spec, request, path, violations)
     _check_choice(request, path, violations)
-    violations.extend(provider_rules.request_violations(spec, request, path))
+    violations.extend(provider_rules.request_violations(spec, request, path, reasoning=takes.reasoning))
+    violations.extend(model_fit.violations(spec, request, takes, path))
     return violations
