@@ -133,9 +133,14 @@ def rendered_messages(prepared: Prepared) -> list[JSON]:
             out.append({"role": "assistant", "content": _assistant_content(prepared, message)})
         else:
             result: JSON = {"type": "tool_result", "tool_use_id": message.tool_call_id}
-            text = all_text(prepared, message)
-            if text.strip():
-                result["content"] = text
+            if any(media_of(part) for part in message.content_parts):
+                result["content"] = _user_content(prepared, index)  # text, image and document blocks
+            else:
+                text = all_text(prepared, message)
+                if text.strip():
+                    result["content"] = text
+            if message.is_error:
+                result["is_error"] = True
             # Results of parallel calls answer one assistant turn: one user message.
             previous = out[-1] if out else None
             if (
@@ -233,4 +238,6 @@ SPEC = ProviderSpec(
     adapt=provider_rules.anthropic_adapt,
     thinking_budget=True,
     min_thinking_budget=1024,
+    tool_result_media=frozenset({"image", "file"}),
+    tool_result_error=True,
 )

@@ -96,13 +96,15 @@ def rendered_messages(prepared: Prepared) -> list[JSON]:
             else:
                 out.append({"role": "model", "parts": parts})
         else:
-            response = {
-                "functionResponse": {
-                    "id": message.tool_call_id,
-                    "name": tool_name_for_call(request, index),
-                    "response": {"output": all_text(prepared, message)},
-                }
+            function_response: JSON = {
+                "id": message.tool_call_id,
+                "name": tool_name_for_call(request, index),
+                "response": {"output": all_text(prepared, message)},
             }
+            media = [part for part in _user_parts(prepared, index) if "text" not in part]
+            if media:
+                function_response["parts"] = media  # inlineData / fileData, as in a user turn
+            response = {"functionResponse": function_response}
             previous = out[-1] if out else None
             if (
                 previous is not None
@@ -188,5 +190,6 @@ SPEC = ProviderSpec(
     adapt_messages=provider_rules.gemini_merges,
     thinking_budget=True,
     result_needs_name=True,
+    tool_result_media=frozenset({"image", "file", "audio", "video"}),
     model_id=MODEL_ID,
 )

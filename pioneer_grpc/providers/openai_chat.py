@@ -78,8 +78,14 @@ def _messages(prepared: Prepared) -> list[JSON]:
 def rendered_messages(prepared: Prepared) -> list[JSON]:
     """The request's own messages, after the compiled prompt's."""
     out: list[JSON] = []
+    # Media of the tool results of the current run of tool messages: Chat Completions takes
+    # none in a tool message, so they follow the run in one user message (a notice says so).
+    moved: list[JSON] = []
     for index, message in enumerate(prepared.request.messages):
         role = message.role
+        if moved and role != chat_pb2.CHAT_ROLE_TOOL:
+            out.append({"role": "user", "content": moved})
+            moved = []
         if role == chat_pb2.CHAT_ROLE_SYSTEM:
             item: JSON = {"role": "system", "content": all_text(prepared, message)}
         elif role == chat_pb2.CHAT_ROLE_USER:
@@ -102,11 +108,24 @@ def rendered_messages(prepared: Prepared) -> list[JSON]:
             out.append(
                 {"role": "tool", "tool_call_id": message.tool_call_id, "content": all_text(prepared, message)}
             )
+            media = _media_parts(prepared, index)
+            if media:
+                moved.append({"type": "text", "text": f"Returned by tool call {message.tool_call_id}:"})
+                moved.extend(media)
             continue
         if message.name:
             item["name"] = message.name
         out.append(item)
+    if moved:
+        out.append({"role": "user", "content": moved})
     return out
+
+
+def _media_parts(prepared: Prepared, index: int) -> list[JSON]:
+    content = _user_content(prepared, index)
+    if isinstance(content, str):
+        return []
+    return [part for part in content if part["type"] != "text"]
 
 
 def _tool_choice(prepared: Prepared) -> str | JSON | None:

@@ -88,13 +88,10 @@ def _input(prepared: Prepared) -> list[JSON]:
                     }
                 )
         else:
-            items.append(
-                {
-                    "type": "function_call_output",
-                    "call_id": message.tool_call_id,
-                    "output": all_text(prepared, message),
-                }
-            )
+            output: str | list[JSON] = all_text(prepared, message)
+            if any(media_of(part) for part in message.content_parts):
+                output = _user_content(prepared, index)  # input_text, input_image, input_file
+            items.append({"type": "function_call_output", "call_id": message.tool_call_id, "output": output})
     return items
 
 
@@ -147,4 +144,5 @@ SPEC = ProviderSpec(
     families=frozenset({"openai"}),
     render=render,
     path=lambda model: PATH,
+    tool_result_media=frozenset({"image", "file"}),
 )

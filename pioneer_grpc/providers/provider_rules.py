@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from pioneer_grpc.errors import FieldViolation
 from pioneer_grpc.providers import model_fit
-from pioneer_grpc.providers.common import thinking_budget
+from pioneer_grpc.providers.common import media_of, thinking_budget
 from pioneer_grpc.providers.conversation import Notice, Paired, RenderedPrefix
 from pioneer_grpc.providers.model_fit import ModelFit
 from pioneer_grpc.providers.spec import PLAIN_NAME, ProviderSpec
@@ -57,6 +57,8 @@ PARALLEL_UNSUPPORTED = "parallel_tool_calls_unsupported"
 ASSISTANT_MERGED = "assistant_messages_merged"
 NAME_DROPPED = "participant_name_dropped"
 CALL_NAME_REWRITTEN = "tool_call_name_rewritten"
+ERROR_NOT_MARKED = "tool_error_not_marked"
+RESULT_MEDIA_MOVED = "tool_result_media_moved"
 
 
 def anthropic_thinking_on(request: chat_pb2.ChatRequest) -> bool:
@@ -146,8 +148,10 @@ def _call_ids(adapted: Adapted, origins: list[int], path: str) -> None:
         adapted.id_uses.update(adapted.prefix.call_id_uses)
     sent: dict[str, str] = {}  # id as given -> id sent, for the call last made with it
     for message, origin in zip(adapted.request.messages, origins, strict=True):
-        if message.role == chat_pb2.CHAT_ROLE_TOOL and message.tool_call_id in sent:
-            message.tool_call_id = sent[message.tool_call_id]
+        if message.role == chat_pb2.CHAT_ROLE_TOOL:
+            _result_notices(spec, message, f"{path}.messages[{origin}]", adapted.notices)
+            if message.tool_call_id in sent:
+                message.tool_call_id = sent[message.tool_call_id]
         for j, call in enumerate(message.tool_calls):
             if not call.id:
                 continue
@@ -175,6 +179,31 @@ def _call_ids(adapted: Adapted, origins: list[int], path: str) -> None:
                 )
             sent[call.id] = new
             call.id = new
+
+
+def _result_notices(
+    spec: ProviderSpec, message: chat_pb2.ChatMessage, field: str, notices: list[Notice]
+) -> None:
+    """What of a tool result the provider cannot take inside it: the error mark, media kinds."""
+    if message.is_error and not spec.tool_result_error:
+        notices.append(
+            Notice(
+                ERROR_NOT_MARKED,
+                f"{spec.name} has no field marking a tool result as an error: the result was sent as it is",
+                f"{field}.is_error",
+            )
+        )
+    for j, part in enumerate(message.content_parts):
+        found = media_of(part)
+        if found is not None and found[0] not in spec.tool_result_media:
+            notices.append(
+                Notice(
+                    RESULT_MEDIA_MOVED,
+                    f"{spec.name} takes no {found[0]} in a tool result: it was sent in a user message "
+                    "right after the results of the call's turn",
+                    f"{field}.content_parts[{j}].{found[0]}",
+                )
+            )
 
 
 def _continues_assistant_turn(messages: list[chat_pb2.ChatMessage]) -> bool:

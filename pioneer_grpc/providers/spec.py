@@ -78,7 +78,8 @@ class ProviderSpec:
     result_needs_name: bool = False
     # What a model id must look like (it goes in the path); None: anything.
     model_id: re.Pattern[str] | None = None
-    # Media kinds the API takes inside a tool result; others go in a user message after it.
+    # Media kinds the API takes inside a tool result; others go in a user message after
+    # the results of the call's turn (the renderer's to place), with a notice.
     tool_result_media: frozenset[str] = field(default_factory=frozenset)
     # Whether a tool result may say it is an error (Anthropic is_error, Bedrock status).
     tool_result_error: bool = False

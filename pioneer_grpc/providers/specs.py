@@ -20,6 +20,7 @@ SPECS: Mapping[int, ProviderSpec] = {
 # Provider enum values no renderer stands behind, and why.
 REFUSED: Mapping[int, str] = {
     provider_service_pb2.PROVIDER_UNSPECIFIED: "must name a provider API",
+    provider_service_pb2.PROVIDER_AMAZON_BEDROCK_CONVERSE: "Bedrock Converse is not rendered yet",
 }
 BY_NAME: Mapping[str, ProviderSpec] = {spec.name: spec for spec in SPECS.values()}
 

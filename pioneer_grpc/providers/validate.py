@@ -189,9 +189,11 @@ def _check_parts(message: chat_pb2.ChatMessage, field: str, violations: list[Fie
             continue
         kind, media_part = media
         has_media = True
-        if message.role != chat_pb2.CHAT_ROLE_USER:
+        if message.role not in (chat_pb2.CHAT_ROLE_USER, chat_pb2.CHAT_ROLE_TOOL):
             violations.append(
-                FieldViolation(f"{field}.content_parts[{j}].{kind}", "only user messages carry media")
+                FieldViolation(
+                    f"{field}.content_parts[{j}].{kind}", "only user and tool messages carry media"
+                )
             )
             continue
         try:

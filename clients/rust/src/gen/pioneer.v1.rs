@@ -1059,7 +1059,8 @@ pub mod content_part {
 pub struct ChatMessage {
     #[prost(enumeration = "ChatRole", tag = "1")]
     pub role: i32,
-    /// Plain text content; content_parts, when present, follow it.
+    /// Plain text content; content_parts, when present, follow it. Media parts
+    /// (image, file, audio, video) go on user and tool messages.
     /// Cap: at most 1,000,000 characters.
     #[prost(string, tag = "2")]
     pub content: ::prost::alloc::string::String,
@@ -1086,6 +1087,11 @@ pub struct ChatMessage {
     /// Cap: at most 64 items.
     #[prost(message, repeated, tag = "8")]
     pub artifact_refs: ::prost::alloc::vec::Vec<ArtifactRef>,
+    /// On a tool message: the result reports that the tool failed. Sent where the
+    /// provider has a field for it (Anthropic `is_error`, Bedrock `status`);
+    /// elsewhere the result goes as it is, and a RenderNotice says the mark was not sent.
+    #[prost(bool, tag = "9")]
+    pub is_error: bool,
 }
 /// ToolDefinition is a model-visible tool. Tools travel here, never as prompt prose.
 #[allow(clippy::all)]
@@ -3207,6 +3213,8 @@ pub enum Provider {
     OpenaiResponses = 2,
     AnthropicMessages = 3,
     GeminiGenerateContent = 4,
+    /// Amazon Bedrock Converse (`POST /model/{modelId}/converse`).
+    AmazonBedrockConverse = 5,
 }
 impl Provider {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -3220,6 +3228,7 @@ impl Provider {
             Self::OpenaiResponses => "PROVIDER_OPENAI_RESPONSES",
             Self::AnthropicMessages => "PROVIDER_ANTHROPIC_MESSAGES",
             Self::GeminiGenerateContent => "PROVIDER_GEMINI_GENERATE_CONTENT",
+            Self::AmazonBedrockConverse => "PROVIDER_AMAZON_BEDROCK_CONVERSE",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -3230,6 +3239,7 @@ impl Provider {
             "PROVIDER_OPENAI_RESPONSES" => Some(Self::OpenaiResponses),
             "PROVIDER_ANTHROPIC_MESSAGES" => Some(Self::AnthropicMessages),
             "PROVIDER_GEMINI_GENERATE_CONTENT" => Some(Self::GeminiGenerateContent),
+            "PROVIDER_AMAZON_BEDROCK_CONVERSE" => Some(Self::AmazonBedrockConverse),
             _ => None,
         }
     }

@@ -31,6 +31,8 @@ const (
 	Provider_PROVIDER_OPENAI_RESPONSES        Provider = 2
 	Provider_PROVIDER_ANTHROPIC_MESSAGES      Provider = 3
 	Provider_PROVIDER_GEMINI_GENERATE_CONTENT Provider = 4
+	// Amazon Bedrock Converse (`POST /model/{modelId}/converse`).
+	Provider_PROVIDER_AMAZON_BEDROCK_CONVERSE Provider = 5
 )
 
 // Enum value maps for Provider.
@@ -41,6 +43,7 @@ var (
 		2: "PROVIDER_OPENAI_RESPONSES",
 		3: "PROVIDER_ANTHROPIC_MESSAGES",
 		4: "PROVIDER_GEMINI_GENERATE_CONTENT",
+		5: "PROVIDER_AMAZON_BEDROCK_CONVERSE",
 	}
 	Provider_value = map[string]int32{
 		"PROVIDER_UNSPECIFIED":             0,
@@ -48,6 +51,7 @@ var (
 		"PROVIDER_OPENAI_RESPONSES":        2,
 		"PROVIDER_ANTHROPIC_MESSAGES":      3,
 		"PROVIDER_GEMINI_GENERATE_CONTENT": 4,
+		"PROVIDER_AMAZON_BEDROCK_CONVERSE": 5,
 	}
 )
 
@@ -362,13 +366,14 @@ const file_pioneer_v1_provider_service_proto_rawDesc = "" +
 	"\fRenderNotice\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
-	"\x05field\x18\x03 \x01(\tR\x05field*\xb0\x01\n" +
+	"\x05field\x18\x03 \x01(\tR\x05field*\xd6\x01\n" +
 	"\bProvider\x12\x18\n" +
 	"\x14PROVIDER_UNSPECIFIED\x10\x00\x12$\n" +
 	" PROVIDER_OPENAI_CHAT_COMPLETIONS\x10\x01\x12\x1d\n" +
 	"\x19PROVIDER_OPENAI_RESPONSES\x10\x02\x12\x1f\n" +
 	"\x1bPROVIDER_ANTHROPIC_MESSAGES\x10\x03\x12$\n" +
-	" PROVIDER_GEMINI_GENERATE_CONTENT\x10\x042s\n" +
+	" PROVIDER_GEMINI_GENERATE_CONTENT\x10\x04\x12$\n" +
+	" PROVIDER_AMAZON_BEDROCK_CONVERSE\x10\x052s\n" +
 	"\x0fProviderService\x12`\n" +
 	"\x11RenderChatRequest\x12$.pioneer.v1.RenderChatRequestRequest\x1a%.pioneer.v1.RenderChatRequestResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
 
