@@ -194,6 +194,7 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
         system.append(stable)
     if prepared.dynamic:
         system.append({"type": "text", "text": prepared.dynamic})
+    system.extend({"type": "text", "text": text} for text in prepared.leading_system if text)
     system.extend({"type": "text", "text": text} for text in system_messages(prepared))
     if system:
         body["system"] = system

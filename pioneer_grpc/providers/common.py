@@ -99,6 +99,10 @@ class Prepared:
     origins: tuple[int, ...] = ()
     # The conversation's first messages, rendered before `request`'s, which follow them.
     prefix: RenderedPrefix | None = None
+    # The text of the caller's system messages that open the conversation (taken out
+    # of `request`), sent right after the compiled prompt; none when there is a
+    # compiled prompt, which then carries them at the end of its dynamic half.
+    leading_system: tuple[str, ...] = ()
 
     def message_path(self, index: int) -> str:
         origin = self.origins[index] if index < len(self.origins) else index
@@ -186,6 +190,10 @@ ROLE_NAMES: dict[int, str] = {
 
 def message_text(prepared: Prepared, message: chat_pb2.ChatMessage) -> str:
     """`content` with the message's artifact block appended; markers removed from system text."""
+    return _content_text(message)
+
+
+def _content_text(message: chat_pb2.ChatMessage) -> str:
     text = message.content
     if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
         text = strip_markers(text)
@@ -196,7 +204,12 @@ def message_text(prepared: Prepared, message: chat_pb2.ChatMessage) -> str:
 
 def all_text(prepared: Prepared, message: chat_pb2.ChatMessage) -> str:
     """Message text followed by its text parts, for messages that carry text only."""
-    texts = [message_text(prepared, message)]
+    return text_of(message)
+
+
+def text_of(message: chat_pb2.ChatMessage) -> str:
+    """`all_text` of a message on its own."""
+    texts = [_content_text(message)]
     for part in message.content_parts:
         text = part.text
         if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
@@ -217,7 +230,18 @@ def system_messages(prepared: Prepared) -> list[str]:
 
 
 def prompt_halves(prepared: Prepared) -> list[str]:
-    return [text for text in (prepared.stable, prepared.dynamic) if text]
+    """The system text before the conversation: the compiled prompt's halves, then the caller's."""
+    return [text for text in (prepared.stable, prepared.dynamic, *prepared.leading_system) if text]
+
+
+def take_leading_system(request: chat_pb2.ChatRequest) -> list[str]:
+    """Removes the system messages that open `request`'s conversation; their text, in order."""
+    count = 0
+    while count < len(request.messages) and request.messages[count].role == chat_pb2.CHAT_ROLE_SYSTEM:
+        count += 1
+    texts = [text_of(message) for message in request.messages[:count]]
+    del request.messages[:count]
+    return texts
 
 
 def _not_json(constant: str) -> Any:

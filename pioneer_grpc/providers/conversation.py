@@ -178,6 +178,10 @@ class RenderedPrefix:
     system_texts: tuple[str, ...]
     # The media kinds among the messages' content parts.
     media_kinds: frozenset[str] = frozenset()
+    # The text of the system messages that open the conversation, and their indices
+    # (not in `rendered` or `system_texts`: where they go depends on the compiled prompt).
+    leading_system: tuple[str, ...] = ()
+    leading_origins: tuple[int, ...] = ()
 
     @property
     def size(self) -> int:

@@ -179,6 +179,7 @@ SPEC = ProviderSpec(
     render=render,
     path=lambda model: PATH,
     render_messages=rendered_messages,
+    participant_names=True,
     adapt=provider_rules.openai_chat_names,
     adapt_messages=provider_rules.openai_chat_names,
 )

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.providers import provider_rules
-from pioneer_grpc.providers.common import Options, Prepared, media_of, system_messages
+from pioneer_grpc.providers.common import Options, Prepared, media_of, system_messages, take_leading_system
 from pioneer_grpc.providers.conversation import RenderedPrefix, pair_prefix
 from pioneer_grpc.providers.specs import spec_for
 from pioneer_grpc.providers.validate import message_checks
@@ -50,6 +50,8 @@ def render_prefix(
     adapted, (call_name_notices, call_id_notices, message_notices) = provider_rules.adapt_prefix(
         spec, request, paired, path
     )
+    leading = take_leading_system(adapted.request)
+    origins = paired.origins[len(leading) :]
     prepared = Prepared(
         request=adapted.request,
         options=Options(),
@@ -60,7 +62,7 @@ def render_prefix(
         parallel=None,
         stable="",
         dynamic="",
-        origins=tuple(paired.origins),
+        origins=tuple(origins),
     )
     try:
         rendered = spec.render_messages(prepared)
@@ -78,6 +80,8 @@ def render_prefix(
         has_results=provider_rules.has_tool_results(adapted.request.messages),
         rendered=tuple(rendered),
         system_texts=tuple(system_messages(prepared)),
+        leading_system=tuple(leading),
+        leading_origins=tuple(paired.origins[: len(leading)]),
         media_kinds=frozenset(
             media[0]
             for message in adapted.request.messages

@@ -58,6 +58,9 @@ ASSISTANT_MERGED = "assistant_messages_merged"
 NAME_DROPPED = "participant_name_dropped"
 CALL_NAME_REWRITTEN = "tool_call_name_rewritten"
 ERROR_NOT_MARKED = "tool_error_not_marked"
+SYSTEM_MOVED = "system_message_moved"
+SYSTEM_MERGED = "system_message_merged"
+REASONING_CONTENT_NOT_SENT = "reasoning_content_not_sent"
 RESULT_MEDIA_MOVED = "tool_result_media_moved"
 
 
@@ -136,6 +139,9 @@ def _rewritten_id(call_id: str, max_chars: int | None) -> str:
 def _call_ids(adapted: Adapted, origins: list[int], path: str) -> None:
     """Call ids as the provider takes them: of its pattern, and unique in the conversation where it says so.
 
+    (And the notices of what of each message the provider does not take as it is:
+    the stage that goes message by message for every provider.)
+
     A model may reuse an id once its call is answered (`call_0` every turn); where the
     provider needs ids unique in the conversation, each reuse is sent as an id of its own,
     the same in the call and in its result. The rewrite depends only on the id and how
@@ -147,7 +153,11 @@ def _call_ids(adapted: Adapted, origins: list[int], path: str) -> None:
         adapted.notices.extend(adapted.prefix.call_id_notices)
         adapted.id_uses.update(adapted.prefix.call_id_uses)
     sent: dict[str, str] = {}  # id as given -> id sent, for the call last made with it
+    # Whether a message other than a system one came before (in the prefix, or here).
+    started = adapted.prefix is not None
     for message, origin in zip(adapted.request.messages, origins, strict=True):
+        _message_notices(spec, message, f"{path}.messages[{origin}]", started, adapted.notices)
+        started = started or message.role != chat_pb2.CHAT_ROLE_SYSTEM
         if message.role == chat_pb2.CHAT_ROLE_TOOL:
             _result_notices(spec, message, f"{path}.messages[{origin}]", adapted.notices)
             if message.tool_call_id in sent:
@@ -179,6 +189,38 @@ def _call_ids(adapted: Adapted, origins: list[int], path: str) -> None:
                 )
             sent[call.id] = new
             call.id = new
+
+
+def _message_notices(
+    spec: ProviderSpec, message: chat_pb2.ChatMessage, field: str, started: bool, notices: list[Notice]
+) -> None:
+    """What of a message the provider does not take as it is: a name, its reasoning, its place."""
+    role = message.role
+    if message.name and role != chat_pb2.CHAT_ROLE_TOOL and not spec.participant_names:
+        notices.append(
+            Notice(
+                NAME_DROPPED,
+                f"{spec.name} takes no participant name: {message.name!r} was not sent",
+                f"{field}.name",
+            )
+        )
+    if message.HasField("reasoning_content"):
+        notices.append(
+            Notice(
+                REASONING_CONTENT_NOT_SENT,
+                "reasoning text is not sent back to a model (no provider takes it as plain text)",
+                f"{field}.reasoning_content",
+            )
+        )
+    if role == chat_pb2.CHAT_ROLE_SYSTEM and started and spec.system_apart:
+        notices.append(
+            Notice(
+                SYSTEM_MOVED,
+                f"{spec.name} takes system text apart from the conversation: this system message was sent "
+                "there, after the system text before it, not at its place in the conversation",
+                field,
+            )
+        )
 
 
 def _result_notices(

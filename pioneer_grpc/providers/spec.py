@@ -81,6 +81,8 @@ class ProviderSpec:
     # Media kinds the API takes inside a tool result; others go in a user message after
     # the results of the call's turn (the renderer's to place), with a notice.
     tool_result_media: frozenset[str] = field(default_factory=frozenset)
+    # Whether messages carry a participant `name` (OpenAI Chat Completions).
+    participant_names: bool = False
     # Whether a tool result may say it is an error (Anthropic is_error, Bedrock status).
     tool_result_error: bool = False
 

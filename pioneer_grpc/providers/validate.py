@@ -24,10 +24,11 @@ from pioneer_grpc.providers.common import (
     parse_arguments,
     resolve_media,
     split_compiled,
+    take_leading_system,
     tool_name_for_call,
     tool_schema,
 )
-from pioneer_grpc.providers.conversation import RenderedPrefix, pair_tool_calls
+from pioneer_grpc.providers.conversation import Notice, RenderedPrefix, pair_tool_calls
 from pioneer_grpc.providers.spec import ProviderSpec
 from pioneer_grpc.providers.specs import REFUSED, spec_for
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
@@ -332,6 +333,13 @@ def prepare(
         ]
         choice = chat_pb2.TOOL_CHOICE_MODE_NONE
     stable, dynamic = split_compiled(request.compiled_prompt)
+    origins = tuple(paired.origins)
+    if prefix is not None:
+        leading, leading_origins = prefix.leading_system, prefix.leading_origins
+    else:
+        leading = tuple(take_leading_system(adapted.request))
+        leading_origins, origins = origins[: len(leading)], origins[len(leading) :]
+    dynamic, leading, merged = _merge_leading_system(stable, dynamic, leading, leading_origins, path)
     return Prepared(
         request=adapted.request,
         options=resolved,
@@ -345,10 +353,31 @@ def prepare(
         else None,
         stable=stable,
         dynamic=dynamic,
-        notices=(*fit.notices, *notices, *adapted.notices),
-        origins=tuple(paired.origins),
+        notices=(*fit.notices, *merged, *notices, *adapted.notices),
+        origins=origins,
         prefix=prefix,
+        leading_system=leading,
     )
+
+
+def _merge_leading_system(
+    stable: str, dynamic: str, leading: tuple[str, ...], origins: tuple[int, ...], path: str
+) -> tuple[str, tuple[str, ...], list[Notice]]:
+    """(dynamic half, caller system text sent apart, notices): the compiled prompt, when there is
+    one, stands for the caller's opening system messages (one system text, not three)."""
+    if not leading or not (stable or dynamic):
+        return dynamic, leading, []
+    merged = "\n\n".join(text for text in (dynamic, *leading) if text)
+    notices = [
+        Notice(
+            provider_rules.SYSTEM_MERGED,
+            "the compiled prompt stands for the caller's system text: this system message was sent "
+            "at the end of the prompt's dynamic half",
+            f"{path}.messages[{origin}]",
+        )
+        for origin in origins
+    ]
+    return merged, (), notices
 
 
 def tool_rule_violations(
