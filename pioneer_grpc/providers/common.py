@@ -15,15 +15,16 @@ import orjson
 from pioneer_grpc.artifacts import append_artifact_block, message_header
 from pioneer_grpc.caps import json_depth_over
 from pioneer_grpc.caps.history import MAX_ARGUMENTS_DEPTH
+from pioneer_grpc.compiler.boundary import CACHE_BOUNDARY
 from pioneer_grpc.providers import body_json
 from pioneer_grpc.providers.conversation import Notice, RenderedPrefix
 from pioneer_grpc.v1 import chat_pb2, prompt_pb2
 
 JSON = dict[str, Any]
 
-# The compiler's cache boundary (facts: PROMT_CACHE_BOUNDARY). It separates the
-# halves of full_system_text and must never reach a model.
-DEFAULT_BOUNDARY_MARKER = "\n<!-- PIONEER_PROMT_CACHE_BOUNDARY -->\n"
+# The compiler's cache boundary (facts: PROMT_CACHE_BOUNDARY), defined once, by the
+# compiler. It separates the halves of full_system_text and must never reach a model.
+DEFAULT_BOUNDARY_MARKER = CACHE_BOUNDARY
 # Removed from system text: the marker, then its core without the newlines,
 # which a person would recognise (and paste).
 BOUNDARY_MARKERS = (DEFAULT_BOUNDARY_MARKER, DEFAULT_BOUNDARY_MARKER.strip())
@@ -133,21 +134,16 @@ def dumps(body: JSON, *, source_bytes: int = 0) -> str:
 def encoded_body(body: JSON, *, source_bytes: int = 0) -> bytes:
     """`dumps(body)` as UTF-8: what goes on the wire, never decoded only to be encoded again.
 
-    orjson writes the text of `json.dumps(body, ensure_ascii=False,
-    separators=(",", ":"))` tens of times faster on a conversation (the
-    standard encoder held the interpreter for milliseconds per round); only a
-    float's negative exponent loses its padding zero (1e-7, not 1e-07). Numbers
-    are finite by then (`parse_arguments`, `struct_to_dict`).
-
-    `source_bytes`: the encoded size of what the body was rendered from, which
-    bounds the body's size; over ONE_CALL_SOURCE_BYTES it is written in pieces,
-    as are integers past 64 bits (tool arguments may hold them), which orjson refuses.
+    One encoder, orjson, writes every body (body_json.py), so the text depends on
+    the body alone (a float is `1e-7`, never `1e-07`). `source_bytes`: the encoded
+    size of what the body was rendered from, which bounds the body's size; up to
+    ONE_CALL_SOURCE_BYTES it is written in one call, above it in bounded pieces.
     """
     if source_bytes <= ONE_CALL_SOURCE_BYTES:
         try:
             return orjson.dumps(body)
         except orjson.JSONEncodeError:
-            pass
+            pass  # an integer past 64 bits: body_json writes it
     return body_json.encoded(body)
 
 
