@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pioneer_grpc.providers import anthropic, gemini, openai_chat, openai_responses
+from pioneer_grpc.providers import anthropic, bedrock, gemini, openai_chat, openai_responses
 from pioneer_grpc.providers.spec import ProviderSpec
 from pioneer_grpc.v1 import provider_service_pb2
 
@@ -15,12 +15,12 @@ SPECS: Mapping[int, ProviderSpec] = {
         openai_responses.SPEC,
         anthropic.SPEC,
         gemini.SPEC,
+        bedrock.SPEC,
     )
 }
 # Provider enum values no renderer stands behind, and why.
 REFUSED: Mapping[int, str] = {
     provider_service_pb2.PROVIDER_UNSPECIFIED: "must name a provider API",
-    provider_service_pb2.PROVIDER_AMAZON_BEDROCK_CONVERSE: "Bedrock Converse is not rendered yet",
 }
 BY_NAME: Mapping[str, ProviderSpec] = {spec.name: spec for spec in SPECS.values()}
 
