@@ -100,6 +100,15 @@ def fit(spec: ProviderSpec, request: chat_pb2.ChatRequest, takes: Takes, path: s
                 f"{path}.reasoning",
             )
         )
+    elif reasoning.disabled and not spec.thinking_budget:
+        notices.append(
+            Notice(
+                REASONING_NOT_SENT,
+                f"{spec.name} has no setting that turns reasoning off: reasoning.disabled was not sent "
+                "(the model reasons as it does by default)",
+                f"{path}.reasoning.disabled",
+            )
+        )
     elif reasoning.HasField("budget_tokens") and not spec.thinking_budget:
         send_budget = False
         rest = "its effort was sent" if reasoning.effort else "no reasoning setting was sent"
