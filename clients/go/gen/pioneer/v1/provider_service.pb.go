@@ -277,13 +277,21 @@ func (x *RenderChatRequestResponse) GetNotices() []*RenderNotice {
 // met by adapting is an INVALID_ARGUMENT naming the field instead.
 type RenderNotice struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// interrupted_tool_call_answered (a call with no result got one saying it
-	// was interrupted), tool_call_name_rewritten, tool_call_id_rewritten
-	// (Anthropic), parallel_tool_calls_unsupported (Gemini), temperature_not_sent
-	// (Anthropic), thinking_off_in_tool_loop (Anthropic),
-	// tools_declared_for_history (Anthropic), participant_name_dropped (OpenAI
-	// Chat Completions), assistant_messages_merged (Gemini),
-	// trailing_whitespace_trimmed (Anthropic).
+	// Conversation: interrupted_tool_call_answered (a call with no result got
+	// one saying it was interrupted), tool_call_name_rewritten,
+	// tool_call_id_rewritten (an id outside the provider's pattern, or used again
+	// where ids must be unique in the conversation), assistant_messages_merged
+	// (Gemini, Bedrock), system_message_merged (into the compiled prompt),
+	// system_message_moved (Anthropic, Gemini, Bedrock), participant_name_dropped,
+	// reasoning_content_not_sent, trailing_whitespace_trimmed (Anthropic).
+	// Tool results: tool_result_media_moved (Chat Completions),
+	// tool_error_not_marked. Tools: parallel_tool_calls_unsupported (Gemini,
+	// Bedrock), tools_declared_for_history (Anthropic, Bedrock),
+	// tool_choice_none_unsupported (Bedrock). The model (by the model registry):
+	// unknown_model, model_family_mismatch, reasoning_not_sent,
+	// thinking_budget_not_sent, thinking_off_in_tool_loop (Anthropic),
+	// temperature_not_sent, media_not_sent. The list grows; a client treats an
+	// unknown code as a notice like the others.
 	Code    string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
 	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	// The request field, e.g. "chat_request.messages[3].tool_calls[0]".
