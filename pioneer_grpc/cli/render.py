@@ -17,14 +17,8 @@ import sys
 from pioneer_grpc.cli import exits
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.providers import render
+from pioneer_grpc.providers.specs import BY_NAME
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
-
-PROVIDER_CHOICES: dict[str, provider_service_pb2.Provider] = {
-    "openai-chat": provider_service_pb2.PROVIDER_OPENAI_CHAT_COMPLETIONS,
-    "openai-responses": provider_service_pb2.PROVIDER_OPENAI_RESPONSES,
-    "anthropic": provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
-    "gemini": provider_service_pb2.PROVIDER_GEMINI_GENERATE_CONTENT,
-}
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -34,7 +28,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--provider", required=True, choices=list(PROVIDER_CHOICES))
+    parser.add_argument("--provider", required=True, choices=list(BY_NAME))
     parser.add_argument("request", help="ChatRequest as protobuf JSON; - for stdin")
     parser.add_argument("--pretty", action="store_true", help="indent the JSON for reading")
     parser.add_argument(
@@ -60,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if args.anthropic_min_cache_chars is not None:
         options.anthropic_min_cache_chars = args.anthropic_min_cache_chars
     try:
-        rendered = render(PROVIDER_CHOICES[args.provider], request, options)
+        rendered = render(BY_NAME[args.provider].provider, request, options)
     except InvalidArgument as exc:
         return exits.invalid("render", exc)
     if args.pretty:

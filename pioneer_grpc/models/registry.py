@@ -4,6 +4,7 @@ registry = load_registry(Path("my-models.toml"))   # or load_registry() for the 
 info = registry.lookup("claude-sonnet-4-5-20250929")  # longest prefix match, None if unknown
 info.context_window, info.response_reserve, info.tokenizer
 rule = registry.image_rule("gpt-4o-mini")               # how its images are counted (models/attachments.py)
+takes = registry.takes("o3")                            # what the model accepts (Takes)
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from pioneer_grpc.models.attachments import ANTHROPIC, GEMINI, OPENAI_PATCHES, O
 
 PACKAGED = Path(__file__).with_name("registry.toml")
 PROVIDERS = ("openai", "anthropic", "gemini")
+MEDIA_KINDS = ("image", "file", "audio", "video")
+DEFAULT_MEDIA = frozenset({"image", "file"})
 # A thread's default response reserve: the model's maximum output, but at most
 # this share of its window, so a long-output model still leaves room for history.
 RESERVE_SHARE = 8
@@ -38,6 +41,8 @@ class ModelInfo:
     extended_thinking: bool
     checked: str
     cache_min_tokens: int | None = None
+    temperature: bool = True
+    media: frozenset[str] = DEFAULT_MEDIA
 
     @property
     def response_reserve(self) -> int:
@@ -60,6 +65,12 @@ def _entry(where: str, prefix: str, raw: Mapping[str, Any]) -> ModelInfo:
     window, output = need("context_window", int), need("max_output", int)
     if window <= 0 or not 0 < output <= window:
         raise RegistryError(f"{where}: models.{prefix} needs 0 < max_output <= context_window")
+    temperature = raw.get("temperature", True)
+    if not isinstance(temperature, bool):
+        raise RegistryError(f"{where}: models.{prefix}.temperature must be true or false")
+    media = raw.get("media", sorted(DEFAULT_MEDIA))
+    if not isinstance(media, list) or not set(media) <= set(MEDIA_KINDS):
+        raise RegistryError(f"{where}: models.{prefix}.media must be a list of {', '.join(MEDIA_KINDS)}")
     cache_min = raw.get("cache_min_tokens")
     if cache_min is not None and (not isinstance(cache_min, int) or cache_min < 0):
         raise RegistryError(f"{where}: models.{prefix}.cache_min_tokens must be a non-negative integer")
@@ -72,7 +83,44 @@ def _entry(where: str, prefix: str, raw: Mapping[str, Any]) -> ModelInfo:
         extended_thinking=bool(raw.get("extended_thinking", False)),
         checked=str(raw.get("checked", "")),
         cache_min_tokens=cache_min,
+        temperature=temperature,
+        media=frozenset(media),
     )
+
+
+@dataclass(frozen=True)
+class ToolRule:
+    """A model family's own tool rule ([tool_rules])."""
+
+    forced_tool_choice: bool = True
+    chat_completions_tools: bool = True
+
+
+def _tool_rule(where: str, prefix: str, raw: Mapping[str, Any]) -> ToolRule:
+    values: dict[str, bool] = {}
+    for name in ("forced_tool_choice", "chat_completions_tools"):
+        value = raw.get(name, True)
+        if not isinstance(value, bool):
+            raise RegistryError(f"{where}: tool_rules.{prefix}.{name} must be true or false")
+        values[name] = value
+    unknown = set(raw) - set(values)
+    if unknown:
+        raise RegistryError(f"{where}: tool_rules.{prefix} has unknown keys {', '.join(sorted(unknown))}")
+    return ToolRule(**values)
+
+
+@dataclass(frozen=True)
+class Takes:
+    """What a model accepts, as the registry knows it; `known` False: a model it does not know,
+    which is taken to accept everything (and to have DEFAULT_CONTEXT_WINDOW tokens)."""
+
+    known: bool
+    family: str  # the registry's `provider` of the model; "" when unknown
+    reasoning: bool
+    temperature: bool
+    media: frozenset[str]
+    forced_tool_choice: bool
+    chat_completions_tools: bool
 
 
 def _image_rule(where: str, prefix: str, raw: Mapping[str, Any]) -> ImageRule:
@@ -99,7 +147,7 @@ def _table(path: Path, data: Mapping[str, Any], name: str) -> dict[str, Any]:
     return table
 
 
-def _read(path: Path) -> tuple[dict[str, ModelInfo], dict[str, ImageRule]]:
+def _read(path: Path) -> tuple[dict[str, ModelInfo], dict[str, ImageRule], dict[str, ToolRule]]:
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
@@ -111,7 +159,10 @@ def _read(path: Path) -> tuple[dict[str, ModelInfo], dict[str, ImageRule]]:
     images = {
         prefix: _image_rule(str(path), prefix, raw) for prefix, raw in _table(path, data, "images").items()
     }
-    return models, images
+    tool_rules = {
+        prefix: _tool_rule(str(path), prefix, raw) for prefix, raw in _table(path, data, "tool_rules").items()
+    }
+    return models, images, tool_rules
 
 
 # How a provider's images are counted when [images] names no rule for the model.
@@ -134,6 +185,8 @@ class Registry:
     models: Mapping[str, ModelInfo]
     # OpenAI models whose images are counted with other constants or by patches, by prefix.
     images: Mapping[str, ImageRule] = field(default_factory=dict)
+    # Model families with a tool rule of their own, by prefix.
+    tool_rules: Mapping[str, ToolRule] = field(default_factory=dict)
 
     def lookup(self, model: str) -> ModelInfo | None:
         """The entry whose prefix is the longest one `model` starts with ("models/" ignored)."""
@@ -151,14 +204,40 @@ class Registry:
         info = self.lookup(model)
         return PROVIDER_IMAGE_RULES["openai" if info is None else info.provider]
 
+    def takes(self, model: str) -> Takes:
+        """What `model` accepts: its entry, and the tool rule of its family, by longest prefix."""
+        info = self.lookup(model)
+        prefix = _longest_prefix(self.tool_rules, model)
+        rule = self.tool_rules[prefix] if prefix is not None else ToolRule()
+        if info is None:
+            return Takes(
+                False,
+                "",
+                True,
+                True,
+                frozenset(MEDIA_KINDS),
+                rule.forced_tool_choice,
+                rule.chat_completions_tools,
+            )
+        return Takes(
+            True,
+            info.provider,
+            info.extended_thinking,
+            info.temperature,
+            info.media,
+            rule.forced_tool_choice,
+            rule.chat_completions_tools,
+        )
+
 
 def load_registry(override: Path | None = None) -> Registry:
-    models, images = _read(PACKAGED)
+    models, images, tool_rules = _read(PACKAGED)
     if override is not None:
-        more_models, more_images = _read(override)
+        more_models, more_images, more_rules = _read(override)
         models.update(more_models)
         images.update(more_images)
-    return Registry(models, images)
+        tool_rules.update(more_rules)
+    return Registry(models, images, tool_rules)
 
 
 _packaged: Registry | None = None

@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 
 from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.providers import provider_rules
 from pioneer_grpc.providers.common import (
     JSON,
     MAX_ANTHROPIC_BREAKPOINTS,
@@ -35,7 +36,8 @@ from pioneer_grpc.providers.common import (
     resolve_media,
     system_messages,
 )
-from pioneer_grpc.v1 import chat_pb2
+from pioneer_grpc.providers.spec import PLAIN_NAME, ProviderSpec
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
 PATH = "/v1/messages"
 EPHEMERAL: JSON = {"type": "ephemeral"}
@@ -131,9 +133,14 @@ def rendered_messages(prepared: Prepared) -> list[JSON]:
             out.append({"role": "assistant", "content": _assistant_content(prepared, message)})
         else:
             result: JSON = {"type": "tool_result", "tool_use_id": message.tool_call_id}
-            text = all_text(prepared, message)
-            if text.strip():
-                result["content"] = text
+            if any(media_of(part) for part in message.content_parts):
+                result["content"] = _user_content(prepared, index)  # text, image and document blocks
+            else:
+                text = all_text(prepared, message)
+                if text.strip():
+                    result["content"] = text
+            if message.is_error:
+                result["is_error"] = True
             # Results of parallel calls answer one assistant turn: one user message.
             previous = out[-1] if out else None
             if (
@@ -187,6 +194,7 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
         system.append(stable)
     if prepared.dynamic:
         system.append({"type": "text", "text": prepared.dynamic})
+    system.extend({"type": "text", "text": text} for text in prepared.leading_system if text)
     system.extend({"type": "text", "text": text} for text in system_messages(prepared))
     if system:
         body["system"] = system
@@ -212,3 +220,25 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
     assert breakpoints <= MAX_ANTHROPIC_BREAKPOINTS
     return body, breakpoints
+
+
+SPEC = ProviderSpec(
+    provider=provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
+    name="anthropic",
+    telemetry_name="anthropic",
+    families=frozenset({"anthropic"}),
+    render=render,
+    path=lambda model: PATH,
+    max_tool_name_chars=128,
+    render_messages=rendered_messages,
+    user_first=True,
+    system_apart=True,
+    parsed_arguments=True,
+    call_id=PLAIN_NAME,
+    request_rules=provider_rules.anthropic_request_rules,
+    adapt=provider_rules.anthropic_adapt,
+    thinking_budget=True,
+    min_thinking_budget=1024,
+    tool_result_media=frozenset({"image", "file"}),
+    tool_result_error=True,
+)

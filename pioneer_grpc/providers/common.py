@@ -15,15 +15,16 @@ import orjson
 from pioneer_grpc.artifacts import append_artifact_block, message_header
 from pioneer_grpc.caps import json_depth_over
 from pioneer_grpc.caps.history import MAX_ARGUMENTS_DEPTH
+from pioneer_grpc.compiler.boundary import CACHE_BOUNDARY
 from pioneer_grpc.providers import body_json
 from pioneer_grpc.providers.conversation import Notice, RenderedPrefix
 from pioneer_grpc.v1 import chat_pb2, prompt_pb2
 
 JSON = dict[str, Any]
 
-# The compiler's cache boundary (facts: PROMT_CACHE_BOUNDARY). It separates the
-# halves of full_system_text and must never reach a model.
-DEFAULT_BOUNDARY_MARKER = "\n<!-- PIONEER_PROMT_CACHE_BOUNDARY -->\n"
+# The compiler's cache boundary (facts: PROMT_CACHE_BOUNDARY), defined once, by the
+# compiler. It separates the halves of full_system_text and must never reach a model.
+DEFAULT_BOUNDARY_MARKER = CACHE_BOUNDARY
 # Removed from system text: the marker, then its core without the newlines,
 # which a person would recognise (and paste).
 BOUNDARY_MARKERS = (DEFAULT_BOUNDARY_MARKER, DEFAULT_BOUNDARY_MARKER.strip())
@@ -99,6 +100,10 @@ class Prepared:
     origins: tuple[int, ...] = ()
     # The conversation's first messages, rendered before `request`'s, which follow them.
     prefix: RenderedPrefix | None = None
+    # The text of the caller's system messages that open the conversation (taken out
+    # of `request`), sent right after the compiled prompt; none when there is a
+    # compiled prompt, which then carries them at the end of its dynamic half.
+    leading_system: tuple[str, ...] = ()
 
     def message_path(self, index: int) -> str:
         origin = self.origins[index] if index < len(self.origins) else index
@@ -129,21 +134,16 @@ def dumps(body: JSON, *, source_bytes: int = 0) -> str:
 def encoded_body(body: JSON, *, source_bytes: int = 0) -> bytes:
     """`dumps(body)` as UTF-8: what goes on the wire, never decoded only to be encoded again.
 
-    orjson writes the text of `json.dumps(body, ensure_ascii=False,
-    separators=(",", ":"))` tens of times faster on a conversation (the
-    standard encoder held the interpreter for milliseconds per round); only a
-    float's negative exponent loses its padding zero (1e-7, not 1e-07). Numbers
-    are finite by then (`parse_arguments`, `struct_to_dict`).
-
-    `source_bytes`: the encoded size of what the body was rendered from, which
-    bounds the body's size; over ONE_CALL_SOURCE_BYTES it is written in pieces,
-    as are integers past 64 bits (tool arguments may hold them), which orjson refuses.
+    One encoder, orjson, writes every body (body_json.py), so the text depends on
+    the body alone (a float is `1e-7`, never `1e-07`). `source_bytes`: the encoded
+    size of what the body was rendered from, which bounds the body's size; up to
+    ONE_CALL_SOURCE_BYTES it is written in one call, above it in bounded pieces.
     """
     if source_bytes <= ONE_CALL_SOURCE_BYTES:
         try:
             return orjson.dumps(body)
         except orjson.JSONEncodeError:
-            pass
+            pass  # an integer past 64 bits: body_json writes it
     return body_json.encoded(body)
 
 
@@ -186,6 +186,10 @@ ROLE_NAMES: dict[int, str] = {
 
 def message_text(prepared: Prepared, message: chat_pb2.ChatMessage) -> str:
     """`content` with the message's artifact block appended; markers removed from system text."""
+    return _content_text(message)
+
+
+def _content_text(message: chat_pb2.ChatMessage) -> str:
     text = message.content
     if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
         text = strip_markers(text)
@@ -196,7 +200,12 @@ def message_text(prepared: Prepared, message: chat_pb2.ChatMessage) -> str:
 
 def all_text(prepared: Prepared, message: chat_pb2.ChatMessage) -> str:
     """Message text followed by its text parts, for messages that carry text only."""
-    texts = [message_text(prepared, message)]
+    return text_of(message)
+
+
+def text_of(message: chat_pb2.ChatMessage) -> str:
+    """`all_text` of a message on its own."""
+    texts = [_content_text(message)]
     for part in message.content_parts:
         text = part.text
         if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
@@ -217,7 +226,18 @@ def system_messages(prepared: Prepared) -> list[str]:
 
 
 def prompt_halves(prepared: Prepared) -> list[str]:
-    return [text for text in (prepared.stable, prepared.dynamic) if text]
+    """The system text before the conversation: the compiled prompt's halves, then the caller's."""
+    return [text for text in (prepared.stable, prepared.dynamic, *prepared.leading_system) if text]
+
+
+def take_leading_system(request: chat_pb2.ChatRequest) -> list[str]:
+    """Removes the system messages that open `request`'s conversation; their text, in order."""
+    count = 0
+    while count < len(request.messages) and request.messages[count].role == chat_pb2.CHAT_ROLE_SYSTEM:
+        count += 1
+    texts = [text_of(message) for message in request.messages[:count]]
+    del request.messages[:count]
+    return texts
 
 
 def _not_json(constant: str) -> Any:

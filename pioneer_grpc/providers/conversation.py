@@ -3,14 +3,16 @@
 What every provider documents, in the form of its strictest reading:
 - every tool call is answered before the next user or assistant message (and,
   where system text stays among the messages, before the next system message);
-- a call id is used once in the conversation;
+- a call id is unique among the calls not answered yet (models reuse ids across
+  turns: `call_0` every turn); where a provider needs ids unique in the whole
+  conversation, provider_rules rewrites each reuse, with a notice;
 - a result answers an open call, names that call's tool, and comes right after it.
 
 `pair_tool_calls` decides per rule:
 - a call with no result (the loop crashed, was cancelled, timed out) is
   ADAPTED: a tool result saying no result was recorded is inserted where the
   result belongs, and a notice names the call;
-- a duplicate call id, a second result for a call, a result for no call, a
+- a call id of a call still open, a second result for a call, a result for no call, a
   result that comes after a later message, and a result naming another tool are
   REJECTED: which result belongs to which call cannot be known, so nothing
   truthful can be sent.
@@ -98,16 +100,19 @@ class _Pairing:
         for j, call in enumerate(message.tool_calls):
             if not call.id:
                 continue  # reported by the request checks
-            earlier = self.calls.get(call.id)
+            earlier = self.open.get(call.id)
             if earlier is not None:
                 self.violations.append(
                     FieldViolation(
                         self.field(index, f".tool_calls[{j}].id"),
                         f"duplicate of messages[{earlier.index}].tool_calls[{earlier.position}].id "
-                        f"{call.id!r}: call ids must be unique in the conversation",
+                        f"{call.id!r}, which is still open: a call id must be unique among the calls "
+                        "not answered yet",
                     )
                 )
                 continue
+            # An id may be used again once its call is answered: the new call is the one it names now.
+            self.answered.pop(call.id, None)
             self.calls[call.id] = self.open[call.id] = _Call(index, j, call.name)
 
     def add_result(self, index: int, message: chat_pb2.ChatMessage) -> None:
@@ -161,13 +166,22 @@ class RenderedPrefix:
     pairing: PairedPrefix
     # Notices of the adaptations made message by message, by stage (provider_rules.adapt).
     call_name_notices: tuple[Notice, ...]
+    call_id_notices: tuple[Notice, ...]
     message_notices: tuple[Notice, ...]
+    # How often each call id (as given) is used in these messages.
+    call_id_uses: Mapping[str, int]
     # Tool names called (as sent) and whether a tool result is among the messages.
     called: tuple[str, ...]
     has_results: bool
     # The provider's rendered messages (or contents), and the text of system-role messages.
     rendered: tuple[Any, ...]
     system_texts: tuple[str, ...]
+    # The media kinds among the messages' content parts.
+    media_kinds: frozenset[str] = frozenset()
+    # The text of the system messages that open the conversation, and their indices
+    # (not in `rendered` or `system_texts`: where they go depends on the compiled prompt).
+    leading_system: tuple[str, ...] = ()
+    leading_origins: tuple[int, ...] = ()
 
     @property
     def size(self) -> int:

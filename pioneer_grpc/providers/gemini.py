@@ -12,7 +12,10 @@ calls of the previous model turn.
 
 from __future__ import annotations
 
+import re
+
 from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.providers import provider_rules
 from pioneer_grpc.providers.common import (
     JSON,
     Prepared,
@@ -26,7 +29,10 @@ from pioneer_grpc.providers.common import (
     thinking_budget,
     tool_name_for_call,
 )
-from pioneer_grpc.v1 import chat_pb2
+from pioneer_grpc.providers.spec import ProviderSpec
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
+
+MODEL_ID = re.compile(r"(models/)?[A-Za-z0-9._-]+")
 
 
 def path_for(model: str) -> str:
@@ -90,13 +96,15 @@ def rendered_messages(prepared: Prepared) -> list[JSON]:
             else:
                 out.append({"role": "model", "parts": parts})
         else:
-            response = {
-                "functionResponse": {
-                    "id": message.tool_call_id,
-                    "name": tool_name_for_call(request, index),
-                    "response": {"output": all_text(prepared, message)},
-                }
+            function_response: JSON = {
+                "id": message.tool_call_id,
+                "name": tool_name_for_call(request, index),
+                "response": {"output": all_text(prepared, message)},
             }
+            media = [part for part in _user_parts(prepared, index) if "text" not in part]
+            if media:
+                function_response["parts"] = media  # inlineData / fileData, as in a user turn
+            response = {"functionResponse": function_response}
             previous = out[-1] if out else None
             if (
                 previous is not None
@@ -159,3 +167,29 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
     if generation:
         body["generationConfig"] = generation
     return body, 0
+
+
+SPEC = ProviderSpec(
+    provider=provider_service_pb2.PROVIDER_GEMINI_GENERATE_CONTENT,
+    name="gemini",
+    telemetry_name="gcp.gemini",
+    families=frozenset({"gemini"}),
+    render=render,
+    path=path_for,
+    # Function names: letters, digits, _ . : and -, starting with a letter or _ (request_rules).
+    tool_name_chars="A-Za-z0-9_.:-",
+    max_tool_name_chars=128,
+    render_messages=rendered_messages,
+    user_first=True,
+    system_apart=True,
+    parsed_arguments=True,
+    # Gemini pairs a function response with the calls of the model turn before it.
+    unique_call_ids=False,
+    request_rules=provider_rules.gemini_request_rules,
+    adapt=provider_rules.gemini_adapt,
+    adapt_messages=provider_rules.gemini_merges,
+    thinking_budget=True,
+    result_needs_name=True,
+    tool_result_media=frozenset({"image", "file", "audio", "video"}),
+    model_id=MODEL_ID,
+)

@@ -10,6 +10,7 @@ are joined is not documented while message boundaries are.
 from __future__ import annotations
 
 from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.providers import provider_rules
 from pioneer_grpc.providers.common import (
     EFFORT_NAMES,
     JSON,
@@ -21,7 +22,8 @@ from pioneer_grpc.providers.common import (
     prompt_halves,
     resolve_media,
 )
-from pioneer_grpc.v1 import chat_pb2
+from pioneer_grpc.providers.spec import ProviderSpec
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
 PATH = "/v1/chat/completions"
 
@@ -76,8 +78,14 @@ def _messages(prepared: Prepared) -> list[JSON]:
 def rendered_messages(prepared: Prepared) -> list[JSON]:
     """The request's own messages, after the compiled prompt's."""
     out: list[JSON] = []
+    # Media of the tool results of the current run of tool messages: Chat Completions takes
+    # none in a tool message, so they follow the run in one user message (a notice says so).
+    moved: list[JSON] = []
     for index, message in enumerate(prepared.request.messages):
         role = message.role
+        if moved and role != chat_pb2.CHAT_ROLE_TOOL:
+            out.append({"role": "user", "content": moved})
+            moved = []
         if role == chat_pb2.CHAT_ROLE_SYSTEM:
             item: JSON = {"role": "system", "content": all_text(prepared, message)}
         elif role == chat_pb2.CHAT_ROLE_USER:
@@ -100,11 +108,24 @@ def rendered_messages(prepared: Prepared) -> list[JSON]:
             out.append(
                 {"role": "tool", "tool_call_id": message.tool_call_id, "content": all_text(prepared, message)}
             )
+            media = _media_parts(prepared, index)
+            if media:
+                moved.append({"type": "text", "text": f"Returned by tool call {message.tool_call_id}:"})
+                moved.extend(media)
             continue
         if message.name:
             item["name"] = message.name
         out.append(item)
+    if moved:
+        out.append({"role": "user", "content": moved})
     return out
+
+
+def _media_parts(prepared: Prepared, index: int) -> list[JSON]:
+    content = _user_content(prepared, index)
+    if isinstance(content, str):
+        return []
+    return [part for part in content if part["type"] != "text"]
 
 
 def _tool_choice(prepared: Prepared) -> str | JSON | None:
@@ -148,3 +169,17 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
     if prepared.cache_key:
         body["prompt_cache_key"] = prepared.cache_key
     return body, 0
+
+
+SPEC = ProviderSpec(
+    provider=provider_service_pb2.PROVIDER_OPENAI_CHAT_COMPLETIONS,
+    name="openai-chat",
+    telemetry_name="openai",
+    families=frozenset({"openai"}),
+    render=render,
+    path=lambda model: PATH,
+    render_messages=rendered_messages,
+    participant_names=True,
+    adapt=provider_rules.openai_chat_names,
+    adapt_messages=provider_rules.openai_chat_names,
+)

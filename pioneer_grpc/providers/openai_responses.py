@@ -24,7 +24,8 @@ from pioneer_grpc.providers.common import (
     prompt_halves,
     resolve_media,
 )
-from pioneer_grpc.v1 import chat_pb2
+from pioneer_grpc.providers.spec import ProviderSpec
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
 PATH = "/v1/responses"
 
@@ -87,13 +88,10 @@ def _input(prepared: Prepared) -> list[JSON]:
                     }
                 )
         else:
-            items.append(
-                {
-                    "type": "function_call_output",
-                    "call_id": message.tool_call_id,
-                    "output": all_text(prepared, message),
-                }
-            )
+            output: str | list[JSON] = all_text(prepared, message)
+            if any(media_of(part) for part in message.content_parts):
+                output = _user_content(prepared, index)  # input_text, input_image, input_file
+            items.append({"type": "function_call_output", "call_id": message.tool_call_id, "output": output})
     return items
 
 
@@ -137,3 +135,14 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
     if prepared.cache_key:
         body["prompt_cache_key"] = prepared.cache_key
     return body, 0
+
+
+SPEC = ProviderSpec(
+    provider=provider_service_pb2.PROVIDER_OPENAI_RESPONSES,
+    name="openai-responses",
+    telemetry_name="openai",
+    families=frozenset({"openai"}),
+    render=render,
+    path=lambda model: PATH,
+    tool_result_media=frozenset({"image", "file"}),
+)

@@ -14,23 +14,15 @@ violation must be named.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from pioneer_grpc.errors import InvalidArgument
-from pioneer_grpc.providers import anthropic, gemini, openai_chat, provider_rules
-from pioneer_grpc.providers.common import Options, Prepared, system_messages
+from pioneer_grpc.providers import provider_rules
+from pioneer_grpc.providers.common import Options, Prepared, media_of, system_messages, take_leading_system
 from pioneer_grpc.providers.conversation import RenderedPrefix, pair_prefix
-from pioneer_grpc.providers.validate import SYSTEM_APART, message_checks
-from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
-
-P = provider_service_pb2
-
-MESSAGE_RENDERERS: dict[int, Callable[[Prepared], list[Any]]] = {
-    P.PROVIDER_ANTHROPIC_MESSAGES: anthropic.rendered_messages,
-    P.PROVIDER_OPENAI_CHAT_COMPLETIONS: openai_chat.rendered_messages,
-    P.PROVIDER_GEMINI_GENERATE_CONTENT: gemini.rendered_messages,
-}
+from pioneer_grpc.providers.specs import spec_for
+from pioneer_grpc.providers.validate import message_checks
+from pioneer_grpc.v1 import chat_pb2
 
 
 def render_prefix(
@@ -43,19 +35,23 @@ def render_prefix(
     call left open at the end, or a conversation starting with an assistant
     message where the provider refuses one.
     """
-    render_messages = MESSAGE_RENDERERS.get(provider)
-    if render_messages is None or not messages:
+    spec = spec_for(provider)
+    if spec is None or spec.render_messages is None or not messages:
         return None
     request = chat_pb2.ChatRequest(messages=messages)
-    if message_checks(provider, request, path):
+    if message_checks(spec, request, path):
         return None
-    found = pair_prefix(request, path, system_apart=provider in SYSTEM_APART)
+    found = pair_prefix(request, path, system_apart=spec.system_apart)
     if found is None:
         return None
     paired, pairing = found
-    if provider_rules.message_violations(provider, paired, path):
+    if provider_rules.message_violations(spec, paired, path):
         return None
-    adapted, call_name_notices, message_notices = provider_rules.adapt_prefix(provider, request, paired, path)
+    adapted, (call_name_notices, call_id_notices, message_notices) = provider_rules.adapt_prefix(
+        spec, request, paired, path
+    )
+    leading = take_leading_system(adapted.request)
+    origins = paired.origins[len(leading) :]
     prepared = Prepared(
         request=adapted.request,
         options=Options(),
@@ -66,10 +62,10 @@ def render_prefix(
         parallel=None,
         stable="",
         dynamic="",
-        origins=tuple(paired.origins),
+        origins=tuple(origins),
     )
     try:
-        rendered = render_messages(prepared)
+        rendered = spec.render_messages(prepared)
     except InvalidArgument:
         return None
     return RenderedPrefix(
@@ -77,11 +73,21 @@ def render_prefix(
         path=path,
         pairing=pairing,
         call_name_notices=tuple(call_name_notices),
+        call_id_notices=tuple(call_id_notices),
         message_notices=tuple(message_notices),
+        call_id_uses=dict(adapted.id_uses),
         called=tuple(provider_rules.tools_called(adapted.request.messages)),
         has_results=provider_rules.has_tool_results(adapted.request.messages),
         rendered=tuple(rendered),
         system_texts=tuple(system_messages(prepared)),
+        leading_system=tuple(leading),
+        leading_origins=tuple(paired.origins[: len(leading)]),
+        media_kinds=frozenset(
+            media[0]
+            for message in adapted.request.messages
+            for part in message.content_parts
+            if (media := media_of(part)) is not None
+        ),
     )
 
 

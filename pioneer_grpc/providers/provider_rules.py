@@ -10,11 +10,13 @@ the request if adapted.
 - Gemini: a tool name that does not start with a letter or an underscore.
 
 Adapted, each with a notice:
-- Every provider: a tool call name in the history outside [A-Za-z0-9_-] (OpenAI
-  checks the names of past calls against the tool name pattern) is sent with
-  each other character as `_`, in the call and in its result.
-- Anthropic: a call id outside [A-Za-z0-9_-] is rewritten, the same way in the
-  call and its result; thinking is turned off for a round that continues an
+- Every provider: a tool call name in the history outside the provider's tool name
+  pattern (OpenAI checks the names of past calls against it) is sent with each
+  other character as `_`, in the call and in its result.
+- Every provider whose spec says so: a call id outside its pattern, or used again
+  where ids must be unique in the conversation, is rewritten, the same way in the
+  call and its result (`_call_ids`).
+- Anthropic: thinking is turned off for a round that continues an
   assistant turn (a tool loop or a prefill), because that turn's signed thinking
   blocks cannot be sent back; tools called in the history are declared (with
   tool_choice none) when the round has no tools, since Anthropic refuses
@@ -30,65 +32,78 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pioneer_grpc.errors import FieldViolation
-from pioneer_grpc.providers.common import thinking_budget
+from pioneer_grpc.providers import model_fit
+from pioneer_grpc.providers.common import media_of, thinking_budget
 from pioneer_grpc.providers.conversation import Notice, Paired, RenderedPrefix
-from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
+from pioneer_grpc.providers.model_fit import ModelFit
+from pioneer_grpc.providers.spec import PLAIN_NAME, ProviderSpec
+from pioneer_grpc.v1 import chat_pb2
 
-P = provider_service_pb2
-NAME_RE = re.compile(r"[A-Za-z0-9_-]+")
-ID_RE = NAME_RE
+NAME_RE = PLAIN_NAME
 GEMINI_NAME_START_RE = re.compile(r"[A-Za-z_]")
 FORCING_CHOICES = {chat_pb2.TOOL_CHOICE_MODE_REQUIRED, chat_pb2.TOOL_CHOICE_MODE_TOOL}
-USER_FIRST = {P.PROVIDER_ANTHROPIC_MESSAGES, P.PROVIDER_GEMINI_GENERATE_CONTENT}
 HISTORY_TOOL_DESCRIPTION = "Called earlier in this conversation; not available this round."
 
 ID_REWRITTEN = "tool_call_id_rewritten"
 THINKING_OFF = "thinking_off_in_tool_loop"
 TOOLS_DECLARED = "tools_declared_for_history"
-TEMPERATURE_NOT_SENT = "temperature_not_sent"
+TEMPERATURE_NOT_SENT = model_fit.TEMPERATURE_NOT_SENT
 WHITESPACE_TRIMMED = "trailing_whitespace_trimmed"
 PARALLEL_UNSUPPORTED = "parallel_tool_calls_unsupported"
 ASSISTANT_MERGED = "assistant_messages_merged"
 NAME_DROPPED = "participant_name_dropped"
 CALL_NAME_REWRITTEN = "tool_call_name_rewritten"
+ERROR_NOT_MARKED = "tool_error_not_marked"
+SYSTEM_MOVED = "system_message_moved"
+SYSTEM_MERGED = "system_message_merged"
+REASONING_CONTENT_NOT_SENT = "reasoning_content_not_sent"
+RESULT_MEDIA_MOVED = "tool_result_media_moved"
 
 
 def anthropic_thinking_on(request: chat_pb2.ChatRequest) -> bool:
     return thinking_budget(request.reasoning) is not None
 
 
-def request_violations(provider: int, request: chat_pb2.ChatRequest, path: str) -> list[FieldViolation]:
-    """Rules on the request's own fields (checked before anything is stored by PrepareTurn)."""
-    violations: list[FieldViolation] = []
-    if (
-        provider == P.PROVIDER_ANTHROPIC_MESSAGES
-        and request.tools
-        and request.tool_choice.mode in FORCING_CHOICES
-        and anthropic_thinking_on(request)
-    ):
-        violations.append(
+def anthropic_request_rules(
+    request: chat_pb2.ChatRequest, path: str, reasoning: bool
+) -> list[FieldViolation]:
+    thinking = reasoning and anthropic_thinking_on(request)
+    if request.tools and request.tool_choice.mode in FORCING_CHOICES and thinking:
+        return [
             FieldViolation(
                 f"{path}.tool_choice.mode",
                 "Anthropic allows only auto or none with extended thinking: "
                 "turn reasoning off (reasoning.disabled) or let the model choose",
             )
-        )
-    if provider == P.PROVIDER_GEMINI_GENERATE_CONTENT:
-        for i, tool in enumerate(request.tools):
-            if tool.name and not GEMINI_NAME_START_RE.match(tool.name):
-                violations.append(
-                    FieldViolation(f"{path}.tools[{i}].name", "Gemini needs it to start with a letter or _")
-                )
-    return violations
+        ]
+    return []
 
 
-def message_violations(provider: int, paired: Paired, path: str) -> list[FieldViolation]:
+def gemini_request_rules(request: chat_pb2.ChatRequest, path: str, reasoning: bool) -> list[FieldViolation]:
+    return [
+        FieldViolation(f"{path}.tools[{i}].name", "Gemini needs it to start with a letter or _")
+        for i, tool in enumerate(request.tools)
+        if tool.name and not GEMINI_NAME_START_RE.match(tool.name)
+    ]
+
+
+def request_violations(
+    spec: ProviderSpec, request: chat_pb2.ChatRequest, path: str, *, reasoning: bool = True
+) -> list[FieldViolation]:
+    """Rules on the request's own fields (checked before anything is stored by PrepareTurn).
+
+    `reasoning`: whether the model thinks at all (else its reasoning settings are not sent).
+    """
+    return spec.request_rules(request, path, reasoning) if spec.request_rules is not None else []
+
+
+def message_violations(spec: ProviderSpec, paired: Paired, path: str) -> list[FieldViolation]:
     violations: list[FieldViolation] = []
-    if provider in USER_FIRST:
+    if spec.user_first:
         first = next((m for m in paired.messages if m.role != chat_pb2.CHAT_ROLE_SYSTEM), None)
         if first is not None and first.role == chat_pb2.CHAT_ROLE_ASSISTANT:
             index = paired.origins[paired.messages.index(first)]
@@ -106,37 +121,131 @@ class Adapted:
     """What the provider rules changed: the request to render and the notices saying so."""
 
     request: chat_pb2.ChatRequest
+    spec: ProviderSpec | None = None
     notices: list[Notice] = field(default_factory=list)
     history_tools: list[str] = field(default_factory=list)
     # The messages adapted before the request's own (they come first in the conversation).
     prefix: RenderedPrefix | None = None
+    # How often each call id (as given) was used so far (the prefix's uses included).
+    id_uses: dict[str, int] = field(default_factory=dict)
 
 
-def _rewritten_id(call_id: str) -> str:
+def _rewritten_id(call_id: str, max_chars: int | None) -> str:
     digest = hashlib.sha256(call_id.encode("utf-8")).hexdigest()[:12]
-    return f"{re.sub(r'[^A-Za-z0-9_-]', '_', call_id)[:48]}_{digest}"
+    keep = 48 if max_chars is None else max(0, min(48, max_chars - 13))
+    return f"{re.sub(r'[^A-Za-z0-9_-]', '_', call_id)[:keep]}_{digest}"
 
 
-def _anthropic_ids(adapted: Adapted, origins: list[int], path: str) -> None:
+def _call_ids(adapted: Adapted, origins: list[int], path: str) -> None:
+    """Call ids as the provider takes them: of its pattern, and unique in the conversation where it says so.
+
+    (And the notices of what of each message the provider does not take as it is:
+    the stage that goes message by message for every provider.)
+
+    A model may reuse an id once its call is answered (`call_0` every turn); where the
+    provider needs ids unique in the conversation, each reuse is sent as an id of its own,
+    the same in the call and in its result. The rewrite depends only on the id and how
+    often it was used before, so every round sends the same ids.
+    """
+    spec = adapted.spec
+    assert spec is not None
     if adapted.prefix is not None:
-        adapted.notices.extend(adapted.prefix.message_notices)
-    renamed: dict[str, str] = {}
+        adapted.notices.extend(adapted.prefix.call_id_notices)
+        adapted.id_uses.update(adapted.prefix.call_id_uses)
+    sent: dict[str, str] = {}  # id as given -> id sent, for the call last made with it
+    # Whether a message other than a system one came before (in the prefix, or here).
+    started = adapted.prefix is not None
     for message, origin in zip(adapted.request.messages, origins, strict=True):
+        _message_notices(spec, message, f"{path}.messages[{origin}]", started, adapted.notices)
+        started = started or message.role != chat_pb2.CHAT_ROLE_SYSTEM
+        if message.role == chat_pb2.CHAT_ROLE_TOOL:
+            _result_notices(spec, message, f"{path}.messages[{origin}]", adapted.notices)
+            if message.tool_call_id in sent:
+                message.tool_call_id = sent[message.tool_call_id]
         for j, call in enumerate(message.tool_calls):
-            if call.id and not ID_RE.fullmatch(call.id):
-                renamed[call.id] = _rewritten_id(call.id)
+            if not call.id:
+                continue
+            uses = adapted.id_uses.get(call.id, 0)
+            adapted.id_uses[call.id] = uses + 1
+            new, why = call.id, ""
+            if spec.unique_call_ids and uses:
+                new = _rewritten_id(f"{call.id}#{uses + 1}", spec.max_call_id_chars)
+                why = f"{spec.name} needs call ids unique in the conversation: {call.id!r} is used again"
+            elif (spec.call_id is not None and not spec.call_id.fullmatch(call.id)) or (
+                spec.max_call_id_chars is not None and len(call.id) > spec.max_call_id_chars
+            ):
+                new = _rewritten_id(call.id, spec.max_call_id_chars)
+                why = f"{spec.name} takes call ids of {spec.call_id.pattern if spec.call_id else 'any'}"
+                if spec.max_call_id_chars is not None:
+                    why += f", at most {spec.max_call_id_chars} characters"
+                why += f": {call.id!r} is not one"
+            if new != call.id:
                 adapted.notices.append(
                     Notice(
                         ID_REWRITTEN,
-                        f"Anthropic takes call ids of [A-Za-z0-9_-] only: {call.id!r} "
-                        f"was sent as {renamed[call.id]!r}",
+                        f"{why}; it was sent as {new!r} (in the call and in its result)",
                         f"{path}.messages[{origin}].tool_calls[{j}].id",
                     )
                 )
-                call.id = renamed[call.id]
-    for message in adapted.request.messages:
-        if message.tool_call_id in renamed:
-            message.tool_call_id = renamed[message.tool_call_id]
+            sent[call.id] = new
+            call.id = new
+
+
+def _message_notices(
+    spec: ProviderSpec, message: chat_pb2.ChatMessage, field: str, started: bool, notices: list[Notice]
+) -> None:
+    """What of a message the provider does not take as it is: a name, its reasoning, its place."""
+    role = message.role
+    if message.name and role != chat_pb2.CHAT_ROLE_TOOL and not spec.participant_names:
+        notices.append(
+            Notice(
+                NAME_DROPPED,
+                f"{spec.name} takes no participant name: {message.name!r} was not sent",
+                f"{field}.name",
+            )
+        )
+    if message.HasField("reasoning_content"):
+        notices.append(
+            Notice(
+                REASONING_CONTENT_NOT_SENT,
+                "reasoning text is not sent back to a model (no provider takes it as plain text)",
+                f"{field}.reasoning_content",
+            )
+        )
+    if role == chat_pb2.CHAT_ROLE_SYSTEM and started and spec.system_apart:
+        notices.append(
+            Notice(
+                SYSTEM_MOVED,
+                f"{spec.name} takes system text apart from the conversation: this system message was sent "
+                "there, after the system text before it, not at its place in the conversation",
+                field,
+            )
+        )
+
+
+def _result_notices(
+    spec: ProviderSpec, message: chat_pb2.ChatMessage, field: str, notices: list[Notice]
+) -> None:
+    """What of a tool result the provider cannot take inside it: the error mark, media kinds."""
+    if message.is_error and not spec.tool_result_error:
+        notices.append(
+            Notice(
+                ERROR_NOT_MARKED,
+                f"{spec.name} has no field marking a tool result as an error: the result was sent as it is",
+                f"{field}.is_error",
+            )
+        )
+    for j, part in enumerate(message.content_parts):
+        found = media_of(part)
+        if found is not None and found[0] not in spec.tool_result_media:
+            notices.append(
+                Notice(
+                    RESULT_MEDIA_MOVED,
+                    f"{spec.name} takes no {found[0]} in a tool result: it was sent in a user message "
+                    "right after the results of the call's turn",
+                    f"{field}.content_parts[{j}].{found[0]}",
+                )
+            )
 
 
 def _continues_assistant_turn(messages: list[chat_pb2.ChatMessage]) -> bool:
@@ -149,9 +258,8 @@ def _continues_assistant_turn(messages: list[chat_pb2.ChatMessage]) -> bool:
     return False
 
 
-def _anthropic(adapted: Adapted, origins: list[int], path: str) -> None:
+def anthropic_adapt(adapted: Adapted, origins: list[int], path: str) -> None:
     request = adapted.request
-    _anthropic_ids(adapted, origins, path)
     if anthropic_thinking_on(request) and _continues_assistant_turn(list(request.messages)):
         request.reasoning.Clear()
         request.reasoning.disabled = True
@@ -195,7 +303,7 @@ def _anthropic(adapted: Adapted, origins: list[int], path: str) -> None:
         )
 
 
-def _gemini(adapted: Adapted, origins: list[int], path: str) -> None:
+def gemini_adapt(adapted: Adapted, origins: list[int], path: str) -> None:
     request = adapted.request
     if request.tools and request.HasField("parallel_tool_calls") and not request.parallel_tool_calls:
         adapted.notices.append(
@@ -206,10 +314,10 @@ def _gemini(adapted: Adapted, origins: list[int], path: str) -> None:
                 f"{path}.parallel_tool_calls",
             )
         )
-    _gemini_merges(adapted, origins, path)
+    gemini_merges(adapted, origins, path)
 
 
-def _gemini_merges(adapted: Adapted, origins: list[int], path: str) -> None:
+def gemini_merges(adapted: Adapted, origins: list[int], path: str) -> None:
     if adapted.prefix is not None:
         # A prefix is only continued by a user message: no merge across it.
         adapted.notices.extend(adapted.prefix.message_notices)
@@ -229,7 +337,7 @@ def _gemini_merges(adapted: Adapted, origins: list[int], path: str) -> None:
         previous = message.role
 
 
-def _openai_chat(adapted: Adapted, origins: list[int], path: str) -> None:
+def openai_chat_names(adapted: Adapted, origins: list[int], path: str) -> None:
     if adapted.prefix is not None:
         adapted.notices.extend(adapted.prefix.message_notices)
     for message, origin in zip(adapted.request.messages, origins, strict=True):
@@ -247,35 +355,26 @@ def _openai_chat(adapted: Adapted, origins: list[int], path: str) -> None:
 def _call_names(adapted: Adapted, origins: list[int], path: str) -> None:
     if adapted.prefix is not None:
         adapted.notices.extend(adapted.prefix.call_name_notices)
-    renamed: dict[str, str] = {}  # call id -> name sent
+    spec = adapted.spec
+    chars = spec.tool_name_chars if spec is not None else "A-Za-z0-9_-"
+    pattern = re.compile(f"[{chars}]+")
+    sent_names: dict[str, str] = {}  # call id -> name sent, for the call last made with it
     for message, origin in zip(adapted.request.messages, origins, strict=True):
+        if message.role == chat_pb2.CHAT_ROLE_TOOL and message.tool_call_id in sent_names and message.name:
+            message.name = sent_names[message.tool_call_id]
         for j, call in enumerate(message.tool_calls):
-            if call.name and not NAME_RE.fullmatch(call.name):
-                sent = re.sub(r"[^A-Za-z0-9_-]", "_", call.name)
+            sent = call.name
+            if call.name and not pattern.fullmatch(call.name):
+                sent = re.sub(f"[^{chars}]", "_", call.name)
                 adapted.notices.append(
                     Notice(
                         CALL_NAME_REWRITTEN,
-                        f"tool names are [A-Za-z0-9_-] only: the call to {call.name!r} was sent as {sent!r}",
+                        f"tool names are [{chars}] only: the call to {call.name!r} was sent as {sent!r}",
                         f"{path}.messages[{origin}].tool_calls[{j}].name",
                     )
                 )
-                renamed[call.id] = call.name = sent
-        if message.role == chat_pb2.CHAT_ROLE_TOOL and message.tool_call_id in renamed and message.name:
-            message.name = renamed[message.tool_call_id]
-
-
-ADAPTERS: dict[int, Callable[[Adapted, list[int], str], None]] = {
-    P.PROVIDER_ANTHROPIC_MESSAGES: _anthropic,
-    P.PROVIDER_GEMINI_GENERATE_CONTENT: _gemini,
-    P.PROVIDER_OPENAI_CHAT_COMPLETIONS: _openai_chat,
-}
-# The part of each adapter that goes message by message and looks at nothing else:
-# what the first messages of a conversation get once (adapt_prefix).
-MESSAGE_ADAPTERS: dict[int, Callable[[Adapted, list[int], str], None]] = {
-    P.PROVIDER_ANTHROPIC_MESSAGES: _anthropic_ids,
-    P.PROVIDER_GEMINI_GENERATE_CONTENT: _gemini_merges,
-    P.PROVIDER_OPENAI_CHAT_COMPLETIONS: _openai_chat,
-}
+                call.name = sent
+            sent_names[call.id] = sent
 
 
 def tools_called(messages: Iterable[chat_pb2.ChatMessage]) -> dict[str, None]:
@@ -304,39 +403,49 @@ def _without_messages(request: chat_pb2.ChatRequest) -> chat_pb2.ChatRequest:
 
 
 def adapt(
-    provider: int,
+    spec: ProviderSpec,
     request: chat_pb2.ChatRequest,
     paired: Paired,
     path: str,
     prefix: RenderedPrefix | None = None,
+    *,
+    names_only: bool = False,
+    fit: ModelFit | None = None,
 ) -> Adapted:
     """A copy of the request with the paired messages, changed where the provider needs it.
 
     With `prefix`, the messages are those after it: its notices come first in each
     stage, and the rules that look at the whole conversation count its messages too.
+    `names_only`: the first stage alone (call names).
     """
     copy = _without_messages(request)
     for message in paired.messages:
         copy.messages.add().CopyFrom(message)
-    adapted = Adapted(copy, prefix=prefix)
+    adapted = Adapted(copy, spec=spec, prefix=prefix)
     _call_names(adapted, paired.origins, path)
-    adapter = ADAPTERS.get(provider)
-    if adapter is not None:
-        adapter(adapted, paired.origins, path)
+    if names_only:
+        return adapted
+    _call_ids(adapted, paired.origins, path)
+    if fit is not None:
+        adapted.notices.extend(model_fit.apply(fit, adapted.request, paired.origins, path))
+    if spec.adapt is not None:
+        spec.adapt(adapted, paired.origins, path)
     return adapted
 
 
 def adapt_prefix(
-    provider: int, request: chat_pb2.ChatRequest, paired: Paired, path: str
-) -> tuple[Adapted, list[Notice], list[Notice]]:
+    spec: ProviderSpec, request: chat_pb2.ChatRequest, paired: Paired, path: str
+) -> tuple[Adapted, tuple[list[Notice], list[Notice], list[Notice]]]:
     """The message-by-message adaptations of `adapt` alone, for the first messages of a conversation.
 
-    The adapted messages, then the notices of each stage (call names, the provider's).
+    The adapted messages, then the notices of each stage (call names, call ids, the provider's).
     """
-    adapted = adapt(P.PROVIDER_UNSPECIFIED, request, paired, path)
+    adapted = adapt(spec, request, paired, path, names_only=True)
     call_name_notices = list(adapted.notices)
     adapted.notices.clear()
-    adapter = MESSAGE_ADAPTERS.get(provider)
-    if adapter is not None:
-        adapter(adapted, paired.origins, path)
-    return adapted, call_name_notices, list(adapted.notices)
+    _call_ids(adapted, paired.origins, path)
+    call_id_notices = list(adapted.notices)
+    adapted.notices.clear()
+    if spec.adapt_messages is not None:
+        spec.adapt_messages(adapted, paired.origins, path)
+    return adapted, (call_name_notices, call_id_notices, list(adapted.notices))

@@ -6,21 +6,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pioneer_grpc.errors import InvalidArgument
-from pioneer_grpc.providers import anthropic, gemini, openai_chat, openai_responses
-from pioneer_grpc.providers.common import JSON, Prepared, encoded_body
+from pioneer_grpc.models.registry import Registry, packaged_registry
+from pioneer_grpc.providers import model_fit
+from pioneer_grpc.providers.common import JSON, encoded_body
 from pioneer_grpc.providers.conversation import Notice, RenderedPrefix
 from pioneer_grpc.providers.prefix import continues
+from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.providers.validate import prepare
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
-
-P = provider_service_pb2
-
-RENDERERS: dict[int, Callable[[Prepared], tuple[JSON, int]]] = {
-    P.PROVIDER_OPENAI_CHAT_COMPLETIONS: openai_chat.render,
-    P.PROVIDER_OPENAI_RESPONSES: openai_responses.render,
-    P.PROVIDER_ANTHROPIC_MESSAGES: anthropic.render,
-    P.PROVIDER_GEMINI_GENERATE_CONTENT: gemini.render,
-}
 
 
 @dataclass(frozen=True)
@@ -38,13 +31,8 @@ class RenderedRequest:
 
 
 def path_for(provider: int, model: str) -> str:
-    if provider == P.PROVIDER_OPENAI_CHAT_COMPLETIONS:
-        return openai_chat.PATH
-    if provider == P.PROVIDER_OPENAI_RESPONSES:
-        return openai_responses.PATH
-    if provider == P.PROVIDER_ANTHROPIC_MESSAGES:
-        return anthropic.PATH
-    return gemini.path_for(model)
+    """The path of a provider the request was validated for (a KeyError for any other)."""
+    return SPECS[provider].path(model)
 
 
 def render_body(
@@ -70,6 +58,7 @@ def render_prepared(
     anthropic_stable_cacheable: bool | None = None,
     capped_parts: bool = False,
     prefix: RenderedPrefix | None = None,
+    models: Registry | None = None,
 ) -> tuple[JSON, int, tuple[Notice, ...]]:
     """render_body, plus the notices of what the provider rules adapted.
 
@@ -77,12 +66,12 @@ def render_prepared(
     prompt meets the model's cache minimum in tokens; None leaves it to
     `anthropic_min_cache_chars`. `capped_parts`, `prefix`: see `validate.prepare`.
     """
-    prepared = prepare(provider, request, options, path, options_path, capped_parts, prefix)
+    prepared = prepare(provider, request, options, path, options_path, capped_parts, prefix, models)
     if anthropic_stable_cacheable is not None:
         prepared = replace(
             prepared, options=replace(prepared.options, anthropic_stable_cacheable=anthropic_stable_cacheable)
         )
-    body, breakpoints = RENDERERS[provider](prepared)
+    body, breakpoints = SPECS[provider].render(prepared)
     return body, breakpoints, prepared.notices
 
 
@@ -95,6 +84,7 @@ def render(
     options_path: str = "options",
     anthropic_stable_cacheable: bool | None = None,
     capped_parts: bool = False,
+    models: Registry | None = None,
 ) -> RenderedRequest:
     """Validate, then render.
 
@@ -110,6 +100,7 @@ def render(
         options_path=options_path,
         anthropic_stable_cacheable=anthropic_stable_cacheable,
         capped_parts=capped_parts,
+        models=models,
     )
     encoded = encoded_body(body, source_bytes=request.ByteSize())
     return RenderedRequest(encoded, path_for(provider, request.model), breakpoints, notices)
@@ -126,6 +117,7 @@ def render_after(
     path: str = "chat_request",
     options_path: str = "options",
     anthropic_stable_cacheable: bool | None = None,
+    models: Registry | None = None,
 ) -> RenderedRequest:
     """`render(provider, whole(), ...)` with capped parts, rendering only what follows `prefix`.
 
@@ -135,7 +127,15 @@ def render_after(
     prefix (prefix.continues), or where a violation must be named (by its index
     in the whole conversation), `whole()` is rendered.
     """
-    if prefix is not None and continues(prefix, provider, path, request):
+    spec = SPECS.get(provider)
+    if (
+        prefix is not None
+        and spec is not None
+        and continues(prefix, provider, path, request)
+        # Media the model does not read is left out message by message: not in a prefix.
+        and prefix.media_kinds
+        <= model_fit.takes_for(spec, models or packaged_registry(), request.model).media
+    ):
         try:
             body, breakpoints, notices = render_prepared(
                 provider,
@@ -146,6 +146,7 @@ def render_after(
                 anthropic_stable_cacheable=anthropic_stable_cacheable,
                 capped_parts=True,
                 prefix=prefix,
+                models=models,
             )
         except InvalidArgument:
             pass
@@ -160,4 +161,5 @@ def render_after(
         options_path=options_path,
         anthropic_stable_cacheable=anthropic_stable_cacheable,
         capped_parts=True,
+        models=models,
     )

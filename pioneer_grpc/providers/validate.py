@@ -11,7 +11,8 @@ import re
 from pioneer_grpc.caps import violations_of
 from pioneer_grpc.caps.chat import MAX_MESSAGES
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
-from pioneer_grpc.providers import provider_rules
+from pioneer_grpc.models.registry import Registry, packaged_registry
+from pioneer_grpc.providers import model_fit, provider_rules
 from pioneer_grpc.providers.common import (
     DEFAULT_BOUNDARY_MARKER,
     MAX_CACHE_KEY_PREFIX_CHARS,
@@ -23,28 +24,26 @@ from pioneer_grpc.providers.common import (
     parse_arguments,
     resolve_media,
     split_compiled,
+    take_leading_system,
     tool_name_for_call,
     tool_schema,
 )
-from pioneer_grpc.providers.conversation import RenderedPrefix, pair_tool_calls
+from pioneer_grpc.providers.conversation import Notice, RenderedPrefix, pair_tool_calls
+from pioneer_grpc.providers.spec import ProviderSpec
+from pioneer_grpc.providers.specs import REFUSED, spec_for
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
-P = provider_service_pb2
-TOOL_NAME_RE = re.compile(r"[A-Za-z0-9_-]+")
 CACHE_KEY_PREFIX_RE = re.compile(r"[A-Za-z0-9_.:-]*")
-GEMINI_MODEL_RE = re.compile(r"[A-Za-z0-9._-]+")
-ANTHROPIC_MIN_THINKING_BUDGET = 1024
-
-# Tool name limits of the original's policy: 64, or 128 where the API allows it.
-MAX_TOOL_NAME_CHARS: dict[int, int] = {
-    P.PROVIDER_OPENAI_CHAT_COMPLETIONS: 64,
-    P.PROVIDER_OPENAI_RESPONSES: 64,
-    P.PROVIDER_ANTHROPIC_MESSAGES: 128,
-    P.PROVIDER_GEMINI_GENERATE_CONTENT: 128,
-}
-# Providers that take tool call arguments as a JSON object, not as text, and
-# system text apart from the messages.
-PARSED_ARGUMENTS = SYSTEM_APART = {P.PROVIDER_ANTHROPIC_MESSAGES, P.PROVIDER_GEMINI_GENERATE_CONTENT}
+# What a request for a provider the server does not render for is checked against
+# (the common rules), so every other violation is still reported with that one.
+_NO_SPEC = ProviderSpec(
+    provider=provider_service_pb2.PROVIDER_UNSPECIFIED,
+    name="unknown",
+    telemetry_name="unknown",
+    families=frozenset(),
+    render=lambda prepared: ({}, 0),
+    path=lambda model: "",
+)
 
 
 def resolve_options(
@@ -75,9 +74,10 @@ def resolve_options(
 
 
 def _check_tools(
-    provider: int, request: chat_pb2.ChatRequest, path: str, violations: list[FieldViolation]
+    spec: ProviderSpec, request: chat_pb2.ChatRequest, path: str, violations: list[FieldViolation]
 ) -> list[Tool]:
-    max_chars = MAX_TOOL_NAME_CHARS.get(provider, 64)
+    max_chars = spec.max_tool_name_chars
+    name_re = spec.tool_name
     tools: list[Tool] = []
     seen: dict[str, int] = {}
     for i, tool in enumerate(request.tools):
@@ -86,8 +86,10 @@ def _check_tools(
             violations.append(FieldViolation(f"{field}.name", "must not be empty"))
         elif len(tool.name) > max_chars:
             violations.append(FieldViolation(f"{field}.name", f"longer than {max_chars} characters"))
-        elif not TOOL_NAME_RE.fullmatch(tool.name):
-            violations.append(FieldViolation(f"{field}.name", "may contain only A-Z, a-z, 0-9, _ and -"))
+        elif not name_re.fullmatch(tool.name):
+            violations.append(
+                FieldViolation(f"{field}.name", f"may contain only [{spec.tool_name_chars}] for {spec.name}")
+            )
         elif tool.name in seen:
             violations.append(
                 FieldViolation(f"{field}.name", f"duplicate of tools[{seen[tool.name]}].name {tool.name!r}")
@@ -125,7 +127,7 @@ def _check_choice(request: chat_pb2.ChatRequest, path: str, violations: list[Fie
 
 
 def _check_message(
-    provider: int, request: chat_pb2.ChatRequest, index: int, path: str, violations: list[FieldViolation]
+    spec: ProviderSpec, request: chat_pb2.ChatRequest, index: int, path: str, violations: list[FieldViolation]
 ) -> None:
     message = request.messages[index]
     field = f"{path}.messages[{index}]"
@@ -141,15 +143,15 @@ def _check_message(
     if role == chat_pb2.CHAT_ROLE_TOOL:
         if not message.tool_call_id:
             violations.append(FieldViolation(f"{field}.tool_call_id", "required on a tool message"))
-        elif provider == P.PROVIDER_GEMINI_GENERATE_CONTENT and not tool_name_for_call(request, index):
+        elif spec.result_needs_name and not tool_name_for_call(request, index):
             violations.append(
                 FieldViolation(
-                    f"{field}.name", "Gemini needs the tool name: set it or answer an earlier call"
+                    f"{field}.name", f"{spec.name} needs the tool name: set it or answer an earlier call"
                 )
             )
     if message.tool_calls and role != chat_pb2.CHAT_ROLE_ASSISTANT:
         violations.append(FieldViolation(f"{field}.tool_calls", "only assistant messages call tools"))
-    _check_tool_calls(provider, message, field, violations)
+    _check_tool_calls(spec, message, field, violations)
     has_media = _check_parts(message, field, violations)
     # Whitespace alone is empty: Anthropic refuses text blocks without non-whitespace text.
     has_text = bool(
@@ -160,7 +162,7 @@ def _check_message(
 
 
 def _check_tool_calls(
-    provider: int, message: chat_pb2.ChatMessage, field: str, violations: list[FieldViolation]
+    spec: ProviderSpec, message: chat_pb2.ChatMessage, field: str, violations: list[FieldViolation]
 ) -> None:
     for j, call in enumerate(message.tool_calls):
         call_field = f"{field}.tool_calls[{j}]"
@@ -170,7 +172,7 @@ def _check_tool_calls(
             violations.append(FieldViolation(f"{call_field}.name", "must not be empty"))
         # OpenAI takes arguments as text and documents that a model may produce
         # invalid JSON, so its history may hold such text; the others take an object.
-        if provider in PARSED_ARGUMENTS:
+        if spec.parsed_arguments:
             try:
                 parse_arguments(call.arguments)
             except ValueError as exc:
@@ -188,9 +190,11 @@ def _check_parts(message: chat_pb2.ChatMessage, field: str, violations: list[Fie
             continue
         kind, media_part = media
         has_media = True
-        if message.role != chat_pb2.CHAT_ROLE_USER:
+        if message.role not in (chat_pb2.CHAT_ROLE_USER, chat_pb2.CHAT_ROLE_TOOL):
             violations.append(
-                FieldViolation(f"{field}.content_parts[{j}].{kind}", "only user messages carry media")
+                FieldViolation(
+                    f"{field}.content_parts[{j}].{kind}", "only user and tool messages carry media"
+                )
             )
             continue
         try:
@@ -201,7 +205,11 @@ def _check_parts(message: chat_pb2.ChatMessage, field: str, violations: list[Fie
 
 
 def _check_reasoning(
-    provider: int, request: chat_pb2.ChatRequest, path: str, violations: list[FieldViolation]
+    spec: ProviderSpec,
+    request: chat_pb2.ChatRequest,
+    path: str,
+    violations: list[FieldViolation],
+    sent: bool = True,
 ) -> None:
     reasoning = request.reasoning
     field = f"{path}.reasoning"
@@ -213,32 +221,31 @@ def _check_reasoning(
     if reasoning.HasField("budget_tokens") and reasoning.budget_tokens < 0:
         violations.append(FieldViolation(f"{field}.budget_tokens", "must not be negative"))
         return
-    if provider != P.PROVIDER_ANTHROPIC_MESSAGES or (
-        request.HasField("max_tokens") and request.max_tokens <= 0
-    ):
+    minimum = spec.min_thinking_budget
+    if not sent or minimum is None or (request.HasField("max_tokens") and request.max_tokens <= 0):
         return
     budget, max_tokens = anthropic_thinking(request)
     if budget is None:
         return
     explicit = reasoning.HasField("budget_tokens")
-    if budget < ANTHROPIC_MIN_THINKING_BUDGET:
+    if budget < minimum:
         where = f"{field}.budget_tokens" if explicit else f"{path}.max_tokens"
         violations.append(
             FieldViolation(
                 where,
-                f"Anthropic extended thinking needs a budget of at least "
-                f"{ANTHROPIC_MIN_THINKING_BUDGET} tokens, below max_tokens",
+                f"{spec.name} extended thinking needs a budget of at least {minimum} tokens, "
+                "below max_tokens",
             )
         )
     elif budget >= max_tokens:
-        violations.append(FieldViolation(f"{field}.budget_tokens", "Anthropic needs it below max_tokens"))
+        violations.append(FieldViolation(f"{field}.budget_tokens", f"{spec.name} needs it below max_tokens"))
 
 
-def message_checks(provider: int, request: chat_pb2.ChatRequest, path: str) -> list[FieldViolation]:
+def message_checks(spec: ProviderSpec, request: chat_pb2.ChatRequest, path: str) -> list[FieldViolation]:
     """The checks of each message on its own (and on the messages before it)."""
     violations: list[FieldViolation] = []
     for index in range(len(request.messages)):
-        _check_message(provider, request, index, path, violations)
+        _check_message(spec, request, index, path, violations)
     return violations
 
 
@@ -250,6 +257,7 @@ def prepare(
     options_path: str = "options",
     capped_parts: bool = False,
     prefix: RenderedPrefix | None = None,
+    models: Registry | None = None,
 ) -> Prepared:
     """Validate everything; InvalidArgument listing every violation, else the prepared request.
 
@@ -270,18 +278,19 @@ def prepare(
         over.append(FieldViolation(f"{path}.messages", f"at most {MAX_MESSAGES:,} items (got {count:,})"))
     InvalidArgument.raise_if(over, "invalid request")
     violations: list[FieldViolation] = []
-    if provider not in MAX_TOOL_NAME_CHARS:
-        violations.append(FieldViolation("provider", "must name a provider API"))
-    tools = _check_tools(provider, request, path, violations)
+    found = spec_for(provider)
+    if found is None:
+        violations.append(FieldViolation("provider", REFUSED.get(provider, "must name a provider API")))
+    spec = found or _NO_SPEC
+    takes = model_fit.takes_for(spec, models or packaged_registry(), request.model)
+    tools = _check_tools(spec, request, path, violations)
     _check_choice(request, path, violations)
     resolved, option_violations = resolve_options(options, options_path)
     violations.extend(option_violations)
     if not request.model:
         violations.append(FieldViolation(f"{path}.model", "must not be empty"))
-    elif provider == P.PROVIDER_GEMINI_GENERATE_CONTENT and not GEMINI_MODEL_RE.fullmatch(
-        request.model.removeprefix("models/")
-    ):
-        violations.append(FieldViolation(f"{path}.model", "a Gemini model id: [A-Za-z0-9._-]"))
+    elif spec.model_id is not None and not spec.model_id.fullmatch(request.model):
+        violations.append(FieldViolation(f"{path}.model", f"a {spec.name} model id: {spec.model_id.pattern}"))
     marker = request.compiled_prompt.boundary_marker
     if marker and marker != DEFAULT_BOUNDARY_MARKER:
         # Only the compiler's own marker is stripped: honouring any caller-given
@@ -293,26 +302,28 @@ def prepare(
         )
     if not request.messages:
         violations.append(FieldViolation(f"{path}.messages", "at least one message is required"))
-    elif provider in SYSTEM_APART and all(m.role == chat_pb2.CHAT_ROLE_SYSTEM for m in request.messages):
+    elif spec.system_apart and all(m.role == chat_pb2.CHAT_ROLE_SYSTEM for m in request.messages):
         # System text goes apart from the conversation there, which must not be empty.
         violations.append(FieldViolation(f"{path}.messages", "needs a user, assistant or tool message"))
-    violations.extend(message_checks(provider, request, path))
+    violations.extend(message_checks(spec, request, path))
     if request.HasField("max_tokens") and request.max_tokens <= 0:
         violations.append(FieldViolation(f"{path}.max_tokens", "must be positive"))
     if request.HasField("temperature") and not (
         math.isfinite(request.temperature) and request.temperature >= 0
     ):
         violations.append(FieldViolation(f"{path}.temperature", "must be a finite number >= 0"))
-    _check_reasoning(provider, request, path, violations)
-    violations.extend(provider_rules.request_violations(provider, request, path))
+    _check_reasoning(spec, request, path, violations, sent=takes.reasoning)
+    violations.extend(provider_rules.request_violations(spec, request, path, reasoning=takes.reasoning))
+    violations.extend(model_fit.violations(spec, request, takes, path))
     paired, notices, pairing_violations = pair_tool_calls(
-        request, path, system_apart=provider in SYSTEM_APART, prefix=prefix.pairing if prefix else None
+        request, path, system_apart=spec.system_apart, prefix=prefix.pairing if prefix else None
     )
     violations.extend(pairing_violations)
-    violations.extend(provider_rules.message_violations(provider, paired, path))
+    violations.extend(provider_rules.message_violations(spec, paired, path))
     InvalidArgument.raise_if(violations, "invalid request")
 
-    adapted = provider_rules.adapt(provider, request, paired, path, prefix)
+    fit = model_fit.fit(spec, request, takes, path)
+    adapted = provider_rules.adapt(spec, request, paired, path, prefix, fit=fit)
     has_tools = bool(tools)
     choice = request.tool_choice.mode if has_tools else chat_pb2.TOOL_CHOICE_MODE_UNSPECIFIED
     if adapted.history_tools:
@@ -322,6 +333,13 @@ def prepare(
         ]
         choice = chat_pb2.TOOL_CHOICE_MODE_NONE
     stable, dynamic = split_compiled(request.compiled_prompt)
+    origins = tuple(paired.origins)
+    if prefix is not None:
+        leading, leading_origins = prefix.leading_system, prefix.leading_origins
+    else:
+        leading = tuple(take_leading_system(adapted.request))
+        leading_origins, origins = origins[: len(leading)], origins[len(leading) :]
+    dynamic, leading, merged = _merge_leading_system(stable, dynamic, leading, leading_origins, path)
     return Prepared(
         request=adapted.request,
         options=resolved,
@@ -335,18 +353,45 @@ def prepare(
         else None,
         stable=stable,
         dynamic=dynamic,
-        notices=(*notices, *adapted.notices),
-        origins=tuple(paired.origins),
+        notices=(*fit.notices, *merged, *notices, *adapted.notices),
+        origins=origins,
         prefix=prefix,
+        leading_system=leading,
     )
 
 
+def _merge_leading_system(
+    stable: str, dynamic: str, leading: tuple[str, ...], origins: tuple[int, ...], path: str
+) -> tuple[str, tuple[str, ...], list[Notice]]:
+    """(dynamic half, caller system text sent apart, notices): the compiled prompt, when there is
+    one, stands for the caller's opening system messages (one system text, not three)."""
+    if not leading or not (stable or dynamic):
+        return dynamic, leading, []
+    merged = "\n\n".join(text for text in (dynamic, *leading) if text)
+    notices = [
+        Notice(
+            provider_rules.SYSTEM_MERGED,
+            "the compiled prompt stands for the caller's system text: this system message was sent "
+            "at the end of the prompt's dynamic half",
+            f"{path}.messages[{origin}]",
+        )
+        for origin in origins
+    ]
+    return merged, (), notices
+
+
 def tool_rule_violations(
-    provider: int, request: chat_pb2.ChatRequest, path: str = "chat_request"
+    provider: int,
+    request: chat_pb2.ChatRequest,
+    path: str = "chat_request",
+    models: Registry | None = None,
 ) -> list[FieldViolation]:
-    """The original's tool rules alone, for a request that is not rendered for a provider yet."""
+    """The original's tool rules alone (and the model's), for a request not rendered for a provider yet."""
     violations: list[FieldViolation] = []
-    _check_tools(provider, request, path, violations)
+    spec = spec_for(provider) or _NO_SPEC
+    takes = model_fit.takes_for(spec, models or packaged_registry(), request.model)
+    _check_tools(spec, request, path, violations)
     _check_choice(request, path, violations)
-    violations.extend(provider_rules.request_violations(provider, request, path))
+    violations.extend(provider_rules.request_violations(spec, request, path, reasoning=takes.reasoning))
+    violations.extend(model_fit.violations(spec, request, takes, path))
     return violations

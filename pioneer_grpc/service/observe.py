@@ -8,17 +8,16 @@ from __future__ import annotations
 
 from opentelemetry.trace import Span
 
+from pioneer_grpc.providers.specs import spec_for
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.telemetry import tracing
-from pioneer_grpc.v1 import history_pb2, prompt_pb2, provider_service_pb2
+from pioneer_grpc.v1 import history_pb2, prompt_pb2
 
-# gen_ai.provider.name well-known values of the GenAI semantic conventions.
-PROVIDER_NAMES: dict[int, str] = {
-    provider_service_pb2.PROVIDER_OPENAI_CHAT_COMPLETIONS: "openai",
-    provider_service_pb2.PROVIDER_OPENAI_RESPONSES: "openai",
-    provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES: "anthropic",
-    provider_service_pb2.PROVIDER_GEMINI_GENERATE_CONTENT: "gcp.gemini",
-}
+
+def _provider_name(provider: int) -> str:
+    """gen_ai.provider.name: a well-known value of the GenAI semantic conventions (the spec's)."""
+    spec = spec_for(provider)
+    return "unknown" if spec is None else spec.telemetry_name
 
 
 def _enum_word(name: str, prefix: str) -> str:
@@ -130,4 +129,4 @@ def manifest_recorded(
 def render_attributes(ctx: ServiceContext, provider: int, model: str) -> dict[str, str] | None:
     if not ctx.telemetry.tracing:
         return None
-    return {tracing.PROVIDER_NAME: PROVIDER_NAMES.get(provider, "unknown"), tracing.REQUEST_MODEL: model}
+    return {tracing.PROVIDER_NAME: _provider_name(provider), tracing.REQUEST_MODEL: model}

@@ -18,10 +18,11 @@ async def render_chat(
     options: provider_service_pb2.RenderOptions | None,
     models: Registry | None = None,
 ) -> RenderedRequest:
-    """With `models`, Anthropic's stable breakpoint goes by the model's cache minimum in tokens."""
+    """With `models`, Anthropic's stable breakpoint goes by the model's cache minimum in tokens,
+    and what the model takes is the server's registry's word (else the packaged registry's)."""
     cacheable = (
         None if models is None else await anthropic_stable_cacheable(models, provider, chat_request, options)
     )
     return await asyncio.to_thread(
-        partial(render, provider, chat_request, options, anthropic_stable_cacheable=cacheable)
+        partial(render, provider, chat_request, options, anthropic_stable_cacheable=cacheable, models=models)
     )

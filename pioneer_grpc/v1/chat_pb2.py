@@ -28,7 +28,7 @@ from pioneer_grpc.v1 import common_pb2 as pioneer_dot_v1_dot_common__pb2
 from pioneer_grpc.v1 import prompt_pb2 as pioneer_dot_v1_dot_prompt__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15pioneer/v1/chat.proto\x12\npioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17pioneer/v1/common.proto\x1a\x17pioneer/v1/prompt.proto\"Y\n\tMediaPart\x12\x11\n\tmime_type\x18\x01 \x01(\t\x12\x0e\n\x04\x64\x61ta\x18\x02 \x01(\x0cH\x00\x12\r\n\x03uri\x18\x03 \x01(\tH\x00\x12\x10\n\x08\x66ilename\x18\x04 \x01(\tB\x08\n\x06source\"\xc4\x01\n\x0b\x43ontentPart\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12&\n\x05image\x18\x02 \x01(\x0b\x32\x15.pioneer.v1.MediaPartH\x00\x12%\n\x04\x66ile\x18\x03 \x01(\x0b\x32\x15.pioneer.v1.MediaPartH\x00\x12&\n\x05\x61udio\x18\x04 \x01(\x0b\x32\x15.pioneer.v1.MediaPartH\x00\x12&\n\x05video\x18\x05 \x01(\x0b\x32\x15.pioneer.v1.MediaPartH\x00\x42\x06\n\x04part\"\xab\x02\n\x0b\x43hatMessage\x12\'\n\x04role\x18\x01 \x01(\x0e\x32\x14.pioneer.v1.ChatRoleB\x03\xe0\x41\x02\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x1e\n\x11reasoning_content\x18\x03 \x01(\tH\x00\x88\x01\x01\x12.\n\rcontent_parts\x18\x04 \x03(\x0b\x32\x17.pioneer.v1.ContentPart\x12\x14\n\x0ctool_call_id\x18\x05 \x01(\t\x12\x0c\n\x04name\x18\x06 \x01(\t\x12(\n\ntool_calls\x18\x07 \x03(\x0b\x32\x14.pioneer.v1.ToolCall\x12.\n\rartifact_refs\x18\x08 \x03(\x0b\x32\x17.pioneer.v1.ArtifactRefB\x14\n\x12_reasoning_content\"j\n\x0eToolDefinition\x12\x11\n\x04name\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x30\n\nparameters\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructB\x03\xe0\x41\x01\"I\n\nToolChoice\x12(\n\x04mode\x18\x01 \x01(\x0e\x32\x1a.pioneer.v1.ToolChoiceMode\x12\x11\n\ttool_name\x18\x02 \x01(\t\"x\n\tReasoning\x12\x10\n\x08\x64isabled\x18\x01 \x01(\x08\x12+\n\x06\x65\x66\x66ort\x18\x02 \x01(\x0e\x32\x1b.pioneer.v1.ReasoningEffort\x12\x1a\n\rbudget_tokens\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\x10\n\x0e_budget_tokens\"\x96\x03\n\x0b\x43hatRequest\x12\x12\n\x05model\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12)\n\x08messages\x18\x02 \x03(\x0b\x32\x17.pioneer.v1.ChatMessage\x12\x18\n\x0btemperature\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12\x17\n\nmax_tokens\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12)\n\x05tools\x18\x05 \x03(\x0b\x32\x1a.pioneer.v1.ToolDefinition\x12+\n\x0btool_choice\x18\x06 \x01(\x0b\x32\x16.pioneer.v1.ToolChoice\x12 \n\x13parallel_tool_calls\x18\x07 \x01(\x08H\x02\x88\x01\x01\x12(\n\treasoning\x18\x08 \x01(\x0b\x32\x15.pioneer.v1.Reasoning\x12:\n\x0f\x63ompiled_prompt\x18\t \x01(\x0b\x32!.pioneer.v1.CompiledPromptPayloadB\x0e\n\x0c_temperatureB\r\n\x0b_max_tokensB\x16\n\x14_parallel_tool_calls*|\n\x08\x43hatRole\x12\x19\n\x15\x43HAT_ROLE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x43HAT_ROLE_SYSTEM\x10\x01\x12\x12\n\x0e\x43HAT_ROLE_USER\x10\x02\x12\x17\n\x13\x43HAT_ROLE_ASSISTANT\x10\x03\x12\x12\n\x0e\x43HAT_ROLE_TOOL\x10\x04*\xa2\x01\n\x0eToolChoiceMode\x12 \n\x1cTOOL_CHOICE_MODE_UNSPECIFIED\x10\x00\x12\x19\n\x15TOOL_CHOICE_MODE_AUTO\x10\x01\x12\x19\n\x15TOOL_CHOICE_MODE_NONE\x10\x02\x12\x1d\n\x19TOOL_CHOICE_MODE_REQUIRED\x10\x03\x12\x19\n\x15TOOL_CHOICE_MODE_TOOL\x10\x04*\xa3\x01\n\x0fReasoningEffort\x12 \n\x1cREASONING_EFFORT_UNSPECIFIED\x10\x00\x12\x1c\n\x18REASONING_EFFORT_MINIMAL\x10\x01\x12\x18\n\x14REASONING_EFFORT_LOW\x10\x02\x12\x1b\n\x17REASONING_EFFORT_MEDIUM\x10\x03\x12\x19\n\x15REASONING_EFFORT_HIGH\x10\x04\x42JZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15pioneer/v1/chat.proto\x12\npioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17pioneer/v1/common.proto\x1a\x17pioneer/v1/prompt.proto\"Y\n\tMediaPart\x12\x11\n\tmime_type\x18\x01 \x01(\t\x12\x0e\n\x04\x64\x61ta\x18\x02 \x01(\x0cH\x00\x12\r\n\x03uri\x18\x03 \x01(\tH\x00\x12\x10\n\x08\x66ilename\x18\x04 \x01(\tB\x08\n\x06source\"\xc4\x01\n\x0b\x43ontentPart\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12&\n\x05image\x18\x02 \x01(\x0b\x32\x15.pioneer.v1.MediaPartH\x00\x12%\n\x04\x66ile\x18\x03 \x01(\x0b\x32\x15.pioneer.v1.MediaPartH\x00\x12&\n\x05\x61udio\x18\x04 \x01(\x0b\x32\x15.pioneer.v1.MediaPartH\x00\x12&\n\x05video\x18\x05 \x01(\x0b\x32\x15.pioneer.v1.MediaPartH\x00\x42\x06\n\x04part\"\xbd\x02\n\x0b\x43hatMessage\x12\'\n\x04role\x18\x01 \x01(\x0e\x32\x14.pioneer.v1.ChatRoleB\x03\xe0\x41\x02\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x1e\n\x11reasoning_content\x18\x03 \x01(\tH\x00\x88\x01\x01\x12.\n\rcontent_parts\x18\x04 \x03(\x0b\x32\x17.pioneer.v1.ContentPart\x12\x14\n\x0ctool_call_id\x18\x05 \x01(\t\x12\x0c\n\x04name\x18\x06 \x01(\t\x12(\n\ntool_calls\x18\x07 \x03(\x0b\x32\x14.pioneer.v1.ToolCall\x12.\n\rartifact_refs\x18\x08 \x03(\x0b\x32\x17.pioneer.v1.ArtifactRef\x12\x10\n\x08is_error\x18\t \x01(\x08\x42\x14\n\x12_reasoning_content\"j\n\x0eToolDefinition\x12\x11\n\x04name\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x30\n\nparameters\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructB\x03\xe0\x41\x01\"I\n\nToolChoice\x12(\n\x04mode\x18\x01 \x01(\x0e\x32\x1a.pioneer.v1.ToolChoiceMode\x12\x11\n\ttool_name\x18\x02 \x01(\t\"x\n\tReasoning\x12\x10\n\x08\x64isabled\x18\x01 \x01(\x08\x12+\n\x06\x65\x66\x66ort\x18\x02 \x01(\x0e\x32\x1b.pioneer.v1.ReasoningEffort\x12\x1a\n\rbudget_tokens\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\x10\n\x0e_budget_tokens\"\x96\x03\n\x0b\x43hatRequest\x12\x12\n\x05model\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12)\n\x08messages\x18\x02 \x03(\x0b\x32\x17.pioneer.v1.ChatMessage\x12\x18\n\x0btemperature\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12\x17\n\nmax_tokens\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12)\n\x05tools\x18\x05 \x03(\x0b\x32\x1a.pioneer.v1.ToolDefinition\x12+\n\x0btool_choice\x18\x06 \x01(\x0b\x32\x16.pioneer.v1.ToolChoice\x12 \n\x13parallel_tool_calls\x18\x07 \x01(\x08H\x02\x88\x01\x01\x12(\n\treasoning\x18\x08 \x01(\x0b\x32\x15.pioneer.v1.Reasoning\x12:\n\x0f\x63ompiled_prompt\x18\t \x01(\x0b\x32!.pioneer.v1.CompiledPromptPayloadB\x0e\n\x0c_temperatureB\r\n\x0b_max_tokensB\x16\n\x14_parallel_tool_calls*|\n\x08\x43hatRole\x12\x19\n\x15\x43HAT_ROLE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x43HAT_ROLE_SYSTEM\x10\x01\x12\x12\n\x0e\x43HAT_ROLE_USER\x10\x02\x12\x17\n\x13\x43HAT_ROLE_ASSISTANT\x10\x03\x12\x12\n\x0e\x43HAT_ROLE_TOOL\x10\x04*\xa2\x01\n\x0eToolChoiceMode\x12 \n\x1cTOOL_CHOICE_MODE_UNSPECIFIED\x10\x00\x12\x19\n\x15TOOL_CHOICE_MODE_AUTO\x10\x01\x12\x19\n\x15TOOL_CHOICE_MODE_NONE\x10\x02\x12\x1d\n\x19TOOL_CHOICE_MODE_REQUIRED\x10\x03\x12\x19\n\x15TOOL_CHOICE_MODE_TOOL\x10\x04*\xa3\x01\n\x0fReasoningEffort\x12 \n\x1cREASONING_EFFORT_UNSPECIFIED\x10\x00\x12\x1c\n\x18REASONING_EFFORT_MINIMAL\x10\x01\x12\x18\n\x14REASONING_EFFORT_LOW\x10\x02\x12\x1b\n\x17REASONING_EFFORT_MEDIUM\x10\x03\x12\x19\n\x15REASONING_EFFORT_HIGH\x10\x04\x42JZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -44,24 +44,24 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TOOLDEFINITION'].fields_by_name['parameters']._serialized_options = b'\340A\001'
   _globals['_CHATREQUEST'].fields_by_name['model']._loaded_options = None
   _globals['_CHATREQUEST'].fields_by_name['model']._serialized_options = b'\340A\002'
-  _globals['_CHATROLE']._serialized_start=1456
-  _globals['_CHATROLE']._serialized_end=1580
-  _globals['_TOOLCHOICEMODE']._serialized_start=1583
-  _globals['_TOOLCHOICEMODE']._serialized_end=1745
-  _globals['_REASONINGEFFORT']._serialized_start=1748
-  _globals['_REASONINGEFFORT']._serialized_end=1911
+  _globals['_CHATROLE']._serialized_start=1474
+  _globals['_CHATROLE']._serialized_end=1598
+  _globals['_TOOLCHOICEMODE']._serialized_start=1601
+  _globals['_TOOLCHOICEMODE']._serialized_end=1763
+  _globals['_REASONINGEFFORT']._serialized_start=1766
+  _globals['_REASONINGEFFORT']._serialized_end=1929
   _globals['_MEDIAPART']._serialized_start=150
   _globals['_MEDIAPART']._serialized_end=239
   _globals['_CONTENTPART']._serialized_start=242
   _globals['_CONTENTPART']._serialized_end=438
   _globals['_CHATMESSAGE']._serialized_start=441
-  _globals['_CHATMESSAGE']._serialized_end=740
-  _globals['_TOOLDEFINITION']._serialized_start=742
-  _globals['_TOOLDEFINITION']._serialized_end=848
-  _globals['_TOOLCHOICE']._serialized_start=850
-  _globals['_TOOLCHOICE']._serialized_end=923
-  _globals['_REASONING']._serialized_start=925
-  _globals['_REASONING']._serialized_end=1045
-  _globals['_CHATREQUEST']._serialized_start=1048
-  _globals['_CHATREQUEST']._serialized_end=1454
+  _globals['_CHATMESSAGE']._serialized_end=758
+  _globals['_TOOLDEFINITION']._serialized_start=760
+  _globals['_TOOLDEFINITION']._serialized_end=866
+  _globals['_TOOLCHOICE']._serialized_start=868
+  _globals['_TOOLCHOICE']._serialized_end=941
+  _globals['_REASONING']._serialized_start=943
+  _globals['_REASONING']._serialized_end=1063
+  _globals['_CHATREQUEST']._serialized_start=1066
+  _globals['_CHATREQUEST']._serialized_end=1472
 # @@protoc_insertion_point(module_scope)

@@ -77,7 +77,7 @@ class ContentPart(_message.Message):
     def __init__(self, text: _Optional[str] = ..., image: _Optional[_Union[MediaPart, _Mapping]] = ..., file: _Optional[_Union[MediaPart, _Mapping]] = ..., audio: _Optional[_Union[MediaPart, _Mapping]] = ..., video: _Optional[_Union[MediaPart, _Mapping]] = ...) -> None: ...
 
 class ChatMessage(_message.Message):
-    __slots__ = ("role", "content", "reasoning_content", "content_parts", "tool_call_id", "name", "tool_calls", "artifact_refs")
+    __slots__ = ("role", "content", "reasoning_content", "content_parts", "tool_call_id", "name", "tool_calls", "artifact_refs", "is_error")
     ROLE_FIELD_NUMBER: _ClassVar[int]
     CONTENT_FIELD_NUMBER: _ClassVar[int]
     REASONING_CONTENT_FIELD_NUMBER: _ClassVar[int]
@@ -86,6 +86,7 @@ class ChatMessage(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
     ARTIFACT_REFS_FIELD_NUMBER: _ClassVar[int]
+    IS_ERROR_FIELD_NUMBER: _ClassVar[int]
     role: ChatRole
     content: str
     reasoning_content: str
@@ -94,7 +95,8 @@ class ChatMessage(_message.Message):
     name: str
     tool_calls: _containers.RepeatedCompositeFieldContainer[_common_pb2.ToolCall]
     artifact_refs: _containers.RepeatedCompositeFieldContainer[_common_pb2.ArtifactRef]
-    def __init__(self, role: _Optional[_Union[ChatRole, str]] = ..., content: _Optional[str] = ..., reasoning_content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[ContentPart, _Mapping]]] = ..., tool_call_id: _Optional[str] = ..., name: _Optional[str] = ..., tool_calls: _Optional[_Iterable[_Union[_common_pb2.ToolCall, _Mapping]]] = ..., artifact_refs: _Optional[_Iterable[_Union[_common_pb2.ArtifactRef, _Mapping]]] = ...) -> None: ...
+    is_error: bool
+    def __init__(self, role: _Optional[_Union[ChatRole, str]] = ..., content: _Optional[str] = ..., reasoning_content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[ContentPart, _Mapping]]] = ..., tool_call_id: _Optional[str] = ..., name: _Optional[str] = ..., tool_calls: _Optional[_Iterable[_Union[_common_pb2.ToolCall, _Mapping]]] = ..., artifact_refs: _Optional[_Iterable[_Union[_common_pb2.ArtifactRef, _Mapping]]] = ..., is_error: _Optional[bool] = ...) -> None: ...
 
 class ToolDefinition(_message.Message):
     __slots__ = ("name", "description", "parameters")

@@ -16,11 +16,13 @@ class Provider(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PROVIDER_OPENAI_RESPONSES: _ClassVar[Provider]
     PROVIDER_ANTHROPIC_MESSAGES: _ClassVar[Provider]
     PROVIDER_GEMINI_GENERATE_CONTENT: _ClassVar[Provider]
+    PROVIDER_AMAZON_BEDROCK_CONVERSE: _ClassVar[Provider]
 PROVIDER_UNSPECIFIED: Provider
 PROVIDER_OPENAI_CHAT_COMPLETIONS: Provider
 PROVIDER_OPENAI_RESPONSES: Provider
 PROVIDER_ANTHROPIC_MESSAGES: Provider
 PROVIDER_GEMINI_GENERATE_CONTENT: Provider
+PROVIDER_AMAZON_BEDROCK_CONVERSE: Provider
 
 class RenderOptions(_message.Message):
     __slots__ = ("anthropic_min_cache_chars", "cache_key_prefix")

@@ -76,6 +76,10 @@ def _entry(
         (_entry(output="11"), "max_output"),
         (_entry(window='"big"'), "context_window"),
         ("models = [", "not valid TOML"),
+        (_entry() + "temperature = 0\n", "temperature"),
+        (_entry() + 'media = ["image", "hologram"]\n', "media"),
+        ('[tool_rules.x]\nforced_tool_choice = "no"\n', "forced_tool_choice"),
+        ("[tool_rules.x]\nparallel = false\n", "unknown keys parallel"),
     ],
 )
 def test_a_bad_file_fails_server_start_naming_the_field(tmp_path: Path, body: str, names: str):
@@ -85,3 +89,23 @@ def test_a_bad_file_fails_server_start_naming_the_field(tmp_path: Path, body: st
         load_registry(path)
     with pytest.raises(ConfigError, match=names):
         load_config(flags={"models_file": str(path)}, environ={})
+
+
+def test_what_a_model_takes():
+    registry = packaged_registry()
+    o3 = registry.takes("o3-2025-04-16")
+    assert o3.known and o3.family == "openai" and o3.reasoning and not o3.temperature
+    assert not registry.takes("gpt-4.1").reasoning and registry.takes("gpt-4.1").temperature
+    assert registry.takes("gpt-4").media == frozenset()
+    assert "video" in registry.takes("gemini-2.5-flash").media
+    assert not registry.takes("claude-opus-5-5").forced_tool_choice
+    assert registry.takes("claude-opus-5").forced_tool_choice
+    assert not registry.takes("gpt-6.1-sol-preview").chat_completions_tools
+    unknown = registry.takes("house-model-7")
+    assert not unknown.known and unknown.reasoning and unknown.temperature and len(unknown.media) == 4
+
+
+def test_an_operator_file_adds_tool_rules(tmp_path: Path):
+    path = tmp_path / "models.toml"
+    path.write_text("[tool_rules.house-]\nforced_tool_choice = false\n")
+    assert not load_registry(path).takes("house-7").forced_tool_choice

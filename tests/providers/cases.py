@@ -279,6 +279,60 @@ def reasoning_disabled() -> chat_pb2.ChatRequest:
     return _request({"messages": [_user("Say hi.")], "reasoning": {"disabled": True}})
 
 
+SCREENSHOT = {
+    "name": "screenshot",
+    "description": "A screenshot of the browser tab.",
+    "parameters": {"type": "object", "properties": {"tab": {"type": "integer"}}},
+}
+
+
+def tool_result_media() -> chat_pb2.ChatRequest:
+    """A browser agent's round: a screenshot and a PDF in tool results, one marked as an error."""
+    png = base64.b64encode(PNG).decode()
+    return _request(
+        {
+            "messages": [
+                _user("Open the invoice and tell me the total."),
+                _assistant(
+                    "",
+                    toolCalls=[
+                        {"id": "call_0", "name": "screenshot", "arguments": '{"tab":1}'},
+                        {"id": "call_1", "name": "screenshot", "arguments": '{"tab":2}'},
+                    ],
+                ),
+                {
+                    "role": "CHAT_ROLE_TOOL",
+                    "toolCallId": "call_0",
+                    "content": "Tab 1:",
+                    "contentParts": [
+                        {"image": {"mimeType": "image/png", "data": png}},
+                        {
+                            "file": {
+                                "mimeType": "application/pdf",
+                                "filename": "invoice.pdf",
+                                "data": base64.b64encode(PDF).decode(),
+                            }
+                        },
+                    ],
+                },
+                {"role": "CHAT_ROLE_TOOL", "toolCallId": "call_1", "content": "no tab 2", "isError": True},
+                _assistant("The invoice is open.", toolCalls=[]),
+                _user("And now?"),
+                # Ids as a model numbering its calls issues them: call_0 again.
+                _assistant("", toolCalls=[{"id": "call_0", "name": "screenshot", "arguments": '{"tab":1}'}]),
+                {
+                    "role": "CHAT_ROLE_TOOL",
+                    "toolCallId": "call_0",
+                    "contentParts": [
+                        {"image": {"mimeType": "image/png", "uri": "https://example.com/s.png"}}
+                    ],
+                },
+            ],
+            "tools": [SCREENSHOT],
+        }
+    )
+
+
 def short_stable() -> chat_pb2.ChatRequest:
     """A stable half below the Anthropic minimum: no breakpoint on it."""
     return _request(
@@ -300,6 +354,7 @@ CASES: dict[str, Callable[[], chat_pb2.ChatRequest]] = {
     "reasoning_budget": reasoning_budget,
     "reasoning_disabled": reasoning_disabled,
     "short_stable": short_stable,
+    "tool_result_media": tool_result_media,
 }
 
 

@@ -22,7 +22,8 @@ OpenAI Responses (`/v1/responses`)
   OR2 message roles user, system, developer, assistant with non-empty text or parts
   OR3 function_call: call_id, name of the pattern, arguments a JSON object text; call ids unique
   OR4 each function_call has its function_call_output after it and before the next user or assistant message
-  OR5 each function_call_output answers an earlier function_call, once
+  OR5 each function_call_output answers an earlier function_call, once; its output is text or a list of
+      input_text, input_image and input_file parts
   OR6 tools: type function, name of the pattern, object parameters, `strict` given; choice and parallel only
       with tools
   OR7 only documented top-level keys
@@ -265,7 +266,21 @@ def openai_responses(body: dict[str, Any]) -> None:
                 where,
                 f"answers no open call {call_id!r}",
             )
-            check(isinstance(item.get("output"), str), "OR5", where, "output must be text")
+            output = item.get("output")
+            check(
+                isinstance(output, str) or _openai_parts_ok(output, "input_text"),
+                "OR5",
+                where,
+                "output must be text or a non-empty list of input_text, input_image, input_file",
+            )
+            if isinstance(output, list):
+                kinds = {p.get("type") for p in output if isinstance(p, dict)}
+                check(
+                    kinds <= {"input_text", "input_image", "input_file"},
+                    "OR5",
+                    where,
+                    f"output parts {kinds}",
+                )
             open_calls.discard(call_id)
             answered.add(call_id)
         else:

@@ -128,9 +128,12 @@ def test_openai_halves_are_separate_leading_system_messages(provider: int) -> No
     body, _, _ = body_of(provider, build("plain_compiled", provider))
     items = body["messages" if provider == P.PROVIDER_OPENAI_CHAT_COMPLETIONS else "input"]
     assert items[0] == {"role": "system", "content": stable_text()}
-    assert items[1] == {"role": "system", "content": dynamic_text()}
-    # The caller's own system message follows the compiled prompt.
-    assert items[2]["role"] == "system" and items[2]["content"].startswith("Summary of earlier conversation")
+    # The compiled prompt stands for the caller's own system message: it ends the dynamic half.
+    summary = "Summary of earlier conversation:\nThe user plans a trip."
+    assert items[1] == {"role": "system", "content": f"{dynamic_text()}\n\n{summary}"}
+    assert items[2]["role"] == "user"
+    notices = render(provider, build("plain_compiled", provider)).notices
+    assert ("system_message_merged", "chat_request.messages[0]") in [(n.code, n.field) for n in notices]
 
 
 def test_anthropic_breakpoints_on_stable_block_and_last_tool() -> None:
@@ -166,13 +169,15 @@ def test_anthropic_stable_breakpoint_needs_the_minimum_size() -> None:
     assert breakpoints == 0
 
 
-def test_gemini_system_instruction_has_both_halves_then_system_messages() -> None:
+def test_gemini_system_instruction_has_both_halves_the_system_message_merged() -> None:
     provider = P.PROVIDER_GEMINI_GENERATE_CONTENT
     body, _, _ = body_of(provider, build("plain_compiled", provider))
     parts = body["systemInstruction"]["parts"]
     assert parts[0] == {"text": stable_text()}
-    assert parts[1] == {"text": dynamic_text()}
-    assert parts[2]["text"].startswith("Summary of earlier conversation")
+    assert parts[1] == {
+        "text": f"{dynamic_text()}\n\nSummary of earlier conversation:\nThe user plans a trip."
+    }
+    assert len(parts) == 2
     assert all(content["role"] in ("user", "model") for content in body["contents"])
 
 

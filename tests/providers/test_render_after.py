@@ -72,6 +72,13 @@ HISTORY = [
 TAILS = {
     "a user message": [user("Thanks. What next?")],
     "a tool loop": [user("Weather in Faro?"), assistant("", ("call_5", "get_weather")), result("call_5")],
+    # Ids of the history's calls again (as models number their calls each turn).
+    "call ids used again": [
+        user("Again?"),
+        assistant("", ("call_3", "get_weather"), ("call:1", "get_weather")),
+        result("call_3"),
+        result("call:1"),
+    ],
     "an interrupted call at the end": [user("Faro?"), assistant("", ("call_6", "get.weather"))],
     "a final assistant message": [user("Say hi."), assistant("Hi   ")],
     "system text": [user("Go on."), {"role": "CHAT_ROLE_SYSTEM", "content": "Be terse."}],
@@ -134,8 +141,18 @@ def test_a_prefix_renders_the_history_and_its_notices(provider: int) -> None:
     prefix = render_prefix(provider, list(chat(provider, HISTORY, {}).messages))
     assert prefix is not None
     assert prefix.size == len(HISTORY)
-    codes = {n.code for n in (*prefix.pairing.notices, *prefix.call_name_notices, *prefix.message_notices)}
-    assert {"interrupted_tool_call_answered", "tool_call_name_rewritten"} <= codes
+    codes = {
+        n.code
+        for n in (
+            *prefix.pairing.notices,
+            *prefix.call_name_notices,
+            *prefix.call_id_notices,
+            *prefix.message_notices,
+        )
+    }
+    assert "interrupted_tool_call_answered" in codes
+    # Gemini takes `web.search` as it is.
+    assert ("tool_call_name_rewritten" in codes) == (provider != P.PROVIDER_GEMINI_GENERATE_CONTENT)
     if provider == P.PROVIDER_ANTHROPIC_MESSAGES:
         assert "tool_call_id_rewritten" in codes
         # The whitespace of an assistant message that is not the last stays.
@@ -179,7 +196,12 @@ def test_a_history_that_cannot_be_a_prefix_is_rendered_whole(
 
 
 BAD_TAILS = {
-    "a duplicate call id": [user("Again?"), assistant("", ("call_3", "get_weather")), result("call_3")],
+    "a call id still open": [
+        user("Again?"),
+        assistant("", ("call_3", "get_weather"), ("call_3", "get_weather")),
+        result("call_3"),
+        result("call_3"),
+    ],
     "a second result": [user("Again?"), result("call_4")],
     "a result after a later message": [
         user("x"),

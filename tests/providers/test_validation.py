@@ -11,7 +11,7 @@ from google.protobuf import json_format
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.providers import render
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
-from tests.providers.cases import LIST_FILES, MODELS, PROVIDERS, WEATHER
+from tests.providers.cases import LIST_FILES, PROVIDERS, WEATHER
 
 P = provider_service_pb2
 ALL = list(PROVIDERS.values())
@@ -50,8 +50,13 @@ def test_tool_name_must_not_be_empty(provider: int) -> None:
 
 
 @pytest.mark.parametrize("provider", ALL)
-@pytest.mark.parametrize("name", ["get weather", "get.weather", "wetter/heute", "café"])
+@pytest.mark.parametrize("name", ["get weather", "get.weather", "ns:get", "wetter/heute", "café"])
 def test_tool_name_charset(provider: int, name: str) -> None:
+    if provider == P.PROVIDER_GEMINI_GENERATE_CONTENT and name in ("get.weather", "ns:get"):
+        # Gemini documents `.` and `:` in function names.
+        body = json.loads(render(provider, request(tools=[WEATHER, {"name": name}])).body_json)
+        assert body["tools"][0]["functionDeclarations"][1]["name"] == name
+        return
     only(provider, request(tools=[WEATHER, {"name": name}]), "chat_request.tools[1].name")
 
 
@@ -268,7 +273,8 @@ def test_media_needs_a_usable_source(provider: int, media: dict[str, str]) -> No
     ],
 )
 def test_provider_specific_media_limits(provider: int, part: dict[str, Any], field: str) -> None:
-    req = request(model=MODELS[provider], messages=[{**USER, "contentParts": [part]}])
+    # A model the registry does not know is taken to read every kind: the API's own limits decide.
+    req = request(model="house-model-7", messages=[{**USER, "contentParts": [part]}])
     only(provider, req, f"chat_request.messages[0].content_parts[0].{field}")
 
 

@@ -1071,7 +1071,8 @@ pub mod content_part {
 pub struct ChatMessage {
     #[prost(enumeration = "ChatRole", tag = "1")]
     pub role: i32,
-    /// Plain text content; content_parts, when present, follow it.
+    /// Plain text content; content_parts, when present, follow it. Media parts
+    /// (image, file, audio, video) go on user and tool messages.
     /// Cap: at most 1,000,000 characters.
     #[prost(string, tag = "2")]
     pub content: ::prost::alloc::string::String,
@@ -1098,6 +1099,11 @@ pub struct ChatMessage {
     /// Cap: at most 64 items.
     #[prost(message, repeated, tag = "8")]
     pub artifact_refs: ::prost::alloc::vec::Vec<ArtifactRef>,
+    /// On a tool message: the result reports that the tool failed. Sent where the
+    /// provider has a field for it (Anthropic `is_error`, Bedrock `status`);
+    /// elsewhere the result goes as it is, and a RenderNotice says the mark was not sent.
+    #[prost(bool, tag = "9")]
+    pub is_error: bool,
 }
 /// ToolDefinition is a model-visible tool. Tools travel here, never as prompt prose.
 #[allow(clippy::all)]
@@ -3194,13 +3200,21 @@ pub struct RenderChatRequestResponse {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RenderNotice {
-    /// interrupted_tool_call_answered (a call with no result got one saying it
-    /// was interrupted), tool_call_name_rewritten, tool_call_id_rewritten
-    /// (Anthropic), parallel_tool_calls_unsupported (Gemini), temperature_not_sent
-    /// (Anthropic), thinking_off_in_tool_loop (Anthropic),
-    /// tools_declared_for_history (Anthropic), participant_name_dropped (OpenAI
-    /// Chat Completions), assistant_messages_merged (Gemini),
-    /// trailing_whitespace_trimmed (Anthropic).
+    /// Conversation: interrupted_tool_call_answered (a call with no result got
+    /// one saying it was interrupted), tool_call_name_rewritten,
+    /// tool_call_id_rewritten (an id outside the provider's pattern, or used again
+    /// where ids must be unique in the conversation), assistant_messages_merged
+    /// (Gemini, Bedrock), system_message_merged (into the compiled prompt),
+    /// system_message_moved (Anthropic, Gemini, Bedrock), participant_name_dropped,
+    /// reasoning_content_not_sent, trailing_whitespace_trimmed (Anthropic).
+    /// Tool results: tool_result_media_moved (Chat Completions),
+    /// tool_error_not_marked. Tools: parallel_tool_calls_unsupported (Gemini,
+    /// Bedrock), tools_declared_for_history (Anthropic, Bedrock),
+    /// tool_choice_none_unsupported (Bedrock). The model (by the model registry):
+    /// unknown_model, model_family_mismatch, reasoning_not_sent,
+    /// thinking_budget_not_sent, thinking_off_in_tool_loop (Anthropic),
+    /// temperature_not_sent, media_not_sent. The list grows; a client treats an
+    /// unknown code as a notice like the others.
     #[prost(string, tag = "1")]
     pub code: ::prost::alloc::string::String,
     #[prost(string, tag = "2")]
@@ -3219,6 +3233,8 @@ pub enum Provider {
     OpenaiResponses = 2,
     AnthropicMessages = 3,
     GeminiGenerateContent = 4,
+    /// Amazon Bedrock Converse (`POST /model/{modelId}/converse`).
+    AmazonBedrockConverse = 5,
 }
 impl Provider {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -3232,6 +3248,7 @@ impl Provider {
             Self::OpenaiResponses => "PROVIDER_OPENAI_RESPONSES",
             Self::AnthropicMessages => "PROVIDER_ANTHROPIC_MESSAGES",
             Self::GeminiGenerateContent => "PROVIDER_GEMINI_GENERATE_CONTENT",
+            Self::AmazonBedrockConverse => "PROVIDER_AMAZON_BEDROCK_CONVERSE",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -3242,6 +3259,7 @@ impl Provider {
             "PROVIDER_OPENAI_RESPONSES" => Some(Self::OpenaiResponses),
             "PROVIDER_ANTHROPIC_MESSAGES" => Some(Self::AnthropicMessages),
             "PROVIDER_GEMINI_GENERATE_CONTENT" => Some(Self::GeminiGenerateContent),
+            "PROVIDER_AMAZON_BEDROCK_CONVERSE" => Some(Self::AmazonBedrockConverse),
             _ => None,
         }
     }

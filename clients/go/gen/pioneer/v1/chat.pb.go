@@ -434,7 +434,8 @@ func (*ContentPart_Video) isContentPart_Part() {}
 type ChatMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Role  ChatRole               `protobuf:"varint,1,opt,name=role,proto3,enum=pioneer.v1.ChatRole" json:"role,omitempty"`
-	// Plain text content; content_parts, when present, follow it.
+	// Plain text content; content_parts, when present, follow it. Media parts
+	// (image, file, audio, video) go on user and tool messages.
 	// Cap: at most 1,000,000 characters.
 	Content string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
 	// Cap: at most 1,000,000 characters.
@@ -453,7 +454,11 @@ type ChatMessage struct {
 	// Metadata of artifacts attached to this message; rendered into its text
 	// as an artifact block, never as bytes.
 	// Cap: at most 64 items.
-	ArtifactRefs  []*ArtifactRef `protobuf:"bytes,8,rep,name=artifact_refs,json=artifactRefs,proto3" json:"artifact_refs,omitempty"`
+	ArtifactRefs []*ArtifactRef `protobuf:"bytes,8,rep,name=artifact_refs,json=artifactRefs,proto3" json:"artifact_refs,omitempty"`
+	// On a tool message: the result reports that the tool failed. Sent where the
+	// provider has a field for it (Anthropic `is_error`, Bedrock `status`);
+	// elsewhere the result goes as it is, and a RenderNotice says the mark was not sent.
+	IsError       bool `protobuf:"varint,9,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -542,6 +547,13 @@ func (x *ChatMessage) GetArtifactRefs() []*ArtifactRef {
 		return x.ArtifactRefs
 	}
 	return nil
+}
+
+func (x *ChatMessage) GetIsError() bool {
+	if x != nil {
+		return x.IsError
+	}
+	return false
 }
 
 // ToolDefinition is a model-visible tool. Tools travel here, never as prompt prose.
@@ -859,7 +871,7 @@ const file_pioneer_v1_chat_proto_rawDesc = "" +
 	"\x04file\x18\x03 \x01(\v2\x15.pioneer.v1.MediaPartH\x00R\x04file\x12-\n" +
 	"\x05audio\x18\x04 \x01(\v2\x15.pioneer.v1.MediaPartH\x00R\x05audio\x12-\n" +
 	"\x05video\x18\x05 \x01(\v2\x15.pioneer.v1.MediaPartH\x00R\x05videoB\x06\n" +
-	"\x04part\"\x85\x03\n" +
+	"\x04part\"\xa0\x03\n" +
 	"\vChatMessage\x12-\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x14.pioneer.v1.ChatRoleB\x03\xe0A\x02R\x04role\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x120\n" +
@@ -870,7 +882,8 @@ const file_pioneer_v1_chat_proto_rawDesc = "" +
 	"\x04name\x18\x06 \x01(\tR\x04name\x123\n" +
 	"\n" +
 	"tool_calls\x18\a \x03(\v2\x14.pioneer.v1.ToolCallR\ttoolCalls\x12<\n" +
-	"\rartifact_refs\x18\b \x03(\v2\x17.pioneer.v1.ArtifactRefR\fartifactRefsB\x14\n" +
+	"\rartifact_refs\x18\b \x03(\v2\x17.pioneer.v1.ArtifactRefR\fartifactRefs\x12\x19\n" +
+	"\bis_error\x18\t \x01(\bR\aisErrorB\x14\n" +
 	"\x12_reasoning_content\"\x89\x01\n" +
 	"\x0eToolDefinition\x12\x17\n" +
 	"\x04name\x18\x01 \x01(\tB\x03\xe0A\x02R\x04name\x12 \n" +

@@ -31,6 +31,8 @@ const (
 	Provider_PROVIDER_OPENAI_RESPONSES        Provider = 2
 	Provider_PROVIDER_ANTHROPIC_MESSAGES      Provider = 3
 	Provider_PROVIDER_GEMINI_GENERATE_CONTENT Provider = 4
+	// Amazon Bedrock Converse (`POST /model/{modelId}/converse`).
+	Provider_PROVIDER_AMAZON_BEDROCK_CONVERSE Provider = 5
 )
 
 // Enum value maps for Provider.
@@ -41,6 +43,7 @@ var (
 		2: "PROVIDER_OPENAI_RESPONSES",
 		3: "PROVIDER_ANTHROPIC_MESSAGES",
 		4: "PROVIDER_GEMINI_GENERATE_CONTENT",
+		5: "PROVIDER_AMAZON_BEDROCK_CONVERSE",
 	}
 	Provider_value = map[string]int32{
 		"PROVIDER_UNSPECIFIED":             0,
@@ -48,6 +51,7 @@ var (
 		"PROVIDER_OPENAI_RESPONSES":        2,
 		"PROVIDER_ANTHROPIC_MESSAGES":      3,
 		"PROVIDER_GEMINI_GENERATE_CONTENT": 4,
+		"PROVIDER_AMAZON_BEDROCK_CONVERSE": 5,
 	}
 )
 
@@ -273,13 +277,21 @@ func (x *RenderChatRequestResponse) GetNotices() []*RenderNotice {
 // met by adapting is an INVALID_ARGUMENT naming the field instead.
 type RenderNotice struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// interrupted_tool_call_answered (a call with no result got one saying it
-	// was interrupted), tool_call_name_rewritten, tool_call_id_rewritten
-	// (Anthropic), parallel_tool_calls_unsupported (Gemini), temperature_not_sent
-	// (Anthropic), thinking_off_in_tool_loop (Anthropic),
-	// tools_declared_for_history (Anthropic), participant_name_dropped (OpenAI
-	// Chat Completions), assistant_messages_merged (Gemini),
-	// trailing_whitespace_trimmed (Anthropic).
+	// Conversation: interrupted_tool_call_answered (a call with no result got
+	// one saying it was interrupted), tool_call_name_rewritten,
+	// tool_call_id_rewritten (an id outside the provider's pattern, or used again
+	// where ids must be unique in the conversation), assistant_messages_merged
+	// (Gemini, Bedrock), system_message_merged (into the compiled prompt),
+	// system_message_moved (Anthropic, Gemini, Bedrock), participant_name_dropped,
+	// reasoning_content_not_sent, trailing_whitespace_trimmed (Anthropic).
+	// Tool results: tool_result_media_moved (Chat Completions),
+	// tool_error_not_marked. Tools: parallel_tool_calls_unsupported (Gemini,
+	// Bedrock), tools_declared_for_history (Anthropic, Bedrock),
+	// tool_choice_none_unsupported (Bedrock). The model (by the model registry):
+	// unknown_model, model_family_mismatch, reasoning_not_sent,
+	// thinking_budget_not_sent, thinking_off_in_tool_loop (Anthropic),
+	// temperature_not_sent, media_not_sent. The list grows; a client treats an
+	// unknown code as a notice like the others.
 	Code    string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
 	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	// The request field, e.g. "chat_request.messages[3].tool_calls[0]".
@@ -362,13 +374,14 @@ const file_pioneer_v1_provider_service_proto_rawDesc = "" +
 	"\fRenderNotice\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
-	"\x05field\x18\x03 \x01(\tR\x05field*\xb0\x01\n" +
+	"\x05field\x18\x03 \x01(\tR\x05field*\xd6\x01\n" +
 	"\bProvider\x12\x18\n" +
 	"\x14PROVIDER_UNSPECIFIED\x10\x00\x12$\n" +
 	" PROVIDER_OPENAI_CHAT_COMPLETIONS\x10\x01\x12\x1d\n" +
 	"\x19PROVIDER_OPENAI_RESPONSES\x10\x02\x12\x1f\n" +
 	"\x1bPROVIDER_ANTHROPIC_MESSAGES\x10\x03\x12$\n" +
-	" PROVIDER_GEMINI_GENERATE_CONTENT\x10\x042s\n" +
+	" PROVIDER_GEMINI_GENERATE_CONTENT\x10\x04\x12$\n" +
+	" PROVIDER_AMAZON_BEDROCK_CONVERSE\x10\x052s\n" +
 	"\x0fProviderService\x12`\n" +
 	"\x11RenderChatRequest\x12$.pioneer.v1.RenderChatRequestRequest\x1a%.pioneer.v1.RenderChatRequestResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
 

@@ -1,0 +1,323 @@
+"""Amazon Bedrock Converse (`POST /model/{modelId}/converse`): its spec, rules and renderer.
+
+The model is in the path (URL-encoded: an ARN holds `:` and `/`), never in the body.
+Caching: `system` holds the stable half, a `cachePoint` block when the stable text
+is worth caching (as for Anthropic: `anthropic_min_cache_chars`, or the caller's
+count), then the dynamic half and any system text; the tool list ends with a
+`cachePoint` too. That is at most two of the four cache checkpoints Converse allows.
+
+Messages alternate between user and assistant: tool results are `toolResult`
+blocks of a user message (with `status: error` for a result marked as an error,
+and image and document blocks beside its text), and consecutive messages of one
+role are sent as one message (a notice says so for assistant messages). Media go
+as base64 `bytes` or an `s3Location` (an `s3://` uri); Converse takes no URL.
+
+Adapted, each with a notice: reasoning is not sent (Converse takes it only
+through model-specific fields); `parallel_tool_calls=false` and tool choice
+`none` have no Converse form (with `none`, tools are not sent unless the
+conversation already holds tool calls, which Converse only takes with tools
+declared); tools called in the history are declared when the round has none.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import quote
+
+from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.providers import provider_rules
+from pioneer_grpc.providers.common import (
+    JSON,
+    Media,
+    Prepared,
+    all_text,
+    media_of,
+    message_text,
+    parse_arguments,
+    prompt_halves,
+    resolve_media,
+    system_messages,
+)
+from pioneer_grpc.providers.conversation import Notice
+from pioneer_grpc.providers.provider_rules import Adapted
+from pioneer_grpc.providers.spec import PLAIN_NAME, ProviderSpec
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
+
+CACHE_POINT: JSON = {"cachePoint": {"type": "default"}}
+IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
+DOCUMENT_FORMATS = {
+    "application/pdf": "pdf",
+    "text/plain": "txt",
+    "text/csv": "csv",
+    "text/html": "html",
+    "text/markdown": "md",
+    "application/msword": "doc",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.ms-excel": "xls",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+}
+# A document name: letters, digits, single spaces, hyphens, parentheses and square brackets.
+_NOT_IN_NAME = re.compile(r"[^A-Za-z0-9\-()\[\] ]+")
+# Inference profiles and vendors before the model's own id: us.anthropic.claude-... -> claude-...
+_MODEL_PREFIX = re.compile(r"^(?:(?:us|eu|apac|jp|au|ca|us-gov|global)\.)?(?:[a-z][a-z0-9]*\.)?")
+
+REASONING_NOT_SENT = "reasoning_not_sent"
+CHOICE_NONE_NOT_SENT = "tool_choice_none_unsupported"
+
+
+def path_for(model: str) -> str:
+    return f"/model/{quote(model, safe='')}/converse"
+
+
+def registry_model(model: str) -> str:
+    """`us.anthropic.claude-3-7-sonnet-20250219-v1:0` as the registry names it (claude-3-7-sonnet-...)."""
+    tail = model.rsplit("/", 1)[-1]  # an ARN ends with the model or profile id
+    return _MODEL_PREFIX.sub("", tail, count=1)
+
+
+# --- rules -----------------------------------------------------------------------------------
+
+
+def _history(adapted: Adapted) -> tuple[dict[str, None], bool]:
+    called = dict.fromkeys(adapted.prefix.called if adapted.prefix is not None else ())
+    called.update(provider_rules.tools_called(adapted.request.messages))
+    results = (adapted.prefix is not None and adapted.prefix.has_results) or provider_rules.has_tool_results(
+        adapted.request.messages
+    )
+    return called, results
+
+
+def adapt(adapted: Adapted, origins: list[int], path: str) -> None:
+    request = adapted.request
+    merges(adapted, origins, path)
+    if request.HasField("reasoning"):
+        request.ClearField("reasoning")
+        adapted.notices.append(
+            Notice(
+                REASONING_NOT_SENT,
+                "Converse takes reasoning settings only through model-specific fields: they were not sent",
+                f"{path}.reasoning",
+            )
+        )
+    called, results = _history(adapted)
+    if request.tools and request.tool_choice.mode == chat_pb2.TOOL_CHOICE_MODE_NONE:
+        rest = "tools were sent with no choice" if called or results else "the tools were not sent"
+        adapted.notices.append(
+            Notice(
+                CHOICE_NONE_NOT_SENT,
+                f"Converse has no tool choice none: {rest}",
+                f"{path}.tool_choice.mode",
+            )
+        )
+    elif not request.tools and (called or results):
+        adapted.history_tools = list(called) or ["tool"]
+        adapted.notices.append(
+            Notice(
+                provider_rules.TOOLS_DECLARED,
+                "Converse refuses tool calls in the history without tools declared: "
+                f"{', '.join(adapted.history_tools)} declared (with no tool choice: Converse has no none)",
+                f"{path}.tools",
+            )
+        )
+    if request.tools and request.HasField("parallel_tool_calls") and not request.parallel_tool_calls:
+        adapted.notices.append(
+            Notice(
+                provider_rules.PARALLEL_UNSUPPORTED,
+                "Converse has no switch for parallel tool calls: parallel_tool_calls=false was not sent",
+                f"{path}.parallel_tool_calls",
+            )
+        )
+
+
+def merges(adapted: Adapted, origins: list[int], path: str) -> None:
+    if adapted.prefix is not None:
+        adapted.notices.extend(adapted.prefix.message_notices)
+    previous = None
+    for message, origin in zip(adapted.request.messages, origins, strict=True):
+        if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
+            continue
+        if previous == chat_pb2.CHAT_ROLE_ASSISTANT and message.role == chat_pb2.CHAT_ROLE_ASSISTANT:
+            adapted.notices.append(
+                Notice(
+                    provider_rules.ASSISTANT_MERGED,
+                    "sent in one assistant message with the one before it (Converse alternates roles)",
+                    f"{path}.messages[{origin}]",
+                )
+            )
+        previous = message.role
+
+
+# --- rendering -------------------------------------------------------------------------------
+
+
+def _source(m: Media, field: str) -> JSON:
+    if m.data_b64:
+        return {"bytes": m.data_b64}
+    if m.file_id.startswith("s3://"):
+        return {"s3Location": {"uri": m.file_id}}
+    raise InvalidArgument.field(
+        field, "Converse takes media as data or an s3:// location, not a URL or file id"
+    )
+
+
+def _document_name(m: Media, index: int) -> str:
+    stem = m.filename.rsplit(".", 1)[0] if "." in m.filename else m.filename
+    name = " ".join(_NOT_IN_NAME.sub(" ", stem).split())
+    return name or f"document {index + 1}"
+
+
+def _blocks(prepared: Prepared, index: int) -> list[JSON]:
+    """Text, image and document blocks of a user or tool message, in order."""
+    message = prepared.request.messages[index]
+    text = message_text(prepared, message)
+    blocks: list[JSON] = [{"text": text}] if text.strip() else []
+    for j, part in enumerate(message.content_parts):
+        media = media_of(part)
+        if media is None:
+            if part.text.strip():
+                blocks.append({"text": part.text})
+            continue
+        field = f"{prepared.message_path(index)}.content_parts[{j}].{media[0]}"
+        m = resolve_media(*media)
+        if m.kind == "image":
+            if m.mime_type not in IMAGE_FORMATS:
+                raise InvalidArgument.field(field, f"Converse takes {', '.join(IMAGE_FORMATS)} images")
+            blocks.append({"image": {"format": IMAGE_FORMATS[m.mime_type], "source": _source(m, field)}})
+        elif m.kind == "file":
+            if m.mime_type not in DOCUMENT_FORMATS:
+                raise InvalidArgument.field(field, f"Converse takes {', '.join(DOCUMENT_FORMATS)} documents")
+            document = {
+                "format": DOCUMENT_FORMATS[m.mime_type],
+                "name": _document_name(m, j),
+                "source": _source(m, field),
+            }
+            blocks.append({"document": document})
+        else:
+            raise InvalidArgument.field(field, f"{m.kind} parts are not rendered for Converse")
+    return blocks
+
+
+def _append(out: list[JSON], role: str, blocks: list[JSON]) -> None:
+    if out and out[-1]["role"] == role:
+        out[-1]["content"].extend(blocks)
+    else:
+        out.append({"role": role, "content": blocks})
+
+
+def rendered_messages(prepared: Prepared) -> list[JSON]:
+    """The request's own messages; system ones go to `system`."""
+    out: list[JSON] = []
+    for index, message in enumerate(prepared.request.messages):
+        role = message.role
+        if role == chat_pb2.CHAT_ROLE_SYSTEM:
+            continue
+        if role == chat_pb2.CHAT_ROLE_USER:
+            _append(out, "user", _blocks(prepared, index))
+        elif role == chat_pb2.CHAT_ROLE_ASSISTANT:
+            text = all_text(prepared, message)
+            blocks: list[JSON] = [{"text": text}] if text.strip() else []
+            for call in message.tool_calls:
+                use = {"toolUseId": call.id, "name": call.name, "input": parse_arguments(call.arguments)}
+                blocks.append({"toolUse": use})
+            _append(out, "assistant", blocks)
+        else:
+            result: JSON = {"toolUseId": message.tool_call_id, "content": _blocks(prepared, index)}
+            if message.is_error:
+                result["status"] = "error"
+            _append(out, "user", [{"toolResult": result}])
+    return out
+
+
+def _messages(prepared: Prepared) -> list[JSON]:
+    out: list[Any] = list(prepared.prefix.rendered) if prepared.prefix is not None else []
+    own = rendered_messages(prepared)
+    if out and own and out[-1]["role"] == own[0]["role"]:
+        # The prefix ends with tool results (a user message) and the round starts with the
+        # user's text: one user message. The prefix's own message is shared by rounds: copied.
+        last = out.pop()
+        own[0] = {"role": last["role"], "content": [*last["content"], *own[0]["content"]]}
+    out.extend(own)
+    return out
+
+
+def _tool_config(prepared: Prepared, messages: list[JSON]) -> JSON | None:
+    if not prepared.tools:
+        return None
+    mode = prepared.choice
+    in_history = any("toolUse" in block or "toolResult" in block for m in messages for block in m["content"])
+    if mode == chat_pb2.TOOL_CHOICE_MODE_NONE and not in_history:
+        return None
+    tools: list[JSON] = []
+    for tool in prepared.tools:
+        spec: JSON = {"name": tool.name}
+        if tool.description:
+            spec["description"] = tool.description
+        spec["inputSchema"] = {"json": tool.schema}
+        tools.append({"toolSpec": spec})
+    tools.append(dict(CACHE_POINT))
+    config: JSON = {"tools": tools}
+    if mode == chat_pb2.TOOL_CHOICE_MODE_AUTO:
+        config["toolChoice"] = {"auto": {}}
+    elif mode == chat_pb2.TOOL_CHOICE_MODE_REQUIRED:
+        config["toolChoice"] = {"any": {}}
+    elif mode == chat_pb2.TOOL_CHOICE_MODE_TOOL:
+        config["toolChoice"] = {"tool": {"name": prepared.choice_name}}
+    return config
+
+
+def render(prepared: Prepared) -> tuple[JSON, int]:
+    request = prepared.request
+    breakpoints = 0
+    body: JSON = {}
+    system: list[JSON] = []
+    halves = prompt_halves(prepared)
+    if prepared.stable:
+        system.append({"text": halves.pop(0)})
+        cacheable = prepared.options.anthropic_stable_cacheable
+        if cacheable is None:
+            cacheable = len(prepared.stable) >= prepared.options.anthropic_min_cache_chars
+        if cacheable:
+            system.append(dict(CACHE_POINT))
+            breakpoints += 1
+    system.extend({"text": text} for text in [*halves, *system_messages(prepared)])
+    if system:
+        body["system"] = system
+    messages = _messages(prepared)
+    body["messages"] = messages
+    inference: JSON = {}
+    if request.HasField("max_tokens"):
+        inference["maxTokens"] = request.max_tokens
+    if request.HasField("temperature"):
+        inference["temperature"] = request.temperature
+    if inference:
+        body["inferenceConfig"] = inference
+    config = _tool_config(prepared, messages)
+    if config is not None:
+        body["toolConfig"] = config
+        breakpoints += 1
+    return body, breakpoints
+
+
+SPEC = ProviderSpec(
+    provider=provider_service_pb2.PROVIDER_AMAZON_BEDROCK_CONVERSE,
+    name="bedrock-converse",
+    telemetry_name="aws.bedrock",
+    families=frozenset({"anthropic"}),
+    render=render,
+    path=path_for,
+    max_tool_name_chars=64,
+    render_messages=rendered_messages,
+    user_first=True,
+    system_apart=True,
+    parsed_arguments=True,
+    call_id=PLAIN_NAME,
+    max_call_id_chars=64,
+    adapt=adapt,
+    adapt_messages=merges,
+    registry_model=registry_model,
+    # Reasoning is not sent (adapt); a budget is no reason for a notice of its own.
+    thinking_budget=True,
+    tool_result_media=frozenset({"image", "file"}),
+    tool_result_error=True,
+)

@@ -1,0 +1,282 @@
+"""Amazon Bedrock Converse: every body passes the SDK's request types and Converse's conversation rules.
+
+The request types are mypy-boto3-bedrock-runtime's TypedDicts (ConverseRequestTypeDef
+with `modelId` added, as the SDK sends it in the path), validated by pydantic with
+unknown keys forbidden; a blob is the base64 text the REST API takes.
+
+Conversation rules (`bedrock_strict`), from the Converse API reference and its
+validation errors, in their strictest reading:
+  BR1 a non-empty messages list; roles user and assistant, alternating, the first user
+  BR2 each content a non-empty list of blocks holding one member each; text non-blank
+  BR3 toolUse only from the assistant: toolUseId and name ^[a-zA-Z0-9_-]{1,64}$, ids unique,
+      input an object
+  BR4 each toolUse answered by one toolResult in the next message (a user message); a toolResult
+      answers a toolUse of the message before
+  BR5 toolConfig with tools when the messages hold toolUse or toolResult; unique tool names of the
+      pattern; a named toolChoice names a declared tool
+  BR6 at most 4 cachePoint blocks
+  BR7 only documented top-level keys; no modelId in the body
+  BR8 images png, jpeg, gif or webp; documents of a known format with a name of letters, digits,
+      single spaces, hyphens, parentheses and square brackets; sources bytes or s3Location
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from functools import cache
+from typing import Any
+
+import pytest
+import typing_extensions
+from google.protobuf import json_format
+from pydantic import ConfigDict, TypeAdapter
+
+from pioneer_grpc.providers import render
+from pioneer_grpc.providers.prefix import render_prefix
+from pioneer_grpc.providers.render import render_after
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
+from tests.providers.cases import CASES, PDF, PNG, build
+from tests.providers.strict import StrictViolation, _Check
+
+P = provider_service_pb2
+BEDROCK = P.PROVIDER_AMAZON_BEDROCK_CONVERSE
+MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+DOCUMENT_NAME = re.compile(r"[A-Za-z0-9\-()\[\]]+( [A-Za-z0-9\-()\[\]]+)*")
+TOP_KEYS = {"messages", "system", "inferenceConfig", "toolConfig", "additionalModelRequestFields"}
+
+
+@cache
+def converse_request() -> TypeAdapter[Any]:
+    from mypy_boto3_bedrock_runtime import type_defs
+
+    blob = type_defs.BlobTypeDef
+    for name in dir(type_defs):
+        typed = getattr(type_defs, name)
+        if typing_extensions.is_typeddict(typed):
+            typed.__pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[attr-defined]
+            for key, annotation in list(typed.__annotations__.items()):
+                if annotation == typing_extensions.NotRequired[blob]:
+                    typed.__annotations__[key] = typing_extensions.NotRequired[str]
+                elif annotation == blob:
+                    typed.__annotations__[key] = str
+    type_defs.BlobTypeDef = str  # type: ignore[misc]  # what annotations written as text resolve to
+    return TypeAdapter(type_defs.ConverseRequestTypeDef)
+
+
+def check_types(body: dict[str, Any], model: str) -> None:
+    converse_request().validate_python({"modelId": model, **body})
+
+
+def _block(block: dict[str, Any], where: str, check: _Check) -> str:
+    check(isinstance(block, dict) and len(block) == 1, "BR2", where, "a block holds one member")
+    kind = next(iter(block), "")
+    if kind == "text":
+        check(str(block["text"]).strip(), "BR2", where, "blank text")
+    elif kind == "image":
+        check(block["image"].get("format") in ("png", "jpeg", "gif", "webp"), "BR8", where, "image format")
+        check(set(block["image"]["source"]) in ({"bytes"}, {"s3Location"}), "BR8", where, "image source")
+    elif kind == "document":
+        name = block["document"].get("name", "")
+        check(DOCUMENT_NAME.fullmatch(name), "BR8", where, f"document name {name!r}")
+        check(
+            set(block["document"]["source"]) in ({"bytes"}, {"s3Location"}), "BR8", where, "document source"
+        )
+    return kind
+
+
+def bedrock_strict(body: dict[str, Any]) -> None:
+    check = _Check()
+    check(set(body) <= TOP_KEYS, "BR7", "body", f"unknown keys {sorted(set(body) - TOP_KEYS)}")
+    messages = body.get("messages") or []
+    check(messages, "BR1", "messages", "empty")
+    check(not messages or messages[0].get("role") == "user", "BR1", "messages[0]", "the first is not user")
+    seen_ids: set[str] = set()
+    pending: list[str] = []
+    history_tools = False
+    for i, message in enumerate(messages):
+        where, role = f"messages[{i}]", message.get("role")
+        check(role in ("user", "assistant"), "BR1", where, f"role {role!r}")
+        if i:
+            check(role != messages[i - 1].get("role"), "BR1", where, "roles do not alternate")
+        content = message.get("content") or []
+        check(content, "BR2", where, "empty content")
+        answered: list[str] = []
+        uses: list[str] = []
+        for j, block in enumerate(content):
+            kind = _block(block, f"{where}.content[{j}]", check)
+            if kind == "toolUse":
+                use = block["toolUse"]
+                history_tools = True
+                check(role == "assistant", "BR3", where, "toolUse outside an assistant message")
+                check(NAME.fullmatch(use.get("toolUseId", "")), "BR3", where, f"id {use.get('toolUseId')!r}")
+                check(NAME.fullmatch(use.get("name", "")), "BR3", where, f"name {use.get('name')!r}")
+                check(use.get("toolUseId") not in seen_ids, "BR3", where, "toolUseId used before")
+                check(isinstance(use.get("input"), dict), "BR3", where, "input not an object")
+                seen_ids.add(use.get("toolUseId", ""))
+                uses.append(use.get("toolUseId", ""))
+            elif kind == "toolResult":
+                history_tools = True
+                result = block["toolResult"]
+                check(role == "user", "BR4", where, "toolResult outside a user message")
+                answered.append(result.get("toolUseId", ""))
+                for k, inner in enumerate(result.get("content", [])):
+                    _block(inner, f"{where}.content[{j}].toolResult.content[{k}]", check)
+        check(sorted(answered) == sorted(pending), "BR4", where, f"answers {answered}, open {pending}")
+        pending = uses
+    check(not pending, "BR4", "messages", "the last toolUse is never answered")
+    config = body.get("toolConfig")
+    check(not history_tools or (config and config.get("tools")), "BR5", "toolConfig", "missing with tool use")
+    names = [t["toolSpec"]["name"] for t in (config or {}).get("tools", []) if "toolSpec" in t]
+    check(len(names) == len(set(names)) and all(NAME.fullmatch(n) for n in names), "BR5", "tools", "names")
+    chosen = (config or {}).get("toolChoice", {}).get("tool", {}).get("name")
+    check(chosen is None or chosen in names, "BR5", "toolChoice", f"names no tool {chosen!r}")
+    points = json.dumps(body).count('"cachePoint"')
+    check(points <= 4, "BR6", "body", f"{points} cachePoint blocks")
+    check.done()
+
+
+def rendered(req: chat_pb2.ChatRequest) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    out = render(BEDROCK, req)
+    body = json.loads(out.body_json)
+    bedrock_strict(body)
+    check_types(body, req.model)
+    return body, [(n.code, n.field) for n in out.notices]
+
+
+def _bedrock_case(case: str) -> chat_pb2.ChatRequest:
+    request = build(case, P.PROVIDER_ANTHROPIC_MESSAGES)
+    request.model = MODEL
+    for message in request.messages:  # Converse takes no URL: the same media from S3
+        for part in message.content_parts:
+            for kind in ("image", "file"):
+                if part.HasField(kind) and getattr(part, kind).uri.startswith("https://"):
+                    getattr(part, kind).uri = "s3://bucket/" + getattr(part, kind).uri.rsplit("/", 1)[-1]
+    return request
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_case_passes_the_sdk_types_and_the_conversation_rules(case: str) -> None:
+    out = render(BEDROCK, _bedrock_case(case))
+    assert out.path == "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse"
+    body = json.loads(out.body_json)
+    bedrock_strict(body)
+    check_types(body, MODEL)
+
+
+def test_the_validators_can_fail() -> None:
+    with pytest.raises(StrictViolation) as info:
+        bedrock_strict({"modelId": "m", "messages": [{"role": "assistant", "content": [{"text": " "}]}]})
+    assert {"BR7", "BR1", "BR2"} <= info.value.rules
+    with pytest.raises(ValueError):
+        check_types({"messages": [{"role": "user", "content": [{"text": "hi", "cache": 1}]}]}, MODEL)
+
+
+def test_cache_points_at_the_boundary_and_after_the_tools() -> None:
+    body, notices = rendered(_bedrock_case("tools_auto"))
+    system = body["system"]
+    assert "text" in system[0] and system[1] == {"cachePoint": {"type": "default"}}
+    assert "cachePoint" not in json.dumps(system[2:])
+    assert body["toolConfig"]["tools"][-1] == {"cachePoint": {"type": "default"}}
+    assert body["toolConfig"]["toolChoice"] == {"auto": {}}
+    assert out_breakpoints("tools_auto") == 2 and notices == []
+
+
+def out_breakpoints(case: str) -> int:
+    return render(BEDROCK, _bedrock_case(case)).cache_breakpoints
+
+
+def test_tool_use_and_results_with_media_and_an_error_mark() -> None:
+    body, notices = rendered(_bedrock_case("tool_result_media"))
+    messages = body["messages"]
+    assert [m["role"] for m in messages] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
+    uses = [b["toolUse"]["toolUseId"] for b in messages[1]["content"]]
+    assert uses == ["call_0", "call_1"]
+    first, second = (b["toolResult"] for b in messages[2]["content"])
+    assert [next(iter(b)) for b in first["content"]] == ["text", "image", "document"]
+    assert first["content"][1]["image"] == {
+        "format": "png",
+        "source": {"bytes": base64.b64encode(PNG).decode()},
+    }
+    assert (
+        first["content"][2]["document"]["name"] == "invoice"
+        and first["content"][2]["document"]["format"] == "pdf"
+    )
+    assert first["content"][2]["document"]["source"] == {"bytes": base64.b64encode(PDF).decode()}
+    assert second["status"] == "error" and "status" not in first
+    # call_0 again in a later turn: an id of its own, the same in the call and its result.
+    again = messages[5]["content"][0]["toolUse"]["toolUseId"]
+    assert again != "call_0" and messages[6]["content"][0]["toolResult"]["toolUseId"] == again
+    assert notices == [("tool_call_id_rewritten", "chat_request.messages[6].tool_calls[0].id")]
+
+
+def test_consecutive_messages_of_one_role_are_one_message() -> None:
+    messages = [
+        {"role": "CHAT_ROLE_USER", "content": "Hi"},
+        {"role": "CHAT_ROLE_USER", "content": "Are you there?"},
+        {"role": "CHAT_ROLE_ASSISTANT", "content": "Yes."},
+        {"role": "CHAT_ROLE_ASSISTANT", "content": "How can I help?"},
+        {"role": "CHAT_ROLE_USER", "content": "Thanks"},
+    ]
+    req = json_format.ParseDict({"model": MODEL, "messages": messages}, chat_pb2.ChatRequest())
+    body, notices = rendered(req)
+    assert [len(m["content"]) for m in body["messages"]] == [2, 2, 1]
+    assert notices == [("assistant_messages_merged", "chat_request.messages[3]")]
+
+
+def test_unknown_and_other_family_models_are_named() -> None:
+    req = _bedrock_case("plain")
+    req.model = "amazon.nova-pro-v1:0"
+    assert rendered(req)[1] == [("unknown_model", "chat_request.model")]
+    req.model = "gpt-4.1-mini"
+    assert rendered(req)[1] == [("model_family_mismatch", "chat_request.model")]
+
+
+def test_a_url_is_refused_with_the_field_named() -> None:
+    req = build("images", P.PROVIDER_ANTHROPIC_MESSAGES)
+    req.model = MODEL
+    with pytest.raises(Exception) as info:
+        render(BEDROCK, req)
+    assert "messages[0].content_parts[0].image" in str(info.value)
+
+
+def test_tool_choice_none_and_history_tools() -> None:
+    body, notices = rendered(_bedrock_case("tools_none"))
+    assert "toolConfig" not in body
+    assert notices == [("tool_choice_none_unsupported", "chat_request.tool_choice.mode")]
+    req = _bedrock_case("tool_round_trip")
+    del req.tools[:]
+    req.ClearField("tool_choice")
+    body, notices = rendered(req)
+    assert [t["toolSpec"]["name"] for t in body["toolConfig"]["tools"][:-1]] == ["get_weather", "list_files"]
+    assert "toolChoice" not in body["toolConfig"]
+    assert ("tools_declared_for_history", "chat_request.tools") in notices
+
+
+@pytest.mark.parametrize("tail_case", ["after tool results", "after an answer"])
+def test_a_rendered_prefix_gives_the_body_from_scratch(tail_case: str) -> None:
+    whole = _bedrock_case("tool_result_media")
+    cut = 4 if tail_case == "after tool results" else 5  # messages[4] is an assistant answer
+    if tail_case == "after tool results":
+        del whole.messages[4]  # the history ends with tool results: merged with the user's text
+    history = list(whole.messages[:cut])
+    tail = chat_pb2.ChatRequest()
+    tail.CopyFrom(whole)
+    del tail.messages[:cut]
+    assert tail.messages[0].role == chat_pb2.CHAT_ROLE_USER
+    prefix = render_prefix(BEDROCK, history)
+    assert prefix is not None
+    after = render_after(prefix, BEDROCK, tail, lambda: whole, source_bytes=whole.ByteSize())
+    scratch = render(BEDROCK, whole, capped_parts=True)
+    assert after == scratch
+    bedrock_strict(json.loads(after.body_json))

@@ -1,0 +1,366 @@
+"""Generated agent sessions over every provider: SDK types, conversation rules, and a notice per difference.
+
+A seeded generator writes SESSIONS agent sessions (PIONEER_SESSIONS_SEED picks another
+run): a few turns each of a user message (sometimes with an image or a PDF, sometimes
+a participant name), an assistant message calling tools with ids numbered from call_0
+every turn (as local servers and open-weight models issue them), the tool results
+(sometimes a screenshot or a PDF, sometimes marked as an error, sometimes missing:
+an interrupted call), for models that reason and models that do not, models of
+another family and models the registry does not know, with or without a compiled
+prompt, system messages, temperature, reasoning settings and tool choices.
+
+Every body must pass the provider's SDK request types (tests/providers/sdk_types.py)
+and its conversation rules (tests/providers/strict.py, test_bedrock.bedrock_strict),
+and every difference between the request and the body that this test can see must
+be named by a notice on the field: a text or a media part missing from the body, a
+call id sent as another, a temperature or reasoning setting not sent as asked, a
+participant name, an error mark, a system message moved or merged, the model.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from google.protobuf import json_format
+
+from pioneer_grpc.providers import render
+from pioneer_grpc.providers.specs import SPECS
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
+from tests.providers.cases import PDF, PNG, compiled, dynamic_text
+from tests.providers.sdk_types import check_sdk_types
+from tests.providers.strict import STRICT
+from tests.providers.test_bedrock import bedrock_strict
+
+P = provider_service_pb2
+SESSIONS = 2000
+SEED = int(os.environ.get("PIONEER_SESSIONS_SEED", "23"))
+CHAT, RESPONSES = P.PROVIDER_OPENAI_CHAT_COMPLETIONS, P.PROVIDER_OPENAI_RESPONSES
+ANTHROPIC, GEMINI, BEDROCK = (
+    P.PROVIDER_ANTHROPIC_MESSAGES,
+    P.PROVIDER_GEMINI_GENERATE_CONTENT,
+    P.PROVIDER_AMAZON_BEDROCK_CONVERSE,
+)
+PROVIDERS = sorted(SPECS)
+
+
+@dataclass(frozen=True)
+class Model:
+    id: str
+    reasons: bool
+    temperature: bool = True
+    media: bool = True
+    notice: str = ""  # unknown_model / model_family_mismatch
+
+
+OPENAI_MODELS = [
+    Model("gpt-4o", False),
+    Model("gpt-4.1-2025-04-14", False),
+    Model("o3", True, temperature=False),
+    Model("gpt-5-mini", True, temperature=False),
+    Model("gpt-4-0613", False, media=False),
+    Model("house-model-7", True, notice="unknown_model"),
+]
+MODELS: dict[int, list[Model]] = {
+    CHAT: OPENAI_MODELS,
+    RESPONSES: OPENAI_MODELS,
+    ANTHROPIC: [
+        Model("claude-3-haiku-20240307", False),
+        Model("claude-sonnet-4-6", True),
+        Model("claude-opus-4-1-20250805", True),
+        Model("claude-next-9", True, notice="unknown_model"),
+        Model("gpt-4.1-mini", False, notice="model_family_mismatch"),
+    ],
+    GEMINI: [
+        Model("gemini-2.0-flash", False),
+        Model("gemini-2.5-flash", True),
+        Model("models/gemini-2.5-pro", True),
+        Model("gemma-local-3", True, notice="unknown_model"),
+        Model("gpt-4.1-mini", False, notice="model_family_mismatch"),
+    ],
+    BEDROCK: [
+        Model("us.anthropic.claude-sonnet-4-5-20250929-v1:0", True),
+        Model("anthropic.claude-3-haiku-20240307-v1:0", False),
+        Model("amazon.nova-pro-v1:0", True, notice="unknown_model"),
+    ],
+}
+TOOLS = [
+    {
+        "name": "screenshot",
+        "description": "The browser tab.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+    {
+        "name": "read_file",
+        "description": "A file of the workspace.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    },
+    {"name": "run_tests", "description": "The test suite."},
+]
+
+
+@dataclass
+class Session:
+    provider: int
+    model: Model
+    request: chat_pb2.ChatRequest
+    # What the generator knows the body cannot carry as asked (fields that need a notice).
+    expected: set[str] = field(default_factory=set)
+
+
+class Writer:
+    def __init__(self, rng: random.Random, number: int) -> None:
+        self.rng = rng
+        self.number = number
+        self.count = 0
+
+    def token(self) -> str:
+        self.count += 1
+        return f"t{self.number}x{self.count}"
+
+    def media(self, kind: str) -> dict[str, Any]:
+        # Each part's bytes differ, so each can be found in the body.
+        payload = (PNG if kind == "image" else PDF) + self.token().encode()
+        mime = "image/png" if kind == "image" else "application/pdf"
+        part: dict[str, Any] = {"mimeType": mime, "data": base64.b64encode(payload).decode()}
+        if kind == "file":
+            part["filename"] = f"report {self.count}.pdf"
+        return {kind: part}
+
+
+def _turn(w: Writer, messages: list[dict[str, Any]], turn: int, last: bool) -> None:
+    rng = w.rng
+    if turn and rng.random() < 0.15:
+        messages.append({"role": "CHAT_ROLE_SYSTEM", "content": f"Mid-session rule {w.token()}"})
+    user: dict[str, Any] = {"role": "CHAT_ROLE_USER", "content": f"Please look {w.token()}"}
+    if rng.random() < 0.3:
+        user["contentParts"] = [w.media(rng.choice(["image", "file"]))]
+    if rng.random() < 0.1:
+        user["name"] = "alice"
+    messages.append(user)
+    calls = rng.choice([0, 1, 1, 2, 3])
+    if calls:
+        text = f"Checking {w.token()}" if rng.random() < 0.5 else ""
+        assistant: dict[str, Any] = {"role": "CHAT_ROLE_ASSISTANT", "content": text, "toolCalls": []}
+        for j in range(calls):
+            tool = rng.choice(TOOLS)
+            arguments = json.dumps({"path": f"src/{w.token()}.py"}) if tool["name"] == "read_file" else "{}"
+            # Numbered from call_0 every turn.
+            assistant["toolCalls"].append({"id": f"call_{j}", "name": tool["name"], "arguments": arguments})
+        messages.append(assistant)
+        for call in assistant["toolCalls"]:
+            if rng.random() < 0.08 and not last:
+                continue  # interrupted: no result recorded
+            messages.append(_result(w, call))
+    if (not calls or rng.random() < 0.7) and not (last and calls):
+        messages.append({"role": "CHAT_ROLE_ASSISTANT", "content": f"Done {w.token()}"})
+
+
+def _result(w: Writer, call: dict[str, str]) -> dict[str, Any]:
+    rng = w.rng
+    result: dict[str, Any] = {
+        "role": "CHAT_ROLE_TOOL",
+        "toolCallId": call["id"],
+        "content": f"output {w.token()}",
+    }
+    if rng.random() < 0.5:
+        result["name"] = call["name"]
+    if rng.random() < 0.3:
+        result["contentParts"] = [w.media("image" if call["name"] == "screenshot" else "file")]
+    if rng.random() < 0.15:
+        result["isError"] = True
+    return result
+
+
+def _settings(rng: random.Random, d: dict[str, Any]) -> None:
+    reasoning = rng.choice([None, None, "effort", "budget", "disabled"])
+    if reasoning == "effort":
+        d["reasoning"] = {"effort": rng.choice(["REASONING_EFFORT_LOW", "REASONING_EFFORT_HIGH"])}
+    elif reasoning == "budget":
+        d["reasoning"] = {"budgetTokens": 2048}
+    elif reasoning == "disabled":
+        d["reasoning"] = {"disabled": True}
+    if rng.random() < 0.4:
+        d["tools"] = TOOLS
+        modes = ["TOOL_CHOICE_MODE_UNSPECIFIED", "TOOL_CHOICE_MODE_AUTO", "TOOL_CHOICE_MODE_NONE"]
+        if reasoning is None:  # Anthropic refuses a forced choice with thinking
+            modes.append("TOOL_CHOICE_MODE_REQUIRED")
+        d["toolChoice"] = {"mode": rng.choice(modes)}
+        if rng.random() < 0.2:
+            d["parallelToolCalls"] = False
+    if rng.random() < 0.3:
+        d["temperature"] = rng.choice([0.0, 0.7, 1.25])
+    if rng.random() < 0.2:
+        d["maxTokens"] = rng.choice([4096, 20000])
+
+
+def _session(number: int, provider: int) -> Session:
+    rng = random.Random(SEED * 1_000_003 + number)
+    w = Writer(rng, number)
+    model = rng.choice(MODELS[provider])
+    messages: list[dict[str, Any]] = []
+    if rng.random() < 0.3:
+        messages.append({"role": "CHAT_ROLE_SYSTEM", "content": f"Be brief. {w.token()}"})
+    turns = rng.randint(1, 4)
+    for turn in range(turns):
+        _turn(w, messages, turn, turn == turns - 1)
+    if messages[-1]["role"] == "CHAT_ROLE_ASSISTANT":
+        messages.append({"role": "CHAT_ROLE_USER", "content": f"Next {w.token()}"})
+    d: dict[str, Any] = {"model": model.id, "messages": messages}
+    _settings(rng, d)
+    request = json_format.ParseDict(d, chat_pb2.ChatRequest())
+    if rng.random() < 0.3:
+        request.compiled_prompt.CopyFrom(compiled(dynamic_text()))
+    return Session(provider, model, request)
+
+
+# --- what the body carries ------------------------------------------------------------------
+
+
+def _call_ids(provider: int, body: dict[str, Any]) -> list[str]:
+    if provider == CHAT:
+        return [c["id"] for m in body["messages"] for c in m.get("tool_calls", [])]
+    if provider == RESPONSES:
+        return [i["call_id"] for i in body["input"] if i.get("type") == "function_call"]
+    if provider == ANTHROPIC:
+        return [
+            b["id"]
+            for m in body["messages"]
+            if isinstance(m["content"], list)
+            for b in m["content"]
+            if b["type"] == "tool_use"
+        ]
+    if provider == GEMINI:
+        return [p["functionCall"]["id"] for c in body["contents"] for p in c["parts"] if "functionCall" in p]
+    return [b["toolUse"]["toolUseId"] for m in body["messages"] for b in m["content"] if "toolUse" in b]
+
+
+def _temperature_sent(provider: int, body: dict[str, Any]) -> bool:
+    return {
+        CHAT: "temperature" in body,
+        RESPONSES: "temperature" in body,
+        ANTHROPIC: False,
+        GEMINI: "temperature" in body.get("generationConfig", {}),
+        BEDROCK: "temperature" in body.get("inferenceConfig", {}),
+    }[provider]
+
+
+def _reasoning_as_asked(provider: int, body: dict[str, Any], reasoning: chat_pb2.Reasoning) -> bool:
+    on = bool(reasoning.effort or reasoning.HasField("budget_tokens"))
+    if provider in (CHAT, RESPONSES):
+        sent = "reasoning_effort" in body or "reasoning" in body
+        return on and sent and not reasoning.HasField("budget_tokens")
+    if provider == ANTHROPIC:
+        return body.get("thinking", {}).get("type") == ("enabled" if on else "disabled")
+    if provider == GEMINI:
+        budget = body.get("generationConfig", {}).get("thinkingConfig", {}).get("thinkingBudget")
+        return budget is not None and (budget > 0) == on
+    return False
+
+
+def _message_differences(session: Session, text: str) -> list[str]:
+    provider, request = session.provider, session.request
+    fields: list[str] = []
+    started = False
+    for i, message in enumerate(request.messages):
+        where = f"chat_request.messages[{i}]"
+        words = message.content.split()
+        if words and words[-1] not in text:
+            fields.append(f"{where}.content")
+        for j, part in enumerate(message.content_parts):
+            kind = part.WhichOneof("part")
+            missing = base64.b64encode(getattr(part, kind).data).decode() not in text
+            moved = message.role == chat_pb2.CHAT_ROLE_TOOL and provider == CHAT  # out of the tool message
+            if missing or moved:
+                fields.append(f"{where}.content_parts[{j}].{kind}")
+        if message.name and message.role != chat_pb2.CHAT_ROLE_TOOL and provider != CHAT:
+            fields.append(f"{where}.name")
+        if message.is_error and provider not in (ANTHROPIC, BEDROCK):
+            fields.append(f"{where}.is_error")
+        if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
+            merged = not started and request.HasField("compiled_prompt")
+            if merged or (started and SPECS[provider].system_apart):
+                fields.append(where)  # merged into the compiled prompt, or moved apart
+        started = started or message.role != chat_pb2.CHAT_ROLE_SYSTEM
+    return fields
+
+
+def _differences(session: Session, body: dict[str, Any], text: str) -> list[str]:
+    """The fields whose value the body does not carry as the request has it."""
+    provider, request = session.provider, session.request
+    fields = _message_differences(session, text)
+    calls = [
+        (f"chat_request.messages[{i}].tool_calls[{j}].id", call.id)
+        for i, message in enumerate(request.messages)
+        for j, call in enumerate(message.tool_calls)
+    ]
+    sent = _call_ids(provider, body)
+    assert len(sent) == len(calls), (sent, calls)
+    fields.extend(where for (where, given), got in zip(calls, sent, strict=True) if given != got)
+    if request.HasField("temperature") and not _temperature_sent(provider, body):
+        fields.append("chat_request.temperature")
+    reasoning = request.reasoning
+    asked = reasoning.disabled or reasoning.effort or reasoning.HasField("budget_tokens")
+    if asked and not _reasoning_as_asked(provider, body, reasoning):
+        fields.append("chat_request.reasoning")
+    if session.model.notice:
+        fields.append("chat_request.model")
+    return fields
+
+
+def _check(session: Session) -> None:
+    out = render(session.provider, session.request)  # type: ignore[arg-type]
+    body = json.loads(out.body_json)
+    (bedrock_strict if session.provider == BEDROCK else STRICT[session.provider])(body)
+    check_sdk_types(session.provider, body, session.request.model)
+    noticed = [n.field for n in out.notices]
+    for where in _differences(session, body, out.body_json):
+        assert any(f == where or f.startswith(where + ".") for f in noticed), (
+            f"{where} differs in the body and no notice names it: {[(n.code, n.field) for n in out.notices]}"
+        )
+    if session.model.notice:
+        assert session.model.notice in {n.code for n in out.notices}
+
+
+def _features(session: Session) -> set[str]:
+    messages = session.request.messages
+    ids = [c.id for m in messages for c in m.tool_calls]
+    found = {"reasoning model" if session.model.reasons else "model without reasoning"}
+    if session.model.notice:
+        found.add(session.model.notice)
+    if len(ids) != len(set(ids)):
+        found.add("call id used again")
+    for m in messages:
+        if m.content_parts:
+            found.add(
+                "media in a tool result" if m.role == chat_pb2.CHAT_ROLE_TOOL else "media from the user"
+            )
+        if m.is_error:
+            found.add("error mark")
+    return found
+
+
+@pytest.mark.parametrize("provider", PROVIDERS, ids=[SPECS[p].name for p in PROVIDERS])
+def test_generated_sessions(provider: int) -> None:
+    per_provider = SESSIONS // len(PROVIDERS)
+    seen: Counter[str] = Counter()
+    for number in range(per_provider):
+        session = _session(number * len(PROVIDERS) + provider, provider)
+        seen.update(_features(session))
+        try:
+            _check(session)
+        except Exception as exc:
+            request = json_format.MessageToJson(session.request)
+            raise AssertionError(
+                f"session {number} (seed {SEED}) for {SPECS[provider].name}: {exc}\n{request}"
+            ) from exc
+    # The generator writes what the test is about, in every run.
+    wanted = {"reasoning model", "model without reasoning", "unknown_model", "call id used again"}
+    wanted |= {"media in a tool result", "media from the user", "error mark"}
+    assert {feature for feature in wanted if seen[feature] >= 20} == wanted, seen
