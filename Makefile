@@ -43,11 +43,15 @@ run: $(STAMP)
 
 proto: $(STAMP) go-proto rust-proto
 	$(PY) scripts/gen_python_stubs.py
+	$(PY) scripts/gen_client_methods.py
 
 proto-check-python: $(STAMP)
 	@tmp=$$(mktemp -d); $(PY) scripts/gen_python_stubs.py --out $$tmp; \
 	if diff -r -x __pycache__ -x __init__.py $$tmp pioneer_grpc/v1; then rm -rf $$tmp; \
 	else rm -rf $$tmp; echo "committed Python stubs differ from protos/: run 'make proto'"; exit 1; fi
+	@tmp=$$(mktemp); $(PY) scripts/gen_client_methods.py --out $$tmp; \
+	if diff -u pioneer_grpc/client/calls.py $$tmp; then rm -f $$tmp; \
+	else rm -f $$tmp; echo "pioneer_grpc/client/calls.py differs from the services: run 'make proto'"; exit 1; fi
 
 proto-check: proto-check-python go-proto-check rust-proto-check
 
