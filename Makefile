@@ -7,11 +7,13 @@ PY := $(VENV)/bin/python
 BUF := $(VENV)/bin/buf
 TOOLS_BIN := $(ROOT)/.tools/bin
 STAMP := $(VENV)/.installed-stamp
+GRPCURL := $(TOOLS_BIN)/grpcurl
+GRPCURL_VERSION ?= v1.9.4
 CONTRACT_IMAGE := protos/contract-image.binpb
 export PATH := $(TOOLS_BIN):$(VENV)/bin:/usr/local/go/bin:$(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: help venv run test test-python test-contract proto proto-check proto-check-python \
-        contract-image lint bench bench-telemetry soak pg-start pg-stop clean
+        contract-image lint bench bench-telemetry soak pg-start pg-stop clean grpcurl
 
 help:
 	@echo "make run    start the server (SQLite under ~/.pioneer, 127.0.0.1:50051)"
@@ -87,6 +89,15 @@ bench-telemetry: $(STAMP) go-load
 SOAK_SECONDS ?= 1800
 soak: $(STAMP)
 	$(PY) scripts/soak.py --seconds $(SOAK_SECONDS)
+
+# grpcurl for the walkthrough and the reflection test, from the Go module proxy. Installs only
+# when missing or another version, so a changed pin reinstalls.
+grpcurl:
+	@mkdir -p $(TOOLS_BIN)
+	@if ! go version -m $(GRPCURL) 2>/dev/null | grep -qE "^\s+mod\s+github.com/fullstorydev/grpcurl\s+$(GRPCURL_VERSION)\s"; then \
+		echo "installing grpcurl $(GRPCURL_VERSION) into $(TOOLS_BIN)"; \
+		GOBIN=$(TOOLS_BIN) go install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION); \
+	fi
 
 clean:
 	rm -rf $(VENV) .tools clients/rust/target .pg
