@@ -4,8 +4,10 @@
 
 The file holds a ChatRequest in protobuf's JSON mapping (`-` reads stdin). The
 body goes to stdout, byte for byte what RenderChatRequest returns (or indented
-with --pretty); the path and breakpoint count go to stderr. Invalid requests
-print each field violation once and exit with status 2 (see exits.py).
+with --pretty); the path and breakpoint count go to stderr, with each notice (an
+adaptation the provider needed, as RenderChatRequest lists them) and a note when
+the model is another provider's. Invalid requests print each field violation once
+and exit with status 2 (see exits.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import sys
 
 from pioneer_grpc.cli import exits
 from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.models.registry import packaged_registry
 from pioneer_grpc.providers import render
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
@@ -24,6 +27,13 @@ PROVIDER_CHOICES: dict[str, provider_service_pb2.Provider] = {
     "openai-responses": provider_service_pb2.PROVIDER_OPENAI_RESPONSES,
     "anthropic": provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
     "gemini": provider_service_pb2.PROVIDER_GEMINI_GENERATE_CONTENT,
+}
+# The models registry's provider of each choice.
+REGISTRY_PROVIDER = {
+    "openai-chat": "openai",
+    "openai-responses": "openai",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
 }
 
 
@@ -68,4 +78,21 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(rendered.body_json)
     print(f"POST {rendered.path} (cache breakpoints: {rendered.cache_breakpoints})", file=sys.stderr)
+    for notice in rendered.notices:
+        where = f" at {notice.field}" if notice.field else ""
+        exits.say("render", f"notice {notice.code}{where}: {notice.message}")
+    mismatch = model_note(request.model, args.provider)
+    if mismatch:
+        exits.say("render", mismatch)
     return exits.OK
+
+
+def model_note(model: str, choice: str) -> str:
+    """A note when the models registry knows `model` as another provider's ("" otherwise)."""
+    info = packaged_registry().lookup(model)
+    if info is None or info.provider == REGISTRY_PROVIDER[choice]:
+        return ""
+    return (
+        f"note: {model} is an {info.provider} model in the models registry; "
+        f"this body is for {choice} (--provider), which will not serve it under that name"
+    )

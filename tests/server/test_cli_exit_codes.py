@@ -117,7 +117,7 @@ async def test_history_to_an_unreachable_server_is_a_failure(capsys: pytest.Capt
     address = closed_address()
     assert await asyncio.to_thread(main, ["history", "t", "--addr", address]) == exits.FAILURE
     [line] = err_lines(capsys)
-    assert line.startswith("pioneer-grpc history: UNAVAILABLE: ")
+    assert line.startswith(f"pioneer-grpc history: no answer from {address}: is the server running")
 
 
 async def test_watch_to_an_unreachable_server_is_a_failure(capsys: pytest.CaptureFixture[str]) -> None:
