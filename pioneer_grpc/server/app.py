@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import os
 import socket
 import ssl
 from collections.abc import Callable
@@ -235,7 +236,16 @@ async def build_context(config: Config, telemetry: Telemetry | None = None) -> S
         if was_created:
             log.info("seeded %s at %s", name, path)
     engine = create_engine(config.effective_database_url)
-    await migrate(engine)
+    try:
+        await migrate(engine)
+    except OSError as exc:  # refused, unreachable, unknown host: the driver's socket error
+        await engine.dispose()
+        where = engine.url.render_as_string(hide_password=True)
+        if isinstance(exc, socket.gaierror) or not exc.errno:
+            reason = exc.strerror or str(exc)
+        else:
+            reason = os.strerror(exc.errno)
+        raise StartupError(f"cannot reach the database {where}: {reason}") from None
     runner = TransactionRunner(engine)
     # Other workers' SQLite commits reach this process only by reading the events table.
     poll = WORKER_POLL_SECONDS if config.workers > 1 and engine.dialect.name == "sqlite" else None
