@@ -105,7 +105,6 @@ async def _served_while_checking_health(
     decoded_in: list[int] = []
     encoded_in: list[int] = []
     monkeypatch.setattr(wire, "message_pieces", _recording(decoded_in, wire.message_pieces))
-    monkeypatch.setattr(wire, "text_record", _recording(encoded_in, wire.text_record))
     monkeypatch.setattr(wire, "repeated_records", _recording(encoded_in, wire.repeated_records))
     # A provider body is encoded to UTF-8 as it is written, in the render's worker thread.
     monkeypatch.setattr(body_json, "encoded", _recording(encoded_in, body_json.encoded))
