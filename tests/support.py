@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import os
 import socket
+from collections.abc import Callable
 
 import pytest
 
@@ -20,3 +23,14 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+async def eventually(condition: Callable[[], bool], within: float = 10, step: float = 0.02) -> None:
+    """Polls server-side state that has no event to wait on."""
+    deadline = asyncio.get_running_loop().time() + within
+    for _ in itertools.count():
+        if condition():
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"condition not met within {within}s")
+        await asyncio.sleep(step)

@@ -156,9 +156,11 @@ async def test_hub_close_waits_for_a_cancelled_stream_that_is_still_finishing(se
     hub = ManifestHub(server.ctx.engine)
     await hub.start()
     finished = asyncio.Event()
+    started = asyncio.Event()
 
     async def stream() -> None:
         hub.stream_started()
+        started.set()
         try:
             await asyncio.sleep(30)
         finally:
@@ -167,7 +169,7 @@ async def test_hub_close_waits_for_a_cancelled_stream_that_is_still_finishing(se
             finished.set()
 
     task = asyncio.create_task(stream())
-    await asyncio.sleep(0.01)
+    await started.wait()
     task.cancel()
     await hub.close()
     assert finished.is_set() and task.done()
