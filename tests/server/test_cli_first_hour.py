@@ -5,25 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from pathlib import Path
 
 import pytest
 
 from pioneer_grpc.cli import exits, main
 from pioneer_grpc.cli.address import server_address
+from tests.support import free_port
 
 
 @pytest.fixture(autouse=True)
 def no_server_config(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("PIONEER_CONFIG", "PIONEER_HOME", "PIONEER_EXTRA_HOMES", "PIONEER_TOKEN"):
         monkeypatch.delenv(name, raising=False)
-
-
-def closed_address() -> str:
-    with socket.socket() as probe:  # nobody listens there once closed
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
 
 
 @pytest.mark.parametrize(
@@ -66,7 +60,7 @@ async def test_history_reaches_a_server_given_as_an_http_url(server, capsys: pyt
 
 
 async def test_a_server_that_is_down_is_named_without_grpc_jargon(capsys: pytest.CaptureFixture[str]):
-    address = closed_address()
+    address = f"127.0.0.1:{free_port()}"
     assert await asyncio.to_thread(main, ["history", "t", "--addr", address]) == exits.FAILURE
     assert capsys.readouterr().err.splitlines() == [
         f"pioneer-grpc history: no answer from {address}: is the server running at {address}? "
