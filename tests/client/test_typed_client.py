@@ -19,7 +19,8 @@ def _generator():
     spec = importlib.util.spec_from_file_location(
         "gen_client_methods", ROOT / "scripts" / "gen_client_methods.py"
     )
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

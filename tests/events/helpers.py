@@ -117,7 +117,8 @@ class Observer:
         await asyncio.wait_for(asyncio.shield(self._task), within)
 
     async def cancel(self) -> None:
-        assert self._call is not None and self._task is not None
+        assert self._call is not None
+        assert self._task is not None
         self._cancelled_by_us = True
         self._call.cancel()
         await asyncio.wait_for(self._task, 10)

@@ -32,7 +32,8 @@ async def test_a_full_subscription_overflows_instead_of_growing() -> None:
     subscription = Subscription("", capacity=2)
     for n in range(1, 4):
         subscription.offer(service_pb2.WatchManifestsResponse(event=service_pb2.ManifestEvent(event_id=n)))
-    assert subscription.overflowed and subscription.pending == 2
+    assert subscription.overflowed
+    assert subscription.pending == 2
     with pytest.raises(SubscriptionOverflow):
         await subscription.next(0.1)
 
@@ -172,4 +173,5 @@ async def test_hub_close_waits_for_a_cancelled_stream_that_is_still_finishing(se
     await started.wait()
     task.cancel()
     await hub.close()
-    assert finished.is_set() and task.done()
+    assert finished.is_set()
+    assert task.done()

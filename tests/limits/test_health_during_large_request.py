@@ -131,8 +131,10 @@ def _assert_served_off_the_loop(
     assert answers, "no health check was answered while the large request was served"
     assert {status for status, _ in answers} == {SERVING}
     loop_thread = threading.get_ident()
-    assert decoded_in and loop_thread not in decoded_in, "the large request was not parsed off the loop"
-    assert encoded_in and loop_thread not in encoded_in, "the large answer was not encoded off the loop"
+    assert decoded_in, "the large request was not parsed off the loop"
+    assert loop_thread not in decoded_in, "the large request was not parsed off the loop"
+    assert encoded_in, "the large answer was not encoded off the loop"
+    assert loop_thread not in encoded_in, "the large answer was not encoded off the loop"
 
 
 async def test_health_serves_during_an_append_at_its_caps(

@@ -95,7 +95,8 @@ async def test_history_lists_the_servers_violations_as_a_usage_error(
     status = await asyncio.to_thread(main, ["history", TOO_LONG_ID, "--addr", server.address])
     assert status == exits.USAGE
     lines = err_lines(capsys)
-    assert lines and all(line.startswith("pioneer-grpc history: thread_id: ") for line in lines)
+    assert lines
+    assert all(line.startswith("pioneer-grpc history: thread_id: ") for line in lines)
 
 
 async def test_watch_lists_the_servers_violations_as_a_usage_error(
@@ -104,7 +105,8 @@ async def test_watch_lists_the_servers_violations_as_a_usage_error(
     status = await asyncio.to_thread(main, ["watch", "--addr", server.address, "--thread", TOO_LONG_ID])
     assert status == exits.USAGE
     lines = err_lines(capsys)
-    assert lines and all(line.startswith("pioneer-grpc watch: thread_id: ") for line in lines)
+    assert lines
+    assert all(line.startswith("pioneer-grpc watch: thread_id: ") for line in lines)
 
 
 async def test_history_to_an_unreachable_server_is_a_failure(capsys: pytest.CaptureFixture[str]) -> None:

@@ -85,9 +85,11 @@ async def test_the_readme_commands_run_as_written(server, tmp_path):
 async def test_the_walkthrough_runs_as_written(server, tmp_path):
     env = _environment(tmp_path)
     [(_, definitions), *steps] = blocks(ROOT / "docs" / "walkthrough.md")
-    assert "G=" in definitions and len(steps) >= 8
+    assert "G=" in definitions
+    assert len(steps) >= 8
     definitions = definitions.replace(DOCUMENTED_ADDRESS, server.address)
     for _, text in steps:
         until = '"eventId"' if STREAMING in text else None
         code, out = await _run(["bash", "-e", "-o", "pipefail", "-c", f"{definitions}\n{text}"], env, until)
-        assert code == 0 and "ERROR" not in out, f"{text}\n---\n{out}"
+        assert code == 0, f"{text}\n---\n{out}"
+        assert "ERROR" not in out, f"{text}\n---\n{out}"
