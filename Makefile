@@ -101,6 +101,8 @@ test: $(STAMP)
 	bash scripts/test_all.sh
 
 test-python: $(STAMP)
+	@if command -v go >/dev/null; then $(MAKE) --no-print-directory grpcurl; \
+	else echo "-- no Go on this machine: the grpcurl tests (README, walkthrough, error details) will skip"; fi
 	$(VENV)/bin/pytest -q
 
 test-contract: $(STAMP)
