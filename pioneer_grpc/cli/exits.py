@@ -69,7 +69,10 @@ _BAD_ENUM = re.compile(
 
 
 def parse_error_line(exc: json_format.ParseError) -> str:
-    """protobuf's JSON parse error as one line: the unknown field or enum value, where, and what fits."""
+    """protobuf's JSON parse error as one line: the unknown field or enum value, where, and what fits.
+
+    Read from protobuf's own wording; a message of another shape gives its first line.
+    """
     text = str(exc)
     unknown = _UNKNOWN_FIELD.search(text)
     if unknown:
@@ -86,7 +89,8 @@ def parse_error_line(exc: json_format.ParseError) -> str:
         close = [n for n in names if n.endswith("_" + bad["value"].upper())]
         hint = f'; did you mean "{close[0]}"?' if len(close) == 1 else ""
         short = bad["enum"].rsplit(".", 1)[-1]
-        return f'"{bad["value"]}" is not a {short} at {bad["at"]}{hint} (one of {", ".join(names)})'
+        accepted = f" (one of {', '.join(names)})" if names else ""
+        return f'"{bad["value"]}" is not a {short} at {bad["at"]}{hint}{accepted}'
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return re.sub(r"^(Failed to parse \w+ field: )+", "", first)
 
