@@ -103,7 +103,10 @@ CONFIGURED_PERSONA_SOURCE = "server persona"
 
 
 def _positive_int(raw: Any) -> int:
-    value = int(raw)
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise ValueError("must be a positive whole number, e.g. 2") from None
     if value <= 0:
         raise ValueError("must be a positive integer")
     return value
@@ -112,11 +115,17 @@ def _positive_int(raw: Any) -> int:
 def _workers(raw: Any) -> int:
     if str(raw).strip().lower() == "auto":
         return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return _positive_int(raw)
+    try:
+        return _positive_int(raw)
+    except ValueError:
+        raise ValueError("must be a positive whole number or auto (one per core)") from None
 
 
 def _non_negative_float(raw: Any) -> float:
-    value = float(raw)
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ValueError("must be a number, e.g. 5 or 0.5") from None
     if value < 0:
         raise ValueError("must not be negative")
     return value
@@ -269,23 +278,26 @@ def load_config(
     environ = os.environ if environ is None else environ
     if config_file is None and environ.get("PIONEER_CONFIG"):
         config_file = Path(environ["PIONEER_CONFIG"])
-    layers: list[tuple[str, Mapping[str, Any]]] = [
-        ("flag --{}", flags),
-        ("environment {env}", {n: environ[env_name(n)] for n in FIELD_NAMES if env_name(n) in environ}),
+    # Each layer, and how an error names a setting there: the flag, the variable, the TOML key.
+    layers: list[tuple[Callable[[str], str], Mapping[str, Any]]] = [
+        (lambda name: f"flag --{name.replace('_', '-')}", flags),
+        (
+            lambda name: f"environment {env_name(name)}",
+            {n: environ[env_name(n)] for n in FIELD_NAMES if env_name(n) in environ},
+        ),
     ]
     if config_file is not None:
-        layers.append((f"config file {config_file}: {{}}", _read_toml(config_file)))
+        layers.append((lambda name: f"config file {config_file}: key {name}", _read_toml(config_file)))
     values: dict[str, Any] = {}
     # Which layer each value came from (0: flags): the persona's two settings compare them.
     ranks: dict[str, int] = {}
     for name in FIELD_NAMES:
-        for rank, (where, layer) in enumerate(layers):
+        for rank, (origin, layer) in enumerate(layers):
             if name in layer:
                 try:
                     values[name] = PARSERS[name](layer[name])
                 except (TypeError, ValueError) as exc:
-                    origin = where.format(name.replace("_", "-"), env=env_name(name))
-                    raise ConfigError(f"{origin}: invalid value {layer[name]!r}: {exc}") from exc
+                    raise ConfigError(f"{origin(name)}: invalid value {layer[name]!r}: {exc}") from exc
                 ranks[name] = rank
                 break
     _resolve_persona(values, ranks)

@@ -56,14 +56,6 @@ PIECE_BYTES = 1 << 20
 _MAX_FIELDS_WALKED = 20_000
 
 
-def text_record(number: int, text: str) -> bytes:
-    """A string field's record, its UTF-8 encoded a slice at a time."""
-    encoded = b"".join(
-        text[start : start + PIECE_BYTES].encode("utf-8") for start in range(0, len(text), PIECE_BYTES)
-    )
-    return field_record(number, encoded)
-
-
 def _read_varint(data: bytes, at: int) -> tuple[int, int]:
     value, shift = 0, 0
     while True:

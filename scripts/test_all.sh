@@ -23,6 +23,9 @@ echo "== PostgreSQL on 127.0.0.1:$pg_port"
 PIONEER_TEST_PG_URL=$(bash scripts/pg.sh start "$pg_dir" "$pg_port")
 export PIONEER_TEST_PG_URL
 
+echo "== grpcurl (the Python tests call it against a live server)"
+make --no-print-directory grpcurl
+
 echo "== Python tests (SQLite and PostgreSQL)"
 .venv/bin/pytest -q -p no:cacheprovider
 

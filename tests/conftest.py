@@ -2,7 +2,8 @@
 
 `database_url` is parametrised over SQLite and PostgreSQL. PostgreSQL comes from
 PIONEER_TEST_PG_URL (set by `make test`, which starts a throwaway cluster); each
-test gets a database of its own. Under CI=true a missing PostgreSQL fails.
+test gets a database of its own. Under CI=true a missing PostgreSQL fails, as does
+any other skip (tests/ci_guard.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 
 from pioneer_grpc.config import Config
 from pioneer_grpc.server.app import RunningServer, start_server
+from tests.ci_guard import pytest_runtest_makereport  # noqa: F401  (the hook: a skip under CI=true fails)
 
 PG_URL_ENV = "PIONEER_TEST_PG_URL"
 

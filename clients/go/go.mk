@@ -8,8 +8,8 @@
 #   go-proto        regenerate clients/go/gen from protos/ (the stubs are committed)
 #   go-proto-check  regenerate into a temp dir and fail when it differs from the committed stubs
 #   go-vet          go vet ./... in clients/go
-#   go-test         go test ./... in clients/go (contract tests need a server, see below);
-#                   extra flags in GO_TEST_FLAGS, e.g. GO_TEST_FLAGS='-v -run Watch'
+#   go-test         go test -v ./... in clients/go (contract tests need a server, see below);
+#                   GO_TEST_FLAGS replaces -v, e.g. GO_TEST_FLAGS='-v -run Watch'
 #   go-build        go build ./... in clients/go
 #   go-load         build the load generator into clients/go/bin/pioneer-load
 #   go-agentloop    build the example agent loop into clients/go/bin/agentloop
@@ -26,7 +26,7 @@ GO_ROOT := $(abspath $(GO_DIR)/../..)
 GO_CMD ?= $(or $(shell command -v go 2>/dev/null),/usr/local/go/bin/go)
 GO_TOOLS_BIN ?= $(or $(TOOLS_BIN),$(GO_ROOT)/.tools/bin)
 GO_PYTHON ?= $(GO_ROOT)/.venv/bin/python
-GO_TEST_FLAGS ?=
+GO_TEST_FLAGS ?= -v
 
 # Pinned generator versions. Bumping one changes the committed stubs: run go-proto.
 GO_PROTOC_GEN_GO_VERSION ?= v1.36.12

@@ -1,7 +1,7 @@
 """Every capped field of the contract, by message: the one table the checker walks.
 
 Each string, bytes and repeated field of a message a client can send is here
-(tests/server/test_caps.py checks that none is missing), with the cap its proto
+(tests/limits/test_cap_table.py checks that none is missing), with the cap its proto
 comment documents.
 """
 

@@ -68,4 +68,18 @@ def run(args: argparse.Namespace) -> int:
     print(render_visible(payload))
     for diagnostic in payload.manifest.diagnostics:
         print(f"diagnostic {diagnostic.code}: {diagnostic.message}", file=sys.stderr)
+        for file_name, why in MISSING_FILE_HINTS.items():
+            if diagnostic.code == "missing_file" and f"`{file_name}`" in diagnostic.message:
+                print(f"  {why.format(home=config.homes[0])}", file=sys.stderr)
     return exits.OK
+
+
+# What each bootstrap file is for, printed under its missing_file diagnostic.
+MISSING_FILE_HINTS = {
+    "SOUL.md": "SOUL.md (the Soul Core section) says who the assistant is underneath its tasks; "
+    "`pioneer-grpc serve` writes a default one into {home} when it starts.",
+    "IDENTITY.md": "IDENTITY.md (the Identity Core section) names the assistant and its role; "
+    "`pioneer-grpc serve` writes a default one into {home} when it starts.",
+    "USER.md": "USER.md is optional: what the assistant should know about you (name, role, preferences), "
+    "added to the prompt as the User Persona section. Nothing writes it; create {home}/USER.md to use it.",
+}

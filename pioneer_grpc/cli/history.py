@@ -19,6 +19,7 @@ from typing import Any
 import grpc
 
 from pioneer_grpc.cli import exits
+from pioneer_grpc.cli.address import add_address_argument
 from pioneer_grpc.v1 import chat_pb2, history_pb2, history_service_pb2, history_service_pb2_grpc
 
 FIRST_LINE_CHARS = 80
@@ -38,9 +39,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("thread", help="thread id")
-    parser.add_argument(
-        "--addr", default="127.0.0.1:50051", help="server HOST:PORT (default 127.0.0.1:50051)"
-    )
+    add_address_argument(parser)
     parser.add_argument("--token", default=None, help="bearer token (default: PIONEER_TOKEN)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(func=run)
@@ -148,5 +147,5 @@ def run(args: argparse.Namespace) -> int:
     try:
         print(asyncio.run(describe(args.addr, args.thread, token, args.json)))
     except grpc.aio.AioRpcError as error:
-        return exits.rpc_failed("history", error)
+        return exits.rpc_failed("history", error, address=args.addr)
     return exits.OK

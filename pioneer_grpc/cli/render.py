@@ -4,8 +4,10 @@
 
 The file holds a ChatRequest in protobuf's JSON mapping (`-` reads stdin). The
 body goes to stdout, byte for byte what RenderChatRequest returns (or indented
-with --pretty); the path and breakpoint count go to stderr. Invalid requests
-print each field violation once and exit with status 2 (see exits.py).
+with --pretty); the path and breakpoint count go to stderr, with each notice (an
+adaptation the provider needed, as RenderChatRequest lists them, a model of
+another provider's family among them). Invalid requests print each field violation once
+and exit with status 2 (see exits.py).
 """
 
 from __future__ import annotations
@@ -62,4 +64,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(rendered.body_json)
     print(f"POST {rendered.path} (cache breakpoints: {rendered.cache_breakpoints})", file=sys.stderr)
+    for notice in rendered.notices:
+        where = f" at {notice.field}" if notice.field else ""
+        exits.say("render", f"notice {notice.code}{where}: {notice.message}")
     return exits.OK
+

@@ -29,10 +29,11 @@ import grpc
 from google.protobuf import json_format
 
 from pioneer_grpc.cli import exits
+from pioneer_grpc.cli.address import add_address_argument
 from pioneer_grpc.cli.watch_stats import WatchStats
+from pioneer_grpc.v1 import history_service_pb2, history_service_pb2_grpc, prompt_pb2
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from pioneer_grpc.v1 import manifest_service_pb2_grpc as service_grpc
-from pioneer_grpc.v1 import prompt_pb2
 
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED)
 FIRST_BACKOFF_SECONDS = 0.2
@@ -54,7 +55,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--addr", default="127.0.0.1:50051", help="server HOST:PORT (default %(default)s)")
+    add_address_argument(parser)
     parser.add_argument(
         "--token", default=os.environ.get("PIONEER_TOKEN", ""), help="bearer token (default $PIONEER_TOKEN)"
     )
@@ -132,12 +133,22 @@ async def follow(
     metadata = (("authorization", f"Bearer {token}"),) if token else ()
     render = _renderer(as_json, stats)
     caught_up = False
+    thread_known = not thread_id
     async with grpc.aio.insecure_channel(addr) as channel:
         stub = service_grpc.ManifestServiceStub(channel)
+        threads = history_service_pb2_grpc.HistoryServiceStub(channel)
         while True:
             request = service_pb2.WatchManifestsRequest(thread_id=thread_id, after_event_id=last)
-            call = stub.WatchManifests(request, metadata=metadata)
             try:
+                if not thread_known:
+                    # A watch of a thread that does not exist would wait in silence for its events.
+                    await threads.GetThread(
+                        history_service_pb2.GetThreadRequest(thread_id=thread_id),
+                        metadata=metadata,
+                        timeout=30,
+                    )
+                    thread_known = True
+                call = stub.WatchManifests(request, metadata=metadata)
                 async for response in call:
                     backoff, failures = FIRST_BACKOFF_SECONDS, 0
                     if response.HasField("heartbeat"):
@@ -155,20 +166,29 @@ async def follow(
                         return exits.OK
                 return exits.OK
             except grpc.aio.AioRpcError as exc:
+                if exc.code() == grpc.StatusCode.NOT_FOUND and not thread_known:
+                    return exits.fail(
+                        "watch",
+                        f"thread {thread_id!r} does not exist (NOT_FOUND): create it first, or leave out "
+                        "--thread to watch every thread",
+                        exits.FAILURE,
+                        err,
+                    )
                 if exc.code() not in RETRYABLE:
-                    return exits.rpc_failed("watch", exc, err)
+                    return exits.rpc_failed("watch", exc, err, address=addr)
                 failures += 1
+                down = exits.unreachable(exc)
                 if max_failures is not None and failures > max_failures:
+                    why = "" if down else f" ({exc.code().name}: {exc.details()})"
                     print(
-                        f"pioneer-grpc watch: gave up: {addr} answered nothing in {max_failures} reconnects "
-                        f"({exc.code().name}: {exc.details()}); is the server running at that address? "
-                        "--retry-forever keeps trying",
+                        f"pioneer-grpc watch: gave up: {addr} answered nothing in {max_failures} reconnects"
+                        f"{why}: is the server running at {addr}? --retry-forever keeps trying",
                         file=err,
                     )
                     return exits.FAILURE
+                what = f"no answer from {addr}" if down else f"{exc.code().name}: {exc.details()}"
                 print(
-                    f"pioneer-grpc watch: {exc.code().name}: {exc.details()}; "
-                    f"resuming after event {last} in {backoff:.1f}s",
+                    f"pioneer-grpc watch: {what}; resuming after event {last} in {backoff:.1f}s",
                     file=err,
                     flush=True,
                 )

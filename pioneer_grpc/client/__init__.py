@@ -4,6 +4,12 @@
     with Client.connect("127.0.0.1:50051", token="...") as client:
         client.create_thread(thread_id="t1", config=ThreadConfig(model="gpt-4.1"))
 
+Roles: EntryRole (history_pb2, ENTRY_ROLE_*) is the author of a stored entry, what
+append_entries and prepare_turn's new_entries take; ChatRole (chat_pb2, CHAT_ROLE_*) is
+the author of a ChatMessage, what load_conversation_history and prepare_turn return and
+render_chat_request takes. They number the same roles differently: convert with
+chat_role() / entry_role(), print with role_name().
+
 Needs only grpcio, protobuf and googleapis-common-protos: it is shipped alone as
 the `pioneer-grpc-client` distribution (clients/python), without the server.
 """
@@ -41,6 +47,7 @@ from pioneer_grpc.client.helpers import (
     event_ref,
     inline_ref,
     json_struct,
+    role_name,
     tool,
     tool_result_entry,
     tool_round,
@@ -99,6 +106,7 @@ __all__ = [
     "inline_ref",
     "json_struct",
     "reasons",
+    "role_name",
     "tool",
     "tool_result_entry",
     "tool_round",

@@ -1,4 +1,4 @@
-"""The asyncio client: the same methods as Client, awaited; streams are async iterators.
+"""The asyncio client: the same typed methods as Client (calls.py), awaited; streams are async iterators.
 
 async with await AsyncClient.connect("127.0.0.1:50051") as client:
     prepared = await client.prepare_turn(thread_id="t1", turn_id="u1", new_entries=[...])
@@ -11,19 +11,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.message import Message
 
+from pioneer_grpc.client.calls import AsyncCalls
 from pioneer_grpc.client.connect import ConnectOptions
 from pioneer_grpc.client.errors import UnavailableError, failure_from
-from pioneer_grpc.client.methods import RPCS, Rpc
+from pioneer_grpc.client.methods import DEFAULT, RPCS, Metadata, Rpc, Timeout
 
-_DEFAULT: Any = object()
+R = TypeVar("R", bound=Message)
 
 
-class AsyncClient:
+class AsyncClient(AsyncCalls):
     def __init__(self, channel: grpc.aio.Channel, options: ConnectOptions) -> None:
         self.channel = channel
         self.options = options
@@ -64,18 +65,41 @@ class AsyncClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _unary(self, rpc: Rpc, request: Message, asked: Any, metadata: Any) -> Any:
-        deadline = self.options.timeout if asked is _DEFAULT else asked
+    async def _unary(
+        self,
+        rpc: Rpc,
+        returns: type[R],
+        request: Message | None,
+        fields: dict[str, Any],
+        deadline: Timeout,
+        metadata: Metadata,
+    ) -> R:
+        message = rpc.build(request, fields)
+        seconds = self.options.timeout if deadline is DEFAULT else deadline
         try:
-            return await self._calls[rpc.name](
-                request, timeout=deadline, metadata=self.options.call_metadata(metadata)
+            response: R = await self._calls[rpc.name](
+                message, timeout=seconds, metadata=self.options.call_metadata(metadata)
             )
         except grpc.RpcError as error:
             raise failure_from(error, rpc.path) from None
+        return response
 
-    async def _stream(self, rpc: Rpc, request: Message, asked: Any, metadata: Any) -> AsyncIterator[Any]:
-        deadline = None if asked is _DEFAULT else asked
-        call = self._calls[rpc.name](request, timeout=deadline, metadata=self.options.call_metadata(metadata))
+    def _stream(
+        self,
+        rpc: Rpc,
+        returns: type[R],
+        request: Message | None,
+        fields: dict[str, Any],
+        deadline: Timeout,
+        metadata: Metadata,
+    ) -> AsyncIterator[R]:
+        message = rpc.build(request, fields)
+        return self._responses(rpc, message, None if deadline is DEFAULT else deadline, metadata)
+
+    async def _responses(
+        self, rpc: Rpc, message: Message, deadline: Timeout, metadata: Metadata
+    ) -> AsyncIterator[Any]:
+        call = self._calls[rpc.name](message, timeout=deadline, metadata=self.options.call_metadata(metadata))
         try:
             async for response in call:
                 yield response
@@ -83,28 +107,3 @@ class AsyncClient:
             raise failure_from(error, rpc.path) from None
         finally:
             call.cancel()
-
-
-def _method(rpc: Rpc) -> Any:
-    def call(
-        self: AsyncClient,
-        request: Message | None = None,
-        /,
-        *,
-        timeout: Any = _DEFAULT,
-        metadata: Any = (),
-        **fields: Any,
-    ) -> Any:
-        message = rpc.build(request, fields)
-        if rpc.server_streaming:
-            return self._stream(rpc, message, timeout, metadata)
-        return self._unary(rpc, message, timeout, metadata)
-
-    call.__name__ = call.__qualname__ = rpc.name
-    shape = "an async iterator of " if rpc.server_streaming else "awaitable "
-    call.__doc__ = f"{rpc.path}: {rpc.request.__name__} (or its fields) -> {shape}{rpc.response.__name__}"
-    return call
-
-
-for _rpc in RPCS.values():
-    setattr(AsyncClient, _rpc.name, _method(_rpc))

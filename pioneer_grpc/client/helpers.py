@@ -3,6 +3,7 @@
 tools = [tool("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}})]
 round_ = tool_round("r1", [ToolCall(id="c1", name="read_file", arguments='{"path":"a"}')], {"c1": "..."})
 chat_role(ENTRY_ROLE_USER) == CHAT_ROLE_USER     # the enums number their roles differently
+role_name(entry) == "ENTRY_ROLE_USER"            # protobuf enums are ints; this names them
 """
 
 from __future__ import annotations
@@ -14,32 +15,52 @@ from google.protobuf import struct_pb2
 
 from pioneer_grpc.v1 import chat_pb2, common_pb2, history_pb2, manifest_service_pb2, prompt_pb2
 
-# EntryRole and ChatRole name the same authors with different numbers
-# (ENTRY_ROLE_USER is 1, CHAT_ROLE_USER is 2): never cast one to the other.
-_ENTRY_TO_CHAT: dict[int, int] = {
+# Two role enums, one per layer, numbered differently (ENTRY_ROLE_USER is 1, CHAT_ROLE_USER is 2):
+# EntryRole is the author of a stored ConversationEntry (what AppendEntries and
+# PrepareTurn.new_entries take, what ListEntries returns); ChatRole is the author of a
+# ChatMessage in a ChatRequest (what LoadConversationHistory and PrepareTurn return and
+# RenderChatRequest takes). Convert with chat_role / entry_role, never by number.
+_ENTRY_TO_CHAT: dict[int, chat_pb2.ChatRole] = {
     history_pb2.ENTRY_ROLE_UNSPECIFIED: chat_pb2.CHAT_ROLE_UNSPECIFIED,
     history_pb2.ENTRY_ROLE_USER: chat_pb2.CHAT_ROLE_USER,
     history_pb2.ENTRY_ROLE_ASSISTANT: chat_pb2.CHAT_ROLE_ASSISTANT,
     history_pb2.ENTRY_ROLE_TOOL: chat_pb2.CHAT_ROLE_TOOL,
     history_pb2.ENTRY_ROLE_SYSTEM: chat_pb2.CHAT_ROLE_SYSTEM,
 }
-_CHAT_TO_ENTRY: dict[int, int] = {chat: entry for entry, chat in _ENTRY_TO_CHAT.items()}
+_CHAT_TO_ENTRY: dict[int, history_pb2.EntryRole] = {
+    chat_pb2.CHAT_ROLE_UNSPECIFIED: history_pb2.ENTRY_ROLE_UNSPECIFIED,
+    chat_pb2.CHAT_ROLE_USER: history_pb2.ENTRY_ROLE_USER,
+    chat_pb2.CHAT_ROLE_ASSISTANT: history_pb2.ENTRY_ROLE_ASSISTANT,
+    chat_pb2.CHAT_ROLE_TOOL: history_pb2.ENTRY_ROLE_TOOL,
+    chat_pb2.CHAT_ROLE_SYSTEM: history_pb2.ENTRY_ROLE_SYSTEM,
+}
 
 
-def chat_role(entry_role: int) -> int:
-    """The ChatRole of an EntryRole value."""
+def _names(enum: Any) -> str:
+    return ", ".join(f"{name} ({number})" for name, number in enum.items())
+
+
+def chat_role(entry_role: int) -> chat_pb2.ChatRole:
+    """The ChatRole of an EntryRole value (ENTRY_ROLE_USER -> CHAT_ROLE_USER)."""
     try:
         return _ENTRY_TO_CHAT[entry_role]
     except KeyError:
-        raise ValueError(f"unknown EntryRole {entry_role}") from None
+        raise ValueError(f"unknown EntryRole {entry_role}: one of {_names(history_pb2.EntryRole)}") from None
 
 
-def entry_role(chat_role_value: int) -> int:
-    """The EntryRole of a ChatRole value."""
+def entry_role(chat_role_value: int) -> history_pb2.EntryRole:
+    """The EntryRole of a ChatRole value (CHAT_ROLE_USER -> ENTRY_ROLE_USER)."""
     try:
         return _CHAT_TO_ENTRY[chat_role_value]
     except KeyError:
-        raise ValueError(f"unknown ChatRole {chat_role_value}") from None
+        raise ValueError(f"unknown ChatRole {chat_role_value}: one of {_names(chat_pb2.ChatRole)}") from None
+
+
+def role_name(message: history_pb2.ConversationEntry | chat_pb2.ChatMessage) -> str:
+    """The role of an entry or a chat message as its enum name ("ENTRY_ROLE_USER", "CHAT_ROLE_TOOL")."""
+    if isinstance(message, history_pb2.ConversationEntry):
+        return history_pb2.EntryRole.Name(message.role)
+    return chat_pb2.ChatRole.Name(message.role)
 
 
 def json_struct(value: Mapping[str, Any]) -> struct_pb2.Struct:
@@ -117,7 +138,7 @@ def entries_of_reply(
     entry = history_pb2.ConversationEntry(
         entry_id=entry_id,
         turn_id=turn_id,
-        role=entry_role(reply.role),  # type: ignore[arg-type]
+        role=entry_role(reply.role),
         content=reply.content,
         tool_calls=list(reply.tool_calls),
         tool_call_id=reply.tool_call_id,

@@ -2,12 +2,15 @@
 
 A new RPC in protos/ becomes a method here with no code change: its name is the
 RPC's in snake_case (CreateThread -> create_thread), and it takes the request
-message or the request's fields as keywords.
+message or the request's fields as keywords. calls.py, generated from RPCS by
+scripts/gen_client_methods.py (`make proto`), declares those methods with their
+request and response types.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +26,11 @@ from pioneer_grpc.v1 import (
     provider_service_pb2,
     turn_service_pb2,
 )
+
+# `timeout` left out: ConnectOptions.timeout for a unary call, no deadline for a stream.
+DEFAULT: Any = object()
+Timeout = float | None
+Metadata = Sequence[tuple[str, str]]
 
 SERVICE_MODULES = (
     history_service_pb2,

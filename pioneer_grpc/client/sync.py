@@ -1,4 +1,4 @@
-"""The blocking client: one method per RPC (see methods.py), errors raised as RpcFailure subclasses.
+"""The blocking client: one typed method per RPC (calls.py), errors raised as RpcFailure subclasses.
 
 with Client.connect("127.0.0.1:50051", token="secret") as client:
     thread = client.create_thread(thread_id="t1", config=ThreadConfig(model="gpt-4.1")).thread
@@ -8,19 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.message import Message
 
+from pioneer_grpc.client.calls import SyncCalls
 from pioneer_grpc.client.connect import ConnectOptions
 from pioneer_grpc.client.errors import UnavailableError, failure_from
-from pioneer_grpc.client.methods import RPCS, Rpc
+from pioneer_grpc.client.methods import DEFAULT, RPCS, Metadata, Rpc, Timeout
 
-_DEFAULT: Any = object()
+R = TypeVar("R", bound=Message)
 
 
-class Client:
+class Client(SyncCalls):
     def __init__(self, channel: grpc.Channel, options: ConnectOptions) -> None:
         self.channel = channel
         self.options = options
@@ -61,19 +62,39 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _invoke(self, rpc: Rpc, request: Message, timeout: Any, metadata: Any) -> Any:
-        if rpc.server_streaming:
-            return self._stream(rpc, request, None if timeout is _DEFAULT else timeout, metadata)
-        deadline = self.options.timeout if timeout is _DEFAULT else timeout
+    def _unary(
+        self,
+        rpc: Rpc,
+        returns: type[R],
+        request: Message | None,
+        fields: dict[str, Any],
+        deadline: Timeout,
+        metadata: Metadata,
+    ) -> R:
+        message = rpc.build(request, fields)
+        seconds = self.options.timeout if deadline is DEFAULT else deadline
         try:
-            return self._calls[rpc.name](
-                request, timeout=deadline, metadata=self.options.call_metadata(metadata)
+            response: R = self._calls[rpc.name](
+                message, timeout=seconds, metadata=self.options.call_metadata(metadata)
             )
         except grpc.RpcError as error:
             raise failure_from(error, rpc.path) from None
+        return response
 
-    def _stream(self, rpc: Rpc, request: Message, timeout: float | None, metadata: Any) -> Iterator[Any]:
-        call = self._calls[rpc.name](request, timeout=timeout, metadata=self.options.call_metadata(metadata))
+    def _stream(
+        self,
+        rpc: Rpc,
+        returns: type[R],
+        request: Message | None,
+        fields: dict[str, Any],
+        deadline: Timeout,
+        metadata: Metadata,
+    ) -> Iterator[R]:
+        message = rpc.build(request, fields)
+        return self._responses(rpc, message, None if deadline is DEFAULT else deadline, metadata)
+
+    def _responses(self, rpc: Rpc, message: Message, deadline: Timeout, metadata: Metadata) -> Iterator[Any]:
+        call = self._calls[rpc.name](message, timeout=deadline, metadata=self.options.call_metadata(metadata))
         try:
             yield from call
         except grpc.RpcError as error:
@@ -81,25 +102,3 @@ class Client:
                 raise failure_from(error, rpc.path) from None
         finally:
             call.cancel()
-
-
-def _method(rpc: Rpc) -> Any:
-    def call(
-        self: Client,
-        request: Message | None = None,
-        /,
-        *,
-        timeout: Any = _DEFAULT,
-        metadata: Any = (),
-        **fields: Any,
-    ) -> Any:
-        return self._invoke(rpc, rpc.build(request, fields), timeout, metadata)
-
-    call.__name__ = call.__qualname__ = rpc.name
-    shape = "a stream of " if rpc.server_streaming else ""
-    call.__doc__ = f"{rpc.path}: {rpc.request.__name__} (or its fields) -> {shape}{rpc.response.__name__}"
-    return call
-
-
-for _rpc in RPCS.values():
-    setattr(Client, _rpc.name, _method(_rpc))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import os
 import socket
 import ssl
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from opentelemetry.sdk.trace import TracerProvider
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pioneer_grpc.adapters import build_summarizer
 from pioneer_grpc.adapters.count_tokens import build_token_counter
@@ -228,6 +230,20 @@ def build_telemetry(config: Config, tracer_provider: TracerProvider | None = Non
     return telemetry
 
 
+async def migrate_reachable(engine: AsyncEngine) -> None:
+    """Migrates; a database that cannot be reached is a StartupError naming it (password hidden)."""
+    try:
+        await migrate(engine)
+    except OSError as exc:  # refused, unreachable, unknown host: the driver's socket error
+        await engine.dispose()
+        where = engine.url.render_as_string(hide_password=True)
+        if isinstance(exc, socket.gaierror) or not exc.errno:
+            reason = exc.strerror or str(exc)
+        else:
+            reason = os.strerror(exc.errno)
+        raise StartupError(f"cannot reach the database {where}: {reason}") from None
+
+
 async def build_context(config: Config, telemetry: Telemetry | None = None) -> ServiceContext:
     await asyncio.to_thread(config.home.mkdir, parents=True, exist_ok=True)
     created = await asyncio.to_thread(ensure_bootstrap_files, config.home)
@@ -235,7 +251,7 @@ async def build_context(config: Config, telemetry: Telemetry | None = None) -> S
         if was_created:
             log.info("seeded %s at %s", name, path)
     engine = create_engine(config.effective_database_url)
-    await migrate(engine)
+    await migrate_reachable(engine)
     runner = TransactionRunner(engine)
     # Other workers' SQLite commits reach this process only by reading the events table.
     poll = WORKER_POLL_SECONDS if config.workers > 1 and engine.dialect.name == "sqlite" else None

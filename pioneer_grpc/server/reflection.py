@@ -6,6 +6,11 @@ wrote them with --include_source_info, so `grpcurl describe` shows the
 contract's comments; other files (health, reflection itself) come from the
 default pool. The v1 and v1alpha protocols differ only in package name, so one
 handler built on the v1alpha messages answers both.
+
+The google.rpc files the error details come from (status.proto, error_details.proto:
+ErrorInfo, BadRequest, ...) are served too: a client that decodes the
+grpc-status-details-bin trailer through reflection, as grpcurl does, resolves each
+detail's type URL to a message and prints its fields instead of opaque bytes.
 """
 
 from __future__ import annotations
@@ -16,11 +21,14 @@ from typing import Any
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool
+from google.rpc import error_details_pb2, status_pb2
 from grpc_reflection.v1alpha import reflection_pb2 as rpb
 
 V1 = "grpc.reflection.v1.ServerReflection"
 V1ALPHA = "grpc.reflection.v1alpha.ServerReflection"
 DESCRIPTOR_SET = "descriptor_set.binpb"
+# The files of the messages carried in google.rpc.Status details of every error.
+ERROR_DETAIL_FILES = (status_pb2.DESCRIPTOR, error_details_pb2.DESCRIPTOR)
 
 
 def _v1_file() -> descriptor_pb2.FileDescriptorProto:
@@ -53,7 +61,7 @@ class Reflection:
         stored = resources.files("pioneer_grpc.v1").joinpath(DESCRIPTOR_SET).read_bytes()
         for proto in descriptor_pb2.FileDescriptorSet.FromString(stored).file:
             files[proto.name] = proto
-        for descriptor in extra_files:
+        for descriptor in (*extra_files, *ERROR_DETAIL_FILES):
             self._add_with_dependencies(descriptor, files)
         v1 = _v1_file()
         files[v1.name] = v1

@@ -10,7 +10,6 @@ import asyncio
 import glob
 import os
 import shutil
-import socket
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -20,19 +19,9 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from tests.support import free_port, unavailable_here
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def unavailable_here(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"under CI this test must run: {reason}")
-    pytest.skip(reason)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

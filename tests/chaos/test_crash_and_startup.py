@@ -15,7 +15,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from pioneer_grpc.v1 import history_pb2, history_service_pb2, history_service_pb2_grpc
-from tests.chaos.conftest import free_port
+from tests.support import free_port
 
 SCRIPT = Path(sys.executable).parent / "pioneer-grpc"
 WRITERS = 50

@@ -20,6 +20,7 @@ from pioneer_grpc.v1 import (
     turn_service_pb2_grpc,
 )
 from tests.chaos.conftest import fill, wait_health
+from tests.support import eventually
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -113,15 +114,15 @@ async def test_postgres_stopped_and_restarted_mid_load(pg_cluster, server_factor
     await history.CreateThread(history_service_pb2.CreateThreadRequest(thread_id="t"))
     writers = Writers(history, "t", 8)
     async with writers.running():
-        await asyncio.sleep(1.0)
+        await eventually(lambda: len(writers.acknowledged) >= 20, within=60)
         before = len(writers.acknowledged)
         await asyncio.to_thread(pg_cluster.stop)
         await wait_health(channel, NOT_SERVING)
-        await asyncio.sleep(1.0)
+        await eventually(lambda: bool(writers.failures), within=60)
         await asyncio.to_thread(pg_cluster.start)
         await wait_health(channel, SERVING)
         resumed = len(writers.acknowledged)
-        await asyncio.sleep(1.0)
+        await eventually(lambda: len(writers.acknowledged) >= resumed + 20, within=60)
     print(f"acknowledged {len(writers.acknowledged)} (before stop {before}), failures {writers.failures}")
     assert before > 0
     assert len(writers.acknowledged) > resumed, "writes did not resume after PostgreSQL came back"
@@ -156,10 +157,12 @@ async def test_postgres_backends_killed_mid_load(pg_cluster, server_factory):
     killed = 0
     async with writers.running():
         for _ in range(5):
-            await asyncio.sleep(0.3)
+            # Each kill lands on backends that were just writing.
+            target = len(writers.acknowledged) + 5
+            await eventually(lambda target=target: len(writers.acknowledged) >= target, within=60)
             killed += await _terminate_backends(pg_cluster.url)
         before = len(writers.acknowledged)
-        await asyncio.sleep(1.0)
+        await eventually(lambda: len(writers.acknowledged) >= before + 20, within=60)
     print(f"killed {killed} backends; acknowledged {len(writers.acknowledged)}, failures {writers.failures}")
     assert killed > 0
     assert len(writers.acknowledged) > before, "writes did not go on after the backends were killed"

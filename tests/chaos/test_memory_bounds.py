@@ -22,9 +22,11 @@ async def test_a_subscription_is_bounded_in_bytes_as_well_as_events():
     subscription = Subscription("", capacity=100, max_bytes=1000)
     for _ in range(3):
         subscription.offer(_response(300), 300)
-    assert subscription.pending_bytes == 900 and not subscription.overflowed
+    assert subscription.pending_bytes == 900
+    assert not subscription.overflowed
     subscription.offer(_response(300), 300)
-    assert subscription.overflowed and subscription.pending_bytes == 900
+    assert subscription.overflowed
+    assert subscription.pending_bytes == 900
     with pytest.raises(SubscriptionOverflow):
         await subscription.next(0)
 
@@ -74,7 +76,8 @@ def test_the_load_cache_is_bounded_in_bytes():
     assert not _read(cache, ("t0", ""), 0)
     # One answer larger than the whole bound is not kept at all.
     cache.store("big", "", _state(1), snapshot, _result(200_000))
-    assert not _read(cache, ("big", ""), 1) and cache.size_bytes <= 100_000
+    assert not _read(cache, ("big", ""), 1)
+    assert cache.size_bytes <= 100_000
 
 
 def test_a_provider_rendering_kept_with_a_load_counts_against_the_bound():
@@ -87,10 +90,12 @@ def test_a_provider_rendering_kept_with_a_load_counts_against_the_bound():
     assert newest is not None
     anthropic = provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES
     prefix = newest.rendered_prefix(anthropic, "chat_request", render_prefix)
-    assert prefix is not None and prefix.rendered[0]["content"] == "z" * 20_000
+    assert prefix is not None
+    assert prefix.rendered[0]["content"] == "z" * 20_000
     # The rendering counts as the history's encoded size again: five answers' worth is
     # over the bound, so the least recently used answer went.
-    assert cache.size_bytes == 4 * one and len(cache) == 3
+    assert cache.size_bytes == 4 * one
+    assert len(cache) == 3
     assert cache.find("t0", "", _state(0)) is None
     # Built and counted once.
     assert newest.rendered_prefix(anthropic, "chat_request", render_prefix) is prefix

@@ -206,7 +206,8 @@ async def test_postgres_resource_sqlstates_are_named_without_content(refusing_ur
         seen[sqlstate] = f"{error.code().name}/{_reason(error)}"
         details = error.details() or ""
         assert sqlstate in details
-        assert marker not in details and "refused entry" not in details
+        assert marker not in details
+        assert "refused entry" not in details
         assert all(marker not in record.getMessage() for record in caplog.records)
     assert seen == RAISED
     # Nothing was stored, and the thread takes the entries once the database stops refusing.

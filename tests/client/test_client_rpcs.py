@@ -58,7 +58,8 @@ def test_every_rpc_of_every_service_is_a_method_of_both_clients():
     assert len(SERVICES) == 6
     assert {rpc.path for rpc in RPCS.values()} == served
     for name in RPCS:
-        assert callable(getattr(Client, name)) and callable(getattr(AsyncClient, name))
+        assert callable(getattr(Client, name))
+        assert callable(getattr(AsyncClient, name))
     assert RPCS["create_thread"].path == "/pioneer.v1.HistoryService/CreateThread"
 
 
@@ -135,8 +136,10 @@ async def test_errors_are_classes_with_code_reason_metadata_and_violations(serve
         with pytest.raises(ThreadNotFound) as missing:
             await client.get_thread(thread_id="nope")
         assert missing.value.code == grpc.StatusCode.NOT_FOUND
-        assert missing.value.reason == reasons.THREAD_NOT_FOUND and missing.value.domain == "pioneer.v1"
-        assert missing.value.metadata == {"thread_id": "nope"} and not missing.value.retryable
+        assert missing.value.reason == reasons.THREAD_NOT_FOUND
+        assert missing.value.domain == "pioneer.v1"
+        assert missing.value.metadata == {"thread_id": "nope"}
+        assert not missing.value.retryable
         assert str(missing.value) == (
             "/pioneer.v1.HistoryService/GetThread: NOT_FOUND [THREAD_NOT_FOUND]: thread 'nope' does not exist"
         )

@@ -31,7 +31,8 @@ def test_roles_convert_by_name_not_by_number():
         assert history_pb2.EntryRole.Name(entry).removeprefix("ENTRY_") == chat_pb2.ChatRole.Name(
             chat
         ).removeprefix("CHAT_")
-        assert chat_role(entry) == chat and entry_role(chat) == entry
+        assert chat_role(entry) == chat
+        assert entry_role(chat) == entry
     assert history_pb2.ENTRY_ROLE_USER != chat_pb2.CHAT_ROLE_USER  # why the helpers exist
     with pytest.raises(ValueError, match="unknown EntryRole 99"):
         chat_role(99)
@@ -84,7 +85,8 @@ def test_a_reply_becomes_an_entry_with_the_entry_role():
 
 
 def test_manifest_refs():
-    assert turn_ref("t", "u").WhichOneof("ref") == "turn" and turn_ref("t", "u").turn.turn_id == "u"
+    assert turn_ref("t", "u").WhichOneof("ref") == "turn"
+    assert turn_ref("t", "u").turn.turn_id == "u"
     assert event_ref(7).event_id == 7
     manifest = prompt_pb2.PromptManifest()
     assert inline_ref(manifest).WhichOneof("ref") == "manifest"

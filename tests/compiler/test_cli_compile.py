@@ -65,11 +65,13 @@ def test_diagnostics_go_to_stderr(home: Path, tmp_path: Path, capsys: pytest.Cap
     source = write_input(tmp_path / "input.json", prompt_pb2.PromptCompileInput())
     assert run("compile", str(source), "--home", str(home)) == 0
     err = capsys.readouterr().err
-    assert err.splitlines() == [
+    # Each diagnostic line, then (indented) what the missing file is for.
+    assert [line for line in err.splitlines() if not line.startswith("  ")] == [
         "diagnostic missing_file: bootstrap file `SOUL.md` is missing",
         "diagnostic missing_file: bootstrap file `IDENTITY.md` is missing",
         "diagnostic missing_file: bootstrap file `USER.md` is missing",
     ]
+    assert len(err.splitlines()) == 6
 
 
 def test_bad_input_names_each_field_and_exits_2(

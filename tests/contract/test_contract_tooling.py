@@ -58,4 +58,5 @@ def test_committed_python_stubs_match_a_fresh_generation(tmp_path):
     )
     assert fresh == stored
     _, mismatch, errors = filecmp.cmpfiles(tmp_path, committed, fresh, shallow=False)
-    assert mismatch == [] and errors == [], f"stale stubs: {mismatch}; run `make proto`"
+    assert mismatch == [], f"stale stubs: {mismatch}; run `make proto`"
+    assert errors == [], f"stale stubs: {mismatch}; run `make proto`"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -15,6 +14,7 @@ from pioneer_grpc.v1 import manifest_service_pb2_grpc as service_grpc
 from pioneer_grpc.v1 import prompt_compiler_service_pb2 as compiler_pb2
 from pioneer_grpc.v1 import prompt_compiler_service_pb2_grpc as compiler_grpc
 from pioneer_grpc.v1 import prompt_pb2
+from tests.support import eventually  # noqa: F401  (events tests import it from here)
 
 STABLE = prompt_pb2.SECTION_STABILITY_STABLE
 DYNAMIC = prompt_pb2.SECTION_STABILITY_DYNAMIC
@@ -117,21 +117,11 @@ class Observer:
         await asyncio.wait_for(asyncio.shield(self._task), within)
 
     async def cancel(self) -> None:
-        assert self._call is not None and self._task is not None
+        assert self._call is not None
+        assert self._task is not None
         self._cancelled_by_us = True
         self._call.cancel()
         await asyncio.wait_for(self._task, 10)
-
-
-async def eventually(condition: Callable[[], bool], within: float = 10, step: float = 0.02) -> None:
-    """Polls server-side state that has no event to wait on."""
-    deadline = asyncio.get_running_loop().time() + within
-    for _ in itertools.count():
-        if condition():
-            return
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {within}s")
-        await asyncio.sleep(step)
 
 
 async def compile_turn(

@@ -41,7 +41,8 @@ async def test_lines_show_each_event_once_backlog_then_live(server) -> None:
         manifest.fingerprint_full[:12],
         str(len(manifest.diagnostics)),
     )
-    assert parsed[0] and parsed[0].group(1) == str(first.manifest_event_id)
+    assert parsed[0]
+    assert parsed[0].group(1) == str(first.manifest_event_id)
     assert err.getvalue() == ""
 
 
@@ -81,7 +82,8 @@ async def test_a_server_restart_loses_and_repeats_nothing(tmp_path) -> None:
         await restarted.stop(0.2)
     printed = [int(m.group(1)) for line in out.getvalue().splitlines() if (m := LINE.match(line))]
     assert printed == ids
-    assert "UNAVAILABLE" in err.getvalue() and f"resuming after event {ids[1]}" in err.getvalue()
+    assert "UNAVAILABLE" in err.getvalue()
+    assert f"resuming after event {ids[1]}" in err.getvalue()
 
 
 async def test_module_entry_point_prints_and_exits_after_count(server) -> None:

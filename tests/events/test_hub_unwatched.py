@@ -41,7 +41,9 @@ async def test_an_unwatched_hub_reads_no_rows_and_a_later_subscriber_gets_what_f
         watched = await record("t", "turn-4", numbered_manifest(4))
         hub.poke(watched)
         delivered = await subscription.next(wait_seconds=10)
-        assert delivered is not None and delivered.event.event_id == watched
-        assert reads and reads[0] == polled
+        assert delivered is not None
+        assert delivered.event.event_id == watched
+        assert reads
+        assert reads[0] == polled
     finally:
         await hub.close()

@@ -71,7 +71,8 @@ def test_added_and_removed_sections() -> None:
     # Position 1 of the stable half held `safety`; it is gone, so that is where the prefix broke.
     assert result.cache_break_section_id == "safety"
     added = result.changes[0]
-    assert added.base_fingerprint == "" and added.target_fingerprint != ""
+    assert added.base_fingerprint == ""
+    assert added.target_fingerprint != ""
 
 
 def test_added_stable_section_at_the_end_breaks_the_cache_there() -> None:
@@ -86,7 +87,8 @@ def test_moved_section_is_one_move_not_a_shift_of_everything() -> None:
     result = diff_manifests(manifest(BASE), manifest(target))
     assert changes(result) == [("identity", "MOVED", "S")]
     assert result.changes[0].base_fingerprint == result.changes[0].target_fingerprint
-    assert result.stable_changed is True and result.dynamic_changed is False
+    assert result.stable_changed is True
+    assert result.dynamic_changed is False
     # The stable prefix diverges at position 0, where `safety` now stands but `identity` moved away.
     assert result.cache_break_section_id == "identity"
 
@@ -126,4 +128,5 @@ def test_manifests_without_section_fingerprints_compare_by_ids() -> None:
         ("d", "SECTION_CHANGE_KIND_ADDED"),
         ("b", "SECTION_CHANGE_KIND_REMOVED"),
     ]
-    assert result.full_changed is True and result.cache_break_section_id == ""
+    assert result.full_changed is True
+    assert result.cache_break_section_id == ""

@@ -16,8 +16,10 @@ def test_the_commit_s_own_id_replaces_the_provisional_one() -> None:
     before = provisional(-7)
     after = numbered(before, "-7 42")
     assert (after.event_id, after.event.event_id if after.event else None) == (42, 42)
-    assert after.event is not None and after.event.thread_id == "t"
-    assert before.event is not None and before.event.event_id == -7
+    assert after.event is not None
+    assert after.event.thread_id == "t"
+    assert before.event is not None
+    assert before.event.event_id == -7
 
 
 @pytest.mark.parametrize("left", [None, "", "-6 41", "-7", "-7 x"])

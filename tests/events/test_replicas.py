@@ -172,7 +172,8 @@ async def test_a_lost_listen_connection_reconnects_and_catches_up(
         after = await listeners_once(admin, lambda pids: len(pids) == 2 and not pids & before)
     finally:
         await admin.close()
-    assert len(after) == 2 and not after & before
+    assert len(after) == 2
+    assert not after & before
     # Both replicas listen again: the notification alone delivers the next one.
     later = await writer.ctx.manifests.record("t", "turn-3", numbered_manifest(3))
     assert await observer.wait_for_count(3, within=30) == [first, missed, later]

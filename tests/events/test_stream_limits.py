@@ -32,7 +32,8 @@ async def test_a_full_subscription_overflows_instead_of_growing() -> None:
     subscription = Subscription("", capacity=2)
     for n in range(1, 4):
         subscription.offer(service_pb2.WatchManifestsResponse(event=service_pb2.ManifestEvent(event_id=n)))
-    assert subscription.overflowed and subscription.pending == 2
+    assert subscription.overflowed
+    assert subscription.pending == 2
     with pytest.raises(SubscriptionOverflow):
         await subscription.next(0.1)
 
@@ -156,9 +157,11 @@ async def test_hub_close_waits_for_a_cancelled_stream_that_is_still_finishing(se
     hub = ManifestHub(server.ctx.engine)
     await hub.start()
     finished = asyncio.Event()
+    started = asyncio.Event()
 
     async def stream() -> None:
         hub.stream_started()
+        started.set()
         try:
             await asyncio.sleep(30)
         finally:
@@ -167,7 +170,8 @@ async def test_hub_close_waits_for_a_cancelled_stream_that_is_still_finishing(se
             finished.set()
 
     task = asyncio.create_task(stream())
-    await asyncio.sleep(0.01)
+    await started.wait()
     task.cancel()
     await hub.close()
-    assert finished.is_set() and task.done()
+    assert finished.is_set()
+    assert task.done()

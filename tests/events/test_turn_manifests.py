@@ -56,7 +56,8 @@ async def test_record_persists_the_manifest_on_a_new_turn_and_appends_an_event(p
 
 async def test_each_round_appends_an_event_and_the_turn_keeps_the_latest(pg_server) -> None:
     ids = [await pg_server.ctx.manifests.record("t", "turn-1", numbered_manifest(n)) for n in range(3)]
-    assert ids == sorted(ids) and len(set(ids)) == 3
+    assert ids == sorted(ids)
+    assert len(set(ids)) == 3
     response = await stub(pg_server).GetTurnManifest(
         service_pb2.GetTurnManifestRequest(thread_id="t", turn_id="turn-1")
     )

@@ -76,15 +76,19 @@ async def test_reconnecting_with_the_last_id_receives_exactly_the_missed_events(
     assert await first.wait_for_count(5) == before
     await first.cancel()
 
+    # The second watch starts once the first missed event exists, while more are being recorded.
+    progress = watch(pg_server, after_event_id=first.event_ids[-1])
     producing = asyncio.create_task(record(pg_server, 10, start=5))
-    await asyncio.sleep(0.05)
+    await progress.wait_for_count(1)
     second = watch(pg_server, after_event_id=first.event_ids[-1])
     during = await producing
     assert await second.wait_for_count(10) == during
     after = await record(pg_server, 3, start=15)
     assert await second.wait_for_count(13) == during + after
-    await asyncio.sleep(0.2)
-    assert second.event_ids == during + after
+    # Events arrive in order: once a last one has, no repeat of an earlier one is still on its way.
+    last = await record(pg_server, 1, start=18)
+    assert await second.wait_for_count(14) == during + after + last
+    await progress.cancel()
     await second.cancel()
 
 

@@ -43,7 +43,8 @@ def stable_block(provider: int, body: dict[str, Any]) -> Any:
 
 
 def test_marker_constant_matches_the_compiler() -> None:
-    boundary = pytest.importorskip("pioneer_grpc.compiler.boundary")
+    from pioneer_grpc.compiler import boundary
+
     assert boundary.CACHE_BOUNDARY == DEFAULT_BOUNDARY_MARKER == MARKER
 
 

@@ -8,7 +8,8 @@ async def test_start_creates_missing_bootstrap_files(server_factory, tmp_path):
     await server_factory(home=home)
     soul = (home / "SOUL.md").read_text()
     identity = (home / "IDENTITY.md").read_text()
-    assert len(soul) > 200 and len(identity) > 100
+    assert len(soul) > 200
+    assert len(identity) > 100
     assert not (home / "USER.md").exists()
     assert (home / "pioneer.db").exists()
 

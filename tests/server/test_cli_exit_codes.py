@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from pathlib import Path
 
 import pytest
 
 from pioneer_grpc.cli import exits, main
+from tests.support import free_port
 
 # The arguments each file-reading subcommand takes around its input path.
 FILE_COMMANDS = {
@@ -29,12 +29,6 @@ TOO_LONG_ID = "x" * 5_000
 def no_server_config(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("PIONEER_CONFIG", "PIONEER_HOME", "PIONEER_EXTRA_HOMES", "PIONEER_TOKEN"):
         monkeypatch.delenv(name, raising=False)
-
-
-def closed_address() -> str:
-    with socket.socket() as probe:  # nobody listens there once closed
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
 
 
 def err_lines(capsys: pytest.CaptureFixture[str]) -> list[str]:
@@ -101,7 +95,8 @@ async def test_history_lists_the_servers_violations_as_a_usage_error(
     status = await asyncio.to_thread(main, ["history", TOO_LONG_ID, "--addr", server.address])
     assert status == exits.USAGE
     lines = err_lines(capsys)
-    assert lines and all(line.startswith("pioneer-grpc history: thread_id: ") for line in lines)
+    assert lines
+    assert all(line.startswith("pioneer-grpc history: thread_id: ") for line in lines)
 
 
 async def test_watch_lists_the_servers_violations_as_a_usage_error(
@@ -110,18 +105,19 @@ async def test_watch_lists_the_servers_violations_as_a_usage_error(
     status = await asyncio.to_thread(main, ["watch", "--addr", server.address, "--thread", TOO_LONG_ID])
     assert status == exits.USAGE
     lines = err_lines(capsys)
-    assert lines and all(line.startswith("pioneer-grpc watch: thread_id: ") for line in lines)
+    assert lines
+    assert all(line.startswith("pioneer-grpc watch: thread_id: ") for line in lines)
 
 
 async def test_history_to_an_unreachable_server_is_a_failure(capsys: pytest.CaptureFixture[str]) -> None:
-    address = closed_address()
+    address = f"127.0.0.1:{free_port()}"
     assert await asyncio.to_thread(main, ["history", "t", "--addr", address]) == exits.FAILURE
     [line] = err_lines(capsys)
-    assert line.startswith("pioneer-grpc history: UNAVAILABLE: ")
+    assert line.startswith(f"pioneer-grpc history: no answer from {address}: is the server running")
 
 
 async def test_watch_to_an_unreachable_server_is_a_failure(capsys: pytest.CaptureFixture[str]) -> None:
-    address = closed_address()
+    address = f"127.0.0.1:{free_port()}"
     status = await asyncio.to_thread(main, ["watch", "--addr", address, "--max-failures", "0"])
     assert status == exits.FAILURE
     assert err_lines(capsys)[-1].startswith(f"pioneer-grpc watch: gave up: {address} answered nothing")

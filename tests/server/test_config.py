@@ -115,3 +115,38 @@ def test_telemetry_settings_from_each_layer(tmp_path):
 def test_bad_telemetry_values_name_the_setting(flags, expected):
     with pytest.raises(ConfigError, match=expected):
         load_config(flags, environ={})
+
+
+@pytest.mark.parametrize(
+    ("toml", "expected"),
+    [
+        (
+            'grace_seconds = "five"\n',
+            "key grace_seconds: invalid value 'five': must be a number, e.g. 5 or 0.5",
+        ),
+        (
+            'workers = "two"\n',
+            "key workers: invalid value 'two': must be a positive whole number or auto (one per core)",
+        ),
+        (
+            'max_message_bytes = "lots"\n',
+            "key max_message_bytes: invalid value 'lots': must be a positive whole number, e.g. 2",
+        ),
+    ],
+)
+def test_a_bad_toml_value_names_its_key_without_python_words(tmp_path, toml, expected):
+    path = write_toml(tmp_path, toml)
+    with pytest.raises(ConfigError) as err:
+        load_config({}, environ={}, config_file=path)
+    assert str(err.value) == f"config file {path}: {expected}"
+    for leaked in ("could not convert", "invalid literal", "base 10"):
+        assert leaked not in str(err.value)
+
+
+def test_a_bad_environment_number_is_said_in_words():
+    with pytest.raises(ConfigError) as err:
+        load_config({}, environ={"PIONEER_WORKERS": "two"})
+    assert str(err.value) == (
+        "environment PIONEER_WORKERS: invalid value 'two': "
+        "must be a positive whole number or auto (one per core)"
+    )

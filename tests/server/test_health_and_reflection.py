@@ -1,15 +1,17 @@
 """Health reports SERVING once ready and NOT_SERVING while shutting down;
-reflection lists every pioneer.v1 service."""
+reflection lists every pioneer.v1 service and serves the error-detail messages."""
 
 from __future__ import annotations
 
 import asyncio
 
+from google.protobuf import descriptor_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2
 
 from pioneer_grpc.server.app import SERVICE_NAMES
 
+V1ALPHA = "grpc.reflection.v1alpha.ServerReflection"
 EXPECTED_SERVICES = {
     "pioneer.v1.PromptCompilerService",
     "pioneer.v1.HistoryService",
@@ -42,27 +44,36 @@ async def test_health_turns_not_serving_during_shutdown(server):
 
 
 async def test_reflection_lists_every_pioneer_service(server):
-    stub = reflection_pb2_grpc.ServerReflectionStub(server.channel())
-
-    async def requests():
-        yield reflection_pb2.ServerReflectionRequest(list_services="")
-
-    names = set()
-    async for response in stub.ServerReflectionInfo(requests()):
-        names = {s.name for s in response.list_services_response.service}
+    [response] = await _ask(
+        server.channel(), V1ALPHA, reflection_pb2.ServerReflectionRequest(list_services="")
+    )
+    names = {s.name for s in response.list_services_response.service}
     assert EXPECTED_SERVICES <= names
     assert "grpc.health.v1.Health" in names
     assert set(SERVICE_NAMES) == EXPECTED_SERVICES
 
 
 async def test_reflection_resolves_a_contract_message(server):
-    stub = reflection_pb2_grpc.ServerReflectionStub(server.channel())
+    request = reflection_pb2.ServerReflectionRequest(file_containing_symbol="pioneer.v1.PromptCompileInput")
+    [response] = await _ask(server.channel(), V1ALPHA, request)
+    names = [
+        descriptor_pb2.FileDescriptorProto.FromString(raw).name
+        for raw in response.file_descriptor_response.file_descriptor_proto
+    ]
+    assert names[0] == "pioneer/v1/prompt.proto", names
 
-    async def requests():
-        yield reflection_pb2.ServerReflectionRequest(file_containing_symbol="pioneer.v1.PromptCompileInput")
 
-    async for response in stub.ServerReflectionInfo(requests()):
-        assert response.file_descriptor_response.file_descriptor_proto, response
+async def test_reflection_serves_the_error_detail_messages(server):
+    """The types of google.rpc.Status details, so a reflection client (grpcurl) can decode them."""
+    for symbol in ("google.rpc.ErrorInfo", "google.rpc.BadRequest", "google.rpc.BadRequest.FieldViolation"):
+        request = reflection_pb2.ServerReflectionRequest(file_containing_symbol=symbol)
+        [response] = await _ask(server.channel(), V1ALPHA, request)
+        [first, *_] = [
+            descriptor_pb2.FileDescriptorProto.FromString(raw)
+            for raw in response.file_descriptor_response.file_descriptor_proto
+        ]
+        assert first.name == "google/rpc/error_details.proto", symbol
+        assert {"ErrorInfo", "BadRequest"} <= {m.name for m in first.message_type}
 
 
 async def _ask(channel, service: str, request: reflection_pb2.ServerReflectionRequest):
@@ -79,8 +90,6 @@ async def _ask(channel, service: str, request: reflection_pb2.ServerReflectionRe
 
 
 async def test_reflection_v1_and_v1alpha_serve_the_contract_with_its_comments(server):
-    from google.protobuf import descriptor_pb2
-
     for service in ("grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"):
         request = reflection_pb2.ServerReflectionRequest(file_containing_symbol="pioneer.v1.HistoryService")
         [response] = await _ask(server.channel(), service, request)

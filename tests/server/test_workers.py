@@ -42,7 +42,8 @@ async def start_workers(home: Path, database_url: str) -> tuple[asyncio.subproce
     proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE)
     assert proc.stdout is not None
     line = (await asyncio.wait_for(proc.stdout.readline(), 120)).decode()
-    assert "serving on " in line and "(2 workers)" in line, line
+    assert "serving on " in line, line
+    assert "(2 workers)" in line, line
     return proc, line.split("serving on ", 1)[1].split()[0]
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from types import SimpleNamespace
 
 import grpc
@@ -17,6 +16,7 @@ from pioneer_grpc.service import observe
 from pioneer_grpc.telemetry import Metrics, NoMetrics, Telemetry
 from pioneer_grpc.telemetry.db_pool import instrument_pool
 from pioneer_grpc.v1 import history_pb2, manifest_service_pb2, manifest_service_pb2_grpc
+from tests.support import free_port
 from tests.telemetry.rounds import Rounds
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -44,12 +44,6 @@ def delta(before: Samples, after: Samples, name: str, **labels: str) -> float:
 
 def labelled(samples: Samples, name: str) -> dict[tuple[tuple[str, str], ...], float]:
     return {labels: v for (n, labels), v in samples.items() if n == name}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 TURNS = {"grpc_service": "pioneer.v1.TurnService", "grpc_method": "PrepareTurn"}
