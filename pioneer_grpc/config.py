@@ -65,6 +65,14 @@ class Config:
     workers: int = 1
     # How often health probes that the database can be written (0: never; health then stays SERVING).
     health_probe_seconds: float = 5.0
+    # HOST:PORT of the contract over HTTP/JSON (Connect protocol) and the console page; empty: off.
+    http_listen: str = ""
+    # Keep what each PrepareTurn round rendered (prompt, messages, provider body) for the console.
+    # Off by default; bounded per thread, in total bytes and by age (docs/console.md).
+    keep_rendered_requests: bool = False
+    kept_rounds_per_thread: int = 50
+    kept_bytes_total: int = 64 * 1024 * 1024
+    kept_max_age_seconds: float = 24 * 3600.0
 
     @property
     def homes(self) -> list[Path]:
@@ -86,6 +94,17 @@ def _workers(raw: Any) -> int:
     if str(raw).strip().lower() == "auto":
         return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return _positive_int(raw)
+
+
+def _bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    value = str(raw).strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("must be true or false")
 
 
 def _non_negative_float(raw: Any) -> float:
@@ -166,6 +185,11 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "metrics_listen": lambda raw: _listen(raw) if str(raw) else "",
     "workers": _workers,
     "health_probe_seconds": _non_negative_float,
+    "http_listen": lambda raw: _listen(raw) if str(raw) else "",
+    "keep_rendered_requests": _bool,
+    "kept_rounds_per_thread": _positive_int,
+    "kept_bytes_total": _positive_int,
+    "kept_max_age_seconds": _non_negative_float,
 }
 FIELD_NAMES = [f.name for f in fields(Config)]
 
