@@ -23,6 +23,10 @@ echo "== PostgreSQL on 127.0.0.1:$pg_port"
 PIONEER_TEST_PG_URL=$(bash scripts/pg.sh start "$pg_dir" "$pg_port")
 export PIONEER_TEST_PG_URL
 
+echo "== Chromium for the console's browser test"
+PIONEER_CHROMIUM=$(bash scripts/chromium.sh)
+export PIONEER_CHROMIUM
+
 echo "== Python tests (SQLite and PostgreSQL)"
 .venv/bin/pytest -q -p no:cacheprovider
 

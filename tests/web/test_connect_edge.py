@@ -116,6 +116,14 @@ async def test_token_and_request_id(edge):
     assert ok.status_code == 200
     assert ok.headers["x-request-id"] == "req-42"
     assert len(missing.headers["x-request-id"]) == 32
+    # Nor a stream.
+    refused = await client.post(
+        "/pioneer.v1.ManifestService/WatchManifests",
+        content=http.envelope({}),
+        headers={"content-type": "application/connect+json"},
+    )
+    assert refused.status_code == 200  # a stream's error travels in its end message
+    assert b'"unauthenticated"' in refused.content and b'"event"' not in refused.content
     # The page itself holds no data; a wrong method is refused.
     page = await client.get("/")
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
