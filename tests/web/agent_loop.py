@@ -60,6 +60,7 @@ class AgentLoop:
     channel: object
     metadata: tuple[tuple[str, str], ...]
     home: Path
+    requests: list[turn_service_pb2.PrepareTurnRequest] = field(default_factory=list)
     replies: list[turn_service_pb2.PrepareTurnResponse] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -69,19 +70,18 @@ class AgentLoop:
     async def round(
         self, turn_id: str, entries: list[history_pb2.ConversationEntry], date: str = "2026-12-01"
     ) -> turn_service_pb2.PrepareTurnResponse:
-        reply = await self.turns.PrepareTurn(
-            turn_service_pb2.PrepareTurnRequest(
-                thread_id=THREAD,
-                turn_id=turn_id,
-                new_entries=entries,
-                compile_input=prompt_pb2.PromptCompileInput(
-                    profile=prompt_pb2.PROMPT_PROFILE_FULL, extra_system=f"Date: {date}"
-                ),
-                tools=[weather_tool()],
-                provider=provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
+        request = turn_service_pb2.PrepareTurnRequest(
+            thread_id=THREAD,
+            turn_id=turn_id,
+            new_entries=entries,
+            compile_input=prompt_pb2.PromptCompileInput(
+                profile=prompt_pb2.PROMPT_PROFILE_FULL, extra_system=f"Date: {date}"
             ),
-            metadata=self.metadata,
+            tools=[weather_tool()],
+            provider=provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
         )
+        reply = await self.turns.PrepareTurn(request, metadata=self.metadata)
+        self.requests.append(request)
         self.replies.append(reply)
         return reply
 
