@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
+import grpc
 import pytest
 
+from pioneer_grpc.config import Config
+from pioneer_grpc.server.app import start_server
 from pioneer_grpc.v1 import history_pb2
 from tests.web.agent_loop import THREAD, AgentLoop
 
@@ -162,3 +166,44 @@ async def test_console_says_when_rounds_are_not_kept(server_factory, browser, sc
     await expect(page.locator('tr[data-section="soul_core"]')).to_have_count(1)
     await expect(page.get_by_test_id("rounds-count")).to_have_text("2")
     await page.screenshot(path=str(screenshots / "5-not-kept.png"), full_page=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_console_resumes_after_the_server_restarts(server_factory, browser, screenshots, tmp_path):
+    from playwright.async_api import expect
+
+    home = tmp_path / "home"
+    config = Config(
+        listen="127.0.0.1:0",
+        home=home,
+        grace_seconds=0.5,
+        http_listen=f"127.0.0.1:{_free_port()}",
+        keep_rendered_requests=True,
+    )
+    first = await start_server(config)
+    channel = grpc.aio.insecure_channel(first.address)
+    try:
+        await AgentLoop(channel, (), home).two_turns()
+        page = await browser.new_page()
+        await page.goto(f"http://{config.http_listen}/")
+        await page.locator(f'[data-testid="thread"][data-thread="{THREAD}"]').click(timeout=WAIT_MS)
+        await page.locator('[data-testid="turn-item"][data-turn="turn-2"]').click(timeout=WAIT_MS)
+        await expect(page.get_by_test_id("rounds-count")).to_have_text("2", timeout=WAIT_MS)
+        await expect(page.get_by_test_id("live")).to_have_text("live")
+    finally:
+        await channel.close()
+        await first.stop(0.5)
+    await expect(page.get_by_test_id("live")).to_have_text("reconnecting…", timeout=WAIT_MS)
+    # The same database and HTTP address, a new process state: the page was never reloaded.
+    second = await server_factory(home=home, http_listen=config.http_listen, keep_rendered_requests=True)
+    await AgentLoop(second.channel(), (), home).live_round()
+    await expect(page.get_by_test_id("rounds-count")).to_have_text("3", timeout=WAIT_MS)
+    await expect(page.get_by_test_id("manifest-round")).to_have_count(2, timeout=WAIT_MS)
+    await expect(page.get_by_test_id("kept-round")).to_have_count(2, timeout=WAIT_MS)
+    await expect(page.get_by_test_id("live")).to_have_text("live")
+    await page.screenshot(path=str(screenshots / "6-resumed.png"), full_page=True)
