@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -73,6 +74,8 @@ def bind(listen: str, reuse_port: bool) -> socket.socket:
 
 
 async def start_listener(app: App, sock: socket.socket, grace: float) -> HttpListener:
+    # Its start and stop lines say what the server's own lines say already; warnings still show.
+    logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
     config = uvicorn.Config(
         app,
         lifespan="off",
