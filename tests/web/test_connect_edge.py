@@ -220,3 +220,15 @@ async def test_metrics_and_spans_as_for_grpc(server_factory, monkeypatch):
     assert len(spans) == 1
     assert format(spans[0].context.trace_id, "032x") == trace_id
     assert spans[0].attributes["rpc.system"] == "connect_rpc"
+
+
+async def test_a_method_no_servicer_implements_is_unimplemented(edge, monkeypatch):
+    handle, client = edge
+    from pioneer_grpc.server.servicers.echo import EchoServicer
+    from pioneer_grpc.v1 import echo_service_pb2_grpc
+
+    # The generated base method, as a servicer that does not override it answers.
+    monkeypatch.setattr(EchoServicer, "Echo", echo_service_pb2_grpc.EchoServiceServicer.Echo)
+    response = await http.unary(client, "/pioneer.v1.EchoService/Echo", {}, TOKEN)
+    assert response.status_code == 501
+    assert response.json()["code"] == "unimplemented"

@@ -166,6 +166,9 @@ class Answering:
     def error_of(self, method: str, exc: Exception) -> ConnectError:
         if isinstance(exc, ConnectError):
             return exc
+        if isinstance(exc, NotImplementedError):
+            # A generated base servicer's method nobody overrode, as the gRPC edge answers it.
+            return ConnectError(Code.UNIMPLEMENTED, f"{method} is not implemented")
         mapped = domain_error_of(exc)
         if mapped is not None and mapped.reason in INFRASTRUCTURE_REASONS:
             self._on_database_failure()
@@ -247,6 +250,12 @@ class _GrpcContext:
 
     def add_done_callback(self, callback: Callable[[Any], None]) -> None:
         self._callbacks.append(callback)
+
+    def set_code(self, _code: Any) -> None:
+        """The generated base methods set UNIMPLEMENTED before raising NotImplementedError (mapped above)."""
+
+    def set_details(self, _details: str) -> None:
+        """As set_code."""
 
     def done(self) -> None:
         callbacks, self._callbacks = self._callbacks, []
