@@ -223,7 +223,7 @@ async def test_metrics_and_spans_as_for_grpc(server_factory, monkeypatch):
 
 
 async def test_a_method_no_servicer_implements_is_unimplemented(edge, monkeypatch):
-    handle, client = edge
+    _handle, client = edge
     from pioneer_grpc.server.servicers.echo import EchoServicer
     from pioneer_grpc.v1 import echo_service_pb2_grpc
 
