@@ -12,7 +12,7 @@ import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -35,9 +35,6 @@ from pioneer_grpc.server.servicers.history import HistoryServicer
 from pioneer_grpc.server.servicers.manifest import ManifestServicer
 from pioneer_grpc.server.servicers.provider import ProviderServicer
 from pioneer_grpc.server.servicers.turn import TurnServicer
-from pioneer_grpc.server.web import serve as web_serve
-from pioneer_grpc.server.web.app import web_app
-from pioneer_grpc.server.web.serve import HttpListener
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.store.engine import create_engine, session_factory
 from pioneer_grpc.store.migrate import migrate
@@ -59,6 +56,9 @@ from pioneer_grpc.v1 import (
     turn_service_pb2,
     turn_service_pb2_grpc,
 )
+
+if TYPE_CHECKING:
+    from pioneer_grpc.server.web.serve import HttpListener
 
 log = logging.getLogger(__name__)
 # Upper bound on waiting for database work at stop (each unit is bounded by the engine's timeouts).
@@ -317,6 +317,9 @@ async def start_server(
 def _http_socket(config: Config) -> socket.socket | None:
     if not config.http_listen:
         return None
+    # Imported only when asked for: a gRPC-only server loads no HTTP stack.
+    from pioneer_grpc.server.web import serve as web_serve
+
     try:
         return web_serve.bind(config.http_listen, reuse_port=config.workers > 1)
     except OSError as exc:
@@ -386,6 +389,9 @@ async def _start(
         server=server, ctx=ctx, health=health_servicer, port=port, database_health=database_health
     )
     if http_socket is not None:
+        from pioneer_grpc.server.web import serve as web_serve
+        from pioneer_grpc.server.web.app import web_app
+
         app = web_app(ctx, servicers, database_health.poke)
         running.http = await web_serve.start_listener(app, http_socket, config.grace_seconds)
         log.info("HTTP/JSON (Connect) and console on http://%s/", running.http_address)

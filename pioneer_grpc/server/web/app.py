@@ -13,7 +13,7 @@ from pioneer_grpc.service.context import ServiceContext
 
 def web_app(ctx: ServiceContext, servicers: dict[str, Any], on_database_failure: Callable[[], None]) -> App:
     """`servicers`: full service name -> the instance the gRPC server also serves."""
-    edge = EdgeInterceptor(ctx.telemetry, ctx.config.token, on_database_failure)
+    edge = EdgeInterceptor(ctx.telemetry, ctx.config.token)
     services = connect_applications(
         servicers,
         Answering(ctx.telemetry, on_database_failure),

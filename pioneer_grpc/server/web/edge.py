@@ -76,10 +76,9 @@ class _Call:
 class EdgeInterceptor:
     """Request id, bearer auth, access log and metrics of every HTTP call (before its body is read)."""
 
-    def __init__(self, telemetry: Telemetry, token: str, on_database_failure: Callable[[], None]) -> None:
+    def __init__(self, telemetry: Telemetry, token: str) -> None:
         self._telemetry = telemetry
         self._expected = f"Bearer {token}".encode() if token else b""
-        self.on_database_failure = on_database_failure
 
     async def on_start(self, ctx: RequestContext[Any, Any]) -> _Call:
         method = ctx.method
