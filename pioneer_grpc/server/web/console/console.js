@@ -58,8 +58,9 @@ function envelope(message) {
   return framed;
 }
 
-// Calls onMessage for each message of a server stream; resolves at its end, rejects on its error.
-async function stream(service, method, request, onMessage, signal) {
+// Calls onOpen once the server answered, then onMessage for each message of a server stream;
+// resolves at its end, rejects on its error.
+async function stream(service, method, request, onOpen, onMessage, signal) {
   const response = await fetch(`/pioneer.v1.${service}/${method}`, {
     method: "POST",
     headers: headers("application/connect+json"),
@@ -70,6 +71,7 @@ async function stream(service, method, request, onMessage, signal) {
     const body = await response.json().catch(() => ({}));
     throw new RpcError(body.code || "unknown", body.message || response.statusText, response.status);
   }
+  onOpen();
   const reader = response.body.getReader();
   let pending = new Uint8Array(0);
   for (;;) {
@@ -284,11 +286,11 @@ function watch(threadId) {
   const run = async () => {
     while (!controller.signal.aborted && state.thread === threadId) {
       try {
-        setLive(true, "live");
         await stream(
           "ManifestService",
           "WatchManifests",
           { threadId, afterEventId: state.lastEventId },
+          () => setLive(true, "live"),
           (message) => onWatchMessage(threadId, message),
           controller.signal,
         );
