@@ -76,6 +76,14 @@ class Config:
     # How bootstrap headings name the home and the extra homes (in order; unlabelled: their path).
     home_label: str = DEFAULT_HOME_LABEL
     extra_home_labels: tuple[str, ...] = ()
+    # HOST:PORT of the contract over HTTP/JSON (Connect protocol) and the console page; empty: off.
+    http_listen: str = ""
+    # Keep what each PrepareTurn round rendered (prompt, messages, provider body) for the console.
+    # Off by default; bounded per thread, in total bytes and by age (docs/console.md).
+    keep_rendered_requests: bool = False
+    kept_rounds_per_thread: int = 50
+    kept_bytes_total: int = 64 * 1024 * 1024
+    kept_max_age_seconds: float = 24 * 3600.0
 
     @property
     def homes(self) -> list[Path]:
@@ -119,6 +127,17 @@ def _workers(raw: Any) -> int:
         return _positive_int(raw)
     except ValueError:
         raise ValueError("must be a positive whole number or auto (one per core)") from None
+
+
+def _bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    value = str(raw).strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("must be true or false")
 
 
 def _non_negative_float(raw: Any) -> float:
@@ -229,6 +248,11 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "persona_file": _path,
     "home_label": _label,
     "extra_home_labels": _labels,
+    "http_listen": lambda raw: _listen(raw) if str(raw) else "",
+    "keep_rendered_requests": _bool,
+    "kept_rounds_per_thread": _positive_int,
+    "kept_bytes_total": _positive_int,
+    "kept_max_age_seconds": _non_negative_float,
 }
 FIELD_NAMES = [f.name for f in fields(Config)]
 

@@ -4,6 +4,9 @@ protoc names generated modules after the proto package (`pioneer.v1`); the
 stubs live inside our package, so imports are rewritten to `pioneer_grpc.v1`.
 It also writes DESCRIPTOR_SET: every pioneer.v1 file and its imports, with
 source info, which server reflection serves so `grpcurl describe` shows comments.
+The Connect (HTTP/JSON) service stubs, `*_connect.py`, come from the
+protoc-gen-connectrpc plugin installed in the same environment, told to target
+Google's protobuf runtime (`protobuf=google`) so both edges share the messages.
 Usage: gen_python_stubs.py [--out DIR]   (default: pioneer_grpc/v1)
 """
 
@@ -24,6 +27,13 @@ DESCRIPTOR_SET = "descriptor_set.binpb"
 IMPORT_RE = re.compile(r"^from pioneer\.v1 import ", re.MULTILINE)
 
 
+def _connect_plugin() -> str:
+    plugin = Path(sys.executable).parent / "protoc-gen-connectrpc"
+    if not plugin.exists():
+        raise SystemExit(f"{plugin} is missing: install the dev extra (`make venv`)")
+    return str(plugin)
+
+
 def generate(out: Path) -> None:
     protos = sorted(str(p.relative_to(PROTO_ROOT)) for p in (PROTO_ROOT / "pioneer" / "v1").glob("*.proto"))
     well_known = Path(grpc_tools.__file__).parent / "_proto"
@@ -35,6 +45,9 @@ def generate(out: Path) -> None:
             f"--python_out={tmp}",
             f"--pyi_out={tmp}",
             f"--grpc_python_out={tmp}",
+            f"--plugin=protoc-gen-connectrpc={_connect_plugin()}",
+            f"--connectrpc_out={tmp}",
+            "--connectrpc_opt=protobuf=google",
             f"--descriptor_set_out={Path(tmp) / DESCRIPTOR_SET}",
             "--include_imports",
             "--include_source_info",
@@ -43,7 +56,7 @@ def generate(out: Path) -> None:
         if protoc.main(args) != 0:
             raise SystemExit("protoc failed")
         out.mkdir(parents=True, exist_ok=True)
-        for old in [*out.glob("*_pb2*.py*"), out / DESCRIPTOR_SET]:
+        for old in [*out.glob("*_pb2*.py*"), *out.glob("*_connect.py"), out / DESCRIPTOR_SET]:
             old.unlink(missing_ok=True)
         (out / DESCRIPTOR_SET).write_bytes((Path(tmp) / DESCRIPTOR_SET).read_bytes())
         for src in sorted((Path(tmp) / "pioneer" / "v1").iterdir()):

@@ -11,13 +11,19 @@ and CompleteTurn. Every PrepareTurn records a manifest that all watchers
 receive. The server's RSS (VmRSS of its process) is printed every `--every`
 seconds with the operations done so far; the end prints the RSS after warm-up
 (the first fifth of the run) and its growth from there to the end.
+
+With --keep-bytes N the server keeps each round's rendered request
+(--keep-rendered-requests, --kept-bytes-total N); on SQLite the bytes kept are
+printed with each line, and the run fails if they ever exceed N.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import sqlite3
 import sys
 import tempfile
 import time
@@ -137,6 +143,8 @@ async def run(args: argparse.Namespace) -> int:
     command = [str(SCRIPT), "serve", "--listen", "127.0.0.1:0", "--home", str(home), "--log-level", "WARNING"]
     if args.database_url:
         command += ["--database-url", args.database_url]
+    if args.keep_bytes:
+        command += ["--keep-rendered-requests", "--kept-bytes-total", str(args.keep_bytes)]
     proc = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
     assert proc.stdout is not None
     line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
@@ -151,13 +159,17 @@ async def run(args: argparse.Namespace) -> int:
     print(
         f"soak: {args.seconds:g} s, {args.rate:g} rounds/s, {args.watchers} watchers, server pid {proc.pid}"
     )
-    print("   seconds   rss_mb   rounds  events_seen  failures")
+    print("   seconds   rss_mb   rounds  events_seen  kept_bytes  failures")
+    kept_max = 0
     try:
         while (elapsed := time.monotonic() - started) < args.seconds:
             samples.append((elapsed, rss_mb(proc.pid)))
             failures = soak.failed or ""
+            kept = kept_bytes(home) if args.keep_bytes and not args.database_url else None
+            kept_max = max(kept_max, kept or 0)
             print(
-                f"{elapsed:10.0f} {samples[-1][1]:8.1f} {soak.done:8d} {soak.events_seen:12d}  {failures}",
+                f"{elapsed:10.0f} {samples[-1][1]:8.1f} {soak.done:8d} {soak.events_seen:12d}"
+                f"  {'-' if kept is None else kept:>10}  {failures}",
                 flush=True,
             )
             await asyncio.sleep(min(args.every, max(0.1, args.seconds - elapsed)))
@@ -177,7 +189,21 @@ async def run(args: argparse.Namespace) -> int:
         f"rss: start {samples[0][1]:.1f} MB, after warm-up {warm[0]:.1f} MB, end {samples[-1][1]:.1f} MB, "
         f"max {max(r for _, r in samples):.1f} MB; growth after warm-up {samples[-1][1] - warm[0]:+.1f} MB"
     )
+    if args.keep_bytes and not args.database_url:
+        kept_max = max(kept_max, kept_bytes(home) or 0)
+        print(f"kept rendered rounds: at most {kept_max} bytes seen, bound {args.keep_bytes}")
+        if kept_max > args.keep_bytes:
+            return 1
     return 0 if not soak.failed else 1
+
+
+def kept_bytes(home: Path) -> int | None:
+    """Bytes of kept rendered rounds in the server's SQLite file (read-only); None before the table exists."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{home / 'pioneer.db'}?mode=ro", uri=True)) as db:
+            return int(db.execute("SELECT coalesce(sum(kept_bytes), 0) FROM rendered_rounds").fetchone()[0])
+    except sqlite3.Error:
+        return None
 
 
 def main() -> int:
@@ -190,6 +216,9 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=20)
     parser.add_argument("--every", type=float, default=30.0, help="seconds between RSS lines")
     parser.add_argument("--database-url", default="")
+    parser.add_argument(
+        "--keep-bytes", type=int, default=0, help="keep rendered rounds within this many bytes (default: off)"
+    )
     return asyncio.run(run(parser.parse_args()))
 
 

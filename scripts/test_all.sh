@@ -26,6 +26,13 @@ export PIONEER_TEST_PG_URL
 echo "== grpcurl (the Python tests call it against a live server)"
 make --no-print-directory grpcurl
 
+echo "== Chromium for the console's browser test"
+PIONEER_CHROMIUM=$(bash scripts/chromium.sh)
+export PIONEER_CHROMIUM
+
+echo "== the TypeScript/JavaScript contract client: npm packages and stubs (clients/ts)"
+bash scripts/ts_client.sh >/dev/null
+
 echo "== Python tests (SQLite and PostgreSQL)"
 .venv/bin/pytest -q -p no:cacheprovider
 

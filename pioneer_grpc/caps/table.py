@@ -45,7 +45,7 @@ _REQUESTS: CapTable = {
     "pioneer.v1.CompleteTurnRequest": {"thread_id": ID, "turn_id": ID},
     "pioneer.v1.LoadConversationHistoryRequest": {"thread_id": ID, "exclude_turn_id": ID},
     "pioneer.v1.GetThreadSummaryRequest": {"thread_id": ID},
-    "pioneer.v1.ListThreadsRequest": {"page_token": PAGE_TOKEN},
+    "pioneer.v1.ListThreadsRequest": {"page_token": PAGE_TOKEN, "order_by": NAME},
     "pioneer.v1.ListTurnsRequest": {"thread_id": ID, "page_token": PAGE_TOKEN},
     "pioneer.v1.ListEntriesRequest": {"thread_id": ID, "turn_id": ID, "page_token": PAGE_TOKEN},
     "pioneer.v1.CountTokensRequest": {
@@ -54,6 +54,7 @@ _REQUESTS: CapTable = {
         "model": NAME,
     },
     "pioneer.v1.GetTurnManifestRequest": {"thread_id": ID, "turn_id": ID},
+    "pioneer.v1.ListRenderedRoundsRequest": {"thread_id": ID, "turn_id": ID},
     "pioneer.v1.WatchManifestsRequest": {"thread_id": ID},
     "pioneer.v1.TurnRef": {"thread_id": ID, "turn_id": ID},
     "pioneer.v1.CompilePromptRequest": {"thread_id": ID, "turn_id": ID},

@@ -65,6 +65,19 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     serve.add_argument("--log-format", help="text (default) or json: one JSON object per line")
     serve.add_argument("--otlp-endpoint", help="export traces over OTLP/gRPC, e.g. http://127.0.0.1:4317")
     serve.add_argument("--metrics-listen", help="serve Prometheus metrics on HOST:PORT (default: off)")
+    serve.add_argument(
+        "--http-listen",
+        help="serve the contract over HTTP/JSON (Connect) and the console page on HOST:PORT (default: off)",
+    )
+    serve.add_argument(
+        "--keep-rendered-requests",
+        action="store_const",
+        const=True,
+        help="keep each round's rendered request for the console (default: off; docs/console.md)",
+    )
+    serve.add_argument("--kept-rounds-per-thread", help="rounds kept per thread (default 50)")
+    serve.add_argument("--kept-bytes-total", help="bytes kept in all (default 67108864)")
+    serve.add_argument("--kept-max-age-seconds", help="a kept round expires after this (default 86400)")
     serve.add_argument("--workers", help="processes serving the one port: a number, or auto (one per core)")
     serve.set_defaults(func=_serve)
 

@@ -346,6 +346,25 @@ class SyncCalls:
             metadata,
         )
 
+    def list_rendered_rounds(
+        self,
+        request: manifest_service_pb2.ListRenderedRoundsRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> manifest_service_pb2.ListRenderedRoundsResponse:
+        """/pioneer.v1.ManifestService/ListRenderedRounds -> ListRenderedRoundsResponse"""
+        return self._unary(
+            RPCS["list_rendered_rounds"],
+            manifest_service_pb2.ListRenderedRoundsResponse,
+            request,
+            fields,
+            timeout,
+            metadata,
+        )
+
     def render_chat_request(
         self,
         request: provider_service_pb2.RenderChatRequestRequest | None = None,
@@ -690,6 +709,25 @@ class AsyncCalls:
         return await self._unary(
             RPCS["diff_manifests"],
             manifest_service_pb2.DiffManifestsResponse,
+            request,
+            fields,
+            timeout,
+            metadata,
+        )
+
+    async def list_rendered_rounds(
+        self,
+        request: manifest_service_pb2.ListRenderedRoundsRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> manifest_service_pb2.ListRenderedRoundsResponse:
+        """/pioneer.v1.ManifestService/ListRenderedRounds -> ListRenderedRoundsResponse"""
+        return await self._unary(
+            RPCS["list_rendered_rounds"],
+            manifest_service_pb2.ListRenderedRoundsResponse,
             request,
             fields,
             timeout,

@@ -13,7 +13,7 @@ import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -58,6 +58,9 @@ from pioneer_grpc.v1 import (
     turn_service_pb2,
     turn_service_pb2_grpc,
 )
+
+if TYPE_CHECKING:
+    from pioneer_grpc.server.web.serve import HttpListener
 
 log = logging.getLogger(__name__)
 # Upper bound on waiting for database work at stop (each unit is bounded by the engine's timeouts).
@@ -109,11 +112,18 @@ class RunningServer:
     health: health.aio.HealthServicer
     port: int
     database_health: DatabaseHealth
+    # The contract over HTTP/JSON and the console (--http-listen); None when off.
+    http: HttpListener | None = None
 
     @property
     def address(self) -> str:
         host = self.ctx.config.listen.rpartition(":")[0]
         return f"{host}:{self.port}"
+
+    @property
+    def http_address(self) -> str:
+        """HOST:PORT of the HTTP/JSON listener and console; empty when it is off."""
+        return self.http.address if self.http is not None else ""
 
     @property
     def metrics_address(self) -> str:
@@ -129,7 +139,10 @@ class RunningServer:
         # its resume id, instead of holding them until the grace runs out.
         await self.ctx.hub.close()
         grace = self.ctx.config.grace_seconds if grace is None else grace
-        await self.server.stop(grace)
+        if self.http is not None:
+            await asyncio.gather(self.server.stop(grace), self.http.stop(grace))
+        else:
+            await self.server.stop(grace)
         for hook in reversed(self.ctx.on_shutdown):
             await hook()
         # Work of cancelled RPCs may still be finishing; the engine must outlive it.
@@ -308,6 +321,34 @@ async def start_server(
     if config.workers <= 1:
         # Workers share a port their parent reserved (SO_REUSEPORT): theirs is taken on purpose.
         _check_address(config.listen)
+    http_socket = _http_socket(config)
+    try:
+        return await _start(config, tracer_provider, announce, http_socket)
+    except BaseException:
+        if http_socket is not None:
+            http_socket.close()
+        raise
+
+
+def _http_socket(config: Config) -> socket.socket | None:
+    if not config.http_listen:
+        return None
+    # Imported only when asked for: a gRPC-only server loads no HTTP stack.
+    from pioneer_grpc.server.web import serve as web_serve
+
+    try:
+        return web_serve.bind(config.http_listen, reuse_port=config.workers > 1)
+    except OSError as exc:
+        reason = "address already in use" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)
+        raise StartupError(f"cannot listen on {config.http_listen} (--http-listen): {reason}") from None
+
+
+async def _start(
+    config: Config,
+    tracer_provider: TracerProvider | None,
+    announce: bool,
+    http_socket: socket.socket | None,
+) -> RunningServer:
     quiet_drivers()
     # The metrics port is bound first: a port in use stops the start before anything is written.
     telemetry = build_telemetry(config, tracer_provider)
@@ -337,8 +378,10 @@ async def start_server(
             ("grpc.so_reuseport", 1 if config.workers > 1 else 0),
         ],
     )
-    for _, add, factory in SERVICES:
-        add(factory(ctx), _EncodedAnswers(server))
+    servicers: dict[str, Any] = {}
+    for name, add, factory in SERVICES:
+        servicers[name] = factory(ctx)
+        add(servicers[name], _EncodedAnswers(server))
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     Reflection(
         [*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name],
@@ -361,6 +404,13 @@ async def start_server(
     running = RunningServer(
         server=server, ctx=ctx, health=health_servicer, port=port, database_health=database_health
     )
+    if http_socket is not None:
+        from pioneer_grpc.server.web import serve as web_serve
+        from pioneer_grpc.server.web.app import web_app
+
+        app = web_app(ctx, servicers, database_health.poke)
+        running.http = await web_serve.start_listener(app, http_socket, config.grace_seconds)
+        log.info("HTTP/JSON (Connect) and console on http://%s/", running.http_address)
     if announce:
         log.info("pioneer-grpc serving on %s (home %s)", running.address, config.home)
     return running

@@ -35,6 +35,14 @@ def _packed(message: Message) -> any_pb2.Any:
 
 
 def to_status(exc: errors.PioneerError) -> grpc.Status:
+    return rpc_status.to_status(rpc_status_of(exc))
+
+
+def rpc_status_of(exc: errors.PioneerError) -> status_pb2.Status:
+    """The google.rpc.Status of a domain error: code, message, BadRequest and ErrorInfo details.
+
+    The one mapping both edges use: gRPC sends it as the status, the HTTP edge as a Connect error.
+    """
     code = next((c for t, c in CODES.items() if isinstance(exc, t)), code_pb2.INTERNAL)
     status = status_pb2.Status(code=code, message=exc.message)
     if isinstance(exc, errors.InvalidArgument) and exc.violations:
@@ -50,7 +58,7 @@ def to_status(exc: errors.PioneerError) -> grpc.Status:
         )
     info = error_details_pb2.ErrorInfo(reason=exc.reason, domain=errors.ERROR_DOMAIN, metadata=exc.metadata)
     status.details.append(_packed(info))
-    return rpc_status.to_status(status)
+    return status
 
 
 def domain_error_of(exc: Exception) -> errors.PioneerError | None:
@@ -61,6 +69,10 @@ def domain_error_of(exc: Exception) -> errors.PioneerError | None:
 
 
 def internal_status(method: str, exc: BaseException, request_id: str) -> grpc.Status:
+    return rpc_status.to_status(internal_rpc_status(method, exc, request_id))
+
+
+def internal_rpc_status(method: str, exc: BaseException, request_id: str) -> status_pb2.Status:
     """INTERNAL is a bug. Logged with its stack but not its message, which may quote request content."""
     frames = "".join(traceback.format_tb(exc.__traceback__))
     log.error("unexpected %s in %s: %s\n%s", type(exc).__name__, method, failures.describe(exc), frames)
@@ -72,4 +84,4 @@ def internal_status(method: str, exc: BaseException, request_id: str) -> grpc.St
         reason="INTERNAL", domain=errors.ERROR_DOMAIN, metadata={"request_id": request_id}
     )
     status.details.append(_packed(info))
-    return rpc_status.to_status(status)
+    return status

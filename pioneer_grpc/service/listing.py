@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from pioneer_grpc.caps import violations_of
-from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.history.entries import thread_id_violation
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.paging import PageSize, decode_token, encode_token
@@ -21,17 +21,43 @@ TURN_PAGE = PageSize(default=50, maximum=1000)
 ENTRY_PAGE = PageSize(default=100, maximum=500)
 
 
+# ListThreadsRequest.order_by values besides the default (by thread_id).
+NEWEST_FIRST = "create_time desc"
+
+
+def _order_violation(order_by: str) -> FieldViolation | None:
+    if order_by in ("", NEWEST_FIRST) or " ".join(order_by.split()) == NEWEST_FIRST:
+        return None
+    return FieldViolation("order_by", f'must be empty (by thread_id) or "{NEWEST_FIRST}"')
+
+
 @database_work
 async def list_threads(
     ctx: ServiceContext, request: history_service_pb2.ListThreadsRequest
 ) -> tuple[list[history_pb2.Thread], str]:
-    InvalidArgument.raise_if(violations_of(request))
+    InvalidArgument.raise_if([*violations_of(request), _order_violation(request.order_by)])
     page_size, page_token = request.page_size, request.page_token
     size = THREAD_PAGE.of(page_size)
+    if request.order_by:
+        return await _threads_newest_first(ctx, size, page_token)
     after = decode_token(page_token, "threads")
     async with ctx.sessions() as session, session.begin():
         threads, more = await listing.threads_page(session, None if after is None else str(after[0]), size)
     return threads, encode_token("threads", [threads[-1].thread_id]) if more else ""
+
+
+async def _threads_newest_first(
+    ctx: ServiceContext, size: int, page_token: str
+) -> tuple[list[history_pb2.Thread], str]:
+    scope = "threads:newest"
+    after = decode_token(page_token, scope)
+    position = None if after is None else (datetime.fromisoformat(str(after[0])), str(after[1]))
+    async with ctx.sessions() as session, session.begin():
+        threads, more = await listing.threads_newest_page(session, position, size)
+    if not more:
+        return threads, ""
+    last = threads[-1]
+    return threads, encode_token(scope, [last.create_time.ToDatetime(tzinfo=UTC).isoformat(), last.thread_id])
 
 
 @database_work

@@ -49,7 +49,7 @@ from pioneer_grpc.providers.prefix import render_prefix
 from pioneer_grpc.providers.render import RenderedRequest, render_after
 from pioneer_grpc.providers.validate import tool_rule_violations
 from pioneer_grpc.remembered import Remembered
-from pioneer_grpc.service import history_load, observe, token_fit
+from pioneer_grpc.service import history_load, observe, rendered_rounds, token_fit
 from pioneer_grpc.service.cache_fit import anthropic_stable_cacheable_blocking
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
@@ -428,4 +428,6 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
         prepared.rendered = replace(
             rendered, notices=tuple(replace(n, field=_own_field(n.field)) for n in rendered.notices)
         )
+    if ctx.config.keep_rendered_requests:  # off by default: then the round pays nothing for it
+        await rendered_rounds.keep(ctx, request, prepared)
     return prepared

@@ -32,6 +32,28 @@ async def threads_page(
     return [thread_message(row[0], row[1]) for row in rows[:size]], len(rows) > size
 
 
+async def threads_newest_page(
+    session: AsyncSession, after: tuple[datetime, str] | None, size: int
+) -> tuple[list[history_pb2.Thread], bool]:
+    """Threads newest first, by (creation time, thread id) descending, after `after`."""
+    count = select(func.count()).where(EntryRow.thread_id == ThreadRow.thread_id).scalar_subquery()
+    query = (
+        select(ThreadRow, count.label("entries"))
+        .order_by(ThreadRow.created_at.desc(), ThreadRow.thread_id.desc())
+        .limit(size + 1)
+    )
+    if after is not None:
+        moment, thread_id = after
+        query = query.where(
+            or_(
+                ThreadRow.created_at < moment,
+                and_(ThreadRow.created_at == moment, ThreadRow.thread_id < thread_id),
+            )
+        )
+    rows = (await session.execute(query)).all()
+    return [thread_message(row[0], row[1]) for row in rows[:size]], len(rows) > size
+
+
 async def _require_thread(session: AsyncSession, thread_id: str) -> None:
     if await session.scalar(select(ThreadRow.thread_id).where(ThreadRow.thread_id == thread_id)) is None:
         raise thread_not_found(thread_id)

@@ -215,7 +215,7 @@ class HistoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListThreads(self, request, context):
-        """Lists threads by thread_id, a page at a time (AIP-158).
+        """Lists threads by thread_id (or newest first, see order_by), a page at a time (AIP-158).
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size),
         INVALID_PAGE_TOKEN (a token not from this list). Read only: always safe to retry.

@@ -3,6 +3,7 @@ import datetime
 from google.api import field_behavior_pb2 as _field_behavior_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from pioneer_grpc.v1 import prompt_pb2 as _prompt_pb2
+from pioneer_grpc.v1 import chat_pb2 as _chat_pb2
 from pioneer_grpc.v1 import history_pb2 as _history_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -139,3 +140,47 @@ class DiffManifestsResponse(_message.Message):
     cache_break_section_id: str
     new_diagnostics: _containers.RepeatedCompositeFieldContainer[_prompt_pb2.PromptDiagnostic]
     def __init__(self, changes: _Optional[_Iterable[_Union[SectionChange, _Mapping]]] = ..., stable_changed: _Optional[bool] = ..., dynamic_changed: _Optional[bool] = ..., full_changed: _Optional[bool] = ..., cache_break_section_id: _Optional[str] = ..., new_diagnostics: _Optional[_Iterable[_Union[_prompt_pb2.PromptDiagnostic, _Mapping]]] = ...) -> None: ...
+
+class ListRenderedRoundsRequest(_message.Message):
+    __slots__ = ("thread_id", "turn_id")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    turn_id: str
+    def __init__(self, thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ...) -> None: ...
+
+class RenderedRound(_message.Message):
+    __slots__ = ("round", "manifest_event_id", "create_time", "compiled_prompt", "history_report", "messages", "provider_path", "provider_body_json", "kept_bytes")
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    MANIFEST_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    COMPILED_PROMPT_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_REPORT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_PATH_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_BODY_JSON_FIELD_NUMBER: _ClassVar[int]
+    KEPT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    round: int
+    manifest_event_id: int
+    create_time: _timestamp_pb2.Timestamp
+    compiled_prompt: _prompt_pb2.CompiledPromptPayload
+    history_report: _history_pb2.HistoryDecisionReport
+    messages: _containers.RepeatedCompositeFieldContainer[_chat_pb2.ChatMessage]
+    provider_path: str
+    provider_body_json: str
+    kept_bytes: int
+    def __init__(self, round: _Optional[int] = ..., manifest_event_id: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., compiled_prompt: _Optional[_Union[_prompt_pb2.CompiledPromptPayload, _Mapping]] = ..., history_report: _Optional[_Union[_history_pb2.HistoryDecisionReport, _Mapping]] = ..., messages: _Optional[_Iterable[_Union[_chat_pb2.ChatMessage, _Mapping]]] = ..., provider_path: _Optional[str] = ..., provider_body_json: _Optional[str] = ..., kept_bytes: _Optional[int] = ...) -> None: ...
+
+class ListRenderedRoundsResponse(_message.Message):
+    __slots__ = ("kept", "rounds", "max_rounds_per_thread", "max_total_bytes", "max_age_seconds")
+    KEPT_FIELD_NUMBER: _ClassVar[int]
+    ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_ROUNDS_PER_THREAD_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_AGE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    kept: bool
+    rounds: _containers.RepeatedCompositeFieldContainer[RenderedRound]
+    max_rounds_per_thread: int
+    max_total_bytes: int
+    max_age_seconds: int
+    def __init__(self, kept: _Optional[bool] = ..., rounds: _Optional[_Iterable[_Union[RenderedRound, _Mapping]]] = ..., max_rounds_per_thread: _Optional[int] = ..., max_total_bytes: _Optional[int] = ..., max_age_seconds: _Optional[int] = ...) -> None: ...

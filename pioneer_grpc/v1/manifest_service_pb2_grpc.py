@@ -58,6 +58,11 @@ class ManifestServiceStub:
                 request_serializer=pioneer_dot_v1_dot_manifest__service__pb2.DiffManifestsRequest.SerializeToString,
                 response_deserializer=pioneer_dot_v1_dot_manifest__service__pb2.DiffManifestsResponse.FromString,
                 _registered_method=True)
+        self.ListRenderedRounds = channel.unary_unary(
+                '/pioneer.v1.ManifestService/ListRenderedRounds',
+                request_serializer=pioneer_dot_v1_dot_manifest__service__pb2.ListRenderedRoundsRequest.SerializeToString,
+                response_deserializer=pioneer_dot_v1_dot_manifest__service__pb2.ListRenderedRoundsResponse.FromString,
+                _registered_method=True)
 
 
 class ManifestServiceServicer:
@@ -106,6 +111,19 @@ class ManifestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListRenderedRounds(self, request, context):
+        """What the model was sent in each kept round of a turn: the compiled prompt
+        section by section, the history decision, the messages and the provider
+        body. Kept only when the server runs with keep_rendered_requests (off by
+        default), bounded per thread and in total bytes and expired by age; `kept`
+        says whether this server keeps them at all.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT. Read only: always safe to retry.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ManifestServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -123,6 +141,11 @@ def add_ManifestServiceServicer_to_server(servicer, server):
                     servicer.DiffManifests,
                     request_deserializer=pioneer_dot_v1_dot_manifest__service__pb2.DiffManifestsRequest.FromString,
                     response_serializer=pioneer_dot_v1_dot_manifest__service__pb2.DiffManifestsResponse.SerializeToString,
+            ),
+            'ListRenderedRounds': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRenderedRounds,
+                    request_deserializer=pioneer_dot_v1_dot_manifest__service__pb2.ListRenderedRoundsRequest.FromString,
+                    response_serializer=pioneer_dot_v1_dot_manifest__service__pb2.ListRenderedRoundsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -215,6 +238,33 @@ class ManifestService:
             '/pioneer.v1.ManifestService/DiffManifests',
             pioneer_dot_v1_dot_manifest__service__pb2.DiffManifestsRequest.SerializeToString,
             pioneer_dot_v1_dot_manifest__service__pb2.DiffManifestsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRenderedRounds(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pioneer.v1.ManifestService/ListRenderedRounds',
+            pioneer_dot_v1_dot_manifest__service__pb2.ListRenderedRoundsRequest.SerializeToString,
+            pioneer_dot_v1_dot_manifest__service__pb2.ListRenderedRoundsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -111,6 +111,8 @@ async def test_the_async_client_calls_every_rpc(server_factory):
         compiled = await call("compile_prompt", input=PromptCompileInput(), thread_id="t", turn_id="u2")
         diff = await call("diff_manifests", base=turn_ref("t", "u1"), target=turn_ref("t", "u2"))
         assert not diff.stable_changed
+        # Off unless the server keeps rendered requests.
+        assert not (await call("list_rendered_rounds", thread_id="t", turn_id="u1")).kept
         stream = client.watch_manifests(thread_id="t")
         called.add("watch_manifests")
         event = await anext(stream)

@@ -2061,6 +2061,12 @@ pub struct ListThreadsRequest {
     /// Cap: at most 1,000 characters.
     #[prost(string, tag = "2")]
     pub page_token: ::prost::alloc::string::String,
+    /// The order (AIP-132): empty = by thread_id; "create_time desc" = newest first
+    /// (ties by thread_id, descending). Anything else is INVALID_ARGUMENT. A page
+    /// token is bound to the order it was made with.
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "3")]
+    pub order_by: ::prost::alloc::string::String,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -2471,7 +2477,7 @@ pub mod history_service_client {
                 .insert(GrpcMethod::new("pioneer.v1.HistoryService", "CountTokens"));
             self.inner.unary(req, path, codec).await
         }
-        /// Lists threads by thread_id, a page at a time (AIP-158).
+        /// Lists threads by thread_id (or newest first, see order_by), a page at a time (AIP-158).
         ///
         /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size),
         /// INVALID_PAGE_TOKEN (a token not from this list). Read only: always safe to retry.
@@ -2705,6 +2711,64 @@ pub struct DiffManifestsResponse {
     #[prost(message, repeated, tag = "6")]
     pub new_diagnostics: ::prost::alloc::vec::Vec<PromptDiagnostic>,
 }
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ListRenderedRoundsRequest {
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "1")]
+    pub thread_id: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "2")]
+    pub turn_id: ::prost::alloc::string::String,
+}
+/// RenderedRound is what one PrepareTurn round sent to the model, as the server rendered it.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RenderedRound {
+    /// 1 for the turn's first PrepareTurn this server kept, then 2, 3, ...
+    #[prost(int32, tag = "1")]
+    pub round: i32,
+    /// The manifest event of the round's compiled prompt.
+    #[prost(int64, tag = "2")]
+    pub manifest_event_id: i64,
+    #[prost(message, optional, tag = "3")]
+    pub create_time: ::core::option::Option<::prost_types::Timestamp>,
+    /// The compiled system prompt: its sections (stable ones before the cache
+    /// boundary, dynamic ones after it), texts and manifest.
+    #[prost(message, optional, tag = "4")]
+    pub compiled_prompt: ::core::option::Option<CompiledPromptPayload>,
+    #[prost(message, optional, tag = "5")]
+    pub history_report: ::core::option::Option<HistoryDecisionReport>,
+    /// The messages of the ChatRequest: the loaded history, then the turn's own.
+    #[prost(message, repeated, tag = "6")]
+    pub messages: ::prost::alloc::vec::Vec<ChatMessage>,
+    /// The provider body, when the round named a provider; empty otherwise.
+    #[prost(string, tag = "7")]
+    pub provider_path: ::prost::alloc::string::String,
+    #[prost(string, tag = "8")]
+    pub provider_body_json: ::prost::alloc::string::String,
+    /// Encoded size of what is kept for this round (counted against the server's bound).
+    #[prost(int64, tag = "9")]
+    pub kept_bytes: i64,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ListRenderedRoundsResponse {
+    /// False when the server does not keep rendered requests (its rounds is then empty).
+    #[prost(bool, tag = "1")]
+    pub kept: bool,
+    /// The turn's rounds still kept, oldest first; older ones may have been dropped
+    /// by the server's bounds.
+    #[prost(message, repeated, tag = "2")]
+    pub rounds: ::prost::alloc::vec::Vec<RenderedRound>,
+    /// The server's bounds, for a person reading why a round is missing.
+    #[prost(int32, tag = "3")]
+    pub max_rounds_per_thread: i32,
+    #[prost(int64, tag = "4")]
+    pub max_total_bytes: i64,
+    #[prost(int64, tag = "5")]
+    pub max_age_seconds: i64,
+}
 /// SectionChangeKind is how a section differs between two manifests.
 #[allow(clippy::all)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
@@ -2931,6 +2995,39 @@ pub mod manifest_service_client {
             let mut req = request.into_request();
             req.extensions_mut()
                 .insert(GrpcMethod::new("pioneer.v1.ManifestService", "DiffManifests"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// What the model was sent in each kept round of a turn: the compiled prompt
+        /// section by section, the history decision, the messages and the provider
+        /// body. Kept only when the server runs with keep_rendered_requests (off by
+        /// default), bounded per thread and in total bytes and expired by age; `kept`
+        /// says whether this server keeps them at all.
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT. Read only: always safe to retry.
+        pub async fn list_rendered_rounds(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ListRenderedRoundsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListRenderedRoundsResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/pioneer.v1.ManifestService/ListRenderedRounds",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new("pioneer.v1.ManifestService", "ListRenderedRounds"),
+                );
             self.inner.unary(req, path, codec).await
         }
     }

@@ -908,7 +908,12 @@ type ListThreadsRequest struct {
 	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// next_page_token of the previous page; empty = the first page. Opaque.
 	// Cap: at most 1,000 characters.
-	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// The order (AIP-132): empty = by thread_id; "create_time desc" = newest first
+	// (ties by thread_id, descending). Anything else is INVALID_ARGUMENT. A page
+	// token is bound to the order it was made with.
+	// Cap: at most 200 characters.
+	OrderBy       string `protobuf:"bytes,3,opt,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -953,6 +958,13 @@ func (x *ListThreadsRequest) GetPageSize() int32 {
 func (x *ListThreadsRequest) GetPageToken() string {
 	if x != nil {
 		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListThreadsRequest) GetOrderBy() string {
+	if x != nil {
+		return x.OrderBy
 	}
 	return ""
 }
@@ -1310,11 +1322,12 @@ const file_pioneer_v1_history_service_proto_rawDesc = "" +
 	"\ftotal_tokens\x18\x02 \x01(\x05R\vtotalTokens\x12\x1c\n" +
 	"\ttokenizer\x18\x03 \x01(\tR\ttokenizer\x12\x14\n" +
 	"\x05exact\x18\x04 \x01(\bR\x05exact\x12'\n" +
-	"\x0ffallback_reason\x18\x05 \x01(\tR\x0efallbackReason\"Z\n" +
+	"\x0ffallback_reason\x18\x05 \x01(\tR\x0efallbackReason\"z\n" +
 	"\x12ListThreadsRequest\x12 \n" +
 	"\tpage_size\x18\x01 \x01(\x05B\x03\xe0A\x01R\bpageSize\x12\"\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tB\x03\xe0A\x01R\tpageToken\"k\n" +
+	"page_token\x18\x02 \x01(\tB\x03\xe0A\x01R\tpageToken\x12\x1e\n" +
+	"\border_by\x18\x03 \x01(\tB\x03\xe0A\x01R\aorderBy\"k\n" +
 	"\x13ListThreadsResponse\x12,\n" +
 	"\athreads\x18\x01 \x03(\v2\x12.pioneer.v1.ThreadR\athreads\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"z\n" +

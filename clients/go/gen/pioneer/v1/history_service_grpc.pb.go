@@ -105,7 +105,7 @@ type HistoryServiceClient interface {
 	//
 	// No errors of its own; always safe to retry.
 	CountTokens(ctx context.Context, in *CountTokensRequest, opts ...grpc.CallOption) (*CountTokensResponse, error)
-	// Lists threads by thread_id, a page at a time (AIP-158).
+	// Lists threads by thread_id (or newest first, see order_by), a page at a time (AIP-158).
 	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size),
 	// INVALID_PAGE_TOKEN (a token not from this list). Read only: always safe to retry.
@@ -312,7 +312,7 @@ type HistoryServiceServer interface {
 	//
 	// No errors of its own; always safe to retry.
 	CountTokens(context.Context, *CountTokensRequest) (*CountTokensResponse, error)
-	// Lists threads by thread_id, a page at a time (AIP-158).
+	// Lists threads by thread_id (or newest first, see order_by), a page at a time (AIP-158).
 	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size),
 	// INVALID_PAGE_TOKEN (a token not from this list). Read only: always safe to retry.

@@ -841,12 +841,262 @@ func (x *DiffManifestsResponse) GetNewDiagnostics() []*PromptDiagnostic {
 	return nil
 }
 
+type ListRenderedRoundsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// Cap: at most 200 characters.
+	TurnId        string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRenderedRoundsRequest) Reset() {
+	*x = ListRenderedRoundsRequest{}
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRenderedRoundsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRenderedRoundsRequest) ProtoMessage() {}
+
+func (x *ListRenderedRoundsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRenderedRoundsRequest.ProtoReflect.Descriptor instead.
+func (*ListRenderedRoundsRequest) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ListRenderedRoundsRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *ListRenderedRoundsRequest) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+// RenderedRound is what one PrepareTurn round sent to the model, as the server rendered it.
+type RenderedRound struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 for the turn's first PrepareTurn this server kept, then 2, 3, ...
+	Round int32 `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
+	// The manifest event of the round's compiled prompt.
+	ManifestEventId int64                  `protobuf:"varint,2,opt,name=manifest_event_id,json=manifestEventId,proto3" json:"manifest_event_id,omitempty"`
+	CreateTime      *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// The compiled system prompt: its sections (stable ones before the cache
+	// boundary, dynamic ones after it), texts and manifest.
+	CompiledPrompt *CompiledPromptPayload `protobuf:"bytes,4,opt,name=compiled_prompt,json=compiledPrompt,proto3" json:"compiled_prompt,omitempty"`
+	HistoryReport  *HistoryDecisionReport `protobuf:"bytes,5,opt,name=history_report,json=historyReport,proto3" json:"history_report,omitempty"`
+	// The messages of the ChatRequest: the loaded history, then the turn's own.
+	Messages []*ChatMessage `protobuf:"bytes,6,rep,name=messages,proto3" json:"messages,omitempty"`
+	// The provider body, when the round named a provider; empty otherwise.
+	ProviderPath     string `protobuf:"bytes,7,opt,name=provider_path,json=providerPath,proto3" json:"provider_path,omitempty"`
+	ProviderBodyJson string `protobuf:"bytes,8,opt,name=provider_body_json,json=providerBodyJson,proto3" json:"provider_body_json,omitempty"`
+	// Encoded size of what is kept for this round (counted against the server's bound).
+	KeptBytes     int64 `protobuf:"varint,9,opt,name=kept_bytes,json=keptBytes,proto3" json:"kept_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenderedRound) Reset() {
+	*x = RenderedRound{}
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenderedRound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenderedRound) ProtoMessage() {}
+
+func (x *RenderedRound) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenderedRound.ProtoReflect.Descriptor instead.
+func (*RenderedRound) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *RenderedRound) GetRound() int32 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
+}
+
+func (x *RenderedRound) GetManifestEventId() int64 {
+	if x != nil {
+		return x.ManifestEventId
+	}
+	return 0
+}
+
+func (x *RenderedRound) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *RenderedRound) GetCompiledPrompt() *CompiledPromptPayload {
+	if x != nil {
+		return x.CompiledPrompt
+	}
+	return nil
+}
+
+func (x *RenderedRound) GetHistoryReport() *HistoryDecisionReport {
+	if x != nil {
+		return x.HistoryReport
+	}
+	return nil
+}
+
+func (x *RenderedRound) GetMessages() []*ChatMessage {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *RenderedRound) GetProviderPath() string {
+	if x != nil {
+		return x.ProviderPath
+	}
+	return ""
+}
+
+func (x *RenderedRound) GetProviderBodyJson() string {
+	if x != nil {
+		return x.ProviderBodyJson
+	}
+	return ""
+}
+
+func (x *RenderedRound) GetKeptBytes() int64 {
+	if x != nil {
+		return x.KeptBytes
+	}
+	return 0
+}
+
+type ListRenderedRoundsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when the server does not keep rendered requests (its rounds is then empty).
+	Kept bool `protobuf:"varint,1,opt,name=kept,proto3" json:"kept,omitempty"`
+	// The turn's rounds still kept, oldest first; older ones may have been dropped
+	// by the server's bounds.
+	Rounds []*RenderedRound `protobuf:"bytes,2,rep,name=rounds,proto3" json:"rounds,omitempty"`
+	// The server's bounds, for a person reading why a round is missing.
+	MaxRoundsPerThread int32 `protobuf:"varint,3,opt,name=max_rounds_per_thread,json=maxRoundsPerThread,proto3" json:"max_rounds_per_thread,omitempty"`
+	MaxTotalBytes      int64 `protobuf:"varint,4,opt,name=max_total_bytes,json=maxTotalBytes,proto3" json:"max_total_bytes,omitempty"`
+	MaxAgeSeconds      int64 `protobuf:"varint,5,opt,name=max_age_seconds,json=maxAgeSeconds,proto3" json:"max_age_seconds,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *ListRenderedRoundsResponse) Reset() {
+	*x = ListRenderedRoundsResponse{}
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRenderedRoundsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRenderedRoundsResponse) ProtoMessage() {}
+
+func (x *ListRenderedRoundsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRenderedRoundsResponse.ProtoReflect.Descriptor instead.
+func (*ListRenderedRoundsResponse) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListRenderedRoundsResponse) GetKept() bool {
+	if x != nil {
+		return x.Kept
+	}
+	return false
+}
+
+func (x *ListRenderedRoundsResponse) GetRounds() []*RenderedRound {
+	if x != nil {
+		return x.Rounds
+	}
+	return nil
+}
+
+func (x *ListRenderedRoundsResponse) GetMaxRoundsPerThread() int32 {
+	if x != nil {
+		return x.MaxRoundsPerThread
+	}
+	return 0
+}
+
+func (x *ListRenderedRoundsResponse) GetMaxTotalBytes() int64 {
+	if x != nil {
+		return x.MaxTotalBytes
+	}
+	return 0
+}
+
+func (x *ListRenderedRoundsResponse) GetMaxAgeSeconds() int64 {
+	if x != nil {
+		return x.MaxAgeSeconds
+	}
+	return 0
+}
+
 var File_pioneer_v1_manifest_service_proto protoreflect.FileDescriptor
 
 const file_pioneer_v1_manifest_service_proto_rawDesc = "" +
 	"\n" +
 	"!pioneer/v1/manifest_service.proto\x12\n" +
-	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17pioneer/v1/prompt.proto\x1a\x18pioneer/v1/history.proto\"X\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17pioneer/v1/prompt.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\"X\n" +
 	"\x16GetTurnManifestRequest\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12\x1c\n" +
 	"\aturn_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x06turnId\"\x9c\x01\n" +
@@ -896,17 +1146,39 @@ const file_pioneer_v1_manifest_service_proto_rawDesc = "" +
 	"\x0fdynamic_changed\x18\x03 \x01(\bR\x0edynamicChanged\x12!\n" +
 	"\ffull_changed\x18\x04 \x01(\bR\vfullChanged\x123\n" +
 	"\x16cache_break_section_id\x18\x05 \x01(\tR\x13cacheBreakSectionId\x12E\n" +
-	"\x0fnew_diagnostics\x18\x06 \x03(\v2\x1c.pioneer.v1.PromptDiagnosticR\x0enewDiagnostics*\xb8\x01\n" +
+	"\x0fnew_diagnostics\x18\x06 \x03(\v2\x1c.pioneer.v1.PromptDiagnosticR\x0enewDiagnostics\"[\n" +
+	"\x19ListRenderedRoundsRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12\x1c\n" +
+	"\aturn_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x06turnId\"\xcb\x03\n" +
+	"\rRenderedRound\x12\x14\n" +
+	"\x05round\x18\x01 \x01(\x05R\x05round\x12*\n" +
+	"\x11manifest_event_id\x18\x02 \x01(\x03R\x0fmanifestEventId\x12;\n" +
+	"\vcreate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12J\n" +
+	"\x0fcompiled_prompt\x18\x04 \x01(\v2!.pioneer.v1.CompiledPromptPayloadR\x0ecompiledPrompt\x12H\n" +
+	"\x0ehistory_report\x18\x05 \x01(\v2!.pioneer.v1.HistoryDecisionReportR\rhistoryReport\x123\n" +
+	"\bmessages\x18\x06 \x03(\v2\x17.pioneer.v1.ChatMessageR\bmessages\x12#\n" +
+	"\rprovider_path\x18\a \x01(\tR\fproviderPath\x12,\n" +
+	"\x12provider_body_json\x18\b \x01(\tR\x10providerBodyJson\x12\x1d\n" +
+	"\n" +
+	"kept_bytes\x18\t \x01(\x03R\tkeptBytes\"\xe6\x01\n" +
+	"\x1aListRenderedRoundsResponse\x12\x12\n" +
+	"\x04kept\x18\x01 \x01(\bR\x04kept\x121\n" +
+	"\x06rounds\x18\x02 \x03(\v2\x19.pioneer.v1.RenderedRoundR\x06rounds\x121\n" +
+	"\x15max_rounds_per_thread\x18\x03 \x01(\x05R\x12maxRoundsPerThread\x12&\n" +
+	"\x0fmax_total_bytes\x18\x04 \x01(\x03R\rmaxTotalBytes\x12&\n" +
+	"\x0fmax_age_seconds\x18\x05 \x01(\x03R\rmaxAgeSeconds*\xb8\x01\n" +
 	"\x11SectionChangeKind\x12#\n" +
 	"\x1fSECTION_CHANGE_KIND_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19SECTION_CHANGE_KIND_ADDED\x10\x01\x12\x1f\n" +
 	"\x1bSECTION_CHANGE_KIND_REMOVED\x10\x02\x12\x1f\n" +
 	"\x1bSECTION_CHANGE_KIND_CHANGED\x10\x03\x12\x1d\n" +
-	"\x19SECTION_CHANGE_KIND_MOVED\x10\x042\x9e\x02\n" +
+	"\x19SECTION_CHANGE_KIND_MOVED\x10\x042\x83\x03\n" +
 	"\x0fManifestService\x12Z\n" +
 	"\x0fGetTurnManifest\x12\".pioneer.v1.GetTurnManifestRequest\x1a#.pioneer.v1.GetTurnManifestResponse\x12Y\n" +
 	"\x0eWatchManifests\x12!.pioneer.v1.WatchManifestsRequest\x1a\".pioneer.v1.WatchManifestsResponse0\x01\x12T\n" +
-	"\rDiffManifests\x12 .pioneer.v1.DiffManifestsRequest\x1a!.pioneer.v1.DiffManifestsResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
+	"\rDiffManifests\x12 .pioneer.v1.DiffManifestsRequest\x1a!.pioneer.v1.DiffManifestsResponse\x12c\n" +
+	"\x12ListRenderedRounds\x12%.pioneer.v1.ListRenderedRoundsRequest\x1a&.pioneer.v1.ListRenderedRoundsResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
 
 var (
 	file_pioneer_v1_manifest_service_proto_rawDescOnce sync.Once
@@ -921,53 +1193,66 @@ func file_pioneer_v1_manifest_service_proto_rawDescGZIP() []byte {
 }
 
 var file_pioneer_v1_manifest_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_pioneer_v1_manifest_service_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_pioneer_v1_manifest_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_pioneer_v1_manifest_service_proto_goTypes = []any{
-	(SectionChangeKind)(0),          // 0: pioneer.v1.SectionChangeKind
-	(*GetTurnManifestRequest)(nil),  // 1: pioneer.v1.GetTurnManifestRequest
-	(*GetTurnManifestResponse)(nil), // 2: pioneer.v1.GetTurnManifestResponse
-	(*WatchManifestsRequest)(nil),   // 3: pioneer.v1.WatchManifestsRequest
-	(*ManifestEvent)(nil),           // 4: pioneer.v1.ManifestEvent
-	(*Heartbeat)(nil),               // 5: pioneer.v1.Heartbeat
-	(*WatchManifestsResponse)(nil),  // 6: pioneer.v1.WatchManifestsResponse
-	(*ManifestRef)(nil),             // 7: pioneer.v1.ManifestRef
-	(*TurnRef)(nil),                 // 8: pioneer.v1.TurnRef
-	(*DiffManifestsRequest)(nil),    // 9: pioneer.v1.DiffManifestsRequest
-	(*SectionChange)(nil),           // 10: pioneer.v1.SectionChange
-	(*DiffManifestsResponse)(nil),   // 11: pioneer.v1.DiffManifestsResponse
-	(*PromptManifest)(nil),          // 12: pioneer.v1.PromptManifest
-	(TurnStatus)(0),                 // 13: pioneer.v1.TurnStatus
-	(*timestamppb.Timestamp)(nil),   // 14: google.protobuf.Timestamp
-	(SectionStability)(0),           // 15: pioneer.v1.SectionStability
-	(*PromptDiagnostic)(nil),        // 16: pioneer.v1.PromptDiagnostic
+	(SectionChangeKind)(0),             // 0: pioneer.v1.SectionChangeKind
+	(*GetTurnManifestRequest)(nil),     // 1: pioneer.v1.GetTurnManifestRequest
+	(*GetTurnManifestResponse)(nil),    // 2: pioneer.v1.GetTurnManifestResponse
+	(*WatchManifestsRequest)(nil),      // 3: pioneer.v1.WatchManifestsRequest
+	(*ManifestEvent)(nil),              // 4: pioneer.v1.ManifestEvent
+	(*Heartbeat)(nil),                  // 5: pioneer.v1.Heartbeat
+	(*WatchManifestsResponse)(nil),     // 6: pioneer.v1.WatchManifestsResponse
+	(*ManifestRef)(nil),                // 7: pioneer.v1.ManifestRef
+	(*TurnRef)(nil),                    // 8: pioneer.v1.TurnRef
+	(*DiffManifestsRequest)(nil),       // 9: pioneer.v1.DiffManifestsRequest
+	(*SectionChange)(nil),              // 10: pioneer.v1.SectionChange
+	(*DiffManifestsResponse)(nil),      // 11: pioneer.v1.DiffManifestsResponse
+	(*ListRenderedRoundsRequest)(nil),  // 12: pioneer.v1.ListRenderedRoundsRequest
+	(*RenderedRound)(nil),              // 13: pioneer.v1.RenderedRound
+	(*ListRenderedRoundsResponse)(nil), // 14: pioneer.v1.ListRenderedRoundsResponse
+	(*PromptManifest)(nil),             // 15: pioneer.v1.PromptManifest
+	(TurnStatus)(0),                    // 16: pioneer.v1.TurnStatus
+	(*timestamppb.Timestamp)(nil),      // 17: google.protobuf.Timestamp
+	(SectionStability)(0),              // 18: pioneer.v1.SectionStability
+	(*PromptDiagnostic)(nil),           // 19: pioneer.v1.PromptDiagnostic
+	(*CompiledPromptPayload)(nil),      // 20: pioneer.v1.CompiledPromptPayload
+	(*HistoryDecisionReport)(nil),      // 21: pioneer.v1.HistoryDecisionReport
+	(*ChatMessage)(nil),                // 22: pioneer.v1.ChatMessage
 }
 var file_pioneer_v1_manifest_service_proto_depIdxs = []int32{
-	12, // 0: pioneer.v1.GetTurnManifestResponse.manifest:type_name -> pioneer.v1.PromptManifest
-	13, // 1: pioneer.v1.GetTurnManifestResponse.status:type_name -> pioneer.v1.TurnStatus
-	12, // 2: pioneer.v1.ManifestEvent.manifest:type_name -> pioneer.v1.PromptManifest
-	14, // 3: pioneer.v1.ManifestEvent.create_time:type_name -> google.protobuf.Timestamp
-	14, // 4: pioneer.v1.Heartbeat.time:type_name -> google.protobuf.Timestamp
+	15, // 0: pioneer.v1.GetTurnManifestResponse.manifest:type_name -> pioneer.v1.PromptManifest
+	16, // 1: pioneer.v1.GetTurnManifestResponse.status:type_name -> pioneer.v1.TurnStatus
+	15, // 2: pioneer.v1.ManifestEvent.manifest:type_name -> pioneer.v1.PromptManifest
+	17, // 3: pioneer.v1.ManifestEvent.create_time:type_name -> google.protobuf.Timestamp
+	17, // 4: pioneer.v1.Heartbeat.time:type_name -> google.protobuf.Timestamp
 	4,  // 5: pioneer.v1.WatchManifestsResponse.event:type_name -> pioneer.v1.ManifestEvent
 	5,  // 6: pioneer.v1.WatchManifestsResponse.heartbeat:type_name -> pioneer.v1.Heartbeat
 	8,  // 7: pioneer.v1.ManifestRef.turn:type_name -> pioneer.v1.TurnRef
-	12, // 8: pioneer.v1.ManifestRef.manifest:type_name -> pioneer.v1.PromptManifest
+	15, // 8: pioneer.v1.ManifestRef.manifest:type_name -> pioneer.v1.PromptManifest
 	7,  // 9: pioneer.v1.DiffManifestsRequest.base:type_name -> pioneer.v1.ManifestRef
 	7,  // 10: pioneer.v1.DiffManifestsRequest.target:type_name -> pioneer.v1.ManifestRef
 	0,  // 11: pioneer.v1.SectionChange.kind:type_name -> pioneer.v1.SectionChangeKind
-	15, // 12: pioneer.v1.SectionChange.stability:type_name -> pioneer.v1.SectionStability
+	18, // 12: pioneer.v1.SectionChange.stability:type_name -> pioneer.v1.SectionStability
 	10, // 13: pioneer.v1.DiffManifestsResponse.changes:type_name -> pioneer.v1.SectionChange
-	16, // 14: pioneer.v1.DiffManifestsResponse.new_diagnostics:type_name -> pioneer.v1.PromptDiagnostic
-	1,  // 15: pioneer.v1.ManifestService.GetTurnManifest:input_type -> pioneer.v1.GetTurnManifestRequest
-	3,  // 16: pioneer.v1.ManifestService.WatchManifests:input_type -> pioneer.v1.WatchManifestsRequest
-	9,  // 17: pioneer.v1.ManifestService.DiffManifests:input_type -> pioneer.v1.DiffManifestsRequest
-	2,  // 18: pioneer.v1.ManifestService.GetTurnManifest:output_type -> pioneer.v1.GetTurnManifestResponse
-	6,  // 19: pioneer.v1.ManifestService.WatchManifests:output_type -> pioneer.v1.WatchManifestsResponse
-	11, // 20: pioneer.v1.ManifestService.DiffManifests:output_type -> pioneer.v1.DiffManifestsResponse
-	18, // [18:21] is the sub-list for method output_type
-	15, // [15:18] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	19, // 14: pioneer.v1.DiffManifestsResponse.new_diagnostics:type_name -> pioneer.v1.PromptDiagnostic
+	17, // 15: pioneer.v1.RenderedRound.create_time:type_name -> google.protobuf.Timestamp
+	20, // 16: pioneer.v1.RenderedRound.compiled_prompt:type_name -> pioneer.v1.CompiledPromptPayload
+	21, // 17: pioneer.v1.RenderedRound.history_report:type_name -> pioneer.v1.HistoryDecisionReport
+	22, // 18: pioneer.v1.RenderedRound.messages:type_name -> pioneer.v1.ChatMessage
+	13, // 19: pioneer.v1.ListRenderedRoundsResponse.rounds:type_name -> pioneer.v1.RenderedRound
+	1,  // 20: pioneer.v1.ManifestService.GetTurnManifest:input_type -> pioneer.v1.GetTurnManifestRequest
+	3,  // 21: pioneer.v1.ManifestService.WatchManifests:input_type -> pioneer.v1.WatchManifestsRequest
+	9,  // 22: pioneer.v1.ManifestService.DiffManifests:input_type -> pioneer.v1.DiffManifestsRequest
+	12, // 23: pioneer.v1.ManifestService.ListRenderedRounds:input_type -> pioneer.v1.ListRenderedRoundsRequest
+	2,  // 24: pioneer.v1.ManifestService.GetTurnManifest:output_type -> pioneer.v1.GetTurnManifestResponse
+	6,  // 25: pioneer.v1.ManifestService.WatchManifests:output_type -> pioneer.v1.WatchManifestsResponse
+	11, // 26: pioneer.v1.ManifestService.DiffManifests:output_type -> pioneer.v1.DiffManifestsResponse
+	14, // 27: pioneer.v1.ManifestService.ListRenderedRounds:output_type -> pioneer.v1.ListRenderedRoundsResponse
+	24, // [24:28] is the sub-list for method output_type
+	20, // [20:24] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_manifest_service_proto_init() }
@@ -976,6 +1261,7 @@ func file_pioneer_v1_manifest_service_proto_init() {
 		return
 	}
 	file_pioneer_v1_prompt_proto_init()
+	file_pioneer_v1_chat_proto_init()
 	file_pioneer_v1_history_proto_init()
 	file_pioneer_v1_manifest_service_proto_msgTypes[5].OneofWrappers = []any{
 		(*WatchManifestsResponse_Event)(nil),
@@ -992,7 +1278,7 @@ func file_pioneer_v1_manifest_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pioneer_v1_manifest_service_proto_rawDesc), len(file_pioneer_v1_manifest_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   11,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

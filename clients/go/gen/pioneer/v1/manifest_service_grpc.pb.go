@@ -19,9 +19,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ManifestService_GetTurnManifest_FullMethodName = "/pioneer.v1.ManifestService/GetTurnManifest"
-	ManifestService_WatchManifests_FullMethodName  = "/pioneer.v1.ManifestService/WatchManifests"
-	ManifestService_DiffManifests_FullMethodName   = "/pioneer.v1.ManifestService/DiffManifests"
+	ManifestService_GetTurnManifest_FullMethodName    = "/pioneer.v1.ManifestService/GetTurnManifest"
+	ManifestService_WatchManifests_FullMethodName     = "/pioneer.v1.ManifestService/WatchManifests"
+	ManifestService_DiffManifests_FullMethodName      = "/pioneer.v1.ManifestService/DiffManifests"
+	ManifestService_ListRenderedRounds_FullMethodName = "/pioneer.v1.ManifestService/ListRenderedRounds"
 )
 
 // ManifestServiceClient is the client API for ManifestService service.
@@ -57,6 +58,14 @@ type ManifestServiceClient interface {
 	// MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
 	// TURN_MANIFEST_NOT_FOUND. Read only: always safe to retry.
 	DiffManifests(ctx context.Context, in *DiffManifestsRequest, opts ...grpc.CallOption) (*DiffManifestsResponse, error)
+	// What the model was sent in each kept round of a turn: the compiled prompt
+	// section by section, the history decision, the messages and the provider
+	// body. Kept only when the server runs with keep_rendered_requests (off by
+	// default), bounded per thread and in total bytes and expired by age; `kept`
+	// says whether this server keeps them at all.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT. Read only: always safe to retry.
+	ListRenderedRounds(ctx context.Context, in *ListRenderedRoundsRequest, opts ...grpc.CallOption) (*ListRenderedRoundsResponse, error)
 }
 
 type manifestServiceClient struct {
@@ -106,6 +115,16 @@ func (c *manifestServiceClient) DiffManifests(ctx context.Context, in *DiffManif
 	return out, nil
 }
 
+func (c *manifestServiceClient) ListRenderedRounds(ctx context.Context, in *ListRenderedRoundsRequest, opts ...grpc.CallOption) (*ListRenderedRoundsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRenderedRoundsResponse)
+	err := c.cc.Invoke(ctx, ManifestService_ListRenderedRounds_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ManifestServiceServer is the server API for ManifestService service.
 // All implementations must embed UnimplementedManifestServiceServer
 // for forward compatibility.
@@ -139,6 +158,14 @@ type ManifestServiceServer interface {
 	// MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
 	// TURN_MANIFEST_NOT_FOUND. Read only: always safe to retry.
 	DiffManifests(context.Context, *DiffManifestsRequest) (*DiffManifestsResponse, error)
+	// What the model was sent in each kept round of a turn: the compiled prompt
+	// section by section, the history decision, the messages and the provider
+	// body. Kept only when the server runs with keep_rendered_requests (off by
+	// default), bounded per thread and in total bytes and expired by age; `kept`
+	// says whether this server keeps them at all.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT. Read only: always safe to retry.
+	ListRenderedRounds(context.Context, *ListRenderedRoundsRequest) (*ListRenderedRoundsResponse, error)
 	mustEmbedUnimplementedManifestServiceServer()
 }
 
@@ -157,6 +184,9 @@ func (UnimplementedManifestServiceServer) WatchManifests(*WatchManifestsRequest,
 }
 func (UnimplementedManifestServiceServer) DiffManifests(context.Context, *DiffManifestsRequest) (*DiffManifestsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DiffManifests not implemented")
+}
+func (UnimplementedManifestServiceServer) ListRenderedRounds(context.Context, *ListRenderedRoundsRequest) (*ListRenderedRoundsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRenderedRounds not implemented")
 }
 func (UnimplementedManifestServiceServer) mustEmbedUnimplementedManifestServiceServer() {}
 func (UnimplementedManifestServiceServer) testEmbeddedByValue()                         {}
@@ -226,6 +256,24 @@ func _ManifestService_DiffManifests_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ManifestService_ListRenderedRounds_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRenderedRoundsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ManifestServiceServer).ListRenderedRounds(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ManifestService_ListRenderedRounds_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ManifestServiceServer).ListRenderedRounds(ctx, req.(*ListRenderedRoundsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ManifestService_ServiceDesc is the grpc.ServiceDesc for ManifestService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -240,6 +288,10 @@ var ManifestService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DiffManifests",
 			Handler:    _ManifestService_DiffManifests_Handler,
+		},
+		{
+			MethodName: "ListRenderedRounds",
+			Handler:    _ManifestService_ListRenderedRounds_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

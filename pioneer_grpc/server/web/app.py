@@ -1,0 +1,23 @@
+"""Builds the HTTP listener's ASGI app from the running server's context and servicers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pioneer_grpc.server.web.asgi import App, WebApp, console_assets
+from pioneer_grpc.server.web.edge import Answering, EdgeInterceptor
+from pioneer_grpc.server.web.services import connect_applications
+from pioneer_grpc.service.context import ServiceContext
+
+
+def web_app(ctx: ServiceContext, servicers: dict[str, Any], on_database_failure: Callable[[], None]) -> App:
+    """`servicers`: full service name -> the instance the gRPC server also serves."""
+    edge = EdgeInterceptor(ctx.telemetry, ctx.config.token)
+    services = connect_applications(
+        servicers,
+        Answering(ctx.telemetry, on_database_failure),
+        [edge],
+        read_max_bytes=ctx.config.max_message_bytes,
+    )
+    return WebApp(dict(services), console_assets())

@@ -1,0 +1,126 @@
+"""Kept rendered rounds: what each PrepareTurn round sent, stored only when the server is asked to.
+
+A table rather than memory: with `serve --workers N` a console page may land on
+any worker, and every worker reads the one database. Each keep is one
+transaction that also applies the bounds: rows past their age go, then the
+thread's oldest beyond its count, then the oldest of all until the total bytes
+fit. Nothing here is ever logged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import BigInteger, DateTime, Index, Integer, LargeBinary, String, delete, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Mapped, mapped_column
+
+from pioneer_grpc.store.models import Base, Id
+
+
+class RenderedRoundRow(Base):
+    __tablename__ = "rendered_rounds"
+    __table_args__ = (
+        Index("ix_rendered_rounds_turn", "thread_id", "turn_id", "id"),
+        Index("ix_rendered_rounds_created_at", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    thread_id: Mapped[str] = mapped_column(String(200))
+    turn_id: Mapped[str] = mapped_column(String(200))
+    # 1, 2, ... within the turn, in the order the rounds were kept.
+    round: Mapped[int] = mapped_column(Integer)
+    manifest_event_id: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    kept_bytes: Mapped[int] = mapped_column(Integer)
+    # Serialized pioneer.v1.RenderedRound (without round and create_time, which are columns).
+    round_pb: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    rounds_per_thread: int
+    total_bytes: int
+    max_age: timedelta
+
+
+@dataclass(frozen=True)
+class KeptRound:
+    round: int
+    created_at: datetime
+    round_pb: bytes
+
+
+async def keep(
+    session: AsyncSession,
+    thread_id: str,
+    turn_id: str,
+    manifest_event_id: int,
+    round_pb: bytes,
+    moment: datetime,
+    bounds: Bounds,
+) -> None:
+    """Stores one round and applies the bounds, in the caller's transaction."""
+    await session.execute(
+        delete(RenderedRoundRow).where(RenderedRoundRow.created_at < moment - bounds.max_age)
+    )
+    last = await session.scalar(
+        select(func.max(RenderedRoundRow.round)).where(
+            RenderedRoundRow.thread_id == thread_id, RenderedRoundRow.turn_id == turn_id
+        )
+    )
+    session.add(
+        RenderedRoundRow(
+            thread_id=thread_id,
+            turn_id=turn_id,
+            round=(last or 0) + 1,
+            manifest_event_id=manifest_event_id,
+            created_at=moment,
+            kept_bytes=len(round_pb),
+            round_pb=round_pb,
+        )
+    )
+    await session.flush()
+    beyond = (
+        select(RenderedRoundRow.id)
+        .where(RenderedRoundRow.thread_id == thread_id)
+        .order_by(RenderedRoundRow.id.desc())
+        .offset(bounds.rounds_per_thread)
+    )
+    await session.execute(delete(RenderedRoundRow).where(RenderedRoundRow.id.in_(beyond.scalar_subquery())))
+    total = await session.scalar(select(func.coalesce(func.sum(RenderedRoundRow.kept_bytes), 0)))
+    if total is None or total <= bounds.total_bytes:
+        return
+    excess = total - bounds.total_bytes
+    cutoff = None
+    rows = await session.execute(
+        select(RenderedRoundRow.id, RenderedRoundRow.kept_bytes).order_by(RenderedRoundRow.id)
+    )
+    for row_id, size in rows:
+        cutoff = row_id
+        excess -= size
+        if excess <= 0:
+            break
+    if cutoff is not None:
+        await session.execute(delete(RenderedRoundRow).where(RenderedRoundRow.id <= cutoff))
+
+
+async def turn_rounds(
+    session: AsyncSession, thread_id: str, turn_id: str, not_before: datetime
+) -> list[KeptRound]:
+    """The turn's kept rounds, oldest first, younger than `not_before`."""
+    rows = await session.execute(
+        select(RenderedRoundRow.round, RenderedRoundRow.created_at, RenderedRoundRow.round_pb)
+        .where(
+            RenderedRoundRow.thread_id == thread_id,
+            RenderedRoundRow.turn_id == turn_id,
+            RenderedRoundRow.created_at >= not_before,
+        )
+        .order_by(RenderedRoundRow.id)
+    )
+    return [KeptRound(r.round, r.created_at, r.round_pb) for r in rows]
+
+
+async def total_bytes(session: AsyncSession) -> int:
+    return int(await session.scalar(select(func.coalesce(func.sum(RenderedRoundRow.kept_bytes), 0))) or 0)

@@ -1,0 +1,209 @@
+"""The console in a real browser (Debian's Chromium, driven by Playwright), against a live server.
+
+The server runs a two-turn agent loop (a tool round, then SOUL.md edited) and
+the test looks at what a person would: the thread listed, turn 2's cache break
+on soul_core highlighted, the history decision with its token counts, and a new
+round appearing while the page stays open. A screenshot of each view is saved
+under the test's tmp path, or under $PIONEER_CONSOLE_SCREENSHOTS when set.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+
+import grpc
+import pytest
+
+from pioneer_grpc.config import Config
+from pioneer_grpc.server.app import start_server
+from pioneer_grpc.v1 import history_pb2
+from tests.web.agent_loop import THREAD, AgentLoop
+
+CHROMIUM = os.environ.get("PIONEER_CHROMIUM", "/usr/bin/chromium")
+TOKEN = "console-token"
+# Waits for what the page shows; generous because two cores are shared, never a fixed sleep.
+WAIT_MS = 30_000
+
+
+def _chromium() -> str:
+    if Path(CHROMIUM).exists():
+        return CHROMIUM
+    message = f"{CHROMIUM} is missing: `make test` installs Debian's chromium (scripts/chromium.sh)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture
+def screenshots(tmp_path: Path) -> Path:
+    where = Path(os.environ.get("PIONEER_CONSOLE_SCREENSHOTS") or tmp_path / "screenshots")
+    where.mkdir(parents=True, exist_ok=True)
+    return where
+
+
+@pytest.fixture
+async def browser():
+    """A fresh Chromium profile per test (Playwright's persistent context over a new directory)."""
+    executable = _chromium()
+    from playwright.async_api import async_playwright
+
+    profile = tempfile.mkdtemp(prefix="pioneer-chromium-")
+    try:
+        async with async_playwright() as playwright:
+            context = await playwright.chromium.launch_persistent_context(
+                profile,
+                executable_path=executable,
+                headless=True,
+                viewport={"width": 1500, "height": 1100},
+                args=[
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--no-first-run",
+                ],
+            )
+            try:
+                yield context
+            finally:
+                await context.close()
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+async def test_console_shows_threads_cache_breaks_decisions_and_live_rounds(
+    server_factory, browser, screenshots
+):
+    from playwright.async_api import expect
+
+    handle = await server_factory(http_listen="127.0.0.1:0", token=TOKEN, keep_rendered_requests=True)
+    loop = AgentLoop(handle.channel(), handle.metadata(), handle.home)
+    await loop.two_turns()
+    turn_2_report = loop.replies[-1].history_report
+    assert turn_2_report.decision == history_pb2.HISTORY_DECISION_FULL
+
+    page = await browser.new_page()
+    await page.goto(f"http://{handle.running.http_address}/")
+    # Nothing without the token: the page asks for it.
+    await expect(page.get_by_test_id("token-form")).to_be_visible(timeout=WAIT_MS)
+    await expect(page.get_by_test_id("threads")).to_be_hidden()
+    await page.get_by_test_id("token-input").fill(TOKEN)
+    await page.get_by_test_id("token-submit").click()
+
+    thread = page.locator(f'[data-testid="thread"][data-thread="{THREAD}"]')
+    await expect(thread).to_be_visible(timeout=WAIT_MS)
+    await page.screenshot(path=str(screenshots / "1-threads.png"), full_page=True)
+
+    await thread.click()
+    # The thread's cache-break table: three manifests so far (turn 1, its tool round with the same
+    # manifest records none, turn 2), one break, on soul_core.
+    await expect(page.get_by_test_id("rounds-count")).to_have_text("2", timeout=WAIT_MS)
+    await expect(page.get_by_test_id("breaks-count")).to_have_text("1")
+    await expect(page.get_by_test_id("breaks-by-section")).to_have_text("soul_core ×1")
+    await expect(page.locator('[data-testid="turn-item"]')).to_have_count(2)
+    await page.screenshot(path=str(screenshots / "2-thread.png"), full_page=True)
+
+    await page.locator('[data-testid="turn-item"][data-turn="turn-2"]').click()
+    rounds = page.get_by_test_id("manifest-round")
+    await expect(rounds).to_have_count(1, timeout=WAIT_MS)
+    await expect(rounds.first.get_by_test_id("cache-break")).to_have_text("cache break at soul_core")
+    highlighted = rounds.first.locator('tr[data-break="true"]')
+    await expect(highlighted).to_have_count(1)
+    await expect(highlighted).to_have_attribute("data-section", "soul_core")
+    await expect(highlighted).to_have_class("break")
+
+    kept = page.get_by_test_id("kept-round")
+    await expect(kept).to_have_count(1, timeout=WAIT_MS)
+    decision = kept.first.get_by_test_id("decision")
+    await expect(decision.locator('[data-field="decision"]')).to_have_text("full")
+    await expect(decision.locator('[data-field="tokens before"]')).to_have_text(
+        str(turn_2_report.tokens_before)
+    )
+    await expect(decision.locator('[data-field="tokens after"]')).to_have_text(
+        str(turn_2_report.tokens_after)
+    )
+    # Turn 1's four entries came as history, then turn 2's question.
+    await expect(kept.first.get_by_test_id("message")).to_have_count(5)
+    await expect(
+        kept.first.locator('[data-testid="prompt-section"][data-section="soul_core"]')
+    ).to_have_count(1)
+    await expect(page.get_by_test_id("kept")).not_to_contain_text("null")
+    await page.screenshot(path=str(screenshots / "3-turn.png"), full_page=True)
+
+    # Live: turn 2's tool round on a new date records a new manifest; the page shows it as it stays open.
+    await loop.live_round()
+    await expect(rounds).to_have_count(2, timeout=WAIT_MS)
+    await expect(kept).to_have_count(2, timeout=WAIT_MS)
+    await expect(page.get_by_test_id("rounds-count")).to_have_text("3")
+    await expect(rounds.nth(1).get_by_test_id("cache-break")).to_have_count(0)
+    await page.screenshot(path=str(screenshots / "4-live.png"), full_page=True)
+    assert {"1-threads.png", "2-thread.png", "3-turn.png", "4-live.png"} <= {
+        p.name for p in screenshots.iterdir()
+    }
+
+
+async def test_console_says_when_rounds_are_not_kept(server_factory, browser, screenshots):
+    from playwright.async_api import expect
+
+    handle = await server_factory(http_listen="127.0.0.1:0")
+    loop = AgentLoop(handle.channel(), handle.metadata(), handle.home)
+    await loop.two_turns()
+    page = await browser.new_page()
+    await page.goto(f"http://{handle.running.http_address}/")
+    # No token configured: no form, straight to the threads.
+    await page.locator(f'[data-testid="thread"][data-thread="{THREAD}"]').click(timeout=WAIT_MS)
+    await page.locator('[data-testid="turn-item"][data-turn="turn-1"]').click(timeout=WAIT_MS)
+    await expect(page.get_by_test_id("not-kept")).to_contain_text("--keep-rendered-requests", timeout=WAIT_MS)
+    await expect(page.get_by_test_id("token-form")).to_be_hidden()
+    # The manifest view needs nothing kept: turn 1's sections and fingerprints are there.
+    await expect(page.get_by_test_id("manifest-round")).to_have_count(1, timeout=WAIT_MS)
+    await expect(page.locator('tr[data-section="soul_core"]')).to_have_count(1)
+    await expect(page.get_by_test_id("rounds-count")).to_have_text("2")
+    await page.screenshot(path=str(screenshots / "5-not-kept.png"), full_page=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_console_resumes_after_the_server_restarts(server_factory, browser, screenshots, tmp_path):
+    from playwright.async_api import expect
+
+    home = tmp_path / "home"
+    config = Config(
+        listen="127.0.0.1:0",
+        home=home,
+        grace_seconds=0.5,
+        http_listen=f"127.0.0.1:{_free_port()}",
+        keep_rendered_requests=True,
+    )
+    first = await start_server(config)
+    channel = grpc.aio.insecure_channel(first.address)
+    try:
+        await AgentLoop(channel, (), home).two_turns()
+        page = await browser.new_page()
+        await page.goto(f"http://{config.http_listen}/")
+        await page.locator(f'[data-testid="thread"][data-thread="{THREAD}"]').click(timeout=WAIT_MS)
+        await page.locator('[data-testid="turn-item"][data-turn="turn-2"]').click(timeout=WAIT_MS)
+        await expect(page.get_by_test_id("rounds-count")).to_have_text("2", timeout=WAIT_MS)
+        await expect(page.get_by_test_id("live")).to_have_text("live")
+    finally:
+        await channel.close()
+        await first.stop(0.5)
+    await expect(page.get_by_test_id("live")).to_have_text("reconnecting…", timeout=WAIT_MS)
+    # The same database and HTTP address, a new process state: the page was never reloaded.
+    second = await server_factory(home=home, http_listen=config.http_listen, keep_rendered_requests=True)
+    await AgentLoop(second.channel(), (), home).live_round()
+    await expect(page.get_by_test_id("rounds-count")).to_have_text("3", timeout=WAIT_MS)
+    await expect(page.get_by_test_id("manifest-round")).to_have_count(2, timeout=WAIT_MS)
+    await expect(page.get_by_test_id("kept-round")).to_have_count(2, timeout=WAIT_MS)
+    await expect(page.get_by_test_id("live")).to_have_text("live")
+    await page.screenshot(path=str(screenshots / "6-resumed.png"), full_page=True)
