@@ -61,6 +61,8 @@ class Config:
     otlp_endpoint: str = ""
     # HOST:PORT of the Prometheus endpoint; empty: no metrics.
     metrics_listen: str = ""
+    # Scrapes of /metrics must send `Authorization: Bearer <token>` (the --token of the RPCs).
+    metrics_require_token: bool = False
     # Processes serving the one port (SO_REUSEPORT); `auto` in flags and files means one per core.
     workers: int = 1
     # How often health probes that the database can be written (0: never; health then stays SERVING).
@@ -93,6 +95,17 @@ def _non_negative_float(raw: Any) -> float:
     if value < 0:
         raise ValueError("must not be negative")
     return value
+
+
+def _bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("must be true or false")
 
 
 def _path(raw: Any) -> Path:
@@ -164,6 +177,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "log_format": _choice("text", "json"),
     "otlp_endpoint": _otlp_endpoint,
     "metrics_listen": lambda raw: _listen(raw) if str(raw) else "",
+    "metrics_require_token": _bool,
     "workers": _workers,
     "health_probe_seconds": _non_negative_float,
 }
@@ -215,6 +229,14 @@ def load_config(
                     raise ConfigError(f"{origin}: invalid value {layer[name]!r}: {exc}") from exc
                 break
     config = Config(**values)
+    _check_together(config)
+    return config
+
+
+def _check_together(config: Config) -> None:
+    """Settings that are valid alone but not in this combination."""
+    if config.metrics_require_token and not config.token:
+        raise ConfigError("metrics_require_token needs a token (--token) for /metrics to require")
     if (config.tls_cert is None) != (config.tls_key is None):
         raise ConfigError("TLS needs both --tls-cert and --tls-key")
     for tls_file in (config.tls_cert, config.tls_key):
@@ -225,4 +247,3 @@ def load_config(
             load_registry(config.models_file)
         except RegistryError as exc:
             raise ConfigError(str(exc)) from exc
-    return config

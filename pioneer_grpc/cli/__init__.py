@@ -57,6 +57,12 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     serve.add_argument("--log-format", help="text (default) or json: one JSON object per line")
     serve.add_argument("--otlp-endpoint", help="export traces over OTLP/gRPC, e.g. http://127.0.0.1:4317")
     serve.add_argument("--metrics-listen", help="serve Prometheus metrics on HOST:PORT (default: off)")
+    serve.add_argument(
+        "--metrics-require-token",
+        action="store_true",
+        default=None,
+        help="scrapes of /metrics must send 'Authorization: Bearer TOKEN' (the --token)",
+    )
     serve.add_argument("--workers", help="processes serving the one port: a number, or auto (one per core)")
     serve.set_defaults(func=_serve)
 

@@ -27,7 +27,10 @@ from pioneer_grpc.models.registry import load_registry
 from pioneer_grpc.server.health import DatabaseHealth
 from pioneer_grpc.server.interceptors import AuthInterceptor, RequestInterceptor
 from pioneer_grpc.server.logs import quiet_drivers
+from pioneer_grpc.server.methods import method_names
 from pioneer_grpc.server.observability import ObservabilityInterceptor
+from pioneer_grpc.server.reflection import V1 as REFLECTION_V1
+from pioneer_grpc.server.reflection import V1ALPHA as REFLECTION_V1ALPHA
 from pioneer_grpc.server.reflection import Reflection
 from pioneer_grpc.server.servicers.compiler import PromptCompilerServicer
 from pioneer_grpc.server.servicers.echo import EchoServicer
@@ -98,6 +101,11 @@ SERVICES: list[tuple[str, Callable[[Any, grpc.aio.Server], None], Callable[[Serv
     ),
 ]
 SERVICE_NAMES = [name for name, _, _ in SERVICES]
+HEALTH_SERVICE = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+# Every method the server answers; metrics, spans and access lines name no other.
+KNOWN_METHODS = method_names([*SERVICE_NAMES, HEALTH_SERVICE, REFLECTION_V1ALPHA]) | {
+    f"/{REFLECTION_V1}/ServerReflectionInfo"
+}
 
 
 @dataclass
@@ -223,7 +231,8 @@ def build_telemetry(config: Config, tracer_provider: TracerProvider | None = Non
         tracer_provider = tracing.otlp_tracer_provider(config.otlp_endpoint)
     telemetry = Telemetry(tracer_provider, Metrics() if config.metrics_listen else None)
     if isinstance(telemetry.metrics, Metrics):
-        telemetry.metrics_port = telemetry.metrics.serve(config.metrics_listen)
+        token = config.token if config.metrics_require_token else ""
+        telemetry.metrics_port = telemetry.metrics.serve(config.metrics_listen, token)
         log.info("metrics on http://%s/metrics", config.metrics_listen)
     return telemetry
 
@@ -307,9 +316,9 @@ async def start_server(
     interceptors: list[grpc.aio.ServerInterceptor] = []
     if telemetry.enabled:
         # Outermost, so it sees the code the client gets, auth rejections included.
-        interceptors.append(ObservabilityInterceptor(telemetry))
+        interceptors.append(ObservabilityInterceptor(telemetry, KNOWN_METHODS))
     # Outside auth, so rejected calls get an id and an access line too.
-    interceptors.append(RequestInterceptor(database_health.poke))
+    interceptors.append(RequestInterceptor(database_health.poke, KNOWN_METHODS))
     if config.token:
         interceptors.append(AuthInterceptor(config.token))
     server = grpc.aio.server(
@@ -324,10 +333,7 @@ async def start_server(
     for _, add, factory in SERVICES:
         add(factory(ctx), _EncodedAnswers(server))
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    Reflection(
-        [*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name],
-        extra_files=[health_pb2.DESCRIPTOR],
-    ).add_to(server)
+    Reflection([*SERVICE_NAMES, HEALTH_SERVICE], extra_files=[health_pb2.DESCRIPTOR]).add_to(server)
     credentials = _credentials(config)
     try:
         if credentials is None:

@@ -13,9 +13,10 @@ from collections.abc import Callable
 from importlib import metadata
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 from pioneer_grpc import __version__
+from pioneer_grpc.telemetry.metrics_http import serve_metrics
 
 RPC_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 SUMMARY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
@@ -186,10 +187,10 @@ class Metrics(NoMetrics):
         self._lag_max.set_function(lambda: max(lags(), default=0))
         self._lag_sum.set_function(lambda: sum(lags()))
 
-    def serve(self, listen: str) -> int:
-        """Starts the HTTP endpoint (a daemon thread); returns its port."""
+    def serve(self, listen: str, token: str = "") -> int:
+        """Starts the HTTP endpoint (a daemon thread); returns its port. A token: scrapes must send it."""
         host, _, port = listen.rpartition(":")
-        self._http, self._http_thread = start_http_server(int(port), host.strip("[]"), registry=self.registry)
+        self._http, self._http_thread = serve_metrics(self.registry, host.strip("[]"), int(port), token)
         return int(self._http.server_port)
 
     def close(self) -> None:
