@@ -58,9 +58,32 @@ def configure_logging(level: str, handler: logging.Handler) -> None:
     quiet_drivers()
 
 
+# grpcio's own logger, which logs a metadata value that is not valid UTF-8 whole, with a traceback.
+GRPC_LOGGER = "grpc._cython.cygrpc"
+
+
+class WithheldHeaderValues(logging.Filter):
+    """Rewrites grpcio's "Invalid encoding on <value>" record to name no value (it may be the token)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith("Invalid encoding on"):
+            record.msg = "a metadata value is not valid UTF-8 (value not logged)"
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 def quiet_drivers() -> None:
-    """Drivers log statements with their parameters at DEBUG: never below WARNING, whatever the root says."""
+    """Drivers log statements with their parameters at DEBUG: never below WARNING, whatever the root says.
+
+    And grpcio never logs a header's value.
+    """
     for name in QUIET_LOGGERS:
         logger = logging.getLogger(name)
         if logger.level < logging.WARNING:
             logger.setLevel(logging.WARNING)
+    grpc_logger = logging.getLogger(GRPC_LOGGER)
+    if not any(isinstance(f, WithheldHeaderValues) for f in grpc_logger.filters):
+        grpc_logger.addFilter(WithheldHeaderValues())
