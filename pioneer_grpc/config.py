@@ -65,6 +65,9 @@ class Config:
     metrics_require_token: bool = False
     # Processes serving the one port (SO_REUSEPORT); `auto` in flags and files means one per core.
     workers: int = 1
+    # Open gRPC connections beyond which RPCs on new ones are RESOURCE_EXHAUSTED; 0: the descriptor limit
+    # (raised to its hard limit at start) minus 256.
+    max_connections: int = 0
     # How often health probes that the database can be written (0: never; health then stays SERVING).
     health_probe_seconds: float = 5.0
 
@@ -180,6 +183,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "metrics_require_token": _bool,
     "workers": _workers,
     "health_probe_seconds": _non_negative_float,
+    "max_connections": lambda raw: int(_non_negative_float(raw)),
 }
 FIELD_NAMES = [f.name for f in fields(Config)]
 

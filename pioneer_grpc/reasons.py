@@ -39,6 +39,8 @@ INVALID_PAGE_TOKEN = "INVALID_PAGE_TOKEN"
 
 # RESOURCE_EXHAUSTED
 OBSERVER_TOO_SLOW = "OBSERVER_TOO_SLOW"
+# The server holds max_connections connections: retry later, or on a connection already open.
+TOO_MANY_CONNECTIONS = "TOO_MANY_CONNECTIONS"
 
 # UNAVAILABLE
 SHUTTING_DOWN = "SHUTTING_DOWN"

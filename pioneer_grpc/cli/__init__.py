@@ -16,6 +16,7 @@ from pioneer_grpc.cli import history as cli_history
 from pioneer_grpc.cli import render as cli_render
 from pioneer_grpc.cli import watch as cli_watch
 from pioneer_grpc.config import ConfigError, load_config
+from pioneer_grpc.store.engine import is_sqlite
 from pioneer_grpc.telemetry.logs import log_handler
 
 
@@ -63,6 +64,11 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=None,
         help="scrapes of /metrics must send 'Authorization: Bearer TOKEN' (the --token)",
     )
+    serve.add_argument(
+        "--max-connections",
+        help="open gRPC connections beyond which RPCs on new ones get RESOURCE_EXHAUSTED "
+        "(default: the descriptor limit minus 256)",
+    )
     serve.add_argument("--workers", help="processes serving the one port: a number, or auto (one per core)")
     serve.set_defaults(func=_serve)
 
@@ -97,6 +103,12 @@ def _serve(args: argparse.Namespace) -> int:
     if config.workers > 1:
         from pioneer_grpc.server.workers import serve_workers
 
+        if is_sqlite(config.effective_database_url):
+            logging.getLogger(__name__).warning(
+                "%d workers on SQLite: every write of every worker waits for the one writer, and each worker "
+                "polls for the others' manifest events; use PostgreSQL (--database-url) for more than one",
+                config.workers,
+            )
         try:
             return serve_workers(config)
         except OSError as exc:

@@ -24,6 +24,7 @@ from pioneer_grpc.compiler.seed import ensure_bootstrap_files
 from pioneer_grpc.config import Config
 from pioneer_grpc.events.wiring import start_manifest_events
 from pioneer_grpc.models.registry import load_registry
+from pioneer_grpc.server.connections import Connections, raise_descriptor_limit
 from pioneer_grpc.server.health import DatabaseHealth
 from pioneer_grpc.server.interceptors import AuthInterceptor, RequestInterceptor
 from pioneer_grpc.server.logs import quiet_drivers
@@ -44,7 +45,6 @@ from pioneer_grpc.store.migrate import migrate
 from pioneer_grpc.store.runner import TransactionRunner
 from pioneer_grpc.store.work import drain as drain_database_work
 from pioneer_grpc.telemetry import Metrics, Telemetry, tracing
-from pioneer_grpc.telemetry.db_pool import instrument_pool
 from pioneer_grpc.v1 import (
     echo_service_pb2,
     echo_service_pb2_grpc,
@@ -63,6 +63,9 @@ from pioneer_grpc.v1 import (
 log = logging.getLogger(__name__)
 # Upper bound on waiting for database work at stop (each unit is bounded by the engine's timeouts).
 DRAIN_SECONDS = 30.0
+
+# Descriptors kept free beyond the connection cap's default (database, files, the metrics port).
+CONNECTION_RESERVE = 256
 
 # How often a worker's hub reads manifest events other SQLite workers committed.
 WORKER_POLL_SECONDS = 0.05
@@ -250,7 +253,6 @@ async def build_context(config: Config, telemetry: Telemetry | None = None) -> S
     poll = WORKER_POLL_SECONDS if config.workers > 1 and engine.dialect.name == "sqlite" else None
     events = await start_manifest_events(engine, runner, poll_seconds=poll)
     telemetry = telemetry or Telemetry()
-    instrument_pool(engine, telemetry.metrics)
     telemetry.metrics.watch_observers(lambda: events.hub.observer_count, events.hub.observer_lags)
     ctx = ServiceContext(
         config=config,
@@ -302,6 +304,9 @@ async def start_server(
         # Workers share a port their parent reserved (SO_REUSEPORT): theirs is taken on purpose.
         _check_address(config.listen)
     quiet_drivers()
+    before, after = raise_descriptor_limit()
+    if after > before:
+        log.info("descriptor limit raised from %d to %d", before, after)
     # The metrics port is bound first: a port in use stops the start before anything is written.
     telemetry = build_telemetry(config, tracer_provider)
     try:
@@ -313,12 +318,14 @@ async def start_server(
     database_health = DatabaseHealth(
         ctx.engine, health_servicer, ["", *SERVICE_NAMES], config.health_probe_seconds
     )
+    # Bound below the descriptor limit, so a connection beyond it can still be answered.
+    connections = Connections(0, config.max_connections or max(64, after - CONNECTION_RESERVE))
     interceptors: list[grpc.aio.ServerInterceptor] = []
     if telemetry.enabled:
         # Outermost, so it sees the code the client gets, auth rejections included.
         interceptors.append(ObservabilityInterceptor(telemetry, KNOWN_METHODS))
     # Outside auth, so rejected calls get an id and an access line too.
-    interceptors.append(RequestInterceptor(database_health.poke, KNOWN_METHODS))
+    interceptors.append(RequestInterceptor(database_health.poke, KNOWN_METHODS, connections.admit))
     if config.token:
         interceptors.append(AuthInterceptor(config.token))
     server = grpc.aio.server(
@@ -346,6 +353,9 @@ async def start_server(
         await _release(ctx)
         raise StartupError(f"cannot listen on {config.listen}")
     await server.start()
+    connections.port = port
+    telemetry.metrics.watch_connections(connections.count)
+    telemetry.metrics.watch_serving(lambda: database_health.serving)
     await database_health.set_all(True)
     database_health.start()
     running = RunningServer(

@@ -60,6 +60,7 @@ class DatabaseHealth:
         self._wake.set()
 
     async def close(self) -> None:
+        self.serving = False
         for task in (self._task, self._probe):
             if task is not None and not task.done():
                 task.cancel()

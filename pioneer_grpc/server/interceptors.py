@@ -26,13 +26,22 @@ import grpc
 from google.protobuf.message import Message
 from grpc.aio import ServerInterceptor
 
-from pioneer_grpc import errors, wire
+from pioneer_grpc import errors, reasons, wire
 from pioneer_grpc.server.errors import domain_error_of, internal_status, to_status
-from pioneer_grpc.server.logs import REQUEST_ID, REQUEST_ID_HEADER, request_id_from
+from pioneer_grpc.server.logs import (
+    LOGGED_ID_CHARS,
+    REQUEST_ID,
+    REQUEST_ID_HEADER,
+    THREAD_ID,
+    TURN_ID,
+    request_id_from,
+)
 from pioneer_grpc.server.methods import logged_name
 from pioneer_grpc.store.failures import INFRASTRUCTURE_REASONS
 
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
+# Request fields named on the RPC's log lines (as thread_id and turn_id).
+THREAD_FIELD, TURN_FIELD = "thread_id", "turn_id"
 access_log = logging.getLogger("pioneer_grpc.access")
 
 # Already a status (an abort).
@@ -154,12 +163,15 @@ class _Rpc:
     request_id: str
     started: float
     on_database_failure: Callable[[], None]
+    admit: Callable[[str], bool]
     code: str = "OK"
+    reason: str = ""
 
     def status_for(self, exc: Exception) -> grpc.Status:
         mapped = domain_error_of(exc)
         if mapped is not None and mapped.reason in INFRASTRUCTURE_REASONS:
             self.on_database_failure()
+        self.reason = "INTERNAL" if mapped is None else mapped.reason
         status = internal_status(self.method, exc, self.request_id) if mapped is None else to_status(mapped)
         self.code = _CODE_NAMES.get(int(status.code.value[0]), "UNKNOWN")
         return status
@@ -178,7 +190,25 @@ class _Rpc:
 
     async def begin(self, context: grpc.aio.ServicerContext) -> None:
         REQUEST_ID.set(self.request_id)
+        if not self.method.startswith(HEALTH_PREFIX) and not self.admit(context.peer() or ""):
+            self.code, self.reason = "RESOURCE_EXHAUSTED", reasons.TOO_MANY_CONNECTIONS
+            await context.abort_with_status(
+                to_status(
+                    errors.ResourceExhausted(
+                        "the server has as many connections open as it accepts (max_connections); "
+                        "retry later or reuse a connection",
+                        reason=reasons.TOO_MANY_CONNECTIONS,
+                    )
+                )
+            )
         await context.send_initial_metadata(((REQUEST_ID_HEADER, self.request_id),))
+
+    def request_ids(self, request: Any) -> None:
+        """The thread and turn the request names, for the RPC's log lines."""
+        for field, variable in ((THREAD_FIELD, THREAD_ID), (TURN_FIELD, TURN_ID)):
+            value = getattr(request, field, None)
+            if isinstance(value, str) and value:
+                variable.set(value[:LOGGED_ID_CHARS])
 
     def aborted(self, context: grpc.aio.ServicerContext) -> None:
         code = context.code()
@@ -196,7 +226,12 @@ class _Rpc:
             self.code,
             elapsed_ms,
             # Keys of their own in JSON lines (telemetry/logs.py).
-            extra={"method": self.method, "code": self.code, "duration_ms": round(elapsed_ms, 1)},
+            extra={
+                "method": self.method,
+                "code": self.code,
+                "duration_ms": round(elapsed_ms, 1),
+                **({"reason": self.reason} if self.reason else {}),
+            },
         )
 
 
@@ -214,6 +249,7 @@ def _wrap_unary(
             request = await _decoded(rpc, request, streamed)
             if request is UNDECODABLE:
                 await context.abort_with_status(rpc.undecodable())
+            rpc.request_ids(request)
             return await behavior(request, context)
         except PASS_THROUGH:
             if rpc.code == "OK":
@@ -242,6 +278,7 @@ def _wrap_stream(
             request = await _decoded(rpc, request, streamed)
             if request is UNDECODABLE:
                 await context.abort_with_status(rpc.undecodable())
+            rpc.request_ids(request)
             async for item in behavior(request, context):
                 yield item
         except PASS_THROUGH:
@@ -266,15 +303,18 @@ class RequestInterceptor(ServerInterceptor):
 
     `on_database_failure` is called when an RPC failed because of the database (e.g. to probe health).
     `known_methods` are named in access lines as they are; other names are cut short (methods.py).
+    `admit(peer)` says whether an RPC on that connection is served (connections.py).
     """
 
     def __init__(
         self,
         on_database_failure: Callable[[], None] = lambda: None,
         known_methods: frozenset[str] = frozenset(),
+        admit: Callable[[str], bool] = lambda peer: True,
     ) -> None:
         self._on_database_failure = on_database_failure
         self._known = known_methods
+        self._admit = admit
 
     async def intercept_service(
         self,
@@ -289,6 +329,7 @@ class RequestInterceptor(ServerInterceptor):
             request_id_from(details.invocation_metadata),
             time.perf_counter(),
             self._on_database_failure,
+            self._admit,
         )
         deserializer = _guarded(handler.request_deserializer)
         serializer = handler.response_serializer

@@ -102,6 +102,7 @@ class _Call:
         )
 
     def done(self, span: trace.Span, code: grpc.StatusCode, started: float) -> None:
+        self.telemetry.metrics.rpc_ended()
         self.telemetry.metrics.rpc_handled(
             self.service, self.method, code.name, time.perf_counter() - started
         )
@@ -114,6 +115,7 @@ class _Call:
 def _wrap_unary(call: _Call, behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
     async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
         started = time.perf_counter()
+        call.telemetry.metrics.rpc_started()
         with call.span(context) as span:
             failure: BaseException | None = None
             try:
@@ -132,6 +134,7 @@ def _wrap_stream(
 ) -> Callable[..., AsyncIterator[Any]]:
     async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         started = time.perf_counter()
+        call.telemetry.metrics.rpc_started()
         with call.span(context) as span:
             failure: BaseException | None = None
             try:
