@@ -13,8 +13,12 @@ import pytest
 from pioneer_grpc import cli
 from pioneer_grpc.server.logs import RequestIdFilter
 from pioneer_grpc.telemetry.logs import JsonFormatter
-from pioneer_grpc.v1 import history_service_pb2, history_service_pb2_grpc, manifest_service_pb2
-from pioneer_grpc.v1 import manifest_service_pb2_grpc
+from pioneer_grpc.v1 import (
+    history_service_pb2,
+    history_service_pb2_grpc,
+    manifest_service_pb2,
+    manifest_service_pb2_grpc,
+)
 from tests.telemetry.test_metrics import scrape, value
 
 
