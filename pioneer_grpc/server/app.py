@@ -12,6 +12,8 @@ import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -24,6 +26,7 @@ from pioneer_grpc.compiler.seed import ensure_bootstrap_files
 from pioneer_grpc.config import Config
 from pioneer_grpc.events.wiring import start_manifest_events
 from pioneer_grpc.models.registry import load_registry
+from pioneer_grpc.server.certificates import validity
 from pioneer_grpc.server.connections import Connections, raise_descriptor_limit
 from pioneer_grpc.server.health import DatabaseHealth
 from pioneer_grpc.server.interceptors import AuthInterceptor, RequestInterceptor
@@ -63,6 +66,9 @@ from pioneer_grpc.v1 import (
 log = logging.getLogger(__name__)
 # Upper bound on waiting for database work at stop (each unit is bounded by the engine's timeouts).
 DRAIN_SECONDS = 30.0
+
+# Field tags and lengths around the largest content a message may carry (e.g. Echo's 16 MiB payload).
+MESSAGE_FRAMING_BYTES = 4096
 
 # Descriptors kept free beyond the connection cap's default (database, files, the metrics port).
 CONNECTION_RESERVE = 256
@@ -199,6 +205,20 @@ def _check_tls(config: Config) -> None:
         ) from None
     except OSError as exc:
         raise StartupError(f"TLS files cannot be read: {exc.strerror}") from None
+    _check_validity(config.tls_cert)
+
+
+def _check_validity(cert: Path) -> None:
+    """A certificate outside its validity period fails every handshake: refuse to start instead."""
+    try:
+        not_before, not_after = validity(cert.read_bytes())
+    except (OSError, ValueError, IndexError):
+        return  # loadable by OpenSSL but not read here: left to the handshake
+    now = datetime.now(UTC)
+    if now > not_after:
+        raise StartupError(f"TLS certificate {cert} expired on {not_after:%Y-%m-%d %H:%M:%S} UTC")
+    if now < not_before:
+        raise StartupError(f"TLS certificate {cert} is not valid before {not_before:%Y-%m-%d %H:%M:%S} UTC")
 
 
 def _check_address(listen: str) -> None:
@@ -331,8 +351,9 @@ async def start_server(
     server = grpc.aio.server(
         interceptors=interceptors,
         options=[
-            ("grpc.max_receive_message_length", config.max_message_bytes),
-            ("grpc.max_send_message_length", config.max_message_bytes),
+            # A message carrying max_message_bytes of content also carries its own framing.
+            ("grpc.max_receive_message_length", config.max_message_bytes + MESSAGE_FRAMING_BYTES),
+            ("grpc.max_send_message_length", config.max_message_bytes + MESSAGE_FRAMING_BYTES),
             # Several workers (`serve --workers N`) share the port; a lone server owns it.
             ("grpc.so_reuseport", 1 if config.workers > 1 else 0),
         ],
