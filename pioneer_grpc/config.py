@@ -65,8 +65,13 @@ class Config:
     otlp_endpoint: str = ""
     # HOST:PORT of the Prometheus endpoint; empty: no metrics.
     metrics_listen: str = ""
+    # Scrapes of /metrics must send `Authorization: Bearer <token>` (the --token of the RPCs).
+    metrics_require_token: bool = False
     # Processes serving the one port (SO_REUSEPORT); `auto` in flags and files means one per core.
     workers: int = 1
+    # Open gRPC connections beyond which RPCs on new ones are RESOURCE_EXHAUSTED; 0: the descriptor limit
+    # (raised to its hard limit at start) minus 256.
+    max_connections: int = 0
     # How often health probes that the database can be written (0: never; health then stays SERVING).
     health_probe_seconds: float = 5.0
     # The Identity section's text (docs/persona.md); empty leaves the section out. With
@@ -148,6 +153,17 @@ def _non_negative_float(raw: Any) -> float:
     if value < 0:
         raise ValueError("must not be negative")
     return value
+
+
+def _bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("must be true or false")
 
 
 def _path(raw: Any) -> Path:
@@ -242,6 +258,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "log_format": _choice("text", "json"),
     "otlp_endpoint": _otlp_endpoint,
     "metrics_listen": lambda raw: _listen(raw) if str(raw) else "",
+    "metrics_require_token": _bool,
     "workers": _workers,
     "health_probe_seconds": _non_negative_float,
     "persona": _persona,
@@ -253,6 +270,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "kept_rounds_per_thread": _positive_int,
     "kept_bytes_total": _positive_int,
     "kept_max_age_seconds": _non_negative_float,
+    "max_connections": lambda raw: int(_non_negative_float(raw)),
 }
 FIELD_NAMES = [f.name for f in fields(Config)]
 
@@ -340,6 +358,9 @@ def _resolve_persona(values: dict[str, Any], ranks: dict[str, int]) -> None:
 
 
 def _checked(config: Config) -> Config:
+    """Settings that are valid alone but not in this combination."""
+    if config.metrics_require_token and not config.token:
+        raise ConfigError("metrics_require_token needs a token (--token) for /metrics to require")
     if len(config.extra_home_labels) > len(config.extra_homes):
         raise ConfigError(
             f"extra_home_labels: {len(config.extra_home_labels)} labels for "
@@ -355,4 +376,3 @@ def _checked(config: Config) -> Config:
             load_registry(config.models_file)
         except RegistryError as exc:
             raise ConfigError(str(exc)) from exc
-    return config

@@ -23,6 +23,9 @@ ENTRY_CONFLICT = "ENTRY_CONFLICT"
 TURN_COMPLETED = "TURN_COMPLETED"
 # The turn's latest tool calls have no results yet: append them, then retry.
 TOOL_RESULTS_PENDING = "TOOL_RESULTS_PENDING"
+# The workspace root cannot hold the files (a file is in its place, no permission, a read-only or full
+# disk); metadata names the errno. Not retryable unchanged: fix the folder first.
+WORKSPACE_UNUSABLE = "WORKSPACE_UNUSABLE"
 
 # PERMISSION_DENIED
 WORKSPACE_OUTSIDE_HOME = "WORKSPACE_OUTSIDE_HOME"
@@ -36,6 +39,8 @@ INVALID_PAGE_TOKEN = "INVALID_PAGE_TOKEN"
 
 # RESOURCE_EXHAUSTED
 OBSERVER_TOO_SLOW = "OBSERVER_TOO_SLOW"
+# The server holds max_connections connections: retry later, or on a connection already open.
+TOO_MANY_CONNECTIONS = "TOO_MANY_CONNECTIONS"
 
 # UNAVAILABLE
 SHUTTING_DOWN = "SHUTTING_DOWN"

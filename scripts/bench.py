@@ -128,25 +128,47 @@ def round_figures(address: str, request_file: Path) -> list[dict[str, Any]]:
         against_echo(address, "compile", 16, "compile c=16", input=request_file),
     ]
     seeded = against_echo(
-        address, "prepare-turn", 1, "prepare-turn new turn c=1",
-        seed_entries=SEED_ENTRIES, new_turn=True, input=request_file,
+        address,
+        "prepare-turn",
+        1,
+        "prepare-turn new turn c=1",
+        seed_entries=SEED_ENTRIES,
+        new_turn=True,
+        input=request_file,
     )
     thread = seeded.pop("thread")
     results.append(seeded)
     turn = {"thread": thread, "input": request_file}
     results += [
         against_echo(
-            address, "prepare-turn", 1, "prepare-turn new turn + anthropic c=1",
-            new_turn=True, provider="anthropic", **turn,
+            address,
+            "prepare-turn",
+            1,
+            "prepare-turn new turn + anthropic c=1",
+            new_turn=True,
+            provider="anthropic",
+            **turn,
         ),
         against_echo(
-            address, "prepare-turn", 1, "prepare-turn new turn, anthropic body only c=1",
-            new_turn=True, provider="anthropic", provider_body_only=True, **turn,
+            address,
+            "prepare-turn",
+            1,
+            "prepare-turn new turn, anthropic body only c=1",
+            new_turn=True,
+            provider="anthropic",
+            provider_body_only=True,
+            **turn,
         ),
         against_echo(address, "prepare-turn", 16, "prepare-turn new turn c=16", new_turn=True, **turn),
         against_echo(
-            address, "prepare-turn", 16, "prepare-turn new turn c=16, 16 threads",
-            new_turn=True, seed_entries=SEED_ENTRIES, threads=16, input=request_file,
+            address,
+            "prepare-turn",
+            16,
+            "prepare-turn new turn c=16, 16 threads",
+            new_turn=True,
+            seed_entries=SEED_ENTRIES,
+            threads=16,
+            input=request_file,
         ),
         against_echo(address, "prepare-turn", 1, "prepare-turn same turn c=1", **turn),
         against_echo(address, "load-after-append", 1, "load-history after append c=1", thread=thread),
@@ -169,7 +191,10 @@ def workers_speedup(
             # One connection per caller, as 16 agent loops would have: the kernel gives
             # each connection to one worker, so a single one would load one worker only.
             flags: dict[str, Any] = {
-                "new_turn": True, "input": request_file, "seed_entries": SEED_ENTRIES, "connections": 16
+                "new_turn": True,
+                "input": request_file,
+                "seed_entries": SEED_ENTRIES,
+                "connections": 16,
             }
             if threads > 1:
                 flags["threads"] = threads
@@ -194,9 +219,18 @@ class serve_workers:
 
     def __init__(self, database_url: str, home: Path, workers: int) -> None:
         self.args = [
-            str(Path(sys.executable).parent / "pioneer-grpc"), "serve", "--listen", "127.0.0.1:0",
-            "--home", str(home), "--log-level", "WARNING", "--grace-seconds", "0.5",
-            "--workers", str(workers),
+            str(Path(sys.executable).parent / "pioneer-grpc"),
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--home",
+            str(home),
+            "--log-level",
+            "WARNING",
+            "--grace-seconds",
+            "0.5",
+            "--workers",
+            str(workers),
         ]
         if database_url:
             self.args += ["--database-url", database_url]
@@ -240,7 +274,10 @@ def start_postgres(cluster: Path) -> str:
     env = {**os.environ, "PG_EXTRA_OPTIONS": "-c autovacuum_naptime=1"}
     return subprocess.run(
         ["bash", str(ROOT / "scripts" / "pg.sh"), "start", str(cluster), port],
-        check=True, capture_output=True, text=True, env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
     ).stdout.strip()
 
 

@@ -46,8 +46,18 @@ STREAMS_PER_CHANNEL = 10
 @asynccontextmanager
 async def serve(database_url: str, home: Path) -> AsyncIterator[str]:
     """A `pioneer-grpc serve` subprocess; yields its address."""
-    args = [str(SCRIPT), "serve", "--listen", "127.0.0.1:0", "--home", str(home), "--log-level", "WARNING",
-            "--grace-seconds", "0.5"]
+    args = [
+        str(SCRIPT),
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--home",
+        str(home),
+        "--log-level",
+        "WARNING",
+        "--grace-seconds",
+        "0.5",
+    ]
     if database_url:
         args += ["--database-url", database_url]
     proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE)
@@ -188,10 +198,15 @@ async def main(args: argparse.Namespace) -> None:
     if args.pg_url:
         async with scratch_database(args.pg_url) as url:
             for replicas in (1, 2):
-                runs.append(await bench_delivery(
-                    observers=args.observers, events=args.events, interval=args.interval,
-                    database_url=url, replicas=replicas,
-                ))
+                runs.append(
+                    await bench_delivery(
+                        observers=args.observers,
+                        events=args.events,
+                        interval=args.interval,
+                        database_url=url,
+                        replicas=replicas,
+                    )
+                )
     else:
         print("no PostgreSQL URL (--pg-url or $PIONEER_BENCH_PG_URL): replica run skipped", file=sys.stderr)
     for run in runs:

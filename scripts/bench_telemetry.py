@@ -121,11 +121,15 @@ async def seed_thread(address: str, thread_id: str, turns: int) -> None:
             turn = f"seed-{n:03d}"
             entries = [
                 history_pb2.ConversationEntry(
-                    entry_id=f"{turn}-u", turn_id=turn, role=history_pb2.ENTRY_ROLE_USER,
+                    entry_id=f"{turn}-u",
+                    turn_id=turn,
+                    role=history_pb2.ENTRY_ROLE_USER,
                     content=f"Round {n}: please check the Go client and tell me what is left.",
                 ),
                 history_pb2.ConversationEntry(
-                    entry_id=f"{turn}-a", turn_id=turn, role=history_pb2.ENTRY_ROLE_ASSISTANT,
+                    entry_id=f"{turn}-a",
+                    turn_id=turn,
+                    role=history_pb2.ENTRY_ROLE_ASSISTANT,
                     content=f"Round {n}: I read the files you named and the tests pass. Next: the README.",
                 ),
             ]
@@ -139,8 +143,19 @@ async def seed_thread(address: str, thread_id: str, turns: int) -> None:
 
 @asynccontextmanager
 async def serve(home: Path, *extra: str) -> AsyncIterator[Server]:
-    args = [str(SCRIPT), "serve", "--listen", "127.0.0.1:0", "--home", str(home), "--log-level", "WARNING",
-            "--grace-seconds", "0.5", *extra]
+    args = [
+        str(SCRIPT),
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--home",
+        str(home),
+        "--log-level",
+        "WARNING",
+        "--grace-seconds",
+        "0.5",
+        *extra,
+    ]
     proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE)
     try:
         assert proc.stdout is not None
@@ -158,9 +173,23 @@ async def serve(home: Path, *extra: str) -> AsyncIterator[Server]:
 
 def load(server: Server, concurrency: int) -> dict[str, Any]:
     """One measured run; adds the server's CPU milliseconds per request."""
-    args = [str(LOADER), "-addr", server.address, "-rpc", "prepare-turn", "-concurrency", str(concurrency),
-            "-duration", f"{SECONDS}s", "-warmup", "0s", "-thread", server.thread_id,
-            "-provider", "anthropic"]
+    args = [
+        str(LOADER),
+        "-addr",
+        server.address,
+        "-rpc",
+        "prepare-turn",
+        "-concurrency",
+        str(concurrency),
+        "-duration",
+        f"{SECONDS}s",
+        "-warmup",
+        "0s",
+        "-thread",
+        server.thread_id,
+        "-provider",
+        "anthropic",
+    ]
     before = cpu_seconds(server.pid)
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     used = cpu_seconds(server.pid) - before
@@ -182,7 +211,9 @@ def scrape(address: str) -> dict[str, float]:
     with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
         text = response.read().decode()
     wanted = (
-        "grpc_server_handled_total", "pioneer_prompt_rounds_total", "pioneer_compile_cache_lookups_total"
+        "grpc_server_handled_total",
+        "pioneer_prompt_rounds_total",
+        "pioneer_compile_cache_lookups_total",
     )
     totals = dict.fromkeys(wanted, 0.0)
     for line in text.splitlines():

@@ -97,7 +97,13 @@ class ProviderTokenCounter:
                 raise CountFailed(f"{endpoint.provider}: the answer is not JSON") from exc
             return endpoint.count_of(payload)
 
-        return list(await asyncio.gather(*(one(text) for text in texts)))
+        # The first failure answers the call: the requests still running are cancelled with it.
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(one(text)) for text in texts]
+        except* CountFailed as failed:
+            raise failed.exceptions[0] from None
+        return [task.result() for task in tasks]
 
     async def close(self) -> None:
         await self._client.aclose()

@@ -17,6 +17,7 @@ from pioneer_grpc.cli import render as cli_render
 from pioneer_grpc.cli import watch as cli_watch
 from pioneer_grpc.cli.persona import add_persona_flags
 from pioneer_grpc.config import ConfigError, load_config
+from pioneer_grpc.store.engine import is_sqlite
 from pioneer_grpc.telemetry.logs import log_handler
 
 
@@ -78,6 +79,17 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     serve.add_argument("--kept-rounds-per-thread", help="rounds kept per thread (default 50)")
     serve.add_argument("--kept-bytes-total", help="bytes kept in all (default 67108864)")
     serve.add_argument("--kept-max-age-seconds", help="a kept round expires after this (default 86400)")
+    serve.add_argument(
+        "--metrics-require-token",
+        action="store_true",
+        default=None,
+        help="scrapes of /metrics must send 'Authorization: Bearer TOKEN' (the --token)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        help="open gRPC connections beyond which RPCs on new ones get RESOURCE_EXHAUSTED "
+        "(default: the descriptor limit minus 256)",
+    )
     serve.add_argument("--workers", help="processes serving the one port: a number, or auto (one per core)")
     serve.set_defaults(func=_serve)
 
@@ -112,6 +124,12 @@ def _serve(args: argparse.Namespace) -> int:
     if config.workers > 1:
         from pioneer_grpc.server.workers import serve_workers
 
+        if is_sqlite(config.effective_database_url):
+            logging.getLogger(__name__).warning(
+                "%d workers on SQLite: every write of every worker waits for the one writer, and each worker "
+                "polls for the others' manifest events; use PostgreSQL (--database-url) for more than one",
+                config.workers,
+            )
         try:
             return serve_workers(config)
         except OSError as exc:

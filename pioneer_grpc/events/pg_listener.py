@@ -45,7 +45,6 @@ class PgEventListener:
         self._conn: Any = None
         self._lost = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self.reconnects = 0
 
     async def start(self) -> None:
         """The first connection is made here, so a bad URL fails server start."""
@@ -117,6 +116,5 @@ class PgEventListener:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self._max_backoff)
             else:
-                self.reconnects += 1
                 log.info("manifest LISTEN connection re-established")
                 return

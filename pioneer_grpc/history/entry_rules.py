@@ -35,6 +35,9 @@ def arguments_problem(arguments: str) -> str | None:
         value = json.loads(arguments)
     except json.JSONDecodeError as exc:
         return f"arguments must be a JSON object; not valid JSON: {exc.msg} at char {exc.pos}"
+    except ValueError:
+        # Python's int-string limit (sys.get_int_max_str_digits), hit by an integer of thousands of digits.
+        return "arguments must be a JSON object; an integer has more digits than any provider reads"
     if not isinstance(value, dict):
         return f"arguments must be a JSON object, not a JSON {type(value).__name__}"
     return None

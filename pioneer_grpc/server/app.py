@@ -13,6 +13,8 @@ import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -26,10 +28,15 @@ from pioneer_grpc.compiler.seed import ensure_bootstrap_files
 from pioneer_grpc.config import Config
 from pioneer_grpc.events.wiring import start_manifest_events
 from pioneer_grpc.models.registry import load_registry
+from pioneer_grpc.server.certificates import validity
+from pioneer_grpc.server.connections import Connections, raise_descriptor_limit
 from pioneer_grpc.server.health import DatabaseHealth
 from pioneer_grpc.server.interceptors import AuthInterceptor, RequestInterceptor
 from pioneer_grpc.server.logs import quiet_drivers
+from pioneer_grpc.server.methods import method_names
 from pioneer_grpc.server.observability import ObservabilityInterceptor
+from pioneer_grpc.server.reflection import V1 as REFLECTION_V1
+from pioneer_grpc.server.reflection import V1ALPHA as REFLECTION_V1ALPHA
 from pioneer_grpc.server.reflection import Reflection
 from pioneer_grpc.server.servicers.compiler import PromptCompilerServicer
 from pioneer_grpc.server.servicers.echo import EchoServicer
@@ -43,7 +50,6 @@ from pioneer_grpc.store.migrate import migrate
 from pioneer_grpc.store.runner import TransactionRunner
 from pioneer_grpc.store.work import drain as drain_database_work
 from pioneer_grpc.telemetry import Metrics, Telemetry, tracing
-from pioneer_grpc.telemetry.db_pool import instrument_pool
 from pioneer_grpc.v1 import (
     echo_service_pb2,
     echo_service_pb2_grpc,
@@ -65,6 +71,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 # Upper bound on waiting for database work at stop (each unit is bounded by the engine's timeouts).
 DRAIN_SECONDS = 30.0
+
+# Field tags and lengths around the largest content a message may carry (e.g. Echo's 16 MiB payload).
+MESSAGE_FRAMING_BYTES = 4096
+
+# Descriptors kept free beyond the connection cap's default (database, files, the metrics port).
+CONNECTION_RESERVE = 256
 
 # How often a worker's hub reads manifest events other SQLite workers committed.
 WORKER_POLL_SECONDS = 0.05
@@ -103,6 +115,11 @@ SERVICES: list[tuple[str, Callable[[Any, grpc.aio.Server], None], Callable[[Serv
     ),
 ]
 SERVICE_NAMES = [name for name, _, _ in SERVICES]
+HEALTH_SERVICE = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+# Every method the server answers; metrics, spans and access lines name no other.
+KNOWN_METHODS = method_names([*SERVICE_NAMES, HEALTH_SERVICE, REFLECTION_V1ALPHA]) | {
+    f"/{REFLECTION_V1}/ServerReflectionInfo"
+}
 
 
 @dataclass
@@ -203,6 +220,20 @@ def _check_tls(config: Config) -> None:
         ) from None
     except OSError as exc:
         raise StartupError(f"TLS files cannot be read: {exc.strerror}") from None
+    _check_validity(config.tls_cert)
+
+
+def _check_validity(cert: Path) -> None:
+    """A certificate outside its validity period fails every handshake: refuse to start instead."""
+    try:
+        not_before, not_after = validity(cert.read_bytes())
+    except (OSError, ValueError, IndexError):
+        return  # loadable by OpenSSL but not read here: left to the handshake
+    now = datetime.now(UTC)
+    if now > not_after:
+        raise StartupError(f"TLS certificate {cert} expired on {not_after:%Y-%m-%d %H:%M:%S} UTC")
+    if now < not_before:
+        raise StartupError(f"TLS certificate {cert} is not valid before {not_before:%Y-%m-%d %H:%M:%S} UTC")
 
 
 def _check_address(listen: str) -> None:
@@ -238,7 +269,8 @@ def build_telemetry(config: Config, tracer_provider: TracerProvider | None = Non
         tracer_provider = tracing.otlp_tracer_provider(config.otlp_endpoint)
     telemetry = Telemetry(tracer_provider, Metrics() if config.metrics_listen else None)
     if isinstance(telemetry.metrics, Metrics):
-        telemetry.metrics_port = telemetry.metrics.serve(config.metrics_listen)
+        token = config.token if config.metrics_require_token else ""
+        telemetry.metrics_port = telemetry.metrics.serve(config.metrics_listen, token)
         log.info("metrics on http://%s/metrics", config.metrics_listen)
     return telemetry
 
@@ -270,7 +302,6 @@ async def build_context(config: Config, telemetry: Telemetry | None = None) -> S
     poll = WORKER_POLL_SECONDS if config.workers > 1 and engine.dialect.name == "sqlite" else None
     events = await start_manifest_events(engine, runner, poll_seconds=poll)
     telemetry = telemetry or Telemetry()
-    instrument_pool(engine, telemetry.metrics)
     telemetry.metrics.watch_observers(lambda: events.hub.observer_count, events.hub.observer_lags)
     ctx = ServiceContext(
         config=config,
@@ -350,6 +381,9 @@ async def _start(
     http_socket: socket.socket | None,
 ) -> RunningServer:
     quiet_drivers()
+    before, after = raise_descriptor_limit()
+    if after > before:
+        log.info("descriptor limit raised from %d to %d", before, after)
     # The metrics port is bound first: a port in use stops the start before anything is written.
     telemetry = build_telemetry(config, tracer_provider)
     try:
@@ -361,19 +395,22 @@ async def _start(
     database_health = DatabaseHealth(
         ctx.engine, health_servicer, ["", *SERVICE_NAMES], config.health_probe_seconds
     )
+    # Bound below the descriptor limit, so a connection beyond it can still be answered.
+    connections = Connections(0, config.max_connections or max(64, after - CONNECTION_RESERVE))
     interceptors: list[grpc.aio.ServerInterceptor] = []
     if telemetry.enabled:
         # Outermost, so it sees the code the client gets, auth rejections included.
-        interceptors.append(ObservabilityInterceptor(telemetry))
+        interceptors.append(ObservabilityInterceptor(telemetry, KNOWN_METHODS))
     # Outside auth, so rejected calls get an id and an access line too.
-    interceptors.append(RequestInterceptor(database_health.poke))
+    interceptors.append(RequestInterceptor(database_health.poke, KNOWN_METHODS, connections.admit))
     if config.token:
         interceptors.append(AuthInterceptor(config.token))
     server = grpc.aio.server(
         interceptors=interceptors,
         options=[
-            ("grpc.max_receive_message_length", config.max_message_bytes),
-            ("grpc.max_send_message_length", config.max_message_bytes),
+            # A message carrying max_message_bytes of content also carries its own framing.
+            ("grpc.max_receive_message_length", config.max_message_bytes + MESSAGE_FRAMING_BYTES),
+            ("grpc.max_send_message_length", config.max_message_bytes + MESSAGE_FRAMING_BYTES),
             # Several workers (`serve --workers N`) share the port; a lone server owns it.
             ("grpc.so_reuseport", 1 if config.workers > 1 else 0),
         ],
@@ -383,10 +420,7 @@ async def _start(
         servicers[name] = factory(ctx)
         add(servicers[name], _EncodedAnswers(server))
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    Reflection(
-        [*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name],
-        extra_files=[health_pb2.DESCRIPTOR],
-    ).add_to(server)
+    Reflection([*SERVICE_NAMES, HEALTH_SERVICE], extra_files=[health_pb2.DESCRIPTOR]).add_to(server)
     credentials = _credentials(config)
     try:
         if credentials is None:
@@ -399,6 +433,9 @@ async def _start(
         await _release(ctx)
         raise StartupError(f"cannot listen on {config.listen}")
     await server.start()
+    connections.port = port
+    telemetry.metrics.watch_connections(connections.count)
+    telemetry.metrics.watch_serving(lambda: database_health.serving)
     await database_health.set_all(True)
     database_health.start()
     running = RunningServer(

@@ -45,7 +45,6 @@ class DatabaseHealth:
         self._probe: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
         self.serving = True
-        self.probes = 0
 
     async def set_all(self, serving: bool) -> None:
         self.serving = serving
@@ -61,6 +60,7 @@ class DatabaseHealth:
         self._wake.set()
 
     async def close(self) -> None:
+        self.serving = False
         for task in (self._task, self._probe):
             if task is not None and not task.done():
                 task.cancel()
@@ -85,7 +85,6 @@ class DatabaseHealth:
     async def probe(self) -> bool:
         if self._probe is None or self._probe.done():
             self._probe = asyncio.create_task(check_writable(self._engine), name="database-probe")
-        self.probes += 1
         done, _ = await asyncio.wait({self._probe}, timeout=max(self._interval, PROBE_WAIT_SECONDS))
         if not done:
             return False

@@ -26,12 +26,22 @@ import grpc
 from google.protobuf.message import Message
 from grpc.aio import ServerInterceptor
 
-from pioneer_grpc import errors, wire
+from pioneer_grpc import errors, reasons, wire
 from pioneer_grpc.server.errors import domain_error_of, internal_status, to_status
-from pioneer_grpc.server.logs import REQUEST_ID, REQUEST_ID_HEADER, request_id_from
+from pioneer_grpc.server.logs import (
+    LOGGED_ID_CHARS,
+    REQUEST_ID,
+    REQUEST_ID_HEADER,
+    THREAD_ID,
+    TURN_ID,
+    request_id_from,
+)
+from pioneer_grpc.server.methods import logged_name
 from pioneer_grpc.store.failures import INFRASTRUCTURE_REASONS
 
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
+# Request fields named on the RPC's log lines (as thread_id and turn_id).
+THREAD_FIELD, TURN_FIELD = "thread_id", "turn_id"
 access_log = logging.getLogger("pioneer_grpc.access")
 
 # Already a status (an abort).
@@ -46,8 +56,19 @@ def _rejecting_handler(message: str) -> grpc.RpcMethodHandler:
     return grpc.unary_unary_rpc_method_handler(reject)
 
 
+_MISSING = _rejecting_handler("missing bearer token: send metadata 'authorization: Bearer <token>'")
+_INVALID = _rejecting_handler("invalid bearer token")
+_TWICE = _rejecting_handler("more than one authorization header: send exactly one")
+
+
 class AuthInterceptor(ServerInterceptor):
-    """Requires `authorization: Bearer <token>` on every RPC but health checks."""
+    """Requires exactly one `authorization: Bearer <token>` on every RPC but health checks.
+
+    The header's value is compared as bytes and never decoded, logged or kept;
+    a call carrying it twice is refused whatever the values (no first- or
+    last-wins for a credential). Nothing is looked up by method name before
+    the token matched.
+    """
 
     def __init__(self, token: str) -> None:
         self._expected = f"Bearer {token}".encode()
@@ -59,12 +80,15 @@ class AuthInterceptor(ServerInterceptor):
     ) -> grpc.RpcMethodHandler:
         if details.method.startswith(HEALTH_PREFIX):
             return await continuation(details)
-        given = dict(details.invocation_metadata or ()).get("authorization")
-        if given is None:
-            return _rejecting_handler("missing bearer token: send metadata 'authorization: Bearer <token>'")
-        given_bytes = given.encode() if isinstance(given, str) else given
+        given = [value for key, value in details.invocation_metadata or () if key == "authorization"]
+        if not given:
+            return _MISSING
+        if len(given) > 1:
+            return _TWICE
+        value = given[0]
+        given_bytes = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else bytes(value)
         if not hmac.compare_digest(given_bytes, self._expected):
-            return _rejecting_handler("invalid bearer token")
+            return _INVALID
         return await continuation(details)
 
 
@@ -120,6 +144,17 @@ async def _request_of(request: Any) -> Any:
     return request
 
 
+async def _requests_of(method: str, requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """A client stream's messages, decoded; a message that does not decode ends the call INVALID_ARGUMENT."""
+    async for request in requests:
+        request = await _request_of(request)
+        if request is UNDECODABLE:
+            raise errors.InvalidArgument(
+                f"request bytes are not a valid request of {method}", reason="MALFORMED_REQUEST"
+            )
+        yield request
+
+
 @dataclass
 class _Rpc:
     """One RPC as the access log sees it."""
@@ -128,12 +163,15 @@ class _Rpc:
     request_id: str
     started: float
     on_database_failure: Callable[[], None]
+    admit: Callable[[str], bool]
     code: str = "OK"
+    reason: str = ""
 
     def status_for(self, exc: Exception) -> grpc.Status:
         mapped = domain_error_of(exc)
         if mapped is not None and mapped.reason in INFRASTRUCTURE_REASONS:
             self.on_database_failure()
+        self.reason = "INTERNAL" if mapped is None else mapped.reason
         status = internal_status(self.method, exc, self.request_id) if mapped is None else to_status(mapped)
         self.code = _CODE_NAMES.get(int(status.code.value[0]), "UNKNOWN")
         return status
@@ -152,7 +190,25 @@ class _Rpc:
 
     async def begin(self, context: grpc.aio.ServicerContext) -> None:
         REQUEST_ID.set(self.request_id)
+        if not self.method.startswith(HEALTH_PREFIX) and not self.admit(context.peer() or ""):
+            self.code, self.reason = "RESOURCE_EXHAUSTED", reasons.TOO_MANY_CONNECTIONS
+            await context.abort_with_status(
+                to_status(
+                    errors.ResourceExhausted(
+                        "the server has as many connections open as it accepts (max_connections); "
+                        "retry later or reuse a connection",
+                        reason=reasons.TOO_MANY_CONNECTIONS,
+                    )
+                )
+            )
         await context.send_initial_metadata(((REQUEST_ID_HEADER, self.request_id),))
+
+    def request_ids(self, request: Any) -> None:
+        """The thread and turn the request names, for the RPC's log lines."""
+        for field, variable in ((THREAD_FIELD, THREAD_ID), (TURN_FIELD, TURN_ID)):
+            value = getattr(request, field, None)
+            if isinstance(value, str) and value:
+                variable.set(value[:LOGGED_ID_CHARS])
 
     def aborted(self, context: grpc.aio.ServicerContext) -> None:
         code = context.code()
@@ -170,18 +226,30 @@ class _Rpc:
             self.code,
             elapsed_ms,
             # Keys of their own in JSON lines (telemetry/logs.py).
-            extra={"method": self.method, "code": self.code, "duration_ms": round(elapsed_ms, 1)},
+            extra={
+                "method": self.method,
+                "code": self.code,
+                "duration_ms": round(elapsed_ms, 1),
+                **({"reason": self.reason} if self.reason else {}),
+            },
         )
 
 
-def _wrap_unary(rpc: _Rpc, behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+async def _decoded(rpc: _Rpc, request: Any, streamed: bool) -> Any:
+    return _requests_of(rpc.method, request) if streamed else await _request_of(request)
+
+
+def _wrap_unary(
+    rpc: _Rpc, behavior: Callable[..., Awaitable[Any]], streamed: bool = False
+) -> Callable[..., Awaitable[Any]]:
     async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
         rpc.started = time.perf_counter()
         try:
             await rpc.begin(context)
-            request = await _request_of(request)
+            request = await _decoded(rpc, request, streamed)
             if request is UNDECODABLE:
                 await context.abort_with_status(rpc.undecodable())
+            rpc.request_ids(request)
             return await behavior(request, context)
         except PASS_THROUGH:
             if rpc.code == "OK":
@@ -200,14 +268,17 @@ def _wrap_unary(rpc: _Rpc, behavior: Callable[..., Awaitable[Any]]) -> Callable[
     return wrapped
 
 
-def _wrap_stream(rpc: _Rpc, behavior: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
+def _wrap_stream(
+    rpc: _Rpc, behavior: Callable[..., AsyncIterator[Any]], streamed: bool = False
+) -> Callable[..., AsyncIterator[Any]]:
     async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         rpc.started = time.perf_counter()
         try:
             await rpc.begin(context)
-            request = await _request_of(request)
+            request = await _decoded(rpc, request, streamed)
             if request is UNDECODABLE:
                 await context.abort_with_status(rpc.undecodable())
+            rpc.request_ids(request)
             async for item in behavior(request, context):
                 yield item
         except PASS_THROUGH:
@@ -228,13 +299,22 @@ def _wrap_stream(rpc: _Rpc, behavior: Callable[..., AsyncIterator[Any]]) -> Call
 
 
 class RequestInterceptor(ServerInterceptor):
-    """Request id, decode guard, error mapping and access log for every unary and server-streaming RPC.
+    """Request id, decode guard, error mapping and access log for every RPC, of all four kinds.
 
     `on_database_failure` is called when an RPC failed because of the database (e.g. to probe health).
+    `known_methods` are named in access lines as they are; other names are cut short (methods.py).
+    `admit(peer)` says whether an RPC on that connection is served (connections.py).
     """
 
-    def __init__(self, on_database_failure: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        on_database_failure: Callable[[], None] = lambda: None,
+        known_methods: frozenset[str] = frozenset(),
+        admit: Callable[[str], bool] = lambda peer: True,
+    ) -> None:
         self._on_database_failure = on_database_failure
+        self._known = known_methods
+        self._admit = admit
 
     async def intercept_service(
         self,
@@ -245,25 +325,32 @@ class RequestInterceptor(ServerInterceptor):
         if handler is None:
             return handler
         rpc = _Rpc(
-            details.method,
+            logged_name(details.method, self._known),
             request_id_from(details.invocation_metadata),
             time.perf_counter(),
             self._on_database_failure,
+            self._admit,
         )
+        deserializer = _guarded(handler.request_deserializer)
+        serializer = handler.response_serializer
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
-                _wrap_unary(rpc, handler.unary_unary),
-                request_deserializer=_guarded(handler.request_deserializer),
-                response_serializer=handler.response_serializer,
+                _wrap_unary(rpc, handler.unary_unary), deserializer, serializer
             )
+        if handler.stream_unary is not None:
+            return grpc.stream_unary_rpc_method_handler(
+                _wrap_unary(rpc, handler.stream_unary, streamed=True), deserializer, serializer
+            )
+        # A streaming handler is an async generator, or a coroutine calling context.write().
         if handler.unary_stream is not None:
-            # A streaming handler is an async generator, or a coroutine calling context.write().
             stream = handler.unary_stream
             wrap = _wrap_stream if inspect.isasyncgenfunction(stream) else _wrap_unary
-            return grpc.unary_stream_rpc_method_handler(
-                wrap(rpc, stream),
-                request_deserializer=_guarded(handler.request_deserializer),
-                response_serializer=handler.response_serializer,
+            return grpc.unary_stream_rpc_method_handler(wrap(rpc, stream), deserializer, serializer)
+        if handler.stream_stream is not None:
+            stream = handler.stream_stream
+            wrap = _wrap_stream if inspect.isasyncgenfunction(stream) else _wrap_unary
+            return grpc.stream_stream_rpc_method_handler(
+                wrap(rpc, stream, streamed=True), deserializer, serializer
             )
         return handler
 

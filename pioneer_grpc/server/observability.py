@@ -10,6 +10,7 @@ the auth interceptor's rejections (this one wraps both).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -22,6 +23,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from pioneer_grpc.server.methods import OTHER
 from pioneer_grpc.telemetry import SpanScope, Telemetry
 
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
@@ -82,6 +84,8 @@ class _Call:
         self.telemetry = telemetry
         self.name = full_method.lstrip("/")
         self.service, _, self.method = self.name.partition("/")
+        if not self.method:
+            self.service = self.method = self.name
         self.traced = traced and telemetry.tracing
         self.attributes = {"rpc.system": "grpc", "rpc.service": self.service, "rpc.method": self.method}
 
@@ -98,6 +102,7 @@ class _Call:
         )
 
     def done(self, span: trace.Span, code: grpc.StatusCode, started: float) -> None:
+        self.telemetry.metrics.rpc_ended()
         self.telemetry.metrics.rpc_handled(
             self.service, self.method, code.name, time.perf_counter() - started
         )
@@ -110,6 +115,7 @@ class _Call:
 def _wrap_unary(call: _Call, behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
     async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
         started = time.perf_counter()
+        call.telemetry.metrics.rpc_started()
         with call.span(context) as span:
             failure: BaseException | None = None
             try:
@@ -128,6 +134,7 @@ def _wrap_stream(
 ) -> Callable[..., AsyncIterator[Any]]:
     async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         started = time.perf_counter()
+        call.telemetry.metrics.rpc_started()
         with call.span(context) as span:
             failure: BaseException | None = None
             try:
@@ -143,11 +150,20 @@ def _wrap_stream(
 
 
 class ObservabilityInterceptor(ServerInterceptor):
-    """Spans (not for health checks) and grpc_server_* metrics (for every RPC)."""
+    """Spans (not for health checks) and grpc_server_* metrics (for every RPC).
 
-    def __init__(self, telemetry: Telemetry) -> None:
+    `known_methods` are the methods the server serves, each recorded under its
+    name; any other name (a call the auth interceptor rejected before anyone
+    knew whether the method exists) is recorded as `other`.
+    """
+
+    def __init__(self, telemetry: Telemetry, known_methods: frozenset[str]) -> None:
         self._telemetry = telemetry
-        self._calls: dict[str, _Call] = {}
+        self._calls = {
+            method: _Call(telemetry, method, traced=not method.startswith(HEALTH_PREFIX))
+            for method in known_methods
+        }
+        self._other = _Call(telemetry, OTHER, traced=True)
 
     async def intercept_service(
         self,
@@ -157,21 +173,29 @@ class ObservabilityInterceptor(ServerInterceptor):
         handler = await continuation(details)
         if handler is None:
             return handler
-        call = self._calls.get(details.method)
-        if call is None:
-            # Methods the server serves: a bounded set, since unknown ones have no handler.
-            call = _Call(self._telemetry, details.method, traced=not details.method.startswith(HEALTH_PREFIX))
-            self._calls[details.method] = call
+        call = self._calls.get(details.method, self._other)
+        deserializer, serializer = handler.request_deserializer, handler.response_serializer
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
-                _wrap_unary(call, handler.unary_unary),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
+                _wrap_unary(call, handler.unary_unary), deserializer, serializer
+            )
+        if handler.stream_unary is not None:
+            return grpc.stream_unary_rpc_method_handler(
+                _wrap_unary(call, handler.stream_unary), deserializer, serializer
             )
         if handler.unary_stream is not None:
             return grpc.unary_stream_rpc_method_handler(
-                _wrap_stream(call, handler.unary_stream),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
+                _wrap(call, handler.unary_stream), deserializer, serializer
+            )
+        if handler.stream_stream is not None:
+            return grpc.stream_stream_rpc_method_handler(
+                _wrap(call, handler.stream_stream), deserializer, serializer
             )
         return handler
+
+
+def _wrap(call: _Call, behavior: Callable[..., Any]) -> Callable[..., Any]:
+    """A streaming handler is an async generator, or a coroutine calling context.write()."""
+    return (
+        _wrap_stream(call, behavior) if inspect.isasyncgenfunction(behavior) else _wrap_unary(call, behavior)
+    )

@@ -31,14 +31,16 @@ _COUNTED_BYTES = 4 * 1024 * 1024
 _counted: Remembered[int] = Remembered(_COUNTED_BYTES)
 
 
-def _tools_text(request: chat_pb2.ChatRequest) -> str:
-    return json.dumps(
-        [
+def _tools_text(request: chat_pb2.ChatRequest) -> str | None:
+    """The tool definitions as JSON; None when a schema holds a non-finite number (no JSON has one)."""
+    try:
+        tools = [
             {"name": t.name, "description": t.description, "input_schema": MessageToDict(t.parameters)}
             for t in request.tools
-        ],
-        separators=(",", ":"),
-    )
+        ]
+    except ValueError:
+        return None
+    return json.dumps(tools, separators=(",", ":"))
 
 
 def _counted_model(
@@ -58,8 +60,12 @@ def _counted_model(
     return info
 
 
-def _stable_tokens(request: chat_pb2.ChatRequest, tokenizer: str) -> int:
-    """Tokens of the stable prompt and the tool definitions. Blocking."""
+def _stable_tokens(request: chat_pb2.ChatRequest, tokenizer: str) -> int | None:
+    """Tokens of the stable prompt and the tool definitions; None when the tools are not JSON. Blocking.
+
+    Counting runs before the renderer validates the request: a request that
+    validation refuses gets no count here, and its refusal from the renderer.
+    """
     stable = request.compiled_prompt.stable_system_text
     tools = b"".join(tool.SerializeToString(deterministic=True) for tool in request.tools)
     key = b"\0".join((tokenizer.encode(), len(stable).to_bytes(8, "big"), stable.encode(), tools))
@@ -67,7 +73,10 @@ def _stable_tokens(request: chat_pb2.ChatRequest, tokenizer: str) -> int:
     if count is None:
         texts = [stable]
         if request.tools:
-            texts.append(_tools_text(request))
+            tools_text = _tools_text(request)
+            if tools_text is None:
+                return None
+            texts.append(tools_text)
         count = sum(count_blocking(texts, tokenizer))
         _counted.put(key, count)
     return count
@@ -83,7 +92,8 @@ def anthropic_stable_cacheable_blocking(
     info = _counted_model(models, provider, request, options)
     if info is None or info.cache_min_tokens is None:
         return None
-    return _stable_tokens(request, info.tokenizer) >= info.cache_min_tokens
+    tokens = _stable_tokens(request, info.tokenizer)
+    return None if tokens is None else tokens >= info.cache_min_tokens
 
 
 async def anthropic_stable_cacheable(

@@ -8,13 +8,15 @@ afterwards, in its own transaction.
 from __future__ import annotations
 
 import asyncio
+import errno
 from pathlib import Path
 
+from pioneer_grpc import reasons
 from pioneer_grpc.caps import PATH, text_violation
 from pioneer_grpc.compiler import ensure_bootstrap_files
 from pioneer_grpc.compiler.fsview import FsView
 from pioneer_grpc.compiler.paths import resolve_homes, resolve_workspace_root
-from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.errors import FailedPrecondition, InvalidArgument
 from pioneer_grpc.history.entries import id_violation
 from pioneer_grpc.service import observe
 from pioneer_grpc.service.context import ServiceContext
@@ -62,4 +64,34 @@ async def ensure_bootstrap(ctx: ServiceContext, workspace_root: str) -> list[tup
 def _ensure_in(workspace_root: str, homes: list[Path]) -> list[tuple[str, Path, bool]]:
     resolved = resolve_homes(homes, FsView())
     folder = resolve_workspace_root(workspace_root, resolved, field="workspace_root")
-    return ensure_bootstrap_files(folder, resolved.roots)
+    try:
+        return ensure_bootstrap_files(folder, resolved.roots)
+    except OSError as exc:
+        raise workspace_error(exc) from None
+
+
+def workspace_error(exc: OSError) -> InvalidArgument | FailedPrecondition:
+    """What a filesystem error of the request's folder means to the caller: never a database failure.
+
+    A name too long for the filesystem is the request's fault; anything else is
+    the folder's state, which the caller (or an operator) must change first.
+    """
+    name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+    if exc.errno == errno.ENAMETOOLONG:
+        return InvalidArgument.field(
+            "workspace_root", f"a name in the path is too long for the filesystem ({name})"
+        )
+    what = {
+        errno.EEXIST: "a file, not a folder, is at the path or above it",
+        errno.ENOTDIR: "a file, not a folder, is at the path or above it",
+        errno.EACCES: "the server may not write there",
+        errno.EPERM: "the server may not write there",
+        errno.EROFS: "the filesystem is read-only",
+        errno.ENOSPC: "the filesystem is full",
+        errno.EDQUOT: "the disk quota is exhausted",
+    }.get(exc.errno or 0, "the folder cannot be used")
+    return FailedPrecondition(
+        f"workspace_root cannot hold the bootstrap files: {what} ({name})",
+        reason=reasons.WORKSPACE_UNUSABLE,
+        metadata={"errno": name},
+    )

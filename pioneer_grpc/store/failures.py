@@ -47,6 +47,11 @@ def _unavailable(what: str, code: str = "", reason: str = DATABASE_UNAVAILABLE) 
     return Unavailable(f"database {what}{suffix}{_RETRY}", reason=reason, metadata=metadata)
 
 
+def unit_timed_out(seconds: float) -> Unavailable:
+    """A unit of database work that has not ended within the bound its caller waits (store/work.py)."""
+    return _unavailable(f"did not finish the work within {seconds:g}s", "unit_timeout", DATABASE_TIMEOUT)
+
+
 def _disk_full(code: str) -> ResourceExhausted:
     return ResourceExhausted(
         f"database disk is full ({code}); nothing was written", reason=DISK_FULL, metadata={"code": code}

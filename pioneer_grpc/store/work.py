@@ -20,31 +20,47 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
-from pioneer_grpc.store.failures import describe, domain_error
+from pioneer_grpc.store.engine import POOL_WAIT_SECONDS
+from pioneer_grpc.store.failures import describe, domain_error, unit_timed_out
 
 log = logging.getLogger(__name__)
 # Units still running, possibly for callers that were cancelled: waited for before an engine goes.
 _RUNNING: set[asyncio.Future[Any]] = set()
+
+# Longest a caller waits for one unit of database work: a pool wait, then a statement's bound.
+UNIT_SECONDS = float(POOL_WAIT_SECONDS)
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 
 async def run_to_end(work: Awaitable[T]) -> T:
-    """Awaits `work` to its end even if the caller is cancelled meanwhile (then re-raises that)."""
+    """Awaits `work` to its end even if the caller is cancelled meanwhile (then re-raises that).
+
+    The caller waits at most UNIT_SECONDS: a database that stops answering
+    (frozen, unreachable mid-statement) can stretch a unit past the sum of its
+    timeouts (a statement's, the cancel request's, the rollback's). Past the
+    bound the caller gets UNAVAILABLE (DATABASE_TIMEOUT) while the unit runs on
+    to its own end, tracked like a cancelled caller's.
+    """
     task = asyncio.ensure_future(work)
     _RUNNING.add(task)
     task.add_done_callback(_RUNNING.discard)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + UNIT_SECONDS
     cancelled: asyncio.CancelledError | None = None
     while not task.done():
+        remaining = deadline - loop.time()
+        if remaining <= 0 and cancelled is None:
+            task.add_done_callback(_retrieved)
+            log.warning(
+                "database work still running after %ss: the caller is answered UNAVAILABLE", UNIT_SECONDS
+            )
+            raise unit_timed_out(UNIT_SECONDS)
         try:
-            await asyncio.shield(task)
+            await asyncio.wait({task}, timeout=remaining if cancelled is None else None)
         except asyncio.CancelledError as exc:
-            caller = asyncio.current_task()
-            if not task.cancelled() or (caller is not None and caller.cancelling()):
-                cancelled = exc  # the caller's (else the work's own, raised by task.result() below)
-        except Exception:
-            pass  # the work's failure: mapped below
+            cancelled = exc  # the caller's: the work still runs to its end
     if cancelled is not None:
         if not task.cancelled():
             task.exception()  # retrieved: the caller is gone and will not see it
@@ -57,6 +73,13 @@ async def run_to_end(work: Awaitable[T]) -> T:
             raise
         log.warning("database failure (%s): %s", mapped.reason, describe(exc))
         raise mapped from None
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """The result of a unit nobody waits for any more is read, so it is not reported as never retrieved."""
+    error = None if task.cancelled() else task.exception()
+    if error is not None:
+        log.warning("database work ended after its caller was answered: %s", describe(error))
 
 
 def database_work(fn: Callable[P, Awaitable[T]]) -> Callable[P, Coroutine[Any, Any, T]]:

@@ -9,6 +9,9 @@ nothing for instrumentation it did not ask for. Cores never import this.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import threading
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from types import TracebackType
@@ -24,6 +27,10 @@ from pioneer_grpc.telemetry.metrics import Metrics, NoMetrics
 from pioneer_grpc.v1 import prompt_pb2
 
 __all__ = ["Metrics", "NoMetrics", "Round", "SpanScope", "Telemetry", "tracing"]
+
+log = logging.getLogger(__name__)
+# Longest a stop waits for queued spans to reach the collector.
+FLUSH_SECONDS = 2.0
 
 _INERT: AbstractContextManager[trace.Span] = nullcontext(trace.INVALID_SPAN)
 _ERROR = trace.Status(trace.StatusCode.ERROR)
@@ -119,8 +126,33 @@ class Telemetry:
         self.metrics.round(observed.break_section_id)
         return observed
 
-    async def close(self) -> None:
+    async def close(self, flush_seconds: float = FLUSH_SECONDS) -> None:
+        """Stops the metrics endpoint and exports the spans still queued, for at most `flush_seconds`.
+
+        The exporter retries an unreachable collector for up to its own timeout
+        and more; the flush runs in a daemon thread of its own (not the loop's
+        executor, which the interpreter would wait for at exit) and is given up
+        after the bound, with a log line: a stop stays within its grace period.
+        """
         if isinstance(self.metrics, Metrics):
             self.metrics.close()
-        if self.tracer_provider is not None:
-            await asyncio.to_thread(self.tracer_provider.shutdown)
+        if self.tracer_provider is None:
+            return
+        provider, loop = self.tracer_provider, asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+
+        def finished() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        def shutdown() -> None:
+            with contextlib.suppress(Exception):
+                provider.shutdown()
+            with contextlib.suppress(RuntimeError):  # the loop closed first
+                loop.call_soon_threadsafe(finished)
+
+        threading.Thread(target=shutdown, name="trace-flush", daemon=True).start()
+        try:
+            await asyncio.wait_for(asyncio.shield(done), flush_seconds)
+        except TimeoutError:
+            log.warning("spans not exported: the collector did not take them within %.1fs", flush_seconds)

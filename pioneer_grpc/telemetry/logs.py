@@ -1,6 +1,7 @@
 """`--log-format json`: one JSON object per log line, for log pipelines.
 
-Every line has time (UTC, ISO 8601), level, logger and message. Fields a caller
+Every line has time (UTC, ISO 8601), level, logger, message and the pid, plus
+`worker` (its index) in a process of `serve --workers N`. Fields a caller
 attaches to a record (`log.info(..., extra={"request_id": ..., "method": ...,
 "code": ..., "duration_ms": ...})`, or a logging filter that sets them) become
 keys of their own, so the request-id filter and the per-RPC access line need no
@@ -22,6 +23,15 @@ _STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | 
 _PLAIN = (str, int, float, bool, type(None))
 
 
+# `serve --workers N` names its processes pioneer-worker-0 ... (server/workers.py).
+WORKER_PROCESS_PREFIX = "pioneer-worker-"
+
+
+def _worker_index(process_name: str | None) -> int | None:
+    suffix = (process_name or "").removeprefix(WORKER_PROCESS_PREFIX)
+    return int(suffix) if suffix != process_name and suffix.isdigit() else None
+
+
 def _jsonable(value: Any) -> Any:
     return value if isinstance(value, _PLAIN) else str(value)
 
@@ -34,7 +44,11 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
+            "pid": record.process,
         }
+        worker = _worker_index(record.processName)
+        if worker is not None:
+            line["worker"] = worker
         for name, value in record.__dict__.items():
             if name not in _STANDARD and not name.startswith("_"):
                 line[name] = _jsonable(value)

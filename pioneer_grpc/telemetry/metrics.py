@@ -13,13 +13,13 @@ from collections.abc import Callable
 from importlib import metadata
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, ProcessCollector
 
 from pioneer_grpc import __version__
+from pioneer_grpc.telemetry.metrics_http import serve_metrics
 
 RPC_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 SUMMARY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
-WAIT_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0)
 
 
 class NoMetrics:
@@ -45,7 +45,16 @@ class NoMetrics:
     def round(self, break_section_id: str) -> None:
         pass
 
-    def pool_wait(self, seconds: float) -> None:
+    def rpc_started(self) -> None:
+        pass
+
+    def rpc_ended(self) -> None:
+        pass
+
+    def watch_serving(self, serving: Callable[[], bool]) -> None:
+        pass
+
+    def watch_connections(self, count: Callable[[], int]) -> None:
         pass
 
     def watch_observers(self, count: Callable[[], int], lags: Callable[[], list[int]]) -> None:
@@ -121,16 +130,18 @@ class Metrics(NoMetrics):
             ["section_id"],
             registry=r,
         )
-        self._pool_waits = Counter(
-            "pioneer_db_pool_waits",
-            "Database connection checkouts that found no idle connection.",
+        # process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... of this process.
+        ProcessCollector(registry=r)
+        self._in_flight = Gauge(
+            "pioneer_rpcs_in_flight", "RPCs started and not yet ended (health checks included).", registry=r
+        )
+        self._serving = Gauge(
+            "pioneer_serving",
+            "1 while health answers SERVING; 0 when the database cannot be written or the server stops.",
             registry=r,
         )
-        self._pool_wait_seconds = Histogram(
-            "pioneer_db_pool_wait_seconds",
-            "Time spent waiting for a database connection.",
-            buckets=WAIT_BUCKETS,
-            registry=r,
+        self._connections = Gauge(
+            "pioneer_grpc_connections", "Open TCP connections to this process's gRPC port.", registry=r
         )
         self._observers = Gauge("pioneer_watch_observers", "Manifest observers connected.", registry=r)
         self._lag_max = Gauge(
@@ -177,19 +188,27 @@ class Metrics(NoMetrics):
         if break_section_id:
             self._breaks.labels(break_section_id).inc()
 
-    def pool_wait(self, seconds: float) -> None:
-        self._pool_waits.inc()
-        self._pool_wait_seconds.observe(seconds)
+    def rpc_started(self) -> None:
+        self._in_flight.inc()
+
+    def rpc_ended(self) -> None:
+        self._in_flight.dec()
+
+    def watch_serving(self, serving: Callable[[], bool]) -> None:
+        self._serving.set_function(lambda: 1.0 if serving() else 0.0)
+
+    def watch_connections(self, count: Callable[[], int]) -> None:
+        self._connections.set_function(count)
 
     def watch_observers(self, count: Callable[[], int], lags: Callable[[], list[int]]) -> None:
         self._observers.set_function(count)
         self._lag_max.set_function(lambda: max(lags(), default=0))
         self._lag_sum.set_function(lambda: sum(lags()))
 
-    def serve(self, listen: str) -> int:
-        """Starts the HTTP endpoint (a daemon thread); returns its port."""
+    def serve(self, listen: str, token: str = "") -> int:
+        """Starts the HTTP endpoint (a daemon thread); returns its port. A token: scrapes must send it."""
         host, _, port = listen.rpartition(":")
-        self._http, self._http_thread = start_http_server(int(port), host.strip("[]"), registry=self.registry)
+        self._http, self._http_thread = serve_metrics(self.registry, host.strip("[]"), int(port), token)
         return int(self._http.server_port)
 
     def close(self) -> None:

@@ -60,7 +60,7 @@ def otlp_tracer_provider(endpoint: str) -> TracerProvider:
     The SDK's own environment applies: OTEL_TRACES_SAMPLER (every trace by default,
     or the caller's decision when it sent one), OTEL_EXPORTER_OTLP_HEADERS, OTEL_BSP_*.
     """
-    from pioneer_grpc.telemetry.otlp import WireSpanExporter
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
     # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win, so replicas can be told apart.
     named = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "pioneer-grpc"}
@@ -68,7 +68,7 @@ def otlp_tracer_provider(endpoint: str) -> TracerProvider:
     provider = TracerProvider(resource=resource)
     queue, batch = _batch_sizes()
     processor = BatchSpanProcessor(
-        WireSpanExporter(endpoint=endpoint), max_queue_size=queue, max_export_batch_size=batch
+        OTLPSpanExporter(endpoint=endpoint), max_queue_size=queue, max_export_batch_size=batch
     )
     provider.add_span_processor(processor)
     return provider

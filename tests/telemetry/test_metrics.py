@@ -9,12 +9,10 @@ import grpc
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from pioneer_grpc import __version__
 from pioneer_grpc.service import observe
 from pioneer_grpc.telemetry import Metrics, NoMetrics, Telemetry
-from pioneer_grpc.telemetry.db_pool import instrument_pool
 from pioneer_grpc.v1 import history_pb2, manifest_service_pb2, manifest_service_pb2_grpc
 from tests.support import free_port
 from tests.telemetry.rounds import Rounds
@@ -178,30 +176,3 @@ async def test_without_the_flag_there_is_no_endpoint(server_factory):
     assert with_flag.running.metrics_address == f"127.0.0.1:{port}"
     _, samples = await scrape(with_flag.running.metrics_address)
     assert labelled(samples, "pioneer_build_info")
-
-
-async def test_pool_waits_count_checkouts_that_find_no_idle_connection(tmp_path):
-    metrics = Metrics()
-    engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'pool.db'}", pool_size=1, max_overflow=0)
-    assert instrument_pool(engine, metrics)
-
-    def waits() -> float:
-        return metrics.registry.get_sample_value("pioneer_db_pool_waits_total") or 0.0
-
-    try:
-        async with engine.connect():
-            pass
-        assert waits() == 1  # the pool was empty: it opened the first connection
-        async with engine.connect():
-            pass
-        assert waits() == 1  # an idle connection was there
-        first = await engine.connect()
-        second = asyncio.ensure_future(engine.connect())
-        await asyncio.sleep(0.05)
-        assert not second.done()
-        await first.close()
-        await (await second).close()
-        assert waits() == 2
-        assert metrics.registry.get_sample_value("pioneer_db_pool_wait_seconds_count") == 2
-    finally:
-        await engine.dispose()

@@ -7,6 +7,9 @@ import asyncio
 import grpc
 
 from pioneer_grpc import wire
+from pioneer_grpc.caps import text_violation
+from pioneer_grpc.caps.table import CAPS
+from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.service import history as history_ops
 from pioneer_grpc.service import listing
 from pioneer_grpc.service.context import ServiceContext
@@ -16,6 +19,7 @@ from pioneer_grpc.v1 import history_service_pb2 as pb
 
 MESSAGES_FIELD = pb.LoadConversationHistoryResponse.DESCRIPTOR.fields_by_name["messages"].number
 ENTRIES_FIELD = pb.AppendEntriesResponse.DESCRIPTOR.fields_by_name["entries"].number
+MODEL_OWNER = pb.CountTokensRequest.DESCRIPTOR.full_name
 
 
 def _encoded_append(head: pb.AppendEntriesResponse, entries: list[history_pb2.ConversationEntry]) -> bytes:
@@ -94,6 +98,8 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
     async def CountTokens(
         self, request: pb.CountTokensRequest, context: grpc.aio.ServicerContext
     ) -> pb.CountTokensResponse:
+        # texts and messages are checked by the use case; the model before it names a URL or a tokenizer.
+        InvalidArgument.raise_if([text_violation("model", request.model, CAPS[MODEL_OWNER]["model"])])
         counted = await history_ops.count_tokens_of(
             self.ctx, list(request.texts), list(request.messages), request.model
         )

@@ -1,0 +1,90 @@
+"""Connections a client opens and leaves: the descriptor limit, the connection cap, the metrics port."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+
+import grpc
+import httpx
+import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from pioneer_grpc import reasons
+from pioneer_grpc.telemetry import metrics_http
+from tests.chaos.conftest import health_status
+
+
+async def test_the_descriptor_soft_limit_is_raised_to_the_hard_limit(server_factory):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+    try:
+        await server_factory()
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == (
+            hard if hard != resource.RLIM_INFINITY else 1 << 20
+        )
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+async def _echo(channel: grpc.aio.Channel) -> bytes:
+    return await channel.unary_unary("/pioneer.v1.EchoService/Echo")(b"", timeout=10)
+
+
+async def test_beyond_the_cap_new_connections_get_resource_exhausted(server_factory, caplog):
+    caplog.set_level(logging.WARNING)
+    server = await server_factory(max_connections=2, metrics_listen="127.0.0.1:0")
+    first, second, third = (
+        grpc.aio.insecure_channel(server.address, options=[("grpc.use_local_subchannel_pool", 1)])
+        for _ in range(3)
+    )
+    try:
+        assert await _echo(first) == b""
+        assert await _echo(second) == b""
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await _echo(third)
+        assert raised.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        info = error_details_pb2.ErrorInfo()
+        assert rpc_status.from_call(raised.value).details[-1].Unpack(info)
+        assert info.reason == reasons.TOO_MANY_CONNECTIONS
+        # Health still answers on it; the connections already served are still served.
+        assert await health_status(third) == 1
+        assert await _echo(first) == b""
+        assert any("refusing RPCs on new connections" in r.getMessage() for r in caplog.records)
+        # Once one closes, the new connection is served.
+        await first.close()
+        async with asyncio.timeout(10):
+            while True:
+                try:
+                    assert await _echo(third) == b""
+                    break
+                except grpc.aio.AioRpcError as error:
+                    assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                    await asyncio.sleep(0.05)
+    finally:
+        for channel in (first, second, third):
+            await channel.close()
+
+
+async def test_idle_connections_to_the_metrics_port_are_bounded_and_closed(
+    server_factory, monkeypatch, caplog
+):
+    monkeypatch.setattr(metrics_http._QuietHandler, "timeout", 0.5)
+    monkeypatch.setattr(metrics_http._BoundedServer, "max_connections", 4)
+    caplog.set_level(logging.WARNING)
+    server = await server_factory(metrics_listen="127.0.0.1:0")
+    host, _, port = server.running.metrics_address.rpartition(":")
+    idle = [await asyncio.open_connection(host, int(port)) for _ in range(6)]
+    try:
+        async with asyncio.timeout(20):
+            # Every idle connection ends: two at once (over the cap), four after the idle timeout.
+            ends = await asyncio.gather(*(reader.read() for reader, _ in idle))
+        assert ends == [b""] * 6
+        assert any("refusing more" in r.getMessage() for r in caplog.records)
+        async with httpx.AsyncClient() as client:
+            assert (await client.get(f"http://{server.running.metrics_address}/metrics")).status_code == 200
+    finally:
+        for _, writer in idle:
+            writer.close()
