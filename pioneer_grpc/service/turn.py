@@ -2,11 +2,13 @@
 
 Order matters for "nothing stored on bad input": everything that can be
 rejected without the database (the compile input, the entries, the tools) is
-checked first; the compile and the new entries' token counts run before the
-transaction (on SQLite in the store's own thread, see store/runner.py). Then one
-transaction: lock the thread (its model), lock or create the turn, check the
-batch's tool calls against the store and append, load the budgeted history
-(leaving out the turn in progress), read the turn's own entries so far, and
+checked first; the compile and the new entries' token counts in cl100k_base run
+before the transaction (on SQLite in the store's own thread, see store/runner.py).
+Then one transaction: lock the thread (its model), lock or create the turn, read
+the turn's own entries so far, check the batch's tool calls against the store and
+append (counted again in the thread model's tokenizer first when that is another
+one), load the budgeted history leaving out the turn in progress (the kept one,
+brought current by the turns completed since: service/history_current.py), and
 record the manifest (the turn's existing event when it already holds this same
 manifest). A rejection inside it rolls everything back; a turn whose latest tool
 calls have no result yet keeps its new entries and records nothing
@@ -14,8 +16,9 @@ calls have no result yet keeps its new entries and records nothing
 commit, as a load would, under the thread's lock.
 
 The history comes back encoded, shared between rounds while the thread's
-history is unchanged; the ChatRequest is written as its small fields joined
-with those bytes, never as 200 messages copied and encoded again.
+history is unchanged and extended (not encoded again) when turns complete; the
+ChatRequest is written as its small fields joined with those bytes, never as 200
+messages copied and encoded again.
 """
 
 from __future__ import annotations
@@ -55,7 +58,6 @@ from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import round as round_store
-from pioneer_grpc.store.history_state import history_state_and_left_out_in
 from pioneer_grpc.store.turns import lock_turn
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2, prompt_pb2, provider_service_pb2, turn_service_pb2
@@ -316,11 +318,7 @@ def _round(
     current = [to_chat_message(entry) for entry in repaired.entries]
     if repaired.pending:
         return _Round(model, None, current, repaired.diagnostics, None, repaired.pending)
-    # A turn in progress has no completed entries: leaving it out changes nothing, so the
-    # answer shared by every round of the thread serves.
-    exclude = "" if turn.status == history_pb2.TURN_STATUS_IN_PROGRESS else turn_id
-    state, left_out = history_state_and_left_out_in(conn, thread_id, turn_id)
-    history = history_load.full_load_on(ctx, conn, thread_id, exclude, state)
+    history, left_out = history_load.history_on(ctx, conn, thread_id, turn_id)
     rpc_span = ctx.telemetry.current_span()
     with ctx.telemetry.span("pioneer.manifest.record") as span:
         recorded = record_in(conn, before.manifest, turn, postgres=ctx.manifests.postgres)

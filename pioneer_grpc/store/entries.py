@@ -418,6 +418,13 @@ def loaded_entry(row: Any) -> history_pb2.ConversationEntry:
     return entry
 
 
+class RowsRead:
+    """Completed entries that history loads read in this process, whole or after a sequence
+    (store/history_state.py): what tests count. Only ever grows."""
+
+    entries = 0
+
+
 def _completed_where(thread_id: str, after_sequence: int, exclude_turn_id: str) -> list[Any]:
     where = [EntryRow.thread_id == thread_id, EntryRow.completed.is_(True), EntryRow.id > after_sequence]
     if exclude_turn_id:
@@ -454,6 +461,7 @@ async def completed_entries(
     if more:
         where.append(EntryRow.id >= turns[max_turns - 1].first)
     rows = (await conn.execute(select(*LOAD_COLUMNS).where(*where).order_by(EntryRow.id))).all()
+    RowsRead.entries += len(rows)
     return [loaded_entry(row) for row in rows], more
 
 
@@ -467,28 +475,5 @@ def completed_entries_in(
     if more:
         where.append(EntryRow.id >= turns[max_turns - 1].first)
     rows = conn.execute(select(*LOAD_COLUMNS).where(*where).order_by(EntryRow.id)).all()
+    RowsRead.entries += len(rows)
     return [loaded_entry(row) for row in rows], more
-
-
-async def turn_has_completed_entries(
-    conn: AsyncConnection | AsyncSession, thread_id: str, turn_id: str
-) -> bool:
-    """Whether leaving the turn out of a load changes what the load reads."""
-    query = (
-        select(EntryRow.id)
-        .where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id, EntryRow.completed.is_(True))
-        .limit(1)
-    )
-    return (await conn.scalar(query)) is not None
-
-
-async def turn_entries(
-    session: AsyncSession, thread_id: str, turn_id: str
-) -> list[history_pb2.ConversationEntry]:
-    """Every entry of one turn, completed or not, oldest first: the round in progress."""
-    query = (
-        select(*ENTRY_COLUMNS)
-        .where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
-        .order_by(EntryRow.id)
-    )
-    return [entry_message(row) for row in await session.execute(query)]

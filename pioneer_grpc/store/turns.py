@@ -50,13 +50,9 @@ def _new_thread(bind: Bind, thread_id: str) -> Any:
     )
 
 
-async def ensure_thread(bind: AsyncConnection | AsyncSession, thread_id: str) -> None:
-    """Creates the thread with the default budget unless it exists."""
-    await bind.execute(_new_thread(bind, thread_id))
-
-
 def ensure_thread_in(conn: Connection, thread_id: str) -> None:
-    """`ensure_thread` on a synchronous connection (a round's transaction)."""
+    """Creates the thread with the default budget unless it exists (a manifest recorded on a thread
+    no call created)."""
     conn.execute(_new_thread(conn, thread_id))
 
 
