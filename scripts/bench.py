@@ -274,7 +274,7 @@ async def main() -> None:
         request_file = Path(tmp) / "compile.json"
         request_file.write_text(json_format.MessageToJson(full_compile_request(home)))
         async with serve(f"sqlite+aiosqlite:///{Path(tmp) / 'loop.db'}", home) as address:
-            results += await loop_figures(address, request_file, "sqlite", SECONDS)
+            results += await loop_figures(address, request_file, "sqlite")
         for result in results:
             print(json.dumps(result), flush=True)
         async with serve("", home) as address:
@@ -295,7 +295,7 @@ async def main() -> None:
             admin_url = os.environ.get("PIONEER_BENCH_PG_URL", "")
             admin_url = admin_url or await asyncio.to_thread(start_postgres, cluster)
             async with scratch_database(admin_url) as url, serve(url, home) as address:
-                results += await loop_figures(address, request_file, "postgresql", SECONDS)
+                results += await loop_figures(address, request_file, "postgresql")
                 print(json.dumps(results[-1]), flush=True)
             async with scratch_database(admin_url) as url:
                 replicas = await bench_delivery(observers=100, database_url=url, replicas=2)

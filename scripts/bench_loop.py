@@ -1,6 +1,6 @@
 """The agent loop, measured: `make bench`'s headline (docs/performance.md says what each figure is).
 
-    .venv/bin/python scripts/bench_loop.py [--backend sqlite|postgresql|both] [--seconds S]
+    .venv/bin/python scripts/bench_loop.py [--backend sqlite|postgresql|both]
 
 Each loop (clients/go/bin/pioneer-load -rpc loop) is one thread seeded with the
 realistic thread (50 completed turns of user / tool call / tool result / answer,
@@ -40,6 +40,9 @@ from google.protobuf import json_format  # noqa: E402
 from pioneer_grpc.v1 import chat_pb2, history_service_pb2, history_service_pb2_grpc  # noqa: E402
 
 LOADER = ROOT / "clients" / "go" / "bin" / "pioneer-load"
+# Measured turns per loop: the seeded 50 grow to about 120 with one loop (with the loads
+# after completed turns), to about 65 each with 16.
+TURNS = {1: 40, 16: 12}
 
 # (figure key, goal as text, predicate)
 LOOP_GOALS = [
@@ -52,10 +55,10 @@ LOOP_GOALS = [
 ]
 
 
-def run_loop(address: str, loops: int, request_file: Path, seconds: str) -> dict[str, Any]:
+def run_loop(address: str, loops: int, request_file: Path) -> dict[str, Any]:
     args = [
         str(LOADER), "-addr", address, "-rpc", "loop", "-concurrency", str(loops),
-        "-duration", f"{seconds}s", "-warmup", "2s", "-seed-entries", "200", "-input", str(request_file),
+        "-requests", str(TURNS[loops]), "-seed-entries", "200", "-input", str(request_file),
     ]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
@@ -119,9 +122,9 @@ async def thread_messages(address: str, thread_id: str) -> tuple[list[chat_pb2.C
     return list(loaded.messages), loaded.report.threshold_tokens
 
 
-async def loop_figures(address: str, request_file: Path, backend: str, seconds: str) -> list[dict[str, Any]]:
-    one = await asyncio.to_thread(run_loop, address, 1, request_file, seconds)
-    many = await asyncio.to_thread(run_loop, address, 16, request_file, seconds)
+async def loop_figures(address: str, request_file: Path, backend: str) -> list[dict[str, Any]]:
+    one = await asyncio.to_thread(run_loop, address, 1, request_file)
+    many = await asyncio.to_thread(run_loop, address, 16, request_file)
     messages, threshold = await thread_messages(address, one["threads"][0])
     trim = await asyncio.to_thread(trim_messages_ms, messages, threshold)
     load_p50 = one["load_after_complete"]["p50_ms"]
@@ -162,7 +165,6 @@ def loop_goal_lines(results: list[dict[str, Any]]) -> list[str]:
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
-    parser.add_argument("--seconds", default=os.environ.get("PIONEER_BENCH_SECONDS", "5"))
     args = parser.parse_args()
     from bench import start_postgres, stop_postgres
 
@@ -175,14 +177,14 @@ async def main() -> None:
         request_file.write_text(json_format.MessageToJson(full_compile_request(home)))
         if args.backend in ("sqlite", "both"):
             async with serve(f"sqlite+aiosqlite:///{Path(tmp) / 'loop.db'}", home) as address:
-                results += await loop_figures(address, request_file, "sqlite", args.seconds)
+                results += await loop_figures(address, request_file, "sqlite")
         if args.backend in ("postgresql", "both"):
             cluster = Path(tempfile.mkdtemp(prefix="pioneer-bench-pg-", dir="/tmp"))
             try:
                 admin_url = os.environ.get("PIONEER_BENCH_PG_URL", "")
                 admin_url = admin_url or await asyncio.to_thread(start_postgres, cluster)
                 async with scratch_database(admin_url) as url, serve(url, home) as address:
-                    results += await loop_figures(address, request_file, "postgresql", args.seconds)
+                    results += await loop_figures(address, request_file, "postgresql")
             finally:
                 await asyncio.to_thread(stop_postgres, cluster)
     for result in results:

@@ -17,7 +17,10 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
+
+from sqlalchemy.engine import Connection
 
 from pioneer_grpc.adapters.count_tokens import CountFailed, Endpoint
 from pioneer_grpc.caps import text_violation, violations_of, violations_of_each
@@ -44,9 +47,11 @@ from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service import token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.history_load import LoadAnswer, load_history, load_history_result
+from pioneer_grpc.store import completion
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
+from pioneer_grpc.store.runner import nothing
 from pioneer_grpc.store.work import database_work
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2
@@ -274,12 +279,17 @@ def _hashed_and_counted(
     return new_entries
 
 
-@database_work
 async def complete_turn(ctx: ServiceContext, thread_id: str, turn_id: str) -> int:
-    """Marks the turn's entries completed; returns how many it has. NotFound for an unknown turn."""
+    """Marks the turn's entries completed; returns how many it has. NotFound for an unknown turn.
+
+    One unit of work, run by the store's runner (store/completion.py)."""
     _check([thread_id_violation(thread_id), id_violation("turn_id", turn_id, "turn_id")])
-    async with ctx.sessions() as session:
-        return await entry_store.complete_turn(session, thread_id, turn_id)
+    count, _ = await ctx.runner.transact(nothing, partial(_complete_turn, thread_id, turn_id))
+    return count
+
+
+def _complete_turn(thread_id: str, turn_id: str, conn: Connection, _: None) -> int:
+    return completion.complete_turn_in(conn, thread_id, turn_id)
 
 
 @database_work

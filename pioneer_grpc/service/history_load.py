@@ -42,6 +42,7 @@ from pioneer_grpc.store.history_state import (
     history_state,
 )
 from pioneer_grpc.store.locks import compression_lock
+from pioneer_grpc.store.runner import nothing
 from pioneer_grpc.store.work import database_work
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2
@@ -268,7 +269,7 @@ async def _full_load(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) 
     def work(conn: Connection, _: None) -> CachedLoad | OverThreshold:
         return history_on(ctx, conn, thread_id, exclude_turn_id)[0]
 
-    found, _ = await ctx.runner.transact(lambda: None, work)
+    found, _ = await ctx.runner.transact(nothing, work)
     return found
 
 

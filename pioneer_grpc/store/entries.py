@@ -32,7 +32,7 @@ from pioneer_grpc.history.entries import (
 from pioneer_grpc.history.entry_rules import StoredCalls, named_call_ids
 from pioneer_grpc.store.clock import as_utc, now
 from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow, TurnRow
-from pioneer_grpc.store.threads import thread_not_found, turn_not_found
+from pioneer_grpc.store.threads import thread_not_found
 from pioneer_grpc.store.turns import ensure_turns, insert
 from pioneer_grpc.v1 import history_pb2
 
@@ -314,58 +314,6 @@ async def append_entries(
         )
         by_id = {row.entry_id: entry_message(row) for row in rows}
     return AppendOutcome([by_id[entry_id] for entry_id in stored_ids], created, existing)
-
-
-async def _lock_thread(session: AsyncSession, thread_id: str) -> None:
-    """Locks the thread row for the transaction (NotFound without one), changing nothing in it.
-
-    On SQLite a write, so the transaction holds the write lock from its start.
-    """
-    if session.get_bind().dialect.name == "postgresql":
-        query: Any = select(ThreadRow.thread_id).where(ThreadRow.thread_id == thread_id).with_for_update()
-    else:
-        query = (
-            update(ThreadRow)
-            .where(ThreadRow.thread_id == thread_id)
-            .values(updated_at=ThreadRow.updated_at)
-            .returning(ThreadRow.thread_id)
-        )
-    if (await session.execute(query)).first() is None:
-        raise thread_not_found(thread_id)
-
-
-async def complete_turn(session: AsyncSession, thread_id: str, turn_id: str) -> int:
-    """Marks the turn and its entries completed; returns how many entries the turn has. Idempotent.
-
-    The thread row is locked first (the lock order of appends and rounds): its open
-    counts lose the turn's entries the first time the turn completes.
-    """
-    async with session.begin():
-        await _lock_thread(session, thread_id)
-        status = await session.scalar(
-            select(TurnRow.status).where(TurnRow.thread_id == thread_id, TurnRow.turn_id == turn_id)
-        )
-        if status is None:
-            raise turn_not_found(thread_id, turn_id)
-        await session.execute(
-            update(TurnRow)
-            .where(TurnRow.thread_id == thread_id, TurnRow.turn_id == turn_id)
-            .values(status=history_pb2.TURN_STATUS_COMPLETED, updated_at=now())
-        )
-        await session.execute(
-            update(EntryRow)
-            .where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
-            .values(completed=True)
-        )
-        count = int(
-            await session.scalar(
-                select(func.count()).where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
-            )
-            or 0
-        )
-        if status != history_pb2.TURN_STATUS_COMPLETED and count:
-            await _count_open(session, thread_id, -count, -1)
-    return count
 
 
 # What a history load needs of an entry: no timestamps or reasoning.

@@ -7,9 +7,11 @@ package main
 //	PrepareTurn (same turn: the assistant's tool call and the tool's result)  "inside"
 //	AppendEntries (the final answer), CompleteTurn
 //
-// then the next turn. After the loops, the same loops send echoes moving each
+// then the next turn: 3 unmeasured, then -requests measured turns per loop (or
+// as many as -duration allows; a thread over 200 turns is no longer the thread
+// the figures are for). After the loops, the same loops send echoes moving each
 // PrepareTurn's mean request and response bytes (first, inside, first, inside
-// ...) for as long, so every figure has its same-bytes echo from the same run.
+// ...) as many times, so every figure has its same-bytes echo from the same run.
 // Last, loop 0 alone times LoadConversationHistory right after a completed turn
 // (the turn's append and completion unmeasured), then an echo of its bytes.
 
@@ -29,7 +31,10 @@ import (
 )
 
 // loadSamples is how many loads after a completed turn the last phase times.
-const loadSamples = 60
+const loadSamples = 30
+
+// warmupTurns are each loop's unmeasured turns (the thread grows by them too).
+const warmupTurns = 3
 
 // step is one kind of call of the loop: its latencies and mean sizes, and the same-bytes echo's.
 type step struct {
@@ -241,18 +246,22 @@ func runLoop(cfg config) (*loopReport, error) {
 
 	var first, inside sizes
 	// Warm-up turns are not measured (and their sizes not kept).
-	if cfg.warmup > 0 {
-		var wf, wi sizes
-		wctx, wcancel := context.WithTimeout(context.Background(), cfg.warmup)
-		eachLoop(loops, func(l *agentLoop) error {
-			for wctx.Err() == nil {
-				if _, err := l.turn(context.Background(), &wf, &wi); err != nil {
-					return err
-				}
+	var wf, wi sizes
+	eachLoop(loops, func(l *agentLoop) error {
+		for i := 0; i < warmupTurns; i++ {
+			if _, err := l.turn(context.Background(), &wf, &wi); err != nil {
+				return err
 			}
-			return nil
-		})
-		wcancel()
+		}
+		return nil
+	})
+	// -requests: each loop's measured turns (a thread then grows by as many, whatever the
+	// machine's speed); else as many as -duration allows.
+	more := func(ctx context.Context, done int) bool {
+		if cfg.requests > 0 {
+			return done < int(cfg.requests)
+		}
+		return ctx.Err() == nil
 	}
 
 	log.Print("measuring")
@@ -264,7 +273,7 @@ func runLoop(cfg config) (*loopReport, error) {
 	start := time.Now()
 	eachLoop(loops, func(l *agentLoop) error {
 		var local []turnTimes
-		for mctx.Err() == nil {
+		for more(mctx, len(local)) {
 			t, err := l.turn(context.Background(), &first, &inside)
 			if err != nil {
 				mu.Lock()
@@ -309,7 +318,7 @@ func runLoop(cfg config) (*loopReport, error) {
 	rep.First.RequestBytes, rep.First.ResponseBytes = first.mean()
 	rep.Inside.RequestBytes, rep.Inside.ResponseBytes = inside.mean()
 
-	// The same loops, echoing each PrepareTurn's bytes in turn, for as long.
+	// The same loops, echoing each PrepareTurn's bytes in turn, as many times (or for as long).
 	echoes := [2]*pioneerv1.EchoRequest{
 		echoOf(rep.First.RequestBytes, rep.First.ResponseBytes),
 		echoOf(rep.Inside.RequestBytes, rep.Inside.ResponseBytes),
@@ -319,7 +328,7 @@ func runLoop(cfg config) (*loopReport, error) {
 	estart := time.Now()
 	eachLoop(loops, func(l *agentLoop) error {
 		var local [2][]time.Duration
-		for ectx.Err() == nil {
+		for more(ectx, len(local[0])) {
 			for k, req := range echoes {
 				t0 := time.Now()
 				if _, err := l.c.Echo.Echo(context.Background(), req); err != nil {

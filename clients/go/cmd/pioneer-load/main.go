@@ -88,7 +88,7 @@ func main() {
 	flag.IntVar(&cfg.concurrency, "concurrency", 8, "concurrent callers (sharing -connections); loop: agent loops, a connection each")
 	flag.IntVar(&cfg.connections, "connections", 1, "connections the callers' calls take in turn")
 	flag.DurationVar(&cfg.duration, "duration", 10*time.Second, "measure for this long (ignored with -requests)")
-	flag.Int64Var(&cfg.requests, "requests", 0, "measure exactly this many calls instead of a duration")
+	flag.Int64Var(&cfg.requests, "requests", 0, "measure exactly this many calls instead of a duration (loop: turns per loop)")
 	flag.DurationVar(&cfg.warmup, "warmup", time.Second, "unmeasured calls before measuring")
 	flag.IntVar(&cfg.payloadBytes, "payload-bytes", 1024, "echo payload size")
 	flag.IntVar(&cfg.responseBytes, "response-bytes", -1, "echo response size (default: the payload echoed)")
