@@ -8,9 +8,11 @@ from dataclasses import dataclass, replace
 
 from pioneer_grpc.history import decide
 from pioneer_grpc.history import diagnostics as codes
-from pioneer_grpc.history.tokens import TOKENIZER, is_exact
+from pioneer_grpc.history.render import entry_counted_texts
+from pioneer_grpc.history.tokens import TOKENIZER, count_blocking, is_exact
 from pioneer_grpc.models.attachments import attachment_tokens
 from pioneer_grpc.models.registry import Registry
+from pioneer_grpc.store.entries import NewEntry
 from pioneer_grpc.v1 import history_pb2
 
 
@@ -64,3 +66,17 @@ def with_attachments(
             decide.diagnostic(codes.ATTACHMENT_SIZE_ASSUMED, note, entry.entry_id) for note in counted.assumed
         )
     return Attached(tuple(notes), added)
+
+
+def in_thread_tokenizer(
+    models: Registry, thread_model: str, counted: list[NewEntry]
+) -> tuple[str, list[NewEntry]]:
+    """The thread model's tokenizer, and the entries counted in it (they were counted in cl100k_base
+    before the transaction: counted again when the model's is another one). Blocking."""
+    tokenizer = counting_for(models, thread_model).tokenizer
+    if tokenizer == TOKENIZER:
+        return tokenizer, counted
+    return tokenizer, [
+        replace(new, token_count=sum(count_blocking(entry_counted_texts(new.entry), tokenizer)))
+        for new in counted
+    ]

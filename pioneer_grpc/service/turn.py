@@ -47,7 +47,7 @@ from pioneer_grpc.history.entries import content_hash, entry_violations, id_viol
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations
 from pioneer_grpc.history.render import entry_counted_texts, to_chat_message
 from pioneer_grpc.history.repair import repair
-from pioneer_grpc.history.tokens import TOKENIZER, count_blocking
+from pioneer_grpc.history.tokens import count_blocking
 from pioneer_grpc.providers.prefix import render_prefix
 from pioneer_grpc.providers.render import RenderedRequest, render_after
 from pioneer_grpc.providers.validate import tool_rule_violations
@@ -274,19 +274,6 @@ def _before_round(
     return _Before(head, new_entries, prepare_manifest(request.thread_id, request.turn_id, payload.manifest))
 
 
-def _in_thread_tokenizer(
-    ctx: ServiceContext, thread_model: str, counted: list[entry_store.NewEntry]
-) -> tuple[str, list[entry_store.NewEntry]]:
-    """The entries counted in the thread model's tokenizer (they were counted in cl100k_base). Blocking."""
-    tokenizer = token_fit.counting_for(ctx.models, thread_model).tokenizer
-    if tokenizer == TOKENIZER:
-        return tokenizer, counted
-    return tokenizer, [
-        replace(new, token_count=sum(count_blocking(entry_counted_texts(new.entry), tokenizer)))
-        for new in counted
-    ]
-
-
 def _round(
     ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest, conn: Connection, before: _Before
 ) -> _Round:
@@ -309,7 +296,8 @@ def _round(
         with ctx.telemetry.span(
             "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
         ):
-            tokenizer, new_entries = _in_thread_tokenizer(ctx, locked.model, before.new_entries)
+            counted = before.new_entries
+            tokenizer, new_entries = token_fit.in_thread_tokenizer(ctx.models, locked.model, counted)
             own += round_store.insert_turn_entries(
                 conn, thread_id, turn_id, turn, new_entries, tokenizer, check, own
             )
