@@ -19,7 +19,6 @@ from functools import partial
 from typing import Any
 
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pioneer_grpc.caps import ID, text_violation
 from pioneer_grpc.errors import InvalidArgument
@@ -39,11 +38,9 @@ from pioneer_grpc.store.history_state import (
     HistoryRead,
     HistoryState,
     history_read_in,
-    history_state,
 )
 from pioneer_grpc.store.locks import compression_lock
 from pioneer_grpc.store.runner import nothing
-from pioneer_grpc.store.work import database_work
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 
@@ -82,25 +79,29 @@ class _Read:
     more: bool
 
 
-@database_work
 async def read_snapshot(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) -> decide.Snapshot:
-    async with ctx.engine.connect() as conn:
-        state = await history_state(conn, thread_id)
-        read = await _snapshot(conn, thread_id, exclude_turn_id, state)
-        tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
-        summary_tokens = await load_counts.fill(conn, tokenizer, read.entries, read.summary)
-    return _snapshot_of(ctx, state, read, summary_tokens)
+    """The thread read whole, in a unit of work of the store's runner (the counts a load makes
+    in another tokenizer are stored)."""
+
+    def work(conn: Connection, _: None) -> decide.Snapshot:
+        state = history_read_in(conn, thread_id).state
+        return _snapshot_on(ctx, conn, thread_id, exclude_turn_id, state)
+
+    snapshot, _ = await ctx.runner.transact(nothing, work)
+    return snapshot
 
 
-async def _snapshot(
-    conn: AsyncConnection, thread_id: str, exclude_turn_id: str, state: HistoryState
-) -> _Read:
-    summary = None if state.summary_id is None else await summary_store.summary_by_id(conn, state.summary_id)
+def _snapshot_on(
+    ctx: ServiceContext, conn: Connection, thread_id: str, exclude_turn_id: str, state: HistoryState
+) -> decide.Snapshot:
+    """What a load leaving out `exclude_turn_id` reads, after `state` was read on `conn`."""
+    summary = None if state.summary_id is None else summary_store.summary_by_id_in(conn, state.summary_id)
     after = summary.covers_through_sequence if summary is not None else 0
-    entries, more = await entry_store.completed_entries(
-        conn, thread_id, after, exclude_turn_id, MAX_LOADED_TURNS
-    )
-    return _Read(summary, entries, more)
+    excluded = exclude_turn_id
+    entries, more = entry_store.completed_entries_in(conn, thread_id, after, excluded, MAX_LOADED_TURNS)
+    tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
+    summary_tokens = load_counts.fill_in(conn, tokenizer, entries, summary)
+    return _snapshot_of(ctx, state, _Read(summary, entries, more), summary_tokens)
 
 
 def _snapshot_of(
@@ -147,12 +148,7 @@ def full_load_on(
     cached = ctx.load_cache.find(thread_id, key, state)
     if cached is not None:
         return cached
-    summary = None if state.summary_id is None else summary_store.summary_by_id_in(conn, state.summary_id)
-    after = summary.covers_through_sequence if summary is not None else 0
-    entries, more = entry_store.completed_entries_in(conn, thread_id, after, key, MAX_LOADED_TURNS)
-    tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
-    summary_tokens = load_counts.fill_in(conn, tokenizer, entries, summary)
-    snapshot = _snapshot_of(ctx, state, _Read(summary, entries, more), summary_tokens)
+    snapshot = _snapshot_on(ctx, conn, thread_id, key, state)
     if snapshot.needs_compression:
         return OverThreshold(snapshot, state, key)
     result = decide.full(snapshot)

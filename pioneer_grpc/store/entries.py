@@ -18,7 +18,6 @@ from typing import Any
 
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from pioneer_grpc import reasons
 from pioneer_grpc.errors import AlreadyExists, FailedPrecondition
@@ -258,28 +257,6 @@ def _newest_turns(where: list[Any], max_turns: int) -> Any:
         .order_by(first.desc())
         .limit(max_turns + 1)
     )
-
-
-async def completed_entries(
-    conn: AsyncConnection | AsyncSession,
-    thread_id: str,
-    after_sequence: int,
-    exclude_turn_id: str,
-    max_turns: int,
-) -> tuple[list[history_pb2.ConversationEntry], bool]:
-    """The entries of the newest `max_turns` completed turns after `after_sequence`, oldest first,
-    and whether older completed turns exist there too.
-
-    Entries come back without create_time and reasoning_content, which a load does not use.
-    """
-    where = _completed_where(thread_id, after_sequence, exclude_turn_id)
-    turns = (await conn.execute(_newest_turns(where, max_turns))).all()
-    more = len(turns) > max_turns
-    if more:
-        where.append(EntryRow.id >= turns[max_turns - 1].first)
-    rows = (await conn.execute(select(*LOAD_COLUMNS).where(*where).order_by(EntryRow.id))).all()
-    RowsRead.entries += len(rows)
-    return [loaded_entry(row) for row in rows], more
 
 
 def completed_entries_in(

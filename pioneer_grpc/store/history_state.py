@@ -15,7 +15,6 @@ from typing import Any
 
 from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm import aliased
 
 from pioneer_grpc.store.driver import Direct
@@ -71,10 +70,6 @@ def _state(row: Any, thread_id: str) -> HistoryState:
     if row is None:
         raise thread_not_found(thread_id)
     return HistoryState(**row._mapping)
-
-
-async def history_state(session: AsyncSession | AsyncConnection, thread_id: str) -> HistoryState:
-    return _state((await session.execute(_QUERY, {"thread_id": thread_id})).first(), thread_id)
 
 
 # Completed entries newer than a sequence, joined to the thread's one row.

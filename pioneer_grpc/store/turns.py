@@ -9,7 +9,6 @@ transaction of a round (store/runner.py), on either database.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -64,17 +63,6 @@ def _new_turn(bind: Bind, thread_id: str, turn_id: str, moment: datetime) -> Any
         created_at=moment,
         updated_at=moment,
     )
-
-
-async def ensure_turns(bind: AsyncConnection | AsyncSession, thread_id: str, turn_ids: Sequence[str]) -> None:
-    """Creates each turn (in progress) unless it exists."""
-    moment = now()
-    for turn_id in turn_ids:
-        await bind.execute(
-            _new_turn(bind, thread_id, turn_id, moment).on_conflict_do_nothing(
-                index_elements=["thread_id", "turn_id"]
-            )
-        )
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from pioneer_grpc.service import history_load
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.v1 import history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
@@ -16,18 +15,13 @@ from tests.history.test_load_rpc import fill
 def reads(monkeypatch):
     """The threads of every whole read of a history: a load's, and a compression's under its lock."""
     calls: list[str] = []
-    real, real_in = history_load._snapshot, entry_store.completed_entries_in
+    real = entry_store.completed_entries_in
 
-    async def counting(conn, thread_id, exclude_turn_id, state):
+    def counting(conn, thread_id, *args):
         calls.append(thread_id)
-        return await real(conn, thread_id, exclude_turn_id, state)
+        return real(conn, thread_id, *args)
 
-    def counting_in(conn, thread_id, *args):
-        calls.append(thread_id)
-        return real_in(conn, thread_id, *args)
-
-    monkeypatch.setattr(history_load, "_snapshot", counting)
-    monkeypatch.setattr(entry_store, "completed_entries_in", counting_in)
+    monkeypatch.setattr(entry_store, "completed_entries_in", counting)
     return calls
 
 
