@@ -41,7 +41,7 @@ from pioneer_grpc.history.clearing import compaction_violations
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation, thread_id_violation
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations
 from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
-from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, TOKENIZER, count_blocking
+from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, count_blocking
 from pioneer_grpc.models.attachments import attachment_tokens
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service import token_fit
@@ -232,8 +232,9 @@ async def append_entries(
     with ctx.telemetry.span(
         "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
     ):
-        work = partial(_append_in, ctx, thread_id, entries, prefix, with_entries)
-        outcome, _ = await ctx.runner.transact(partial(_hashed_and_counted, entries, TOKENIZER), work)
+        counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, thread_id)
+        work = partial(_append_in, ctx, thread_id, entries, prefix, with_entries, counted_in)
+        outcome, _ = await ctx.runner.transact(partial(_hashed_and_counted, entries, counted_in), work)
         return outcome
 
 
@@ -249,13 +250,14 @@ def _append_in(
     entries: Sequence[history_pb2.ConversationEntry],
     prefix: str,
     with_entries: bool,
+    counted_in: str,
     conn: Connection,
     counted: list[entry_store.NewEntry],
 ) -> entry_store.AppendOutcome:
     """The append's unit of work: the thread locked, the batch's turns locked or created, the
     entries stored by the append a round makes (store/round.py)."""
     locked = round_store.lock_thread(conn, thread_id)
-    tokenizer, new_entries = token_fit.in_thread_tokenizer(ctx.models, locked.model, counted)
+    tokenizer, new_entries = token_fit.in_thread_tokenizer(ctx.models, locked.model, counted, counted_in)
     turns = {
         turn_id: lock_turn(conn, thread_id, turn_id) for turn_id in dict.fromkeys(e.turn_id for e in entries)
     }

@@ -121,6 +121,12 @@ class LoadCache:
     def __len__(self) -> int:
         return len(self._items)
 
+    def model_of(self, thread_id: str) -> str | None:
+        """The thread's model as the kept answer that excludes nothing read it (None without one)."""
+        with self._lock:
+            found = self._items.get((thread_id, ""))
+        return None if found is None else found.state.model
+
     def extendable(self, thread_id: str) -> CachedLoad | None:
         """The thread's kept answer that excludes nothing, when later completed entries may extend it."""
         with self._lock:

@@ -2,12 +2,13 @@
 
 Order matters for "nothing stored on bad input": everything that can be
 rejected without the database (the compile input, the entries, the tools) is
-checked first; the compile and the new entries' token counts in cl100k_base run
-before the transaction (on SQLite in the store's own thread, see store/runner.py).
-Then one transaction: lock the thread (its model), lock or create the turn, read
-the turn's own entries so far, check the batch's tool calls against the store and
-append (counted again in the thread model's tokenizer first when that is another
-one), load the budgeted history leaving out the turn in progress (the kept one,
+checked first; the compile and the new entries' token counts (in the tokenizer of
+the thread's model as its kept history last saw it, else cl100k_base) run before
+the transaction (on SQLite in the store's own thread, see store/runner.py). Then
+one transaction: lock the thread (its model), lock or create the turn, read the
+turn's own entries so far, check the batch's tool calls against the store and
+append (counted again first when the model's tokenizer is another one), load the
+budgeted history leaving out the turn in progress (the kept one,
 brought current by the turns completed since: service/history_current.py), and
 record the manifest (the turn's existing event when it already holds this same
 manifest). A rejection inside it rolls everything back; a turn whose latest tool
@@ -231,6 +232,8 @@ class _Before:
     head: chat_pb2.ChatRequest
     new_entries: list[entry_store.NewEntry]
     manifest: PreparedManifest
+    # The tokenizer `new_entries` were counted in.
+    counted_in: str
 
     @property
     def payload(self) -> prompt_pb2.CompiledPromptPayload:
@@ -267,11 +270,15 @@ def _before_round(
             turn_id=request.turn_id,
         )
         observe.compiled(ctx, span, hit, payload.manifest)
+    counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, request.thread_id)
     new_entries = [
-        entry_store.NewEntry(entry, content_hash(entry), sum(count_blocking(entry_counted_texts(entry))))
+        entry_store.NewEntry(
+            entry, content_hash(entry), sum(count_blocking(entry_counted_texts(entry), counted_in))
+        )
         for entry in entries
     ]
-    return _Before(head, new_entries, prepare_manifest(request.thread_id, request.turn_id, payload.manifest))
+    manifest = prepare_manifest(request.thread_id, request.turn_id, payload.manifest)
+    return _Before(head, new_entries, manifest, counted_in)
 
 
 def _round(
@@ -297,7 +304,9 @@ def _round(
             "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
         ):
             counted = before.new_entries
-            tokenizer, new_entries = token_fit.in_thread_tokenizer(ctx.models, locked.model, counted)
+            tokenizer, new_entries = token_fit.in_thread_tokenizer(
+                ctx.models, locked.model, counted, before.counted_in
+            )
             own += round_store.insert_turn_entries(
                 conn, thread_id, turn_id, turn, new_entries, tokenizer, check, own
             )
