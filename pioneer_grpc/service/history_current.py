@@ -56,8 +56,8 @@ def extended(
     repaired = repair(newer)
     if repaired.diagnostics or _call_ids(newer) & kept.call_ids:
         return None
-    turns = len({entry.turn_id for entry in snapshot.entries} | {entry.turn_id for entry in newer})
-    if turns > MAX_LOADED_TURNS:
+    assert kept.turn_ids is not None  # an extendable answer had nothing repaired
+    if len(kept.turn_ids | {entry.turn_id for entry in newer}) > MAX_LOADED_TURNS:
         return None
     units = group_units(newer)
     grown = replace(
@@ -68,8 +68,10 @@ def extended(
     )
     # What `units` would group from all the entries: a clean read of whole turns starts a unit.
     grown.__dict__["units"] = [*snapshot.units, *units]
-    if grown.needs_compression:
-        return None
+    # `grown.sendable_tokens`, from the kept answer's (a full answer sends all it counts).
+    sendable = kept.result.report.tokens_after + sum(unit.tokens for unit in units if not unit.orphan)
+    if sendable > 0 and sendable >= grown.budget.threshold:
+        return None  # `grown.needs_compression`
     use = history_pb2.SUMMARY_USE_REUSED if grown.summary else history_pb2.SUMMARY_USE_NONE
     report = decided.report_for(grown, history_pb2.HISTORY_DECISION_FULL, use)
     sent = [entry for unit in units if not unit.orphan for entry in unit.entries]
@@ -77,7 +79,7 @@ def extended(
         report,
         [*kept.result.messages, *(to_chat_message(entry) for entry in sent)],
         [*kept.result.kept, *sent],
-        grown.sendable_tokens,
+        sendable,
         grown,
     )
     return ctx.load_cache.store(thread_id, "", state, grown, result, extendable=True, extends=kept)

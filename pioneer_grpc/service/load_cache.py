@@ -52,6 +52,8 @@ class CachedLoad:
     snapshot: Snapshot | None = field(default=None, compare=False, repr=False)
     # With `snapshot`: the ids of the tool calls it holds.
     call_ids: frozenset[str] = frozenset()
+    # Bytes of `encoded_messages`.
+    encoded_size: int = 0
     # framed(n) by field number: a dict is thread-safe enough here (a race only frames twice).
     _framed: dict[int, bytes] = field(default_factory=dict, compare=False, repr=False)
     # rendered_prefix by (provider, path); None where the messages cannot be one.
@@ -100,7 +102,7 @@ class CachedLoad:
             # Two rounds may build it at once: the first one kept is counted.
             kept = self._prefixes.setdefault(key, built) is built
             if kept and built is not None and self._grown is not None:
-                self._grown(sum(map(len, self.encoded_messages)))
+                self._grown(self.encoded_size)
         return self._prefixes[key]
 
     def copy(self) -> LoadResult:
@@ -160,18 +162,33 @@ class LoadCache:
         extendable = extendable and not (snapshot.repairs or snapshot.cleared or snapshot.more_entries)
         encoded = extends.encoded_messages if extends is not None else ()
         encoded += tuple(message.SerializeToString() for message in result.messages[len(encoded) :])
+        # An extension reads (and adds) only the entries after those `extends` read.
+        entries = snapshot.entries[len(extends.snapshot.entries) :] if extends and extends.snapshot else ()
         cached = CachedLoad(
             state=state,
             result=result,
             encoded_messages=encoded,
             # A repaired read may have dropped entries: which turns it read is then not known.
-            turn_ids=None if snapshot.repairs else frozenset(entry.turn_id for entry in snapshot.entries),
+            turn_ids=(
+                None
+                if snapshot.repairs
+                else extends.turn_ids | {entry.turn_id for entry in entries}
+                if extends is not None and extends.turn_ids is not None
+                else frozenset(entry.turn_id for entry in snapshot.entries)
+            ),
             more_entries=snapshot.more_entries,
             snapshot=snapshot if extendable else None,
             call_ids=(
-                frozenset(call.id for entry in snapshot.entries for call in entry.tool_calls)
-                if extendable
-                else frozenset()
+                frozenset()
+                if not extendable
+                else extends.call_ids | {call.id for entry in entries for call in entry.tool_calls}
+                if extends is not None
+                else frozenset(call.id for entry in snapshot.entries for call in entry.tool_calls)
+            ),
+            encoded_size=(
+                extends.encoded_size + sum(map(len, encoded[len(extends.encoded_messages) :]))
+                if extends is not None
+                else sum(map(len, encoded))
             ),
             _grown=lambda size: self._grow(key, cached, size),
         )
@@ -180,7 +197,7 @@ class LoadCache:
             added = encoded[len(extends.encoded_messages) :]
             for number, framed in list(extends._framed.items()):
                 cached._framed[number] = framed + repeated_records(number, added)
-        size = sum(len(m) for m in cached.encoded_messages) + result.report.ByteSize()
+        size = cached.encoded_size + result.report.ByteSize()
         if cached.snapshot is not None:
             size *= 2  # the entries it was decided from, about the size of their messages
         if size > self._max_bytes:
