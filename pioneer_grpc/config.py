@@ -155,17 +155,6 @@ def _non_negative_float(raw: Any) -> float:
     return value
 
 
-def _bool(raw: Any) -> bool:
-    if isinstance(raw, bool):
-        return raw
-    text = str(raw).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise ValueError("must be true or false")
-
-
 def _path(raw: Any) -> Path:
     return Path(os.path.expanduser(str(raw)))
 
@@ -376,3 +365,4 @@ def _checked(config: Config) -> Config:
             load_registry(config.models_file)
         except RegistryError as exc:
             raise ConfigError(str(exc)) from exc
+    return config

@@ -1,5 +1,11 @@
 """`make bench`: the figures the issues ask for, each a ratio measured in one run.
 
+The headline is the agent loop (scripts/bench_loop.py, on SQLite and PostgreSQL):
+turns of PrepareTurn (new turn), PrepareTurn (tool call and result), the answer and
+CompleteTurn on threads seeded with the realistic thread, each step against a
+same-bytes echo. The PrepareTurn and load figures after it are the open-turn shape:
+turns that never complete, so the history never changes between calls.
+
 Every server is a `pioneer-grpc serve` subprocess on loopback; the Go load
 generator (clients/go/bin/pioneer-load) drives RPCs so the client is not the
 bottleneck. Each real RPC is compared with EchoService.Echo moving the same bytes
@@ -35,6 +41,7 @@ from bench_cpu import CpuWindow
 from bench_events import bench_delivery, scratch_database, serve
 from bench_history import bench_load_history
 from bench_inputs import full_compile_request, prepare_home
+from bench_loop import loop_figures, loop_goal_lines
 from google.protobuf import json_format
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,11 +118,17 @@ def against_echo(address: str, rpc: str, concurrency: int, label: str = "", **fl
 # (figure, key, goal as text, predicate)
 GOALS = [
     ("compile c=1", "p50_vs_echo", "<= 1.5x echo p50", lambda v: v <= 1.5),
-    ("prepare-turn new turn c=1", "p50_vs_echo", "<= 3x echo p50", lambda v: v <= 3),
-    ("prepare-turn new turn + anthropic c=1", "p50_vs_echo", "<= 3.5x echo p50", lambda v: v <= 3.5),
-    ("prepare-turn new turn c=16", "throughput_vs_echo", ">= 0.3x echo rps", lambda v: v >= 0.3),
-    ("prepare-turn new turn c=16, 16 threads", "throughput_vs_echo", ">= 0.3x echo rps", lambda v: v >= 0.3),
-    ("load-history after append c=1", "p50_vs_echo", "<= 2x echo p50", lambda v: v <= 2),
+    ("open turn: prepare-turn new turn c=1", "p50_vs_echo", "<= 3x echo p50", lambda v: v <= 3),
+    (
+        "open turn: prepare-turn new turn + anthropic c=1", "p50_vs_echo", "<= 3.5x echo p50",
+        lambda v: v <= 3.5,
+    ),
+    ("open turn: prepare-turn new turn c=16", "throughput_vs_echo", ">= 0.3x echo rps", lambda v: v >= 0.3),
+    (
+        "open turn: prepare-turn new turn c=16, 16 threads", "throughput_vs_echo", ">= 0.3x echo rps",
+        lambda v: v >= 0.3,
+    ),
+    ("open turn: load-history after append c=1", "p50_vs_echo", "<= 2x echo p50", lambda v: v <= 2),
     ("workers 2 vs 1, postgresql", "speedup", ">= 1.6x one worker", lambda v: v >= 1.6),
     ("workers 2 vs 1, postgresql, 16 threads", "speedup", ">= 1.6x one worker", lambda v: v >= 1.6),
 ]
@@ -128,50 +141,32 @@ def round_figures(address: str, request_file: Path) -> list[dict[str, Any]]:
         against_echo(address, "compile", 16, "compile c=16", input=request_file),
     ]
     seeded = against_echo(
-        address,
-        "prepare-turn",
-        1,
-        "prepare-turn new turn c=1",
-        seed_entries=SEED_ENTRIES,
-        new_turn=True,
-        input=request_file,
+        address, "prepare-turn", 1, "open turn: prepare-turn new turn c=1",
+        seed_entries=SEED_ENTRIES, new_turn=True, input=request_file,
     )
     thread = seeded.pop("thread")
     results.append(seeded)
     turn = {"thread": thread, "input": request_file}
     results += [
         against_echo(
-            address,
-            "prepare-turn",
-            1,
-            "prepare-turn new turn + anthropic c=1",
-            new_turn=True,
-            provider="anthropic",
-            **turn,
+            address, "prepare-turn", 1, "open turn: prepare-turn new turn + anthropic c=1",
+            new_turn=True, provider="anthropic", **turn,
         ),
         against_echo(
-            address,
-            "prepare-turn",
-            1,
-            "prepare-turn new turn, anthropic body only c=1",
-            new_turn=True,
-            provider="anthropic",
-            provider_body_only=True,
-            **turn,
+            address, "prepare-turn", 1, "open turn: prepare-turn new turn, anthropic body only c=1",
+            new_turn=True, provider="anthropic", provider_body_only=True, **turn,
         ),
-        against_echo(address, "prepare-turn", 16, "prepare-turn new turn c=16", new_turn=True, **turn),
         against_echo(
-            address,
-            "prepare-turn",
-            16,
-            "prepare-turn new turn c=16, 16 threads",
-            new_turn=True,
-            seed_entries=SEED_ENTRIES,
-            threads=16,
-            input=request_file,
+            address, "prepare-turn", 16, "open turn: prepare-turn new turn c=16", new_turn=True, **turn
         ),
-        against_echo(address, "prepare-turn", 1, "prepare-turn same turn c=1", **turn),
-        against_echo(address, "load-after-append", 1, "load-history after append c=1", thread=thread),
+        against_echo(
+            address, "prepare-turn", 16, "open turn: prepare-turn new turn c=16, 16 threads",
+            new_turn=True, seed_entries=SEED_ENTRIES, threads=16, input=request_file,
+        ),
+        against_echo(address, "prepare-turn", 1, "open turn: prepare-turn same turn c=1", **turn),
+        against_echo(
+            address, "load-after-append", 1, "open turn: load-history after append c=1", thread=thread
+        ),
     ]
     return results
 
@@ -293,6 +288,10 @@ async def main() -> None:
         prepare_home(home)
         request_file = Path(tmp) / "compile.json"
         request_file.write_text(json_format.MessageToJson(full_compile_request(home)))
+        async with serve(f"sqlite+aiosqlite:///{Path(tmp) / 'loop.db'}", home) as address:
+            results += await loop_figures(address, request_file, "sqlite")
+        for result in results:
+            print(json.dumps(result), flush=True)
         async with serve("", home) as address:
             results += await asyncio.to_thread(round_figures, address, request_file)
             for result in results:
@@ -310,6 +309,9 @@ async def main() -> None:
         try:
             admin_url = os.environ.get("PIONEER_BENCH_PG_URL", "")
             admin_url = admin_url or await asyncio.to_thread(start_postgres, cluster)
+            async with scratch_database(admin_url) as url, serve(url, home) as address:
+                results += await loop_figures(address, request_file, "postgresql")
+                print(json.dumps(results[-1]), flush=True)
             async with scratch_database(admin_url) as url:
                 replicas = await bench_delivery(observers=100, database_url=url, replicas=2)
                 results.append({"figure": "watch delivery, 2 replicas", **replicas})
@@ -325,6 +327,9 @@ async def main() -> None:
     print("all figures:")
     for result in results:
         print(json.dumps(result))
+    print("headline, the agent loop:")
+    print("\n".join(loop_goal_lines(results)))
+    print("the open-turn shape and the rest:")
     print("\n".join(goal_lines(results)))
 
 

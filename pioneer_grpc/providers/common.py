@@ -15,8 +15,8 @@ import orjson
 from pioneer_grpc.artifacts import append_artifact_block, message_header
 from pioneer_grpc.caps import json_depth_over
 from pioneer_grpc.caps.history import MAX_ARGUMENTS_DEPTH
-from pioneer_grpc.compiler.boundary import CACHE_BOUNDARY
 from pioneer_grpc.caps.json_text import LONE_SURROGATE, lone_surrogate_in
+from pioneer_grpc.compiler.boundary import CACHE_BOUNDARY
 from pioneer_grpc.providers import body_json
 from pioneer_grpc.providers.conversation import Notice, RenderedPrefix
 from pioneer_grpc.v1 import chat_pb2, prompt_pb2

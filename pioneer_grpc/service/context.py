@@ -1,7 +1,11 @@
 """What every use case is given: configuration, the database, and the long-lived services.
 
-One context per running server, built by `server/app.py` (or by a test); there
-is no module-level state, so two servers in one process never share answers.
+One context per running server, built by `server/app.py` (or by a test). What
+depends on a server's data (kept histories, compiled prompts) lives here, so two
+servers in one process never share answers. A few pure results are remembered at
+module level and shared by every server in the process, each keyed by everything
+it depends on (Remembered, pioneer_grpc/remembered.py): request heads and compile
+inputs known valid, manifests' JSON fields, counted stable prompts.
 """
 
 from __future__ import annotations

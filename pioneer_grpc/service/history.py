@@ -17,7 +17,10 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
+
+from sqlalchemy.engine import Connection
 
 from pioneer_grpc.adapters.count_tokens import CountFailed, Endpoint
 from pioneer_grpc.caps import text_violation, violations_of, violations_of_each
@@ -44,9 +47,13 @@ from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service import token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.history_load import LoadAnswer, load_history, load_history_result
+from pioneer_grpc.store import completion
 from pioneer_grpc.store import entries as entry_store
+from pioneer_grpc.store import round as round_store
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
+from pioneer_grpc.store.runner import nothing
+from pioneer_grpc.store.turns import lock_turn
 from pioneer_grpc.store.work import database_work
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2
@@ -201,7 +208,6 @@ async def update_thread(
         return thread_store.thread_message(row, await thread_store.entry_count(session, thread_id))
 
 
-@database_work
 async def append_entries(
     ctx: ServiceContext,
     thread_id: str,
@@ -221,13 +227,50 @@ async def append_entries(
     content = await asyncio.to_thread(_checked_content, thread_id, entries, prefix)
     if content:
         # Rejected anyway: read the thread's calls too, so every violation is named at once.
-        async with ctx.sessions() as session, session.begin():
-            stored = await entry_store.stored_calls(session, thread_id, entries)
+        stored = await ctx.runner.read(partial(_stored_calls, thread_id, entries))
         _check([*content, *call_violations(entries, stored, prefix)])
     with ctx.telemetry.span(
         "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
     ):
-        return await _append_checked(ctx, thread_id, entries, prefix, with_entries)
+        counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, thread_id)
+        work = partial(_append_in, ctx, thread_id, entries, prefix, with_entries, counted_in)
+        outcome, _ = await ctx.runner.transact(partial(_hashed_and_counted, entries, counted_in), work)
+        return outcome
+
+
+def _stored_calls(
+    thread_id: str, entries: Sequence[history_pb2.ConversationEntry], conn: Connection
+) -> StoredCalls:
+    return entry_store.stored_calls_in(conn, thread_id, entries)
+
+
+def _append_in(
+    ctx: ServiceContext,
+    thread_id: str,
+    entries: Sequence[history_pb2.ConversationEntry],
+    prefix: str,
+    with_entries: bool,
+    counted_in: str,
+    conn: Connection,
+    counted: list[entry_store.NewEntry],
+) -> entry_store.AppendOutcome:
+    """The append's unit of work: the thread locked, the batch's turns locked or created, the
+    entries stored by the append a round makes (store/round.py)."""
+    locked = round_store.lock_thread(conn, thread_id)
+    tokenizer, new_entries = token_fit.in_thread_tokenizer(ctx.models, locked.model, counted, counted_in)
+    turns = {
+        turn_id: lock_turn(conn, thread_id, turn_id) for turn_id in dict.fromkeys(e.turn_id for e in entries)
+    }
+
+    def check(stored: StoredCalls) -> None:
+        _check(call_violations(entries, stored, prefix))
+
+    created = round_store.append(conn, thread_id, turns, new_entries, tokenizer, check)
+    ids = [entry.entry_id for entry in entries]
+    outcome = entry_store.AppendOutcome([], len(created), len(ids) - len(created))
+    if with_entries:
+        outcome.entries.extend(entry_store.stored_entries_in(conn, thread_id, ids))
+    return outcome
 
 
 def _checked_content(
@@ -237,26 +280,6 @@ def _checked_content(
     _check([thread_id_violation(thread_id), *violations_of_each(entries, prefix, MAX_ENTRIES_PER_APPEND)])
     _check(entry_violations(list(entries), prefix))
     return content_violations(entries, prefix)
-
-
-async def _append_checked(
-    ctx: ServiceContext,
-    thread_id: str,
-    entries: Sequence[history_pb2.ConversationEntry],
-    prefix: str,
-    with_entries: bool,
-) -> entry_store.AppendOutcome:
-    def check(stored: StoredCalls) -> None:
-        _check(call_violations(entries, stored, prefix))
-
-    async with ctx.sessions() as session:
-        model = (await thread_store.thread_row(session, thread_id)).model
-    tokenizer = token_fit.counting_for(ctx.models, model).tokenizer
-    new_entries = await asyncio.to_thread(_hashed_and_counted, entries, tokenizer)
-    async with ctx.sessions() as session:
-        return await entry_store.append_entries(
-            session, thread_id, new_entries, tokenizer, check, with_entries=with_entries
-        )
 
 
 def _hashed_and_counted(
@@ -274,12 +297,17 @@ def _hashed_and_counted(
     return new_entries
 
 
-@database_work
 async def complete_turn(ctx: ServiceContext, thread_id: str, turn_id: str) -> int:
-    """Marks the turn's entries completed; returns how many it has. NotFound for an unknown turn."""
+    """Marks the turn's entries completed; returns how many it has. NotFound for an unknown turn.
+
+    One unit of work, run by the store's runner (store/completion.py)."""
     _check([thread_id_violation(thread_id), id_violation("turn_id", turn_id, "turn_id")])
-    async with ctx.sessions() as session:
-        return await entry_store.complete_turn(session, thread_id, turn_id)
+    count, _ = await ctx.runner.transact(nothing, partial(_complete_turn, thread_id, turn_id))
+    return count
+
+
+def _complete_turn(thread_id: str, turn_id: str, conn: Connection, _: None) -> int:
+    return completion.complete_turn_in(conn, thread_id, turn_id)
 
 
 @database_work

@@ -19,7 +19,6 @@ from functools import partial
 from typing import Any
 
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pioneer_grpc.caps import ID, text_violation
 from pioneer_grpc.errors import InvalidArgument
@@ -29,14 +28,19 @@ from pioneer_grpc.history.budget import MAX_LOADED_TURNS, Budget
 from pioneer_grpc.history.clearing import effective_keep, effective_strategy
 from pioneer_grpc.history.entries import thread_id_violation
 from pioneer_grpc.service import history_compaction as compaction
-from pioneer_grpc.service import load_counts, observe, token_fit
+from pioneer_grpc.service import history_current, load_counts, observe, token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import summaries as summary_store
-from pioneer_grpc.store.history_state import HistoryState, history_state, history_state_and_left_out_in
+from pioneer_grpc.store.history_state import (
+    NO_ENTRIES,
+    HistoryRead,
+    HistoryState,
+    history_read_in,
+)
 from pioneer_grpc.store.locks import compression_lock
-from pioneer_grpc.store.work import database_work
+from pioneer_grpc.store.runner import nothing
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 
@@ -75,25 +79,29 @@ class _Read:
     more: bool
 
 
-@database_work
 async def read_snapshot(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) -> decide.Snapshot:
-    async with ctx.engine.connect() as conn:
-        state = await history_state(conn, thread_id)
-        read = await _snapshot(conn, thread_id, exclude_turn_id, state)
-        tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
-        summary_tokens = await load_counts.fill(conn, tokenizer, read.entries, read.summary)
-    return _snapshot_of(ctx, state, read, summary_tokens)
+    """The thread read whole, in a unit of work of the store's runner (the counts a load makes
+    in another tokenizer are stored)."""
+
+    def work(conn: Connection, _: None) -> decide.Snapshot:
+        state = history_read_in(conn, thread_id).state
+        return _snapshot_on(ctx, conn, thread_id, exclude_turn_id, state)
+
+    snapshot, _ = await ctx.runner.transact(nothing, work)
+    return snapshot
 
 
-async def _snapshot(
-    conn: AsyncConnection, thread_id: str, exclude_turn_id: str, state: HistoryState
-) -> _Read:
-    summary = None if state.summary_id is None else await summary_store.summary_by_id(conn, state.summary_id)
+def _snapshot_on(
+    ctx: ServiceContext, conn: Connection, thread_id: str, exclude_turn_id: str, state: HistoryState
+) -> decide.Snapshot:
+    """What a load leaving out `exclude_turn_id` reads, after `state` was read on `conn`."""
+    summary = None if state.summary_id is None else summary_store.summary_by_id_in(conn, state.summary_id)
     after = summary.covers_through_sequence if summary is not None else 0
-    entries, more = await entry_store.completed_entries(
-        conn, thread_id, after, exclude_turn_id, MAX_LOADED_TURNS
-    )
-    return _Read(summary, entries, more)
+    excluded = exclude_turn_id
+    entries, more = entry_store.completed_entries_in(conn, thread_id, after, excluded, MAX_LOADED_TURNS)
+    tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
+    summary_tokens = load_counts.fill_in(conn, tokenizer, entries, summary)
+    return _snapshot_of(ctx, state, _Read(summary, entries, more), summary_tokens)
 
 
 def _snapshot_of(
@@ -128,27 +136,55 @@ class OverThreshold:
 
 
 def full_load_on(
-    ctx: ServiceContext, conn: Connection, thread_id: str, exclude_turn_id: str, state: HistoryState
+    ctx: ServiceContext, conn: Connection, thread_id: str, key: str, state: HistoryState
 ) -> CachedLoad | OverThreshold:
-    """`full_load_in` inside a round's synchronous transaction (store/runner.py): same reads, same cache.
+    """The full load of the thread leaving out turn `key` (a turn with completed entries, else ""),
+    on a synchronous connection (store/runner.py), `state` read before on it; kept when under the
+    threshold. The one full load of a round and of LoadConversationHistory.
 
-    The caller read `state` in this transaction, and leaves out only a turn that may have
-    completed entries (else "").
+    When the thread moved on between `state` and the reads, what is kept pairs newer rows
+    with an older state: it is never found again, and never extended (history_current.py).
     """
-    cached = ctx.load_cache.find(thread_id, exclude_turn_id, state)
+    cached = ctx.load_cache.find(thread_id, key, state)
     if cached is not None:
         return cached
-    summary = None if state.summary_id is None else summary_store.summary_by_id_in(conn, state.summary_id)
-    after = summary.covers_through_sequence if summary is not None else 0
-    entries, more = entry_store.completed_entries_in(
-        conn, thread_id, after, exclude_turn_id, MAX_LOADED_TURNS
-    )
-    tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
-    summary_tokens = load_counts.fill_in(conn, tokenizer, entries, summary)
-    snapshot = _snapshot_of(ctx, state, _Read(summary, entries, more), summary_tokens)
+    snapshot = _snapshot_on(ctx, conn, thread_id, key, state)
     if snapshot.needs_compression:
-        return OverThreshold(snapshot, state, exclude_turn_id)
-    return ctx.load_cache.store(thread_id, exclude_turn_id, state, snapshot, decide.full(snapshot))
+        return OverThreshold(snapshot, state, key)
+    result = decide.full(snapshot)
+    return ctx.load_cache.store(thread_id, key, state, snapshot, result, extendable=not key)
+
+
+def kept_on(
+    ctx: ServiceContext, conn: Connection, thread_id: str, exclude_turn_id: str
+) -> tuple[CachedLoad | None, HistoryRead]:
+    """The kept answer for the thread as it is now, if any, and what the state statement read.
+
+    One statement reads the state and the entries completed after the kept history's
+    newest; those extend it when they are all that changed (history_current.py).
+    """
+    base = ctx.load_cache.extendable(thread_id)
+    read = history_read_in(conn, thread_id, exclude_turn_id, NO_ENTRIES if base is None else base.through)
+    found = ctx.load_cache.find(thread_id, exclude_turn_id, read.state)
+    if found is None and base is not None:
+        current = history_current.extended(ctx, thread_id, base, read)
+        if current is not None and current.serves(exclude_turn_id):
+            found = current
+    return found, read
+
+
+def history_on(
+    ctx: ServiceContext, conn: Connection, thread_id: str, exclude_turn_id: str
+) -> tuple[CachedLoad | OverThreshold, tuple[int, int]]:
+    """The history a load leaving out `exclude_turn_id` answers (kept, brought current, or read whole),
+    and the (entries, turns) of other turns not completed that it leaves out."""
+    found, read = kept_on(ctx, conn, thread_id, exclude_turn_id)
+    if found is None:
+        # Leaving out a turn without completed entries changes nothing: the answer that excludes
+        # nothing serves every such turn.
+        key = exclude_turn_id if read.excluded_completed else ""
+        return full_load_on(ctx, conn, thread_id, key, read.state), read.left_out
+    return found, read.left_out
 
 
 async def load_history(
@@ -217,45 +253,20 @@ async def load_history_result(
 def _kept_answer_on(
     ctx: ServiceContext, thread_id: str, exclude_turn_id: str, conn: Connection
 ) -> tuple[CachedLoad | None, tuple[int, int]]:
-    """The answer kept for the thread's state, if any, and what a load leaves out: read together
-    in one statement, in one hop to the store's thread on SQLite (store/runner.py)."""
-    state, left = history_state_and_left_out_in(conn, thread_id, exclude_turn_id)
-    return ctx.load_cache.find(thread_id, exclude_turn_id, state), left
+    """The answer kept for the thread's state (brought current if it can be), if any, and what a
+    load leaves out: one statement, in one hop to the store's thread on SQLite (store/runner.py)."""
+    found, read = kept_on(ctx, conn, thread_id, exclude_turn_id)
+    return found, read.left_out
 
 
-@database_work
 async def _full_load(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) -> CachedLoad | OverThreshold:
-    async with ctx.engine.connect() as conn:
-        return await full_load_in(ctx, conn, thread_id, exclude_turn_id)
+    """Read whole, in a transaction of the store's runner: a load may store the counts it made."""
 
+    def work(conn: Connection, _: None) -> CachedLoad | OverThreshold:
+        return history_on(ctx, conn, thread_id, exclude_turn_id)[0]
 
-async def full_load_in(
-    ctx: ServiceContext, conn: AsyncConnection, thread_id: str, exclude_turn_id: str
-) -> CachedLoad | OverThreshold:
-    """On the caller's connection: the full load (or a kept answer), or what it read over the threshold.
-
-    Over the threshold the caller goes on with `over_threshold`, outside any transaction.
-    The state query and the reads share the connection; `state` is read first, and
-    if the thread moved on since, this pairing only ever misses.
-    """
-    state = await history_state(conn, thread_id)
-    cached = ctx.load_cache.find(thread_id, exclude_turn_id, state)
-    if cached is not None:
-        return cached
-    key = exclude_turn_id
-    if key and ctx.load_cache.find(thread_id, "", state) is None:
-        # Leaving out a turn without completed entries changes nothing: read (and keep) the
-        # answer that excludes nothing, which then serves every other such turn too.
-        if not await entry_store.turn_has_completed_entries(conn, thread_id, key):
-            key = ""
-    # Same connection, so on SQLite the snapshot matches `state` (one read transaction).
-    read = await _snapshot(conn, thread_id, key, state)
-    tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
-    summary_tokens = await load_counts.fill(conn, tokenizer, read.entries, read.summary)
-    snapshot = _snapshot_of(ctx, state, read, summary_tokens)
-    if snapshot.needs_compression:
-        return OverThreshold(snapshot, state, key)
-    return ctx.load_cache.store(thread_id, key, state, snapshot, decide.full(snapshot))
+    found, _ = await ctx.runner.transact(nothing, work)
+    return found
 
 
 async def over_threshold(

@@ -47,6 +47,13 @@ class CachedLoad:
     # The turns of the entries read; None when unknown (then it serves its own question only).
     turn_ids: frozenset[str] | None
     more_entries: bool
+    # What it was decided from, when a load that reads more completed entries may extend it
+    # (history_current.py): a full answer of everything read, nothing cleared or repaired.
+    snapshot: Snapshot | None = field(default=None, compare=False, repr=False)
+    # With `snapshot`: the ids of the tool calls it holds.
+    call_ids: frozenset[str] = frozenset()
+    # Bytes of `encoded_messages`.
+    encoded_size: int = 0
     # framed(n) by field number: a dict is thread-safe enough here (a race only frames twice).
     _framed: dict[int, bytes] = field(default_factory=dict, compare=False, repr=False)
     # rendered_prefix by (provider, path); None where the messages cannot be one.
@@ -55,6 +62,15 @@ class CachedLoad:
     )
     # Told the bytes a prefix adds, so the cache that keeps this answer counts them.
     _grown: Callable[[int], None] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def through(self) -> int:
+        """With `snapshot`: the sequence after which completed entries extend it."""
+        assert self.snapshot is not None
+        if self.snapshot.newest is not None:
+            return self.snapshot.newest[1]
+        summary = self.snapshot.summary
+        return summary.covers_through_sequence if summary is not None else 0
 
     def serves(self, exclude_turn_id: str) -> bool:
         """Whether this answer (read excluding nothing) is also the answer that leaves out the turn."""
@@ -86,7 +102,7 @@ class CachedLoad:
             # Two rounds may build it at once: the first one kept is counted.
             kept = self._prefixes.setdefault(key, built) is built
             if kept and built is not None and self._grown is not None:
-                self._grown(sum(map(len, self.encoded_messages)))
+                self._grown(self.encoded_size)
         return self._prefixes[key]
 
     def copy(self) -> LoadResult:
@@ -107,6 +123,18 @@ class LoadCache:
     def __len__(self) -> int:
         return len(self._items)
 
+    def model_of(self, thread_id: str) -> str | None:
+        """The thread's model as the kept answer that excludes nothing read it (None without one)."""
+        with self._lock:
+            found = self._items.get((thread_id, ""))
+        return None if found is None else found.state.model
+
+    def extendable(self, thread_id: str) -> CachedLoad | None:
+        """The thread's kept answer that excludes nothing, when later completed entries may extend it."""
+        with self._lock:
+            found = self._items.get((thread_id, ""))
+        return found if found is not None and found.snapshot is not None else None
+
     def find(self, thread_id: str, exclude_turn_id: str, state: HistoryState) -> CachedLoad | None:
         with self._lock:
             for key in ((thread_id, ""), (thread_id, exclude_turn_id)):
@@ -123,18 +151,55 @@ class LoadCache:
         state: HistoryState,
         snapshot: Snapshot,
         result: LoadResult,
+        *,
+        extendable: bool = False,
+        extends: CachedLoad | None = None,
     ) -> CachedLoad:
+        """Keeps the answer. `extendable`: `result` is `decide.full(snapshot)`, kept with its snapshot
+        so that later completed entries extend it. `extends`: the kept answer whose messages (and
+        their encoding) `result`'s begin with."""
         key = (thread_id, exclude_turn_id)
+        extendable = extendable and not (snapshot.repairs or snapshot.cleared or snapshot.more_entries)
+        encoded = extends.encoded_messages if extends is not None else ()
+        encoded += tuple(message.SerializeToString() for message in result.messages[len(encoded) :])
+        # An extension reads (and adds) only the entries after those `extends` read.
+        entries = snapshot.entries[len(extends.snapshot.entries) :] if extends and extends.snapshot else ()
         cached = CachedLoad(
             state=state,
             result=result,
-            encoded_messages=tuple(message.SerializeToString() for message in result.messages),
+            encoded_messages=encoded,
             # A repaired read may have dropped entries: which turns it read is then not known.
-            turn_ids=None if snapshot.repairs else frozenset(entry.turn_id for entry in snapshot.entries),
+            turn_ids=(
+                None
+                if snapshot.repairs
+                else extends.turn_ids | {entry.turn_id for entry in entries}
+                if extends is not None and extends.turn_ids is not None
+                else frozenset(entry.turn_id for entry in snapshot.entries)
+            ),
             more_entries=snapshot.more_entries,
+            snapshot=snapshot if extendable else None,
+            call_ids=(
+                frozenset()
+                if not extendable
+                else extends.call_ids | {call.id for entry in entries for call in entry.tool_calls}
+                if extends is not None
+                else frozenset(call.id for entry in snapshot.entries for call in entry.tool_calls)
+            ),
+            encoded_size=(
+                extends.encoded_size + sum(map(len, encoded[len(extends.encoded_messages) :]))
+                if extends is not None
+                else sum(map(len, encoded))
+            ),
             _grown=lambda size: self._grow(key, cached, size),
         )
-        size = sum(len(m) for m in cached.encoded_messages) + result.report.ByteSize()
+        if extends is not None:
+            # The records framed already stay the start of the new ones.
+            added = encoded[len(extends.encoded_messages) :]
+            for number, framed in list(extends._framed.items()):
+                cached._framed[number] = framed + repeated_records(number, added)
+        size = cached.encoded_size + result.report.ByteSize()
+        if cached.snapshot is not None:
+            size *= 2  # the entries it was decided from, about the size of their messages
         if size > self._max_bytes:
             return cached
         with self._lock:

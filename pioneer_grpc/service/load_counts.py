@@ -8,20 +8,18 @@ there, so each entry is recounted once per tokenizer, lazily, and a move back to
 first family reads the append counts again. The summary the load uses is treated
 the same way.
 
-Both forms fill the entries' token_count in place and return the summary's count:
-`fill_in` inside a round's synchronous transaction (counting in the store's thread),
-`fill` on a load's async connection (counting in a worker thread).
+`fill_in` fills the entries' token_count in place and returns the summary's count,
+inside the caller's unit of work (store/runner.py: counting in the store's thread on
+SQLite), which stores what it counted.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pioneer_grpc.history import tokens
 from pioneer_grpc.history.render import entry_counted_texts, summary_text
@@ -99,18 +97,3 @@ def fill_in(
     return _summary_tokens(summary, stale)
 
 
-async def fill(
-    conn: AsyncConnection, tokenizer: str, entries: Sequence[history_pb2.ConversationEntry], summary: Any
-) -> int | None:
-    """On a load's connection: ends its read transaction before it writes what it counted."""
-    stale = _stale(tokenizer, entries, summary)
-    if stale is not None:
-        stale.apply(await token_counts.entry_counts(conn, tokenizer, (e.sequence for e in stale.entries)))
-        if stale.summary is not None:
-            stale.summary_count = await token_counts.summary_count(conn, tokenizer, stale.summary[0])
-        if stale.needs_counting:
-            # A SQLite read transaction cannot become a write once another writer committed.
-            await conn.commit()
-            await asyncio.to_thread(stale.count_missing)
-            await token_counts.store(conn, tokenizer, stale.counted, stale.counted_summary)
-    return _summary_tokens(summary, stale)

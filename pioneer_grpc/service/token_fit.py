@@ -8,9 +8,12 @@ from dataclasses import dataclass, replace
 
 from pioneer_grpc.history import decide
 from pioneer_grpc.history import diagnostics as codes
-from pioneer_grpc.history.tokens import TOKENIZER, is_exact
+from pioneer_grpc.history.render import entry_counted_texts
+from pioneer_grpc.history.tokens import TOKENIZER, count_blocking, is_exact
 from pioneer_grpc.models.attachments import attachment_tokens
 from pioneer_grpc.models.registry import Registry
+from pioneer_grpc.service.load_cache import LoadCache
+from pioneer_grpc.store.entries import NewEntry
 from pioneer_grpc.v1 import history_pb2
 
 
@@ -64,3 +67,25 @@ def with_attachments(
             decide.diagnostic(codes.ATTACHMENT_SIZE_ASSUMED, note, entry.entry_id) for note in counted.assumed
         )
     return Attached(tuple(notes), added)
+
+
+def in_thread_tokenizer(
+    models: Registry, thread_model: str, counted: list[NewEntry], counted_in: str = TOKENIZER
+) -> tuple[str, list[NewEntry]]:
+    """The thread model's tokenizer, and the entries counted in it (they were counted in `counted_in`
+    before the transaction, the tokenizer of the model the thread was last seen with: counted
+    again when the model changed since). Blocking."""
+    tokenizer = counting_for(models, thread_model).tokenizer
+    if tokenizer == counted_in:
+        return tokenizer, counted
+    return tokenizer, [
+        replace(new, token_count=sum(count_blocking(entry_counted_texts(new.entry), tokenizer)))
+        for new in counted
+    ]
+
+
+def likely_tokenizer(models: Registry, load_cache: LoadCache, thread_id: str) -> str:
+    """The tokenizer of the thread's model as its kept history last saw it (cl100k_base when none
+    is kept): what to count new entries in before the transaction that reads the model."""
+    model = load_cache.model_of(thread_id)
+    return TOKENIZER if model is None else counting_for(models, model).tokenizer

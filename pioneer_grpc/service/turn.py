@@ -2,11 +2,14 @@
 
 Order matters for "nothing stored on bad input": everything that can be
 rejected without the database (the compile input, the entries, the tools) is
-checked first; the compile and the new entries' token counts run before the
-transaction (on SQLite in the store's own thread, see store/runner.py). Then one
-transaction: lock the thread (its model), lock or create the turn, check the
-batch's tool calls against the store and append, load the budgeted history
-(leaving out the turn in progress), read the turn's own entries so far, and
+checked first; the compile and the new entries' token counts (in the tokenizer of
+the thread's model as its kept history last saw it, else cl100k_base) run before
+the transaction (on SQLite in the store's own thread, see store/runner.py). Then
+one transaction: lock the thread (its model), lock or create the turn, read the
+turn's own entries so far, check the batch's tool calls against the store and
+append (counted again first when the model's tokenizer is another one), load the
+budgeted history leaving out the turn in progress (the kept one,
+brought current by the turns completed since: service/history_current.py), and
 record the manifest (the turn's existing event when it already holds this same
 manifest). A rejection inside it rolls everything back; a turn whose latest tool
 calls have no result yet keeps its new entries and records nothing
@@ -14,8 +17,9 @@ calls have no result yet keeps its new entries and records nothing
 commit, as a load would, under the thread's lock.
 
 The history comes back encoded, shared between rounds while the thread's
-history is unchanged; the ChatRequest is written as its small fields joined
-with those bytes, never as 200 messages copied and encoded again.
+history is unchanged and extended (not encoded again) when turns complete; the
+ChatRequest is written as its small fields joined with those bytes, never as 200
+messages copied and encoded again.
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ from pioneer_grpc.history.entries import content_hash, entry_violations, id_viol
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations
 from pioneer_grpc.history.render import entry_counted_texts, to_chat_message
 from pioneer_grpc.history.repair import repair
-from pioneer_grpc.history.tokens import TOKENIZER, count_blocking
+from pioneer_grpc.history.tokens import count_blocking
+from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.providers.prefix import render_prefix
 from pioneer_grpc.providers.render import RenderedRequest, render_after
 from pioneer_grpc.providers.validate import tool_rule_violations
@@ -55,7 +60,6 @@ from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import round as round_store
-from pioneer_grpc.store.history_state import history_state_and_left_out_in
 from pioneer_grpc.store.turns import lock_turn
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2, prompt_pb2, provider_service_pb2, turn_service_pb2
@@ -95,7 +99,10 @@ def _named_as_request_fields() -> Iterator[None]:
 
 
 def _checked_entries(
-    request: turn_service_pb2.PrepareTurnRequest, input_known_valid: bool, head: chat_pb2.ChatRequest | None
+    request: turn_service_pb2.PrepareTurnRequest,
+    input_known_valid: bool,
+    head: chat_pb2.ChatRequest | None,
+    models: Registry,
 ) -> list[history_pb2.ConversationEntry]:
     """The new entries as they will be stored (the request's turn id on each); every violation at once.
 
@@ -124,7 +131,7 @@ def _checked_entries(
         violations.append(FieldViolation("provider_body_only", "name a provider to ask for its body only"))
     for violation in [
         *(input_violations(request.compile_input) if not input_known_valid else ()),
-        *(tool_rule_violations(request.provider, head) if head is not None else ()),
+        *(tool_rule_violations(request.provider, head, models=models) if head is not None else ()),
     ]:
         violations.append(FieldViolation(_own_field(violation.field), violation.description))
     InvalidArgument.raise_if(violations)
@@ -136,7 +143,7 @@ _known_clean_heads: Remembered[bool] = Remembered(2 * 1024 * 1024)
 
 
 def _checked_request(
-    request: turn_service_pb2.PrepareTurnRequest,
+    request: turn_service_pb2.PrepareTurnRequest, models: Registry
 ) -> tuple[list[history_pb2.ConversationEntry], chat_pb2.ChatRequest]:
     """The new entries to store, and the ChatRequest without messages (the request's model on it).
 
@@ -148,12 +155,13 @@ def _checked_request(
     input_known_valid = known_valid(request.compile_input)
     skip: tuple[str, ...] = ("compile_input",) if input_known_valid else ()
     head = _chat_request(request, request.model, [])
-    head_key = b"%d:" % request.provider + head.SerializeToString(deterministic=True)
+    # The registry decides which tool rules apply to the model: a server's own models file keys apart.
+    head_key = b"%d:%d:" % (request.provider, id(models)) + head.SerializeToString(deterministic=True)
     clean_head = _known_clean_heads.get(head_key) is not None
     if clean_head:
         skip += _TOP_LEVEL
     InvalidArgument.raise_if(violations_of(request, skip=skip))
-    entries = _checked_entries(request, input_known_valid, None if clean_head else head)
+    entries = _checked_entries(request, input_known_valid, None if clean_head else head, models)
     _known_clean_heads.put(head_key, True)
     return entries, head
 
@@ -229,6 +237,8 @@ class _Before:
     head: chat_pb2.ChatRequest
     new_entries: list[entry_store.NewEntry]
     manifest: PreparedManifest
+    # The tokenizer `new_entries` were counted in.
+    counted_in: str
 
     @property
     def payload(self) -> prompt_pb2.CompiledPromptPayload:
@@ -265,24 +275,15 @@ def _before_round(
             turn_id=request.turn_id,
         )
         observe.compiled(ctx, span, hit, payload.manifest)
+    counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, request.thread_id)
     new_entries = [
-        entry_store.NewEntry(entry, content_hash(entry), sum(count_blocking(entry_counted_texts(entry))))
+        entry_store.NewEntry(
+            entry, content_hash(entry), sum(count_blocking(entry_counted_texts(entry), counted_in))
+        )
         for entry in entries
     ]
-    return _Before(head, new_entries, prepare_manifest(request.thread_id, request.turn_id, payload.manifest))
-
-
-def _in_thread_tokenizer(
-    ctx: ServiceContext, thread_model: str, counted: list[entry_store.NewEntry]
-) -> tuple[str, list[entry_store.NewEntry]]:
-    """The entries counted in the thread model's tokenizer (they were counted in cl100k_base). Blocking."""
-    tokenizer = token_fit.counting_for(ctx.models, thread_model).tokenizer
-    if tokenizer == TOKENIZER:
-        return tokenizer, counted
-    return tokenizer, [
-        replace(new, token_count=sum(count_blocking(entry_counted_texts(new.entry), tokenizer)))
-        for new in counted
-    ]
+    manifest = prepare_manifest(request.thread_id, request.turn_id, payload.manifest)
+    return _Before(head, new_entries, manifest, counted_in)
 
 
 def _round(
@@ -307,7 +308,10 @@ def _round(
         with ctx.telemetry.span(
             "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
         ):
-            tokenizer, new_entries = _in_thread_tokenizer(ctx, locked.model, before.new_entries)
+            counted = before.new_entries
+            tokenizer, new_entries = token_fit.in_thread_tokenizer(
+                ctx.models, locked.model, counted, before.counted_in
+            )
             own += round_store.insert_turn_entries(
                 conn, thread_id, turn_id, turn, new_entries, tokenizer, check, own
             )
@@ -316,11 +320,7 @@ def _round(
     current = [to_chat_message(entry) for entry in repaired.entries]
     if repaired.pending:
         return _Round(model, None, current, repaired.diagnostics, None, repaired.pending)
-    # A turn in progress has no completed entries: leaving it out changes nothing, so the
-    # answer shared by every round of the thread serves.
-    exclude = "" if turn.status == history_pb2.TURN_STATUS_IN_PROGRESS else turn_id
-    state, left_out = history_state_and_left_out_in(conn, thread_id, turn_id)
-    history = history_load.full_load_on(ctx, conn, thread_id, exclude, state)
+    history, left_out = history_load.history_on(ctx, conn, thread_id, turn_id)
     rpc_span = ctx.telemetry.current_span()
     with ctx.telemetry.span("pioneer.manifest.record") as span:
         recorded = record_in(conn, before.manifest, turn, postgres=ctx.manifests.postgres)
@@ -390,6 +390,7 @@ def _rendered(
         path=path,
         options_path="render_options",
         anthropic_stable_cacheable=cacheable,
+        models=ctx.models,
     )
 
 
@@ -399,7 +400,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
 
     def prepare() -> _Before:
         # Off the event loop: a request at its caps is megabytes to check, hash and count.
-        before.append(_before_round(ctx, request, *_checked_request(request)))
+        before.append(_before_round(ctx, request, *_checked_request(request, ctx.models)))
         return before[0]
 
     work = partial(_round, ctx, request)

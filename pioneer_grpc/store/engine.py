@@ -17,7 +17,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
-# Waiting for the one SQLite connection, or for one of PostgreSQL's pool.
+# Waiting for the async engine's one SQLite connection, or for one of PostgreSQL's pool.
 POOL_WAIT_SECONDS = 30
 # A lock held by another writer (SQLite busy handler, PostgreSQL lock_timeout).
 LOCK_WAIT_SECONDS = 10
@@ -72,10 +72,12 @@ def create_engine(url: str) -> AsyncEngine:
 
 
 def _sqlite_engine(url: str) -> AsyncEngine:
-    # One connection: a SQLite store belongs to one process, and SQLite has a
-    # single writer anyway. Queueing for the connection in asyncio is fair and
-    # immediate, where concurrent connections would wait on the database lock
-    # in SQLite's busy handler, which sleeps up to 100 ms between retries.
+    # One connection for this engine: SQLite has a single writer anyway. Queueing
+    # for the connection in asyncio is fair and immediate, where concurrent
+    # connections would wait on the database lock in SQLite's busy handler, which
+    # sleeps up to 100 ms between retries. The store's runner (store/runner.py)
+    # holds a second, synchronous connection for whole transactions; the two meet
+    # on SQLite's lock, as the connections of other worker processes do.
     engine = create_async_engine(
         url,
         connect_args={"timeout": LOCK_WAIT_SECONDS},

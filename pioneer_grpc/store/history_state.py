@@ -2,7 +2,10 @@
 
 Entries are never deleted and only ever become completed, so the count and the
 largest id of completed entries, with the newest summary id and the settings,
-change whenever what a load would read changes.
+change whenever what a load would read changes. The same statement reads the
+completed entries after a given sequence (`history_read_in`): a kept history is
+brought current with exactly those rows, and the count and largest id read with
+them say whether they are all that changed.
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ from typing import Any
 
 from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.orm import aliased
 
 from pioneer_grpc.store.driver import Direct
+from pioneer_grpc.store.entries import LOAD_COLUMNS, RowsRead, loaded_entry
 from pioneer_grpc.store.models import EntryRow, SummaryRow, ThreadRow
 from pioneer_grpc.store.threads import thread_not_found
+from pioneer_grpc.v1 import history_pb2
 
 
 @dataclass(frozen=True)
@@ -67,43 +72,83 @@ def _state(row: Any, thread_id: str) -> HistoryState:
     return HistoryState(**row._mapping)
 
 
-async def history_state(session: AsyncSession | AsyncConnection, thread_id: str) -> HistoryState:
-    return _state((await session.execute(_QUERY, {"thread_id": thread_id})).first(), thread_id)
+# Completed entries newer than a sequence, joined to the thread's one row.
+_NEWER = aliased(EntryRow, name="newer")
+_NEWER_COLUMNS = tuple(getattr(_NEWER, column.key) for column in LOAD_COLUMNS)
 
-
-def history_state_in(conn: Connection, thread_id: str) -> HistoryState:
-    """`history_state` on a synchronous connection (a round's transaction)."""
-    return _state(conn.execute(_QUERY, {"thread_id": thread_id}).first(), thread_id)
-
-
-# The state, and what a load leaves out besides `exclude_turn_id`: the thread's open counts
-# (migration 0006) less that turn's open entries (an index lookup of one turn).
-_WITH_LEFT_OUT = _QUERY.add_columns(
-    ThreadRow.open_entries,
-    ThreadRow.open_turns,
-    select(func.count())
-    .select_from(EntryRow)
-    .where(
-        EntryRow.thread_id == ThreadRow.thread_id,
-        EntryRow.completed.is_(False),
-        EntryRow.turn_id == bindparam("exclude_turn_id"),
+# The state, what a load leaves out besides `exclude_turn_id` (the thread's open counts,
+# migration 0006, less that turn's open entries), whether that turn has completed entries,
+# and the completed entries after `after`, oldest first: one statement, so the entries and
+# the state that versions them are one snapshot on either database. Without entries after
+# `after` it is one row, the entry columns NULL.
+_READ = (
+    _QUERY.add_columns(
+        ThreadRow.open_entries,
+        ThreadRow.open_turns,
+        select(func.count())
+        .select_from(EntryRow)
+        .where(
+            EntryRow.thread_id == ThreadRow.thread_id,
+            EntryRow.completed.is_(False),
+            EntryRow.turn_id == bindparam("exclude_turn_id"),
+        )
+        .scalar_subquery()
+        .label("excluded_open"),
+        select(func.count())
+        .select_from(EntryRow)
+        .where(
+            EntryRow.thread_id == ThreadRow.thread_id,
+            EntryRow.completed.is_(True),
+            EntryRow.turn_id == bindparam("exclude_turn_id"),
+        )
+        .scalar_subquery()
+        .label("excluded_completed"),
+        *_NEWER_COLUMNS,
     )
-    .scalar_subquery()
-    .label("excluded_open"),
+    .select_from(
+        ThreadRow.__table__.outerjoin(
+            _NEWER,
+            (_NEWER.thread_id == ThreadRow.thread_id)
+            & _NEWER.completed.is_(True)
+            & (_NEWER.id > bindparam("after")),
+        )
+    )
+    .order_by(_NEWER.id)
 )
 _STATE_FIELDS = tuple(HistoryState.__dataclass_fields__)
 # Every load and round runs it.
-_DIRECT = Direct(_WITH_LEFT_OUT)
+_DIRECT = Direct(_READ)
+# `after` when no entry is wanted: larger than any sequence.
+NO_ENTRIES = 2**62
 
 
-def history_state_and_left_out_in(
-    conn: Connection, thread_id: str, exclude_turn_id: str = ""
-) -> tuple[HistoryState, tuple[int, int]]:
-    """`history_state_in`, and the (entries, turns) not completed but `exclude_turn_id`'s: what a
-    history load leaves out. One statement."""
-    row = _DIRECT.first(conn, {"thread_id": thread_id, "exclude_turn_id": exclude_turn_id})
-    if row is None:
+@dataclass(frozen=True)
+class HistoryRead:
+    state: HistoryState
+    # Entries of turns not completed but the excluded turn's: what a load leaves out (entries, turns).
+    left_out: tuple[int, int]
+    # Whether the excluded turn has completed entries (leaving it out changes what a load reads).
+    excluded_completed: bool
+    # The completed entries after the sequence asked for, oldest first.
+    newer: list[history_pb2.ConversationEntry]
+
+
+def history_read_in(
+    conn: Connection, thread_id: str, exclude_turn_id: str = "", after: int = NO_ENTRIES
+) -> HistoryRead:
+    """The thread's history state, what a load leaves out besides `exclude_turn_id`, and the
+    completed entries after sequence `after`: one statement (NotFound for an unknown thread)."""
+    rows = _DIRECT.rows(conn, {"thread_id": thread_id, "exclude_turn_id": exclude_turn_id, "after": after})
+    if not rows:
         raise thread_not_found(thread_id)
+    row = rows[0]
     state = HistoryState(**{name: getattr(row, name) for name in _STATE_FIELDS})
     excluded = int(row.excluded_open)
-    return state, (int(row.open_entries) - excluded, int(row.open_turns) - (1 if excluded else 0))
+    newer = [loaded_entry(found) for found in rows if found.id is not None]
+    RowsRead.entries += len(newer)
+    return HistoryRead(
+        state,
+        (int(row.open_entries) - excluded, int(row.open_turns) - (1 if excluded else 0)),
+        bool(row.excluded_completed),
+        newer,
+    )

@@ -120,18 +120,33 @@ def insert_turn_entries(
     check: Callable[[StoredCalls], None],
     stored_turn: list[history_pb2.ConversationEntry],
 ) -> list[history_pb2.ConversationEntry]:
-    """Stores the turn's new entries (idempotent by entry_id); returns those created, oldest first,
-    as `turn_entries_lean` would read them. `stored_turn` is what it read before, in this transaction.
+    """A round's append: `append` of one turn's entries, `stored_turn` what it read of the turn."""
+    return append(conn, thread_id, {turn_id: turn}, new_entries, tokenizer, check, {turn_id: stored_turn})
 
-    Unless every entry is stored already (a repeat, checked when first appended),
-    `check` sees what the store holds for the batch's tool calls before anything
-    is inserted, and raises to reject. A repeat must carry the stored content
+
+def append(
+    conn: Connection,
+    thread_id: str,
+    turns: dict[str, TurnRecord],
+    new_entries: Sequence[NewEntry],
+    tokenizer: str,
+    check: Callable[[StoredCalls], None],
+    stored_turns: dict[str, list[history_pb2.ConversationEntry]] | None = None,
+) -> list[history_pb2.ConversationEntry]:
+    """Stores the entries (idempotent by entry_id) of `turns` (locked, as `lock_turn` left them);
+    returns those created, oldest first, as `turn_entries_lean` would read them. The one append of
+    AppendEntries and of a PrepareTurn round, inside the caller's transaction, the thread locked.
+
+    `stored_turns` are the turns' entries when the caller read them already, in this
+    transaction. Unless every entry is stored already (a repeat, checked when first
+    appended), `check` sees what the store holds for the batch's tool calls before
+    anything is inserted, and raises to reject. A repeat must carry the stored content
     hash (AlreadyExists otherwise); a new entry for a completed turn is refused
     (FailedPrecondition). Each rolls the caller's transaction back.
     """
     if not new_entries:
         return []
-    stored = stored_calls_in(conn, thread_id, [new.entry for new in new_entries], {turn_id: stored_turn})
+    stored = stored_calls_in(conn, thread_id, [new.entry for new in new_entries], stored_turns)
     if len(stored.stored_entry_ids) < len({new.entry.entry_id for new in new_entries}):
         check(stored)
     moment = now()
@@ -145,18 +160,21 @@ def insert_turn_entries(
     repeats = [new for new in new_entries if new.entry.entry_id not in created]
     if repeats:
         _check_repeats(conn, thread_id, repeats)
-    if created and turn.status == history_pb2.TURN_STATUS_COMPLETED:
-        first = next(new.entry for new in new_entries if new.entry.entry_id in created)
-        raise turn_completed(thread_id, first)
+    done = history_pb2.TURN_STATUS_COMPLETED
+    completed = {turn_id for turn_id, turn in turns.items() if turn.status == done}
+    for new in new_entries:
+        if new.entry.entry_id in created and new.entry.turn_id in completed:
+            raise turn_completed(thread_id, new.entry)
     if created:
-        first_of_turn = not stored_turn
+        opened = {new.entry.turn_id for new in new_entries if new.entry.entry_id in created}
         _TOUCH_THREAD.rows(
             conn,
             {
                 "b_thread_id": thread_id,
                 "b_updated_at": moment,
                 "b_entries": len(created),
-                "b_turns": int(first_of_turn),
+                # A turn is open from its first entry on.
+                "b_turns": sum(1 for turn_id in opened if not stored.turns.get(turn_id)),
             },
         )
         calls = [

@@ -47,6 +47,10 @@ P = TypeVar("P")
 R = TypeVar("R")
 
 
+def nothing() -> None:
+    """The `prepare` of a unit of work with nothing to do before its transaction (no thread hop)."""
+
+
 class TransactionRunner:
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
@@ -120,7 +124,7 @@ class TransactionRunner:
     async def _transact_async(
         self, prepare: Callable[[], P], work: Callable[[Connection, P], R], setting: str
     ) -> tuple[R, str | None]:
-        prepared = await asyncio.to_thread(prepare)
+        prepared = prepare() if prepare is nothing else await asyncio.to_thread(prepare)
         async with self._engine.connect() as conn:
             async with conn.begin():
                 result = await conn.run_sync(work, prepared)

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from pioneer_grpc.store.clock import as_utc, now
 from pioneer_grpc.store.models import SummaryRow
@@ -20,14 +20,8 @@ async def latest_summary(session: AsyncSession, thread_id: str) -> SummaryRow | 
     return result.scalar_one_or_none()
 
 
-async def summary_by_id(conn: AsyncConnection, summary_id: int) -> Any:
-    """The summary's columns as a row (attributes named like SummaryRow's)."""
-    result = await conn.execute(select(*SummaryRow.__table__.columns).where(SummaryRow.id == summary_id))
-    return result.one()
-
-
 def summary_by_id_in(conn: Connection, summary_id: int) -> Any:
-    """`summary_by_id` on a synchronous connection (a round's transaction)."""
+    """The summary row `summary_id`, in the caller's unit of work (store/runner.py)."""
     return conn.execute(select(*SummaryRow.__table__.columns).where(SummaryRow.id == summary_id)).one()
 
 

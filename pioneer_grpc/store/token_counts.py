@@ -6,7 +6,7 @@ first load that budgets it in the new tokenizer counts it and stores the count h
 later loads read it. Inserts are ON CONFLICT DO NOTHING: two loads that count the
 same entry at once store one row, and both counts are equal anyway.
 
-Each statement has a synchronous (a round's transaction) and an async form.
+Each runs in the caller's unit of work (store/runner.py).
 """
 
 from __future__ import annotations
@@ -51,18 +51,8 @@ def entry_counts_in(conn: Connection, tokenizer: str, sequences: Iterable[int]) 
     return {row.entry_sequence: row.token_count for row in conn.execute(_entry_query(tokenizer, sequences))}
 
 
-async def entry_counts(conn: AsyncConnection, tokenizer: str, sequences: Iterable[int]) -> dict[int, int]:
-    rows = await conn.execute(_entry_query(tokenizer, sequences))
-    return {row.entry_sequence: row.token_count for row in rows}
-
-
 def summary_count_in(conn: Connection, tokenizer: str, summary_id: int) -> int | None:
     found: int | None = conn.execute(_summary_query(tokenizer, summary_id)).scalar()
-    return found
-
-
-async def summary_count(conn: AsyncConnection, tokenizer: str, summary_id: int) -> int | None:
-    found: int | None = (await conn.execute(_summary_query(tokenizer, summary_id))).scalar()
     return found
 
 
@@ -76,12 +66,3 @@ def store_in(
         conn.execute(_summary_insert(conn, tokenizer, *summary))
 
 
-async def store(
-    conn: AsyncConnection, tokenizer: str, entry_counts: dict[int, int], summary: tuple[int, int] | None
-) -> None:
-    """As `store_in`, in a transaction of its own on `conn` (which must have none open)."""
-    async with conn.begin():
-        if entry_counts:
-            await conn.execute(_entry_insert(conn, tokenizer, entry_counts))
-        if summary is not None:
-            await conn.execute(_summary_insert(conn, tokenizer, *summary))

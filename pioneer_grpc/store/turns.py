@@ -9,7 +9,6 @@ transaction of a round (store/runner.py), on either database.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -50,13 +49,9 @@ def _new_thread(bind: Bind, thread_id: str) -> Any:
     )
 
 
-async def ensure_thread(bind: AsyncConnection | AsyncSession, thread_id: str) -> None:
-    """Creates the thread with the default budget unless it exists."""
-    await bind.execute(_new_thread(bind, thread_id))
-
-
 def ensure_thread_in(conn: Connection, thread_id: str) -> None:
-    """`ensure_thread` on a synchronous connection (a round's transaction)."""
+    """Creates the thread with the default budget unless it exists (a manifest recorded on a thread
+    no call created)."""
     conn.execute(_new_thread(conn, thread_id))
 
 
@@ -68,17 +63,6 @@ def _new_turn(bind: Bind, thread_id: str, turn_id: str, moment: datetime) -> Any
         created_at=moment,
         updated_at=moment,
     )
-
-
-async def ensure_turns(bind: AsyncConnection | AsyncSession, thread_id: str, turn_ids: Sequence[str]) -> None:
-    """Creates each turn (in progress) unless it exists."""
-    moment = now()
-    for turn_id in turn_ids:
-        await bind.execute(
-            _new_turn(bind, thread_id, turn_id, moment).on_conflict_do_nothing(
-                index_elements=["thread_id", "turn_id"]
-            )
-        )
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from grpc_status import rpc_status
 from sqlalchemy import text
 
 from pioneer_grpc.server.logs import RequestIdFilter
-from pioneer_grpc.store import entries as entry_store
+from pioneer_grpc.store import round as round_store
 from pioneer_grpc.v1 import (
     history_pb2,
     history_service_pb2,
@@ -36,9 +36,9 @@ def _entry(entry_id: str, turn_id: str, content: str) -> history_pb2.Conversatio
     )
 
 
-async def _broken_append(session, thread_id, new_entries, tokenizer):
+def _broken_append(conn, thread_id, turns, new_entries, tokenizer, check, stored_turns=None):
     """A real driver error whose statement carries content as a parameter (no such table)."""
-    await session.execute(text("INSERT INTO no_such_table (content) VALUES (:c)"), {"c": MARKER})
+    conn.execute(text("INSERT INTO no_such_table (content) VALUES (:c)"), {"c": MARKER})
 
 
 async def test_logs_carry_ids_and_no_secrets(pg_server_with_token, caplog, monkeypatch):
@@ -79,7 +79,7 @@ async def test_logs_carry_ids_and_no_secrets(pg_server_with_token, caplog, monke
     )
 
     # A database error that is a bug: INTERNAL, naming the request id, logged without its parameters.
-    monkeypatch.setattr(entry_store, "append_entries", _broken_append)
+    monkeypatch.setattr(round_store, "append", _broken_append)
     call = history.AppendEntries(
         history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry("e3", "u3", MARKER)]),
         metadata=_metadata("bug-request-7"),

@@ -85,6 +85,10 @@ async def test_a_switch_to_claude_recounts_once_on_load_and_a_switch_back_reuses
         await conn.execute(text("UPDATE entry_token_counts SET token_count = token_count + 1000"))
     new = entry("u-new", "turn-new", content="one more")
     await turn(history, "t", "turn-new", new)
+    # The kept history is brought current with the new turn alone: nothing else is read again.
+    extended = (await load(history, "t")).report
+    assert extended.tokens_before == after.tokens_before + _cost([new], "claude_estimate")
+    pg_server.ctx.load_cache.clear()  # read whole again: the stored counts
     again = (await load(history, "t")).report
     assert again.tokens_before == after.tokens_before + 1000 * len(expected) + _cost([new], "claude_estimate")
     assert len(await _stored(pg_server, "t")) == len(expected)  # the new entry was appended in Claude's count

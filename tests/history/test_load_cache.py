@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pioneer_grpc.service import history_load
+from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.v1 import history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.rpc import config, create, load, stub
@@ -13,14 +13,15 @@ from tests.history.test_load_rpc import fill
 
 @pytest.fixture
 def reads(monkeypatch):
+    """The threads of every whole read of a history: a load's, and a compression's under its lock."""
     calls: list[str] = []
-    real = history_load._snapshot
+    real = entry_store.completed_entries_in
 
-    async def counting(conn, thread_id, exclude_turn_id, state):
+    def counting(conn, thread_id, *args):
         calls.append(thread_id)
-        return await real(conn, thread_id, exclude_turn_id, state)
+        return real(conn, thread_id, *args)
 
-    monkeypatch.setattr(history_load, "_snapshot", counting)
+    monkeypatch.setattr(entry_store, "completed_entries_in", counting)
     return calls
 
 
@@ -49,14 +50,15 @@ async def test_appends_completions_settings_and_summaries_are_seen(pg_server, re
     assert (await load(history, "t")).report.entries_kept == 2  # not completed yet
     await history.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id="turn-x"))
     assert (await load(history, "t")).report.entries_kept == 3
+    assert len(reads) == 1  # the completed turn extended the kept history
     await history.UpdateThread(pb.UpdateThreadRequest(thread_id="t", config=config(1_500)))
     assert (await load(history, "t")).report.budget_tokens == 500
     await fill(history, "t", 1, start=1)  # 505 tokens, threshold 400: summarized, not cached
     assert (await load(history, "t")).report.decision == history_pb2.HISTORY_DECISION_SUMMARIZED
     after = await load(history, "t")
     assert after.report.summary_use == history_pb2.SUMMARY_USE_REUSED
-    # Reads: first load, after completion, after the update, the summarizing load
-    # (once, then again under the lock), and the first load on the new summary.
-    assert len(reads) == 6
+    # Reads: first load, after the update, the summarizing load (once, then again under
+    # the lock), and the first load on the new summary.
+    assert len(reads) == 5
     await load(history, "t")
-    assert len(reads) == 6
+    assert len(reads) == 5

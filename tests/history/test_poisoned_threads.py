@@ -17,6 +17,10 @@ from pioneer_grpc.history.tokens import count_tokens
 from pioneer_grpc.providers.render import render
 from pioneer_grpc.service.history import content_hash
 from pioneer_grpc.store import entries as entry_store
+from pioneer_grpc.store import round as round_store
+from pioneer_grpc.store.completion import complete_turn_in
+from pioneer_grpc.store.runner import nothing
+from pioneer_grpc.store.turns import lock_turn
 from pioneer_grpc.v1 import chat_pb2, history_pb2, provider_service_pb2, turn_service_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.rpc import (
@@ -54,10 +58,14 @@ async def entry_count(history, thread_id: str) -> int:
 async def store_as_an_older_version_did(server, thread_id: str, turn_id: str, *entries) -> None:
     """Writes entries through the store alone (no append rules) and completes their turn."""
     new = [entry_store.NewEntry(e, content_hash(e), 5) for e in entries]
-    async with server.ctx.sessions() as session:
-        await entry_store.append_entries(session, thread_id, new, "cl100k_base")
-    async with server.ctx.sessions() as session:
-        await entry_store.complete_turn(session, thread_id, turn_id)
+
+    def write(conn, _) -> None:
+        round_store.lock_thread(conn, thread_id)
+        turns = {turn_id: lock_turn(conn, thread_id, turn_id)}
+        round_store.append(conn, thread_id, turns, new, "cl100k_base", lambda stored: None)
+        complete_turn_in(conn, thread_id, turn_id)
+
+    await server.ctx.runner.transact(nothing, write)
 
 
 def renders_for_every_provider(messages) -> None:

@@ -3,8 +3,11 @@
 The reference is the composition PrepareTurn was before it became one
 transaction: append the turn's entries, load the history leaving the turn out,
 record the compile's manifest on the turn. Both run on twin threads of one
-server (SQLite and PostgreSQL); every row they leave behind is compared, with
-ids and clocks left out and the thread id normalised.
+database (SQLite and PostgreSQL), turn after turn, each turn completed after its
+final answer; every row they leave behind is compared, with ids and clocks left
+out and the thread id normalised. The reference runs on a second server whose
+kept histories are dropped before each load, so the rounds' histories (kept and
+brought current by the completed turns) are compared with whole reads.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ from typing import Any
 from google.protobuf import json_format, struct_pb2
 from sqlalchemy import select
 
+from pioneer_grpc.history.entries import parse_artifact_refs, parse_tool_calls
 from pioneer_grpc.history.render import to_chat_message
 from pioneer_grpc.service import history as history_ops
+from pioneer_grpc.store.entries import RowsRead
 from pioneer_grpc.store.models import EntryRow, ManifestEventRow, ThreadRow, TurnRow
 from pioneer_grpc.v1 import (
     chat_pb2,
@@ -29,24 +34,33 @@ from pioneer_grpc.v1 import (
 from tests.turn.test_prepare_turn import Client, compile_input
 
 REFERENCE, ROUND = "thread-reference", "thread-round"
+READS = {("t1", 1): 12, ("t1", 2): 0, ("t2", 1): 4 + 16, ("t2", 2): 0, ("t3", 1): 4, ("t3", 2): 0}
 
 
-def entries_of_round(n: int) -> list[history_pb2.ConversationEntry]:
-    """Round n of turn "t1": the user's message, then a tool call and its result."""
+def entries_of_round(n: int, turn: str = "t1") -> list[history_pb2.ConversationEntry]:
+    """Round n of a turn: the user's message, then a tool call and its result (with an artifact in t1)."""
     if n == 1:
-        return [history_pb2.ConversationEntry(entry_id="t1-u", role=1, content="What is in notes.md?")]
-    call = common_pb2.ToolCall(id="call-1", name="read_file", arguments='{"path": "notes.md"}')
+        return [history_pb2.ConversationEntry(entry_id=f"{turn}-u", role=1, content=f"What is in {turn}.md?")]
+    call = common_pb2.ToolCall(id=f"call-{turn}", name="read_file", arguments=f'{{"path": "{turn}.md"}}')
+    result = history_pb2.ConversationEntry(
+        entry_id=f"{turn}-result", role=3, tool_call_id=f"call-{turn}", name="read_file", content="buy milk"
+    )
+    if turn == "t1":
+        result.artifact_refs.append(
+            common_pb2.ArtifactRef(artifact_id="a1", display_name="notes.md", kind="text")
+        )
     return [
-        history_pb2.ConversationEntry(entry_id="t1-call", role=2, content="Reading it.", tool_calls=[call]),
         history_pb2.ConversationEntry(
-            entry_id="t1-result",
-            role=3,
-            tool_call_id="call-1",
-            name="read_file",
-            content="buy milk",
-            artifact_refs=[common_pb2.ArtifactRef(artifact_id="a1", display_name="notes.md", kind="text")],
+            entry_id=f"{turn}-call", role=2, content="Reading it.", tool_calls=[call]
         ),
+        result,
     ]
+
+
+def answer(turn: str) -> history_pb2.ConversationEntry:
+    return history_pb2.ConversationEntry(
+        entry_id=f"{turn}-a", turn_id=turn, role=2, content=f"Done with {turn}."
+    )
 
 
 def tool() -> chat_pb2.ToolDefinition:
@@ -84,23 +98,38 @@ async def seed(c: Client, thread_id: str) -> None:
         )
 
 
-async def reference_round(server, n: int, compiled: prompt_pb2.CompiledPromptPayload) -> list[Any]:
-    """The round as separate use cases; returns the ChatRequest messages it would send."""
+async def reference_round(
+    server, turn: str, n: int, compiled: prompt_pb2.CompiledPromptPayload
+) -> tuple[list[Any], history_pb2.HistoryDecisionReport]:
+    """The round as separate use cases, the history read whole; returns the ChatRequest messages
+    it would send and the history's report."""
     ctx = server.ctx
     entries = []
-    for entry in entries_of_round(n):
+    for entry in entries_of_round(n, turn):
         stored = history_pb2.ConversationEntry()
         stored.CopyFrom(entry)
-        stored.turn_id = "t1"
+        stored.turn_id = turn
         entries.append(stored)
     await history_ops.append_entries(ctx, REFERENCE, entries)
-    history, _ = await history_ops.load_history(ctx, REFERENCE, exclude_turn_id="t1")
-    await ctx.manifests.record(REFERENCE, "t1", compiled.manifest)
+    ctx.load_cache.clear()
+    history, report = await history_ops.load_history(ctx, REFERENCE, exclude_turn_id=turn)
+    await ctx.manifests.record(REFERENCE, turn, compiled.manifest)
     async with ctx.sessions() as session:
-        from pioneer_grpc.store.entries import turn_entries
-
-        current = await turn_entries(session, REFERENCE, "t1")
-    return [*history, *(to_chat_message(e) for e in current)]
+        query = select(EntryRow).where(EntryRow.thread_id == REFERENCE, EntryRow.turn_id == turn)
+        current = [
+            history_pb2.ConversationEntry(
+                entry_id=row.entry_id,
+                turn_id=row.turn_id,
+                role=row.role,  # type: ignore[arg-type]
+                content=row.content,
+                tool_calls=parse_tool_calls(row.tool_calls_json),
+                tool_call_id=row.tool_call_id,
+                name=row.name,
+                artifact_refs=parse_artifact_refs(row.artifact_refs_json),
+            )
+            for row in await session.scalars(query.order_by(EntryRow.id))
+        ]
+    return [*history, *(to_chat_message(e) for e in current)], report
 
 
 def normalised(value: Any, thread_id: str) -> Any:
@@ -157,24 +186,43 @@ async def rows(server, thread_id: str) -> dict[str, Any]:
     )
 
 
-async def test_a_round_leaves_the_rows_the_separate_use_cases_left(pg_server):
-    c = Client(pg_server)
+async def test_a_round_leaves_the_rows_the_separate_use_cases_left(database_url, server_factory):
+    server = await server_factory(database_url=database_url)
+    reference = await server_factory(database_url=database_url)
+    c = Client(server)
     for thread_id in (REFERENCE, ROUND):
         await seed(c, thread_id)
-    for n, extra in ((1, "Date: 2026-11-29"), (2, "Date: 2026-11-30")):
-        request = turn_service_pb2.PrepareTurnRequest(
-            thread_id=ROUND,
-            turn_id="t1",
-            new_entries=entries_of_round(n),
-            compile_input=compile_input(extra),
-            tools=[tool()],
-        )
-        response = await c.turns.PrepareTurn(request)
-        compiled = pg_server.ctx.compile_cache.compile(compile_input(extra), pg_server.ctx.config.homes)
-        expected_messages = await reference_round(pg_server, n, compiled)
-        assert list(response.chat_request.messages) == expected_messages
-        assert response.history_report.entries_kept == 12
-    assert await rows(pg_server, ROUND) == await rows(pg_server, REFERENCE)
+    kept = 12
+    for turn in ("t1", "t2", "t3"):
+        for n, extra in ((1, f"Date: 2026-11-29 {turn}"), (2, f"Date: 2026-11-30 {turn}")):
+            request = turn_service_pb2.PrepareTurnRequest(
+                thread_id=ROUND,
+                turn_id=turn,
+                new_entries=entries_of_round(n, turn),
+                compile_input=compile_input(extra),
+                tools=[tool()],
+            )
+            before = RowsRead.entries
+            response = await c.turns.PrepareTurn(request)
+            # Completed entries the round read: the seed whole at first, nothing more within a
+            # turn; t1's entries (refused: an artifact is counted per read) and the thread whole;
+            # then t2's entries only.
+            assert RowsRead.entries - before == READS[turn, n]
+            compiled = server.ctx.compile_cache.compile(compile_input(extra), server.ctx.config.homes)
+            messages, report = await reference_round(reference, turn, n, compiled)
+            assert list(response.chat_request.messages) == messages
+            assert response.history_report == report
+            assert response.history_report.entries_kept == kept
+            assert await rows(server, ROUND) == await rows(server, REFERENCE)
+        for thread_id in (REFERENCE, ROUND):
+            await c.history.AppendEntries(
+                history_service_pb2.AppendEntriesRequest(thread_id=thread_id, entries=[answer(turn)])
+            )
+            await c.history.CompleteTurn(
+                history_service_pb2.CompleteTurnRequest(thread_id=thread_id, turn_id=turn)
+            )
+        kept += 4
+    assert await rows(server, ROUND) == await rows(server, REFERENCE)
 
 
 async def test_a_retried_round_returns_the_same_event_and_publishes_no_other(pg_server):

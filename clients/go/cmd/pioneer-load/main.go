@@ -11,6 +11,10 @@
 // -seed-entries 200 seeds the realistic thread (turns of a user message, a tool
 // call, its result and an answer: about 100,000 tokens); -new-turn makes every
 // prepare-turn call a new turn, as an agent loop's rounds are.
+//
+// -rpc loop runs -concurrency agent loops, each on its own connection and its
+// own realistic thread, turn after turn, and reports each step against a
+// same-bytes echo from the same run (loop.go).
 package main
 
 import (
@@ -80,11 +84,11 @@ func main() {
 	var cfg config
 	flag.StringVar(&cfg.addr, "addr", envOr("PIONEER_ADDR", "127.0.0.1:50051"), "server address host:port")
 	flag.StringVar(&cfg.token, "token", os.Getenv("PIONEER_TOKEN"), "bearer token (default $PIONEER_TOKEN)")
-	flag.StringVar(&cfg.rpc, "rpc", "echo", "echo | compile | load-history | load-after-append | prepare-turn")
-	flag.IntVar(&cfg.concurrency, "concurrency", 8, "concurrent callers (sharing -connections)")
+	flag.StringVar(&cfg.rpc, "rpc", "echo", "echo | compile | load-history | load-after-append | prepare-turn | loop")
+	flag.IntVar(&cfg.concurrency, "concurrency", 8, "concurrent callers (sharing -connections); loop: agent loops, a connection each")
 	flag.IntVar(&cfg.connections, "connections", 1, "connections the callers' calls take in turn")
 	flag.DurationVar(&cfg.duration, "duration", 10*time.Second, "measure for this long (ignored with -requests)")
-	flag.Int64Var(&cfg.requests, "requests", 0, "measure exactly this many calls instead of a duration")
+	flag.Int64Var(&cfg.requests, "requests", 0, "measure exactly this many calls instead of a duration (loop: turns per loop)")
 	flag.DurationVar(&cfg.warmup, "warmup", time.Second, "unmeasured calls before measuring")
 	flag.IntVar(&cfg.payloadBytes, "payload-bytes", 1024, "echo payload size")
 	flag.IntVar(&cfg.responseBytes, "response-bytes", -1, "echo response size (default: the payload echoed)")
@@ -106,7 +110,13 @@ func main() {
 	if cfg.concurrency < 1 || cfg.connections < 1 {
 		log.Fatal("-concurrency and -connections must be at least 1")
 	}
-	rep, err := run(cfg)
+	var rep any
+	var err error
+	if cfg.rpc == "loop" {
+		rep, err = runLoop(cfg)
+	} else {
+		rep, err = run(cfg)
+	}
 	if err != nil {
 		log.Fatal(err)
 	}

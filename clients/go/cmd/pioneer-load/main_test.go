@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	pioneerv1 "github.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1"
 	"github.com/pioneer-grpc/pioneer-grpc/clients/go/pioneer"
 )
 
@@ -98,5 +101,18 @@ func TestEachCallerKnowsItsIndex(t *testing.T) {
 	}
 	if caller(context.Background()) != 0 {
 		t.Fatal("a call outside drive is caller 0")
+	}
+}
+
+func TestEchoOfMatchesBothSizes(t *testing.T) {
+	for _, c := range [][2]int{{18460, 550815}, {19, 246464}, {200, 3}} {
+		req := echoOf(c[0], c[1])
+		resp := &pioneerv1.EchoResponse{Payload: make([]byte, req.GetResponseBytes())}
+		if got := proto.Size(req); got > c[0] || got < c[0]-2 {
+			t.Errorf("request %d bytes, want %d", got, c[0])
+		}
+		if got := proto.Size(resp); got > c[1] || got < c[1]-2 {
+			t.Errorf("response %d bytes, want %d", got, c[1])
+		}
 	}
 }

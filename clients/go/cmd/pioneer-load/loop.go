@@ -1,0 +1,414 @@
+package main
+
+// -rpc loop: N agent loops, each on its own connection and its own thread
+// seeded with the realistic thread. A turn is what an agent loop does:
+//
+//	PrepareTurn (the user's message, a new turn)            "first"
+//	PrepareTurn (same turn: the assistant's tool call and the tool's result)  "inside"
+//	AppendEntries (the final answer), CompleteTurn
+//
+// then the next turn: 3 unmeasured, then -requests measured turns per loop (or
+// as many as -duration allows; a thread over 200 turns is no longer the thread
+// the figures are for). After the loops, the same loops send echoes moving each
+// PrepareTurn's mean request and response bytes (first, inside, first, inside
+// ...) as many times, so every figure has its same-bytes echo from the same run.
+// Last, loop 0 alone times LoadConversationHistory right after a completed turn
+// (the turn's append and completion unmeasured), then an echo of its bytes.
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	pioneerv1 "github.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1"
+	"github.com/pioneer-grpc/pioneer-grpc/clients/go/internal/sample"
+	"github.com/pioneer-grpc/pioneer-grpc/clients/go/pioneer"
+)
+
+// loadSamples is how many loads after a completed turn the last phase times.
+const loadSamples = 30
+
+// warmupTurns are each loop's unmeasured turns (the thread grows by them too).
+const warmupTurns = 3
+
+// step is one kind of call of the loop: its latencies and mean sizes, and the same-bytes echo's.
+type step struct {
+	P50Ms         float64 `json:"p50_ms"`
+	P99Ms         float64 `json:"p99_ms"`
+	Calls         int     `json:"calls"`
+	RequestBytes  int     `json:"request_bytes,omitempty"`
+	ResponseBytes int     `json:"response_bytes,omitempty"`
+	EchoP50Ms     float64 `json:"echo_p50_ms,omitempty"`
+	EchoP99Ms     float64 `json:"echo_p99_ms,omitempty"`
+	P50VsEcho     float64 `json:"p50_vs_echo,omitempty"`
+}
+
+type loopReport struct {
+	RPC     string  `json:"rpc"`
+	Loops   int     `json:"loops"`
+	Turns   int     `json:"turns"`
+	Seconds float64 `json:"seconds"`
+	Errors  int64   `json:"errors"`
+	First   step    `json:"first_prepare"`
+	Inside  step    `json:"inside_prepare"`
+	Answer  step    `json:"append_answer"`
+	Done    step    `json:"complete_turn"`
+	Turn    step    `json:"whole_turn"`
+	// The whole turn's p50 against one first-sized plus one inside-sized echo's p50.
+	TurnVsTwoEchoes float64 `json:"turn_vs_two_echoes"`
+	PrepareRPS      float64 `json:"prepare_rps"`
+	EchoRPS         float64 `json:"echo_rps"`
+	// PrepareTurns per second in the loops against same-bytes echoes per second at as many in flight.
+	ThroughputVsEcho float64  `json:"throughput_vs_echo"`
+	Load             step     `json:"load_after_complete"`
+	Threads          []string `json:"threads"`
+	ThreadTokens     int64    `json:"thread_tokens"`
+}
+
+// sizes sums request and response bytes of a kind of call.
+type sizes struct {
+	mu             sync.Mutex
+	calls          int
+	request, reply int
+}
+
+func (s *sizes) add(request, reply int) {
+	s.mu.Lock()
+	s.calls++
+	s.request += request
+	s.reply += reply
+	s.mu.Unlock()
+}
+
+func (s *sizes) mean() (int, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.calls == 0 {
+		return 0, 0
+	}
+	return s.request / s.calls, s.reply / s.calls
+}
+
+// agentLoop is one loop: its connection, its thread, the turns it made.
+type agentLoop struct {
+	c       *pioneer.Client
+	thread  string
+	prefix  string
+	turns   int
+	compile *pioneerv1.PromptCompileInput
+}
+
+// turnTimes are one turn's step latencies.
+type turnTimes struct{ first, inside, answer, done time.Duration }
+
+func (l *agentLoop) turn(ctx context.Context, first, inside *sizes) (turnTimes, error) {
+	var t turnTimes
+	l.turns++
+	turn := fmt.Sprintf("%s-%05d", l.prefix, l.turns)
+	callID := "call_" + turn
+	req := &pioneerv1.PrepareTurnRequest{
+		ThreadId: l.thread,
+		TurnId:   turn,
+		NewEntries: []*pioneerv1.ConversationEntry{{
+			EntryId: turn + "-u", Role: pioneerv1.EntryRole_ENTRY_ROLE_USER, Content: sample.UserMessage(l.turns),
+		}},
+		CompileInput: l.compile,
+		Tools:        []*pioneerv1.ToolDefinition{sample.ReadFileTool()},
+	}
+	t0 := time.Now()
+	resp, err := l.c.Turns.PrepareTurn(ctx, req)
+	if err != nil {
+		return t, fmt.Errorf("first PrepareTurn: %w", err)
+	}
+	t.first = time.Since(t0)
+	first.add(proto.Size(req), proto.Size(resp))
+
+	req.NewEntries = []*pioneerv1.ConversationEntry{
+		{
+			EntryId: turn + "-call", Role: pioneerv1.EntryRole_ENTRY_ROLE_ASSISTANT,
+			Content: "Reading the module first.",
+			ToolCalls: []*pioneerv1.ToolCall{{
+				Id: callID, Name: "read_file", Arguments: fmt.Sprintf(`{"path":"src/module_%05d.py"}`, l.turns),
+			}},
+		},
+		{
+			EntryId: turn + "-result", Role: pioneerv1.EntryRole_ENTRY_ROLE_TOOL, ToolCallId: callID,
+			Name: "read_file", Content: sample.AssistantReply(l.turns),
+		},
+	}
+	t0 = time.Now()
+	resp, err = l.c.Turns.PrepareTurn(ctx, req)
+	if err != nil {
+		return t, fmt.Errorf("PrepareTurn inside the turn: %w", err)
+	}
+	t.inside = time.Since(t0)
+	inside.add(proto.Size(req), proto.Size(resp))
+
+	t0 = time.Now()
+	if _, err := l.c.History.AppendEntries(ctx, &pioneerv1.AppendEntriesRequest{
+		ThreadId: l.thread, CountsOnly: true,
+		Entries: []*pioneerv1.ConversationEntry{{
+			EntryId: turn + "-a", TurnId: turn, Role: pioneerv1.EntryRole_ENTRY_ROLE_ASSISTANT,
+			Content: sample.AssistantReply(l.turns + 1),
+		}},
+	}); err != nil {
+		return t, fmt.Errorf("AppendEntries: %w", err)
+	}
+	t.answer = time.Since(t0)
+	t0 = time.Now()
+	if _, err := l.c.History.CompleteTurn(ctx, &pioneerv1.CompleteTurnRequest{ThreadId: l.thread, TurnId: turn}); err != nil {
+		return t, fmt.Errorf("CompleteTurn: %w", err)
+	}
+	t.done = time.Since(t0)
+	return t, nil
+}
+
+// completedTurn appends and completes one short turn (unmeasured), then times
+// LoadConversationHistory; it returns the load's latency and sizes.
+func (l *agentLoop) loadAfterComplete(ctx context.Context) (time.Duration, int, int, error) {
+	l.turns++
+	turn := fmt.Sprintf("%s-%05d", l.prefix, l.turns)
+	if _, err := l.c.History.AppendEntries(ctx, &pioneerv1.AppendEntriesRequest{
+		ThreadId: l.thread, CountsOnly: true,
+		Entries: []*pioneerv1.ConversationEntry{
+			{EntryId: turn + "-u", TurnId: turn, Role: pioneerv1.EntryRole_ENTRY_ROLE_USER, Content: sample.UserMessage(l.turns)},
+			{EntryId: turn + "-a", TurnId: turn, Role: pioneerv1.EntryRole_ENTRY_ROLE_ASSISTANT, Content: sample.AssistantReply(l.turns)},
+		},
+	}); err != nil {
+		return 0, 0, 0, err
+	}
+	if _, err := l.c.History.CompleteTurn(ctx, &pioneerv1.CompleteTurnRequest{ThreadId: l.thread, TurnId: turn}); err != nil {
+		return 0, 0, 0, err
+	}
+	req := &pioneerv1.LoadConversationHistoryRequest{ThreadId: l.thread}
+	t0 := time.Now()
+	resp, err := l.c.History.LoadConversationHistory(ctx, req)
+	return time.Since(t0), proto.Size(req), proto.Size(resp), err
+}
+
+// echoOf is an echo request whose request and response have `request` and `reply` bytes encoded.
+func echoOf(request, reply int) *pioneerv1.EchoRequest {
+	fit := func(want int, size func(n int) int) int {
+		n := want
+		for n > 0 && size(n) > want {
+			n--
+		}
+		return n
+	}
+	resp := fit(reply, func(n int) int { return proto.Size(&pioneerv1.EchoResponse{Payload: make([]byte, n)}) })
+	payload := fit(request, func(n int) int {
+		return proto.Size(&pioneerv1.EchoRequest{Payload: make([]byte, n), ResponseBytes: proto.Int32(int32(resp))})
+	})
+	req := &pioneerv1.EchoRequest{Payload: make([]byte, payload), ResponseBytes: proto.Int32(int32(resp))}
+	_, _ = rand.Read(req.Payload)
+	return req
+}
+
+func runLoop(cfg config) (*loopReport, error) {
+	setupCtx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if cfg.seedEntries == 0 {
+		cfg.seedEntries = 200
+	}
+	compile, err := compileInput(cfg)
+	if err != nil {
+		return nil, err
+	}
+	loops := make([]*agentLoop, cfg.concurrency)
+	st := make([]setup, cfg.concurrency)
+	errs := make([]error, cfg.concurrency)
+	var wg sync.WaitGroup
+	for i := range loops {
+		c, err := pioneer.Dial(setupCtx, cfg.addr, pioneer.WithToken(cfg.token),
+			pioneer.WithCallTimeout(cfg.timeout), pioneer.WithUserAgent("pioneer-load"))
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		loops[i] = &agentLoop{c: c, prefix: "loop-" + randomHex(4), compile: compile.GetInput()}
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			loops[i].thread, errs[i] = ensureThread(setupCtx, loops[i].c, cfg, &st[i])
+		}(i)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	var first, inside sizes
+	// Warm-up turns are not measured (and their sizes not kept).
+	var wf, wi sizes
+	eachLoop(loops, func(l *agentLoop) error {
+		for i := 0; i < warmupTurns; i++ {
+			if _, err := l.turn(context.Background(), &wf, &wi); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	// -requests: each loop's measured turns (a thread then grows by as many, whatever the
+	// machine's speed); else as many as -duration allows.
+	more := func(ctx context.Context, done int) bool {
+		if cfg.requests > 0 {
+			return done < int(cfg.requests)
+		}
+		return ctx.Err() == nil
+	}
+
+	log.Print("measuring")
+	var mu sync.Mutex
+	var times []turnTimes
+	var failures int64
+	var firstErr error
+	mctx, mcancel := context.WithTimeout(context.Background(), cfg.duration)
+	start := time.Now()
+	eachLoop(loops, func(l *agentLoop) error {
+		var local []turnTimes
+		for more(mctx, len(local)) {
+			t, err := l.turn(context.Background(), &first, &inside)
+			if err != nil {
+				mu.Lock()
+				failures++
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+				break // the loop's turn is left half done: a real loop would retry it
+			}
+			local = append(local, t)
+		}
+		mu.Lock()
+		times = append(times, local...)
+		mu.Unlock()
+		return nil
+	})
+	elapsed := time.Since(start).Seconds()
+	mcancel()
+	log.Print("measured")
+	if firstErr != nil {
+		log.Printf("%d errors; first: %v", failures, firstErr)
+	}
+	if len(times) == 0 {
+		return nil, fmt.Errorf("no turn completed: %v", firstErr)
+	}
+
+	rep := &loopReport{RPC: "loop", Loops: len(loops), Turns: len(times), Seconds: round3(elapsed), Errors: failures}
+	pick := func(f func(turnTimes) time.Duration) []time.Duration {
+		out := make([]time.Duration, len(times))
+		for i, t := range times {
+			out[i] = f(t)
+		}
+		return out
+	}
+	rep.First = stepOf(pick(func(t turnTimes) time.Duration { return t.first }))
+	rep.Inside = stepOf(pick(func(t turnTimes) time.Duration { return t.inside }))
+	rep.Answer = stepOf(pick(func(t turnTimes) time.Duration { return t.answer }))
+	rep.Done = stepOf(pick(func(t turnTimes) time.Duration { return t.done }))
+	rep.Turn = stepOf(pick(func(t turnTimes) time.Duration { return t.first + t.inside + t.answer + t.done }))
+	rep.PrepareRPS = round3(float64(2*len(times)) / elapsed)
+	rep.First.RequestBytes, rep.First.ResponseBytes = first.mean()
+	rep.Inside.RequestBytes, rep.Inside.ResponseBytes = inside.mean()
+
+	// The same loops, echoing each PrepareTurn's bytes in turn, as many times (or for as long).
+	echoes := [2]*pioneerv1.EchoRequest{
+		echoOf(rep.First.RequestBytes, rep.First.ResponseBytes),
+		echoOf(rep.Inside.RequestBytes, rep.Inside.ResponseBytes),
+	}
+	var echoTimes [2][]time.Duration
+	ectx, ecancel := context.WithTimeout(context.Background(), cfg.duration)
+	estart := time.Now()
+	eachLoop(loops, func(l *agentLoop) error {
+		var local [2][]time.Duration
+		for more(ectx, len(local[0])) {
+			for k, req := range echoes {
+				t0 := time.Now()
+				if _, err := l.c.Echo.Echo(context.Background(), req); err != nil {
+					return err
+				}
+				local[k] = append(local[k], time.Since(t0))
+			}
+		}
+		mu.Lock()
+		echoTimes[0] = append(echoTimes[0], local[0]...)
+		echoTimes[1] = append(echoTimes[1], local[1]...)
+		mu.Unlock()
+		return nil
+	})
+	eelapsed := time.Since(estart).Seconds()
+	ecancel()
+	rep.EchoRPS = round3(float64(len(echoTimes[0])+len(echoTimes[1])) / eelapsed)
+	rep.ThroughputVsEcho = ratio(rep.PrepareRPS, rep.EchoRPS)
+	withEcho(&rep.First, echoTimes[0])
+	withEcho(&rep.Inside, echoTimes[1])
+	rep.TurnVsTwoEchoes = ratio(rep.Turn.P50Ms, rep.First.EchoP50Ms+rep.Inside.EchoP50Ms)
+
+	// Loop 0 alone: a load right after a completed turn, against its bytes echoed.
+	var loads []time.Duration
+	var loadSizes sizes
+	for i := 0; i < loadSamples; i++ {
+		d, request, reply, err := loops[0].loadAfterComplete(context.Background())
+		if err != nil {
+			return nil, fmt.Errorf("load after a completed turn: %w", err)
+		}
+		loads = append(loads, d)
+		loadSizes.add(request, reply)
+	}
+	rep.Load = stepOf(loads)
+	rep.Load.RequestBytes, rep.Load.ResponseBytes = loadSizes.mean()
+	echo := echoOf(rep.Load.RequestBytes, rep.Load.ResponseBytes)
+	var loadEchoes []time.Duration
+	for i := 0; i < loadSamples; i++ {
+		t0 := time.Now()
+		if _, err := loops[0].c.Echo.Echo(context.Background(), echo); err != nil {
+			return nil, err
+		}
+		loadEchoes = append(loadEchoes, time.Since(t0))
+	}
+	withEcho(&rep.Load, loadEchoes)
+	for i, l := range loops {
+		rep.Threads = append(rep.Threads, l.thread)
+		rep.ThreadTokens = max(rep.ThreadTokens, st[i].threadTokens)
+	}
+	return rep, nil
+}
+
+// eachLoop runs f for every loop at once and waits; the first error ends the run.
+func eachLoop(loops []*agentLoop, f func(*agentLoop) error) {
+	var wg sync.WaitGroup
+	for _, l := range loops {
+		wg.Add(1)
+		go func(l *agentLoop) {
+			defer wg.Done()
+			if err := f(l); err != nil {
+				log.Fatalf("loop on thread %s: %v", l.thread, err)
+			}
+		}(l)
+	}
+	wg.Wait()
+}
+
+func stepOf(ds []time.Duration) step {
+	return step{P50Ms: round3(percentile(ds, 50)), P99Ms: round3(percentile(ds, 99)), Calls: len(ds)}
+}
+
+func withEcho(s *step, echoes []time.Duration) {
+	s.EchoP50Ms = round3(percentile(echoes, 50))
+	s.EchoP99Ms = round3(percentile(echoes, 99))
+	s.P50VsEcho = ratio(s.P50Ms, s.EchoP50Ms)
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return round3(a / b)
+}

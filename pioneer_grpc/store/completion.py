@@ -1,0 +1,64 @@
+"""CompleteTurn's unit of work: the turn and its entries completed, the thread's open counts lessened.
+
+Run by the store's runner (store/runner.py) in one transaction, on the lean
+statements a round uses. The thread row is locked first, the lock order of
+appends and rounds; the open counts lose the turn's entries the first time it
+completes. Completing a completed turn changes nothing and answers the same.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import bindparam, func, select, true, update
+from sqlalchemy.engine import Connection
+
+from pioneer_grpc.store.clock import now
+from pioneer_grpc.store.driver import Direct
+from pioneer_grpc.store.models import EntryRow, ThreadRow, TurnRow
+from pioneer_grpc.store.round import lock_thread
+from pioneer_grpc.store.threads import turn_not_found
+from pioneer_grpc.v1 import history_pb2
+
+_OF_TURN_STATUS = (TurnRow.thread_id == bindparam("b_thread_id")) & (
+    TurnRow.turn_id == bindparam("b_turn_id")
+)
+_OF_TURN_ENTRIES = (EntryRow.thread_id == bindparam("b_thread_id")) & (
+    EntryRow.turn_id == bindparam("b_turn_id")
+)
+_TURN_STATUS = Direct(select(TurnRow.status).where(_OF_TURN_STATUS))
+_COMPLETE_TURN = Direct(
+    update(TurnRow)
+    .where(_OF_TURN_STATUS)
+    .values(status=bindparam("b_status"), updated_at=bindparam("b_updated_at"))
+    .returning(TurnRow.turn_id)
+)
+# Every entry of the turn: the rows it returns are the turn's entries, counted.
+_COMPLETE_ENTRIES = Direct(
+    update(EntryRow).where(_OF_TURN_ENTRIES).values(completed=true()).returning(EntryRow.id)
+)
+_TURN_ENTRY_COUNT = Direct(select(func.count().label("count")).where(_OF_TURN_ENTRIES))
+_LESS_OPEN = Direct(
+    update(ThreadRow)
+    .where(ThreadRow.thread_id == bindparam("b_thread_id"))
+    .values(
+        open_entries=ThreadRow.open_entries - bindparam("b_entries"),
+        open_turns=ThreadRow.open_turns - bindparam("b_turns"),
+    )
+)
+
+
+def complete_turn_in(conn: Connection, thread_id: str, turn_id: str) -> int:
+    """Marks the turn and its entries completed; returns how many entries the turn has."""
+    lock_thread(conn, thread_id)
+    params = {"b_thread_id": thread_id, "b_turn_id": turn_id}
+    found = _TURN_STATUS.first(conn, params)
+    if found is None:
+        raise turn_not_found(thread_id, turn_id)
+    if found.status == history_pb2.TURN_STATUS_COMPLETED:
+        return int(_TURN_ENTRY_COUNT.first(conn, params).count)
+    _COMPLETE_TURN.rows(
+        conn, {**params, "b_status": history_pb2.TURN_STATUS_COMPLETED, "b_updated_at": now()}
+    )
+    count = len(_COMPLETE_ENTRIES.rows(conn, params))
+    if count:
+        _LESS_OPEN.rows(conn, {"b_thread_id": thread_id, "b_entries": count, "b_turns": 1})
+    return count

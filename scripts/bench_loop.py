@@ -1,0 +1,196 @@
+"""The agent loop, measured: `make bench`'s headline (docs/performance.md says what each figure is).
+
+    .venv/bin/python scripts/bench_loop.py [--backend sqlite|postgresql|both]
+
+Each loop (clients/go/bin/pioneer-load -rpc loop) is one thread seeded with the
+realistic thread (50 completed turns of user / tool call / tool result / answer,
+200 entries) on its own connection; a turn is PrepareTurn with the user's
+message, PrepareTurn of the same turn with a tool call and its result, the final
+answer (AppendEntries) and CompleteTurn. One loop gives the latencies, 16 loops
+the throughput, each against echoes of the same bytes sent by the same loops
+right after, on the same server. Then LoadConversationHistory right after a
+completed turn, against its echo and against LangChain's `trim_messages` with an
+exact tiktoken counter, in process, on the same thread's messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_events import scratch_database, serve  # noqa: E402
+from bench_inputs import full_compile_request, prepare_home  # noqa: E402
+from google.protobuf import json_format  # noqa: E402
+
+from pioneer_grpc.v1 import chat_pb2, history_service_pb2, history_service_pb2_grpc  # noqa: E402
+
+LOADER = ROOT / "clients" / "go" / "bin" / "pioneer-load"
+# Measured turns per loop: the seeded 50 grow to about 120 with one loop (with the loads
+# after completed turns), to about 65 each with 16.
+TURNS = {1: 40, 16: 12}
+
+# (figure key, goal as text, predicate)
+LOOP_GOALS = [
+    ("first PrepareTurn p50 vs echo, 1 loop", "<= 2.5x", lambda v: v <= 2.5),
+    ("inside PrepareTurn p50 vs echo, 1 loop", "<= 2x", lambda v: v <= 2),
+    ("whole turn p50 vs two echoes, 1 loop", "<= 3x", lambda v: v <= 3),
+    ("PrepareTurn throughput vs echo, 16 loops", ">= 0.2x", lambda v: v >= 0.2),
+    ("load after completed turn p50 vs echo", "<= 2x", lambda v: v <= 2),
+    ("trim_messages p50 / load p50", ">= 5x", lambda v: v >= 5),
+]
+
+
+def run_loop(address: str, loops: int, request_file: Path) -> dict[str, Any]:
+    args = [
+        str(LOADER), "-addr", address, "-rpc", "loop", "-concurrency", str(loops),
+        "-requests", str(TURNS[loops]), "-seed-entries", "200", "-input", str(request_file),
+    ]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"pioneer-load {' '.join(args[1:])} failed: {proc.stderr.strip()}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _langchain_messages(messages: list[chat_pb2.ChatMessage]) -> list[Any]:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    out: list[Any] = []
+    for m in messages:
+        if m.role == chat_pb2.CHAT_ROLE_USER:
+            out.append(HumanMessage(m.content))
+        elif m.role == chat_pb2.CHAT_ROLE_ASSISTANT:
+            calls = [
+                {"name": c.name, "args": json.loads(c.arguments or "{}"), "id": c.id, "type": "tool_call"}
+                for c in m.tool_calls
+            ]
+            out.append(AIMessage(m.content, tool_calls=calls))
+        elif m.role == chat_pb2.CHAT_ROLE_TOOL:
+            out.append(ToolMessage(m.content, tool_call_id=m.tool_call_id, name=m.name))
+        else:
+            out.append(SystemMessage(m.content))
+    return out
+
+
+def trim_messages_ms(messages: list[chat_pb2.ChatMessage], max_tokens: int, runs: int = 30) -> dict[str, Any]:
+    """LangChain's trim_messages over the messages, every message counted exactly with tiktoken."""
+    from langchain_core.messages import trim_messages
+
+    from pioneer_grpc.history.tokens import load_encoding_blocking
+
+    encoding = load_encoding_blocking()  # tiktoken's cl100k_base, shipped with the package
+
+    def count(batch: list[Any]) -> int:
+        total = 0
+        for message in batch:
+            total += 4 + len(encoding.encode(message.text))
+            for call in getattr(message, "tool_calls", ()):
+                total += len(encoding.encode(call["name"] + json.dumps(call["args"])))
+        return total
+
+    lc = _langchain_messages(messages)
+    trim_messages(lc, max_tokens=max_tokens, token_counter=count, strategy="last")  # warm
+    times = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        kept = trim_messages(lc, max_tokens=max_tokens, token_counter=count, strategy="last")
+        times.append((time.perf_counter() - began) * 1000)
+    return {"trim_p50_ms": round(statistics.median(times), 3), "trim_kept": len(kept), "messages": len(lc)}
+
+
+async def thread_messages(address: str, thread_id: str) -> tuple[list[chat_pb2.ChatMessage], int]:
+    async with grpc.aio.insecure_channel(address) as channel:
+        history = history_service_pb2_grpc.HistoryServiceStub(channel)
+        loaded = await history.LoadConversationHistory(
+            history_service_pb2.LoadConversationHistoryRequest(thread_id=thread_id)
+        )
+    return list(loaded.messages), loaded.report.threshold_tokens
+
+
+async def loop_figures(address: str, request_file: Path, backend: str) -> list[dict[str, Any]]:
+    one = await asyncio.to_thread(run_loop, address, 1, request_file)
+    many = await asyncio.to_thread(run_loop, address, 16, request_file)
+    messages, threshold = await thread_messages(address, one["threads"][0])
+    trim = await asyncio.to_thread(trim_messages_ms, messages, threshold)
+    load_p50 = one["load_after_complete"]["p50_ms"]
+    figures = {
+        "first PrepareTurn p50 vs echo, 1 loop": one["first_prepare"]["p50_vs_echo"],
+        "inside PrepareTurn p50 vs echo, 1 loop": one["inside_prepare"]["p50_vs_echo"],
+        "whole turn p50 vs two echoes, 1 loop": one["turn_vs_two_echoes"],
+        "first PrepareTurn p50 vs echo, 16 loops": many["first_prepare"]["p50_vs_echo"],
+        "inside PrepareTurn p50 vs echo, 16 loops": many["inside_prepare"]["p50_vs_echo"],
+        "PrepareTurn throughput vs echo, 16 loops": many["throughput_vs_echo"],
+        "load after completed turn p50 vs echo": one["load_after_complete"]["p50_vs_echo"],
+        "trim_messages p50 / load p50": round(trim["trim_p50_ms"] / load_p50, 2) if load_p50 else None,
+    }
+    for run in (one, many):
+        run.pop("threads", None)
+    return [
+        {"figure": f"loop, {backend}, 1 loop", **one},
+        {"figure": f"loop, {backend}, 16 loops", **many},
+        {"figure": f"loop, {backend}, trim_messages", "load_p50_ms": load_p50, **trim},
+        {"figure": f"loop, {backend}, ratios", **figures},
+    ]
+
+
+def loop_goal_lines(results: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for result in results:
+        figure = str(result.get("figure", ""))
+        if not figure.endswith(", ratios"):
+            continue
+        backend = figure.split(", ")[1]
+        for key, goal, met in LOOP_GOALS:
+            value = result.get(key)
+            verdict = "not measured" if value is None else ("met" if met(value) else "NOT met")
+            lines.append(f"{backend:10s} {key:45s} {value!s:>8}  goal {goal:8s} {verdict}")
+    return lines
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
+    args = parser.parse_args()
+    from bench import start_postgres, stop_postgres
+
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="pioneer-bench-loop-") as tmp:
+        home = Path(tmp) / "home"
+        home.mkdir()
+        prepare_home(home)
+        request_file = Path(tmp) / "compile.json"
+        request_file.write_text(json_format.MessageToJson(full_compile_request(home)))
+        if args.backend in ("sqlite", "both"):
+            async with serve(f"sqlite+aiosqlite:///{Path(tmp) / 'loop.db'}", home) as address:
+                results += await loop_figures(address, request_file, "sqlite")
+        if args.backend in ("postgresql", "both"):
+            cluster = Path(tempfile.mkdtemp(prefix="pioneer-bench-pg-", dir="/tmp"))
+            try:
+                admin_url = os.environ.get("PIONEER_BENCH_PG_URL", "")
+                admin_url = admin_url or await asyncio.to_thread(start_postgres, cluster)
+                async with scratch_database(admin_url) as url, serve(url, home) as address:
+                    results += await loop_figures(address, request_file, "postgresql")
+            finally:
+                await asyncio.to_thread(stop_postgres, cluster)
+    for result in results:
+        print(json.dumps(result))
+    print("\n".join(loop_goal_lines(results)))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
