@@ -33,7 +33,8 @@ help:
 	@echo "  make grpcurl         install grpcurl into .tools/bin (Go module proxy), for docs/walkthrough.md"
 	@echo "  make clean           remove .venv, .tools, clients/rust/target and .pg"
 	@echo "Measuring:"
-	@echo "  make bench           throughput and latency ratios against an echo RPC; telemetry on against off"
+	@echo "  make bench           throughput and latency ratios against an echo RPC; telemetry on against off;"
+	@echo "                       --http-listen (no page open) and kept rounds against neither"
 	@echo "  make bench-telemetry PrepareTurn with tracing and metrics on against off (part of make bench)"
 	@echo "  make soak            PrepareTurn, AppendEntries and 100 watchers for SOAK_SECONDS (default 1800); RSS"
 	@echo "Go client (clients/go/go.mk): go-test (GO_TEST_FLAGS), go-vet, go-build, go-proto, go-proto-check,"
@@ -112,6 +113,7 @@ bench: $(STAMP) go-load
 	$(PY) scripts/bench.py
 	$(PY) scripts/bench_telemetry.py
 	$(PY) scripts/bench_tokenizers.py
+	$(PY) scripts/bench_console.py
 
 # PrepareTurn with tracing and metrics on against off (also part of `make bench`).
 bench-telemetry: $(STAMP) go-load

@@ -13,8 +13,10 @@ seconds with the operations done so far; the end prints the RSS after warm-up
 (the first fifth of the run) and its growth from there to the end.
 
 With --keep-bytes N the server keeps each round's rendered request
-(--keep-rendered-requests, --kept-bytes-total N); on SQLite the bytes kept are
-printed with each line, and the run fails if they ever exceed N.
+(--keep-rendered-requests, --kept-bytes-total N). The bytes kept are read from
+the database every half second (the SQLite file read-only, or PostgreSQL with
+its own connection), printed with each line, and the end prints the largest seen
+against N; the run fails if they ever exceed N.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import asyncpg
 import grpc
 
 from pioneer_grpc.v1 import (
@@ -160,16 +163,15 @@ async def run(args: argparse.Namespace) -> int:
         f"soak: {args.seconds:g} s, {args.rate:g} rounds/s, {args.watchers} watchers, server pid {proc.pid}"
     )
     print("   seconds   rss_mb   rounds  events_seen  kept_bytes  failures")
-    kept_max = 0
+    kept = KeptBytes(home, args.database_url)
+    sampler = asyncio.create_task(kept.sample(stop)) if args.keep_bytes else None
     try:
         while (elapsed := time.monotonic() - started) < args.seconds:
             samples.append((elapsed, rss_mb(proc.pid)))
             failures = soak.failed or ""
-            kept = kept_bytes(home) if args.keep_bytes and not args.database_url else None
-            kept_max = max(kept_max, kept or 0)
             print(
                 f"{elapsed:10.0f} {samples[-1][1]:8.1f} {soak.done:8d} {soak.events_seen:12d}"
-                f"  {'-' if kept is None else kept:>10}  {failures}",
+                f"  {'-' if kept.last is None else kept.last:>10}  {failures}",
                 flush=True,
             )
             await asyncio.sleep(min(args.every, max(0.1, args.seconds - elapsed)))
@@ -177,6 +179,8 @@ async def run(args: argparse.Namespace) -> int:
     finally:
         stop.set()
         await driver
+        if sampler is not None:
+            await sampler
         for task in watchers:
             task.cancel()
         await asyncio.gather(*watchers, return_exceptions=True)
@@ -189,21 +193,59 @@ async def run(args: argparse.Namespace) -> int:
         f"rss: start {samples[0][1]:.1f} MB, after warm-up {warm[0]:.1f} MB, end {samples[-1][1]:.1f} MB, "
         f"max {max(r for _, r in samples):.1f} MB; growth after warm-up {samples[-1][1] - warm[0]:+.1f} MB"
     )
-    if args.keep_bytes and not args.database_url:
-        kept_max = max(kept_max, kept_bytes(home) or 0)
-        print(f"kept rendered rounds: at most {kept_max} bytes seen, bound {args.keep_bytes}")
-        if kept_max > args.keep_bytes:
+    if args.keep_bytes:
+        within = kept.max <= args.keep_bytes
+        print(
+            f"kept rendered rounds: at most {kept.max} bytes in {kept.samples} samples,"
+            f" bound {args.keep_bytes} ({'within' if within else 'EXCEEDED'}); {kept.last} at the end"
+        )
+        if not within or not kept.samples:
             return 1
     return 0 if not soak.failed else 1
 
 
-def kept_bytes(home: Path) -> int | None:
-    """Bytes of kept rendered rounds in the server's SQLite file (read-only); None before the table exists."""
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{home / 'pioneer.db'}?mode=ro", uri=True)) as db:
-            return int(db.execute("SELECT coalesce(sum(kept_bytes), 0) FROM rendered_rounds").fetchone()[0])
-    except sqlite3.Error:
-        return None
+class KeptBytes:
+    """The total bytes of kept rendered rounds, sampled from the server's database while it runs."""
+
+    QUERY = "SELECT coalesce(sum(kept_bytes), 0) FROM rendered_rounds"
+
+    def __init__(self, home: Path, database_url: str) -> None:
+        self.home = home
+        self.database_url = database_url.replace("postgresql+asyncpg", "postgresql")
+        self.last: int | None = None
+        self.max = 0
+        self.samples = 0
+
+    async def sample(self, stop: asyncio.Event, every: float = 0.5) -> None:
+        conn = await asyncpg.connect(self.database_url) if self.database_url else None
+        try:
+            while True:
+                self.last = await self._read(conn)
+                if self.last is not None:
+                    self.max = max(self.max, self.last)
+                    self.samples += 1
+                if stop.is_set():
+                    return
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), every)
+        finally:
+            if conn is not None:
+                await conn.close()
+
+    async def _read(self, conn: asyncpg.Connection | None) -> int | None:
+        """None before the table exists."""
+        if conn is not None:
+            try:
+                return int(await conn.fetchval(self.QUERY))
+            except asyncpg.UndefinedTableError:
+                return None
+        try:
+            with contextlib.closing(
+                sqlite3.connect(f"file:{self.home / 'pioneer.db'}?mode=ro", uri=True)
+            ) as db:
+                return int(db.execute(self.QUERY).fetchone()[0])
+        except sqlite3.Error:
+            return None
 
 
 def main() -> int:

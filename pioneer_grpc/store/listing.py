@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, func, or_, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from pioneer_grpc.store.clock import as_utc
@@ -44,12 +44,9 @@ async def threads_newest_page(
     )
     if after is not None:
         moment, thread_id = after
-        query = query.where(
-            or_(
-                ThreadRow.created_at < moment,
-                and_(ThreadRow.created_at == moment, ThreadRow.thread_id < thread_id),
-            )
-        )
+        # A row comparison, which SQLite and PostgreSQL both answer as a seek into
+        # ix_threads_created_at (the OR of two conditions was a filter over the rows before it).
+        query = query.where(tuple_(ThreadRow.created_at, ThreadRow.thread_id) < tuple_(moment, thread_id))
     rows = (await session.execute(query)).all()
     return [thread_message(row[0], row[1]) for row in rows[:size]], len(rows) > size
 

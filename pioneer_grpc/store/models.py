@@ -33,6 +33,8 @@ class Base(DeclarativeBase):
 
 class ThreadRow(Base):
     __tablename__ = "threads"
+    # Threads newest first (ListThreads by create_time desc) read it backwards (migration 0008).
+    __table_args__ = (Index("ix_threads_created_at", "created_at", "thread_id"),)
 
     thread_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     max_context_tokens: Mapped[int] = mapped_column(Integer)

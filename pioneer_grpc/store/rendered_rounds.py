@@ -4,7 +4,11 @@ A table rather than memory: with `serve --workers N` a console page may land on
 any worker, and every worker reads the one database. Each keep is one
 transaction that also applies the bounds: rows past their age go, then the
 thread's oldest beyond its count, then the oldest of all until the total bytes
-fit. Nothing here is ever logged.
+fit. Keeps are serialized: two transactions that each summed the total before
+the other committed would both see room and leave the total over its bound. On
+PostgreSQL a transaction-scoped advisory lock, taken first, queues them (and
+each then sums what the previous one committed); on SQLite the first statement,
+a DELETE, takes the database's one write lock. Nothing here is ever logged.
 """
 
 from __future__ import annotations
@@ -12,11 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import BigInteger, DateTime, Index, Integer, LargeBinary, String, delete, func, select
+from sqlalchemy import BigInteger, DateTime, Index, Integer, LargeBinary, String, delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from pioneer_grpc.store.models import Base, Id
+
+# Any constant of its own: the advisory lock every keep takes on PostgreSQL.
+_KEEP_LOCK_KEY = 0x50494F4E4B455054
 
 
 class RenderedRoundRow(Base):
@@ -61,7 +68,9 @@ async def keep(
     moment: datetime,
     bounds: Bounds,
 ) -> None:
-    """Stores one round and applies the bounds, in the caller's transaction."""
+    """Stores one round and applies the bounds, in the caller's transaction (which must be fresh)."""
+    if session.get_bind().dialect.name == "postgresql":
+        await session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _KEEP_LOCK_KEY})
     await session.execute(
         delete(RenderedRoundRow).where(RenderedRoundRow.created_at < moment - bounds.max_age)
     )

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import grpc
+from sqlalchemy import select, update
 
 from pioneer_grpc import reasons
+from pioneer_grpc.store.models import ThreadRow
 from pioneer_grpc.v1 import history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.rpc import create, entry, failure, stub
@@ -65,6 +67,22 @@ async def test_threads_page_by_id(pg_server):
     assert [t.thread_id for t in threads] == [f"t{i:02d}" for i in range(25)]
     assert pages == 3
     assert [t.entry_count for t in threads if t.entry_count] == [1]
+
+
+async def test_threads_newest_first_page_through_ties(pg_server):
+    """Newest first by (creation time, id): threads created at the same moment come by id, none lost."""
+    history = stub(pg_server)
+    for i in range(9):
+        await create(history, f"t{i}")
+    # t2..t6 share one creation time (as threads created within the clock's resolution would).
+    async with pg_server.ctx.sessions() as session, session.begin():
+        moment = await session.scalar(select(ThreadRow.created_at).where(ThreadRow.thread_id == "t4"))
+        tied = ThreadRow.thread_id.in_([f"t{i}" for i in range(2, 7)])
+        await session.execute(update(ThreadRow).where(tied).values(created_at=moment))
+    request = pb.ListThreadsRequest(page_size=2, order_by="create_time desc")
+    threads, pages = await _all_pages(history.ListThreads, request, "threads")
+    assert [t.thread_id for t in threads] == ["t8", "t7", "t6", "t5", "t4", "t3", "t2", "t1", "t0"]
+    assert pages == 5
 
 
 async def test_bad_page_requests_are_invalid_argument(pg_server):

@@ -232,3 +232,33 @@ async def test_a_method_no_servicer_implements_is_unimplemented(edge, monkeypatc
     response = await http.unary(client, "/pioneer.v1.EchoService/Echo", {}, TOKEN)
     assert response.status_code == 501
     assert response.json()["code"] == "unimplemented"
+
+
+async def test_error_details_are_readable_and_responses_compact(edge):
+    """Each detail's `debug` holds its JSON form: the reason and field names without decoding base64."""
+    handle, client = edge
+    history = history_service_pb2_grpc.HistoryServiceStub(handle.channel())
+    request = history_service_pb2.ListThreadsRequest(page_size=-1, order_by="name", page_token="x" * 5000)
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await history.ListThreads(request, metadata=handle.metadata())
+    status = rpc_status.from_call(raised.value)
+    bad = error_details_pb2.BadRequest()
+    assert [d for d in status.details if d.Unpack(bad)]
+    grpc_fields = [v.field for v in bad.field_violations]
+    assert len(grpc_fields) >= 2, grpc_fields
+    response = await http.unary(client, f"{HISTORY}/ListThreads", request, TOKEN)
+    error = response.json()
+    debug = {d["type"]: d["debug"] for d in error["details"]}
+    assert debug["google.rpc.ErrorInfo"]["reason"] == grpc_reason(raised.value)
+    assert debug["google.rpc.ErrorInfo"]["domain"]
+    assert [v["field"] for v in debug["google.rpc.BadRequest"]["fieldViolations"]] == grpc_fields
+    assert all(v["description"] for v in debug["google.rpc.BadRequest"]["fieldViolations"])
+    # The packed value is still there for clients that decode it.
+    assert http.reasons(error) == [grpc_reason(raised.value)]
+    # Answers are one line without padding.
+    await history.CreateThread(
+        history_service_pb2.CreateThreadRequest(thread_id="t1"), metadata=handle.metadata()
+    )
+    ok = await http.unary(client, f"{HISTORY}/ListThreads", {"pageSize": 5}, TOKEN)
+    assert ok.status_code == 200
+    assert "\n" not in ok.text and '": ' not in ok.text and ok.json()["threads"][0]["threadId"] == "t1"

@@ -22,18 +22,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from connectrpc.code import Code
-from connectrpc.errors import ConnectError, ErrorDetail
+from connectrpc.errors import ConnectError
 from connectrpc.request import RequestContext
 from google.rpc import code_pb2, status_pb2
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-from protobuf.wkt import Any as WireAny
 
 from pioneer_grpc import errors
 from pioneer_grpc.server.errors import domain_error_of, internal_rpc_status, rpc_status_of
 from pioneer_grpc.server.logs import REQUEST_ID, REQUEST_ID_HEADER, request_id_from
+from pioneer_grpc.server.web.details import readable_detail
 from pioneer_grpc.store.failures import INFRASTRUCTURE_REASONS
 from pioneer_grpc.telemetry import SpanScope, Telemetry
 
@@ -51,8 +51,8 @@ _SERVER_ERRORS = frozenset(
 
 
 def connect_error(status: status_pb2.Status) -> ConnectError:
-    """The Connect error of a google.rpc.Status: same code, message and details (packed as they are)."""
-    details = [ErrorDetail(WireAny(type_url=d.type_url, value=d.value)) for d in status.details]
+    """The Connect error of a google.rpc.Status: same code, message and details, each with its JSON form."""
+    details = [readable_detail(d) for d in status.details]
     name = _GRPC_NAMES.get(status.code, "UNKNOWN")
     return ConnectError(_CONNECT.get(name, Code.UNKNOWN), status.message, details)
 

@@ -15,6 +15,7 @@ from typing import Any
 from connectrpc.interceptor import Interceptor
 from connectrpc.server import ConnectASGIApplication
 
+from pioneer_grpc.server.web.codec import CODECS
 from pioneer_grpc.server.web.edge import Answering
 from pioneer_grpc.v1 import (
     echo_service_connect,
@@ -72,7 +73,10 @@ def connect_applications(
     chain = list(interceptors)
     for name, servicer in servicers.items():
         application = APPLICATIONS[name](
-            _Delegate(name, servicer, answering), interceptors=chain, read_max_bytes=read_max_bytes
+            _Delegate(name, servicer, answering),
+            interceptors=chain,
+            read_max_bytes=read_max_bytes,
+            codecs=CODECS,
         )
         apps[application.path] = application
     return apps

@@ -1,0 +1,33 @@
+"""Protobuf JSON on one line for Connect: the runtime's google.protobuf JSON codec indents by two.
+
+The Connect protocol leaves whitespace to the server; an indented PrepareTurn
+answer is about a third spaces and newlines. Answers here are compact; `| jq`
+formats them for reading. Decoding is the runtime's (unknown fields ignored).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from connectrpc.codec import Codec
+from connectrpc.compat import google_protobuf_binary_codec, google_protobuf_json_codec
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+_JSON = google_protobuf_json_codec()
+
+
+class CompactJSONCodec(Codec[Message, Any]):
+    def name(self) -> str:
+        return _JSON.name()
+
+    def encode(self, message: Message) -> bytes:
+        as_dict = json_format.MessageToDict(message)
+        return json.dumps(as_dict, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    def decode(self, data: bytes | bytearray, message_class: type[Any]) -> Any:
+        return _JSON.decode(data, message_class)
+
+
+CODECS: list[Codec[Any, Any]] = [google_protobuf_binary_codec(), CompactJSONCodec()]
