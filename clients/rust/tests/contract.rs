@@ -1232,6 +1232,10 @@ async fn render_chat_request_for_each_provider() {
         (OpenaiResponses, "gpt-4o-mini"),
         (AnthropicMessages, "claude-sonnet-4-5"),
         (GeminiGenerateContent, "gemini-2.5-flash"),
+        (
+            AmazonBedrockConverse,
+            "us.anthropic.claude-3-7-sonnet-20250219-v1:0",
+        ),
     ] {
         let reply = ok!(
             c.provider
@@ -1299,6 +1303,20 @@ async fn render_chat_request_for_each_provider() {
                     reply.path.ends_with(":generateContent"),
                     "path {}",
                     reply.path
+                );
+            }
+            AmazonBedrockConverse => {
+                // The model travels in the path, URL-encoded, never in the body.
+                assert!(
+                    reply.path.starts_with("/model/us.anthropic.claude-3-7-sonnet"),
+                    "path {}",
+                    reply.path
+                );
+                assert!(reply.path.ends_with("/converse"), "path {}", reply.path);
+                assert!(body.get("model").is_none(), "no model in a Converse body");
+                assert!(
+                    reply.body_json.contains("cachePoint"),
+                    "a cache point at the boundary"
                 );
             }
             Unspecified => unreachable!(),
