@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 
 import grpc
 from google.rpc import error_details_pb2
@@ -19,11 +20,12 @@ from pioneer_grpc.v1 import (
     turn_service_pb2,
     turn_service_pb2_grpc,
 )
-from tests.chaos.conftest import fill, wait_health
+from tests.chaos.conftest import fill, health_status, wait_health
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 USER = history_pb2.ENTRY_ROLE_USER
+FREED_BYTES = 2 * 1024 * 1024
 
 
 def _entry(entry_id: str, content: str = "") -> history_pb2.ConversationEntry:
@@ -213,14 +215,26 @@ async def test_disk_full_then_space_returns(small_tmpfs, server_factory):
     assert thread.entry_count == len(acknowledged)
     await history.LoadConversationHistory(history_service_pb2.LoadConversationHistoryRequest(thread_id="t"))
 
-    await asyncio.to_thread(filler.unlink)
+    # 2 MB freed (the space a careful operator finds first): writes come back and stay back, the
+    # WAL does not eat the freed space, health follows without a restart.
+    await asyncio.to_thread(os.truncate, filler, filler.stat().st_size - FREED_BYTES)
     await wait_health(channel, SERVING)
+    for i in range(20):
+        await history.AppendEntries(
+            history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry(f"freed-{i}")]),
+            timeout=30,
+        )
+        acknowledged.append(f"freed-{i}")
+        await asyncio.sleep(0.2)  # pacing: a client writing now and then, the probe running between
+    assert await health_status(channel) == SERVING
+    # And the round's connection, given up by the failures, is a working one again.
+    await turns.PrepareTurn(_round("round-after", "after"), timeout=30)
+    acknowledged.append("round-after")
+    contents["round-after"] = "after"
+
+    await asyncio.to_thread(filler.unlink)
     await history.AppendEntries(
         history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry("after", big)]), timeout=30
     )
     acknowledged.append("after")
-    # And the round's connection, given up by the failures, is a working one again.
-    await turns.PrepareTurn(_round("round-after", big), timeout=30)
-    acknowledged.append("round-after")
-    contents["round-after"] = big
     await _all_stored(history, "t", acknowledged, contents)
