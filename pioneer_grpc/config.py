@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from pioneer_grpc.models.registry import RegistryError, load_registry
-from pioneer_grpc.store.engine import default_database_url, is_postgres, is_sqlite
+from pioneer_grpc.store.engine import (
+    DEFAULT_SQLITE_SYNCHRONOUS,
+    SQLITE_SYNCHRONOUS,
+    default_database_url,
+    is_postgres,
+    is_sqlite,
+)
 
 
 class ConfigError(ValueError):
@@ -29,6 +35,9 @@ class Config:
     # Extra runtime homes a compile's workspace_root may resolve into (besides `home`).
     extra_homes: tuple[Path, ...] = ()
     database_url: str = ""
+    # SQLite's `synchronous`: FULL (an acknowledged write survives a power loss) or NORMAL
+    # (faster commits; the last ones before a power loss may be lost). docs/operating-durability.md.
+    sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS
     max_message_bytes: int = 16 * 1024 * 1024
     token: str = ""
     tls_cert: Path | None = None
@@ -141,6 +150,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "home": _path,
     "extra_homes": _paths,
     "database_url": _database_url,
+    "sqlite_synchronous": lambda raw: _choice(*SQLITE_SYNCHRONOUS)(str(raw).upper()),
     "max_message_bytes": _positive_int,
     "token": str,
     "tls_cert": _path,

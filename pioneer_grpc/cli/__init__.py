@@ -31,6 +31,10 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="another runtime home a workspace_root may lie in (repeatable)",
     )
     serve.add_argument("--database-url", help="default: SQLite file under the runtime home")
+    serve.add_argument(
+        "--sqlite-synchronous",
+        help="FULL (default: an acknowledged write survives a power loss) or NORMAL (faster commits)",
+    )
     serve.add_argument("--max-message-bytes", type=int)
     serve.add_argument("--token", help="require 'authorization: Bearer TOKEN' on every RPC but health")
     serve.add_argument("--tls-cert", help="PEM certificate chain")

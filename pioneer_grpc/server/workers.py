@@ -88,7 +88,7 @@ async def _prepare_store(config: Config) -> None:
 
     await asyncio.to_thread(config.home.mkdir, parents=True, exist_ok=True)
     await asyncio.to_thread(ensure_bootstrap_files, config.home)
-    engine = create_engine(config.effective_database_url)
+    engine = create_engine(config.effective_database_url, config.sqlite_synchronous)
     try:
         await migrate(engine)
     finally:
