@@ -248,3 +248,31 @@ async def test_a_killed_supervisor_takes_every_process_with_it_and_frees_the_por
                 history_service_pb2.GetThreadRequest(thread_id="t"), timeout=5
             )
     assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+async def test_sigterm_during_the_start_stops_at_once(tmp_path):
+    """The workers exist but are still importing: SIGTERM ends the start instead of waiting for them."""
+    args = [
+        str(SCRIPT),
+        "serve",
+        "--workers",
+        "2",
+        "--listen",
+        "127.0.0.1:0",
+        "--home",
+        str(tmp_path / "home"),
+    ]
+    proc = await asyncio.create_subprocess_exec(
+        *args, "--log-level", "WARNING", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+
+    async def both_spawned() -> bool:
+        return proc.returncode is None and len(workers_by_number(proc.pid)) == 2
+
+    await until(both_spawned, 60, "two worker processes")
+    processes = all_children(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, stderr.decode()
+    assert b"serving on" not in stdout, "the start waited for every worker before stopping"
+    assert not [pid for pid in processes if running(pid)]
