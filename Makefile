@@ -19,7 +19,8 @@ help:
 	@echo "make proto  regenerate Python, Go and Rust stubs from protos/"
 	@echo "make lint   ruff, mypy --strict, import contracts, buf lint, buf breaking"
 	@echo "make bench  throughput and latency ratios against an echo RPC; telemetry on against off"
-	@echo "make soak   PrepareTurn, AppendEntries and 100 watchers for SOAK_SECONDS (default 1800); RSS over time"
+	@echo "make soak   PrepareTurn, AppendEntries and 100 watchers for SOAK_SECONDS (default 1800) on SQLite,"
+	@echo "            then PostgreSQL (SOAK_BACKENDS); RSS over time, flat within 10% after warm-up or exit 1"
 
 # Says what it does: the first install takes minutes, and silence looks like a hang.
 $(STAMP): pyproject.toml
