@@ -143,7 +143,15 @@ async def _worker(config: Config, supervisor: int, ready: Connection) -> None:
     await running.stop(min(config.grace_seconds, ORPHAN_GRACE_SECONDS) if orphaned else None)
 
 
-def _how_it_ended(exitcode: int | None) -> str:
+def restart_delay(quick_deaths: int) -> float:
+    """Seconds before a worker starts again after its `quick_deaths`-th death in a row within
+    STABLE_SECONDS of its start: none after the first, then doubling from RESTART_BACKOFF_SECONDS."""
+    if quick_deaths <= 1:
+        return 0.0
+    return float(min(RESTART_BACKOFF_SECONDS * 2.0 ** (quick_deaths - 2), RESTART_BACKOFF_MAX_SECONDS))
+
+
+def how_it_ended(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
         try:
             return f"killed by {signal.Signals(-exitcode).name}"
@@ -224,17 +232,13 @@ class _Supervisor:
         process.join()
         lived = now - slot.started_at
         slot.quick_deaths = slot.quick_deaths + 1 if lived < STABLE_SECONDS else 0
-        delay = (
-            0.0
-            if slot.quick_deaths <= 1
-            else min(RESTART_BACKOFF_SECONDS * 2 ** (slot.quick_deaths - 2), RESTART_BACKOFF_MAX_SECONDS)
-        )
+        delay = restart_delay(slot.quick_deaths)
         log.error(
             "worker %d/%d (pid %d) %s after %.1f s; restarting it in %.1f s",
             slot.number,
             self.total,
             process.pid,
-            _how_it_ended(process.exitcode),
+            how_it_ended(process.exitcode),
             lived,
             delay,
         )
