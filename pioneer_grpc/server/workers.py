@@ -52,6 +52,7 @@ import setproctitle
 
 from pioneer_grpc import __version__
 from pioneer_grpc.config import Config
+from pioneer_grpc.store.engine import is_sqlite
 
 log = logging.getLogger(__name__)
 
@@ -299,6 +300,12 @@ def serve_workers(config: Config) -> int:
     """Runs until SIGTERM/SIGINT (exit 0); exit 1 when a worker fails to start."""
     setproctitle.setproctitle(f"pioneer-grpc serve: supervisor ({config.workers} workers) {config.listen}")
     asyncio.run(_prepare_store(config))
+    if is_sqlite(config.effective_database_url):
+        log.warning(
+            "%d workers on SQLite: every write of every worker queues for SQLite's single writer; "
+            "for more than one worker use PostgreSQL (--database-url postgresql+asyncpg://...)",
+            config.workers,
+        )
     holder, address = _reserve(config.listen)
     setproctitle.setproctitle(f"pioneer-grpc serve: supervisor ({config.workers} workers) {address}")
     supervisor = _Supervisor(config, address)
