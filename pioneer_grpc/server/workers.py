@@ -15,7 +15,7 @@ no wait.
 
 The supervisor and its workers die together. Each worker asks the kernel for
 SIGTERM when the supervisor ends (PR_SET_PDEATHSIG), however it ends, kill -9
-included, and then stops within ORPHAN_GRACE_SECONDS. multiprocessing's resource
+included, and then stops within ORPHAN_GRACE_SECONDS (ends by ORPHAN_EXIT_SECONDS). multiprocessing's resource
 tracker ends by itself once neither the supervisor nor a worker holds its pipe.
 
 Process titles say which is which in `ps`: `pioneer-grpc serve: supervisor
@@ -62,8 +62,10 @@ START_TIMEOUT_SECONDS = 120.0
 RESTART_BACKOFF_SECONDS = 0.5
 RESTART_BACKOFF_MAX_SECONDS = 30.0
 STABLE_SECONDS = 10.0
-# A worker whose supervisor died gives its calls in flight this long, not the configured grace.
+# A worker whose supervisor died gives its calls in flight this long, not the configured grace,
+# and ends at ORPHAN_EXIT_SECONDS whatever it is still waiting for.
 ORPHAN_GRACE_SECONDS = 1.0
+ORPHAN_EXIT_SECONDS = 1.5
 # How often the supervisor looks at its stop flag while nothing else happens.
 TICK_SECONDS = 0.2
 
@@ -141,6 +143,11 @@ async def _worker(config: Config, supervisor: int, ready: Connection) -> None:
     orphaned = os.getppid() != supervisor
     if orphaned:
         log.warning("the supervisor (pid %d) is gone: stopping", supervisor)
+        # Whatever the stop still waits for (database work draining), the process ends: nothing
+        # acknowledged depends on it, and an orphan must not outlive its supervisor for long.
+        deadline = threading.Timer(ORPHAN_EXIT_SECONDS, os._exit, args=(1,))
+        deadline.daemon = True
+        deadline.start()
     await running.stop(min(config.grace_seconds, ORPHAN_GRACE_SECONDS) if orphaned else None)
 
 
@@ -225,8 +232,9 @@ class _Supervisor:
         slot.ready.close()
         slot.ready = None
 
-    def _reap(self, slot: _Slot, now: float) -> bool:
-        """True when the slot's worker has ended; logs it and schedules its restart."""
+    def _reap(self, slot: _Slot, now: float, starting: bool = False) -> bool:
+        """True when the slot's worker has ended; logs it and schedules its restart (unless `starting`:
+        a worker that cannot start the first time fails the start)."""
         process = slot.process
         if process is None or process.is_alive():
             return False
@@ -235,13 +243,13 @@ class _Supervisor:
         slot.quick_deaths = slot.quick_deaths + 1 if lived < STABLE_SECONDS else 0
         delay = restart_delay(slot.quick_deaths)
         log.error(
-            "worker %d/%d (pid %d) %s after %.1f s; restarting it in %.1f s",
+            "worker %d/%d (pid %d) %s after %.1f s; %s",
             slot.number,
             self.total,
             process.pid,
             how_it_ended(process.exitcode),
             lived,
-            delay,
+            "the start fails" if starting else f"restarting it in {delay:.1f} s",
         )
         if slot.ready is not None:
             slot.ready.close()
@@ -263,7 +271,7 @@ class _Supervisor:
                 return False
             for slot in self.slots:
                 self._poll_ready(slot)
-                if self._reap(slot, now):
+                if self._reap(slot, now, starting=True):
                     return False
             self._wait(min(TICK_SECONDS, deadline - now))
         return True

@@ -238,19 +238,41 @@ async def test_a_killed_supervisor_takes_every_process_with_it_and_frees_the_por
     assert len(workers_by_number(proc.pid)) == 2
     assert any("resource_tracker" in title(p) for p in processes)
     assert listening(port)
-    proc.kill()
-    await proc.wait()
+    async with grpc.aio.insecure_channel(address) as channel:
+        await history_service_pb2_grpc.HistoryServiceStub(channel).CreateThread(
+            history_service_pb2.CreateThreadRequest(thread_id="t")
+        )
+    appenders = Appenders(address, 4)
+    appenders.start()
+    try:
 
-    async def all_gone() -> bool:
-        return not [pid for pid in processes if running(pid)] and not listening(port)
+        async def loaded() -> bool:
+            return len(appenders.acknowledged) >= 40
 
-    await until(all_gone, 2, f"every process of the service ended and port {port} free")
+        await until(loaded, 60, "40 appends acknowledged")
+        proc.kill()  # under load
+        await proc.wait()
+
+        async def all_gone() -> bool:
+            return not [pid for pid in processes if running(pid)] and not listening(port)
+
+        await until(all_gone, 2, f"every process of the service ended and port {port} free")
+    finally:
+        await appenders.stop()
+    print(f"acknowledged {len(appenders.acknowledged)}, failures {appenders.failures}")
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         async with grpc.aio.insecure_channel(address) as channel:
             await history_service_pb2_grpc.HistoryServiceStub(channel).GetThread(
                 history_service_pb2.GetThreadRequest(thread_id="t"), timeout=5
             )
     assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+    # A new supervisor on the same store finds every acknowledged entry.
+    again, address, _log = await start(tmp_path, database_url)
+    try:
+        await all_stored(address, appenders.acknowledged)
+    finally:
+        again.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(again.wait(), 60) == 0
 
 
 async def test_sigterm_during_the_start_stops_at_once(tmp_path):
