@@ -27,8 +27,6 @@ from pioneer_grpc.v1 import history_pb2
 TOOL = history_pb2.ENTRY_ROLE_TOOL
 ASSISTANT = history_pb2.ENTRY_ROLE_ASSISTANT
 
-__all__ = ["StoredCalls", "arguments_problem", "call_violations", "content_violations", "is_empty"]
-
 
 def is_empty(entry: history_pb2.ConversationEntry) -> bool:
     """No text, no tool calls, no artifacts. A tool result may be empty (the tool printed nothing)."""

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 from pioneer_grpc.history import diagnostics as codes
 from pioneer_grpc.history.diagnostics import diagnostic
-from pioneer_grpc.history.entry_rules import arguments_problem, is_empty
-from pioneer_grpc.history.tool_arguments import repaired_arguments
+from pioneer_grpc.history.entry_rules import is_empty
+from pioneer_grpc.history.tool_arguments import arguments_problem, repaired_arguments
 from pioneer_grpc.v1 import history_pb2
 
 TOOL = history_pb2.ENTRY_ROLE_TOOL
