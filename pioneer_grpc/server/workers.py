@@ -13,9 +13,14 @@ after it started waits longer each time (RESTART_BACKOFF_SECONDS, doubling up to
 RESTART_BACKOFF_MAX_SECONDS); one that served for STABLE_SECONDS starts over at
 no wait.
 
-The supervisor and its workers die together. Each worker asks the kernel for
-SIGTERM when the supervisor ends (PR_SET_PDEATHSIG), however it ends, kill -9
-included, and then stops within ORPHAN_GRACE_SECONDS (ends by ORPHAN_EXIT_SECONDS). multiprocessing's resource
+The supervisor and its workers die together. Each worker asks the kernel to
+kill it when the supervisor ends (PR_SET_PDEATHSIG with SIGKILL), however it
+ends, kill -9 included. SIGKILL, not a graceful stop: a supervisor that did not
+stop its workers itself died abruptly, every acknowledged write was committed
+before its answer, a call in flight fails UNAVAILABLE either way (the port goes
+away with the workers) and is retried, and the kernel needs nothing from the
+worker (a graceful stop took nearly two seconds on a busy 2-core machine, and a
+worker whose event loop is stuck would never take it). multiprocessing's resource
 tracker ends by itself once neither the supervisor nor a worker holds its pipe.
 
 Process titles say which is which in `ps`: `pioneer-grpc serve: supervisor
@@ -62,10 +67,6 @@ START_TIMEOUT_SECONDS = 120.0
 RESTART_BACKOFF_SECONDS = 0.5
 RESTART_BACKOFF_MAX_SECONDS = 30.0
 STABLE_SECONDS = 10.0
-# A worker whose supervisor died gives its calls in flight this long, not the configured grace,
-# and ends at ORPHAN_EXIT_SECONDS whatever it is still waiting for.
-ORPHAN_GRACE_SECONDS = 1.0
-ORPHAN_EXIT_SECONDS = 1.5
 # How often the supervisor looks at its stop flag while nothing else happens.
 TICK_SECONDS = 0.2
 
@@ -99,14 +100,14 @@ async def _prepare_store(config: Config) -> None:
 
 
 def _die_with_parent(supervisor: int) -> None:
-    """SIGTERM to this process when the supervisor ends; at once if it has already ended."""
+    """SIGKILL to this process when the supervisor ends; at once if it has already ended."""
     if sys.platform == "linux":
         libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
             log.warning("prctl(PR_SET_PDEATHSIG) failed: errno %d", ctypes.get_errno())
     # The supervisor may have died before the prctl: the worker is then someone else's child.
     if os.getppid() != supervisor:
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _worker_main(config: Config, number: int, total: int, supervisor: int, ready: Connection) -> None:
@@ -116,7 +117,7 @@ def _worker_main(config: Config, number: int, total: int, supervisor: int, ready
     from pioneer_grpc.telemetry.logs import log_handler
 
     configure_logging(config.log_level, log_handler(config.log_format))
-    asyncio.run(_worker(config, supervisor, ready))
+    asyncio.run(_worker(config, ready))
 
 
 def _worker_config(config: Config, address: str, index: int) -> Config:
@@ -128,7 +129,7 @@ def _worker_config(config: Config, address: str, index: int) -> Config:
     return replace(config, listen=address, metrics_listen=metrics)
 
 
-async def _worker(config: Config, supervisor: int, ready: Connection) -> None:
+async def _worker(config: Config, ready: Connection) -> None:
     from pioneer_grpc.server.app import start_server
 
     running = await start_server(config)
@@ -140,15 +141,7 @@ async def _worker(config: Config, supervisor: int, ready: Connection) -> None:
         ready.send_bytes(b"ready")
     ready.close()
     await stop.wait()
-    orphaned = os.getppid() != supervisor
-    if orphaned:
-        log.warning("the supervisor (pid %d) is gone: stopping", supervisor)
-        # Whatever the stop still waits for (database work draining), the process ends: nothing
-        # acknowledged depends on it, and an orphan must not outlive its supervisor for long.
-        deadline = threading.Timer(ORPHAN_EXIT_SECONDS, os._exit, args=(1,))
-        deadline.daemon = True
-        deadline.start()
-    await running.stop(min(config.grace_seconds, ORPHAN_GRACE_SECONDS) if orphaned else None)
+    await running.stop()
 
 
 def restart_delay(quick_deaths: int) -> float:
