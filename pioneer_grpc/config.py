@@ -19,7 +19,13 @@ from pioneer_grpc.compiler.render.policies import IDENTITY_BASE
 from pioneer_grpc.compiler.settings import DEFAULT_HOME_LABEL, CompileSettings
 from pioneer_grpc.compiler.text import replace_controls, sanitize
 from pioneer_grpc.models.registry import RegistryError, load_registry
-from pioneer_grpc.store.engine import default_database_url, is_postgres, is_sqlite
+from pioneer_grpc.store.engine import (
+    DEFAULT_SQLITE_SYNCHRONOUS,
+    SQLITE_SYNCHRONOUS,
+    default_database_url,
+    is_postgres,
+    is_sqlite,
+)
 
 
 class ConfigError(ValueError):
@@ -33,6 +39,9 @@ class Config:
     # Extra runtime homes a compile's workspace_root may resolve into (besides `home`).
     extra_homes: tuple[Path, ...] = ()
     database_url: str = ""
+    # SQLite's `synchronous`: FULL (an acknowledged write survives a power loss) or NORMAL
+    # (faster commits; the last ones before a power loss may be lost). docs/operating-durability.md.
+    sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS
     max_message_bytes: int = 16 * 1024 * 1024
     token: str = ""
     tls_cert: Path | None = None
@@ -224,6 +233,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "home": _path,
     "extra_homes": _paths,
     "database_url": _database_url,
+    "sqlite_synchronous": lambda raw: _choice(*SQLITE_SYNCHRONOUS)(str(raw).upper()),
     "max_message_bytes": _positive_int,
     "token": str,
     "tls_cert": _path,

@@ -1,16 +1,24 @@
 """Soak: PrepareTurn, AppendEntries and 100 watchers against one server for a while; RSS over time.
 
     .venv/bin/python scripts/soak.py [--seconds 1800] [--rate 10] [--watchers 100] [--threads 20]
-                                     [--database-url URL]   (make soak; SOAK_SECONDS=300 make soak)
+                                     [--backends sqlite,postgres] [--database-url URL]
+    make soak; SOAK_SECONDS=300 make soak; SOAK_BACKENDS=postgres make soak
 
+Each backend runs for `--seconds`, one after the other (both: twice as long).
 The server is a `pioneer-grpc serve` subprocess on a loopback port with a fresh
-home (SQLite unless --database-url). Each operation is one agent round on one of
+home: on SQLite its default database there; on PostgreSQL the `--database-url`,
+or else a throwaway cluster of its own (scripts/pg.sh, which runs with fsync=off:
+the soak measures memory, not durability). Each operation is one agent round on one of
 `--threads` threads, in turn: PrepareTurn (a new user entry, a compile whose
 dynamic context changes every round), then AppendEntries (the assistant's reply)
 and CompleteTurn. Every PrepareTurn records a manifest that all watchers
 receive. The server's RSS (VmRSS of its process) is printed every `--every`
-seconds with the operations done so far; the end prints the RSS after warm-up
-(the first fifth of the run) and its growth from there to the end.
+seconds with the operations done so far.
+
+The end reports, per backend, whether RSS is flat after warm-up: the first third
+of the run is warm-up, and over the rest (the last 20 minutes of a 30-minute run)
+the highest sample must be within FLAT_WITHIN (10%) of the lowest. The exit code
+is 1 when a backend had failures or was not flat.
 
 With --keep-bytes N the server keeps each round's rendered request
 (--keep-rendered-requests, --kept-bytes-total N). The bytes kept are read from
@@ -25,10 +33,15 @@ import argparse
 import asyncio
 import contextlib
 import os
+import socket
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
@@ -46,6 +59,11 @@ from pioneer_grpc.v1 import (
 )
 
 SCRIPT = Path(sys.executable).parent / "pioneer-grpc"
+ROOT = Path(__file__).resolve().parents[1]
+# The first WARM_UP_SHARE of a run is warm-up; after it RSS must stay within FLAT_WITHIN of its lowest.
+WARM_UP_SHARE = 1 / 3
+FLAT_WITHIN = 0.10
+BACKENDS = ("sqlite", "postgres")
 USER = history_pb2.ENTRY_ROLE_USER
 ASSISTANT = history_pb2.ENTRY_ROLE_ASSISTANT
 
@@ -141,11 +159,72 @@ class Soak:
         await asyncio.gather(*running)
 
 
-async def run(args: argparse.Namespace) -> int:
+@dataclass
+class Outcome:
+    backend: str
+    rounds: int
+    failures: dict[str, int]
+    events: int
+    samples: list[tuple[float, float]]
+    seconds: float
+    # With --keep-bytes: the kept rounds never exceeded their bound.
+    kept_within: bool = True
+
+    @property
+    def after_warm_up(self) -> list[float]:
+        return [rss for t, rss in self.samples if t >= self.seconds * WARM_UP_SHARE]
+
+    @property
+    def spread(self) -> float:
+        """(highest - lowest) / lowest RSS after warm-up."""
+        window = self.after_warm_up
+        return (max(window) - min(window)) / min(window) if window and min(window) > 0 else 0.0
+
+    @property
+    def flat(self) -> bool:
+        return len(self.after_warm_up) >= 2 and self.spread <= FLAT_WITHIN
+
+    def report(self) -> str:
+        window = self.after_warm_up or [0.0]
+        verdict = "flat" if self.flat else "NOT FLAT"
+        return (
+            f"{self.backend}: rounds {self.rounds}, failures {self.failures or 0}, events delivered "
+            f"{self.events}; rss start {self.samples[0][1]:.1f} MB, after warm-up "
+            f"({self.seconds * WARM_UP_SHARE:.0f} s) {min(window):.1f}..{max(window):.1f} MB over "
+            f"{len(self.after_warm_up)} samples, spread {self.spread:.1%} "
+            f"(limit {FLAT_WITHIN:.0%}): {verdict}"
+        )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def postgres_cluster() -> Iterator[str]:
+    """A throwaway PostgreSQL cluster (scripts/pg.sh) for the run; its URL."""
+    directory = tempfile.mkdtemp(prefix="pioneer-soak-pg-")
+    started = subprocess.run(
+        ["bash", str(ROOT / "scripts/pg.sh"), "start", directory, str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    try:
+        if started.returncode != 0:
+            raise SystemExit(f"soak: cannot start PostgreSQL: {started.stderr.strip()}")
+        yield started.stdout.strip()
+    finally:
+        subprocess.run(["bash", str(ROOT / "scripts/pg.sh"), "stop", directory], timeout=120)
+
+
+async def run(args: argparse.Namespace, backend: str, database_url: str) -> Outcome:
     home = Path(tempfile.mkdtemp(prefix="pioneer-soak-"))
     command = [str(SCRIPT), "serve", "--listen", "127.0.0.1:0", "--home", str(home), "--log-level", "WARNING"]
-    if args.database_url:
-        command += ["--database-url", args.database_url]
+    if database_url:
+        command += ["--database-url", database_url]
     if args.keep_bytes:
         command += ["--keep-rendered-requests", "--kept-bytes-total", str(args.keep_bytes)]
     proc = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
@@ -160,10 +239,11 @@ async def run(args: argparse.Namespace) -> int:
     samples: list[tuple[float, float]] = []
     started = time.monotonic()
     print(
-        f"soak: {args.seconds:g} s, {args.rate:g} rounds/s, {args.watchers} watchers, server pid {proc.pid}"
+        f"soak on {backend}: {args.seconds:g} s, {args.rate:g} rounds/s, {args.watchers} watchers, "
+        f"server pid {proc.pid}"
     )
     print("   seconds   rss_mb   rounds  events_seen  kept_bytes  failures")
-    kept = KeptBytes(home, args.database_url)
+    kept = KeptBytes(home, database_url)
     sampler = asyncio.create_task(kept.sample(stop)) if args.keep_bytes else None
     try:
         while (elapsed := time.monotonic() - started) < args.seconds:
@@ -187,21 +267,38 @@ async def run(args: argparse.Namespace) -> int:
         await soak.channel.close()
         proc.terminate()
         await proc.wait()
-    warm = [rss for t, rss in samples if t >= args.seconds / 5]
-    print(f"rounds {soak.done}, failures {soak.failed or 0}, events delivered {soak.events_seen}")
-    print(
-        f"rss: start {samples[0][1]:.1f} MB, after warm-up {warm[0]:.1f} MB, end {samples[-1][1]:.1f} MB, "
-        f"max {max(r for _, r in samples):.1f} MB; growth after warm-up {samples[-1][1] - warm[0]:+.1f} MB"
-    )
+    outcome = Outcome(backend, soak.done, soak.failed, soak.events_seen, samples, args.seconds)
     if args.keep_bytes:
-        within = kept.max <= args.keep_bytes
+        outcome.kept_within = bool(kept.samples) and kept.max <= args.keep_bytes
         print(
             f"kept rendered rounds: at most {kept.max} bytes in {kept.samples} samples,"
-            f" bound {args.keep_bytes} ({'within' if within else 'EXCEEDED'}); {kept.last} at the end"
+            f" bound {args.keep_bytes} ({'within' if outcome.kept_within else 'EXCEEDED'});"
+            f" {kept.last} at the end"
         )
-        if not within or not kept.samples:
-            return 1
-    return 0 if not soak.failed else 1
+    print(outcome.report(), flush=True)
+    return outcome
+
+
+def run_all(args: argparse.Namespace) -> int:
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = sorted(set(backends) - set(BACKENDS))
+    if unknown or not backends:
+        raise SystemExit(
+            f"soak: --backends takes {', '.join(BACKENDS)}, not {', '.join(unknown) or 'nothing'}"
+        )
+    outcomes = []
+    for backend in backends:
+        if backend == "sqlite":
+            outcomes.append(asyncio.run(run(args, backend, "")))
+        elif args.database_url:
+            outcomes.append(asyncio.run(run(args, backend, args.database_url)))
+        else:
+            with postgres_cluster() as url:
+                outcomes.append(asyncio.run(run(args, backend, url)))
+    print("summary:")
+    for outcome in outcomes:
+        print("  " + outcome.report())
+    return 0 if all(o.flat and o.kept_within and not o.failures for o in outcomes) else 1
 
 
 class KeptBytes:
@@ -257,11 +354,18 @@ def main() -> int:
     parser.add_argument("--watchers", type=int, default=100)
     parser.add_argument("--threads", type=int, default=20)
     parser.add_argument("--every", type=float, default=30.0, help="seconds between RSS lines")
-    parser.add_argument("--database-url", default="")
+    parser.add_argument(
+        "--backends",
+        default=os.environ.get("SOAK_BACKENDS", ",".join(BACKENDS)),
+        help="comma-separated: sqlite, postgres (default both, one after the other)",
+    )
+    parser.add_argument(
+        "--database-url", default="", help="PostgreSQL to use instead of a cluster of its own"
+    )
     parser.add_argument(
         "--keep-bytes", type=int, default=0, help="keep rendered rounds within this many bytes (default: off)"
     )
-    return asyncio.run(run(parser.parse_args()))
+    return run_all(parser.parse_args())
 
 
 if __name__ == "__main__":

@@ -40,6 +40,10 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="how headings name the next --extra-home (repeatable, in order; default: its path)",
     )
     serve.add_argument("--database-url", help="default: SQLite file under the runtime home")
+    serve.add_argument(
+        "--sqlite-synchronous",
+        help="FULL (default: an acknowledged write survives a power loss) or NORMAL (faster commits)",
+    )
     serve.add_argument("--max-message-bytes", type=int)
     serve.add_argument("--token", help="require 'authorization: Bearer TOKEN' on every RPC but health")
     serve.add_argument("--tls-cert", help="PEM certificate chain")

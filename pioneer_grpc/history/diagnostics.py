@@ -23,6 +23,7 @@ INVALID_TOOL_CALL_SKIPPED = "invalid_tool_call_skipped"
 DUPLICATE_TOOL_CALL_SKIPPED = "duplicate_tool_call_skipped"
 DUPLICATE_TOOL_RESULT_SKIPPED = "duplicate_tool_result_skipped"
 TOOL_RESULT_NAME_REPAIRED = "tool_result_name_repaired"
+TOOL_ARGUMENTS_REPAIRED = "tool_arguments_repaired"
 
 # Compaction.
 TOOL_RESULTS_CLEARED = "tool_results_cleared"

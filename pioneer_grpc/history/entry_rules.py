@@ -4,7 +4,8 @@ A stored entry is sent on every later round until a summary covers it, so an
 entry that a provider rejects poisons the thread. Two kinds of rules:
 
 - `content_violations`: the entry alone (no text, tool calls or artifacts; tool
-  call arguments that are not a JSON object). Checked before any work.
+  call arguments that are not a JSON object every provider accepts:
+  `tool_arguments.py`). Checked before any work.
 - `call_violations`: the tool calls against the thread: call ids unique in the
   thread, a tool result answers an open call of its own turn (made by the
   turn's latest assistant entry, before any later user or assistant entry),
@@ -16,31 +17,15 @@ Size caps live in `entries.py`; these are the semantic rules.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pioneer_grpc.errors import FieldViolation
+from pioneer_grpc.history.tool_arguments import arguments_problem
 from pioneer_grpc.v1 import history_pb2
 
 TOOL = history_pb2.ENTRY_ROLE_TOOL
 ASSISTANT = history_pb2.ENTRY_ROLE_ASSISTANT
-
-
-def arguments_problem(arguments: str) -> str | None:
-    """Why tool call arguments are not a JSON object ("" means no arguments and is fine)."""
-    if not arguments.strip():
-        return None
-    try:
-        value = json.loads(arguments)
-    except json.JSONDecodeError as exc:
-        return f"arguments must be a JSON object; not valid JSON: {exc.msg} at char {exc.pos}"
-    except ValueError:
-        # Python's int-string limit (sys.get_int_max_str_digits), hit by an integer of thousands of digits.
-        return "arguments must be a JSON object; an integer has more digits than any provider reads"
-    if not isinstance(value, dict):
-        return f"arguments must be a JSON object, not a JSON {type(value).__name__}"
-    return None
 
 
 def is_empty(entry: history_pb2.ConversationEntry) -> bool:

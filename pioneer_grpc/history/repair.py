@@ -8,7 +8,10 @@ them. A load walks the entries in order and, each time with a diagnostic:
 - an empty entry, an assistant entry whose calls are invalid (arguments not a
   JSON object, no id or name) or reuse an earlier call id, a second result for
   one call, and a result whose call is not right before it are skipped;
-- a result naming another tool than its call is sent under the call's name.
+- a result naming another tool than its call is sent under the call's name;
+- tool call arguments a provider would refuse but that are a JSON object
+  (`NaN`, `1e999`, a lone surrogate escape...) are sent with each such number as
+  null and each lone surrogate as U+FFFD (`tool_arguments.py`).
 
 Entries keep their order; a synthesized result follows its call's other results.
 """
@@ -20,7 +23,8 @@ from dataclasses import dataclass, field
 
 from pioneer_grpc.history import diagnostics as codes
 from pioneer_grpc.history.diagnostics import diagnostic
-from pioneer_grpc.history.entry_rules import arguments_problem, is_empty
+from pioneer_grpc.history.entry_rules import is_empty
+from pioneer_grpc.history.tool_arguments import arguments_problem, repaired_arguments
 from pioneer_grpc.v1 import history_pb2
 
 TOOL = history_pb2.ENTRY_ROLE_TOOL
@@ -71,6 +75,27 @@ def _call_problem(entry: history_pb2.ConversationEntry, seen: set[str]) -> tuple
             return codes.DUPLICATE_TOOL_CALL_SKIPPED, f"call id {call.id!r} was already used"
         ids.add(call.id)
     return None
+
+
+def _with_arguments_repaired(
+    entry: history_pb2.ConversationEntry,
+) -> tuple[history_pb2.ConversationEntry, list[str]]:
+    """The entry with every call's arguments that a provider would refuse repaired where they can be,
+    and a note per repaired call; the entry itself when there is nothing to repair."""
+    notes: list[str] = []
+    fixed: history_pb2.ConversationEntry | None = None
+    for j, call in enumerate(entry.tool_calls):
+        if arguments_problem(call.arguments) is None:
+            continue
+        repaired = repaired_arguments(call.arguments)
+        if repaired is None:
+            continue  # not a JSON object at all: the call is skipped (`_call_problem`)
+        if fixed is None:
+            fixed = history_pb2.ConversationEntry()
+            fixed.CopyFrom(entry)
+        fixed.tool_calls[j].arguments = repaired[0]
+        notes.append(f"call {call.id!r}: {', '.join(dict.fromkeys(repaired[1]))}")
+    return (entry if fixed is None else fixed), notes
 
 
 class _Walk:
@@ -132,6 +157,14 @@ class _Walk:
             return
         self.close()
         if entry.role == ASSISTANT and entry.tool_calls:
+            entry, notes = _with_arguments_repaired(entry)
+            if notes:
+                self.note(
+                    codes.TOOL_ARGUMENTS_REPAIRED,
+                    f"{'; '.join(notes)}: not accepted by every provider's JSON; sent as null "
+                    "(numbers) or U+FFFD (lone surrogates)",
+                    entry,
+                )
             problem = _call_problem(entry, self.seen)
             if problem is not None:
                 code, why = problem

@@ -295,7 +295,7 @@ async def build_context(config: Config, telemetry: Telemetry | None = None) -> S
     for name, path, was_created in created:
         if was_created:
             log.info("seeded %s at %s", name, path)
-    engine = create_engine(config.effective_database_url)
+    engine = create_engine(config.effective_database_url, config.sqlite_synchronous)
     await migrate_reachable(engine)
     runner = TransactionRunner(engine)
     # Other workers' SQLite commits reach this process only by reading the events table.

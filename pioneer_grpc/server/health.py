@@ -45,6 +45,7 @@ class DatabaseHealth:
         self._probe: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
         self.serving = True
+        self._last_ok = True
 
     async def set_all(self, serving: bool) -> None:
         self.serving = serving
@@ -84,11 +85,16 @@ class DatabaseHealth:
 
     async def probe(self) -> bool:
         if self._probe is None or self._probe.done():
-            self._probe = asyncio.create_task(check_writable(self._engine), name="database-probe")
+            # After a failure the WAL is truncated first (store/probe.py): space freed meanwhile stays free.
+            self._probe = asyncio.create_task(
+                check_writable(self._engine, reclaim=not self._last_ok), name="database-probe"
+            )
         done, _ = await asyncio.wait({self._probe}, timeout=max(self._interval, PROBE_WAIT_SECONDS))
         if not done:
+            self._last_ok = False
             return False
         error = self._probe.exception()
+        self._last_ok = error is None
         if error is None:
             return True
         mapped = error if isinstance(error, PioneerError) else domain_error(error)

@@ -29,6 +29,11 @@ IDLE_IN_TRANSACTION_SECONDS = 60
 SQLITE_POOL_SIZE = 1
 PG_POOL_SIZE = 10
 PG_MAX_OVERFLOW = 20
+# SQLite's `synchronous` (docs/operating-durability.md): FULL syncs the WAL at every commit, so an
+# acknowledged write survives a power loss; NORMAL syncs only at checkpoints (faster commits, and
+# the last commits before a power loss may be gone, the database still consistent).
+SQLITE_SYNCHRONOUS = ("FULL", "NORMAL")
+DEFAULT_SQLITE_SYNCHRONOUS = "FULL"
 
 
 def default_database_url(home: Path) -> str:
@@ -43,9 +48,10 @@ def is_postgres(url: str) -> bool:
     return url.startswith("postgresql")
 
 
-def create_engine(url: str) -> AsyncEngine:
+def create_engine(url: str, sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS) -> AsyncEngine:
+    """`sqlite_synchronous`: FULL or NORMAL, for a SQLite URL (every connection of the store)."""
     if is_sqlite(url):
-        engine = _sqlite_engine(url)
+        engine = _sqlite_engine(url, sqlite_synchronous)
     elif is_postgres(url):
         engine = create_async_engine(
             url,
@@ -71,7 +77,7 @@ def create_engine(url: str) -> AsyncEngine:
     return engine
 
 
-def _sqlite_engine(url: str) -> AsyncEngine:
+def _sqlite_engine(url: str, synchronous: str) -> AsyncEngine:
     # One connection for this engine: SQLite has a single writer anyway. Queueing
     # for the connection in asyncio is fair and immediate, where concurrent
     # connections would wait on the database lock in SQLite's busy handler, which
@@ -87,18 +93,30 @@ def _sqlite_engine(url: str) -> AsyncEngine:
         hide_parameters=True,
     )
 
-    sqlite_pragmas(engine.sync_engine)
+    sqlite_pragmas(engine.sync_engine, synchronous)
     return engine
 
 
-def sqlite_pragmas(engine: Engine) -> None:
-    """WAL (readers never wait for the writer, correct across processes), and a writer waits its turn."""
+_SYNCHRONOUS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def sqlite_synchronous(engine: AsyncEngine) -> str:
+    """The `synchronous` setting the store's SQLite connections are opened with."""
+    return _SYNCHRONOUS.get(engine.sync_engine, DEFAULT_SQLITE_SYNCHRONOUS)
+
+
+def sqlite_pragmas(engine: Engine, synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS) -> None:
+    """WAL (readers never wait for the writer, correct across processes), `synchronous` (durability),
+    and a writer waits its turn."""
+    if synchronous not in SQLITE_SYNCHRONOUS:
+        raise ValueError(f"synchronous must be one of {', '.join(SQLITE_SYNCHRONOUS)}, not {synchronous!r}")
+    _SYNCHRONOUS[engine] = synchronous
 
     @event.listens_for(engine, "connect")
     def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
         cursor = dbapi_conn.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={LOCK_WAIT_SECONDS * 1000}")
         cursor.close()

@@ -5,6 +5,13 @@ write: it takes the write lock and appends to the WAL); PostgreSQL draws a
 transaction id (fails on a read-only server, needs a commit record). On SQLite
 the free space of the database's filesystem is checked too: a write that reuses
 space already in the WAL can pass while any real append would fail.
+
+After a failed probe (a full disk, typically) every probe on SQLite first
+truncates the WAL (`PRAGMA wal_checkpoint(TRUNCATE)`): a checkpoint copies the
+WAL's pages into the database file but leaves the WAL file at its largest size,
+so without the truncation the space an operator frees is eaten by the copy while
+the WAL keeps what it held. Truncated, the WAL gives its space back, the free
+space the probe measures is the space writes will have, and health follows.
 """
 
 from __future__ import annotations
@@ -30,10 +37,27 @@ def sqlite_path(engine: AsyncEngine) -> Path | None:
     return Path(database)
 
 
-async def check_writable(engine: AsyncEngine) -> None:
-    """Returns when a write transaction succeeded; raises what the write raised otherwise."""
+async def reclaim_wal(engine: AsyncEngine) -> None:
+    """Checkpoints the whole WAL into the database file and truncates the WAL to nothing (SQLite only).
+
+    Waits (busy timeout) for writers and for readers of older snapshots; a checkpoint
+    that cannot finish (the database file cannot grow yet) leaves the WAL as it was.
+    """
+    if sqlite_path(engine) is None:
+        return
+    async with engine.connect() as conn:
+        await conn.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
+
+
+async def check_writable(engine: AsyncEngine, reclaim: bool = False) -> None:
+    """Returns when a write transaction succeeded; raises what the write raised otherwise.
+
+    `reclaim`: truncate SQLite's WAL first (after a failed probe: space may be coming back).
+    """
     path = sqlite_path(engine)
     if path is not None:
+        if reclaim:
+            await reclaim_wal(engine)
         free = (await asyncio.to_thread(shutil.disk_usage, path.parent)).free
         if free < MIN_FREE_BYTES:
             raise ResourceExhausted(f"{free} bytes free next to the database", reason=DISK_FULL)

@@ -40,7 +40,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pioneer_grpc.store.engine import LOCK_WAIT_SECONDS, sqlite_pragmas
+from pioneer_grpc.store.engine import LOCK_WAIT_SECONDS, sqlite_pragmas, sqlite_synchronous
 from pioneer_grpc.store.work import run_to_end
 
 P = TypeVar("P")
@@ -69,7 +69,7 @@ class TransactionRunner:
                 max_overflow=0,
                 hide_parameters=True,
             )
-            sqlite_pragmas(self._sync)
+            sqlite_pragmas(self._sync, sqlite_synchronous(engine))
             self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pioneer-sqlite-round")
 
     async def transact(

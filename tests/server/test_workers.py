@@ -93,7 +93,8 @@ async def watch(channel: grpc.aio.Channel, expected: int, live: asyncio.Event) -
 
 def running(pid: int) -> bool:
     try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+        # The state follows the command name, which may hold spaces and parentheses (process titles).
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
 

@@ -860,6 +860,10 @@ type HistoryDecisionReport struct {
 	//	duplicate_tool_result_skipped: a second result for one call; not sent.
 	//	tool_result_name_repaired: a result naming another tool than its call;
 	//	  sent under the call's name.
+	//	tool_arguments_repaired: a call's arguments held what a provider's JSON
+	//	  refuses (NaN, Infinity, a number beyond a double's range, a lone
+	//	  surrogate escape); sent with each such number as null and each lone
+	//	  surrogate as U+FFFD (the message says what, per call).
 	//
 	// Compaction:
 	//
