@@ -1308,7 +1308,9 @@ async fn render_chat_request_for_each_provider() {
             AmazonBedrockConverse => {
                 // The model travels in the path, URL-encoded, never in the body.
                 assert!(
-                    reply.path.starts_with("/model/us.anthropic.claude-3-7-sonnet"),
+                    reply
+                        .path
+                        .starts_with("/model/us.anthropic.claude-3-7-sonnet"),
                     "path {}",
                     reply.path
                 );
