@@ -8,6 +8,7 @@ from typing import Any
 from pioneer_grpc.server.web.asgi import App, WebApp, console_assets
 from pioneer_grpc.server.web.edge import Answering, EdgeInterceptor
 from pioneer_grpc.server.web.services import connect_applications
+from pioneer_grpc.server.web.transcode import JsonInThreads
 from pioneer_grpc.service.context import ServiceContext
 
 
@@ -20,4 +21,5 @@ def web_app(ctx: ServiceContext, servicers: dict[str, Any], on_database_failure:
         [edge],
         read_max_bytes=ctx.config.max_message_bytes,
     )
-    return WebApp(dict(services), console_assets())
+    app = WebApp(dict(services), console_assets())
+    return JsonInThreads(app, ctx.config.token, ctx.config.max_message_bytes)
