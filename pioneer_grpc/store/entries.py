@@ -220,7 +220,7 @@ async def _record_calls(session: AsyncSession, thread_id: str, entry: history_pb
         await session.execute(
             insert(session, ToolCallRow)
             .values(thread_id=thread_id, call_id=call.id, entry_id=entry.entry_id)
-            .on_conflict_do_nothing(index_elements=["thread_id", "call_id"])
+            .on_conflict_do_nothing(index_elements=["thread_id", "call_id", "entry_id"])
         )
 
 

@@ -107,7 +107,8 @@ class EntryRow(Base):
 
 
 class ToolCallRow(Base):
-    """Every tool call id a thread's entries made: call ids are unique in a thread."""
+    """Every tool call a thread's entries made. An id is unique among one entry's calls only:
+    models reuse ids across turns (migration 0007)."""
 
     __tablename__ = "tool_calls"
 
@@ -115,7 +116,7 @@ class ToolCallRow(Base):
         String(200), ForeignKey("threads.thread_id", ondelete="CASCADE"), primary_key=True
     )
     call_id: Mapped[str] = mapped_column(String(200), primary_key=True)
-    entry_id: Mapped[str] = mapped_column(String(200))
+    entry_id: Mapped[str] = mapped_column(String(200), primary_key=True)
 
 
 class SummaryRow(Base):

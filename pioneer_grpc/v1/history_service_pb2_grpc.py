@@ -152,8 +152,9 @@ class HistoryServiceServicer:
         INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
         stored) for what would make every later round fail: an entry with no
         content, tool calls or artifacts (a tool result may be empty); tool call
-        arguments that are not a JSON object ("" means none); a call id already used
-        in the thread or the batch; a tool result that does not answer an open call
+        arguments that are not a JSON object ("" means none); a call id repeated
+        within one entry's tool_calls (the calls open together; ids may repeat across
+        entries and turns, as models number them); a tool result that does not answer an open call
         of its own turn (one made by the turn's latest assistant entry, before any
         later user or assistant entry), answers it twice, or names another tool.
 

@@ -250,8 +250,11 @@ async def test_tool_calls_and_results_are_checked_against_the_thread(pg_server):
         ("entries[1].tool_call_id", "call 'c1' is already answered by entry 'r1'"),
         ("entries[2].name", "call 'c2' is to tool 'grep', not 'read_file'"),
         ("entries[3].tool_call_id", "no call with id 'c9' was made in this thread"),
-        ("entries[4].tool_calls[0].id", "call id 'c1' is already used by entry 'a1' of this thread"),
-        ("entries[4].tool_calls[2].id", "call id 'c3' is already used by entry 'a2' of this thread"),
+        (
+            "entries[4].tool_calls[2].id",
+            "call id 'c3' is already used by tool_calls[1] of this entry: "
+            "the calls open together need distinct ids",
+        ),
     ]
     assert await entry_count(history, "t") == 3
     # A result after the turn moved on, or in another turn, answers no open call.
@@ -263,13 +266,19 @@ async def test_tool_calls_and_results_are_checked_against_the_thread(pg_server):
     assert "is not open" in error.violations[0][1]
     error = await failure(append(history, "t", entry("x", "turn-2", TOOL, content="late", tool_call_id="c2")))
     assert "is not open" in error.violations[0][1]
-    # A call id used in another turn is still taken: ids are unique in the thread.
-    error = await failure(
-        append(history, "t", entry("a9", "turn-3", ASSISTANT, tool_calls=[tool_call("c2", "grep")]))
+    # A call id used in another turn, or by an earlier entry of the turn, is free again: models
+    # number their calls. A result answers the open call of that id.
+    await append(
+        history,
+        "t",
+        entry("a9", "turn-3", ASSISTANT, tool_calls=[tool_call("c2", "grep")]),
+        entry("r9", "turn-3", TOOL, content="nine", tool_call_id="c2", name="grep"),
+        entry("a10", "turn-3", ASSISTANT, tool_calls=[tool_call("c2", "grep")]),
+        entry("r10", "turn-3", TOOL, content="ten", tool_call_id="c2", name="grep"),
     )
-    assert error.violations == [
-        ("entries[0].tool_calls[0].id", "call id 'c2' is already used by entry 'a1' of this thread")
-    ]
+    assert await entry_count(history, "t") == 8
+    error = await failure(append(history, "t", entry("r11", "turn-3", TOOL, content="?", tool_call_id="c2")))
+    assert error.violations == [("entries[0].tool_call_id", "call 'c2' is already answered by entry 'r10'")]
 
 
 async def test_prepare_turn_names_new_entries_fields(pg_server):
@@ -306,8 +315,8 @@ async def test_stored_duplicates_and_misnamed_results_are_repaired_at_load(pg_se
         entry("a1", "turn-1", ASSISTANT, tool_calls=[tool_call("c1", "read_file")]),
         entry("r1", "turn-1", TOOL, content="one", tool_call_id="c1", name="grep"),
         entry("r1b", "turn-1", TOOL, content="one again", tool_call_id="c1", name="read_file"),
-        entry("a2", "turn-1", ASSISTANT, tool_calls=[tool_call("c1", "read_file")]),
-        entry("r2", "turn-1", TOOL, content="two", tool_call_id="c1"),
+        entry("a2", "turn-1", ASSISTANT, tool_calls=[tool_call("c2", "grep"), tool_call("c2", "grep")]),
+        entry("r2", "turn-1", TOOL, content="two", tool_call_id="c2"),
         entry("a3", "turn-1", ASSISTANT, content="done"),
     )
     response = await load(history, "t")

@@ -1583,8 +1583,8 @@ pub struct HistoryDecisionReport {
     /// empty_entry_skipped: no content, tool calls or artifacts; not sent.
     /// invalid_tool_call_skipped: an assistant entry whose call has arguments that
     /// are not a JSON object, or no id or name; it and its results not sent.
-    /// duplicate_tool_call_skipped: an assistant entry reusing an earlier call id;
-    /// it and its results not sent.
+    /// duplicate_tool_call_skipped: an assistant entry whose calls repeat an id
+    /// among themselves; it and its results not sent.
     /// duplicate_tool_result_skipped: a second result for one call; not sent.
     /// tool_result_name_repaired: a result naming another tool than its call;
     /// sent under the call's name.
@@ -2293,8 +2293,9 @@ pub mod history_service_client {
         /// INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
         /// stored) for what would make every later round fail: an entry with no
         /// content, tool calls or artifacts (a tool result may be empty); tool call
-        /// arguments that are not a JSON object ("" means none); a call id already used
-        /// in the thread or the batch; a tool result that does not answer an open call
+        /// arguments that are not a JSON object ("" means none); a call id repeated
+        /// within one entry's tool_calls (the calls open together; ids may repeat across
+        /// entries and turns, as models number them); a tool result that does not answer an open call
         /// of its own turn (one made by the turn's latest assistant entry, before any
         /// later user or assistant entry), answers it twice, or names another tool.
         ///

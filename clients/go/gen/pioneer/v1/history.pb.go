@@ -855,8 +855,8 @@ type HistoryDecisionReport struct {
 	//	empty_entry_skipped: no content, tool calls or artifacts; not sent.
 	//	invalid_tool_call_skipped: an assistant entry whose call has arguments that
 	//	  are not a JSON object, or no id or name; it and its results not sent.
-	//	duplicate_tool_call_skipped: an assistant entry reusing an earlier call id;
-	//	  it and its results not sent.
+	//	duplicate_tool_call_skipped: an assistant entry whose calls repeat an id
+	//	  among themselves; it and its results not sent.
 	//	duplicate_tool_result_skipped: a second result for one call; not sent.
 	//	tool_result_name_repaired: a result naming another tool than its call;
 	//	  sent under the call's name.

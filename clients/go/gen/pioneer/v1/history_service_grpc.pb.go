@@ -67,8 +67,9 @@ type HistoryServiceClient interface {
 	// INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
 	// stored) for what would make every later round fail: an entry with no
 	// content, tool calls or artifacts (a tool result may be empty); tool call
-	// arguments that are not a JSON object ("" means none); a call id already used
-	// in the thread or the batch; a tool result that does not answer an open call
+	// arguments that are not a JSON object ("" means none); a call id repeated
+	// within one entry's tool_calls (the calls open together; ids may repeat across
+	// entries and turns, as models number them); a tool result that does not answer an open call
 	// of its own turn (one made by the turn's latest assistant entry, before any
 	// later user or assistant entry), answers it twice, or names another tool.
 	//
@@ -274,8 +275,9 @@ type HistoryServiceServer interface {
 	// INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
 	// stored) for what would make every later round fail: an entry with no
 	// content, tool calls or artifacts (a tool result may be empty); tool call
-	// arguments that are not a JSON object ("" means none); a call id already used
-	// in the thread or the batch; a tool result that does not answer an open call
+	// arguments that are not a JSON object ("" means none); a call id repeated
+	// within one entry's tool_calls (the calls open together; ids may repeat across
+	// entries and turns, as models number them); a tool result that does not answer an open call
 	// of its own turn (one made by the turn's latest assistant entry, before any
 	// later user or assistant entry), answers it twice, or names another tool.
 	//
