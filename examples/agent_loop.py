@@ -28,7 +28,7 @@ from pioneer_grpc.client import (
     turn_ref,
     user_entry,
 )
-from pioneer_grpc.v1 import chat_pb2, history_pb2
+from pioneer_grpc.v1 import chat_pb2
 
 TOOLS = [
     tool(
@@ -55,7 +55,12 @@ def run_tool(call: ToolCall) -> str:
 
 
 def run_turn(client: Client, thread_id: str, turn_id: str, text: str) -> str:
-    """One user message to a final answer: PrepareTurn per provider round, then CompleteTurn."""
+    """One user message to a final answer: PrepareTurn per provider round, CompleteTurn with the answer.
+
+    A turn with one tool round is three calls: PrepareTurn (the user's message),
+    PrepareTurn (the call and its result), CompleteTurn (the answer). Every round
+    sends `tools` again: the server keeps none between rounds.
+    """
     new_entries = [user_entry(f"{turn_id}.user", text)]
     for round_number in range(1, 5):
         prepared = client.prepare_turn(
@@ -68,8 +73,8 @@ def run_turn(client: Client, thread_id: str, turn_id: str, text: str) -> str:
         reply = fake_model(prepared.chat_request)
         reply_entry = entries_of_reply(f"{turn_id}.r{round_number}", reply)
         if not reply.tool_calls:
-            client.append_entries(thread_id=thread_id, entries=[_in_turn(reply_entry, turn_id)])
-            client.complete_turn(thread_id=thread_id, turn_id=turn_id)
+            # Stored and completed in one transaction; the same call again is a no-op.
+            client.complete_turn(thread_id=thread_id, turn_id=turn_id, entries=[reply_entry])
             return reply.content
         # A tool round inside the turn: the call and its results go in with the next round.
         results = [
@@ -78,11 +83,6 @@ def run_turn(client: Client, thread_id: str, turn_id: str, text: str) -> str:
         ]
         new_entries = [reply_entry, *results]
     raise RuntimeError(f"turn {turn_id} did not finish in 4 rounds")
-
-
-def _in_turn(entry: history_pb2.ConversationEntry, turn_id: str) -> history_pb2.ConversationEntry:
-    entry.turn_id = turn_id
-    return entry
 
 
 def main(address: str, token: str | None) -> int:

@@ -41,7 +41,11 @@ _REQUESTS: CapTable = {
     "pioneer.v1.UpdateThreadRequest": {"thread_id": ID},
     "google.protobuf.FieldMask": {"paths": _items(h.MAX_MASK_PATHS, NAME)},
     "pioneer.v1.AppendEntriesRequest": {"thread_id": ID, "entries": _items(h.MAX_ENTRIES_PER_APPEND)},
-    "pioneer.v1.CompleteTurnRequest": {"thread_id": ID, "turn_id": ID},
+    "pioneer.v1.CompleteTurnRequest": {
+        "thread_id": ID,
+        "turn_id": ID,
+        "entries": _items(h.MAX_ENTRIES_PER_APPEND),
+    },
     "pioneer.v1.LoadConversationHistoryRequest": {"thread_id": ID, "exclude_turn_id": ID},
     "pioneer.v1.GetThreadSummaryRequest": {"thread_id": ID},
     "pioneer.v1.ListThreadsRequest": {"page_token": PAGE_TOKEN},

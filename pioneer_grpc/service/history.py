@@ -209,6 +209,7 @@ async def append_entries(
     prefix: str = "entries",
     *,
     with_entries: bool = True,
+    complete_turn_id: str = "",
 ) -> entry_store.AppendOutcome:
     """Stores the batch in one transaction, idempotent by entry_id; tokens are counted here, once.
 
@@ -216,7 +217,8 @@ async def append_entries(
     would make a later round fail: see `history/entry_rules.py`. Checking, hashing
     and counting run in a worker thread: a batch at its caps is megabytes of text,
     which must not hold up the event loop. Without `with_entries` the outcome
-    carries the counts only (nothing is read back).
+    carries the counts only (nothing is read back). With `complete_turn_id` that
+    turn is completed in the same transaction.
     """
     content = await asyncio.to_thread(_checked_content, thread_id, entries, prefix)
     if content:
@@ -227,7 +229,7 @@ async def append_entries(
     with ctx.telemetry.span(
         "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
     ):
-        return await _append_checked(ctx, thread_id, entries, prefix, with_entries)
+        return await _append_checked(ctx, thread_id, entries, prefix, with_entries, complete_turn_id)
 
 
 def _checked_content(
@@ -245,6 +247,7 @@ async def _append_checked(
     entries: Sequence[history_pb2.ConversationEntry],
     prefix: str,
     with_entries: bool,
+    complete_turn_id: str = "",
 ) -> entry_store.AppendOutcome:
     def check(stored: StoredCalls) -> None:
         _check(call_violations(entries, stored, prefix))
@@ -255,7 +258,13 @@ async def _append_checked(
     new_entries = await asyncio.to_thread(_hashed_and_counted, entries, tokenizer)
     async with ctx.sessions() as session:
         return await entry_store.append_entries(
-            session, thread_id, new_entries, tokenizer, check, with_entries=with_entries
+            session,
+            thread_id,
+            new_entries,
+            tokenizer,
+            check,
+            with_entries=with_entries,
+            complete_turn_id=complete_turn_id,
         )
 
 
@@ -275,11 +284,35 @@ def _hashed_and_counted(
 
 
 @database_work
-async def complete_turn(ctx: ServiceContext, thread_id: str, turn_id: str) -> int:
-    """Marks the turn's entries completed; returns how many it has. NotFound for an unknown turn."""
+async def complete_turn(
+    ctx: ServiceContext,
+    thread_id: str,
+    turn_id: str,
+    entries: Sequence[history_pb2.ConversationEntry] = (),
+) -> entry_store.AppendOutcome:
+    """Appends `entries` (AppendEntries' rules; an empty turn_id is `turn_id`) and marks the turn's
+    entries completed, in one transaction; the outcome has the counts only. NotFound for an
+    unknown turn (one the entries do not start)."""
     _check([thread_id_violation(thread_id), id_violation("turn_id", turn_id, "turn_id")])
-    async with ctx.sessions() as session:
-        return await entry_store.complete_turn(session, thread_id, turn_id)
+    if not entries:
+        async with ctx.sessions() as session:
+            count = await entry_store.complete_turn(session, thread_id, turn_id)
+        return entry_store.AppendOutcome([], 0, 0, count)
+    if len(entries) <= MAX_ENTRIES_PER_APPEND:  # else the append names the cap
+        _check(
+            [
+                FieldViolation(f"entries[{i}].turn_id", f"must be empty or this turn's id {turn_id!r}")
+                for i, entry in enumerate(entries)
+                if entry.turn_id not in ("", turn_id)
+            ]
+        )
+    own: list[history_pb2.ConversationEntry] = []
+    for entry in entries:
+        copy = history_pb2.ConversationEntry()
+        copy.CopyFrom(entry)
+        copy.turn_id = turn_id
+        own.append(copy)
+    return await append_entries(ctx, thread_id, own, with_entries=False, complete_turn_id=turn_id)
 
 
 @database_work

@@ -49,6 +49,8 @@ class AppendOutcome:
     entries: list[history_pb2.ConversationEntry]
     created_count: int
     existing_count: int
+    # With `complete_turn_id`: how many entries the completed turn has.
+    completed_entry_count: int = 0
 
 
 async def _touch_thread(session: AsyncSession, thread_id: str) -> None:
@@ -258,14 +260,16 @@ async def append_entries(
     check: Callable[[StoredCalls], None] | None = None,
     *,
     with_entries: bool = True,
+    complete_turn_id: str = "",
 ) -> AppendOutcome:
     """All or nothing: any rejected entry rolls the whole batch back.
 
     `check` sees what the store holds for the batch's tool calls, under the
     thread's write lock, before anything is inserted; it raises to reject.
     Without `with_entries` the outcome has the counts only (nothing is read back).
+    With `complete_turn_id` that turn is completed in the same transaction.
     """
-    repeat = await _already_stored(session, thread_id, new_entries)
+    repeat = None if complete_turn_id else await _already_stored(session, thread_id, new_entries)
     if repeat is not None:
         return repeat if with_entries else AppendOutcome([], 0, repeat.existing_count)
     created = existing = 0
@@ -307,13 +311,14 @@ async def append_entries(
             stored_ids.append(entry.entry_id)
         if created:
             await _count_open(session, thread_id, created, len(opened - had_entries))
+        completed = await _complete(session, thread_id, complete_turn_id) if complete_turn_id else 0
         if not with_entries:
-            return AppendOutcome([], created, existing)
+            return AppendOutcome([], created, existing, completed)
         rows = await session.execute(
             select(*ENTRY_COLUMNS).where(EntryRow.thread_id == thread_id, EntryRow.entry_id.in_(stored_ids))
         )
         by_id = {row.entry_id: entry_message(row) for row in rows}
-    return AppendOutcome([by_id[entry_id] for entry_id in stored_ids], created, existing)
+    return AppendOutcome([by_id[entry_id] for entry_id in stored_ids], created, existing, completed)
 
 
 async def _lock_thread(session: AsyncSession, thread_id: str) -> None:
@@ -341,30 +346,35 @@ async def complete_turn(session: AsyncSession, thread_id: str, turn_id: str) -> 
     counts lose the turn's entries the first time the turn completes.
     """
     async with session.begin():
-        await _lock_thread(session, thread_id)
-        status = await session.scalar(
-            select(TurnRow.status).where(TurnRow.thread_id == thread_id, TurnRow.turn_id == turn_id)
+        return await _complete(session, thread_id, turn_id)
+
+
+async def _complete(session: AsyncSession, thread_id: str, turn_id: str) -> int:
+    """`complete_turn` inside the caller's transaction."""
+    await _lock_thread(session, thread_id)
+    status = await session.scalar(
+        select(TurnRow.status).where(TurnRow.thread_id == thread_id, TurnRow.turn_id == turn_id)
+    )
+    if status is None:
+        raise turn_not_found(thread_id, turn_id)
+    await session.execute(
+        update(TurnRow)
+        .where(TurnRow.thread_id == thread_id, TurnRow.turn_id == turn_id)
+        .values(status=history_pb2.TURN_STATUS_COMPLETED, updated_at=now())
+    )
+    await session.execute(
+        update(EntryRow)
+        .where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
+        .values(completed=True)
+    )
+    count = int(
+        await session.scalar(
+            select(func.count()).where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
         )
-        if status is None:
-            raise turn_not_found(thread_id, turn_id)
-        await session.execute(
-            update(TurnRow)
-            .where(TurnRow.thread_id == thread_id, TurnRow.turn_id == turn_id)
-            .values(status=history_pb2.TURN_STATUS_COMPLETED, updated_at=now())
-        )
-        await session.execute(
-            update(EntryRow)
-            .where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
-            .values(completed=True)
-        )
-        count = int(
-            await session.scalar(
-                select(func.count()).where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
-            )
-            or 0
-        )
-        if status != history_pb2.TURN_STATUS_COMPLETED and count:
-            await _count_open(session, thread_id, -count, -1)
+        or 0
+    )
+    if status != history_pb2.TURN_STATUS_COMPLETED and count:
+        await _count_open(session, thread_id, -count, -1)
     return count
 
 

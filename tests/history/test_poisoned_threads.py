@@ -155,19 +155,23 @@ async def test_the_turn_in_progress_is_not_repaired_while_its_call_may_run(pg_se
     info = error_details_pb2.ErrorInfo()
     assert status is not None and any(d.Unpack(info) for d in status.details)
     assert info.reason == "TOOL_RESULTS_PENDING"
-    # Its result arrives: the round goes out as the loop sent it.
-    reply = await prepare(entry("r1", "turn-1", TOOL, content="18 C", tool_call_id="c1", name="get_weather"))
+    # The failed round stored nothing: the call is sent again with its result.
+    assert await c.entry_count("t") == 1
+    reply = await prepare(
+        call, entry("r1", "turn-1", TOOL, content="18 C", tool_call_id="c1", name="get_weather")
+    )
     assert [m.role for m in reply.chat_request.messages][-3:] == [
         chat_pb2.CHAT_ROLE_USER,
         chat_pb2.CHAT_ROLE_ASSISTANT,
         chat_pb2.CHAT_ROLE_TOOL,
     ]
     assert reply.chat_request.messages[-1].content == "18 C"
-    # A call the turn moved on from was interrupted: synthesized and reported.
-    with pytest.raises(grpc.aio.AioRpcError):
-        await prepare(
-            entry("a2", "turn-1", ASSISTANT, content="", tool_calls=[tool_call("c2", "get_weather", "{}")]),
-        )
+    # A call the turn moved on from (stored by an append) was interrupted: synthesized and reported.
+    await append(
+        stub(pg_server),
+        "t",
+        entry("a2", "turn-1", ASSISTANT, content="", tool_calls=[tool_call("c2", "get_weather", "{}")]),
+    )
     reply = await prepare(entry("a3", "turn-1", ASSISTANT, content="It is 18 C in Paris."))
     tool_messages = [m for m in reply.chat_request.messages if m.role == chat_pb2.CHAT_ROLE_TOOL]
     assert [(m.tool_call_id, m.content) for m in tool_messages] == [

@@ -1941,7 +1941,7 @@ pub struct AppendEntriesResponse {
     pub existing_count: i32,
 }
 #[allow(clippy::all)]
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct CompleteTurnRequest {
     /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
@@ -1949,12 +1949,27 @@ pub struct CompleteTurnRequest {
     /// Cap: at most 200 characters.
     #[prost(string, tag = "2")]
     pub turn_id: ::prost::alloc::string::String,
+    /// Entries to append before the turn is completed, in the same transaction
+    /// (as AppendEntriesRequest.entries, with ConversationEntry's caps).
+    /// Cap: at most 100 items.
+    ///
+    /// Each needs entry_id and role; turn_id may be left empty (it is this
+    /// request's turn_id) and must otherwise equal it.
+    #[prost(message, repeated, tag = "3")]
+    pub entries: ::prost::alloc::vec::Vec<ConversationEntry>,
 }
 #[allow(clippy::all)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct CompleteTurnResponse {
+    /// Every entry the turn has, now completed.
     #[prost(int32, tag = "1")]
     pub completed_entry_count: i32,
+    /// Of the request's entries: how many were appended, and how many were stored
+    /// already with identical content (a retry).
+    #[prost(int32, tag = "2")]
+    pub created_count: i32,
+    #[prost(int32, tag = "3")]
+    pub existing_count: i32,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -2331,10 +2346,17 @@ pub mod history_service_client {
                 .insert(GrpcMethod::new("pioneer.v1.HistoryService", "AppendEntries"));
             self.inner.unary(req, path, codec).await
         }
-        /// Marks a turn's entries completed, so history loads include them.
+        /// Marks a turn's entries completed, so history loads include them. With
+        /// `entries` (the final answer, usually), appends them and completes the turn
+        /// in one transaction: the turn's last call. The entries follow AppendEntries'
+        /// rules and caps; on any error nothing is appended and the turn stays open.
         ///
-        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
-        /// TURN_NOT_FOUND (no entry or compile named the turn). Idempotent: safe to retry.
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names entries\[i\].field);
+        /// NOT_FOUND THREAD_NOT_FOUND, TURN_NOT_FOUND (no entry or compile named the
+        /// turn, and the request has no entries); ALREADY_EXISTS ENTRY_CONFLICT (do not
+        /// retry); FAILED_PRECONDITION TURN_COMPLETED (a new entry for a turn completed
+        /// before: start a new turn). Idempotent: safe to retry the same request (the
+        /// stored entries are no-ops, the turn stays completed).
         pub async fn complete_turn(
             &mut self,
             request: impl tonic::IntoRequest<super::CompleteTurnRequest>,
@@ -3384,6 +3406,8 @@ pub struct PrepareTurnRequest {
     pub new_entries: ::prost::alloc::vec::Vec<ConversationEntry>,
     #[prost(message, optional, tag = "4")]
     pub compile_input: ::core::option::Option<PromptCompileInput>,
+    /// The tools the model may call in this round; not kept between rounds, so a
+    /// loop sends them on every round of the turn.
     /// Cap: at most 256 items.
     #[prost(message, repeated, tag = "5")]
     pub tools: ::prost::alloc::vec::Vec<ToolDefinition>,
@@ -3537,16 +3561,23 @@ pub mod turn_service_client {
         /// In the turn's own entries, a call the turn moved on from without a result
         /// gets a synthesized result (reported in history_report); calls of the turn's
         /// latest assistant entry still without a result are FAILED_PRECONDITION
-        /// (reason TOOL_RESULTS_PENDING; append their results, then retry).
+        /// (reason TOOL_RESULTS_PENDING): send the call and its results in one
+        /// request. A round knows only the tools its request carries: resend `tools`
+        /// every round. The turn ends with CompleteTurn, which may carry the final
+        /// answer: a turn with one tool round takes three calls.
         /// Safe to retry: entries are idempotent by entry_id, and a repeat of the same
         /// compile for the same turn returns the turn's existing manifest event
-        /// instead of publishing another.
+        /// instead of publishing another. Every error below stores nothing (no entry,
+        /// turn or manifest), except one from rendering the provider body (with
+        /// `provider` set: INVALID_ARGUMENT naming chat_request fields), which comes
+        /// after the round committed: its entries and manifest stay, and a retry
+        /// repeats them as no-ops.
         ///
         /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names each field,
         /// nothing stored), MODEL_REQUIRED (no model here nor on the thread);
         /// NOT_FOUND THREAD_NOT_FOUND; ALREADY_EXISTS ENTRY_CONFLICT; FAILED_PRECONDITION
         /// TURN_COMPLETED (the turn was completed: use a new turn_id), TOOL_RESULTS_PENDING
-        /// (append the results, then retry); PERMISSION_DENIED
+        /// (nothing stored: send the results with their call, then retry); PERMISSION_DENIED
         /// WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE, NO_RUNTIME_HOME (metadata
         /// field, path, resolved). Any RPC may also answer UNAUTHENTICATED and
         /// UNAVAILABLE (retry with backoff).
