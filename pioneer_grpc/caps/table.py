@@ -82,6 +82,7 @@ _HISTORY: CapTable = {
         "name": NAME,
         "artifact_refs": _items(h.MAX_ARTIFACT_REFS),
         "reasoning_content": CONTENT,
+        "content_parts": _items(h.MAX_ENTRY_PARTS),
         "tokenizer": NAME,
     },
     "pioneer.v1.ToolCall": {

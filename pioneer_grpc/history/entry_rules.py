@@ -43,9 +43,13 @@ def arguments_problem(arguments: str) -> str | None:
 
 
 def is_empty(entry: history_pb2.ConversationEntry) -> bool:
-    """No text, no tool calls, no artifacts. A tool result may be empty (the tool printed nothing)."""
+    """No text, tool calls, artifacts or parts. A tool result may be empty (the tool printed nothing)."""
     return (
-        entry.role != TOOL and not entry.content.strip() and not entry.tool_calls and not entry.artifact_refs
+        entry.role != TOOL
+        and not entry.content.strip()
+        and not entry.tool_calls
+        and not entry.artifact_refs
+        and not entry.content_parts
     )
 
 

@@ -96,6 +96,9 @@ class EntryRow(Base):
     name: Mapped[str] = mapped_column(String(200), default="")
     artifact_refs_json: Mapped[str] = mapped_column(Text, default="[]")
     reasoning_content: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Content parts (text, images, documents) serialized as ChatMessage.content_parts; NULL
+    # without any (migration 0008).
+    content_parts_pb: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     # sha256 of the entry's canonical content: an idempotent repeat must match it.
     content_hash: Mapped[str] = mapped_column(String(64))
     # Counted once at append with `tokenizer` (the thread model's then); counts in other
