@@ -874,6 +874,7 @@ async fn complete_turn_then_load_budgeted_history() {
         c.history.complete_turn(v1::CompleteTurnRequest {
             thread_id: id.clone(),
             turn_id: "turn-1".into(),
+            ..Default::default()
         }),
         "CompleteTurn"
     );
@@ -929,6 +930,7 @@ async fn complete_turn_then_load_budgeted_history() {
         c.history.complete_turn(v1::CompleteTurnRequest {
             thread_id: id.clone(),
             turn_id: "turn-2".into(),
+            ..Default::default()
         }),
         "CompleteTurn turn-2"
     );
@@ -989,6 +991,7 @@ async fn history_over_the_threshold_is_summarized_once() {
             c.history.complete_turn(v1::CompleteTurnRequest {
                 thread_id: id.clone(),
                 turn_id,
+                ..Default::default()
             }),
             "CompleteTurn"
         );
@@ -1353,6 +1356,7 @@ async fn prepare_turn_builds_each_provider_round() {
         c.history.complete_turn(v1::CompleteTurnRequest {
             thread_id: id.clone(),
             turn_id: "turn-1".into(),
+            ..Default::default()
         }),
         "CompleteTurn"
     );
