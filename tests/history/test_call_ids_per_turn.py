@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import grpc
 import pytest
+from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from pioneer_grpc.providers.render import render
+from pioneer_grpc.store.models import ToolCallRow
 from pioneer_grpc.v1 import chat_pb2, history_pb2, turn_service_pb2
 from tests.history.rpc import ASSISTANT, TOOL, codes, create, entry, failure, load, stub, tool_call, turn
+from tests.history.test_open_counts import MOMENT, _alembic
 from tests.history.test_poisoned_threads import PROVIDERS, append
 from tests.turn.test_prepare_turn import Client, compile_input
 
@@ -84,3 +88,40 @@ async def test_a_history_reusing_call_ids_renders_for_every_provider(pg_server):
     chat = chat_pb2.ChatRequest(model="m", messages=(await load(history, "t")).messages)
     for provider in PROVIDERS:
         render(provider, chat)
+
+
+async def test_the_migration_keeps_every_stored_call_and_frees_repeats(database_url):
+    engine = create_async_engine(database_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(_alembic, "0006")
+            await conn.execute(
+                text(
+                    "INSERT INTO threads (thread_id, max_context_tokens, response_reserve_tokens, model, "
+                    "summary_model, created_at, updated_at, compaction_strategy) "
+                    "VALUES ('t', 1000, 100, '', '', :now, :now, 0)"
+                ),
+                {"now": MOMENT},
+            )
+            calls = [{"c": "call_0", "e": "a1"}, {"c": "call_1", "e": "a1"}, {"c": "call_2", "e": "a2"}]
+            insert_call = text("INSERT INTO tool_calls (thread_id, call_id, entry_id) VALUES ('t', :c, :e)")
+            await conn.execute(insert_call, calls)
+            await conn.run_sync(_alembic, "0007")
+            # The same id made by another entry (the next turn's call_0) is a row of its own now.
+            await conn.execute(insert_call, {"c": "call_0", "e": "a3"})
+            found = (
+                await conn.execute(
+                    select(ToolCallRow.call_id, ToolCallRow.entry_id).order_by(
+                        ToolCallRow.entry_id, ToolCallRow.call_id
+                    )
+                )
+            ).all()
+            await conn.run_sync(_alembic, "head")
+        assert [tuple(row) for row in found] == [
+            ("call_0", "a1"),
+            ("call_1", "a1"),
+            ("call_2", "a2"),
+            ("call_0", "a3"),
+        ]
+    finally:
+        await engine.dispose()
