@@ -3,6 +3,8 @@
 The model is a stand-in that answers from the ChatRequest (call a tool when the
 user asks for files, answer once the tool result is there); replace `fake_model`
 with a provider call that sends `prepared.provider_body_json` to `provider_path`.
+The tool returns a screenshot of the folder (a small PNG made here) with its
+text, as a browser or computer-use tool would.
 
     PIONEER_ADDR=127.0.0.1:50051 PIONEER_TOKEN=... python examples/agent_loop.py
 """
@@ -11,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import sys
 import uuid
+import zlib
 
 from pioneer_grpc.client import (
     ChatMessage,
@@ -23,12 +27,13 @@ from pioneer_grpc.client import (
     ToolCall,
     chat_role,
     entries_of_reply,
+    image_part,
     tool,
     tool_result_entry,
     turn_ref,
     user_entry,
 )
-from pioneer_grpc.v1 import chat_pb2, history_pb2
+from pioneer_grpc.v1 import chat_pb2
 
 TOOLS = [
     tool(
@@ -42,47 +47,69 @@ TOOLS = [
 def fake_model(request: ChatRequest) -> ChatMessage:
     last = request.messages[-1]
     if last.role == chat_pb2.CHAT_ROLE_TOOL:
-        return ChatMessage(role=chat_pb2.CHAT_ROLE_ASSISTANT, content=f"The folder holds: {last.content}.")
+        images = sum(1 for part in last.content_parts if part.HasField("image"))
+        text = f"The folder holds: {last.content} ({images} screenshot)."
+        return ChatMessage(role=chat_pb2.CHAT_ROLE_ASSISTANT, content=text)
     if "files" in last.content:
         call = ToolCall(id=f"call_{uuid.uuid4().hex[:8]}", name="list_files", arguments='{"folder": "."}')
         return ChatMessage(role=chat_pb2.CHAT_ROLE_ASSISTANT, tool_calls=[call])
     return ChatMessage(role=chat_pb2.CHAT_ROLE_ASSISTANT, content=f"You said: {last.content}")
 
 
-def run_tool(call: ToolCall) -> str:
+def run_tool(call: ToolCall) -> tuple[str, bytes]:
+    """The tool's text and a screenshot of the folder's window."""
     folder = json.loads(call.arguments or "{}").get("folder", ".")
-    return ", ".join(sorted(["README.md", "notes.txt"])) if folder == "." else ""
+    return (", ".join(sorted(["README.md", "notes.txt"])) if folder == "." else ""), screenshot(64, 48)
+
+
+def screenshot(width: int, height: int) -> bytes:
+    """A white PNG of the size, standing in for what a screenshot tool returns."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    rows = b"".join(b"\x00" + b"\xff" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
 
 
 def run_turn(client: Client, thread_id: str, turn_id: str, text: str) -> str:
-    """One user message to a final answer: PrepareTurn per provider round, then CompleteTurn."""
+    """One user message to a final answer: PrepareTurn per provider round, CompleteTurn with the answer.
+
+    A turn with one tool round is three calls: PrepareTurn (the user's message),
+    PrepareTurn (the call and its result), CompleteTurn (the answer). Every round
+    sends `tools` again: the server keeps none between rounds.
+    """
     new_entries = [user_entry(f"{turn_id}.user", text)]
     for round_number in range(1, 5):
         prepared = client.prepare_turn(
             thread_id=thread_id,
             turn_id=turn_id,
             new_entries=new_entries,
-            tools=TOOLS,
-            provider=Provider.PROVIDER_OPENAI_CHAT_COMPLETIONS,
+            tools=TOOLS,  # every round: the server keeps no tools between rounds
+            # The body to POST to the provider comes back too (provider_body_json, provider_path).
+            provider=Provider.PROVIDER_OPENAI_RESPONSES,
         )
         reply = fake_model(prepared.chat_request)
         reply_entry = entries_of_reply(f"{turn_id}.r{round_number}", reply)
         if not reply.tool_calls:
-            client.append_entries(thread_id=thread_id, entries=[_in_turn(reply_entry, turn_id)])
-            client.complete_turn(thread_id=thread_id, turn_id=turn_id)
+            # Stored and completed in one transaction; the same call again is a no-op.
+            client.complete_turn(thread_id=thread_id, turn_id=turn_id, entries=[reply_entry])
             return reply.content
-        # A tool round inside the turn: the call and its results go in with the next round.
-        results = [
-            tool_result_entry(f"{turn_id}.r{round_number}.{call.id}", call, run_tool(call))
-            for call in reply.tool_calls
-        ]
+        # A tool round inside the turn: the call and its results (text and screenshot) go in
+        # together with the next round; a call sent without its results is refused, stored nowhere.
+        results = []
+        for call in reply.tool_calls:
+            text, png = run_tool(call)
+            entry_id = f"{turn_id}.r{round_number}.{call.id}"
+            results.append(tool_result_entry(entry_id, call, text, parts=[image_part(png)]))
         new_entries = [reply_entry, *results]
     raise RuntimeError(f"turn {turn_id} did not finish in 4 rounds")
-
-
-def _in_turn(entry: history_pb2.ConversationEntry, turn_id: str) -> history_pb2.ConversationEntry:
-    entry.turn_id = turn_id
-    return entry
 
 
 def main(address: str, token: str | None) -> int:

@@ -35,3 +35,9 @@ MAX_COUNT_MESSAGES = 1_000
 MAX_PAGE_TOKEN_CHARS = 1_000
 # UpdateThread's update_mask.paths.
 MAX_MASK_PATHS = 16
+# Content parts (text, image, file) on one entry, and the inline bytes of one part and of
+# one entry: Anthropic takes images up to 5 MB each, and an entry is sent on every later
+# round of its thread until a summary covers it.
+MAX_ENTRY_PARTS = 16
+MAX_INLINE_PART_BYTES = 5_000_000
+MAX_INLINE_ENTRY_BYTES = 10_000_000

@@ -42,7 +42,11 @@ _REQUESTS: CapTable = {
     "pioneer.v1.UpdateThreadRequest": {"thread_id": ID},
     "google.protobuf.FieldMask": {"paths": _items(h.MAX_MASK_PATHS, NAME)},
     "pioneer.v1.AppendEntriesRequest": {"thread_id": ID, "entries": _items(h.MAX_ENTRIES_PER_APPEND)},
-    "pioneer.v1.CompleteTurnRequest": {"thread_id": ID, "turn_id": ID},
+    "pioneer.v1.CompleteTurnRequest": {
+        "thread_id": ID,
+        "turn_id": ID,
+        "entries": _items(h.MAX_ENTRIES_PER_APPEND),
+    },
     "pioneer.v1.LoadConversationHistoryRequest": {"thread_id": ID, "exclude_turn_id": ID},
     "pioneer.v1.GetThreadSummaryRequest": {"thread_id": ID},
     "pioneer.v1.ListThreadsRequest": {"page_token": PAGE_TOKEN, "order_by": NAME},
@@ -80,6 +84,7 @@ _HISTORY: CapTable = {
         "name": NAME,
         "artifact_refs": _items(h.MAX_ARTIFACT_REFS),
         "reasoning_content": CONTENT,
+        "content_parts": _items(h.MAX_ENTRY_PARTS),
         "tokenizer": NAME,
     },
     "pioneer.v1.ToolCall": {

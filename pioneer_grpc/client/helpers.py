@@ -78,9 +78,20 @@ def tool(name: str, description: str, parameters: Mapping[str, Any] | None = Non
     return chat_pb2.ToolDefinition(name=name, description=description, parameters=json_struct(schema))
 
 
-def user_entry(entry_id: str, content: str, turn_id: str = "") -> history_pb2.ConversationEntry:
+def image_part(data: bytes, mime_type: str = "image/png") -> chat_pb2.ContentPart:
+    """An inline image for an entry's content_parts (a screenshot a tool took, a photo a user sent)."""
+    return chat_pb2.ContentPart(image=chat_pb2.MediaPart(mime_type=mime_type, data=data))
+
+
+def user_entry(
+    entry_id: str, content: str, turn_id: str = "", parts: Sequence[chat_pb2.ContentPart] = ()
+) -> history_pb2.ConversationEntry:
     return history_pb2.ConversationEntry(
-        entry_id=entry_id, turn_id=turn_id, role=history_pb2.ENTRY_ROLE_USER, content=content
+        entry_id=entry_id,
+        turn_id=turn_id,
+        role=history_pb2.ENTRY_ROLE_USER,
+        content=content,
+        content_parts=list(parts),
     )
 
 
@@ -97,8 +108,13 @@ def assistant_entry(
 
 
 def tool_result_entry(
-    entry_id: str, call: common_pb2.ToolCall, content: str, turn_id: str = ""
+    entry_id: str,
+    call: common_pb2.ToolCall,
+    content: str,
+    turn_id: str = "",
+    parts: Sequence[chat_pb2.ContentPart] = (),
 ) -> history_pb2.ConversationEntry:
+    """The result of `call`; `parts` carry what the tool returned besides text (a screenshot)."""
     return history_pb2.ConversationEntry(
         entry_id=entry_id,
         turn_id=turn_id,
@@ -106,6 +122,7 @@ def tool_result_entry(
         content=content,
         tool_call_id=call.id,
         name=call.name,
+        content_parts=list(parts),
     )
 
 

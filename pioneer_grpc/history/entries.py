@@ -9,6 +9,7 @@ from typing import Any
 from pioneer_grpc.caps import NUL_PROBLEM
 from pioneer_grpc.caps.history import MAX_ID_CHARS
 from pioneer_grpc.errors import FieldViolation
+from pioneer_grpc.history.parts import parts_blob, parts_violations
 from pioneer_grpc.history.render import ROLE_NAMES
 from pioneer_grpc.v1 import common_pb2, history_pb2
 
@@ -62,6 +63,7 @@ def entry_violations(
                 violations.append(FieldViolation(f"{path}.tool_calls[{j}].name", "a tool call needs a name"))
         if len(entry.name) > MAX_ID_CHARS:
             violations.append(FieldViolation(f"{path}.name", f"longer than {MAX_ID_CHARS} characters"))
+        violations += parts_violations(entry, path)
     return violations
 
 
@@ -111,6 +113,9 @@ def content_hash(entry: history_pb2.ConversationEntry) -> str:
         "artifact_refs": artifact_refs_json(entry),
         "reasoning_content": entry.reasoning_content if entry.HasField("reasoning_content") else None,
     }
+    blob = parts_blob(entry)
+    if blob is not None:  # absent without parts: the hashes of entries stored before parts stay
+        canonical["content_parts"] = hashlib.sha256(blob).hexdigest()
     text = json.dumps(canonical, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -125,6 +130,7 @@ CLIENT_FIELDS = (
     "name",
     "artifact_refs",
     "reasoning_content",
+    "content_parts",
 )
 
 

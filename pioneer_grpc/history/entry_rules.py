@@ -6,11 +6,13 @@ entry that a provider rejects poisons the thread. Two kinds of rules:
 - `content_violations`: the entry alone (no text, tool calls or artifacts; tool
   call arguments that are not a JSON object every provider accepts:
   `tool_arguments.py`). Checked before any work.
-- `call_violations`: the tool calls against the thread: call ids unique in the
-  thread, a tool result answers an open call of its own turn (made by the
-  turn's latest assistant entry, before any later user or assistant entry),
-  once, under the call's tool name. Checked inside the append transaction,
-  against what the store holds (`StoredCalls`).
+- `call_violations`: the tool calls against the thread: a call id unique among
+  the calls still open in its turn (those of one assistant entry: ids may repeat
+  across entries and turns, as models number their calls), a tool result answers
+  an open call of its own turn (made by the turn's latest assistant entry,
+  before any later user or assistant entry), once, under the call's tool name.
+  Checked inside the append transaction, against what the store holds
+  (`StoredCalls`).
 
 Size caps live in `entries.py`; these are the semantic rules.
 """
@@ -29,9 +31,13 @@ ASSISTANT = history_pb2.ENTRY_ROLE_ASSISTANT
 
 
 def is_empty(entry: history_pb2.ConversationEntry) -> bool:
-    """No text, no tool calls, no artifacts. A tool result may be empty (the tool printed nothing)."""
+    """No text, tool calls, artifacts or parts. A tool result may be empty (the tool printed nothing)."""
     return (
-        entry.role != TOOL and not entry.content.strip() and not entry.tool_calls and not entry.artifact_refs
+        entry.role != TOOL
+        and not entry.content.strip()
+        and not entry.tool_calls
+        and not entry.artifact_refs
+        and not entry.content_parts
     )
 
 
@@ -60,7 +66,7 @@ class StoredCalls:
 
     # Every stored entry of the batch's turns, oldest first, by turn id.
     turns: dict[str, list[history_pb2.ConversationEntry]] = field(default_factory=dict)
-    # Call id -> the stored entry that made it, for the call ids the batch names.
+    # Call id -> a stored entry that made it, for the call ids the batch names.
     thread_calls: dict[str, str] = field(default_factory=dict)
     # Batch entry ids already stored (repeats: checked when they were first appended).
     stored_entry_ids: set[str] = field(default_factory=set)
@@ -109,6 +115,24 @@ def _result_violation(
     return FieldViolation(f"{path}.tool_call_id", f"no call with id {call_id!r} was made in this thread")
 
 
+def _repeated_ids(entry: history_pb2.ConversationEntry, path: str) -> list[FieldViolation]:
+    """Calls of one entry are open together: their ids must differ (a result could not tell them apart)."""
+    first: dict[str, int] = {}
+    found = []
+    for j, call in enumerate(entry.tool_calls):
+        if call.id in first:
+            found.append(
+                FieldViolation(
+                    f"{path}.tool_calls[{j}].id",
+                    f"call id {call.id!r} is already used by tool_calls[{first[call.id]}] of this entry: "
+                    "the calls open together need distinct ids",
+                )
+            )
+        else:
+            first[call.id] = j
+    return found
+
+
 def call_violations(
     entries: Sequence[history_pb2.ConversationEntry], stored: StoredCalls, prefix: str = "entries"
 ) -> list[FieldViolation]:
@@ -130,16 +154,9 @@ def call_violations(
             if found is not None:
                 violations.append(found)
                 continue
-        for j, call in enumerate(entry.tool_calls):
-            if call.id in made:
-                violations.append(
-                    FieldViolation(
-                        f"{path}.tool_calls[{j}].id",
-                        f"call id {call.id!r} is already used by entry {made[call.id]!r} of this thread",
-                    )
-                )
-            else:
-                made[call.id] = entry.entry_id
+        violations.extend(_repeated_ids(entry, path))
+        for call in entry.tool_calls:
+            made[call.id] = entry.entry_id
         state.step(entry)
     return violations
 

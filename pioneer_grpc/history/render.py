@@ -55,7 +55,10 @@ def counted_texts(text: str, tool_calls: list[tuple[str, str]]) -> list[str]:
 
 
 def entry_counted_texts(entry: history_pb2.ConversationEntry) -> list[str]:
-    return counted_texts(entry_text(entry), [(c.name, c.arguments) for c in entry.tool_calls])
+    """Its text, its text parts (images and documents are counted by provider rule at load), its calls."""
+    texts = counted_texts(entry_text(entry), [(c.name, c.arguments) for c in entry.tool_calls])
+    texts[1:1] = [p.text for p in entry.content_parts if p.WhichOneof("part") == "text"]
+    return texts
 
 
 def chat_counted_texts(message: chat_pb2.ChatMessage) -> list[str]:
@@ -71,6 +74,7 @@ def to_chat_message(entry: history_pb2.ConversationEntry, content: str | None = 
         name=entry.name,
         tool_calls=entry.tool_calls,
         artifact_refs=entry.artifact_refs,
+        content_parts=entry.content_parts,
     )
 
 

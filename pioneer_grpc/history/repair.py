@@ -6,8 +6,10 @@ them. A load walks the entries in order and, each time with a diagnostic:
 - a tool call whose turn moved on without its result (the loop crashed, was
   cancelled, timed out) gets a synthesized result saying none was recorded;
 - an empty entry, an assistant entry whose calls are invalid (arguments not a
-  JSON object, no id or name) or reuse an earlier call id, a second result for
-  one call, and a result whose call is not right before it are skipped;
+  JSON object, no id or name) or repeat an id among its own calls (ids may
+  repeat across entries and turns: only calls open together must differ), a
+  second result for one call, and a result whose call is not right before it
+  are skipped;
 - a result naming another tool than its call is sent under the call's name;
 - tool call arguments a provider would refuse but that are a JSON object
   (`NaN`, `1e999`, a lone surrogate escape...) are sent with each such number as
@@ -62,7 +64,7 @@ def interrupted_result(
     )
 
 
-def _call_problem(entry: history_pb2.ConversationEntry, seen: set[str]) -> tuple[str, str] | None:
+def _call_problem(entry: history_pb2.ConversationEntry) -> tuple[str, str] | None:
     """(code, why) when the assistant entry's calls cannot be sent."""
     ids: set[str] = set()
     for call in entry.tool_calls:
@@ -71,8 +73,8 @@ def _call_problem(entry: history_pb2.ConversationEntry, seen: set[str]) -> tuple
         problem = arguments_problem(call.arguments)
         if problem is not None:
             return codes.INVALID_TOOL_CALL_SKIPPED, f"call {call.id!r}: {problem}"
-        if call.id in seen or call.id in ids:
-            return codes.DUPLICATE_TOOL_CALL_SKIPPED, f"call id {call.id!r} was already used"
+        if call.id in ids:
+            return codes.DUPLICATE_TOOL_CALL_SKIPPED, f"call id {call.id!r} is used twice by the entry"
         ids.add(call.id)
     return None
 
@@ -101,7 +103,6 @@ def _with_arguments_repaired(
 class _Walk:
     def __init__(self) -> None:
         self.out = Repaired()
-        self.seen: set[str] = set()
         # The latest assistant entry's calls while only their results followed: id -> (name, entry).
         self.open: dict[str, tuple[str, history_pb2.ConversationEntry]] = {}
         self.answered: set[str] = set()
@@ -165,13 +166,12 @@ class _Walk:
                     "(numbers) or U+FFFD (lone surrogates)",
                     entry,
                 )
-            problem = _call_problem(entry, self.seen)
+            problem = _call_problem(entry)
             if problem is not None:
                 code, why = problem
                 self.note(code, f"{why}; the assistant entry and its results are not sent", entry)
                 return
             self.open = {call.id: (call.name, entry) for call in entry.tool_calls}
-            self.seen.update(self.open)
         self.out.entries.append(entry)
 
 

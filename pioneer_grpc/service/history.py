@@ -215,6 +215,7 @@ async def append_entries(
     prefix: str = "entries",
     *,
     with_entries: bool = True,
+    complete_turn_id: str = "",
 ) -> entry_store.AppendOutcome:
     """Stores the batch in one transaction, idempotent by entry_id; tokens are counted here, once.
 
@@ -222,7 +223,8 @@ async def append_entries(
     would make a later round fail: see `history/entry_rules.py`. Checking, hashing
     and counting run in a worker thread: a batch at its caps is megabytes of text,
     which must not hold up the event loop. Without `with_entries` the outcome
-    carries the counts only (nothing is read back).
+    carries the counts only (nothing is read back). With `complete_turn_id` that
+    turn is completed in the same transaction.
     """
     content = await asyncio.to_thread(_checked_content, thread_id, entries, prefix)
     if content:
@@ -233,7 +235,9 @@ async def append_entries(
         "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
     ):
         counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, thread_id)
-        work = partial(_append_in, ctx, thread_id, entries, prefix, with_entries, counted_in)
+        work = partial(
+            _append_in, ctx, thread_id, entries, prefix, with_entries, counted_in, complete_turn_id
+        )
         outcome, _ = await ctx.runner.transact(partial(_hashed_and_counted, entries, counted_in), work)
         return outcome
 
@@ -251,11 +255,13 @@ def _append_in(
     prefix: str,
     with_entries: bool,
     counted_in: str,
+    complete_turn_id: str,
     conn: Connection,
     counted: list[entry_store.NewEntry],
 ) -> entry_store.AppendOutcome:
     """The append's unit of work: the thread locked, the batch's turns locked or created, the
-    entries stored by the append a round makes (store/round.py)."""
+    entries stored by the append a round makes (store/round.py); with `complete_turn_id`, that
+    turn completed in the same transaction (store/completion.py)."""
     locked = round_store.lock_thread(conn, thread_id)
     tokenizer, new_entries = token_fit.in_thread_tokenizer(ctx.models, locked.model, counted, counted_in)
     turns = {
@@ -267,7 +273,8 @@ def _append_in(
 
     created = round_store.append(conn, thread_id, turns, new_entries, tokenizer, check)
     ids = [entry.entry_id for entry in entries]
-    outcome = entry_store.AppendOutcome([], len(created), len(ids) - len(created))
+    completed = completion.complete_turn_in(conn, thread_id, complete_turn_id) if complete_turn_id else 0
+    outcome = entry_store.AppendOutcome([], len(created), len(ids) - len(created), completed)
     if with_entries:
         outcome.entries.extend(entry_store.stored_entries_in(conn, thread_id, ids))
     return outcome
@@ -297,13 +304,34 @@ def _hashed_and_counted(
     return new_entries
 
 
-async def complete_turn(ctx: ServiceContext, thread_id: str, turn_id: str) -> int:
-    """Marks the turn's entries completed; returns how many it has. NotFound for an unknown turn.
-
-    One unit of work, run by the store's runner (store/completion.py)."""
+async def complete_turn(
+    ctx: ServiceContext,
+    thread_id: str,
+    turn_id: str,
+    entries: Sequence[history_pb2.ConversationEntry] = (),
+) -> entry_store.AppendOutcome:
+    """Appends `entries` (AppendEntries' rules; an empty turn_id is `turn_id`) and marks the turn's
+    entries completed, in one unit of work (store/completion.py); the outcome has the counts only.
+    NotFound for an unknown turn (one the entries do not start)."""
     _check([thread_id_violation(thread_id), id_violation("turn_id", turn_id, "turn_id")])
-    count, _ = await ctx.runner.transact(nothing, partial(_complete_turn, thread_id, turn_id))
-    return count
+    if not entries:
+        count, _ = await ctx.runner.transact(nothing, partial(_complete_turn, thread_id, turn_id))
+        return entry_store.AppendOutcome([], 0, 0, count)
+    if len(entries) <= MAX_ENTRIES_PER_APPEND:  # else the append names the cap
+        _check(
+            [
+                FieldViolation(f"entries[{i}].turn_id", f"must be empty or this turn's id {turn_id!r}")
+                for i, entry in enumerate(entries)
+                if entry.turn_id not in ("", turn_id)
+            ]
+        )
+    own: list[history_pb2.ConversationEntry] = []
+    for entry in entries:
+        copy = history_pb2.ConversationEntry()
+        copy.CopyFrom(entry)
+        copy.turn_id = turn_id
+        own.append(copy)
+    return await append_entries(ctx, thread_id, own, with_entries=False, complete_turn_id=turn_id)
 
 
 def _complete_turn(thread_id: str, turn_id: str, conn: Connection, _: None) -> int:

@@ -51,7 +51,7 @@ def extended(
     ):
         return None  # something else changed too (a turn completed out of order, say): read whole
     tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
-    if any(entry.artifact_refs or entry.tokenizer != tokenizer for entry in newer):
+    if any(entry.artifact_refs or entry.content_parts or entry.tokenizer != tokenizer for entry in newer):
         return None  # counted per read (attachments) or in another tokenizer: the full load does it
     repaired = repair(newer)
     if repaired.diagnostics or _call_ids(newer) & kept.call_ids:

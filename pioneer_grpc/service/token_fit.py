@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 from pioneer_grpc.history import decide
 from pioneer_grpc.history import diagnostics as codes
+from pioneer_grpc.history.parts import part_refs
 from pioneer_grpc.history.render import entry_counted_texts
 from pioneer_grpc.history.tokens import TOKENIZER, count_blocking, is_exact
 from pioneer_grpc.models.attachments import attachment_tokens
@@ -58,9 +59,9 @@ def with_attachments(
     notes: list[history_pb2.HistoryDiagnostic] = []
     added: dict[str, int] = {}
     for entry in entries:
-        if not entry.artifact_refs:
+        if not entry.artifact_refs and not entry.content_parts:
             continue
-        counted = attachment_tokens(rule, entry.artifact_refs)
+        counted = attachment_tokens(rule, [*entry.artifact_refs, *part_refs(entry)])
         entry.token_count += counted.tokens
         added[entry.entry_id] = counted.tokens
         notes.extend(

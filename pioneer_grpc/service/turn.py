@@ -11,9 +11,9 @@ append (counted again first when the model's tokenizer is another one), load the
 budgeted history leaving out the turn in progress (the kept one,
 brought current by the turns completed since: service/history_current.py), and
 record the manifest (the turn's existing event when it already holds this same
-manifest). A rejection inside it rolls everything back; a turn whose latest tool
-calls have no result yet keeps its new entries and records nothing
-(FAILED_PRECONDITION). Only a history over the threshold is compressed after the
+manifest). A rejection inside it rolls everything back, and so does a turn whose
+latest tool calls have no result yet (FAILED_PRECONDITION): a failed round stores
+nothing. Only a history over the threshold is compressed after the
 commit, as a load would, under the thread's lock.
 
 The history comes back encoded, shared between rounds while the thread's
@@ -185,8 +185,8 @@ def _chat_request(
 def _pending_error(turn_id: str, pending: dict[str, history_pb2.ConversationEntry]) -> FailedPrecondition:
     calls = ", ".join(f"{call_id!r} (entry {e.entry_id!r})" for call_id, e in pending.items())
     return FailedPrecondition(
-        f"tool call(s) {calls} of turn {turn_id!r} have no result yet: append their results "
-        "(new_entries) before preparing the next round",
+        f"tool call(s) {calls} of turn {turn_id!r} have no result yet; nothing of this request was "
+        "stored: send the results in new_entries (with the call, unless it is stored already)",
         reason=reasons.TOOL_RESULTS_PENDING,
     )
 
@@ -319,7 +319,7 @@ def _round(
     repaired = repair(own, close_at_end=False)
     current = [to_chat_message(entry) for entry in repaired.entries]
     if repaired.pending:
-        return _Round(model, None, current, repaired.diagnostics, None, repaired.pending)
+        raise _pending_error(turn_id, repaired.pending)  # rolls the round back: nothing is stored
     history, left_out = history_load.history_on(ctx, conn, thread_id, turn_id)
     rpc_span = ctx.telemetry.current_span()
     with ctx.telemetry.span("pioneer.manifest.record") as span:

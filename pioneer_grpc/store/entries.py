@@ -29,6 +29,7 @@ from pioneer_grpc.history.entries import (
     tool_calls_json,
 )
 from pioneer_grpc.history.entry_rules import StoredCalls, named_call_ids
+from pioneer_grpc.history.parts import parse_parts, parts_blob
 from pioneer_grpc.store.clock import as_utc
 from pioneer_grpc.store.models import EntryRow, ToolCallRow
 from pioneer_grpc.v1 import history_pb2
@@ -46,6 +47,8 @@ class AppendOutcome:
     entries: list[history_pb2.ConversationEntry]
     created_count: int
     existing_count: int
+    # With `complete_turn_id`: how many entries the completed turn has.
+    completed_entry_count: int = 0
 
 
 ENTRY_COLUMNS = (
@@ -63,6 +66,7 @@ ENTRY_COLUMNS = (
     EntryRow.tokenizer,
     EntryRow.completed,
     EntryRow.created_at,
+    EntryRow.content_parts_pb,
 )
 
 
@@ -77,6 +81,7 @@ def entry_message(row: Any) -> history_pb2.ConversationEntry:
         tool_call_id=row.tool_call_id,
         name=row.name,
         artifact_refs=parse_artifact_refs(row.artifact_refs_json),
+        content_parts=parse_parts(row.content_parts_pb),
         sequence=row.id,
         token_count=row.token_count,
         tokenizer=row.tokenizer,
@@ -157,6 +162,7 @@ def entry_values(thread_id: str, new: NewEntry, tokenizer: str, moment: datetime
         "name": entry.name,
         "artifact_refs_json": artifact_refs_json(entry),
         "reasoning_content": entry.reasoning_content if entry.HasField("reasoning_content") else None,
+        "content_parts_pb": parts_blob(entry),
         "content_hash": new.content_hash,
         "token_count": new.token_count,
         "tokenizer": tokenizer,
@@ -182,6 +188,7 @@ LOAD_COLUMNS = (
     EntryRow.artifact_refs_json,
     EntryRow.token_count,
     EntryRow.tokenizer,
+    EntryRow.content_parts_pb,
 )
 
 _TURNS_ENTRIES = (
@@ -231,6 +238,8 @@ def loaded_entry(row: Any) -> history_pb2.ConversationEntry:
         entry.tool_calls.extend(parse_tool_calls(row.tool_calls_json))
     if row.artifact_refs_json != "[]":
         entry.artifact_refs.extend(parse_artifact_refs(row.artifact_refs_json))
+    if row.content_parts_pb is not None:
+        entry.content_parts.extend(parse_parts(row.content_parts_pb))
     return entry
 
 

@@ -98,6 +98,9 @@ class EntryRow(Base):
     name: Mapped[str] = mapped_column(String(200), default="")
     artifact_refs_json: Mapped[str] = mapped_column(Text, default="[]")
     reasoning_content: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Content parts (text, images, documents) serialized as ChatMessage.content_parts; NULL
+    # without any (migration 0008).
+    content_parts_pb: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     # sha256 of the entry's canonical content: an idempotent repeat must match it.
     content_hash: Mapped[str] = mapped_column(String(64))
     # Counted once at append with `tokenizer` (the thread model's then); counts in other
@@ -109,7 +112,8 @@ class EntryRow(Base):
 
 
 class ToolCallRow(Base):
-    """Every tool call id a thread's entries made: call ids are unique in a thread."""
+    """Every tool call a thread's entries made. An id is unique among one entry's calls only:
+    models reuse ids across turns (migration 0007)."""
 
     __tablename__ = "tool_calls"
 
@@ -117,7 +121,7 @@ class ToolCallRow(Base):
         String(200), ForeignKey("threads.thread_id", ondelete="CASCADE"), primary_key=True
     )
     call_id: Mapped[str] = mapped_column(String(200), primary_key=True)
-    entry_id: Mapped[str] = mapped_column(String(200))
+    entry_id: Mapped[str] = mapped_column(String(200), primary_key=True)
 
 
 class SummaryRow(Base):

@@ -77,7 +77,7 @@ _INSERT_ENTRIES_PG = (
     .returning(EntryRow.id, EntryRow.entry_id)
 )
 _INSERT_CALLS_PG = postgresql.insert(ToolCallRow).on_conflict_do_nothing(
-    index_elements=["thread_id", "call_id"]
+    index_elements=["thread_id", "call_id", "entry_id"]
 )
 # On SQLite a row at a time, straight on the driver: a round appends one or a few.
 _INSERT_ENTRY_SQLITE = Direct(
@@ -87,7 +87,7 @@ _INSERT_ENTRY_SQLITE = Direct(
     column_keys=ENTRY_VALUE_KEYS,
 )
 _INSERT_CALL_SQLITE = Direct(
-    sqlite.insert(ToolCallRow).on_conflict_do_nothing(index_elements=["thread_id", "call_id"]),
+    sqlite.insert(ToolCallRow).on_conflict_do_nothing(index_elements=["thread_id", "call_id", "entry_id"]),
     column_keys=("thread_id", "call_id", "entry_id"),
 )
 _TURN_ENTRIES = Direct(

@@ -2,6 +2,7 @@ import datetime
 
 from google.api import field_behavior_pb2 as _field_behavior_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from pioneer_grpc.v1 import chat_pb2 as _chat_pb2
 from pioneer_grpc.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -102,7 +103,7 @@ class Thread(_message.Message):
     def __init__(self, thread_id: _Optional[str] = ..., config: _Optional[_Union[ThreadConfig, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., entry_count: _Optional[int] = ...) -> None: ...
 
 class ConversationEntry(_message.Message):
-    __slots__ = ("entry_id", "turn_id", "role", "content", "tool_calls", "tool_call_id", "name", "artifact_refs", "reasoning_content", "sequence", "token_count", "tokenizer", "completed", "create_time")
+    __slots__ = ("entry_id", "turn_id", "role", "content", "tool_calls", "tool_call_id", "name", "artifact_refs", "reasoning_content", "sequence", "token_count", "tokenizer", "completed", "create_time", "content_parts")
     ENTRY_ID_FIELD_NUMBER: _ClassVar[int]
     TURN_ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -117,6 +118,7 @@ class ConversationEntry(_message.Message):
     TOKENIZER_FIELD_NUMBER: _ClassVar[int]
     COMPLETED_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_PARTS_FIELD_NUMBER: _ClassVar[int]
     entry_id: str
     turn_id: str
     role: EntryRole
@@ -131,7 +133,8 @@ class ConversationEntry(_message.Message):
     tokenizer: str
     completed: bool
     create_time: _timestamp_pb2.Timestamp
-    def __init__(self, entry_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., role: _Optional[_Union[EntryRole, str]] = ..., content: _Optional[str] = ..., tool_calls: _Optional[_Iterable[_Union[_common_pb2.ToolCall, _Mapping]]] = ..., tool_call_id: _Optional[str] = ..., name: _Optional[str] = ..., artifact_refs: _Optional[_Iterable[_Union[_common_pb2.ArtifactRef, _Mapping]]] = ..., reasoning_content: _Optional[str] = ..., sequence: _Optional[int] = ..., token_count: _Optional[int] = ..., tokenizer: _Optional[str] = ..., completed: _Optional[bool] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    content_parts: _containers.RepeatedCompositeFieldContainer[_chat_pb2.ContentPart]
+    def __init__(self, entry_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., role: _Optional[_Union[EntryRole, str]] = ..., content: _Optional[str] = ..., tool_calls: _Optional[_Iterable[_Union[_common_pb2.ToolCall, _Mapping]]] = ..., tool_call_id: _Optional[str] = ..., name: _Optional[str] = ..., artifact_refs: _Optional[_Iterable[_Union[_common_pb2.ArtifactRef, _Mapping]]] = ..., reasoning_content: _Optional[str] = ..., sequence: _Optional[int] = ..., token_count: _Optional[int] = ..., tokenizer: _Optional[str] = ..., completed: _Optional[bool] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_parts: _Optional[_Iterable[_Union[_chat_pb2.ContentPart, _Mapping]]] = ...) -> None: ...
 
 class ThreadSummary(_message.Message):
     __slots__ = ("thread_id", "text", "covers_through_entry_id", "covers_through_sequence", "token_count", "model", "create_time", "summarizer")

@@ -84,8 +84,9 @@ class HistoryService(Protocol):
         INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
         stored) for what would make every later round fail: an entry with no
         content, tool calls or artifacts (a tool result may be empty); tool call
-        arguments that are not a JSON object ("" means none); a call id already used
-        in the thread or the batch; a tool result that does not answer an open call
+        arguments that are not a JSON object ("" means none); a call id repeated
+        within one entry's tool_calls (the calls open together; ids may repeat across
+        entries and turns, as models number them); a tool result that does not answer an open call
         of its own turn (one made by the turn's latest assistant entry, before any
         later user or assistant entry), answers it twice, or names another tool.
 
@@ -102,10 +103,17 @@ class HistoryService(Protocol):
 
     async def complete_turn(self, request: CompleteTurnRequest, ctx: RequestContext[CompleteTurnRequest, CompleteTurnResponse], /) -> CompleteTurnResponse:
         """
-        Marks a turn's entries completed, so history loads include them.
+        Marks a turn's entries completed, so history loads include them. With
+        `entries` (the final answer, usually), appends them and completes the turn
+        in one transaction: the turn's last call. The entries follow AppendEntries'
+        rules and caps; on any error nothing is appended and the turn stays open.
 
-        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
-        TURN_NOT_FOUND (no entry or compile named the turn). Idempotent: safe to retry.
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names entries[i].field);
+        NOT_FOUND THREAD_NOT_FOUND, TURN_NOT_FOUND (no entry or compile named the
+        turn, and the request has no entries); ALREADY_EXISTS ENTRY_CONFLICT (do not
+        retry); FAILED_PRECONDITION TURN_COMPLETED (a new entry for a turn completed
+        before: start a new turn). Idempotent: safe to retry the same request (the
+        stored entries are no-ops, the turn stays completed).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -442,8 +450,9 @@ class HistoryServiceClient(ConnectClient):
         INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
         stored) for what would make every later round fail: an entry with no
         content, tool calls or artifacts (a tool result may be empty); tool call
-        arguments that are not a JSON object ("" means none); a call id already used
-        in the thread or the batch; a tool result that does not answer an open call
+        arguments that are not a JSON object ("" means none); a call id repeated
+        within one entry's tool_calls (the calls open together; ids may repeat across
+        entries and turns, as models number them); a tool result that does not answer an open call
         of its own turn (one made by the turn's latest assistant entry, before any
         later user or assistant entry), answers it twice, or names another tool.
 
@@ -477,10 +486,17 @@ class HistoryServiceClient(ConnectClient):
         timeout_ms: int | None = None,
     ) -> CompleteTurnResponse:
         """
-        Marks a turn's entries completed, so history loads include them.
+        Marks a turn's entries completed, so history loads include them. With
+        `entries` (the final answer, usually), appends them and completes the turn
+        in one transaction: the turn's last call. The entries follow AppendEntries'
+        rules and caps; on any error nothing is appended and the turn stays open.
 
-        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
-        TURN_NOT_FOUND (no entry or compile named the turn). Idempotent: safe to retry.
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names entries[i].field);
+        NOT_FOUND THREAD_NOT_FOUND, TURN_NOT_FOUND (no entry or compile named the
+        turn, and the request has no entries); ALREADY_EXISTS ENTRY_CONFLICT (do not
+        retry); FAILED_PRECONDITION TURN_COMPLETED (a new entry for a turn completed
+        before: start a new turn). Idempotent: safe to retry the same request (the
+        stored entries are no-ops, the turn stays completed).
         """
         return await self.execute_unary(
             request=request,
@@ -702,8 +718,9 @@ class HistoryServiceSync(Protocol):
         INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
         stored) for what would make every later round fail: an entry with no
         content, tool calls or artifacts (a tool result may be empty); tool call
-        arguments that are not a JSON object ("" means none); a call id already used
-        in the thread or the batch; a tool result that does not answer an open call
+        arguments that are not a JSON object ("" means none); a call id repeated
+        within one entry's tool_calls (the calls open together; ids may repeat across
+        entries and turns, as models number them); a tool result that does not answer an open call
         of its own turn (one made by the turn's latest assistant entry, before any
         later user or assistant entry), answers it twice, or names another tool.
 
@@ -720,10 +737,17 @@ class HistoryServiceSync(Protocol):
 
     def complete_turn(self, request: CompleteTurnRequest, ctx: RequestContext[CompleteTurnRequest, CompleteTurnResponse], /) -> CompleteTurnResponse:
         """
-        Marks a turn's entries completed, so history loads include them.
+        Marks a turn's entries completed, so history loads include them. With
+        `entries` (the final answer, usually), appends them and completes the turn
+        in one transaction: the turn's last call. The entries follow AppendEntries'
+        rules and caps; on any error nothing is appended and the turn stays open.
 
-        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
-        TURN_NOT_FOUND (no entry or compile named the turn). Idempotent: safe to retry.
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names entries[i].field);
+        NOT_FOUND THREAD_NOT_FOUND, TURN_NOT_FOUND (no entry or compile named the
+        turn, and the request has no entries); ALREADY_EXISTS ENTRY_CONFLICT (do not
+        retry); FAILED_PRECONDITION TURN_COMPLETED (a new entry for a turn completed
+        before: start a new turn). Idempotent: safe to retry the same request (the
+        stored entries are no-ops, the turn stays completed).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -1058,8 +1082,9 @@ class HistoryServiceClientSync(ConnectClientSync):
         INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
         stored) for what would make every later round fail: an entry with no
         content, tool calls or artifacts (a tool result may be empty); tool call
-        arguments that are not a JSON object ("" means none); a call id already used
-        in the thread or the batch; a tool result that does not answer an open call
+        arguments that are not a JSON object ("" means none); a call id repeated
+        within one entry's tool_calls (the calls open together; ids may repeat across
+        entries and turns, as models number them); a tool result that does not answer an open call
         of its own turn (one made by the turn's latest assistant entry, before any
         later user or assistant entry), answers it twice, or names another tool.
 
@@ -1093,10 +1118,17 @@ class HistoryServiceClientSync(ConnectClientSync):
         timeout_ms: int | None = None,
     ) -> CompleteTurnResponse:
         """
-        Marks a turn's entries completed, so history loads include them.
+        Marks a turn's entries completed, so history loads include them. With
+        `entries` (the final answer, usually), appends them and completes the turn
+        in one transaction: the turn's last call. The entries follow AppendEntries'
+        rules and caps; on any error nothing is appended and the turn stays open.
 
-        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
-        TURN_NOT_FOUND (no entry or compile named the turn). Idempotent: safe to retry.
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names entries[i].field);
+        NOT_FOUND THREAD_NOT_FOUND, TURN_NOT_FOUND (no entry or compile named the
+        turn, and the request has no entries); ALREADY_EXISTS ENTRY_CONFLICT (do not
+        retry); FAILED_PRECONDITION TURN_COMPLETED (a new entry for a turn completed
+        before: start a new turn). Idempotent: safe to retry the same request (the
+        stored entries are no-ops, the turn stays completed).
         """
         return self.execute_unary(
             request=request,

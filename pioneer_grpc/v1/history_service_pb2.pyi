@@ -73,18 +73,24 @@ class AppendEntriesResponse(_message.Message):
     def __init__(self, entries: _Optional[_Iterable[_Union[_history_pb2.ConversationEntry, _Mapping]]] = ..., created_count: _Optional[int] = ..., existing_count: _Optional[int] = ...) -> None: ...
 
 class CompleteTurnRequest(_message.Message):
-    __slots__ = ("thread_id", "turn_id")
+    __slots__ = ("thread_id", "turn_id", "entries")
     THREAD_ID_FIELD_NUMBER: _ClassVar[int]
     TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
     thread_id: str
     turn_id: str
-    def __init__(self, thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ...) -> None: ...
+    entries: _containers.RepeatedCompositeFieldContainer[_history_pb2.ConversationEntry]
+    def __init__(self, thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[_history_pb2.ConversationEntry, _Mapping]]] = ...) -> None: ...
 
 class CompleteTurnResponse(_message.Message):
-    __slots__ = ("completed_entry_count",)
+    __slots__ = ("completed_entry_count", "created_count", "existing_count")
     COMPLETED_ENTRY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    EXISTING_COUNT_FIELD_NUMBER: _ClassVar[int]
     completed_entry_count: int
-    def __init__(self, completed_entry_count: _Optional[int] = ...) -> None: ...
+    created_count: int
+    existing_count: int
+    def __init__(self, completed_entry_count: _Optional[int] = ..., created_count: _Optional[int] = ..., existing_count: _Optional[int] = ...) -> None: ...
 
 class LoadConversationHistoryRequest(_message.Message):
     __slots__ = ("thread_id", "exclude_turn_id", "dry_run")

@@ -54,16 +54,23 @@ class TurnService(Protocol):
         In the turn's own entries, a call the turn moved on from without a result
         gets a synthesized result (reported in history_report); calls of the turn's
         latest assistant entry still without a result are FAILED_PRECONDITION
-        (reason TOOL_RESULTS_PENDING; append their results, then retry).
+        (reason TOOL_RESULTS_PENDING): send the call and its results in one
+        request. A round knows only the tools its request carries: resend `tools`
+        every round. The turn ends with CompleteTurn, which may carry the final
+        answer: a turn with one tool round takes three calls.
         Safe to retry: entries are idempotent by entry_id, and a repeat of the same
         compile for the same turn returns the turn's existing manifest event
-        instead of publishing another.
+        instead of publishing another. Every error below stores nothing (no entry,
+        turn or manifest), except one from rendering the provider body (with
+        `provider` set: INVALID_ARGUMENT naming chat_request fields), which comes
+        after the round committed: its entries and manifest stay, and a retry
+        repeats them as no-ops.
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names each field,
         nothing stored), MODEL_REQUIRED (no model here nor on the thread);
         NOT_FOUND THREAD_NOT_FOUND; ALREADY_EXISTS ENTRY_CONFLICT; FAILED_PRECONDITION
         TURN_COMPLETED (the turn was completed: use a new turn_id), TOOL_RESULTS_PENDING
-        (append the results, then retry); PERMISSION_DENIED
+        (nothing stored: send the results with their call, then retry); PERMISSION_DENIED
         WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE, NO_RUNTIME_HOME (metadata
         field, path, resolved). Any RPC may also answer UNAUTHENTICATED and
         UNAVAILABLE (retry with backoff).
@@ -155,16 +162,23 @@ class TurnServiceClient(ConnectClient):
         In the turn's own entries, a call the turn moved on from without a result
         gets a synthesized result (reported in history_report); calls of the turn's
         latest assistant entry still without a result are FAILED_PRECONDITION
-        (reason TOOL_RESULTS_PENDING; append their results, then retry).
+        (reason TOOL_RESULTS_PENDING): send the call and its results in one
+        request. A round knows only the tools its request carries: resend `tools`
+        every round. The turn ends with CompleteTurn, which may carry the final
+        answer: a turn with one tool round takes three calls.
         Safe to retry: entries are idempotent by entry_id, and a repeat of the same
         compile for the same turn returns the turn's existing manifest event
-        instead of publishing another.
+        instead of publishing another. Every error below stores nothing (no entry,
+        turn or manifest), except one from rendering the provider body (with
+        `provider` set: INVALID_ARGUMENT naming chat_request fields), which comes
+        after the round committed: its entries and manifest stay, and a retry
+        repeats them as no-ops.
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names each field,
         nothing stored), MODEL_REQUIRED (no model here nor on the thread);
         NOT_FOUND THREAD_NOT_FOUND; ALREADY_EXISTS ENTRY_CONFLICT; FAILED_PRECONDITION
         TURN_COMPLETED (the turn was completed: use a new turn_id), TOOL_RESULTS_PENDING
-        (append the results, then retry); PERMISSION_DENIED
+        (nothing stored: send the results with their call, then retry); PERMISSION_DENIED
         WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE, NO_RUNTIME_HOME (metadata
         field, path, resolved). Any RPC may also answer UNAUTHENTICATED and
         UNAVAILABLE (retry with backoff).
@@ -200,16 +214,23 @@ class TurnServiceSync(Protocol):
         In the turn's own entries, a call the turn moved on from without a result
         gets a synthesized result (reported in history_report); calls of the turn's
         latest assistant entry still without a result are FAILED_PRECONDITION
-        (reason TOOL_RESULTS_PENDING; append their results, then retry).
+        (reason TOOL_RESULTS_PENDING): send the call and its results in one
+        request. A round knows only the tools its request carries: resend `tools`
+        every round. The turn ends with CompleteTurn, which may carry the final
+        answer: a turn with one tool round takes three calls.
         Safe to retry: entries are idempotent by entry_id, and a repeat of the same
         compile for the same turn returns the turn's existing manifest event
-        instead of publishing another.
+        instead of publishing another. Every error below stores nothing (no entry,
+        turn or manifest), except one from rendering the provider body (with
+        `provider` set: INVALID_ARGUMENT naming chat_request fields), which comes
+        after the round committed: its entries and manifest stay, and a retry
+        repeats them as no-ops.
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names each field,
         nothing stored), MODEL_REQUIRED (no model here nor on the thread);
         NOT_FOUND THREAD_NOT_FOUND; ALREADY_EXISTS ENTRY_CONFLICT; FAILED_PRECONDITION
         TURN_COMPLETED (the turn was completed: use a new turn_id), TOOL_RESULTS_PENDING
-        (append the results, then retry); PERMISSION_DENIED
+        (nothing stored: send the results with their call, then retry); PERMISSION_DENIED
         WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE, NO_RUNTIME_HOME (metadata
         field, path, resolved). Any RPC may also answer UNAUTHENTICATED and
         UNAVAILABLE (retry with backoff).
@@ -299,16 +320,23 @@ class TurnServiceClientSync(ConnectClientSync):
         In the turn's own entries, a call the turn moved on from without a result
         gets a synthesized result (reported in history_report); calls of the turn's
         latest assistant entry still without a result are FAILED_PRECONDITION
-        (reason TOOL_RESULTS_PENDING; append their results, then retry).
+        (reason TOOL_RESULTS_PENDING): send the call and its results in one
+        request. A round knows only the tools its request carries: resend `tools`
+        every round. The turn ends with CompleteTurn, which may carry the final
+        answer: a turn with one tool round takes three calls.
         Safe to retry: entries are idempotent by entry_id, and a repeat of the same
         compile for the same turn returns the turn's existing manifest event
-        instead of publishing another.
+        instead of publishing another. Every error below stores nothing (no entry,
+        turn or manifest), except one from rendering the provider body (with
+        `provider` set: INVALID_ARGUMENT naming chat_request fields), which comes
+        after the round committed: its entries and manifest stay, and a retry
+        repeats them as no-ops.
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names each field,
         nothing stored), MODEL_REQUIRED (no model here nor on the thread);
         NOT_FOUND THREAD_NOT_FOUND; ALREADY_EXISTS ENTRY_CONFLICT; FAILED_PRECONDITION
         TURN_COMPLETED (the turn was completed: use a new turn_id), TOOL_RESULTS_PENDING
-        (append the results, then retry); PERMISSION_DENIED
+        (nothing stored: send the results with their call, then retry); PERMISSION_DENIED
         WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE, NO_RUNTIME_HOME (metadata
         field, path, resolved). Any RPC may also answer UNAUTHENTICATED and
         UNAVAILABLE (retry with backoff).

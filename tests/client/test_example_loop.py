@@ -21,7 +21,7 @@ async def test_the_example_agent_loop_runs(server_factory):
     out, err = await asyncio.wait_for(process.communicate(), 120)
     assert process.returncode == 0, err.decode()
     assert out.decode().splitlines() == [
-        "The folder holds: README.md, notes.txt.",
+        "The folder holds: README.md, notes.txt (1 screenshot).",
         "You said: thanks",
         "history: CHAT_ROLE_USER CHAT_ROLE_ASSISTANT CHAT_ROLE_TOOL CHAT_ROLE_ASSISTANT CHAT_ROLE_USER"
         " CHAT_ROLE_ASSISTANT",

@@ -15,6 +15,7 @@ from grpc_status import rpc_status
 from pioneer_grpc.history.repair import INTERRUPTED_RESULT, INTERRUPTED_RESULT_TOKENS
 from pioneer_grpc.history.tokens import count_tokens
 from pioneer_grpc.providers.render import render
+from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.service.history import content_hash
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import round as round_store
@@ -39,12 +40,8 @@ from tests.history.rpc import (
 from tests.history.test_load_rpc import WORDS_96
 from tests.turn.test_prepare_turn import Client, compile_input
 
-PROVIDERS = [
-    provider_service_pb2.PROVIDER_OPENAI_CHAT_COMPLETIONS,
-    provider_service_pb2.PROVIDER_OPENAI_RESPONSES,
-    provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
-    provider_service_pb2.PROVIDER_GEMINI_GENERATE_CONTENT,
-]
+# Every provider API the server renders for.
+PROVIDERS = list(SPECS)
 
 
 async def append(history, thread_id, *entries):
@@ -163,19 +160,23 @@ async def test_the_turn_in_progress_is_not_repaired_while_its_call_may_run(pg_se
     info = error_details_pb2.ErrorInfo()
     assert status is not None and any(d.Unpack(info) for d in status.details)
     assert info.reason == "TOOL_RESULTS_PENDING"
-    # Its result arrives: the round goes out as the loop sent it.
-    reply = await prepare(entry("r1", "turn-1", TOOL, content="18 C", tool_call_id="c1", name="get_weather"))
+    # The failed round stored nothing: the call is sent again with its result.
+    assert await c.entry_count("t") == 1
+    reply = await prepare(
+        call, entry("r1", "turn-1", TOOL, content="18 C", tool_call_id="c1", name="get_weather")
+    )
     assert [m.role for m in reply.chat_request.messages][-3:] == [
         chat_pb2.CHAT_ROLE_USER,
         chat_pb2.CHAT_ROLE_ASSISTANT,
         chat_pb2.CHAT_ROLE_TOOL,
     ]
     assert reply.chat_request.messages[-1].content == "18 C"
-    # A call the turn moved on from was interrupted: synthesized and reported.
-    with pytest.raises(grpc.aio.AioRpcError):
-        await prepare(
-            entry("a2", "turn-1", ASSISTANT, content="", tool_calls=[tool_call("c2", "get_weather", "{}")]),
-        )
+    # A call the turn moved on from (stored by an append) was interrupted: synthesized and reported.
+    await append(
+        stub(pg_server),
+        "t",
+        entry("a2", "turn-1", ASSISTANT, content="", tool_calls=[tool_call("c2", "get_weather", "{}")]),
+    )
     reply = await prepare(entry("a3", "turn-1", ASSISTANT, content="It is 18 C in Paris."))
     tool_messages = [m for m in reply.chat_request.messages if m.role == chat_pb2.CHAT_ROLE_TOOL]
     assert [(m.tool_call_id, m.content) for m in tool_messages] == [
@@ -258,8 +259,11 @@ async def test_tool_calls_and_results_are_checked_against_the_thread(pg_server):
         ("entries[1].tool_call_id", "call 'c1' is already answered by entry 'r1'"),
         ("entries[2].name", "call 'c2' is to tool 'grep', not 'read_file'"),
         ("entries[3].tool_call_id", "no call with id 'c9' was made in this thread"),
-        ("entries[4].tool_calls[0].id", "call id 'c1' is already used by entry 'a1' of this thread"),
-        ("entries[4].tool_calls[2].id", "call id 'c3' is already used by entry 'a2' of this thread"),
+        (
+            "entries[4].tool_calls[2].id",
+            "call id 'c3' is already used by tool_calls[1] of this entry: "
+            "the calls open together need distinct ids",
+        ),
     ]
     assert await entry_count(history, "t") == 3
     # A result after the turn moved on, or in another turn, answers no open call.
@@ -271,13 +275,19 @@ async def test_tool_calls_and_results_are_checked_against_the_thread(pg_server):
     assert "is not open" in error.violations[0][1]
     error = await failure(append(history, "t", entry("x", "turn-2", TOOL, content="late", tool_call_id="c2")))
     assert "is not open" in error.violations[0][1]
-    # A call id used in another turn is still taken: ids are unique in the thread.
-    error = await failure(
-        append(history, "t", entry("a9", "turn-3", ASSISTANT, tool_calls=[tool_call("c2", "grep")]))
+    # A call id used in another turn, or by an earlier entry of the turn, is free again: models
+    # number their calls. A result answers the open call of that id.
+    await append(
+        history,
+        "t",
+        entry("a9", "turn-3", ASSISTANT, tool_calls=[tool_call("c2", "grep")]),
+        entry("r9", "turn-3", TOOL, content="nine", tool_call_id="c2", name="grep"),
+        entry("a10", "turn-3", ASSISTANT, tool_calls=[tool_call("c2", "grep")]),
+        entry("r10", "turn-3", TOOL, content="ten", tool_call_id="c2", name="grep"),
     )
-    assert error.violations == [
-        ("entries[0].tool_calls[0].id", "call id 'c2' is already used by entry 'a1' of this thread")
-    ]
+    assert await entry_count(history, "t") == 8
+    error = await failure(append(history, "t", entry("r11", "turn-3", TOOL, content="?", tool_call_id="c2")))
+    assert error.violations == [("entries[0].tool_call_id", "call 'c2' is already answered by entry 'r10'")]
 
 
 async def test_prepare_turn_names_new_entries_fields(pg_server):
@@ -314,8 +324,8 @@ async def test_stored_duplicates_and_misnamed_results_are_repaired_at_load(pg_se
         entry("a1", "turn-1", ASSISTANT, tool_calls=[tool_call("c1", "read_file")]),
         entry("r1", "turn-1", TOOL, content="one", tool_call_id="c1", name="grep"),
         entry("r1b", "turn-1", TOOL, content="one again", tool_call_id="c1", name="read_file"),
-        entry("a2", "turn-1", ASSISTANT, tool_calls=[tool_call("c1", "read_file")]),
-        entry("r2", "turn-1", TOOL, content="two", tool_call_id="c1"),
+        entry("a2", "turn-1", ASSISTANT, tool_calls=[tool_call("c2", "grep"), tool_call("c2", "grep")]),
+        entry("r2", "turn-1", TOOL, content="two", tool_call_id="c2"),
         entry("a3", "turn-1", ASSISTANT, content="done"),
     )
     response = await load(history, "t")

@@ -74,7 +74,7 @@ def _raw_rows(path, table):
 
 
 def test_converted_parameters_are_written_as_sqlalchemy_writes_them(tmp_path):
-    """A datetime and a boolean through `Direct` land as the same stored values as through SQLAlchemy."""
+    """A datetime, a boolean and bytes through `Direct` are stored as SQLAlchemy stores them."""
     moment = datetime(2026, 11, 30, 12, 34, 56, 789012, tzinfo=UTC)
     row = {
         "thread_id": "t",
@@ -87,6 +87,7 @@ def test_converted_parameters_are_written_as_sqlalchemy_writes_them(tmp_path):
         "name": "",
         "artifact_refs_json": "[]",
         "reasoning_content": None,
+        "content_parts_pb": b"\x00\xffparts",
         "content_hash": "h",
         "token_count": 3,
         "tokenizer": "cl100k_base",

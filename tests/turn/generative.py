@@ -227,9 +227,10 @@ class Conversation:
         if roll < 0.025:
             hostile_call.arguments = self.rng.choice(("not json", "[1, 2]", '"text"', "{broken"))
             step = self._with_call(turn, step, assistant, hostile_call, "non_object_arguments")
-        elif roll < 0.04 and self.calls:
-            hostile_call.id = self.rng.choice(self.calls).id
-            step = self._with_call(turn, step, assistant, hostile_call, "duplicate_call_id")
+        elif roll < 0.04:
+            # Ids may repeat across entries and turns, not among the calls open together.
+            hostile_call.name = calls[-1].name
+            step = self._with_call(turn, step, assistant, hostile_call, "duplicate_call_id", extra=True)
         elif roll < 0.05:
             hostile_call.name = "read.file"
             step = self._with_call(turn, step, assistant, hostile_call, "bad_call_name")
@@ -253,11 +254,16 @@ class Conversation:
         assistant: history_pb2.ConversationEntry,
         call: common_pb2.ToolCall,
         kind: str,
+        extra: bool = False,
     ) -> Step:
+        """The step with the assistant entry's first call replaced by `call` (`extra`: added after them)."""
         hostile = history_pb2.ConversationEntry()
         hostile.CopyFrom(assistant)
         hostile.entry_id = self.ident("e")
-        hostile.tool_calls[0].CopyFrom(call)
+        if extra:
+            hostile.tool_calls.append(call)
+        else:
+            hostile.tool_calls[0].CopyFrom(call)
         return Step(step.clean, [hostile if e is assistant else e for e in step.clean], kind)
 
     # --- rounds ----------------------------------------------------------------------------

@@ -1,8 +1,11 @@
 //! A minimal agent loop on pioneer-grpc.
 //!
-//! Each round: PrepareTurn (store the user's message, load the budgeted history,
-//! compile the system prompt, get the ChatRequest and the OpenAI body), a
-//! stand-in for the model call, AppendEntries with the reply, CompleteTurn.
+//! Each turn is three calls: PrepareTurn with the user's message (stored, the
+//! budgeted history loaded, the system prompt compiled, the ChatRequest back),
+//! PrepareTurn with the model's tool call and its result (text and a screenshot,
+//! a PNG made here), and CompleteTurn with the final answer. A stand-in answers
+//! for the model; a real loop sends each ChatRequest (or, with `provider` set,
+//! the provider body) to its model.
 //!
 //! ```sh
 //! PIONEER_ADDR=127.0.0.1:50051 PIONEER_TOKEN=secret cargo run --example agentloop
@@ -77,19 +80,85 @@ fn read_file_tool() -> v1::ToolDefinition {
     }
 }
 
-fn entry(turn_id: &str, role: v1::EntryRole, content: String) -> v1::ConversationEntry {
-    let suffix = if role == v1::EntryRole::User {
-        "user"
-    } else {
-        "assistant"
-    };
+fn screenshot_tool() -> v1::ToolDefinition {
+    use pioneer_grpc_client::prost_types::{value::Kind, Struct, Value};
+    let mut schema = Struct::default();
+    schema.fields.insert(
+        "type".into(),
+        Value {
+            kind: Some(Kind::StringValue("object".into())),
+        },
+    );
+    v1::ToolDefinition {
+        name: "screenshot".into(),
+        description: "A screenshot of the workspace window".into(),
+        parameters: Some(schema),
+    }
+}
+
+fn entry(entry_id: String, role: v1::EntryRole, content: String) -> v1::ConversationEntry {
     v1::ConversationEntry {
-        entry_id: format!("{turn_id}-{suffix}"),
-        turn_id: turn_id.into(),
+        entry_id,
         role: role as i32,
         content,
         ..Default::default()
     }
+}
+
+/// Stands in for what a screenshot tool returns: a white grayscale PNG of the size
+/// (zlib with stored blocks, so no compression library is needed).
+fn screenshot_png(width: u32, height: u32) -> Vec<u8> {
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = 0xffff_ffffu32;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ 0xedb8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+    fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], body: &[u8]) {
+        out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        let start = out.len();
+        out.extend_from_slice(kind);
+        out.extend_from_slice(body);
+        let crc = crc32(&out[start..]);
+        out.extend_from_slice(&crc.to_be_bytes());
+    }
+    let mut raw = Vec::new();
+    for _ in 0..height {
+        raw.push(0); // filter: none
+        raw.extend(std::iter::repeat_n(0xffu8, width as usize));
+    }
+    let (mut a, mut b) = (1u32, 0u32);
+    for &byte in &raw {
+        a = (a + u32::from(byte)) % 65_521;
+        b = (b + a) % 65_521;
+    }
+    let mut zlib = vec![0x78, 0x01];
+    let blocks: Vec<&[u8]> = raw.chunks(65_535).collect();
+    for (i, block) in blocks.iter().enumerate() {
+        zlib.push(u8::from(i + 1 == blocks.len()));
+        let len = block.len() as u16;
+        zlib.extend_from_slice(&len.to_le_bytes());
+        zlib.extend_from_slice(&(!len).to_le_bytes());
+        zlib.extend_from_slice(block);
+    }
+    zlib.extend_from_slice(&((b << 16) | a).to_be_bytes());
+    let mut header = Vec::new();
+    header.extend_from_slice(&width.to_be_bytes());
+    header.extend_from_slice(&height.to_be_bytes());
+    header.extend_from_slice(&[8, 0, 0, 0, 0]); // 8-bit grayscale
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    chunk(&mut png, b"IHDR", &header);
+    chunk(&mut png, b"IDAT", &zlib);
+    chunk(&mut png, b"IEND", &[]);
+    png
 }
 
 #[tokio::main]
@@ -128,47 +197,93 @@ async fn main() -> Result<(), Box<dyn Error>> {
     for round in 1..=rounds {
         let turn_id = format!("turn-{round}");
         let question = QUESTIONS[(round as usize - 1) % QUESTIONS.len()];
+        // Every round sends the tools again: the server keeps none between rounds.
+        let request = |new_entries: Vec<v1::ConversationEntry>| v1::PrepareTurnRequest {
+            thread_id: thread_id.clone(),
+            turn_id: turn_id.clone(),
+            new_entries,
+            compile_input: Some(compile_input(round)),
+            tools: vec![read_file_tool(), screenshot_tool()],
+            tool_choice: Some(v1::ToolChoice {
+                mode: v1::ToolChoiceMode::Auto as i32,
+                tool_name: String::new(),
+            }),
+            ..Default::default()
+        };
+        // 1. The user's message.
+        clients
+            .turn
+            .prepare_turn(request(vec![entry(
+                format!("{turn_id}-user"),
+                v1::EntryRole::User,
+                question.into(),
+            )]))
+            .await
+            .map_err(rpc("PrepareTurn"))?;
+
+        // 2. The model (a stand-in) calls the screenshot tool; the call and its result go
+        //    in one request. Models number their calls: call_0 again every turn is fine.
+        let call = v1::ToolCall {
+            id: "call_0".into(),
+            name: "screenshot".into(),
+            arguments: "{}".into(),
+        };
+        let mut asked = entry(
+            format!("{turn_id}-call"),
+            v1::EntryRole::Assistant,
+            String::new(),
+        );
+        asked.tool_calls = vec![call.clone()];
+        let mut result = entry(
+            format!("{turn_id}-result"),
+            v1::EntryRole::Tool,
+            "the workspace window, 64 x 48".into(),
+        );
+        result.tool_call_id = call.id.clone();
+        result.name = call.name.clone();
+        result.content_parts = vec![v1::ContentPart {
+            part: Some(v1::content_part::Part::Image(v1::MediaPart {
+                mime_type: "image/png".into(),
+                source: Some(v1::media_part::Source::Data(screenshot_png(64, 48))),
+                ..Default::default()
+            })),
+        }];
         let prepared = clients
             .turn
-            .prepare_turn(v1::PrepareTurnRequest {
-                thread_id: thread_id.clone(),
-                turn_id: turn_id.clone(),
-                new_entries: vec![entry(&turn_id, v1::EntryRole::User, question.into())],
-                compile_input: Some(compile_input(round)),
-                tools: vec![read_file_tool()],
-                tool_choice: Some(v1::ToolChoice {
-                    mode: v1::ToolChoiceMode::Auto as i32,
-                    tool_name: String::new(),
-                }),
-                provider: v1::Provider::OpenaiChatCompletions as i32,
-                ..Default::default()
-            })
+            .prepare_turn(request(vec![asked, result]))
             .await
             .map_err(rpc("PrepareTurn"))?
             .into_inner();
+        let sent = prepared
+            .chat_request
+            .clone()
+            .unwrap_or_default()
+            .messages
+            .len();
 
-        // A real loop would POST prepared.provider_body_json to the provider
-        // here; this one answers with canned text.
-        let sent = prepared.chat_request.unwrap_or_default().messages.len();
+        // 3. The final answer, stored and the turn completed in one call (safe to retry).
         let reply = format!("Round {round}: here is a stand-in answer to {question:?}");
-
-        clients
-            .history
-            .append_entries(v1::AppendEntriesRequest {
-                thread_id: thread_id.clone(),
-                entries: vec![entry(&turn_id, v1::EntryRole::Assistant, reply)],
-                counts_only: false,
-            })
-            .await
-            .map_err(rpc("AppendEntries"))?;
-        clients
+        let done = clients
             .history
             .complete_turn(v1::CompleteTurnRequest {
                 thread_id: thread_id.clone(),
                 turn_id: turn_id.clone(),
+                entries: vec![entry(
+                    format!("{turn_id}-answer"),
+                    v1::EntryRole::Assistant,
+                    reply,
+                )],
             })
             .await
-            .map_err(rpc("CompleteTurn"))?;
+            .map_err(rpc("CompleteTurn"))?
+            .into_inner();
+        if done.completed_entry_count != 4 {
+            return Err(format!(
+                "turn {turn_id} has {} entries, not 4",
+                done.completed_entry_count
+            )
+            .into());
+        }
 
         let report = prepared.history_report.unwrap_or_default();
         let decision = v1::HistoryDecision::try_from(report.decision)
@@ -176,13 +291,11 @@ async fn main() -> Result<(), Box<dyn Error>> {
             .unwrap_or("UNKNOWN");
         let manifest = prepared.manifest.unwrap_or_default();
         println!(
-            "round {round}: {decision}, {} of {} entries kept, {} tokens of a {} budget; {sent} messages sent ({} body bytes to {})",
+            "round {round}: {decision}, {} of {} entries kept, {} tokens of a {} budget; {sent} messages sent",
             report.entries_kept,
             report.entries_loaded,
             report.tokens_after,
             report.budget_tokens,
-            prepared.provider_body_json.len(),
-            prepared.provider_path,
         );
         println!(
             "  manifest event {}: stable {} dynamic {} full {}{}",

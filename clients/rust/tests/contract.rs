@@ -920,6 +920,7 @@ async fn complete_turn_then_load_budgeted_history() {
         c.history.complete_turn(v1::CompleteTurnRequest {
             thread_id: id.clone(),
             turn_id: "turn-1".into(),
+            ..Default::default()
         }),
         "CompleteTurn"
     );
@@ -975,6 +976,7 @@ async fn complete_turn_then_load_budgeted_history() {
         c.history.complete_turn(v1::CompleteTurnRequest {
             thread_id: id.clone(),
             turn_id: "turn-2".into(),
+            ..Default::default()
         }),
         "CompleteTurn turn-2"
     );
@@ -1035,6 +1037,7 @@ async fn history_over_the_threshold_is_summarized_once() {
             c.history.complete_turn(v1::CompleteTurnRequest {
                 thread_id: id.clone(),
                 turn_id,
+                ..Default::default()
             }),
             "CompleteTurn"
         );
@@ -1419,6 +1422,7 @@ async fn prepare_turn_builds_each_provider_round() {
         c.history.complete_turn(v1::CompleteTurnRequest {
             thread_id: id.clone(),
             turn_id: "turn-1".into(),
+            ..Default::default()
         }),
         "CompleteTurn"
     );

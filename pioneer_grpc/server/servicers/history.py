@@ -68,8 +68,14 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
     async def CompleteTurn(
         self, request: pb.CompleteTurnRequest, context: grpc.aio.ServicerContext
     ) -> pb.CompleteTurnResponse:
-        count = await history_ops.complete_turn(self.ctx, request.thread_id, request.turn_id)
-        return pb.CompleteTurnResponse(completed_entry_count=count)
+        outcome = await history_ops.complete_turn(
+            self.ctx, request.thread_id, request.turn_id, list(request.entries)
+        )
+        return pb.CompleteTurnResponse(
+            completed_entry_count=outcome.completed_entry_count,
+            created_count=outcome.created_count,
+            existing_count=outcome.existing_count,
+        )
 
     async def LoadConversationHistory(
         self, request: pb.LoadConversationHistoryRequest, context: grpc.aio.ServicerContext

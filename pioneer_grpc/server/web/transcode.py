@@ -141,7 +141,8 @@ class JsonInThreads:
             return
         # Without accept-encoding the binary answer comes back uncompressed, ready to transcode.
         headers = _typed(scope["headers"], b"application/proto", len(binary), b"accept-encoding")
-        await self._app({**scope, "headers": headers}, _replaying(binary, receive), _JsonAnswer(send, classes[1]))
+        answer = _JsonAnswer(send, classes[1])
+        await self._app({**scope, "headers": headers}, _replaying(binary, receive), answer)
 
 
 class _JsonAnswer:

@@ -1,20 +1,26 @@
-// Command agentloop is a minimal agent loop against pioneer-grpc: each round
-// prepares the provider request (history + compiled prompt + tools), answers
-// with a stand-in model reply, stores it and completes the turn.
+// Command agentloop is a minimal agent loop against pioneer-grpc. Each turn is
+// three calls: PrepareTurn with the user's message, PrepareTurn with the model's
+// tool call and its result (text and a screenshot, a PNG made here), and
+// CompleteTurn with the final answer. A stand-in answers for the model.
 //
 //	go run ./cmd/agentloop -addr 127.0.0.1:50051 -token "$PIONEER_TOKEN" -rounds 3
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"image"
+	"image/png"
 	"log"
 	"os"
 	"strings"
 	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
 
 	pioneerv1 "github.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1"
 	"github.com/pioneer-grpc/pioneer-grpc/clients/go/internal/sample"
@@ -24,7 +30,7 @@ import (
 func main() {
 	addr := flag.String("addr", envOr("PIONEER_ADDR", "127.0.0.1:50051"), "server address host:port")
 	token := flag.String("token", os.Getenv("PIONEER_TOKEN"), "bearer token (default $PIONEER_TOKEN)")
-	rounds := flag.Int("rounds", 3, "provider rounds to run")
+	rounds := flag.Int("rounds", 3, "turns to run")
 	thread := flag.String("thread", "", "existing thread id (default: create a new thread)")
 	model := flag.String("model", "gpt-4o-mini", "model of a new thread")
 	flag.Parse()
@@ -56,50 +62,81 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 	}
 	fmt.Printf("thread %s\n", threadID)
 
+	// Sent on every round: the server keeps no tools between rounds.
+	tools := []*pioneerv1.ToolDefinition{sample.ReadFileTool(), screenshotTool()}
 	for round := 1; round <= rounds; round++ {
 		turn := fmt.Sprintf("turn-%d-%s", round, randomHex(3))
-
-		// 1. Prepare the round: store the user's entry, load budgeted history,
-		//    compile the system prompt, get the ChatRequest back.
-		prep, err := c.Turns.PrepareTurn(ctx, &pioneerv1.PrepareTurnRequest{
-			ThreadId: threadID,
-			TurnId:   turn,
-			NewEntries: []*pioneerv1.ConversationEntry{{
-				EntryId: turn + "-user",
-				TurnId:  turn,
-				Role:    pioneerv1.EntryRole_ENTRY_ROLE_USER,
-				Content: sample.UserMessage(round),
-			}},
-			CompileInput: sample.FullCompileInput(round),
-			Tools:        []*pioneerv1.ToolDefinition{sample.ReadFileTool()},
-			ToolChoice:   &pioneerv1.ToolChoice{Mode: pioneerv1.ToolChoiceMode_TOOL_CHOICE_MODE_AUTO},
-		})
-		if err != nil {
+		prepare := func(entries ...*pioneerv1.ConversationEntry) (*pioneerv1.PrepareTurnResponse, error) {
+			prep, err := c.Turns.PrepareTurn(ctx, &pioneerv1.PrepareTurnRequest{
+				ThreadId:     threadID,
+				TurnId:       turn,
+				NewEntries:   entries,
+				CompileInput: sample.FullCompileInput(round),
+				Tools:        tools,
+				ToolChoice:   &pioneerv1.ToolChoice{Mode: pioneerv1.ToolChoiceMode_TOOL_CHOICE_MODE_AUTO},
+			})
 			if vs := pioneer.FieldViolations(err); len(vs) > 0 {
 				for _, v := range vs {
 					log.Printf("  bad field %s: %s", v.GetField(), v.GetDescription())
 				}
 			}
+			return prep, err
+		}
+
+		// 1. The user's message: stored, history loaded, prompt compiled, ChatRequest back.
+		if _, err := prepare(&pioneerv1.ConversationEntry{
+			EntryId: turn + "-user",
+			Role:    pioneerv1.EntryRole_ENTRY_ROLE_USER,
+			Content: sample.UserMessage(round),
+		}); err != nil {
 			return fmt.Errorf("round %d: prepare turn: %w", round, err)
 		}
 
-		// 2. Call the model with prep.ChatRequest. This example answers itself.
-		reply := sample.AssistantReply(round)
+		// 2. The model (a stand-in here) calls the screenshot tool. Models number their
+		//    calls: call_0 again in every turn is fine. The call and its result go in
+		//    one request; a call sent without its result is refused and stored nowhere.
+		call := &pioneerv1.ToolCall{Id: "call_0", Name: "screenshot", Arguments: "{}"}
+		shot, err := screenshotPNG(64, 48)
+		if err != nil {
+			return err
+		}
+		prep, err := prepare(
+			&pioneerv1.ConversationEntry{
+				EntryId:   turn + "-call",
+				Role:      pioneerv1.EntryRole_ENTRY_ROLE_ASSISTANT,
+				ToolCalls: []*pioneerv1.ToolCall{call},
+			},
+			&pioneerv1.ConversationEntry{
+				EntryId:    turn + "-result",
+				Role:       pioneerv1.EntryRole_ENTRY_ROLE_TOOL,
+				ToolCallId: call.GetId(),
+				Name:       call.GetName(),
+				Content:    "the workspace window, 64 x 48",
+				ContentParts: []*pioneerv1.ContentPart{{Part: &pioneerv1.ContentPart_Image{
+					Image: &pioneerv1.MediaPart{MimeType: "image/png", Source: &pioneerv1.MediaPart_Data{Data: shot}},
+				}}},
+			},
+		)
+		if err != nil {
+			return fmt.Errorf("round %d: prepare the tool round: %w", round, err)
+		}
 
-		// 3. Store the answer and close the turn so later rounds load it.
-		if _, err := c.History.AppendEntries(ctx, &pioneerv1.AppendEntriesRequest{
+		// 3. The final answer is stored and the turn completed in one call (safe to retry).
+		reply := sample.AssistantReply(round)
+		done, err := c.History.CompleteTurn(ctx, &pioneerv1.CompleteTurnRequest{
 			ThreadId: threadID,
+			TurnId:   turn,
 			Entries: []*pioneerv1.ConversationEntry{{
-				EntryId: turn + "-assistant",
-				TurnId:  turn,
+				EntryId: turn + "-answer",
 				Role:    pioneerv1.EntryRole_ENTRY_ROLE_ASSISTANT,
 				Content: reply,
 			}},
-		}); err != nil {
-			return fmt.Errorf("round %d: append reply: %w", round, err)
-		}
-		if _, err := c.History.CompleteTurn(ctx, &pioneerv1.CompleteTurnRequest{ThreadId: threadID, TurnId: turn}); err != nil {
+		})
+		if err != nil {
 			return fmt.Errorf("round %d: complete turn: %w", round, err)
+		}
+		if done.GetCompletedEntryCount() != 4 {
+			return fmt.Errorf("round %d: the turn has %d entries, want 4", round, done.GetCompletedEntryCount())
 		}
 
 		r := prep.GetHistoryReport()
@@ -116,6 +153,32 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 		fmt.Printf("  reply     %q\n", reply)
 	}
 	return nil
+}
+
+// screenshotTool is a tool whose result carries an image.
+func screenshotTool() *pioneerv1.ToolDefinition {
+	params, err := structpb.NewStruct(map[string]any{"type": "object", "properties": map[string]any{}})
+	if err != nil {
+		panic(err)
+	}
+	return &pioneerv1.ToolDefinition{
+		Name:        "screenshot",
+		Description: "A screenshot of the workspace window.",
+		Parameters:  params,
+	}
+}
+
+// screenshotPNG stands in for what a screenshot tool returns: a white image of the size.
+func screenshotPNG(width, height int) ([]byte, error) {
+	img := image.NewGray(image.Rect(0, 0, width, height))
+	for i := range img.Pix {
+		img.Pix[i] = 0xff
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		return nil, fmt.Errorf("screenshot: %w", err)
+	}
+	return buf.Bytes(), nil
 }
 
 func short(fp string) string {

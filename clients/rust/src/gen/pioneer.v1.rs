@@ -1520,6 +1520,20 @@ pub struct ConversationEntry {
     /// Output only.
     #[prost(message, optional, tag = "14")]
     pub create_time: ::core::option::Option<::prost_types::Timestamp>,
+    /// Text, images and documents after `content`, on a user entry or a tool
+    /// result (a screenshot a tool took): text, image or file parts (a file is a
+    /// document, e.g. application/pdf), each by reference (MediaPart.uri: an
+    /// https:// URL, or the id of an artifact uploaded to the provider, its file
+    /// id) or inline (MediaPart.data, with mime_type). Stored as sent and loaded
+    /// into ChatMessage.content_parts. History budgets count each image and
+    /// document by the thread model's provider rule (see ArtifactRef.width_px): an
+    /// inline PNG, JPEG or GIF by the size in its header, an inline PDF by its
+    /// bytes, anything else by the rule's default (reported as
+    /// attachment_size_assumed). Metadata-only artifacts stay in artifact_refs.
+    /// Inline data: at most 5,000,000 bytes a part and 10,000,000 bytes an entry.
+    /// Cap: at most 16 items.
+    #[prost(message, repeated, tag = "15")]
+    pub content_parts: ::prost::alloc::vec::Vec<ContentPart>,
 }
 /// ThreadSummary is the stored compression of a thread's earlier entries.
 #[allow(clippy::all)]
@@ -1601,8 +1615,8 @@ pub struct HistoryDecisionReport {
     /// empty_entry_skipped: no content, tool calls or artifacts; not sent.
     /// invalid_tool_call_skipped: an assistant entry whose call has arguments that
     /// are not a JSON object, or no id or name; it and its results not sent.
-    /// duplicate_tool_call_skipped: an assistant entry reusing an earlier call id;
-    /// it and its results not sent.
+    /// duplicate_tool_call_skipped: an assistant entry whose calls repeat an id
+    /// among themselves; it and its results not sent.
     /// duplicate_tool_result_skipped: a second result for one call; not sent.
     /// tool_result_name_repaired: a result naming another tool than its call;
     /// sent under the call's name.
@@ -1963,7 +1977,7 @@ pub struct AppendEntriesResponse {
     pub existing_count: i32,
 }
 #[allow(clippy::all)]
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct CompleteTurnRequest {
     /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
@@ -1971,12 +1985,27 @@ pub struct CompleteTurnRequest {
     /// Cap: at most 200 characters.
     #[prost(string, tag = "2")]
     pub turn_id: ::prost::alloc::string::String,
+    /// Entries to append before the turn is completed, in the same transaction
+    /// (as AppendEntriesRequest.entries, with ConversationEntry's caps).
+    /// Cap: at most 100 items.
+    ///
+    /// Each needs entry_id and role; turn_id may be left empty (it is this
+    /// request's turn_id) and must otherwise equal it.
+    #[prost(message, repeated, tag = "3")]
+    pub entries: ::prost::alloc::vec::Vec<ConversationEntry>,
 }
 #[allow(clippy::all)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct CompleteTurnResponse {
+    /// Every entry the turn has, now completed.
     #[prost(int32, tag = "1")]
     pub completed_entry_count: i32,
+    /// Of the request's entries: how many were appended, and how many were stored
+    /// already with identical content (a retry).
+    #[prost(int32, tag = "2")]
+    pub created_count: i32,
+    #[prost(int32, tag = "3")]
+    pub existing_count: i32,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -2321,8 +2350,9 @@ pub mod history_service_client {
         /// INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
         /// stored) for what would make every later round fail: an entry with no
         /// content, tool calls or artifacts (a tool result may be empty); tool call
-        /// arguments that are not a JSON object ("" means none); a call id already used
-        /// in the thread or the batch; a tool result that does not answer an open call
+        /// arguments that are not a JSON object ("" means none); a call id repeated
+        /// within one entry's tool_calls (the calls open together; ids may repeat across
+        /// entries and turns, as models number them); a tool result that does not answer an open call
         /// of its own turn (one made by the turn's latest assistant entry, before any
         /// later user or assistant entry), answers it twice, or names another tool.
         ///
@@ -2358,10 +2388,17 @@ pub mod history_service_client {
                 .insert(GrpcMethod::new("pioneer.v1.HistoryService", "AppendEntries"));
             self.inner.unary(req, path, codec).await
         }
-        /// Marks a turn's entries completed, so history loads include them.
+        /// Marks a turn's entries completed, so history loads include them. With
+        /// `entries` (the final answer, usually), appends them and completes the turn
+        /// in one transaction: the turn's last call. The entries follow AppendEntries'
+        /// rules and caps; on any error nothing is appended and the turn stays open.
         ///
-        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
-        /// TURN_NOT_FOUND (no entry or compile named the turn). Idempotent: safe to retry.
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names entries\[i\].field);
+        /// NOT_FOUND THREAD_NOT_FOUND, TURN_NOT_FOUND (no entry or compile named the
+        /// turn, and the request has no entries); ALREADY_EXISTS ENTRY_CONFLICT (do not
+        /// retry); FAILED_PRECONDITION TURN_COMPLETED (a new entry for a turn completed
+        /// before: start a new turn). Idempotent: safe to retry the same request (the
+        /// stored entries are no-ops, the turn stays completed).
         pub async fn complete_turn(
             &mut self,
             request: impl tonic::IntoRequest<super::CompleteTurnRequest>,
@@ -3514,6 +3551,8 @@ pub struct PrepareTurnRequest {
     pub new_entries: ::prost::alloc::vec::Vec<ConversationEntry>,
     #[prost(message, optional, tag = "4")]
     pub compile_input: ::core::option::Option<PromptCompileInput>,
+    /// The tools the model may call in this round; not kept between rounds, so a
+    /// loop sends them on every round of the turn.
     /// Cap: at most 256 items.
     #[prost(message, repeated, tag = "5")]
     pub tools: ::prost::alloc::vec::Vec<ToolDefinition>,
@@ -3667,16 +3706,23 @@ pub mod turn_service_client {
         /// In the turn's own entries, a call the turn moved on from without a result
         /// gets a synthesized result (reported in history_report); calls of the turn's
         /// latest assistant entry still without a result are FAILED_PRECONDITION
-        /// (reason TOOL_RESULTS_PENDING; append their results, then retry).
+        /// (reason TOOL_RESULTS_PENDING): send the call and its results in one
+        /// request. A round knows only the tools its request carries: resend `tools`
+        /// every round. The turn ends with CompleteTurn, which may carry the final
+        /// answer: a turn with one tool round takes three calls.
         /// Safe to retry: entries are idempotent by entry_id, and a repeat of the same
         /// compile for the same turn returns the turn's existing manifest event
-        /// instead of publishing another.
+        /// instead of publishing another. Every error below stores nothing (no entry,
+        /// turn or manifest), except one from rendering the provider body (with
+        /// `provider` set: INVALID_ARGUMENT naming chat_request fields), which comes
+        /// after the round committed: its entries and manifest stay, and a retry
+        /// repeats them as no-ops.
         ///
         /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names each field,
         /// nothing stored), MODEL_REQUIRED (no model here nor on the thread);
         /// NOT_FOUND THREAD_NOT_FOUND; ALREADY_EXISTS ENTRY_CONFLICT; FAILED_PRECONDITION
         /// TURN_COMPLETED (the turn was completed: use a new turn_id), TOOL_RESULTS_PENDING
-        /// (append the results, then retry); PERMISSION_DENIED
+        /// (nothing stored: send the results with their call, then retry); PERMISSION_DENIED
         /// WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE, NO_RUNTIME_HOME (metadata
         /// field, path, resolved). Any RPC may also answer UNAUTHENTICATED and
         /// UNAVAILABLE (retry with backoff).

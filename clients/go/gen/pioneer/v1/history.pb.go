@@ -522,7 +522,20 @@ type ConversationEntry struct {
 	// Output only: true once its turn completed.
 	Completed bool `protobuf:"varint,13,opt,name=completed,proto3" json:"completed,omitempty"`
 	// Output only.
-	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// Text, images and documents after `content`, on a user entry or a tool
+	// result (a screenshot a tool took): text, image or file parts (a file is a
+	// document, e.g. application/pdf), each by reference (MediaPart.uri: an
+	// https:// URL, or the id of an artifact uploaded to the provider, its file
+	// id) or inline (MediaPart.data, with mime_type). Stored as sent and loaded
+	// into ChatMessage.content_parts. History budgets count each image and
+	// document by the thread model's provider rule (see ArtifactRef.width_px): an
+	// inline PNG, JPEG or GIF by the size in its header, an inline PDF by its
+	// bytes, anything else by the rule's default (reported as
+	// attachment_size_assumed). Metadata-only artifacts stay in artifact_refs.
+	// Inline data: at most 5,000,000 bytes a part and 10,000,000 bytes an entry.
+	// Cap: at most 16 items.
+	ContentParts  []*ContentPart `protobuf:"bytes,15,rep,name=content_parts,json=contentParts,proto3" json:"content_parts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -651,6 +664,13 @@ func (x *ConversationEntry) GetCompleted() bool {
 func (x *ConversationEntry) GetCreateTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *ConversationEntry) GetContentParts() []*ContentPart {
+	if x != nil {
+		return x.ContentParts
 	}
 	return nil
 }
@@ -855,8 +875,8 @@ type HistoryDecisionReport struct {
 	//	empty_entry_skipped: no content, tool calls or artifacts; not sent.
 	//	invalid_tool_call_skipped: an assistant entry whose call has arguments that
 	//	  are not a JSON object, or no id or name; it and its results not sent.
-	//	duplicate_tool_call_skipped: an assistant entry reusing an earlier call id;
-	//	  it and its results not sent.
+	//	duplicate_tool_call_skipped: an assistant entry whose calls repeat an id
+	//	  among themselves; it and its results not sent.
 	//	duplicate_tool_result_skipped: a second result for one call; not sent.
 	//	tool_result_name_repaired: a result naming another tool than its call;
 	//	  sent under the call's name.
@@ -1257,7 +1277,7 @@ var File_pioneer_v1_history_proto protoreflect.FileDescriptor
 const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\n" +
 	"\x18pioneer/v1/history.proto\x12\n" +
-	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17pioneer/v1/common.proto\"\x8e\x03\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15pioneer/v1/chat.proto\x1a\x17pioneer/v1/common.proto\"\x8e\x03\n" +
 	"\fThreadConfig\x121\n" +
 	"\x12max_context_tokens\x18\x01 \x01(\x05H\x00R\x10maxContextTokens\x88\x01\x01\x12;\n" +
 	"\x17response_reserve_tokens\x18\x02 \x01(\x05H\x01R\x15responseReserveTokens\x88\x01\x01\x12\x14\n" +
@@ -1276,7 +1296,7 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\vupdate_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\n" +
 	"updateTime\x12$\n" +
 	"\ventry_count\x18\x05 \x01(\x03B\x03\xe0A\x03R\n" +
-	"entryCount\"\xd6\x04\n" +
+	"entryCount\"\x94\x05\n" +
 	"\x11ConversationEntry\x12\x1e\n" +
 	"\bentry_id\x18\x01 \x01(\tB\x03\xe0A\x02R\aentryId\x12\x17\n" +
 	"\aturn_id\x18\x02 \x01(\tR\x06turnId\x12.\n" +
@@ -1296,7 +1316,8 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\ttokenizer\x18\f \x01(\tB\x03\xe0A\x03R\ttokenizer\x12!\n" +
 	"\tcompleted\x18\r \x01(\bB\x03\xe0A\x03R\tcompleted\x12@\n" +
 	"\vcreate_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\n" +
-	"createTimeB\x14\n" +
+	"createTime\x12<\n" +
+	"\rcontent_parts\x18\x0f \x03(\v2\x17.pioneer.v1.ContentPartR\fcontentPartsB\x14\n" +
 	"\x12_reasoning_content\"\xc3\x02\n" +
 	"\rThreadSummary\x12\x1b\n" +
 	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12\x12\n" +
@@ -1420,6 +1441,7 @@ var file_pioneer_v1_history_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
 	(*ToolCall)(nil),              // 14: pioneer.v1.ToolCall
 	(*ArtifactRef)(nil),           // 15: pioneer.v1.ArtifactRef
+	(*ContentPart)(nil),           // 16: pioneer.v1.ContentPart
 }
 var file_pioneer_v1_history_proto_depIdxs = []int32{
 	0,  // 0: pioneer.v1.ThreadConfig.compaction_strategy:type_name -> pioneer.v1.CompactionStrategy
@@ -1430,20 +1452,21 @@ var file_pioneer_v1_history_proto_depIdxs = []int32{
 	14, // 5: pioneer.v1.ConversationEntry.tool_calls:type_name -> pioneer.v1.ToolCall
 	15, // 6: pioneer.v1.ConversationEntry.artifact_refs:type_name -> pioneer.v1.ArtifactRef
 	13, // 7: pioneer.v1.ConversationEntry.create_time:type_name -> google.protobuf.Timestamp
-	13, // 8: pioneer.v1.ThreadSummary.create_time:type_name -> google.protobuf.Timestamp
-	3,  // 9: pioneer.v1.HistoryDecisionReport.decision:type_name -> pioneer.v1.HistoryDecision
-	4,  // 10: pioneer.v1.HistoryDecisionReport.summary_use:type_name -> pioneer.v1.SummaryUse
-	9,  // 11: pioneer.v1.HistoryDecisionReport.diagnostics:type_name -> pioneer.v1.HistoryDiagnostic
-	11, // 12: pioneer.v1.HistoryDecisionReport.cleared_tool_results:type_name -> pioneer.v1.ClearedToolResult
-	0,  // 13: pioneer.v1.HistoryDecisionReport.compaction_strategy:type_name -> pioneer.v1.CompactionStrategy
-	2,  // 14: pioneer.v1.Turn.status:type_name -> pioneer.v1.TurnStatus
-	13, // 15: pioneer.v1.Turn.create_time:type_name -> google.protobuf.Timestamp
-	13, // 16: pioneer.v1.Turn.update_time:type_name -> google.protobuf.Timestamp
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	16, // 8: pioneer.v1.ConversationEntry.content_parts:type_name -> pioneer.v1.ContentPart
+	13, // 9: pioneer.v1.ThreadSummary.create_time:type_name -> google.protobuf.Timestamp
+	3,  // 10: pioneer.v1.HistoryDecisionReport.decision:type_name -> pioneer.v1.HistoryDecision
+	4,  // 11: pioneer.v1.HistoryDecisionReport.summary_use:type_name -> pioneer.v1.SummaryUse
+	9,  // 12: pioneer.v1.HistoryDecisionReport.diagnostics:type_name -> pioneer.v1.HistoryDiagnostic
+	11, // 13: pioneer.v1.HistoryDecisionReport.cleared_tool_results:type_name -> pioneer.v1.ClearedToolResult
+	0,  // 14: pioneer.v1.HistoryDecisionReport.compaction_strategy:type_name -> pioneer.v1.CompactionStrategy
+	2,  // 15: pioneer.v1.Turn.status:type_name -> pioneer.v1.TurnStatus
+	13, // 16: pioneer.v1.Turn.create_time:type_name -> google.protobuf.Timestamp
+	13, // 17: pioneer.v1.Turn.update_time:type_name -> google.protobuf.Timestamp
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_history_proto_init() }
@@ -1451,6 +1474,7 @@ func file_pioneer_v1_history_proto_init() {
 	if File_pioneer_v1_history_proto != nil {
 		return
 	}
+	file_pioneer_v1_chat_proto_init()
 	file_pioneer_v1_common_proto_init()
 	file_pioneer_v1_history_proto_msgTypes[0].OneofWrappers = []any{}
 	file_pioneer_v1_history_proto_msgTypes[2].OneofWrappers = []any{}

@@ -450,7 +450,14 @@ type CompleteTurnRequest struct {
 	// Cap: at most 200 characters.
 	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
 	// Cap: at most 200 characters.
-	TurnId        string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	TurnId string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	// Entries to append before the turn is completed, in the same transaction
+	// (as AppendEntriesRequest.entries, with ConversationEntry's caps).
+	// Cap: at most 100 items.
+	//
+	// Each needs entry_id and role; turn_id may be left empty (it is this
+	// request's turn_id) and must otherwise equal it.
+	Entries       []*ConversationEntry `protobuf:"bytes,3,rep,name=entries,proto3" json:"entries,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -499,11 +506,23 @@ func (x *CompleteTurnRequest) GetTurnId() string {
 	return ""
 }
 
+func (x *CompleteTurnRequest) GetEntries() []*ConversationEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
 type CompleteTurnResponse struct {
-	state               protoimpl.MessageState `protogen:"open.v1"`
-	CompletedEntryCount int32                  `protobuf:"varint,1,opt,name=completed_entry_count,json=completedEntryCount,proto3" json:"completed_entry_count,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every entry the turn has, now completed.
+	CompletedEntryCount int32 `protobuf:"varint,1,opt,name=completed_entry_count,json=completedEntryCount,proto3" json:"completed_entry_count,omitempty"`
+	// Of the request's entries: how many were appended, and how many were stored
+	// already with identical content (a retry).
+	CreatedCount  int32 `protobuf:"varint,2,opt,name=created_count,json=createdCount,proto3" json:"created_count,omitempty"`
+	ExistingCount int32 `protobuf:"varint,3,opt,name=existing_count,json=existingCount,proto3" json:"existing_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CompleteTurnResponse) Reset() {
@@ -539,6 +558,20 @@ func (*CompleteTurnResponse) Descriptor() ([]byte, []int) {
 func (x *CompleteTurnResponse) GetCompletedEntryCount() int32 {
 	if x != nil {
 		return x.CompletedEntryCount
+	}
+	return 0
+}
+
+func (x *CompleteTurnResponse) GetCreatedCount() int32 {
+	if x != nil {
+		return x.CreatedCount
+	}
+	return 0
+}
+
+func (x *CompleteTurnResponse) GetExistingCount() int32 {
+	if x != nil {
+		return x.ExistingCount
 	}
 	return 0
 }
@@ -1296,12 +1329,15 @@ const file_pioneer_v1_history_service_proto_rawDesc = "" +
 	"\x15AppendEntriesResponse\x127\n" +
 	"\aentries\x18\x01 \x03(\v2\x1d.pioneer.v1.ConversationEntryR\aentries\x12#\n" +
 	"\rcreated_count\x18\x02 \x01(\x05R\fcreatedCount\x12%\n" +
-	"\x0eexisting_count\x18\x03 \x01(\x05R\rexistingCount\"U\n" +
+	"\x0eexisting_count\x18\x03 \x01(\x05R\rexistingCount\"\x93\x01\n" +
 	"\x13CompleteTurnRequest\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12\x1c\n" +
-	"\aturn_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x06turnId\"J\n" +
+	"\aturn_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x06turnId\x12<\n" +
+	"\aentries\x18\x03 \x03(\v2\x1d.pioneer.v1.ConversationEntryB\x03\xe0A\x01R\aentries\"\x96\x01\n" +
 	"\x14CompleteTurnResponse\x122\n" +
-	"\x15completed_entry_count\x18\x01 \x01(\x05R\x13completedEntryCount\"\x8d\x01\n" +
+	"\x15completed_entry_count\x18\x01 \x01(\x05R\x13completedEntryCount\x12#\n" +
+	"\rcreated_count\x18\x02 \x01(\x05R\fcreatedCount\x12%\n" +
+	"\x0eexisting_count\x18\x03 \x01(\x05R\rexistingCount\"\x8d\x01\n" +
 	"\x1eLoadConversationHistoryRequest\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12+\n" +
 	"\x0fexclude_turn_id\x18\x02 \x01(\tB\x03\xe0A\x01R\rexcludeTurnId\x12\x1c\n" +
@@ -1415,40 +1451,41 @@ var file_pioneer_v1_history_service_proto_depIdxs = []int32{
 	23, // 5: pioneer.v1.UpdateThreadResponse.thread:type_name -> pioneer.v1.Thread
 	25, // 6: pioneer.v1.AppendEntriesRequest.entries:type_name -> pioneer.v1.ConversationEntry
 	25, // 7: pioneer.v1.AppendEntriesResponse.entries:type_name -> pioneer.v1.ConversationEntry
-	26, // 8: pioneer.v1.LoadConversationHistoryResponse.messages:type_name -> pioneer.v1.ChatMessage
-	27, // 9: pioneer.v1.LoadConversationHistoryResponse.report:type_name -> pioneer.v1.HistoryDecisionReport
-	28, // 10: pioneer.v1.GetThreadSummaryResponse.summary:type_name -> pioneer.v1.ThreadSummary
-	26, // 11: pioneer.v1.CountTokensRequest.messages:type_name -> pioneer.v1.ChatMessage
-	23, // 12: pioneer.v1.ListThreadsResponse.threads:type_name -> pioneer.v1.Thread
-	29, // 13: pioneer.v1.ListTurnsResponse.turns:type_name -> pioneer.v1.Turn
-	25, // 14: pioneer.v1.ListEntriesResponse.entries:type_name -> pioneer.v1.ConversationEntry
-	0,  // 15: pioneer.v1.HistoryService.CreateThread:input_type -> pioneer.v1.CreateThreadRequest
-	2,  // 16: pioneer.v1.HistoryService.GetThread:input_type -> pioneer.v1.GetThreadRequest
-	4,  // 17: pioneer.v1.HistoryService.UpdateThread:input_type -> pioneer.v1.UpdateThreadRequest
-	6,  // 18: pioneer.v1.HistoryService.AppendEntries:input_type -> pioneer.v1.AppendEntriesRequest
-	8,  // 19: pioneer.v1.HistoryService.CompleteTurn:input_type -> pioneer.v1.CompleteTurnRequest
-	10, // 20: pioneer.v1.HistoryService.LoadConversationHistory:input_type -> pioneer.v1.LoadConversationHistoryRequest
-	12, // 21: pioneer.v1.HistoryService.GetThreadSummary:input_type -> pioneer.v1.GetThreadSummaryRequest
-	14, // 22: pioneer.v1.HistoryService.CountTokens:input_type -> pioneer.v1.CountTokensRequest
-	16, // 23: pioneer.v1.HistoryService.ListThreads:input_type -> pioneer.v1.ListThreadsRequest
-	18, // 24: pioneer.v1.HistoryService.ListTurns:input_type -> pioneer.v1.ListTurnsRequest
-	20, // 25: pioneer.v1.HistoryService.ListEntries:input_type -> pioneer.v1.ListEntriesRequest
-	1,  // 26: pioneer.v1.HistoryService.CreateThread:output_type -> pioneer.v1.CreateThreadResponse
-	3,  // 27: pioneer.v1.HistoryService.GetThread:output_type -> pioneer.v1.GetThreadResponse
-	5,  // 28: pioneer.v1.HistoryService.UpdateThread:output_type -> pioneer.v1.UpdateThreadResponse
-	7,  // 29: pioneer.v1.HistoryService.AppendEntries:output_type -> pioneer.v1.AppendEntriesResponse
-	9,  // 30: pioneer.v1.HistoryService.CompleteTurn:output_type -> pioneer.v1.CompleteTurnResponse
-	11, // 31: pioneer.v1.HistoryService.LoadConversationHistory:output_type -> pioneer.v1.LoadConversationHistoryResponse
-	13, // 32: pioneer.v1.HistoryService.GetThreadSummary:output_type -> pioneer.v1.GetThreadSummaryResponse
-	15, // 33: pioneer.v1.HistoryService.CountTokens:output_type -> pioneer.v1.CountTokensResponse
-	17, // 34: pioneer.v1.HistoryService.ListThreads:output_type -> pioneer.v1.ListThreadsResponse
-	19, // 35: pioneer.v1.HistoryService.ListTurns:output_type -> pioneer.v1.ListTurnsResponse
-	21, // 36: pioneer.v1.HistoryService.ListEntries:output_type -> pioneer.v1.ListEntriesResponse
-	26, // [26:37] is the sub-list for method output_type
-	15, // [15:26] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	25, // 8: pioneer.v1.CompleteTurnRequest.entries:type_name -> pioneer.v1.ConversationEntry
+	26, // 9: pioneer.v1.LoadConversationHistoryResponse.messages:type_name -> pioneer.v1.ChatMessage
+	27, // 10: pioneer.v1.LoadConversationHistoryResponse.report:type_name -> pioneer.v1.HistoryDecisionReport
+	28, // 11: pioneer.v1.GetThreadSummaryResponse.summary:type_name -> pioneer.v1.ThreadSummary
+	26, // 12: pioneer.v1.CountTokensRequest.messages:type_name -> pioneer.v1.ChatMessage
+	23, // 13: pioneer.v1.ListThreadsResponse.threads:type_name -> pioneer.v1.Thread
+	29, // 14: pioneer.v1.ListTurnsResponse.turns:type_name -> pioneer.v1.Turn
+	25, // 15: pioneer.v1.ListEntriesResponse.entries:type_name -> pioneer.v1.ConversationEntry
+	0,  // 16: pioneer.v1.HistoryService.CreateThread:input_type -> pioneer.v1.CreateThreadRequest
+	2,  // 17: pioneer.v1.HistoryService.GetThread:input_type -> pioneer.v1.GetThreadRequest
+	4,  // 18: pioneer.v1.HistoryService.UpdateThread:input_type -> pioneer.v1.UpdateThreadRequest
+	6,  // 19: pioneer.v1.HistoryService.AppendEntries:input_type -> pioneer.v1.AppendEntriesRequest
+	8,  // 20: pioneer.v1.HistoryService.CompleteTurn:input_type -> pioneer.v1.CompleteTurnRequest
+	10, // 21: pioneer.v1.HistoryService.LoadConversationHistory:input_type -> pioneer.v1.LoadConversationHistoryRequest
+	12, // 22: pioneer.v1.HistoryService.GetThreadSummary:input_type -> pioneer.v1.GetThreadSummaryRequest
+	14, // 23: pioneer.v1.HistoryService.CountTokens:input_type -> pioneer.v1.CountTokensRequest
+	16, // 24: pioneer.v1.HistoryService.ListThreads:input_type -> pioneer.v1.ListThreadsRequest
+	18, // 25: pioneer.v1.HistoryService.ListTurns:input_type -> pioneer.v1.ListTurnsRequest
+	20, // 26: pioneer.v1.HistoryService.ListEntries:input_type -> pioneer.v1.ListEntriesRequest
+	1,  // 27: pioneer.v1.HistoryService.CreateThread:output_type -> pioneer.v1.CreateThreadResponse
+	3,  // 28: pioneer.v1.HistoryService.GetThread:output_type -> pioneer.v1.GetThreadResponse
+	5,  // 29: pioneer.v1.HistoryService.UpdateThread:output_type -> pioneer.v1.UpdateThreadResponse
+	7,  // 30: pioneer.v1.HistoryService.AppendEntries:output_type -> pioneer.v1.AppendEntriesResponse
+	9,  // 31: pioneer.v1.HistoryService.CompleteTurn:output_type -> pioneer.v1.CompleteTurnResponse
+	11, // 32: pioneer.v1.HistoryService.LoadConversationHistory:output_type -> pioneer.v1.LoadConversationHistoryResponse
+	13, // 33: pioneer.v1.HistoryService.GetThreadSummary:output_type -> pioneer.v1.GetThreadSummaryResponse
+	15, // 34: pioneer.v1.HistoryService.CountTokens:output_type -> pioneer.v1.CountTokensResponse
+	17, // 35: pioneer.v1.HistoryService.ListThreads:output_type -> pioneer.v1.ListThreadsResponse
+	19, // 36: pioneer.v1.HistoryService.ListTurns:output_type -> pioneer.v1.ListTurnsResponse
+	21, // 37: pioneer.v1.HistoryService.ListEntries:output_type -> pioneer.v1.ListEntriesResponse
+	27, // [27:38] is the sub-list for method output_type
+	16, // [16:27] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_history_service_proto_init() }

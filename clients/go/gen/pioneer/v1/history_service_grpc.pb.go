@@ -67,8 +67,9 @@ type HistoryServiceClient interface {
 	// INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
 	// stored) for what would make every later round fail: an entry with no
 	// content, tool calls or artifacts (a tool result may be empty); tool call
-	// arguments that are not a JSON object ("" means none); a call id already used
-	// in the thread or the batch; a tool result that does not answer an open call
+	// arguments that are not a JSON object ("" means none); a call id repeated
+	// within one entry's tool_calls (the calls open together; ids may repeat across
+	// entries and turns, as models number them); a tool result that does not answer an open call
 	// of its own turn (one made by the turn's latest assistant entry, before any
 	// later user or assistant entry), answers it twice, or names another tool.
 	//
@@ -81,10 +82,17 @@ type HistoryServiceClient interface {
 	// turn; metadata turn_id, entry_id; start a new turn). All or nothing; safe to
 	// retry the same batch.
 	AppendEntries(ctx context.Context, in *AppendEntriesRequest, opts ...grpc.CallOption) (*AppendEntriesResponse, error)
-	// Marks a turn's entries completed, so history loads include them.
+	// Marks a turn's entries completed, so history loads include them. With
+	// `entries` (the final answer, usually), appends them and completes the turn
+	// in one transaction: the turn's last call. The entries follow AppendEntries'
+	// rules and caps; on any error nothing is appended and the turn stays open.
 	//
-	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
-	// TURN_NOT_FOUND (no entry or compile named the turn). Idempotent: safe to retry.
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names entries[i].field);
+	// NOT_FOUND THREAD_NOT_FOUND, TURN_NOT_FOUND (no entry or compile named the
+	// turn, and the request has no entries); ALREADY_EXISTS ENTRY_CONFLICT (do not
+	// retry); FAILED_PRECONDITION TURN_COMPLETED (a new entry for a turn completed
+	// before: start a new turn). Idempotent: safe to retry the same request (the
+	// stored entries are no-ops, the turn stays completed).
 	CompleteTurn(ctx context.Context, in *CompleteTurnRequest, opts ...grpc.CallOption) (*CompleteTurnResponse, error)
 	// Loads the newest 200 completed turns after the summary, plus the summary,
 	// under the thread's budget. What older versions stored and a provider would
@@ -274,8 +282,9 @@ type HistoryServiceServer interface {
 	// INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
 	// stored) for what would make every later round fail: an entry with no
 	// content, tool calls or artifacts (a tool result may be empty); tool call
-	// arguments that are not a JSON object ("" means none); a call id already used
-	// in the thread or the batch; a tool result that does not answer an open call
+	// arguments that are not a JSON object ("" means none); a call id repeated
+	// within one entry's tool_calls (the calls open together; ids may repeat across
+	// entries and turns, as models number them); a tool result that does not answer an open call
 	// of its own turn (one made by the turn's latest assistant entry, before any
 	// later user or assistant entry), answers it twice, or names another tool.
 	//
@@ -288,10 +297,17 @@ type HistoryServiceServer interface {
 	// turn; metadata turn_id, entry_id; start a new turn). All or nothing; safe to
 	// retry the same batch.
 	AppendEntries(context.Context, *AppendEntriesRequest) (*AppendEntriesResponse, error)
-	// Marks a turn's entries completed, so history loads include them.
+	// Marks a turn's entries completed, so history loads include them. With
+	// `entries` (the final answer, usually), appends them and completes the turn
+	// in one transaction: the turn's last call. The entries follow AppendEntries'
+	// rules and caps; on any error nothing is appended and the turn stays open.
 	//
-	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
-	// TURN_NOT_FOUND (no entry or compile named the turn). Idempotent: safe to retry.
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names entries[i].field);
+	// NOT_FOUND THREAD_NOT_FOUND, TURN_NOT_FOUND (no entry or compile named the
+	// turn, and the request has no entries); ALREADY_EXISTS ENTRY_CONFLICT (do not
+	// retry); FAILED_PRECONDITION TURN_COMPLETED (a new entry for a turn completed
+	// before: start a new turn). Idempotent: safe to retry the same request (the
+	// stored entries are no-ops, the turn stays completed).
 	CompleteTurn(context.Context, *CompleteTurnRequest) (*CompleteTurnResponse, error)
 	// Loads the newest 200 completed turns after the summary, plus the summary,
 	// under the thread's budget. What older versions stored and a provider would

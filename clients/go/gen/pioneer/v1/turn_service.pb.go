@@ -32,6 +32,8 @@ type PrepareTurnRequest struct {
 	// Cap: at most 100 items.
 	NewEntries   []*ConversationEntry `protobuf:"bytes,3,rep,name=new_entries,json=newEntries,proto3" json:"new_entries,omitempty"`
 	CompileInput *PromptCompileInput  `protobuf:"bytes,4,opt,name=compile_input,json=compileInput,proto3" json:"compile_input,omitempty"`
+	// The tools the model may call in this round; not kept between rounds, so a
+	// loop sends them on every round of the turn.
 	// Cap: at most 256 items.
 	Tools             []*ToolDefinition `protobuf:"bytes,5,rep,name=tools,proto3" json:"tools,omitempty"`
 	ToolChoice        *ToolChoice       `protobuf:"bytes,6,opt,name=tool_choice,json=toolChoice,proto3" json:"tool_choice,omitempty"`
