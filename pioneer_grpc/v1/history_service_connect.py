@@ -49,8 +49,10 @@ class HistoryService(Protocol):
     Errors carry google.rpc.ErrorInfo (domain "pioneer.v1") with a stable reason,
     and google.rpc.BadRequest naming each bad field on INVALID_ARGUMENT. Besides
     the errors listed per RPC, any RPC may answer UNAUTHENTICATED (reason
-    UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged) and
-    UNAVAILABLE (the database cannot be reached; retry with backoff).
+    UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged),
+    UNAVAILABLE (the database cannot be reached; retry with backoff) and
+    RESOURCE_EXHAUSTED (reason TOO_MANY_CONNECTIONS: the server holds its most
+    connections; retry later, or on a connection already open).
     """
     async def create_thread(self, request: CreateThreadRequest, ctx: RequestContext[CreateThreadRequest, CreateThreadResponse], /) -> CreateThreadResponse:
         """
@@ -334,8 +336,10 @@ class HistoryServiceClient(ConnectClient):
     Errors carry google.rpc.ErrorInfo (domain "pioneer.v1") with a stable reason,
     and google.rpc.BadRequest naming each bad field on INVALID_ARGUMENT. Besides
     the errors listed per RPC, any RPC may answer UNAUTHENTICATED (reason
-    UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged) and
-    UNAVAILABLE (the database cannot be reached; retry with backoff).
+    UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged),
+    UNAVAILABLE (the database cannot be reached; retry with backoff) and
+    RESOURCE_EXHAUSTED (reason TOO_MANY_CONNECTIONS: the server holds its most
+    connections; retry later, or on a connection already open).
     """
     def __init__(
         self,
@@ -683,8 +687,10 @@ class HistoryServiceSync(Protocol):
     Errors carry google.rpc.ErrorInfo (domain "pioneer.v1") with a stable reason,
     and google.rpc.BadRequest naming each bad field on INVALID_ARGUMENT. Besides
     the errors listed per RPC, any RPC may answer UNAUTHENTICATED (reason
-    UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged) and
-    UNAVAILABLE (the database cannot be reached; retry with backoff).
+    UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged),
+    UNAVAILABLE (the database cannot be reached; retry with backoff) and
+    RESOURCE_EXHAUSTED (reason TOO_MANY_CONNECTIONS: the server holds its most
+    connections; retry later, or on a connection already open).
     """
     def create_thread(self, request: CreateThreadRequest, ctx: RequestContext[CreateThreadRequest, CreateThreadResponse], /) -> CreateThreadResponse:
         """
@@ -966,8 +972,10 @@ class HistoryServiceClientSync(ConnectClientSync):
     Errors carry google.rpc.ErrorInfo (domain "pioneer.v1") with a stable reason,
     and google.rpc.BadRequest naming each bad field on INVALID_ARGUMENT. Besides
     the errors listed per RPC, any RPC may answer UNAUTHENTICATED (reason
-    UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged) and
-    UNAVAILABLE (the database cannot be reached; retry with backoff).
+    UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged),
+    UNAVAILABLE (the database cannot be reached; retry with backoff) and
+    RESOURCE_EXHAUSTED (reason TOO_MANY_CONNECTIONS: the server holds its most
+    connections; retry later, or on a connection already open).
     """
     def __init__(
         self,

@@ -36,8 +36,10 @@ class HistoryServiceStub:
     Errors carry google.rpc.ErrorInfo (domain "pioneer.v1") with a stable reason,
     and google.rpc.BadRequest naming each bad field on INVALID_ARGUMENT. Besides
     the errors listed per RPC, any RPC may answer UNAUTHENTICATED (reason
-    UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged) and
-    UNAVAILABLE (the database cannot be reached; retry with backoff).
+    UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged),
+    UNAVAILABLE (the database cannot be reached; retry with backoff) and
+    RESOURCE_EXHAUSTED (reason TOO_MANY_CONNECTIONS: the server holds its most
+    connections; retry later, or on a connection already open).
     """
 
     def __init__(self, channel):
@@ -114,8 +116,10 @@ class HistoryServiceServicer:
     Errors carry google.rpc.ErrorInfo (domain "pioneer.v1") with a stable reason,
     and google.rpc.BadRequest naming each bad field on INVALID_ARGUMENT. Besides
     the errors listed per RPC, any RPC may answer UNAUTHENTICATED (reason
-    UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged) and
-    UNAVAILABLE (the database cannot be reached; retry with backoff).
+    UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged),
+    UNAVAILABLE (the database cannot be reached; retry with backoff) and
+    RESOURCE_EXHAUSTED (reason TOO_MANY_CONNECTIONS: the server holds its most
+    connections; retry later, or on a connection already open).
     """
 
     def CreateThread(self, request, context):
@@ -328,8 +332,10 @@ class HistoryService:
     Errors carry google.rpc.ErrorInfo (domain "pioneer.v1") with a stable reason,
     and google.rpc.BadRequest naming each bad field on INVALID_ARGUMENT. Besides
     the errors listed per RPC, any RPC may answer UNAUTHENTICATED (reason
-    UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged) and
-    UNAVAILABLE (the database cannot be reached; retry with backoff).
+    UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged),
+    UNAVAILABLE (the database cannot be reached; retry with backoff) and
+    RESOURCE_EXHAUSTED (reason TOO_MANY_CONNECTIONS: the server holds its most
+    connections; retry later, or on a connection already open).
     """
 
     @staticmethod

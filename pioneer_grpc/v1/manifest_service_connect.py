@@ -46,8 +46,9 @@ class ManifestService(Protocol):
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 
-    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-    UNAVAILABLE (retry with backoff).
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+    UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+    (the server holds its most connections: retry later, or on an open one).
     """
     async def get_turn_manifest(self, request: GetTurnManifestRequest, ctx: RequestContext[GetTurnManifestRequest, GetTurnManifestResponse], /) -> GetTurnManifestResponse:
         """
@@ -172,8 +173,9 @@ class ManifestServiceClient(ConnectClient):
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 
-    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-    UNAVAILABLE (retry with backoff).
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+    UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+    (the server holds its most connections: retry later, or on an open one).
     """
     def __init__(
         self,
@@ -320,8 +322,9 @@ class ManifestServiceSync(Protocol):
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 
-    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-    UNAVAILABLE (retry with backoff).
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+    UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+    (the server holds its most connections: retry later, or on an open one).
     """
     def get_turn_manifest(self, request: GetTurnManifestRequest, ctx: RequestContext[GetTurnManifestRequest, GetTurnManifestResponse], /) -> GetTurnManifestResponse:
         """
@@ -444,8 +447,9 @@ class ManifestServiceClientSync(ConnectClientSync):
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 
-    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-    UNAVAILABLE (retry with backoff).
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+    UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+    (the server holds its most connections: retry later, or on an open one).
     """
     def __init__(
         self,

@@ -33,8 +33,9 @@ class ManifestServiceStub:
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 
-    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-    UNAVAILABLE (retry with backoff).
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+    UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+    (the server holds its most connections: retry later, or on an open one).
     """
 
     def __init__(self, channel):
@@ -73,8 +74,9 @@ class ManifestServiceServicer:
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 
-    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-    UNAVAILABLE (retry with backoff).
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+    UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+    (the server holds its most connections: retry later, or on an open one).
     """
 
     def GetTurnManifest(self, request, context):
@@ -163,8 +165,9 @@ class ManifestService:
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 
-    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-    UNAVAILABLE (retry with backoff).
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+    UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+    (the server holds its most connections: retry later, or on an open one).
     """
 
     @staticmethod

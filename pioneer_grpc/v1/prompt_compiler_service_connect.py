@@ -46,8 +46,9 @@ class PromptCompilerService(Protocol):
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 
-    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-    UNAVAILABLE (retry with backoff).
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+    UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+    (the server holds its most connections: retry later, or on an open one).
     """
     async def compile_prompt(self, request: CompilePromptRequest, ctx: RequestContext[CompilePromptRequest, CompilePromptResponse], /) -> CompilePromptResponse:
         """
@@ -66,8 +67,11 @@ class PromptCompilerService(Protocol):
         Creates SOUL.md and IDENTITY.md in the runtime home when missing. Never
         overwrites an existing file, even an empty one.
 
-        Errors: PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME, NO_RUNTIME_HOME.
-        Idempotent: safe to retry.
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a workspace_root the system
+        cannot name, e.g. too long); PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME,
+        NO_RUNTIME_HOME; FAILED_PRECONDITION WORKSPACE_UNUSABLE (a file stands where
+        a folder must be, no permission, a read-only or full disk; metadata names
+        the errno; fix the folder, then retry). Idempotent: safe to retry.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -129,8 +133,9 @@ class PromptCompilerServiceClient(ConnectClient):
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 
-    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-    UNAVAILABLE (retry with backoff).
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+    UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+    (the server holds its most connections: retry later, or on an open one).
     """
     def __init__(
         self,
@@ -196,8 +201,11 @@ class PromptCompilerServiceClient(ConnectClient):
         Creates SOUL.md and IDENTITY.md in the runtime home when missing. Never
         overwrites an existing file, even an empty one.
 
-        Errors: PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME, NO_RUNTIME_HOME.
-        Idempotent: safe to retry.
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a workspace_root the system
+        cannot name, e.g. too long); PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME,
+        NO_RUNTIME_HOME; FAILED_PRECONDITION WORKSPACE_UNUSABLE (a file stands where
+        a folder must be, no permission, a read-only or full disk; metadata names
+        the errno; fix the folder, then retry). Idempotent: safe to retry.
         """
         return await self.execute_unary(
             request=request,
@@ -222,8 +230,9 @@ class PromptCompilerServiceSync(Protocol):
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 
-    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-    UNAVAILABLE (retry with backoff).
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+    UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+    (the server holds its most connections: retry later, or on an open one).
     """
     def compile_prompt(self, request: CompilePromptRequest, ctx: RequestContext[CompilePromptRequest, CompilePromptResponse], /) -> CompilePromptResponse:
         """
@@ -242,8 +251,11 @@ class PromptCompilerServiceSync(Protocol):
         Creates SOUL.md and IDENTITY.md in the runtime home when missing. Never
         overwrites an existing file, even an empty one.
 
-        Errors: PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME, NO_RUNTIME_HOME.
-        Idempotent: safe to retry.
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a workspace_root the system
+        cannot name, e.g. too long); PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME,
+        NO_RUNTIME_HOME; FAILED_PRECONDITION WORKSPACE_UNUSABLE (a file stands where
+        a folder must be, no permission, a read-only or full disk; metadata names
+        the errno; fix the folder, then retry). Idempotent: safe to retry.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -303,8 +315,9 @@ class PromptCompilerServiceClientSync(ConnectClientSync):
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 
-    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-    UNAVAILABLE (retry with backoff).
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+    UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+    (the server holds its most connections: retry later, or on an open one).
     """
     def __init__(
         self,
@@ -370,8 +383,11 @@ class PromptCompilerServiceClientSync(ConnectClientSync):
         Creates SOUL.md and IDENTITY.md in the runtime home when missing. Never
         overwrites an existing file, even an empty one.
 
-        Errors: PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME, NO_RUNTIME_HOME.
-        Idempotent: safe to retry.
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a workspace_root the system
+        cannot name, e.g. too long); PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME,
+        NO_RUNTIME_HOME; FAILED_PRECONDITION WORKSPACE_UNUSABLE (a file stands where
+        a folder must be, no permission, a read-only or full disk; metadata names
+        the errno; fix the folder, then retry). Idempotent: safe to retry.
         """
         return self.execute_unary(
             request=request,

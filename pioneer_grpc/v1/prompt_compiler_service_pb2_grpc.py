@@ -33,8 +33,9 @@ class PromptCompilerServiceStub:
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 
-    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-    UNAVAILABLE (retry with backoff).
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+    UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+    (the server holds its most connections: retry later, or on an open one).
     """
 
     def __init__(self, channel):
@@ -63,8 +64,9 @@ class PromptCompilerServiceServicer:
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 
-    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-    UNAVAILABLE (retry with backoff).
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+    UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+    (the server holds its most connections: retry later, or on an open one).
     """
 
     def CompilePrompt(self, request, context):
@@ -84,8 +86,11 @@ class PromptCompilerServiceServicer:
         """Creates SOUL.md and IDENTITY.md in the runtime home when missing. Never
         overwrites an existing file, even an empty one.
 
-        Errors: PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME, NO_RUNTIME_HOME.
-        Idempotent: safe to retry.
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a workspace_root the system
+        cannot name, e.g. too long); PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME,
+        NO_RUNTIME_HOME; FAILED_PRECONDITION WORKSPACE_UNUSABLE (a file stands where
+        a folder must be, no permission, a read-only or full disk; metadata names
+        the errno; fix the folder, then retry). Idempotent: safe to retry.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -120,8 +125,9 @@ class PromptCompilerService:
     cannot store one). Both are checked before any work and answered with
     INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 
-    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-    UNAVAILABLE (retry with backoff).
+    Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+    UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+    (the server holds its most connections: retry later, or on an open one).
     """
 
     @staticmethod

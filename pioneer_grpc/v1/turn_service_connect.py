@@ -72,8 +72,8 @@ class TurnService(Protocol):
         TURN_COMPLETED (the turn was completed: use a new turn_id), TOOL_RESULTS_PENDING
         (nothing stored: send the results with their call, then retry); PERMISSION_DENIED
         WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE, NO_RUNTIME_HOME (metadata
-        field, path, resolved). Any RPC may also answer UNAUTHENTICATED and
-        UNAVAILABLE (retry with backoff).
+        field, path, resolved). Any RPC may also answer UNAUTHENTICATED,
+        UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -180,8 +180,8 @@ class TurnServiceClient(ConnectClient):
         TURN_COMPLETED (the turn was completed: use a new turn_id), TOOL_RESULTS_PENDING
         (nothing stored: send the results with their call, then retry); PERMISSION_DENIED
         WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE, NO_RUNTIME_HOME (metadata
-        field, path, resolved). Any RPC may also answer UNAUTHENTICATED and
-        UNAVAILABLE (retry with backoff).
+        field, path, resolved). Any RPC may also answer UNAUTHENTICATED,
+        UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS.
         """
         return await self.execute_unary(
             request=request,
@@ -232,8 +232,8 @@ class TurnServiceSync(Protocol):
         TURN_COMPLETED (the turn was completed: use a new turn_id), TOOL_RESULTS_PENDING
         (nothing stored: send the results with their call, then retry); PERMISSION_DENIED
         WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE, NO_RUNTIME_HOME (metadata
-        field, path, resolved). Any RPC may also answer UNAUTHENTICATED and
-        UNAVAILABLE (retry with backoff).
+        field, path, resolved). Any RPC may also answer UNAUTHENTICATED,
+        UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -338,8 +338,8 @@ class TurnServiceClientSync(ConnectClientSync):
         TURN_COMPLETED (the turn was completed: use a new turn_id), TOOL_RESULTS_PENDING
         (nothing stored: send the results with their call, then retry); PERMISSION_DENIED
         WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE, NO_RUNTIME_HOME (metadata
-        field, path, resolved). Any RPC may also answer UNAUTHENTICATED and
-        UNAVAILABLE (retry with backoff).
+        field, path, resolved). Any RPC may also answer UNAUTHENTICATED,
+        UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS.
         """
         return self.execute_unary(
             request=request,

@@ -81,8 +81,8 @@ class TurnServiceServicer:
         TURN_COMPLETED (the turn was completed: use a new turn_id), TOOL_RESULTS_PENDING
         (nothing stored: send the results with their call, then retry); PERMISSION_DENIED
         WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE, NO_RUNTIME_HOME (metadata
-        field, path, resolved). Any RPC may also answer UNAUTHENTICATED and
-        UNAVAILABLE (retry with backoff).
+        field, path, resolved). Any RPC may also answer UNAUTHENTICATED,
+        UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

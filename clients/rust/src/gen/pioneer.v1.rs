@@ -2181,8 +2181,10 @@ pub mod history_service_client {
     /// Errors carry google.rpc.ErrorInfo (domain "pioneer.v1") with a stable reason,
     /// and google.rpc.BadRequest naming each bad field on INVALID_ARGUMENT. Besides
     /// the errors listed per RPC, any RPC may answer UNAUTHENTICATED (reason
-    /// UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged) and
-    /// UNAVAILABLE (the database cannot be reached; retry with backoff).
+    /// UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged),
+    /// UNAVAILABLE (the database cannot be reached; retry with backoff) and
+    /// RESOURCE_EXHAUSTED (reason TOO_MANY_CONNECTIONS: the server holds its most
+    /// connections; retry later, or on a connection already open).
     #[derive(Debug, Clone)]
     pub struct HistoryServiceClient<T> {
         inner: tonic::client::Grpc<T>,
@@ -2866,8 +2868,9 @@ pub mod manifest_service_client {
     /// cannot store one). Both are checked before any work and answered with
     /// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     ///
-    /// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-    /// UNAVAILABLE (retry with backoff).
+    /// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+    /// UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+    /// (the server holds its most connections: retry later, or on an open one).
     #[derive(Debug, Clone)]
     pub struct ManifestServiceClient<T> {
         inner: tonic::client::Grpc<T>,
@@ -3141,8 +3144,9 @@ pub mod prompt_compiler_service_client {
     /// cannot store one). Both are checked before any work and answered with
     /// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
     ///
-    /// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-    /// UNAVAILABLE (retry with backoff).
+    /// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+    /// UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+    /// (the server holds its most connections: retry later, or on an open one).
     #[derive(Debug, Clone)]
     pub struct PromptCompilerServiceClient<T> {
         inner: tonic::client::Grpc<T>,
@@ -3259,8 +3263,11 @@ pub mod prompt_compiler_service_client {
         /// Creates SOUL.md and IDENTITY.md in the runtime home when missing. Never
         /// overwrites an existing file, even an empty one.
         ///
-        /// Errors: PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME, NO_RUNTIME_HOME.
-        /// Idempotent: safe to retry.
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a workspace_root the system
+        /// cannot name, e.g. too long); PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME,
+        /// NO_RUNTIME_HOME; FAILED_PRECONDITION WORKSPACE_UNUSABLE (a file stands where
+        /// a folder must be, no permission, a read-only or full disk; metadata names
+        /// the errno; fix the folder, then retry). Idempotent: safe to retry.
         pub async fn ensure_bootstrap_files(
             &mut self,
             request: impl tonic::IntoRequest<super::EnsureBootstrapFilesRequest>,
@@ -3724,8 +3731,8 @@ pub mod turn_service_client {
         /// TURN_COMPLETED (the turn was completed: use a new turn_id), TOOL_RESULTS_PENDING
         /// (nothing stored: send the results with their call, then retry); PERMISSION_DENIED
         /// WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE, NO_RUNTIME_HOME (metadata
-        /// field, path, resolved). Any RPC may also answer UNAUTHENTICATED and
-        /// UNAVAILABLE (retry with backoff).
+        /// field, path, resolved). Any RPC may also answer UNAUTHENTICATED,
+        /// UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS.
         pub async fn prepare_turn(
             &mut self,
             request: impl tonic::IntoRequest<super::PrepareTurnRequest>,

@@ -46,8 +46,10 @@ const (
 // Errors carry google.rpc.ErrorInfo (domain "pioneer.v1") with a stable reason,
 // and google.rpc.BadRequest naming each bad field on INVALID_ARGUMENT. Besides
 // the errors listed per RPC, any RPC may answer UNAUTHENTICATED (reason
-// UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged) and
-// UNAVAILABLE (the database cannot be reached; retry with backoff).
+// UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged),
+// UNAVAILABLE (the database cannot be reached; retry with backoff) and
+// RESOURCE_EXHAUSTED (reason TOO_MANY_CONNECTIONS: the server holds its most
+// connections; retry later, or on a connection already open).
 type HistoryServiceClient interface {
 	// Creates a thread. Idempotent: the same thread_id with the same config
 	// answers the stored thread, so a create retried after a timeout is safe.
@@ -261,8 +263,10 @@ func (c *historyServiceClient) ListEntries(ctx context.Context, in *ListEntriesR
 // Errors carry google.rpc.ErrorInfo (domain "pioneer.v1") with a stable reason,
 // and google.rpc.BadRequest naming each bad field on INVALID_ARGUMENT. Besides
 // the errors listed per RPC, any RPC may answer UNAUTHENTICATED (reason
-// UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged) and
-// UNAVAILABLE (the database cannot be reached; retry with backoff).
+// UNAUTHENTICATED: missing or wrong bearer token; do not retry unchanged),
+// UNAVAILABLE (the database cannot be reached; retry with backoff) and
+// RESOURCE_EXHAUSTED (reason TOO_MANY_CONNECTIONS: the server holds its most
+// connections; retry later, or on a connection already open).
 type HistoryServiceServer interface {
 	// Creates a thread. Idempotent: the same thread_id with the same config
 	// answers the stored thread, so a create retried after a timeout is safe.

@@ -36,8 +36,9 @@ const (
 // cannot store one). Both are checked before any work and answered with
 // INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 //
-// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-// UNAVAILABLE (retry with backoff).
+// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+// UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+// (the server holds its most connections: retry later, or on an open one).
 type ManifestServiceClient interface {
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
 	// TURN_NOT_FOUND, TURN_MANIFEST_NOT_FOUND (no compile named the turn yet).
@@ -136,8 +137,9 @@ func (c *manifestServiceClient) ListRenderedRounds(ctx context.Context, in *List
 // cannot store one). Both are checked before any work and answered with
 // INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 //
-// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-// UNAVAILABLE (retry with backoff).
+// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+// UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+// (the server holds its most connections: retry later, or on an open one).
 type ManifestServiceServer interface {
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
 	// TURN_NOT_FOUND, TURN_MANIFEST_NOT_FOUND (no compile named the turn yet).

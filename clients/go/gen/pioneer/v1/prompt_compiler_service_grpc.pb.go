@@ -34,8 +34,9 @@ const (
 // cannot store one). Both are checked before any work and answered with
 // INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 //
-// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-// UNAVAILABLE (retry with backoff).
+// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+// UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+// (the server holds its most connections: retry later, or on an open one).
 type PromptCompilerServiceClient interface {
 	// Compiles a system prompt. When thread_id and turn_id are set, the manifest
 	// is persisted on the turn and published to manifest observers.
@@ -48,8 +49,11 @@ type PromptCompilerServiceClient interface {
 	// Creates SOUL.md and IDENTITY.md in the runtime home when missing. Never
 	// overwrites an existing file, even an empty one.
 	//
-	// Errors: PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME, NO_RUNTIME_HOME.
-	// Idempotent: safe to retry.
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a workspace_root the system
+	// cannot name, e.g. too long); PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME,
+	// NO_RUNTIME_HOME; FAILED_PRECONDITION WORKSPACE_UNUSABLE (a file stands where
+	// a folder must be, no permission, a read-only or full disk; metadata names
+	// the errno; fix the folder, then retry). Idempotent: safe to retry.
 	EnsureBootstrapFiles(ctx context.Context, in *EnsureBootstrapFilesRequest, opts ...grpc.CallOption) (*EnsureBootstrapFilesResponse, error)
 }
 
@@ -92,8 +96,9 @@ func (c *promptCompilerServiceClient) EnsureBootstrapFiles(ctx context.Context, 
 // cannot store one). Both are checked before any work and answered with
 // INVALID_ARGUMENT, whose BadRequest names each field and its cap.
 //
-// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED and
-// UNAVAILABLE (retry with backoff).
+// Besides the errors listed per RPC, any RPC may answer UNAUTHENTICATED,
+// UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS
+// (the server holds its most connections: retry later, or on an open one).
 type PromptCompilerServiceServer interface {
 	// Compiles a system prompt. When thread_id and turn_id are set, the manifest
 	// is persisted on the turn and published to manifest observers.
@@ -106,8 +111,11 @@ type PromptCompilerServiceServer interface {
 	// Creates SOUL.md and IDENTITY.md in the runtime home when missing. Never
 	// overwrites an existing file, even an empty one.
 	//
-	// Errors: PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME, NO_RUNTIME_HOME.
-	// Idempotent: safe to retry.
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a workspace_root the system
+	// cannot name, e.g. too long); PERMISSION_DENIED WORKSPACE_OUTSIDE_HOME,
+	// NO_RUNTIME_HOME; FAILED_PRECONDITION WORKSPACE_UNUSABLE (a file stands where
+	// a folder must be, no permission, a read-only or full disk; metadata names
+	// the errno; fix the folder, then retry). Idempotent: safe to retry.
 	EnsureBootstrapFiles(context.Context, *EnsureBootstrapFilesRequest) (*EnsureBootstrapFilesResponse, error)
 	mustEmbedUnimplementedPromptCompilerServiceServer()
 }

@@ -57,8 +57,8 @@ type TurnServiceClient interface {
 	// TURN_COMPLETED (the turn was completed: use a new turn_id), TOOL_RESULTS_PENDING
 	// (nothing stored: send the results with their call, then retry); PERMISSION_DENIED
 	// WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE, NO_RUNTIME_HOME (metadata
-	// field, path, resolved). Any RPC may also answer UNAUTHENTICATED and
-	// UNAVAILABLE (retry with backoff).
+	// field, path, resolved). Any RPC may also answer UNAUTHENTICATED,
+	// UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS.
 	PrepareTurn(ctx context.Context, in *PrepareTurnRequest, opts ...grpc.CallOption) (*PrepareTurnResponse, error)
 }
 
@@ -115,8 +115,8 @@ type TurnServiceServer interface {
 	// TURN_COMPLETED (the turn was completed: use a new turn_id), TOOL_RESULTS_PENDING
 	// (nothing stored: send the results with their call, then retry); PERMISSION_DENIED
 	// WORKSPACE_OUTSIDE_HOME, PATH_OUTSIDE_WORKSPACE, NO_RUNTIME_HOME (metadata
-	// field, path, resolved). Any RPC may also answer UNAUTHENTICATED and
-	// UNAVAILABLE (retry with backoff).
+	// field, path, resolved). Any RPC may also answer UNAUTHENTICATED,
+	// UNAVAILABLE (retry with backoff) and RESOURCE_EXHAUSTED TOO_MANY_CONNECTIONS.
 	PrepareTurn(context.Context, *PrepareTurnRequest) (*PrepareTurnResponse, error)
 	mustEmbedUnimplementedTurnServiceServer()
 }
