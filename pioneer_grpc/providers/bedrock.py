@@ -131,21 +131,12 @@ def adapt(adapted: Adapted, origins: list[int], path: str) -> None:
 
 
 def merges(adapted: Adapted, origins: list[int], path: str) -> None:
-    if adapted.prefix is not None:
-        adapted.notices.extend(adapted.prefix.message_notices)
-    previous = None
-    for message, origin in zip(adapted.request.messages, origins, strict=True):
-        if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
-            continue
-        if previous == chat_pb2.CHAT_ROLE_ASSISTANT and message.role == chat_pb2.CHAT_ROLE_ASSISTANT:
-            adapted.notices.append(
-                Notice(
-                    provider_rules.ASSISTANT_MERGED,
-                    "sent in one assistant message with the one before it (Converse alternates roles)",
-                    f"{path}.messages[{origin}]",
-                )
-            )
-        previous = message.role
+    provider_rules.assistant_merges(
+        adapted,
+        origins,
+        path,
+        "sent in one assistant message with the one before it (Converse alternates roles)",
+    )
 
 
 # --- rendering -------------------------------------------------------------------------------

@@ -318,22 +318,28 @@ def gemini_adapt(adapted: Adapted, origins: list[int], path: str) -> None:
 
 
 def gemini_merges(adapted: Adapted, origins: list[int], path: str) -> None:
+    assistant_merges(
+        adapted,
+        origins,
+        path,
+        "sent in one model turn with the assistant message before it "
+        "(Gemini needs a function call turn to follow a user or function response turn)",
+    )
+
+
+def assistant_merges(adapted: Adapted, origins: list[int], path: str, why: str) -> None:
+    """A notice on each assistant message sent as one with the assistant message before it.
+
+    No merge reaches across a prefix: a prefix is only continued by a user message.
+    """
     if adapted.prefix is not None:
-        # A prefix is only continued by a user message: no merge across it.
         adapted.notices.extend(adapted.prefix.message_notices)
     previous = None
     for message, origin in zip(adapted.request.messages, origins, strict=True):
         if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
             continue
         if previous == chat_pb2.CHAT_ROLE_ASSISTANT and message.role == chat_pb2.CHAT_ROLE_ASSISTANT:
-            adapted.notices.append(
-                Notice(
-                    ASSISTANT_MERGED,
-                    "sent in one model turn with the assistant message before it "
-                    "(Gemini needs a function call turn to follow a user or function response turn)",
-                    f"{path}.messages[{origin}]",
-                )
-            )
+            adapted.notices.append(Notice(ASSISTANT_MERGED, why, f"{path}.messages[{origin}]"))
         previous = message.role
 
 
