@@ -1,6 +1,9 @@
 """Figures of the server's edge (issue rows on unknown methods, idle connections, a stuck collector).
 
-    .venv/bin/python scripts/edge_figures.py [unknown_methods] [idle_connections] [stuck_collector]
+    .venv/bin/python scripts/edge_figures.py [unknown_methods] [known_method] [idle_connections] \
+        [stuck_collector]
+
+known_method is unknown_methods' control: the same unauthenticated calls to a method the server has.
 
 Starts real servers (`pioneer-grpc serve`) on loopback, one per figure, each stopped at the end; prints one
 line per figure. Bounded: every wait has a timeout.
@@ -18,6 +21,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
@@ -82,12 +86,22 @@ def stop(proc: subprocess.Popen) -> float:
     return time.monotonic() - started
 
 
-async def made_up(address: str, first: int, count: int) -> dict[str, int]:
+def made_up_path(n: int) -> str:
+    return f"/x{n}.{'m' * 4096}/M{n}"
+
+
+def known_path(n: int) -> str:
+    return "/pioneer.v1.EchoService/Echo"
+
+
+async def made_up(
+    address: str, first: int, count: int, path: Callable[[int], str] = made_up_path
+) -> dict[str, int]:
     codes: dict[str, int] = {}
     async with grpc.aio.insecure_channel(address) as channel:
 
         async def one(n: int) -> None:
-            call = channel.unary_unary(f"/x{n}.{'m' * 4096}/M{n}")
+            call = channel.unary_unary(path(n))
             try:
                 await call(b"", timeout=30)
                 code = "OK"
@@ -101,16 +115,25 @@ async def made_up(address: str, first: int, count: int) -> dict[str, int]:
 
 
 async def unknown_methods(directory: Path) -> None:
+    await _unauthenticated(directory / "a", made_up_path, "made-up 4 KB methods")
+
+
+async def known_method(directory: Path) -> None:
+    """The control of unknown_methods: the same calls to a method the server has."""
+    await _unauthenticated(directory / "k", known_path, "a known method (the control)")
+
+
+async def _unauthenticated(home: Path, path: Callable[[int], str], what: str) -> None:
     port, metrics = free_port(), free_port()
-    proc = serve(directory / "a", port, "--token", TOKEN, "--metrics-listen", f"127.0.0.1:{metrics}")
+    proc = serve(home, port, "--token", TOKEN, "--metrics-listen", f"127.0.0.1:{metrics}")
     try:
         await serving(f"127.0.0.1:{port}")
-        await made_up(f"127.0.0.1:{port}", 0, 4000)
+        await made_up(f"127.0.0.1:{port}", 0, 4000, path)
         before, lines_before = rss_mib(proc.pid), len(scrape(metrics).splitlines())
-        codes = await made_up(f"127.0.0.1:{port}", 4000, 10_000)
+        codes = await made_up(f"127.0.0.1:{port}", 4000, 10_000, path)
         text = scrape(metrics)
         print(
-            f"10,000 unauthenticated calls to made-up 4 KB methods: {codes}; RSS {before:.1f} -> "
+            f"10,000 unauthenticated calls to {what}: {codes}; RSS {before:.1f} -> "
             f"{rss_mib(proc.pid):.1f} MiB; /metrics lines {lines_before} -> {len(text.splitlines())}, "
             f"{len(text.encode()) / 1024:.0f} KiB"
         )
@@ -176,7 +199,7 @@ async def stuck_collector(directory: Path) -> None:
 
 async def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
-        chosen = sys.argv[1:] or ["unknown_methods", "idle_connections", "stuck_collector"]
+        chosen = sys.argv[1:] or ["unknown_methods", "known_method", "idle_connections", "stuck_collector"]
         for figure in (globals()[name] for name in chosen):
             await asyncio.wait_for(figure(Path(directory)), 300)
 
