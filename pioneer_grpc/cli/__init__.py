@@ -130,13 +130,14 @@ def _serve(args: argparse.Namespace) -> int:
 
         if is_sqlite(config.effective_database_url):
             logging.getLogger(__name__).warning(
-                "%d workers on SQLite: every write of every worker waits for the one writer, and each worker "
-                "polls for the others' manifest events; use PostgreSQL (--database-url) for more than one",
+                "%d workers on SQLite: every write of every worker queues for SQLite's single writer, and "
+                "each worker polls for the others' manifest events; use PostgreSQL (--database-url) for "
+                "more than one",
                 config.workers,
             )
         try:
             return serve_workers(config)
-        except OSError as exc:
+        except (StartupError, OSError) as exc:
             return exits.fail("serve", f"cannot start: {exc}", exits.FAILURE)
     try:
         return asyncio.run(_run_until_signal(flags, args.config))

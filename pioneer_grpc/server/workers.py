@@ -57,7 +57,6 @@ import setproctitle
 
 from pioneer_grpc import __version__
 from pioneer_grpc.config import Config
-from pioneer_grpc.store.engine import is_sqlite
 
 log = logging.getLogger(__name__)
 
@@ -87,14 +86,14 @@ def _reserve(listen: str) -> tuple[socket.socket, str]:
 async def _prepare_store(config: Config) -> None:
     """Migrations and bootstrap files, once, before any worker opens the store."""
     from pioneer_grpc.compiler.seed import ensure_bootstrap_files
+    from pioneer_grpc.server.app import migrate_reachable
     from pioneer_grpc.store.engine import create_engine
-    from pioneer_grpc.store.migrate import migrate
 
     await asyncio.to_thread(config.home.mkdir, parents=True, exist_ok=True)
     await asyncio.to_thread(ensure_bootstrap_files, config.home)
     engine = create_engine(config.effective_database_url, config.sqlite_synchronous)
     try:
-        await migrate(engine)
+        await migrate_reachable(engine)
     finally:
         await engine.dispose()
 
@@ -301,12 +300,6 @@ def serve_workers(config: Config) -> int:
     """Runs until SIGTERM/SIGINT (exit 0); exit 1 when a worker fails to start."""
     setproctitle.setproctitle(f"pioneer-grpc serve: supervisor ({config.workers} workers) {config.listen}")
     asyncio.run(_prepare_store(config))
-    if is_sqlite(config.effective_database_url):
-        log.warning(
-            "%d workers on SQLite: every write of every worker queues for SQLite's single writer; "
-            "for more than one worker use PostgreSQL (--database-url postgresql+asyncpg://...)",
-            config.workers,
-        )
     holder, address = _reserve(config.listen)
     setproctitle.setproctitle(f"pioneer-grpc serve: supervisor ({config.workers} workers) {address}")
     supervisor = _Supervisor(config, address)
