@@ -87,7 +87,8 @@ async def test_rendering_a_lone_surrogate_is_invalid_argument_or_rendered(server
     if provider in (P.PROVIDER_ANTHROPIC_MESSAGES, P.PROVIDER_GEMINI_GENERATE_CONTENT):
         code, _, message = await _refusal(call)
         assert code == grpc.StatusCode.INVALID_ARGUMENT
-        assert "messages[1].tool_calls[0].arguments" in message and "surrogate" in message
+        assert "messages[1].tool_calls[0].arguments" in message
+        assert "surrogate" in message
     else:
         # OpenAI takes the arguments as the text the model produced: sent as they are.
         body = (await call).body_json

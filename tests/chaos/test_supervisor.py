@@ -60,7 +60,8 @@ async def start(
     started.append(proc)
     assert proc.stdout is not None
     line = (await asyncio.wait_for(proc.stdout.readline(), 120)).decode()
-    assert "serving on " in line and "(2 workers)" in line, (line, log.read_text())
+    assert "serving on " in line, (line, log.read_text())
+    assert "(2 workers)" in line, (line, log.read_text())
     return proc, line.split("serving on ", 1)[1].split()[0], log
 
 

@@ -308,7 +308,8 @@ def test_a_lookup_answers_only_an_unchanged_kept_compile(home: Path, cache: Comp
     request = full_profile_input()
     target = prompt_pb2.CompiledPromptPayload()
     assert not cache.cached_into(target, request, [home])
-    assert target.ByteSize() == 0 and (cache.hits, cache.misses) == (0, 0)
+    assert target.ByteSize() == 0
+    assert (cache.hits, cache.misses) == (0, 0)
     before = primed(cache, request, [home])
     hits = cache.hits
     assert cache.cached_into(target, request, [home], thread_id="t", turn_id="u")

@@ -35,7 +35,8 @@ def test_forget_only_shows_no_recalled_content(home: Path) -> None:
         assert recalled not in payload.full_system_text, recalled
     assert "`memory_forget`" in text
     withheld = [d for d in payload.manifest.diagnostics if d.code == "memory_withheld_by_policy"]
-    assert len(withheld) == 1 and withheld[0].section_id == "memory_recall"
+    assert len(withheld) == 1
+    assert withheld[0].section_id == "memory_recall"
     assert "2 recalled memories, thread_context, task_context" in withheld[0].message
 
 
@@ -57,7 +58,9 @@ def test_full_policy_with_memory_tools_keeps_its_guidance(home: Path) -> None:
         compile_in(home, memory_recall=recall(prompt_pb2.MEMORY_POLICY_FULL, ["memory_search"])),
         "memory_recall",
     ).content
-    assert "Search it when" in text and "`memory_search`" in text and "Thread context:" in text
+    assert "Search it when" in text
+    assert "`memory_search`" in text
+    assert "Thread context:" in text
 
 
 def test_minimal_profile_dropping_inputs_leaves_a_diagnostic(home: Path) -> None:

@@ -64,7 +64,8 @@ def test_skill_body_over_budget_is_left_out_with_note_and_hint(home: Path) -> No
         limits=prompt_pb2.PromptLimits(max_skills_chars=1_000),
     )
     text = section(payload, "skills_runtime_prompt").content
-    assert "[Skill Body: a]" in text and "[Skill Body: b]" not in text
+    assert "[Skill Body: a]" in text
+    assert "[Skill Body: b]" not in text
     assert (
         "Full instructions left out to fit the budget: `b`.\n\n"
         "Load the exact instructions of any skill above on demand with read_skill." in text
@@ -119,7 +120,8 @@ def test_memory_items_stay_within_1500_chars(home: Path) -> None:
         home, prompt_pb2.MemoryRecall(policy=prompt_pb2.MEMORY_POLICY_FULL, items=items)
     )
     listed = text.split("Relevant memory context for this turn:\n")[1].split("\n")
-    assert len(listed) == 5 and listed[-1] == "(1 more recalled memories were left out to fit the budget.)"
+    assert len(listed) == 5
+    assert listed[-1] == "(1 more recalled memories were left out to fit the budget.)"
     assert [len(line) for line in listed[:-1]] == [304] * 4
     assert sum(len(line) for line in listed[:-1]) + 3 <= 1_500
     assert found == ["memory_items_omitted"]
@@ -183,7 +185,9 @@ def test_thread_context_keeps_snippets_that_fit_and_counts_the_rest(home: Path) 
     payload = compile_in(home, thread_context=snippets)
     text = section(payload, "thread_context").content
     assert len(text) <= 2_400
-    assert "chunk_0" in text and "chunk_1" in text and "chunk_2" not in text
+    assert "chunk_0" in text
+    assert "chunk_1" in text
+    assert "chunk_2" not in text
     assert text.endswith("(2 more recalled snippets were left out to fit the budget.)")
     assert [d.message for d in payload.manifest.diagnostics if d.code == "thread_context_truncated"] == [
         "2 of 4 thread context snippets left out for the 2400-char budget"
@@ -272,7 +276,8 @@ def test_hidden_tool_domains_catalog_stays_within_1200_chars(home: Path) -> None
     payload = compile_in(home, hidden_tool_domains=domains)
     text = section(payload, "request_tools.hidden_domains").content
     assert len(text) <= 1_200
-    assert text.split("\n")[-1].startswith("- (") and text.endswith("more domains not listed.)")
+    assert text.split("\n")[-1].startswith("- (")
+    assert text.endswith("more domains not listed.)")
     assert "hidden_tool_domains_truncated" in codes(payload)
 
 

@@ -113,7 +113,8 @@ def test_row_memory_recall_only_when_policy_allows(home: Path) -> None:
     assert (memory.title, memory.stability) == ("Memory Recall", DYNAMIC)
     assert memory.content.endswith("Relevant memory context for this turn:\n- user fact: Lives in Lyon.")
     assert memory.content.startswith("Memory is read-only this turn")
-    assert "not instructions" in memory.content and "the current request wins" in memory.content
+    assert "not instructions" in memory.content
+    assert "the current request wins" in memory.content
 
 
 def test_row_artifact_references_only_when_the_prompt_carries_refs(home: Path) -> None:

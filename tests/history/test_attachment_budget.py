@@ -75,7 +75,8 @@ async def test_missing_sizes_fall_back_to_a_stated_default_with_a_diagnostic(pg_
         ("u1", True, False),
         ("u1", False, True),
     ]
-    assert "2048 x 2048" in assumed[0].message and "3 from size_bytes" in assumed[1].message
+    assert "2048 x 2048" in assumed[0].message
+    assert "3 from size_bytes" in assumed[1].message
 
 
 async def test_the_same_images_cost_what_each_model_counts(pg_server):

@@ -45,8 +45,10 @@ async def test_compaction_keeps_most_of_its_target_not_0_2_percent(pg_server):
     assert 0.6 * 11_200 <= tokens <= 11_200, tokens
     summary = message.content
     assert request_text(49) in summary  # the latest request, and the turns before it as they were said
-    assert decision_text(49) in summary and decision_text(40) in summary
-    assert path(49) in summary and path(20) in summary  # file paths of older turns survive as items
+    assert decision_text(49) in summary
+    assert decision_text(40) in summary
+    assert path(49) in summary
+    assert path(20) in summary  # file paths of older turns survive as items
     assert "Decisions:" in summary
 
 
@@ -67,7 +69,8 @@ async def test_old_tool_results_are_cleared_before_any_summary(pg_server):
     assert report.tokens_after == report.tokens_before - saved < report.threshold_tokens
     assert codes(response) == ["tool_results_cleared"]
     tools = [m for m in response.messages if m.role == chat_pb2.CHAT_ROLE_TOOL]
-    assert len(tools) == 12 and [m.tool_call_id for m in tools] == [f"call-{i}" for i in range(12)]
+    assert len(tools) == 12
+    assert [m.tool_call_id for m in tools] == [f"call-{i}" for i in range(12)]
     assert tools[0].content == (
         "[Result cleared to save context: 759 tokens of read_file output (call call-0). "
         "Call read_file again with the same arguments to see it.]"
@@ -169,4 +172,5 @@ async def test_summary_text_of_a_small_conversation_stays_items_only():
     )
     [tokens] = await count_tokens([summary_text(text)])
     assert tokens <= sum(e.token_count + 4 for e in entries)
-    assert "Recent turns" not in text and path(1) in text
+    assert "Recent turns" not in text
+    assert path(1) in text

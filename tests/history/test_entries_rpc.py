@@ -111,7 +111,8 @@ async def test_a_completed_turn_takes_no_new_entries_but_repeats_are_fine(pg_ser
     await append(history, "t", entry("e1", "turn-1"))
     await history.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id="turn-1"))
     again = await append(history, "t", entry("e1", "turn-1"))
-    assert again.existing_count == 1 and again.entries[0].completed
+    assert again.existing_count == 1
+    assert again.entries[0].completed
     error = await failure(append(history, "t", entry("e2", "turn-1")))
     assert error.code == grpc.StatusCode.FAILED_PRECONDITION
 

@@ -14,7 +14,8 @@ async def test_create_thread_retried_with_the_same_config_answers_the_stored_thr
     first = await create(history, "t", config(64_000, 8_000, model="m"))
     await turn(history, "t", "u1", entry("e1", "u1"))
     again = await create(history, "t", config(64_000, 8_000, model="m"))
-    assert again.thread_id == "t" and again.config == first.config
+    assert again.thread_id == "t"
+    assert again.config == first.config
     assert again.create_time == first.create_time
     assert again.entry_count == 1
 
@@ -53,7 +54,8 @@ async def test_same_entry_in_another_turn_says_the_turn_differs_not_the_content(
             pb.AppendEntriesRequest(thread_id="t", entries=[entry("e1", "u1", content="ho")])
         )
     )
-    assert changed.reason == reasons.ENTRY_CONFLICT and changed.metadata["differing_fields"] == "content"
+    assert changed.reason == reasons.ENTRY_CONFLICT
+    assert changed.metadata["differing_fields"] == "content"
 
 
 async def test_appending_to_a_completed_turn_is_turn_completed(pg_server):

@@ -56,7 +56,8 @@ async def test_stays_within_the_target_and_prefers_the_newest():
     text = await summarize(long, 150)
     [tokens] = await count_tokens([summary_text(text)])
     assert tokens <= 150
-    assert "option 199" in text and "option 0 " not in text
+    assert "option 199" in text
+    assert "option 0 " not in text
 
 
 async def test_is_deterministic_and_carries_a_previous_summary_forward():

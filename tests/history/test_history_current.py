@@ -43,7 +43,8 @@ async def test_a_load_after_completed_turns_reads_those_turns_and_answers_as_a_w
         assert RowsRead.entries - before == added == 4 * done  # the new turns' rows, not the thread's
         assert current.report.decision == history_pb2.HISTORY_DECISION_FULL
         again = await load(history, "t")  # unchanged: kept, nothing read
-        assert RowsRead.entries - before == added and again == current
+        assert RowsRead.entries - before == added
+        assert again == current
     whole = await _whole(pg_server, history, "t")
     assert whole == current
     assert whole.report.entries_kept == 120 + 4 + 12
@@ -66,7 +67,8 @@ async def test_open_entries_and_an_excluded_turn_stay_out_of_the_kept_history(pg
     assert without.report.entries_kept == 12
     assert (await load(history, "t")).report.entries_kept == 16
     whole = await _whole(pg_server, history, "t")
-    assert whole.messages == current.messages and whole.report.entries_kept == 16
+    assert whole.messages == current.messages
+    assert whole.report.entries_kept == 16
 
 
 async def test_another_servers_writes_are_seen_exactly(database_url, server_factory):

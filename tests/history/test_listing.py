@@ -98,6 +98,7 @@ async def test_bad_page_requests_are_invalid_argument(pg_server):
     )
     assert (foreign.code, foreign.reason) == (grpc.StatusCode.INVALID_ARGUMENT, reasons.INVALID_PAGE_TOKEN)
     garbage = await failure(history.ListThreads(pb.ListThreadsRequest(page_token="not a token")))
-    assert garbage.reason == reasons.INVALID_PAGE_TOKEN and garbage.violations[0][0] == "page_token"
+    assert garbage.reason == reasons.INVALID_PAGE_TOKEN
+    assert garbage.violations[0][0] == "page_token"
     missing = await failure(history.ListTurns(pb.ListTurnsRequest(thread_id="nope")))
     assert (missing.code, missing.reason) == (grpc.StatusCode.NOT_FOUND, reasons.THREAD_NOT_FOUND)

@@ -167,7 +167,8 @@ async def test_oversized_entry_is_stored_then_cut_when_compression_fails(server_
     stored = await history.AppendEntries(
         pb.AppendEntriesRequest(thread_id="t", entries=[entry("big", "turn-0", content=huge)])
     )
-    assert stored.existing_count == 1 and stored.entries[0].token_count == 3000
+    assert stored.existing_count == 1
+    assert stored.entries[0].token_count == 3000
 
 
 async def test_load_errors(pg_server):

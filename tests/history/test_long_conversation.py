@@ -90,5 +90,7 @@ async def test_three_hundred_tool_heavy_turns_clear_before_they_summarize(pg_ser
     print(f"last summary: {tokens} tokens of a 1,000 target, through turn {last}")
     assert 600 <= tokens <= 1_000
     assert request_text(last) in summary.text
-    assert path(last) in summary.text and path(last - 3) in summary.text
-    assert decision_text(last) in summary.text and "Decisions:" in summary.text
+    assert path(last) in summary.text
+    assert path(last - 3) in summary.text
+    assert decision_text(last) in summary.text
+    assert "Decisions:" in summary.text

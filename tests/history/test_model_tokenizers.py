@@ -97,7 +97,8 @@ async def test_count_tokens_answers_in_the_models_tokenizer(pg_server):
     for model in ("", "gpt-4", "gpt-4o-mini", "claude-haiku-4-5", "gemini-2.5-flash"):
         reply = await history.CountTokens(pb.CountTokensRequest(texts=TEXTS, messages=[message], model=model))
         answers[model] = reply
-        assert reply.total_tokens == sum(reply.token_counts) and len(reply.token_counts) == 4
+        assert reply.total_tokens == sum(reply.token_counts)
+        assert len(reply.token_counts) == 4
     assert [(answers[m].tokenizer, answers[m].exact) for m in answers] == [
         ("cl100k_base", True),
         ("cl100k_base", True),

@@ -43,7 +43,8 @@ async def test_success_sends_one_user_message_per_the_original(fake, monkeypatch
     assert "about 1234 tokens" in prompt
     assert "We use tabs." in prompt
     assert "User: Fix src/a.py" in prompt
-    assert "Assistant: " + "A" * 3000 + " [...]" in prompt and "A" * 3001 not in prompt
+    assert "Assistant: " + "A" * 3000 + " [...]" in prompt
+    assert "A" * 3001 not in prompt
     for kept in ("file paths", "every correction", "decision", "errors", "still open"):
         assert kept in prompt
     assert fake.headers[0]["authorization"] == "Bearer sk-test"

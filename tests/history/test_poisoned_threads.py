@@ -158,7 +158,8 @@ async def test_the_turn_in_progress_is_not_repaired_while_its_call_may_run(pg_se
     assert "'c1'" in (raised.value.details() or "")
     status = rpc_status.from_call(raised.value)
     info = error_details_pb2.ErrorInfo()
-    assert status is not None and any(d.Unpack(info) for d in status.details)
+    assert status is not None
+    assert any(d.Unpack(info) for d in status.details)
     assert info.reason == "TOOL_RESULTS_PENDING"
     # The failed round stored nothing: the call is sent again with its result.
     assert await c.entry_count("t") == 1

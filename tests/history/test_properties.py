@@ -63,7 +63,8 @@ def assert_no_split_pair(snap: decide.Snapshot, messages: list[chat_pb2.ChatMess
             open_calls = {c.id for c in message.tool_calls}
             expected = results_of[message.tool_calls[0].id]
             following = body[index + 1 : index + 1 + expected]
-            assert len(following) == expected and all(m.role == chat_pb2.CHAT_ROLE_TOOL for m in following)
+            assert len(following) == expected
+            assert all(m.role == chat_pb2.CHAT_ROLE_TOOL for m in following)
 
 
 @settings(max_examples=600, deadline=None)

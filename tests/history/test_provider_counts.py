@@ -49,12 +49,15 @@ async def test_anthropic_counts_are_the_providers_own(server_factory, monkeypatc
     assert (reply.tokenizer, reply.exact, reply.fallback_reason) == ("anthropic_count_tokens", True, "")
     # The stand-in counts len // 3; an empty text is not sent.
     expected = [len(t) // 3 for t in TEXTS] + [len(MESSAGE.content) // 3]
-    assert list(reply.token_counts) == expected and reply.total_tokens == sum(expected)
+    assert list(reply.token_counts) == expected
+    assert reply.total_tokens == sum(expected)
     assert len(fake.requests) == 3
     path, headers, body = fake.requests[0]
     assert path == "/v1/messages/count_tokens"
-    assert headers["x-api-key"] == fake.api_key and headers["anthropic-version"] == "2023-06-01"
-    assert body["model"] == "claude-haiku-4-5" and body["messages"][0]["role"] == "user"
+    assert headers["x-api-key"] == fake.api_key
+    assert headers["anthropic-version"] == "2023-06-01"
+    assert body["model"] == "claude-haiku-4-5"
+    assert body["messages"][0]["role"] == "user"
 
 
 async def test_gemini_counts_are_the_providers_own(server_factory, monkeypatch, fake):
@@ -65,7 +68,8 @@ async def test_gemini_counts_are_the_providers_own(server_factory, monkeypatch, 
     paths = {path for path, _, _ in fake.requests}
     assert paths == {"/v1beta/models/gemini-2.5-flash:countTokens"}
     _, headers, body = fake.requests[0]
-    assert headers["x-goog-api-key"] == fake.api_key and "x-api-key" not in headers
+    assert headers["x-goog-api-key"] == fake.api_key
+    assert "x-api-key" not in headers
     assert body["contents"][0]["parts"][0]["text"] in {*TEXTS, MESSAGE.content}
 
 
@@ -113,7 +117,8 @@ async def test_too_many_items_are_estimated_without_asking(server_factory, monke
     reply = await stub(server).CountTokens(pb.CountTokensRequest(texts=texts, model="claude-haiku-4-5"))
     assert (reply.tokenizer, reply.exact) == ("claude_estimate", False)
     assert list(reply.token_counts) == tokens.count_blocking(texts, "claude_estimate")
-    assert str(MAX_ITEMS) in reply.fallback_reason and fake.requests == []
+    assert str(MAX_ITEMS) in reply.fallback_reason
+    assert fake.requests == []
 
 
 async def test_without_a_key_the_estimate_is_returned_without_any_request(server_factory, monkeypatch, fake):

@@ -14,7 +14,8 @@ async def test_create_with_defaults_then_get(pg_server):
     thread = await create(history, "t-1", config(model="gpt-x"))
     assert thread.thread_id == "t-1"
     assert (thread.config.max_context_tokens, thread.config.response_reserve_tokens) == (128_000, 16_000)
-    assert thread.config.model == "gpt-x" and thread.config.summary_model == ""
+    assert thread.config.model == "gpt-x"
+    assert thread.config.summary_model == ""
     await turn(history, "t-1", "turn-1", entry("e1", "turn-1"), entry("e2", "turn-1"))
     got = (await history.GetThread(pb.GetThreadRequest(thread_id="t-1"))).thread
     assert got.entry_count == 2
@@ -25,7 +26,8 @@ async def test_create_with_defaults_then_get(pg_server):
 async def test_server_generated_ids_are_unique(pg_server):
     history = stub(pg_server)
     first, second = await create(history, ""), await create(history, "")
-    assert first.thread_id.startswith("thr_") and first.thread_id != second.thread_id
+    assert first.thread_id.startswith("thr_")
+    assert first.thread_id != second.thread_id
 
 
 async def test_duplicate_id_is_already_exists_and_keeps_the_original(pg_server):

@@ -100,10 +100,12 @@ def test_missing_sizes_are_assumed_and_named():
     # 2048 x 2048 assumed (1,599 for Claude), 3 pages from 250,000 bytes, 1 page without a size.
     assert counted.tokens == image_tokens(rule, 2048, 2048) + 3 * 3_000 + 3_000
     assert len(counted.assumed) == 3
-    assert "'shot'" in counted.assumed[0] and "2048 x 2048" in counted.assumed[0]
+    assert "'shot'" in counted.assumed[0]
+    assert "2048 x 2048" in counted.assumed[0]
     assert "3 from size_bytes" in counted.assumed[1]
     sized = attachment_tokens(rule, [_ref("shot", kind="image", mime_type="image/jpeg")], sized_only=True)
-    assert sized.tokens == 0 and sized.assumed == ()
+    assert sized.tokens == 0
+    assert sized.assumed == ()
 
 
 def test_an_unknown_model_counts_images_as_gpt_4o():

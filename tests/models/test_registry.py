@@ -36,7 +36,8 @@ def test_every_packaged_entry_is_complete_and_dated():
 )
 def test_the_longest_prefix_wins(model: str, prefix: str, tokenizer: str):
     info = packaged_registry().lookup(model)
-    assert info is not None and (info.prefix, info.tokenizer) == (prefix, tokenizer)
+    assert info is not None
+    assert (info.prefix, info.tokenizer) == (prefix, tokenizer)
 
 
 def test_an_unknown_model_is_none():
@@ -54,8 +55,10 @@ def test_an_operator_file_adds_and_replaces_entries(tmp_path: Path):
     )
     registry = load_registry(path)
     llama, gpt = registry.lookup("llama-3-8b"), registry.lookup("gpt-4o")
-    assert llama is not None and (llama.context_window, llama.response_reserve) == (8192, 1024)
-    assert gpt is not None and gpt.context_window == 64000
+    assert llama is not None
+    assert (llama.context_window, llama.response_reserve) == (8192, 1024)
+    assert gpt is not None
+    assert gpt.context_window == 64000
     assert registry.lookup("claude-haiku-4-5") is not None  # the rest of the packaged file stays
 
 
@@ -94,15 +97,22 @@ def test_a_bad_file_fails_server_start_naming_the_field(tmp_path: Path, body: st
 def test_what_a_model_takes():
     registry = packaged_registry()
     o3 = registry.takes("o3-2025-04-16")
-    assert o3.known and o3.family == "openai" and o3.reasoning and not o3.temperature
-    assert not registry.takes("gpt-4.1").reasoning and registry.takes("gpt-4.1").temperature
+    assert o3.known
+    assert o3.family == "openai"
+    assert o3.reasoning
+    assert not o3.temperature
+    assert not registry.takes("gpt-4.1").reasoning
+    assert registry.takes("gpt-4.1").temperature
     assert registry.takes("gpt-4").media == frozenset()
     assert "video" in registry.takes("gemini-2.5-flash").media
     assert not registry.takes("claude-opus-5-5").forced_tool_choice
     assert registry.takes("claude-opus-5").forced_tool_choice
     assert not registry.takes("gpt-6.1-sol-preview").chat_completions_tools
     unknown = registry.takes("house-model-7")
-    assert not unknown.known and unknown.reasoning and unknown.temperature and len(unknown.media) == 4
+    assert not unknown.known
+    assert unknown.reasoning
+    assert unknown.temperature
+    assert len(unknown.media) == 4
 
 
 def test_an_operator_file_adds_tool_rules(tmp_path: Path):

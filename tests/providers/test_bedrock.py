@@ -177,11 +177,13 @@ def test_the_validators_can_fail() -> None:
 def test_cache_points_at_the_boundary_and_after_the_tools() -> None:
     body, notices = rendered(_bedrock_case("tools_auto"))
     system = body["system"]
-    assert "text" in system[0] and system[1] == {"cachePoint": {"type": "default"}}
+    assert "text" in system[0]
+    assert system[1] == {"cachePoint": {"type": "default"}}
     assert "cachePoint" not in json.dumps(system[2:])
     assert body["toolConfig"]["tools"][-1] == {"cachePoint": {"type": "default"}}
     assert body["toolConfig"]["toolChoice"] == {"auto": {}}
-    assert out_breakpoints("tools_auto") == 2 and notices == []
+    assert out_breakpoints("tools_auto") == 2
+    assert notices == []
 
 
 def out_breakpoints(case: str) -> int:
@@ -208,15 +210,15 @@ def test_tool_use_and_results_with_media_and_an_error_mark() -> None:
         "format": "png",
         "source": {"bytes": base64.b64encode(PNG).decode()},
     }
-    assert (
-        first["content"][2]["document"]["name"] == "invoice"
-        and first["content"][2]["document"]["format"] == "pdf"
-    )
+    assert first["content"][2]["document"]["name"] == "invoice"
+    assert first["content"][2]["document"]["format"] == "pdf"
     assert first["content"][2]["document"]["source"] == {"bytes": base64.b64encode(PDF).decode()}
-    assert second["status"] == "error" and "status" not in first
+    assert second["status"] == "error"
+    assert "status" not in first
     # call_0 again in a later turn: an id of its own, the same in the call and its result.
     again = messages[5]["content"][0]["toolUse"]["toolUseId"]
-    assert again != "call_0" and messages[6]["content"][0]["toolResult"]["toolUseId"] == again
+    assert again != "call_0"
+    assert messages[6]["content"][0]["toolResult"]["toolUseId"] == again
     assert notices == [("tool_call_id_rewritten", "chat_request.messages[6].tool_calls[0].id")]
 
 

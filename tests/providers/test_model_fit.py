@@ -37,7 +37,8 @@ def rendered(provider: int, req: chat_pb2.ChatRequest) -> tuple[dict[str, Any], 
 @pytest.mark.parametrize("model", ["gpt-4o", "gpt-4.1", "gpt-4o-mini-2024-07-18"])
 def test_no_reasoning_effort_to_openai_models_without_reasoning(provider: int, model: str) -> None:
     body, notices = rendered(provider, request(model, reasoning={"effort": "REASONING_EFFORT_HIGH"}))
-    assert "reasoning_effort" not in body and "reasoning" not in body
+    assert "reasoning_effort" not in body
+    assert "reasoning" not in body
     assert notices == {"reasoning_not_sent": "chat_request.reasoning"}
 
 
@@ -55,13 +56,15 @@ def test_no_temperature_to_openai_reasoning_models(provider: int, model: str) ->
     assert "temperature" not in body
     assert notices == {"temperature_not_sent": "chat_request.temperature"}
     body, notices = rendered(provider, request("gpt-4.1", temperature=0.4))
-    assert body["temperature"] == 0.4 and notices == {}
+    assert body["temperature"] == 0.4
+    assert notices == {}
 
 
 def test_no_thinking_to_claude_3_haiku() -> None:
     req = request("claude-3-haiku-20240307", reasoning={"effort": "REASONING_EFFORT_LOW"})
     body, notices = rendered(ANTHROPIC, req)
-    assert "thinking" not in body and body["max_tokens"] == 4096
+    assert "thinking" not in body
+    assert body["max_tokens"] == 4096
     assert notices == {"reasoning_not_sent": "chat_request.reasoning"}
     # With thinking left out, a forced tool choice is no longer refused.
     req = request("claude-3-haiku-20240307", reasoning={"effort": "REASONING_EFFORT_LOW"}, tools=[WEATHER])
@@ -80,11 +83,13 @@ def test_no_thinking_config_to_gemini_2_0_flash(reasoning: dict[str, Any]) -> No
 @pytest.mark.parametrize("provider", [CHAT, RESPONSES])
 def test_an_openai_thinking_budget_is_named_when_left_out(provider: int) -> None:
     body, notices = rendered(provider, request("o3", reasoning={"budgetTokens": 5000}))
-    assert "reasoning" not in body and "reasoning_effort" not in body
+    assert "reasoning" not in body
+    assert "reasoning_effort" not in body
     assert notices == {"thinking_budget_not_sent": "chat_request.reasoning.budget_tokens"}
     both = request("o3", reasoning={"budgetTokens": 5000, "effort": "REASONING_EFFORT_LOW"})
     body, notices = rendered(provider, both)
-    assert "low" in json.dumps(body) and "5000" not in json.dumps(body)
+    assert "low" in json.dumps(body)
+    assert "5000" not in json.dumps(body)
     assert "its effort was sent" in render(provider, both).notices[0].message  # type: ignore[arg-type]
 
 
@@ -130,7 +135,9 @@ def test_media_a_model_does_not_read_is_a_line_of_text(provider: int) -> None:
     req = request("gpt-4-0613", messages=[{**USER, "contentParts": [IMAGE]}])
     body, notices = rendered(provider, req)
     text = json.dumps(body)
-    assert "iVBOR" not in text and "not sent: gpt-4-0613 does not read image parts" in text
+    assert "iVBOR" not in text
+    assert "not sent: gpt-4-0613 does not read image parts" in text
     assert notices == {"media_not_sent": "chat_request.messages[0].content_parts[0].image"}
     body, notices = rendered(provider, request("gpt-4o", messages=[{**USER, "contentParts": [IMAGE]}]))
-    assert "iVBOR" in json.dumps(body) and notices == {}
+    assert "iVBOR" in json.dumps(body)
+    assert notices == {}

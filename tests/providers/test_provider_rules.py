@@ -225,7 +225,8 @@ def test_a_conversation_starting_with_the_assistant_is_rejected_where_documented
 def test_call_names_in_the_history_are_sent_in_the_tool_name_pattern(provider: int) -> None:
     messages = [USER, assistant(call("c1", name="get weather")), result("c1", name="get weather")]
     body, notices = rendered(provider, request(provider, tools=[WEATHER], messages=messages))
-    assert "get weather" not in json.dumps(body) and "get_weather" in json.dumps(body)
+    assert "get weather" not in json.dumps(body)
+    assert "get_weather" in json.dumps(body)
     assert notices["tool_call_name_rewritten"] == "chat_request.messages[1].tool_calls[0].name"
 
 
@@ -245,7 +246,8 @@ def test_anthropic_call_ids_are_rewritten_consistently() -> None:
     body, notices = rendered(ANTHROPIC, request(ANTHROPIC, tools=[WEATHER], messages=messages))
     use = body["messages"][1]["content"][0]
     answer = body["messages"][2]["content"][0]
-    assert use["id"] == answer["tool_use_id"] and use["id"].startswith("functions_get_weather_0_")
+    assert use["id"] == answer["tool_use_id"]
+    assert use["id"].startswith("functions_get_weather_0_")
     assert notices == {"tool_call_id_rewritten": "chat_request.messages[1].tool_calls[0].id"}
 
 

@@ -232,7 +232,8 @@ def test_a_violation_after_a_prefix_is_named_as_in_the_whole_conversation(provid
     assert after.value.violations == scratch.value.violations
     # Named by their index in the whole conversation, after the history's.
     indices = [int(re.search(r"messages\[(\d+)\]", v.field).group(1)) for v in after.value.violations]  # type: ignore[union-attr]
-    assert indices and min(indices) >= len(HISTORY)
+    assert indices
+    assert min(indices) >= len(HISTORY)
 
 
 def test_a_prefix_is_never_changed_by_the_rounds_after_it() -> None:

@@ -24,9 +24,12 @@ async def bad_request(server: ServerHandle, request: P.RenderChatRequestRequest)
         await stub(server).RenderChatRequest(request, metadata=server.metadata())
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     status = rpc_status.from_call(info.value)
-    assert status is not None and status.code == code_pb2.INVALID_ARGUMENT
+    assert status is not None
+    assert status.code == code_pb2.INVALID_ARGUMENT
     details, info = error_details_pb2.BadRequest(), error_details_pb2.ErrorInfo()
-    assert len(status.details) == 2 and status.details[0].Unpack(details) and status.details[1].Unpack(info)
+    assert len(status.details) == 2
+    assert status.details[0].Unpack(details)
+    assert status.details[1].Unpack(info)
     assert (info.reason, info.domain) == ("INVALID_ARGUMENT", "pioneer.v1")
     return [(v.field, v.description) for v in details.field_violations]
 

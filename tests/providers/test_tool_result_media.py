@@ -63,4 +63,5 @@ def test_anthropic_marks_the_error_and_keeps_media_inside_the_result() -> None:
     body = json.loads(render(provider, build("tool_result_media", provider)).body_json)
     first, second = body["messages"][2]["content"]
     assert [b["type"] for b in first["content"]] == ["text", "image", "document"]
-    assert "is_error" not in first and second["is_error"] is True
+    assert "is_error" not in first
+    assert second["is_error"] is True

@@ -81,7 +81,8 @@ async def test_sqlite_lock_holds_across_processes(tmp_path):
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
     )
-    assert holder.stdout is not None and holder.stdin is not None
+    assert holder.stdout is not None
+    assert holder.stdin is not None
     assert await holder.stdout.readline() == b"held\n"
     async with compression_lock(engine, "t", 0.3) as held:
         assert not held

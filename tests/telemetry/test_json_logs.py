@@ -36,8 +36,10 @@ def test_a_line_carries_the_fields_attached_to_its_record():
         )
     )
     assert line["message"] == "rpc done"
-    assert line["level"] == "INFO" and line["logger"] == "pioneer_grpc.server"
-    assert line["time"].endswith("Z") and "T" in line["time"]
+    assert line["level"] == "INFO"
+    assert line["logger"] == "pioneer_grpc.server"
+    assert line["time"].endswith("Z")
+    assert "T" in line["time"]
     assert {k: line[k] for k in ("request_id", "method", "code", "duration_ms")} == {
         "request_id": "req-1",
         "method": "/pioneer.v1.TurnService/PrepareTurn",

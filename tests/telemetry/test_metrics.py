@@ -75,7 +75,8 @@ async def test_three_rounds_and_one_soul_edit_move_the_counters_by_exactly_that(
     assert delta(before, after, "pioneer_compile_cache_lookups_total", result="hit") == 1
     assert delta(before, after, "pioneer_summary_model_calls_total", summarizer="extractive") == 0
     [(build, one)] = labelled(after, "pioneer_build_info").items()
-    assert one == 1 and dict(build)["version"] == __version__
+    assert one == 1
+    assert dict(build)["version"] == __version__
     assert dict(build)["grpcio_version"] == grpc.__version__
     assert "# TYPE grpc_server_handling_seconds histogram" in text
     assert "first question" not in text

@@ -78,7 +78,8 @@ async def test_a_failed_rpcs_access_line_names_its_thread_and_reason(server, cap
     assert line["code"] == "NOT_FOUND"
     assert line["reason"] == "THREAD_NOT_FOUND"
     assert line["thread_id"] == "no-such-thread"
-    assert line["pid"] > 0 and "worker" not in line
+    assert line["pid"] > 0
+    assert "worker" not in line
 
 
 def test_a_worker_process_line_names_its_index():
@@ -98,4 +99,5 @@ def test_two_workers_on_sqlite_start_with_a_warning(tmp_path, monkeypatch, caplo
     assert cli.main(["serve", "--home", str(tmp_path), "--workers", "2"]) == 0
     assert started == [2]
     [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert warning.startswith("2 workers on SQLite") and "PostgreSQL" in warning
+    assert warning.startswith("2 workers on SQLite")
+    assert "PostgreSQL" in warning

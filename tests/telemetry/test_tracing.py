@@ -84,7 +84,9 @@ async def test_one_prepare_turn_is_a_span_tree_under_the_callers_trace(traced_se
     spans = [s for s in exporter.get_finished_spans() if s.context.trace_id == TRACE_ID]
     [root] = [s for s in spans if s.name == "pioneer.v1.TurnService/PrepareTurn"]
     assert root.kind == SpanKind.SERVER
-    assert root.parent is not None and root.parent.span_id == PARENT_ID and root.parent.is_remote
+    assert root.parent is not None
+    assert root.parent.span_id == PARENT_ID
+    assert root.parent.is_remote
     assert root.attributes is not None
     assert {
         k: root.attributes[k] for k in ("rpc.system", "rpc.service", "rpc.method", "rpc.grpc.status_code")
@@ -106,10 +108,12 @@ async def test_one_prepare_turn_is_a_span_tree_under_the_callers_trace(traced_se
     assert CHILDREN <= set(by_name)
     summarize = by_name["pioneer.history.summarize"]
     load = by_name["pioneer.history.load"]
-    assert summarize.parent is not None and summarize.parent.span_id == load.context.span_id
+    assert summarize.parent is not None
+    assert summarize.parent.span_id == load.context.span_id
     for name in CHILDREN - {"pioneer.history.summarize"}:
         parent = by_name[name].parent
-        assert parent is not None and parent.span_id == root.context.span_id, name
+        assert parent is not None, name
+        assert parent.span_id == root.context.span_id, name
 
     def attrs(name: str) -> dict:
         return dict(by_name[name].attributes or {})
@@ -170,7 +174,8 @@ async def test_a_failed_rpc_carries_its_code(traced_server, exporter):
 
 async def test_without_an_endpoint_nothing_is_traced(server):
     telemetry: Telemetry = server.ctx.telemetry
-    assert not telemetry.tracing and not telemetry.enabled
+    assert not telemetry.tracing
+    assert not telemetry.enabled
     assert telemetry.tracer_provider is None
     assert not telemetry.current_span().is_recording()
     with telemetry.span("pioneer.compile") as span:

@@ -73,4 +73,5 @@ async def test_the_table_is_printed_once_caught_up(server):
 
 def test_the_flag_is_parsed():
     args = build_parser().parse_args(["watch", "--stats", "--count", "2"])
-    assert args.stats and args.count == 2
+    assert args.stats
+    assert args.count == 2

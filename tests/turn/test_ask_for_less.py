@@ -25,7 +25,8 @@ async def test_provider_body_only_leaves_the_chat_request_out(server):
     whole = await c.turns.PrepareTurn(request)
     request.provider_body_only = True
     less = await c.turns.PrepareTurn(request)
-    assert not less.HasField("chat_request") and whole.HasField("chat_request")
+    assert not less.HasField("chat_request")
+    assert whole.HasField("chat_request")
     assert less.provider_body_json == whole.provider_body_json
     assert "hello" in json.dumps(json.loads(less.provider_body_json)["messages"][-1])
     assert (less.manifest, less.manifest_event_id, less.history_report) == (
@@ -64,7 +65,8 @@ async def test_counts_only_append_answers_without_the_entries(pg_server):
     full = await c.history.AppendEntries(
         history_service_pb2.AppendEntriesRequest(thread_id="t", entries=entries)
     )
-    assert [e.entry_id for e in full.entries] == ["e1"] and full.entries[0].token_count > 0
+    assert [e.entry_id for e in full.entries] == ["e1"]
+    assert full.entries[0].token_count > 0
 
 
 async def round_messages(c: Client, turn: str, text: str) -> list[str]:

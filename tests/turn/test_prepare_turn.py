@@ -97,7 +97,8 @@ async def test_first_round_returns_request_manifest_and_anthropic_body(server):
     assert [t.name for t in chat.tools] == ["get_weather"]
     assert chat.compiled_prompt.manifest.fingerprint_full == reply.manifest.fingerprint_full
     assert reply.history_report.decision == history_pb2.HISTORY_DECISION_FULL
-    assert reply.manifest.thread_id == "t-round" and reply.manifest.turn_id == "turn-1"
+    assert reply.manifest.thread_id == "t-round"
+    assert reply.manifest.turn_id == "turn-1"
     assert reply.manifest_event_id > 0
     stored = await c.manifests.GetTurnManifest(
         manifest_service_pb2.GetTurnManifestRequest(thread_id="t-round", turn_id="turn-1")
@@ -226,7 +227,8 @@ async def test_a_thread_over_the_threshold_is_summarized(server):
     report = reply.history_report
     assert report.decision == history_pb2.HISTORY_DECISION_SUMMARIZED
     assert report.summary_use == history_pb2.SUMMARY_USE_CREATED
-    assert report.budget_tokens == 2500 and report.tokens_after <= 2500
+    assert report.budget_tokens == 2500
+    assert report.tokens_after <= 2500
     first, last = reply.chat_request.messages[0], reply.chat_request.messages[-1]
     assert first.role == chat_pb2.CHAT_ROLE_SYSTEM
     assert first.content.startswith("Summary of earlier conversation:\n")

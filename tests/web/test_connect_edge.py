@@ -123,10 +123,12 @@ async def test_token_and_request_id(edge):
         headers={"content-type": "application/connect+json"},
     )
     assert refused.status_code == 200  # a stream's error travels in its end message
-    assert b'"unauthenticated"' in refused.content and b'"event"' not in refused.content
+    assert b'"unauthenticated"' in refused.content
+    assert b'"event"' not in refused.content
     # The page itself holds no data; a wrong method is refused.
     page = await client.get("/")
-    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert page.status_code == 200
+    assert "text/html" in page.headers["content-type"]
     assert (await client.get("/nothing-here")).status_code == 404
 
 
@@ -261,4 +263,6 @@ async def test_error_details_are_readable_and_responses_compact(edge):
     )
     ok = await http.unary(client, f"{HISTORY}/ListThreads", {"pageSize": 5}, TOKEN)
     assert ok.status_code == 200
-    assert "\n" not in ok.text and '": ' not in ok.text and ok.json()["threads"][0]["threadId"] == "t1"
+    assert "\n" not in ok.text
+    assert '": ' not in ok.text
+    assert ok.json()["threads"][0]["threadId"] == "t1"

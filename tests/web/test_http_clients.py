@@ -85,7 +85,8 @@ def assert_same_answers(got: dict, expected: dict) -> None:
     assert compiled == expected["compilePrompt"]
     prepared = json_format.Parse(json.dumps(got["prepareTurn"]), turn_service_pb2.PrepareTurnResponse())
     assert prepared == expected["prepareTurn"]
-    assert prepared.provider_body_json and prepared.chat_request.messages
+    assert prepared.provider_body_json
+    assert prepared.chat_request.messages
     events = [json_format.Parse(json.dumps(e), manifest_service_pb2.ManifestEvent()) for e in got["events"]]
     assert events == expected["events"]
     # Turn 1, then turn 2 after SOUL.md changed.
