@@ -248,11 +248,10 @@ class _Before:
 @dataclass(frozen=True)
 class _Round:
     model: str
-    history: CachedLoad | history_load.OverThreshold | None
+    history: CachedLoad | history_load.OverThreshold
     current: list[chat_pb2.ChatMessage]
     repairs: list[history_pb2.HistoryDiagnostic]
-    recorded: Recorded | None
-    pending: dict[str, history_pb2.ConversationEntry]
+    recorded: Recorded
     # Entries of other turns not completed, left out of history: (entries, turns).
     left_out: tuple[int, int] = (0, 0)
 
@@ -332,7 +331,7 @@ def _round(
         if recorded.event is not None:
             # A retry that recorded nothing new is not another round.
             observe.manifest_recorded(ctx, thread_id, manifest, (span, rpc_span))
-    return _Round(model, history, current, repaired.diagnostics, recorded, {}, left_out)
+    return _Round(model, history, current, repaired.diagnostics, recorded, left_out)
 
 
 async def _history_of(
@@ -405,8 +404,6 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
 
     work = partial(_round, ctx, request)
     done, committed_id = await ctx.runner.transact(prepare, work, EVENT_ID_SETTING)
-    if done.pending or done.recorded is None or done.history is None:
-        raise _pending_error(request.turn_id, done.pending)
     recorded = numbered(done.recorded, committed_id)
     if recorded is not done.recorded:
         ctx.telemetry.current_span().set_attribute(tracing.MANIFEST_EVENT_ID, recorded.event_id)
