@@ -30,13 +30,10 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
-import re
 import signal
 import socket
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator
@@ -45,14 +42,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import against_echo, load
 from bench_inputs import prepare_home
 
-ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).parent / "pioneer-grpc"
-LOADER = ROOT / "clients" / "go" / "bin" / "pioneer-load"
-SECONDS = os.environ.get("PIONEER_BENCH_SECONDS", "5")
-# Echo framing around its payload (tag and length), so the echo's messages match the real sizes.
-ECHO_FRAMING = 5
 
 
 def free_port() -> int:
@@ -96,41 +89,18 @@ async def serve(name: str, home: Path) -> AsyncIterator[Server]:
             await asyncio.wait_for(proc.wait(), 30)
 
 
-def load(address: str, rpc: str, concurrency: int, *flags: str) -> dict[str, Any]:
-    args = [str(LOADER), "-addr", address, "-rpc", rpc, "-concurrency", str(concurrency), *flags]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        raise RuntimeError(f"pioneer-load {' '.join(args[1:])} failed: {done.stderr.strip()}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    created = re.search(r"created thread (\S+)", done.stderr)
-    if created:
-        result["thread"] = created.group(1)
-    return result
-
-
 def seed(server: Server, seed_entries: int) -> None:
     """Creates the server's thread with one unmeasured call, so no measured run pays for seeding."""
-    result = load(server.address, "prepare-turn", 1, "-requests", "1", "-warmup", "0s",
-                  "-seed-entries", str(seed_entries), "-provider", "anthropic")
+    result = load(server.address, "prepare-turn", 1, requests=1, warmup="0s", seed_entries=seed_entries,
+                  provider="anthropic")
     server.thread = result["thread"]
 
 
 def one_run(server: Server, concurrency: int) -> dict[str, Any]:
-    """PrepareTurn, then an echo of the same sizes right after it; the ratio of their p50s."""
-    real = load(server.address, "prepare-turn", concurrency, "-duration", f"{SECONDS}s",
-                "-thread", server.thread, "-provider", "anthropic")
-    echo = load(server.address, "echo", concurrency, "-duration", f"{SECONDS}s",
-                "-payload-bytes", str(max(0, real["request_bytes"] - ECHO_FRAMING)),
-                "-response-bytes", str(max(0, real["response_bytes"] - ECHO_FRAMING)))
-    return {
-        "p50_ms": real["p50_ms"],
-        "echo_p50_ms": echo["p50_ms"],
-        "rps": real["rps"],
-        "echo_rps": echo["rps"],
-        "p50_vs_echo": real["p50_ms"] / echo["p50_ms"],
-        "errors": real["errors"] + echo["errors"],
-        "response_bytes": real["response_bytes"],
-    }
+    """PrepareTurn, then an echo of the same sizes right after it (bench.py's against_echo)."""
+    return against_echo(
+        server.address, "prepare-turn", concurrency, thread=server.thread, provider="anthropic"
+    )
 
 
 async def measure(rounds: int, concurrency: int, seed_entries: int) -> dict[str, Any]:
