@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.models.registry import Registry, packaged_registry
@@ -28,6 +29,23 @@ class RenderedRequest:
     @property
     def body_json(self) -> str:
         return self.body.decode("utf-8")
+
+
+@dataclass(frozen=True)
+class RenderedBody:
+    """A body rendered and accepted, its JSON text not written yet: `encoded()` writes it and
+    cannot fail (a caller may write it after committing to the body)."""
+
+    body: JSON
+    path: str
+    cache_breakpoints: int
+    notices: tuple[Notice, ...]
+    # The encoded size of what the body was rendered from (common.encoded_body).
+    source_bytes: int
+
+    def encoded(self) -> RenderedRequest:
+        encoded = encoded_body(self.body, source_bytes=self.source_bytes)
+        return RenderedRequest(encoded, self.path, self.cache_breakpoints, self.notices)
 
 
 def path_for(provider: int, model: str) -> str:
@@ -118,8 +136,9 @@ def render_after(
     options_path: str = "options",
     anthropic_stable_cacheable: bool | None = None,
     models: Registry | None = None,
-) -> RenderedRequest:
-    """`render(provider, whole(), ...)` with capped parts, rendering only what follows `prefix`.
+) -> RenderedBody:
+    """`render(provider, whole(), ...)` with capped parts, rendering only what follows `prefix`;
+    the body not written as JSON text yet (`.encoded()`).
 
     `request` is `whole()` without the prefix's messages (providers/prefix.py built
     `prefix` from them); `source_bytes` is `whole()`'s encoded size. The body and
@@ -128,6 +147,16 @@ def render_after(
     in the whole conversation), `whole()` is rendered.
     """
     spec = SPECS.get(provider)
+    rendering = partial(
+        render_prepared,
+        provider,
+        options=options,
+        path=path,
+        options_path=options_path,
+        anthropic_stable_cacheable=anthropic_stable_cacheable,
+        capped_parts=True,
+        models=models,
+    )
     if (
         prefix is not None
         and spec is not None
@@ -137,29 +166,10 @@ def render_after(
         <= model_fit.takes_for(spec, models or packaged_registry(), request.model).media
     ):
         try:
-            body, breakpoints, notices = render_prepared(
-                provider,
-                request,
-                options,
-                path=path,
-                options_path=options_path,
-                anthropic_stable_cacheable=anthropic_stable_cacheable,
-                capped_parts=True,
-                prefix=prefix,
-                models=models,
-            )
+            body, breakpoints, notices = rendering(request, prefix=prefix)
         except InvalidArgument:
             pass
         else:
-            encoded = encoded_body(body, source_bytes=source_bytes)
-            return RenderedRequest(encoded, path_for(provider, request.model), breakpoints, notices)
-    return render(
-        provider,
-        whole(),
-        options,
-        path=path,
-        options_path=options_path,
-        anthropic_stable_cacheable=anthropic_stable_cacheable,
-        capped_parts=True,
-        models=models,
-    )
+            return RenderedBody(body, path_for(provider, request.model), breakpoints, notices, source_bytes)
+    body, breakpoints, notices = rendering(whole())
+    return RenderedBody(body, path_for(provider, request.model), breakpoints, notices, source_bytes)

@@ -173,12 +173,38 @@ def kept_on(
     return found, read
 
 
+@dataclass(frozen=True)
+class Settled:
+    """A load over the threshold answered outside a transaction (a summarizer may have been asked),
+    and the thread's history state after it: the answer while the state is that one."""
+
+    state: HistoryState
+    result: CachedLoad | decide.LoadResult
+
+
+async def settle(ctx: ServiceContext, thread_id: str, exclude_turn_id: str, read: OverThreshold) -> Settled:
+    """`over_threshold`'s answer to `read`, and the state it leaves (read in one statement after it)."""
+    result = await over_threshold(ctx, thread_id, exclude_turn_id, False, read)
+
+    def state_on(conn: Connection) -> HistoryState:
+        return history_read_in(conn, thread_id, exclude_turn_id, NO_ENTRIES).state
+
+    return Settled(await ctx.runner.read(state_on), result)
+
+
 def history_on(
-    ctx: ServiceContext, conn: Connection, thread_id: str, exclude_turn_id: str
-) -> tuple[CachedLoad | OverThreshold, tuple[int, int]]:
-    """The history a load leaving out `exclude_turn_id` answers (kept, brought current, or read whole),
-    and the (entries, turns) of other turns not completed that it leaves out."""
+    ctx: ServiceContext,
+    conn: Connection,
+    thread_id: str,
+    exclude_turn_id: str,
+    settled: Settled | None = None,
+) -> tuple[CachedLoad | OverThreshold | decide.LoadResult, tuple[int, int]]:
+    """The history a load leaving out `exclude_turn_id` answers (kept, brought current, or read whole;
+    `settled` where the thread's state is still the one it was settled in), and the (entries, turns)
+    of other turns not completed that it leaves out."""
     found, read = kept_on(ctx, conn, thread_id, exclude_turn_id)
+    if settled is not None and settled.state == read.state:
+        return settled.result, read.left_out
     if found is None:
         # Leaving out a turn without completed entries changes nothing: the answer that excludes
         # nothing serves every such turn.
@@ -263,7 +289,9 @@ async def _full_load(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) 
     """Read whole, in a transaction of the store's runner: a load may store the counts it made."""
 
     def work(conn: Connection, _: None) -> CachedLoad | OverThreshold:
-        return history_on(ctx, conn, thread_id, exclude_turn_id)[0]
+        found = history_on(ctx, conn, thread_id, exclude_turn_id)[0]
+        assert not isinstance(found, decide.LoadResult)  # only a settled answer is one
+        return found
 
     found, _ = await ctx.runner.transact(nothing, work)
     return found

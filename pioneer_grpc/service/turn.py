@@ -11,10 +11,18 @@ append (counted again first when the model's tokenizer is another one), load the
 budgeted history leaving out the turn in progress (the kept one,
 brought current by the turns completed since: service/history_current.py), and
 record the manifest (the turn's existing event when it already holds this same
-manifest). A rejection inside it rolls everything back, and so does a turn whose
-latest tool calls have no result yet (FAILED_PRECONDITION): a failed round stores
-nothing. Only a history over the threshold is compressed after the
-commit, as a load would, under the thread's lock.
+manifest); then, still before the commit and off the event loop (the runner's
+`then`), render the provider body. A rejection anywhere in it rolls everything
+back: a turn whose latest tool calls have no result yet (FAILED_PRECONDITION), a
+body the provider rules refuse (INVALID_ARGUMENT). A failed round stores nothing
+and publishes no event. Only the body's encoding (the bulk of a large body's
+bytes, which cannot fail) is left for after the commit, out of the thread's lock.
+
+A history over the threshold is settled (cleared, truncated or compressed, as a
+load would) between two attempts of the transaction: the first rolls back when
+it finds one, the history is settled outside any transaction (a summarizer may
+be asked), and the round runs again with that answer while the thread's history
+is still the one it settled.
 
 The history comes back encoded, shared between rounds while the thread's
 history is unchanged and extended (not encoded again) when turns complete; the
@@ -25,7 +33,7 @@ messages copied and encoded again.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
@@ -35,7 +43,7 @@ from sqlalchemy.engine import Connection
 from pioneer_grpc import reasons
 from pioneer_grpc.caps import violations_of
 from pioneer_grpc.compiler.validate import input_violations, known_valid
-from pioneer_grpc.errors import FailedPrecondition, FieldViolation, InvalidArgument
+from pioneer_grpc.errors import Aborted, FailedPrecondition, FieldViolation, InvalidArgument
 from pioneer_grpc.events.recorder import (
     EVENT_ID_SETTING,
     PreparedManifest,
@@ -44,6 +52,7 @@ from pioneer_grpc.events.recorder import (
     prepare_manifest,
     record_in,
 )
+from pioneer_grpc.history import decide
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations
 from pioneer_grpc.history.render import entry_counted_texts, to_chat_message
@@ -51,7 +60,7 @@ from pioneer_grpc.history.repair import repair
 from pioneer_grpc.history.tokens import count_blocking
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.providers.prefix import render_prefix
-from pioneer_grpc.providers.render import RenderedRequest, render_after
+from pioneer_grpc.providers.render import RenderedBody, RenderedRequest, render_after
 from pioneer_grpc.providers.validate import tool_rule_violations
 from pioneer_grpc.remembered import Remembered
 from pioneer_grpc.service import history_load, observe, rendered_rounds, token_fit
@@ -248,12 +257,30 @@ class _Before:
 @dataclass(frozen=True)
 class _Round:
     model: str
-    history: CachedLoad | history_load.OverThreshold
+    history: CachedLoad | decide.LoadResult
     current: list[chat_pb2.ChatMessage]
     repairs: list[history_pb2.HistoryDiagnostic]
     recorded: Recorded
     # Entries of other turns not completed, left out of history: (entries, turns).
     left_out: tuple[int, int] = (0, 0)
+    # Whether `history` was settled before the transaction (its load observed then).
+    settled: bool = False
+    # Set by `_finished`, before the commit: the history framed as ChatRequest.messages, and the
+    # provider body when the request names a provider.
+    framed: bytes = b""
+    rendered: RenderedBody | None = None
+
+
+class _Unsettled(Exception):
+    """The round found a history over the threshold: rolled back, to settle it outside the transaction."""
+
+    def __init__(self, over: history_load.OverThreshold) -> None:
+        super().__init__("history over the threshold")
+        self.over = over
+
+
+# Times a round settles a history over the threshold before giving up on a thread that keeps changing.
+_SETTLE_ATTEMPTS = 3
 
 
 def _before_round(
@@ -286,7 +313,11 @@ def _before_round(
 
 
 def _round(
-    ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest, conn: Connection, before: _Before
+    ctx: ServiceContext,
+    request: turn_service_pb2.PrepareTurnRequest,
+    settled: history_load.Settled | None,
+    conn: Connection,
+    before: _Before,
 ) -> _Round:
     """Every read and write of the round, in one transaction (store/round.py says the order)."""
     thread_id, turn_id = request.thread_id, request.turn_id
@@ -319,78 +350,107 @@ def _round(
     current = [to_chat_message(entry) for entry in repaired.entries]
     if repaired.pending:
         raise _pending_error(turn_id, repaired.pending)  # rolls the round back: nothing is stored
-    history, left_out = history_load.history_on(ctx, conn, thread_id, turn_id)
-    rpc_span = ctx.telemetry.current_span()
+    history, left_out = history_load.history_on(ctx, conn, thread_id, turn_id, settled)
+    if isinstance(history, history_load.OverThreshold):
+        raise _Unsettled(history)  # rolls the round back; prepare_turn settles it and runs it again
     with ctx.telemetry.span("pioneer.manifest.record") as span:
         recorded = record_in(conn, before.manifest, turn, postgres=ctx.manifests.postgres)
-        manifest = before.payload.manifest
         if span.is_recording():
-            span.set_attribute(tracing.FINGERPRINT_STABLE, manifest.fingerprint_stable)
+            span.set_attribute(tracing.FINGERPRINT_STABLE, before.payload.manifest.fingerprint_stable)
             if recorded.event_id > 0:  # else PostgreSQL draws it at commit; the RPC's span gets it
                 span.set_attribute(tracing.MANIFEST_EVENT_ID, recorded.event_id)
-        if recorded.event is not None:
-            # A retry that recorded nothing new is not another round.
-            observe.manifest_recorded(ctx, thread_id, manifest, (span, rpc_span))
-    return _Round(model, history, current, repaired.diagnostics, recorded, left_out)
+    is_settled = settled is not None and history is settled.result
+    return _Round(model, history, current, repaired.diagnostics, recorded, left_out, is_settled)
 
 
-async def _history_of(
+def _finished(
     ctx: ServiceContext,
     request: turn_service_pb2.PrepareTurnRequest,
-    found: CachedLoad | history_load.OverThreshold,
-) -> tuple[bytes, history_pb2.HistoryDecisionReport, CachedLoad | None]:
-    """The history messages (framed as ChatRequest.messages), a report the caller may extend,
-    and the cached answer they come from (None when the load was not cached)."""
-    with ctx.telemetry.span("pioneer.history.load", {tracing.THREAD_ID: request.thread_id}) as span:
-        loaded = (
-            await history_load.over_threshold(ctx, request.thread_id, request.turn_id, False, found)
-            if isinstance(found, history_load.OverThreshold)
-            else found
-        )
-        cached = loaded if isinstance(loaded, CachedLoad) else None
-        if isinstance(loaded, CachedLoad):
-            history, report = loaded.framed(MESSAGES_FIELD), loaded.copy().report
-        else:
-            encoded = (m.SerializeToString() for m in loaded.messages)
-            history, report = repeated_records(MESSAGES_FIELD, encoded), loaded.report
-        observe.history_loaded(ctx, span, report)
-    return history, report, cached
+    head: chat_pb2.ChatRequest,
+    done: _Round,
+) -> _Round:
+    """The round with its history framed and its provider body rendered: the runner's `then`, before
+    the commit and off the event loop, so a body the provider rules refuse rolls the round back.
 
-
-def _rendered(
-    ctx: ServiceContext,
-    request: turn_service_pb2.PrepareTurnRequest,
-    prepared: PreparedTurn,
-    cached: CachedLoad | None,
-) -> RenderedRequest:
-    """The round's provider body. Blocking: one worker thread counts the stable prompt and renders.
-
-    The history's part of it (checked, paired, adapted, rendered) is kept with the
-    cached load and shared by every round until the history changes; only the
-    turn's own messages are rendered each round (providers/prefix.py says when
-    that gives the body rendered from scratch, and render_after falls back to it).
+    The history's part of the body (checked, paired, adapted, rendered) is kept with the
+    cached load and shared by every round until the history changes; only the turn's own
+    messages are rendered each round (providers/prefix.py says when that gives the body
+    rendered from scratch, and render_after falls back to it).
     """
-    path = "chat_request"
-    prefix = cached.rendered_prefix(request.provider, path, render_prefix) if cached is not None else None
+    history = done.history
+    if isinstance(history, CachedLoad):
+        framed = history.framed(MESSAGES_FIELD)
+    else:
+        framed = repeated_records(MESSAGES_FIELD, (m.SerializeToString() for m in history.messages))
+    if request.provider == provider_service_pb2.PROVIDER_UNSPECIFIED:
+        return replace(done, framed=framed)
     own = chat_pb2.ChatRequest()
-    own.CopyFrom(prepared.chat_head)
-    own.messages.extend(prepared.current)
-    cacheable = anthropic_stable_cacheable_blocking(
-        ctx.models, request.provider, prepared.chat_head, request.render_options
-    )
-    return render_after(
-        prefix,
-        request.provider,
-        own,
-        lambda: prepared.chat_request,
-        request.render_options,
-        # The whole request's encoded size, without joining it.
-        source_bytes=own.ByteSize() + len(prepared.history),
-        path=path,
-        options_path="render_options",
-        anthropic_stable_cacheable=cacheable,
-        models=ctx.models,
-    )
+    own.CopyFrom(head)
+    own.model = done.model
+    own.messages.extend(done.current)
+
+    def whole() -> chat_pb2.ChatRequest:
+        """The whole ChatRequest: the head's fields, the history, the turn's own messages."""
+        current = repeated_records(MESSAGES_FIELD, (m.SerializeToString() for m in done.current))
+        head_only = chat_pb2.ChatRequest()
+        head_only.CopyFrom(head)
+        head_only.model = done.model
+        return chat_pb2.ChatRequest.FromString(b"".join([head_only.SerializeToString(), framed, current]))
+
+    path = "chat_request"
+    cached = history if isinstance(history, CachedLoad) else None
+    prefix = cached.rendered_prefix(request.provider, path, render_prefix) if cached is not None else None
+    attributes = observe.render_attributes(ctx, request.provider, done.model)
+    with _named_as_request_fields(), ctx.telemetry.span("pioneer.provider.render", attributes):
+        cacheable = anthropic_stable_cacheable_blocking(
+            ctx.models, request.provider, own, request.render_options
+        )
+        rendered = render_after(
+            prefix,
+            request.provider,
+            own,
+            whole,
+            request.render_options,
+            # The whole request's encoded size, without joining it.
+            source_bytes=own.ByteSize() + len(framed),
+            path=path,
+            options_path="render_options",
+            anthropic_stable_cacheable=cacheable,
+            models=ctx.models,
+        )
+    # Notices name the request's own fields, as violations do.
+    notices = tuple(replace(n, field=_own_field(n.field)) for n in rendered.notices)
+    return replace(done, framed=framed, rendered=replace(rendered, notices=notices))
+
+
+def _report_of(history: CachedLoad | decide.LoadResult) -> history_pb2.HistoryDecisionReport:
+    return history.result.report if isinstance(history, CachedLoad) else history.report
+
+
+async def _committed_round(
+    ctx: ServiceContext,
+    request: turn_service_pb2.PrepareTurnRequest,
+    prepare: Callable[[], _Before],
+    then: Callable[[_Round], _Round],
+) -> tuple[_Round, str | None]:
+    """The round's transaction, committed; run again after settling a history over the threshold."""
+    settled: history_load.Settled | None = None
+    for attempt in range(_SETTLE_ATTEMPTS + 1):
+        try:
+            done, committed_id = await ctx.runner.transact(
+                prepare, partial(_round, ctx, request, settled), EVENT_ID_SETTING, then=then
+            )
+            return done, committed_id
+        except _Unsettled as unsettled:
+            if attempt == _SETTLE_ATTEMPTS:
+                raise Aborted(
+                    f"the history of thread {request.thread_id!r} kept changing while this round settled it; "
+                    "nothing of this request was stored: send it again"
+                ) from None
+            with ctx.telemetry.span("pioneer.history.load", {tracing.THREAD_ID: request.thread_id}) as span:
+                settled = await history_load.settle(ctx, request.thread_id, request.turn_id, unsettled.over)
+                observe.history_loaded(ctx, span, _report_of(settled.result))
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest) -> PreparedTurn:
@@ -399,33 +459,38 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
 
     def prepare() -> _Before:
         # Off the event loop: a request at its caps is megabytes to check, hash and count.
-        before.append(_before_round(ctx, request, *_checked_request(request, ctx.models)))
+        if not before:  # once, though a round over the threshold runs its transaction again
+            before.append(_before_round(ctx, request, *_checked_request(request, ctx.models)))
         return before[0]
 
-    work = partial(_round, ctx, request)
-    done, committed_id = await ctx.runner.transact(prepare, work, EVENT_ID_SETTING)
+    def then(done: _Round) -> _Round:
+        return _finished(ctx, request, before[0].head, done)
+
+    done, committed_id = await _committed_round(ctx, request, prepare, then)
     recorded = numbered(done.recorded, committed_id)
     if recorded is not done.recorded:
         ctx.telemetry.current_span().set_attribute(tracing.MANIFEST_EVENT_ID, recorded.event_id)
     ctx.manifests.published(recorded)
+    if recorded.event is not None:
+        # Counted once committed; a retry that recorded nothing new is not another round.
+        observe.manifest_recorded(ctx, request.thread_id, before[0].payload.manifest)
     if not request.model:
         observe.model_chosen(ctx, done.model)  # the thread's
-    history, report, cached = await _history_of(ctx, request, done.history)
+    history = done.history
+    # A cached load's answer is shared: its report is copied before it is extended.
+    report = history.copy().report if isinstance(history, CachedLoad) else history.report
+    if not done.settled:
+        with ctx.telemetry.span("pioneer.history.load", {tracing.THREAD_ID: request.thread_id}) as span:
+            observe.history_loaded(ctx, span, report)
     report.diagnostics.extend(done.repairs)
     # As LoadConversationHistory says: other turns not completed are left out of history.
     report.diagnostics.extend(history_load.left_out(*done.left_out))
     head = before[0].head
     head.model = done.model
-    prepared = PreparedTurn(head, history, done.current, report, recorded.event_id)
-    if request.provider != provider_service_pb2.PROVIDER_UNSPECIFIED:
-        attributes = observe.render_attributes(ctx, request.provider, done.model)
-        with _named_as_request_fields(), ctx.telemetry.span("pioneer.provider.render", attributes):
-            # Parts capped: history comes from stored entries, checked at append like this request's.
-            rendered = await asyncio.to_thread(_rendered, ctx, request, prepared, cached)
-        # Notices name the request's own fields, as violations do.
-        prepared.rendered = replace(
-            rendered, notices=tuple(replace(n, field=_own_field(n.field)) for n in rendered.notices)
-        )
+    prepared = PreparedTurn(head, done.framed, done.current, report, recorded.event_id)
+    if done.rendered is not None:
+        # Written as JSON text out of the transaction: the bulk of a large body, and it cannot fail.
+        prepared.rendered = await asyncio.to_thread(done.rendered.encoded)
     if ctx.config.keep_rendered_requests:  # off by default: then the round pays nothing for it
         await rendered_rounds.keep(ctx, request, prepared)
     return prepared

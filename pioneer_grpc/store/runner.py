@@ -16,7 +16,11 @@ read of one statement (a history load's state).
 
 `prepare` is blocking work that must happen before the transaction (a compile
 reading files): on SQLite it runs in the same thread just before, on PostgreSQL
-in a worker thread.
+in a worker thread. `then` is blocking work on what `work` read that decides
+whether the transaction commits (a round's provider body, which may be refused):
+on SQLite it runs in the same thread just after `work`, on PostgreSQL in a
+worker thread while the transaction waits; its locks are held meanwhile, so it
+must be short.
 
 The SQLite connection is a second connection to the store in this process; the
 two (and those of other worker processes) meet on SQLite's lock with the busy
@@ -73,10 +77,16 @@ class TransactionRunner:
             self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pioneer-sqlite-round")
 
     async def transact(
-        self, prepare: Callable[[], P], work: Callable[[Connection, P], R], setting: str = ""
+        self,
+        prepare: Callable[[], P],
+        work: Callable[[Connection, P], R],
+        setting: str = "",
+        *,
+        then: Callable[[R], R] | None = None,
     ) -> tuple[R, str | None]:
         """`work(conn, prepare())`, committed when it returns, rolled back when it raises; and then
-        the session setting `setting` as the commit left it.
+        the session setting `setting` as the commit left it. With `then`, the result is
+        `then(work(...))`, run before the commit off the event loop; what it raises rolls back.
 
         It runs to its end even when the caller is cancelled (store/work.py), and
         driver failures leave it as domain errors. On PostgreSQL a trigger that runs
@@ -85,12 +95,13 @@ class TransactionRunner:
         None on SQLite, where nothing runs at commit, and when `setting` is "".
         """
         if self._sync is None:
-            return await run_to_end(self._transact_async(prepare, work, setting))
+            return await run_to_end(self._transact_async(prepare, work, setting, then))
 
         def run() -> R:
             prepared = prepare()
             with self._thread_connection() as conn, conn.begin():
-                return work(conn, prepared)
+                result = work(conn, prepared)
+                return result if then is None else then(result)
 
         return await run_to_end(self._in_thread(run)), None
 
@@ -122,12 +133,18 @@ class TransactionRunner:
             return await conn.run_sync(work)
 
     async def _transact_async(
-        self, prepare: Callable[[], P], work: Callable[[Connection, P], R], setting: str
+        self,
+        prepare: Callable[[], P],
+        work: Callable[[Connection, P], R],
+        setting: str,
+        then: Callable[[R], R] | None,
     ) -> tuple[R, str | None]:
         prepared = prepare() if prepare is nothing else await asyncio.to_thread(prepare)
         async with self._engine.connect() as conn:
             async with conn.begin():
                 result = await conn.run_sync(work, prepared)
+                if then is not None:
+                    result = await asyncio.to_thread(then, result)
             if not setting or not self._postgres:
                 return result, None
             # Outside any transaction, straight on the driver: one round trip, no BEGIN.

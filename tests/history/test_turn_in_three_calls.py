@@ -119,6 +119,11 @@ async def test_failing_calls_leave_the_store_as_it_was(pg_server):
     call_2 = bare("a2", ASSISTANT, tool_calls=[tool_call("call_1", "get_weather", '{"city":"Bergen"}')])
     changed = bare("u2", USER, "And Trondheim?")
     orphan = bare("r9", TOOL, "?", tool_call_id="nobody")
+    answered_twice = [
+        entry("a13", "turn-2", ASSISTANT, tool_calls=[tool_call("call_5", "get_weather")]),
+        entry("r13", "turn-2", TOOL, "1", tool_call_id="call_5", name="get_weather"),
+        entry("r14", "turn-2", TOOL, "2", tool_call_id="call_5", name="get_weather"),
+    ]
     failing = {
         # The call without its result: TOOL_RESULTS_PENDING, the call not kept.
         "prepare, results pending": lambda: prepare(c, "turn-2", bare("x1", USER, "more"), call_2),
@@ -153,6 +158,52 @@ async def test_failing_calls_leave_the_store_as_it_was(pg_server):
             c, "turn-2", entry("x11", "turn-3", ASSISTANT, "a")
         ),
         "complete, an entry conflict": lambda: complete(c, "turn-2", bare("x12", ASSISTANT, "a"), changed),
+        # Checked against what the store holds, inside the transaction: the batch's earlier rows roll back.
+        "append, a second result for an answered call": lambda: c.history.AppendEntries(
+            pb.AppendEntriesRequest(
+                thread_id="t", entries=[entry("x13", "turn-2", USER, "new"), *answered_twice]
+            )
+        ),
+        "append, a result naming another tool": lambda: c.history.AppendEntries(
+            pb.AppendEntriesRequest(
+                thread_id="t",
+                entries=[
+                    entry("x14", "turn-2", USER, "new"),
+                    entry("a14", "turn-2", ASSISTANT, tool_calls=[tool_call("call_6", "get_weather")]),
+                    entry("r15", "turn-2", TOOL, "?", tool_call_id="call_6", name="read_file"),
+                ],
+            )
+        ),
+        "append, a call id twice in one entry": lambda: c.history.AppendEntries(
+            pb.AppendEntriesRequest(
+                thread_id="t",
+                entries=[
+                    entry("x15", "turn-2", USER, "new"),
+                    entry(
+                        "a15",
+                        "turn-2",
+                        ASSISTANT,
+                        tool_calls=[tool_call("call_7", "get_weather"), tool_call("call_7", "get_weather")],
+                    ),
+                ],
+            )
+        ),
+        "append, an empty media part": lambda: c.history.AppendEntries(
+            pb.AppendEntriesRequest(
+                thread_id="t",
+                entries=[
+                    entry("x16", "turn-2", USER, "new"),
+                    entry(
+                        "x17",
+                        "turn-2",
+                        USER,
+                        "look",
+                        content_parts=[chat_pb2.ContentPart(image=chat_pb2.MediaPart())],
+                    ),
+                ],
+            )
+        ),
+        "complete, a second result for an answered call": lambda: complete(c, "turn-2", *answered_twice),
         "complete, over the cap": lambda: complete(
             c, "turn-2", *[bare(f"y{i}", ASSISTANT, "a") for i in range(MAX_ENTRIES_PER_APPEND + 1)]
         ),
@@ -174,6 +225,11 @@ async def test_failing_calls_leave_the_store_as_it_was(pg_server):
         "complete, an orphan result": grpc.StatusCode.INVALID_ARGUMENT,
         "complete, another turn's entry": grpc.StatusCode.INVALID_ARGUMENT,
         "complete, an entry conflict": grpc.StatusCode.ALREADY_EXISTS,
+        "append, a second result for an answered call": grpc.StatusCode.INVALID_ARGUMENT,
+        "append, a result naming another tool": grpc.StatusCode.INVALID_ARGUMENT,
+        "append, a call id twice in one entry": grpc.StatusCode.INVALID_ARGUMENT,
+        "append, an empty media part": grpc.StatusCode.INVALID_ARGUMENT,
+        "complete, a second result for an answered call": grpc.StatusCode.INVALID_ARGUMENT,
         "complete, over the cap": grpc.StatusCode.INVALID_ARGUMENT,
     }
     # The turn goes on: the call with its result, then the answer.

@@ -278,7 +278,7 @@ def test_a_rendered_prefix_gives_the_body_from_scratch(tail_case: str) -> None:
     assert tail.messages[0].role == chat_pb2.CHAT_ROLE_USER
     prefix = render_prefix(BEDROCK, history)
     assert prefix is not None
-    after = render_after(prefix, BEDROCK, tail, lambda: whole, source_bytes=whole.ByteSize())
+    after = render_after(prefix, BEDROCK, tail, lambda: whole, source_bytes=whole.ByteSize()).encoded()
     scratch = render(BEDROCK, whole, capped_parts=True)
     assert after == scratch
     bedrock_strict(json.loads(after.body_json))

@@ -135,7 +135,8 @@ async def test_one_prepare_turn_is_a_span_tree_under_the_callers_trace(traced_se
     assert summarize_attrs["pioneer.summarizer.latency_ms"] >= 0
     record = attrs("pioneer.manifest.record")
     assert record["pioneer.manifest.event_id"] == reply.manifest_event_id
-    assert record["pioneer.prompt.cache_break_section_id"] == "soul_core"
+    # A cache break is named on the RPC's span (above), once the round committed.
+    assert "pioneer.prompt.cache_break_section_id" not in record
     assert attrs("pioneer.provider.render") == {
         "gen_ai.provider.name": "anthropic",
         "gen_ai.request.model": MODEL,
