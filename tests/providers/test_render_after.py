@@ -119,7 +119,7 @@ def both(
 
     after = render_after(
         prefix, provider, chat(provider, tail, fields), whole_request, source_bytes=whole.ByteSize()
-    )
+    ).encoded()
     return scratch, after, len(asked)
 
 
@@ -189,7 +189,7 @@ def test_a_history_that_cannot_be_a_prefix_is_rendered_whole(
     try:
         got: RenderedRequest | list[Any] = render_after(
             prefix, provider, chat(provider, tail, {}), lambda: whole, source_bytes=whole.ByteSize()
-        )
+        ).encoded()
     except InvalidArgument as exc:
         got = exc.violations
     assert got == expected
