@@ -1,6 +1,7 @@
 """What the server knows about one provider API, in one value: `ProviderSpec`.
 
-Each renderer module ends with its provider's SPEC; providers/specs.py lists them.
+Each module of providers/apis/ renders one API and ends with its SPEC;
+providers/specs.py finds them.
 Everything that differs by provider (the renderer, the rules, the path, the
 limits, the names the CLI and the telemetry use) is read from the spec, never
 from a table keyed by the Provider enum.

@@ -5,8 +5,8 @@ OpenAI and Anthropic: pydantic TypeAdapters over the SDKs' request param TypedDi
 MessageCreateParamsNonStreaming), every TypedDict of the SDKs' types given
 `extra="forbid"`. Gemini: the google-genai pydantic models (which forbid unknown
 keys themselves) over the contents and the config, read from JSON as the SDK reads
-them. Bedrock: mypy-boto3-bedrock-runtime's ConverseRequestTypeDef
-(tests/providers/test_bedrock.py).
+them. A provider added since checks its body with its own SDK's types in its test
+module (tests/providers/conformance.py finds them).
 """
 
 from __future__ import annotations
@@ -57,17 +57,10 @@ def _gemini(body: dict[str, Any], model: str) -> None:
     types.GenerateContentConfig.model_validate_json(json.dumps(config))
 
 
-def _bedrock(body: dict[str, Any], model: str) -> None:
-    from tests.providers.test_bedrock import check_types
-
-    check_types(body, model)
-
-
 def check_sdk_types(provider: int, body: dict[str, Any], model: str) -> None:
     """Raises (a pydantic ValidationError) when the SDK's request types refuse the body."""
     checks: dict[int, Callable[[dict[str, Any], str], None]] = {
         P.PROVIDER_GEMINI_GENERATE_CONTENT: _gemini,
-        P.PROVIDER_AMAZON_BEDROCK_CONVERSE: _bedrock,
     }
     if provider in checks:
         checks[provider](body, model)

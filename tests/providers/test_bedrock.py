@@ -38,6 +38,7 @@ from pioneer_grpc.providers.prefix import render_prefix
 from pioneer_grpc.providers.render import render_after
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 from tests.providers.cases import CASES, PDF, PNG, build
+from tests.providers.conformance import Conformance, Model
 from tests.providers.strict import StrictViolation, _Check
 
 P = provider_service_pb2
@@ -282,3 +283,24 @@ def test_a_rendered_prefix_gives_the_body_from_scratch(tail_case: str) -> None:
     scratch = render(BEDROCK, whole, capped_parts=True)
     assert after == scratch
     bedrock_strict(json.loads(after.body_json))
+
+
+def _call_ids(body: dict[str, Any]) -> list[str]:
+    return [b["toolUse"]["toolUseId"] for m in body["messages"] for b in m["content"] if "toolUse" in b]
+
+
+# What the tests over every provider use (tests/providers/conformance.py).
+CONFORMANCE = Conformance(
+    BEDROCK,
+    (
+        Model(MODEL, True),
+        Model("anthropic.claude-3-haiku-20240307-v1:0", False),
+        Model("amazon.nova-pro-v1:0", True, notice="unknown_model"),
+    ),
+    bedrock_strict,
+    check_types,
+    _call_ids,
+    lambda body: "temperature" in body.get("inferenceConfig", {}),
+    # Converse sends no reasoning setting (the renderer leaves it out, with a notice).
+    lambda body, reasoning: False,
+)

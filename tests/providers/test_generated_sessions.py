@@ -9,8 +9,8 @@ an interrupted call), for models that reason and models that do not, models of
 another family and models the registry does not know, with or without a compiled
 prompt, system messages, temperature, reasoning settings and tool choices.
 
-Every body must pass the provider's SDK request types (tests/providers/sdk_types.py)
-and its conversation rules (tests/providers/strict.py, test_bedrock.bedrock_strict),
+Every body must pass the provider's SDK request types and its conversation rules
+(each provider's Conformance: tests/providers/conformance.py),
 and every difference between the request and the body that this test can see must
 be named by a notice on the field: a text or a media part missing from the body, a
 call id sent as another, a temperature or reasoning setting not sent as asked, a
@@ -34,62 +34,14 @@ from pioneer_grpc.providers import render
 from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 from tests.providers.cases import PDF, PNG, compiled, dynamic_text
-from tests.providers.sdk_types import check_sdk_types
-from tests.providers.strict import STRICT
-from tests.providers.test_bedrock import bedrock_strict
+from tests.providers.conformance import Model, conformances
 
 P = provider_service_pb2
 SESSIONS = 2000
 SEED = int(os.environ.get("PIONEER_SESSIONS_SEED", "23"))
-CHAT, RESPONSES = P.PROVIDER_OPENAI_CHAT_COMPLETIONS, P.PROVIDER_OPENAI_RESPONSES
-ANTHROPIC, GEMINI, BEDROCK = (
-    P.PROVIDER_ANTHROPIC_MESSAGES,
-    P.PROVIDER_GEMINI_GENERATE_CONTENT,
-    P.PROVIDER_AMAZON_BEDROCK_CONVERSE,
-)
 PROVIDERS = sorted(SPECS)
 
 
-@dataclass(frozen=True)
-class Model:
-    id: str
-    reasons: bool
-    temperature: bool = True
-    media: bool = True
-    notice: str = ""  # unknown_model / model_family_mismatch
-
-
-OPENAI_MODELS = [
-    Model("gpt-4o", False),
-    Model("gpt-4.1-2025-04-14", False),
-    Model("o3", True, temperature=False),
-    Model("gpt-5-mini", True, temperature=False),
-    Model("gpt-4-0613", False, media=False),
-    Model("house-model-7", True, notice="unknown_model"),
-]
-MODELS: dict[int, list[Model]] = {
-    CHAT: OPENAI_MODELS,
-    RESPONSES: OPENAI_MODELS,
-    ANTHROPIC: [
-        Model("claude-3-haiku-20240307", False),
-        Model("claude-sonnet-4-6", True),
-        Model("claude-opus-4-1-20250805", True),
-        Model("claude-next-9", True, notice="unknown_model"),
-        Model("gpt-4.1-mini", False, notice="model_family_mismatch"),
-    ],
-    GEMINI: [
-        Model("gemini-2.0-flash", False),
-        Model("gemini-2.5-flash", True),
-        Model("models/gemini-2.5-pro", True),
-        Model("gemma-local-3", True, notice="unknown_model"),
-        Model("gpt-4.1-mini", False, notice="model_family_mismatch"),
-    ],
-    BEDROCK: [
-        Model("us.anthropic.claude-sonnet-4-5-20250929-v1:0", True),
-        Model("anthropic.claude-3-haiku-20240307-v1:0", False),
-        Model("amazon.nova-pro-v1:0", True, notice="unknown_model"),
-    ],
-}
 TOOLS = [
     {
         "name": "screenshot",
@@ -203,7 +155,7 @@ def _settings(rng: random.Random, d: dict[str, Any]) -> None:
 def _session(number: int, provider: int) -> Session:
     rng = random.Random(SEED * 1_000_003 + number)
     w = Writer(rng, number)
-    model = rng.choice(MODELS[provider])
+    model = rng.choice(conformances()[provider].models)
     messages: list[dict[str, Any]] = []
     if rng.random() < 0.3:
         messages.append({"role": "CHAT_ROLE_SYSTEM", "content": f"Be brief. {w.token()}"})
@@ -223,49 +175,8 @@ def _session(number: int, provider: int) -> Session:
 # --- what the body carries ------------------------------------------------------------------
 
 
-def _call_ids(provider: int, body: dict[str, Any]) -> list[str]:
-    if provider == CHAT:
-        return [c["id"] for m in body["messages"] for c in m.get("tool_calls", [])]
-    if provider == RESPONSES:
-        return [i["call_id"] for i in body["input"] if i.get("type") == "function_call"]
-    if provider == ANTHROPIC:
-        return [
-            b["id"]
-            for m in body["messages"]
-            if isinstance(m["content"], list)
-            for b in m["content"]
-            if b["type"] == "tool_use"
-        ]
-    if provider == GEMINI:
-        return [p["functionCall"]["id"] for c in body["contents"] for p in c["parts"] if "functionCall" in p]
-    return [b["toolUse"]["toolUseId"] for m in body["messages"] for b in m["content"] if "toolUse" in b]
-
-
-def _temperature_sent(provider: int, body: dict[str, Any]) -> bool:
-    return {
-        CHAT: "temperature" in body,
-        RESPONSES: "temperature" in body,
-        ANTHROPIC: False,
-        GEMINI: "temperature" in body.get("generationConfig", {}),
-        BEDROCK: "temperature" in body.get("inferenceConfig", {}),
-    }[provider]
-
-
-def _reasoning_as_asked(provider: int, body: dict[str, Any], reasoning: chat_pb2.Reasoning) -> bool:
-    on = bool(reasoning.effort or reasoning.HasField("budget_tokens"))
-    if provider in (CHAT, RESPONSES):
-        sent = "reasoning_effort" in body or "reasoning" in body
-        return on and sent and not reasoning.HasField("budget_tokens")
-    if provider == ANTHROPIC:
-        return body.get("thinking", {}).get("type") == ("enabled" if on else "disabled")
-    if provider == GEMINI:
-        budget = body.get("generationConfig", {}).get("thinkingConfig", {}).get("thinkingBudget")
-        return budget is not None and (budget > 0) == on
-    return False
-
-
 def _message_differences(session: Session, text: str) -> list[str]:
-    provider, request = session.provider, session.request
+    spec, request = SPECS[session.provider], session.request
     fields: list[str] = []
     started = False
     for i, message in enumerate(request.messages):
@@ -276,16 +187,17 @@ def _message_differences(session: Session, text: str) -> list[str]:
         for j, part in enumerate(message.content_parts):
             kind = part.WhichOneof("part")
             missing = base64.b64encode(getattr(part, kind).data).decode() not in text
-            moved = message.role == chat_pb2.CHAT_ROLE_TOOL and provider == CHAT  # out of the tool message
+            # Out of the tool message, where the API takes no media in a tool result.
+            moved = message.role == chat_pb2.CHAT_ROLE_TOOL and kind not in spec.tool_result_media
             if missing or moved:
                 fields.append(f"{where}.content_parts[{j}].{kind}")
-        if message.name and message.role != chat_pb2.CHAT_ROLE_TOOL and provider != CHAT:
+        if message.name and message.role != chat_pb2.CHAT_ROLE_TOOL and not spec.participant_names:
             fields.append(f"{where}.name")
-        if message.is_error and provider not in (ANTHROPIC, BEDROCK):
+        if message.is_error and not spec.tool_result_error:
             fields.append(f"{where}.is_error")
         if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
             merged = not started and request.HasField("compiled_prompt")
-            if merged or (started and SPECS[provider].system_apart):
+            if merged or (started and spec.system_apart):
                 fields.append(where)  # merged into the compiled prompt, or moved apart
         started = started or message.role != chat_pb2.CHAT_ROLE_SYSTEM
     return fields
@@ -293,21 +205,21 @@ def _message_differences(session: Session, text: str) -> list[str]:
 
 def _differences(session: Session, body: dict[str, Any], text: str) -> list[str]:
     """The fields whose value the body does not carry as the request has it."""
-    provider, request = session.provider, session.request
+    conformance, request = conformances()[session.provider], session.request
     fields = _message_differences(session, text)
     calls = [
         (f"chat_request.messages[{i}].tool_calls[{j}].id", call.id)
         for i, message in enumerate(request.messages)
         for j, call in enumerate(message.tool_calls)
     ]
-    sent = _call_ids(provider, body)
+    sent = conformance.call_ids(body)
     assert len(sent) == len(calls), (sent, calls)
     fields.extend(where for (where, given), got in zip(calls, sent, strict=True) if given != got)
-    if request.HasField("temperature") and not _temperature_sent(provider, body):
+    if request.HasField("temperature") and not conformance.temperature_sent(body):
         fields.append("chat_request.temperature")
     reasoning = request.reasoning
     asked = reasoning.disabled or reasoning.effort or reasoning.HasField("budget_tokens")
-    if asked and not _reasoning_as_asked(provider, body, reasoning):
+    if asked and not conformance.reasoning_as_asked(body, reasoning):
         fields.append("chat_request.reasoning")
     if session.model.notice:
         fields.append("chat_request.model")
@@ -317,8 +229,9 @@ def _differences(session: Session, body: dict[str, Any], text: str) -> list[str]
 def _check(session: Session) -> None:
     out = render(session.provider, session.request)  # type: ignore[arg-type]
     body = json.loads(out.body_json)
-    (bedrock_strict if session.provider == BEDROCK else STRICT[session.provider])(body)
-    check_sdk_types(session.provider, body, session.request.model)
+    conformance = conformances()[session.provider]
+    conformance.strict(body)
+    conformance.sdk_types(body, session.request.model)
     noticed = [n.field for n in out.notices]
     for where in _differences(session, body, out.body_json):
         assert any(f == where or f.startswith(where + ".") for f in noticed), (

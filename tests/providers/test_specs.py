@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
+from pathlib import Path
+from types import ModuleType
+
 import pytest
 
 from pioneer_grpc.errors import InvalidArgument
-from pioneer_grpc.providers import render
-from pioneer_grpc.providers.specs import BY_NAME, REFUSED, SPECS
+from pioneer_grpc.providers import apis, render
+from pioneer_grpc.providers.specs import BY_NAME, REFUSED, SPECS, specs_in
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
+from tests.providers.conformance import conformances
 
 P = provider_service_pb2
 
@@ -44,3 +49,45 @@ def test_each_spec_renders_a_plain_request_to_its_path(name: str) -> None:
     rendered = render(spec.provider, request)
     assert rendered.path == spec.path(model)
     assert rendered.body_json.startswith("{")
+
+
+def test_every_provider_has_what_the_tests_over_every_provider_need() -> None:
+    assert set(conformances()) == set(SPECS)
+    for provider, conformance in conformances().items():
+        assert conformance.provider == provider
+        assert conformance.models
+
+
+def _package(root: Path, name: str, modules: dict[str, str]) -> ModuleType:
+    package = root / name
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for module, text in modules.items():
+        (package / f"{module}.py").write_text(text)
+    return importlib.import_module(name)
+
+
+SPEC_OF = """
+from dataclasses import replace
+from pioneer_grpc.providers.specs import BY_NAME
+SPEC = replace(BY_NAME["gemini"], provider={provider}, name="{name}")
+"""
+
+
+def test_a_module_in_the_package_is_a_provider_with_no_list_edited(tmp_path, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    package = _package(tmp_path, "more_apis", {"echo": SPEC_OF.format(provider=99, name="echo")})
+    assert {p: s.name for p, s in specs_in(package).items()} == {99: "echo"}
+    # The server's own package holds exactly the specs the server uses.
+    assert specs_in(apis) == dict(SPECS)
+
+
+def test_a_module_without_a_spec_or_a_provider_twice_is_an_error(tmp_path, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    bare = _package(tmp_path, "bare_apis", {"helpers": "X = 1\n"})
+    with pytest.raises(TypeError, match=r"bare_apis\.helpers declares no SPEC"):
+        specs_in(bare)
+    twice = SPEC_OF.format(provider=98, name="twice")
+    doubled = _package(tmp_path, "doubled_apis", {"a": twice, "b": twice})
+    with pytest.raises(ValueError, match="both specify provider 98"):
+        specs_in(doubled)
