@@ -11,6 +11,7 @@ inline PDF by its bytes, a reference by the rule's default.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 
 from pioneer_grpc.caps.history import MAX_ENTRY_PARTS, MAX_INLINE_ENTRY_BYTES, MAX_INLINE_PART_BYTES
 from pioneer_grpc.errors import FieldViolation
@@ -118,15 +119,21 @@ def _jpeg_size(data: bytes) -> tuple[int, int] | None:
 
 
 def part_refs(entry: history_pb2.ConversationEntry) -> list[common_pb2.ArtifactRef]:
-    """Each image and document part as the ArtifactRef the attachment rules count."""
+    """Each image and document part of the entry as the ArtifactRef the attachment rules count."""
+    return media_refs(entry.entry_id, entry.content_parts)
+
+
+def media_refs(owner: str, parts: Iterable[chat_pb2.ContentPart]) -> list[common_pb2.ArtifactRef]:
+    """Each image and document part as the ArtifactRef the attachment rules count, named
+    `<owner>/content_parts[i]` (so each counts once, and no part stands for another owner's)."""
     refs: list[common_pb2.ArtifactRef] = []
-    for i, part in enumerate(entry.content_parts):
+    for i, part in enumerate(parts):
         kind = part.WhichOneof("part")
         if kind not in ("image", "file"):
             continue
         media: chat_pb2.MediaPart = getattr(part, kind)
         ref = common_pb2.ArtifactRef(
-            artifact_id=f"{entry.entry_id}/content_parts[{i}]",
+            artifact_id=f"{owner}/content_parts[{i}]",
             kind="image" if kind == "image" else "document",
         )
         if media.mime_type:

@@ -62,7 +62,10 @@ def entry_counted_texts(entry: history_pb2.ConversationEntry) -> list[str]:
 
 
 def chat_counted_texts(message: chat_pb2.ChatMessage) -> list[str]:
-    return counted_texts(chat_text(message), [(c.name, c.arguments) for c in message.tool_calls])
+    """As entry_counted_texts counts an entry: its text, its text parts, its calls."""
+    texts = counted_texts(chat_text(message), [(c.name, c.arguments) for c in message.tool_calls])
+    texts[1:1] = [p.text for p in message.content_parts if p.WhichOneof("part") == "text"]
+    return texts
 
 
 def to_chat_message(entry: history_pb2.ConversationEntry, content: str | None = None) -> chat_pb2.ChatMessage:

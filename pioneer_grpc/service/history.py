@@ -40,6 +40,7 @@ from pioneer_grpc.history.budget import (
 from pioneer_grpc.history.clearing import compaction_violations
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation, thread_id_violation
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations
+from pioneer_grpc.history.parts import media_refs
 from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
 from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, count_blocking
 from pioneer_grpc.models.attachments import attachment_tokens
@@ -365,11 +366,15 @@ async def count_tokens_of(
     """
     counting = token_fit.counting_for(ctx.models, model)
     counts = await asyncio.to_thread(_counts_blocking, texts, messages, counting.tokenizer)
-    # Images and documents the messages attach, by the model's provider rule (their refs carry
-    # no bytes). Only sized refs: this answer has no report to name an assumed size in.
+    # Images and documents the messages attach and carry, by the model's provider rule, as a load
+    # counts an entry's (token_fit.with_attachments). Only sized ones (an inline image's header, an
+    # inline document's bytes, a ref's sizes): this answer has no report to name an assumed size in.
     rule = ctx.models.image_rule(model)
     attached = [0] * len(texts) + [
-        attachment_tokens(rule, m.artifact_refs, sized_only=True).tokens for m in messages
+        attachment_tokens(
+            rule, [*m.artifact_refs, *media_refs(f"messages[{i}]", m.content_parts)], sized_only=True
+        ).tokens
+        for i, m in enumerate(messages)
     ]
     endpoint = _endpoint_for(ctx, model)
     if endpoint is None or ctx.token_counter is None:

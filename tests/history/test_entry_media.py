@@ -187,3 +187,39 @@ async def test_a_screenshot_in_a_tool_result_renders_for_every_provider(pg_serve
     chat = chat_pb2.ChatRequest(model="m", messages=(await load(history, "t")).messages)
     for provider in PROVIDERS:
         render(provider, chat)
+
+
+async def test_count_tokens_counts_content_parts_as_a_load_counts_them(pg_server):
+    """CountTokens of the messages a load returns is the load's own count: text parts with the
+    text, images by the model's provider rule (here Claude's, from the PNG header)."""
+    c = Client(pg_server)
+    await c.thread("t", model="claude-sonnet-4-5")
+    said = chat_pb2.ContentPart(text="and here is the second page of the same report, as text")
+    turn = [
+        entry("u1", "turn-1", USER, "Compare these.", content_parts=[image(png(800, 600)), said]),
+        *screenshot_turn("turn-1")[1:],
+    ]
+    await c.history.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id="turn-1", entries=turn))
+    loaded = await load(c.history, "t")
+    assert [d.code for d in loaded.report.diagnostics] == []  # every part sized: nothing assumed
+
+    async def count(*messages: chat_pb2.ChatMessage) -> pb.CountTokensResponse:
+        return await c.history.CountTokens(
+            pb.CountTokensRequest(messages=messages, model="claude-sonnet-4-5")
+        )
+
+    counted = await count(*loaded.messages)
+    assert counted.total_tokens == loaded.report.tokens_before
+    # Without its parts, the first message counts less by the image (800 x 600 on Claude:
+    # 480,000 / 750 = 640 tokens) and by its text part.
+    bare_first = chat_pb2.ChatMessage()
+    bare_first.CopyFrom(loaded.messages[0])
+    del bare_first.content_parts[:]
+    text_part = sum(tokens.count_blocking([said.text], "claude_estimate"))
+    assert counted.token_counts[0] - (await count(bare_first)).token_counts[0] == 640 + text_part
+    # A document without its page count adds nothing here (a load assumes its pages and says so).
+    pdf = chat_pb2.MediaPart(mime_type="application/pdf", data=b"%PDF-1.4\n", filename="r.pdf")
+    with_pdf = chat_pb2.ChatMessage()
+    with_pdf.CopyFrom(bare_first)
+    with_pdf.content_parts.add(file=pdf)
+    assert (await count(with_pdf)).token_counts == (await count(bare_first)).token_counts
