@@ -37,7 +37,7 @@ from pioneer_grpc.events.queries import EVENTS, TURNS
 from pioneer_grpc.history.entries import id_violation
 from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.driver import Direct
-from pioneer_grpc.store.runner import TransactionRunner
+from pioneer_grpc.store.runner import TransactionRunner, nothing
 from pioneer_grpc.store.turns import TurnRecord, ensure_thread_in, lock_turn
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from pioneer_grpc.v1 import prompt_pb2
@@ -205,7 +205,7 @@ class ManifestRecorder:
             ensure_thread_in(conn, thread_id)
             return record_in(conn, prepared, lock_turn(conn, thread_id, turn_id), postgres=self.postgres)
 
-        recorded, committed_id = await self._runner.transact(lambda: None, work, EVENT_ID_SETTING)
+        recorded, committed_id = await self._runner.transact(nothing, work, EVENT_ID_SETTING)
         recorded = numbered(recorded, committed_id)
         self.published(recorded)
         return recorded.event_id

@@ -18,8 +18,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from functools import partial
 
 from opentelemetry.trace import Span
+from sqlalchemy.engine import Connection
 
 from pioneer_grpc.history import clearing, decide
 from pioneer_grpc.history import diagnostics as codes
@@ -29,7 +31,7 @@ from pioneer_grpc.history.tokens import count_tokens
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
-from pioneer_grpc.store.work import database_work
+from pioneer_grpc.store.runner import nothing
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import history_pb2
 
@@ -143,12 +145,6 @@ def _summarized(ctx: ServiceContext, span: Span, summarizer: str, seconds: float
         )
 
 
-@database_work
-async def _mark(ctx: ServiceContext, thread_id: str, failed_sequence: int | None) -> None:
-    async with ctx.sessions() as session:
-        await thread_store.mark_compaction(session, thread_id, failed_sequence)
-
-
 async def compress(
     ctx: ServiceContext, snapshot: decide.Snapshot, thread_id: str, wait: float
 ) -> decide.LoadResult:
@@ -175,30 +171,34 @@ async def compress(
         _summarized(ctx, span, summarizer.name, seconds, failure)
     if candidate is None or failure:
         code = codes.SUMMARY_REJECTED if failure == "rejected" else codes.SUMMARIZER_FAILED
-        await _mark(ctx, thread_id, snapshot.covers_through[1])
+        await ctx.runner.transact(nothing, partial(_failed, thread_id, snapshot.covers_through[1]))
         return decide.truncated(
             fallback,
             history_pb2.SUMMARY_USE_FAILED,
             summarizer.name,
             [*notes, decide.diagnostic(code, message)],
         )
-    await _store_summary(ctx, thread_id, candidate)
-    if snapshot.failed_sequence is not None:
-        await _mark(ctx, thread_id, None)
+    await ctx.runner.transact(nothing, partial(_stored, thread_id, candidate))
     return decide.summarized(snapshot, candidate, summarizer.name, notes)
 
 
-@database_work
-async def _store_summary(ctx: ServiceContext, thread_id: str, candidate: decide.StoredSummary) -> None:
-    async with ctx.sessions() as session:
-        await summary_store.add_summary(
-            session,
-            thread_id,
-            text=candidate.text,
-            token_count=candidate.token_count,
-            covers_through_entry_id=candidate.covers_through_entry_id,
-            covers_through_sequence=candidate.covers_through_sequence,
-            model=candidate.model,
-            summarizer=candidate.summarizer,
-            tokenizer=candidate.tokenizer,
-        )
+def _failed(thread_id: str, failed_sequence: int, conn: Connection, _: None) -> None:
+    """A failed compaction's unit of work: the thread marked with the newest entry it covered."""
+    thread_store.mark_compaction_in(conn, thread_id, failed_sequence)
+
+
+def _stored(thread_id: str, candidate: decide.StoredSummary, conn: Connection, _: None) -> None:
+    """A compaction's unit of work: the mark of a failed one cleared (the thread row first, the
+    lock order of every write), and the summary stored. Both or neither."""
+    thread_store.mark_compaction_in(conn, thread_id, None)
+    summary_store.add_summary_in(
+        conn,
+        thread_id,
+        text=candidate.text,
+        token_count=candidate.token_count,
+        covers_through_entry_id=candidate.covers_through_entry_id,
+        covers_through_sequence=candidate.covers_through_sequence,
+        model=candidate.model,
+        summarizer=candidate.summarizer,
+        tokenizer=candidate.tokenizer,
+    )
