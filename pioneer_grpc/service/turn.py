@@ -61,6 +61,7 @@ from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import round as round_store
 from pioneer_grpc.store.turns import lock_turn
+from pioneer_grpc.store.work import run_to_end
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2, prompt_pb2, provider_service_pb2, turn_service_pb2
 from pioneer_grpc.wire import repeated_records
@@ -403,11 +404,17 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
         return before[0]
 
     work = partial(_round, ctx, request)
-    done, committed_id = await ctx.runner.transact(prepare, work, EVENT_ID_SETTING)
-    recorded = numbered(done.recorded, committed_id)
+
+    async def committed() -> tuple[_Round, Recorded]:
+        # Published even when the caller is cancelled meanwhile: the event is committed.
+        done, committed_id = await ctx.runner.transact(prepare, work, EVENT_ID_SETTING)
+        recorded = numbered(done.recorded, committed_id)
+        ctx.manifests.published(recorded)
+        return done, recorded
+
+    done, recorded = await run_to_end(committed())
     if recorded is not done.recorded:
         ctx.telemetry.current_span().set_attribute(tracing.MANIFEST_EVENT_ID, recorded.event_id)
-    ctx.manifests.published(recorded)
     if not request.model:
         observe.model_chosen(ctx, done.model)  # the thread's
     history, report, cached = await _history_of(ctx, request, done.history)

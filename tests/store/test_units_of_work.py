@@ -4,8 +4,8 @@ No module of the store begins a transaction but the runner. A compaction (the
 mark of a failed one cleared, the summary stored) and a manifest record (the
 thread and turn created, the event, the turn's pointer) that fail halfway leave
 nothing; a caller cancelled while its unit runs sees its cancellation only once
-the unit ended whole, and no lock or connection is left behind. On SQLite and
-PostgreSQL.
+the unit ended whole (a manifest's event published to live observers by then),
+and no lock or connection is left behind. On SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -25,16 +25,20 @@ from sqlalchemy.engine import Connection
 import pioneer_grpc.store
 from pioneer_grpc.errors import ResourceExhausted
 from pioneer_grpc.events import recorder
+from pioneer_grpc.service import turn
 from pioneer_grpc.service.history_load import load_history
+from pioneer_grpc.service.turn import prepare_turn
 from pioneer_grpc.store import summaries, threads
 from pioneer_grpc.store.engine import pool_state
-from pioneer_grpc.store.models import ManifestEventRow, SummaryRow, ThreadRow, TurnRow
+from pioneer_grpc.store.models import EntryRow, ManifestEventRow, SummaryRow, ThreadRow, TurnRow
 from pioneer_grpc.store.runner import nothing
 from pioneer_grpc.store.work import drain
-from pioneer_grpc.v1 import history_pb2, prompt_pb2
+from pioneer_grpc.v1 import history_pb2, prompt_pb2, turn_service_pb2
 from tests.history.agent_turns import tool_turn
-from tests.history.rpc import config, create, load, stub, turn
+from tests.history.rpc import config, create, load, stub
+from tests.history.rpc import turn as complete
 
+USER = history_pb2.ENTRY_ROLE_USER
 STORE = Path(pioneer_grpc.store.__file__).parent
 # Not use cases: the schema migration at start and the disk probe each own their one statement.
 NOT_USE_CASES = {"runner.py", "migrate.py", "probe.py"}
@@ -105,7 +109,7 @@ async def _over_threshold(server: Any) -> Any:
     await create(history, "t", config(3_000, 1_000))
     for i in range(12):
         entries = tool_turn(i, lines=8)
-        await turn(history, "t", entries[0].turn_id, *entries)
+        await complete(history, "t", entries[0].turn_id, *entries)
     await _set_mark(server, "t", 0)  # covers nothing: the summarizer is asked again
     return history
 
@@ -119,7 +123,7 @@ async def _no_lock_or_connection_left(server: Any, history: Any, failed: bool = 
     if not failed:
         assert pool_state(server.ctx.engine).checked_out == 0
     entries = tool_turn(99, lines=1)
-    await turn(history, "t", entries[0].turn_id, *entries)  # a write right after goes through
+    await complete(history, "t", entries[0].turn_id, *entries)  # a write right after goes through
 
 
 async def test_a_compaction_that_fails_halfway_stores_nothing(pg_server, monkeypatch):
@@ -185,6 +189,7 @@ async def test_a_manifest_record_that_fails_halfway_stores_nothing(pg_server, mo
 
 
 async def test_a_manifest_record_cancelled_in_its_unit_ends_whole(pg_server, monkeypatch):
+    observer = pg_server.ctx.hub.subscribe("m", capacity=10)
     loop = asyncio.get_running_loop()
     caller = asyncio.create_task(pg_server.ctx.manifests.record("m", "turn-1", _manifest()))
     cancel = _then(lambda: None, lambda: loop.call_soon_threadsafe(caller.cancel))
@@ -195,9 +200,36 @@ async def test_a_manifest_record_cancelled_in_its_unit_ends_whole(pg_server, mon
     assert (made, turns, events) == (1, 1, 1)
     assert event_id is not None
     assert event_id > 0  # PostgreSQL drew it at commit: the commit happened
+    assert observer.pending == 1  # published before the caller saw its cancellation
     assert await drain(5.0) == 0
     assert pool_state(pg_server.ctx.engine).checked_out == 0
     monkeypatch.undo()
     # A retry finds the turn holding this manifest: the same event, nothing written again.
     assert await pg_server.ctx.manifests.record("m", "turn-1", _manifest()) == event_id
     assert (await _recorded(pg_server))[2] == 1
+
+
+async def test_a_round_cancelled_in_its_unit_ends_whole_and_publishes_its_event(pg_server, monkeypatch):
+    await create(stub(pg_server), "m", config(model="gpt-4o"))
+    observer = pg_server.ctx.hub.subscribe("m", capacity=10)
+    request = turn_service_pb2.PrepareTurnRequest(
+        thread_id="m",
+        turn_id="turn-1",
+        new_entries=[
+            history_pb2.ConversationEntry(entry_id="u1", role=history_pb2.ENTRY_ROLE_USER, content="hi")
+        ],
+        compile_input=prompt_pb2.PromptCompileInput(profile=prompt_pb2.PROMPT_PROFILE_FULL),
+    )
+    loop = asyncio.get_running_loop()
+    caller = asyncio.create_task(prepare_turn(pg_server.ctx, request))
+    cancel = _then(lambda: None, lambda: loop.call_soon_threadsafe(caller.cancel))
+    monkeypatch.setattr(turn, "record_in", _then(turn.record_in, cancel))
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    made, turns, events, event_id = await _recorded(pg_server)
+    assert (made, turns, events) == (1, 1, 1)
+    assert event_id is not None
+    assert event_id > 0
+    assert observer.pending == 1  # published before the caller saw its cancellation
+    entries = select(func.count()).where(EntryRow.thread_id == "m")
+    assert await _value(pg_server, entries) == 1
