@@ -3,12 +3,16 @@ is the one a whole read gives, whoever wrote them (another server on the same da
 
 from __future__ import annotations
 
+import json
+import os
+import random
+
 from pioneer_grpc.history.budget import MAX_LOADED_TURNS
 from pioneer_grpc.store.entries import RowsRead
 from pioneer_grpc.v1 import history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.agent_turns import tool_turn
-from tests.history.rpc import ASSISTANT, codes, config, create, entry, load, stub, turn
+from tests.history.rpc import ASSISTANT, TOOL, codes, config, create, entry, load, stub, tool_call, turn
 
 BIG = config(400_000, 16_000)
 
@@ -234,3 +238,53 @@ async def test_a_cleared_history_is_kept_current_and_clears_the_results_new_turn
         assert codes(current) == ["tool_results_cleared"]
         assert current == await _whole(pg_server, history, "t")
         await load(history, "t")  # the whole read kept again, cleared: the next turn extends it
+
+
+def _random_turn(rng: random.Random, i: int) -> list[history_pb2.ConversationEntry]:
+    """A turn of a generated agent loop: a plain answer, or calls (ids every turn uses again) with
+    results of any size, some smaller than the placeholder that would clear them."""
+    turn_id = f"turn-{i}"
+    entries = [entry(f"u{i}", turn_id, content=f"request {i} " + "word " * rng.randint(0, 40))]
+    for step in range(rng.choice((0, 1, 1, 2))):
+        calls = [
+            tool_call(f"call_{k}", "read_file", json.dumps({"path": f"f{i}_{k}"}))
+            for k in range(rng.randint(1, 2))
+        ]
+        entries.append(entry(f"a{i}_{step}", turn_id, ASSISTANT, content="", tool_calls=calls))
+        for k, call in enumerate(calls):
+            size = rng.choice((0, 2, 30, 120))
+            content = (
+                "ok" if size == 0 else "\n".join(f"line {j} of {call.id} in turn {i}" for j in range(size))
+            )
+            entries.append(
+                entry(
+                    f"r{i}_{step}_{k}", turn_id, TOOL, content=content, tool_call_id=call.id, name="read_file"
+                )
+            )
+    entries.append(entry(f"f{i}", turn_id, ASSISTANT, content=f"answer {i}"))
+    return entries
+
+
+async def test_generated_loops_load_after_each_turn_as_a_whole_read_does(database_url, server_factory):
+    rng = random.Random(int(os.environ.get("HISTORY_SEED", "22")))
+    mine = stub(await server_factory(database_url=database_url))
+    other_server = await server_factory(database_url=database_url)
+    theirs = stub(other_server)
+    # Threshold 4,000: the loop passes it and is cleared, then summarized when clearing no longer does.
+    await create(mine, "t", config(6_000, 1_000, model="m", keep_tool_results=rng.randint(0, 3)))
+    extended = decisions = 0
+    for i in range(60):
+        entries = _random_turn(rng, i)
+        await turn(mine, "t", f"turn-{i}", *entries)
+        before = RowsRead.entries
+        kept = await load(mine, "t")
+        extended += RowsRead.entries - before == len(entries)
+        decisions |= 1 << kept.report.decision
+        if kept.report.summary_use == history_pb2.SUMMARY_USE_CREATED:
+            continue  # the whole read after it reuses that summary: the rest is compared
+        assert kept == await _whole(other_server, theirs, "t"), f"turn {i}"
+    # Every kind of kept history was brought current, most loads by the new turn's rows only.
+    assert decisions & (1 << history_pb2.HISTORY_DECISION_FULL)
+    assert decisions & (1 << history_pb2.HISTORY_DECISION_CLEARED)
+    assert decisions & (1 << history_pb2.HISTORY_DECISION_SUMMARIZED)
+    assert extended >= 40
