@@ -37,8 +37,9 @@ from pioneer_grpc.events.queries import EVENTS, TURNS
 from pioneer_grpc.history.entries import id_violation
 from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.driver import Direct
-from pioneer_grpc.store.runner import TransactionRunner
+from pioneer_grpc.store.runner import TransactionRunner, nothing
 from pioneer_grpc.store.turns import TurnRecord, ensure_thread_in, lock_turn
+from pioneer_grpc.store.work import run_to_end
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from pioneer_grpc.v1 import prompt_pb2
 
@@ -198,17 +199,24 @@ class ManifestRecorder:
         self._on_committed = on_committed
 
     async def record(self, thread_id: str, turn_id: str, manifest: prompt_pb2.PromptManifest) -> int:
-        """Creates the thread (default budget) and the turn (in progress) when missing."""
+        """Creates the thread (default budget) and the turn (in progress) when missing.
+
+        A caller cancelled meanwhile still has its committed event published before it
+        sees the cancellation: live observers get it at once, not at the hub's next poll.
+        """
         prepared = prepare_manifest(thread_id, turn_id, manifest)
 
         def work(conn: Connection, _: None) -> Recorded:
             ensure_thread_in(conn, thread_id)
             return record_in(conn, prepared, lock_turn(conn, thread_id, turn_id), postgres=self.postgres)
 
-        recorded, committed_id = await self._runner.transact(lambda: None, work, EVENT_ID_SETTING)
-        recorded = numbered(recorded, committed_id)
-        self.published(recorded)
-        return recorded.event_id
+        async def committed() -> int:
+            recorded, committed_id = await self._runner.transact(nothing, work, EVENT_ID_SETTING)
+            recorded = numbered(recorded, committed_id)
+            self.published(recorded)
+            return recorded.event_id
+
+        return await run_to_end(committed())
 
     def published(self, recorded: Recorded) -> None:
         """Hands a committed new event to the live observers (nothing for a repeat)."""

@@ -79,6 +79,25 @@ def placeholder_texts(entries: Sequence[history_pb2.ConversationEntry], keep: in
     return {e.entry_id: entry_text(placeholder(e)) for e in candidates(entries, keep)}
 
 
+def cleared_one(
+    entry: history_pb2.ConversationEntry, placeholder_tokens: int, attached_tokens: Mapping[str, int]
+) -> tuple[history_pb2.ConversationEntry, history_pb2.ClearedToolResult] | None:
+    """The candidate as cleared and what the report says of it; None when clearing saves nothing."""
+    tokens = placeholder_tokens + attached_tokens.get(entry.entry_id, 0)
+    if tokens >= entry.token_count:
+        return None
+    new = placeholder(entry)
+    new.token_count = tokens
+    item = history_pb2.ClearedToolResult(
+        entry_id=entry.entry_id,
+        tool_call_id=entry.tool_call_id,
+        name=entry.name,
+        tokens_before=entry.token_count,
+        tokens_after=tokens,
+    )
+    return new, item
+
+
 def clear(snapshot: Snapshot, keep: int, placeholder_tokens: Mapping[str, int]) -> Snapshot:
     """The snapshot with old results replaced by placeholders (`placeholder_tokens`: entry_id -> tokens).
 
@@ -91,21 +110,10 @@ def clear(snapshot: Snapshot, keep: int, placeholder_tokens: Mapping[str, int]) 
         tokens = placeholder_tokens.get(entry.entry_id)
         if tokens is None:
             continue
-        tokens += snapshot.attached_tokens.get(entry.entry_id, 0)
-        if tokens >= entry.token_count:
-            continue
-        new = placeholder(entry)
-        new.token_count = tokens
-        replaced[entry.entry_id] = new
-        cleared.append(
-            history_pb2.ClearedToolResult(
-                entry_id=entry.entry_id,
-                tool_call_id=entry.tool_call_id,
-                name=entry.name,
-                tokens_before=entry.token_count,
-                tokens_after=tokens,
-            )
-        )
+        found = cleared_one(entry, tokens, snapshot.attached_tokens)
+        if found is not None:
+            replaced[entry.entry_id] = found[0]
+            cleared.append(found[1])
     if not cleared:
         return snapshot
     return dataclasses.replace(

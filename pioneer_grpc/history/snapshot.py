@@ -129,6 +129,15 @@ class LoadResult:
     kept: list[history_pb2.ConversationEntry] = field(default_factory=list)
 
 
+def turn_limit_note() -> history_pb2.HistoryDiagnostic:
+    """The first diagnostic of a load that read the newest MAX_LOADED_TURNS turns only."""
+    return diagnostic(
+        codes.TURN_LIMIT_REACHED,
+        f"more than {MAX_LOADED_TURNS} completed turns follow the summary; "
+        f"only the newest {MAX_LOADED_TURNS} were loaded",
+    )
+
+
 def report_for(
     snapshot: Snapshot, decision: int, summary_use: int, summarizer: str = ""
 ) -> history_pb2.HistoryDecisionReport:
@@ -153,13 +162,7 @@ def report_for(
     if snapshot.summary is not None:
         report.summary_covers_through_entry_id = snapshot.summary.covers_through_entry_id
     if snapshot.more_entries:
-        report.diagnostics.append(
-            diagnostic(
-                codes.TURN_LIMIT_REACHED,
-                f"more than {MAX_LOADED_TURNS} completed turns follow the summary; "
-                f"only the newest {MAX_LOADED_TURNS} were loaded",
-            )
-        )
+        report.diagnostics.append(turn_limit_note())
     report.diagnostics.extend(snapshot.repairs)
     report.diagnostics.extend(snapshot.attachment_notes)
     for unit in snapshot.units:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -55,7 +55,6 @@ from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
 from pioneer_grpc.store.runner import nothing
 from pioneer_grpc.store.turns import lock_turn
-from pioneer_grpc.store.work import database_work
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 
@@ -100,7 +99,6 @@ def model_budget(models: Registry, model: str) -> tuple[int, int]:
     return info.context_window, info.response_reserve
 
 
-@database_work
 async def create_thread(
     ctx: ServiceContext, thread_id: str, config: history_pb2.ThreadConfig
 ) -> history_pb2.Thread:
@@ -133,18 +131,24 @@ async def create_thread(
         ]
     )
     thread_id = thread_id or f"thr_{uuid.uuid4().hex}"
-    async with ctx.sessions() as session:
-        row, created = await thread_store.create_thread(session, thread_id, settings)
-        entries = 0 if created else await thread_store.entry_count(session, thread_id)
+    work = _unit(thread_store.create_thread_in, thread_id, settings)
+    (row, entries), _ = await ctx.runner.transact(nothing, work)
     return thread_store.thread_message(row, entries)
 
 
-@database_work
+def _unit(use: Callable[..., Any], *args: Any) -> Callable[[Connection, None], Any]:
+    """`use(conn, *args)` as the work of a unit of the store's runner."""
+    return lambda conn, _: use(conn, *args)
+
+
 async def get_thread(ctx: ServiceContext, thread_id: str) -> history_pb2.Thread:
     _check([thread_id_violation(thread_id)])
-    async with ctx.sessions() as session:
-        row = await thread_store.thread_row(session, thread_id)
-        return thread_store.thread_message(row, await thread_store.entry_count(session, thread_id))
+    row, entries = await ctx.runner.read(partial(_thread, thread_id))
+    return thread_store.thread_message(row, entries)
+
+
+def _thread(thread_id: str, conn: Connection) -> tuple[Any, int]:
+    return thread_store.thread_in(conn, thread_id)
 
 
 def _mask_paths(config: history_pb2.ThreadConfig, paths: Sequence[str]) -> list[str]:
@@ -170,7 +174,6 @@ def _mask_paths(config: history_pb2.ThreadConfig, paths: Sequence[str]) -> list[
     return named
 
 
-@database_work
 async def update_thread(
     ctx: ServiceContext, thread_id: str, config: history_pb2.ThreadConfig, paths: Sequence[str]
 ) -> history_pb2.Thread:
@@ -204,9 +207,9 @@ async def update_thread(
 
     # A move to a model of another family recounts nothing here: the first load in the
     # new tokenizer counts what it reads, once, and stores it (service/load_counts.py).
-    async with ctx.sessions() as session:
-        row = await thread_store.update_thread(session, thread_id, changes_for)
-        return thread_store.thread_message(row, await thread_store.entry_count(session, thread_id))
+    work = _unit(thread_store.update_thread_in, thread_id, changes_for)
+    (row, entries), _ = await ctx.runner.transact(nothing, work)
+    return thread_store.thread_message(row, entries)
 
 
 async def append_entries(
@@ -339,13 +342,15 @@ def _complete_turn(thread_id: str, turn_id: str, conn: Connection, _: None) -> i
     return completion.complete_turn_in(conn, thread_id, turn_id)
 
 
-@database_work
 async def get_summary(ctx: ServiceContext, thread_id: str) -> history_pb2.ThreadSummary | None:
     _check([thread_id_violation(thread_id)])
-    async with ctx.sessions() as session:
-        await thread_store.thread_row(session, thread_id)
-        row = await summary_store.latest_summary(session, thread_id)
-        return None if row is None else summary_store.summary_message(row)
+    row = await ctx.runner.read(partial(_latest_summary, thread_id))
+    return None if row is None else summary_store.summary_message(row)
+
+
+def _latest_summary(thread_id: str, conn: Connection) -> Any:
+    thread_store.thread_in(conn, thread_id)  # NotFound for an unknown thread
+    return summary_store.latest_summary_in(conn, thread_id)
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass, replace
+from functools import partial
 
 from opentelemetry.trace import Span
+from sqlalchemy.engine import Connection
 
 from pioneer_grpc.history import clearing, decide
 from pioneer_grpc.history import diagnostics as codes
@@ -29,7 +32,8 @@ from pioneer_grpc.history.tokens import count_tokens
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
-from pioneer_grpc.store.work import database_work
+from pioneer_grpc.store.history_state import HistoryRead, history_read_in
+from pioneer_grpc.store.runner import nothing
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import history_pb2
 
@@ -47,8 +51,11 @@ async def prepared(snapshot: decide.Snapshot) -> decide.Snapshot:
     return clearing.clear(snapshot, snapshot.keep_tool_results, dict(zip(texts, counts, strict=True)))
 
 
-def _cleared_note(snapshot: decide.Snapshot, still_over: bool) -> history_pb2.HistoryDiagnostic:
-    saved = clearing.saved(snapshot)
+def cleared_note(
+    snapshot: decide.Snapshot, still_over: bool, saved: int | None = None
+) -> history_pb2.HistoryDiagnostic:
+    """The diagnostic of a clearing; `saved` when the caller has it (else summed)."""
+    saved = clearing.saved(snapshot) if saved is None else saved
     message = (
         f"cleared {len(snapshot.cleared)} tool result(s) older than the newest "
         f"{snapshot.keep_tool_results}, saving {saved} tokens"
@@ -76,14 +83,45 @@ def _deferral(snapshot: decide.Snapshot) -> history_pb2.HistoryDiagnostic | None
     )
 
 
+@dataclass(frozen=True)
+class Settled:
+    """An answer that needed no summarizer, and the snapshot it was decided from (cleared when the
+    strategy cleared)."""
+
+    result: decide.LoadResult
+    ready: decide.Snapshot
+
+    @property
+    def cleared_enough(self) -> bool:
+        """The answer is `decide.full` of the cleared snapshot: clearing brought it under the threshold."""
+        return bool(self.ready.cleared) and not self.ready.needs_compression
+
+
+async def settled(ctx: ServiceContext, snapshot: decide.Snapshot, dry_run: bool) -> Settled | None:
+    """`without_summarizer`, with the snapshot its answer was decided from."""
+    ready = await prepared(snapshot)
+    notes = [cleared_note(ready, ready.needs_compression)] if ready.cleared else []
+    if not ready.needs_compression:
+        return Settled(decide.full(ready, notes), ready)
+    result = _truncated_or_pending(ctx, snapshot, ready, notes, dry_run)
+    return None if result is None else Settled(result, ready)
+
+
 async def without_summarizer(
     ctx: ServiceContext, snapshot: decide.Snapshot, dry_run: bool
 ) -> decide.LoadResult | None:
     """The answer when no summarizer is needed (cleared enough, truncate, deferred, dry run), else None."""
-    ready = await prepared(snapshot)
-    notes = [_cleared_note(ready, ready.needs_compression)] if ready.cleared else []
-    if not ready.needs_compression:
-        return decide.full(ready, notes)
+    found = await settled(ctx, snapshot, dry_run)
+    return None if found is None else found.result
+
+
+def _truncated_or_pending(
+    ctx: ServiceContext,
+    snapshot: decide.Snapshot,
+    ready: decide.Snapshot,
+    notes: list[history_pb2.HistoryDiagnostic],
+    dry_run: bool,
+) -> decide.LoadResult | None:
     name = ctx.summarizer.name
     if snapshot.strategy == history_pb2.COMPACTION_STRATEGY_TRUNCATE:
         return decide.truncated(ready, history_pb2.SUMMARY_USE_NONE, diagnostics=notes)
@@ -143,19 +181,17 @@ def _summarized(ctx: ServiceContext, span: Span, summarizer: str, seconds: float
         )
 
 
-@database_work
-async def _mark(ctx: ServiceContext, thread_id: str, failed_sequence: int | None) -> None:
-    async with ctx.sessions() as session:
-        await thread_store.mark_compaction(session, thread_id, failed_sequence)
-
-
 async def compress(
-    ctx: ServiceContext, snapshot: decide.Snapshot, thread_id: str, wait: float
+    ctx: ServiceContext, snapshot: decide.Snapshot, thread_id: str, exclude_turn_id: str, wait: float
 ) -> decide.LoadResult:
-    """Asks the summarizer for the whole snapshot (tool results as stored); falls back to truncation."""
+    """Asks the summarizer for the whole snapshot (tool results as stored); falls back to truncation.
+
+    `snapshot` is what a load leaving out `exclude_turn_id` read. A stored summary replaces
+    the thread's kept history (`_kept_summarized`).
+    """
     summarizer = ctx.summarizer
     fallback = await prepared(snapshot)
-    notes = [_cleared_note(fallback, True)] if fallback.cleared else []
+    notes = [cleared_note(fallback, True)] if fallback.cleared else []
     request = SummaryRequest(
         entries=snapshot.entries,
         previous_summary=snapshot.summary.text if snapshot.summary else "",
@@ -175,30 +211,77 @@ async def compress(
         _summarized(ctx, span, summarizer.name, seconds, failure)
     if candidate is None or failure:
         code = codes.SUMMARY_REJECTED if failure == "rejected" else codes.SUMMARIZER_FAILED
-        await _mark(ctx, thread_id, snapshot.covers_through[1])
+        await ctx.runner.transact(nothing, partial(_failed, thread_id, snapshot.covers_through[1]))
         return decide.truncated(
             fallback,
             history_pb2.SUMMARY_USE_FAILED,
             summarizer.name,
             [*notes, decide.diagnostic(code, message)],
         )
-    await _store_summary(ctx, thread_id, candidate)
-    if snapshot.failed_sequence is not None:
-        await _mark(ctx, thread_id, None)
+    read, _ = await ctx.runner.transact(nothing, partial(_stored, thread_id, exclude_turn_id, candidate))
+    _kept_summarized(ctx, thread_id, snapshot, candidate, read)
     return decide.summarized(snapshot, candidate, summarizer.name, notes)
 
 
-@database_work
-async def _store_summary(ctx: ServiceContext, thread_id: str, candidate: decide.StoredSummary) -> None:
-    async with ctx.sessions() as session:
-        await summary_store.add_summary(
-            session,
-            thread_id,
-            text=candidate.text,
-            token_count=candidate.token_count,
-            covers_through_entry_id=candidate.covers_through_entry_id,
-            covers_through_sequence=candidate.covers_through_sequence,
-            model=candidate.model,
-            summarizer=candidate.summarizer,
-            tokenizer=candidate.tokenizer,
-        )
+def _kept_summarized(
+    ctx: ServiceContext,
+    thread_id: str,
+    snapshot: decide.Snapshot,
+    candidate: decide.StoredSummary,
+    read: HistoryRead,
+) -> None:
+    """Keeps the history the new summary leaves, in place of what was kept for the thread.
+
+    The summary covers every entry read, so a load of the state the compaction
+    committed (`read`, read in its unit) reads no entry: it answers the summary
+    alone, as `decide.full` of that; turns completed later extend it
+    (history_current.py). Not when the state has completed entries the summary
+    does not cover (written meanwhile), or the load left out a completed turn.
+    """
+    covered = candidate.covers_through_sequence
+    newest = read.state.completed_max_id
+    if read.excluded_completed or (newest is not None and newest > covered):
+        return
+    summarized = replace(
+        snapshot,
+        summary=candidate,
+        entries=(),
+        more_entries=False,
+        repairs=(),
+        read_count=None,
+        newest=None,
+        cleared=(),
+        tokens_before_clearing=None,
+        failed_sequence=None,
+        attachment_notes=(),
+        attached_tokens={},
+    )
+    if summarized.needs_compression:
+        return  # a summary is accepted under its limit, far below the threshold: never so
+    ctx.load_cache.store(thread_id, "", read.state, summarized, decide.full(summarized), extendable=True)
+
+
+def _failed(thread_id: str, failed_sequence: int, conn: Connection, _: None) -> None:
+    """A failed compaction's unit of work: the thread marked with the newest entry it covered."""
+    thread_store.mark_compaction_in(conn, thread_id, failed_sequence)
+
+
+def _stored(
+    thread_id: str, exclude_turn_id: str, candidate: decide.StoredSummary, conn: Connection, _: None
+) -> HistoryRead:
+    """A compaction's unit of work: the mark of a failed one cleared (the thread row first, the
+    lock order of every write), and the summary stored. Both or neither. Returns the history
+    state it leaves."""
+    thread_store.mark_compaction_in(conn, thread_id, None)
+    summary_store.add_summary_in(
+        conn,
+        thread_id,
+        text=candidate.text,
+        token_count=candidate.token_count,
+        covers_through_entry_id=candidate.covers_through_entry_id,
+        covers_through_sequence=candidate.covers_through_sequence,
+        model=candidate.model,
+        summarizer=candidate.summarizer,
+        tokenizer=candidate.tokenizer,
+    )
+    return history_read_in(conn, thread_id, exclude_turn_id)

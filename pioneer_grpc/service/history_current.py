@@ -1,29 +1,40 @@
 """The kept history brought current by the entries completed since, instead of read again whole.
 
-A completed turn adds entries after the newest one a kept full answer read. One
+A completed turn adds entries after the newest one a kept answer read. One
 statement (store/history_state.py) reads the thread's state with the completed
 entries after that sequence; when the state differs from the kept one only by
 those entries (same settings and summary; the count of completed entries grew by
 exactly as many rows as were read, and the newest of them is the thread's
 newest), the answer is the kept one with those entries appended: they were
-counted when appended, and only they are rendered and encoded. Anything else (a
-turn completed out of order, a new summary or setting, another worker's or
-replica's write this one did not see whole, a read that would need repairs, more
-turns than a load reads, the threshold crossed) is a full load, as before.
+counted when appended, and only they are rendered and encoded. So are
 
-The extension gives exactly what `decide.full` gives on the whole read:
-tests/history/test_history_current.py compares them.
+- a summarized history (the summary's answer, and after a compaction the summary alone);
+- a history past the turn limit: the oldest turns leave as new ones come;
+- a cleared history (over the threshold, under it with old tool results cleared):
+  the results the new turns push past the newest `keep` are cleared too.
+
+Anything else (a turn completed out of order, a new summary or setting, another
+worker's or replica's write this one did not see whole, a read that would need
+repairs, turns interleaved past the limit, the threshold crossed) is a full load,
+as before.
+
+The extension gives exactly what the whole read gives (`decide.full`, of the
+cleared snapshot for a cleared history): tests/history/test_history_current.py
+compares them.
 """
-
 from __future__ import annotations
 
 from dataclasses import replace
 
-from pioneer_grpc.history import snapshot as decided
+from pioneer_grpc.history import clearing
 from pioneer_grpc.history.budget import MAX_LOADED_TURNS
-from pioneer_grpc.history.render import to_chat_message
+from pioneer_grpc.history.decide import LoadResult, Snapshot
+from pioneer_grpc.history.render import entry_text, to_chat_message
 from pioneer_grpc.history.repair import repair
+from pioneer_grpc.history.snapshot import turn_limit_note
+from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, count_blocking
 from pioneer_grpc.history.units import group_units
+from pioneer_grpc.service import history_compaction as compaction
 from pioneer_grpc.service import token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
@@ -35,11 +46,12 @@ def _settings(state: HistoryState) -> HistoryState:
     return replace(state, completed_count=0, completed_max_id=None)
 
 
-def extended(
-    ctx: ServiceContext, thread_id: str, kept: CachedLoad, read: HistoryRead
-) -> CachedLoad | None:
+def extended(ctx: ServiceContext, thread_id: str, kept: CachedLoad, read: HistoryRead) -> CachedLoad | None:
     """`kept` (an extendable answer that excludes nothing) with `read.newer` appended, kept in its
-    place; None when that is not exactly what a full load would answer."""
+    place; None when that is not exactly what a full load would answer.
+
+    The work is the new entries' (the kept answer's report is copied, not rebuilt).
+    """
     snapshot, state, newer = kept.snapshot, read.state, read.newer
     if snapshot is None or not newer or _settings(state) != _settings(kept.state):
         return None
@@ -53,37 +65,203 @@ def extended(
     tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
     if any(entry.artifact_refs or entry.content_parts or entry.tokenizer != tokenizer for entry in newer):
         return None  # counted per read (attachments) or in another tokenizer: the full load does it
-    repaired = repair(newer)
-    if repaired.diagnostics or _call_ids(newer) & kept.call_ids:
+    # Repaired alone as within the whole read: the kept answer had nothing to repair, so each of its
+    # calls has its result, and the walk of the whole read starts afresh at the first new entry
+    # unless that is a tool result, which is then repaired alone too (an orphan). Call ids that
+    # earlier turns used again change nothing.
+    if repair(newer).diagnostics:
         return None
     assert kept.turn_ids is not None  # an extendable answer had nothing repaired
-    if len(kept.turn_ids | {entry.turn_id for entry in newer}) > MAX_LOADED_TURNS:
+    turns = len(kept.turn_ids) + len({entry.turn_id for entry in newer})
+    if snapshot.more_entries and len(kept.turn_ids) != MAX_LOADED_TURNS:
+        return None  # it holds entries of older turns too (turns interleaved): which to drop is not known
+    # Past the turn limit the oldest turns go, as the whole read leaves them out (`_oldest`).
+    drop = _oldest(snapshot, turns - MAX_LOADED_TURNS) if turns > MAX_LOADED_TURNS else (0, 0)
+    if drop is None:
         return None
+    entries_dropped, units_dropped = drop
+    if kept.cleared is not None:
+        return None if entries_dropped else _extended_cleared(ctx, thread_id, kept, state, newer)
+    gone = snapshot.entries[:entries_dropped]
+    # What `group_units` gives on all the entries: the first new entry is not a tool result (that
+    # would have been repaired), so it starts a unit; none of the new units is an orphan.
     units = group_units(newer)
+    added = sum(unit.tokens for unit in units)
+    removed = sum(entry.token_count + MESSAGE_OVERHEAD for entry in gone)
+    sendable = kept.result.report.tokens_after - removed + added  # `grown.sendable_tokens`
+    grown = replace(
+        snapshot,
+        entries=snapshot.entries[entries_dropped:] + tuple(newer),
+        read_count=snapshot.loaded_count - entries_dropped + len(newer),
+        newest=(newer[-1].entry_id, newer[-1].sequence),
+        more_entries=snapshot.more_entries or turns > MAX_LOADED_TURNS,
+    )
+    grown.__dict__["units"] = [*snapshot.units[units_dropped:], *units]
+    if sendable > 0 and sendable >= grown.budget.threshold:
+        return None  # `grown.needs_compression`
+    # `decide.full(grown)`'s report: the same but for the counts the entries change.
+    report = history_pb2.HistoryDecisionReport()
+    report.CopyFrom(kept.result.report)
+    report.entries_loaded += len(newer) - entries_dropped
+    report.tokens_before += added - removed
+    report.tokens_after = sendable
+    report.entries_kept += len(newer) - entries_dropped
+    if grown.more_entries and not snapshot.more_entries:
+        notes = [turn_limit_note(), *report.diagnostics]
+        del report.diagnostics[:]
+        report.diagnostics.extend(notes)
+    first = 1 if snapshot.summary else 0  # the summary's message stays first
+    messages = kept.result.messages
+    result = LoadResult(
+        messages=[
+            *messages[:first],
+            *messages[first + entries_dropped :],
+            *(to_chat_message(entry) for entry in newer),
+        ],
+        report=report,
+        kept=[*kept.result.kept[entries_dropped:], *newer],
+    )
+    return ctx.load_cache.store(
+        thread_id,
+        "",
+        state,
+        grown,
+        result,
+        extendable=True,
+        extends=kept,
+        dropped=(first, entries_dropped),
+    )
+
+
+def _oldest(snapshot: Snapshot, turns: int) -> tuple[int, int] | None:
+    """(entries, units) at the start of the kept entries that the whole read leaves out once `turns`
+    more turns are past the limit; None when leaving them out is not that read's answer.
+
+    The whole read takes the completed entries from the first one of the newest
+    MAX_LOADED_TURNS turns on: here, from the first entry of the kept turn that follows
+    the `turns` oldest ones (each turn's first entry is kept: no older turn is mixed in).
+    That entry starts a unit and the repair's walk afresh unless it is a tool result.
+    """
+    seen: set[str] = set()
+    for index, entry in enumerate(snapshot.entries):
+        if entry.turn_id in seen:
+            continue
+        if len(seen) == turns:
+            if entry.role == history_pb2.ENTRY_ROLE_TOOL or snapshot.attachment_notes:
+                return None  # an orphan after the cut, or notes that may name what goes
+            return index, _units_before(snapshot, index)
+        seen.add(entry.turn_id)
+    return None
+
+
+def _units_before(snapshot: Snapshot, index: int) -> int:
+    """How many units the first `index` entries make (a unit starts at `index`)."""
+    count = covered = 0
+    for unit in snapshot.units:
+        if covered == index:
+            return count
+        covered += len(unit.entries)
+        count += 1
+    return count
+
+
+def _extended_cleared(
+    ctx: ServiceContext,
+    thread_id: str,
+    kept: CachedLoad,
+    state: HistoryState,
+    newer: list[history_pb2.ConversationEntry],
+) -> CachedLoad | None:
+    """The cleared history `kept` with `newer` appended, and the tool results they push past the
+    newest `keep` cleared: what `clearing.clear` gives on the whole grown read, the work the new
+    entries' and the newly cleared results'. None when it is no longer under the threshold.
+
+    Results cleared stay cleared (older results never become newer), so only the
+    newest `keep` kept results and the new ones are looked at, and only the
+    placeholders of the newly cleared are counted (short texts; no entry is counted again).
+    """
+    snapshot, cleared = kept.snapshot, kept.cleared
+    assert snapshot is not None
+    assert cleared is not None
+    keep, size = snapshot.keep_tool_results, len(snapshot.entries)
+    tools = [size + i for i, entry in enumerate(newer) if entry.role == history_pb2.ENTRY_ROLE_TOOL]
+    pool = [*_newest_results(snapshot.entries, keep), *tools]
+    older = pool[: max(0, len(pool) - keep)]  # results now older than the newest `keep`
+
+    def stored(position: int) -> history_pb2.ConversationEntry:
+        return snapshot.entries[position] if position < size else newer[position - size]
+
+    texts = [entry_text(clearing.placeholder(stored(p))) for p in older]
+    counts = count_blocking(texts, snapshot.tokenizer) if texts else []
+    replaced: dict[int, history_pb2.ConversationEntry] = {}
+    items: list[history_pb2.ClearedToolResult] = []
+    for position, tokens in zip(older, counts, strict=True):
+        found = clearing.cleared_one(stored(position), tokens, snapshot.attached_tokens)
+        if found is not None:
+            replaced[position] = found[0]
+            items.append(found[1])
+    added = sum(entry.token_count + MESSAGE_OVERHEAD for entry in newer)
+    saved = sum(item.tokens_before - item.tokens_after for item in items)
+    sendable = kept.result.report.tokens_after + added - saved
+    if sendable > 0 and sendable >= snapshot.budget.threshold:
+        return None  # clearing no longer brings it under: the full load compacts further
+    start = min((p for p in replaced if p < size), default=size)
+    tail = tuple(replaced.get(p, cleared.entries[p]) for p in range(start, size))
+    new = tuple(replaced.get(size + i, entry) for i, entry in enumerate(newer))
     grown = replace(
         snapshot,
         entries=snapshot.entries + tuple(newer),
         read_count=snapshot.loaded_count + len(newer),
         newest=(newer[-1].entry_id, newer[-1].sequence),
     )
-    # What `units` would group from all the entries: a clean read of whole turns starts a unit.
-    grown.__dict__["units"] = [*snapshot.units, *units]
-    # `grown.sendable_tokens`, from the kept answer's (a full answer sends all it counts).
-    sendable = kept.result.report.tokens_after + sum(unit.tokens for unit in units if not unit.orphan)
-    if sendable > 0 and sendable >= grown.budget.threshold:
-        return None  # `grown.needs_compression`
-    use = history_pb2.SUMMARY_USE_REUSED if grown.summary else history_pb2.SUMMARY_USE_NONE
-    report = decided.report_for(grown, history_pb2.HISTORY_DECISION_FULL, use)
-    sent = [entry for unit in units if not unit.orphan for entry in unit.entries]
-    result = decided.finish(
-        report,
-        [*kept.result.messages, *(to_chat_message(entry) for entry in sent)],
-        [*kept.result.kept, *sent],
-        sendable,
-        grown,
+    grown.__dict__["units"] = [*snapshot.units, *group_units(newer)]
+    ready = replace(
+        cleared,
+        entries=cleared.entries[:start] + tail + new,
+        read_count=grown.read_count,
+        newest=grown.newest,
+        cleared=cleared.cleared + tuple(items),
+        tokens_before_clearing=(cleared.tokens_before_clearing or 0) + added,
     )
-    return ctx.load_cache.store(thread_id, "", state, grown, result, extendable=True, extends=kept)
+    # `decide.full(ready, [the clearing's note])`'s report: the counts, the new cleared results, the note.
+    report = history_pb2.HistoryDecisionReport()
+    report.CopyFrom(kept.result.report)
+    report.entries_loaded += len(newer)
+    report.entries_kept += len(newer)
+    report.tokens_before += added
+    report.tokens_after = sendable
+    report.cleared_tool_results.extend(items)
+    report.cleared_tokens_saved += saved
+    del report.diagnostics[-1]  # the clearing's note, last
+    report.diagnostics.append(compaction.cleared_note(ready, False, report.cleared_tokens_saved))
+    first = 1 if snapshot.summary else 0
+    result = LoadResult(
+        messages=[
+            *kept.result.messages[: first + start],
+            *(to_chat_message(entry) for entry in (*tail, *new)),
+        ],
+        report=report,
+        kept=[*kept.result.kept[:start], *tail, *new],
+    )
+    return ctx.load_cache.store(
+        thread_id,
+        "",
+        state,
+        grown,
+        result,
+        extendable=True,
+        extends=kept,
+        replaced=size - start,
+        cleared=ready,
+    )
 
 
-def _call_ids(entries: list[history_pb2.ConversationEntry]) -> set[str]:
-    return {call.id for entry in entries for call in entry.tool_calls}
+def _newest_results(entries: tuple[history_pb2.ConversationEntry, ...], keep: int) -> list[int]:
+    """Positions of the newest `keep` tool results, oldest first (read from the end)."""
+    found: list[int] = []
+    position = len(entries) - 1
+    while len(found) < keep and position >= 0:
+        if entries[position].role == history_pb2.ENTRY_ROLE_TOOL and entries[position].entry_id:
+            found.append(position)
+        position -= 1
+    return found[::-1]

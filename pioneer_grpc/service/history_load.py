@@ -304,11 +304,21 @@ async def over_threshold(
     says so (kept, like a full answer), else compress under the thread's lock."""
     snapshot = read.snapshot
     # Clearing, truncation and a deferred compaction are pure functions of what was read: cacheable.
-    settled = await compaction.without_summarizer(ctx, snapshot, dry_run)
-    if settled is not None:
+    # A history cleared enough is kept current by the turns completed after it (history_current.py).
+    found = await compaction.settled(ctx, snapshot, dry_run)
+    if found is not None:
         if dry_run:
-            return settled
-        return ctx.load_cache.store(thread_id, read.key, read.state, snapshot, settled)
+            return found.result
+        cleared = found.ready if found.cleared_enough and not read.key else None
+        return ctx.load_cache.store(
+            thread_id,
+            read.key,
+            read.state,
+            snapshot,
+            found.result,
+            extendable=cleared is not None,
+            cleared=cleared,
+        )
     wait = _summarizer_deadline(ctx)
     async with compression_lock(ctx.engine, thread_id, wait) as held:
         if not held:
@@ -337,4 +347,4 @@ async def over_threshold(
             settled = await compaction.without_summarizer(ctx, fresh, dry_run=False)
             if settled is not None:
                 return settled
-        return await compaction.compress(ctx, fresh, thread_id, wait)
+        return await compaction.compress(ctx, fresh, thread_id, exclude_turn_id, wait)

@@ -48,10 +48,12 @@ class CachedLoad:
     turn_ids: frozenset[str] | None
     more_entries: bool
     # What it was decided from, when a load that reads more completed entries may extend it
-    # (history_current.py): a full answer of everything read, nothing cleared or repaired.
+    # (history_current.py): the answer is `decide.full` of it (of `cleared`, when given), nothing
+    # repaired.
     snapshot: Snapshot | None = field(default=None, compare=False, repr=False)
-    # With `snapshot`: the ids of the tool calls it holds.
-    call_ids: frozenset[str] = frozenset()
+    # With `snapshot`, when the answer is `decide.full` of it with old tool results cleared (the
+    # history over the threshold, under it once cleared): that cleared snapshot.
+    cleared: Snapshot | None = field(default=None, compare=False, repr=False)
     # Bytes of `encoded_messages`.
     encoded_size: int = 0
     # framed(n) by field number: a dict is thread-safe enough here (a race only frames twice).
@@ -154,16 +156,27 @@ class LoadCache:
         *,
         extendable: bool = False,
         extends: CachedLoad | None = None,
+        dropped: tuple[int, int] = (0, 0),
+        replaced: int = 0,
+        cleared: Snapshot | None = None,
     ) -> CachedLoad:
-        """Keeps the answer. `extendable`: `result` is `decide.full(snapshot)`, kept with its snapshot
-        so that later completed entries extend it. `extends`: the kept answer whose messages (and
-        their encoding) `result`'s begin with."""
+        """Keeps the answer. `extendable`: `result` is `decide.full(snapshot)` (of `cleared`, the
+        snapshot with old tool results cleared, when given), kept with its snapshot so that later
+        completed entries extend it. `extends`: the kept answer whose messages (and their encoding)
+        `result`'s begin with, but for `dropped` (start, count): messages of `extends` left out, one
+        per entry (the oldest turns, when newer ones pass the turn limit); and for its last
+        `replaced` messages, which `result` has anew (results cleared since)."""
         key = (thread_id, exclude_turn_id)
-        extendable = extendable and not (snapshot.repairs or snapshot.cleared or snapshot.more_entries)
-        encoded = extends.encoded_messages if extends is not None else ()
-        encoded += tuple(message.SerializeToString() for message in result.messages[len(encoded) :])
+        extendable = extendable and not (snapshot.repairs or snapshot.cleared)
+        start, count = dropped
+        old = extends.encoded_messages if extends is not None else ()
+        encoded = old[:start] + old[start + count : len(old) - replaced]
+        new = tuple(message.SerializeToString() for message in result.messages[len(encoded) :])
+        encoded += new
         # An extension reads (and adds) only the entries after those `extends` read.
-        entries = snapshot.entries[len(extends.snapshot.entries) :] if extends and extends.snapshot else ()
+        entries = (
+            snapshot.entries[len(extends.snapshot.entries) - count :] if extends and extends.snapshot else ()
+        )
         cached = CachedLoad(
             state=state,
             result=result,
@@ -173,30 +186,32 @@ class LoadCache:
                 None
                 if snapshot.repairs
                 else extends.turn_ids | {entry.turn_id for entry in entries}
-                if extends is not None and extends.turn_ids is not None
+                if extends is not None and extends.turn_ids is not None and not count
                 else frozenset(entry.turn_id for entry in snapshot.entries)
             ),
             more_entries=snapshot.more_entries,
             snapshot=snapshot if extendable else None,
-            call_ids=(
-                frozenset()
-                if not extendable
-                else extends.call_ids | {call.id for entry in entries for call in entry.tool_calls}
-                if extends is not None
-                else frozenset(call.id for entry in snapshot.entries for call in entry.tool_calls)
-            ),
+            cleared=cleared if extendable else None,
             encoded_size=(
-                extends.encoded_size + sum(map(len, encoded[len(extends.encoded_messages) :]))
+                extends.encoded_size
+                - sum(map(len, old[start : start + count]))
+                - sum(map(len, old[len(old) - replaced :]))
+                + sum(map(len, new))
                 if extends is not None
                 else sum(map(len, encoded))
             ),
             _grown=lambda size: self._grow(key, cached, size),
         )
         if extends is not None:
-            # The records framed already stay the start of the new ones.
-            added = encoded[len(extends.encoded_messages) :]
+            # The records framed already stay, but for those left out, the start of the new ones.
             for number, framed in list(extends._framed.items()):
-                cached._framed[number] = framed + repeated_records(number, added)
+                if replaced:
+                    framed = framed[: len(framed) - len(repeated_records(number, old[len(old) - replaced :]))]
+                if count:
+                    head = len(repeated_records(number, old[:start]))
+                    cut = head + len(repeated_records(number, old[start : start + count]))
+                    framed = framed[:head] + framed[cut:]
+                cached._framed[number] = framed + repeated_records(number, new)
         size = cached.encoded_size + result.report.ByteSize()
         if cached.snapshot is not None:
             size *= 2  # the entries it was decided from, about the size of their messages

@@ -70,6 +70,7 @@ from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import round as round_store
 from pioneer_grpc.store.turns import lock_turn
+from pioneer_grpc.store.work import run_to_end
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2, prompt_pb2, provider_service_pb2, turn_service_pb2
 from pioneer_grpc.wire import repeated_records
@@ -466,11 +467,16 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     def then(done: _Round) -> _Round:
         return _finished(ctx, request, before[0].head, done)
 
-    done, committed_id = await _committed_round(ctx, request, prepare, then)
-    recorded = numbered(done.recorded, committed_id)
+    async def committed() -> tuple[_Round, Recorded]:
+        # Published even when the caller is cancelled meanwhile: the event is committed.
+        done, committed_id = await _committed_round(ctx, request, prepare, then)
+        recorded = numbered(done.recorded, committed_id)
+        ctx.manifests.published(recorded)
+        return done, recorded
+
+    done, recorded = await run_to_end(committed())
     if recorded is not done.recorded:
         ctx.telemetry.current_span().set_attribute(tracing.MANIFEST_EVENT_ID, recorded.event_id)
-    ctx.manifests.published(recorded)
     if recorded.event is not None:
         # Counted once committed; a retry that recorded nothing new is not another round.
         observe.manifest_recorded(ctx, request.thread_id, before[0].payload.manifest)

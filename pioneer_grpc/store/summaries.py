@@ -1,23 +1,31 @@
-"""Thread summaries: append-only; the newest one is the one in use."""
+"""Thread summaries: append-only; the newest one is the one in use.
+
+A summary is stored by the compaction's unit of work (service/history_compaction.py),
+run by the store's runner.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from pioneer_grpc.store.clock import as_utc, now
 from pioneer_grpc.store.models import SummaryRow
 from pioneer_grpc.v1 import history_pb2
 
+_LATEST = (
+    select(*SummaryRow.__table__.columns)
+    .where(SummaryRow.thread_id == bindparam("b_thread_id"))
+    .order_by(SummaryRow.id.desc())
+    .limit(1)
+)
 
-async def latest_summary(session: AsyncSession, thread_id: str) -> SummaryRow | None:
-    result = await session.execute(
-        select(SummaryRow).where(SummaryRow.thread_id == thread_id).order_by(SummaryRow.id.desc()).limit(1)
-    )
-    return result.scalar_one_or_none()
+
+def latest_summary_in(conn: Connection, thread_id: str) -> Any:
+    """The thread's newest summary row, or None."""
+    return conn.execute(_LATEST, {"b_thread_id": thread_id}).first()
 
 
 def summary_by_id_in(conn: Connection, summary_id: int) -> Any:
@@ -25,8 +33,8 @@ def summary_by_id_in(conn: Connection, summary_id: int) -> Any:
     return conn.execute(select(*SummaryRow.__table__.columns).where(SummaryRow.id == summary_id)).one()
 
 
-async def add_summary(
-    session: AsyncSession,
+def add_summary_in(
+    conn: Connection,
     thread_id: str,
     text: str,
     token_count: int,
@@ -35,24 +43,23 @@ async def add_summary(
     model: str,
     summarizer: str,
     tokenizer: str,
-) -> SummaryRow:
-    row = SummaryRow(
-        thread_id=thread_id,
-        tokenizer=tokenizer,
-        text=text,
-        token_count=token_count,
-        covers_through_entry_id=covers_through_entry_id,
-        covers_through_sequence=covers_through_sequence,
-        model=model,
-        summarizer=summarizer,
-        created_at=now(),
-    )
-    async with session.begin():
-        session.add(row)
-    return row
+) -> int:
+    """Stores a summary in the caller's unit of work (store/runner.py); returns its id."""
+    values = {
+        "thread_id": thread_id,
+        "tokenizer": tokenizer,
+        "text": text,
+        "token_count": token_count,
+        "covers_through_entry_id": covers_through_entry_id,
+        "covers_through_sequence": covers_through_sequence,
+        "model": model,
+        "summarizer": summarizer,
+        "created_at": now(),
+    }
+    return int(conn.execute(insert(SummaryRow).values(values).returning(SummaryRow.id)).scalar_one())
 
 
-def summary_message(row: SummaryRow) -> history_pb2.ThreadSummary:
+def summary_message(row: Any) -> history_pb2.ThreadSummary:
     summary = history_pb2.ThreadSummary(
         thread_id=row.thread_id,
         text=row.text,

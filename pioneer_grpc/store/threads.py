@@ -1,4 +1,9 @@
-"""Thread rows: create, read (with the entry count), update."""
+"""Thread rows: create, read (with the entry count), update, the compaction mark.
+
+Each write is one unit of work run by the store's runner (store/runner.py): a
+synchronous function of one connection, inside the caller's one transaction, on
+the same statements for SQLite and PostgreSQL.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import bindparam, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
 
 from pioneer_grpc import reasons
 from pioneer_grpc.errors import AlreadyExists, NotFound
@@ -45,84 +50,90 @@ def turn_not_found(thread_id: str, turn_id: str) -> NotFound:
     )
 
 
-async def create_thread(
-    session: AsyncSession, thread_id: str, settings: ThreadSettings
-) -> tuple[ThreadRow, bool]:
-    """Inserts in its own transaction; returns the row and whether this call created it.
+_COLUMNS = tuple(ThreadRow.__table__.columns)
+_BY_ID = ThreadRow.thread_id == bindparam("b_thread_id")
+_ENTRY_COUNT = (
+    select(func.count())
+    .select_from(EntryRow)
+    .where(EntryRow.thread_id == ThreadRow.thread_id)
+    .scalar_subquery()
+)
+# The thread and how many entries it has: one statement, one snapshot.
+_WITH_COUNT = select(*_COLUMNS, _ENTRY_COUNT.label("entry_count")).where(_BY_ID)
+# The first statement of a thread's write: a write (SQLite's lock from the start), the row locked
+# (PostgreSQL), the row as it is returned.
+_LOCK = update(ThreadRow).where(_BY_ID).values(updated_at=ThreadRow.updated_at).returning(*_COLUMNS)
+
+
+def _insert(conn: Connection) -> Any:
+    """The dialect's INSERT of a thread that does nothing when the id is taken, returning the row."""
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    return dialect.insert(ThreadRow).on_conflict_do_nothing(index_elements=["thread_id"]).returning(*_COLUMNS)
+
+
+def create_thread_in(conn: Connection, thread_id: str, settings: ThreadSettings) -> tuple[Any, int]:
+    """CreateThread's unit of work (store/runner.py): the thread row and its entry count.
 
     A taken id with the same settings answers the stored thread (a retried create);
-    with other settings it is AlreadyExists naming the settings that differ.
+    with other settings it is AlreadyExists naming the settings that differ. A
+    concurrent creator of the same id is waited for (the unique key), then read.
     """
     moment = now()
-    row = ThreadRow(
-        thread_id=thread_id,
-        max_context_tokens=settings.max_context_tokens,
-        response_reserve_tokens=settings.response_reserve_tokens,
-        model=settings.model,
-        summary_model=settings.summary_model,
-        compaction_strategy=settings.compaction_strategy,
-        keep_tool_results=settings.keep_tool_results,
-        created_at=moment,
-        updated_at=moment,
-    )
-    try:
-        async with session.begin():
-            session.add(row)
-    except IntegrityError:
-        async with session.begin():
-            stored = await session.get(ThreadRow, thread_id)
-        if stored is None:  # created and gone again cannot happen: threads are never deleted
-            raise
-        differing = [k for k, v in settings_of(stored).__dict__.items() if getattr(settings, k) != v]
-        if differing:
-            raise AlreadyExists(
-                f"thread {thread_id!r} already exists with a different {', '.join(differing)}",
-                reason=reasons.THREAD_CONFLICT,
-                metadata={"thread_id": thread_id, "differing_fields": ",".join(differing)},
-            ) from None
-        return stored, False
-    return row, True
+    values = {
+        "thread_id": thread_id,
+        **settings.__dict__,
+        "created_at": moment,
+        "updated_at": moment,
+    }
+    created = conn.execute(_insert(conn).values(values)).first()
+    if created is not None:
+        return created, 0
+    stored = conn.execute(_WITH_COUNT, {"b_thread_id": thread_id}).one()
+    differing = [k for k, v in settings_of(stored).__dict__.items() if getattr(settings, k) != v]
+    if differing:
+        raise AlreadyExists(
+            f"thread {thread_id!r} already exists with a different {', '.join(differing)}",
+            reason=reasons.THREAD_CONFLICT,
+            metadata={"thread_id": thread_id, "differing_fields": ",".join(differing)},
+        )
+    return stored, int(stored.entry_count)
 
 
-async def thread_row(session: AsyncSession, thread_id: str) -> ThreadRow:
-    row = await session.get(ThreadRow, thread_id)
+def thread_in(conn: Connection, thread_id: str) -> tuple[Any, int]:
+    """The thread row and its entry count (NotFound for an unknown thread): one statement."""
+    row = conn.execute(_WITH_COUNT, {"b_thread_id": thread_id}).first()
     if row is None:
         raise thread_not_found(thread_id)
-    return row
+    return row, int(row.entry_count)
 
 
-async def entry_count(session: AsyncSession, thread_id: str) -> int:
-    result = await session.execute(select(func.count()).where(EntryRow.thread_id == thread_id))
-    return int(result.scalar_one())
+def update_thread_in(
+    conn: Connection, thread_id: str, changes_for: Callable[[ThreadSettings], dict[str, Any]]
+) -> tuple[Any, int]:
+    """UpdateThread's unit of work: `changes_for(current settings)` (which may raise to reject, and
+    then nothing changes) applied to the locked row; the row as stored and its entry count."""
+    locked = conn.execute(_LOCK, {"b_thread_id": thread_id}).first()
+    if locked is None:
+        raise thread_not_found(thread_id)
+    changes = changes_for(settings_of(locked))
+    # New settings deserve a new try at compaction.
+    conn.execute(
+        update(ThreadRow).where(_BY_ID).values(**changes, compaction_failed_sequence=None, updated_at=now()),
+        {"b_thread_id": thread_id},
+    )
+    return thread_in(conn, thread_id)
 
 
-async def update_thread(
-    session: AsyncSession, thread_id: str, changes_for: Callable[[ThreadSettings], dict[str, Any]]
-) -> ThreadRow:
-    """In one transaction: `changes_for(current settings)` (which may raise to reject) is applied."""
-    async with session.begin():
-        row = await session.get(ThreadRow, thread_id, with_for_update=True)
-        if row is None:
-            raise thread_not_found(thread_id)
-        for name, value in changes_for(settings_of(row)).items():
-            setattr(row, name, value)
-        # New settings deserve a new try at compaction.
-        row.compaction_failed_sequence = None
-        row.updated_at = now()
-    return row
+def mark_compaction_in(conn: Connection, thread_id: str, failed_sequence: int | None) -> None:
+    """Records (or clears, with None) the newest entry sequence a failed compaction covered, in the
+    caller's unit of work (store/runner.py)."""
+    conn.execute(
+        update(ThreadRow).where(_BY_ID).values(compaction_failed_sequence=bindparam("b_failed")),
+        {"b_thread_id": thread_id, "b_failed": failed_sequence},
+    )
 
 
-async def mark_compaction(session: AsyncSession, thread_id: str, failed_sequence: int | None) -> None:
-    """Records (or clears, with None) the newest entry sequence a failed compaction covered."""
-    async with session.begin():
-        await session.execute(
-            update(ThreadRow)
-            .where(ThreadRow.thread_id == thread_id)
-            .values(compaction_failed_sequence=failed_sequence)
-        )
-
-
-def settings_of(row: ThreadRow) -> ThreadSettings:
+def settings_of(row: Any) -> ThreadSettings:
     return ThreadSettings(
         row.max_context_tokens,
         row.response_reserve_tokens,
@@ -133,7 +144,7 @@ def settings_of(row: ThreadRow) -> ThreadSettings:
     )
 
 
-def thread_message(row: ThreadRow, entries: int) -> history_pb2.Thread:
+def thread_message(row: Any, entries: int) -> history_pb2.Thread:
     thread = history_pb2.Thread(
         thread_id=row.thread_id,
         config=history_pb2.ThreadConfig(
@@ -141,7 +152,7 @@ def thread_message(row: ThreadRow, entries: int) -> history_pb2.Thread:
             response_reserve_tokens=row.response_reserve_tokens,
             model=row.model,
             summary_model=row.summary_model,
-            compaction_strategy=row.compaction_strategy,  # type: ignore[arg-type]
+            compaction_strategy=row.compaction_strategy,
         ),
         entry_count=entries,
     )

@@ -16,7 +16,6 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pioneer_grpc.store.models import EntryCountRow, SummaryCountRow
 from pioneer_grpc.store.turns import insert
@@ -34,12 +33,12 @@ def _summary_query(tokenizer: str, summary_id: int) -> Any:
     )
 
 
-def _entry_insert(conn: Connection | AsyncConnection, tokenizer: str, counts: dict[int, int]) -> Any:
+def _entry_insert(conn: Connection, tokenizer: str, counts: dict[int, int]) -> Any:
     rows = [{"entry_sequence": seq, "tokenizer": tokenizer, "token_count": n} for seq, n in counts.items()]
     return insert(conn, EntryCountRow).values(rows).on_conflict_do_nothing()
 
 
-def _summary_insert(conn: Connection | AsyncConnection, tokenizer: str, summary_id: int, count: int) -> Any:
+def _summary_insert(conn: Connection, tokenizer: str, summary_id: int, count: int) -> Any:
     return (
         insert(conn, SummaryCountRow)
         .values(summary_id=summary_id, tokenizer=tokenizer, token_count=count)

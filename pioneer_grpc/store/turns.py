@@ -10,12 +10,10 @@ transaction of a round (store/runner.py), on either database.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from pioneer_grpc.history.budget import DEFAULT_MAX_CONTEXT_TOKENS, DEFAULT_RESPONSE_RESERVE_TOKENS
 from pioneer_grpc.store.clock import now
@@ -23,19 +21,16 @@ from pioneer_grpc.store.driver import Direct
 from pioneer_grpc.store.models import ThreadRow, TurnRow
 from pioneer_grpc.v1 import history_pb2
 
-Bind = AsyncConnection | AsyncSession | Connection
 
-
-def insert(bind: Bind, model: Any) -> Any:
+def insert(conn: Connection, model: Any) -> Any:
     """The dialect's INSERT, which has ON CONFLICT."""
-    name = bind.get_bind().dialect.name if isinstance(bind, AsyncSession) else bind.dialect.name
-    return (postgresql if name == "postgresql" else sqlite).insert(model)
+    return (postgresql if conn.dialect.name == "postgresql" else sqlite).insert(model)
 
 
-def _new_thread(bind: Bind, thread_id: str) -> Any:
+def _new_thread(conn: Connection, thread_id: str) -> Any:
     moment = now()
     return (
-        insert(bind, ThreadRow)
+        insert(conn, ThreadRow)
         .values(
             thread_id=thread_id,
             max_context_tokens=DEFAULT_MAX_CONTEXT_TOKENS,
@@ -53,16 +48,6 @@ def ensure_thread_in(conn: Connection, thread_id: str) -> None:
     """Creates the thread with the default budget unless it exists (a manifest recorded on a thread
     no call created)."""
     conn.execute(_new_thread(conn, thread_id))
-
-
-def _new_turn(bind: Bind, thread_id: str, turn_id: str, moment: datetime) -> Any:
-    return insert(bind, TurnRow).values(
-        thread_id=thread_id,
-        turn_id=turn_id,
-        status=history_pb2.TURN_STATUS_IN_PROGRESS,
-        created_at=moment,
-        updated_at=moment,
-    )
 
 
 @dataclass(frozen=True)

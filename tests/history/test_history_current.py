@@ -3,11 +3,16 @@ is the one a whole read gives, whoever wrote them (another server on the same da
 
 from __future__ import annotations
 
+import json
+import os
+import random
+
+from pioneer_grpc.history.budget import MAX_LOADED_TURNS
 from pioneer_grpc.store.entries import RowsRead
 from pioneer_grpc.v1 import history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.agent_turns import tool_turn
-from tests.history.rpc import config, create, entry, load, stub, turn
+from tests.history.rpc import ASSISTANT, TOOL, codes, config, create, entry, load, stub, tool_call, turn
 
 BIG = config(400_000, 16_000)
 
@@ -115,3 +120,171 @@ async def test_a_summarized_history_is_kept_current_the_same_way(pg_server):
     assert current.report.summary_use == history_pb2.SUMMARY_USE_REUSED
     assert current.messages[-1].content == "and one more thing"
     assert current == await _whole(pg_server, history, "t")
+
+
+def _same_call_id(entries: list[history_pb2.ConversationEntry]) -> list[history_pb2.ConversationEntry]:
+    """The turn with its call named `call_0`, as models that number calls per turn name them."""
+    for e in entries:
+        for call in e.tool_calls:
+            call.id = "call_0"
+        if e.tool_call_id:
+            e.tool_call_id = "call_0"
+    return entries
+
+
+async def test_a_call_id_used_again_by_later_turns_is_read_with_those_turns_only(pg_server):
+    history = stub(pg_server)
+    await create(history, "t", BIG)
+    for i in range(20):
+        entries = _same_call_id(tool_turn(i, lines=8))
+        await turn(history, "t", entries[0].turn_id, *entries)
+    await load(history, "t")
+    for i in range(20, 23):
+        entries = _same_call_id(tool_turn(i, lines=8))
+        await turn(history, "t", entries[0].turn_id, *entries)
+    before = RowsRead.entries
+    current = await load(history, "t")
+    assert RowsRead.entries - before == 12
+    assert current.report.entries_kept == 92
+    assert [m.tool_call_id for m in current.messages].count("call_0") == 23
+    assert current.report.diagnostics == []
+    assert current == await _whole(pg_server, history, "t")
+
+
+async def test_a_compaction_replaces_the_kept_history(pg_server):
+    history = stub(pg_server)
+    await create(history, "t", config(3_000, 1_000))
+    await _turns(history, "t", range(2))
+    kept_before = await load(history, "t")
+    assert kept_before.report.decision == history_pb2.HISTORY_DECISION_FULL
+    await _turns(history, "t", range(2, 12))
+    summarized = await load(history, "t")
+    assert summarized.report.decision == history_pb2.HISTORY_DECISION_SUMMARIZED
+    # What is kept now is the summary alone, for the state the compaction committed.
+    kept = pg_server.ctx.load_cache.extendable("t")
+    assert kept is not None
+    assert kept.state.summary_id is not None
+    assert list(kept.result.messages) == list(summarized.messages)
+    before = RowsRead.entries
+    reused = await load(history, "t")
+    assert RowsRead.entries - before == 0
+    assert reused.report.summary_use == history_pb2.SUMMARY_USE_REUSED
+    assert reused == await _whole(pg_server, history, "t")
+
+    await load(history, "t")  # kept again after the whole read
+    await turn(history, "t", "small", entry("s-u", "small", content="and one more thing"))
+    before = RowsRead.entries
+    current = await load(history, "t")
+    assert RowsRead.entries - before == 1
+    assert current.messages[-1].content == "and one more thing"
+    assert current == await _whole(pg_server, history, "t")
+
+
+async def _small(history, i: int) -> None:
+    turn_id = f"turn-{i}"
+    await turn(history, "t", turn_id, entry(f"u{i}", turn_id), entry(f"a{i}", turn_id, ASSISTANT))
+
+
+async def test_past_the_turn_limit_a_load_reads_the_new_turns_only_and_leaves_out_the_oldest(pg_server):
+    history = stub(pg_server)
+    await create(history, "t", BIG)
+    await _turns(history, "t", range(2))  # two tool turns first: the cut passes tool pairs
+    for i in range(2, MAX_LOADED_TURNS - 1):
+        await _small(history, i)
+    first = await load(history, "t")
+    assert first.report.entries_kept == 8 + 2 * (MAX_LOADED_TURNS - 3)
+    assert codes(first) == []
+
+    for i in range(MAX_LOADED_TURNS - 1, MAX_LOADED_TURNS + 2):
+        await _small(history, i)  # 202 turns: the two oldest go
+    before = RowsRead.entries
+    current = await load(history, "t")
+    assert RowsRead.entries - before == 6
+    assert codes(current) == ["turn_limit_reached"]
+    assert current.report.entries_kept == 2 * MAX_LOADED_TURNS
+    assert current.messages[0].content == "text of u2"
+    assert current == await _whole(pg_server, history, "t")
+
+    await load(history, "t")  # the whole read is kept: past the limit, it is extended too
+    for i in range(MAX_LOADED_TURNS + 2, MAX_LOADED_TURNS + 4):
+        await _small(history, i)
+    before = RowsRead.entries
+    later = await load(history, "t")
+    assert RowsRead.entries - before == 4
+    assert later.report.entries_kept == 2 * MAX_LOADED_TURNS
+    assert later.messages[0].content == "text of u4"
+    assert later == await _whole(pg_server, history, "t")
+
+
+async def test_a_cleared_history_is_kept_current_and_clears_the_results_new_turns_push_back(pg_server):
+    history = stub(pg_server)
+    await create(history, "t", config(12_000, 2_000, model="m"))
+    for i in range(12):
+        entries = tool_turn(i, lines=40)
+        await turn(history, "t", entries[0].turn_id, *entries)
+    cleared = await load(history, "t")
+    assert cleared.report.decision == history_pb2.HISTORY_DECISION_CLEARED
+    assert [c.entry_id for c in cleared.report.cleared_tool_results] == [f"r{i}" for i in range(9)]
+
+    for n, i in enumerate((12, 13), start=1):
+        entries = tool_turn(i, lines=40)
+        await turn(history, "t", entries[0].turn_id, *entries)
+        before = RowsRead.entries
+        current = await load(history, "t")
+        assert RowsRead.entries - before == 4
+        assert current.report.decision == history_pb2.HISTORY_DECISION_CLEARED
+        # The newest 3 results stay whole; the one the new turn pushed back is cleared now.
+        assert [c.entry_id for c in current.report.cleared_tool_results] == [f"r{k}" for k in range(9 + n)]
+        assert codes(current) == ["tool_results_cleared"]
+        assert current == await _whole(pg_server, history, "t")
+        await load(history, "t")  # the whole read kept again, cleared: the next turn extends it
+
+
+def _random_turn(rng: random.Random, i: int) -> list[history_pb2.ConversationEntry]:
+    """A turn of a generated agent loop: a plain answer, or calls (ids every turn uses again) with
+    results of any size, some smaller than the placeholder that would clear them."""
+    turn_id = f"turn-{i}"
+    entries = [entry(f"u{i}", turn_id, content=f"request {i} " + "word " * rng.randint(0, 40))]
+    for step in range(rng.choice((0, 1, 1, 2))):
+        calls = [
+            tool_call(f"call_{k}", "read_file", json.dumps({"path": f"f{i}_{k}"}))
+            for k in range(rng.randint(1, 2))
+        ]
+        entries.append(entry(f"a{i}_{step}", turn_id, ASSISTANT, content="", tool_calls=calls))
+        for k, call in enumerate(calls):
+            size = rng.choice((0, 2, 30, 120))
+            content = (
+                "ok" if size == 0 else "\n".join(f"line {j} of {call.id} in turn {i}" for j in range(size))
+            )
+            entries.append(
+                entry(
+                    f"r{i}_{step}_{k}", turn_id, TOOL, content=content, tool_call_id=call.id, name="read_file"
+                )
+            )
+    entries.append(entry(f"f{i}", turn_id, ASSISTANT, content=f"answer {i}"))
+    return entries
+
+
+async def test_generated_loops_load_after_each_turn_as_a_whole_read_does(database_url, server_factory):
+    rng = random.Random(int(os.environ.get("HISTORY_SEED", "22")))
+    mine = stub(await server_factory(database_url=database_url))
+    other_server = await server_factory(database_url=database_url)
+    theirs = stub(other_server)
+    # Threshold 4,000: the loop passes it and is cleared, then summarized when clearing no longer does.
+    await create(mine, "t", config(6_000, 1_000, model="m", keep_tool_results=rng.randint(0, 3)))
+    extended = decisions = 0
+    for i in range(60):
+        entries = _random_turn(rng, i)
+        await turn(mine, "t", f"turn-{i}", *entries)
+        before = RowsRead.entries
+        kept = await load(mine, "t")
+        extended += RowsRead.entries - before == len(entries)
+        decisions |= 1 << kept.report.decision
+        if kept.report.summary_use == history_pb2.SUMMARY_USE_CREATED:
+            continue  # the whole read after it reuses that summary: the rest is compared
+        assert kept == await _whole(other_server, theirs, "t"), f"turn {i}"
+    # Every kind of kept history was brought current, most loads by the new turn's rows only.
+    assert decisions & (1 << history_pb2.HISTORY_DECISION_FULL)
+    assert decisions & (1 << history_pb2.HISTORY_DECISION_CLEARED)
+    assert decisions & (1 << history_pb2.HISTORY_DECISION_SUMMARIZED)
+    assert extended >= 40

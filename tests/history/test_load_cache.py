@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from pioneer_grpc.history.budget import Budget
+from pioneer_grpc.history.decide import LoadResult, Snapshot
+from pioneer_grpc.service.load_cache import LoadCache
 from pioneer_grpc.store import entries as entry_store
-from pioneer_grpc.v1 import history_pb2
+from pioneer_grpc.store.history_state import HistoryState
+from pioneer_grpc.v1 import chat_pb2, history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
+from pioneer_grpc.wire import repeated_records
 from tests.history.rpc import config, create, load, stub
 from tests.history.test_load_rpc import fill
 
@@ -58,7 +63,31 @@ async def test_appends_completions_settings_and_summaries_are_seen(pg_server, re
     after = await load(history, "t")
     assert after.report.summary_use == history_pb2.SUMMARY_USE_REUSED
     # Reads: first load, after the update, the summarizing load (once, then again under
-    # the lock), and the first load on the new summary.
-    assert len(reads) == 5
+    # the lock); the compaction kept the history it leaves, so the load after reads nothing.
+    assert len(reads) == 4
     await load(history, "t")
-    assert len(reads) == 5
+    assert len(reads) == 4
+
+
+def test_an_extension_keeps_the_encoding_and_framing_of_what_it_keeps_only():
+    cache = LoadCache()
+    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
+    snapshot = Snapshot(budget=Budget(900), summary=None, entries=())
+    messages = [chat_pb2.ChatMessage(content=f"message {i}" * (i + 1)) for i in range(6)]
+    first = cache.store("t", "", state, snapshot, LoadResult(messages, history_pb2.HistoryDecisionReport()))
+    number = 7
+    first.framed(number)  # framed once, kept with the answer
+    # The first message stays; two after it go (turns past the limit); the last is replaced
+    # (a result cleared since); two are new.
+    anew = chat_pb2.ChatMessage(content="message 5, cleared")
+    added = [chat_pb2.ChatMessage(content="new a"), chat_pb2.ChatMessage(content="new b")]
+    grown = [*messages[:1], *messages[3:5], anew, *added]
+    report = history_pb2.HistoryDecisionReport()
+    second = cache.store(
+        "t", "", state, snapshot, LoadResult(grown, report), extends=first, dropped=(1, 2), replaced=1
+    )
+    encoded = tuple(m.SerializeToString() for m in grown)
+    assert second.encoded_messages == encoded
+    assert second.encoded_size == sum(map(len, encoded))
+    assert second.framed(number) == repeated_records(number, encoded)
+    assert [chat_pb2.ChatMessage.FromString(e) for e in second.encoded_messages] == grown
