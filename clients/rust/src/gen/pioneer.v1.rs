@@ -2049,10 +2049,12 @@ pub struct CountTokensRequest {
     /// Cap: at most 1,000 items, each at most 1,000,000 characters.
     #[prost(string, repeated, tag = "1")]
     pub texts: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
-    /// Counted as history messages (with per-message overhead and artifact blocks),
-    /// plus the images and documents their artifact_refs attach, by the model's
-    /// provider rule from the refs' width_px and height_px or page_count (ArtifactRef);
-    /// a ref without them adds nothing here (a history load assumes a size and says so).
+    /// Counted as history messages (with per-message overhead and artifact blocks):
+    /// text content parts with the message's text; the images and documents its
+    /// content_parts and artifact_refs attach by the model's provider rule, sized
+    /// as a history load sizes them (ConversationEntry.content_parts, ArtifactRef.width_px),
+    /// except that media of no known size adds nothing here (a load assumes a size and
+    /// says so).
     /// Cap: at most 1,000 items.
     #[prost(message, repeated, tag = "2")]
     pub messages: ::prost::alloc::vec::Vec<ChatMessage>,
