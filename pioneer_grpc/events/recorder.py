@@ -98,6 +98,12 @@ def numbered(recorded: Recorded, committed: str | None) -> Recorded:
     return Recorded(event.event_id, event)
 
 
+def id_setting(recorded: Recorded) -> str:
+    """The session setting to read after the commit: EVENT_ID_SETTING when the commit drew an id
+    (an event inserted with a provisional id), else none (no round trip for it)."""
+    return EVENT_ID_SETTING if recorded.event is not None and recorded.event_id < 0 else ""
+
+
 def prepare_manifest(thread_id: str, turn_id: str, manifest: prompt_pb2.PromptManifest) -> PreparedManifest:
     _check_ids(thread_id, turn_id)
     stored = prompt_pb2.PromptManifest()
@@ -141,7 +147,7 @@ _UPDATE_TURN = Direct(
 def record_in(conn: Connection, prepared: PreparedManifest, turn: TurnRecord, *, postgres: bool) -> Recorded:
     """Within the caller's transaction, after `lock_turn`: the event and the turn's manifest columns.
 
-    The caller commits with `TransactionRunner.transact(..., EVENT_ID_SETTING)`,
+    The caller commits with `TransactionRunner.transact(..., id_setting)`,
     gives `numbered` what it read, and hands that to `ManifestRecorder.published`.
     """
     if turn.event_id is not None and turn.manifest_json == prepared.as_json:
@@ -205,7 +211,7 @@ class ManifestRecorder:
             ensure_thread_in(conn, thread_id)
             return record_in(conn, prepared, lock_turn(conn, thread_id, turn_id), postgres=self.postgres)
 
-        recorded, committed_id = await self._runner.transact(lambda: None, work, EVENT_ID_SETTING)
+        recorded, committed_id = await self._runner.transact(lambda: None, work, id_setting)
         recorded = numbered(recorded, committed_id)
         self.published(recorded)
         return recorded.event_id

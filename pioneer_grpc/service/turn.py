@@ -37,9 +37,9 @@ from pioneer_grpc.caps import violations_of
 from pioneer_grpc.compiler.validate import input_violations, known_valid
 from pioneer_grpc.errors import FailedPrecondition, FieldViolation, InvalidArgument
 from pioneer_grpc.events.recorder import (
-    EVENT_ID_SETTING,
     PreparedManifest,
     Recorded,
+    id_setting,
     numbered,
     prepare_manifest,
     record_in,
@@ -393,6 +393,10 @@ def _rendered(
     )
 
 
+def _event_id_setting(done: _Round) -> str:
+    return id_setting(done.recorded)
+
+
 async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest) -> PreparedTurn:
     observe.turn_started(ctx, request.thread_id, request.turn_id, request.model)
     before: list[_Before] = []
@@ -403,7 +407,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
         return before[0]
 
     work = partial(_round, ctx, request)
-    done, committed_id = await ctx.runner.transact(prepare, work, EVENT_ID_SETTING)
+    done, committed_id = await ctx.runner.transact(prepare, work, _event_id_setting)
     recorded = numbered(done.recorded, committed_id)
     if recorded is not done.recorded:
         ctx.telemetry.current_span().set_attribute(tracing.MANIFEST_EVENT_ID, recorded.event_id)
