@@ -1,0 +1,184 @@
+"""Every PostgreSQL statement that does in one round trip what SQLite does in several gives the answer
+and leaves the rows the separate statements give and leave, on real PostgreSQL.
+
+Each case runs on two copies of one seeded, migrated database: once the one
+statement (`one`), once the separate statements SQLite runs (`separately`, which
+`Direct` executes through SQLAlchemy on PostgreSQL); the answers (or the errors)
+and every table afterwards must be equal. The clock is fixed, so timestamps compare.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+import pytest
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from pioneer_grpc.errors import PioneerError
+from pioneer_grpc.store import completion
+from pioneer_grpc.store.migrate import migrate
+from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow, TurnRow
+from tests.conftest import require_postgres
+from tests.store.test_direct_statements import MOMENT, _entry
+
+pytestmark = pytest.mark.postgres
+LATER = datetime(2026, 12, 1, 8, 0, 1, 5, tzinfo=UTC)
+COMPLETED = 3
+IN_PROGRESS = 1
+
+
+def _seed(conn: Connection) -> None:
+    conn.execute(
+        ThreadRow.__table__.insert(),
+        {
+            "thread_id": "t",
+            "max_context_tokens": 1000,
+            "response_reserve_tokens": 100,
+            "model": "m",
+            "open_entries": 2,
+            "open_turns": 1,
+            "created_at": MOMENT,
+            "updated_at": MOMENT,
+        },
+    )
+    conn.execute(
+        TurnRow.__table__.insert(),
+        [
+            {"thread_id": "t", "turn_id": turn, "status": status, "created_at": MOMENT, "updated_at": MOMENT}
+            for turn, status in (("u1", COMPLETED), ("u2", IN_PROGRESS), ("empty", IN_PROGRESS))
+        ],
+    )
+    conn.execute(
+        EntryRow.__table__.insert(),
+        [
+            _entry("e1", "u1", True, content="q"),
+            _entry("e2", "u1", True, content="a", reasoning_content="why"),
+            _entry("e3", "u2", False, content="open"),
+            _entry("e4", "u2", False, content="open too"),
+        ],
+    )
+    conn.execute(ToolCallRow.__table__.insert(), {"thread_id": "t", "call_id": "c1", "entry_id": "e2"})
+
+
+Way = Callable[..., Any]
+# name -> (the one statement, the separate statements, the arguments of each run in order on one database)
+CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
+    "complete_turn": (
+        completion.completed_in_one,
+        completion.completed_separately,
+        [("t", "u2"), ("t", "u2"), ("t", "u1"), ("t", "empty"), ("t", "nosuch"), ("nosuch", "u1")],
+    ),
+}
+
+
+async def _make_template(admin_url: str, name: str) -> None:
+    admin = await asyncpg.connect(_plain(admin_url))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    engine = create_async_engine(_on(admin_url, name))
+    try:
+        await migrate(engine)
+        async with engine.begin() as conn:
+            await conn.run_sync(_seed)
+    finally:
+        await engine.dispose()
+
+
+async def _drop(admin_url: str, name: str) -> None:
+    admin = await asyncpg.connect(_plain(admin_url))
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+def _plain(url: str) -> str:
+    return url.replace("postgresql+asyncpg", "postgresql")
+
+
+def _on(admin_url: str, name: str) -> str:
+    return f"{admin_url.rsplit('/', 1)[0]}/{name}"
+
+
+@pytest.fixture(scope="module")
+def template() -> Iterator[tuple[str, str]]:
+    """A migrated, seeded database every case copies; yields the cluster's admin URL and its name."""
+    admin_url = require_postgres()
+    name = "tpl_" + uuid.uuid4().hex[:16]
+    asyncio.run(_make_template(admin_url, name))
+    try:
+        yield admin_url, name
+    finally:
+        asyncio.run(_drop(admin_url, name))
+
+
+async def _tables(conn: asyncpg.Connection) -> dict[str, list[tuple[Any, ...]]]:
+    names = [
+        row["tablename"]
+        for row in await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+    ]
+    return {
+        name: sorted(tuple(row) for row in await conn.fetch(f'SELECT * FROM "{name}"'))
+        for name in sorted(names)
+        if name != "alembic_version"
+    }
+
+
+async def _run_on_copy(
+    template: tuple[str, str], way: Way, runs: list[tuple[Any, ...]]
+) -> tuple[list[Any], dict[str, list[tuple[Any, ...]]]]:
+    """Each run of `way` in a transaction of its own on a copy of the template (an error rolls its
+    run back); the answers (an error as its class and text) and the tables afterwards."""
+    admin_url, template_name = template
+    name = "copy_" + uuid.uuid4().hex[:16]
+    admin = await asyncpg.connect(_plain(admin_url))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_name}"')
+    finally:
+        await admin.close()
+    try:
+        engine = create_async_engine(_on(admin_url, name))
+        answers: list[Any] = []
+        try:
+            for args in runs:
+                try:
+                    async with engine.begin() as conn:
+                        answers.append(await conn.run_sync(way, *args))
+                except PioneerError as error:
+                    answers.append((type(error).__name__, str(error)))
+        finally:
+            await engine.dispose()
+        raw = await asyncpg.connect(_plain(_on(admin_url, name)))
+        try:
+            return answers, await _tables(raw)
+        finally:
+            await raw.close()
+    finally:
+        await _drop(admin_url, name)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+async def test_one_statement_gives_and_leaves_what_the_separate_ones_do(case, template, monkeypatch):
+    monkeypatch.setattr(completion, "now", lambda: LATER)
+    one, separately, runs = CASES[case]
+    answers_one, tables_one = await _run_on_copy(template, one, runs)
+    answers_separately, tables_separately = await _run_on_copy(template, separately, runs)
+    assert answers_one == answers_separately
+    assert tables_one == tables_separately
+
+
+async def test_the_comparison_sees_what_a_statement_changes(template, monkeypatch):
+    """The comparison can fail: completing a turn changes the tables it compares."""
+    monkeypatch.setattr(completion, "now", lambda: LATER)
+    _, before = await _run_on_copy(template, completion.completed_in_one, [])
+    answers, after = await _run_on_copy(template, completion.completed_in_one, [("t", "u2")])
+    assert answers == [2]
+    assert before != after
