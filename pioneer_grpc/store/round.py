@@ -19,10 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from types import SimpleNamespace
+from typing import Any
 
-from sqlalchemy import bindparam, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import bindparam, select, text, update
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc.history.entry_rules import StoredCalls
@@ -70,14 +72,6 @@ _TOUCH_THREAD = Direct(
         open_entries=ThreadRow.open_entries + bindparam("b_entries"),
         open_turns=ThreadRow.open_turns + bindparam("b_turns"),
     )
-)
-_INSERT_ENTRIES_PG = (
-    postgresql.insert(EntryRow)
-    .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
-    .returning(EntryRow.id, EntryRow.entry_id)
-)
-_INSERT_CALLS_PG = postgresql.insert(ToolCallRow).on_conflict_do_nothing(
-    index_elements=["thread_id", "call_id", "entry_id"]
 )
 # On SQLite a row at a time, straight on the driver: a round appends one or a few.
 _INSERT_ENTRY_SQLITE = Direct(
@@ -150,13 +144,17 @@ def append(
     if len(stored.stored_entry_ids) < len({new.entry.entry_id for new in new_entries}):
         check(stored)
     moment = now()
-    postgres = conn.dialect.name == "postgresql"
     rows = [entry_values(thread_id, new, tokenizer, moment) for new in new_entries]
-    if postgres:
-        created = {row.entry_id: row.id for row in conn.execute(_INSERT_ENTRIES_PG, rows)}
-    else:
-        inserted = (_INSERT_ENTRY_SQLITE.first(conn, row) for row in rows)
-        created = {row.entry_id: row.id for row in inserted if row is not None}
+    calls = [
+        {"thread_id": thread_id, "call_id": call.id, "entry_id": new.entry.entry_id}
+        for new in new_entries
+        for call in new.entry.tool_calls
+    ]
+    # A turn is open from its first entry on: those without stored entries open with the batch.
+    batch_turns = dict.fromkeys(new.entry.turn_id for new in new_entries)
+    fresh = [turn_id for turn_id in batch_turns if not stored.turns.get(turn_id)]
+    insert = inserted_in_one if conn.dialect.name == "postgresql" else inserted_separately
+    created = insert(conn, thread_id, rows, calls, fresh, moment)
     repeats = [new for new in new_entries if new.entry.entry_id not in created]
     if repeats:
         _check_repeats(conn, thread_id, repeats)
@@ -165,32 +163,115 @@ def append(
     for new in new_entries:
         if new.entry.entry_id in created and new.entry.turn_id in completed:
             raise turn_completed(thread_id, new.entry)
-    if created:
-        opened = {new.entry.turn_id for new in new_entries if new.entry.entry_id in created}
-        _TOUCH_THREAD.rows(
-            conn,
-            {
-                "b_thread_id": thread_id,
-                "b_updated_at": moment,
-                "b_entries": len(created),
-                # A turn is open from its first entry on.
-                "b_turns": sum(1 for turn_id in opened if not stored.turns.get(turn_id)),
-            },
-        )
-        calls = [
-            {"thread_id": thread_id, "call_id": call.id, "entry_id": new.entry.entry_id}
-            for new in new_entries
-            if new.entry.entry_id in created
-            for call in new.entry.tool_calls
-        ]
-        if calls and postgres:
-            conn.execute(_INSERT_CALLS_PG, calls)
-        elif calls:
-            for call_row in calls:
-                _INSERT_CALL_SQLITE.rows(conn, call_row)
     # The rows as written are the rows a read returns (text and integers); ids ascend in insertion order.
     by_id = sorted((created[row["entry_id"]], row) for row in rows if row["entry_id"] in created)
     return [loaded_entry(SimpleNamespace(**row, id=sequence)) for sequence, row in by_id]
+
+
+def inserted_separately(
+    conn: Connection,
+    thread_id: str,
+    rows: list[dict[str, Any]],
+    calls: list[dict[str, str]],
+    fresh_turns: list[str],
+    moment: datetime,
+) -> dict[str, int]:
+    """SQLite's append writes, a statement a row on the driver: the entries not stored yet (ON
+    CONFLICT DO NOTHING), the tool calls of those created, the thread's open counts and clock.
+    Returns the sequence of each entry created, by entry_id."""
+    inserted = (_INSERT_ENTRY_SQLITE.first(conn, row) for row in rows)
+    created = {row.entry_id: row.id for row in inserted if row is not None}
+    if not created:
+        return created
+    opened = {row["turn_id"] for row in rows if row["entry_id"] in created}
+    _TOUCH_THREAD.rows(
+        conn,
+        {
+            "b_thread_id": thread_id,
+            "b_updated_at": moment,
+            "b_entries": len(created),
+            "b_turns": len(opened & set(fresh_turns)),
+        },
+    )
+    for call_row in calls:
+        if call_row["entry_id"] in created:
+            _INSERT_CALL_SQLITE.rows(conn, call_row)
+    return created
+
+
+# The entry columns an append writes from its batch, in `entry_values`' order, and their types.
+_BATCH_COLUMNS = (
+    ("entry_id", "varchar"),
+    ("turn_id", "varchar"),
+    ("role", "integer"),
+    ("content", "text"),
+    ("tool_calls_json", "text"),
+    ("tool_call_id", "varchar"),
+    ("name", "varchar"),
+    ("artifact_refs_json", "text"),
+    ("reasoning_content", "text"),
+    ("content_parts_pb", "bytea"),
+    ("content_hash", "varchar"),
+    ("token_count", "integer"),
+)
+_BATCH_NAMES = ", ".join(name for name, _ in _BATCH_COLUMNS)
+_BATCH_ARRAYS = ", ".join(f"CAST(:b_{name} AS {kind}[])" for name, kind in _BATCH_COLUMNS)
+# What `inserted_separately` does, in one round trip: the batch as arrays, one row an entry.
+_INSERT_ALL_PG = text(
+    f"""
+    WITH batch AS (
+        SELECT * FROM unnest({_BATCH_ARRAYS}) WITH ORDINALITY AS b({_BATCH_NAMES}, ord)
+    ), created AS (
+        INSERT INTO conversation_entries (
+            thread_id, {_BATCH_NAMES}, tokenizer, completed, created_at
+        )
+        SELECT :b_thread_id, {_BATCH_NAMES}, :b_tokenizer, false, :b_moment FROM batch ORDER BY ord
+        ON CONFLICT (thread_id, entry_id) DO NOTHING
+        RETURNING id, entry_id, turn_id
+    ), calls AS (
+        INSERT INTO tool_calls (thread_id, call_id, entry_id)
+        SELECT :b_thread_id, c.call_id, c.entry_id
+        FROM unnest(CAST(:b_call_ids AS varchar[]), CAST(:b_call_entry_ids AS varchar[]))
+            WITH ORDINALITY AS c(call_id, entry_id, ord)
+        WHERE c.entry_id IN (SELECT entry_id FROM created)
+        ORDER BY c.ord
+        ON CONFLICT (thread_id, call_id, entry_id) DO NOTHING
+    ), touched AS (
+        UPDATE threads SET
+            updated_at = :b_moment,
+            open_entries = open_entries + (SELECT count(*) FROM created),
+            open_turns = open_turns + (
+                SELECT count(DISTINCT turn_id) FROM created
+                WHERE turn_id = ANY(CAST(:b_fresh_turns AS varchar[]))
+            )
+        WHERE thread_id = :b_thread_id AND EXISTS (SELECT FROM created)
+    )
+    SELECT id, entry_id FROM created
+    """
+)
+
+
+def inserted_in_one(
+    conn: Connection,
+    thread_id: str,
+    rows: list[dict[str, Any]],
+    calls: list[dict[str, str]],
+    fresh_turns: list[str],
+    moment: datetime,
+) -> dict[str, int]:
+    """PostgreSQL's append writes: what `inserted_separately` does, in one statement."""
+    tokenizers = {row["tokenizer"] for row in rows}
+    assert len(tokenizers) == 1, "a batch is counted in one tokenizer"
+    params: dict[str, Any] = {f"b_{name}": [row[name] for row in rows] for name, _ in _BATCH_COLUMNS}
+    params.update(
+        b_thread_id=thread_id,
+        b_tokenizer=tokenizers.pop(),
+        b_moment=moment,
+        b_call_ids=[call["call_id"] for call in calls],
+        b_call_entry_ids=[call["entry_id"] for call in calls],
+        b_fresh_turns=fresh_turns,
+    )
+    return {row.entry_id: row.id for row in conn.execute(_INSERT_ALL_PG, params)}
 
 
 _STORED_REPEATS = select(EntryRow.content_hash, *ENTRY_COLUMNS).where(

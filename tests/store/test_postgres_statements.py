@@ -17,13 +17,16 @@ from typing import Any
 
 import asyncpg
 import pytest
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from pioneer_grpc.errors import PioneerError
-from pioneer_grpc.store import completion
+from pioneer_grpc.store import completion, round
+from pioneer_grpc.store.entries import NewEntry, entry_values
 from pioneer_grpc.store.migrate import migrate
 from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow, TurnRow
+from pioneer_grpc.v1 import chat_pb2, common_pb2, history_pb2
 from tests.conftest import require_postgres
 from tests.store.test_direct_statements import MOMENT, _entry
 
@@ -66,6 +69,74 @@ def _seed(conn: Connection) -> None:
     conn.execute(ToolCallRow.__table__.insert(), {"thread_id": "t", "call_id": "c1", "entry_id": "e2"})
 
 
+def _rows(*entries: tuple[str, str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """New entries' rows (entry_id, turn_id, fields), as an append writes them at LATER."""
+    return [
+        entry_values(
+            "t",
+            NewEntry(
+                history_pb2.ConversationEntry(entry_id=entry_id, turn_id=turn, role=2, **fields), "h9", 7
+            ),
+            "cl100k_base",
+            LATER,
+        )
+        for entry_id, turn, fields in entries
+    ]
+
+
+_CALL = common_pb2.ToolCall(id="c9", name="read", arguments="{}")
+_PART = chat_pb2.ContentPart(text="part")
+_BATCH = _rows(
+    ("e9", "u2", {"content": "call", "tool_calls": [_CALL], "reasoning_content": "because"}),
+    ("e1", "u1", {"content": "q"}),  # stored already: not inserted, its call not either
+    ("e10", "new", {"content": "", "content_parts": [_PART]}),
+    ("e11", "new", {"content": "more", "name": "n", "tool_call_id": "c9"}),
+)
+_BATCH_CALLS = [
+    {"thread_id": "t", "call_id": "c9", "entry_id": "e9"},
+    {"thread_id": "t", "call_id": "c1", "entry_id": "e1"},
+    {"thread_id": "t", "call_id": "c1", "entry_id": "e9"},
+]
+
+
+def _inserted_by_statements(
+    conn: Connection,
+    thread_id: str,
+    rows: list[dict[str, Any]],
+    calls: list[dict[str, str]],
+    fresh_turns: list[str],
+    moment: datetime,
+) -> dict[str, int]:
+    """`round.inserted_separately` with PostgreSQL's INSERT ... ON CONFLICT built by SQLAlchemy."""
+    insert_entry = (
+        postgresql.insert(EntryRow)
+        .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
+        .returning(EntryRow.id, EntryRow.entry_id)
+    )
+    insert_call = postgresql.insert(ToolCallRow).on_conflict_do_nothing(
+        index_elements=["thread_id", "call_id", "entry_id"]
+    )
+    created = {}
+    for row in rows:
+        found = conn.execute(insert_entry, row).first()
+        if found is not None:
+            created[found.entry_id] = found.id
+    if not created:
+        return created
+    opened = {row["turn_id"] for row in rows if row["entry_id"] in created}
+    touch = {
+        "b_thread_id": thread_id,
+        "b_updated_at": moment,
+        "b_entries": len(created),
+        "b_turns": len(opened & set(fresh_turns)),
+    }
+    conn.execute(round._TOUCH_THREAD.statement, touch)
+    for call in calls:
+        if call["entry_id"] in created:
+            conn.execute(insert_call, call)
+    return created
+
+
 Way = Callable[..., Any]
 # name -> (the one statement, the separate statements, the arguments of each run in order on one database)
 CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
@@ -73,6 +144,16 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
         completion.completed_in_one,
         completion.completed_separately,
         [("t", "u2"), ("t", "u2"), ("t", "u1"), ("t", "empty"), ("t", "nosuch"), ("nosuch", "u1")],
+    ),
+    "append": (
+        round.inserted_in_one,
+        _inserted_by_statements,
+        [
+            ("t", _BATCH, _BATCH_CALLS, ["new"], LATER),
+            ("t", _BATCH, _BATCH_CALLS, ["new"], LATER),  # a repeat: nothing created, nothing touched
+            ("t", _rows(("e12", "empty", {"content": "x"})), [], ["empty"], LATER),
+            ("t", _rows(("e13", "u2", {"content": "y"})), [], [], LATER),
+        ],
     ),
 }
 
