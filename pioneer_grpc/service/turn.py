@@ -45,7 +45,7 @@ from pioneer_grpc.events.recorder import (
     record_in,
 )
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation
-from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations
+from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations, named_call_ids
 from pioneer_grpc.history.render import entry_counted_texts, to_chat_message
 from pioneer_grpc.history.repair import repair
 from pioneer_grpc.history.tokens import count_blocking
@@ -60,7 +60,6 @@ from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import round as round_store
-from pioneer_grpc.store.turns import lock_turn
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2, prompt_pb2, provider_service_pb2, turn_service_pb2
 from pioneer_grpc.wire import repeated_records
@@ -296,9 +295,9 @@ def _round(
         raise InvalidArgument.field(
             "model", "set the model here or on the thread (UpdateThread)", reason=reasons.MODEL_REQUIRED
         )
-    turn = lock_turn(conn, thread_id, turn_id)
-    own = round_store.turn_entries_lean(conn, thread_id, turn_id)
     entries = [new.entry for new in before.new_entries]
+    turn = round_store.lock_turn_with_entries(conn, thread_id, turn_id, named_call_ids(entries))
+    own = list(turn.entries)
 
     def check(stored: StoredCalls) -> None:
         InvalidArgument.raise_if(call_violations(entries, stored, "new_entries"))
@@ -312,7 +311,7 @@ def _round(
                 ctx.models, locked.model, counted, before.counted_in
             )
             own += round_store.insert_turn_entries(
-                conn, thread_id, turn_id, turn, new_entries, tokenizer, check, own
+                conn, thread_id, turn_id, new_entries, tokenizer, check, turn
             )
     # The turn's own entries, repaired like history; its latest calls must have their results.
     repaired = repair(own, close_at_end=False)
@@ -322,7 +321,7 @@ def _round(
     history, left_out = history_load.history_on(ctx, conn, thread_id, turn_id)
     rpc_span = ctx.telemetry.current_span()
     with ctx.telemetry.span("pioneer.manifest.record") as span:
-        recorded = record_in(conn, before.manifest, turn, postgres=ctx.manifests.postgres)
+        recorded = record_in(conn, before.manifest, turn.record, postgres=ctx.manifests.postgres)
         manifest = before.payload.manifest
         if span.is_recording():
             span.set_attribute(tracing.FINGERPRINT_STABLE, manifest.fingerprint_stable)

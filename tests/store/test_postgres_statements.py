@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from pioneer_grpc.errors import PioneerError
-from pioneer_grpc.store import completion, round
+from pioneer_grpc.store import completion, round, turns
 from pioneer_grpc.store.entries import NewEntry, entry_values
 from pioneer_grpc.store.migrate import migrate
 from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow, TurnRow
@@ -66,7 +66,14 @@ def _seed(conn: Connection) -> None:
             _entry("e4", "u2", False, content="open too"),
         ],
     )
-    conn.execute(ToolCallRow.__table__.insert(), {"thread_id": "t", "call_id": "c1", "entry_id": "e2"})
+    conn.execute(
+        ToolCallRow.__table__.insert(),
+        [
+            {"thread_id": "t", "call_id": "c1", "entry_id": "e2"},
+            # An id reused by another entry (models reuse ids across turns).
+            {"thread_id": "t", "call_id": "c1", "entry_id": "e4"},
+        ],
+    )
 
 
 def _rows(*entries: tuple[str, str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -144,6 +151,17 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
         completion.completed_in_one,
         completion.completed_separately,
         [("t", "u2"), ("t", "u2"), ("t", "u1"), ("t", "empty"), ("t", "nosuch"), ("nosuch", "u1")],
+    ),
+    "lock_turn_with_entries": (
+        round.turn_locked_in_one,
+        round.turn_locked_separately,
+        [
+            ("t", "u2", ["c1", "c9"]),
+            ("t", "new", []),
+            ("t", "new", ["c1"]),
+            ("t", "u1", ["zz"]),
+            ("t", "empty", ["c1", "zz"]),
+        ],
     ),
     "append": (
         round.inserted_in_one,
@@ -248,7 +266,8 @@ async def _run_on_copy(
 
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_one_statement_gives_and_leaves_what_the_separate_ones_do(case, template, monkeypatch):
-    monkeypatch.setattr(completion, "now", lambda: LATER)
+    for module in (completion, round, turns):
+        monkeypatch.setattr(module, "now", lambda: LATER)
     one, separately, runs = CASES[case]
     answers_one, tables_one = await _run_on_copy(template, one, runs)
     answers_separately, tables_separately = await _run_on_copy(template, separately, runs)
