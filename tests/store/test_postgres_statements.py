@@ -17,11 +17,13 @@ from typing import Any
 
 import asyncpg
 import pytest
+from sqlalchemy import func
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from pioneer_grpc.errors import PioneerError
+from pioneer_grpc.events import recorder
 from pioneer_grpc.store import completion, round, turns
 from pioneer_grpc.store.entries import NewEntry, entry_values
 from pioneer_grpc.store.migrate import migrate
@@ -144,6 +146,30 @@ def _inserted_by_statements(
     return created
 
 
+def _recorded_by_statements(conn: Connection, columns: dict[str, Any]) -> int:
+    """`recorder.recorded_in_one` as SQLAlchemy's INSERT with a provisional id, then the turn's UPDATE."""
+    provisional = recorder._INSERT_EVENT.values(id=-func.nextval("manifest_events_provisional_id_seq"))
+    event = {name: columns[name] for name in ("b_thread_id", "b_turn_id", "b_manifest_pb")}
+    event_id: int = conn.execute(provisional, {**event, "b_created_at": columns["b_updated_at"]}).scalar_one()
+    conn.execute(recorder._UPDATE_TURN.statement, {**columns, "b_event_id": event_id})
+    return event_id
+
+
+def _manifest_columns(turn_id: str, fingerprint: str) -> dict[str, Any]:
+    return {
+        "b_thread_id": "t",
+        "b_turn_id": turn_id,
+        "b_manifest_pb": b"\x08\x01",
+        "b_json": f'{{"fingerprint": "{fingerprint}"}}',
+        "b_version": "v1",
+        "b_profile": "full",
+        "b_stable": "s",
+        "b_dynamic": "d",
+        "b_full": fingerprint,
+        "b_updated_at": LATER,
+    }
+
+
 Way = Callable[..., Any]
 # name -> (the one statement, the separate statements, the arguments of each run in order on one database)
 CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
@@ -161,6 +187,15 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
             ("t", "new", ["c1"]),
             ("t", "u1", ["zz"]),
             ("t", "empty", ["c1", "zz"]),
+        ],
+    ),
+    "record_manifest": (
+        recorder.recorded_in_one,
+        _recorded_by_statements,
+        [
+            (_manifest_columns("u2", "f1"),),
+            (_manifest_columns("u2", "f2"),),
+            (_manifest_columns("empty", "f3"),),
         ],
     ),
     "append": (
