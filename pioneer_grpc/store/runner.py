@@ -9,7 +9,7 @@ runs through SQLAlchemy's `run_sync` on an asyncpg connection, on the event loop
 
     runner = TransactionRunner.for_engine(engine)
     # prepare() -> p, then work(conn, p) in one transaction; then the session setting
-    # setting(result) names, as the commit left it ("" names none)
+    # `setting` names (a name, or a function of the result; "" names none), as the commit left it
     result, value = await runner.transact(prepare, work, setting)
 
 `runner.read(work)` runs `work(conn)` the same way but outside a transaction, for a
@@ -83,10 +83,10 @@ class TransactionRunner:
         self,
         prepare: Callable[[], P],
         work: Callable[[Connection, P], R],
-        setting: Callable[[R], str] = no_setting,
+        setting: str | Callable[[R], str] = no_setting,
     ) -> tuple[R, str | None]:
         """`work(conn, prepare())`, committed when it returns, rolled back when it raises; and then
-        the session setting `setting(result)` names as the commit left it.
+        the session setting `setting` names (or `setting(result)`) as the commit left it.
 
         It runs to its end even when the caller is cancelled (store/work.py), and
         driver failures leave it as domain errors. On PostgreSQL a trigger that runs
@@ -136,13 +136,17 @@ class TransactionRunner:
             return await conn.run_sync(work)
 
     async def _transact_async(
-        self, prepare: Callable[[], P], work: Callable[[Connection, P], R], setting_of: Callable[[R], str]
+        self,
+        prepare: Callable[[], P],
+        work: Callable[[Connection, P], R],
+        setting_of: str | Callable[[R], str],
     ) -> tuple[R, str | None]:
         prepared = prepare() if prepare is nothing else await asyncio.to_thread(prepare)
         async with self._engine.connect() as conn:
             async with conn.begin():
                 result = await conn.run_sync(work, prepared)
-            setting = setting_of(result) if self._postgres else ""
+            setting = setting_of(result) if callable(setting_of) else setting_of
+            setting = setting if self._postgres else ""
             if not setting:
                 return result, None
             # Outside any transaction, straight on the driver: one round trip, no BEGIN.
