@@ -27,8 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import bindparam, func
+from sqlalchemy import bindparam, text
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc.errors import InvalidArgument
@@ -99,6 +100,12 @@ def numbered(recorded: Recorded, committed: str | None) -> Recorded:
     return Recorded(event.event_id, event)
 
 
+def id_setting(recorded: Recorded) -> str:
+    """The session setting to read after the commit: EVENT_ID_SETTING when the commit drew an id
+    (an event inserted with a provisional id), else none (no round trip for it)."""
+    return EVENT_ID_SETTING if recorded.event is not None and recorded.event_id < 0 else ""
+
+
 def prepare_manifest(thread_id: str, turn_id: str, manifest: prompt_pb2.PromptManifest) -> PreparedManifest:
     _check_ids(thread_id, turn_id)
     stored = prompt_pb2.PromptManifest()
@@ -120,8 +127,6 @@ _INSERT_EVENT = (
     )
     .returning(EVENTS.c.id)
 )
-# PostgreSQL: a provisional id; the commit draws the real one (see the module docstring).
-_INSERT_EVENT_PROVISIONAL = _INSERT_EVENT.values(id=-func.nextval("manifest_events_provisional_id_seq"))
 _INSERT_EVENT_SQLITE = Direct(_INSERT_EVENT)
 _UPDATE_TURN = Direct(
     TURNS.update()
@@ -139,42 +144,77 @@ _UPDATE_TURN = Direct(
 )
 
 
+# PostgreSQL: the event with a provisional id (the commit draws the real one, see the module
+# docstring) and the turn's columns pointing at it, in one round trip: what `_INSERT_EVENT` with
+# that id and then `_UPDATE_TURN` do (tests/store/test_postgres_statements.py).
+_RECORD_PG = text(
+    """
+    WITH event AS (
+        INSERT INTO manifest_events (id, thread_id, turn_id, manifest_pb, created_at)
+        VALUES (
+            -nextval('manifest_events_provisional_id_seq'),
+            :b_thread_id, :b_turn_id, :b_manifest_pb, :b_updated_at
+        )
+        RETURNING id
+    ), turn AS (
+        UPDATE turns SET
+            prompt_manifest_json = :b_json,
+            prompt_compiler_version = :b_version,
+            prompt_profile = :b_profile,
+            prompt_fingerprint_stable = :b_stable,
+            prompt_fingerprint_dynamic = :b_dynamic,
+            prompt_fingerprint_full = :b_full,
+            manifest_event_id = (SELECT id FROM event),
+            updated_at = :b_updated_at
+        WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id
+    )
+    SELECT id FROM event
+    """
+)
+
+
 def record_in(conn: Connection, prepared: PreparedManifest, turn: TurnRecord, *, postgres: bool) -> Recorded:
     """Within the caller's transaction, after `lock_turn`: the event and the turn's manifest columns.
 
-    The caller commits with `TransactionRunner.transact(..., EVENT_ID_SETTING)`,
+    The caller commits with `TransactionRunner.transact(..., id_setting)`,
     gives `numbered` what it read, and hands that to `ManifestRecorder.published`.
     """
     if turn.event_id is not None and turn.manifest_json == prepared.as_json:
         return Recorded(turn.event_id, None)
     created = now()
+    record = recorded_in_one if postgres else recorded_separately
+    event_id = record(conn, _turn_columns(prepared, created))
+    return Recorded(event_id, _event(event_id, prepared, created))
+
+
+def _turn_columns(prepared: PreparedManifest, created: datetime) -> dict[str, Any]:
     stored = prepared.manifest
-    event = {
+    return {
         "b_thread_id": prepared.thread_id,
         "b_turn_id": prepared.turn_id,
         "b_manifest_pb": prepared.encoded,
-        "b_created_at": created,
+        "b_json": prepared.as_json,
+        "b_version": stored.compiler_version,
+        "b_profile": profile_name(stored.profile),
+        "b_stable": stored.fingerprint_stable,
+        "b_dynamic": stored.fingerprint_dynamic,
+        "b_full": stored.fingerprint_full,
+        "b_updated_at": created,
     }
-    if postgres:
-        event_id: int = conn.execute(_INSERT_EVENT_PROVISIONAL, event).scalar_one()
-    else:
-        event_id = _INSERT_EVENT_SQLITE.first(conn, event).id
-    _UPDATE_TURN.rows(
-        conn,
-        {
-            "b_thread_id": prepared.thread_id,
-            "b_turn_id": prepared.turn_id,
-            "b_json": prepared.as_json,
-            "b_version": stored.compiler_version,
-            "b_profile": profile_name(stored.profile),
-            "b_stable": stored.fingerprint_stable,
-            "b_dynamic": stored.fingerprint_dynamic,
-            "b_full": stored.fingerprint_full,
-            "b_event_id": event_id,
-            "b_updated_at": created,
-        },
-    )
-    return Recorded(event_id, _event(event_id, prepared, created))
+
+
+def recorded_separately(conn: Connection, columns: dict[str, Any]) -> int:
+    """SQLite's record: the event (its id drawn here), then the turn's columns; the event id."""
+    event = {name: columns[name] for name in ("b_thread_id", "b_turn_id", "b_manifest_pb")}
+    event_id: int = _INSERT_EVENT_SQLITE.first(conn, {**event, "b_created_at": columns["b_updated_at"]}).id
+    _UPDATE_TURN.rows(conn, {**columns, "b_event_id": event_id})
+    return event_id
+
+
+def recorded_in_one(conn: Connection, columns: dict[str, Any]) -> int:
+    """PostgreSQL's record: one statement; the event id is provisional until the commit draws it."""
+    event_id: int = conn.execute(_RECORD_PG, columns).scalar_one()
+    return event_id
 
 
 def _event(event_id: int, prepared: PreparedManifest, created: datetime) -> service_pb2.ManifestEvent:
@@ -211,7 +251,7 @@ class ManifestRecorder:
             return record_in(conn, prepared, lock_turn(conn, thread_id, turn_id), postgres=self.postgres)
 
         async def committed() -> int:
-            recorded, committed_id = await self._runner.transact(nothing, work, EVENT_ID_SETTING)
+            recorded, committed_id = await self._runner.transact(nothing, work, id_setting)
             recorded = numbered(recorded, committed_id)
             self.published(recorded)
             return recorded.event_id

@@ -39,7 +39,7 @@ from pioneer_grpc.history.budget import (
 )
 from pioneer_grpc.history.clearing import compaction_violations
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation, thread_id_violation
-from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations
+from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations, named_call_ids
 from pioneer_grpc.history.parts import media_refs
 from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
 from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, count_blocking
@@ -54,7 +54,6 @@ from pioneer_grpc.store import round as round_store
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
 from pioneer_grpc.store.runner import nothing
-from pioneer_grpc.store.turns import lock_turn
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 
@@ -268,14 +267,26 @@ def _append_in(
     turn completed in the same transaction (store/completion.py)."""
     locked = round_store.lock_thread(conn, thread_id)
     tokenizer, new_entries = token_fit.in_thread_tokenizer(ctx.models, locked.model, counted, counted_in)
+    # The batch's turns locked with their entries; the thread's calls of the batch's ids read with the first.
+    call_ids = named_call_ids(entries)
     turns = {
-        turn_id: lock_turn(conn, thread_id, turn_id) for turn_id in dict.fromkeys(e.turn_id for e in entries)
+        turn_id: round_store.lock_turn_with_entries(conn, thread_id, turn_id, call_ids if i == 0 else ())
+        for i, turn_id in enumerate(dict.fromkeys(e.turn_id for e in entries))
     }
 
     def check(stored: StoredCalls) -> None:
         _check(call_violations(entries, stored, prefix))
 
-    created = round_store.append(conn, thread_id, turns, new_entries, tokenizer, check)
+    created = round_store.append(
+        conn,
+        thread_id,
+        {turn_id: turn.record for turn_id, turn in turns.items()},
+        new_entries,
+        tokenizer,
+        check,
+        {turn_id: turn.entries for turn_id, turn in turns.items()},
+        next(iter(turns.values())).thread_calls if turns else None,
+    )
     ids = [entry.entry_id for entry in entries]
     completed = completion.complete_turn_in(conn, thread_id, complete_turn_id) if complete_turn_id else 0
     outcome = entry_store.AppendOutcome([], len(created), len(ids) - len(created), completed)

@@ -45,16 +45,16 @@ from pioneer_grpc.caps import violations_of
 from pioneer_grpc.compiler.validate import input_violations, known_valid
 from pioneer_grpc.errors import Aborted, FailedPrecondition, FieldViolation, InvalidArgument
 from pioneer_grpc.events.recorder import (
-    EVENT_ID_SETTING,
     PreparedManifest,
     Recorded,
+    id_setting,
     numbered,
     prepare_manifest,
     record_in,
 )
 from pioneer_grpc.history import decide
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation
-from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations
+from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations, named_call_ids
 from pioneer_grpc.history.render import entry_counted_texts, to_chat_message
 from pioneer_grpc.history.repair import repair
 from pioneer_grpc.history.tokens import count_blocking
@@ -69,7 +69,6 @@ from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import round as round_store
-from pioneer_grpc.store.turns import lock_turn
 from pioneer_grpc.store.work import run_to_end
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2, prompt_pb2, provider_service_pb2, turn_service_pb2
@@ -328,9 +327,9 @@ def _round(
         raise InvalidArgument.field(
             "model", "set the model here or on the thread (UpdateThread)", reason=reasons.MODEL_REQUIRED
         )
-    turn = lock_turn(conn, thread_id, turn_id)
-    own = round_store.turn_entries_lean(conn, thread_id, turn_id)
     entries = [new.entry for new in before.new_entries]
+    turn = round_store.lock_turn_with_entries(conn, thread_id, turn_id, named_call_ids(entries))
+    own = list(turn.entries)
 
     def check(stored: StoredCalls) -> None:
         InvalidArgument.raise_if(call_violations(entries, stored, "new_entries"))
@@ -344,7 +343,7 @@ def _round(
                 ctx.models, locked.model, counted, before.counted_in
             )
             own += round_store.insert_turn_entries(
-                conn, thread_id, turn_id, turn, new_entries, tokenizer, check, own
+                conn, thread_id, turn_id, new_entries, tokenizer, check, turn
             )
     # The turn's own entries, repaired like history; its latest calls must have their results.
     repaired = repair(own, close_at_end=False)
@@ -355,7 +354,7 @@ def _round(
     if isinstance(history, history_load.OverThreshold):
         raise _Unsettled(history)  # rolls the round back; prepare_turn settles it and runs it again
     with ctx.telemetry.span("pioneer.manifest.record") as span:
-        recorded = record_in(conn, before.manifest, turn, postgres=ctx.manifests.postgres)
+        recorded = record_in(conn, before.manifest, turn.record, postgres=ctx.manifests.postgres)
         if span.is_recording():
             span.set_attribute(tracing.FINGERPRINT_STABLE, before.payload.manifest.fingerprint_stable)
             if recorded.event_id > 0:  # else PostgreSQL draws it at commit; the RPC's span gets it
@@ -439,7 +438,7 @@ async def _committed_round(
     for attempt in range(_SETTLE_ATTEMPTS + 1):
         try:
             done, committed_id = await ctx.runner.transact(
-                prepare, partial(_round, ctx, request, settled), EVENT_ID_SETTING, then=then
+                prepare, partial(_round, ctx, request, settled), _event_id_setting, then=then
             )
             return done, committed_id
         except _Unsettled as unsettled:
@@ -452,6 +451,10 @@ async def _committed_round(
                 settled = await history_load.settle(ctx, request.thread_id, request.turn_id, unsettled.over)
                 observe.history_loaded(ctx, span, _report_of(settled.result))
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _event_id_setting(done: _Round) -> str:
+    return id_setting(done.recorded)
 
 
 async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest) -> PreparedTurn:

@@ -4,11 +4,19 @@ Run by the store's runner (store/runner.py) in one transaction, on the lean
 statements a round uses. The thread row is locked first, the lock order of
 appends and rounds; the open counts lose the turn's entries the first time it
 completes. Completing a completed turn changes nothing and answers the same.
+
+On SQLite the rest is four statements on the driver (store/driver.py); on
+PostgreSQL, where each statement is a round trip, the same reads and writes are
+one statement (`_COMPLETE_PG`, data-modifying CTEs). It runs after the lock, as
+a statement of its own: in READ COMMITTED a statement reads the rows committed
+before it started, so it sees every entry appended before the lock was granted.
+tests/store/test_postgres_statements.py checks that both give the same answer
+and leave the same rows.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, func, select, true, update
+from sqlalchemy import bindparam, func, select, text, true, update
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc.store.clock import now
@@ -46,9 +54,58 @@ _LESS_OPEN = Direct(
 )
 
 
+_COMPLETE_PG = text(
+    """
+    WITH turn AS (
+        SELECT status FROM turns WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id
+    ), done AS (
+        UPDATE turns SET status = :b_status, updated_at = :b_updated_at
+        WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id AND status <> :b_status
+        RETURNING turn_id
+    ), completed AS (
+        UPDATE conversation_entries SET completed = true
+        WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id AND EXISTS (SELECT FROM done)
+        RETURNING id
+    ), less_open AS (
+        UPDATE threads
+        SET open_entries = open_entries - (SELECT count(*) FROM completed), open_turns = open_turns - 1
+        WHERE thread_id = :b_thread_id AND EXISTS (SELECT FROM completed)
+    )
+    SELECT
+        (SELECT status FROM turn) AS status,
+        CASE WHEN EXISTS (SELECT FROM done) THEN (SELECT count(*) FROM completed)
+        ELSE (
+            SELECT count(*) FROM conversation_entries
+            WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id
+        ) END AS entry_count
+    """
+)
+
+
 def complete_turn_in(conn: Connection, thread_id: str, turn_id: str) -> int:
     """Marks the turn and its entries completed; returns how many entries the turn has."""
     lock_thread(conn, thread_id)
+    if conn.dialect.name == "postgresql":
+        return completed_in_one(conn, thread_id, turn_id)
+    return completed_separately(conn, thread_id, turn_id)
+
+
+def completed_in_one(conn: Connection, thread_id: str, turn_id: str) -> int:
+    """PostgreSQL's completion after the lock: one statement."""
+    params = {
+        "b_thread_id": thread_id,
+        "b_turn_id": turn_id,
+        "b_status": history_pb2.TURN_STATUS_COMPLETED,
+        "b_updated_at": now(),
+    }
+    row = conn.execute(_COMPLETE_PG, params).one()
+    if row.status is None:
+        raise turn_not_found(thread_id, turn_id)
+    return int(row.entry_count)
+
+
+def completed_separately(conn: Connection, thread_id: str, turn_id: str) -> int:
+    """SQLite's completion after the lock: the turn's status read, then each write on its own."""
     params = {"b_thread_id": thread_id, "b_turn_id": turn_id}
     found = _TURN_STATUS.first(conn, params)
     if found is None:

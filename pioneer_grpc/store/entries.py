@@ -126,10 +126,12 @@ def stored_calls_in(
     thread_id: str,
     entries: Sequence[history_pb2.ConversationEntry],
     turns: dict[str, list[history_pb2.ConversationEntry]] | None = None,
+    thread_calls: dict[str, str] | None = None,
 ) -> StoredCalls:
     """The batch's turns as stored, and which of the call ids it names the thread already has.
 
-    `turns` are the batch's turns' entries when the caller read them already, in this transaction.
+    `turns` are the batch's turns' entries, and `thread_calls` the thread's calls of the ids
+    the batch names, when the caller read them already, in this transaction.
     """
     turn_ids = list(dict.fromkeys(e.turn_id for e in entries))
     stored = StoredCalls()
@@ -141,11 +143,18 @@ def stored_calls_in(
             stored.turns.setdefault(entry.turn_id, []).append(entry)
     wanted = {e.entry_id for e in entries}
     stored.stored_entry_ids = {e.entry_id for turn in stored.turns.values() for e in turn} & wanted
-    call_ids = named_call_ids(entries)
-    if call_ids:
-        calls = conn.execute(_THREAD_CALLS, {"thread_id": thread_id, "call_ids": list(call_ids)})
-        stored.thread_calls = {row.call_id: row.entry_id for row in calls}
+    if thread_calls is None:
+        thread_calls = thread_calls_in(conn, thread_id, named_call_ids(entries))
+    stored.thread_calls = thread_calls
     return stored
+
+
+def thread_calls_in(conn: Connection, thread_id: str, call_ids: Sequence[str]) -> dict[str, str]:
+    """Call id -> a stored entry of the thread that made it, for `call_ids` (none: no statement)."""
+    if not call_ids:
+        return {}
+    calls = conn.execute(_THREAD_CALLS, {"thread_id": thread_id, "call_ids": list(call_ids)})
+    return {row.call_id: row.entry_id for row in calls}
 
 
 def entry_values(thread_id: str, new: NewEntry, tokenizer: str, moment: datetime) -> dict[str, Any]:
@@ -199,9 +208,13 @@ _TURNS_ENTRIES = (
     )
     .order_by(EntryRow.id)
 )
-_THREAD_CALLS = select(ToolCallRow.call_id, ToolCallRow.entry_id).where(
-    ToolCallRow.thread_id == bindparam("thread_id"),
-    ToolCallRow.call_id.in_(bindparam("call_ids", expanding=True)),
+_THREAD_CALLS = (
+    select(ToolCallRow.call_id, ToolCallRow.entry_id)
+    .where(
+        ToolCallRow.thread_id == bindparam("thread_id"),
+        ToolCallRow.call_id.in_(bindparam("call_ids", expanding=True)),
+    )
+    .order_by(ToolCallRow.call_id, ToolCallRow.entry_id)
 )
 
 

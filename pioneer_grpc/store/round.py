@@ -4,25 +4,33 @@ Order (the same on SQLite and PostgreSQL, and the same lock order as appends and
 the recorder: thread row, turn row, then the event lock):
 
     locked = lock_thread(conn, thread_id)          # NotFound; serialises the thread's rounds
-    turn = lock_turn(conn, thread_id, turn_id)     # store.turns: creates or locks the turn
-    stored = turn_entries_lean(conn, thread_id, turn_id)
-    created = insert_turn_entries(conn, ..., stored)   # one INSERT (on SQLite, one a row)
-    current = [*stored, *created]                  # the turn's entries, as a read would give them
+    turn = lock_turn_with_entries(conn, thread_id, turn_id, call_ids)  # creates or locks the turn;
+                                                   # its entries, the thread's calls of call_ids
+    created = insert_turn_entries(conn, ..., turn)  # one statement (on SQLite, one a row)
+    current = [*turn.entries, *created]            # the turn's entries, as a read would give them
     ... the history load and the manifest record on the same connection ...
 
 On SQLite the first statement is a write (a no-op UPDATE), so the transaction
 holds the write lock from its start: a concurrent writer, in another process too,
 waits on the busy timeout instead of failing on a stale read snapshot.
+
+On PostgreSQL each statement is a network round trip, so what SQLite does in
+several statements on its driver is one statement there (data-modifying CTEs):
+the turn with its entries and calls, and the append's writes.
+tests/store/test_postgres_statements.py proves each equal to the separate
+statements on PostgreSQL.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from types import SimpleNamespace
+from typing import Any
 
-from sqlalchemy import bindparam, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import bindparam, select, text, update
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc.history.entry_rules import StoredCalls
@@ -38,11 +46,12 @@ from pioneer_grpc.store.entries import (
     entry_values,
     loaded_entry,
     stored_calls_in,
+    thread_calls_in,
     turn_completed,
 )
 from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow
 from pioneer_grpc.store.threads import thread_not_found
-from pioneer_grpc.store.turns import TurnRecord
+from pioneer_grpc.store.turns import TurnRecord, lock_turn
 from pioneer_grpc.v1 import history_pb2
 
 
@@ -70,14 +79,6 @@ _TOUCH_THREAD = Direct(
         open_entries=ThreadRow.open_entries + bindparam("b_entries"),
         open_turns=ThreadRow.open_turns + bindparam("b_turns"),
     )
-)
-_INSERT_ENTRIES_PG = (
-    postgresql.insert(EntryRow)
-    .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
-    .returning(EntryRow.id, EntryRow.entry_id)
-)
-_INSERT_CALLS_PG = postgresql.insert(ToolCallRow).on_conflict_do_nothing(
-    index_elements=["thread_id", "call_id", "entry_id"]
 )
 # On SQLite a row at a time, straight on the driver: a round appends one or a few.
 _INSERT_ENTRY_SQLITE = Direct(
@@ -110,18 +111,102 @@ def lock_thread(conn: Connection, thread_id: str) -> LockedThread:
     return LockedThread(model=row.model)
 
 
+@dataclass(frozen=True)
+class LockedTurn:
+    """A turn as `lock_turn_with_entries` left it: its row, its entries, the thread's calls asked for."""
+
+    record: TurnRecord
+    # The turn's stored entries, oldest first, as a history load reads them.
+    entries: list[history_pb2.ConversationEntry]
+    # Call id -> a stored entry that made it, for the call ids asked for.
+    thread_calls: dict[str, str]
+
+
+def lock_turn_with_entries(
+    conn: Connection, thread_id: str, turn_id: str, call_ids: Sequence[str]
+) -> LockedTurn:
+    """`lock_turn`, then the turn's entries and which of `call_ids` the thread's entries made: what
+    an append checks its batch against. The thread is locked already (`lock_thread`)."""
+    locked = turn_locked_in_one if conn.dialect.name == "postgresql" else turn_locked_separately
+    return locked(conn, thread_id, turn_id, call_ids)
+
+
+def turn_locked_separately(
+    conn: Connection, thread_id: str, turn_id: str, call_ids: Sequence[str]
+) -> LockedTurn:
+    """SQLite's `lock_turn_with_entries`: a statement each, on the driver."""
+    record = lock_turn(conn, thread_id, turn_id)
+    return LockedTurn(
+        record, turn_entries_lean(conn, thread_id, turn_id), thread_calls_in(conn, thread_id, call_ids)
+    )
+
+
+_LOAD_NAMES = ", ".join(f"e.{column.key}" for column in LOAD_COLUMNS)
+_OF_CALL_IDS = (
+    "FROM tool_calls WHERE thread_id = :b_thread_id AND call_id = ANY(CAST(:b_call_ids AS varchar[]))"
+)
+# `turn_locked_separately` in one round trip: the turn's row (created or touched, so locked) with
+# each of its entries (none: one row, the entry columns NULL), the calls as two arrays in the row.
+# The thread's lock came first, in a statement of its own: this one's snapshot has every entry
+# committed before the lock was granted.
+_LOCK_TURN_WITH_ENTRIES_PG = text(
+    f"""
+    WITH turn AS (
+        INSERT INTO turns (thread_id, turn_id, status, created_at, updated_at)
+        VALUES (:b_thread_id, :b_turn_id, :b_status, :b_moment, :b_moment)
+        ON CONFLICT (thread_id, turn_id) DO UPDATE SET updated_at = excluded.updated_at
+        RETURNING status, prompt_manifest_json, manifest_event_id
+    )
+    SELECT
+        turn.status, turn.prompt_manifest_json, turn.manifest_event_id,
+        ARRAY(SELECT call_id {_OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_ids,
+        ARRAY(SELECT entry_id {_OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_entry_ids,
+        {_LOAD_NAMES}
+    FROM turn
+    LEFT JOIN conversation_entries AS e ON e.thread_id = :b_thread_id AND e.turn_id = :b_turn_id
+    ORDER BY e.id
+    """
+)
+
+
+def turn_locked_in_one(conn: Connection, thread_id: str, turn_id: str, call_ids: Sequence[str]) -> LockedTurn:
+    """PostgreSQL's `lock_turn_with_entries`: one statement."""
+    params = {
+        "b_thread_id": thread_id,
+        "b_turn_id": turn_id,
+        "b_status": history_pb2.TURN_STATUS_IN_PROGRESS,
+        "b_moment": now(),
+        "b_call_ids": list(call_ids),
+    }
+    rows = conn.execute(_LOCK_TURN_WITH_ENTRIES_PG, params).all()
+    first = rows[0]
+    return LockedTurn(
+        TurnRecord(first.status, first.prompt_manifest_json, first.manifest_event_id),
+        [loaded_entry(row) for row in rows if row.id is not None],
+        dict(zip(first.call_ids, first.call_entry_ids, strict=True)),
+    )
+
+
 def insert_turn_entries(
     conn: Connection,
     thread_id: str,
     turn_id: str,
-    turn: TurnRecord,
     new_entries: Sequence[NewEntry],
     tokenizer: str,
     check: Callable[[StoredCalls], None],
-    stored_turn: list[history_pb2.ConversationEntry],
+    locked: LockedTurn,
 ) -> list[history_pb2.ConversationEntry]:
-    """A round's append: `append` of one turn's entries, `stored_turn` what it read of the turn."""
-    return append(conn, thread_id, {turn_id: turn}, new_entries, tokenizer, check, {turn_id: stored_turn})
+    """A round's append: `append` of one turn's entries, `locked` what it read of the turn."""
+    return append(
+        conn,
+        thread_id,
+        {turn_id: locked.record},
+        new_entries,
+        tokenizer,
+        check,
+        {turn_id: locked.entries},
+        locked.thread_calls,
+    )
 
 
 def append(
@@ -132,31 +217,37 @@ def append(
     tokenizer: str,
     check: Callable[[StoredCalls], None],
     stored_turns: dict[str, list[history_pb2.ConversationEntry]] | None = None,
+    thread_calls: dict[str, str] | None = None,
 ) -> list[history_pb2.ConversationEntry]:
     """Stores the entries (idempotent by entry_id) of `turns` (locked, as `lock_turn` left them);
     returns those created, oldest first, as `turn_entries_lean` would read them. The one append of
     AppendEntries and of a PrepareTurn round, inside the caller's transaction, the thread locked.
 
-    `stored_turns` are the turns' entries when the caller read them already, in this
-    transaction. Unless every entry is stored already (a repeat, checked when first
-    appended), `check` sees what the store holds for the batch's tool calls before
-    anything is inserted, and raises to reject. A repeat must carry the stored content
+    `stored_turns` are the turns' entries, and `thread_calls` the thread's calls of the
+    ids the batch names, when the caller read them already, in this transaction. Unless
+    every entry is stored already (a repeat, checked when first appended), `check` sees
+    what the store holds for the batch's tool calls before anything is inserted, and
+    raises to reject. A repeat must carry the stored content
     hash (AlreadyExists otherwise); a new entry for a completed turn is refused
     (FailedPrecondition). Each rolls the caller's transaction back.
     """
     if not new_entries:
         return []
-    stored = stored_calls_in(conn, thread_id, [new.entry for new in new_entries], stored_turns)
+    stored = stored_calls_in(conn, thread_id, [new.entry for new in new_entries], stored_turns, thread_calls)
     if len(stored.stored_entry_ids) < len({new.entry.entry_id for new in new_entries}):
         check(stored)
     moment = now()
-    postgres = conn.dialect.name == "postgresql"
     rows = [entry_values(thread_id, new, tokenizer, moment) for new in new_entries]
-    if postgres:
-        created = {row.entry_id: row.id for row in conn.execute(_INSERT_ENTRIES_PG, rows)}
-    else:
-        inserted = (_INSERT_ENTRY_SQLITE.first(conn, row) for row in rows)
-        created = {row.entry_id: row.id for row in inserted if row is not None}
+    calls = [
+        {"thread_id": thread_id, "call_id": call.id, "entry_id": new.entry.entry_id}
+        for new in new_entries
+        for call in new.entry.tool_calls
+    ]
+    # A turn is open from its first entry on: those without stored entries open with the batch.
+    batch_turns = dict.fromkeys(new.entry.turn_id for new in new_entries)
+    fresh = [turn_id for turn_id in batch_turns if not stored.turns.get(turn_id)]
+    insert = inserted_in_one if conn.dialect.name == "postgresql" else inserted_separately
+    created = insert(conn, thread_id, rows, calls, fresh, moment)
     repeats = [new for new in new_entries if new.entry.entry_id not in created]
     if repeats:
         _check_repeats(conn, thread_id, repeats)
@@ -165,32 +256,115 @@ def append(
     for new in new_entries:
         if new.entry.entry_id in created and new.entry.turn_id in completed:
             raise turn_completed(thread_id, new.entry)
-    if created:
-        opened = {new.entry.turn_id for new in new_entries if new.entry.entry_id in created}
-        _TOUCH_THREAD.rows(
-            conn,
-            {
-                "b_thread_id": thread_id,
-                "b_updated_at": moment,
-                "b_entries": len(created),
-                # A turn is open from its first entry on.
-                "b_turns": sum(1 for turn_id in opened if not stored.turns.get(turn_id)),
-            },
-        )
-        calls = [
-            {"thread_id": thread_id, "call_id": call.id, "entry_id": new.entry.entry_id}
-            for new in new_entries
-            if new.entry.entry_id in created
-            for call in new.entry.tool_calls
-        ]
-        if calls and postgres:
-            conn.execute(_INSERT_CALLS_PG, calls)
-        elif calls:
-            for call_row in calls:
-                _INSERT_CALL_SQLITE.rows(conn, call_row)
     # The rows as written are the rows a read returns (text and integers); ids ascend in insertion order.
     by_id = sorted((created[row["entry_id"]], row) for row in rows if row["entry_id"] in created)
     return [loaded_entry(SimpleNamespace(**row, id=sequence)) for sequence, row in by_id]
+
+
+def inserted_separately(
+    conn: Connection,
+    thread_id: str,
+    rows: list[dict[str, Any]],
+    calls: list[dict[str, str]],
+    fresh_turns: list[str],
+    moment: datetime,
+) -> dict[str, int]:
+    """SQLite's append writes, a statement a row on the driver: the entries not stored yet (ON
+    CONFLICT DO NOTHING), the tool calls of those created, the thread's open counts and clock.
+    Returns the sequence of each entry created, by entry_id."""
+    inserted = (_INSERT_ENTRY_SQLITE.first(conn, row) for row in rows)
+    created = {row.entry_id: row.id for row in inserted if row is not None}
+    if not created:
+        return created
+    opened = {row["turn_id"] for row in rows if row["entry_id"] in created}
+    _TOUCH_THREAD.rows(
+        conn,
+        {
+            "b_thread_id": thread_id,
+            "b_updated_at": moment,
+            "b_entries": len(created),
+            "b_turns": len(opened & set(fresh_turns)),
+        },
+    )
+    for call_row in calls:
+        if call_row["entry_id"] in created:
+            _INSERT_CALL_SQLITE.rows(conn, call_row)
+    return created
+
+
+# The entry columns an append writes from its batch, in `entry_values`' order, and their types.
+_BATCH_COLUMNS = (
+    ("entry_id", "varchar"),
+    ("turn_id", "varchar"),
+    ("role", "integer"),
+    ("content", "text"),
+    ("tool_calls_json", "text"),
+    ("tool_call_id", "varchar"),
+    ("name", "varchar"),
+    ("artifact_refs_json", "text"),
+    ("reasoning_content", "text"),
+    ("content_parts_pb", "bytea"),
+    ("content_hash", "varchar"),
+    ("token_count", "integer"),
+)
+_BATCH_NAMES = ", ".join(name for name, _ in _BATCH_COLUMNS)
+_BATCH_ARRAYS = ", ".join(f"CAST(:b_{name} AS {kind}[])" for name, kind in _BATCH_COLUMNS)
+# What `inserted_separately` does, in one round trip: the batch as arrays, one row an entry.
+_INSERT_ALL_PG = text(
+    f"""
+    WITH batch AS (
+        SELECT * FROM unnest({_BATCH_ARRAYS}) WITH ORDINALITY AS b({_BATCH_NAMES}, ord)
+    ), created AS (
+        INSERT INTO conversation_entries (
+            thread_id, {_BATCH_NAMES}, tokenizer, completed, created_at
+        )
+        SELECT :b_thread_id, {_BATCH_NAMES}, :b_tokenizer, false, :b_moment FROM batch ORDER BY ord
+        ON CONFLICT (thread_id, entry_id) DO NOTHING
+        RETURNING id, entry_id, turn_id
+    ), calls AS (
+        INSERT INTO tool_calls (thread_id, call_id, entry_id)
+        SELECT :b_thread_id, c.call_id, c.entry_id
+        FROM unnest(CAST(:b_call_ids AS varchar[]), CAST(:b_call_entry_ids AS varchar[]))
+            WITH ORDINALITY AS c(call_id, entry_id, ord)
+        WHERE c.entry_id IN (SELECT entry_id FROM created)
+        ORDER BY c.ord
+        ON CONFLICT (thread_id, call_id, entry_id) DO NOTHING
+    ), touched AS (
+        UPDATE threads SET
+            updated_at = :b_moment,
+            open_entries = open_entries + (SELECT count(*) FROM created),
+            open_turns = open_turns + (
+                SELECT count(DISTINCT turn_id) FROM created
+                WHERE turn_id = ANY(CAST(:b_fresh_turns AS varchar[]))
+            )
+        WHERE thread_id = :b_thread_id AND EXISTS (SELECT FROM created)
+    )
+    SELECT id, entry_id FROM created
+    """
+)
+
+
+def inserted_in_one(
+    conn: Connection,
+    thread_id: str,
+    rows: list[dict[str, Any]],
+    calls: list[dict[str, str]],
+    fresh_turns: list[str],
+    moment: datetime,
+) -> dict[str, int]:
+    """PostgreSQL's append writes: what `inserted_separately` does, in one statement."""
+    tokenizers = {row["tokenizer"] for row in rows}
+    assert len(tokenizers) == 1, "a batch is counted in one tokenizer"
+    params: dict[str, Any] = {f"b_{name}": [row[name] for row in rows] for name, _ in _BATCH_COLUMNS}
+    params.update(
+        b_thread_id=thread_id,
+        b_tokenizer=tokenizers.pop(),
+        b_moment=moment,
+        b_call_ids=[call["call_id"] for call in calls],
+        b_call_entry_ids=[call["entry_id"] for call in calls],
+        b_fresh_turns=fresh_turns,
+    )
+    return {row.entry_id: row.id for row in conn.execute(_INSERT_ALL_PG, params)}
 
 
 _STORED_REPEATS = select(EntryRow.content_hash, *ENTRY_COLUMNS).where(

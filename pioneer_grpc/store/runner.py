@@ -8,11 +8,13 @@ to the same file: one hand-off for the round. On PostgreSQL the same function
 runs through SQLAlchemy's `run_sync` on an asyncpg connection, on the event loop.
 
     runner = TransactionRunner.for_engine(engine)
-    # prepare() -> p, then work(conn, p) in one transaction; then the session setting, as the commit left it
+    # prepare() -> p, then work(conn, p) in one transaction; then the session setting
+    # `setting` names (a name, or a function of the result; "" names none), as the commit left it
     result, value = await runner.transact(prepare, work, setting)
 
 `runner.read(work)` runs `work(conn)` the same way but outside a transaction, for a
-read of one statement (a history load's state).
+read of one statement (a history load's state): on PostgreSQL no BEGIN and no
+ROLLBACK, the statement alone.
 
 `prepare` is blocking work that must happen before the transaction (a compile
 reading files): on SQLite it runs in the same thread just before, on PostgreSQL
@@ -55,6 +57,11 @@ def nothing() -> None:
     """The `prepare` of a unit of work with nothing to do before its transaction (no thread hop)."""
 
 
+def no_setting(_result: object) -> str:
+    """The `setting` of a unit of work that reads no session setting after its commit."""
+    return ""
+
+
 class TransactionRunner:
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
@@ -80,19 +87,21 @@ class TransactionRunner:
         self,
         prepare: Callable[[], P],
         work: Callable[[Connection, P], R],
-        setting: str = "",
+        setting: str | Callable[[R], str] = no_setting,
         *,
         then: Callable[[R], R] | None = None,
     ) -> tuple[R, str | None]:
         """`work(conn, prepare())`, committed when it returns, rolled back when it raises; and then
-        the session setting `setting` as the commit left it. With `then`, the result is
-        `then(work(...))`, run before the commit off the event loop; what it raises rolls back.
+        the session setting `setting` names (or `setting(result)`) as the commit left it. With
+        `then`, the result is `then(work(...))`, run before the commit off the event loop; what it
+        raises rolls back.
 
         It runs to its end even when the caller is cancelled (store/work.py), and
         driver failures leave it as domain errors. On PostgreSQL a trigger that runs
         inside COMMIT can leave a value in a setting (migration 0005 leaves the event
-        id it drew); it is read on the same connection in one round trip. The value is
-        None on SQLite, where nothing runs at commit, and when `setting` is "".
+        id it drew); it is read on the same connection in one round trip, only when
+        `setting` names one for the result. The value is None on SQLite, where nothing
+        runs at commit, and when `setting` names none.
         """
         if self._sync is None:
             return await run_to_end(self._transact_async(prepare, work, setting, then))
@@ -130,13 +139,16 @@ class TransactionRunner:
 
     async def _read_async(self, work: Callable[[Connection], R]) -> R:
         async with self._engine.connect() as conn:
+            if self._postgres:
+                # One statement is its own snapshot: no BEGIN before it, no ROLLBACK after.
+                await conn.execution_options(isolation_level="AUTOCOMMIT")
             return await conn.run_sync(work)
 
     async def _transact_async(
         self,
         prepare: Callable[[], P],
         work: Callable[[Connection, P], R],
-        setting: str,
+        setting_of: str | Callable[[R], str],
         then: Callable[[R], R] | None,
     ) -> tuple[R, str | None]:
         prepared = prepare() if prepare is nothing else await asyncio.to_thread(prepare)
@@ -145,7 +157,9 @@ class TransactionRunner:
                 result = await conn.run_sync(work, prepared)
                 if then is not None:
                     result = await asyncio.to_thread(then, result)
-            if not setting or not self._postgres:
+            setting = setting_of(result) if callable(setting_of) else setting_of
+            setting = setting if self._postgres else ""
+            if not setting:
                 return result, None
             # Outside any transaction, straight on the driver: one round trip, no BEGIN.
             driver = (await conn.get_raw_connection()).driver_connection

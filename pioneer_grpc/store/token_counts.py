@@ -63,5 +63,3 @@ def store_in(
         conn.execute(_entry_insert(conn, tokenizer, entry_counts))
     if summary is not None:
         conn.execute(_summary_insert(conn, tokenizer, *summary))
-
-

@@ -1,0 +1,319 @@
+"""Every PostgreSQL statement that does in one round trip what SQLite does in several gives the answer
+and leaves the rows the separate statements give and leave, on real PostgreSQL.
+
+Each case runs on two copies of one seeded, migrated database: once the one
+statement (`one`), once the separate statements SQLite runs (`separately`, which
+`Direct` executes through SQLAlchemy on PostgreSQL); the answers (or the errors)
+and every table afterwards must be equal. The clock is fixed, so timestamps compare.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+import pytest
+from sqlalchemy import func
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from pioneer_grpc.errors import PioneerError
+from pioneer_grpc.events import recorder
+from pioneer_grpc.store import completion, round, turns
+from pioneer_grpc.store.entries import NewEntry, entry_values
+from pioneer_grpc.store.migrate import migrate
+from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow, TurnRow
+from pioneer_grpc.v1 import chat_pb2, common_pb2, history_pb2
+from tests.conftest import require_postgres
+from tests.store.test_direct_statements import MOMENT, _entry
+
+pytestmark = pytest.mark.postgres
+LATER = datetime(2026, 12, 1, 8, 0, 1, 5, tzinfo=UTC)
+COMPLETED = 3
+IN_PROGRESS = 1
+
+
+def _seed(conn: Connection) -> None:
+    conn.execute(
+        ThreadRow.__table__.insert(),
+        {
+            "thread_id": "t",
+            "max_context_tokens": 1000,
+            "response_reserve_tokens": 100,
+            "model": "m",
+            "open_entries": 2,
+            "open_turns": 1,
+            "created_at": MOMENT,
+            "updated_at": MOMENT,
+        },
+    )
+    conn.execute(
+        TurnRow.__table__.insert(),
+        [
+            {"thread_id": "t", "turn_id": turn, "status": status, "created_at": MOMENT, "updated_at": MOMENT}
+            for turn, status in (("u1", COMPLETED), ("u2", IN_PROGRESS), ("empty", IN_PROGRESS))
+        ],
+    )
+    conn.execute(
+        EntryRow.__table__.insert(),
+        [
+            _entry("e1", "u1", True, content="q"),
+            _entry("e2", "u1", True, content="a", reasoning_content="why"),
+            _entry("e3", "u2", False, content="open"),
+            _entry("e4", "u2", False, content="open too"),
+        ],
+    )
+    conn.execute(
+        ToolCallRow.__table__.insert(),
+        [
+            {"thread_id": "t", "call_id": "c1", "entry_id": "e2"},
+            # An id reused by another entry (models reuse ids across turns).
+            {"thread_id": "t", "call_id": "c1", "entry_id": "e4"},
+        ],
+    )
+
+
+def _rows(*entries: tuple[str, str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """New entries' rows (entry_id, turn_id, fields), as an append writes them at LATER."""
+    return [
+        entry_values(
+            "t",
+            NewEntry(
+                history_pb2.ConversationEntry(entry_id=entry_id, turn_id=turn, role=2, **fields), "h9", 7
+            ),
+            "cl100k_base",
+            LATER,
+        )
+        for entry_id, turn, fields in entries
+    ]
+
+
+_CALL = common_pb2.ToolCall(id="c9", name="read", arguments="{}")
+_PART = chat_pb2.ContentPart(text="part")
+_BATCH = _rows(
+    ("e9", "u2", {"content": "call", "tool_calls": [_CALL], "reasoning_content": "because"}),
+    ("e1", "u1", {"content": "q"}),  # stored already: not inserted, its call not either
+    ("e10", "new", {"content": "", "content_parts": [_PART]}),
+    ("e11", "new", {"content": "more", "name": "n", "tool_call_id": "c9"}),
+)
+_BATCH_CALLS = [
+    {"thread_id": "t", "call_id": "c9", "entry_id": "e9"},
+    {"thread_id": "t", "call_id": "c1", "entry_id": "e1"},
+    {"thread_id": "t", "call_id": "c1", "entry_id": "e9"},
+]
+
+
+def _inserted_by_statements(
+    conn: Connection,
+    thread_id: str,
+    rows: list[dict[str, Any]],
+    calls: list[dict[str, str]],
+    fresh_turns: list[str],
+    moment: datetime,
+) -> dict[str, int]:
+    """`round.inserted_separately` with PostgreSQL's INSERT ... ON CONFLICT built by SQLAlchemy."""
+    insert_entry = (
+        postgresql.insert(EntryRow)
+        .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
+        .returning(EntryRow.id, EntryRow.entry_id)
+    )
+    insert_call = postgresql.insert(ToolCallRow).on_conflict_do_nothing(
+        index_elements=["thread_id", "call_id", "entry_id"]
+    )
+    created = {}
+    for row in rows:
+        found = conn.execute(insert_entry, row).first()
+        if found is not None:
+            created[found.entry_id] = found.id
+    if not created:
+        return created
+    opened = {row["turn_id"] for row in rows if row["entry_id"] in created}
+    touch = {
+        "b_thread_id": thread_id,
+        "b_updated_at": moment,
+        "b_entries": len(created),
+        "b_turns": len(opened & set(fresh_turns)),
+    }
+    conn.execute(round._TOUCH_THREAD.statement, touch)
+    for call in calls:
+        if call["entry_id"] in created:
+            conn.execute(insert_call, call)
+    return created
+
+
+def _recorded_by_statements(conn: Connection, columns: dict[str, Any]) -> int:
+    """`recorder.recorded_in_one` as SQLAlchemy's INSERT with a provisional id, then the turn's UPDATE."""
+    provisional = recorder._INSERT_EVENT.values(id=-func.nextval("manifest_events_provisional_id_seq"))
+    event = {name: columns[name] for name in ("b_thread_id", "b_turn_id", "b_manifest_pb")}
+    event_id: int = conn.execute(provisional, {**event, "b_created_at": columns["b_updated_at"]}).scalar_one()
+    conn.execute(recorder._UPDATE_TURN.statement, {**columns, "b_event_id": event_id})
+    return event_id
+
+
+def _manifest_columns(turn_id: str, fingerprint: str) -> dict[str, Any]:
+    return {
+        "b_thread_id": "t",
+        "b_turn_id": turn_id,
+        "b_manifest_pb": b"\x08\x01",
+        "b_json": f'{{"fingerprint": "{fingerprint}"}}',
+        "b_version": "v1",
+        "b_profile": "full",
+        "b_stable": "s",
+        "b_dynamic": "d",
+        "b_full": fingerprint,
+        "b_updated_at": LATER,
+    }
+
+
+Way = Callable[..., Any]
+# name -> (the one statement, the separate statements, the arguments of each run in order on one database)
+CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
+    "complete_turn": (
+        completion.completed_in_one,
+        completion.completed_separately,
+        [("t", "u2"), ("t", "u2"), ("t", "u1"), ("t", "empty"), ("t", "nosuch"), ("nosuch", "u1")],
+    ),
+    "lock_turn_with_entries": (
+        round.turn_locked_in_one,
+        round.turn_locked_separately,
+        [
+            ("t", "u2", ["c1", "c9"]),
+            ("t", "new", []),
+            ("t", "new", ["c1"]),
+            ("t", "u1", ["zz"]),
+            ("t", "empty", ["c1", "zz"]),
+        ],
+    ),
+    "record_manifest": (
+        recorder.recorded_in_one,
+        _recorded_by_statements,
+        [
+            (_manifest_columns("u2", "f1"),),
+            (_manifest_columns("u2", "f2"),),
+            (_manifest_columns("empty", "f3"),),
+        ],
+    ),
+    "append": (
+        round.inserted_in_one,
+        _inserted_by_statements,
+        [
+            ("t", _BATCH, _BATCH_CALLS, ["new"], LATER),
+            ("t", _BATCH, _BATCH_CALLS, ["new"], LATER),  # a repeat: nothing created, nothing touched
+            ("t", _rows(("e12", "empty", {"content": "x"})), [], ["empty"], LATER),
+            ("t", _rows(("e13", "u2", {"content": "y"})), [], [], LATER),
+        ],
+    ),
+}
+
+
+async def _make_template(admin_url: str, name: str) -> None:
+    admin = await asyncpg.connect(_plain(admin_url))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    engine = create_async_engine(_on(admin_url, name))
+    try:
+        await migrate(engine)
+        async with engine.begin() as conn:
+            await conn.run_sync(_seed)
+    finally:
+        await engine.dispose()
+
+
+async def _drop(admin_url: str, name: str) -> None:
+    admin = await asyncpg.connect(_plain(admin_url))
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+def _plain(url: str) -> str:
+    return url.replace("postgresql+asyncpg", "postgresql")
+
+
+def _on(admin_url: str, name: str) -> str:
+    return f"{admin_url.rsplit('/', 1)[0]}/{name}"
+
+
+@pytest.fixture(scope="module")
+def template() -> Iterator[tuple[str, str]]:
+    """A migrated, seeded database every case copies; yields the cluster's admin URL and its name."""
+    admin_url = require_postgres()
+    name = "tpl_" + uuid.uuid4().hex[:16]
+    asyncio.run(_make_template(admin_url, name))
+    try:
+        yield admin_url, name
+    finally:
+        asyncio.run(_drop(admin_url, name))
+
+
+async def _tables(conn: asyncpg.Connection) -> dict[str, list[tuple[Any, ...]]]:
+    names = [
+        row["tablename"]
+        for row in await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+    ]
+    return {
+        name: sorted(tuple(row) for row in await conn.fetch(f'SELECT * FROM "{name}"'))
+        for name in sorted(names)
+        if name != "alembic_version"
+    }
+
+
+async def _run_on_copy(
+    template: tuple[str, str], way: Way, runs: list[tuple[Any, ...]]
+) -> tuple[list[Any], dict[str, list[tuple[Any, ...]]]]:
+    """Each run of `way` in a transaction of its own on a copy of the template (an error rolls its
+    run back); the answers (an error as its class and text) and the tables afterwards."""
+    admin_url, template_name = template
+    name = "copy_" + uuid.uuid4().hex[:16]
+    admin = await asyncpg.connect(_plain(admin_url))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_name}"')
+    finally:
+        await admin.close()
+    try:
+        engine = create_async_engine(_on(admin_url, name))
+        answers: list[Any] = []
+        try:
+            for args in runs:
+                try:
+                    async with engine.begin() as conn:
+                        answers.append(await conn.run_sync(way, *args))
+                except PioneerError as error:
+                    answers.append((type(error).__name__, str(error)))
+        finally:
+            await engine.dispose()
+        raw = await asyncpg.connect(_plain(_on(admin_url, name)))
+        try:
+            return answers, await _tables(raw)
+        finally:
+            await raw.close()
+    finally:
+        await _drop(admin_url, name)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+async def test_one_statement_gives_and_leaves_what_the_separate_ones_do(case, template, monkeypatch):
+    for module in (completion, round, turns):
+        monkeypatch.setattr(module, "now", lambda: LATER)
+    one, separately, runs = CASES[case]
+    answers_one, tables_one = await _run_on_copy(template, one, runs)
+    answers_separately, tables_separately = await _run_on_copy(template, separately, runs)
+    assert answers_one == answers_separately
+    assert tables_one == tables_separately
+
+
+async def test_the_comparison_sees_what_a_statement_changes(template, monkeypatch):
+    """The comparison can fail: completing a turn changes the tables it compares."""
+    monkeypatch.setattr(completion, "now", lambda: LATER)
+    _, before = await _run_on_copy(template, completion.completed_in_one, [])
+    answers, after = await _run_on_copy(template, completion.completed_in_one, [("t", "u2")])
+    assert answers == [2]
+    assert before != after
