@@ -25,6 +25,10 @@ With --keep-bytes N the server keeps each round's rendered request
 the database every half second (the SQLite file read-only, or PostgreSQL with
 its own connection), printed with each line, and the end prints the largest seen
 against N; the run fails if they ever exceed N.
+
+With --probe LOG the server runs under scripts/memory_probe.py, which writes to LOG
+every 10 s its RSS, glibc's malloc totals, gc counts and cache sizes, and every full
+garbage collection: what to look at when RSS is not flat.
 """
 
 from __future__ import annotations
@@ -222,12 +226,14 @@ def postgres_cluster() -> Iterator[str]:
 
 async def run(args: argparse.Namespace, backend: str, database_url: str) -> Outcome:
     home = Path(tempfile.mkdtemp(prefix="pioneer-soak-"))
-    command = [str(SCRIPT), "serve", "--listen", "127.0.0.1:0", "--home", str(home), "--log-level", "WARNING"]
+    server = [sys.executable, str(ROOT / "scripts/memory_probe.py")] if args.probe else [str(SCRIPT)]
+    command = [*server, "serve", "--listen", "127.0.0.1:0", "--home", str(home), "--log-level", "WARNING"]
     if database_url:
         command += ["--database-url", database_url]
     if args.keep_bytes:
         command += ["--keep-rendered-requests", "--kept-bytes-total", str(args.keep_bytes)]
-    proc = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
+    env = {**os.environ, "PIONEER_PROBE_LOG": args.probe} if args.probe else None
+    proc = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE, env=env)
     assert proc.stdout is not None
     line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
     address = line.rsplit("serving on ", 1)[1].strip()
@@ -364,6 +370,9 @@ def main() -> int:
     )
     parser.add_argument(
         "--keep-bytes", type=int, default=0, help="keep rendered rounds within this many bytes (default: off)"
+    )
+    parser.add_argument(
+        "--probe", default="", help="run the server under scripts/memory_probe.py, logging to this file"
     )
     return run_all(parser.parse_args())
 

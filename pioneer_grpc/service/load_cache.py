@@ -23,6 +23,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from pioneer_grpc.history.decide import LoadResult, Snapshot
 from pioneer_grpc.providers.conversation import RenderedPrefix
@@ -62,8 +63,10 @@ class CachedLoad:
     _prefixes: dict[tuple[int, str], RenderedPrefix | None] = field(
         default_factory=dict, compare=False, repr=False
     )
-    # Told the bytes a prefix adds, so the cache that keeps this answer counts them.
-    _grown: Callable[[int], None] | None = field(default=None, compare=False, repr=False)
+    # Told this answer and the bytes a prefix adds, so the cache that keeps it counts them. It must
+    # not hold the answer itself: a cycle would keep every replaced answer (its messages, framed
+    # records and prefixes) until a full garbage collection.
+    _grown: Callable[[CachedLoad, int], None] | None = field(default=None, compare=False, repr=False)
 
     @property
     def through(self) -> int:
@@ -104,7 +107,7 @@ class CachedLoad:
             # Two rounds may build it at once: the first one kept is counted.
             kept = self._prefixes.setdefault(key, built) is built
             if kept and built is not None and self._grown is not None:
-                self._grown(self.encoded_size)
+                self._grown(self, self.encoded_size)
         return self._prefixes[key]
 
     def copy(self) -> LoadResult:
@@ -200,7 +203,7 @@ class LoadCache:
                 if extends is not None
                 else sum(map(len, encoded))
             ),
-            _grown=lambda size: self._grow(key, cached, size),
+            _grown=partial(self._grow, key),
         )
         if extends is not None:
             # The records framed already stay, but for those left out, the start of the new ones.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from types import SimpleNamespace
 
 import pytest
@@ -100,3 +102,24 @@ def test_a_provider_rendering_kept_with_a_load_counts_against_the_bound():
     # Built and counted once.
     assert newest.rendered_prefix(anthropic, "chat_request", render_prefix) is prefix
     assert cache.size_bytes == 4 * one
+
+
+def test_a_replaced_answer_is_freed_when_it_is_replaced_not_by_a_full_collection():
+    """A kept answer is replaced by every completed turn of its thread, and holds the whole history
+    (messages, framed records, a provider's rendering): a reference cycle through it would keep every
+    replaced one until a full collection, and RSS would saw up and down by tens of MB (issue 26)."""
+    cache = LoadCache(size=1000, max_bytes=100_000)
+    snapshot = SimpleNamespace(repairs=(), entries=(), more_entries=False)
+    anthropic = provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES
+    gc.disable()
+    try:
+        first = cache.store("t", "", _state(1), snapshot, _result(1_000))
+        assert first.rendered_prefix(anthropic, "chat_request", render_prefix) is not None
+        assert first.framed(1)
+        replaced = weakref.ref(first)
+        del first
+        assert replaced() is not None  # kept by the cache
+        cache.store("t", "", _state(2), snapshot, _result(1_000))
+        assert replaced() is None
+    finally:
+        gc.enable()
