@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -25,12 +26,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def eventually(condition: Callable[[], bool], within: float = 10, step: float = 0.02) -> None:
-    """Polls server-side state that has no event to wait on."""
-    deadline = asyncio.get_running_loop().time() + within
+async def eventually(
+    condition: Callable[[], bool | Awaitable[bool]], within: float = 10, step: float = 0.02, what: str = ""
+) -> None:
+    """Polls state that has no event to wait on (server-side state, another process, a log) until
+    `condition()` (a function or a coroutine function) holds; fails naming `what` after `within` s."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
     for _ in itertools.count():
-        if condition():
+        held = condition()
+        if inspect.isawaitable(held):
+            held = await held
+        if held:
             return
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {within}s")
+        if loop.time() > deadline:
+            raise AssertionError(f"not within {within}s: {what or 'condition not met'}")
         await asyncio.sleep(step)
