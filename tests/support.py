@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import itertools
 import os
 import socket
 from collections.abc import Awaitable, Callable
@@ -31,14 +30,14 @@ async def eventually(
 ) -> None:
     """Polls state that has no event to wait on (server-side state, another process, a log) until
     `condition()` (a function or a coroutine function) holds; fails naming `what` after `within` s."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    for _ in itertools.count():
-        held = condition()
-        if inspect.isawaitable(held):
-            held = await held
-        if held:
-            return
-        if loop.time() > deadline:
-            raise AssertionError(f"not within {within}s: {what or 'condition not met'}")
-        await asyncio.sleep(step)
+    try:
+        async with asyncio.timeout(within):
+            while True:
+                held = condition()
+                if inspect.isawaitable(held):
+                    held = await held
+                if held:
+                    return
+                await asyncio.sleep(step)
+    except TimeoutError:
+        raise AssertionError(f"not within {within}s: {what or 'condition not met'}") from None

@@ -15,6 +15,7 @@ from grpc_status import rpc_status
 from pioneer_grpc import reasons
 from pioneer_grpc.telemetry import metrics_http
 from tests.chaos.conftest import health_status
+from tests.support import eventually
 
 
 async def test_the_descriptor_soft_limit_is_raised_to_the_hard_limit(server_factory):
@@ -55,14 +56,16 @@ async def test_beyond_the_cap_new_connections_get_resource_exhausted(server_fact
         assert any("refusing RPCs on new connections" in r.getMessage() for r in caplog.records)
         # Once one closes, the new connection is served.
         await first.close()
-        async with asyncio.timeout(10):
-            while True:
-                try:
-                    assert await _echo(third) == b""
-                    break
-                except grpc.aio.AioRpcError as error:
-                    assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-                    await asyncio.sleep(0.05)
+
+        async def served() -> bool:
+            try:
+                assert await _echo(third) == b""
+            except grpc.aio.AioRpcError as error:
+                assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                return False
+            return True
+
+        await eventually(served, step=0.05, what="the new connection served once another closed")
     finally:
         for channel in (first, second, third):
             await channel.close()

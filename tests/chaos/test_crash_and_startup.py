@@ -15,7 +15,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from pioneer_grpc.v1 import history_pb2, history_service_pb2, history_service_pb2_grpc
-from tests.support import free_port
+from tests.support import eventually, free_port
 
 SCRIPT = Path(sys.executable).parent / "pioneer-grpc"
 WRITERS = 50
@@ -81,10 +81,7 @@ async def test_kill_9_during_50_writers_loses_nothing_acknowledged(database_url,
             )
         acknowledged: list[str] = []
         writing = asyncio.create_task(_write_until_killed(f"127.0.0.1:{port}", acknowledged))
-        for _ in range(1200):
-            if len(acknowledged) >= 200:
-                break
-            await asyncio.sleep(0.05)
+        await eventually(lambda: len(acknowledged) >= 200, 60, what="200 appends acknowledged")
         proc.send_signal(signal.SIGKILL)
         await asyncio.wait_for(writing, 60)
     finally:

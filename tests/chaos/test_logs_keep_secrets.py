@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import grpc
@@ -20,6 +19,7 @@ from pioneer_grpc.v1 import (
     turn_service_pb2,
     turn_service_pb2_grpc,
 )
+from tests.support import eventually
 
 MARKER = "MARKER-7f3a-conversation-secret"
 TOKEN = "tok-9c1e-never-logged"
@@ -98,11 +98,11 @@ async def test_logs_carry_ids_and_no_secrets(pg_server_with_token, caplog, monke
         assert any(info.metadata.get("request_id") == "bug-request-7" for info in infos)
 
     # The access line is written as the handler ends, which may be just after the client has its answer.
-    for _ in range(100):
-        access = [r for r in caplog.records if r.name == "pioneer_grpc.access"]
-        if len(access) >= 6:
-            break
-        await asyncio.sleep(0.05)
+    def access_lines() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if r.name == "pioneer_grpc.access"]
+
+    await eventually(lambda: len(access_lines()) >= 6, what="six access lines")
+    access = access_lines()
     assert len(access) == 6
     logged = caplog.text
     assert MARKER not in logged
