@@ -7,9 +7,14 @@ import inspect
 import os
 import socket
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import NoReturn
 
+import grpc
 import pytest
+
+from pioneer_grpc.client import RpcFailure
+from pioneer_grpc.client.errors import failure_from
 
 
 def unavailable_here(reason: str) -> NoReturn:
@@ -42,3 +47,37 @@ async def eventually(
                 await asyncio.sleep(step)
     except TimeoutError:
         raise AssertionError(f"not within {within}s: {what or 'condition not met'}") from None
+
+
+@dataclass
+class Failure:
+    """A failed call as the tests compare it: violations as (field, description) pairs."""
+
+    code: grpc.StatusCode
+    message: str
+    violations: list[tuple[str, str]]
+    reason: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+    domain: str = ""
+
+
+def decoded(error: grpc.RpcError | RpcFailure) -> Failure:
+    """The code, ErrorInfo and BadRequest of a failed call, decoded by the Python client's own decoder."""
+    failed = error if isinstance(error, RpcFailure) else failure_from(error)
+    return Failure(
+        failed.code,
+        failed.message,
+        [(v.field, v.description) for v in failed.violations],
+        failed.reason,
+        failed.metadata,
+        failed.domain,
+    )
+
+
+async def failure(call: Awaitable[object]) -> Failure:
+    """Awaits a call that must fail (a raw stub's or the client's); returns what it failed with."""
+    try:
+        await call
+    except (grpc.RpcError, RpcFailure) as error:
+        return decoded(error)
+    raise AssertionError("the call succeeded")

@@ -1,46 +1,14 @@
-"""Calling HistoryService on a test server, and decoding its errors."""
+"""Calling HistoryService on a test server."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import grpc
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
-
 from pioneer_grpc.v1 import common_pb2, history_pb2, history_service_pb2_grpc
 from pioneer_grpc.v1 import history_service_pb2 as pb
+from tests.support import failure  # noqa: F401  (the history tests import it from here)
 
 USER = history_pb2.ENTRY_ROLE_USER
 ASSISTANT = history_pb2.ENTRY_ROLE_ASSISTANT
 TOOL = history_pb2.ENTRY_ROLE_TOOL
-
-
-@dataclass
-class RpcFailure:
-    code: grpc.StatusCode
-    message: str
-    violations: list[tuple[str, str]]
-    reason: str = ""
-    metadata: dict[str, str] | None = None
-
-
-async def failure(call) -> RpcFailure:
-    """Awaits a call that must fail; returns its code, message and BadRequest field violations."""
-    try:
-        await call
-    except grpc.aio.AioRpcError as error:
-        violations: list[tuple[str, str]] = []
-        info = error_details_pb2.ErrorInfo()
-        status = rpc_status.from_call(error)
-        if status is not None:
-            for detail in status.details:
-                bad = error_details_pb2.BadRequest()
-                if detail.Unpack(bad):
-                    violations.extend((v.field, v.description) for v in bad.field_violations)
-                detail.Unpack(info)
-        return RpcFailure(error.code(), error.details() or "", violations, info.reason, dict(info.metadata))
-    raise AssertionError("the call succeeded")
 
 
 def stub(server) -> history_service_pb2_grpc.HistoryServiceStub:
