@@ -10,9 +10,7 @@ import shutil
 from pathlib import Path
 
 import grpc
-from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2
-from grpc_status import rpc_status
 
 from pioneer_grpc.v1 import (
     history_pb2,
@@ -23,7 +21,7 @@ from pioneer_grpc.v1 import (
     turn_service_pb2_grpc,
 )
 from tests.chaos.conftest import fill, health_status, wait_health
-from tests.support import eventually
+from tests.support import decoded, eventually
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -54,15 +52,6 @@ def _round(entry_id: str, content: str) -> turn_service_pb2.PrepareTurnRequest:
     )
 
 
-def _reason(error: grpc.aio.AioRpcError) -> str:
-    status = rpc_status.from_call(error)
-    for detail in status.details if status else ():
-        info = error_details_pb2.ErrorInfo()
-        if detail.Unpack(info):
-            return info.reason
-    return ""
-
-
 class Writers:
     """Appends one entry per call in a loop; remembers what was acknowledged and which codes failed."""
 
@@ -88,7 +77,7 @@ class Writers:
                 )
                 self.acknowledged.append(entry_id)
             except grpc.aio.AioRpcError as error:
-                key = f"{error.code().name}/{_reason(error)}"
+                key = f"{error.code().name}/{decoded(error).reason}"
                 self.failures[key] = self.failures.get(key, 0) + 1
                 await asyncio.sleep(0.05)
 
@@ -211,7 +200,7 @@ async def test_disk_full_then_space_returns(small_tmpfs, server_factory):
             acknowledged.append(f"full-{i}")
             contents[f"full-{i}"] = big
         except grpc.aio.AioRpcError as error:
-            codes.add(f"{error.code().name}/{_reason(error)}")
+            codes.add(f"{error.code().name}/{decoded(error).reason}")
     # PrepareTurn writes on its own connection (store/runner.py): refused the same way.
     turns = turn_service_pb2_grpc.TurnServiceStub(channel)
     round_codes = set()
@@ -221,7 +210,7 @@ async def test_disk_full_then_space_returns(small_tmpfs, server_factory):
             acknowledged.append(f"round-{i}")
             contents[f"round-{i}"] = big
         except grpc.aio.AioRpcError as error:
-            round_codes.add(f"{error.code().name}/{_reason(error)}")
+            round_codes.add(f"{error.code().name}/{decoded(error).reason}")
     print(f"while full: {len(acknowledged)} acknowledged in all, failures {codes} and {round_codes}")
     assert codes == {"RESOURCE_EXHAUSTED/DISK_FULL"}, codes
     assert round_codes == {"RESOURCE_EXHAUSTED/DISK_FULL"}, round_codes

@@ -30,8 +30,9 @@ import pytest
 
 from pioneer_grpc.v1 import history_pb2, history_service_pb2, history_service_pb2_grpc
 from tests.chaos.conftest import PgCluster, fill
-from tests.chaos.test_database_outages import _all_stored, _reason
+from tests.chaos.test_database_outages import _all_stored
 from tests.conftest import fresh_postgres_database
+from tests.support import decoded
 
 USER = history_pb2.ENTRY_ROLE_USER
 DISK_FULL = "RESOURCE_EXHAUSTED/DISK_FULL"
@@ -152,7 +153,7 @@ async def test_postgres_disk_full_then_space_returns(pg_cluster, small_space, se
         try:
             await append(f"full-{i}")
         except grpc.aio.AioRpcError as error:
-            code = f"{error.code().name}/{_reason(error)}"
+            code = f"{error.code().name}/{decoded(error).reason}"
             codes[code] = codes.get(code, 0) + 1
     print(f"{kind}: {len(contents)} acknowledged in all, failures {codes}")
     assert set(codes) == {DISK_FULL}, codes
@@ -203,7 +204,7 @@ async def test_postgres_resource_sqlstates_are_named_without_content(refusing_ur
                 timeout=30,
             )
         error = caught.value
-        seen[sqlstate] = f"{error.code().name}/{_reason(error)}"
+        seen[sqlstate] = f"{error.code().name}/{decoded(error).reason}"
         details = error.details() or ""
         assert sqlstate in details
         assert marker not in details

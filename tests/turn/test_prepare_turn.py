@@ -7,8 +7,6 @@ import json
 import grpc
 import pytest
 from google.protobuf import struct_pb2
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from pioneer_grpc.v1 import (
     chat_pb2,
@@ -23,6 +21,7 @@ from pioneer_grpc.v1 import (
     turn_service_pb2,
     turn_service_pb2_grpc,
 )
+from tests.support import decoded
 
 MARKER = "<!-- PIONEER_PROMT_CACHE_BOUNDARY -->"
 
@@ -66,14 +65,7 @@ class Client:
 
 
 def bad_fields(err: grpc.aio.AioRpcError) -> list[str]:
-    status = rpc_status.from_call(err)
-    assert status is not None, err
-    found = []
-    for detail in status.details:
-        bad = error_details_pb2.BadRequest()
-        if detail.Unpack(bad):
-            found += [v.field for v in bad.field_violations]
-    return found
+    return [field for field, _ in decoded(err).violations]
 
 
 async def test_first_round_returns_request_manifest_and_anthropic_body(server):
