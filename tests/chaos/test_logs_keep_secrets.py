@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 
 import grpc
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 from sqlalchemy import text
 
 from pioneer_grpc.server.logs import RequestIdFilter
@@ -19,7 +17,7 @@ from pioneer_grpc.v1 import (
     turn_service_pb2,
     turn_service_pb2_grpc,
 )
-from tests.support import eventually
+from tests.support import decoded, eventually
 
 MARKER = "MARKER-7f3a-conversation-secret"
 TOKEN = "tok-9c1e-never-logged"
@@ -92,10 +90,7 @@ async def test_logs_carry_ids_and_no_secrets(pg_server_with_token, caplog, monke
         assert "bug-request-7" in error.details()
         assert "OperationalError" not in error.details()
         assert "ProgrammingError" not in error.details()
-        infos = [error_details_pb2.ErrorInfo() for _ in rpc_status.from_call(error).details]
-        for info, detail in zip(infos, rpc_status.from_call(error).details, strict=True):
-            detail.Unpack(info)
-        assert any(info.metadata.get("request_id") == "bug-request-7" for info in infos)
+        assert decoded(error).metadata.get("request_id") == "bug-request-7"
 
     # The access line is written as the handler ends, which may be just after the client has its answer.
     def access_lines() -> list[logging.LogRecord]:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from pioneer_grpc.history.repair import INTERRUPTED_RESULT, INTERRUPTED_RESULT_TOKENS
 from pioneer_grpc.history.tokens import count_tokens
@@ -38,6 +36,7 @@ from tests.history.rpc import (
     turn,
 )
 from tests.history.test_load_rpc import WORDS_96
+from tests.support import decoded
 from tests.turn.test_prepare_turn import Client, compile_input
 
 # Every provider API the server renders for.
@@ -156,11 +155,7 @@ async def test_the_turn_in_progress_is_not_repaired_while_its_call_may_run(pg_se
         await prepare(call)
     assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "'c1'" in (raised.value.details() or "")
-    status = rpc_status.from_call(raised.value)
-    info = error_details_pb2.ErrorInfo()
-    assert status is not None
-    assert any(d.Unpack(info) for d in status.details)
-    assert info.reason == "TOOL_RESULTS_PENDING"
+    assert decoded(raised.value).reason == "TOOL_RESULTS_PENDING"
     # The failed round stored nothing: the call is sent again with its result.
     assert await c.entry_count("t") == 1
     reply = await prepare(
