@@ -29,6 +29,7 @@ import grpc
 import pytest
 
 from pioneer_grpc.v1 import history_pb2, history_service_pb2, history_service_pb2_grpc
+from tests.builders import own_turn
 from tests.chaos.conftest import PgCluster, fill
 from tests.chaos.test_database_outages import _all_stored
 from tests.conftest import fresh_postgres_database
@@ -51,12 +52,6 @@ END $$;
 CREATE TRIGGER pioneer_test_refuse BEFORE INSERT ON conversation_entries
   FOR EACH ROW EXECUTE FUNCTION pioneer_test_refuse();
 """
-
-
-def _entry(entry_id: str, content: str) -> history_pb2.ConversationEntry:
-    return history_pb2.ConversationEntry(
-        entry_id=entry_id, turn_id=f"turn-{entry_id}", role=USER, content=content
-    )
 
 
 async def _sql(url: str, *statements: str) -> None:
@@ -140,7 +135,7 @@ async def test_postgres_disk_full_then_space_returns(pg_cluster, small_space, se
     async def append(entry_id: str) -> None:
         content = secrets.token_urlsafe(ENTRY_CHARS * 3 // 4)
         await history.AppendEntries(
-            history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry(entry_id, content)]),
+            history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[own_turn(entry_id, content)]),
             timeout=30,
         )
         contents[entry_id] = content
@@ -200,7 +195,7 @@ async def test_postgres_resource_sqlstates_are_named_without_content(refusing_ur
         )
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await history.AppendEntries(
-                history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry(sqlstate, marker)]),
+                history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[own_turn(sqlstate, marker)]),
                 timeout=30,
             )
         error = caught.value
@@ -214,7 +209,7 @@ async def test_postgres_resource_sqlstates_are_named_without_content(refusing_ur
     # Nothing was stored, and the thread takes the entries once the database stops refusing.
     await _sql(refusing_url, "DELETE FROM pioneer_test_refusal")
     response = await history.AppendEntries(
-        history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry(s, "ok") for s in RAISED]),
+        history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[own_turn(s, "ok") for s in RAISED]),
         timeout=30,
     )
     assert response.created_count == len(RAISED)

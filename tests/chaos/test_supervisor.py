@@ -21,6 +21,7 @@ import grpc
 import pytest
 
 from pioneer_grpc.v1 import history_pb2, history_service_pb2, history_service_pb2_grpc
+from tests.builders import own_turn
 from tests.server.test_workers import connect, connections_per_worker, running
 from tests.support import eventually
 
@@ -100,12 +101,6 @@ def listening(port: int) -> bool:
     return False
 
 
-def entry(entry_id: str) -> history_pb2.ConversationEntry:
-    return history_pb2.ConversationEntry(
-        entry_id=entry_id, turn_id=f"turn-{entry_id}", role=USER, content="x"
-    )
-
-
 class Appenders:
     """`count` clients, each on a connection of its own, appending one entry per call until stopped."""
 
@@ -126,7 +121,7 @@ class Appenders:
             n += 1
             request = history_service_pb2.AppendEntriesRequest(
                 thread_id="t",
-                entries=[entry(entry_id)],
+                entries=[own_turn(entry_id, "x")],
             )
             called_at = time.monotonic()
             try:
@@ -152,7 +147,7 @@ async def all_stored(address: str, entry_ids: list[str]) -> None:
     async with grpc.aio.insecure_channel(address) as channel:
         history = history_service_pb2_grpc.HistoryServiceStub(channel)
         for first in range(0, len(entry_ids), 100):
-            batch = [entry(e) for e in entry_ids[first : first + 100]]
+            batch = [own_turn(e, "x") for e in entry_ids[first : first + 100]]
             reply = await history.AppendEntries(
                 history_service_pb2.AppendEntriesRequest(thread_id="t", entries=batch), timeout=30
             )
@@ -173,7 +168,7 @@ async def append_through(address: str, supervisor: int, port: int, pid: int) -> 
                 await history_service_pb2_grpc.HistoryServiceStub(channel).AppendEntries(
                     history_service_pb2.AppendEntriesRequest(
                         thread_id="t",
-                        entries=[entry(entry_id)],
+                        entries=[own_turn(entry_id, "x")],
                     ),
                     timeout=30,
                 )

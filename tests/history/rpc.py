@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pioneer_grpc.v1 import common_pb2, history_pb2, history_service_pb2_grpc
+from pioneer_grpc.v1 import history_pb2, history_service_pb2_grpc
 from pioneer_grpc.v1 import history_service_pb2 as pb
-from tests.support import failure  # noqa: F401  (the history tests import it from here)
 
-USER = history_pb2.ENTRY_ROLE_USER
-ASSISTANT = history_pb2.ENTRY_ROLE_ASSISTANT
-TOOL = history_pb2.ENTRY_ROLE_TOOL
+# The history tests import the shared builders and decoder from here.
+from tests.builders import ASSISTANT, TOOL, USER, entry, tool_call  # noqa: F401
+from tests.support import failure  # noqa: F401
 
 
 def stub(server) -> history_service_pb2_grpc.HistoryServiceStub:
@@ -24,18 +23,6 @@ def config(
     if reserve is not None:
         cfg.response_reserve_tokens = reserve
     return cfg
-
-
-def entry(
-    entry_id: str, turn: str, role: int = USER, content: str = "", **fields
-) -> history_pb2.ConversationEntry:
-    return history_pb2.ConversationEntry(
-        entry_id=entry_id, turn_id=turn, role=role, content=content or f"text of {entry_id}", **fields
-    )
-
-
-def tool_call(call_id: str, name: str = "read_file", arguments: str = "{}") -> common_pb2.ToolCall:
-    return common_pb2.ToolCall(id=call_id, name=name, arguments=arguments)
 
 
 async def create(history, thread_id: str, cfg: history_pb2.ThreadConfig | None = None) -> history_pb2.Thread:
