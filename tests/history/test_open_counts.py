@@ -18,11 +18,12 @@ from alembic.config import Config
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from pioneer_grpc.client import user_entry
 from pioneer_grpc.store.migrate import MIGRATIONS
 from pioneer_grpc.store.models import EntryRow, ThreadRow
 from pioneer_grpc.v1 import common_pb2, history_pb2, turn_service_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
-from tests.turn.test_prepare_turn import Client, compile_input, user
+from tests.turn.test_prepare_turn import Client, compile_input
 
 THREAD = "t-open"
 MOMENT = datetime(2026, 11, 30, tzinfo=UTC)
@@ -105,10 +106,10 @@ async def test_open_counts_follow_appends_rounds_and_completions(pg_server):
         await append(c, entry("b2", "b"), entry("b3", "b", role=3, tool_call_id="nope", name="read_file"))
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     await check(pg_server, c)
-    await prepare(c, "c", user("c1", "first of c"))  # a new turn, by a round
+    await prepare(c, "c", user_entry("c1", "first of c"))  # a new turn, by a round
     await check(pg_server, c)
-    await prepare(c, "a", user("a3", "more of a"))  # an open turn grows
-    await prepare(c, "a", user("a3", "more of a"))  # a retried round
+    await prepare(c, "a", user_entry("a3", "more of a"))  # an open turn grows
+    await prepare(c, "a", user_entry("a3", "more of a"))  # a retried round
     await check(pg_server, c)
     await prepare(c, "e")  # a turn with no entries is not open...
     await check(pg_server, c)
@@ -123,7 +124,7 @@ async def test_open_counts_follow_appends_rounds_and_completions(pg_server):
     await complete(c, "f")  # a turn completed without entries
     await check(pg_server, c)
     with pytest.raises(grpc.aio.AioRpcError) as late:
-        await prepare(c, "a", user("a4", "too late"))
+        await prepare(c, "a", user_entry("a4", "too late"))
     assert late.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     for turn_id in ("b", "c", "e"):
         await complete(c, turn_id)

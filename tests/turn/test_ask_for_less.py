@@ -8,8 +8,9 @@ import json
 import grpc
 import pytest
 
+from pioneer_grpc.client import user_entry
 from pioneer_grpc.v1 import history_pb2, history_service_pb2, provider_service_pb2, turn_service_pb2
-from tests.turn.test_prepare_turn import Client, bad_fields, compile_input, user
+from tests.turn.test_prepare_turn import Client, bad_fields, compile_input
 
 
 async def test_provider_body_only_leaves_the_chat_request_out(server):
@@ -18,7 +19,7 @@ async def test_provider_body_only_leaves_the_chat_request_out(server):
     request = turn_service_pb2.PrepareTurnRequest(
         thread_id="t",
         turn_id="u1",
-        new_entries=[user("e1", "hello")],
+        new_entries=[user_entry("e1", "hello")],
         compile_input=compile_input(),
         provider=provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
     )
@@ -42,7 +43,7 @@ async def test_provider_body_only_needs_a_provider(server):
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await c.turns.PrepareTurn(
             turn_service_pb2.PrepareTurnRequest(
-                thread_id="t", turn_id="u1", new_entries=[user("e1", "hi")], provider_body_only=True
+                thread_id="t", turn_id="u1", new_entries=[user_entry("e1", "hi")], provider_body_only=True
             )
         )
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -72,7 +73,10 @@ async def test_counts_only_append_answers_without_the_entries(pg_server):
 async def round_messages(c: Client, turn: str, text: str) -> list[str]:
     response = await c.turns.PrepareTurn(
         turn_service_pb2.PrepareTurnRequest(
-            thread_id="t", turn_id=turn, new_entries=[user(f"{turn}-u", text)], compile_input=compile_input()
+            thread_id="t",
+            turn_id=turn,
+            new_entries=[user_entry(f"{turn}-u", text)],
+            compile_input=compile_input(),
         )
     )
     return [m.content for m in response.chat_request.messages]

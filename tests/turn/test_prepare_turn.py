@@ -8,6 +8,7 @@ import grpc
 import pytest
 from google.protobuf import struct_pb2
 
+from pioneer_grpc.client import user_entry
 from pioneer_grpc.v1 import (
     chat_pb2,
     common_pb2,
@@ -38,10 +39,6 @@ def compile_input(extra: str = "Date: 2026-11-29") -> prompt_pb2.PromptCompileIn
         include_tool_recovery_policy=True,
         extra_system=extra,
     )
-
-
-def user(entry_id: str, text: str) -> history_pb2.ConversationEntry:
-    return history_pb2.ConversationEntry(entry_id=entry_id, role=history_pb2.ENTRY_ROLE_USER, content=text)
 
 
 class Client:
@@ -75,7 +72,7 @@ async def test_first_round_returns_request_manifest_and_anthropic_body(server):
         turn_service_pb2.PrepareTurnRequest(
             thread_id="t-round",
             turn_id="turn-1",
-            new_entries=[user("u1", "What's the weather in Oslo?")],
+            new_entries=[user_entry("u1", "What's the weather in Oslo?")],
             compile_input=compile_input(),
             tools=[weather_tool()],
             provider=provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
@@ -113,7 +110,9 @@ async def test_later_rounds_of_a_turn_carry_its_tool_call_and_result(server):
         "compile_input": compile_input(),
         "tools": [weather_tool()],
     }
-    await c.turns.PrepareTurn(turn_service_pb2.PrepareTurnRequest(new_entries=[user("u1", "Oslo?")], **base))
+    await c.turns.PrepareTurn(
+        turn_service_pb2.PrepareTurnRequest(new_entries=[user_entry("u1", "Oslo?")], **base)
+    )
     call = common_pb2.ToolCall(id="call_1", name="get_weather", arguments='{"city":"Oslo"}')
     reply = await c.turns.PrepareTurn(
         turn_service_pb2.PrepareTurnRequest(
@@ -150,7 +149,7 @@ async def test_next_turn_sees_the_completed_turn_as_history(server):
         turn_service_pb2.PrepareTurnRequest(
             thread_id="t-next",
             turn_id="turn-1",
-            new_entries=[user("u1", "Hi")],
+            new_entries=[user_entry("u1", "Hi")],
             compile_input=compile_input(),
         )
     )
@@ -171,7 +170,7 @@ async def test_next_turn_sees_the_completed_turn_as_history(server):
         turn_service_pb2.PrepareTurnRequest(
             thread_id="t-next",
             turn_id="turn-2",
-            new_entries=[user("u2", "Again")],
+            new_entries=[user_entry("u2", "Again")],
             compile_input=compile_input(),
         )
     )
@@ -210,7 +209,7 @@ async def test_a_thread_over_the_threshold_is_summarized(server):
         turn_service_pb2.PrepareTurnRequest(
             thread_id="t-long",
             turn_id="now",
-            new_entries=[user("u-now", "What did we change?")],
+            new_entries=[user_entry("u-now", "What did we change?")],
             compile_input=compile_input(),
             provider=provider_service_pb2.PROVIDER_GEMINI_GENERATE_CONTENT,
             model="gemini-2.5-pro",
@@ -240,7 +239,7 @@ async def test_bad_compile_input_is_rejected_before_anything_is_stored(server):
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await c.turns.PrepareTurn(
             turn_service_pb2.PrepareTurnRequest(
-                thread_id="t-bad", turn_id="turn-1", new_entries=[user("u1", "hi")], compile_input=bad
+                thread_id="t-bad", turn_id="turn-1", new_entries=[user_entry("u1", "hi")], compile_input=bad
             )
         )
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -260,7 +259,10 @@ async def test_bad_request_fields_are_named_and_nothing_is_stored(server, change
     c = Client(server)
     await c.thread("t-fields")
     request = turn_service_pb2.PrepareTurnRequest(
-        thread_id="t-fields", turn_id="turn-1", new_entries=[user("u1", "hi")], compile_input=compile_input()
+        thread_id="t-fields",
+        turn_id="turn-1",
+        new_entries=[user_entry("u1", "hi")],
+        compile_input=compile_input(),
     )
     change(request)
     with pytest.raises(grpc.aio.AioRpcError) as err:
@@ -303,7 +305,7 @@ async def test_every_violation_is_reported_at_once_under_the_requests_own_names(
         thread_id="t-all",
         turn_id="turn-1",
         new_entries=[
-            user("u1", "hi"),
+            user_entry("u1", "hi"),
             history_pb2.ConversationEntry(entry_id="", role=99, content="x"),
         ],
         compile_input=bad_input,
@@ -331,7 +333,7 @@ async def test_history_report_says_other_incomplete_turns_are_left_out(server):
             turn_service_pb2.PrepareTurnRequest(
                 thread_id="t-left-out",
                 turn_id=turn_id,
-                new_entries=[user(entry_id, "Hi")],
+                new_entries=[user_entry(entry_id, "Hi")],
                 compile_input=compile_input(),
             )
         )
@@ -351,14 +353,17 @@ async def test_a_repeated_entry_id_with_other_content_is_refused_and_nothing_cha
     c = Client(pg_server)
     await c.thread("t")
     first = turn_service_pb2.PrepareTurnRequest(
-        thread_id="t", turn_id="u1", new_entries=[user("e1", "first words")], compile_input=compile_input()
+        thread_id="t",
+        turn_id="u1",
+        new_entries=[user_entry("e1", "first words")],
+        compile_input=compile_input(),
     )
     done = await c.turns.PrepareTurn(first)
     retried = turn_service_pb2.PrepareTurnRequest()
     retried.CopyFrom(first)
     assert (await c.turns.PrepareTurn(retried)).manifest_event_id == done.manifest_event_id
     retried.new_entries[0].content = "other words"
-    retried.new_entries.append(user("e2", "a new entry"))
+    retried.new_entries.append(user_entry("e2", "a new entry"))
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await c.turns.PrepareTurn(retried)
     assert err.value.code() == grpc.StatusCode.ALREADY_EXISTS

@@ -7,8 +7,9 @@ import json
 import grpc
 import pytest
 
+from pioneer_grpc.client import user_entry
 from pioneer_grpc.v1 import chat_pb2, history_pb2, provider_service_pb2, turn_service_pb2
-from tests.turn.test_prepare_turn import Client, bad_fields, compile_input, user, weather_tool
+from tests.turn.test_prepare_turn import Client, bad_fields, compile_input, weather_tool
 
 P = provider_service_pb2
 
@@ -18,7 +19,7 @@ def _forced_tool_with_thinking(thread_id: str, provider: int) -> turn_service_pb
     return turn_service_pb2.PrepareTurnRequest(
         thread_id=thread_id,
         turn_id="turn-1",
-        new_entries=[user("u1", "Weather in Oslo?")],
+        new_entries=[user_entry("u1", "Weather in Oslo?")],
         compile_input=compile_input(),
         tools=[weather_tool()],
         tool_choice=chat_pb2.ToolChoice(mode=chat_pb2.TOOL_CHOICE_MODE_REQUIRED),
@@ -48,7 +49,7 @@ async def test_gemini_parallel_false_comes_back_as_a_notice_on_the_request_field
         turn_service_pb2.PrepareTurnRequest(
             thread_id="t-gemini",
             turn_id="turn-1",
-            new_entries=[user("u1", "Weather in Oslo and Bergen?")],
+            new_entries=[user_entry("u1", "Weather in Oslo and Bergen?")],
             compile_input=compile_input(),
             tools=[weather_tool()],
             parallel_tool_calls=False,
