@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+from pioneer_grpc.client import AsyncClient
 from pioneer_grpc.v1 import history_pb2, history_service_pb2_grpc
 from pioneer_grpc.v1 import history_service_pb2 as pb
 
@@ -25,21 +29,29 @@ def config(
     return cfg
 
 
+def rpc(history: Any, method: str) -> Any:
+    """`method` (e.g. "CreateThread") of a raw HistoryService stub or of the Python client, so the history
+    tests can move to the client file by file; both take the request message."""
+    if isinstance(history, AsyncClient):
+        return getattr(history, re.sub(r"(?<!^)(?=[A-Z])", "_", method).lower())
+    return getattr(history, method)
+
+
 async def create(history, thread_id: str, cfg: history_pb2.ThreadConfig | None = None) -> history_pb2.Thread:
-    response = await history.CreateThread(pb.CreateThreadRequest(thread_id=thread_id, config=cfg or config()))
-    return response.thread
+    request = pb.CreateThreadRequest(thread_id=thread_id, config=cfg or config())
+    return (await rpc(history, "CreateThread")(request)).thread
 
 
 async def turn(history, thread_id: str, turn_id: str, *entries: history_pb2.ConversationEntry) -> None:
     """Appends a turn's entries and completes it."""
-    await history.AppendEntries(pb.AppendEntriesRequest(thread_id=thread_id, entries=entries))
-    await history.CompleteTurn(pb.CompleteTurnRequest(thread_id=thread_id, turn_id=turn_id))
+    await rpc(history, "AppendEntries")(pb.AppendEntriesRequest(thread_id=thread_id, entries=entries))
+    await rpc(history, "CompleteTurn")(pb.CompleteTurnRequest(thread_id=thread_id, turn_id=turn_id))
 
 
 async def load(
     history, thread_id: str, exclude: str = "", dry_run: bool = False
 ) -> pb.LoadConversationHistoryResponse:
-    return await history.LoadConversationHistory(
+    return await rpc(history, "LoadConversationHistory")(
         pb.LoadConversationHistoryRequest(thread_id=thread_id, exclude_turn_id=exclude, dry_run=dry_run)
     )
 
