@@ -33,8 +33,8 @@ async def stored_rows(server, thread_id: str, updated: bool) -> list[tuple]:
 
 async def everything(c: Client, server, thread_id: str, updated: bool = True) -> tuple:
     """What the RPCs show of the thread's entries and counts, and every row the store holds of it."""
-    listed = await c.history.ListEntries(pb.ListEntriesRequest(thread_id=thread_id, page_size=500))
-    thread = (await c.history.GetThread(pb.GetThreadRequest(thread_id=thread_id))).thread
+    listed = await c.list_entries(pb.ListEntriesRequest(thread_id=thread_id, page_size=500))
+    thread = (await c.get_thread(pb.GetThreadRequest(thread_id=thread_id))).thread
     if not updated:
         thread.ClearField("update_time")
     return (
@@ -55,7 +55,7 @@ ANSWER = bare("f1", ASSISTANT, "It is 4 C and raining in Oslo.")
 
 
 async def prepare(c: Client, turn_id: str, *entries, **fields) -> turn_service_pb2.PrepareTurnResponse:
-    return await c.turns.PrepareTurn(
+    return await c.prepare_turn(
         turn_service_pb2.PrepareTurnRequest(
             thread_id="t",
             turn_id=turn_id,
@@ -69,7 +69,7 @@ async def prepare(c: Client, turn_id: str, *entries, **fields) -> turn_service_p
 
 
 def complete(c: Client, turn_id: str, *entries):
-    return c.history.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id=turn_id, entries=entries))
+    return c.complete_turn(pb.CompleteTurnRequest(thread_id="t", turn_id=turn_id, entries=entries))
 
 
 async def test_a_turn_in_three_calls_and_its_retry(pg_server):
@@ -127,7 +127,7 @@ async def test_failing_calls_leave_the_store_as_it_was(pg_server):
         "prepare, a completed turn": lambda: prepare(c, "turn-1", bare("x3", USER, "late")),
         "prepare, an orphan result": lambda: prepare(c, "turn-2", bare("x4", USER, "new"), orphan),
         "prepare, no such thread model": lambda: prepare(c, "turn-2", bare("x5", USER, "n"), model="x" * 201),
-        "append, an orphan result": lambda: c.history.AppendEntries(
+        "append, an orphan result": lambda: c.append_entries(
             pb.AppendEntriesRequest(
                 thread_id="t",
                 entries=[
@@ -136,13 +136,13 @@ async def test_failing_calls_leave_the_store_as_it_was(pg_server):
                 ],
             )
         ),
-        "append, an entry conflict": lambda: c.history.AppendEntries(
+        "append, an entry conflict": lambda: c.append_entries(
             pb.AppendEntriesRequest(
                 thread_id="t",
                 entries=[entry("x7", "turn-2", USER, "new"), entry("u2", "turn-2", USER, "changed")],
             )
         ),
-        "append, a completed turn": lambda: c.history.AppendEntries(
+        "append, a completed turn": lambda: c.append_entries(
             pb.AppendEntriesRequest(
                 thread_id="t",
                 entries=[entry("x8", "turn-3", USER, "new"), entry("x9", "turn-1", USER, "late")],
