@@ -10,6 +10,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
+from pioneer_grpc.client import RpcFailure
 from pioneer_grpc.history.repair import INTERRUPTED_RESULT, INTERRUPTED_RESULT_TOKENS
 from pioneer_grpc.history.tokens import count_tokens
 from pioneer_grpc.providers.render import render
@@ -132,7 +133,7 @@ async def test_the_turn_in_progress_is_not_repaired_while_its_call_may_run(pg_se
     await c.thread("t")
 
     async def prepare(*new_entries):
-        return await c.turns.PrepareTurn(
+        return await c.prepare_turn(
             turn_service_pb2.PrepareTurnRequest(
                 thread_id="t",
                 turn_id="turn-1",
@@ -151,10 +152,10 @@ async def test_the_turn_in_progress_is_not_repaired_while_its_call_may_run(pg_se
         tool_calls=[tool_call("c1", "get_weather", '{"city": "Paris"}')],
     )
     # The call may still be running: no synthesized result; the round cannot be sent yet.
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
+    with pytest.raises(RpcFailure) as raised:
         await prepare(call)
-    assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert "'c1'" in (raised.value.details() or "")
+    assert raised.value.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert "'c1'" in raised.value.message
     assert decoded(raised.value).reason == "TOOL_RESULTS_PENDING"
     # The failed round stored nothing: the call is sent again with its result.
     assert await c.entry_count("t") == 1
@@ -298,11 +299,11 @@ async def test_prepare_turn_names_new_entries_fields(pg_server):
         ],
         compile_input=compile_input(),
     )
-    error = await failure(c.turns.PrepareTurn(request))
+    error = await failure(c.prepare_turn(request))
     assert error.code == grpc.StatusCode.INVALID_ARGUMENT
     assert [field for field, _ in error.violations] == ["new_entries[0].content"]
     del request.new_entries[0]
-    error = await failure(c.turns.PrepareTurn(request))
+    error = await failure(c.prepare_turn(request))
     assert error.violations == [
         ("new_entries[0].tool_call_id", "no call with id 'nope' was made in this thread")
     ]
