@@ -62,8 +62,8 @@ async def test_prepare_turn_takes_a_call_id_the_last_turn_used(pg_server):
     first, call, result, _ = numbered_turn(1)
     for e in (first, call, result):
         e.turn_id = ""
-    await c.turns.PrepareTurn(turn_service_pb2.PrepareTurnRequest(new_entries=[first], **base))
-    reply = await c.turns.PrepareTurn(turn_service_pb2.PrepareTurnRequest(new_entries=[call, result], **base))
+    await c.prepare_turn(turn_service_pb2.PrepareTurnRequest(new_entries=[first], **base))
+    reply = await c.prepare_turn(turn_service_pb2.PrepareTurnRequest(new_entries=[call, result], **base))
     messages = reply.chat_request.messages
     assert [(m.role, [c.id for c in m.tool_calls], m.tool_call_id) for m in messages] == [
         (chat_pb2.CHAT_ROLE_USER, [], ""),
