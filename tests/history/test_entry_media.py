@@ -77,7 +77,7 @@ async def test_a_screenshot_in_a_tool_result_is_stored_loaded_and_counted(pg_ser
     # The round's own tool message carries the image as sent.
     assert list(reply.chat_request.messages[-1].content_parts) == [image()]
     await c.complete_turn(pb.CompleteTurnRequest(thread_id="t", turn_id="turn-1", entries=[answer]))
-    loaded = await load(c.history, "t")
+    loaded = await load(c, "t")
     tool_message = loaded.messages[2]
     assert tool_message.role == chat_pb2.CHAT_ROLE_TOOL
     assert tool_message.content == "the screen, 1024 x 1024"
@@ -177,13 +177,9 @@ async def test_an_image_in_a_user_message_renders_for_every_provider(pg_server):
 
 
 async def test_a_screenshot_in_a_tool_result_renders_for_every_provider(pg_server):
-    history = Client(pg_server).history
-    await history.CreateThread(
-        pb.CreateThreadRequest(thread_id="t", config=history_pb2.ThreadConfig(model="m"))
-    )
-    await history.CompleteTurn(
-        pb.CompleteTurnRequest(thread_id="t", turn_id="turn-1", entries=screenshot_turn("turn-1"))
-    )
+    history = Client(pg_server)
+    await history.create_thread(thread_id="t", config=history_pb2.ThreadConfig(model="m"))
+    await history.complete_turn(thread_id="t", turn_id="turn-1", entries=screenshot_turn("turn-1"))
     chat = chat_pb2.ChatRequest(model="m", messages=(await load(history, "t")).messages)
     for provider in PROVIDERS:
         render(provider, chat)

@@ -84,7 +84,7 @@ async def test_a_turn_in_three_calls_and_its_retry(pg_server):
     ]
     done = await complete(c, "turn-1", ANSWER)
     assert (done.completed_entry_count, done.created_count, done.existing_count) == (4, 1, 0)
-    history = await load(c.history, "t")
+    history = await load(c, "t")
     assert [m.content for m in history.messages][-1] == "It is 4 C and raining in Oslo."
     assert len(history.messages) == 4
     before = await everything(c, pg_server, "t", updated=False)
@@ -102,7 +102,7 @@ async def test_complete_turn_with_entries_starts_and_ends_a_turn(pg_server):
     await c.thread("t")
     done = await complete(c, "turn-1", bare("u1", USER, "Hi"), entry("f1", "turn-1", ASSISTANT, "Hello"))
     assert (done.completed_entry_count, done.created_count) == (2, 2)
-    assert [m.content for m in (await load(c.history, "t")).messages] == ["Hi", "Hello"]
+    assert [m.content for m in (await load(c, "t")).messages] == ["Hi", "Hello"]
     # Without entries an unknown turn is still NOT_FOUND.
     error = await failure(complete(c, "turn-9"))
     assert error.code == grpc.StatusCode.NOT_FOUND
