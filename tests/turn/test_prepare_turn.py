@@ -14,13 +14,10 @@ from pioneer_grpc.v1 import (
     common_pb2,
     history_pb2,
     history_service_pb2,
-    history_service_pb2_grpc,
     manifest_service_pb2,
-    manifest_service_pb2_grpc,
     prompt_pb2,
     provider_service_pb2,
     turn_service_pb2,
-    turn_service_pb2_grpc,
 )
 from tests.support import decoded
 
@@ -42,17 +39,10 @@ def compile_input(extra: str = "Date: 2026-11-29") -> prompt_pb2.PromptCompileIn
 
 
 class Client(AsyncClient):
-    """The Python client on a test server, with the set-ups the PrepareTurn tests repeat.
-
-    `turns`, `history` and `manifests` are raw stubs on the same channel, for the tests
-    that have not moved to the client's methods yet.
-    """
+    """The Python client on a test server, with the set-ups the PrepareTurn tests repeat."""
 
     def __init__(self, server):
         super().__init__(server.channel(), ConnectOptions(address=server.address, token=server.token or None))
-        self.turns = turn_service_pb2_grpc.TurnServiceStub(self.channel)
-        self.history = history_service_pb2_grpc.HistoryServiceStub(self.channel)
-        self.manifests = manifest_service_pb2_grpc.ManifestServiceStub(self.channel)
 
     async def thread(self, thread_id: str, **config) -> None:
         config.setdefault("model", "claude-sonnet-4-5")
