@@ -18,6 +18,7 @@ from typing import Any
 import grpc
 import pytest
 
+from pioneer_grpc.client import AsyncClient
 from pioneer_grpc.config import Config
 from pioneer_grpc.server.app import RunningServer, start_server
 from tests.ci_guard import pytest_runtest_makereport  # noqa: F401  (the hook: a skip under CI=true fails)
@@ -83,6 +84,7 @@ class ServerHandle:
     running: RunningServer
     token: str = ""
     _channels: list[grpc.aio.Channel] = field(default_factory=list)
+    _clients: list[AsyncClient] = field(default_factory=list)
 
     @property
     def address(self) -> str:
@@ -104,10 +106,18 @@ class ServerHandle:
         self._channels.append(channel)
         return channel
 
+    async def client(self) -> AsyncClient:
+        """The Python client (typed methods, RpcFailure exceptions) on this server, with its token."""
+        client = await AsyncClient.connect(self.address, token=self.token or None)
+        self._clients.append(client)
+        return client
+
     def metadata(self) -> tuple[tuple[str, str], ...]:
         return (("authorization", f"Bearer {self.token}"),) if self.token else ()
 
     async def close(self) -> None:
+        for client in self._clients:
+            await client.close()
         for channel in self._channels:
             await channel.close()
         await self.running.stop(grace=0.5)

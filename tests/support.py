@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
+import inspect
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import NoReturn
 
+import grpc
 import pytest
 
+from pioneer_grpc.client import RpcFailure
+from pioneer_grpc.client.errors import failure_from
 
-def unavailable_here(reason: str) -> None:
+
+def unavailable_here(reason: str) -> NoReturn:
     """Skips a test this machine cannot run; under CI=true, where everything must run, fails it."""
     if os.environ.get("CI") == "true":
         pytest.fail(f"under CI this test must run: {reason}")
@@ -25,12 +31,53 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def eventually(condition: Callable[[], bool], within: float = 10, step: float = 0.02) -> None:
-    """Polls server-side state that has no event to wait on."""
-    deadline = asyncio.get_running_loop().time() + within
-    for _ in itertools.count():
-        if condition():
-            return
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {within}s")
-        await asyncio.sleep(step)
+async def eventually(
+    condition: Callable[[], bool | Awaitable[bool]], within: float = 10, step: float = 0.02, what: str = ""
+) -> None:
+    """Polls state that has no event to wait on (server-side state, another process, a log) until
+    `condition()` (a function or a coroutine function) holds; fails naming `what` after `within` s."""
+    try:
+        async with asyncio.timeout(within):
+            while True:
+                held = condition()
+                if inspect.isawaitable(held):
+                    held = await held
+                if held:
+                    return
+                await asyncio.sleep(step)
+    except TimeoutError:
+        raise AssertionError(f"not within {within}s: {what or 'condition not met'}") from None
+
+
+@dataclass
+class Failure:
+    """A failed call as the tests compare it: violations as (field, description) pairs."""
+
+    code: grpc.StatusCode
+    message: str
+    violations: list[tuple[str, str]]
+    reason: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+    domain: str = ""
+
+
+def decoded(error: grpc.RpcError | RpcFailure) -> Failure:
+    """The code, ErrorInfo and BadRequest of a failed call, decoded by the Python client's own decoder."""
+    failed = error if isinstance(error, RpcFailure) else failure_from(error)
+    return Failure(
+        failed.code,
+        failed.message,
+        [(v.field, v.description) for v in failed.violations],
+        failed.reason,
+        failed.metadata,
+        failed.domain,
+    )
+
+
+async def failure(call: Awaitable[object]) -> Failure:
+    """Awaits a call that must fail (a raw stub's or the client's); returns what it failed with."""
+    try:
+        await call
+    except (grpc.RpcError, RpcFailure) as error:
+        return decoded(error)
+    raise AssertionError("the call succeeded")

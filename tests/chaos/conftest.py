@@ -6,7 +6,6 @@ it is missing the test is skipped, except under CI=true, where it fails.
 
 from __future__ import annotations
 
-import asyncio
 import glob
 import os
 import shutil
@@ -19,7 +18,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.support import free_port, unavailable_here
+from tests.support import eventually, free_port, unavailable_here
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -111,11 +110,10 @@ async def health_status(channel: grpc.aio.Channel) -> int:
 
 
 async def wait_health(channel: grpc.aio.Channel, wanted: int, seconds: float = 30) -> None:
-    async with asyncio.timeout(seconds):
-        while True:
-            if await health_status(channel) == wanted:
-                return
-            await asyncio.sleep(0.05)
+    async def reached() -> bool:
+        return await health_status(channel) == wanted
+
+    await eventually(reached, seconds, step=0.05, what=f"health status {wanted}")
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from pioneer_grpc.v1 import (
     turn_service_pb2,
     turn_service_pb2_grpc,
 )
+from tests.builders import entry
 from tests.chaos.conftest import health_status
 
 CANCELS = 200
@@ -31,12 +32,7 @@ THREAD = "storm"
 
 
 def _entries(tag: str, count: int) -> list[history_pb2.ConversationEntry]:
-    return [
-        history_pb2.ConversationEntry(
-            entry_id=f"{tag}-{k}", turn_id=f"turn-{tag}", role=USER, content="x" * 300
-        )
-        for k in range(count)
-    ]
+    return [entry(f"{tag}-{k}", f"turn-{tag}", content="x" * 300) for k in range(count)]
 
 
 def _rpc(history, turns, i: int):

@@ -5,8 +5,6 @@ from __future__ import annotations
 import grpc
 import pytest
 from google.protobuf import struct_pb2
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from pioneer_grpc import reasons
 from pioneer_grpc.server.health import DatabaseHealth
@@ -22,6 +20,7 @@ from pioneer_grpc.v1 import (
     provider_service_pb2_grpc,
 )
 from tests.chaos.conftest import health_status
+from tests.support import failure
 
 P = provider_service_pb2
 PROVIDERS = [
@@ -34,15 +33,8 @@ PROVIDERS = [
 
 async def _refusal(call) -> tuple[grpc.StatusCode, str, str]:
     """(code, ErrorInfo reason, message) of a call that must fail."""
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
-        await call
-    status = rpc_status.from_call(raised.value)
-    reason = ""
-    for detail in status.details if status else ():
-        info = error_details_pb2.ErrorInfo()
-        if detail.Unpack(info):
-            reason = info.reason
-    return raised.value.code(), reason, raised.value.details() or ""
+    failed = await failure(call)
+    return failed.code, failed.reason, failed.message
 
 
 def _user(text: str = "hi") -> chat_pb2.ChatMessage:

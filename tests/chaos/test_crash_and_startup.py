@@ -14,8 +14,9 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from pioneer_grpc.v1 import history_pb2, history_service_pb2, history_service_pb2_grpc
-from tests.support import free_port
+from pioneer_grpc.v1 import history_service_pb2, history_service_pb2_grpc
+from tests.builders import own_turn
+from tests.support import eventually, free_port
 
 SCRIPT = Path(sys.executable).parent / "pioneer-grpc"
 WRITERS = 50
@@ -41,12 +42,6 @@ async def _wait_serving(address: str, proc: subprocess.Popen) -> None:
                 await asyncio.sleep(0.1)
 
 
-def _entry(entry_id: str) -> history_pb2.ConversationEntry:
-    return history_pb2.ConversationEntry(
-        entry_id=entry_id, turn_id=f"turn-{entry_id}", role=history_pb2.ENTRY_ROLE_USER, content=MARKER
-    )
-
-
 async def _write_until_killed(address: str, acknowledged: list[str]) -> None:
     async with grpc.aio.insecure_channel(address) as channel:
         history = history_service_pb2_grpc.HistoryServiceStub(channel)
@@ -58,7 +53,9 @@ async def _write_until_killed(address: str, acknowledged: list[str]) -> None:
                 n += 1
                 try:
                     await history.AppendEntries(
-                        history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry(entry_id)]),
+                        history_service_pb2.AppendEntriesRequest(
+                            thread_id="t", entries=[own_turn(entry_id, MARKER)]
+                        ),
                         timeout=10,
                     )
                 except grpc.aio.AioRpcError:
@@ -81,10 +78,7 @@ async def test_kill_9_during_50_writers_loses_nothing_acknowledged(database_url,
             )
         acknowledged: list[str] = []
         writing = asyncio.create_task(_write_until_killed(f"127.0.0.1:{port}", acknowledged))
-        for _ in range(1200):
-            if len(acknowledged) >= 200:
-                break
-            await asyncio.sleep(0.05)
+        await eventually(lambda: len(acknowledged) >= 200, 60, what="200 appends acknowledged")
         proc.send_signal(signal.SIGKILL)
         await asyncio.wait_for(writing, 60)
     finally:
@@ -101,7 +95,7 @@ async def test_kill_9_during_50_writers_loses_nothing_acknowledged(database_url,
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             history = history_service_pb2_grpc.HistoryServiceStub(channel)
             for start in range(0, len(acknowledged), 100):
-                batch = [_entry(e) for e in acknowledged[start : start + 100]]
+                batch = [own_turn(e, MARKER) for e in acknowledged[start : start + 100]]
                 response = await history.AppendEntries(
                     history_service_pb2.AppendEntriesRequest(thread_id="t", entries=batch), timeout=30
                 )

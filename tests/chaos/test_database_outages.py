@@ -10,9 +10,7 @@ import shutil
 from pathlib import Path
 
 import grpc
-from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2
-from grpc_status import rpc_status
 
 from pioneer_grpc.v1 import (
     history_pb2,
@@ -22,8 +20,9 @@ from pioneer_grpc.v1 import (
     turn_service_pb2,
     turn_service_pb2_grpc,
 )
+from tests.builders import own_turn
 from tests.chaos.conftest import fill, health_status, wait_health
-from tests.support import eventually
+from tests.support import decoded, eventually
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -36,15 +35,9 @@ def _size(path: Path) -> int:
     return path.stat().st_size if path.exists() else 0
 
 
-def _entry(entry_id: str, content: str = "") -> history_pb2.ConversationEntry:
-    return history_pb2.ConversationEntry(
-        entry_id=entry_id, turn_id=f"turn-{entry_id}", role=USER, content=content or f"text {entry_id}"
-    )
-
-
 def _round(entry_id: str, content: str) -> turn_service_pb2.PrepareTurnRequest:
     """A PrepareTurn appending one entry, in the turn `_entry` gives it."""
-    entry = _entry(entry_id, content)
+    entry = own_turn(entry_id, content)
     return turn_service_pb2.PrepareTurnRequest(
         thread_id="t",
         turn_id=entry.turn_id,
@@ -52,15 +45,6 @@ def _round(entry_id: str, content: str) -> turn_service_pb2.PrepareTurnRequest:
         new_entries=[entry],
         compile_input=prompt_pb2.PromptCompileInput(profile=prompt_pb2.PROMPT_PROFILE_MINIMAL),
     )
-
-
-def _reason(error: grpc.aio.AioRpcError) -> str:
-    status = rpc_status.from_call(error)
-    for detail in status.details if status else ():
-        info = error_details_pb2.ErrorInfo()
-        if detail.Unpack(info):
-            return info.reason
-    return ""
 
 
 class Writers:
@@ -82,13 +66,13 @@ class Writers:
             try:
                 await self.history.AppendEntries(
                     history_service_pb2.AppendEntriesRequest(
-                        thread_id=self.thread_id, entries=[_entry(entry_id)]
+                        thread_id=self.thread_id, entries=[own_turn(entry_id)]
                     ),
                     timeout=40,
                 )
                 self.acknowledged.append(entry_id)
             except grpc.aio.AioRpcError as error:
-                key = f"{error.code().name}/{_reason(error)}"
+                key = f"{error.code().name}/{decoded(error).reason}"
                 self.failures[key] = self.failures.get(key, 0) + 1
                 await asyncio.sleep(0.05)
 
@@ -108,7 +92,7 @@ async def _all_stored(
     """Appending the acknowledged entries again creates none of them: each is stored already."""
     contents = contents or {}
     for start in range(0, len(entry_ids), 100):
-        batch = [_entry(e, contents.get(e, "")) for e in entry_ids[start : start + 100]]
+        batch = [own_turn(e, contents.get(e, "")) for e in entry_ids[start : start + 100]]
         response = await history.AppendEntries(
             history_service_pb2.AppendEntriesRequest(thread_id=thread_id, entries=batch), timeout=30
         )
@@ -193,7 +177,7 @@ async def test_disk_full_then_space_returns(small_tmpfs, server_factory):
         assert len(acknowledged) < 1000, "the WAL does not grow"
         entry_id = f"before-{len(acknowledged)}"
         await history.AppendEntries(
-            history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry(entry_id)])
+            history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[own_turn(entry_id)])
         )
         acknowledged.append(entry_id)
     filler = await asyncio.to_thread(fill, small_tmpfs)
@@ -205,13 +189,13 @@ async def test_disk_full_then_space_returns(small_tmpfs, server_factory):
     for i in range(40):
         try:
             await history.AppendEntries(
-                history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry(f"full-{i}", big)]),
+                history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[own_turn(f"full-{i}", big)]),
                 timeout=30,
             )
             acknowledged.append(f"full-{i}")
             contents[f"full-{i}"] = big
         except grpc.aio.AioRpcError as error:
-            codes.add(f"{error.code().name}/{_reason(error)}")
+            codes.add(f"{error.code().name}/{decoded(error).reason}")
     # PrepareTurn writes on its own connection (store/runner.py): refused the same way.
     turns = turn_service_pb2_grpc.TurnServiceStub(channel)
     round_codes = set()
@@ -221,7 +205,7 @@ async def test_disk_full_then_space_returns(small_tmpfs, server_factory):
             acknowledged.append(f"round-{i}")
             contents[f"round-{i}"] = big
         except grpc.aio.AioRpcError as error:
-            round_codes.add(f"{error.code().name}/{_reason(error)}")
+            round_codes.add(f"{error.code().name}/{decoded(error).reason}")
     print(f"while full: {len(acknowledged)} acknowledged in all, failures {codes} and {round_codes}")
     assert codes == {"RESOURCE_EXHAUSTED/DISK_FULL"}, codes
     assert round_codes == {"RESOURCE_EXHAUSTED/DISK_FULL"}, round_codes
@@ -236,7 +220,7 @@ async def test_disk_full_then_space_returns(small_tmpfs, server_factory):
     await wait_health(channel, SERVING)
     for i in range(20):
         await history.AppendEntries(
-            history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry(f"freed-{i}")]),
+            history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[own_turn(f"freed-{i}")]),
             timeout=30,
         )
         acknowledged.append(f"freed-{i}")
@@ -254,7 +238,7 @@ async def test_disk_full_then_space_returns(small_tmpfs, server_factory):
 
     await asyncio.to_thread(filler.unlink)
     await history.AppendEntries(
-        history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry("after", big)]), timeout=30
+        history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[own_turn("after", big)]), timeout=30
     )
     acknowledged.append("after")
     await _all_stored(history, "t", acknowledged, contents)

@@ -3,7 +3,6 @@ no traceback per call from any kind of handler."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 
@@ -12,6 +11,7 @@ import pytest
 
 from pioneer_grpc.server.reflection import V1, V1ALPHA
 from tests.chaos import raw_h2
+from tests.support import eventually
 
 TOKEN = "tok-hdr-58e2"
 SECRET = b"SECRETVALUE-9d1c"
@@ -31,11 +31,8 @@ async def test_an_authorization_value_that_is_not_utf8_is_never_logged(server_fa
         # The stream ended with trailers (a status), not a reset.
         assert (raw_h2.HEADERS, raw_h2.END_STREAM | raw_h2.END_HEADERS) in frames
     access = "rpc /pioneer.v1.EchoService/Echo code=UNAUTHENTICATED"
-    async with asyncio.timeout(10):  # the access line is written once the status has left
-        while True:
-            if _lines(caplog).count(access) == 2:
-                break
-            await asyncio.sleep(0.01)
+    # The access line is written once the status has left.
+    await eventually(lambda: _lines(caplog).count(access) == 2, what="two access lines")
     logged = _lines(caplog)
     assert "SECRETVALUE" not in logged
     assert "Traceback" not in logged

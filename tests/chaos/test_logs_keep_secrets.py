@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import grpc
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 from sqlalchemy import text
 
 from pioneer_grpc.server.logs import RequestIdFilter
@@ -20,6 +17,8 @@ from pioneer_grpc.v1 import (
     turn_service_pb2,
     turn_service_pb2_grpc,
 )
+from tests.builders import entry
+from tests.support import decoded, eventually
 
 MARKER = "MARKER-7f3a-conversation-secret"
 TOKEN = "tok-9c1e-never-logged"
@@ -28,12 +27,6 @@ TOKEN = "tok-9c1e-never-logged"
 def _metadata(request_id: str = "") -> tuple[tuple[str, str], ...]:
     extra = (("x-request-id", request_id),) if request_id else ()
     return (("authorization", f"Bearer {TOKEN}"), *extra)
-
-
-def _entry(entry_id: str, turn_id: str, content: str) -> history_pb2.ConversationEntry:
-    return history_pb2.ConversationEntry(
-        entry_id=entry_id, turn_id=turn_id, role=history_pb2.ENTRY_ROLE_USER, content=content
-    )
 
 
 def _broken_append(conn, thread_id, turns, new_entries, tokenizer, check, stored_turns=None):
@@ -58,11 +51,13 @@ async def test_logs_carry_ids_and_no_secrets(pg_server_with_token, caplog, monke
     assert ("x-request-id", "client-id-1") in tuple(await call.initial_metadata())
 
     # Content travels every path: append, repeat, conflicting repeat, PrepareTurn, compile input.
-    request = history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry("e1", "u1", MARKER)])
+    request = history_service_pb2.AppendEntriesRequest(
+        thread_id="t", entries=[entry("e1", "u1", content=MARKER)]
+    )
     await history.AppendEntries(request, metadata=_metadata())
     await history.AppendEntries(request, metadata=_metadata())
     changed = history_service_pb2.AppendEntriesRequest(
-        thread_id="t", entries=[_entry("e1", "u1", MARKER + " changed")]
+        thread_id="t", entries=[entry("e1", "u1", content=MARKER + " changed")]
     )
     try:
         await history.AppendEntries(changed, metadata=_metadata())
@@ -72,7 +67,7 @@ async def test_logs_carry_ids_and_no_secrets(pg_server_with_token, caplog, monke
         turn_service_pb2.PrepareTurnRequest(
             thread_id="t",
             turn_id="u2",
-            new_entries=[_entry("e2", "", MARKER)],
+            new_entries=[entry("e2", "", content=MARKER)],
             compile_input=prompt_pb2.PromptCompileInput(extra_system=MARKER),
         ),
         metadata=_metadata(),
@@ -81,7 +76,7 @@ async def test_logs_carry_ids_and_no_secrets(pg_server_with_token, caplog, monke
     # A database error that is a bug: INTERNAL, naming the request id, logged without its parameters.
     monkeypatch.setattr(round_store, "append", _broken_append)
     call = history.AppendEntries(
-        history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry("e3", "u3", MARKER)]),
+        history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[entry("e3", "u3", content=MARKER)]),
         metadata=_metadata("bug-request-7"),
     )
     try:
@@ -92,17 +87,14 @@ async def test_logs_carry_ids_and_no_secrets(pg_server_with_token, caplog, monke
         assert "bug-request-7" in error.details()
         assert "OperationalError" not in error.details()
         assert "ProgrammingError" not in error.details()
-        infos = [error_details_pb2.ErrorInfo() for _ in rpc_status.from_call(error).details]
-        for info, detail in zip(infos, rpc_status.from_call(error).details, strict=True):
-            detail.Unpack(info)
-        assert any(info.metadata.get("request_id") == "bug-request-7" for info in infos)
+        assert decoded(error).metadata.get("request_id") == "bug-request-7"
 
     # The access line is written as the handler ends, which may be just after the client has its answer.
-    for _ in range(100):
-        access = [r for r in caplog.records if r.name == "pioneer_grpc.access"]
-        if len(access) >= 6:
-            break
-        await asyncio.sleep(0.05)
+    def access_lines() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if r.name == "pioneer_grpc.access"]
+
+    await eventually(lambda: len(access_lines()) >= 6, what="six access lines")
+    access = access_lines()
     assert len(access) == 6
     logged = caplog.text
     assert MARKER not in logged

@@ -29,9 +29,11 @@ import grpc
 import pytest
 
 from pioneer_grpc.v1 import history_pb2, history_service_pb2, history_service_pb2_grpc
+from tests.builders import own_turn
 from tests.chaos.conftest import PgCluster, fill
-from tests.chaos.test_database_outages import _all_stored, _reason
+from tests.chaos.test_database_outages import _all_stored
 from tests.conftest import fresh_postgres_database
+from tests.support import decoded
 
 USER = history_pb2.ENTRY_ROLE_USER
 DISK_FULL = "RESOURCE_EXHAUSTED/DISK_FULL"
@@ -50,12 +52,6 @@ END $$;
 CREATE TRIGGER pioneer_test_refuse BEFORE INSERT ON conversation_entries
   FOR EACH ROW EXECUTE FUNCTION pioneer_test_refuse();
 """
-
-
-def _entry(entry_id: str, content: str) -> history_pb2.ConversationEntry:
-    return history_pb2.ConversationEntry(
-        entry_id=entry_id, turn_id=f"turn-{entry_id}", role=USER, content=content
-    )
 
 
 async def _sql(url: str, *statements: str) -> None:
@@ -139,7 +135,7 @@ async def test_postgres_disk_full_then_space_returns(pg_cluster, small_space, se
     async def append(entry_id: str) -> None:
         content = secrets.token_urlsafe(ENTRY_CHARS * 3 // 4)
         await history.AppendEntries(
-            history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry(entry_id, content)]),
+            history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[own_turn(entry_id, content)]),
             timeout=30,
         )
         contents[entry_id] = content
@@ -152,7 +148,7 @@ async def test_postgres_disk_full_then_space_returns(pg_cluster, small_space, se
         try:
             await append(f"full-{i}")
         except grpc.aio.AioRpcError as error:
-            code = f"{error.code().name}/{_reason(error)}"
+            code = f"{error.code().name}/{decoded(error).reason}"
             codes[code] = codes.get(code, 0) + 1
     print(f"{kind}: {len(contents)} acknowledged in all, failures {codes}")
     assert set(codes) == {DISK_FULL}, codes
@@ -199,11 +195,11 @@ async def test_postgres_resource_sqlstates_are_named_without_content(refusing_ur
         )
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await history.AppendEntries(
-                history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry(sqlstate, marker)]),
+                history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[own_turn(sqlstate, marker)]),
                 timeout=30,
             )
         error = caught.value
-        seen[sqlstate] = f"{error.code().name}/{_reason(error)}"
+        seen[sqlstate] = f"{error.code().name}/{decoded(error).reason}"
         details = error.details() or ""
         assert sqlstate in details
         assert marker not in details
@@ -213,7 +209,7 @@ async def test_postgres_resource_sqlstates_are_named_without_content(refusing_ur
     # Nothing was stored, and the thread takes the entries once the database stops refusing.
     await _sql(refusing_url, "DELETE FROM pioneer_test_refusal")
     response = await history.AppendEntries(
-        history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[_entry(s, "ok") for s in RAISED]),
+        history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[own_turn(s, "ok") for s in RAISED]),
         timeout=30,
     )
     assert response.created_count == len(RAISED)

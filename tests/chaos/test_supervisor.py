@@ -21,7 +21,9 @@ import grpc
 import pytest
 
 from pioneer_grpc.v1 import history_pb2, history_service_pb2, history_service_pb2_grpc
+from tests.builders import own_turn
 from tests.server.test_workers import connect, connections_per_worker, running
+from tests.support import eventually
 
 SCRIPT = Path(sys.executable).parent / "pioneer-grpc"
 pytestmark = pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads /proc")
@@ -99,22 +101,6 @@ def listening(port: int) -> bool:
     return False
 
 
-async def until(condition, seconds: float, what: str) -> None:
-    """Polls `condition()` until it holds; fails naming `what` after `seconds`."""
-    try:
-        async with asyncio.timeout(seconds):
-            while not await condition():  # noqa: ASYNC110 (a condition on other processes)
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        pytest.fail(f"not within {seconds} s: {what}")
-
-
-def entry(entry_id: str) -> history_pb2.ConversationEntry:
-    return history_pb2.ConversationEntry(
-        entry_id=entry_id, turn_id=f"turn-{entry_id}", role=USER, content="x"
-    )
-
-
 class Appenders:
     """`count` clients, each on a connection of its own, appending one entry per call until stopped."""
 
@@ -135,7 +121,7 @@ class Appenders:
             n += 1
             request = history_service_pb2.AppendEntriesRequest(
                 thread_id="t",
-                entries=[entry(entry_id)],
+                entries=[own_turn(entry_id, "x")],
             )
             called_at = time.monotonic()
             try:
@@ -161,7 +147,7 @@ async def all_stored(address: str, entry_ids: list[str]) -> None:
     async with grpc.aio.insecure_channel(address) as channel:
         history = history_service_pb2_grpc.HistoryServiceStub(channel)
         for first in range(0, len(entry_ids), 100):
-            batch = [entry(e) for e in entry_ids[first : first + 100]]
+            batch = [own_turn(e, "x") for e in entry_ids[first : first + 100]]
             reply = await history.AppendEntries(
                 history_service_pb2.AppendEntriesRequest(thread_id="t", entries=batch), timeout=30
             )
@@ -182,7 +168,7 @@ async def append_through(address: str, supervisor: int, port: int, pid: int) -> 
                 await history_service_pb2_grpc.HistoryServiceStub(channel).AppendEntries(
                     history_service_pb2.AppendEntriesRequest(
                         thread_id="t",
-                        entries=[entry(entry_id)],
+                        entries=[own_turn(entry_id, "x")],
                     ),
                     timeout=30,
                 )
@@ -212,7 +198,7 @@ async def test_a_killed_worker_is_named_and_restarted_nothing_acknowledged_lost(
         async def loaded() -> bool:
             return len(appenders.acknowledged) >= 40
 
-        await until(loaded, 60, f"40 appends acknowledged ({appenders.failures})")
+        await eventually(loaded, 60, what=f"40 appends acknowledged ({appenders.failures})")
         # The worker holding the most appenders' connections is killed.
         held = connections_per_worker(proc.pid, port)
         victim_number, victim = max(before.items(), key=lambda item: held[item[1]])
@@ -225,14 +211,14 @@ async def test_a_killed_worker_is_named_and_restarted_nothing_acknowledged_lost(
             return any(t > killed_at for t in appenders.called_at[acknowledged_at_kill:])
 
         # The other worker serves throughout: the appenders go on at once.
-        await until(serving_again, 2, "appends acknowledged again after the kill")
+        await eventually(serving_again, 2, what="appends acknowledged again after the kill")
         back_after = time.monotonic() - killed_at
 
         async def restarted() -> bool:
             now = workers_by_number(proc.pid)
             return now.get(victim_number) not in (None, victim) and " serving" in log.read_text()
 
-        await until(restarted, 60, f"worker {victim_number} restarted")
+        await eventually(restarted, 60, what=f"worker {victim_number} restarted")
         restarted_after = time.monotonic() - killed_at
         new_pid = workers_by_number(proc.pid)[victim_number]
     finally:
@@ -273,14 +259,14 @@ async def test_a_killed_supervisor_takes_every_process_with_it_and_frees_the_por
         async def loaded() -> bool:
             return len(appenders.acknowledged) >= 40
 
-        await until(loaded, 60, "40 appends acknowledged")
+        await eventually(loaded, 60, what="40 appends acknowledged")
         proc.kill()  # under load
         killed_at = time.monotonic()
 
         async def all_gone() -> bool:  # a zombie (the supervisor, until reaped below) is not running
             return not [pid for pid in [proc.pid, *processes] if running(pid)] and not listening(port)
 
-        await until(all_gone, 2, f"every process of the service ended and port {port} free")
+        await eventually(all_gone, 2, what=f"every process of the service ended and port {port} free")
         gone_after = time.monotonic() - killed_at
         await proc.wait()
     finally:
@@ -322,7 +308,7 @@ async def test_sigterm_during_the_start_stops_at_once(tmp_path, started):
     async def both_spawned() -> bool:
         return proc.returncode is None and len(workers_by_number(proc.pid)) == 2
 
-    await until(both_spawned, 60, "two worker processes")
+    await eventually(both_spawned, 60, what="two worker processes")
     processes = all_children(proc.pid)
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)
@@ -332,4 +318,4 @@ async def test_sigterm_during_the_start_stops_at_once(tmp_path, started):
     async def all_gone() -> bool:  # the resource tracker ends on its own, just after
         return not [pid for pid in processes if running(pid)]
 
-    await until(all_gone, 2, "every process of the service ended")
+    await eventually(all_gone, 2, what="every process of the service ended")

@@ -1,4 +1,5 @@
-"""PromptCompilerService end to end through the real server (loopback, ephemeral port)."""
+"""PromptCompilerService end to end through the real server (loopback, ephemeral port), called with the
+Python client."""
 
 from __future__ import annotations
 
@@ -8,13 +9,11 @@ from pathlib import Path
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from pioneer_grpc.compiler import compile_prompt
-from pioneer_grpc.v1 import manifest_service_pb2, manifest_service_pb2_grpc, prompt_pb2
 from pioneer_grpc.v1 import prompt_compiler_service_pb2 as pb
-from pioneer_grpc.v1 import prompt_compiler_service_pb2_grpc as pb_grpc
+from pioneer_grpc.v1 import prompt_pb2
+from tests.support import failure
 
 from .inputs import full_profile_input, write_home
 
@@ -32,32 +31,11 @@ def odd_workspace(home: Path) -> None:
         handle.truncate(2 * 1024**3)
 
 
-def stub(server) -> pb_grpc.PromptCompilerServiceStub:
-    return pb_grpc.PromptCompilerServiceStub(server.channel())
-
-
-async def failure(call) -> tuple[grpc.StatusCode, str, list[tuple[str, str]]]:
-    """Awaits a call that must fail: its code, message and BadRequest violations from the status details."""
-    try:
-        await call
-    except grpc.aio.AioRpcError as error:
-        status = rpc_status.from_call(error)
-        violations: list[tuple[str, str]] = []
-        for detail in status.details if status is not None else []:
-            bad = error_details_pb2.BadRequest()
-            if detail.Unpack(bad):
-                violations += [(v.field, v.description) for v in bad.field_violations]
-        return error.code(), error.details() or "", violations
-    raise AssertionError("the call succeeded")
-
-
 async def test_compile_prompt_returns_what_the_core_compiles(server) -> None:
     home = Path(server.home)
     write_home(home)
     request = full_profile_input()
-    response = await stub(server).CompilePrompt(
-        pb.CompilePromptRequest(input=request), metadata=server.metadata()
-    )
+    response = await (await server.client()).compile_prompt(input=request)
     local = compile_prompt(request, [home])
     assert response.payload.SerializeToString(deterministic=True) == local.SerializeToString(
         deterministic=True
@@ -71,7 +49,7 @@ async def test_compile_prompt_returns_what_the_core_compiles(server) -> None:
 
 
 async def test_compile_prompt_reads_the_seeded_bootstrap_files(server) -> None:
-    response = await stub(server).CompilePrompt(pb.CompilePromptRequest(), metadata=server.metadata())
+    response = await (await server.client()).compile_prompt()
     soul = [s for s in response.payload.sections if s.id == "soul_core"]
     assert len(soul) == 1
     assert soul[0].content.startswith("### SOUL.md (~/.pioneer/SOUL.md)\nSOUL: who you are")
@@ -83,23 +61,21 @@ async def test_manifest_is_persisted_when_thread_and_turn_are_set(server) -> Non
     request = pb.CompilePromptRequest(
         input=prompt_pb2.PromptCompileInput(dynamic_context="ctx"), thread_id="thr_rpc", turn_id="turn_1"
     )
-    response = await stub(server).CompilePrompt(request, metadata=server.metadata())
+    client = await server.client()
+    response = await client.compile_prompt(request)
     assert response.manifest_event_id > 0
     manifest = response.payload.manifest
     assert (manifest.thread_id, manifest.turn_id) == ("thr_rpc", "turn_1")
-    stored = await manifest_service_pb2_grpc.ManifestServiceStub(server.channel()).GetTurnManifest(
-        manifest_service_pb2.GetTurnManifestRequest(thread_id="thr_rpc", turn_id="turn_1"),
-        metadata=server.metadata(),
-    )
+    stored = await client.get_turn_manifest(thread_id="thr_rpc", turn_id="turn_1")
     assert stored.manifest == manifest
 
 
 async def test_thread_id_without_turn_id_is_invalid_argument(server) -> None:
     request = pb.CompilePromptRequest(thread_id="thr_only")
-    code, message, violations = await failure(stub(server).CompilePrompt(request, metadata=server.metadata()))
-    assert code == grpc.StatusCode.INVALID_ARGUMENT
-    assert violations == [("turn_id", "thread_id and turn_id are set together or not at all")]
-    assert message == "turn_id: thread_id and turn_id are set together or not at all"
+    failed = await failure((await server.client()).compile_prompt(request))
+    assert failed.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert failed.violations == [("turn_id", "thread_id and turn_id are set together or not at all")]
+    assert failed.message == "turn_id: thread_id and turn_id are set together or not at all"
 
 
 async def test_bad_input_is_invalid_argument_with_one_violation_per_field(server) -> None:
@@ -114,9 +90,9 @@ async def test_bad_input_is_invalid_argument_with_one_violation_per_field(server
             ],
         )
     )
-    code, _, violations = await failure(stub(server).CompilePrompt(request, metadata=server.metadata()))
-    assert code == grpc.StatusCode.INVALID_ARGUMENT
-    assert violations == [
+    failed = await failure((await server.client()).compile_prompt(request))
+    assert failed.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert failed.violations == [
         (
             "input.profile",
             "unknown value 12; expected one of PROMPT_PROFILE_UNSPECIFIED, PROMPT_PROFILE_FULL, "
@@ -131,16 +107,17 @@ async def test_bad_input_is_invalid_argument_with_one_violation_per_field(server
 @pytest.mark.parametrize("root", ["..", "../../etc", "/etc", "/"])
 async def test_workspace_root_outside_the_home_is_permission_denied(server, root: str) -> None:
     request = pb.CompilePromptRequest(input=prompt_pb2.PromptCompileInput(workspace_root=root))
-    code, message, violations = await failure(stub(server).CompilePrompt(request, metadata=server.metadata()))
-    assert code == grpc.StatusCode.PERMISSION_DENIED
-    assert message.startswith(f"input.workspace_root: {root!r} resolves to ")
-    assert violations == []
+    failed = await failure((await server.client()).compile_prompt(request))
+    assert failed.code == grpc.StatusCode.PERMISSION_DENIED
+    assert failed.message.startswith(f"input.workspace_root: {root!r} resolves to ")
+    assert failed.violations == []
 
 
 async def test_fifo_and_huge_file_do_not_stall_the_server(server) -> None:
     odd_workspace(Path(server.home))
     request = pb.CompilePromptRequest(input=prompt_pb2.PromptCompileInput(workspace_root="odd"))
-    calls = [stub(server).CompilePrompt(request, metadata=server.metadata(), timeout=10) for _ in range(8)]
+    client = await server.client()
+    calls = [client.compile_prompt(request, timeout=10) for _ in range(8)]
     responses = await asyncio.gather(*calls)
     codes = [d.code for d in responses[0].payload.manifest.diagnostics]
     # The sparse file is all NUL bytes: they reach the prompt as U+FFFD, with a diagnostic.
@@ -149,30 +126,27 @@ async def test_fifo_and_huge_file_do_not_stall_the_server(server) -> None:
 
 
 async def test_ensure_bootstrap_files_creates_only_what_is_missing(server) -> None:
-    compiler = stub(server)
+    compiler = await server.client()
     home = Path(server.home)
-    at_home = await compiler.EnsureBootstrapFiles(
-        pb.EnsureBootstrapFilesRequest(), metadata=server.metadata()
-    )
+    at_home = await compiler.ensure_bootstrap_files()
     assert [(f.name, f.path, f.created) for f in at_home.files] == [
         ("SOUL.md", str(resolved(home) / "SOUL.md"), False),
         ("IDENTITY.md", str(resolved(home) / "IDENTITY.md"), False),
     ]
     (home / "ws").mkdir()
     (home / "ws" / "SOUL.md").write_bytes(b"")
-    request = pb.EnsureBootstrapFilesRequest(workspace_root="ws")
-    first = await compiler.EnsureBootstrapFiles(request, metadata=server.metadata())
+    first = await compiler.ensure_bootstrap_files(workspace_root="ws")
     assert [(f.name, f.created) for f in first.files] == [("SOUL.md", False), ("IDENTITY.md", True)]
     assert (home / "ws" / "SOUL.md").read_bytes() == b""
-    second = await compiler.EnsureBootstrapFiles(request, metadata=server.metadata())
+    second = await compiler.ensure_bootstrap_files(workspace_root="ws")
     assert [f.created for f in second.files] == [False, False]
 
 
 async def test_ensure_bootstrap_files_outside_the_home_is_permission_denied(server) -> None:
     request = pb.EnsureBootstrapFilesRequest(workspace_root="../elsewhere")
-    code, message, _ = await failure(stub(server).EnsureBootstrapFiles(request, metadata=server.metadata()))
-    assert code == grpc.StatusCode.PERMISSION_DENIED
-    assert message.startswith("workspace_root: '../elsewhere' resolves to ")
+    failed = await failure((await server.client()).ensure_bootstrap_files(request))
+    assert failed.code == grpc.StatusCode.PERMISSION_DENIED
+    assert failed.message.startswith("workspace_root: '../elsewhere' resolves to ")
 
 
 async def test_repeated_compiles_are_reused_and_identical_with_their_own_ids(server) -> None:
@@ -180,11 +154,9 @@ async def test_repeated_compiles_are_reused_and_identical_with_their_own_ids(ser
     write_home(home)
     server.ctx.compile_cache.settle_ns = 0  # the files were written just now
     request = full_profile_input()
+    client = await server.client()
     responses = [
-        await stub(server).CompilePrompt(
-            pb.CompilePromptRequest(input=request, thread_id=f"thr_{n}", turn_id=f"turn_{n}"),
-            metadata=server.metadata(),
-        )
+        await client.compile_prompt(input=request, thread_id=f"thr_{n}", turn_id=f"turn_{n}")
         for n in range(3)
     ]
     assert server.ctx.compile_cache.hits == 2

@@ -6,8 +6,6 @@ import json
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from pioneer_grpc.compiler.render import policies
 from pioneer_grpc.config import CONFIGURED_PERSONA_SOURCE
@@ -22,6 +20,7 @@ from pioneer_grpc.v1 import (
 )
 from pioneer_grpc.v1 import prompt_compiler_service_pb2 as pb
 from pioneer_grpc.v1 import prompt_compiler_service_pb2_grpc as pb_grpc
+from tests.support import decoded
 
 SCOUT = "You are Scout, a browser agent that files expense reports for the finance team."
 
@@ -29,17 +28,6 @@ SCOUT = "You are Scout, a browser agent that files expense reports for the finan
 def identity_text(payload: prompt_pb2.CompiledPromptPayload) -> str | None:
     found = [s.content for s in payload.sections if s.id == "identity_base"]
     return found[0] if found else None
-
-
-def bad_fields(err: grpc.aio.AioRpcError) -> list[tuple[str, str]]:
-    status = rpc_status.from_call(err)
-    assert status is not None, err
-    found = []
-    for detail in status.details:
-        bad = error_details_pb2.BadRequest()
-        if detail.Unpack(bad):
-            found += [(v.field, v.description) for v in bad.field_violations]
-    return found
 
 
 async def compile_on(server, compile_input: prompt_pb2.PromptCompileInput) -> pb.CompilePromptResponse:
@@ -137,11 +125,11 @@ async def test_persona_caps_through_the_server(server) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as compiled:
         await compile_on(server, over)
     assert compiled.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert bad_fields(compiled.value) == [("input.persona", "at most 50,000 characters (got 50,001)")]
+    assert decoded(compiled.value).violations == [("input.persona", "at most 50,000 characters (got 50,001)")]
     both = prompt_pb2.PromptCompileInput(persona="You are Ledger.", omit_persona=True)
     with pytest.raises(grpc.aio.AioRpcError) as prepared:
         await prepare_on(server, "t-bad", both)
     assert prepared.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert bad_fields(prepared.value) == [
+    assert decoded(prepared.value).violations == [
         ("compile_input.omit_persona", "cannot be set together with persona")
     ]

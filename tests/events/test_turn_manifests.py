@@ -9,16 +9,13 @@ import pytest
 from google.protobuf import json_format
 from sqlalchemy import select
 
+from pioneer_grpc.client import event_ref, inline_ref, turn_ref
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.store.models import ManifestEventRow, ThreadRow, TurnRow
 from pioneer_grpc.v1 import history_pb2, prompt_pb2
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
-from pioneer_grpc.v1 import manifest_service_pb2_grpc as service_grpc
 from tests.events.helpers import DYNAMIC, STABLE, manifest, numbered_manifest
-
-
-def stub(handle) -> service_grpc.ManifestServiceStub:
-    return service_grpc.ManifestServiceStub(handle.channel())
+from tests.support import failure
 
 
 async def test_record_persists_the_manifest_on_a_new_turn_and_appends_an_event(pg_server) -> None:
@@ -58,9 +55,7 @@ async def test_each_round_appends_an_event_and_the_turn_keeps_the_latest(pg_serv
     ids = [await pg_server.ctx.manifests.record("t", "turn-1", numbered_manifest(n)) for n in range(3)]
     assert ids == sorted(ids)
     assert len(set(ids)) == 3
-    response = await stub(pg_server).GetTurnManifest(
-        service_pb2.GetTurnManifestRequest(thread_id="t", turn_id="turn-1")
-    )
+    response = await (await pg_server.client()).get_turn_manifest(thread_id="t", turn_id="turn-1")
     assert response.event_id == ids[-1]
     assert response.status == history_pb2.TURN_STATUS_IN_PROGRESS
     assert response.manifest.fingerprint_dynamic == numbered_manifest(2).fingerprint_dynamic
@@ -114,23 +109,19 @@ async def test_get_turn_manifest_not_found_cases(pg_server) -> None:
                 updated_at=now,
             )
         )
-    manifests = stub(pg_server)
+    manifests = await pg_server.client()
     cases = [
         ("nope", "compiled", "thread 'nope' not found"),
         ("t", "nope", "turn 'nope' not found in thread 't'"),
         ("t", "bare", "turn 'bare' of thread 't' has no manifest yet"),
     ]
     for thread_id, turn_id, message in cases:
-        with pytest.raises(grpc.aio.AioRpcError) as caught:
-            await manifests.GetTurnManifest(
-                service_pb2.GetTurnManifestRequest(thread_id=thread_id, turn_id=turn_id)
-            )
-        assert caught.value.code() == grpc.StatusCode.NOT_FOUND
-        assert caught.value.details().startswith(message)
-    with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await manifests.GetTurnManifest(service_pb2.GetTurnManifestRequest(thread_id="t"))
-    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert caught.value.details() == "turn_id: must not be empty"
+        failed = await failure(manifests.get_turn_manifest(thread_id=thread_id, turn_id=turn_id))
+        assert failed.code == grpc.StatusCode.NOT_FOUND
+        assert failed.message.startswith(message)
+    failed = await failure(manifests.get_turn_manifest(thread_id="t"))
+    assert failed.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert failed.message == "turn_id: must not be empty"
 
 
 async def test_record_rejects_bad_ids(server) -> None:
@@ -148,17 +139,10 @@ async def test_diff_by_turn_event_and_inline_manifest(pg_server) -> None:
     )
     base_id = await pg_server.ctx.manifests.record("t", "turn-1", base)
     await pg_server.ctx.manifests.record("t", "turn-2", target)
-    manifests = stub(pg_server)
-    refs = [
-        (
-            service_pb2.ManifestRef(event_id=base_id),
-            service_pb2.ManifestRef(turn=service_pb2.TurnRef(thread_id="t", turn_id="turn-2")),
-        ),
-        (service_pb2.ManifestRef(manifest=base), service_pb2.ManifestRef(manifest=target)),
-    ]
+    manifests = await pg_server.client()
+    refs = [(event_ref(base_id), turn_ref("t", "turn-2")), (inline_ref(base), inline_ref(target))]
     for base_ref, target_ref in refs:
-        request = service_pb2.DiffManifestsRequest(base=base_ref, target=target_ref)
-        result = await manifests.DiffManifests(request)
+        result = await manifests.diff_manifests(base=base_ref, target=target_ref)
         assert [(c.section_id, c.kind) for c in result.changes] == [
             ("identity", service_pb2.SECTION_CHANGE_KIND_CHANGED)
         ]
@@ -168,8 +152,8 @@ async def test_diff_by_turn_event_and_inline_manifest(pg_server) -> None:
 
 
 async def test_diff_reports_missing_and_unset_refs(server) -> None:
-    manifests = stub(server)
-    inline = service_pb2.ManifestRef(manifest=numbered_manifest(1))
+    manifests = await server.client()
+    inline = inline_ref(numbered_manifest(1))
     bad = [
         (service_pb2.ManifestRef(event_id=99), grpc.StatusCode.NOT_FOUND, "manifest event 99 not found"),
         (
@@ -184,6 +168,5 @@ async def test_diff_reports_missing_and_unset_refs(server) -> None:
         ),
     ]
     for ref, code, message in bad:
-        with pytest.raises(grpc.aio.AioRpcError) as caught:
-            await manifests.DiffManifests(service_pb2.DiffManifestsRequest(base=ref, target=inline))
-        assert (caught.value.code(), caught.value.details()) == (code, message)
+        failed = await failure(manifests.diff_manifests(base=ref, target=inline))
+        assert (failed.code, failed.message) == (code, message)

@@ -1,46 +1,17 @@
-"""Calling HistoryService on a test server, and decoding its errors."""
+"""Calling HistoryService on a test server."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from typing import Any
 
-import grpc
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
-
-from pioneer_grpc.v1 import common_pb2, history_pb2, history_service_pb2_grpc
+from pioneer_grpc.client import AsyncClient
+from pioneer_grpc.v1 import history_pb2, history_service_pb2_grpc
 from pioneer_grpc.v1 import history_service_pb2 as pb
 
-USER = history_pb2.ENTRY_ROLE_USER
-ASSISTANT = history_pb2.ENTRY_ROLE_ASSISTANT
-TOOL = history_pb2.ENTRY_ROLE_TOOL
-
-
-@dataclass
-class RpcFailure:
-    code: grpc.StatusCode
-    message: str
-    violations: list[tuple[str, str]]
-    reason: str = ""
-    metadata: dict[str, str] | None = None
-
-
-async def failure(call) -> RpcFailure:
-    """Awaits a call that must fail; returns its code, message and BadRequest field violations."""
-    try:
-        await call
-    except grpc.aio.AioRpcError as error:
-        violations: list[tuple[str, str]] = []
-        info = error_details_pb2.ErrorInfo()
-        status = rpc_status.from_call(error)
-        if status is not None:
-            for detail in status.details:
-                bad = error_details_pb2.BadRequest()
-                if detail.Unpack(bad):
-                    violations.extend((v.field, v.description) for v in bad.field_violations)
-                detail.Unpack(info)
-        return RpcFailure(error.code(), error.details() or "", violations, info.reason, dict(info.metadata))
-    raise AssertionError("the call succeeded")
+# The history tests import the shared builders and decoder from here.
+from tests.builders import ASSISTANT, TOOL, USER, entry, tool_call  # noqa: F401
+from tests.support import failure  # noqa: F401
 
 
 def stub(server) -> history_service_pb2_grpc.HistoryServiceStub:
@@ -58,33 +29,29 @@ def config(
     return cfg
 
 
-def entry(
-    entry_id: str, turn: str, role: int = USER, content: str = "", **fields
-) -> history_pb2.ConversationEntry:
-    return history_pb2.ConversationEntry(
-        entry_id=entry_id, turn_id=turn, role=role, content=content or f"text of {entry_id}", **fields
-    )
-
-
-def tool_call(call_id: str, name: str = "read_file", arguments: str = "{}") -> common_pb2.ToolCall:
-    return common_pb2.ToolCall(id=call_id, name=name, arguments=arguments)
+def rpc(history: Any, method: str) -> Any:
+    """`method` (e.g. "CreateThread") of a raw HistoryService stub or of the Python client, so the history
+    tests can move to the client file by file; both take the request message."""
+    if isinstance(history, AsyncClient):
+        return getattr(history, re.sub(r"(?<!^)(?=[A-Z])", "_", method).lower())
+    return getattr(history, method)
 
 
 async def create(history, thread_id: str, cfg: history_pb2.ThreadConfig | None = None) -> history_pb2.Thread:
-    response = await history.CreateThread(pb.CreateThreadRequest(thread_id=thread_id, config=cfg or config()))
-    return response.thread
+    request = pb.CreateThreadRequest(thread_id=thread_id, config=cfg or config())
+    return (await rpc(history, "CreateThread")(request)).thread
 
 
 async def turn(history, thread_id: str, turn_id: str, *entries: history_pb2.ConversationEntry) -> None:
     """Appends a turn's entries and completes it."""
-    await history.AppendEntries(pb.AppendEntriesRequest(thread_id=thread_id, entries=entries))
-    await history.CompleteTurn(pb.CompleteTurnRequest(thread_id=thread_id, turn_id=turn_id))
+    await rpc(history, "AppendEntries")(pb.AppendEntriesRequest(thread_id=thread_id, entries=entries))
+    await rpc(history, "CompleteTurn")(pb.CompleteTurnRequest(thread_id=thread_id, turn_id=turn_id))
 
 
 async def load(
     history, thread_id: str, exclude: str = "", dry_run: bool = False
 ) -> pb.LoadConversationHistoryResponse:
-    return await history.LoadConversationHistory(
+    return await rpc(history, "LoadConversationHistory")(
         pb.LoadConversationHistoryRequest(thread_id=thread_id, exclude_turn_id=exclude, dry_run=dry_run)
     )
 

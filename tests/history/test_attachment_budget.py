@@ -8,7 +8,7 @@ from pioneer_grpc.history import tokens
 from pioneer_grpc.history.render import entry_counted_texts
 from pioneer_grpc.v1 import chat_pb2, common_pb2, history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
-from tests.history.rpc import config, create, entry, load, stub, turn
+from tests.history.rpc import config, create, entry, load, turn
 
 PHOTO = common_pb2.ArtifactRef(
     artifact_id="photo",
@@ -39,7 +39,7 @@ def _text_cost(e: history_pb2.ConversationEntry, tokenizer: str) -> int:
     ],
 )
 async def test_images_and_pdfs_are_budgeted_by_the_provider_rule(pg_server, model, tokenizer, attached):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", config(model=model))
     asked = entry(
         "u1", "turn-1", content="What does the chart on page 2 show?", artifact_refs=[PHOTO, REPORT]
@@ -51,12 +51,12 @@ async def test_images_and_pdfs_are_budgeted_by_the_provider_rule(pg_server, mode
     assert report.tokens_before == _text_cost(asked, tokenizer) + _text_cost(answer, tokenizer) + attached
     assert [d.code for d in report.diagnostics] == []
     # The stored entry keeps its text count; the attachments are the budget's.
-    listed = await history.ListEntries(pb.ListEntriesRequest(thread_id="t"))
+    listed = await history.list_entries(pb.ListEntriesRequest(thread_id="t"))
     assert listed.entries[0].token_count == _text_cost(asked, tokenizer) - tokens.MESSAGE_OVERHEAD
 
 
 async def test_missing_sizes_fall_back_to_a_stated_default_with_a_diagnostic(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", config(model="claude-opus-4-1"))
     shot = common_pb2.ArtifactRef(
         artifact_id="shot", display_name="s.jpg", kind="image", mime_type="image/jpeg"
@@ -81,12 +81,12 @@ async def test_missing_sizes_fall_back_to_a_stated_default_with_a_diagnostic(pg_
 
 async def test_the_same_images_cost_what_each_model_counts(pg_server):
     """A thread moved from GPT-4o to GPT-4o mini budgets the same image by the new model's constants."""
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", config(model="gpt-4o"))
     asked = entry("u1", "turn-1", content="Look.", artifact_refs=[PHOTO])
     await turn(history, "t", "turn-1", asked)
     before = (await load(history, "t")).report.tokens_before
-    await history.UpdateThread(pb.UpdateThreadRequest(thread_id="t", config=config(model="gpt-4o-mini")))
+    await history.update_thread(pb.UpdateThreadRequest(thread_id="t", config=config(model="gpt-4o-mini")))
     after = (await load(history, "t")).report.tokens_before
     assert (before, after) == (
         _text_cost(asked, "o200k_base") + 765,
@@ -95,7 +95,7 @@ async def test_the_same_images_cost_what_each_model_counts(pg_server):
 
 
 async def test_count_tokens_adds_sized_attachments(server):
-    history = stub(server)
+    history = await server.client()
     unsized = common_pb2.ArtifactRef()
     unsized.CopyFrom(PHOTO)
     unsized.ClearField("width_px")
@@ -107,7 +107,7 @@ async def test_count_tokens_adds_sized_attachments(server):
         )
 
     for model, image in (("gemini-2.5-pro", 4 * 258), ("claude-sonnet-4-5", 1_399), ("gpt-4o", 765)):
-        reply = await history.CountTokens(
+        reply = await history.count_tokens(
             pb.CountTokensRequest(messages=[message(PHOTO), message(unsized)], model=model)
         )
         # The sized ref adds its image; the same ref without sizes adds nothing here.
@@ -116,7 +116,7 @@ async def test_count_tokens_adds_sized_attachments(server):
 
 async def test_a_cleared_screenshot_result_still_costs_its_image(pg_server):
     """A placeholder keeps its result's artifact refs: clearing saves the text, not the image."""
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", config(12_000, 2_000, model="claude-sonnet-4-5", keep_tool_results=0))
     shot = common_pb2.ArtifactRef(
         artifact_id="shot-0",
@@ -168,7 +168,7 @@ async def test_a_cleared_screenshot_result_still_costs_its_image(pg_server):
 
 async def test_a_cut_entry_leaves_room_for_its_image(pg_server):
     """Truncation cuts the text of an entry too large for the budget, never the image it attaches."""
-    history = stub(pg_server)
+    history = await pg_server.client()
     truncate = history_pb2.COMPACTION_STRATEGY_TRUNCATE
     await create(history, "t", config(3_000, 1_000, model="claude-sonnet-4-5", compaction_strategy=truncate))
     shot = common_pb2.ArtifactRef(

@@ -14,9 +14,9 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from pioneer_grpc.providers.render import render
 from pioneer_grpc.store.models import ToolCallRow
 from pioneer_grpc.v1 import chat_pb2, history_pb2, turn_service_pb2
-from tests.history.rpc import ASSISTANT, TOOL, codes, create, entry, failure, load, stub, tool_call, turn
+from tests.history.rpc import ASSISTANT, TOOL, codes, create, entry, failure, load, tool_call, turn
 from tests.history.test_open_counts import MOMENT, _alembic
-from tests.history.test_poisoned_threads import PROVIDERS, append
+from tests.history.test_poisoned_threads import PROVIDERS
 from tests.turn.test_prepare_turn import Client, compile_input
 
 
@@ -32,7 +32,7 @@ def numbered_turn(n: int) -> list[history_pb2.ConversationEntry]:
 
 
 async def test_turns_reusing_a_call_id_append_and_load_as_stored(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t")
     for n in range(3):
         await turn(history, "t", f"turn-{n}", *numbered_turn(n))
@@ -44,14 +44,17 @@ async def test_turns_reusing_a_call_id_append_and_load_as_stored(pg_server):
     assert results == [("call_0", "result 0"), ("call_0", "result 1"), ("call_0", "result 2")]
     # Within one entry the calls are open together: their ids must still differ.
     error = await failure(
-        append(history, "t", entry("a9", "turn-9", ASSISTANT, tool_calls=[tool_call("x"), tool_call("x")]))
+        history.append_entries(
+            thread_id="t",
+            entries=[entry("a9", "turn-9", ASSISTANT, tool_calls=[tool_call("x"), tool_call("x")])],
+        )
     )
     assert error.code == grpc.StatusCode.INVALID_ARGUMENT
     assert [field for field, _ in error.violations] == ["entries[0].tool_calls[1].id"]
 
 
 async def test_prepare_turn_takes_a_call_id_the_last_turn_used(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     c = Client(pg_server)
     await c.thread("t")
     await turn(history, "t", "turn-0", *numbered_turn(0))
@@ -59,8 +62,8 @@ async def test_prepare_turn_takes_a_call_id_the_last_turn_used(pg_server):
     first, call, result, _ = numbered_turn(1)
     for e in (first, call, result):
         e.turn_id = ""
-    await c.turns.PrepareTurn(turn_service_pb2.PrepareTurnRequest(new_entries=[first], **base))
-    reply = await c.turns.PrepareTurn(turn_service_pb2.PrepareTurnRequest(new_entries=[call, result], **base))
+    await c.prepare_turn(turn_service_pb2.PrepareTurnRequest(new_entries=[first], **base))
+    reply = await c.prepare_turn(turn_service_pb2.PrepareTurnRequest(new_entries=[call, result], **base))
     messages = reply.chat_request.messages
     assert [(m.role, [c.id for c in m.tool_calls], m.tool_call_id) for m in messages] == [
         (chat_pb2.CHAT_ROLE_USER, [], ""),
@@ -76,7 +79,7 @@ async def test_prepare_turn_takes_a_call_id_the_last_turn_used(pg_server):
 
 
 async def test_a_history_reusing_call_ids_renders_for_every_provider(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t")
     for n in range(2):
         await turn(history, "t", f"turn-{n}", *numbered_turn(n))

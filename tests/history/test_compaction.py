@@ -14,7 +14,7 @@ from pioneer_grpc.v1 import chat_pb2, history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.agent_turns import decision_text, path, request_text, tool_turn
 from tests.history.fake_openai import FakeOpenAI, completion
-from tests.history.rpc import codes, config, create, failure, load, stub, turn
+from tests.history.rpc import codes, config, create, failure, load, turn
 from tests.history.test_poisoned_threads import PROVIDERS
 
 CLEAR = history_pb2.COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE
@@ -30,7 +30,7 @@ async def add_turns(history, thread_id: str, turns, lines: int, start: int = 0) 
 
 async def test_compaction_keeps_most_of_its_target_not_0_2_percent(pg_server):
     # About 99,000 tokens in 200 entries (50 tool-heavy turns); budget 112,000, target 11,200.
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", config(compaction_strategy=SUMMARIZE, model="m"))
     await add_turns(history, "t", 50, lines=100)
     response = await load(history, "t")
@@ -54,7 +54,7 @@ async def test_compaction_keeps_most_of_its_target_not_0_2_percent(pg_server):
 
 async def test_old_tool_results_are_cleared_before_any_summary(pg_server):
     # Budget 10,000 (threshold 8,000); 12 turns of about 850 tokens: 10,200 tokens, over it.
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", config(12_000, 2_000, model="m"))
     await add_turns(history, "t", 12, lines=40)
     response = await load(history, "t")
@@ -79,7 +79,7 @@ async def test_old_tool_results_are_cleared_before_any_summary(pg_server):
     chat = chat_pb2.ChatRequest(model="m", messages=response.messages)
     for provider in PROVIDERS:
         render(provider, chat)
-    assert not (await history.GetThreadSummary(pb.GetThreadSummaryRequest(thread_id="t"))).HasField("summary")
+    assert not (await history.get_thread_summary(thread_id="t")).HasField("summary")
     # Still over after clearing: summarized, and the report says clearing was not enough.
     await add_turns(history, "t", 80, lines=2, start=12)
     response = await load(history, "t")
@@ -88,13 +88,13 @@ async def test_old_tool_results_are_cleared_before_any_summary(pg_server):
 
 
 async def test_the_thread_picks_the_strategy(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     thread = await create(history, "t", config(12_000, 2_000, model="m"))
     # Unset is the default (clear-then-summarize, keep 3); the config says what was set.
     assert thread.config.compaction_strategy == history_pb2.COMPACTION_STRATEGY_UNSPECIFIED
     assert not thread.config.HasField("keep_tool_results")
     await add_turns(history, "t", 12, lines=40)
-    updated = await history.UpdateThread(
+    updated = await history.update_thread(
         pb.UpdateThreadRequest(
             thread_id="t",
             config=history_pb2.ThreadConfig(compaction_strategy=TRUNCATE),
@@ -107,7 +107,7 @@ async def test_the_thread_picks_the_strategy(pg_server):
     assert response.report.summary_use == history_pb2.SUMMARY_USE_NONE
     assert response.messages[0].role == chat_pb2.CHAT_ROLE_USER
     # keep_tool_results 0 clears every result (still whole pairs).
-    await history.UpdateThread(
+    await history.update_thread(
         pb.UpdateThreadRequest(
             thread_id="t",
             config=history_pb2.ThreadConfig(compaction_strategy=CLEAR, keep_tool_results=0),
@@ -115,10 +115,10 @@ async def test_the_thread_picks_the_strategy(pg_server):
     )
     response = await load(history, "t")
     assert len(response.report.cleared_tool_results) == 12
-    thread = (await history.GetThread(pb.GetThreadRequest(thread_id="t"))).thread
+    thread = (await history.get_thread(pb.GetThreadRequest(thread_id="t"))).thread
     assert (thread.config.compaction_strategy, thread.config.keep_tool_results) == (CLEAR, 0)
     error = await failure(
-        history.UpdateThread(
+        history.update_thread(
             pb.UpdateThreadRequest(thread_id="t", config=history_pb2.ThreadConfig(keep_tool_results=-1))
         )
     )
@@ -139,7 +139,7 @@ async def test_a_compaction_that_cannot_succeed_is_not_retried_every_round(
     server = await server_factory(
         database_url=database_url, summarizer="openai", summarizer_base_url=oversized.base_url
     )
-    history = stub(server)
+    history = await server.client()
     await create(history, "t", config(12_000, 2_000, model="m", compaction_strategy=SUMMARIZE))
     await add_turns(history, "t", 12, lines=40)
     first = await load(history, "t")

@@ -7,7 +7,7 @@ import grpc
 from pioneer_grpc.history.tokens import count_tokens
 from pioneer_grpc.v1 import chat_pb2, common_pb2, history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
-from tests.history.rpc import ASSISTANT, TOOL, create, entry, failure, load, stub, tool_call
+from tests.history.rpc import ASSISTANT, TOOL, create, entry, failure, load, tool_call
 
 RENDERED = (
     "hello world\n\nAvailable artifacts from this user message:\n"
@@ -16,11 +16,11 @@ RENDERED = (
 
 
 async def append(history, thread_id, *entries):
-    return await history.AppendEntries(pb.AppendEntriesRequest(thread_id=thread_id, entries=entries))
+    return await history.append_entries(pb.AppendEntriesRequest(thread_id=thread_id, entries=entries))
 
 
 async def test_append_counts_tokens_once_and_returns_the_stored_entries(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t")
     ref = common_pb2.ArtifactRef(artifact_id="a1", display_name="car.jpg", kind="image", size_bytes=2048)
     response = await append(
@@ -45,7 +45,7 @@ async def test_append_counts_tokens_once_and_returns_the_stored_entries(pg_serve
 
 
 async def test_repeat_is_a_no_op_and_different_content_is_already_exists(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t")
     first = await append(history, "t", entry("e1", "turn-1", content="same"))
     again = await append(history, "t", entry("e1", "turn-1", content="same"), entry("e2", "turn-1"))
@@ -57,12 +57,12 @@ async def test_repeat_is_a_no_op_and_different_content_is_already_exists(pg_serv
     assert error.code == grpc.StatusCode.ALREADY_EXISTS
     assert error.message == "entry 'e1' already exists in thread 't' with different content"
     # The whole batch was rejected: e3 was not stored.
-    thread = (await history.GetThread(pb.GetThreadRequest(thread_id="t"))).thread
+    thread = (await history.get_thread(pb.GetThreadRequest(thread_id="t"))).thread
     assert thread.entry_count == 2
 
 
 async def test_bad_entries_name_each_field_and_store_nothing(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t")
     error = await failure(
         append(
@@ -80,36 +80,36 @@ async def test_bad_entries_name_each_field_and_store_nothing(pg_server):
         ("entries[2].entry_id", "entry_id is required"),
         ("entries[3].tool_call_id", "a tool entry's tool_call_id is required"),
     ]
-    thread = (await history.GetThread(pb.GetThreadRequest(thread_id="t"))).thread
+    thread = (await history.get_thread(pb.GetThreadRequest(thread_id="t"))).thread
     assert thread.entry_count == 0
 
 
 async def test_append_to_an_unknown_thread_is_not_found(pg_server):
-    error = await failure(append(stub(pg_server), "ghost", entry("e1", "turn-1")))
+    error = await failure(append((await pg_server.client()), "ghost", entry("e1", "turn-1")))
     assert error.code == grpc.StatusCode.NOT_FOUND
 
 
 async def test_complete_turn_marks_entries_and_rejects_unknown_turns(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t")
     await append(history, "t", entry("e1", "turn-1"), entry("e2", "turn-1"), entry("e3", "turn-2"))
     assert len((await load(history, "t")).messages) == 0  # nothing completed yet
-    done = await history.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id="turn-1"))
+    done = await history.complete_turn(pb.CompleteTurnRequest(thread_id="t", turn_id="turn-1"))
     assert done.completed_entry_count == 2
     messages = (await load(history, "t")).messages
     assert [m.content for m in messages] == ["text of e1", "text of e2"]
-    error = await failure(history.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id="turn-9")))
+    error = await failure(history.complete_turn(pb.CompleteTurnRequest(thread_id="t", turn_id="turn-9")))
     assert error.code == grpc.StatusCode.NOT_FOUND
     assert error.message == "turn 'turn-9' does not exist in thread 't'"
-    error = await failure(history.CompleteTurn(pb.CompleteTurnRequest(thread_id="x", turn_id="turn-1")))
+    error = await failure(history.complete_turn(pb.CompleteTurnRequest(thread_id="x", turn_id="turn-1")))
     assert error.code == grpc.StatusCode.NOT_FOUND
 
 
 async def test_a_completed_turn_takes_no_new_entries_but_repeats_are_fine(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t")
     await append(history, "t", entry("e1", "turn-1"))
-    await history.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id="turn-1"))
+    await history.complete_turn(pb.CompleteTurnRequest(thread_id="t", turn_id="turn-1"))
     again = await append(history, "t", entry("e1", "turn-1"))
     assert again.existing_count == 1
     assert again.entries[0].completed
@@ -118,10 +118,10 @@ async def test_a_completed_turn_takes_no_new_entries_but_repeats_are_fine(pg_ser
 
 
 async def test_count_tokens(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     ref = common_pb2.ArtifactRef(artifact_id="a1", display_name="car.jpg", kind="image", size_bytes=2048)
 
-    response = await history.CountTokens(
+    response = await history.count_tokens(
         pb.CountTokensRequest(
             texts=["hello world", ""],
             messages=[
@@ -135,14 +135,14 @@ async def test_count_tokens(pg_server):
 
 
 async def test_a_repeated_batch_writes_nothing(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t")
     first = await append(history, "t", entry("e1", "turn-1", content="same"), entry("e2", "turn-1"))
-    before = (await history.GetThread(pb.GetThreadRequest(thread_id="t"))).thread.update_time
+    before = (await history.get_thread(pb.GetThreadRequest(thread_id="t"))).thread.update_time
     again = await append(history, "t", entry("e1", "turn-1", content="same"), entry("e2", "turn-1"))
     assert (again.created_count, again.existing_count) == (0, 2)
     assert list(again.entries) == list(first.entries)
-    after = (await history.GetThread(pb.GetThreadRequest(thread_id="t"))).thread.update_time
+    after = (await history.get_thread(pb.GetThreadRequest(thread_id="t"))).thread.update_time
     # The thread row was not touched: a round's repeated entries take no write lock.
     assert after == before
     changed = await failure(append(history, "t", entry("e1", "turn-1", content="changed")))

@@ -72,12 +72,12 @@ async def test_a_screenshot_in_a_tool_result_is_stored_loaded_and_counted(pg_ser
     await c.thread("t", model="claude-sonnet-4-5")
     first, call, result, answer = screenshot_turn("turn-1")
     base = {"thread_id": "t", "turn_id": "turn-1", "compile_input": compile_input()}
-    await c.turns.PrepareTurn(turn_service_pb2.PrepareTurnRequest(new_entries=[first], **base))
-    reply = await c.turns.PrepareTurn(turn_service_pb2.PrepareTurnRequest(new_entries=[call, result], **base))
+    await c.prepare_turn(turn_service_pb2.PrepareTurnRequest(new_entries=[first], **base))
+    reply = await c.prepare_turn(turn_service_pb2.PrepareTurnRequest(new_entries=[call, result], **base))
     # The round's own tool message carries the image as sent.
     assert list(reply.chat_request.messages[-1].content_parts) == [image()]
-    await c.history.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id="turn-1", entries=[answer]))
-    loaded = await load(c.history, "t")
+    await c.complete_turn(pb.CompleteTurnRequest(thread_id="t", turn_id="turn-1", entries=[answer]))
+    loaded = await load(c, "t")
     tool_message = loaded.messages[2]
     assert tool_message.role == chat_pb2.CHAT_ROLE_TOOL
     assert tool_message.content == "the screen, 1024 x 1024"
@@ -86,11 +86,11 @@ async def test_a_screenshot_in_a_tool_result_is_stored_loaded_and_counted(pg_ser
     texts = sum(cost(e, "claude_estimate") for e in (first, call, result, answer))
     assert loaded.report.tokens_before == texts + 1_399
     assert [d.code for d in loaded.report.diagnostics] == []
-    listed = await c.history.ListEntries(pb.ListEntriesRequest(thread_id="t"))
+    listed = await c.list_entries(pb.ListEntriesRequest(thread_id="t"))
     assert [len(e.content_parts) for e in listed.entries] == [0, 0, 1, 0]
     assert listed.entries[2].content_parts[0].image.data == SCREENSHOT
     # The next turn's PrepareTurn sends it in history, as stored.
-    reply = await c.turns.PrepareTurn(
+    reply = await c.prepare_turn(
         turn_service_pb2.PrepareTurnRequest(
             thread_id="t",
             turn_id="turn-2",
@@ -106,16 +106,16 @@ async def test_parts_are_part_of_the_entry_for_repeats(pg_server):
     await c.thread("t")
     asked = entry("u1", "turn-1", USER, "Which is larger?", content_parts=[image(), image(png(8, 8))])
     append = pb.AppendEntriesRequest(thread_id="t", entries=[asked])
-    assert (await c.history.AppendEntries(append)).created_count == 1
-    assert (await c.history.AppendEntries(append)).existing_count == 1
+    assert (await c.append_entries(append)).created_count == 1
+    assert (await c.append_entries(append)).existing_count == 1
     del asked.content_parts[1]
-    error = await failure(c.history.AppendEntries(pb.AppendEntriesRequest(thread_id="t", entries=[asked])))
+    error = await failure(c.append_entries(pb.AppendEntriesRequest(thread_id="t", entries=[asked])))
     assert error.code == grpc.StatusCode.ALREADY_EXISTS
     assert error.metadata["differing_fields"] == "content_parts"
     # An entry with parts and no text is not empty.
     only_image = entry("u2", "turn-1", USER, content_parts=[image()])
     only_image.content = ""
-    await c.history.AppendEntries(pb.AppendEntriesRequest(thread_id="t", entries=[only_image]))
+    await c.append_entries(pb.AppendEntriesRequest(thread_id="t", entries=[only_image]))
     assert await c.entry_count("t") == 2
 
 
@@ -136,7 +136,7 @@ async def test_part_caps_and_rules_name_every_field(pg_server):
         entry("e5", "turn-1", USER, content_parts=[image(mime="")]),
         entry("e6", "turn-1", USER, content_parts=[chat_pb2.ContentPart(image=chat_pb2.MediaPart())]),
     ]
-    error = await failure(c.history.AppendEntries(pb.AppendEntriesRequest(thread_id="t", entries=entries)))
+    error = await failure(c.append_entries(pb.AppendEntriesRequest(thread_id="t", entries=entries)))
     assert error.code == grpc.StatusCode.INVALID_ARGUMENT
     assert [field for field, _ in error.violations] == [
         "entries[0].content_parts[0].image.data",
@@ -147,11 +147,11 @@ async def test_part_caps_and_rules_name_every_field(pg_server):
         "entries[5].content_parts[0].image",
     ]
     many = entry("e0", "turn-1", USER, content_parts=[image()] * (MAX_ENTRY_PARTS + 1))
-    error = await failure(c.history.AppendEntries(pb.AppendEntriesRequest(thread_id="t", entries=[many])))
+    error = await failure(c.append_entries(pb.AppendEntriesRequest(thread_id="t", entries=[many])))
     assert error.violations == [("entries[0].content_parts", f"at most {MAX_ENTRY_PARTS} items (got 17)")]
     # Parts each under their cap, over the entry's together (a request of its own: 12.5 MB).
     over = entry("e7", "turn-1", USER, content_parts=[image(b"y" * half)] * 5)
-    error = await failure(c.history.AppendEntries(pb.AppendEntriesRequest(thread_id="t", entries=[over])))
+    error = await failure(c.append_entries(pb.AppendEntriesRequest(thread_id="t", entries=[over])))
     assert error.violations == [
         ("entries[0].content_parts", "at most 10,000,000 inline bytes an entry (got 12,500,000)")
     ]
@@ -163,7 +163,7 @@ async def test_an_image_in_a_user_message_renders_for_every_provider(pg_server):
     await c.thread("t")
     asked = entry("u1", "", USER, "What is this?", content_parts=[image(png(64, 32))])
     for provider in PROVIDERS:
-        reply = await c.turns.PrepareTurn(
+        reply = await c.prepare_turn(
             turn_service_pb2.PrepareTurnRequest(
                 thread_id="t",
                 turn_id="turn-1",
@@ -177,13 +177,9 @@ async def test_an_image_in_a_user_message_renders_for_every_provider(pg_server):
 
 
 async def test_a_screenshot_in_a_tool_result_renders_for_every_provider(pg_server):
-    history = Client(pg_server).history
-    await history.CreateThread(
-        pb.CreateThreadRequest(thread_id="t", config=history_pb2.ThreadConfig(model="m"))
-    )
-    await history.CompleteTurn(
-        pb.CompleteTurnRequest(thread_id="t", turn_id="turn-1", entries=screenshot_turn("turn-1"))
-    )
+    history = Client(pg_server)
+    await history.create_thread(thread_id="t", config=history_pb2.ThreadConfig(model="m"))
+    await history.complete_turn(thread_id="t", turn_id="turn-1", entries=screenshot_turn("turn-1"))
     chat = chat_pb2.ChatRequest(model="m", messages=(await load(history, "t")).messages)
     for provider in PROVIDERS:
         render(provider, chat)

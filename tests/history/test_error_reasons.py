@@ -1,4 +1,5 @@
-"""Stable ErrorInfo reasons and metadata on history errors; CreateThread retried; both backends."""
+"""Stable ErrorInfo reasons and metadata on history errors, as the Python client reads them; CreateThread
+retried; both backends."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import grpc
 
 from pioneer_grpc import reasons
 from pioneer_grpc.v1 import history_service_pb2 as pb
-from tests.history.rpc import codes, config, create, entry, failure, load, stub, turn
+from tests.history.rpc import codes, config, create, entry, failure, load, turn
 
 
 async def test_create_thread_retried_with_the_same_config_answers_the_stored_thread(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     first = await create(history, "t", config(64_000, 8_000, model="m"))
     await turn(history, "t", "u1", entry("e1", "u1"))
     again = await create(history, "t", config(64_000, 8_000, model="m"))
@@ -21,7 +22,7 @@ async def test_create_thread_retried_with_the_same_config_answers_the_stored_thr
 
 
 async def test_create_thread_with_another_config_names_what_differs(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", config(model="m"))
     error = await failure(create(history, "t", config(64_000, model="other")))
     assert error.code == grpc.StatusCode.ALREADY_EXISTS
@@ -31,11 +32,11 @@ async def test_create_thread_with_another_config_names_what_differs(pg_server):
 
 
 async def test_same_entry_in_another_turn_says_the_turn_differs_not_the_content(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t")
     await turn(history, "t", "u1", entry("e1", "u1", content="hi"))
     error = await failure(
-        history.AppendEntries(
+        history.append_entries(
             pb.AppendEntriesRequest(thread_id="t", entries=[entry("e1", "u2", content="hi")])
         )
     )
@@ -50,7 +51,7 @@ async def test_same_entry_in_another_turn_says_the_turn_differs_not_the_content(
         "stored_turn_id": "u1",
     }
     changed = await failure(
-        history.AppendEntries(
+        history.append_entries(
             pb.AppendEntriesRequest(thread_id="t", entries=[entry("e1", "u1", content="ho")])
         )
     )
@@ -59,11 +60,11 @@ async def test_same_entry_in_another_turn_says_the_turn_differs_not_the_content(
 
 
 async def test_appending_to_a_completed_turn_is_turn_completed(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t")
     await turn(history, "t", "u1", entry("e1", "u1"))
     error = await failure(
-        history.AppendEntries(pb.AppendEntriesRequest(thread_id="t", entries=[entry("e2", "u1")]))
+        history.append_entries(pb.AppendEntriesRequest(thread_id="t", entries=[entry("e2", "u1")]))
     )
     assert error.code == grpc.StatusCode.FAILED_PRECONDITION
     assert error.reason == reasons.TURN_COMPLETED
@@ -71,22 +72,22 @@ async def test_appending_to_a_completed_turn_is_turn_completed(pg_server):
 
 
 async def test_missing_thread_and_turn_have_their_own_reasons(pg_server):
-    history = stub(pg_server)
-    missing = await failure(history.GetThread(pb.GetThreadRequest(thread_id="nope")))
+    history = await pg_server.client()
+    missing = await failure(history.get_thread(pb.GetThreadRequest(thread_id="nope")))
     assert (missing.code, missing.reason) == (grpc.StatusCode.NOT_FOUND, reasons.THREAD_NOT_FOUND)
     assert missing.metadata == {"thread_id": "nope"}
     await create(history, "t")
-    no_turn = await failure(history.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id="u9")))
+    no_turn = await failure(history.complete_turn(pb.CompleteTurnRequest(thread_id="t", turn_id="u9")))
     assert (no_turn.code, no_turn.reason) == (grpc.StatusCode.NOT_FOUND, reasons.TURN_NOT_FOUND)
-    invalid = await failure(history.GetThread(pb.GetThreadRequest(thread_id="")))
+    invalid = await failure(history.get_thread(pb.GetThreadRequest(thread_id="")))
     assert (invalid.reason, invalid.violations[0][0]) == (reasons.INVALID_ARGUMENT, "thread_id")
 
 
 async def test_a_load_says_it_left_out_the_entries_of_incomplete_turns(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t")
     await turn(history, "t", "u1", entry("e1", "u1"))
-    await history.AppendEntries(
+    await history.append_entries(
         pb.AppendEntriesRequest(
             thread_id="t", entries=[entry("e2", "u2"), entry("e3", "u2"), entry("e4", "u3")]
         )
@@ -102,6 +103,6 @@ async def test_a_load_says_it_left_out_the_entries_of_incomplete_turns(pg_server
     assert [d.message for d in excluding.report.diagnostics if d.code == "incomplete_turns_left_out"] == [
         "1 entry of 1 turn not completed is left out; CompleteTurn a turn to include it in history"
     ]
-    await history.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id="u2"))
-    await history.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id="u3"))
+    await history.complete_turn(pb.CompleteTurnRequest(thread_id="t", turn_id="u2"))
+    await history.complete_turn(pb.CompleteTurnRequest(thread_id="t", turn_id="u3"))
     assert "incomplete_turns_left_out" not in codes(await load(history, "t"))

@@ -34,7 +34,7 @@ async def _whole(server, history, thread_id: str) -> pb.LoadConversationHistoryR
 
 
 async def test_a_load_after_completed_turns_reads_those_turns_and_answers_as_a_whole_read(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", BIG)
     seeded = await _turns(history, "t", range(30))
     before = RowsRead.entries
@@ -56,12 +56,12 @@ async def test_a_load_after_completed_turns_reads_those_turns_and_answers_as_a_w
 
 
 async def test_open_entries_and_an_excluded_turn_stay_out_of_the_kept_history(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", BIG)
     await _turns(history, "t", range(3))
     await load(history, "t")
     # A turn in progress: its entries are not history, and are not read.
-    await history.AppendEntries(pb.AppendEntriesRequest(thread_id="t", entries=[entry("open-u", "open")]))
+    await history.append_entries(pb.AppendEntriesRequest(thread_id="t", entries=[entry("open-u", "open")]))
     await _turns(history, "t", range(3, 4))
     before = RowsRead.entries
     current = await load(history, "t", exclude="open")
@@ -79,7 +79,7 @@ async def test_open_entries_and_an_excluded_turn_stay_out_of_the_kept_history(pg
 async def test_another_servers_writes_are_seen_exactly(database_url, server_factory):
     one = await server_factory(database_url=database_url)
     other = await server_factory(database_url=database_url)
-    mine, theirs = stub(one), stub(other)
+    mine, theirs = await one.client(), await other.client()
     await create(mine, "t", BIG)
     await _turns(mine, "t", range(5))
     await load(mine, "t")
@@ -93,10 +93,10 @@ async def test_another_servers_writes_are_seen_exactly(database_url, server_fact
     # A turn completed out of order: its entries are older than the newest kept one. The count
     # read with the (no) newer rows says so, and the load reads whole.
     late = tool_turn(50, lines=8)
-    await theirs.AppendEntries(pb.AppendEntriesRequest(thread_id="t", entries=late))
+    await theirs.append_entries(thread_id="t", entries=late)
     await _turns(theirs, "t", range(7, 8))
     assert (await load(mine, "t")).report.entries_kept == 32
-    await theirs.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id=late[0].turn_id))
+    await theirs.complete_turn(thread_id="t", turn_id=late[0].turn_id)
     before = RowsRead.entries
     seen = await load(mine, "t")
     assert RowsRead.entries - before == 36  # no newer rows, then the thread read whole
@@ -106,7 +106,7 @@ async def test_another_servers_writes_are_seen_exactly(database_url, server_fact
 
 
 async def test_a_summarized_history_is_kept_current_the_same_way(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", config(3_000, 1_000))
     await _turns(history, "t", range(12))  # over the threshold: the first load summarizes
     summarized = await load(history, "t")

@@ -207,7 +207,7 @@ async def test_hostile_arguments_are_refused_at_append_or_rendered_by_every_prov
     for thread_id, call_ids in accepted.items():
         for provider, model in DECODING_MODELS.items():
             turn_id = f"round-{provider}"
-            reply = await client.turns.PrepareTurn(
+            reply = await client.prepare_turn(
                 turn_service_pb2.PrepareTurnRequest(
                     thread_id=thread_id,
                     turn_id=turn_id,
@@ -249,7 +249,7 @@ async def test_rows_an_older_version_stored_are_repaired_for_anthropic_and_gemin
         )
     for provider, model in DECODING_MODELS.items():
         turn_id = f"round-{provider}"
-        reply = await client.turns.PrepareTurn(
+        reply = await client.prepare_turn(
             turn_service_pb2.PrepareTurnRequest(
                 thread_id="t",
                 turn_id=turn_id,
@@ -270,6 +270,4 @@ async def test_rows_an_older_version_stored_are_repaired_for_anthropic_and_gemin
             for call in message.tool_calls
         }
         assert sent == REPAIRED
-        await client.history.CompleteTurn(
-            history_service_pb2.CompleteTurnRequest(thread_id="t", turn_id=turn_id)
-        )
+        await client.complete_turn(history_service_pb2.CompleteTurnRequest(thread_id="t", turn_id=turn_id))

@@ -9,7 +9,7 @@ from pioneer_grpc.history import tokens
 from pioneer_grpc.history.render import entry_counted_texts, summary_text
 from pioneer_grpc.v1 import history_pb2, turn_service_pb2, turn_service_pb2_grpc
 from pioneer_grpc.v1 import history_service_pb2 as pb
-from tests.history.rpc import ASSISTANT, config, create, entry, load, stub, turn
+from tests.history.rpc import ASSISTANT, config, create, entry, load, turn
 
 TEXTS = [
     "Сервер считает токены один раз, при добавлении записи, и хранит результат.",
@@ -42,7 +42,7 @@ async def _fill(history, thread_id: str) -> None:
 
 
 async def _switch(history, thread_id: str, model: str) -> None:
-    await history.UpdateThread(
+    await history.update_thread(
         pb.UpdateThreadRequest(
             thread_id=thread_id,
             config=config(model=model),
@@ -63,7 +63,7 @@ async def _stored(server, thread_id: str) -> list[tuple[str, str, int]]:
 
 
 async def test_a_switch_to_claude_recounts_once_on_load_and_a_switch_back_reuses_the_append_counts(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", config(model="gpt-4.1"))
     await _fill(history, "t")
     assert (await load(history, "t")).report.tokens_before == _cost(_entries(), "o200k_base")
@@ -105,7 +105,7 @@ async def test_a_switch_to_claude_recounts_once_on_load_and_a_switch_back_reuses
 
 
 async def test_a_round_after_a_switch_stores_the_counts_it_makes_as_a_load_does(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     turns = turn_service_pb2_grpc.TurnServiceStub(pg_server.channel())
     await create(history, "t", config(model="gpt-4o"))
     await _fill(history, "t")
@@ -136,7 +136,7 @@ async def test_a_round_after_a_switch_stores_the_counts_it_makes_as_a_load_does(
 
 async def test_a_summary_stored_without_its_tokenizer_is_counted_once_per_tokenizer(pg_server):
     """Summaries stored before their tokenizer was recorded ("") are counted like stale entries."""
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", config(model="gpt-4o"))
     await _fill(history, "t")
     summary = "The user asked about counting tokens once; the server stores counts."

@@ -12,7 +12,7 @@ from pioneer_grpc.store.history_state import HistoryState
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from pioneer_grpc.wire import repeated_records
-from tests.history.rpc import config, create, load, stub
+from tests.history.rpc import config, create, load
 from tests.history.test_load_rpc import fill
 
 
@@ -31,7 +31,7 @@ def reads(monkeypatch):
 
 
 async def test_unchanged_thread_is_read_once(pg_server, reads):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", config(2_000, 1_000))
     await fill(history, "t", 2)
     first, second = await load(history, "t"), await load(history, "t")
@@ -42,21 +42,21 @@ async def test_unchanged_thread_is_read_once(pg_server, reads):
 
 
 async def test_appends_completions_settings_and_summaries_are_seen(pg_server, reads):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", config(2_000, 1_000))
     await fill(history, "t", 1)
     assert (await load(history, "t")).report.entries_kept == 2
-    await history.AppendEntries(
+    await history.append_entries(
         pb.AppendEntriesRequest(
             thread_id="t",
             entries=[history_pb2.ConversationEntry(entry_id="x", turn_id="turn-x", role=1, content="new")],
         )
     )
     assert (await load(history, "t")).report.entries_kept == 2  # not completed yet
-    await history.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id="turn-x"))
+    await history.complete_turn(pb.CompleteTurnRequest(thread_id="t", turn_id="turn-x"))
     assert (await load(history, "t")).report.entries_kept == 3
     assert len(reads) == 1  # the completed turn extended the kept history
-    await history.UpdateThread(pb.UpdateThreadRequest(thread_id="t", config=config(1_500)))
+    await history.update_thread(pb.UpdateThreadRequest(thread_id="t", config=config(1_500)))
     assert (await load(history, "t")).report.budget_tokens == 500
     await fill(history, "t", 1, start=1)  # 505 tokens, threshold 400: summarized, not cached
     assert (await load(history, "t")).report.decision == history_pb2.HISTORY_DECISION_SUMMARIZED

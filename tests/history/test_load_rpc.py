@@ -19,7 +19,6 @@ from tests.history.rpc import (
     entry,
     failure,
     load,
-    stub,
     tool_call,
     turn,
 )
@@ -45,7 +44,7 @@ async def test_words_fixture_is_96_tokens():
 
 
 async def test_under_threshold_everything_goes_in_order(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", SMALL)
     await fill(history, "t", 3)
     response = await load(history, "t")
@@ -63,7 +62,7 @@ async def test_under_threshold_everything_goes_in_order(pg_server):
 
 
 async def test_a_load_never_retokenizes(pg_server, monkeypatch):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", SMALL)
     await fill(history, "t", 3)
 
@@ -75,7 +74,7 @@ async def test_a_load_never_retokenizes(pg_server, monkeypatch):
 
 
 async def test_at_threshold_one_summary_message_then_reuse_with_newer_entries(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", SMALL)
     await fill(history, "t", 4)  # 800 tokens: at the threshold
     first = await load(history, "t")
@@ -87,7 +86,7 @@ async def test_at_threshold_one_summary_message_then_reuse_with_newer_entries(pg
     assert message.role == chat_pb2.CHAT_ROLE_SYSTEM
     assert message.content.startswith("Summary of earlier conversation:\n")
     assert first.report.tokens_after <= 150  # within 1.5x the target
-    stored = (await history.GetThreadSummary(pb.GetThreadSummaryRequest(thread_id="t"))).summary
+    stored = (await history.get_thread_summary(pb.GetThreadSummaryRequest(thread_id="t"))).summary
     assert (stored.covers_through_entry_id, stored.summarizer, stored.model) == ("a3", "extractive", "m")
     assert stored.token_count + 4 == first.report.tokens_after
 
@@ -99,11 +98,11 @@ async def test_at_threshold_one_summary_message_then_reuse_with_newer_entries(pg
     assert second.messages[0].content == message.content
     assert second.report.entries_loaded == 2
     # Entries are never deleted by a load.
-    assert (await history.GetThread(pb.GetThreadRequest(thread_id="t"))).thread.entry_count == 10
+    assert (await history.get_thread(pb.GetThreadRequest(thread_id="t"))).thread.entry_count == 10
 
 
 async def test_exclude_turn_leaves_the_turn_out(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", SMALL)
     await fill(history, "t", 2)
     response = await load(history, "t", exclude="turn-1")
@@ -112,7 +111,7 @@ async def test_exclude_turn_leaves_the_turn_out(pg_server):
 
 
 async def test_dry_run_reports_without_summarizing_or_storing(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", SMALL)
     await fill(history, "t", 5)
     response = await load(history, "t", dry_run=True)
@@ -120,11 +119,13 @@ async def test_dry_run_reports_without_summarizing_or_storing(pg_server):
     assert response.report.summary_use == history_pb2.SUMMARY_USE_NONE
     assert codes(response) == ["compression_pending"]
     assert len(response.messages) == 10
-    assert not (await history.GetThreadSummary(pb.GetThreadSummaryRequest(thread_id="t"))).HasField("summary")
+    assert not (await history.get_thread_summary(pb.GetThreadSummaryRequest(thread_id="t"))).HasField(
+        "summary"
+    )
 
 
 async def test_tool_pairs_survive_whole(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", SMALL)
     await turn(
         history,
@@ -151,7 +152,7 @@ async def test_oversized_entry_is_stored_then_cut_when_compression_fails(server_
     # No summarizer endpoint: compression fails, so the fallback cuts the entry to
     # 14999 x (1000 - 4 - 24) // 3000 = 4859 characters.
     server = await server_factory(database_url=database_url, summarizer="openai", summarizer_base_url="")
-    history = stub(server)
+    history = await server.client()
     await create(history, "t", SMALL)
     huge = " ".join(["word"] * 3000)
     await turn(history, "t", "turn-0", entry("big", "turn-0", content=huge))
@@ -164,7 +165,7 @@ async def test_oversized_entry_is_stored_then_cut_when_compression_fails(server_
     [message] = response.messages
     assert message.content.endswith("[cut to fit the history budget: 4859 of 14999 characters kept]")
     assert response.report.tokens_after <= 1000
-    stored = await history.AppendEntries(
+    stored = await history.append_entries(
         pb.AppendEntriesRequest(thread_id="t", entries=[entry("big", "turn-0", content=huge)])
     )
     assert stored.existing_count == 1
@@ -172,7 +173,7 @@ async def test_oversized_entry_is_stored_then_cut_when_compression_fails(server_
 
 
 async def test_load_errors(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     error = await failure(load(history, "missing"))
     assert error.code == grpc.StatusCode.NOT_FOUND
     error = await failure(load(history, ""))

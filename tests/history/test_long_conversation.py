@@ -18,7 +18,7 @@ from pioneer_grpc.v1 import history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.agent_turns import decision_text, path, request_text, tool_turn
 from tests.history.fake_openai import FakeOpenAI, completion
-from tests.history.rpc import ASSISTANT, config, create, entry, load, stub, turn
+from tests.history.rpc import ASSISTANT, config, create, entry, load, turn
 from tests.history.test_load_rpc import WORDS_96
 
 TURNS = 300
@@ -37,7 +37,7 @@ async def test_three_hundred_turns_call_the_summary_model_seven_times(server_fac
     server = await server_factory(
         database_url=database_url, summarizer="openai", summarizer_base_url=fake.base_url
     )
-    history = stub(server)
+    history = await server.client()
     await create(history, "long", config(12_000, 2_000, model="m"))
     compressed_at = []
     for i in range(1, TURNS + 1):
@@ -75,7 +75,7 @@ async def run_tool_heavy(history, thread_id: str, strategy: int) -> tuple[list[i
 async def test_three_hundred_tool_heavy_turns_clear_before_they_summarize(pg_server):
     """Budget 10,000 (threshold 8,000, target 1,000); a turn is about 300 tokens, 190 of them a
     read_file result. The default summarizer (extractive) makes every summary."""
-    history = stub(pg_server)
+    history = await pg_server.client()
     plain, _ = await run_tool_heavy(history, "plain", history_pb2.COMPACTION_STRATEGY_SUMMARIZE)
     cleared, saved = await run_tool_heavy(
         history, "cleared", history_pb2.COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE
@@ -84,7 +84,7 @@ async def test_three_hundred_tool_heavy_turns_clear_before_they_summarize(pg_ser
     assert 0 < len(cleared) < len(plain) / 2
     assert saved > 4_000
     # The last summary uses its target, and keeps the latest request, its file and the decisions.
-    summary = (await history.GetThreadSummary(pb.GetThreadSummaryRequest(thread_id="cleared"))).summary
+    summary = (await history.get_thread_summary(pb.GetThreadSummaryRequest(thread_id="cleared"))).summary
     last = int(summary.covers_through_entry_id.rsplit("f", 1)[1])
     [tokens] = await count_tokens([summary_text(summary.text)])
     print(f"last summary: {tokens} tokens of a 1,000 target, through turn {last}")

@@ -8,7 +8,7 @@ from pioneer_grpc.history import tokens
 from pioneer_grpc.history.render import entry_counted_texts
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
-from tests.history.rpc import ASSISTANT, config, create, entry, load, stub, turn
+from tests.history.rpc import ASSISTANT, config, create, entry, load, turn
 
 # Text whose o200k_base, cl100k_base and Claude-estimate counts all differ.
 TEXTS = [
@@ -39,7 +39,7 @@ def _expected(tokenizer: str) -> int:
 
 
 async def test_appends_count_in_the_models_tokenizer(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t-4o", config(model="gpt-4o"))
     await _fill(history, "t-4o")
     report = (await load(history, "t-4o")).report
@@ -48,12 +48,12 @@ async def test_appends_count_in_the_models_tokenizer(pg_server):
 
 
 async def test_a_thread_switched_to_claude_is_budgeted_in_claude_counts_counted_once(pg_server, monkeypatch):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t-switch", config(model="gpt-4.1"))
     await _fill(history, "t-switch")
     before = (await load(history, "t-switch")).report
     assert before.tokens_before == _expected("o200k_base")
-    await history.UpdateThread(
+    await history.update_thread(
         pb.UpdateThreadRequest(
             thread_id="t-switch",
             config=config(model="claude-sonnet-4-5"),
@@ -73,7 +73,7 @@ async def test_a_thread_switched_to_claude_is_budgeted_in_claude_counts_counted_
     # Appends after the switch count in the new tokenizer.
     monkeypatch.undo()
     await turn(history, "t-switch", "turn-new", entry("u-new", "turn-new", content="one more"))
-    newest = await history.AppendEntries(
+    newest = await history.append_entries(
         pb.AppendEntriesRequest(
             thread_id="t-switch", entries=[entry("u-new", "turn-new", content="one more")]
         )
@@ -82,7 +82,7 @@ async def test_a_thread_switched_to_claude_is_budgeted_in_claude_counts_counted_
 
 
 async def test_an_unknown_model_keeps_the_defaults_and_says_so(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     thread = await create(history, "t-unknown", config(model="llama-3-70b"))
     assert (thread.config.max_context_tokens, thread.config.response_reserve_tokens) == (128_000, 16_000)
     await _fill(history, "t-unknown")
@@ -91,11 +91,13 @@ async def test_an_unknown_model_keeps_the_defaults_and_says_so(pg_server):
 
 
 async def test_count_tokens_answers_in_the_models_tokenizer(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     message = chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_USER, content=TEXTS[0])
     answers = {}
     for model in ("", "gpt-4", "gpt-4o-mini", "claude-haiku-4-5", "gemini-2.5-flash"):
-        reply = await history.CountTokens(pb.CountTokensRequest(texts=TEXTS, messages=[message], model=model))
+        reply = await history.count_tokens(
+            pb.CountTokensRequest(texts=TEXTS, messages=[message], model=model)
+        )
         answers[model] = reply
         assert reply.total_tokens == sum(reply.token_counts)
         assert len(reply.token_counts) == 4

@@ -18,11 +18,12 @@ from alembic.config import Config
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from pioneer_grpc.client import RpcFailure, user_entry
 from pioneer_grpc.store.migrate import MIGRATIONS
 from pioneer_grpc.store.models import EntryRow, ThreadRow
 from pioneer_grpc.v1 import common_pb2, history_pb2, turn_service_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
-from tests.turn.test_prepare_turn import Client, compile_input, user
+from tests.turn.test_prepare_turn import Client, compile_input
 
 THREAD = "t-open"
 MOMENT = datetime(2026, 11, 30, tzinfo=UTC)
@@ -57,7 +58,7 @@ async def kept(server) -> tuple[int, int]:
 
 async def said(c: Client, exclude: str) -> tuple[int, int]:
     """What LoadConversationHistory says it leaves out ((0, 0) when it says nothing)."""
-    reply = await c.history.LoadConversationHistory(
+    reply = await c.load_conversation_history(
         pb.LoadConversationHistoryRequest(thread_id=THREAD, exclude_turn_id=exclude)
     )
     found = [d for d in reply.report.diagnostics if d.code == "incomplete_turns_left_out"]
@@ -76,7 +77,7 @@ async def check(server, c: Client) -> None:
 
 
 async def prepare(c: Client, turn_id: str, *entries: history_pb2.ConversationEntry) -> None:
-    await c.turns.PrepareTurn(
+    await c.prepare_turn(
         turn_service_pb2.PrepareTurnRequest(
             thread_id=THREAD, turn_id=turn_id, new_entries=entries, compile_input=compile_input()
         )
@@ -84,11 +85,11 @@ async def prepare(c: Client, turn_id: str, *entries: history_pb2.ConversationEnt
 
 
 async def append(c: Client, *entries: history_pb2.ConversationEntry) -> None:
-    await c.history.AppendEntries(pb.AppendEntriesRequest(thread_id=THREAD, entries=entries))
+    await c.append_entries(pb.AppendEntriesRequest(thread_id=THREAD, entries=entries))
 
 
 async def complete(c: Client, turn_id: str) -> None:
-    await c.history.CompleteTurn(pb.CompleteTurnRequest(thread_id=THREAD, turn_id=turn_id))
+    await c.complete_turn(pb.CompleteTurnRequest(thread_id=THREAD, turn_id=turn_id))
 
 
 async def test_open_counts_follow_appends_rounds_and_completions(pg_server):
@@ -100,15 +101,15 @@ async def test_open_counts_follow_appends_rounds_and_completions(pg_server):
     await check(pg_server, c)
     await append(c, *batch)  # a repeat stores nothing
     await check(pg_server, c)
-    with pytest.raises(grpc.aio.AioRpcError) as refused:
+    with pytest.raises(RpcFailure) as refused:
         # A result answering no call: the whole batch is refused, its new entry too.
         await append(c, entry("b2", "b"), entry("b3", "b", role=3, tool_call_id="nope", name="read_file"))
-    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
     await check(pg_server, c)
-    await prepare(c, "c", user("c1", "first of c"))  # a new turn, by a round
+    await prepare(c, "c", user_entry("c1", "first of c"))  # a new turn, by a round
     await check(pg_server, c)
-    await prepare(c, "a", user("a3", "more of a"))  # an open turn grows
-    await prepare(c, "a", user("a3", "more of a"))  # a retried round
+    await prepare(c, "a", user_entry("a3", "more of a"))  # an open turn grows
+    await prepare(c, "a", user_entry("a3", "more of a"))  # a retried round
     await check(pg_server, c)
     await prepare(c, "e")  # a turn with no entries is not open...
     await check(pg_server, c)
@@ -122,9 +123,9 @@ async def test_open_counts_follow_appends_rounds_and_completions(pg_server):
     await prepare(c, "f")
     await complete(c, "f")  # a turn completed without entries
     await check(pg_server, c)
-    with pytest.raises(grpc.aio.AioRpcError) as late:
-        await prepare(c, "a", user("a4", "too late"))
-    assert late.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    with pytest.raises(RpcFailure) as late:
+        await prepare(c, "a", user_entry("a4", "too late"))
+    assert late.value.code == grpc.StatusCode.FAILED_PRECONDITION
     for turn_id in ("b", "c", "e"):
         await complete(c, turn_id)
         await check(pg_server, c)

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
+from pioneer_grpc.client import RpcFailure
 from pioneer_grpc.history.repair import INTERRUPTED_RESULT, INTERRUPTED_RESULT_TOKENS
 from pioneer_grpc.history.tokens import count_tokens
 from pioneer_grpc.providers.render import render
@@ -33,11 +32,11 @@ from tests.history.rpc import (
     entry,
     failure,
     load,
-    stub,
     tool_call,
     turn,
 )
 from tests.history.test_load_rpc import WORDS_96
+from tests.support import decoded
 from tests.turn.test_prepare_turn import Client, compile_input
 
 # Every provider API the server renders for.
@@ -45,11 +44,11 @@ PROVIDERS = list(SPECS)
 
 
 async def append(history, thread_id, *entries):
-    return await history.AppendEntries(pb.AppendEntriesRequest(thread_id=thread_id, entries=entries))
+    return await history.append_entries(pb.AppendEntriesRequest(thread_id=thread_id, entries=entries))
 
 
 async def entry_count(history, thread_id: str) -> int:
-    return (await history.GetThread(pb.GetThreadRequest(thread_id=thread_id))).thread.entry_count
+    return (await history.get_thread(pb.GetThreadRequest(thread_id=thread_id))).thread.entry_count
 
 
 async def store_as_an_older_version_did(server, thread_id: str, turn_id: str, *entries) -> None:
@@ -76,7 +75,7 @@ async def test_interrupted_result_token_count_is_what_a_load_charges():
 
 
 async def test_one_empty_entry_cannot_block_the_thread(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t")
     empty = history_pb2.ConversationEntry(entry_id="e2", turn_id="turn-1", role=ASSISTANT, content="  ")
     error = await failure(append(history, "t", entry("e1", "turn-1"), empty))
@@ -96,7 +95,7 @@ async def test_one_empty_entry_cannot_block_the_thread(pg_server):
 
 
 async def test_interrupted_tool_call_gets_a_synthesized_result(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t")
     # The loop crashed while the tool ran: the call is stored, its result never was.
     await turn(
@@ -133,7 +132,7 @@ async def test_the_turn_in_progress_is_not_repaired_while_its_call_may_run(pg_se
     await c.thread("t")
 
     async def prepare(*new_entries):
-        return await c.turns.PrepareTurn(
+        return await c.prepare_turn(
             turn_service_pb2.PrepareTurnRequest(
                 thread_id="t",
                 turn_id="turn-1",
@@ -152,15 +151,11 @@ async def test_the_turn_in_progress_is_not_repaired_while_its_call_may_run(pg_se
         tool_calls=[tool_call("c1", "get_weather", '{"city": "Paris"}')],
     )
     # The call may still be running: no synthesized result; the round cannot be sent yet.
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
+    with pytest.raises(RpcFailure) as raised:
         await prepare(call)
-    assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert "'c1'" in (raised.value.details() or "")
-    status = rpc_status.from_call(raised.value)
-    info = error_details_pb2.ErrorInfo()
-    assert status is not None
-    assert any(d.Unpack(info) for d in status.details)
-    assert info.reason == "TOOL_RESULTS_PENDING"
+    assert raised.value.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert "'c1'" in raised.value.message
+    assert decoded(raised.value).reason == "TOOL_RESULTS_PENDING"
     # The failed round stored nothing: the call is sent again with its result.
     assert await c.entry_count("t") == 1
     reply = await prepare(
@@ -174,7 +169,7 @@ async def test_the_turn_in_progress_is_not_repaired_while_its_call_may_run(pg_se
     assert reply.chat_request.messages[-1].content == "18 C"
     # A call the turn moved on from (stored by an append) was interrupted: synthesized and reported.
     await append(
-        stub(pg_server),
+        c,
         "t",
         entry("a2", "turn-1", ASSISTANT, content="", tool_calls=[tool_call("c2", "get_weather", "{}")]),
     )
@@ -188,7 +183,7 @@ async def test_the_turn_in_progress_is_not_repaired_while_its_call_may_run(pg_se
 
 
 async def test_bad_arguments_are_never_stored(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t")
     error = await failure(
         append(
@@ -232,7 +227,7 @@ async def test_bad_arguments_are_never_stored(pg_server):
 
 
 async def test_tool_calls_and_results_are_checked_against_the_thread(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t")
     await append(
         history,
@@ -303,11 +298,11 @@ async def test_prepare_turn_names_new_entries_fields(pg_server):
         ],
         compile_input=compile_input(),
     )
-    error = await failure(c.turns.PrepareTurn(request))
+    error = await failure(c.prepare_turn(request))
     assert error.code == grpc.StatusCode.INVALID_ARGUMENT
     assert [field for field, _ in error.violations] == ["new_entries[0].content"]
     del request.new_entries[0]
-    error = await failure(c.turns.PrepareTurn(request))
+    error = await failure(c.prepare_turn(request))
     assert error.violations == [
         ("new_entries[0].tool_call_id", "no call with id 'nope' was made in this thread")
     ]
@@ -315,7 +310,7 @@ async def test_prepare_turn_names_new_entries_fields(pg_server):
 
 
 async def test_stored_duplicates_and_misnamed_results_are_repaired_at_load(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t")
     await store_as_an_older_version_did(
         pg_server,
@@ -348,7 +343,7 @@ async def test_stored_duplicates_and_misnamed_results_are_repaired_at_load(pg_se
 async def test_truncation_never_cuts_inside_a_turn(server_factory, database_url):
     # Compression fails (no summary endpoint): the fallback keeps the newest whole turns.
     server = await server_factory(database_url=database_url, summarizer="openai", summarizer_base_url="")
-    history = stub(server)
+    history = await server.client()
     await create(history, "t", config(2_000, 1_000, model="m"))  # budget 1,000
     for i in range(3):
         # 400 tokens a turn: question, a call with its result, the answer.
@@ -381,7 +376,7 @@ async def test_truncation_never_cuts_inside_a_turn(server_factory, database_url)
 
 
 async def test_the_load_cap_counts_turns_not_messages(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t")
     # 120 tool-heavy turns of 5 entries: 600 entries, far under the 112,000-token budget.
     for i in range(120):

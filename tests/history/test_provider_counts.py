@@ -9,7 +9,6 @@ from pioneer_grpc.history import tokens
 from pioneer_grpc.v1 import chat_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.fake_counter import FakeCounter
-from tests.history.rpc import stub
 
 TEXTS = ["Сервер считает токены один раз.", "def fit(entries): return entries", ""]
 MESSAGE = chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_USER, content="how long is this message, in tokens?")
@@ -35,7 +34,9 @@ async def _serve(server_factory, monkeypatch, fake: FakeCounter, **overrides):
 
 
 async def _count(server, model: str) -> pb.CountTokensResponse:
-    return await stub(server).CountTokens(pb.CountTokensRequest(texts=TEXTS, messages=[MESSAGE], model=model))
+    return await (await server.client()).count_tokens(
+        pb.CountTokensRequest(texts=TEXTS, messages=[MESSAGE], model=model)
+    )
 
 
 def _estimate(tokenizer: str) -> list[int]:
@@ -114,7 +115,9 @@ async def test_a_wrong_key_falls_back_with_the_providers_status(server_factory, 
 async def test_too_many_items_are_estimated_without_asking(server_factory, monkeypatch, fake):
     server = await _serve(server_factory, monkeypatch, fake)
     texts = [f"text {i}" for i in range(MAX_ITEMS + 1)]
-    reply = await stub(server).CountTokens(pb.CountTokensRequest(texts=texts, model="claude-haiku-4-5"))
+    reply = await (await server.client()).count_tokens(
+        pb.CountTokensRequest(texts=texts, model="claude-haiku-4-5")
+    )
     assert (reply.tokenizer, reply.exact) == ("claude_estimate", False)
     assert list(reply.token_counts) == tokens.count_blocking(texts, "claude_estimate")
     assert str(MAX_ITEMS) in reply.fallback_reason

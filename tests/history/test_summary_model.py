@@ -7,10 +7,9 @@ import asyncio
 import pytest
 
 from pioneer_grpc.v1 import history_pb2
-from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.conftest import fresh_postgres_database
 from tests.history.fake_openai import FakeOpenAI, completion
-from tests.history.rpc import codes, config, create, load, stub
+from tests.history.rpc import codes, config, create, load
 from tests.history.test_load_rpc import fill
 
 SMALL = config(2_000, 1_000, model="main-model", summary_model="small-model")
@@ -44,7 +43,7 @@ async def openai_server(server_factory, database_url, fake, **overrides):
 
 async def test_success_stores_the_model_summary(server_factory, database_url, fake):
     fake.reply = lambda body: completion("Decisions: keep tabs. Files: src/a.py.")
-    history = stub(await openai_server(server_factory, database_url, fake))
+    history = await (await openai_server(server_factory, database_url, fake)).client()
     await create(history, "t", SMALL)
     await fill(history, "t", 4)
     response = await load(history, "t")
@@ -55,7 +54,7 @@ async def test_success_stores_the_model_summary(server_factory, database_url, fa
     ]
     [body] = fake.requests
     assert (body["model"], body["max_tokens"], body["temperature"]) == ("small-model", 100, 0.3)
-    summary = (await history.GetThreadSummary(pb.GetThreadSummaryRequest(thread_id="t"))).summary
+    summary = (await history.get_thread_summary(thread_id="t")).summary
     assert (summary.model, summary.summarizer) == ("small-model", "openai")
 
 
@@ -83,7 +82,9 @@ async def test_failures_fall_back_to_truncation_with_a_diagnostic(
     server_factory, database_url, fake, reply, timeout_seconds, code, message
 ):
     fake.reply = reply
-    history = stub(await openai_server(server_factory, database_url, fake, timeout=timeout_seconds))
+    history = await (
+        await openai_server(server_factory, database_url, fake, timeout=timeout_seconds)
+    ).client()
     await create(history, "t", SMALL)
     await fill(history, "t", 6)  # 1,200 tokens: over the whole budget
     response = await load(history, "t")
@@ -94,12 +95,12 @@ async def test_failures_fall_back_to_truncation_with_a_diagnostic(
     assert message in report.diagnostics[0].message
     # The newest ten messages (1,000 tokens) fit exactly; the oldest turn is dropped.
     assert (report.tokens_after, report.entries_kept, report.entries_dropped) == (1000, 10, 2)
-    assert not (await history.GetThreadSummary(pb.GetThreadSummaryRequest(thread_id="t"))).HasField("summary")
+    assert not (await history.get_thread_summary(thread_id="t")).HasField("summary")
 
 
 async def test_concurrent_loads_compress_once(server_factory, database_url, fake):
     fake.reply = lambda body: 0.3  # stalls, then answers "late"
-    history = stub(await openai_server(server_factory, database_url, fake))
+    history = await (await openai_server(server_factory, database_url, fake)).client()
     await create(history, "t", SMALL)
     await fill(history, "t", 4)
     responses = await asyncio.gather(*(load(history, "t") for _ in range(8)))
@@ -113,8 +114,8 @@ async def test_concurrent_loads_compress_once(server_factory, database_url, fake
 async def test_two_replicas_compress_once(server_factory, fake):
     async with fresh_postgres_database() as url:
         fake.reply = lambda body: 0.3
-        one = stub(await openai_server(server_factory, url, fake))
-        two = stub(await openai_server(server_factory, url, fake))
+        one = await (await openai_server(server_factory, url, fake)).client()
+        two = await (await openai_server(server_factory, url, fake)).client()
         await create(one, "t", SMALL)
         await fill(one, "t", 4)
         responses = await asyncio.gather(*(load(replica, "t") for replica in (one, two) * 3))

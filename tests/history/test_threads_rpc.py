@@ -1,4 +1,4 @@
-"""CreateThread, GetThread, UpdateThread end to end, on SQLite and PostgreSQL."""
+"""CreateThread, GetThread, UpdateThread end to end with the Python client, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -6,67 +6,67 @@ import grpc
 from google.protobuf import field_mask_pb2
 
 from pioneer_grpc.v1 import history_service_pb2 as pb
-from tests.history.rpc import config, create, entry, failure, stub, turn
+from tests.history.rpc import config, entry, failure
 
 
 async def test_create_with_defaults_then_get(pg_server):
-    history = stub(pg_server)
-    thread = await create(history, "t-1", config(model="gpt-x"))
+    history = await pg_server.client()
+    thread = (await history.create_thread(thread_id="t-1", config=config(model="gpt-x"))).thread
     assert thread.thread_id == "t-1"
     assert (thread.config.max_context_tokens, thread.config.response_reserve_tokens) == (128_000, 16_000)
     assert thread.config.model == "gpt-x"
     assert thread.config.summary_model == ""
-    await turn(history, "t-1", "turn-1", entry("e1", "turn-1"), entry("e2", "turn-1"))
-    got = (await history.GetThread(pb.GetThreadRequest(thread_id="t-1"))).thread
+    await history.append_entries(thread_id="t-1", entries=[entry("e1", "turn-1"), entry("e2", "turn-1")])
+    await history.complete_turn(thread_id="t-1", turn_id="turn-1")
+    got = (await history.get_thread(thread_id="t-1")).thread
     assert got.entry_count == 2
     assert got.create_time == thread.create_time
     assert got.update_time.ToDatetime() >= thread.update_time.ToDatetime()
 
 
 async def test_server_generated_ids_are_unique(pg_server):
-    history = stub(pg_server)
-    first, second = await create(history, ""), await create(history, "")
+    history = await pg_server.client()
+    first = (await history.create_thread(thread_id="")).thread
+    second = (await history.create_thread(thread_id="")).thread
     assert first.thread_id.startswith("thr_")
     assert first.thread_id != second.thread_id
 
 
 async def test_duplicate_id_is_already_exists_and_keeps_the_original(pg_server):
-    history = stub(pg_server)
-    await create(history, "dup", config(model="first"))
-    error = await failure(create(history, "dup", config(model="second")))
+    history = await pg_server.client()
+    await history.create_thread(thread_id="dup", config=config(model="first"))
+    error = await failure(history.create_thread(thread_id="dup", config=config(model="second")))
     assert error.code == grpc.StatusCode.ALREADY_EXISTS
     assert "dup" in error.message
-    got = (await history.GetThread(pb.GetThreadRequest(thread_id="dup"))).thread
+    got = (await history.get_thread(thread_id="dup")).thread
     assert got.config.model == "first"
 
 
 async def test_bad_budgets_are_invalid_argument_with_field_violations(pg_server):
-    history = stub(pg_server)
-    error = await failure(create(history, "bad", config(1000, 1000)))
+    history = await pg_server.client()
+    error = await failure(history.create_thread(thread_id="bad", config=config(1000, 1000)))
     assert error.code == grpc.StatusCode.INVALID_ARGUMENT
     assert error.violations == [
         ("config.response_reserve_tokens", "must be below max_context_tokens (1000), got 1000")
     ]
-    error = await failure(create(history, "bad", config(0, -1)))
+    error = await failure(history.create_thread(thread_id="bad", config=config(0, -1)))
     assert [field for field, _ in error.violations] == [
         "config.max_context_tokens",
         "config.response_reserve_tokens",
     ]
-    assert (
-        await failure(history.GetThread(pb.GetThreadRequest(thread_id="bad")))
-    ).code == grpc.StatusCode.NOT_FOUND
+    assert (await failure(history.get_thread(thread_id="bad"))).code == grpc.StatusCode.NOT_FOUND
 
 
 async def test_unknown_thread_is_not_found(pg_server):
-    error = await failure(stub(pg_server).GetThread(pb.GetThreadRequest(thread_id="nope")))
+    error = await failure((await pg_server.client()).get_thread(thread_id="nope"))
     assert error.code == grpc.StatusCode.NOT_FOUND
     assert error.message == "thread 'nope' does not exist"
 
 
 async def test_update_with_a_mask_touches_only_the_named_fields(pg_server):
-    history = stub(pg_server)
-    await create(history, "u", config(50_000, 5_000, model="m1", summary_model="s1"))
-    response = await history.UpdateThread(
+    history = await pg_server.client()
+    await history.create_thread(thread_id="u", config=config(50_000, 5_000, model="m1", summary_model="s1"))
+    response = await history.update_thread(
         pb.UpdateThreadRequest(
             thread_id="u",
             config=config(60_000, 9_999, model="m2"),
@@ -84,9 +84,11 @@ async def test_update_with_a_mask_touches_only_the_named_fields(pg_server):
 
 
 async def test_update_with_an_empty_mask_takes_every_set_field(pg_server):
-    history = stub(pg_server)
-    await create(history, "u", config(50_000, 5_000, model="m1", summary_model="s1"))
-    response = await history.UpdateThread(pb.UpdateThreadRequest(thread_id="u", config=config(reserve=7_000)))
+    history = await pg_server.client()
+    await history.create_thread(thread_id="u", config=config(50_000, 5_000, model="m1", summary_model="s1"))
+    response = await history.update_thread(
+        pb.UpdateThreadRequest(thread_id="u", config=config(reserve=7_000))
+    )
     cfg = response.thread.config
     assert (cfg.max_context_tokens, cfg.response_reserve_tokens, cfg.model, cfg.summary_model) == (
         50_000,
@@ -97,17 +99,17 @@ async def test_update_with_an_empty_mask_takes_every_set_field(pg_server):
 
 
 async def test_update_rejects_a_merged_budget_that_is_invalid_and_changes_nothing(pg_server):
-    history = stub(pg_server)
-    await create(history, "u", config(50_000, 5_000))
+    history = await pg_server.client()
+    await history.create_thread(thread_id="u", config=config(50_000, 5_000))
     error = await failure(
-        history.UpdateThread(pb.UpdateThreadRequest(thread_id="u", config=config(reserve=50_000)))
+        history.update_thread(pb.UpdateThreadRequest(thread_id="u", config=config(reserve=50_000)))
     )
     assert error.code == grpc.StatusCode.INVALID_ARGUMENT
     assert error.violations == [
         ("config.response_reserve_tokens", "must be below max_context_tokens (50000), got 50000")
     ]
     error = await failure(
-        history.UpdateThread(
+        history.update_thread(
             pb.UpdateThreadRequest(
                 thread_id="u",
                 config=config(),
@@ -122,33 +124,39 @@ async def test_update_rejects_a_merged_budget_that_is_invalid_and_changes_nothin
             "compaction_strategy, keep_tool_results",
         )
     ]
-    cfg = (await history.GetThread(pb.GetThreadRequest(thread_id="u"))).thread.config
+    cfg = (await history.get_thread(thread_id="u")).thread.config
     assert (cfg.max_context_tokens, cfg.response_reserve_tokens) == (50_000, 5_000)
     missing = await failure(
-        history.UpdateThread(pb.UpdateThreadRequest(thread_id="x", config=config(reserve=1)))
+        history.update_thread(pb.UpdateThreadRequest(thread_id="x", config=config(reserve=1)))
     )
     assert missing.code == grpc.StatusCode.NOT_FOUND
 
 
 async def test_a_known_model_takes_its_window_and_reserve_from_the_registry(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     expected = {
         "gpt-4o-2024-08-06": (128_000, 16_000),  # reserve: an eighth of the window (< 16,384 output)
         "claude-sonnet-4-5-20250929": (200_000, 25_000),
         "gemini-2.5-pro": (1_048_576, 65_536),  # reserve: the whole maximum output
     }
     for i, (model, budget) in enumerate(expected.items()):
-        thread = await create(history, f"t-known-{i}", config(model=model))
+        thread = (await history.create_thread(thread_id=f"t-known-{i}", config=config(model=model))).thread
         assert (thread.config.max_context_tokens, thread.config.response_reserve_tokens) == budget, model
     # What the caller sets wins over the registry.
-    thread = await create(history, "t-set", config(max_context=50_000, reserve=2_000, model="gemini-2.5-pro"))
+    thread = (
+        await history.create_thread(
+            thread_id="t-set", config=config(max_context=50_000, reserve=2_000, model="gemini-2.5-pro")
+        )
+    ).thread
     assert (thread.config.max_context_tokens, thread.config.response_reserve_tokens) == (50_000, 2_000)
 
 
 async def test_clearing_a_budget_field_goes_back_to_the_models_default(pg_server):
-    history = stub(pg_server)
-    await create(history, "t-clear", config(max_context=50_000, model="claude-haiku-4-5"))
-    reply = await history.UpdateThread(
+    history = await pg_server.client()
+    await history.create_thread(
+        thread_id="t-clear", config=config(max_context=50_000, model="claude-haiku-4-5")
+    )
+    reply = await history.update_thread(
         pb.UpdateThreadRequest(
             thread_id="t-clear",
             config=config(),

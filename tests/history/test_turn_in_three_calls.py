@@ -33,8 +33,8 @@ async def stored_rows(server, thread_id: str, updated: bool) -> list[tuple]:
 
 async def everything(c: Client, server, thread_id: str, updated: bool = True) -> tuple:
     """What the RPCs show of the thread's entries and counts, and every row the store holds of it."""
-    listed = await c.history.ListEntries(pb.ListEntriesRequest(thread_id=thread_id, page_size=500))
-    thread = (await c.history.GetThread(pb.GetThreadRequest(thread_id=thread_id))).thread
+    listed = await c.list_entries(pb.ListEntriesRequest(thread_id=thread_id, page_size=500))
+    thread = (await c.get_thread(pb.GetThreadRequest(thread_id=thread_id))).thread
     if not updated:
         thread.ClearField("update_time")
     return (
@@ -55,7 +55,7 @@ ANSWER = bare("f1", ASSISTANT, "It is 4 C and raining in Oslo.")
 
 
 async def prepare(c: Client, turn_id: str, *entries, **fields) -> turn_service_pb2.PrepareTurnResponse:
-    return await c.turns.PrepareTurn(
+    return await c.prepare_turn(
         turn_service_pb2.PrepareTurnRequest(
             thread_id="t",
             turn_id=turn_id,
@@ -69,7 +69,7 @@ async def prepare(c: Client, turn_id: str, *entries, **fields) -> turn_service_p
 
 
 def complete(c: Client, turn_id: str, *entries):
-    return c.history.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id=turn_id, entries=entries))
+    return c.complete_turn(pb.CompleteTurnRequest(thread_id="t", turn_id=turn_id, entries=entries))
 
 
 async def test_a_turn_in_three_calls_and_its_retry(pg_server):
@@ -84,7 +84,7 @@ async def test_a_turn_in_three_calls_and_its_retry(pg_server):
     ]
     done = await complete(c, "turn-1", ANSWER)
     assert (done.completed_entry_count, done.created_count, done.existing_count) == (4, 1, 0)
-    history = await load(c.history, "t")
+    history = await load(c, "t")
     assert [m.content for m in history.messages][-1] == "It is 4 C and raining in Oslo."
     assert len(history.messages) == 4
     before = await everything(c, pg_server, "t", updated=False)
@@ -102,7 +102,7 @@ async def test_complete_turn_with_entries_starts_and_ends_a_turn(pg_server):
     await c.thread("t")
     done = await complete(c, "turn-1", bare("u1", USER, "Hi"), entry("f1", "turn-1", ASSISTANT, "Hello"))
     assert (done.completed_entry_count, done.created_count) == (2, 2)
-    assert [m.content for m in (await load(c.history, "t")).messages] == ["Hi", "Hello"]
+    assert [m.content for m in (await load(c, "t")).messages] == ["Hi", "Hello"]
     # Without entries an unknown turn is still NOT_FOUND.
     error = await failure(complete(c, "turn-9"))
     assert error.code == grpc.StatusCode.NOT_FOUND
@@ -132,7 +132,7 @@ async def test_failing_calls_leave_the_store_as_it_was(pg_server):
         "prepare, a completed turn": lambda: prepare(c, "turn-1", bare("x3", USER, "late")),
         "prepare, an orphan result": lambda: prepare(c, "turn-2", bare("x4", USER, "new"), orphan),
         "prepare, no such thread model": lambda: prepare(c, "turn-2", bare("x5", USER, "n"), model="x" * 201),
-        "append, an orphan result": lambda: c.history.AppendEntries(
+        "append, an orphan result": lambda: c.append_entries(
             pb.AppendEntriesRequest(
                 thread_id="t",
                 entries=[
@@ -141,13 +141,13 @@ async def test_failing_calls_leave_the_store_as_it_was(pg_server):
                 ],
             )
         ),
-        "append, an entry conflict": lambda: c.history.AppendEntries(
+        "append, an entry conflict": lambda: c.append_entries(
             pb.AppendEntriesRequest(
                 thread_id="t",
                 entries=[entry("x7", "turn-2", USER, "new"), entry("u2", "turn-2", USER, "changed")],
             )
         ),
-        "append, a completed turn": lambda: c.history.AppendEntries(
+        "append, a completed turn": lambda: c.append_entries(
             pb.AppendEntriesRequest(
                 thread_id="t",
                 entries=[entry("x8", "turn-3", USER, "new"), entry("x9", "turn-1", USER, "late")],

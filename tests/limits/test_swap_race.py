@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 
 import grpc
-import pytest
 
 from pioneer_grpc.v1 import prompt_compiler_service_pb2 as pb
 from pioneer_grpc.v1 import prompt_compiler_service_pb2_grpc as pb_grpc
 from pioneer_grpc.v1 import prompt_pb2
+from tests.support import unavailable_here
 
 RACE_SECONDS = 20
 MAX_COMPILES = 50_000
@@ -60,7 +60,7 @@ async def test_a_swapped_folder_never_redirects_a_read_outside_the_home(server, 
         _exchange(home / "ws", home / "link")
         _exchange(home / "ws", home / "link")
     except OSError as exc:  # pragma: no cover - a filesystem without renameat2
-        pytest.skip(f"renameat2(RENAME_EXCHANGE) unavailable: {exc}")
+        unavailable_here(f"renameat2(RENAME_EXCHANGE) unavailable: {exc}")
     stub = pb_grpc.PromptCompilerServiceStub(server.channel())
     request = pb.CompilePromptRequest(
         input=prompt_pb2.PromptCompileInput(

@@ -1,4 +1,5 @@
-"""RenderChatRequest end to end through the real server, errors decoded from the wire."""
+"""RenderChatRequest end to end through the real server: renders called with the Python client, errors
+read from the wire (the status details, their order and count)."""
 
 from __future__ import annotations
 
@@ -39,10 +40,8 @@ async def test_renders_what_the_core_renders(server: ServerHandle, provider_name
     provider = PROVIDERS[provider_name]
     chat_request = build("tool_round_trip", provider)
     options = P.RenderOptions(cache_key_prefix="rpc-", anthropic_min_cache_chars=100)
-    response = await stub(server).RenderChatRequest(
-        P.RenderChatRequestRequest(provider=provider, chat_request=chat_request, options=options),
-        metadata=server.metadata(),
-    )
+    client = await server.client()
+    response = await client.render_chat_request(provider=provider, chat_request=chat_request, options=options)
     expected = render(provider, chat_request, options)
     assert response.body_json == expected.body_json
     assert response.path == expected.path
@@ -54,9 +53,8 @@ async def test_renders_what_the_core_renders(server: ServerHandle, provider_name
 async def test_default_options_when_unset(server: ServerHandle) -> None:
     provider = P.PROVIDER_OPENAI_CHAT_COMPLETIONS
     chat_request = build("plain_compiled", provider)
-    response = await stub(server).RenderChatRequest(
-        P.RenderChatRequestRequest(provider=provider, chat_request=chat_request), metadata=server.metadata()
-    )
+    client = await server.client()
+    response = await client.render_chat_request(provider=provider, chat_request=chat_request)
     assert '"prompt_cache_key":"pioneer-' in response.body_json
 
 

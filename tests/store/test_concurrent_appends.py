@@ -11,16 +11,11 @@ from pioneer_grpc.errors import AlreadyExists
 from pioneer_grpc.service import history as history_ops
 from pioneer_grpc.store.models import EntryRow, TurnRow
 from pioneer_grpc.v1 import history_pb2
+from tests.builders import entry
 
 WRITERS = 20
 SHARED = 5
 OWN = 5
-
-
-def entry(entry_id: str, turn_id: str) -> history_pb2.ConversationEntry:
-    return history_pb2.ConversationEntry(
-        entry_id=entry_id, turn_id=turn_id, role=history_pb2.ENTRY_ROLE_USER, content=f"content of {entry_id}"
-    )
 
 
 async def test_twenty_concurrent_writers(pg_server):

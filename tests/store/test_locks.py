@@ -20,15 +20,25 @@ def test_advisory_key_is_stable_and_signed_64_bit():
 async def test_local_lock_queues_holders_and_forgets_idle_keys(tmp_path):
     engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'l.db'}")
     order: list[str] = []
+    a_in, b_asks = asyncio.Event(), asyncio.Event()
 
-    async def hold(name: str) -> None:
+    async def hold(name: str, entered: asyncio.Event | None, leave_when: asyncio.Event | None) -> None:
         async with compression_lock(engine, "t", 5) as held:
             assert held
             order.append(f"{name} in")
-            await asyncio.sleep(0.05)
+            if entered is not None:
+                entered.set()
+            if leave_when is not None:
+                await leave_when.wait()
             order.append(f"{name} out")
 
-    await asyncio.gather(hold("a"), hold("b"))
+    async def b() -> None:
+        await a_in.wait()
+        # Set before b asks for the lock, but a resumes only once b is parked on it.
+        b_asks.set()
+        await hold("b", None, None)
+
+    await asyncio.gather(hold("a", a_in, b_asks), b())
     assert order == ["a in", "a out", "b in", "b out"]
     assert len(LOCAL_LOCKS) == 0
     await engine.dispose()

@@ -13,32 +13,41 @@ from pioneer_grpc.store.work import run_to_end
 
 
 async def test_a_cancelled_caller_waits_for_the_work_then_sees_its_cancellation():
-    finished = asyncio.Event()
+    started, release, finished = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     async def work() -> str:
-        await asyncio.sleep(0.05)
+        started.set()
+        await release.wait()
         finished.set()
         return "done"
 
     caller = asyncio.create_task(run_to_end(work()))
-    await asyncio.sleep(0.01)
+    await started.wait()
     caller.cancel()
+    # One loop step: the cancellation the caller was sent is delivered before this task resumes.
+    await asyncio.sleep(0)
+    assert not caller.done(), "the cancelled caller returned while its work was still running"
+    release.set()
     with pytest.raises(asyncio.CancelledError):
         await caller
     assert finished.is_set(), "the caller returned before its work finished"
 
 
 async def test_a_caller_cancelled_twice_still_waits_for_the_work():
-    finished = asyncio.Event()
+    started, release, finished = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     async def work() -> None:
-        await asyncio.sleep(0.05)
+        started.set()
+        await release.wait()
         finished.set()
 
     caller = asyncio.create_task(run_to_end(work()))
+    await started.wait()
     for _ in range(2):
-        await asyncio.sleep(0.01)
         caller.cancel()
+        await asyncio.sleep(0)  # the cancellation is delivered (see above)
+        assert not caller.done()
+    release.set()
     with pytest.raises(asyncio.CancelledError):
         await caller
     assert finished.is_set()

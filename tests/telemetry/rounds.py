@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pioneer_grpc.client import assistant_entry, user_entry
 from pioneer_grpc.v1 import (
     common_pb2,
     history_pb2,
@@ -18,16 +19,6 @@ from pioneer_grpc.v1 import (
 )
 
 MODEL = "claude-sonnet-4-5"
-
-
-def user(entry_id: str, text: str) -> history_pb2.ConversationEntry:
-    return history_pb2.ConversationEntry(entry_id=entry_id, role=history_pb2.ENTRY_ROLE_USER, content=text)
-
-
-def assistant(entry_id: str, text: str) -> history_pb2.ConversationEntry:
-    return history_pb2.ConversationEntry(
-        entry_id=entry_id, role=history_pb2.ENTRY_ROLE_ASSISTANT, content=text
-    )
 
 
 def compile_input(extra_system: str) -> prompt_pb2.PromptCompileInput:
@@ -51,7 +42,7 @@ class Rounds:
         )
 
     async def completed_turn(self, thread_id: str, turn_id: str, question: str, answer: str) -> None:
-        entries = [user(f"{turn_id}-u", question), assistant(f"{turn_id}-a", answer)]
+        entries = [user_entry(f"{turn_id}-u", question), assistant_entry(f"{turn_id}-a", answer)]
         for entry in entries:
             entry.turn_id = turn_id
         await self.history.AppendEntries(
@@ -67,7 +58,7 @@ class Rounds:
         """A completed turn: a question, one read_file call, its (long) result, an answer."""
         call = common_pb2.ToolCall(id=f"{turn_id}-call", name="read_file", arguments='{"path": "notes.md"}')
         entries = [
-            user(f"{turn_id}-u", "What do the notes say?"),
+            user_entry(f"{turn_id}-u", "What do the notes say?"),
             history_pb2.ConversationEntry(
                 entry_id=f"{turn_id}-a1", role=history_pb2.ENTRY_ROLE_ASSISTANT, tool_calls=[call]
             ),
@@ -78,7 +69,7 @@ class Rounds:
                 name="read_file",
                 content=result,
             ),
-            assistant(f"{turn_id}-a2", "They list the open tasks."),
+            assistant_entry(f"{turn_id}-a2", "They list the open tasks."),
         ]
         for entry in entries:
             entry.turn_id = turn_id
@@ -111,7 +102,7 @@ class Rounds:
         request = turn_service_pb2.PrepareTurnRequest(
             thread_id=thread_id,
             turn_id=turn_id,
-            new_entries=[user(f"{turn_id}-u", text)],
+            new_entries=[user_entry(f"{turn_id}-u", text)],
             compile_input=compile_input(extra_system),
             provider=provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from types import SimpleNamespace
 
 import grpc
@@ -14,7 +13,7 @@ from pioneer_grpc import __version__
 from pioneer_grpc.service import observe
 from pioneer_grpc.telemetry import Metrics, NoMetrics, Telemetry
 from pioneer_grpc.v1 import history_pb2, manifest_service_pb2, manifest_service_pb2_grpc
-from tests.support import free_port
+from tests.support import eventually, free_port
 from tests.telemetry.rounds import Rounds
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -92,12 +91,14 @@ async def test_observers_and_their_lag_are_gauges(server_factory):
     assert value(during, "pioneer_watch_observers") == 1
     assert value(during, "pioneer_watch_observer_lag_events_max") == 0
     call.cancel()
-    for _ in range(100):
+    after: Samples = {}
+
+    async def observer_gone() -> bool:
+        nonlocal after
         _, after = await scrape(server.running.metrics_address)
-        if value(after, "pioneer_watch_observers") == 0:
-            break
-        await asyncio.sleep(0.05)
-    assert value(after, "pioneer_watch_observers") == 0
+        return value(after, "pioneer_watch_observers") == 0
+
+    await eventually(observer_gone, what="the cancelled watch leaves the observers gauge")
     assert (
         value(
             after,

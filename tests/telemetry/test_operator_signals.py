@@ -3,7 +3,6 @@ name the worker, the thread and turn, and the reason a call failed."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 
@@ -19,16 +18,17 @@ from pioneer_grpc.v1 import (
     manifest_service_pb2,
     manifest_service_pb2_grpc,
 )
+from tests.support import eventually
 from tests.telemetry.test_metrics import scrape, value
 
 
 async def _scrape_until(address: str, name: str, wanted: float) -> float:
-    async with asyncio.timeout(10):
-        while True:
-            _, samples = await scrape(address)
-            if value(samples, name) == wanted:
-                return wanted
-            await asyncio.sleep(0.05)
+    async def reached() -> bool:
+        _, samples = await scrape(address)
+        return value(samples, name) == wanted
+
+    await eventually(reached, what=f"{name} == {wanted}")
+    return wanted
 
 
 async def test_process_in_flight_serving_and_connection_gauges(server_factory):
@@ -66,15 +66,13 @@ async def test_a_failed_rpcs_access_line_names_its_thread_and_reason(server, cap
     with pytest.raises(grpc.aio.AioRpcError) as raised:
         await history.GetThread(history_service_pb2.GetThreadRequest(thread_id="no-such-thread"))
     assert raised.value.code() == grpc.StatusCode.NOT_FOUND
-    async with asyncio.timeout(10):  # the access line is written once the status has left
-        while True:
-            lines = [
-                line for line in _json_lines(caplog, "pioneer_grpc.access") if "GetThread" in line["method"]
-            ]
-            if lines:
-                break
-            await asyncio.sleep(0.01)
-    [line] = lines
+
+    def access_lines() -> list[dict]:
+        return [line for line in _json_lines(caplog, "pioneer_grpc.access") if "GetThread" in line["method"]]
+
+    # The access line is written once the status has left.
+    await eventually(lambda: bool(access_lines()), what="the access line of GetThread")
+    [line] = access_lines()
     assert line["code"] == "NOT_FOUND"
     assert line["reason"] == "THREAD_NOT_FOUND"
     assert line["thread_id"] == "no-such-thread"

@@ -8,9 +8,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+from pioneer_grpc.client import user_entry
 from pioneer_grpc.telemetry import Telemetry
 from pioneer_grpc.v1 import prompt_pb2, turn_service_pb2
-from tests.telemetry.rounds import MODEL, Rounds, user
+from tests.telemetry.rounds import MODEL, Rounds
 
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
 PARENT_ID = 0x00F067AA0BA902B7
@@ -195,7 +196,7 @@ async def test_a_failing_step_records_the_error_type_and_never_its_message(trace
             turn_service_pb2.PrepareTurnRequest(
                 thread_id="t-fail",
                 turn_id="turn-1",
-                new_entries=[user("u1", "hi")],
+                new_entries=[user_entry("u1", "hi")],
                 compile_input=prompt_pb2.PromptCompileInput(workspace_root=f"/nowhere/{SECRET}"),
             )
         )

@@ -9,6 +9,7 @@ import json
 from pioneer_grpc.cli import build_parser
 from pioneer_grpc.cli.watch import follow
 from pioneer_grpc.cli.watch_stats import WatchStats
+from tests.support import eventually
 from tests.telemetry.rounds import Rounds
 
 
@@ -61,10 +62,7 @@ async def test_the_table_is_printed_once_caught_up(server):
     await _three_rounds_with_a_soul_edit(server)
     out = io.StringIO()
     following = asyncio.create_task(follow(server.address, count=5, out=out, stats=WatchStats()))
-    for _ in range(200):
-        if "by section" in out.getvalue():
-            break
-        await asyncio.sleep(0.05)
+    await eventually(lambda: "by section" in out.getvalue(), what="the table, once caught up")
     assert "agent" in out.getvalue().split("by section", 1)[1]
     await Rounds(server.channel()).compile_on("agent", "turn-4", "Date: 2026-11-30")
     assert await asyncio.wait_for(following, 10) == 0

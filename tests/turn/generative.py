@@ -31,8 +31,6 @@ from typing import Any
 
 import grpc
 from google.protobuf import struct_pb2
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from pioneer_grpc.v1 import (
     chat_pb2,
@@ -47,6 +45,7 @@ from pioneer_grpc.v1 import (
     turn_service_pb2_grpc,
 )
 from tests.providers.strict import STRICT, StrictViolation
+from tests.support import decoded
 
 P = provider_service_pb2
 USER, ASSISTANT, TOOL = (
@@ -128,16 +127,6 @@ class Stats:
         ]
         lines += [f"  e.g. {name}: {text}" for name, text in self.examples.items()]
         return "\n".join(lines)
-
-
-def violations_of(error: grpc.aio.AioRpcError) -> list[tuple[str, str]]:
-    status = rpc_status.from_call(error)
-    found: list[tuple[str, str]] = []
-    for detail in status.details if status is not None else []:
-        bad = error_details_pb2.BadRequest()
-        if detail.Unpack(bad):
-            found += [(v.field, v.description) for v in bad.field_violations]
-    return found
 
 
 @dataclass
@@ -367,7 +356,7 @@ class Conversation:
         self.stats.compared_with_scratch += 1
 
     def classify(self, error: grpc.aio.AioRpcError, entries_kind: str, round_kind: str, provider: int) -> str:
-        found = violations_of(error)
+        found = decoded(error).violations
         fields = [f for f, _ in found]
         if error.code() == grpc.StatusCode.FAILED_PRECONDITION and self.pending:
             # The turn's latest calls have no result yet: a round cannot be prepared before them.
@@ -420,11 +409,13 @@ class Conversation:
                     history_service_pb2.AppendEntriesRequest(thread_id=self.thread_id, entries=entries)
                 )
             except grpc.aio.AioRpcError as error:
-                fields = [f for f, _ in violations_of(error)]
+                fields = [f for f, _ in decoded(error).violations]
                 if kind and error.code() == grpc.StatusCode.INVALID_ARGUMENT and fields:
                     self.stats.rejected[kind] += 1
                     continue
-                self.stats.fail(f"append_failed{'' if not kind else ' ' + kind}", str(violations_of(error)))
+                self.stats.fail(
+                    f"append_failed{'' if not kind else ' ' + kind}", str(decoded(error).violations)
+                )
                 return
             if kind:
                 self.stats.accepted_hostile[kind] += 1

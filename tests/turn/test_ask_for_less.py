@@ -8,8 +8,9 @@ import json
 import grpc
 import pytest
 
+from pioneer_grpc.client import RpcFailure, user_entry
 from pioneer_grpc.v1 import history_pb2, history_service_pb2, provider_service_pb2, turn_service_pb2
-from tests.turn.test_prepare_turn import Client, bad_fields, compile_input, user
+from tests.turn.test_prepare_turn import Client, bad_fields, compile_input
 
 
 async def test_provider_body_only_leaves_the_chat_request_out(server):
@@ -18,13 +19,13 @@ async def test_provider_body_only_leaves_the_chat_request_out(server):
     request = turn_service_pb2.PrepareTurnRequest(
         thread_id="t",
         turn_id="u1",
-        new_entries=[user("e1", "hello")],
+        new_entries=[user_entry("e1", "hello")],
         compile_input=compile_input(),
         provider=provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
     )
-    whole = await c.turns.PrepareTurn(request)
+    whole = await c.prepare_turn(request)
     request.provider_body_only = True
-    less = await c.turns.PrepareTurn(request)
+    less = await c.prepare_turn(request)
     assert not less.HasField("chat_request")
     assert whole.HasField("chat_request")
     assert less.provider_body_json == whole.provider_body_json
@@ -39,13 +40,13 @@ async def test_provider_body_only_leaves_the_chat_request_out(server):
 async def test_provider_body_only_needs_a_provider(server):
     c = Client(server)
     await c.thread("t")
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await c.turns.PrepareTurn(
+    with pytest.raises(RpcFailure) as err:
+        await c.prepare_turn(
             turn_service_pb2.PrepareTurnRequest(
-                thread_id="t", turn_id="u1", new_entries=[user("e1", "hi")], provider_body_only=True
+                thread_id="t", turn_id="u1", new_entries=[user_entry("e1", "hi")], provider_body_only=True
             )
         )
-    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert bad_fields(err.value) == ["provider_body_only"]
     assert await c.entry_count("t") == 0
 
@@ -54,25 +55,26 @@ async def test_counts_only_append_answers_without_the_entries(pg_server):
     c = Client(pg_server)
     await c.thread("t")
     entries = [history_pb2.ConversationEntry(entry_id="e1", turn_id="u1", role=1, content="hi")]
-    reply = await c.history.AppendEntries(
+    reply = await c.append_entries(
         history_service_pb2.AppendEntriesRequest(thread_id="t", entries=entries, counts_only=True)
     )
     assert (len(reply.entries), reply.created_count, reply.existing_count) == (0, 1, 0)
-    again = await c.history.AppendEntries(
+    again = await c.append_entries(
         history_service_pb2.AppendEntriesRequest(thread_id="t", entries=entries, counts_only=True)
     )
     assert (len(again.entries), again.created_count, again.existing_count) == (0, 0, 1)
-    full = await c.history.AppendEntries(
-        history_service_pb2.AppendEntriesRequest(thread_id="t", entries=entries)
-    )
+    full = await c.append_entries(history_service_pb2.AppendEntriesRequest(thread_id="t", entries=entries))
     assert [e.entry_id for e in full.entries] == ["e1"]
     assert full.entries[0].token_count > 0
 
 
 async def round_messages(c: Client, turn: str, text: str) -> list[str]:
-    response = await c.turns.PrepareTurn(
+    response = await c.prepare_turn(
         turn_service_pb2.PrepareTurnRequest(
-            thread_id="t", turn_id=turn, new_entries=[user(f"{turn}-u", text)], compile_input=compile_input()
+            thread_id="t",
+            turn_id=turn,
+            new_entries=[user_entry(f"{turn}-u", text)],
+            compile_input=compile_input(),
         )
     )
     return [m.content for m in response.chat_request.messages]
@@ -88,10 +90,10 @@ async def test_a_round_sees_what_another_replica_completed(postgres_url, server_
     await a.thread("t")
     assert await round_messages(a, "u1", "one") == ["one"]
     # u1 is completed on the other replica; the first replica's shared answer must not be reused.
-    await b.history.CompleteTurn(history_service_pb2.CompleteTurnRequest(thread_id="t", turn_id="u1"))
+    await b.complete_turn(history_service_pb2.CompleteTurnRequest(thread_id="t", turn_id="u1"))
     assert await round_messages(a, "u2", "two") == ["one", "two"]
     assert await round_messages(b, "u3", "three") == ["one", "three"]
-    loaded = await a.history.LoadConversationHistory(
+    loaded = await a.load_conversation_history(
         history_service_pb2.LoadConversationHistoryRequest(thread_id="t", exclude_turn_id="u3")
     )
     assert [m.content for m in loaded.messages] == ["one"]
@@ -101,12 +103,12 @@ async def test_load_leaving_out_a_completed_turn_is_its_own_answer(server):
     c = Client(server)
     await c.thread("t")
     await round_messages(c, "u1", "one")
-    await c.history.CompleteTurn(history_service_pb2.CompleteTurnRequest(thread_id="t", turn_id="u1"))
+    await c.complete_turn(history_service_pb2.CompleteTurnRequest(thread_id="t", turn_id="u1"))
     await round_messages(c, "u2", "two")
-    await c.history.CompleteTurn(history_service_pb2.CompleteTurnRequest(thread_id="t", turn_id="u2"))
+    await c.complete_turn(history_service_pb2.CompleteTurnRequest(thread_id="t", turn_id="u2"))
 
     async def load(exclude: str) -> list[str]:
-        reply = await c.history.LoadConversationHistory(
+        reply = await c.load_conversation_history(
             history_service_pb2.LoadConversationHistoryRequest(thread_id="t", exclude_turn_id=exclude)
         )
         return [m.content for m in reply.messages]

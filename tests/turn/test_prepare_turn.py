@@ -7,22 +7,19 @@ import json
 import grpc
 import pytest
 from google.protobuf import struct_pb2
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
+from pioneer_grpc.client import AsyncClient, ConnectOptions, RpcFailure, user_entry
 from pioneer_grpc.v1 import (
     chat_pb2,
     common_pb2,
     history_pb2,
     history_service_pb2,
-    history_service_pb2_grpc,
     manifest_service_pb2,
-    manifest_service_pb2_grpc,
     prompt_pb2,
     provider_service_pb2,
     turn_service_pb2,
-    turn_service_pb2_grpc,
 )
+from tests.support import decoded
 
 MARKER = "<!-- PIONEER_PROMT_CACHE_BOUNDARY -->"
 
@@ -41,49 +38,32 @@ def compile_input(extra: str = "Date: 2026-11-29") -> prompt_pb2.PromptCompileIn
     )
 
 
-def user(entry_id: str, text: str) -> history_pb2.ConversationEntry:
-    return history_pb2.ConversationEntry(entry_id=entry_id, role=history_pb2.ENTRY_ROLE_USER, content=text)
+class Client(AsyncClient):
+    """The Python client on a test server, with the set-ups the PrepareTurn tests repeat."""
 
-
-class Client:
     def __init__(self, server):
-        channel = server.channel()
-        self.turns = turn_service_pb2_grpc.TurnServiceStub(channel)
-        self.history = history_service_pb2_grpc.HistoryServiceStub(channel)
-        self.manifests = manifest_service_pb2_grpc.ManifestServiceStub(channel)
+        super().__init__(server.channel(), ConnectOptions(address=server.address, token=server.token or None))
 
     async def thread(self, thread_id: str, **config) -> None:
         config.setdefault("model", "claude-sonnet-4-5")
-        await self.history.CreateThread(
-            history_service_pb2.CreateThreadRequest(
-                thread_id=thread_id, config=history_pb2.ThreadConfig(**config)
-            )
-        )
+        await self.create_thread(thread_id=thread_id, config=history_pb2.ThreadConfig(**config))
 
     async def entry_count(self, thread_id: str) -> int:
-        reply = await self.history.GetThread(history_service_pb2.GetThreadRequest(thread_id=thread_id))
-        return reply.thread.entry_count
+        return (await self.get_thread(thread_id=thread_id)).thread.entry_count
 
 
-def bad_fields(err: grpc.aio.AioRpcError) -> list[str]:
-    status = rpc_status.from_call(err)
-    assert status is not None, err
-    found = []
-    for detail in status.details:
-        bad = error_details_pb2.BadRequest()
-        if detail.Unpack(bad):
-            found += [v.field for v in bad.field_violations]
-    return found
+def bad_fields(err: grpc.RpcError | RpcFailure) -> list[str]:
+    return [field for field, _ in decoded(err).violations]
 
 
 async def test_first_round_returns_request_manifest_and_anthropic_body(server):
     c = Client(server)
     await c.thread("t-round")
-    reply = await c.turns.PrepareTurn(
+    reply = await c.prepare_turn(
         turn_service_pb2.PrepareTurnRequest(
             thread_id="t-round",
             turn_id="turn-1",
-            new_entries=[user("u1", "What's the weather in Oslo?")],
+            new_entries=[user_entry("u1", "What's the weather in Oslo?")],
             compile_input=compile_input(),
             tools=[weather_tool()],
             provider=provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
@@ -100,7 +80,7 @@ async def test_first_round_returns_request_manifest_and_anthropic_body(server):
     assert reply.manifest.thread_id == "t-round"
     assert reply.manifest.turn_id == "turn-1"
     assert reply.manifest_event_id > 0
-    stored = await c.manifests.GetTurnManifest(
+    stored = await c.get_turn_manifest(
         manifest_service_pb2.GetTurnManifestRequest(thread_id="t-round", turn_id="turn-1")
     )
     assert stored.manifest.fingerprint_full == reply.manifest.fingerprint_full
@@ -121,9 +101,9 @@ async def test_later_rounds_of_a_turn_carry_its_tool_call_and_result(server):
         "compile_input": compile_input(),
         "tools": [weather_tool()],
     }
-    await c.turns.PrepareTurn(turn_service_pb2.PrepareTurnRequest(new_entries=[user("u1", "Oslo?")], **base))
+    await c.prepare_turn(turn_service_pb2.PrepareTurnRequest(new_entries=[user_entry("u1", "Oslo?")], **base))
     call = common_pb2.ToolCall(id="call_1", name="get_weather", arguments='{"city":"Oslo"}')
-    reply = await c.turns.PrepareTurn(
+    reply = await c.prepare_turn(
         turn_service_pb2.PrepareTurnRequest(
             new_entries=[
                 history_pb2.ConversationEntry(
@@ -154,15 +134,15 @@ async def test_later_rounds_of_a_turn_carry_its_tool_call_and_result(server):
 async def test_next_turn_sees_the_completed_turn_as_history(server):
     c = Client(server)
     await c.thread("t-next")
-    await c.turns.PrepareTurn(
+    await c.prepare_turn(
         turn_service_pb2.PrepareTurnRequest(
             thread_id="t-next",
             turn_id="turn-1",
-            new_entries=[user("u1", "Hi")],
+            new_entries=[user_entry("u1", "Hi")],
             compile_input=compile_input(),
         )
     )
-    await c.history.AppendEntries(
+    await c.append_entries(
         history_service_pb2.AppendEntriesRequest(
             thread_id="t-next",
             entries=[
@@ -172,14 +152,12 @@ async def test_next_turn_sees_the_completed_turn_as_history(server):
             ],
         )
     )
-    await c.history.CompleteTurn(
-        history_service_pb2.CompleteTurnRequest(thread_id="t-next", turn_id="turn-1")
-    )
-    reply = await c.turns.PrepareTurn(
+    await c.complete_turn(history_service_pb2.CompleteTurnRequest(thread_id="t-next", turn_id="turn-1"))
+    reply = await c.prepare_turn(
         turn_service_pb2.PrepareTurnRequest(
             thread_id="t-next",
             turn_id="turn-2",
-            new_entries=[user("u2", "Again")],
+            new_entries=[user_entry("u2", "Again")],
             compile_input=compile_input(),
         )
     )
@@ -192,7 +170,7 @@ async def test_a_thread_over_the_threshold_is_summarized(server):
     c = Client(server)
     await c.thread("t-long", max_context_tokens=3000, response_reserve_tokens=500)
     for turn in range(30):
-        await c.history.AppendEntries(
+        await c.append_entries(
             history_service_pb2.AppendEntriesRequest(
                 thread_id="t-long",
                 entries=[
@@ -211,14 +189,14 @@ async def test_a_thread_over_the_threshold_is_summarized(server):
                 ],
             )
         )
-        await c.history.CompleteTurn(
+        await c.complete_turn(
             history_service_pb2.CompleteTurnRequest(thread_id="t-long", turn_id=f"old-{turn}")
         )
-    reply = await c.turns.PrepareTurn(
+    reply = await c.prepare_turn(
         turn_service_pb2.PrepareTurnRequest(
             thread_id="t-long",
             turn_id="now",
-            new_entries=[user("u-now", "What did we change?")],
+            new_entries=[user_entry("u-now", "What did we change?")],
             compile_input=compile_input(),
             provider=provider_service_pb2.PROVIDER_GEMINI_GENERATE_CONTENT,
             model="gemini-2.5-pro",
@@ -245,13 +223,13 @@ async def test_bad_compile_input_is_rejected_before_anything_is_stored(server):
     await c.thread("t-bad")
     bad = compile_input()
     bad.dynamic_sections.add(id="has space", content="x")
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await c.turns.PrepareTurn(
+    with pytest.raises(RpcFailure) as err:
+        await c.prepare_turn(
             turn_service_pb2.PrepareTurnRequest(
-                thread_id="t-bad", turn_id="turn-1", new_entries=[user("u1", "hi")], compile_input=bad
+                thread_id="t-bad", turn_id="turn-1", new_entries=[user_entry("u1", "hi")], compile_input=bad
             )
         )
-    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert bad_fields(err.value) == ["compile_input.dynamic_sections[0].id"]
     assert await c.entry_count("t-bad") == 0
 
@@ -268,12 +246,15 @@ async def test_bad_request_fields_are_named_and_nothing_is_stored(server, change
     c = Client(server)
     await c.thread("t-fields")
     request = turn_service_pb2.PrepareTurnRequest(
-        thread_id="t-fields", turn_id="turn-1", new_entries=[user("u1", "hi")], compile_input=compile_input()
+        thread_id="t-fields",
+        turn_id="turn-1",
+        new_entries=[user_entry("u1", "hi")],
+        compile_input=compile_input(),
     )
     change(request)
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await c.turns.PrepareTurn(request)
-    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(RpcFailure) as err:
+        await c.prepare_turn(request)
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert field in bad_fields(err.value)
     assert await c.entry_count("t-fields") == 0
 
@@ -281,25 +262,25 @@ async def test_bad_request_fields_are_named_and_nothing_is_stored(server, change
 async def test_model_is_required_somewhere(server):
     c = Client(server)
     await c.thread("t-model", model="")
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await c.turns.PrepareTurn(
+    with pytest.raises(RpcFailure) as err:
+        await c.prepare_turn(
             turn_service_pb2.PrepareTurnRequest(
                 thread_id="t-model", turn_id="turn-1", compile_input=compile_input()
             )
         )
-    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert bad_fields(err.value) == ["model"]
 
 
 async def test_unknown_thread_is_not_found(server):
     c = Client(server)
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await c.turns.PrepareTurn(
+    with pytest.raises(RpcFailure) as err:
+        await c.prepare_turn(
             turn_service_pb2.PrepareTurnRequest(
                 thread_id="nope", turn_id="turn-1", compile_input=compile_input()
             )
         )
-    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+    assert err.value.code == grpc.StatusCode.NOT_FOUND
 
 
 async def test_every_violation_is_reported_at_once_under_the_requests_own_names(server):
@@ -311,22 +292,22 @@ async def test_every_violation_is_reported_at_once_under_the_requests_own_names(
         thread_id="t-all",
         turn_id="turn-1",
         new_entries=[
-            user("u1", "hi"),
+            user_entry("u1", "hi"),
             history_pb2.ConversationEntry(entry_id="", role=99, content="x"),
         ],
         compile_input=bad_input,
         tools=[chat_pb2.ToolDefinition(name="bad name!")],
     )
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await c.turns.PrepareTurn(request)
-    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(RpcFailure) as err:
+        await c.prepare_turn(request)
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert bad_fields(err.value) == [
         "new_entries[1].entry_id",
         "new_entries[1].role",
         "compile_input.dynamic_sections[0].id",
         "tools[0].name",
     ]
-    assert err.value.details().endswith("(and 1 more)")
+    assert err.value.message.endswith("(and 1 more)")
     assert await c.entry_count("t-all") == 0
 
 
@@ -335,11 +316,11 @@ async def test_history_report_says_other_incomplete_turns_are_left_out(server):
     await c.thread("t-left-out")
 
     async def prepare(turn_id: str, entry_id: str) -> turn_service_pb2.PrepareTurnResponse:
-        return await c.turns.PrepareTurn(
+        return await c.prepare_turn(
             turn_service_pb2.PrepareTurnRequest(
                 thread_id="t-left-out",
                 turn_id=turn_id,
-                new_entries=[user(entry_id, "Hi")],
+                new_entries=[user_entry(entry_id, "Hi")],
                 compile_input=compile_input(),
             )
         )
@@ -359,21 +340,24 @@ async def test_a_repeated_entry_id_with_other_content_is_refused_and_nothing_cha
     c = Client(pg_server)
     await c.thread("t")
     first = turn_service_pb2.PrepareTurnRequest(
-        thread_id="t", turn_id="u1", new_entries=[user("e1", "first words")], compile_input=compile_input()
+        thread_id="t",
+        turn_id="u1",
+        new_entries=[user_entry("e1", "first words")],
+        compile_input=compile_input(),
     )
-    done = await c.turns.PrepareTurn(first)
+    done = await c.prepare_turn(first)
     retried = turn_service_pb2.PrepareTurnRequest()
     retried.CopyFrom(first)
-    assert (await c.turns.PrepareTurn(retried)).manifest_event_id == done.manifest_event_id
+    assert (await c.prepare_turn(retried)).manifest_event_id == done.manifest_event_id
     retried.new_entries[0].content = "other words"
-    retried.new_entries.append(user("e2", "a new entry"))
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await c.turns.PrepareTurn(retried)
-    assert err.value.code() == grpc.StatusCode.ALREADY_EXISTS
-    assert "e1" in (err.value.details() or "")
+    retried.new_entries.append(user_entry("e2", "a new entry"))
+    with pytest.raises(RpcFailure) as err:
+        await c.prepare_turn(retried)
+    assert err.value.code == grpc.StatusCode.ALREADY_EXISTS
+    assert "e1" in err.value.message
     # The refused round stored nothing: not the new entry, not another manifest.
     assert await c.entry_count("t") == 1
-    again = await c.turns.PrepareTurn(first)
+    again = await c.prepare_turn(first)
     assert again.manifest_event_id == done.manifest_event_id
     users = [m.content for m in again.chat_request.messages if m.role == chat_pb2.CHAT_ROLE_USER]
     assert users == ["first words"]

@@ -74,7 +74,7 @@ async def seed(c: Client, thread_id: str) -> None:
     for n in range(3):
         turn = f"seed-{n}"
         call = common_pb2.ToolCall(id=f"c{n}", name="read_file", arguments="{}")
-        await c.history.AppendEntries(
+        await c.append_entries(
             history_service_pb2.AppendEntriesRequest(
                 thread_id=thread_id,
                 entries=[
@@ -93,9 +93,7 @@ async def seed(c: Client, thread_id: str) -> None:
                 ],
             )
         )
-        await c.history.CompleteTurn(
-            history_service_pb2.CompleteTurnRequest(thread_id=thread_id, turn_id=turn)
-        )
+        await c.complete_turn(history_service_pb2.CompleteTurnRequest(thread_id=thread_id, turn_id=turn))
 
 
 async def reference_round(
@@ -203,7 +201,7 @@ async def test_a_round_leaves_the_rows_the_separate_use_cases_left(database_url,
                 tools=[tool()],
             )
             before = RowsRead.entries
-            response = await c.turns.PrepareTurn(request)
+            response = await c.prepare_turn(request)
             # Completed entries the round read: the seed whole at first, nothing more within a
             # turn; t1's entries (refused: an artifact is counted per read) and the thread whole;
             # then t2's entries only.
@@ -215,12 +213,10 @@ async def test_a_round_leaves_the_rows_the_separate_use_cases_left(database_url,
             assert response.history_report.entries_kept == kept
             assert await rows(server, ROUND) == await rows(server, REFERENCE)
         for thread_id in (REFERENCE, ROUND):
-            await c.history.AppendEntries(
+            await c.append_entries(
                 history_service_pb2.AppendEntriesRequest(thread_id=thread_id, entries=[answer(turn)])
             )
-            await c.history.CompleteTurn(
-                history_service_pb2.CompleteTurnRequest(thread_id=thread_id, turn_id=turn)
-            )
+            await c.complete_turn(history_service_pb2.CompleteTurnRequest(thread_id=thread_id, turn_id=turn))
         kept += 4
     assert await rows(server, ROUND) == await rows(server, REFERENCE)
 
@@ -234,12 +230,12 @@ async def test_a_retried_round_returns_the_same_event_and_publishes_no_other(pg_
             thread_id=ROUND, turn_id="t1", new_entries=entries_of_round(1), compile_input=compile_input(extra)
         )
 
-    first = await c.turns.PrepareTurn(request("a"))
-    again = await c.turns.PrepareTurn(request("a"))
+    first = await c.prepare_turn(request("a"))
+    again = await c.prepare_turn(request("a"))
     assert again.manifest_event_id == first.manifest_event_id
     assert again.chat_request == first.chat_request
-    other = await c.turns.PrepareTurn(request("b"))
-    back = await c.turns.PrepareTurn(request("a"))
+    other = await c.prepare_turn(request("b"))
+    back = await c.prepare_turn(request("a"))
     # The turn keeps the latest compile: going back to the first is a new event.
     assert len({first.manifest_event_id, other.manifest_event_id, back.manifest_event_id}) == 3
     state = await rows(pg_server, ROUND)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from google.protobuf import struct_pb2
 
+from pioneer_grpc.client import user_entry
 from pioneer_grpc.v1 import (
     chat_pb2,
     common_pb2,
@@ -33,10 +34,6 @@ def weather_tool() -> chat_pb2.ToolDefinition:
     params = struct_pb2.Struct()
     params.update({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
     return chat_pb2.ToolDefinition(name="get_weather", description="Weather for a city", parameters=params)
-
-
-def user(entry_id: str, text: str) -> history_pb2.ConversationEntry:
-    return history_pb2.ConversationEntry(entry_id=entry_id, role=history_pb2.ENTRY_ROLE_USER, content=text)
 
 
 def tool_round_entries(turn_id: str, city: str, result: str) -> list[history_pb2.ConversationEntry]:
@@ -105,12 +102,12 @@ class AgentLoop:
             ),
             metadata=self.metadata,
         )
-        await self.round("turn-1", [user("turn-1-u", "What's the weather in Oslo?")])
+        await self.round("turn-1", [user_entry("turn-1-u", "What's the weather in Oslo?")])
         await self.round("turn-1", tool_round_entries("turn-1", "Oslo", "4°C, light rain"))
         await self.finish("turn-1", "It is 4°C with light rain in Oslo.")
         soul = self.home / "SOUL.md"
         soul.write_text(soul.read_text() + "\nAlways give temperatures in both Celsius and Fahrenheit.\n")
-        await self.round("turn-2", [user("turn-2-u", "And in Bergen?")])
+        await self.round("turn-2", [user_entry("turn-2-u", "And in Bergen?")])
 
     async def live_round(self) -> turn_service_pb2.PrepareTurnResponse:
         """Turn 2's tool round, on a new date: a new manifest event of the turn."""

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from pioneer_grpc.v1 import history_pb2, prompt_pb2, provider_service_pb2, turn_service_pb2
-
-
-def user(entry_id: str, text: str) -> history_pb2.ConversationEntry:
-    return history_pb2.ConversationEntry(entry_id=entry_id, role=history_pb2.ENTRY_ROLE_USER, content=text)
+from pioneer_grpc.client import user_entry
+from pioneer_grpc.v1 import prompt_pb2, provider_service_pb2, turn_service_pb2
 
 
 def prepare_request(
@@ -15,7 +12,7 @@ def prepare_request(
     return turn_service_pb2.PrepareTurnRequest(
         thread_id=thread_id,
         turn_id=turn_id,
-        new_entries=[user(f"{turn_id}-u", text)],
+        new_entries=[user_entry(f"{turn_id}-u", text)],
         compile_input=prompt_pb2.PromptCompileInput(
             profile=prompt_pb2.PROMPT_PROFILE_FULL, extra_system=extra_system
         ),

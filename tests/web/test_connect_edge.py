@@ -7,8 +7,6 @@ import asyncio
 import grpc
 import httpx
 import pytest
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -23,6 +21,7 @@ from pioneer_grpc.v1 import (
     turn_service_pb2,
     turn_service_pb2_grpc,
 )
+from tests.support import decoded
 from tests.web import connect_http as http
 from tests.web.rounds import prepare_request
 
@@ -35,16 +34,6 @@ async def edge(server_factory):
     handle = await server_factory(http_listen="127.0.0.1:0", token=TOKEN)
     async with httpx.AsyncClient(base_url=f"http://{handle.running.http_address}", timeout=30) as client:
         yield handle, client
-
-
-def grpc_reason(error: grpc.aio.AioRpcError) -> str:
-    status = rpc_status.from_call(error)
-    for detail in status.details:
-        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            detail.Unpack(info)
-            return info.reason
-    return ""
 
 
 async def test_compile_and_prepare_answer_as_over_grpc(edge):
@@ -98,7 +87,7 @@ async def test_errors_carry_the_grpc_reasons(edge):
         error = response.json()
         assert error["code"] == raised.value.code().name.lower()
         assert error["message"] == raised.value.details()
-        assert http.reasons(error) == [grpc_reason(raised.value)]
+        assert http.reasons(error) == [decoded(raised.value).reason]
         assert response.status_code in (400, 404)
     malformed = await client.post(f"{HISTORY}/GetThread", content=b"{nope", headers=http.headers(TOKEN))
     assert malformed.status_code == 400
@@ -243,20 +232,17 @@ async def test_error_details_are_readable_and_responses_compact(edge):
     request = history_service_pb2.ListThreadsRequest(page_size=-1, order_by="name", page_token="x" * 5000)
     with pytest.raises(grpc.aio.AioRpcError) as raised:
         await history.ListThreads(request, metadata=handle.metadata())
-    status = rpc_status.from_call(raised.value)
-    bad = error_details_pb2.BadRequest()
-    assert [d for d in status.details if d.Unpack(bad)]
-    grpc_fields = [v.field for v in bad.field_violations]
+    grpc_fields = [field for field, _ in decoded(raised.value).violations]
     assert len(grpc_fields) >= 2, grpc_fields
     response = await http.unary(client, f"{HISTORY}/ListThreads", request, TOKEN)
     error = response.json()
     debug = {d["type"]: d["debug"] for d in error["details"]}
-    assert debug["google.rpc.ErrorInfo"]["reason"] == grpc_reason(raised.value)
+    assert debug["google.rpc.ErrorInfo"]["reason"] == decoded(raised.value).reason
     assert debug["google.rpc.ErrorInfo"]["domain"]
     assert [v["field"] for v in debug["google.rpc.BadRequest"]["fieldViolations"]] == grpc_fields
     assert all(v["description"] for v in debug["google.rpc.BadRequest"]["fieldViolations"])
     # The packed value is still there for clients that decode it.
-    assert http.reasons(error) == [grpc_reason(raised.value)]
+    assert http.reasons(error) == [decoded(raised.value).reason]
     # Answers are one line without padding.
     await history.CreateThread(
         history_service_pb2.CreateThreadRequest(thread_id="t1"), metadata=handle.metadata()

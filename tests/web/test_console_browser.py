@@ -21,6 +21,7 @@ import pytest
 from pioneer_grpc.config import Config
 from pioneer_grpc.server.app import start_server
 from pioneer_grpc.v1 import history_pb2
+from tests.support import unavailable_here
 from tests.web.agent_loop import THREAD, AgentLoop
 
 CHROMIUM = os.environ.get("PIONEER_CHROMIUM", "/usr/bin/chromium")
@@ -32,10 +33,7 @@ WAIT_MS = 30_000
 def _chromium() -> str:
     if Path(CHROMIUM).exists():
         return CHROMIUM
-    message = f"{CHROMIUM} is missing: `make test` installs Debian's chromium (scripts/chromium.sh)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    unavailable_here(f"{CHROMIUM} is missing: `make test` installs Debian's chromium (scripts/chromium.sh)")
 
 
 @pytest.fixture

@@ -72,9 +72,7 @@ async def test_a_request_at_its_caps_is_parsed_and_answered_off_the_loop(client,
 
 
 async def test_without_the_token_the_body_is_never_parsed(client, threads_seen):
-    response = await client.post(
-        f"{HISTORY}/GetThread", content=b'{"threadId": "x"}', headers=http.headers()
-    )
+    response = await client.post(f"{HISTORY}/GetThread", content=b'{"threadId": "x"}', headers=http.headers())
     assert response.status_code == 401
     assert response.json()["code"] == "unauthenticated"
     assert threads_seen["to_binary"] == []

@@ -89,9 +89,18 @@ func TestPoolTakesItsConnectionsInTurn(t *testing.T) {
 
 func TestEachCallerKnowsItsIndex(t *testing.T) {
 	var seen [5]atomic.Int64
+	var started atomic.Int64
+	everyone := make(chan struct{})
 	_, _, _ = drive(context.Background(), func(ctx context.Context) (int, time.Duration, error) {
-		seen[caller(ctx)].Add(1)
-		time.Sleep(time.Millisecond) // long enough for every caller to start
+		// Each caller's first call waits until every caller has made its first: no caller can
+		// take all the calls before the others start.
+		if seen[caller(ctx)].Add(1) == 1 && started.Add(1) == int64(len(seen)) {
+			close(everyone)
+		}
+		select {
+		case <-everyone:
+		case <-time.After(30 * time.Second): // bounds a broken drive; the check below then fails
+		}
 		return 0, 0, nil
 	}, 5, 100)
 	for i := range seen {
