@@ -195,12 +195,12 @@ async def test_count_tokens_counts_content_parts_as_a_load_counts_them(pg_server
         entry("u1", "turn-1", USER, "Compare these.", content_parts=[image(png(800, 600)), said]),
         *screenshot_turn("turn-1")[1:],
     ]
-    await c.history.CompleteTurn(pb.CompleteTurnRequest(thread_id="t", turn_id="turn-1", entries=turn))
-    loaded = await load(c.history, "t")
+    await c.complete_turn(pb.CompleteTurnRequest(thread_id="t", turn_id="turn-1", entries=turn))
+    loaded = await load(c, "t")
     assert [d.code for d in loaded.report.diagnostics] == []  # every part sized: nothing assumed
 
     async def count(*messages: chat_pb2.ChatMessage) -> pb.CountTokensResponse:
-        return await c.history.CountTokens(
+        return await c.count_tokens(
             pb.CountTokensRequest(messages=messages, model="claude-sonnet-4-5")
         )
 

@@ -159,12 +159,12 @@ async def test_failing_calls_leave_the_store_as_it_was(pg_server):
         ),
         "complete, an entry conflict": lambda: complete(c, "turn-2", bare("x12", ASSISTANT, "a"), changed),
         # Checked against what the store holds, inside the transaction: the batch's earlier rows roll back.
-        "append, a second result for an answered call": lambda: c.history.AppendEntries(
+        "append, a second result for an answered call": lambda: c.append_entries(
             pb.AppendEntriesRequest(
                 thread_id="t", entries=[entry("x13", "turn-2", USER, "new"), *answered_twice]
             )
         ),
-        "append, a result naming another tool": lambda: c.history.AppendEntries(
+        "append, a result naming another tool": lambda: c.append_entries(
             pb.AppendEntriesRequest(
                 thread_id="t",
                 entries=[
@@ -174,7 +174,7 @@ async def test_failing_calls_leave_the_store_as_it_was(pg_server):
                 ],
             )
         ),
-        "append, a call id twice in one entry": lambda: c.history.AppendEntries(
+        "append, a call id twice in one entry": lambda: c.append_entries(
             pb.AppendEntriesRequest(
                 thread_id="t",
                 entries=[
@@ -188,7 +188,7 @@ async def test_failing_calls_leave_the_store_as_it_was(pg_server):
                 ],
             )
         ),
-        "append, an empty media part": lambda: c.history.AppendEntries(
+        "append, an empty media part": lambda: c.append_entries(
             pb.AppendEntriesRequest(
                 thread_id="t",
                 entries=[

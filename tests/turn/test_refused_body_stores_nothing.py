@@ -180,7 +180,7 @@ async def test_a_refused_body_stores_nothing_and_the_corrected_round_succeeds(pg
         )
 
     # The turn in progress already holds a round (its manifest and its event).
-    opened = await c.turns.PrepareTurn(
+    opened = await c.prepare_turn(
         turn_service_pb2.PrepareTurnRequest(
             thread_id="t",
             turn_id="turn-2",
@@ -195,12 +195,12 @@ async def test_a_refused_body_stores_nothing_and_the_corrected_round_succeeds(pg
     await observer.wait_live()
     before = await everything(c, pg_server, "t")
 
-    refused = await failure(c.turns.PrepareTurn(round_request(False, "refused")))
+    refused = await failure(c.prepare_turn(round_request(False, "refused")))
     assert refused.code == grpc.StatusCode.INVALID_ARGUMENT, refused
     assert any(f.startswith(case.names) for f, _ in refused.violations), refused.violations
     assert await everything(c, pg_server, "t") == before
 
-    done = await c.turns.PrepareTurn(round_request(True, "corrected"))
+    done = await c.prepare_turn(round_request(True, "corrected"))
     assert done.provider_body_json
     assert [m.content for m in done.chat_request.messages][-1] in ("What is in this?", "the screen")
     # The first event the watcher sees is the corrected round's: the refused one published none.
@@ -235,12 +235,12 @@ async def test_a_refused_round_over_the_threshold_stores_only_the_summary_a_load
             new_entries=[bare("u-now", USER, "What did we change?")],
         )
 
-    refused = await failure(c.turns.PrepareTurn(round_request(100)))
+    refused = await failure(c.prepare_turn(round_request(100)))
     assert refused.code == grpc.StatusCode.INVALID_ARGUMENT, refused
     assert [f for f, _ in refused.violations] == ["reasoning.budget_tokens"]
     assert await everything(c, pg_server, "t") == before
 
-    done = await c.turns.PrepareTurn(round_request(2048))
+    done = await c.prepare_turn(round_request(2048))
     # The summary the refused round's settling stored is reused.
     assert done.history_report.summary_use == history_pb2.SUMMARY_USE_REUSED
     assert done.chat_request.messages[0].content.startswith("Summary of earlier conversation:\n")
