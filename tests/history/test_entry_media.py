@@ -200,9 +200,7 @@ async def test_count_tokens_counts_content_parts_as_a_load_counts_them(pg_server
     assert [d.code for d in loaded.report.diagnostics] == []  # every part sized: nothing assumed
 
     async def count(*messages: chat_pb2.ChatMessage) -> pb.CountTokensResponse:
-        return await c.count_tokens(
-            pb.CountTokensRequest(messages=messages, model="claude-sonnet-4-5")
-        )
+        return await c.count_tokens(pb.CountTokensRequest(messages=messages, model="claude-sonnet-4-5"))
 
     counted = await count(*loaded.messages)
     assert counted.total_tokens == loaded.report.tokens_before
