@@ -1,0 +1,160 @@
+"""The embedded summarizer over repeated compactions: what a previous summary carries forward, how items
+and the latest request are cut, and which recent turns fit (summarizers/extractive.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pioneer_grpc.history.summarizers import SummaryRequest
+from pioneer_grpc.history.summarizers.base import SummarizerError
+from pioneer_grpc.history.summarizers.extractive import summarize_blocking
+from pioneer_grpc.history.tokens import count_blocking
+from tests.history.builders import ASSISTANT, TOOL, USER, entry
+
+PREVIOUS = """Files and names:
+- a/b.py, `x`, c.md
+
+User corrections and preferences:
+- Always use tabs.
+
+Decisions:
+- We chose sqlite.
+
+Errors and fixes:
+- The build failed on arm.
+
+Open tasks:
+- Still need docs.
+
+Recent turns, as they were said:
+User: something old that is not carried
+
+Latest request:
+an old request that is not carried"""
+
+
+def summarize(entries, target: int = 400, previous: str = "") -> str:
+    return summarize_blocking(
+        SummaryRequest(entries=entries, previous_summary=previous, target_tokens=target, model="")
+    )
+
+
+def test_every_item_of_a_previous_summary_is_carried_but_its_turns_and_request():
+    text = summarize([entry("u1", USER, content="ok then.")], previous=PREVIOUS)
+    assert text == (
+        "Files and names:\n- a/b.py, `x`, c.md\n\n"
+        "User corrections and preferences:\n- Always use tabs.\n\n"
+        "Decisions:\n- We chose sqlite.\n\n"
+        "Errors and fixes:\n- The build failed on arm.\n\n"
+        "Open tasks:\n- Still need docs.\n\n"
+        "Latest request:\nok then."
+    )
+
+
+def test_new_items_follow_the_carried_ones_and_a_repeat_is_kept_once_newest():
+    new = [
+        entry("u1", USER, content="Please use `ruff` for lint. We chose sqlite."),
+        entry("a1", ASSISTANT, content="Fixed the bug in c.md and d/e.py today."),
+    ]
+    text = summarize(new, previous=PREVIOUS)
+    assert text.startswith("Files and names:\n- a/b.py, `x`, ruff, c.md, d/e.py\n\n")
+    assert "Decisions:\n- We chose sqlite.\n\n" in text
+    assert "User corrections and preferences:\n- Always use tabs.\n- Please use `ruff` for lint.\n\n" in text
+    assert (
+        "Errors and fixes:\n- The build failed on arm.\n- Fixed the bug in c.md and d/e.py today.\n\n" in text
+    )
+
+
+def test_a_summary_of_another_kind_becomes_one_earlier_item():
+    previous = "The user  asked for a parser.\nIt was written in Rust.\n\nDecisions:\n- Use nom."
+    text = summarize([entry("u1", USER, content="ok then.")], previous=previous)
+    assert text == (
+        "Decisions:\n- Use nom.\n\n"
+        "Open tasks:\n- Earlier: The user asked for a parser. It was written in Rust.\n\n"
+        "Latest request:\nok then."
+    )
+    long = "word " * 100
+    carried = summarize([entry("u1", USER, content="ok then.")], previous=long)
+    item = carried.split("Open tasks:\n- ")[1].split("\n")[0]
+    assert item == ("Earlier: " + long.strip())[:277].rstrip() + "..."
+    assert len(item) == 280
+
+
+def test_items_are_cut_to_their_limit_with_whitespace_collapsed():
+    sentence = "Actually   use\tthe " + "very " * 80 + "long name."
+    text = summarize([entry("u1", USER, content=sentence), entry("u2", USER, content="ok then.")])
+    item = text.split("User corrections and preferences:\n- ")[1].split("\n")[0]
+    assert item == " ".join(sentence.split())[:277].rstrip() + "..."
+    assert summarize([entry("u", USER, content="Actually use tabs.")]).count("Actually use tabs.") == 2
+
+
+def test_the_latest_request_is_the_last_user_text_cut_to_600_characters():
+    request = "Please " + "do this and that " * 50
+    text = summarize([entry("u1", USER, content=request), entry("a1", ASSISTANT, content="On it.")], 2000)
+    latest = text.split("Latest request:\n")[1]
+    assert latest == " ".join(request.split())[:597].rstrip() + "..."
+    only_spaces = summarize(
+        [entry("u1", USER, content="Question one is here."), entry("u2", USER, content=" ")]
+    )
+    assert only_spaces.endswith("Latest request:\nQuestion one is here.")
+
+
+def test_short_sentences_and_assistant_preferences_are_not_items():
+    text = summarize(
+        [entry("u", USER, content="No, ok."), entry("a", ASSISTANT, content="You should use tabs.")]
+    )
+    assert text == "Latest request:\nNo, ok."
+
+
+def test_names_come_from_tool_call_arguments_too():
+    call = entry("a", ASSISTANT, content="Reading it.", calls=("c1",))
+    call.tool_calls[0].arguments = '{"path": "src/lib/mod.rs"}'
+    text = summarize([entry("u", USER, content="Look at the parser."), call])
+    assert text.startswith("Files and names:\n- src/lib/mod.rs\n\n")
+
+
+def test_recent_turns_are_the_newest_that_fit_then_one_older_cut_to_fit():
+    conversation = []
+    for i in range(6):
+        conversation.append(
+            entry(f"u{i}", USER, content=f"Question {i} about the parser, with words to count.", tokens=200)
+        )
+        call = entry(
+            f"a{i}", ASSISTANT, content=f"Answer {i}: it reads tokens.", calls=(f"c{i}",), tokens=200
+        )
+        call.tool_calls[0].arguments = f'{{"path": "src/p{i}.rs"}}'
+        conversation.append(call)
+        result = entry(f"t{i}", TOOL, answers=f"c{i}", content="fn main() {}\n" * 5, tokens=200)
+        result.name = "read_file"
+        conversation.append(result)
+    text = summarize(conversation, 280)
+    recent = text.split("Recent turns, as they were said:\n")[1].split("\n\nLatest request:")[0]
+    turns = recent.split("\n\nUser: ")
+    assert [t.split("\n")[0].removeprefix("User: ") for t in turns] == [
+        "Question 3 about the parser, with words to count.",
+        "Question 4 about the parser, with words to count.",
+        "Question 5 about the parser, with words to count.",
+    ]
+    assert turns[0].endswith(" [...]")
+    assert turns[2] == (
+        "Question 5 about the parser, with words to count.\n"
+        "Assistant: Answer 5: it reads tokens.\n"
+        '[called read_file({"path": "src/p5.rs"})]\n'
+        "Tool read_file: " + "fn main() {}\n" * 4 + "fn main() {}\n"
+    )
+    assert count_blocking(["Summary of earlier conversation:\n" + text])[0] <= 280
+    # With 20 tokens more the third turn fits whole.
+    assert "[...]" not in summarize(conversation, 300)
+
+
+def test_a_short_conversation_gets_its_items_only():
+    text = summarize([entry("u", USER, content="Please use tabs in every file.", tokens=10)], 4000)
+    assert text == (
+        "User corrections and preferences:\n- Please use tabs in every file.\n\n"
+        "Latest request:\nPlease use tabs in every file."
+    )
+
+
+def test_entries_without_text_cannot_be_summarized():
+    with pytest.raises(SummarizerError, match="nothing to keep: the entries carry no text"):
+        summarize([entry("a", ASSISTANT, content="")])
