@@ -158,3 +158,70 @@ def test_a_short_conversation_gets_its_items_only():
 def test_entries_without_text_cannot_be_summarized():
     with pytest.raises(SummarizerError, match="nothing to keep: the entries carry no text"):
         summarize([entry("a", ASSISTANT, content="")])
+
+
+def test_the_older_turn_is_cut_to_the_room_left():
+    conversation = []
+    for i in range(6):
+        conversation.append(
+            entry(f"u{i}", USER, content=f"Question {i} about the parser, with words to count.", tokens=200)
+        )
+        call = entry(
+            f"a{i}", ASSISTANT, content=f"Answer {i}: it reads tokens.", calls=(f"c{i}",), tokens=200
+        )
+        call.tool_calls[0].arguments = f'{{"path": "src/p{i}.rs"}}'
+        conversation.append(call)
+        result = entry(f"t{i}", TOOL, answers=f"c{i}", content="fn main() {}\n" * 5, tokens=200)
+        result.name = "read_file"
+        conversation.append(result)
+    cut_lengths = []
+    for target in (276, 280, 290):
+        recent = summarize(conversation, target).split("Recent turns, as they were said:\n")[1]
+        oldest = recent.split("\n\nUser: ")[0]
+        assert oldest.startswith("User: Question 3 about the parser")
+        assert oldest.endswith(" [...]")
+        cut_lengths.append(len(oldest))
+    assert cut_lengths == [135, 149, 183]
+
+
+def test_a_long_latest_request_gets_a_quarter_of_the_room():
+    request = "Please " + "rewrite the parser module so that it streams tokens " * 12
+    collapsed = " ".join(request.split())
+    lengths = []
+    for target in (120, 200, 400):
+        latest = summarize(
+            [entry("u", USER, content=request), entry("a", ASSISTANT, content="On it.")], target
+        )
+        cut = latest.split("Latest request:\n")[1]
+        assert cut.endswith("...")
+        assert collapsed.startswith(cut.removesuffix("..."))
+        lengths.append(len(cut))
+    assert lengths == [98, 213, 501]
+
+
+def pair(tokens: int) -> list:
+    return [
+        entry("u", USER, content="Tell me about the weather in Lisbon today.", tokens=tokens),
+        entry("a", ASSISTANT, content="It is sunny and warm, about 25 degrees.", tokens=tokens),
+    ]
+
+
+def test_recent_turns_go_only_while_the_summary_stays_under_half_the_conversation():
+    # Each entry costs its stored count plus 4 tokens of message overhead.
+    assert "Recent turns" not in summarize(pair(80))
+    assert summarize(pair(81)) == (
+        "Recent turns, as they were said:\n"
+        "User: Tell me about the weather in Lisbon today.\n"
+        "Assistant: It is sunny and warm, about 25 degrees.\n\n"
+        "Latest request:\nTell me about the weather in Lisbon today."
+    )
+
+
+def test_entries_not_counted_yet_and_the_previous_summary_count_toward_the_conversation():
+    # Entries stored without a count are counted from their text: far too short for recent turns.
+    assert "Recent turns" not in summarize(pair(0))
+    # Recent turns of a previous summary are not carried, but they count as conversation replaced.
+    words = "Recent turns, as they were said:\n" + "User: old words here. " * 26
+    assert "Recent turns, as they were said:\nUser: Tell me" in summarize(pair(0), previous=words)
+    fewer = "Recent turns, as they were said:\n" + "User: old words here. " * 25
+    assert "Recent turns" not in summarize(pair(0), previous=fewer)
