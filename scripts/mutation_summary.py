@@ -2,7 +2,7 @@
 
 A mutant counts as surviving when the tests passed with it (`survived`) or no selected test runs its
 function (`no tests`). A timeout is a kill: the mutant changed what the code does enough to hang it.
-Exits 1 when more than --max-survived-percent of the mutants survive (docs/mutation.md).
+Exits 1 when more than --max-survived-percent of the mutants checked survive (docs/mutation.md).
 """
 
 from __future__ import annotations
@@ -56,12 +56,17 @@ def main() -> int:
             f"{source:<50} {len(statuses):>7} {counts['killed']:>7} {counts['timeout']:>7} "
             f"{counts['survived']:>8} {counts['no tests']:>8}"
         )
-    mutants = sum(total.values())
+    mutants = sum(total.values()) - total["not checked"]
     surviving = sum(total[s] for s in SURVIVING)
-    percent = 100.0 * surviving / mutants
+    percent = 100.0 * surviving / max(1, mutants)
     print("total: " + ", ".join(f"{total[s]} {s}" for s in ORDER if total[s] or s in ("killed", "survived")))
     limit = args.max_survived_percent
-    print(f"{surviving} of {mutants} mutants survive ({percent:.1f}%; at most {limit:g}%)")
+    unchecked = (
+        f" ({total['not checked']} not checked: a run of some mutants, or cut short)"
+        if total["not checked"]
+        else ""
+    )
+    print(f"{surviving} of {mutants} mutants checked survive ({percent:.1f}%; at most {limit:g}%){unchecked}")
     if args.list:
         by_function: dict[str, list[str]] = defaultdict(list)
         for source, statuses in results.items():
