@@ -156,8 +156,18 @@ def test_a_short_conversation_gets_its_items_only():
 
 
 def test_entries_without_text_cannot_be_summarized():
-    with pytest.raises(SummarizerError, match="nothing to keep: the entries carry no text"):
+    with pytest.raises(SummarizerError, match=r"^nothing to keep: the entries carry no text$"):
         summarize([entry("a", ASSISTANT, content="")])
+
+
+def test_a_previous_summary_alone_is_summarized_again():
+    assert summarize([], previous=PREVIOUS) == (
+        "Files and names:\n- a/b.py, `x`, c.md\n\n"
+        "User corrections and preferences:\n- Always use tabs.\n\n"
+        "Decisions:\n- We chose sqlite.\n\n"
+        "Errors and fixes:\n- The build failed on arm.\n\n"
+        "Open tasks:\n- Still need docs."
+    )
 
 
 def test_the_older_turn_is_cut_to_the_room_left():
@@ -217,8 +227,8 @@ def test_recent_turns_go_only_while_the_summary_stays_under_half_the_conversatio
     )
 
 
-def test_entries_not_counted_yet_and_the_previous_summary_count_toward_the_conversation():
-    # Entries stored without a count are counted from their text: far too short for recent turns.
+def test_the_previous_summary_counts_toward_the_conversation():
+    # Entries stored without a count cost their message overhead alone: too little for recent turns.
     assert "Recent turns" not in summarize(pair(0))
     # Recent turns of a previous summary are not carried, but they count as conversation replaced.
     words = "Recent turns, as they were said:\n" + "User: old words here. " * 26
