@@ -235,3 +235,51 @@ def test_the_previous_summary_counts_toward_the_conversation():
     assert "Recent turns, as they were said:\nUser: Tell me" in summarize(pair(0), previous=words)
     fewer = "Recent turns, as they were said:\n" + "User: old words here. " * 25
     assert "Recent turns" not in summarize(pair(0), previous=fewer)
+
+
+def test_earlier_loose_text_is_the_first_open_task():
+    previous = "Some loose text here.\n\nOpen tasks:\n- Still need docs."
+    assert summarize([entry("u", USER, content="ok then.")], previous=previous) == (
+        "Open tasks:\n- Earlier: Some loose text here.\n- Still need docs.\n\nLatest request:\nok then."
+    )
+
+
+def test_an_assistant_entrys_text_is_read_with_its_calls_and_short_sentences_are_skipped():
+    call = entry("a", ASSISTANT, content="Ok. We decided to use nom because it is fast.", calls=("c1",))
+    assert summarize([entry("u", USER, content="Parse it."), call]) == (
+        "Decisions:\n- We decided to use nom because it is fast.\n\nLatest request:\nParse it."
+    )
+    # Eight characters make a sentence.
+    assert summarize([entry("u", USER, content="Fix bug. ok")]) == (
+        "Errors and fixes:\n- Fix bug.\n\nLatest request:\nFix bug. ok"
+    )
+
+
+def test_an_item_of_exactly_280_characters_is_kept_whole():
+    sentence = "Actually " + "x" * 271
+    text = summarize([entry("u", USER, content=sentence), entry("u2", USER, content="ok then.")])
+    assert f"- {sentence}\n" in text
+
+
+def test_items_and_recent_turns_share_the_target():
+    many = [
+        entry(
+            f"u{i}",
+            USER,
+            content=f"Actually, prefer option {i} for module_{i}.py over the old one.",
+            tokens=40,
+        )
+        for i in range(30)
+    ]
+    text = summarize(many, 300)
+    preferences = [
+        f"- Actually, prefer option {i} for module_{i}.py over the old one." for i in range(25, 30)
+    ]
+    turns = [f"User: Actually, prefer option {i} for module_{i}.py over the old one." for i in range(25, 30)]
+    assert text == (
+        "Files and names:\n- module_24.py, module_25.py, module_26.py, module_27.py, module_28.py, module_29.py\n\n"
+        "User corrections and preferences:\n" + "\n".join(preferences) + "\n\n"
+        "Recent turns, as they were said:\n" + "\n\n".join(turns) + "\n\n"
+        "Latest request:\nActually, prefer option 29 for module_29.py over the old one."
+    )
+    assert count_blocking(["Summary of earlier conversation:\n" + text])[0] == 247
