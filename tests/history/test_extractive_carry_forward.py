@@ -277,7 +277,7 @@ def test_items_and_recent_turns_share_the_target():
     ]
     turns = [f"User: Actually, prefer option {i} for module_{i}.py over the old one." for i in range(25, 30)]
     assert text == (
-        "Files and names:\n- module_24.py, module_25.py, module_26.py, module_27.py, module_28.py, module_29.py\n\n"
+        "Files and names:\n- " + ", ".join(f"module_{i}.py" for i in range(24, 30)) + "\n\n"
         "User corrections and preferences:\n" + "\n".join(preferences) + "\n\n"
         "Recent turns, as they were said:\n" + "\n\n".join(turns) + "\n\n"
         "Latest request:\nActually, prefer option 29 for module_29.py over the old one."
