@@ -84,3 +84,19 @@ def test_a_new_summary_is_reported_with_its_summarizer_and_no_old_one_as_none():
     assert summarized(snapshot, new, "extractive").report.summarizer == "extractive"
     small = Snapshot(budget=Budget(3000), summary=None, entries=(BIG,))
     assert full(small).report.summary_use == history_pb2.SUMMARY_USE_NONE
+
+
+def test_a_turn_too_large_sends_its_request_and_the_newest_entries_that_fit_exactly():
+    turn = (
+        entry("u", USER, tokens=10),
+        entry("a1", ASSISTANT, tokens=100),
+        entry("a2", ASSISTANT, tokens=100),
+        entry("a3", ASSISTANT, tokens=100),
+    )
+    # The request costs 14 and each answer 104: 222 tokens hold the request and the two newest answers.
+    loaded = truncated(Snapshot(budget=Budget(222), summary=None, entries=turn), NONE)
+    assert [m.content for m in loaded.messages] == ["text of u", "text of a2", "text of a3"]
+    assert loaded.report.tokens_after == 222
+    assert [(d.code, d.entry_id) for d in loaded.report.diagnostics] == [("turn_cut", "u")]
+    one_less = truncated(Snapshot(budget=Budget(221), summary=None, entries=turn), NONE)
+    assert [m.content for m in one_less.messages] == ["text of u", "text of a3"]
