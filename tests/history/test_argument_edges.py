@@ -43,3 +43,10 @@ def test_a_repaired_number_is_named_by_its_first_24_characters():
     fixed, replaced = repaired_arguments('{"x": ' + number + "}")  # type: ignore[misc]
     assert fixed == '{"x": null}'
     assert replaced == ["the number " + number[:24]]
+
+
+def test_a_lone_surrogate_is_found_after_a_number_in_the_same_object():
+    assert (
+        arguments_problem('{"s": "\\ud800", "n": 1}')
+        == f"{WHY}: a string holds a lone surrogate escape \\ud800"
+    )

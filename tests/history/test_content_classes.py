@@ -54,3 +54,8 @@ def test_an_estimate_is_the_base_count_times_the_factor_rounded_up():
     assert estimate(CLAUDE, "", 0) == 0
     assert estimate(CLAUDE, "hello world", 100) == 115  # prose: 1.148
     assert estimate(CLAUDE, "日本語のテキスト", 100) == 99  # cjk: 0.989
+
+
+def test_accented_latin_letters_count_as_letters_and_punctuation_does_not():
+    assert content_class("ééééééé" + "日本語") == "prose"  # 3 of 10 letters
+    assert content_class("abcdef" + "————") == "prose"  # dashes are not letters of another script
