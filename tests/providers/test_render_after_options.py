@@ -31,7 +31,10 @@ def after_and_scratch(
 ) -> tuple[RenderedRequest | list[Any], RenderedRequest | list[Any]]:
     """(render_after, render of the whole), each a RenderedRequest or the violations it raised."""
     whole = chat(provider, HISTORY + tail, fields)
-    prefix = render_prefix(provider, list(chat(provider, HISTORY, {}).messages))
+    # Rendered under the caller's path: a prefix under another path is not continued.
+    prefix = render_prefix(
+        provider, list(chat(provider, HISTORY, {}).messages), kwargs.get("path", "chat_request")
+    )
     assert prefix is not None
     try:
         after: RenderedRequest | list[Any] = render_after(
@@ -128,3 +131,32 @@ def test_render_body_is_the_rendered_body_as_a_dict():
     with pytest.raises(InvalidArgument) as named:
         render_body(ANTHROPIC, request, path="req")
     assert [v.field for v in named.value.violations] == ["req.tools[0].name"]
+
+
+def test_notices_after_the_prefix_are_named_under_the_callers_path():
+    after, scratch = after_and_scratch(
+        ANTHROPIC, TAILS["after the prefix"], {"temperature": 0.3}, path="turn.chat"
+    )
+    assert after == scratch
+    assert isinstance(after, RenderedRequest)
+    assert "turn.chat.temperature" in {n.field for n in after.notices}
+
+
+def test_default_paths_name_the_request_and_the_options():
+    options = P.RenderOptions(cache_key_prefix="no spaces allowed")
+    after, _ = after_and_scratch(OPENAI, TAILS["after the prefix"], {}, options=options)
+    assert [v.field for v in after] == ["options.cache_key_prefix"]  # type: ignore[union-attr]
+    request = chat(ANTHROPIC, [*HISTORY, user("Next?")], COMPILED)
+    request.tools[0].name = "bad name!"
+    with pytest.raises(InvalidArgument) as named:
+        render_body(ANTHROPIC, request)
+    assert [v.field for v in named.value.violations] == ["chat_request.tools[0].name"]
+    with pytest.raises(InvalidArgument) as refused:
+        render_body(OPENAI, chat(OPENAI, [user("x")], {}), options)
+    assert [v.field for v in refused.value.violations] == ["options.cache_key_prefix"]
+
+
+def test_render_body_checks_every_cap_of_a_request():
+    many = chat(OPENAI, [user("Look.", *[{"text": f"part {i}"} for i in range(300)])], {})
+    with pytest.raises(InvalidArgument):
+        render_body(OPENAI, many)
