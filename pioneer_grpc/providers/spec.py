@@ -90,7 +90,3 @@ class ProviderSpec:
     @property
     def tool_name(self) -> re.Pattern[str]:
         return re.compile(f"[{self.tool_name_chars}]+")
-
-    def sendable_name(self, name: str) -> str:
-        """`name` with each character the provider does not take in a tool name as `_`."""
-        return re.sub(f"[^{self.tool_name_chars}]", "_", name)
