@@ -25,7 +25,7 @@ from tests.builders import entry
 from tests.chaos.conftest import health_status
 
 CANCELS = 200
-MAX_CALLS = 1_000
+MAX_CALLS = 4_000
 BATCH = 2
 USER = history_pb2.ENTRY_ROLE_USER
 THREAD = "storm"
@@ -68,10 +68,10 @@ async def _interrupted(method, request, i: int, rng: random.Random) -> str:
     """Odd calls carry a short deadline; even ones are cancelled by the client after a random delay."""
     try:
         if i % 2:
-            await method(request, timeout=rng.uniform(0.0005, 0.04))
+            await method(request, timeout=rng.uniform(0.0002, 0.01))
             return "OK"
         call = method(request)
-        await asyncio.sleep(rng.uniform(0, 0.03))
+        await asyncio.sleep(rng.uniform(0, 0.008))
         call.cancel()
         await call
         return "OK"

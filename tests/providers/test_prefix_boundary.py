@@ -59,7 +59,7 @@ def test_a_system_message_between_a_call_and_its_result_keeps_them_paired(provid
     whole = chat(provider, [*SYSTEM_BETWEEN, user("Thanks.")], {})
     after = render_after(
         prefix, provider, chat(provider, [user("Thanks.")], {}), lambda: whole, source_bytes=whole.ByteSize()
-    )
+    ).encoded()
     assert after == render(provider, whole, capped_parts=True)
 
 

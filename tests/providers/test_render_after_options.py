@@ -44,7 +44,7 @@ def after_and_scratch(
             lambda: whole,
             source_bytes=whole.ByteSize(),
             **kwargs,
-        )
+        ).encoded()
     except InvalidArgument as exc:
         after = exc.violations
     try:
@@ -113,7 +113,7 @@ def test_the_whole_conversation_is_rendered_with_capped_parts():
     prefix = render_prefix(OPENAI, list(chat(OPENAI, history, {}).messages))
     got = render_after(
         prefix, OPENAI, chat(OPENAI, [assistant("More:")], {}), lambda: whole, source_bytes=whole.ByteSize()
-    )
+    ).encoded()
     assert got == expected
 
 
