@@ -62,6 +62,13 @@ class CachedLoad:
     _prefixes: dict[tuple[int, str], RenderedPrefix | None] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # By (provider, path): the rendered prefix of an earlier answer whose messages this one's
+    # begin with, and how many messages follow them here (a completed turn's): that prefix
+    # extended with them is this answer's rendered prefix (providers/prefix.py: extend_prefix).
+    # Dropped once this answer's own is built.
+    _bases: dict[tuple[int, str], tuple[RenderedPrefix, int]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
     # Told the bytes a prefix adds, so the cache that keeps this answer counts them.
     _grown: Callable[[int], None] | None = field(default=None, compare=False, repr=False)
 
@@ -92,19 +99,32 @@ class CachedLoad:
         provider: int,
         path: str,
         build: Callable[[int, Sequence[chat_pb2.ChatMessage], str], RenderedPrefix | None],
+        extend: Callable[[int, RenderedPrefix, Sequence[chat_pb2.ChatMessage], str], RenderedPrefix | None]
+        | None = None,
     ) -> RenderedPrefix | None:
         """The messages rendered for `provider` as the start of a round's conversation, built once.
 
         Kept with this answer, so it lives exactly as long as the history it renders
-        is the thread's: a change to the history is a new answer. Blocking.
+        is the thread's: a change to the history is a new answer. Where this answer
+        extends an earlier one whose prefix was built, `extend` renders the new
+        messages after that prefix; where it cannot (None), `build` renders them all.
+        Blocking.
         """
         key = (provider, path)
         if key not in self._prefixes:
-            built = build(provider, self.result.messages, path)
+            built = None
+            base = self._bases.get(key)
+            if base is not None and extend is not None:
+                earlier, added = base
+                messages = self.result.messages
+                built = extend(provider, earlier, messages[len(messages) - added :], path)
+            if built is None:
+                built = build(provider, self.result.messages, path)
             # Two rounds may build it at once: the first one kept is counted.
             kept = self._prefixes.setdefault(key, built) is built
             if kept and built is not None and self._grown is not None:
                 self._grown(self.encoded_size)
+            self._bases.pop(key, None)
         return self._prefixes[key]
 
     def copy(self) -> LoadResult:
@@ -202,6 +222,14 @@ class LoadCache:
             ),
             _grown=lambda size: self._grow(key, cached, size),
         )
+        if extends is not None and not count and not replaced:
+            # The earlier answer's prefixes (or what it had to extend them from), for the new
+            # messages to follow. They replace that answer's in memory, which had them counted.
+            for prefix_key, (earlier, added) in dict(extends._bases).items():
+                cached._bases[prefix_key] = (earlier, added + len(new))
+            for prefix_key, prefix in dict(extends._prefixes).items():
+                if prefix is not None:
+                    cached._bases[prefix_key] = (prefix, len(new))
         if extends is not None:
             # The records framed already stay, but for those left out, the start of the new ones.
             for number, framed in list(extends._framed.items()):
