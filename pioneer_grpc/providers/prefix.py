@@ -10,6 +10,11 @@ first message's role, the last message, the tools called) read either the new
 messages or what the prefix records. `render.render_after` checks that boundary
 and renders the whole conversation again whenever it does not hold or a
 violation must be named.
+
+The same boundary lets a prefix grow: after a completed turn the kept history is
+the previous one followed by the turn's messages, and `extend_prefix` renders
+only those after the previous prefix (None where the boundary does not hold, and
+the whole history is rendered again: `render_prefix` stays the reference).
 """
 
 from __future__ import annotations
