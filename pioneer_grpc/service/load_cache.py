@@ -224,7 +224,8 @@ class LoadCache:
         )
         if extends is not None and not count and not replaced:
             # The earlier answer's prefixes (or what it had to extend them from), for the new
-            # messages to follow. They replace that answer's in memory, which had them counted.
+            # messages to follow. Not counted in this answer's size: they are what the answer
+            # this one replaces counted, and they go once this answer's own prefix is built.
             for prefix_key, (earlier, added) in dict(extends._bases).items():
                 cached._bases[prefix_key] = (earlier, added + len(new))
             for prefix_key, prefix in dict(extends._prefixes).items():
