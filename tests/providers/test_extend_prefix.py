@@ -25,9 +25,10 @@ from google.protobuf import json_format
 from pioneer_grpc.providers.conversation import RenderedPrefix
 from pioneer_grpc.providers.prefix import extend_prefix, render_prefix
 from pioneer_grpc.providers.specs import SPECS
-from pioneer_grpc.v1 import chat_pb2
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 from tests.providers.test_generated_sessions import SEED, Writer, _turn
 
+P = provider_service_pb2
 PROVIDERS = sorted(SPECS)
 SESSIONS = 120
 
@@ -118,3 +119,45 @@ def test_an_extension_changes_no_prefix(provider: int) -> None:
     assert extend_prefix(other, prefix, tail) is None
     assert extend_prefix(provider, prefix, tail, path="other") is None
     assert extend_prefix(provider, prefix, []) is None
+
+
+def _messages(*messages: dict[str, Any]) -> list[chat_pb2.ChatMessage]:
+    return list(json_format.ParseDict({"messages": list(messages)}, chat_pb2.ChatRequest()).messages)
+
+
+USER = {"role": "CHAT_ROLE_USER", "content": "Go on."}
+ANSWER = {"role": "CHAT_ROLE_ASSISTANT", "content": "Done."}
+CALL = {
+    "role": "CHAT_ROLE_ASSISTANT",
+    "toolCalls": [{"id": "call_0", "name": "run_tests", "arguments": "{}"}],
+}
+RESULT = {"role": "CHAT_ROLE_TOOL", "toolCallId": "call_0", "content": "ok"}
+
+
+@pytest.mark.parametrize(
+    "provider", [p for p in PROVIDERS if SPECS[p].render_messages is not None], ids=lambda p: SPECS[p].name
+)
+def test_where_the_boundary_does_not_hold_nothing_is_extended(provider: int) -> None:
+    history = _messages(USER, CALL, RESULT, ANSWER)
+    prefix = render_prefix(provider, history)
+    assert prefix is not None
+    # The new part starts with an assistant message: Gemini and Bedrock send it in one turn with
+    # the answer before it, which a prefix cannot take back.
+    tail = _messages({"role": "CHAT_ROLE_ASSISTANT", "content": "Also this."}, USER)
+    assert extend_prefix(provider, prefix, tail) is None
+    whole = render_prefix(provider, [*history, *tail])
+    assert whole is not None
+    if provider in (P.PROVIDER_GEMINI_GENERATE_CONTENT, P.PROVIDER_AMAZON_BEDROCK_CONVERSE):
+        assert len(whole.rendered) == len(prefix.rendered) + 1  # merged across the boundary
+    # A call left open at the end of the new part: whether it gets an answer depends on what follows.
+    assert extend_prefix(provider, prefix, _messages(USER, CALL)) is None
+    assert render_prefix(provider, [*history, *_messages(USER, CALL)]) is None
+    # A result that answers a call of the prefix is a rule broken: the whole names it.
+    assert extend_prefix(provider, prefix, _messages(USER, RESULT)) is None
+    # A history with a call left open at its end is no prefix at all.
+    assert render_prefix(provider, _messages(USER, CALL)) is None
+    # A system message first: only a user message continues a prefix (prefix.continues).
+    assert (
+        extend_prefix(provider, prefix, _messages({"role": "CHAT_ROLE_SYSTEM", "content": "Terse."}, USER))
+        is None
+    )
