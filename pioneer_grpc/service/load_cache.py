@@ -122,8 +122,10 @@ class CachedLoad:
                 built = build(provider, self.result.messages, path)
             # Two rounds may build it at once: the first one kept is counted.
             kept = self._prefixes.setdefault(key, built) is built
-            if kept and built is not None and self._grown is not None:
-                self._grown(self.encoded_size)
+            # A base was counted as a prefix is (`LoadCache.store`): the one built takes its place.
+            grown = (self.encoded_size if built is not None else 0) - (self.encoded_size if base else 0)
+            if kept and grown and self._grown is not None:
+                self._grown(grown)
             self._bases.pop(key, None)
         return self._prefixes[key]
 
@@ -224,8 +226,7 @@ class LoadCache:
         )
         if extends is not None and not count and not replaced:
             # The earlier answer's prefixes (or what it had to extend them from), for the new
-            # messages to follow. Not counted in this answer's size: they are what the answer
-            # this one replaces counted, and they go once this answer's own prefix is built.
+            # messages to follow; each counted as a prefix of this answer is.
             for prefix_key, (earlier, added) in dict(extends._bases).items():
                 cached._bases[prefix_key] = (earlier, added + len(new))
             for prefix_key, prefix in dict(extends._prefixes).items():
@@ -244,6 +245,7 @@ class LoadCache:
         size = cached.encoded_size + result.report.ByteSize()
         if cached.snapshot is not None:
             size *= 2  # the entries it was decided from, about the size of their messages
+        size += len(cached._bases) * cached.encoded_size
         if size > self._max_bytes:
             return cached
         with self._lock:

@@ -133,9 +133,14 @@ def test_an_extended_answer_extends_the_rendered_prefix_of_the_answer_it_extends
     for i in (1, 2):
         messages = [*messages, *_turn_messages(i)]
         answer = stored(messages, extends=answer)
+    # The earlier prefix it keeps counts as a prefix of its own does; built, that takes its place.
+    fresh = LoadCache()
+    fresh.store("t", "", state, snapshot, LoadResult(messages, history_pb2.HistoryDecisionReport()))
+    assert cache.size_bytes == fresh.size_bytes + answer.encoded_size
     calls.clear()
     extended = answer.rendered_prefix(anthropic, "chat_request", build, extend)
     assert calls == [("extended", 8)]
+    assert cache.size_bytes == fresh.size_bytes + answer.encoded_size
     assert extended == render_prefix(anthropic, messages)
     assert answer.rendered_prefix(anthropic, "chat_request", build, extend) is extended  # kept
     assert calls == [("extended", 8)]
