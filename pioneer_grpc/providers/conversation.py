@@ -233,17 +233,18 @@ def pair_tool_calls(
 
 
 def pair_prefix(
-    request: chat_pb2.ChatRequest, path: str, *, system_apart: bool
+    request: chat_pb2.ChatRequest, path: str, *, system_apart: bool, prefix: PairedPrefix | None = None
 ) -> tuple[Paired, PairedPrefix] | None:
     """The request's messages paired as the start of a longer conversation.
 
     None when they break a rule or leave a call open at their end (whether
-    that call gets an answer depends on what follows).
+    that call gets an answer depends on what follows). With `prefix`, the
+    messages are the ones after it (as for `pair_tool_calls`): the state
+    returned is that of the prefix and them together.
     """
-    pairing = _paired(request, path, system_apart, None)
+    pairing = _paired(request, path, system_apart, prefix)
     if pairing.open or pairing.violations:
         return None
-    state = PairedPrefix(
-        len(request.messages), dict(pairing.calls), dict(pairing.answered), tuple(pairing.notices)
-    )
+    size = len(request.messages) + (prefix.size if prefix is not None else 0)
+    state = PairedPrefix(size, dict(pairing.calls), dict(pairing.answered), tuple(pairing.notices))
     return pairing.out, state

@@ -10,6 +10,11 @@ first message's role, the last message, the tools called) read either the new
 messages or what the prefix records. `render.render_after` checks that boundary
 and renders the whole conversation again whenever it does not hold or a
 violation must be named.
+
+The same boundary lets a prefix grow: after a completed turn the kept history is
+the previous one followed by the turn's messages, and `extend_prefix` renders
+only those after the previous prefix (None where the boundary does not hold, and
+the whole history is rendered again: `render_prefix` stays the reference).
 """
 
 from __future__ import annotations
@@ -35,23 +40,58 @@ def render_prefix(
     call left open at the end, or a conversation starting with an assistant
     message where the provider refuses one.
     """
-    spec = spec_for(provider)
-    if spec is None or spec.render_messages is None or not messages:
+    if not messages:
         return None
+    return _rendered(provider, chat_pb2.ChatRequest(messages=messages), path, None)
+
+
+def extend_prefix(
+    provider: int,
+    prefix: RenderedPrefix,
+    messages: Sequence[chat_pb2.ChatMessage],
+    path: str = "chat_request",
+) -> RenderedPrefix | None:
+    """`render_prefix` of the prefix's messages followed by `messages`, rendering `messages` only;
+    None where that may differ from the render from scratch, or where that is None.
+
+    It is the same exactly where a round's messages may follow the prefix (`continues`,
+    the module's doc): the new messages start with a user message, so the pairing,
+    the call ids' uses and the notices go on from the prefix's, no message merges
+    across the boundary but where the provider's `join_rendered` says, and the
+    conversation's first message and opening system text are the prefix's.
+    """
     request = chat_pb2.ChatRequest(messages=messages)
+    if not continues(prefix, provider, path, request):
+        return None
+    return _rendered(provider, request, path, prefix)
+
+
+def _rendered(
+    provider: int, request: chat_pb2.ChatRequest, path: str, prefix: RenderedPrefix | None
+) -> RenderedPrefix | None:
+    """The prefix of `request`'s messages, or of `prefix`'s followed by them."""
+    spec = spec_for(provider)
+    if spec is None or spec.render_messages is None:
+        return None
     if message_checks(spec, request, path):
         return None
-    found = pair_prefix(request, path, system_apart=spec.system_apart)
+    found = pair_prefix(
+        request, path, system_apart=spec.system_apart, prefix=prefix.pairing if prefix is not None else None
+    )
     if found is None:
         return None
     paired, pairing = found
     if provider_rules.message_violations(spec, paired, path):
         return None
     adapted, (call_name_notices, call_id_notices, message_notices) = provider_rules.adapt_prefix(
-        spec, request, paired, path
+        spec, request, paired, path, prefix
     )
-    leading = take_leading_system(adapted.request)
-    origins = paired.origins[len(leading) :]
+    if prefix is None:
+        leading = take_leading_system(adapted.request)
+        leading_origins = tuple(paired.origins[: len(leading)])
+    else:  # the messages start with a user message: the opening system text is the prefix's
+        leading, leading_origins = list(prefix.leading_system), prefix.leading_origins
+    origins = paired.origins[len(leading) :] if prefix is None else paired.origins
     prepared = Prepared(
         request=adapted.request,
         options=Options(),
@@ -63,11 +103,20 @@ def render_prefix(
         stable="",
         dynamic="",
         origins=tuple(origins),
+        prefix=prefix,
     )
     try:
         rendered = spec.render_messages(prepared)
     except InvalidArgument:
         return None
+    called = dict.fromkeys(prefix.called) if prefix is not None else {}
+    called.update(provider_rules.tools_called(adapted.request.messages))
+    media_kinds = frozenset(
+        media[0]
+        for message in adapted.request.messages
+        for part in message.content_parts
+        if (media := media_of(part)) is not None
+    )
     return RenderedPrefix(
         provider=provider,
         path=path,
@@ -76,18 +125,15 @@ def render_prefix(
         call_id_notices=tuple(call_id_notices),
         message_notices=tuple(message_notices),
         call_id_uses=dict(adapted.id_uses),
-        called=tuple(provider_rules.tools_called(adapted.request.messages)),
-        has_results=provider_rules.has_tool_results(adapted.request.messages),
-        rendered=tuple(rendered),
+        called=tuple(called),
+        has_results=(prefix is not None and prefix.has_results)
+        or provider_rules.has_tool_results(adapted.request.messages),
+        rendered=tuple(spec.join_rendered(prefix.rendered, rendered) if prefix is not None else rendered),
+        # With a prefix, its system texts first (common.system_messages).
         system_texts=tuple(system_messages(prepared)),
         leading_system=tuple(leading),
-        leading_origins=tuple(paired.origins[: len(leading)]),
-        media_kinds=frozenset(
-            media[0]
-            for message in adapted.request.messages
-            for part in message.content_parts
-            if (media := media_of(part)) is not None
-        ),
+        leading_origins=leading_origins,
+        media_kinds=media_kinds | prefix.media_kinds if prefix is not None else media_kinds,
     )
 
 

@@ -440,18 +440,26 @@ def adapt(
 
 
 def adapt_prefix(
-    spec: ProviderSpec, request: chat_pb2.ChatRequest, paired: Paired, path: str
+    spec: ProviderSpec,
+    request: chat_pb2.ChatRequest,
+    paired: Paired,
+    path: str,
+    prefix: RenderedPrefix | None = None,
 ) -> tuple[Adapted, tuple[list[Notice], list[Notice], list[Notice]]]:
     """The message-by-message adaptations of `adapt` alone, for the first messages of a conversation.
 
     The adapted messages, then the notices of each stage (call names, call ids, the provider's).
+    With `prefix`, the messages are those after it: each stage's notices (and the call ids'
+    uses) are the prefix's and theirs.
     """
-    adapted = adapt(spec, request, paired, path, names_only=True)
+    adapted = adapt(spec, request, paired, path, prefix, names_only=True)
     call_name_notices = list(adapted.notices)
     adapted.notices.clear()
     _call_ids(adapted, paired.origins, path)
     call_id_notices = list(adapted.notices)
     adapted.notices.clear()
     if spec.adapt_messages is not None:
-        spec.adapt_messages(adapted, paired.origins, path)
+        spec.adapt_messages(adapted, paired.origins, path)  # the prefix's notices first
+    elif prefix is not None:
+        adapted.notices.extend(prefix.message_notices)
     return adapted, (call_name_notices, call_id_notices, list(adapted.notices))

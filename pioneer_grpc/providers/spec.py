@@ -10,7 +10,7 @@ from a table keyed by the Provider enum.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,10 @@ def _same(model: str) -> str:
     return model
 
 
+def _concatenated(prefix: Sequence[Any], own: list[Any]) -> list[Any]:
+    return [*prefix, *own]
+
+
 @dataclass(frozen=True)
 class ProviderSpec:
     provider: provider_service_pb2.Provider
@@ -52,6 +56,10 @@ class ProviderSpec:
     # The request's own messages alone, for a prefix rendered once (providers/prefix.py);
     # None: the whole conversation is rendered every time.
     render_messages: Callable[[Prepared], list[Any]] | None = None
+    # A prefix's rendered messages followed by those of the messages after it (which start
+    # with a user message) as the whole conversation renders them; the prefix's are shared
+    # by rounds and never changed.
+    join_rendered: Callable[[Sequence[Any], list[Any]], list[Any]] = _concatenated
     # The first non-system message must be a user message.
     user_first: bool = False
     # System text goes apart from the messages (a top-level field).

@@ -63,6 +63,13 @@ class CachedLoad:
     _prefixes: dict[tuple[int, str], RenderedPrefix | None] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # By (provider, path): the rendered prefix of an earlier answer whose messages this one's
+    # begin with, and how many messages follow them here (a completed turn's): that prefix
+    # extended with them is this answer's rendered prefix (providers/prefix.py: extend_prefix).
+    # Dropped once this answer's own is built.
+    _bases: dict[tuple[int, str], tuple[RenderedPrefix, int]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
     # Told this answer and the bytes a prefix adds, so the cache that keeps it counts them. It must
     # not hold the answer itself: a cycle would keep every replaced answer (its messages, framed
     # records and prefixes) until a full garbage collection.
@@ -95,19 +102,34 @@ class CachedLoad:
         provider: int,
         path: str,
         build: Callable[[int, Sequence[chat_pb2.ChatMessage], str], RenderedPrefix | None],
+        extend: Callable[[int, RenderedPrefix, Sequence[chat_pb2.ChatMessage], str], RenderedPrefix | None]
+        | None = None,
     ) -> RenderedPrefix | None:
         """The messages rendered for `provider` as the start of a round's conversation, built once.
 
         Kept with this answer, so it lives exactly as long as the history it renders
-        is the thread's: a change to the history is a new answer. Blocking.
+        is the thread's: a change to the history is a new answer. Where this answer
+        extends an earlier one whose prefix was built, `extend` renders the new
+        messages after that prefix; where it cannot (None), `build` renders them all.
+        Blocking.
         """
         key = (provider, path)
         if key not in self._prefixes:
-            built = build(provider, self.result.messages, path)
+            built = None
+            base = self._bases.get(key)
+            if base is not None and extend is not None:
+                earlier, added = base
+                messages = self.result.messages
+                built = extend(provider, earlier, messages[len(messages) - added :], path)
+            if built is None:
+                built = build(provider, self.result.messages, path)
             # Two rounds may build it at once: the first one kept is counted.
             kept = self._prefixes.setdefault(key, built) is built
-            if kept and built is not None and self._grown is not None:
-                self._grown(self, self.encoded_size)
+            # A base was counted as a prefix is (`LoadCache.store`): the one built takes its place.
+            grown = (self.encoded_size if built is not None else 0) - (self.encoded_size if base else 0)
+            if kept and grown and self._grown is not None:
+                self._grown(self, grown)
+            self._bases.pop(key, None)
         return self._prefixes[key]
 
     def copy(self) -> LoadResult:
@@ -205,6 +227,14 @@ class LoadCache:
             ),
             _grown=partial(self._grow, key),
         )
+        if extends is not None and not count and not replaced:
+            # The earlier answer's prefixes (or what it had to extend them from), for the new
+            # messages to follow; each counted as a prefix of this answer is.
+            for prefix_key, (earlier, added) in dict(extends._bases).items():
+                cached._bases[prefix_key] = (earlier, added + len(new))
+            for prefix_key, prefix in dict(extends._prefixes).items():
+                if prefix is not None:
+                    cached._bases[prefix_key] = (prefix, len(new))
         if extends is not None:
             # The records framed already stay, but for those left out, the start of the new ones.
             for number, framed in list(extends._framed.items()):
@@ -218,6 +248,7 @@ class LoadCache:
         size = cached.encoded_size + result.report.ByteSize()
         if cached.snapshot is not None:
             size *= 2  # the entries it was decided from, about the size of their messages
+        size += len(cached._bases) * cached.encoded_size
         if size > self._max_bytes:
             return cached
         with self._lock:

@@ -59,7 +59,7 @@ from pioneer_grpc.history.render import entry_counted_texts, to_chat_message
 from pioneer_grpc.history.repair import repair
 from pioneer_grpc.history.tokens import count_blocking
 from pioneer_grpc.models.registry import Registry
-from pioneer_grpc.providers.prefix import render_prefix
+from pioneer_grpc.providers.prefix import extend_prefix, render_prefix
 from pioneer_grpc.providers.render import RenderedBody, RenderedRequest, render_after
 from pioneer_grpc.providers.validate import tool_rule_violations
 from pioneer_grpc.remembered import Remembered
@@ -399,7 +399,11 @@ def _finished(
 
     path = "chat_request"
     cached = history if isinstance(history, CachedLoad) else None
-    prefix = cached.rendered_prefix(request.provider, path, render_prefix) if cached is not None else None
+    prefix = (
+        cached.rendered_prefix(request.provider, path, render_prefix, extend_prefix)
+        if cached is not None
+        else None
+    )
     attributes = observe.render_attributes(ctx, request.provider, done.model)
     with _named_as_request_fields(), ctx.telemetry.span("pioneer.provider.render", attributes):
         cacheable = anthropic_stable_cacheable_blocking(

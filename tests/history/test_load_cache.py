@@ -6,10 +6,11 @@ import pytest
 
 from pioneer_grpc.history.budget import Budget
 from pioneer_grpc.history.decide import LoadResult, Snapshot
+from pioneer_grpc.providers.prefix import extend_prefix, render_prefix
 from pioneer_grpc.service.load_cache import LoadCache
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store.history_state import HistoryState
-from pioneer_grpc.v1 import chat_pb2, history_pb2
+from pioneer_grpc.v1 import chat_pb2, common_pb2, history_pb2, provider_service_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from pioneer_grpc.wire import repeated_records
 from tests.history.rpc import config, create, load
@@ -91,3 +92,71 @@ def test_an_extension_keeps_the_encoding_and_framing_of_what_it_keeps_only():
     assert second.encoded_size == sum(map(len, encoded))
     assert second.framed(number) == repeated_records(number, encoded)
     assert [chat_pb2.ChatMessage.FromString(e) for e in second.encoded_messages] == grown
+
+
+def _turn_messages(i: int) -> list[chat_pb2.ChatMessage]:
+    call = common_pb2.ToolCall(id="call_0", name="read_file", arguments="{}")  # the same id every turn
+    return [
+        chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_USER, content=f"question {i}"),
+        chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_ASSISTANT, tool_calls=[call]),
+        chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_TOOL, tool_call_id="call_0", content=f"output {i}"),
+        chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_ASSISTANT, content=f"answer {i}"),
+    ]
+
+
+def test_an_extended_answer_extends_the_rendered_prefix_of_the_answer_it_extends():
+    cache = LoadCache()
+    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
+    snapshot = Snapshot(budget=Budget(900), summary=None, entries=())
+    anthropic = provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES
+    calls: list[tuple[str, int]] = []
+
+    def build(provider, messages, path):
+        calls.append(("whole", len(messages)))
+        return render_prefix(provider, messages, path)
+
+    def extend(provider, prefix, messages, path):
+        calls.append(("extended", len(messages)))
+        return extend_prefix(provider, prefix, messages, path)
+
+    def stored(messages, extends=None, dropped=(0, 0)):
+        report = history_pb2.HistoryDecisionReport()
+        return cache.store(
+            "t", "", state, snapshot, LoadResult(messages, report), extends=extends, dropped=dropped
+        )
+
+    messages = _turn_messages(0)
+    answer = stored(messages)
+    assert answer.rendered_prefix(anthropic, "chat_request", build, extend) is not None
+    assert calls == [("whole", 4)]
+    # Two turns completed with no round between: the prefix is extended by both, once.
+    for i in (1, 2):
+        messages = [*messages, *_turn_messages(i)]
+        answer = stored(messages, extends=answer)
+    # The earlier prefix it keeps counts as a prefix of its own does; built, that takes its place.
+    fresh = LoadCache()
+    fresh.store("t", "", state, snapshot, LoadResult(messages, history_pb2.HistoryDecisionReport()))
+    assert cache.size_bytes == fresh.size_bytes + answer.encoded_size
+    calls.clear()
+    extended = answer.rendered_prefix(anthropic, "chat_request", build, extend)
+    assert calls == [("extended", 8)]
+    assert cache.size_bytes == fresh.size_bytes + answer.encoded_size
+    assert extended == render_prefix(anthropic, messages)
+    assert answer.rendered_prefix(anthropic, "chat_request", build, extend) is extended  # kept
+    assert calls == [("extended", 8)]
+    # A turn that starts with the assistant: rendered whole.
+    messages = [*messages, chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_ASSISTANT, content="more")]
+    answer = stored(messages, extends=answer)
+    calls.clear()
+    assert answer.rendered_prefix(anthropic, "chat_request", build, extend) == render_prefix(
+        anthropic, messages
+    )
+    assert calls == [("extended", 1), ("whole", 13)]
+    # The oldest turn left out (past the turn limit): nothing to extend, rendered whole.
+    messages = [*messages[4:], *_turn_messages(3)]
+    answer = stored(messages, extends=answer, dropped=(0, 4))
+    calls.clear()
+    assert answer.rendered_prefix(anthropic, "chat_request", build, extend) == render_prefix(
+        anthropic, messages
+    )
+    assert calls == [("whole", 13)]

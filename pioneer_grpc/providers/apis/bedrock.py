@@ -22,6 +22,7 @@ declared); tools called in the history are declared when the round has none.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -221,13 +222,17 @@ def rendered_messages(prepared: Prepared) -> list[JSON]:
 
 
 def _messages(prepared: Prepared) -> list[JSON]:
-    out: list[Any] = list(prepared.prefix.rendered) if prepared.prefix is not None else []
     own = rendered_messages(prepared)
+    return joined(prepared.prefix.rendered, own) if prepared.prefix is not None else own
+
+
+def joined(prefix: Sequence[Any], own: list[Any]) -> list[Any]:
+    out = list(prefix)
     if out and own and out[-1]["role"] == own[0]["role"]:
         # The prefix ends with tool results (a user message) and the round starts with the
         # user's text: one user message. The prefix's own message is shared by rounds: copied.
         last = out.pop()
-        own[0] = {"role": last["role"], "content": [*last["content"], *own[0]["content"]]}
+        own = [{"role": last["role"], "content": [*last["content"], *own[0]["content"]]}, *own[1:]]
     out.extend(own)
     return out
 
@@ -299,6 +304,7 @@ SPEC = ProviderSpec(
     path=path_for,
     max_tool_name_chars=64,
     render_messages=rendered_messages,
+    join_rendered=joined,
     user_first=True,
     system_apart=True,
     parsed_arguments=True,
