@@ -77,13 +77,13 @@ async def test_the_first_round_after_a_completed_turn_renders_that_turn_only(
     one = await server_factory(database_url=database_url)
     other = await server_factory(database_url=database_url)
     mine, theirs = Client(one), Client(other)
-    await mine.history.CreateThread(
+    await mine.create_thread(
         history_service_pb2.CreateThreadRequest(thread_id="t", config=config(400_000, 16_000, model=model))
     )
     renders = Renders(monkeypatch)
     kept = 0
     for i in range(TURNS):
-        reply = await mine.turns.PrepareTurn(_round(i, provider))
+        reply = await mine.prepare_turn(_round(i, provider))
         calls = renders.taken()
         if i <= 1:
             # No history (no prefix to extend later), then the first one: rendered whole, once.
@@ -96,16 +96,16 @@ async def test_the_first_round_after_a_completed_turn_renders_that_turn_only(
 
         # The same round on a server that keeps nothing: the whole history rendered from scratch.
         other.ctx.load_cache.clear()
-        again = await theirs.turns.PrepareTurn(_round(i, provider))
+        again = await theirs.prepare_turn(_round(i, provider))
         assert renders.taken() == [("whole", kept)]
         assert again.provider_body_json.encode() == reply.provider_body_json.encode()
         assert list(again.provider_notices) == list(reply.provider_notices)
 
         rest = tool_turn(i, lines=4)[1:]
-        await mine.history.AppendEntries(
+        await mine.append_entries(
             history_service_pb2.AppendEntriesRequest(thread_id="t", entries=rest)
         )
-        await mine.history.CompleteTurn(
+        await mine.complete_turn(
             history_service_pb2.CompleteTurnRequest(thread_id="t", turn_id=rest[0].turn_id)
         )
         kept += 4
