@@ -59,6 +59,9 @@ def run_loop(address: str, loops: int, request_file: Path) -> dict[str, Any]:
     args = [
         str(LOADER), "-addr", address, "-rpc", "loop", "-concurrency", str(loops),
         "-requests", str(TURNS[loops]), "-seed-entries", "200", "-input", str(request_file),
+        # Each PrepareTurn renders the provider body too, as an agent loop asks for it (the
+        # threads' model is gpt-4o-mini).
+        "-provider", "openai-chat",
     ]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:

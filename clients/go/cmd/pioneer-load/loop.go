@@ -101,6 +101,8 @@ type agentLoop struct {
 	prefix  string
 	turns   int
 	compile *pioneerv1.PromptCompileInput
+	// The body each PrepareTurn renders too, as an agent loop asks for it (-provider).
+	provider pioneerv1.Provider
 }
 
 // turnTimes are one turn's step latencies.
@@ -119,6 +121,7 @@ func (l *agentLoop) turn(ctx context.Context, first, inside *sizes) (turnTimes, 
 		}},
 		CompileInput: l.compile,
 		Tools:        []*pioneerv1.ToolDefinition{sample.ReadFileTool()},
+		Provider:     l.provider,
 	}
 	t0 := time.Now()
 	resp, err := l.c.Turns.PrepareTurn(ctx, req)
@@ -219,6 +222,10 @@ func runLoop(cfg config) (*loopReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	provider, err := providerOf(cfg)
+	if err != nil {
+		return nil, err
+	}
 	loops := make([]*agentLoop, cfg.concurrency)
 	st := make([]setup, cfg.concurrency)
 	errs := make([]error, cfg.concurrency)
@@ -230,7 +237,7 @@ func runLoop(cfg config) (*loopReport, error) {
 			return nil, err
 		}
 		defer c.Close()
-		loops[i] = &agentLoop{c: c, prefix: "loop-" + randomHex(4), compile: compile.GetInput()}
+		loops[i] = &agentLoop{c: c, prefix: "loop-" + randomHex(4), compile: compile.GetInput(), provider: provider}
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()

@@ -100,7 +100,7 @@ func main() {
 	flag.BoolVar(&cfg.newTurn, "new-turn", false, "prepare-turn: every call a new turn (default: one turn repeated)")
 	flag.IntVar(&cfg.threads, "threads", 1,
 		"prepare-turn -new-turn: this many created threads, caller i preparing the rounds of thread i mod N (agent loops)")
-	flag.StringVar(&cfg.provider, "provider", "", "prepare-turn: also render this body (openai-chat | anthropic | gemini | openai-responses)")
+	flag.StringVar(&cfg.provider, "provider", "", "prepare-turn and loop: also render this body (openai-chat | anthropic | gemini | openai-responses)")
 	flag.BoolVar(&cfg.bodyOnly, "provider-body-only", false, "prepare-turn: ask for the provider body only (no ChatRequest)")
 	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "deadline of each call")
 	flag.Parse()
@@ -267,6 +267,18 @@ var providers = map[string]pioneerv1.Provider{
 	"gemini":           pioneerv1.Provider_PROVIDER_GEMINI_GENERATE_CONTENT,
 }
 
+// providerOf is the -provider flag's value (unspecified when empty: no body is rendered).
+func providerOf(cfg config) (pioneerv1.Provider, error) {
+	if cfg.provider == "" {
+		return pioneerv1.Provider_PROVIDER_UNSPECIFIED, nil
+	}
+	provider, ok := providers[cfg.provider]
+	if !ok {
+		return provider, fmt.Errorf("unknown -provider %q", cfg.provider)
+	}
+	return provider, nil
+}
+
 func compileInput(cfg config) (*pioneerv1.CompilePromptRequest, error) {
 	req := &pioneerv1.CompilePromptRequest{Input: sample.FullCompileInput(1)}
 	if cfg.input == "" {
@@ -338,12 +350,9 @@ func buildPrepareTurn(ctx context.Context, p *pool, cfg config, st *setup) (call
 	if err != nil {
 		return nil, 0, err
 	}
-	provider := pioneerv1.Provider_PROVIDER_UNSPECIFIED
-	if cfg.provider != "" {
-		var ok bool
-		if provider, ok = providers[cfg.provider]; !ok {
-			return nil, 0, fmt.Errorf("unknown -provider %q", cfg.provider)
-		}
+	provider, err := providerOf(cfg)
+	if err != nil {
+		return nil, 0, err
 	}
 	// Without -new-turn every call prepares the same in-progress turn: the entry
 	// append is idempotent, so the thread does not grow while measuring. With it,
