@@ -32,8 +32,11 @@ from pioneer_grpc.v1 import chat_pb2, history_pb2
 from pioneer_grpc.wire import repeated_records
 
 MAX_THREADS = 256
-# Encoded bytes of the answers kept (their objects take about as much again).
-MAX_BYTES = 16 * 1024 * 1024
+# Encoded bytes of the answers kept (their objects take about as much again). An agent loop's
+# thread of ~100k tokens keeps ~1.5 MB (messages, the entries they were decided from, a rendered
+# prefix); loops take their turns in rotation, so a bound below their working set makes every
+# answer leave before its thread's next round (16 loops missed every time at 16 MiB).
+MAX_BYTES = 64 * 1024 * 1024
 
 # (thread id, excluded turn id); "" for the answer that excludes nothing.
 Key = tuple[str, str]

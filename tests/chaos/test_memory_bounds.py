@@ -123,3 +123,19 @@ def test_a_replaced_answer_is_freed_when_it_is_replaced_not_by_a_full_collection
         assert replaced() is None
     finally:
         gc.enable()
+
+
+def test_sixteen_agent_loops_on_long_threads_stay_kept_by_default():
+    """Loops take their rounds in rotation: the default bound holds the answers of 16 threads of
+    about 100k tokens (measured under the loop benchmark: 1.3 to 1.8 MB kept each, with the entries
+    they were decided from and a rendered prefix), or every answer would leave before its thread's
+    next round and each round would read and render the whole history."""
+    cache = LoadCache()
+    snapshot = SimpleNamespace(repairs=(), entries=(), more_entries=False)
+    openai = provider_service_pb2.PROVIDER_OPENAI_CHAT_COMPLETIONS
+    for n in range(16):
+        cache.store(f"loop-{n}", "", _state(n), snapshot, _result(700_000))
+        kept = cache.find(f"loop-{n}", "", _state(n))
+        assert kept is not None
+        assert kept.rendered_prefix(openai, "chat_request", render_prefix) is not None
+    assert all(_read(cache, (f"loop-{n}", ""), n) for n in range(16)), len(cache)
