@@ -42,6 +42,7 @@ from bench_events import bench_delivery, scratch_database, serve
 from bench_history import bench_load_history
 from bench_inputs import full_compile_request, prepare_home
 from bench_loop import loop_figures, loop_goal_lines
+from bench_server import address_of, serve_args
 from google.protobuf import json_format
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -213,32 +214,19 @@ class serve_workers:
     """`pioneer-grpc serve --workers N` as a subprocess (synchronous, for the loader runs)."""
 
     def __init__(self, database_url: str, home: Path, workers: int) -> None:
-        self.args = [
-            str(Path(sys.executable).parent / "pioneer-grpc"),
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--home",
-            str(home),
-            "--log-level",
-            "WARNING",
-            "--grace-seconds",
-            "0.5",
-            "--workers",
-            str(workers),
-        ]
+        self.args = serve_args(home, "--workers", str(workers))
         if database_url:
             self.args += ["--database-url", database_url]
 
     def __enter__(self) -> serve_workers:
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if "serving on " not in line:
+        try:
+            self.address = address_of(self.proc.stdout.readline())
+        except RuntimeError:
             self.proc.kill()
-            raise RuntimeError(f"server did not start: {line!r}")
+            raise
         self.pid = self.proc.pid
-        self.address = line.rsplit("serving on ", 1)[1].split()[0]
         return self
 
     def __exit__(self, *_: object) -> None:

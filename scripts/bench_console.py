@@ -30,11 +30,9 @@ import argparse
 import asyncio
 import contextlib
 import json
-import signal
 import socket
 import sqlite3
 import statistics
-import sys
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -44,8 +42,7 @@ from typing import Any
 
 from bench import against_echo, load
 from bench_inputs import prepare_home
-
-SCRIPT = Path(sys.executable).parent / "pioneer-grpc"
+from bench_server import served
 
 
 def free_port() -> int:
@@ -70,23 +67,13 @@ class Server:
 
 @asynccontextmanager
 async def serve(name: str, home: Path) -> AsyncIterator[Server]:
-    args = [str(SCRIPT), "serve", "--listen", "127.0.0.1:0", "--home", str(home), "--log-level", "WARNING",
-            "--grace-seconds", "0.5"]
+    extra: list[str] = []
     for flag in SERVERS[name]:
-        args.append(flag)
+        extra.append(flag)
         if flag == "--http-listen":
-            args.append(f"127.0.0.1:{free_port()}")
-    proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE)
-    try:
-        assert proc.stdout is not None
-        line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
-        if "serving on " not in line:
-            raise RuntimeError(f"server {name} did not start: {line!r}")
-        yield Server(name, line.rsplit("serving on ", 1)[1].strip())
-    finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            await asyncio.wait_for(proc.wait(), 30)
+            extra.append(f"127.0.0.1:{free_port()}")
+    async with served(home, *extra) as (address, _):
+        yield Server(name, address)
 
 
 def seed(server: Server, seed_entries: int) -> None:

@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import statistics
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from pathlib import Path
 
 import asyncpg
 import grpc
+from bench_server import served
 
 from pioneer_grpc.v1 import echo_service_pb2, echo_service_pb2_grpc, prompt_pb2
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
@@ -39,38 +39,14 @@ from pioneer_grpc.v1 import manifest_service_pb2_grpc as service_grpc
 from pioneer_grpc.v1 import prompt_compiler_service_pb2 as compiler_pb2
 from pioneer_grpc.v1 import prompt_compiler_service_pb2_grpc as compiler_grpc
 
-SCRIPT = Path(sys.executable).parent / "pioneer-grpc"
 STREAMS_PER_CHANNEL = 10
 
 
 @asynccontextmanager
 async def serve(database_url: str, home: Path) -> AsyncIterator[str]:
-    """A `pioneer-grpc serve` subprocess; yields its address."""
-    args = [
-        str(SCRIPT),
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--home",
-        str(home),
-        "--log-level",
-        "WARNING",
-        "--grace-seconds",
-        "0.5",
-    ]
-    if database_url:
-        args += ["--database-url", database_url]
-    proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE)
-    try:
-        assert proc.stdout is not None
-        line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
-        if "serving on " not in line:
-            raise RuntimeError(f"server did not start: {line!r}")
-        yield line.rsplit("serving on ", 1)[1].strip()
-    finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            await asyncio.wait_for(proc.wait(), 30)
+    """A `pioneer-grpc serve` subprocess on `database_url` (empty: the home's SQLite); yields its address."""
+    async with served(home, *(["--database-url", database_url] if database_url else [])) as (address, _):
+        yield address
 
 
 @asynccontextmanager

@@ -22,10 +22,8 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import statistics
 import subprocess
-import sys
 import tempfile
 import urllib.request
 from collections.abc import AsyncIterator
@@ -36,12 +34,12 @@ from typing import Any
 
 import grpc
 from bench_inputs import prepare_home
+from bench_server import served
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from pioneer_grpc.v1 import history_pb2, history_service_pb2, history_service_pb2_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = Path(sys.executable).parent / "pioneer-grpc"
 LOADER = ROOT / "clients" / "go" / "bin" / "pioneer-load"
 SECONDS = os.environ.get("PIONEER_BENCH_SECONDS", "5")
 SEED_TURNS = 100
@@ -143,32 +141,9 @@ async def seed_thread(address: str, thread_id: str, turns: int) -> None:
 
 @asynccontextmanager
 async def serve(home: Path, *extra: str) -> AsyncIterator[Server]:
-    args = [
-        str(SCRIPT),
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--home",
-        str(home),
-        "--log-level",
-        "WARNING",
-        "--grace-seconds",
-        "0.5",
-        *extra,
-    ]
-    proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE)
-    try:
-        assert proc.stdout is not None
-        line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
-        if "serving on " not in line:
-            raise RuntimeError(f"server did not start: {line!r}")
-        address = line.rsplit("serving on ", 1)[1].strip()
+    async with served(home, *extra) as (address, pid):
         await seed_thread(address, "bench", SEED_TURNS)
-        yield Server(address, proc.pid, "bench")
-    finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            await asyncio.wait_for(proc.wait(), 30)
+        yield Server(address, pid, "bench")
 
 
 def load(server: Server, concurrency: int) -> dict[str, Any]:
