@@ -32,7 +32,6 @@ messages copied and encoded again.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -269,6 +268,8 @@ class _Round:
     # provider body when the request names a provider.
     framed: bytes = b""
     rendered: RenderedBody | None = None
+    # Set by `_encoded`, after the commit: the provider body written as JSON text.
+    encoded: RenderedRequest | None = None
 
 
 class _Unsettled(Exception):
@@ -442,7 +443,7 @@ async def _committed_round(
     for attempt in range(_SETTLE_ATTEMPTS + 1):
         try:
             done, committed_id = await ctx.runner.transact(
-                prepare, partial(_round, ctx, request, settled), _event_id_setting, then=then
+                prepare, partial(_round, ctx, request, settled), _event_id_setting, then=then, after=_encoded
             )
             return done, committed_id
         except _Unsettled as unsettled:
@@ -455,6 +456,12 @@ async def _committed_round(
                 settled = await history_load.settle(ctx, request.thread_id, request.turn_id, unsettled.over)
                 observe.history_loaded(ctx, span, _report_of(settled.result))
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _encoded(done: _Round) -> _Round:
+    """The runner's `after`: the body written as JSON text once the round committed (the bulk of a
+    large body, so out of the transaction; it cannot fail)."""
+    return done if done.rendered is None else replace(done, encoded=done.rendered.encoded())
 
 
 def _event_id_setting(done: _Round) -> str:
@@ -501,9 +508,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     head = before[0].head
     head.model = done.model
     prepared = PreparedTurn(head, done.framed, done.current, report, recorded.event_id)
-    if done.rendered is not None:
-        # Written as JSON text out of the transaction: the bulk of a large body, and it cannot fail.
-        prepared.rendered = await asyncio.to_thread(done.rendered.encoded)
+    prepared.rendered = done.encoded
     if ctx.config.keep_rendered_requests:  # off by default: then the round pays nothing for it
         await rendered_rounds.keep(ctx, request, prepared)
     return prepared

@@ -22,7 +22,9 @@ in a worker thread. `then` is blocking work on what `work` read that decides
 whether the transaction commits (a round's provider body, which may be refused):
 on SQLite it runs in the same thread just after `work`, on PostgreSQL in a
 worker thread while the transaction waits; its locks are held meanwhile, so it
-must be short.
+must be short. `after` is blocking work on the committed result (encoding the answer): on
+SQLite it runs in the same thread right after the commit, on PostgreSQL in a worker thread; it
+must not fail, since the transaction it follows has committed.
 
 The SQLite connection is a second connection to the store in this process; the
 two (and those of other worker processes) meet on SQLite's lock with the busy
@@ -90,11 +92,13 @@ class TransactionRunner:
         setting: str | Callable[[R], str] = no_setting,
         *,
         then: Callable[[R], R] | None = None,
+        after: Callable[[R], R] | None = None,
     ) -> tuple[R, str | None]:
         """`work(conn, prepare())`, committed when it returns, rolled back when it raises; and then
         the session setting `setting` names (or `setting(result)`) as the commit left it. With
         `then`, the result is `then(work(...))`, run before the commit off the event loop; what it
-        raises rolls back.
+        raises rolls back. With `after`, the result is `after(...)` of that, run after the commit
+        off the event loop (no hop of its own on SQLite).
 
         It runs to its end even when the caller is cancelled (store/work.py), and
         driver failures leave it as domain errors. On PostgreSQL a trigger that runs
@@ -104,13 +108,15 @@ class TransactionRunner:
         runs at commit, and when `setting` names none.
         """
         if self._sync is None:
-            return await run_to_end(self._transact_async(prepare, work, setting, then))
+            return await run_to_end(self._transact_async(prepare, work, setting, then, after))
 
         def run() -> R:
             prepared = prepare()
             with self._thread_connection() as conn, conn.begin():
                 result = work(conn, prepared)
-                return result if then is None else then(result)
+                if then is not None:
+                    result = then(result)
+            return result if after is None else after(result)
 
         return await run_to_end(self._in_thread(run)), None
 
@@ -150,21 +156,23 @@ class TransactionRunner:
         work: Callable[[Connection, P], R],
         setting_of: str | Callable[[R], str],
         then: Callable[[R], R] | None,
+        after: Callable[[R], R] | None,
     ) -> tuple[R, str | None]:
         prepared = prepare() if prepare is nothing else await asyncio.to_thread(prepare)
+        value = None
         async with self._engine.connect() as conn:
             async with conn.begin():
                 result = await conn.run_sync(work, prepared)
                 if then is not None:
                     result = await asyncio.to_thread(then, result)
             setting = setting_of(result) if callable(setting_of) else setting_of
-            setting = setting if self._postgres else ""
-            if not setting:
-                return result, None
-            # Outside any transaction, straight on the driver: one round trip, no BEGIN.
-            driver = (await conn.get_raw_connection()).driver_connection
-            value = await driver.fetchval("SELECT current_setting($1, true)", setting)  # type: ignore[union-attr]
-            return result, value
+            if setting and self._postgres:
+                # Outside any transaction, straight on the driver: one round trip, no BEGIN.
+                driver = (await conn.get_raw_connection()).driver_connection
+                value = await driver.fetchval("SELECT current_setting($1, true)", setting)  # type: ignore[union-attr]
+        if after is not None:  # the connection given back first
+            result = await asyncio.to_thread(after, result)
+        return result, value
 
     @contextmanager
     def _thread_connection(self) -> Iterator[Connection]:
