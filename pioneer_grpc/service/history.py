@@ -224,25 +224,45 @@ async def append_entries(
 
     Refuses (INVALID_ARGUMENT, fields named `{prefix}[i]...`, nothing stored) what
     would make a later round fail: see `history/entry_rules.py`. Checking, hashing
-    and counting run in a worker thread: a batch at its caps is megabytes of text,
-    which must not hold up the event loop. Without `with_entries` the outcome
-    carries the counts only (nothing is read back). With `complete_turn_id` that
-    turn is completed in the same transaction.
+    and counting are the unit of work's `prepare`, off the event loop (a batch at its
+    caps is megabytes of text) and before its transaction. Without `with_entries`
+    the outcome carries the counts only (nothing is read back). With
+    `complete_turn_id` that turn is completed in the same transaction.
     """
-    content = await asyncio.to_thread(_checked_content, thread_id, entries, prefix)
-    if content:
+    counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, thread_id)
+    checked = partial(_checked_and_counted, thread_id, entries, prefix, counted_in)
+    work = partial(_append_in, ctx, thread_id, entries, prefix, with_entries, counted_in, complete_turn_id)
+    try:
+        with ctx.telemetry.span(
+            "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
+        ):
+            outcome, _ = await ctx.runner.transact(checked, work)
+            return outcome
+    except _ContentRefused as refused:
         # Rejected anyway: read the thread's calls too, so every violation is named at once.
         stored = await ctx.runner.read(partial(_stored_calls, thread_id, entries))
-        _check([*content, *call_violations(entries, stored, prefix)])
-    with ctx.telemetry.span(
-        "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
-    ):
-        counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, thread_id)
-        work = partial(
-            _append_in, ctx, thread_id, entries, prefix, with_entries, counted_in, complete_turn_id
-        )
-        outcome, _ = await ctx.runner.transact(partial(_hashed_and_counted, entries, counted_in), work)
-        return outcome
+        _check([*refused.violations, *call_violations(entries, stored, prefix)])
+        raise AssertionError("unreachable: content violations are refused") from None
+
+
+class _ContentRefused(Exception):
+    """The batch breaks content rules: refused before its transaction began, with the calls' rules
+    still to check against what the thread stores."""
+
+    def __init__(self, violations: list[FieldViolation]) -> None:
+        super().__init__("content rules")
+        self.violations = violations
+
+
+def _checked_and_counted(
+    thread_id: str, entries: Sequence[history_pb2.ConversationEntry], prefix: str, tokenizer: str
+) -> list[entry_store.NewEntry]:
+    """The append's `prepare` (blocking): every check that needs no stored row, then the entries
+    hashed and counted."""
+    content = _checked_content(thread_id, entries, prefix)
+    if content:
+        raise _ContentRefused(content)
+    return _hashed_and_counted(entries, tokenizer)
 
 
 def _stored_calls(
