@@ -100,10 +100,12 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 async def _run_until_signal(config_flags: dict[str, object], config_file: Path | None) -> int:
     from pioneer_grpc.server.app import start_server
+    from pioneer_grpc.server.heap import freeze_start_up
 
     config = load_config(config_flags, config_file=config_file)
     # One start-up line: printed here; logged too only where logs are read by machines (json).
     running = await start_server(config, announce=config.log_format == "json")
+    freeze_start_up()
     print(f"pioneer-grpc {__version__} serving on {running.address}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

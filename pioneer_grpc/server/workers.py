@@ -130,8 +130,10 @@ def _worker_config(config: Config, address: str, index: int) -> Config:
 
 async def _worker(config: Config, ready: Connection) -> None:
     from pioneer_grpc.server.app import start_server
+    from pioneer_grpc.server.heap import freeze_start_up
 
     running = await start_server(config)
+    freeze_start_up()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

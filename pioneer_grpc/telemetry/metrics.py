@@ -7,6 +7,7 @@ conventions of go-grpc-prometheus for the RPC families, `pioneer_*` for the rest
 
 from __future__ import annotations
 
+import gc
 import platform
 import threading
 from collections.abc import Callable
@@ -132,6 +133,12 @@ class Metrics(NoMetrics):
         )
         # process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... of this process.
         ProcessCollector(registry=r)
+        frozen = Gauge(
+            "pioneer_gc_frozen_objects",
+            "Objects of start-up that full garbage collections no longer walk (0 until the server serves).",
+            registry=r,
+        )
+        frozen.set_function(gc.get_freeze_count)
         self._in_flight = Gauge(
             "pioneer_rpcs_in_flight", "RPCs started and not yet ended (health checks included).", registry=r
         )

@@ -85,3 +85,25 @@ def test_start_up_says_serving_once_and_alembic_stays_quiet(tmp_path):
     err = proc.stderr.read().decode() if proc.stderr else ""
     assert (out + err).count("serving on") == 1, out + err
     assert "alembic" not in err, err
+
+
+async def test_serve_freezes_its_start_up_heap_and_says_so_on_metrics(tmp_path):
+    from tests.telemetry.test_metrics import scrape, value
+
+    address, metrics = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+    env = {**os.environ, "PIONEER_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(
+        [str(SCRIPT), "serve", "--listen", address, "--metrics-listen", metrics],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_serving(address, proc)
+        _, samples = await scrape(metrics)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    # Start-up builds hundreds of thousands of objects that live as long as the process; frozen,
+    # no full collection walks them (gc.freeze), and /metrics shows how many.
+    assert value(samples, "pioneer_gc_frozen_objects") > 100_000
