@@ -101,8 +101,10 @@ type agentLoop struct {
 	prefix  string
 	turns   int
 	compile *pioneerv1.PromptCompileInput
-	// The body each PrepareTurn renders too, as an agent loop asks for it (-provider).
+	// The body each PrepareTurn renders too, as an agent loop asks for it (-provider);
+	// with bodyOnly (-provider-body-only) the body alone, without the ChatRequest.
 	provider pioneerv1.Provider
+	bodyOnly bool
 }
 
 // turnTimes are one turn's step latencies.
@@ -119,9 +121,10 @@ func (l *agentLoop) turn(ctx context.Context, first, inside *sizes) (turnTimes, 
 		NewEntries: []*pioneerv1.ConversationEntry{{
 			EntryId: turn + "-u", Role: pioneerv1.EntryRole_ENTRY_ROLE_USER, Content: sample.UserMessage(l.turns),
 		}},
-		CompileInput: l.compile,
-		Tools:        []*pioneerv1.ToolDefinition{sample.ReadFileTool()},
-		Provider:     l.provider,
+		CompileInput:     l.compile,
+		Tools:            []*pioneerv1.ToolDefinition{sample.ReadFileTool()},
+		Provider:         l.provider,
+		ProviderBodyOnly: l.bodyOnly,
 	}
 	t0 := time.Now()
 	resp, err := l.c.Turns.PrepareTurn(ctx, req)
@@ -237,7 +240,7 @@ func runLoop(cfg config) (*loopReport, error) {
 			return nil, err
 		}
 		defer c.Close()
-		loops[i] = &agentLoop{c: c, prefix: "loop-" + randomHex(4), compile: compile.GetInput(), provider: provider}
+		loops[i] = &agentLoop{c: c, prefix: "loop-" + randomHex(4), compile: compile.GetInput(), provider: provider, bodyOnly: cfg.bodyOnly}
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()

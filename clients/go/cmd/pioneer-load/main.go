@@ -101,7 +101,7 @@ func main() {
 	flag.IntVar(&cfg.threads, "threads", 1,
 		"prepare-turn -new-turn: this many created threads, caller i preparing the rounds of thread i mod N (agent loops)")
 	flag.StringVar(&cfg.provider, "provider", "", "prepare-turn and loop: also render this body (openai-chat | anthropic | gemini | openai-responses)")
-	flag.BoolVar(&cfg.bodyOnly, "provider-body-only", false, "prepare-turn: ask for the provider body only (no ChatRequest)")
+	flag.BoolVar(&cfg.bodyOnly, "provider-body-only", false, "prepare-turn and loop: ask for the provider body only (no ChatRequest)")
 	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "deadline of each call")
 	flag.Parse()
 	log.SetFlags(0)
