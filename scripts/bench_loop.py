@@ -55,13 +55,23 @@ LOOP_GOALS = [
 ]
 
 
-def run_loop(address: str, loops: int, request_file: Path) -> dict[str, Any]:
+# What each PrepareTurn asks for. The headline: the ChatRequest and the provider body, as the
+# Python example loop asks (the threads' model is gpt-4o-mini). The others, labelled: the body
+# alone (provider_body_only, a loop that only forwards the body) and the ChatRequest alone (a loop
+# with its own provider code, as the Go example).
+SHAPES = {
+    "chat request and body": ["-provider", "openai-chat"],
+    "body only": ["-provider", "openai-chat", "-provider-body-only"],
+    "chat request only": [],
+}
+HEADLINE = "chat request and body"
+
+
+def run_loop(address: str, loops: int, request_file: Path, shape: str = HEADLINE) -> dict[str, Any]:
     args = [
         str(LOADER), "-addr", address, "-rpc", "loop", "-concurrency", str(loops),
         "-requests", str(TURNS[loops]), "-seed-entries", "200", "-input", str(request_file),
-        # Each PrepareTurn renders the provider body too, as an agent loop asks for it (the
-        # threads' model is gpt-4o-mini).
-        "-provider", "openai-chat",
+        *SHAPES[shape],
     ]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
@@ -148,7 +158,20 @@ async def loop_figures(address: str, request_file: Path, backend: str) -> list[d
         {"figure": f"loop, {backend}, 16 loops", **many},
         {"figure": f"loop, {backend}, trim_messages", "load_p50_ms": load_p50, **trim},
         {"figure": f"loop, {backend}, ratios", **figures},
+        *[await shape_figures(address, request_file, backend, s) for s in SHAPES if s != HEADLINE],
     ]
+
+
+async def shape_figures(address: str, request_file: Path, backend: str, shape: str) -> dict[str, Any]:
+    """The same loop asking for another response (not the headline): one loop's step ratios."""
+    one = await asyncio.to_thread(run_loop, address, 1, request_file, shape)
+    return {
+        "figure": f"loop, {backend}, 1 loop, {shape} (not the headline)",
+        "response_bytes": one["first_prepare"]["response_bytes"],
+        "first PrepareTurn p50 vs echo": one["first_prepare"]["p50_vs_echo"],
+        "inside PrepareTurn p50 vs echo": one["inside_prepare"]["p50_vs_echo"],
+        "whole turn p50 vs two echoes": one["turn_vs_two_echoes"],
+    }
 
 
 def loop_goal_lines(results: list[dict[str, Any]]) -> list[str]:
