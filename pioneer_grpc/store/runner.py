@@ -48,6 +48,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pioneer_grpc.store.batches import Batches
 from pioneer_grpc.store.engine import LOCK_WAIT_SECONDS, sqlite_pragmas, sqlite_synchronous
 from pioneer_grpc.store.work import run_to_end
 
@@ -84,6 +85,7 @@ class TransactionRunner:
             )
             sqlite_pragmas(self._sync, sqlite_synchronous(engine))
             self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pioneer-sqlite-round")
+            self._batches = Batches(self._thread, self._thread_connection)
 
     async def transact(
         self,
@@ -109,16 +111,8 @@ class TransactionRunner:
         """
         if self._sync is None:
             return await run_to_end(self._transact_async(prepare, work, setting, then, after))
-
-        def run() -> R:
-            prepared = prepare()
-            with self._thread_connection() as conn, conn.begin():
-                result = work(conn, prepared)
-                if then is not None:
-                    result = then(result)
-            return result if after is None else after(result)
-
-        return await run_to_end(self._in_thread(run)), None
+        # In SQLite's thread, committed with the units waiting beside it (store/batches.py).
+        return await run_to_end(self._batches.submit(prepare, work, then, after)), None
 
     async def read(self, work: Callable[[Connection], R]) -> R:
         """`work(conn)` outside a transaction: for a read of one statement, which is its own snapshot.

@@ -40,8 +40,9 @@ from tests.history.rpc import turn as complete
 
 USER = history_pb2.ENTRY_ROLE_USER
 STORE = Path(pioneer_grpc.store.__file__).parent
-# Not use cases: the schema migration at start and the disk probe each own their one statement.
-NOT_USE_CASES = {"runner.py", "migrate.py", "probe.py"}
+# The runner (batches.py is its SQLite side); not use cases: the schema migration at start and the
+# disk probe each own their one statement.
+NOT_USE_CASES = {"runner.py", "batches.py", "migrate.py", "probe.py"}
 
 
 def _begun(path: Path) -> list[str]:

@@ -1,0 +1,151 @@
+"""SQLite's units of work, committed together when they wait together: one fsync for a batch.
+
+With `synchronous=FULL` every commit waits for the disk; the runner's one thread
+commits for every caller in the process, so under load the callers queue behind
+each other's fsyncs. A unit that arrives while another runs waits in a queue; the
+thread then takes every unit waiting (up to MAX_UNITS) as one batch: each one's
+`prepare` first (outside the transaction), then one transaction in which each
+unit runs inside a SAVEPOINT of its own, then one COMMIT. A unit that raises is
+rolled back to its savepoint and answered with its error; the others go on. A
+failure that leaves no savepoint to roll back to, or a failing COMMIT, fails
+every unit of the batch, and nothing of it is stored. Each caller is answered
+once the batch committed: nothing is acknowledged before it is durable. A unit
+alone runs exactly as it did before batches existed (no savepoint, no BEGIN of
+ours). Each unit runs in its caller's context (its trace span).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+# A batch's units answer only once all of them ran: bounded, so the first waits for few others.
+MAX_UNITS = 16
+
+
+@dataclass
+class Unit:
+    prepare: Callable[[], Any]
+    work: Callable[[Connection, Any], Any]
+    then: Callable[[Any], Any] | None
+    after: Callable[[Any], Any] | None
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Any]
+    context: contextvars.Context = field(default_factory=contextvars.copy_context)
+    prepared: Any = None
+    result: Any = None
+    error: BaseException | None = None
+
+    def run(self, conn: Connection) -> None:
+        result = self.work(conn, self.prepared)
+        self.result = result if self.then is None else self.then(result)
+
+    def answer(self) -> None:
+        if self.error is None and self.after is not None:
+            try:
+                self.result = self.context.run(self.after, self.result)
+            except Exception as exc:  # `after` must not fail; if it does, its caller hears it
+                self.error = exc
+        try:
+            self.loop.call_soon_threadsafe(_settle, self.future, self.result, self.error)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is None:
+        future.set_result(result)
+    else:
+        future.set_exception(error)
+
+
+class Batches:
+    """The queue in front of the SQLite thread. `connection()` is the thread's connection as a
+    context manager (given back to the pool when what runs inside it raises)."""
+
+    def __init__(
+        self, thread: ThreadPoolExecutor, connection: Callable[[], AbstractContextManager[Connection]]
+    ) -> None:
+        self._thread = thread
+        self._connection = connection
+        self._lock = threading.Lock()
+        self._waiting: list[Unit] = []
+        self._scheduled = False
+
+    def submit(
+        self,
+        prepare: Callable[[], Any],
+        work: Callable[[Connection, Any], Any],
+        then: Callable[[Any], Any] | None,
+        after: Callable[[Any], Any] | None,
+    ) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        unit = Unit(prepare, work, then, after, loop, loop.create_future())
+        with self._lock:
+            self._waiting.append(unit)
+            schedule = not self._scheduled
+            self._scheduled = True
+        if schedule:
+            self._thread.submit(self._next_batch)
+        return unit.future
+
+    def _next_batch(self) -> None:
+        """One batch, then the next submitted behind whatever else the thread was given (reads)."""
+        while True:
+            with self._lock:
+                batch, self._waiting = self._waiting[:MAX_UNITS], self._waiting[MAX_UNITS:]
+            self._run(batch)
+            with self._lock:
+                self._scheduled = bool(self._waiting)
+                if not self._scheduled:
+                    return
+                try:
+                    self._thread.submit(self._next_batch)
+                    return
+                except RuntimeError:  # shut down meanwhile: the rest runs here
+                    pass
+
+    def _run(self, batch: list[Unit]) -> None:
+        ready = []
+        for unit in batch:
+            try:
+                unit.prepared = unit.context.run(unit.prepare)
+                ready.append(unit)
+            except BaseException as exc:
+                unit.error = exc
+        try:
+            if len(ready) == 1:
+                with self._connection() as conn, conn.begin():
+                    ready[0].context.run(ready[0].run, conn)
+            elif ready:
+                self._together(ready)
+        except BaseException as exc:
+            for unit in ready:
+                if unit.error is None:
+                    unit.error = exc
+        for unit in batch:
+            unit.answer()
+
+    def _together(self, ready: list[Unit]) -> None:
+        with self._connection() as conn, conn.begin():
+            # Begun here: a SAVEPOINT that opened the transaction would commit it when released.
+            conn.exec_driver_sql("BEGIN")
+            for unit in ready:
+                savepoint = conn.begin_nested()
+                try:
+                    unit.context.run(unit.run, conn)
+                except Exception as exc:
+                    unit.error = exc
+                    savepoint.rollback()  # what raises here fails the whole batch
+                else:
+                    savepoint.commit()
