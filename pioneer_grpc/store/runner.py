@@ -4,8 +4,10 @@ A PrepareTurn round is a dozen statements. Through aiosqlite each statement
 costs several hand-offs between the event loop and the driver's thread, and on a
 busy machine each hand-off waits for a time slice; so on SQLite the round runs
 as one function in a thread that owns a plain (synchronous) sqlite3 connection
-to the same file: one hand-off for the round. On PostgreSQL the same function
-runs through SQLAlchemy's `run_sync` on an asyncpg connection, on the event loop.
+to the same file: one hand-off for the round; units that wait for that thread
+together commit together, one fsync for all (store/batches.py). On PostgreSQL the
+same function runs through SQLAlchemy's `run_sync` on an asyncpg connection, on
+the event loop.
 
     runner = TransactionRunner.for_engine(engine)
     # prepare() -> p, then work(conn, p) in one transaction; then the session setting
