@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import pytest
@@ -283,3 +284,66 @@ def test_opening_system_text_joins_a_compiled_prompt_with_a_stable_half_only() -
             "chat_request.messages[0]",
         )
     ]
+
+
+# --- the request's own fields ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("provider", "fields", "expected"),
+    [
+        (CHAT, {"model": ""}, ("chat_request.model", "must not be empty")),
+        (
+            CHAT,
+            {"compiledPrompt": {"stableSystemText": "You are Pioneer.", "boundaryMarker": "<!-- cut -->"}},
+            ("chat_request.compiled_prompt.boundary_marker", "must be empty or the compiler's marker"),
+        ),
+        (CHAT, {"messages": []}, ("chat_request.messages", "at least one message is required")),
+        (
+            ANTHROPIC,
+            {"messages": [{"role": "CHAT_ROLE_SYSTEM", "content": "Answer in Celsius."}]},
+            ("chat_request.messages", "needs a user, assistant or tool message"),
+        ),
+        (CHAT, {"maxTokens": 0}, ("chat_request.max_tokens", "must be positive")),
+        (CHAT, {"temperature": -0.5}, ("chat_request.temperature", "must be a finite number >= 0")),
+    ],
+)
+def test_request_field_violations(provider: int, fields: dict[str, Any], expected: tuple[str, str]) -> None:
+    assert refused(provider, request(provider, **fields)) == [expected]
+
+
+def test_the_smallest_values_allowed_are_sent() -> None:
+    prepared = prepare(CHAT, request(CHAT, model="gpt-4.1", maxTokens=1, temperature=0))
+    assert (prepared.request.max_tokens, prepared.request.temperature) == (1, 0)
+
+
+def test_a_budget_is_not_checked_for_a_model_it_is_not_sent_to() -> None:
+    req = request(ANTHROPIC, model="claude-3-haiku-20240307", reasoning={"budgetTokens": 100})
+    prepared = prepare(ANTHROPIC, req)
+    assert not prepared.request.HasField("reasoning")
+    assert [n.code for n in prepared.notices] == ["reasoning_not_sent"]
+
+
+def test_history_tools_are_declared_with_their_description() -> None:
+    calls = [{"id": "c1", "name": "get_weather", "arguments": "{}"}]
+    messages = [
+        USER,
+        {"role": "CHAT_ROLE_ASSISTANT", "toolCalls": calls},
+        {"role": "CHAT_ROLE_TOOL", "toolCallId": "c1", "content": "18°C"},
+        {**USER, "content": "Thanks"},
+    ]
+    body = json.loads(render(ANTHROPIC, request(ANTHROPIC, messages=messages)).body_json)
+    assert [(t["name"], t["description"]) for t in body["tools"]] == [
+        ("get_weather", "Called earlier in this conversation; not available this round.")
+    ]
+
+
+def test_a_render_violation_names_the_message_by_its_index_in_the_request() -> None:
+    image = {"image": {"uri": "file-abc123"}}
+    messages = [
+        {"role": "CHAT_ROLE_SYSTEM", "content": "Answer in Celsius."},
+        {**USER, "contentParts": [image]},
+    ]
+    with pytest.raises(InvalidArgument) as info:
+        render(CHAT, request(CHAT, messages=messages))
+    assert [v.field for v in info.value.violations] == ["chat_request.messages[1].content_parts[0].image"]
