@@ -13,6 +13,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
+from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.providers import render
 from pioneer_grpc.providers.apis import anthropic as anthropic_api
 from pioneer_grpc.providers.conversation import Paired
@@ -345,8 +346,6 @@ def test_anthropic_trims_trailing_whitespace_after_text_that_starts_at_once() ->
 
 
 def test_gemini_tool_name_violation_says_what_gemini_needs() -> None:
-    from pioneer_grpc.errors import InvalidArgument
-
     tool = {**WEATHER, "name": "1weather"}
     try:
         render(GEMINI, request(GEMINI, tools=[WEATHER, tool]))
@@ -404,3 +403,20 @@ def test_an_extended_prefix_keeps_the_prefixs_notices() -> None:
         assert longer is not None, PROVIDERS
         assert longer.call_name_notices == prefix.call_name_notices
         assert longer.message_notices == prefix.message_notices
+
+
+def test_a_conversation_starting_with_the_assistant_says_what_it_must_start_with() -> None:
+    messages = [
+        {"role": "CHAT_ROLE_SYSTEM", "content": "Be brief."},
+        {"role": "CHAT_ROLE_ASSISTANT", "content": "Hi"},
+        USER,
+    ]
+    try:
+        render(ANTHROPIC, request(ANTHROPIC, messages=messages))
+    except InvalidArgument as exc:
+        found = [(v.field, v.description) for v in exc.violations]
+    else:
+        raise AssertionError("rendered")
+    assert found == [
+        ("chat_request.messages[1].role", "the conversation must start with a user message for this provider")
+    ]
