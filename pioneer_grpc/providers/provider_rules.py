@@ -12,7 +12,10 @@ the request if adapted.
 Adapted, each with a notice:
 - Every provider: a tool call name in the history outside the provider's tool name
   pattern (OpenAI checks the names of past calls against it) is sent with each
-  other character as `_`, in the call and in its result.
+  other character as `_`, in the call and in its result; one longer than the
+  provider's limit is cut to fit, ending in `_` and 12 hex digits of the full
+  name's SHA-256 (`_sent_call_name`). (A request's own tool over the limit is
+  rejected: the caller can rename it; a call the model made earlier cannot be.)
 - Every provider whose spec says so: a call id outside its pattern, or used again
   where ids must be unique in the conversation, is rewritten, the same way in the
   call and its result (`_call_ids`).
@@ -47,6 +50,8 @@ NAME_RE = PLAIN_NAME
 GEMINI_NAME_START_RE = re.compile(r"[A-Za-z_]")
 FORCING_CHOICES = {chat_pb2.TOOL_CHOICE_MODE_REQUIRED, chat_pb2.TOOL_CHOICE_MODE_TOOL}
 HISTORY_TOOL_DESCRIPTION = "Called earlier in this conversation; not available this round."
+# Hex digits of a name's SHA-256 that end a history call name cut to the provider's limit.
+NAME_DIGEST_CHARS = 12
 
 ID_REWRITTEN = "tool_call_id_rewritten"
 THINKING_OFF = "thinking_off_in_tool_loop"
@@ -358,11 +363,26 @@ def openai_chat_names(adapted: Adapted, origins: list[int], path: str) -> None:
             message.name = ""
 
 
+def _sent_call_name(name: str, chars: str, max_chars: int) -> str:
+    """A history call's name as the provider takes it: of `chars`, at most `max_chars` long.
+
+    It depends on the name alone, so every round (and a prefix rendered once) sends
+    the same name; a name cut to fit ends in a digest of the whole name, so two
+    names sharing their first characters stay distinct.
+    """
+    sent = re.sub(f"[^{chars}]", "_", name)
+    if len(sent) > max_chars:
+        digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:NAME_DIGEST_CHARS]
+        sent = f"{sent[: max_chars - NAME_DIGEST_CHARS - 1]}_{digest}"
+    return sent
+
+
 def _call_names(adapted: Adapted, origins: list[int], path: str) -> None:
     if adapted.prefix is not None:
         adapted.notices.extend(adapted.prefix.call_name_notices)
     spec = adapted.spec
     chars = spec.tool_name_chars if spec is not None else "A-Za-z0-9_-"
+    max_chars = spec.max_tool_name_chars if spec is not None else 64
     pattern = re.compile(f"[{chars}]+")
     sent_names: dict[str, str] = {}  # call id -> name sent, for the call last made with it
     for message, origin in zip(adapted.request.messages, origins, strict=True):
@@ -370,12 +390,18 @@ def _call_names(adapted: Adapted, origins: list[int], path: str) -> None:
             message.name = sent_names[message.tool_call_id]
         for j, call in enumerate(message.tool_calls):
             sent = call.name
-            if call.name and not pattern.fullmatch(call.name):
-                sent = re.sub(f"[^{chars}]", "_", call.name)
+            if call.name:
+                sent = _sent_call_name(call.name, chars, max_chars)
+            if sent != call.name:
+                rules = []
+                if not pattern.fullmatch(call.name):
+                    rules.append(f"[{chars}] only")
+                if len(call.name) > max_chars:
+                    rules.append(f"at most {max_chars} characters")
                 adapted.notices.append(
                     Notice(
                         CALL_NAME_REWRITTEN,
-                        f"tool names are [{chars}] only: the call to {call.name!r} was sent as {sent!r}",
+                        f"tool names are {', '.join(rules)}: the call to {call.name!r} was sent as {sent!r}",
                         f"{path}.messages[{origin}].tool_calls[{j}].name",
                     )
                 )

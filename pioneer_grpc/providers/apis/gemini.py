@@ -176,9 +176,11 @@ SPEC = ProviderSpec(
     families=frozenset({"gemini"}),
     render=render,
     path=path_for,
-    # Function names: letters, digits, _ . : and -, starting with a letter or _ (request_rules).
+    # Function names: letters, digits, _ . : and -, starting with a letter or _ (request_rules),
+    # at most 64 characters (the generativelanguage v1beta reference of FunctionDeclaration and
+    # FunctionCall; 128 is Vertex AI's limit, not this API's).
     tool_name_chars="A-Za-z0-9_.:-",
-    max_tool_name_chars=128,
+    max_tool_name_chars=64,
     render_messages=rendered_messages,
     user_first=True,
     system_apart=True,
