@@ -87,7 +87,9 @@ def test_start_up_says_serving_once_and_alembic_stays_quiet(tmp_path):
     assert "alembic" not in err, err
 
 
-async def test_serve_freezes_its_start_up_heap_and_says_so_on_metrics(tmp_path):
+def test_serve_freezes_its_start_up_heap_and_says_so_on_metrics(tmp_path):
+    import asyncio
+
     from tests.telemetry.test_metrics import scrape, value
 
     address, metrics = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
@@ -100,7 +102,7 @@ async def test_serve_freezes_its_start_up_heap_and_says_so_on_metrics(tmp_path):
     )
     try:
         wait_serving(address, proc)
-        _, samples = await scrape(metrics)
+        _, samples = asyncio.run(scrape(metrics))
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
