@@ -139,7 +139,9 @@ class Batches:
     def _together(self, ready: list[Unit]) -> None:
         with self._connection() as conn, conn.begin():
             # Begun here: a SAVEPOINT that opened the transaction would commit it when released.
-            conn.exec_driver_sql("BEGIN")
+            # IMMEDIATE: the write lock is waited for once, by the batch (another process may
+            # hold it), not by each unit's first write in turn.
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
             for unit in ready:
                 savepoint = conn.begin_nested()
                 try:
