@@ -42,10 +42,11 @@ IMAGE = chat_pb2.ChatMessage(
     content="Look at this.",
     content_parts=[chat_pb2.ContentPart(image=chat_pb2.MediaPart(mime_type="image/png", data=b"\x89PNG"))],
 )
-# The first turn: opening system text, an image, a tool call answered.
+# The first turn: opening system text, an image, a system note among the messages, a tool call answered.
 FIRST = [
     _text(SYSTEM, "Be brief."),
     IMAGE,
+    _text(SYSTEM, "Files are read-only."),
     _call("call_0", "read_file"),
     _result("call_0", "read_file", "contents"),
     _text(ASSISTANT, "Read it."),
@@ -73,11 +74,13 @@ def test_a_turn_extends_a_prefix_as_the_whole_conversation_renders(provider: int
     assert extended.pairing == whole.pairing
     assert extended.call_id_uses == whole.call_id_uses == {"call_0": 2}
     assert extended == whole
-    assert (extended.path, extended.size, extended.called) == ("chat_request", 10, ("read_file", "run_tests"))
+    assert (extended.path, extended.size, extended.called) == ("chat_request", 11, ("read_file", "run_tests"))
     assert (extended.leading_system, extended.leading_origins) == (("Be brief.",), (0,))
     assert extended.has_results is True
     assert extended.media_kinds == frozenset({"image"})
-    assert dict(extended.pairing.answered) == {"call_0": 8}
+    assert dict(extended.pairing.answered) == {"call_0": 9}
+    if SPECS[provider].system_apart:
+        assert extended.system_texts == ("Files are read-only.", "Tests take a minute.")
     assert len(extended.rendered) > len(prefix.rendered)
 
 
