@@ -1,0 +1,237 @@
+"""Where the server's time goes in the agent loop: each step of its units of work, timed in process.
+
+    .venv/bin/python scripts/measure_loop_steps.py [--loops N] [--turns N] [-- serve flags...]
+
+Starts the server inside this process (the `serve` command, an ephemeral port, a scratch home),
+drives it with `clients/go/bin/pioneer-load -rpc loop` (the loop `make bench` measures, with the
+provider body; `make go-load` builds it), and prints, after 10 unmeasured turns per loop, the p50
+and the sum of each timed step: each RPC's handler, each unit of work's prepare, work, `then` and
+`after`, each COMMIT by the unit before it, the waits of hops into worker threads, and every SQL
+statement through the async engine (PostgreSQL's, by its first words). Flags after `--` go to
+`serve` (e.g. `--database-url URL`; PIONEER_SQLITE_SYNCHRONOUS=NORMAL in the environment). A
+measuring tool: its wrappers cost time themselves, so compare its figures with each other, not
+with the benchmark's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_inputs import full_compile_request, prepare_home  # noqa: E402
+from google.protobuf import json_format  # noqa: E402
+from sqlalchemy import event  # noqa: E402
+from sqlalchemy.engine import base as engine_base  # noqa: E402
+
+import pioneer_grpc.store.engine as store_engine  # noqa: E402
+from pioneer_grpc.server.servicers import history as history_servicer  # noqa: E402
+from pioneer_grpc.server.servicers import turn as turn_servicer  # noqa: E402
+from pioneer_grpc.store import runner as store_runner  # noqa: E402
+
+TIMES: defaultdict[str, list[float]] = defaultdict(list)
+
+
+def timed(key: str, fn: Any) -> Any:
+    if asyncio.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def awaited(*args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                TIMES[key].append(time.perf_counter() - began)
+
+        return awaited
+
+    @functools.wraps(fn)
+    def called(*args: Any, **kwargs: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            TIMES[key].append(time.perf_counter() - began)
+
+    return called
+
+
+LAST_UNIT = threading.local()
+
+
+def instrument() -> None:
+    for cls, names in (
+        (turn_servicer.TurnServicer, ["PrepareTurn"]),
+        (history_servicer.HistoryServicer, ["AppendEntries", "CompleteTurn", "LoadConversationHistory"]),
+    ):
+        for name in names:
+            setattr(cls, name, timed(f"rpc {name}", getattr(cls, name)))
+    _units_timed()
+    _hops_timed()
+    _statements_timed()
+
+
+def _units_timed() -> None:
+    """Each unit of work's steps by the name of its work function; each COMMIT by the last unit
+    that ran before it in its thread (with one loop, a SQLite batch is one unit)."""
+    transact = store_runner.TransactionRunner.transact
+
+    async def named_transact(self: Any, prepare: Any, work: Any, *args: Any, **kwargs: Any) -> Any:
+        name = getattr(getattr(work, "func", work), "__name__", "?")
+        for step in ("then", "after"):
+            if kwargs.get(step) is not None:
+                kwargs[step] = timed(f"unit {name}: {step}", kwargs[step])
+        if prepare is not store_runner.nothing:
+            prepare = timed(f"unit {name}: prepare", prepare)
+        timed_work = timed(f"unit {name}: work", work)
+
+        def named_work(*work_args: Any) -> Any:
+            LAST_UNIT.name = name
+            return timed_work(*work_args)
+
+        whole = timed(f"unit {name}: whole, awaited", transact)
+        return await whole(self, prepare, named_work, *args, **kwargs)
+
+    store_runner.TransactionRunner.transact = named_transact  # type: ignore[method-assign]
+    commit = engine_base.RootTransaction._do_commit
+
+    def named_commit(self: Any) -> None:
+        began = time.perf_counter()
+        try:
+            commit(self)
+        finally:
+            TIMES[f"COMMIT after unit {getattr(LAST_UNIT, 'name', '?')}"].append(time.perf_counter() - began)
+
+    engine_base.RootTransaction._do_commit = named_commit  # type: ignore[method-assign]
+
+
+def _hops_timed() -> None:
+    to_thread = asyncio.to_thread
+
+    async def timed_hop(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        queued = time.perf_counter()
+        began: list[float] = []
+
+        def run() -> Any:
+            began.append(time.perf_counter())
+            return fn(*args, **kwargs)
+
+        result = await to_thread(run)
+        TIMES["asyncio.to_thread: wait to start"].append(began[0] - queued)
+        return result
+
+    asyncio.to_thread = timed_hop
+
+
+def _statements_timed() -> None:
+    """Statements through the async engine (PostgreSQL's; SQLite's units run on their own thread's
+    connection and are timed as units)."""
+    create_engine = store_engine.create_engine
+
+    def statements_timed(*args: Any, **kwargs: Any) -> Any:
+        engine = create_engine(*args, **kwargs)
+
+        @event.listens_for(engine.sync_engine, "before_cursor_execute")
+        def _before(conn: Any, *_: Any) -> None:
+            conn.info["began"] = time.perf_counter()
+
+        @event.listens_for(engine.sync_engine, "after_cursor_execute")
+        def _after(conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+            began = conn.info.pop("began", None)
+            if began is not None:
+                TIMES["sql " + " ".join(statement.split())[:70]].append(time.perf_counter() - began)
+
+        return engine
+
+    store_engine.create_engine = statements_timed
+
+
+def report() -> None:
+    rows = sorted(TIMES.items(), key=lambda item: -sum(item[1]))
+    print(f"{'step':<78} {'calls':>6} {'p50 ms':>8} {'sum ms':>9}")
+    for key, values in rows:
+        p50, total = statistics.median(values) * 1000, sum(values) * 1000
+        print(f"{key[:78]:<78} {len(values):>6} {p50:>8.3f} {total:>9.1f}")
+
+
+def drive(port: int, request_file: Path, loops: int, turns: int, done: dict[str, Any]) -> None:
+    for _ in range(600):
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.1).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    args = [
+        str(ROOT / "clients/go/bin/pioneer-load"),
+        *("-addr", f"127.0.0.1:{port}", "-rpc", "loop", "-concurrency", str(loops)),
+        *("-seed-entries", "200", "-input", str(request_file), "-provider", "openai-chat"),
+    ]
+    try:
+        subprocess.run([*args, "-requests", "10"], capture_output=True, text=True, timeout=600, check=True)
+        TIMES.clear()
+        measured = subprocess.run(
+            [*args, "-requests", str(turns)], capture_output=True, text=True, timeout=600, check=True
+        )
+        done["loop"] = json.loads(measured.stdout.strip().splitlines()[-1])
+    finally:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--loops", type=int, default=1)
+    parser.add_argument("--turns", type=int, default=100)
+    parser.add_argument("serve", nargs="*", help="flags for `serve`, after --")
+    args = parser.parse_args()
+    instrument()
+    from pioneer_grpc.cli import main as cli_main
+
+    with tempfile.TemporaryDirectory(prefix="pioneer-steps-") as tmp:
+        home = Path(tmp) / "home"
+        home.mkdir()
+        prepare_home(home)
+        request_file = Path(tmp) / "compile.json"
+        request_file.write_text(json_format.MessageToJson(full_compile_request(home)))
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        done: dict[str, Any] = {}
+        driver = (port, request_file, args.loops, args.turns, done)
+        threading.Thread(target=drive, args=driver, daemon=True).start()
+        sys.argv = [
+            "pioneer-grpc", "serve", "--listen", f"127.0.0.1:{port}", "--home", str(home),
+            "--log-level", "WARNING", "--grace-seconds", "0.5", *args.serve,
+        ]  # fmt: skip
+        try:
+            cli_main()
+        except SystemExit:
+            pass
+        loop = done.get("loop")
+        if loop is None:
+            sys.exit("the loop did not run to its end")
+        steps = ("first_prepare", "inside_prepare", "append_answer", "complete_turn", "whole_turn")
+        print(json.dumps({step: loop[step]["p50_ms"] for step in steps}), "(the loop's p50s, ms)")
+        report()
+
+
+if __name__ == "__main__":
+    main()
