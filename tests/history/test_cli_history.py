@@ -9,13 +9,12 @@ import grpc
 import pytest
 
 from pioneer_grpc.cli import history as cli_history
-from pioneer_grpc.v1 import history_service_pb2 as pb
-from tests.history.rpc import config, create, stub
+from tests.history.rpc import config, create
 from tests.history.test_load_rpc import fill
 
 
 async def test_text_report_shows_decision_and_each_message(server):
-    history = stub(server)
+    history = await server.client()
     await create(history, "t", config(2_000, 1_000, model="m"))
     await fill(history, "t", 5)
     text = await cli_history.describe(server.address, "t")
@@ -32,7 +31,7 @@ async def test_text_report_shows_decision_and_each_message(server):
 
 
 async def test_json_report(server):
-    history = stub(server)
+    history = await server.client()
     await create(history, "t", config(2_000, 1_000))
     await fill(history, "t", 1)
     data = json.loads(await cli_history.describe(server.address, "t", as_json=True))
@@ -43,19 +42,13 @@ async def test_json_report(server):
 
 async def test_token_and_errors(server_factory):
     server = await server_factory(token="s3cret")
-    history = stub(server)
-    await create_with_token(history)
+    history = await server.client()  # sends the server's token
+    await history.create_thread(thread_id="t")
     text = await cli_history.describe(server.address, "t", token="s3cret")
     assert text.startswith("thread t: next load is FULL")
     with pytest.raises(grpc.aio.AioRpcError) as missing:
         await cli_history.describe(server.address, "nope", token="s3cret")
     assert missing.value.code() == grpc.StatusCode.NOT_FOUND
-
-
-async def create_with_token(history):
-    await history.CreateThread(
-        pb.CreateThreadRequest(thread_id="t"), metadata=(("authorization", "Bearer s3cret"),)
-    )
 
 
 def test_parser_registers_the_subcommand():

@@ -12,7 +12,7 @@ from pioneer_grpc.store.entries import RowsRead
 from pioneer_grpc.v1 import history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.agent_turns import tool_turn
-from tests.history.rpc import ASSISTANT, TOOL, codes, config, create, entry, load, stub, tool_call, turn
+from tests.history.rpc import ASSISTANT, TOOL, codes, config, create, entry, load, tool_call, turn
 
 BIG = config(400_000, 16_000)
 
@@ -133,7 +133,7 @@ def _same_call_id(entries: list[history_pb2.ConversationEntry]) -> list[history_
 
 
 async def test_a_call_id_used_again_by_later_turns_is_read_with_those_turns_only(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", BIG)
     for i in range(20):
         entries = _same_call_id(tool_turn(i, lines=8))
@@ -152,7 +152,7 @@ async def test_a_call_id_used_again_by_later_turns_is_read_with_those_turns_only
 
 
 async def test_a_compaction_replaces_the_kept_history(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", config(3_000, 1_000))
     await _turns(history, "t", range(2))
     kept_before = await load(history, "t")
@@ -186,7 +186,7 @@ async def _small(history, i: int) -> None:
 
 
 async def test_past_the_turn_limit_a_load_reads_the_new_turns_only_and_leaves_out_the_oldest(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", BIG)
     await _turns(history, "t", range(2))  # two tool turns first: the cut passes tool pairs
     for i in range(2, MAX_LOADED_TURNS - 1):
@@ -217,7 +217,7 @@ async def test_past_the_turn_limit_a_load_reads_the_new_turns_only_and_leaves_ou
 
 
 async def test_a_cleared_history_is_kept_current_and_clears_the_results_new_turns_push_back(pg_server):
-    history = stub(pg_server)
+    history = await pg_server.client()
     await create(history, "t", config(12_000, 2_000, model="m"))
     for i in range(12):
         entries = tool_turn(i, lines=40)
@@ -267,9 +267,9 @@ def _random_turn(rng: random.Random, i: int) -> list[history_pb2.ConversationEnt
 
 async def test_generated_loops_load_after_each_turn_as_a_whole_read_does(database_url, server_factory):
     rng = random.Random(int(os.environ.get("HISTORY_SEED", "22")))
-    mine = stub(await server_factory(database_url=database_url))
+    mine = await (await server_factory(database_url=database_url)).client()
     other_server = await server_factory(database_url=database_url)
-    theirs = stub(other_server)
+    theirs = await other_server.client()
     # Threshold 4,000: the loop passes it and is cleared, then summarized when clearing no longer does.
     await create(mine, "t", config(6_000, 1_000, model="m", keep_tool_results=rng.randint(0, 3)))
     extended = decisions = 0

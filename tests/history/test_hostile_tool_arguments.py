@@ -17,18 +17,19 @@ from typing import Any
 import grpc
 from google.protobuf import struct_pb2
 
+from pioneer_grpc.client import AsyncClient, RpcFailure
 from pioneer_grpc.v1 import (
     chat_pb2,
     common_pb2,
     history_pb2,
     history_service_pb2,
     provider_service_pb2,
-    provider_service_pb2_grpc,
     turn_service_pb2,
 )
-from tests.history.rpc import ASSISTANT, TOOL, entry, failure, stub
+from tests.history.rpc import ASSISTANT, TOOL, entry
 from tests.history.test_poisoned_threads import store_as_an_older_version_did
 from tests.providers import strict
+from tests.support import decoded
 from tests.turn.test_prepare_turn import Client, compile_input
 
 CALLS = 1_000
@@ -135,22 +136,15 @@ def strict_json(text: str) -> Any:
     return json.loads(text, parse_constant=refuse, parse_float=finite, parse_int=finite)
 
 
-async def render_everywhere(
-    channel: grpc.aio.Channel, chat: chat_pb2.ChatRequest, call_ids: list[str]
-) -> None:
+async def render_everywhere(client: AsyncClient, chat: chat_pb2.ChatRequest, call_ids: list[str]) -> None:
     """Every provider renders `chat`: strict JSON, following the provider's rules, holding every call."""
-    providers = provider_service_pb2_grpc.ProviderServiceStub(channel)
     for provider, check in STRICT.items():
-        reply = await providers.RenderChatRequest(
+        reply = await client.render_chat_request(
             provider_service_pb2.RenderChatRequestRequest(provider=provider, chat_request=chat)
         )
         check(strict_json(reply.body_json))
         missing = [c for c in call_ids if json.dumps(c) not in reply.body_json]
         assert not missing, (provider, missing[:5])
-
-
-async def reraise(error: Exception) -> None:
-    raise error
 
 
 def call_turn(turn_id: str, call_id: str, arguments: str) -> list[history_pb2.ConversationEntry]:
@@ -169,7 +163,6 @@ def call_turn(turn_id: str, call_id: str, arguments: str) -> list[history_pb2.Co
 
 async def test_hostile_arguments_are_refused_at_append_or_rendered_by_every_provider(server):
     client = Client(server)
-    history = stub(server)
     hostile = Hostile(seed=26)
     accepted: dict[str, list[str]] = {}
     refused: list[tuple[str, str]] = []
@@ -183,15 +176,15 @@ async def test_hostile_arguments_are_refused_at_append_or_rendered_by_every_prov
             thread_id=thread_id, entries=call_turn(turn_id, call_id, arguments)
         )
         try:
-            await history.AppendEntries(request)
-        except grpc.aio.AioRpcError as rpc_error:
-            error = await failure(reraise(rpc_error))
+            await client.append_entries(request)
+        except RpcFailure as rpc_failure:
+            error = decoded(rpc_failure)
             assert error.code == grpc.StatusCode.INVALID_ARGUMENT, (arguments[:80], error.message)
             fields = {field for field, _ in error.violations}
             assert fields == {"entries[1].tool_calls[0].arguments"}, (arguments[:80], error.violations)
             refused.append((arguments, error.violations[0][1]))
             continue
-        await history.CompleteTurn(
+        await client.complete_turn(
             history_service_pb2.CompleteTurnRequest(thread_id=thread_id, turn_id=turn_id)
         )
         accepted.setdefault(thread_id, []).append(call_id)
@@ -220,8 +213,8 @@ async def test_hostile_arguments_are_refused_at_append_or_rendered_by_every_prov
             )
             STRICT[provider](strict_json(reply.provider_body_json))
             assert [d.code for d in reply.history_report.diagnostics] == []
-            await render_everywhere(server.channel(), reply.chat_request, call_ids)
-            await history.CompleteTurn(
+            await render_everywhere(client, reply.chat_request, call_ids)
+            await client.complete_turn(
                 history_service_pb2.CompleteTurnRequest(thread_id=thread_id, turn_id=turn_id)
             )
 
