@@ -6,16 +6,12 @@ import re
 from typing import Any
 
 from pioneer_grpc.client import AsyncClient
-from pioneer_grpc.v1 import history_pb2, history_service_pb2_grpc
+from pioneer_grpc.v1 import history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 
 # The history tests import the shared builders and decoder from here.
 from tests.builders import ASSISTANT, TOOL, USER, entry, tool_call  # noqa: F401
 from tests.support import failure  # noqa: F401
-
-
-def stub(server) -> history_service_pb2_grpc.HistoryServiceStub:
-    return history_service_pb2_grpc.HistoryServiceStub(server.channel())
 
 
 def config(

@@ -16,48 +16,34 @@ import pytest
 from pioneer_grpc.caps import NUL_PROBLEM
 from pioneer_grpc.caps.history import MAX_ENTRIES_PER_APPEND, MAX_ID_CHARS
 from pioneer_grpc.caps.prompt import MAX_MANIFEST_SECTIONS
+from pioneer_grpc.client import AsyncClient
 from pioneer_grpc.v1 import (
     chat_pb2,
     manifest_service_pb2,
-    manifest_service_pb2_grpc,
     prompt_compiler_service_pb2,
-    prompt_compiler_service_pb2_grpc,
     prompt_pb2,
     provider_service_pb2,
-    provider_service_pb2_grpc,
     turn_service_pb2,
-    turn_service_pb2_grpc,
 )
 from pioneer_grpc.v1 import history_service_pb2 as pb
 
-from ..history.rpc import config, entry, failure, stub, tool_call
+from ..history.rpc import config, entry, failure, tool_call
 
 THREAD = "t-caps"
 LONG_ID = "x" * (MAX_ID_CHARS + 1)
 DEEP = "[" * 100_000
-Stubs = dict[str, Any]
+Call = Callable[[AsyncClient], Awaitable[Any]]
 
 
-def _stubs(server) -> Stubs:
-    channel = server.channel()
-    return {
-        "history": stub(server),
-        "turns": turn_service_pb2_grpc.TurnServiceStub(channel),
-        "compiler": prompt_compiler_service_pb2_grpc.PromptCompilerServiceStub(channel),
-        "provider": provider_service_pb2_grpc.ProviderServiceStub(channel),
-        "manifests": manifest_service_pb2_grpc.ManifestServiceStub(channel),
-    }
+def _append(*entries) -> Call:
+    return lambda c: c.append_entries(pb.AppendEntriesRequest(thread_id=THREAD, entries=entries))
 
 
-def _append(*entries) -> Callable[[Stubs], Awaitable[Any]]:
-    return lambda s: s["history"].AppendEntries(pb.AppendEntriesRequest(thread_id=THREAD, entries=entries))
-
-
-def _chat(message: chat_pb2.ChatMessage, provider: int) -> Callable[[Stubs], Awaitable[Any]]:
+def _chat(message: chat_pb2.ChatMessage, provider: int) -> Call:
     request = chat_pb2.ChatRequest(
         model="m", messages=[chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_USER, content="hi"), message]
     )
-    return lambda s: s["provider"].RenderChatRequest(
+    return lambda c: c.render_chat_request(
         provider_service_pb2.RenderChatRequestRequest(provider=provider, chat_request=request)
     )
 
@@ -70,16 +56,14 @@ def _manifest(sections: int) -> prompt_pb2.PromptManifest:
     )
 
 
-def _diff(sections: int) -> Callable[[Stubs], Awaitable[Any]]:
+def _diff(sections: int) -> Call:
     ref = manifest_service_pb2.ManifestRef(manifest=_manifest(sections))
-    return lambda s: s["manifests"].DiffManifests(
-        manifest_service_pb2.DiffManifestsRequest(base=ref, target=ref)
-    )
+    return lambda c: c.diff_manifests(manifest_service_pb2.DiffManifestsRequest(base=ref, target=ref))
 
 
-def _compile(**fields) -> Callable[[Stubs], Awaitable[Any]]:
+def _compile(**fields) -> Call:
     request = prompt_compiler_service_pb2.CompilePromptRequest(input=prompt_pb2.PromptCompileInput(**fields))
-    return lambda s: s["compiler"].CompilePrompt(request)
+    return lambda c: c.compile_prompt(request)
 
 
 ASSISTANT_DEEP = chat_pb2.ChatMessage(
@@ -88,13 +72,13 @@ ASSISTANT_DEEP = chat_pb2.ChatMessage(
 
 CASES = {
     "NUL in a thread id": (
-        lambda s: s["history"].CreateThread(pb.CreateThreadRequest(thread_id="a\x00b")),
+        lambda c: c.create_thread(pb.CreateThreadRequest(thread_id="a\x00b")),
         ("thread_id", NUL_PROBLEM),
     ),
     "NUL in content": (_append(entry("e1", "u1", content="a\x00b")), ("entries[0].content", NUL_PROBLEM)),
     "NUL in an entry id": (_append(entry("e\x001", "u1")), ("entries[0].entry_id", NUL_PROBLEM)),
     "a model name over 200 chars": (
-        lambda s: s["history"].CreateThread(pb.CreateThreadRequest(config=config(model="m" * 201))),
+        lambda c: c.create_thread(pb.CreateThreadRequest(config=config(model="m" * 201))),
         ("config.model", "at most 200 characters (got 201)"),
     ),
     "a tool_call_id over 200 chars": (
@@ -130,19 +114,17 @@ CASES = {
         ("base.manifest.section_fingerprints", f"at most {MAX_MANIFEST_SECTIONS} items (got 100,000)"),
     ),
     "NUL in a turn id of PrepareTurn": (
-        lambda s: s["turns"].PrepareTurn(
-            turn_service_pb2.PrepareTurnRequest(thread_id=THREAD, turn_id="\x00")
-        ),
+        lambda c: c.prepare_turn(turn_service_pb2.PrepareTurnRequest(thread_id=THREAD, turn_id="\x00")),
         ("turn_id", NUL_PROBLEM),
     ),
     "a PrepareTurn model over 200 chars": (
-        lambda s: s["turns"].PrepareTurn(
+        lambda c: c.prepare_turn(
             turn_service_pb2.PrepareTurnRequest(thread_id=THREAD, turn_id="u1", model="m" * 201)
         ),
         ("model", "at most 200 characters (got 201)"),
     ),
     "too many texts to count": (
-        lambda s: s["history"].CountTokens(pb.CountTokensRequest(texts=["a"] * 1_001)),
+        lambda c: c.count_tokens(pb.CountTokensRequest(texts=["a"] * 1_001)),
         ("texts", "at most 1,000 items (got 1,001)"),
     ),
 }
@@ -150,11 +132,11 @@ CASES = {
 
 @pytest.mark.parametrize("case", list(CASES))
 async def test_over_cap_and_nul_are_invalid_argument_on_both_backends(pg_server, case: str) -> None:
-    stubs = _stubs(pg_server)
-    await stubs["history"].CreateThread(pb.CreateThreadRequest(thread_id=THREAD, config=config(model="m")))
+    client = await pg_server.client()
+    await client.create_thread(pb.CreateThreadRequest(thread_id=THREAD, config=config(model="m")))
     call, violation = CASES[case]
-    failed = await failure(call(stubs))
+    failed = await failure(call(client))
     assert failed.code == grpc.StatusCode.INVALID_ARGUMENT, failed.message
     assert violation in failed.violations
-    thread = await stubs["history"].GetThread(pb.GetThreadRequest(thread_id=THREAD))
+    thread = await client.get_thread(pb.GetThreadRequest(thread_id=THREAD))
     assert thread.thread.entry_count == 0

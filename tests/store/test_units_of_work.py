@@ -35,8 +35,9 @@ from pioneer_grpc.store.runner import nothing
 from pioneer_grpc.store.work import drain
 from pioneer_grpc.v1 import history_pb2, prompt_pb2, turn_service_pb2
 from tests.history.agent_turns import tool_turn
-from tests.history.rpc import config, create, load, stub
+from tests.history.rpc import config, create, load
 from tests.history.rpc import turn as complete
+from tests.support import failure
 
 USER = history_pb2.ENTRY_ROLE_USER
 STORE = Path(pioneer_grpc.store.__file__).parent
@@ -106,7 +107,7 @@ def _disk_full() -> None:
 
 async def _over_threshold(server: Any) -> Any:
     """A thread whose next load summarizes, marked as if a compaction had failed before."""
-    history = stub(server)
+    history = await server.client()
     await create(history, "t", config(3_000, 1_000))
     for i in range(12):
         entries = tool_turn(i, lines=8)
@@ -130,9 +131,8 @@ async def _no_lock_or_connection_left(server: Any, history: Any, failed: bool = 
 async def test_a_compaction_that_fails_halfway_stores_nothing(pg_server, monkeypatch):
     history = await _over_threshold(pg_server)
     monkeypatch.setattr(summaries, "add_summary_in", _then(summaries.add_summary_in, _disk_full))
-    with pytest.raises(grpc.aio.AioRpcError) as failed:
-        await load(history, "t")
-    assert failed.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    failed = await failure(load(history, "t"))
+    assert failed.code == grpc.StatusCode.RESOURCE_EXHAUSTED
     # The mark was cleared and the summary inserted, then the unit failed: neither stayed.
     assert await _summaries(pg_server, "t") == 0
     assert await _mark(pg_server, "t") == 0
@@ -211,7 +211,7 @@ async def test_a_manifest_record_cancelled_in_its_unit_ends_whole(pg_server, mon
 
 
 async def test_a_round_cancelled_in_its_unit_ends_whole_and_publishes_its_event(pg_server, monkeypatch):
-    await create(stub(pg_server), "m", config(model="gpt-4o"))
+    await create(await pg_server.client(), "m", config(model="gpt-4o"))
     observer = pg_server.ctx.hub.subscribe("m", capacity=10)
     request = turn_service_pb2.PrepareTurnRequest(
         thread_id="m",
