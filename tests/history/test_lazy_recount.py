@@ -7,7 +7,7 @@ from sqlalchemy import text
 
 from pioneer_grpc.history import tokens
 from pioneer_grpc.history.render import entry_counted_texts, summary_text
-from pioneer_grpc.v1 import history_pb2, turn_service_pb2, turn_service_pb2_grpc
+from pioneer_grpc.v1 import history_pb2, turn_service_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.rpc import ASSISTANT, config, create, entry, load, turn
 
@@ -106,11 +106,10 @@ async def test_a_switch_to_claude_recounts_once_on_load_and_a_switch_back_reuses
 
 async def test_a_round_after_a_switch_stores_the_counts_it_makes_as_a_load_does(pg_server):
     history = await pg_server.client()
-    turns = turn_service_pb2_grpc.TurnServiceStub(pg_server.channel())
     await create(history, "t", config(model="gpt-4o"))
     await _fill(history, "t")
     await _switch(history, "t", "gemini-2.5-pro")
-    reply = await turns.PrepareTurn(
+    reply = await history.prepare_turn(
         turn_service_pb2.PrepareTurnRequest(
             thread_id="t",
             turn_id="turn-next",
