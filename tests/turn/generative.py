@@ -32,17 +32,15 @@ from typing import Any
 import grpc
 from google.protobuf import struct_pb2
 
+from pioneer_grpc.client import AsyncClient, RpcFailure
 from pioneer_grpc.v1 import (
     chat_pb2,
     common_pb2,
     history_pb2,
     history_service_pb2,
-    history_service_pb2_grpc,
     prompt_pb2,
     provider_service_pb2,
-    provider_service_pb2_grpc,
     turn_service_pb2,
-    turn_service_pb2_grpc,
 )
 from tests.providers.strict import STRICT, StrictViolation
 from tests.support import decoded
@@ -141,13 +139,9 @@ class Step:
 class Conversation:
     """One history: drives a thread through turns, rounds and a final all-provider round."""
 
-    def __init__(
-        self, rng: random.Random, channel: grpc.aio.Channel, stats: Stats, name: str, sdk_every: int
-    ):
+    def __init__(self, rng: random.Random, client: AsyncClient, stats: Stats, name: str, sdk_every: int):
         self.rng = rng
-        self.history = history_service_pb2_grpc.HistoryServiceStub(channel)
-        self.turns = turn_service_pb2_grpc.TurnServiceStub(channel)
-        self.providers = provider_service_pb2_grpc.ProviderServiceStub(channel)
+        self.client = client
         self.stats = stats
         self.thread_id = name
         self.sdk_every = sdk_every
@@ -306,8 +300,8 @@ class Conversation:
             )
             self.stats.rounds += 1
             try:
-                reply = await self.turns.PrepareTurn(request)
-            except grpc.aio.AioRpcError as error:
+                reply = await self.client.prepare_turn(request)
+            except RpcFailure as error:
                 outcome = self.classify(error, entries_kind, round_kind, provider)
                 if outcome == "entries":
                     return False
@@ -336,15 +330,15 @@ class Conversation:
         """
         name = PROVIDERS[provider]
         try:
-            scratch = await self.providers.RenderChatRequest(
+            scratch = await self.client.render_chat_request(
                 provider_service_pb2.RenderChatRequestRequest(
                     provider=provider,  # type: ignore[arg-type]
                     chat_request=reply.chat_request,
                     options=options.get("render_options"),
                 )
             )
-        except grpc.aio.AioRpcError as error:
-            self.stats.fail(f"render_from_scratch_failed[{name}]", f"{error.code().name}: {error.details()}")
+        except RpcFailure as error:
+            self.stats.fail(f"render_from_scratch_failed[{name}]", f"{error.code.name}: {error.message}")
             return
         round_notices = [(n.code, n.message) for n in reply.provider_notices]
         if (
@@ -355,14 +349,14 @@ class Conversation:
             self.stats.fail(f"body_differs_from_scratch[{name}]", reply.provider_body_json[:300])
         self.stats.compared_with_scratch += 1
 
-    def classify(self, error: grpc.aio.AioRpcError, entries_kind: str, round_kind: str, provider: int) -> str:
+    def classify(self, error: RpcFailure, entries_kind: str, round_kind: str, provider: int) -> str:
         found = decoded(error).violations
         fields = [f for f, _ in found]
-        if error.code() == grpc.StatusCode.FAILED_PRECONDITION and self.pending:
+        if error.code == grpc.StatusCode.FAILED_PRECONDITION and self.pending:
             # The turn's latest calls have no result yet: a round cannot be prepared before them.
             self.stats.expected["results_pending"] += 1
             return "pending"
-        if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
+        if error.code == grpc.StatusCode.INVALID_ARGUMENT:
             if round_kind and "tool_choice.mode" in fields:
                 self.stats.rejected[round_kind] += 1
                 return "round"  # retried with tool choice auto, which classifies the entries
@@ -370,13 +364,13 @@ class Conversation:
                 self.stats.rejected[entries_kind] += 1
                 return "entries"
         invariant = f"prepare_failed[{PROVIDERS[provider]}]"
-        if entries_kind and error.code() == grpc.StatusCode.INVALID_ARGUMENT:
+        if entries_kind and error.code == grpc.StatusCode.INVALID_ARGUMENT:
             # Rejected for the rendered history, not the new entries: those were stored.
             self.stats.accepted_hostile[entries_kind] += 1
             self.stored_hostile.add(entries_kind)
         stored = sorted(self.stored_hostile)
         invariant += f" after accepting {'+'.join(stored)}" if stored else " on a clean conversation"
-        self.stats.fail(invariant, f"{error.code().name}: {found or error.details()}")
+        self.stats.fail(invariant, f"{error.code.name}: {found or error.message}")
         return "failed"
 
     def check(self, reply: turn_service_pb2.PrepareTurnResponse, provider: int) -> None:
@@ -405,12 +399,12 @@ class Conversation:
                 continue
             self.stats.appends += 1
             try:
-                await self.history.AppendEntries(
+                await self.client.append_entries(
                     history_service_pb2.AppendEntriesRequest(thread_id=self.thread_id, entries=entries)
                 )
-            except grpc.aio.AioRpcError as error:
+            except RpcFailure as error:
                 fields = [f for f, _ in decoded(error).violations]
-                if kind and error.code() == grpc.StatusCode.INVALID_ARGUMENT and fields:
+                if kind and error.code == grpc.StatusCode.INVALID_ARGUMENT and fields:
                     self.stats.rejected[kind] += 1
                     continue
                 self.stats.fail(
@@ -445,7 +439,7 @@ class Conversation:
         if self.long or self.rng.random() < 0.1:
             config.max_context_tokens = self.rng.choice((1500, 3000, 6000))
             config.response_reserve_tokens = 300
-        await self.history.CreateThread(
+        await self.client.create_thread(
             history_service_pb2.CreateThreadRequest(thread_id=self.thread_id, config=config)
         )
         turns = self.rng.choice((1, 1, 2, 2, 3, 4)) if not self.long else self.rng.randint(6, 14)
@@ -475,7 +469,7 @@ class Conversation:
         else:
             self.stats.interruptions["no_final_answer"] += 1
         if self.rng.random() < 0.92:
-            await self.history.CompleteTurn(
+            await self.client.complete_turn(
                 history_service_pb2.CompleteTurnRequest(thread_id=self.thread_id, turn_id=turn)
             )
         else:

@@ -126,11 +126,11 @@ async def test_every_generated_round_renders_a_body_the_provider_accepts(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     stats = Stats()
-    channel = server.channel()
+    client = await server.client()  # one channel for all of them
 
     async def play(index: int) -> None:
         rng = random.Random(f"{SEED}-{index}")
-        await Conversation(rng, channel, stats, f"gen-{index}", SDK_EVERY).run()
+        await Conversation(rng, client, stats, f"gen-{index}", SDK_EVERY).run()
 
     for start in range(0, conversations, AT_ONCE):
         await asyncio.gather(*(play(i) for i in range(start, min(start + AT_ONCE, conversations))))
