@@ -1,21 +1,18 @@
-"""A client that plays provider rounds on one thread, for the telemetry tests."""
+"""Provider rounds on one thread, played through the Python client, for the telemetry tests."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pioneer_grpc.client import assistant_entry, user_entry
+from pioneer_grpc.client import AsyncClient, assistant_entry, user_entry
 from pioneer_grpc.v1 import (
     common_pb2,
     history_pb2,
     history_service_pb2,
-    history_service_pb2_grpc,
     prompt_compiler_service_pb2,
-    prompt_compiler_service_pb2_grpc,
     prompt_pb2,
     provider_service_pb2,
     turn_service_pb2,
-    turn_service_pb2_grpc,
 )
 
 MODEL = "claude-sonnet-4-5"
@@ -26,32 +23,26 @@ def compile_input(extra_system: str) -> prompt_pb2.PromptCompileInput:
 
 
 class Rounds:
-    def __init__(self, channel, metadata: Sequence[tuple[str, str]] = ()) -> None:
-        self.turns = turn_service_pb2_grpc.TurnServiceStub(channel)
-        self.history = history_service_pb2_grpc.HistoryServiceStub(channel)
-        self.compiler = prompt_compiler_service_pb2_grpc.PromptCompilerServiceStub(channel)
-        self.metadata = tuple(metadata)
+    def __init__(self, client: AsyncClient) -> None:
+        self.client = client
 
     async def thread(self, thread_id: str, **config) -> None:
         config.setdefault("model", MODEL)
-        await self.history.CreateThread(
+        await self.client.create_thread(
             history_service_pb2.CreateThreadRequest(
                 thread_id=thread_id, config=history_pb2.ThreadConfig(**config)
-            ),
-            metadata=self.metadata,
+            )
         )
 
     async def completed_turn(self, thread_id: str, turn_id: str, question: str, answer: str) -> None:
         entries = [user_entry(f"{turn_id}-u", question), assistant_entry(f"{turn_id}-a", answer)]
         for entry in entries:
             entry.turn_id = turn_id
-        await self.history.AppendEntries(
-            history_service_pb2.AppendEntriesRequest(thread_id=thread_id, entries=entries),
-            metadata=self.metadata,
+        await self.client.append_entries(
+            history_service_pb2.AppendEntriesRequest(thread_id=thread_id, entries=entries)
         )
-        await self.history.CompleteTurn(
-            history_service_pb2.CompleteTurnRequest(thread_id=thread_id, turn_id=turn_id),
-            metadata=self.metadata,
+        await self.client.complete_turn(
+            history_service_pb2.CompleteTurnRequest(thread_id=thread_id, turn_id=turn_id)
         )
 
     async def tool_turn(self, thread_id: str, turn_id: str, result: str) -> None:
@@ -73,22 +64,19 @@ class Rounds:
         ]
         for entry in entries:
             entry.turn_id = turn_id
-        await self.history.AppendEntries(
-            history_service_pb2.AppendEntriesRequest(thread_id=thread_id, entries=entries),
-            metadata=self.metadata,
+        await self.client.append_entries(
+            history_service_pb2.AppendEntriesRequest(thread_id=thread_id, entries=entries)
         )
-        await self.history.CompleteTurn(
-            history_service_pb2.CompleteTurnRequest(thread_id=thread_id, turn_id=turn_id),
-            metadata=self.metadata,
+        await self.client.complete_turn(
+            history_service_pb2.CompleteTurnRequest(thread_id=thread_id, turn_id=turn_id)
         )
 
     async def compile_on(self, thread_id: str, turn_id: str, extra_system: str) -> None:
         """A round without a history load: CompilePrompt recording the manifest on the turn."""
-        await self.compiler.CompilePrompt(
+        await self.client.compile_prompt(
             prompt_compiler_service_pb2.CompilePromptRequest(
                 input=compile_input(extra_system), thread_id=thread_id, turn_id=turn_id
-            ),
-            metadata=self.metadata,
+            )
         )
 
     async def prepare(
@@ -106,7 +94,4 @@ class Rounds:
             compile_input=compile_input(extra_system),
             provider=provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
         )
-        reply: turn_service_pb2.PrepareTurnResponse = await self.turns.PrepareTurn(
-            request, metadata=(*self.metadata, *metadata)
-        )
-        return reply
+        return await self.client.prepare_turn(request, metadata=metadata)

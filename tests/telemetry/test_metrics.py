@@ -10,6 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from pioneer_grpc import __version__
+from pioneer_grpc.client import RpcFailure
 from pioneer_grpc.service import observe
 from pioneer_grpc.telemetry import Metrics, NoMetrics, Telemetry
 from pioneer_grpc.v1 import history_pb2, manifest_service_pb2, manifest_service_pb2_grpc
@@ -50,7 +51,7 @@ async def test_three_rounds_and_one_soul_edit_move_the_counters_by_exactly_that(
     server = await server_factory(database_url=database_url, metrics_listen="127.0.0.1:0")
     # Reuse a compile at once (no settling period), so the second round is a cache hit.
     server.ctx.compile_cache.settle_ns = 0
-    rounds = Rounds(server.channel())
+    rounds = Rounds(await server.client())
     await rounds.thread("t-metrics")
     _, before = await scrape(server.running.metrics_address)
 
@@ -59,7 +60,7 @@ async def test_three_rounds_and_one_soul_edit_move_the_counters_by_exactly_that(
     soul = server.home / "SOUL.md"
     soul.write_text(soul.read_text() + "\nAnswer in one sentence.\n")
     await rounds.prepare("t-metrics", "turn-3", "third question")
-    with pytest.raises(grpc.aio.AioRpcError):
+    with pytest.raises(RpcFailure):
         await rounds.prepare("t-metrics", "", "no turn id")
 
     text, after = await scrape(server.running.metrics_address)
@@ -83,6 +84,7 @@ async def test_three_rounds_and_one_soul_edit_move_the_counters_by_exactly_that(
 
 async def test_observers_and_their_lag_are_gauges(server_factory):
     server = await server_factory(metrics_listen="127.0.0.1:0")
+    # A raw call: the test cancels it on the wire and reads the CANCELLED it is counted with.
     stub = manifest_service_pb2_grpc.ManifestServiceStub(server.channel())
     call = stub.WatchManifests(manifest_service_pb2.WatchManifestsRequest())
     first = await call.read()
@@ -113,7 +115,7 @@ async def test_observers_and_their_lag_are_gauges(server_factory):
 
 async def test_a_summary_call_is_counted_with_its_summarizer(server_factory):
     server = await server_factory(metrics_listen="127.0.0.1:0")
-    rounds = Rounds(server.channel())
+    rounds = Rounds(await server.client())
     await rounds.thread("t-long", max_context_tokens=3000, response_reserve_tokens=1000)
     for i in range(12):
         await rounds.completed_turn(
@@ -150,7 +152,7 @@ def test_a_report_with_cleared_tool_results_moves_both_counters():
 async def test_cleared_tool_results_of_a_load_are_counted(server_factory):
     """Whatever a tool-heavy load reports cleared, the counters move by exactly that."""
     server = await server_factory(metrics_listen="127.0.0.1:0")
-    rounds = Rounds(server.channel())
+    rounds = Rounds(await server.client())
     await rounds.thread("t-tools", max_context_tokens=3000, response_reserve_tokens=1000)
     for i in range(6):
         await rounds.tool_turn("t-tools", f"seed-{i}", f"notes {i}: " + "task open, owner unknown; " * 60)

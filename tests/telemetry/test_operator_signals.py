@@ -14,11 +14,10 @@ from pioneer_grpc.server.logs import RequestIdFilter
 from pioneer_grpc.telemetry.logs import JsonFormatter
 from pioneer_grpc.v1 import (
     history_service_pb2,
-    history_service_pb2_grpc,
     manifest_service_pb2,
     manifest_service_pb2_grpc,
 )
-from tests.support import eventually
+from tests.support import eventually, failure
 from tests.telemetry.test_metrics import scrape, value
 
 
@@ -40,6 +39,7 @@ async def test_process_in_flight_serving_and_connection_gauges(server_factory):
     assert value(idle, "pioneer_serving") == 1
     assert value(idle, "pioneer_rpcs_in_flight") == 0
 
+    # A raw call: the test holds it open, then cancels it on the wire, to read the in-flight gauge.
     watch = manifest_service_pb2_grpc.ManifestServiceStub(server.channel())
     call = watch.WatchManifests(manifest_service_pb2.WatchManifestsRequest())
     assert (await call.read()).HasField("heartbeat")
@@ -62,10 +62,11 @@ def _json_lines(caplog: pytest.LogCaptureFixture, logger: str) -> list[dict]:
 async def test_a_failed_rpcs_access_line_names_its_thread_and_reason(server, caplog):
     caplog.set_level(logging.INFO)
     caplog.handler.addFilter(RequestIdFilter())
-    history = history_service_pb2_grpc.HistoryServiceStub(server.channel())
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
-        await history.GetThread(history_service_pb2.GetThreadRequest(thread_id="no-such-thread"))
-    assert raised.value.code() == grpc.StatusCode.NOT_FOUND
+    client = await server.client()
+    failed = await failure(
+        client.get_thread(history_service_pb2.GetThreadRequest(thread_id="no-such-thread"))
+    )
+    assert failed.code == grpc.StatusCode.NOT_FOUND
 
     def access_lines() -> list[dict]:
         return [line for line in _json_lines(caplog, "pioneer_grpc.access") if "GetThread" in line["method"]]

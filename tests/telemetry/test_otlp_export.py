@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
+from pioneer_grpc.client import AsyncClient
 from pioneer_grpc.config import Config
 from pioneer_grpc.server.app import start_server
 from tests.telemetry.rounds import Rounds
@@ -30,8 +31,8 @@ async def test_spans_are_exported_to_the_configured_endpoint(tmp_path):
         server = await start_server(config)
         try:
             assert server.ctx.telemetry.tracing
-            async with grpc.aio.insecure_channel(server.address) as channel:
-                await Rounds(channel).thread("t-otlp")
+            async with await AsyncClient.connect(server.address) as client:
+                await Rounds(client).thread("t-otlp")
         finally:
             await server.stop(grace=0.5)  # stopping flushes the batch
     finally:

@@ -14,7 +14,7 @@ from tests.telemetry.rounds import Rounds
 
 
 async def _three_rounds_with_a_soul_edit(server) -> None:
-    rounds = Rounds(server.channel())
+    rounds = Rounds(await server.client())
     await rounds.compile_on("agent", "turn-1", "Date: 2026-11-30")
     await rounds.compile_on("agent", "turn-2", "Date: 2026-11-30")
     await rounds.compile_on("other", "turn-1", "Date: 2026-11-30")
@@ -64,7 +64,7 @@ async def test_the_table_is_printed_once_caught_up(server):
     following = asyncio.create_task(follow(server.address, count=5, out=out, stats=WatchStats()))
     await eventually(lambda: "by section" in out.getvalue(), what="the table, once caught up")
     assert "agent" in out.getvalue().split("by section", 1)[1]
-    await Rounds(server.channel()).compile_on("agent", "turn-4", "Date: 2026-11-30")
+    await Rounds(await server.client()).compile_on("agent", "turn-4", "Date: 2026-11-30")
     assert await asyncio.wait_for(following, 10) == 0
     assert "thread=agent turn=turn-4 round=4 cache=kept breaks=1" in out.getvalue()
 
