@@ -9,16 +9,7 @@ from google.protobuf import struct_pb2
 from pioneer_grpc import reasons
 from pioneer_grpc.server.health import DatabaseHealth
 from pioneer_grpc.store.failures import INFRASTRUCTURE_REASONS
-from pioneer_grpc.v1 import (
-    chat_pb2,
-    history_pb2,
-    history_service_pb2,
-    history_service_pb2_grpc,
-    prompt_compiler_service_pb2,
-    prompt_compiler_service_pb2_grpc,
-    provider_service_pb2,
-    provider_service_pb2_grpc,
-)
+from pioneer_grpc.v1 import chat_pb2, history_pb2, provider_service_pb2
 from tests.chaos.conftest import health_status
 from tests.support import failure
 
@@ -43,7 +34,7 @@ def _user(text: str = "hi") -> chat_pb2.ChatMessage:
 
 @pytest.mark.parametrize("number", [float("nan"), float("inf"), float("-inf")])
 async def test_a_claude_render_with_a_non_finite_tool_schema_is_invalid_argument(server, number):
-    provider = provider_service_pb2_grpc.ProviderServiceStub(server.channel())
+    client = await server.client()
     schema = struct_pb2.Struct()
     schema.update({"type": "object", "properties": {"x": {"type": "number", "maximum": number}}})
     request = chat_pb2.ChatRequest(
@@ -53,9 +44,7 @@ async def test_a_claude_render_with_a_non_finite_tool_schema_is_invalid_argument
     )
     request.compiled_prompt.stable_system_text = "stable " * 50
     code, _, message = await _refusal(
-        provider.RenderChatRequest(
-            P.RenderChatRequestRequest(provider=P.PROVIDER_ANTHROPIC_MESSAGES, chat_request=request)
-        )
+        client.render_chat_request(provider=P.PROVIDER_ANTHROPIC_MESSAGES, chat_request=request)
     )
     assert code == grpc.StatusCode.INVALID_ARGUMENT
     assert "tools[0].parameters" in message
@@ -63,7 +52,7 @@ async def test_a_claude_render_with_a_non_finite_tool_schema_is_invalid_argument
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_rendering_a_lone_surrogate_is_invalid_argument_or_rendered(server, provider):
-    stub = provider_service_pb2_grpc.ProviderServiceStub(server.channel())
+    client = await server.client()
     request = chat_pb2.ChatRequest(
         model="claude-3-haiku",
         messages=[
@@ -75,7 +64,7 @@ async def test_rendering_a_lone_surrogate_is_invalid_argument_or_rendered(server
             chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_TOOL, tool_call_id="c1", content="r"),
         ],
     )
-    call = stub.RenderChatRequest(P.RenderChatRequestRequest(provider=provider, chat_request=request))
+    call = client.render_chat_request(provider=provider, chat_request=request)
     if provider in (P.PROVIDER_ANTHROPIC_MESSAGES, P.PROVIDER_GEMINI_GENERATE_CONTENT):
         code, _, message = await _refusal(call)
         assert code == grpc.StatusCode.INVALID_ARGUMENT
@@ -88,17 +77,11 @@ async def test_rendering_a_lone_surrogate_is_invalid_argument_or_rendered(server
 
 
 async def test_an_integer_of_5000_digits_in_tool_arguments_is_invalid_argument_at_append(server):
-    history = history_service_pb2_grpc.HistoryServiceStub(server.channel())
-    await history.CreateThread(
-        history_service_pb2.CreateThreadRequest(
-            thread_id="t", config=history_pb2.ThreadConfig(model="gpt-4o")
-        )
-    )
+    client = await server.client()
+    await client.create_thread(thread_id="t", config=history_pb2.ThreadConfig(model="gpt-4o"))
     entry = history_pb2.ConversationEntry(entry_id="e1", turn_id="u1", role=history_pb2.ENTRY_ROLE_ASSISTANT)
     entry.tool_calls.add(id="c1", name="f", arguments='{"a": ' + "9" * 5000 + "}")
-    code, _, message = await _refusal(
-        history.AppendEntries(history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[entry]))
-    )
+    code, _, message = await _refusal(client.append_entries(thread_id="t", entries=[entry]))
     assert code == grpc.StatusCode.INVALID_ARGUMENT
     assert "entries[0].tool_calls[0].arguments" in message
 
@@ -118,15 +101,10 @@ async def test_a_bootstrap_root_the_filesystem_refuses_is_the_requests_fault(
     monkeypatch.setattr(DatabaseHealth, "poke", lambda self: pokes.append(None))
     server = await server_factory()
     (server.home / "a-file").write_text("not a folder")
-    channel = server.channel()
-    compiler = prompt_compiler_service_pb2_grpc.PromptCompilerServiceStub(channel)
-    got = await _refusal(
-        compiler.EnsureBootstrapFiles(
-            prompt_compiler_service_pb2.EnsureBootstrapFilesRequest(workspace_root=str(server.home / where))
-        )
-    )
+    client = await server.client()
+    got = await _refusal(client.ensure_bootstrap_files(workspace_root=str(server.home / where)))
     assert got[:2] == (code, reason)
     assert errno_name in got[2]
     assert reason not in INFRASTRUCTURE_REASONS
     assert pokes == []
-    assert await health_status(channel) == 1
+    assert await health_status(server.channel()) == 1  # the wire itself: the standard health service

@@ -9,20 +9,13 @@ import os
 import shutil
 from pathlib import Path
 
-import grpc
 from grpc_health.v1 import health_pb2
 
-from pioneer_grpc.v1 import (
-    history_pb2,
-    history_service_pb2,
-    history_service_pb2_grpc,
-    prompt_pb2,
-    turn_service_pb2,
-    turn_service_pb2_grpc,
-)
+from pioneer_grpc.client import AsyncClient, RpcFailure
+from pioneer_grpc.v1 import history_pb2, prompt_pb2, turn_service_pb2
 from tests.builders import own_turn
 from tests.chaos.conftest import fill, health_status, wait_health
-from tests.support import decoded, eventually
+from tests.support import eventually
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -50,8 +43,8 @@ def _round(entry_id: str, content: str) -> turn_service_pb2.PrepareTurnRequest:
 class Writers:
     """Appends one entry per call in a loop; remembers what was acknowledged and which codes failed."""
 
-    def __init__(self, history, thread_id: str, count: int) -> None:
-        self.history = history
+    def __init__(self, client: AsyncClient, thread_id: str, count: int) -> None:
+        self.client = client
         self.thread_id = thread_id
         self.count = count
         self.acknowledged: list[str] = []
@@ -64,15 +57,12 @@ class Writers:
             entry_id = f"w{w}-{n}"
             n += 1
             try:
-                await self.history.AppendEntries(
-                    history_service_pb2.AppendEntriesRequest(
-                        thread_id=self.thread_id, entries=[own_turn(entry_id)]
-                    ),
-                    timeout=40,
+                await self.client.append_entries(
+                    thread_id=self.thread_id, entries=[own_turn(entry_id)], timeout=40
                 )
                 self.acknowledged.append(entry_id)
-            except grpc.aio.AioRpcError as error:
-                key = f"{error.code().name}/{decoded(error).reason}"
+            except RpcFailure as error:
+                key = f"{error.code.name}/{error.reason}"
                 self.failures[key] = self.failures.get(key, 0) + 1
                 await asyncio.sleep(0.05)
 
@@ -87,25 +77,23 @@ class Writers:
 
 
 async def _all_stored(
-    history, thread_id: str, entry_ids: list[str], contents: dict[str, str] | None = None
+    client: AsyncClient, thread_id: str, entry_ids: list[str], contents: dict[str, str] | None = None
 ) -> None:
     """Appending the acknowledged entries again creates none of them: each is stored already."""
     contents = contents or {}
     for start in range(0, len(entry_ids), 100):
         batch = [own_turn(e, contents.get(e, "")) for e in entry_ids[start : start + 100]]
-        response = await history.AppendEntries(
-            history_service_pb2.AppendEntriesRequest(thread_id=thread_id, entries=batch), timeout=30
-        )
+        response = await client.append_entries(thread_id=thread_id, entries=batch, timeout=30)
         assert response.created_count == 0
         assert response.existing_count == len(batch)
 
 
 async def test_postgres_stopped_and_restarted_mid_load(pg_cluster, server_factory):
     server = await server_factory(database_url=pg_cluster.url, health_probe_seconds=0.2)
-    channel = server.channel()
-    history = history_service_pb2_grpc.HistoryServiceStub(channel)
-    await history.CreateThread(history_service_pb2.CreateThreadRequest(thread_id="t"))
-    writers = Writers(history, "t", 8)
+    channel = server.channel()  # the wire itself: the standard health service
+    client = await server.client()
+    await client.create_thread(thread_id="t")
+    writers = Writers(client, "t", 8)
     async with writers.running():
         await eventually(lambda: len(writers.acknowledged) >= 20, within=60)
         before = len(writers.acknowledged)
@@ -124,7 +112,7 @@ async def test_postgres_stopped_and_restarted_mid_load(pg_cluster, server_factor
         "UNAVAILABLE/DATABASE_UNAVAILABLE",
         "UNAVAILABLE/DATABASE_BUSY",
     }, writers.failures
-    await _all_stored(history, "t", writers.acknowledged)
+    await _all_stored(client, "t", writers.acknowledged)
 
 
 async def _terminate_backends(url: str) -> int:
@@ -143,10 +131,10 @@ async def _terminate_backends(url: str) -> int:
 
 async def test_postgres_backends_killed_mid_load(pg_cluster, server_factory):
     server = await server_factory(database_url=pg_cluster.url, health_probe_seconds=0.2)
-    channel = server.channel()
-    history = history_service_pb2_grpc.HistoryServiceStub(channel)
-    await history.CreateThread(history_service_pb2.CreateThreadRequest(thread_id="t"))
-    writers = Writers(history, "t", 8)
+    channel = server.channel()  # the wire itself: the standard health service
+    client = await server.client()
+    await client.create_thread(thread_id="t")
+    writers = Writers(client, "t", 8)
     killed = 0
     async with writers.running():
         for _ in range(5):
@@ -161,14 +149,14 @@ async def test_postgres_backends_killed_mid_load(pg_cluster, server_factory):
     assert len(writers.acknowledged) > before, "writes did not go on after the backends were killed"
     assert set(writers.failures) <= {"UNAVAILABLE/DATABASE_UNAVAILABLE"}, writers.failures
     await wait_health(channel, SERVING)
-    await _all_stored(history, "t", writers.acknowledged)
+    await _all_stored(client, "t", writers.acknowledged)
 
 
 async def test_disk_full_then_space_returns(small_tmpfs, server_factory):
     server = await server_factory(home=small_tmpfs / "home", health_probe_seconds=0.2)
-    channel = server.channel()
-    history = history_service_pb2_grpc.HistoryServiceStub(channel)
-    await history.CreateThread(history_service_pb2.CreateThreadRequest(thread_id="t"))
+    channel = server.channel()  # the wire itself: the standard health service
+    client = await server.client()
+    await client.create_thread(thread_id="t")
     acknowledged = []
     # Small appends until the WAL holds 3 MB: many versions of few pages, as a busy store's WAL does
     # between checkpoints.
@@ -176,9 +164,7 @@ async def test_disk_full_then_space_returns(small_tmpfs, server_factory):
     while await asyncio.to_thread(_size, wal) < WAL_BEFORE_BYTES:
         assert len(acknowledged) < 1000, "the WAL does not grow"
         entry_id = f"before-{len(acknowledged)}"
-        await history.AppendEntries(
-            history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[own_turn(entry_id)])
-        )
+        await client.append_entries(thread_id="t", entries=[own_turn(entry_id)])
         acknowledged.append(entry_id)
     filler = await asyncio.to_thread(fill, small_tmpfs)
     await wait_health(channel, NOT_SERVING)
@@ -188,41 +174,34 @@ async def test_disk_full_then_space_returns(small_tmpfs, server_factory):
     codes = set()
     for i in range(40):
         try:
-            await history.AppendEntries(
-                history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[own_turn(f"full-{i}", big)]),
-                timeout=30,
-            )
+            await client.append_entries(thread_id="t", entries=[own_turn(f"full-{i}", big)], timeout=30)
             acknowledged.append(f"full-{i}")
             contents[f"full-{i}"] = big
-        except grpc.aio.AioRpcError as error:
-            codes.add(f"{error.code().name}/{decoded(error).reason}")
+        except RpcFailure as error:
+            codes.add(f"{error.code.name}/{error.reason}")
     # PrepareTurn writes on its own connection (store/runner.py): refused the same way.
-    turns = turn_service_pb2_grpc.TurnServiceStub(channel)
     round_codes = set()
     for i in range(10):
         try:
-            await turns.PrepareTurn(_round(f"round-{i}", big), timeout=30)
+            await client.prepare_turn(_round(f"round-{i}", big), timeout=30)
             acknowledged.append(f"round-{i}")
             contents[f"round-{i}"] = big
-        except grpc.aio.AioRpcError as error:
-            round_codes.add(f"{error.code().name}/{decoded(error).reason}")
+        except RpcFailure as error:
+            round_codes.add(f"{error.code.name}/{error.reason}")
     print(f"while full: {len(acknowledged)} acknowledged in all, failures {codes} and {round_codes}")
     assert codes == {"RESOURCE_EXHAUSTED/DISK_FULL"}, codes
     assert round_codes == {"RESOURCE_EXHAUSTED/DISK_FULL"}, round_codes
     # Reads are still served.
-    thread = (await history.GetThread(history_service_pb2.GetThreadRequest(thread_id="t"))).thread
+    thread = (await client.get_thread(thread_id="t")).thread
     assert thread.entry_count == len(acknowledged)
-    await history.LoadConversationHistory(history_service_pb2.LoadConversationHistoryRequest(thread_id="t"))
+    await client.load_conversation_history(thread_id="t")
 
     # 2 MB freed (the space a careful operator finds first): writes come back and stay back, the
     # WAL does not eat the freed space, health follows without a restart.
     await asyncio.to_thread(os.truncate, filler, filler.stat().st_size - FREED_BYTES)
     await wait_health(channel, SERVING)
     for i in range(20):
-        await history.AppendEntries(
-            history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[own_turn(f"freed-{i}")]),
-            timeout=30,
-        )
+        await client.append_entries(thread_id="t", entries=[own_turn(f"freed-{i}")], timeout=30)
         acknowledged.append(f"freed-{i}")
         await asyncio.sleep(0.2)  # pacing: a client writing now and then, the probe running between
     assert await health_status(channel) == SERVING
@@ -232,13 +211,11 @@ async def test_disk_full_then_space_returns(small_tmpfs, server_factory):
     assert _size(wal) < WAL_BEFORE_BYTES
     assert free > FREED_BYTES
     # And the round's connection, given up by the failures, is a working one again.
-    await turns.PrepareTurn(_round("round-after", "after"), timeout=30)
+    await client.prepare_turn(_round("round-after", "after"), timeout=30)
     acknowledged.append("round-after")
     contents["round-after"] = "after"
 
     await asyncio.to_thread(filler.unlink)
-    await history.AppendEntries(
-        history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[own_turn("after", big)]), timeout=30
-    )
+    await client.append_entries(thread_id="t", entries=[own_turn("after", big)], timeout=30)
     acknowledged.append("after")
-    await _all_stored(history, "t", acknowledged, contents)
+    await _all_stored(client, "t", acknowledged, contents)

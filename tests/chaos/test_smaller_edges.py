@@ -18,12 +18,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from pioneer_grpc.adapters.count_tokens import MAX_CONCURRENT
+from pioneer_grpc.client import RpcFailure
 from pioneer_grpc.store import work
 from pioneer_grpc.telemetry import Telemetry
-from pioneer_grpc.v1 import echo_service_pb2, history_pb2, history_service_pb2, history_service_pb2_grpc
+from pioneer_grpc.v1 import echo_service_pb2, history_pb2, history_service_pb2
 from tests.chaos.conftest import free_port
 from tests.chaos.test_crash_and_startup import SCRIPT, _one_line_failure
-from tests.support import decoded, eventually
+from tests.support import eventually, failure
 
 MiB = 1024 * 1024
 
@@ -85,11 +86,9 @@ async def test_count_tokens_cancels_its_other_provider_requests_once_it_answers(
         count_tokens_timeout_seconds=60,
     )
     try:
-        history = history_service_pb2_grpc.HistoryServiceStub(server.channel())
+        client = await server.client()
         texts = [f"text number {i}" for i in range(40)]
-        answer = await history.CountTokens(
-            history_service_pb2.CountTokensRequest(texts=texts, model="claude-3-haiku"), timeout=30
-        )
+        answer = await client.count_tokens(texts=texts, model="claude-3-haiku", timeout=30)
         assert not answer.exact
         assert "HTTP 500" in answer.fallback_reason
         await eventually(lambda: len(closed) == len(received) - 1, what="every request under way let go")
@@ -159,6 +158,7 @@ def test_a_certificate_outside_its_validity_stops_the_start(tmp_path, days_befor
 
 
 async def test_echo_carries_its_documented_16_mib_both_ways(server):
+    # The wire itself: a channel opened for 17 MiB messages, past the client's 16 MiB default.
     options = [("grpc.max_receive_message_length", 17 * MiB), ("grpc.max_send_message_length", 17 * MiB)]
     async with grpc.aio.insecure_channel(server.address, options=options) as channel:
         echo = channel.unary_unary(
@@ -173,11 +173,10 @@ async def test_echo_carries_its_documented_16_mib_both_ways(server):
 
 
 async def test_a_nul_in_count_tokens_model_is_invalid_argument(server):
-    history = history_service_pb2_grpc.HistoryServiceStub(server.channel())
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
-        await history.CountTokens(history_service_pb2.CountTokensRequest(texts=["a"], model="gpt-4o\x00x"))
-    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert [field for field, _ in decoded(raised.value).violations] == ["model"]
+    client = await server.client()
+    failed = await failure(client.count_tokens(texts=["a"], model="gpt-4o\x00x"))
+    assert failed.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert [field for field, _ in failed.violations] == ["model"]
 
 
 def _postgres_pids(directory: Path) -> list[int]:
@@ -189,12 +188,8 @@ def _postgres_pids(directory: Path) -> list[int]:
 async def test_a_frozen_postgres_cannot_hold_a_call_past_its_bound(pg_cluster, server_factory, monkeypatch):
     monkeypatch.setattr(work, "UNIT_SECONDS", 2.0)
     server = await server_factory(database_url=pg_cluster.url, health_probe_seconds=0)
-    history = history_service_pb2_grpc.HistoryServiceStub(server.channel())
-    await history.CreateThread(
-        history_service_pb2.CreateThreadRequest(
-            thread_id="t", config=history_pb2.ThreadConfig(model="gpt-4o")
-        )
-    )
+    client = await server.client()
+    await client.create_thread(thread_id="t", config=history_pb2.ThreadConfig(model="gpt-4o"))
     entry = history_pb2.ConversationEntry(
         entry_id="e1", turn_id="u1", role=history_pb2.ENTRY_ROLE_USER, content="hello"
     )
@@ -203,10 +198,9 @@ async def test_a_frozen_postgres_cannot_hold_a_call_past_its_bound(pg_cluster, s
     for pid in frozen:
         os.kill(pid, signal.SIGSTOP)
     try:
-        with pytest.raises(grpc.aio.AioRpcError) as raised:
-            await history.AppendEntries(request, timeout=25)
-        assert raised.value.code() == grpc.StatusCode.UNAVAILABLE
-        assert decoded(raised.value).reason == "DATABASE_TIMEOUT"
+        failed = await failure(client.append_entries(request, timeout=25))
+        assert failed.code == grpc.StatusCode.UNAVAILABLE
+        assert failed.reason == "DATABASE_TIMEOUT"
     finally:
         for pid in frozen:
             os.kill(pid, signal.SIGCONT)
@@ -214,9 +208,9 @@ async def test_a_frozen_postgres_cannot_hold_a_call_past_its_bound(pg_cluster, s
     # Thawed, the same append goes through (or was already stored by the unit that ran on).
     async def appended() -> bool:
         try:
-            await history.AppendEntries(request, timeout=10)
-        except grpc.aio.AioRpcError as error:
-            assert error.code() == grpc.StatusCode.UNAVAILABLE
+            await client.append_entries(request, timeout=10)
+        except RpcFailure as error:
+            assert error.code == grpc.StatusCode.UNAVAILABLE
             return False
         return True
 

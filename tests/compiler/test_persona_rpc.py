@@ -5,22 +5,12 @@ from __future__ import annotations
 import json
 
 import grpc
-import pytest
 
 from pioneer_grpc.compiler.render import policies
 from pioneer_grpc.config import CONFIGURED_PERSONA_SOURCE
-from pioneer_grpc.v1 import (
-    history_pb2,
-    history_service_pb2,
-    history_service_pb2_grpc,
-    prompt_pb2,
-    provider_service_pb2,
-    turn_service_pb2,
-    turn_service_pb2_grpc,
-)
+from pioneer_grpc.v1 import history_pb2, prompt_pb2, provider_service_pb2, turn_service_pb2
 from pioneer_grpc.v1 import prompt_compiler_service_pb2 as pb
-from pioneer_grpc.v1 import prompt_compiler_service_pb2_grpc as pb_grpc
-from tests.support import decoded
+from tests.support import failure
 
 SCOUT = "You are Scout, a browser agent that files expense reports for the finance team."
 
@@ -31,30 +21,25 @@ def identity_text(payload: prompt_pb2.CompiledPromptPayload) -> str | None:
 
 
 async def compile_on(server, compile_input: prompt_pb2.PromptCompileInput) -> pb.CompilePromptResponse:
-    stub = pb_grpc.PromptCompilerServiceStub(server.channel())
-    return await stub.CompilePrompt(pb.CompilePromptRequest(input=compile_input), metadata=server.metadata())
+    client = await server.client()
+    return await client.compile_prompt(input=compile_input)
 
 
-async def prepare_on(server, thread_id: str, compile_input: prompt_pb2.PromptCompileInput):
-    channel = server.channel()
-    history = history_service_pb2_grpc.HistoryServiceStub(channel)
-    await history.CreateThread(
-        history_service_pb2.CreateThreadRequest(
-            thread_id=thread_id, config=history_pb2.ThreadConfig(model="claude-sonnet-4-5")
-        ),
-        metadata=server.metadata(),
+async def prepare_on(
+    server, thread_id: str, compile_input: prompt_pb2.PromptCompileInput
+) -> turn_service_pb2.PrepareTurnResponse:
+    client = await server.client()
+    await client.create_thread(
+        thread_id=thread_id, config=history_pb2.ThreadConfig(model="claude-sonnet-4-5")
     )
-    return await turn_service_pb2_grpc.TurnServiceStub(channel).PrepareTurn(
-        turn_service_pb2.PrepareTurnRequest(
-            thread_id=thread_id,
-            turn_id="turn-1",
-            new_entries=[
-                history_pb2.ConversationEntry(entry_id="u1", role=history_pb2.ENTRY_ROLE_USER, content="Hi")
-            ],
-            compile_input=compile_input,
-            provider=provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
-        ),
-        metadata=server.metadata(),
+    return await client.prepare_turn(
+        thread_id=thread_id,
+        turn_id="turn-1",
+        new_entries=[
+            history_pb2.ConversationEntry(entry_id="u1", role=history_pb2.ENTRY_ROLE_USER, content="Hi")
+        ],
+        compile_input=compile_input,
+        provider=provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
     )
 
 
@@ -122,14 +107,10 @@ def replace_paths(payload: prompt_pb2.CompiledPromptPayload, home) -> bytes:
 
 async def test_persona_caps_through_the_server(server) -> None:
     over = prompt_pb2.PromptCompileInput(persona="x" * 50_001)
-    with pytest.raises(grpc.aio.AioRpcError) as compiled:
-        await compile_on(server, over)
-    assert compiled.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert decoded(compiled.value).violations == [("input.persona", "at most 50,000 characters (got 50,001)")]
+    compiled = await failure(compile_on(server, over))
+    assert compiled.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert compiled.violations == [("input.persona", "at most 50,000 characters (got 50,001)")]
     both = prompt_pb2.PromptCompileInput(persona="You are Ledger.", omit_persona=True)
-    with pytest.raises(grpc.aio.AioRpcError) as prepared:
-        await prepare_on(server, "t-bad", both)
-    assert prepared.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert decoded(prepared.value).violations == [
-        ("compile_input.omit_persona", "cannot be set together with persona")
-    ]
+    prepared = await failure(prepare_on(server, "t-bad", both))
+    assert prepared.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert prepared.violations == [("compile_input.omit_persona", "cannot be set together with persona")]

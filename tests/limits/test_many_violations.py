@@ -9,9 +9,8 @@ from __future__ import annotations
 import grpc
 
 from pioneer_grpc.errors import CARRIED_CHARS, CARRIED_VIOLATIONS, FieldViolation, InvalidArgument
-from pioneer_grpc.v1 import chat_pb2, provider_service_pb2, provider_service_pb2_grpc
-
-from ..history.rpc import failure
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
+from tests.support import failure
 
 
 def test_the_message_counts_all_and_the_details_carry_the_first_few() -> None:
@@ -31,8 +30,8 @@ async def test_two_thousand_bad_messages_are_one_readable_invalid_argument(serve
         provider=provider_service_pb2.PROVIDER_OPENAI_CHAT_COMPLETIONS,
         chat_request=chat_pb2.ChatRequest(model="m", messages=[empty] * 2_000),
     )
-    stub = provider_service_pb2_grpc.ProviderServiceStub(server.channel())
-    failed = await failure(stub.RenderChatRequest(request))
+    client = await server.client()  # its channel keeps gRPC's default limit on received metadata
+    failed = await failure(client.render_chat_request(request))
     assert failed.code == grpc.StatusCode.INVALID_ARGUMENT
     assert "(and 1997 more)" in failed.message
     assert failed.violations[0] == ("chat_request.messages[0].content", "message is empty")

@@ -11,7 +11,7 @@ from pioneer_grpc.compiler.compile import compile_prompt
 from pioneer_grpc.compiler.seed import ensure_bootstrap_files
 from pioneer_grpc.history.tokens import count_blocking
 from pioneer_grpc.service.cache_fit import _tools_text
-from pioneer_grpc.v1 import chat_pb2, prompt_pb2, provider_service_pb2, provider_service_pb2_grpc
+from pioneer_grpc.v1 import chat_pb2, prompt_pb2, provider_service_pb2
 from tests.conftest import ServerHandle
 
 P = provider_service_pb2
@@ -67,14 +67,11 @@ def _request(home: Path, model: str, tools: bool = True) -> chat_pb2.ChatRequest
 
 
 async def _system(server: ServerHandle, request: chat_pb2.ChatRequest, **options: int) -> list[dict]:
-    stub = provider_service_pb2_grpc.ProviderServiceStub(server.channel())
-    reply = await stub.RenderChatRequest(
-        P.RenderChatRequestRequest(
-            provider=P.PROVIDER_ANTHROPIC_MESSAGES,
-            chat_request=request,
-            options=P.RenderOptions(**options) if options else None,
-        ),
-        metadata=server.metadata(),
+    client = await server.client()
+    reply = await client.render_chat_request(
+        provider=P.PROVIDER_ANTHROPIC_MESSAGES,
+        chat_request=request,
+        options=P.RenderOptions(**options) if options else None,
     )
     return json.loads(reply.body_json)["system"]
 

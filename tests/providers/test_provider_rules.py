@@ -12,10 +12,11 @@ from google.protobuf import json_format
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.providers import render
 from pioneer_grpc.providers.conversation import INTERRUPTED_RESULT
-from pioneer_grpc.v1 import chat_pb2, provider_service_pb2, provider_service_pb2_grpc
+from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 from tests.conftest import ServerHandle
 from tests.providers.cases import CASES, MODELS, PROVIDERS, WEATHER, build
 from tests.providers.strict import STRICT
+from tests.support import failure
 
 P = provider_service_pb2
 ALL = list(PROVIDERS.values())
@@ -105,20 +106,15 @@ def test_gemini_parallel_tool_calls_false_is_not_silently_dropped() -> None:
 
 
 async def test_gemini_parallel_notice_reaches_the_wire(server: ServerHandle) -> None:
-    stub = provider_service_pb2_grpc.ProviderServiceStub(server.channel())
-    reply = await stub.RenderChatRequest(
-        P.RenderChatRequestRequest(
-            provider=GEMINI, chat_request=request(GEMINI, tools=[WEATHER], parallelToolCalls=False)
-        ),
-        metadata=server.metadata(),
+    client = await server.client()
+    reply = await client.render_chat_request(
+        provider=GEMINI, chat_request=request(GEMINI, tools=[WEATHER], parallelToolCalls=False)
     )
     assert [(n.code, n.field) for n in reply.notices] == [
         ("parallel_tool_calls_unsupported", "chat_request.parallel_tool_calls")
     ]
     # A request that needs nothing adapted gets no notice.
-    plain = await stub.RenderChatRequest(
-        P.RenderChatRequestRequest(provider=GEMINI, chat_request=request(GEMINI)), metadata=server.metadata()
-    )
+    plain = await client.render_chat_request(provider=GEMINI, chat_request=request(GEMINI))
     assert list(plain.notices) == []
 
 
@@ -273,16 +269,13 @@ def test_openai_chat_drops_a_participant_name_it_would_refuse() -> None:
 
 
 async def test_render_rpc_names_the_field_of_a_rejected_rule(server: ServerHandle) -> None:
-    stub = provider_service_pb2_grpc.ProviderServiceStub(server.channel())
+    client = await server.client()
     req = request(
         ANTHROPIC, tools=[WEATHER], toolChoice={"mode": "TOOL_CHOICE_MODE_REQUIRED"}, reasoning=THINKING
     )
-    with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stub.RenderChatRequest(
-            P.RenderChatRequestRequest(provider=ANTHROPIC, chat_request=req), metadata=server.metadata()
-        )
-    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "chat_request.tool_choice.mode" in (info.value.details() or "")
+    failed = await failure(client.render_chat_request(provider=ANTHROPIC, chat_request=req))
+    assert failed.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "chat_request.tool_choice.mode" in failed.message
 
 
 @pytest.mark.parametrize("provider_name", list(PROVIDERS))

@@ -17,6 +17,7 @@ P = provider_service_pb2
 
 
 def stub(server: ServerHandle) -> provider_service_pb2_grpc.ProviderServiceStub:
+    # The wire itself: bad_request reads the raw status details, their order and count.
     return provider_service_pb2_grpc.ProviderServiceStub(server.channel())
 
 

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import event
 
 from pioneer_grpc.store.engine import pool_state
-from pioneer_grpc.v1 import history_pb2, history_service_pb2, history_service_pb2_grpc
+from pioneer_grpc.v1 import history_pb2, history_service_pb2
 from tests.support import eventually
 
 pytestmark = pytest.mark.postgres
@@ -47,17 +47,17 @@ def _append(thread_id: str, n: int) -> history_service_pb2.AppendEntriesRequest:
 
 async def test_connections_closed_by_the_server_are_replaced_before_use(postgres_url, server_factory):
     server = await server_factory(database_url=postgres_url, health_probe_seconds=3600)
-    history = history_service_pb2_grpc.HistoryServiceStub(server.channel())
+    client = await server.client()
     engine = server.ctx.engine
     returned = _returned(engine)
-    await history.CreateThread(history_service_pb2.CreateThreadRequest(thread_id="t"))
+    await client.create_thread(thread_id="t")
     # Several at once, so the pool holds several connections.
-    await asyncio.gather(*(history.AppendEntries(_append("t", n)) for n in range(CALLS)))
+    await asyncio.gather(*(client.append_entries(_append("t", n)) for n in range(CALLS)))
     pooled = list(returned.values())
     assert pooled, "the pool keeps connections between calls"
     assert await _terminate(postgres_url, [conn.get_server_pid() for conn in pooled]) == len(pooled)
     await eventually(lambda: all(conn.is_closed() for conn in pooled))
     for n in range(CALLS, 2 * CALLS):  # one at a time: each checks a connection out of the pool
-        response = await history.AppendEntries(_append("t", n))
+        response = await client.append_entries(_append("t", n))
         assert response.created_count == 1
     assert pool_state(engine).open >= 1

@@ -11,19 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import grpc
 from google.protobuf import struct_pb2
 
-from pioneer_grpc.client import user_entry
+from pioneer_grpc.client import AsyncClient, ConnectOptions, user_entry
 from pioneer_grpc.v1 import (
     chat_pb2,
     common_pb2,
     history_pb2,
-    history_service_pb2,
-    history_service_pb2_grpc,
     prompt_pb2,
     provider_service_pb2,
     turn_service_pb2,
-    turn_service_pb2_grpc,
 )
 
 THREAD = "weather-desk"
@@ -54,15 +52,15 @@ def tool_round_entries(turn_id: str, city: str, result: str) -> list[history_pb2
 
 @dataclass
 class AgentLoop:
-    channel: object
+    channel: grpc.aio.Channel
     metadata: tuple[tuple[str, str], ...]
     home: Path
     requests: list[turn_service_pb2.PrepareTurnRequest] = field(default_factory=list)
     replies: list[turn_service_pb2.PrepareTurnResponse] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.turns = turn_service_pb2_grpc.TurnServiceStub(self.channel)
-        self.history = history_service_pb2_grpc.HistoryServiceStub(self.channel)
+        # The Python client over the caller's channel (the caller closes it); the token in `metadata`.
+        self.client = AsyncClient(self.channel, ConnectOptions())
 
     async def round(
         self, turn_id: str, entries: list[history_pb2.ConversationEntry], date: str = "2026-12-01"
@@ -77,7 +75,7 @@ class AgentLoop:
             tools=[weather_tool()],
             provider=provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
         )
-        reply = await self.turns.PrepareTurn(request, metadata=self.metadata)
+        reply = await self.client.prepare_turn(request, metadata=self.metadata)
         self.requests.append(request)
         self.replies.append(reply)
         return reply
@@ -86,21 +84,13 @@ class AgentLoop:
         final = history_pb2.ConversationEntry(
             entry_id=f"{turn_id}-a2", turn_id=turn_id, role=history_pb2.ENTRY_ROLE_ASSISTANT, content=answer
         )
-        await self.history.AppendEntries(
-            history_service_pb2.AppendEntriesRequest(thread_id=THREAD, entries=[final]),
-            metadata=self.metadata,
-        )
-        await self.history.CompleteTurn(
-            history_service_pb2.CompleteTurnRequest(thread_id=THREAD, turn_id=turn_id), metadata=self.metadata
-        )
+        await self.client.append_entries(thread_id=THREAD, entries=[final], metadata=self.metadata)
+        await self.client.complete_turn(thread_id=THREAD, turn_id=turn_id, metadata=self.metadata)
 
     async def two_turns(self) -> None:
         """Turn 1 with a tool round, SOUL.md edited, turn 2's first round."""
-        await self.history.CreateThread(
-            history_service_pb2.CreateThreadRequest(
-                thread_id=THREAD, config=history_pb2.ThreadConfig(model=MODEL)
-            ),
-            metadata=self.metadata,
+        await self.client.create_thread(
+            thread_id=THREAD, config=history_pb2.ThreadConfig(model=MODEL), metadata=self.metadata
         )
         await self.round("turn-1", [user_entry("turn-1-u", "What's the weather in Oslo?")])
         await self.round("turn-1", tool_round_entries("turn-1", "Oslo", "4°C, light rain"))
