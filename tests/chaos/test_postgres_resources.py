@@ -162,7 +162,7 @@ async def test_postgres_disk_full_then_space_returns(pg_cluster, small_space, se
 
     await asyncio.to_thread(free_space)
     await append("after")
-    await _all_stored(history, "t", list(contents), contents)
+    await _all_stored(await server.client(), "t", list(contents), contents)
 
 
 # SQLSTATE -> the code and reason a client gets.
