@@ -10,8 +10,8 @@ rolled back to its savepoint and answered with its error; the others go on. A
 failure that leaves no savepoint to roll back to, or a failing COMMIT, fails
 every unit of the batch, and nothing of it is stored. Each caller is answered
 once the batch committed: nothing is acknowledged before it is durable. A unit
-alone runs exactly as it did before batches existed (no savepoint, no BEGIN of
-ours). Each unit runs in its caller's context (its trace span).
+alone is a batch of one on the same path, without a savepoint (its failure is
+the transaction's). Each unit runs in its caller's context (its trace span).
 """
 
 from __future__ import annotations
@@ -124,10 +124,7 @@ class Batches:
             except BaseException as exc:
                 unit.error = exc
         try:
-            if len(ready) == 1:
-                with self._connection() as conn, conn.begin():
-                    ready[0].context.run(ready[0].run, conn)
-            elif ready:
+            if ready:
                 self._together(ready)
         except BaseException as exc:
             for unit in ready:
@@ -141,7 +138,11 @@ class Batches:
             # Begun here: a SAVEPOINT that opened the transaction would commit it when released.
             # IMMEDIATE: the write lock is waited for once, by the batch (another process may
             # hold it), not by each unit's first write in turn.
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            # On the driver: a statement through SQLAlchemy costs more than the BEGIN itself.
+            conn.connection.driver_connection.execute("BEGIN IMMEDIATE")  # type: ignore[union-attr]
+            if len(ready) == 1:  # alone, its failure is the transaction's: no savepoint to pay for
+                ready[0].context.run(ready[0].run, conn)
+                return
             for unit in ready:
                 savepoint = conn.begin_nested()
                 try:
