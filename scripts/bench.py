@@ -40,10 +40,9 @@ from typing import Any
 from bench_cpu import CpuWindow
 from bench_events import bench_delivery, scratch_database, serve
 from bench_history import bench_load_history
-from bench_inputs import full_compile_request, prepare_home
+from bench_inputs import loop_inputs
 from bench_loop import loop_figures, loop_goal_lines
 from bench_server import address_of, serve_args
-from google.protobuf import json_format
 
 ROOT = Path(__file__).resolve().parent.parent
 LOADER = ROOT / "clients" / "go" / "bin" / "pioneer-load"
@@ -271,11 +270,7 @@ def stop_postgres(cluster: Path) -> None:
 async def main() -> None:
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="pioneer-bench-") as tmp:
-        home = Path(tmp) / "home"
-        home.mkdir()
-        prepare_home(home)
-        request_file = Path(tmp) / "compile.json"
-        request_file.write_text(json_format.MessageToJson(full_compile_request(home)))
+        home, request_file = loop_inputs(Path(tmp))
         async with serve(f"sqlite+aiosqlite:///{Path(tmp) / 'loop.db'}", home) as address:
             results += await loop_figures(address, request_file, "sqlite")
         for result in results:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from google.protobuf import json_format
+
 from pioneer_grpc.compiler.seed import ensure_bootstrap_files
 from pioneer_grpc.v1 import common_pb2, prompt_pb2
 from pioneer_grpc.v1 import prompt_compiler_service_pb2 as pb
@@ -135,6 +137,16 @@ def full_compile_request(home: Path) -> pb.CompilePromptRequest:
     request = full_compile_input()
     request.workspace_root = str(home)
     return pb.CompilePromptRequest(input=request)
+
+
+def loop_inputs(folder: Path) -> tuple[Path, Path]:
+    """Under `folder`: the server's home, prepared, and the request file the Go loop sends
+    (`pioneer-load -input`, the request as JSON)."""
+    home = folder / "home"
+    home.mkdir()
+    request_file = folder / "compile.json"
+    request_file.write_text(json_format.MessageToJson(full_compile_request(home)))
+    return home, request_file
 
 
 if __name__ == "__main__":

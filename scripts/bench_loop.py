@@ -34,8 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_events import scratch_database, serve  # noqa: E402
-from bench_inputs import full_compile_request, prepare_home  # noqa: E402
-from google.protobuf import json_format  # noqa: E402
+from bench_inputs import loop_inputs  # noqa: E402
 
 from pioneer_grpc.v1 import chat_pb2, history_service_pb2, history_service_pb2_grpc  # noqa: E402
 
@@ -196,11 +195,7 @@ async def main() -> None:
 
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="pioneer-bench-loop-") as tmp:
-        home = Path(tmp) / "home"
-        home.mkdir()
-        prepare_home(home)
-        request_file = Path(tmp) / "compile.json"
-        request_file.write_text(json_format.MessageToJson(full_compile_request(home)))
+        home, request_file = loop_inputs(Path(tmp))
         if args.backend in ("sqlite", "both"):
             async with serve(f"sqlite+aiosqlite:///{Path(tmp) / 'loop.db'}", home) as address:
                 results += await loop_figures(address, request_file, "sqlite")

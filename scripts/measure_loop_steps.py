@@ -36,8 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_inputs import full_compile_request, prepare_home  # noqa: E402
-from google.protobuf import json_format  # noqa: E402
+from bench_inputs import loop_inputs  # noqa: E402
 from sqlalchemy import event  # noqa: E402
 from sqlalchemy.engine import base as engine_base  # noqa: E402
 
@@ -206,11 +205,7 @@ def main() -> None:
     from pioneer_grpc.cli import main as cli_main
 
     with tempfile.TemporaryDirectory(prefix="pioneer-steps-") as tmp:
-        home = Path(tmp) / "home"
-        home.mkdir()
-        prepare_home(home)
-        request_file = Path(tmp) / "compile.json"
-        request_file.write_text(json_format.MessageToJson(full_compile_request(home)))
+        home, request_file = loop_inputs(Path(tmp))
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
