@@ -31,6 +31,7 @@ from pioneer_grpc.history.entries import (
 from pioneer_grpc.history.entry_rules import StoredCalls, named_call_ids
 from pioneer_grpc.history.parts import parse_parts, parts_blob
 from pioneer_grpc.store.clock import as_utc
+from pioneer_grpc.store.driver import Direct
 from pioneer_grpc.store.models import EntryRow, ToolCallRow
 from pioneer_grpc.v1 import history_pb2
 
@@ -150,11 +151,18 @@ def stored_calls_in(
 
 
 def thread_calls_in(conn: Connection, thread_id: str, call_ids: Sequence[str]) -> dict[str, str]:
-    """Call id -> a stored entry of the thread that made it, for `call_ids` (none: no statement)."""
-    if not call_ids:
-        return {}
-    calls = conn.execute(_THREAD_CALLS, {"thread_id": thread_id, "call_ids": list(call_ids)})
-    return {row.call_id: row.entry_id for row in calls}
+    """Call id -> a stored entry of the thread that made it, for `call_ids` (none: no statement).
+
+    A statement per THREAD_CALLS_CHUNK ids, each built once for its number of ids: on SQLite it
+    runs straight on the driver (store/driver.py), as every other statement of a round does.
+    """
+    found: dict[str, str] = {}
+    ids = list(call_ids)
+    for start in range(0, len(ids), THREAD_CALLS_CHUNK):
+        chunk = ids[start : start + THREAD_CALLS_CHUNK]
+        params = {"thread_id": thread_id, **{f"call_id_{i}": call_id for i, call_id in enumerate(chunk)}}
+        found.update((row.call_id, row.entry_id) for row in _thread_calls(len(chunk)).rows(conn, params))
+    return found
 
 
 def entry_values(thread_id: str, new: NewEntry, tokenizer: str, moment: datetime) -> dict[str, Any]:
@@ -208,14 +216,25 @@ _TURNS_ENTRIES = (
     )
     .order_by(EntryRow.id)
 )
-_THREAD_CALLS = (
-    select(ToolCallRow.call_id, ToolCallRow.entry_id)
-    .where(
-        ToolCallRow.thread_id == bindparam("thread_id"),
-        ToolCallRow.call_id.in_(bindparam("call_ids", expanding=True)),
-    )
-    .order_by(ToolCallRow.call_id, ToolCallRow.entry_id)
-)
+# Call ids one statement asks for: a round names one or a few; a batch at its caps, thousands.
+THREAD_CALLS_CHUNK = 64
+# By number of call ids: the statement (the SQL an expanding IN list of that many renders).
+_THREAD_CALLS: dict[int, Direct] = {}
+
+
+def _thread_calls(count: int) -> Direct:
+    found = _THREAD_CALLS.get(count)
+    if found is None:
+        statement = (
+            select(ToolCallRow.call_id, ToolCallRow.entry_id)
+            .where(
+                ToolCallRow.thread_id == bindparam("thread_id"),
+                ToolCallRow.call_id.in_([bindparam(f"call_id_{i}") for i in range(count)]),
+            )
+            .order_by(ToolCallRow.call_id, ToolCallRow.entry_id)
+        )
+        found = _THREAD_CALLS.setdefault(count, Direct(statement))
+    return found
 
 
 _STORED_ENTRIES = select(*ENTRY_COLUMNS).where(

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine
+from sqlalchemy import bindparam, create_engine, select
 
 from pioneer_grpc.events import recorder
 from pioneer_grpc.store import completion, history_state, round, turns
 from pioneer_grpc.store.driver import Direct
-from pioneer_grpc.store.entries import NewEntry, entry_values
+from pioneer_grpc.store.entries import THREAD_CALLS_CHUNK, NewEntry, entry_values, thread_calls_in
 from pioneer_grpc.store.models import Base, EntryRow, ThreadRow, ToolCallRow, TurnRow
 from pioneer_grpc.v1 import history_pb2
 
@@ -177,3 +177,43 @@ def test_direct_gives_and_leaves_what_sqlalchemy_does(case, seeded, tmp_path):
         tables.append(_tables(path))
     assert results[0] == results[1]
     assert tables[0] == tables[1]
+
+
+# The statement `thread_calls_in` replaced: one expanding IN list, run by SQLAlchemy.
+_EXPANDING_THREAD_CALLS = (
+    select(ToolCallRow.call_id, ToolCallRow.entry_id)
+    .where(
+        ToolCallRow.thread_id == bindparam("thread_id"),
+        ToolCallRow.call_id.in_(bindparam("call_ids", expanding=True)),
+    )
+    .order_by(ToolCallRow.call_id, ToolCallRow.entry_id)
+)
+
+
+@pytest.mark.parametrize(
+    "count", [1, 2, THREAD_CALLS_CHUNK, THREAD_CALLS_CHUNK + 1, 2 * THREAD_CALLS_CHUNK + 5]
+)
+def test_thread_calls_in_chunks_finds_what_one_expanding_statement_does(count, seeded, tmp_path):
+    path = tmp_path / "calls.db"
+    shutil.copy(seeded, path)
+    engine = create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:
+        calls = [{"thread_id": "t", "call_id": f"c{n:03d}", "entry_id": f"e{n % 3 + 1}"} for n in range(200)]
+        # A call id two entries made (the later entry id is the one a dict keeps), another thread's.
+        calls += [
+            {"thread_id": "t", "call_id": "c005", "entry_id": "e9"},
+            {"thread_id": "other", "call_id": "c006", "entry_id": "e1"},
+        ]
+        conn.execute(ToolCallRow.__table__.insert(), calls)
+    # Asked newest first, with an id no entry made and one id asked twice.
+    known = [f"c{n:03d}" for n in range(count)]
+    asked = [*reversed(known), "nosuch", known[0]]
+    with engine.connect() as conn:
+        found = thread_calls_in(conn, "t", asked)
+        rows = conn.execute(_EXPANDING_THREAD_CALLS, {"thread_id": "t", "call_ids": asked})
+        expected = {row.call_id: row.entry_id for row in rows}
+    engine.dispose()
+    assert found == expected
+    assert sorted(found) == known
+    if count > 5:
+        assert found["c005"] == "e9"
