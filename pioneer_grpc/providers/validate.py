@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 from pioneer_grpc.caps import violations_of
 from pioneer_grpc.caps.chat import MAX_MESSAGES
@@ -31,6 +32,7 @@ from pioneer_grpc.providers.common import (
 from pioneer_grpc.providers.conversation import Notice, RenderedPrefix, pair_tool_calls
 from pioneer_grpc.providers.spec import ProviderSpec
 from pioneer_grpc.providers.specs import REFUSED, spec_for
+from pioneer_grpc.remembered import Remembered
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
 CACHE_KEY_PREFIX_RE = re.compile(r"[A-Za-z0-9_.:-]*")
@@ -249,6 +251,112 @@ def message_checks(spec: ProviderSpec, request: chat_pb2.ChatRequest, path: str)
     return violations
 
 
+@dataclass(frozen=True)
+class _HeadChecks:
+    """What `prepare` finds in a request's own fields (all but its messages and compiled prompt)."""
+
+    spec: ProviderSpec
+    # Violations before the messages' (the provider, tools, tool choice, options, model) and after
+    # them (max_tokens, temperature, reasoning, the provider's and the model's rules).
+    first: tuple[FieldViolation, ...]
+    later: tuple[FieldViolation, ...]
+    tools: tuple[Tool, ...]
+    resolved: Options
+    fit: model_fit.ModelFit
+
+
+@dataclass(frozen=True)
+class _Head:
+    registry: Registry
+    # The caps of the request's own fields (but the compiled prompt's), and the options'.
+    over: tuple[FieldViolation, ...]
+    options_over: tuple[FieldViolation, ...]
+    # None when over a cap: nothing more is looked at.
+    checks: _HeadChecks | None
+
+
+# By the request's own fields, encoded, with the provider, the paths and the options: an agent loop
+# renders the same model, tools and options every round, with other messages.
+_heads: Remembered[_Head] = Remembered(2 * 1024 * 1024)
+
+
+def _head_checked(
+    provider: int,
+    request: chat_pb2.ChatRequest,
+    options: provider_service_pb2.RenderOptions | None,
+    path: str,
+    options_path: str,
+    registry: Registry,
+) -> _Head:
+    """The checks of the request's own fields, worked out once for the same fields (and registry)."""
+    own = chat_pb2.ChatRequest()
+    for descriptor, value in request.ListFields():
+        if descriptor.name in ("messages", "compiled_prompt"):
+            continue
+        if descriptor.is_repeated:
+            getattr(own, descriptor.name).extend(value)
+        elif descriptor.message_type is not None:
+            getattr(own, descriptor.name).CopyFrom(value)
+        else:
+            setattr(own, descriptor.name, value)
+    encoded = own.SerializeToString(deterministic=True)
+    key = b"\0".join(
+        [
+            b"%d:%d:%d" % (provider, id(registry), len(encoded)),
+            path.encode(),
+            options_path.encode(),
+            encoded,
+            b"" if options is None else b"o" + options.SerializeToString(deterministic=True),
+        ]
+    )
+    found = _heads.get(key)
+    if found is None or found.registry is not registry:
+        found = _checked_head(provider, own, options, path, options_path, registry)
+        _heads.put(key, found)
+    return found
+
+
+def _checked_head(
+    provider: int,
+    request: chat_pb2.ChatRequest,
+    options: provider_service_pb2.RenderOptions | None,
+    path: str,
+    options_path: str,
+    registry: Registry,
+) -> _Head:
+    over = tuple(violations_of(request, path))
+    options_over = tuple(violations_of(options, options_path)) if options else ()
+    if over or options_over:
+        return _Head(registry, over, options_over, None)
+    violations: list[FieldViolation] = []
+    found = spec_for(provider)
+    if found is None:
+        violations.append(FieldViolation("provider", REFUSED.get(provider, "must name a provider API")))
+    spec = found or _NO_SPEC
+    takes = model_fit.takes_for(spec, registry, request.model)
+    tools = _check_tools(spec, request, path, violations)
+    _check_choice(request, path, violations)
+    resolved, option_violations = resolve_options(options, options_path)
+    violations.extend(option_violations)
+    if not request.model:
+        violations.append(FieldViolation(f"{path}.model", "must not be empty"))
+    elif spec.model_id is not None and not spec.model_id.fullmatch(request.model):
+        violations.append(FieldViolation(f"{path}.model", f"a {spec.name} model id: {spec.model_id.pattern}"))
+    later: list[FieldViolation] = []
+    if request.HasField("max_tokens") and request.max_tokens <= 0:
+        later.append(FieldViolation(f"{path}.max_tokens", "must be positive"))
+    if request.HasField("temperature") and not (
+        math.isfinite(request.temperature) and request.temperature >= 0
+    ):
+        later.append(FieldViolation(f"{path}.temperature", "must be a finite number >= 0"))
+    _check_reasoning(spec, request, path, later, sent=takes.reasoning)
+    later.extend(provider_rules.request_violations(spec, request, path, reasoning=takes.reasoning))
+    later.extend(model_fit.violations(spec, request, takes, path))
+    fit = model_fit.fit(spec, request, takes, path)
+    checks = _HeadChecks(spec, tuple(violations), tuple(later), tuple(tools), resolved, fit)
+    return _Head(registry, over, options_over, checks)
+
+
 def prepare(
     provider: int,
     request: chat_pb2.ChatRequest,
@@ -270,27 +378,17 @@ def prepare(
     whole conversation again to name it.
     """
     assert prefix is None or capped_parts
-    skip = ("messages", "compiled_prompt") if capped_parts else ()
-    over = violations_of(request, path, skip=skip)
-    over += violations_of(options, options_path) if options else []
+    head = _head_checked(provider, request, options, path, options_path, models or packaged_registry())
+    # The fields but the messages and the compiled prompt are the head's (checked once for them).
+    over = list(head.over) if capped_parts else violations_of(request, path)
+    over += head.options_over
     count = len(request.messages) + (prefix.size if prefix is not None else 0)
     if capped_parts and count > MAX_MESSAGES:
         over.append(FieldViolation(f"{path}.messages", f"at most {MAX_MESSAGES:,} items (got {count:,})"))
     InvalidArgument.raise_if(over, "invalid request")
-    violations: list[FieldViolation] = []
-    found = spec_for(provider)
-    if found is None:
-        violations.append(FieldViolation("provider", REFUSED.get(provider, "must name a provider API")))
-    spec = found or _NO_SPEC
-    takes = model_fit.takes_for(spec, models or packaged_registry(), request.model)
-    tools = _check_tools(spec, request, path, violations)
-    _check_choice(request, path, violations)
-    resolved, option_violations = resolve_options(options, options_path)
-    violations.extend(option_violations)
-    if not request.model:
-        violations.append(FieldViolation(f"{path}.model", "must not be empty"))
-    elif spec.model_id is not None and not spec.model_id.fullmatch(request.model):
-        violations.append(FieldViolation(f"{path}.model", f"a {spec.name} model id: {spec.model_id.pattern}"))
+    assert head.checks is not None  # within the caps, so checked
+    spec, fit = head.checks.spec, head.checks.fit
+    violations = list(head.checks.first)
     marker = request.compiled_prompt.boundary_marker
     if marker and marker != DEFAULT_BOUNDARY_MARKER:
         # Only the compiler's own marker is stripped: honouring any caller-given
@@ -306,15 +404,7 @@ def prepare(
         # System text goes apart from the conversation there, which must not be empty.
         violations.append(FieldViolation(f"{path}.messages", "needs a user, assistant or tool message"))
     violations.extend(message_checks(spec, request, path))
-    if request.HasField("max_tokens") and request.max_tokens <= 0:
-        violations.append(FieldViolation(f"{path}.max_tokens", "must be positive"))
-    if request.HasField("temperature") and not (
-        math.isfinite(request.temperature) and request.temperature >= 0
-    ):
-        violations.append(FieldViolation(f"{path}.temperature", "must be a finite number >= 0"))
-    _check_reasoning(spec, request, path, violations, sent=takes.reasoning)
-    violations.extend(provider_rules.request_violations(spec, request, path, reasoning=takes.reasoning))
-    violations.extend(model_fit.violations(spec, request, takes, path))
+    violations.extend(head.checks.later)
     paired, notices, pairing_violations = pair_tool_calls(
         request, path, system_apart=spec.system_apart, prefix=prefix.pairing if prefix else None
     )
@@ -322,8 +412,9 @@ def prepare(
     violations.extend(provider_rules.message_violations(spec, paired, path))
     InvalidArgument.raise_if(violations, "invalid request")
 
-    fit = model_fit.fit(spec, request, takes, path)
     adapted = provider_rules.adapt(spec, request, paired, path, prefix, fit=fit)
+    tools = list(head.checks.tools)
+    resolved = head.checks.resolved
     has_tools = bool(tools)
     choice = request.tool_choice.mode if has_tools else chat_pb2.TOOL_CHOICE_MODE_UNSPECIFIED
     if adapted.history_tools:
