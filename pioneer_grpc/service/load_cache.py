@@ -38,6 +38,10 @@ MAX_THREADS = 256
 # answer leave before its thread's next round (16 loops missed every time at 16 MiB).
 MAX_BYTES = 64 * 1024 * 1024
 
+# Parts an answer's framed records are kept in before they are joined into one: a part per turn
+# completed since, each one copied again only when they are joined.
+FRAMED_PARTS = 16
+
 # (thread id, excluded turn id); "" for the answer that excludes nothing.
 Key = tuple[str, str]
 
@@ -60,8 +64,8 @@ class CachedLoad:
     cleared: Snapshot | None = field(default=None, compare=False, repr=False)
     # Bytes of `encoded_messages`.
     encoded_size: int = 0
-    # framed(n) by field number: a dict is thread-safe enough here (a race only frames twice).
-    _framed: dict[int, bytes] = field(default_factory=dict, compare=False, repr=False)
+    # framed_parts(n) by field number: a dict is thread-safe enough here (a race only frames twice).
+    _framed: dict[int, tuple[bytes, ...]] = field(default_factory=dict, compare=False, repr=False)
     # rendered_prefix by (provider, path); None where the messages cannot be one.
     _prefixes: dict[tuple[int, str], RenderedPrefix | None] = field(
         default_factory=dict, compare=False, repr=False
@@ -93,12 +97,18 @@ class CachedLoad:
             return True
         return self.turn_ids is not None and exclude_turn_id not in self.turn_ids and not self.more_entries
 
-    def framed(self, field_number: int) -> bytes:
-        """The messages as the records of a repeated message field `field_number`, framed once and kept."""
+    def framed_parts(self, field_number: int) -> tuple[bytes, ...]:
+        """The messages as the records of a repeated message field `field_number`, framed once and
+        kept: in parts to join, the records of an earlier answer's messages first, then those each
+        completed turn added (at most FRAMED_PARTS), so that extending an answer copies no record."""
         found = self._framed.get(field_number)
         if found is None:
-            found = self._framed[field_number] = repeated_records(field_number, self.encoded_messages)
+            found = self._framed[field_number] = (repeated_records(field_number, self.encoded_messages),)
         return found
+
+    def framed(self, field_number: int) -> bytes:
+        """`framed_parts` joined."""
+        return b"".join(self.framed_parts(field_number))
 
     def rendered_prefix(
         self,
@@ -240,14 +250,20 @@ class LoadCache:
                     cached._bases[prefix_key] = (prefix, len(new))
         if extends is not None:
             # The records framed already stay, but for those left out, the start of the new ones.
-            for number, framed in list(extends._framed.items()):
-                if replaced:
-                    framed = framed[: len(framed) - len(repeated_records(number, old[len(old) - replaced :]))]
-                if count:
-                    head = len(repeated_records(number, old[:start]))
-                    cut = head + len(repeated_records(number, old[start : start + count]))
-                    framed = framed[:head] + framed[cut:]
-                cached._framed[number] = framed + repeated_records(number, new)
+            for number, parts in list(extends._framed.items()):
+                if replaced or count:
+                    framed = b"".join(parts)
+                    if replaced:
+                        framed = framed[
+                            : len(framed) - len(repeated_records(number, old[len(old) - replaced :]))
+                        ]
+                    if count:
+                        head = len(repeated_records(number, old[:start]))
+                        cut = head + len(repeated_records(number, old[start : start + count]))
+                        framed = framed[:head] + framed[cut:]
+                    parts = (framed,)
+                parts = (*parts, repeated_records(number, new))
+                cached._framed[number] = parts if len(parts) <= FRAMED_PARTS else (b"".join(parts),)
         size = cached.encoded_size + result.report.ByteSize()
         if cached.snapshot is not None:
             size *= 2  # the entries it was decided from, about the size of their messages

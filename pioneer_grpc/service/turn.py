@@ -205,8 +205,8 @@ class PreparedTurn:
 
     # The ChatRequest without its messages.
     chat_head: chat_pb2.ChatRequest
-    # The history messages, already framed as records of ChatRequest.messages.
-    history: bytes
+    # The history messages, already framed as records of ChatRequest.messages, in parts to join.
+    history: tuple[bytes, ...]
     current: list[chat_pb2.ChatMessage]
     history_report: history_pb2.HistoryDecisionReport
     manifest_event_id: int
@@ -221,7 +221,7 @@ class PreparedTurn:
     def chat_request_parts(self) -> list[bytes]:
         """The encoded ChatRequest as parts to join: its head, the history, the turn's own messages."""
         current = repeated_records(MESSAGES_FIELD, (m.SerializeToString() for m in self.current))
-        return [self.chat_head.SerializeToString(), self.history, current]
+        return [self.chat_head.SerializeToString(), *self.history, current]
 
     def encoded_chat_request(self) -> bytes:
         if self._encoded is None:
@@ -264,9 +264,9 @@ class _Round:
     left_out: tuple[int, int] = (0, 0)
     # Whether `history` was settled before the transaction (its load observed then).
     settled: bool = False
-    # Set by `_finished`, before the commit: the history framed as ChatRequest.messages, and the
-    # provider body when the request names a provider.
-    framed: bytes = b""
+    # Set by `_finished`, before the commit: the history framed as ChatRequest.messages (in parts
+    # to join), and the provider body when the request names a provider.
+    framed: tuple[bytes, ...] = ()
     rendered: RenderedBody | None = None
     # Set by `_encoded`, after the commit: the provider body written as JSON text.
     encoded: RenderedRequest | None = None
@@ -380,9 +380,9 @@ def _finished(
     """
     history = done.history
     if isinstance(history, CachedLoad):
-        framed = history.framed(MESSAGES_FIELD)
+        framed = history.framed_parts(MESSAGES_FIELD)
     else:
-        framed = repeated_records(MESSAGES_FIELD, (m.SerializeToString() for m in history.messages))
+        framed = (repeated_records(MESSAGES_FIELD, (m.SerializeToString() for m in history.messages)),)
     if request.provider == provider_service_pb2.PROVIDER_UNSPECIFIED:
         return replace(done, framed=framed)
     own = chat_pb2.ChatRequest()
@@ -396,7 +396,7 @@ def _finished(
         head_only = chat_pb2.ChatRequest()
         head_only.CopyFrom(head)
         head_only.model = done.model
-        return chat_pb2.ChatRequest.FromString(b"".join([head_only.SerializeToString(), framed, current]))
+        return chat_pb2.ChatRequest.FromString(b"".join([head_only.SerializeToString(), *framed, current]))
 
     path = "chat_request"
     cached = history if isinstance(history, CachedLoad) else None
@@ -417,7 +417,7 @@ def _finished(
             whole,
             request.render_options,
             # The whole request's encoded size, without joining it.
-            source_bytes=own.ByteSize() + len(framed),
+            source_bytes=own.ByteSize() + sum(map(len, framed)),
             path=path,
             options_path="render_options",
             anthropic_stable_cacheable=cacheable,

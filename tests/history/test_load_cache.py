@@ -7,7 +7,7 @@ import pytest
 from pioneer_grpc.history.budget import Budget
 from pioneer_grpc.history.decide import LoadResult, Snapshot
 from pioneer_grpc.providers.prefix import extend_prefix, render_prefix
-from pioneer_grpc.service.load_cache import LoadCache
+from pioneer_grpc.service.load_cache import FRAMED_PARTS, LoadCache
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store.history_state import HistoryState
 from pioneer_grpc.v1 import chat_pb2, common_pb2, history_pb2, provider_service_pb2
@@ -160,3 +160,25 @@ def test_an_extended_answer_extends_the_rendered_prefix_of_the_answer_it_extends
         anthropic, messages
     )
     assert calls == [("whole", 13)]
+
+
+def test_turns_completed_one_after_another_add_their_records_as_parts_never_copying_the_kept_ones():
+    cache = LoadCache()
+    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
+    snapshot = Snapshot(budget=Budget(900), summary=None, entries=())
+    number = 2
+    messages = _turn_messages(0)
+    answer = cache.store("t", "", state, snapshot, LoadResult(messages, history_pb2.HistoryDecisionReport()))
+    first = answer.framed_parts(number)
+    for i in range(1, 3 * FRAMED_PARTS):
+        messages = [*messages, *_turn_messages(i)]
+        earlier = answer.framed_parts(number)
+        report = history_pb2.HistoryDecisionReport()
+        answer = cache.store("t", "", state, snapshot, LoadResult(messages, report), extends=answer)
+        parts = answer.framed_parts(number)
+        assert b"".join(parts) == repeated_records(number, [m.SerializeToString() for m in messages])
+        assert answer.framed(number) == b"".join(parts)
+        assert len(parts) <= FRAMED_PARTS
+        if len(parts) > 1:  # the kept parts themselves, not copies
+            assert all(a is b for a, b in zip(parts, earlier, strict=False))
+    assert first[0] is not answer.framed_parts(number)[0]  # joined once the parts were too many

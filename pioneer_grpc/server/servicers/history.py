@@ -88,7 +88,7 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
         if isinstance(result, CachedLoad):
             head = pb.LoadConversationHistoryResponse(report=result.result.report)
             head.report.diagnostics.extend(answer.left_out)
-            return head.SerializeToString() + result.framed(MESSAGES_FIELD)
+            return b"".join([head.SerializeToString(), *result.framed_parts(MESSAGES_FIELD)])
         response = pb.LoadConversationHistoryResponse(messages=result.messages, report=result.report)
         response.report.diagnostics.extend(answer.left_out)
         return response
