@@ -25,12 +25,12 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from pioneer_grpc.errors import PioneerError
 from pioneer_grpc.events import recorder
 from pioneer_grpc.store import completion, round, turns
-from pioneer_grpc.store.entries import NewEntry, entry_values
+from pioneer_grpc.store.entries import THREAD_CALLS_CHUNK, NewEntry, entry_values, thread_calls_in
 from pioneer_grpc.store.migrate import migrate
 from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow, TurnRow
 from pioneer_grpc.v1 import chat_pb2, common_pb2, history_pb2
 from tests.conftest import require_postgres
-from tests.store.test_direct_statements import MOMENT, _entry
+from tests.store.test_direct_statements import _EXPANDING_THREAD_CALLS, MOMENT, _entry
 
 pytestmark = pytest.mark.postgres
 LATER = datetime(2026, 12, 1, 8, 0, 1, 5, tzinfo=UTC)
@@ -317,3 +317,26 @@ async def test_the_comparison_sees_what_a_statement_changes(template, monkeypatc
     answers, after = await _run_on_copy(template, completion.completed_in_one, [("t", "u2")])
     assert answers == [2]
     assert before != after
+
+
+def _calls_in_chunks(conn: Connection, call_ids: list[str]) -> dict[str, str]:
+    return thread_calls_in(conn, "t", call_ids)
+
+
+def _calls_in_one_statement(conn: Connection, call_ids: list[str]) -> dict[str, str]:
+    rows = conn.execute(_EXPANDING_THREAD_CALLS, {"thread_id": "t", "call_ids": call_ids})
+    return {row.call_id: row.entry_id for row in rows}
+
+
+async def test_the_thread_calls_read_in_chunks_are_what_one_expanding_statement_reads(template):
+    unknown = [f"x{n}" for n in range(2 * THREAD_CALLS_CHUNK + 10)]
+    runs = [
+        (["c1"],),
+        (["nosuch", "c1"],),
+        ([*unknown[: THREAD_CALLS_CHUNK - 1], "c1"],),
+        ([*unknown, "c1", "c1"],),
+    ]
+    chunked, _ = await _run_on_copy(template, _calls_in_chunks, runs)
+    whole, _ = await _run_on_copy(template, _calls_in_one_statement, runs)
+    assert chunked == whole
+    assert chunked == [{"c1": "e4"}] * 4  # two entries made c1: the later one, as the rows' order gives
