@@ -12,6 +12,14 @@ every unit of the batch, and nothing of it is stored. Each caller is answered
 once the batch committed: nothing is acknowledged before it is durable. A unit
 alone is a batch of one on the same path, without a savepoint (its failure is
 the transaction's). Each unit runs in its caller's context (its trace span).
+
+A unit's `after` (CPU work on its result that needs nothing of the database)
+overlaps the COMMIT: the SQLite thread hands it to a helper thread just before
+COMMIT, which releases the GIL while it waits for the disk. Whichever thread
+comes to it first runs it (the SQLite thread, after the COMMIT, if the helper has
+not started it), and whichever finishes last (the COMMIT or `after`) answers the
+caller, with `after`'s result only if the COMMIT succeeded. Callers are answered
+with one wake-up of their event loop per batch.
 """
 
 from __future__ import annotations
@@ -19,19 +27,23 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from pioneer_grpc.store.worker import Worker
+
 # A batch's units answer only once all of them ran: bounded, so the first waits for few others.
 MAX_UNITS = 16
 
+# A unit's `after`: not yet claimed by a thread; claimed (running, or not to run); ran.
+_PENDING, _CLAIMED, _RAN = range(3)
 
-@dataclass
+
+@dataclass(eq=False)
 class Unit:
     prepare: Callable[[], Any]
     work: Callable[[Connection, Any], Any]
@@ -42,31 +54,54 @@ class Unit:
     context: contextvars.Context = field(default_factory=contextvars.copy_context)
     prepared: Any = None
     result: Any = None
+    # The unit's own failure, or its batch's (a failing COMMIT).
     error: BaseException | None = None
+    after_step: int = _PENDING
+    after_result: Any = None
+    after_error: BaseException | None = None
+    # The batch's COMMIT returned or failed: `error` says which.
+    committed: bool = False
 
     def run(self, conn: Connection) -> None:
         result = self.work(conn, self.prepared)
         self.result = result if self.then is None else self.then(result)
 
-    def answer(self) -> None:
+    def run_after(self) -> None:
+        """`after` on the result, by the thread that claimed it; unless the unit failed."""
         if self.error is None and self.after is not None:
             try:
-                self.result = self.context.run(self.after, self.result)
+                self.after_result = self.context.run(self.after, self.result)
             except Exception as exc:  # `after` must not fail; if it does, its caller hears it
-                self.error = exc
+                self.after_error = exc
+
+    def answer(self) -> tuple[asyncio.Future[Any], Any, BaseException | None]:
+        if self.error is not None:
+            return self.future, None, self.error
+        if self.after is None:
+            return self.future, self.result, None
+        return self.future, self.after_result, self.after_error
+
+
+def settle(answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+    for future, result, error in answers:
+        if future.done():
+            continue
+        if error is None:
+            future.set_result(result)
+        else:
+            future.set_exception(error)
+
+
+def _post(units: Iterable[Unit]) -> None:
+    """Answers `units`' callers: one call into each event loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any, BaseException | None]]] = {}
+    for unit in units:
+        by_loop.setdefault(unit.loop, []).append(unit.answer())
+    for loop, answers in by_loop.items():
         try:
-            self.loop.call_soon_threadsafe(_settle, self.future, self.result, self.error)
+            loop.call_soon_threadsafe(settle, answers)
         except RuntimeError:  # the loop is closed: nobody waits any more
             pass
-
-
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if future.done():
-        return
-    if error is None:
-        future.set_result(result)
-    else:
-        future.set_exception(error)
 
 
 class Batches:
@@ -74,9 +109,10 @@ class Batches:
     context manager (given back to the pool when what runs inside it raises)."""
 
     def __init__(
-        self, thread: ThreadPoolExecutor, connection: Callable[[], AbstractContextManager[Connection]]
+        self, thread: Worker, helper: Worker, connection: Callable[[], AbstractContextManager[Connection]]
     ) -> None:
         self._thread = thread
+        self._helper = helper
         self._connection = connection
         self._lock = threading.Lock()
         self._waiting: list[Unit] = []
@@ -96,11 +132,11 @@ class Batches:
             schedule = not self._scheduled
             self._scheduled = True
         if schedule:
-            self._thread.submit(self._next_batch)
+            self._thread.put(self._next_batch)
         return unit.future
 
     def _next_batch(self) -> None:
-        """One batch, then the next submitted behind whatever else the thread was given (reads)."""
+        """One batch, then the next put behind whatever else the thread was given (reads)."""
         while True:
             with self._lock:
                 batch, self._waiting = self._waiting[:MAX_UNITS], self._waiting[MAX_UNITS:]
@@ -110,9 +146,9 @@ class Batches:
                 if not self._scheduled:
                     return
                 try:
-                    self._thread.submit(self._next_batch)
+                    self._thread.put(self._next_batch)
                     return
-                except RuntimeError:  # shut down meanwhile: the rest runs here
+                except RuntimeError:  # stopped meanwhile: the rest runs here
                     pass
 
     def _run(self, batch: list[Unit]) -> None:
@@ -130,8 +166,7 @@ class Batches:
             for unit in ready:
                 if unit.error is None:
                     unit.error = exc
-        for unit in batch:
-            unit.answer()
+        self._committed(batch)
 
     def _together(self, ready: list[Unit]) -> None:
         with self._connection() as conn, conn.begin():
@@ -142,13 +177,50 @@ class Batches:
             conn.connection.driver_connection.execute("BEGIN IMMEDIATE")  # type: ignore[union-attr]
             if len(ready) == 1:  # alone, its failure is the transaction's: no savepoint to pay for
                 ready[0].context.run(ready[0].run, conn)
-                return
-            for unit in ready:
-                savepoint = conn.begin_nested()
-                try:
-                    unit.context.run(unit.run, conn)
-                except Exception as exc:
-                    unit.error = exc
-                    savepoint.rollback()  # what raises here fails the whole batch
-                else:
-                    savepoint.commit()
+            else:
+                for unit in ready:
+                    savepoint = conn.begin_nested()
+                    try:
+                        unit.context.run(unit.run, conn)
+                    except Exception as exc:
+                        unit.error = exc
+                        savepoint.rollback()  # what raises here fails the whole batch
+                    else:
+                        savepoint.commit()
+            afters = [unit for unit in ready if unit.after is not None and unit.error is None]
+            if afters:  # to run while the COMMIT waits for the disk
+                with suppress(RuntimeError):  # the helper stopped: they run here after the COMMIT
+                    self._helper.put(lambda: self._afters(afters))
+
+    def _afters(self, units: list[Unit]) -> None:
+        """The helper thread's part: each `after` not claimed yet; a caller answered when its batch's
+        COMMIT has returned meanwhile."""
+        done = []
+        for unit in units:
+            with self._lock:
+                if unit.after_step != _PENDING:
+                    continue
+                unit.after_step = _CLAIMED
+            unit.run_after()
+            with self._lock:
+                unit.after_step = _RAN
+                if unit.committed:
+                    done.append(unit)
+        _post(done)
+
+    def _committed(self, batch: list[Unit]) -> None:
+        """The SQLite thread's part once the COMMIT returned or failed: each `after` the helper did
+        not claim, run here (or not at all, the unit failed); callers answered but those whose
+        `after` the helper runs still."""
+        done = []
+        for unit in batch:
+            with self._lock:
+                unit.committed = True
+                if unit.after_step == _CLAIMED:
+                    continue  # the helper answers it
+                claimed = unit.after_step == _PENDING
+                unit.after_step = _CLAIMED
+            if claimed:
+                unit.run_after()
+            done.append(unit)
+        _post(done)

@@ -24,9 +24,11 @@ in a worker thread. `then` is blocking work on what `work` read that decides
 whether the transaction commits (a round's provider body, which may be refused):
 on SQLite it runs in the same thread just after `work`, on PostgreSQL in a
 worker thread while the transaction waits; its locks are held meanwhile, so it
-must be short. `after` is blocking work on the committed result (encoding the answer): on
-SQLite it runs in the same thread right after the commit, on PostgreSQL in a worker thread; it
-must not fail, since the transaction it follows has committed.
+must be short. `after` is blocking work on the result that needs nothing of the database
+(encoding the answer), whose result the caller gets only once the commit succeeded: on SQLite
+it runs in a helper thread while the COMMIT waits for the disk (or in the SQLite thread after
+the COMMIT, when the helper had not started it; store/batches.py), on PostgreSQL in a worker
+thread after the commit; it must not fail, since the transaction it goes with commits.
 
 The SQLite connection is a second connection to the store in this process; the
 two (and those of other worker processes) meet on SQLite's lock with the busy
@@ -42,7 +44,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from typing import TypeVar
 
@@ -50,9 +51,10 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pioneer_grpc.store.batches import Batches
+from pioneer_grpc.store.batches import Batches, settle
 from pioneer_grpc.store.engine import LOCK_WAIT_SECONDS, sqlite_pragmas, sqlite_synchronous
 from pioneer_grpc.store.work import run_to_end
+from pioneer_grpc.store.worker import Worker
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -74,7 +76,8 @@ class TransactionRunner:
         self._sync: Engine | None = None
         # Used by the SQLite thread only; opened on its first transaction.
         self._sync_conn: Connection | None = None
-        self._thread: ThreadPoolExecutor | None = None
+        self._thread: Worker | None = None
+        self._helper: Worker | None = None
         self._closed = False
         if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
             url = engine.url.set(drivername="sqlite")
@@ -86,8 +89,10 @@ class TransactionRunner:
                 hide_parameters=True,
             )
             sqlite_pragmas(self._sync, sqlite_synchronous(engine))
-            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pioneer-sqlite-round")
-            self._batches = Batches(self._thread, self._thread_connection)
+            self._thread = Worker("pioneer-sqlite-round")
+            # Runs units' `after` while the thread's COMMIT waits for the disk (store/batches.py).
+            self._helper = Worker("pioneer-sqlite-after")
+            self._batches = Batches(self._thread, self._helper, self._thread_connection)
 
     async def transact(
         self,
@@ -101,8 +106,8 @@ class TransactionRunner:
         """`work(conn, prepare())`, committed when it returns, rolled back when it raises; and then
         the session setting `setting` names (or `setting(result)`) as the commit left it. With
         `then`, the result is `then(work(...))`, run before the commit off the event loop; what it
-        raises rolls back. With `after`, the result is `after(...)` of that, run after the commit
-        off the event loop (no hop of its own on SQLite).
+        raises rolls back. With `after`, the result is `after(...)` of that, run off the event loop
+        and answered only once committed (on SQLite beside the COMMIT, in a helper thread).
 
         It runs to its end even when the caller is cancelled (store/work.py), and
         driver failures leave it as domain errors. On PostgreSQL a trigger that runs
@@ -136,8 +141,24 @@ class TransactionRunner:
     def _in_thread(self, run: Callable[[], R]) -> asyncio.Future[R]:
         """`run` on the SQLite thread, in the caller's context (its trace span, as asyncio.to_thread
         would do); a future of its own, so run_to_end needs no task to wait on it."""
+        assert self._thread is not None
         context = contextvars.copy_context()
-        return asyncio.get_running_loop().run_in_executor(self._thread, context.run, run)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[R] = loop.create_future()
+
+        def job() -> None:
+            result, error = None, None
+            try:
+                result = context.run(run)
+            except BaseException as exc:
+                error = exc
+            try:
+                loop.call_soon_threadsafe(settle, [(future, result, error)])
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                pass
+
+        self._thread.put(job)
+        return future
 
     async def _read_async(self, work: Callable[[Connection], R]) -> R:
         async with self._engine.connect() as conn:
@@ -194,8 +215,9 @@ class TransactionRunner:
         if self._closed:
             return
         self._closed = True
-        if self._thread is not None:
-            await asyncio.get_running_loop().run_in_executor(self._thread, self._close_thread_connection)
-            self._thread.shutdown(wait=True)
+        if self._thread is not None and self._helper is not None:
+            await self._in_thread(self._close_thread_connection)
+            self._thread.stop()
+            self._helper.stop()
         if self._sync is not None:
             self._sync.dispose()
