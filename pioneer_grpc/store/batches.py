@@ -13,13 +13,7 @@ once the batch committed: nothing is acknowledged before it is durable. A unit
 alone is a batch of one on the same path, without a savepoint (its failure is
 the transaction's). Each unit runs in its caller's context (its trace span).
 
-A unit's `after` (CPU work on its result that needs nothing of the database)
-overlaps the COMMIT: the SQLite thread hands it to a helper thread just before
-COMMIT, which releases the GIL while it waits for the disk. Whichever thread
-comes to it first runs it (the SQLite thread, after the COMMIT, if the helper has
-not started it), and whichever finishes last (the COMMIT or `after`) answers the
-caller, with `after`'s result only if the COMMIT succeeded. Callers are answered
-with one wake-up of their event loop per batch.
+Callers are answered with one wake-up of their event loop per batch.
 """
 
 from __future__ import annotations
@@ -27,8 +21,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager, suppress
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,11 +33,8 @@ from pioneer_grpc.store.worker import Worker
 # A batch's units answer only once all of them ran: bounded, so the first waits for few others.
 MAX_UNITS = 16
 
-# A unit's `after`: not yet claimed by a thread; claimed (running, or not to run); ran.
-_PENDING, _CLAIMED, _RAN = range(3)
 
-
-@dataclass(eq=False)
+@dataclass
 class Unit:
     prepare: Callable[[], Any]
     work: Callable[[Connection, Any], Any]
@@ -54,32 +45,20 @@ class Unit:
     context: contextvars.Context = field(default_factory=contextvars.copy_context)
     prepared: Any = None
     result: Any = None
-    # The unit's own failure, or its batch's (a failing COMMIT).
     error: BaseException | None = None
-    after_step: int = _PENDING
-    after_result: Any = None
-    after_error: BaseException | None = None
-    # The batch's COMMIT returned or failed: `error` says which.
-    committed: bool = False
 
     def run(self, conn: Connection) -> None:
         result = self.work(conn, self.prepared)
         self.result = result if self.then is None else self.then(result)
 
-    def run_after(self) -> None:
-        """`after` on the result, by the thread that claimed it; unless the unit failed."""
+    def answer(self) -> tuple[asyncio.Future[Any], Any, BaseException | None]:
+        """Its caller's answer, once its batch committed (or failed): `after` runs here."""
         if self.error is None and self.after is not None:
             try:
-                self.after_result = self.context.run(self.after, self.result)
+                self.result = self.context.run(self.after, self.result)
             except Exception as exc:  # `after` must not fail; if it does, its caller hears it
-                self.after_error = exc
-
-    def answer(self) -> tuple[asyncio.Future[Any], Any, BaseException | None]:
-        if self.error is not None:
-            return self.future, None, self.error
-        if self.after is None:
-            return self.future, self.result, None
-        return self.future, self.after_result, self.after_error
+                self.error = exc
+        return self.future, self.result, self.error
 
 
 def settle(answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
@@ -92,7 +71,7 @@ def settle(answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]])
             future.set_exception(error)
 
 
-def _post(units: Iterable[Unit]) -> None:
+def _post(units: list[Unit]) -> None:
     """Answers `units`' callers: one call into each event loop."""
     by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any, BaseException | None]]] = {}
     for unit in units:
@@ -108,11 +87,8 @@ class Batches:
     """The queue in front of the SQLite thread. `connection()` is the thread's connection as a
     context manager (given back to the pool when what runs inside it raises)."""
 
-    def __init__(
-        self, thread: Worker, helper: Worker, connection: Callable[[], AbstractContextManager[Connection]]
-    ) -> None:
+    def __init__(self, thread: Worker, connection: Callable[[], AbstractContextManager[Connection]]) -> None:
         self._thread = thread
-        self._helper = helper
         self._connection = connection
         self._lock = threading.Lock()
         self._waiting: list[Unit] = []
@@ -166,7 +142,7 @@ class Batches:
             for unit in ready:
                 if unit.error is None:
                     unit.error = exc
-        self._committed(batch)
+        _post(batch)
 
     def _together(self, ready: list[Unit]) -> None:
         with self._connection() as conn, conn.begin():
@@ -177,50 +153,13 @@ class Batches:
             conn.connection.driver_connection.execute("BEGIN IMMEDIATE")  # type: ignore[union-attr]
             if len(ready) == 1:  # alone, its failure is the transaction's: no savepoint to pay for
                 ready[0].context.run(ready[0].run, conn)
-            else:
-                for unit in ready:
-                    savepoint = conn.begin_nested()
-                    try:
-                        unit.context.run(unit.run, conn)
-                    except Exception as exc:
-                        unit.error = exc
-                        savepoint.rollback()  # what raises here fails the whole batch
-                    else:
-                        savepoint.commit()
-            afters = [unit for unit in ready if unit.after is not None and unit.error is None]
-            if afters:  # to run while the COMMIT waits for the disk
-                with suppress(RuntimeError):  # the helper stopped: they run here after the COMMIT
-                    self._helper.put(lambda: self._afters(afters))
-
-    def _afters(self, units: list[Unit]) -> None:
-        """The helper thread's part: each `after` not claimed yet; a caller answered when its batch's
-        COMMIT has returned meanwhile."""
-        done = []
-        for unit in units:
-            with self._lock:
-                if unit.after_step != _PENDING:
-                    continue
-                unit.after_step = _CLAIMED
-            unit.run_after()
-            with self._lock:
-                unit.after_step = _RAN
-                if unit.committed:
-                    done.append(unit)
-        _post(done)
-
-    def _committed(self, batch: list[Unit]) -> None:
-        """The SQLite thread's part once the COMMIT returned or failed: each `after` the helper did
-        not claim, run here (or not at all, the unit failed); callers answered but those whose
-        `after` the helper runs still."""
-        done = []
-        for unit in batch:
-            with self._lock:
-                unit.committed = True
-                if unit.after_step == _CLAIMED:
-                    continue  # the helper answers it
-                claimed = unit.after_step == _PENDING
-                unit.after_step = _CLAIMED
-            if claimed:
-                unit.run_after()
-            done.append(unit)
-        _post(done)
+                return
+            for unit in ready:
+                savepoint = conn.begin_nested()
+                try:
+                    unit.context.run(unit.run, conn)
+                except Exception as exc:
+                    unit.error = exc
+                    savepoint.rollback()  # what raises here fails the whole batch
+                else:
+                    savepoint.commit()

@@ -24,11 +24,9 @@ in a worker thread. `then` is blocking work on what `work` read that decides
 whether the transaction commits (a round's provider body, which may be refused):
 on SQLite it runs in the same thread just after `work`, on PostgreSQL in a
 worker thread while the transaction waits; its locks are held meanwhile, so it
-must be short. `after` is blocking work on the result that needs nothing of the database
-(encoding the answer), whose result the caller gets only once the commit succeeded: on SQLite
-it runs in a helper thread while the COMMIT waits for the disk (or in the SQLite thread after
-the COMMIT, when the helper had not started it; store/batches.py), on PostgreSQL in a worker
-thread after the commit; it must not fail, since the transaction it goes with commits.
+must be short. `after` is blocking work on the committed result (encoding the answer): on
+SQLite it runs in the same thread right after the commit, on PostgreSQL in a worker thread; it
+must not fail, since the transaction it follows has committed.
 
 The SQLite connection is a second connection to the store in this process; the
 two (and those of other worker processes) meet on SQLite's lock with the busy
@@ -77,7 +75,6 @@ class TransactionRunner:
         # Used by the SQLite thread only; opened on its first transaction.
         self._sync_conn: Connection | None = None
         self._thread: Worker | None = None
-        self._helper: Worker | None = None
         self._closed = False
         if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
             url = engine.url.set(drivername="sqlite")
@@ -90,9 +87,7 @@ class TransactionRunner:
             )
             sqlite_pragmas(self._sync, sqlite_synchronous(engine))
             self._thread = Worker("pioneer-sqlite-round")
-            # Runs units' `after` while the thread's COMMIT waits for the disk (store/batches.py).
-            self._helper = Worker("pioneer-sqlite-after")
-            self._batches = Batches(self._thread, self._helper, self._thread_connection)
+            self._batches = Batches(self._thread, self._thread_connection)
 
     async def transact(
         self,
@@ -106,8 +101,8 @@ class TransactionRunner:
         """`work(conn, prepare())`, committed when it returns, rolled back when it raises; and then
         the session setting `setting` names (or `setting(result)`) as the commit left it. With
         `then`, the result is `then(work(...))`, run before the commit off the event loop; what it
-        raises rolls back. With `after`, the result is `after(...)` of that, run off the event loop
-        and answered only once committed (on SQLite beside the COMMIT, in a helper thread).
+        raises rolls back. With `after`, the result is `after(...)` of that, run after the commit
+        off the event loop (no hop of its own on SQLite).
 
         It runs to its end even when the caller is cancelled (store/work.py), and
         driver failures leave it as domain errors. On PostgreSQL a trigger that runs
@@ -215,9 +210,8 @@ class TransactionRunner:
         if self._closed:
             return
         self._closed = True
-        if self._thread is not None and self._helper is not None:
+        if self._thread is not None:
             await self._in_thread(self._close_thread_connection)
             self._thread.stop()
-            self._helper.stop()
         if self._sync is not None:
             self._sync.dispose()

@@ -169,105 +169,21 @@ async def test_a_failing_commit_fails_every_unit_of_the_batch_and_stores_nothing
     assert await _rows(runner) == [5]
 
 
-def _committed_rows(runner: TransactionRunner) -> list[int]:
-    """The rows another connection sees: what is committed."""
-    import sqlite3
-
-    db = runner._sync.url.database  # type: ignore[union-attr]
-    with sqlite3.connect(db) as other:
-        return [r[0] for r in other.execute("SELECT x FROM t ORDER BY x")]
-
-
-class _Afters:
-    """Records each `after` that ran (its result, its thread's name); `wait(n)` until n ran."""
-
-    def __init__(self) -> None:
-        self.ran: list[tuple[int, str]] = []
-        self._changed = threading.Condition()
-
-    def after(self, result):
-        with self._changed:
-            self.ran.append((result, threading.current_thread().name))
-            self._changed.notify_all()
-        return result * 10
-
-    def wait(self, count: int) -> list[tuple[int, str]]:
-        with self._changed:
-            self._changed.wait_for(lambda: len(self.ran) >= count, timeout=30)
-            return list(self.ran)
-
-
-def _armed_insert(value: int, armed: threading.Event):
-    """An insert that arms the commit listener: it acts on this unit's batch only."""
-
-    def work(conn, prepared):
-        armed.set()
-        return _insert(value)(conn, prepared)
-
-    return work
-
-
-async def test_after_overlaps_the_commit_and_its_result_is_answered_once_committed(store):
+async def test_after_runs_once_the_batch_committed(store):
     runner, _ = store
-    afters, armed = _Afters(), threading.Event()
-    ran_before_commit: list[list[tuple[int, str]]] = []
-
-    def commit_waits_for_both_afters(_conn):
-        # The helper runs them while the COMMIT has not returned: the COMMIT waits for them here.
-        if armed.is_set():
-            ran_before_commit.append(afters.wait(2))
-
-    assert runner._sync is not None
-    event.listen(runner._sync, "commit", commit_waits_for_both_afters)
-    answered_with_rows: list[list[int]] = []
-
-    async def unit(value: int):
-        answer = await runner.transact(lambda: None, _armed_insert(value, armed), after=afters.after)
-        answered_with_rows.append(_committed_rows(runner))
-        return answer
-
-    _, answers = await _queued_behind_a_held_unit(runner, [lambda v=v: unit(v) for v in (1, 2)])
-    assert [a for a, _ in answers] == [10, 20]
-    assert ran_before_commit == [[(1, "pioneer-sqlite-after"), (2, "pioneer-sqlite-after")]]
-    assert answered_with_rows == [[1, 2], [1, 2]]  # each answer came once the batch was committed
-
-
-async def test_after_not_started_by_the_helper_runs_in_the_thread_after_the_commit(store):
-    runner, _ = store
-    afters = _Afters()
-    rows_at_after: list[list[int]] = []
-    helper_free = threading.Event()
-    assert runner._helper is not None
-    runner._helper.put(lambda: helper_free.wait(30))  # the helper is busy until released
+    seen_by_after: list[list[int]] = []
 
     def after(result):
-        rows_at_after.append(_committed_rows(runner))
-        return afters.after(result)
+        # Another connection sees the batch's rows: after runs once they are committed.
+        import sqlite3
 
-    try:
-        answer = await runner.transact(lambda: None, _insert(3), after=after)
-    finally:
-        helper_free.set()
-    assert answer == (30, None)
-    assert afters.ran == [(3, "pioneer-sqlite-round")]
-    assert rows_at_after == [[3]]  # the thread runs it once the COMMIT returned
+        db = runner._sync.url.database  # type: ignore[union-attr]
+        with sqlite3.connect(db) as other:
+            seen_by_after.append([r[0] for r in other.execute("SELECT x FROM t ORDER BY x")])
+        return result * 10
 
-
-async def test_a_failing_commit_answers_the_error_not_what_after_made(store):
-    runner, _ = store
-    afters, armed = _Afters(), threading.Event()
-
-    def refuse_once_after_ran(_conn):
-        if armed.is_set():
-            afters.wait(1)
-            raise OSError("disk gone at commit")
-
-    assert runner._sync is not None
-    event.listen(runner._sync, "commit", refuse_once_after_ran)
-    answers = await asyncio.gather(
-        runner.transact(lambda: None, _armed_insert(4, armed), after=afters.after), return_exceptions=True
+    _, answers = await _queued_behind_a_held_unit(
+        runner, [lambda v=v: runner.transact(lambda: None, _insert(v), after=after) for v in (1, 2)]
     )
-    armed.clear()
-    assert afters.ran == [(4, "pioneer-sqlite-after")]
-    assert [type(a).__name__ for a in answers] == ["Unavailable"], answers
-    assert await _rows(runner) == []
+    assert [a for a, _ in answers] == [10, 20]
+    assert seen_by_after == [[1, 2], [1, 2]]
