@@ -28,6 +28,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from pioneer_grpc.store.work import UnitFuture
 from pioneer_grpc.store.worker import Worker
 
 # A batch's units answer only once all of them ran: bounded, so the first waits for few others.
@@ -41,7 +42,7 @@ class Unit:
     then: Callable[[Any], Any] | None
     after: Callable[[Any], Any] | None
     loop: asyncio.AbstractEventLoop
-    future: asyncio.Future[Any]
+    future: UnitFuture[Any]
     context: contextvars.Context = field(default_factory=contextvars.copy_context)
     prepared: Any = None
     result: Any = None
@@ -51,7 +52,7 @@ class Unit:
         result = self.work(conn, self.prepared)
         self.result = result if self.then is None else self.then(result)
 
-    def answer(self) -> tuple[asyncio.Future[Any], Any, BaseException | None]:
+    def answer(self) -> tuple[UnitFuture[Any], Any, BaseException | None]:
         """Its caller's answer, once its batch committed (or failed): `after` runs here."""
         if self.error is None and self.after is not None:
             try:
@@ -61,19 +62,14 @@ class Unit:
         return self.future, self.result, self.error
 
 
-def settle(answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+def settle(answers: list[tuple[UnitFuture[Any], Any, BaseException | None]]) -> None:
     for future, result, error in answers:
-        if future.done():
-            continue
-        if error is None:
-            future.set_result(result)
-        else:
-            future.set_exception(error)
+        future.end(result, error)
 
 
 def _post(units: list[Unit]) -> None:
     """Answers `units`' callers: one call into each event loop."""
-    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any, BaseException | None]]] = {}
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[UnitFuture[Any], Any, BaseException | None]]] = {}
     for unit in units:
         by_loop.setdefault(unit.loop, []).append(unit.answer())
     for loop, answers in by_loop.items():
@@ -100,9 +96,9 @@ class Batches:
         work: Callable[[Connection, Any], Any],
         then: Callable[[Any], Any] | None,
         after: Callable[[Any], Any] | None,
-    ) -> asyncio.Future[Any]:
+    ) -> UnitFuture[Any]:
         loop = asyncio.get_running_loop()
-        unit = Unit(prepare, work, then, after, loop, loop.create_future())
+        unit = Unit(prepare, work, then, after, loop, UnitFuture(loop=loop))
         with self._lock:
             self._waiting.append(unit)
             schedule = not self._scheduled

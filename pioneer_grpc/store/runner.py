@@ -51,7 +51,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pioneer_grpc.store.batches import Batches, settle
 from pioneer_grpc.store.engine import LOCK_WAIT_SECONDS, sqlite_pragmas, sqlite_synchronous
-from pioneer_grpc.store.work import run_to_end
+from pioneer_grpc.store.work import UnitFuture, run_to_end
 from pioneer_grpc.store.worker import Worker
 
 P = TypeVar("P")
@@ -133,13 +133,13 @@ class TransactionRunner:
 
         return await run_to_end(self._in_thread(run))
 
-    def _in_thread(self, run: Callable[[], R]) -> asyncio.Future[R]:
+    def _in_thread(self, run: Callable[[], R]) -> UnitFuture[R]:
         """`run` on the SQLite thread, in the caller's context (its trace span, as asyncio.to_thread
-        would do); a future of its own, so run_to_end needs no task to wait on it."""
+        would do); a UnitFuture of its own, which run_to_end awaits as it is."""
         assert self._thread is not None
         context = contextvars.copy_context()
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[R] = loop.create_future()
+        future: UnitFuture[R] = UnitFuture(loop=loop)
 
         def job() -> None:
             result, error = None, None
