@@ -6,9 +6,11 @@ it invalidates the connection while its worker thread (aiosqlite) or socket
 (asyncpg) is still busy: the connection's transaction and its SQLite write lock
 can outlive it, and every later writer waits on a lock nobody will release.
 
-So each unit of database work runs in a task of its own and always finishes: the
-caller waits for it and only then sees its cancellation. The wait is bounded by
-the database timeouts set in store/engine.py. Failures leave here as domain
+So each unit of database work always finishes: it runs in a task of its own, or
+in SQLite's thread (store/batches.py), and its caller awaits a UnitFuture that
+a cancellation does not cancel; the caller waits for the end and only then sees
+its cancellation. The wait is bounded by the database timeouts set in
+store/engine.py, and the caller's by UNIT_SECONDS. Failures leave here as domain
 errors (store/failures.py), so no use case handles a driver class.
 """
 
