@@ -6,7 +6,8 @@ Starts the server inside this process (the `serve` command, an ephemeral port, a
 drives it with `clients/go/bin/pioneer-load -rpc loop` (the loop `make bench` measures, with the
 provider body; `make go-load` builds it), and prints, after 10 unmeasured turns per loop, the p50
 and the sum of each timed step: each RPC's handler, each unit of work's prepare, work, `then` and
-`after`, each COMMIT by the unit before it, the waits of hops into worker threads, and every SQL
+`after`, each COMMIT by the unit before it, the waits of hops into worker threads and the SQLite
+thread's two hops per unit (submitted -> its batch starts, answer posted -> caller resumes), and every SQL
 statement through the async engine (PostgreSQL's, by its first words). Flags after `--` go to
 `serve` (e.g. `--database-url URL`; PIONEER_SQLITE_SYNCHRONOUS=NORMAL in the environment). A
 measuring tool: its wrappers cost time themselves, so compare its figures with each other, not
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextvars
 import functools
 import json
 import os
@@ -43,6 +45,7 @@ from sqlalchemy.engine import base as engine_base  # noqa: E402
 import pioneer_grpc.store.engine as store_engine  # noqa: E402
 from pioneer_grpc.server.servicers import history as history_servicer  # noqa: E402
 from pioneer_grpc.server.servicers import turn as turn_servicer  # noqa: E402
+from pioneer_grpc.store import batches as store_batches  # noqa: E402
 from pioneer_grpc.store import runner as store_runner  # noqa: E402
 
 TIMES: defaultdict[str, list[float]] = defaultdict(list)
@@ -73,6 +76,8 @@ def timed(key: str, fn: Any) -> Any:
 
 
 LAST_UNIT = threading.local()
+# The future of the SQLite unit the current task submitted last (its hops are stamped on it).
+LAST_FUTURE: contextvars.ContextVar[Any] = contextvars.ContextVar("last_future", default=None)
 
 
 def instrument() -> None:
@@ -84,6 +89,7 @@ def instrument() -> None:
             setattr(cls, name, timed(f"rpc {name}", getattr(cls, name)))
     _units_timed()
     _hops_timed()
+    _sqlite_hops_timed()
     _statements_timed()
 
 
@@ -106,7 +112,13 @@ def _units_timed() -> None:
             return timed_work(*work_args)
 
         whole = timed(f"unit {name}: whole, awaited", transact)
-        return await whole(self, prepare, named_work, *args, **kwargs)
+        LAST_FUTURE.set(None)
+        try:
+            return await whole(self, prepare, named_work, *args, **kwargs)
+        finally:
+            posted = getattr(LAST_FUTURE.get(), "posted", None)
+            if posted is not None:
+                TIMES["SQLite hop: answer posted -> caller resumes"].append(time.perf_counter() - posted)
 
     store_runner.TransactionRunner.transact = named_transact  # type: ignore[method-assign]
     commit = engine_base.RootTransaction._do_commit
@@ -137,6 +149,33 @@ def _hops_timed() -> None:
         return result
 
     asyncio.to_thread = timed_hop
+
+
+def _sqlite_hops_timed() -> None:
+    """The SQLite thread's two hops: a unit submitted on the event loop until its batch starts in
+    the thread; its answer posted back until its caller resumes."""
+    submit, run, answer = store_batches.Batches.submit, store_batches.Batches._run, store_batches.Unit.answer
+
+    def stamped_submit(self: Any, *args: Any) -> Any:
+        future = submit(self, *args)
+        future.submitted = time.perf_counter()
+        LAST_FUTURE.set(future)
+        return future
+
+    def stamped_run(self: Any, batch: list[Any]) -> None:
+        began = time.perf_counter()
+        for unit in batch:
+            TIMES["SQLite hop: submitted -> its batch starts"].append(began - unit.future.submitted)
+        run(self, batch)
+
+    def stamped_answer(self: Any) -> Any:
+        answered = answer(self)  # with its `after`: what the thread then posts to the event loop
+        self.future.posted = time.perf_counter()
+        return answered
+
+    store_batches.Batches.submit = stamped_submit  # type: ignore[method-assign]
+    store_batches.Batches._run = stamped_run  # type: ignore[method-assign]
+    store_batches.Unit.answer = stamped_answer  # type: ignore[method-assign]
 
 
 def _statements_timed() -> None:

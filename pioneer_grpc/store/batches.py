@@ -12,6 +12,8 @@ every unit of the batch, and nothing of it is stored. Each caller is answered
 once the batch committed: nothing is acknowledged before it is durable. A unit
 alone is a batch of one on the same path, without a savepoint (its failure is
 the transaction's). Each unit runs in its caller's context (its trace span).
+
+Callers are answered with one wake-up of their event loop per batch.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ import asyncio
 import contextvars
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.engine import Connection
+
+from pioneer_grpc.store.work import UnitFuture
+from pioneer_grpc.store.worker import Worker
 
 # A batch's units answer only once all of them ran: bounded, so the first waits for few others.
 MAX_UNITS = 16
@@ -38,7 +42,7 @@ class Unit:
     then: Callable[[Any], Any] | None
     after: Callable[[Any], Any] | None
     loop: asyncio.AbstractEventLoop
-    future: asyncio.Future[Any]
+    future: UnitFuture[Any]
     context: contextvars.Context = field(default_factory=contextvars.copy_context)
     prepared: Any = None
     result: Any = None
@@ -48,34 +52,38 @@ class Unit:
         result = self.work(conn, self.prepared)
         self.result = result if self.then is None else self.then(result)
 
-    def answer(self) -> None:
+    def answer(self) -> tuple[UnitFuture[Any], Any, BaseException | None]:
+        """Its caller's answer, once its batch committed (or failed): `after` runs here."""
         if self.error is None and self.after is not None:
             try:
                 self.result = self.context.run(self.after, self.result)
             except Exception as exc:  # `after` must not fail; if it does, its caller hears it
                 self.error = exc
+        return self.future, self.result, self.error
+
+
+def settle(answers: list[tuple[UnitFuture[Any], Any, BaseException | None]]) -> None:
+    for future, result, error in answers:
+        future.end(result, error)
+
+
+def _post(units: list[Unit]) -> None:
+    """Answers `units`' callers: one call into each event loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[UnitFuture[Any], Any, BaseException | None]]] = {}
+    for unit in units:
+        by_loop.setdefault(unit.loop, []).append(unit.answer())
+    for loop, answers in by_loop.items():
         try:
-            self.loop.call_soon_threadsafe(_settle, self.future, self.result, self.error)
+            loop.call_soon_threadsafe(settle, answers)
         except RuntimeError:  # the loop is closed: nobody waits any more
             pass
-
-
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if future.done():
-        return
-    if error is None:
-        future.set_result(result)
-    else:
-        future.set_exception(error)
 
 
 class Batches:
     """The queue in front of the SQLite thread. `connection()` is the thread's connection as a
     context manager (given back to the pool when what runs inside it raises)."""
 
-    def __init__(
-        self, thread: ThreadPoolExecutor, connection: Callable[[], AbstractContextManager[Connection]]
-    ) -> None:
+    def __init__(self, thread: Worker, connection: Callable[[], AbstractContextManager[Connection]]) -> None:
         self._thread = thread
         self._connection = connection
         self._lock = threading.Lock()
@@ -88,19 +96,19 @@ class Batches:
         work: Callable[[Connection, Any], Any],
         then: Callable[[Any], Any] | None,
         after: Callable[[Any], Any] | None,
-    ) -> asyncio.Future[Any]:
+    ) -> UnitFuture[Any]:
         loop = asyncio.get_running_loop()
-        unit = Unit(prepare, work, then, after, loop, loop.create_future())
+        unit = Unit(prepare, work, then, after, loop, UnitFuture(loop=loop))
         with self._lock:
             self._waiting.append(unit)
             schedule = not self._scheduled
             self._scheduled = True
         if schedule:
-            self._thread.submit(self._next_batch)
+            self._thread.put(self._next_batch)
         return unit.future
 
     def _next_batch(self) -> None:
-        """One batch, then the next submitted behind whatever else the thread was given (reads)."""
+        """One batch, then the next put behind whatever else the thread was given (reads)."""
         while True:
             with self._lock:
                 batch, self._waiting = self._waiting[:MAX_UNITS], self._waiting[MAX_UNITS:]
@@ -110,9 +118,9 @@ class Batches:
                 if not self._scheduled:
                     return
                 try:
-                    self._thread.submit(self._next_batch)
+                    self._thread.put(self._next_batch)
                     return
-                except RuntimeError:  # shut down meanwhile: the rest runs here
+                except RuntimeError:  # stopped meanwhile: the rest runs here
                     pass
 
     def _run(self, batch: list[Unit]) -> None:
@@ -130,8 +138,7 @@ class Batches:
             for unit in ready:
                 if unit.error is None:
                     unit.error = exc
-        for unit in batch:
-            unit.answer()
+        _post(batch)
 
     def _together(self, ready: list[Unit]) -> None:
         with self._connection() as conn, conn.begin():

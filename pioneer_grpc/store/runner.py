@@ -42,7 +42,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from typing import TypeVar
 
@@ -50,9 +49,10 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pioneer_grpc.store.batches import Batches
+from pioneer_grpc.store.batches import Batches, settle
 from pioneer_grpc.store.engine import LOCK_WAIT_SECONDS, sqlite_pragmas, sqlite_synchronous
-from pioneer_grpc.store.work import run_to_end
+from pioneer_grpc.store.work import UnitFuture, run_to_end
+from pioneer_grpc.store.worker import Worker
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -74,7 +74,7 @@ class TransactionRunner:
         self._sync: Engine | None = None
         # Used by the SQLite thread only; opened on its first transaction.
         self._sync_conn: Connection | None = None
-        self._thread: ThreadPoolExecutor | None = None
+        self._thread: Worker | None = None
         self._closed = False
         if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
             url = engine.url.set(drivername="sqlite")
@@ -86,7 +86,7 @@ class TransactionRunner:
                 hide_parameters=True,
             )
             sqlite_pragmas(self._sync, sqlite_synchronous(engine))
-            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pioneer-sqlite-round")
+            self._thread = Worker("pioneer-sqlite-round")
             self._batches = Batches(self._thread, self._thread_connection)
 
     async def transact(
@@ -133,11 +133,27 @@ class TransactionRunner:
 
         return await run_to_end(self._in_thread(run))
 
-    def _in_thread(self, run: Callable[[], R]) -> asyncio.Future[R]:
+    def _in_thread(self, run: Callable[[], R]) -> UnitFuture[R]:
         """`run` on the SQLite thread, in the caller's context (its trace span, as asyncio.to_thread
-        would do); a future of its own, so run_to_end needs no task to wait on it."""
+        would do); a UnitFuture of its own, which run_to_end awaits as it is."""
+        assert self._thread is not None
         context = contextvars.copy_context()
-        return asyncio.get_running_loop().run_in_executor(self._thread, context.run, run)
+        loop = asyncio.get_running_loop()
+        future: UnitFuture[R] = UnitFuture(loop=loop)
+
+        def job() -> None:
+            result, error = None, None
+            try:
+                result = context.run(run)
+            except BaseException as exc:
+                error = exc
+            try:
+                loop.call_soon_threadsafe(settle, [(future, result, error)])
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                pass
+
+        self._thread.put(job)
+        return future
 
     async def _read_async(self, work: Callable[[Connection], R]) -> R:
         async with self._engine.connect() as conn:
@@ -195,7 +211,7 @@ class TransactionRunner:
             return
         self._closed = True
         if self._thread is not None:
-            await asyncio.get_running_loop().run_in_executor(self._thread, self._close_thread_connection)
-            self._thread.shutdown(wait=True)
+            await self._in_thread(self._close_thread_connection)
+            self._thread.stop()
         if self._sync is not None:
             self._sync.dispose()

@@ -6,9 +6,11 @@ it invalidates the connection while its worker thread (aiosqlite) or socket
 (asyncpg) is still busy: the connection's transaction and its SQLite write lock
 can outlive it, and every later writer waits on a lock nobody will release.
 
-So each unit of database work runs in a task of its own and always finishes: the
-caller waits for it and only then sees its cancellation. The wait is bounded by
-the database timeouts set in store/engine.py. Failures leave here as domain
+So each unit of database work always finishes: it runs in a task of its own, or
+in SQLite's thread (store/batches.py), and its caller awaits a UnitFuture that
+a cancellation does not cancel; the caller waits for the end and only then sees
+its cancellation. The wait is bounded by the database timeouts set in
+store/engine.py, and the caller's by UNIT_SECONDS. Failures leave here as domain
 errors (store/failures.py), so no use case handles a driver class.
 """
 
@@ -34,52 +36,89 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
+class UnitFuture(asyncio.Future[T]):
+    """A unit of work's outcome, which its caller awaits directly: cancelling the caller does not
+    cancel it, so the caller goes on waiting for its end and then sees its own cancellation.
+
+    Whoever runs the unit gives its outcome with `end` (on the event loop). If the caller was
+    answered at its deadline meanwhile, `end` ends what stands in for the unit in _RUNNING.
+    """
+
+    _overrun: asyncio.Future[None] | None = None
+
+    def cancel(self, msg: Any = None) -> bool:
+        return False
+
+    def end(self, result: Any, error: BaseException | None) -> None:
+        if self.done():
+            if self._overrun is not None and not self._overrun.done():
+                if error is not None:
+                    log.warning("database work ended after its caller was answered: %s", describe(error))
+                self._overrun.set_result(None)
+            return
+        if isinstance(error, asyncio.CancelledError):
+            super().cancel()  # the work cancelled itself: so is its caller
+        elif error is not None:
+            self.set_exception(error)
+        else:
+            self.set_result(result)
+
+    def overran(self) -> None:
+        """The caller's bound passed: it is answered UNAVAILABLE while the unit runs on, tracked."""
+        if self.done():
+            return
+        self._overrun = self.get_loop().create_future()
+        _RUNNING.add(self._overrun)
+        self._overrun.add_done_callback(_RUNNING.discard)
+        log.warning("database work still running after %ss: the caller is answered UNAVAILABLE", UNIT_SECONDS)
+        self.set_exception(unit_timed_out(UNIT_SECONDS))
+
+
+def _following(work: Awaitable[T]) -> UnitFuture[T]:
+    """A UnitFuture that ends as `work` (a coroutine, run as a task of its own) ends."""
+    task = asyncio.ensure_future(work)
+    future: UnitFuture[T] = UnitFuture(loop=task.get_loop())
+
+    def ended(task: asyncio.Future[T]) -> None:
+        if task.cancelled():
+            future.end(None, asyncio.CancelledError())
+        else:
+            error = task.exception()
+            future.end(None if error is not None else task.result(), error)
+
+    task.add_done_callback(ended)
+    return future
+
+
 async def run_to_end(work: Awaitable[T]) -> T:
     """Awaits `work` to its end even if the caller is cancelled meanwhile (then re-raises that).
 
-    The caller waits at most UNIT_SECONDS: a database that stops answering
+    `work` is a UnitFuture (store/batches.py makes one per unit: awaited as it is, with
+    no task and no waiter between the unit and its caller) or a coroutine, run as a task
+    of its own. The caller waits at most UNIT_SECONDS: a database that stops answering
     (frozen, unreachable mid-statement) can stretch a unit past the sum of its
     timeouts (a statement's, the cancel request's, the rollback's). Past the
     bound the caller gets UNAVAILABLE (DATABASE_TIMEOUT) while the unit runs on
     to its own end, tracked like a cancelled caller's.
     """
-    task = asyncio.ensure_future(work)
-    _RUNNING.add(task)
-    task.add_done_callback(_RUNNING.discard)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + UNIT_SECONDS
-    cancelled: asyncio.CancelledError | None = None
-    while not task.done():
-        remaining = deadline - loop.time()
-        if remaining <= 0 and cancelled is None:
-            task.add_done_callback(_retrieved)
-            log.warning(
-                "database work still running after %ss: the caller is answered UNAVAILABLE", UNIT_SECONDS
-            )
-            raise unit_timed_out(UNIT_SECONDS)
-        try:
-            await asyncio.wait({task}, timeout=remaining if cancelled is None else None)
-        except asyncio.CancelledError as exc:
-            cancelled = exc  # the caller's: the work still runs to its end
-    if cancelled is not None:
-        if not task.cancelled():
-            task.exception()  # retrieved: the caller is gone and will not see it
-        raise cancelled
+    future = work if isinstance(work, UnitFuture) else _following(work)
+    _RUNNING.add(future)
+    future.add_done_callback(_RUNNING.discard)
+    deadline = future.get_loop().call_later(UNIT_SECONDS, future.overran)
     try:
-        return task.result()
+        return await future
+    except asyncio.CancelledError:
+        if future.done() and not future.cancelled():
+            future.exception()  # retrieved: the caller is gone and will not see it
+        raise
     except Exception as exc:
         mapped = domain_error(exc)
         if mapped is None:
             raise
         log.warning("database failure (%s): %s", mapped.reason, describe(exc))
         raise mapped from None
-
-
-def _retrieved(task: asyncio.Future[Any]) -> None:
-    """The result of a unit nobody waits for any more is read, so it is not reported as never retrieved."""
-    error = None if task.cancelled() else task.exception()
-    if error is not None:
-        log.warning("database work ended after its caller was answered: %s", describe(error))
+    finally:
+        deadline.cancel()
 
 
 def database_work(fn: Callable[P, Awaitable[T]]) -> Callable[P, Coroutine[Any, Any, T]]:

@@ -10,7 +10,7 @@ import threading
 import pytest
 from sqlalchemy import event, text
 
-from pioneer_grpc.store.batches import MAX_UNITS
+from pioneer_grpc.store.batches import MAX_UNITS, settle
 from pioneer_grpc.store.engine import create_engine
 from pioneer_grpc.store.runner import TransactionRunner
 
@@ -68,6 +68,25 @@ async def test_units_waiting_together_commit_once(store):
     assert [a for a, _ in answers] == list(range(10))
     assert await _rows(runner) == list(range(10))
     assert len(commits) == 2  # the held unit's, then the ten's
+
+
+async def test_a_batch_wakes_its_callers_event_loop_once(store, monkeypatch):
+    runner, _ = store
+    loop = asyncio.get_running_loop()
+    wakes: list[int] = []
+    call_soon_threadsafe = loop.call_soon_threadsafe
+
+    def counted(callback, *args, **kwargs):
+        if callback is settle:  # the answers to units of work, not to_thread's
+            wakes.append(len(args[0]))
+        return call_soon_threadsafe(callback, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_soon_threadsafe", counted)
+    _, answers = await _queued_behind_a_held_unit(
+        runner, [lambda v=v: runner.transact(lambda: None, _insert(v)) for v in range(10)]
+    )
+    assert [a for a, _ in answers] == list(range(10))
+    assert wakes == [1, 10]  # the held unit's answer, then the batch's ten in one call
 
 
 async def test_a_batch_takes_at_most_max_units(store):
