@@ -1,9 +1,10 @@
-"""CompleteTurn's unit of work: the turn and its entries completed, the thread's open counts lessened.
+"""CompleteTurn's unit of work: the turn and its entries completed, the thread's counts moved.
 
 Run by the store's runner (store/runner.py) in one transaction, on the lean
 statements a round uses. The thread row is locked first, the lock order of
-appends and rounds; the open counts lose the turn's entries the first time it
-completes. Completing a completed turn changes nothing and answers the same.
+appends and rounds; the open counts lose the turn's entries, and the completed
+count gains them, the first time it completes. Completing a completed turn
+changes nothing and answers the same.
 
 On SQLite the rest is four statements on the driver (store/driver.py); on
 PostgreSQL, where each statement is a round trip, the same reads and writes are
@@ -50,6 +51,7 @@ _LESS_OPEN = Direct(
     .values(
         open_entries=ThreadRow.open_entries - bindparam("b_entries"),
         open_turns=ThreadRow.open_turns - bindparam("b_turns"),
+        completed_entries=ThreadRow.completed_entries + bindparam("b_entries"),
     )
 )
 
@@ -68,7 +70,10 @@ _COMPLETE_PG = text(
         RETURNING id
     ), less_open AS (
         UPDATE threads
-        SET open_entries = open_entries - (SELECT count(*) FROM completed), open_turns = open_turns - 1
+        SET
+            open_entries = open_entries - (SELECT count(*) FROM completed),
+            open_turns = open_turns - 1,
+            completed_entries = completed_entries + (SELECT count(*) FROM completed)
         WHERE thread_id = :b_thread_id AND EXISTS (SELECT FROM completed)
     )
     SELECT

@@ -2,10 +2,11 @@
 
 Entries are never deleted and only ever become completed, so the count and the
 largest id of completed entries, with the newest summary id and the settings,
-change whenever what a load would read changes. The same statement reads the
-completed entries after a given sequence (`history_read_in`): a kept history is
-brought current with exactly those rows, and the count and largest id read with
-them say whether they are all that changed.
+change whenever what a load would read changes. The count is kept on the thread
+row by the completions (migration 0011): reading it costs the same for any thread.
+The same statement reads the completed entries after a given sequence
+(`history_read_in`): a kept history is brought current with exactly those rows,
+and the count and largest id read with them say whether they are all that changed.
 """
 
 from __future__ import annotations
@@ -52,11 +53,7 @@ def _build_query() -> Select[Any]:
         .where(SummaryRow.thread_id == ThreadRow.thread_id)
         .scalar_subquery()
         .label("summary_id"),
-        select(func.count())
-        .select_from(EntryRow)
-        .where(completed)
-        .scalar_subquery()
-        .label("completed_count"),
+        ThreadRow.completed_entries.label("completed_count"),
         select(func.max(EntryRow.id)).where(completed).scalar_subquery().label("completed_max_id"),
     ).where(ThreadRow.thread_id == bindparam("thread_id"))
 
