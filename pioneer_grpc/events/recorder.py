@@ -37,7 +37,7 @@ from pioneer_grpc.events.manifest_json import manifest_json
 from pioneer_grpc.events.queries import EVENTS, TURNS
 from pioneer_grpc.history.entries import id_violation
 from pioneer_grpc.store.clock import now
-from pioneer_grpc.store.driver import Direct
+from pioneer_grpc.store.driver import POSTGRESQL, SQLITE, Direct
 from pioneer_grpc.store.runner import TransactionRunner, nothing
 from pioneer_grpc.store.turns import TurnRecord, ensure_thread_in, lock_turn
 from pioneer_grpc.store.work import run_to_end
@@ -127,7 +127,7 @@ _INSERT_EVENT = (
     )
     .returning(EVENTS.c.id)
 )
-_INSERT_EVENT_SQLITE = Direct(_INSERT_EVENT)
+_INSERT_EVENT_SQLITE = Direct(_INSERT_EVENT, dialects=(SQLITE,))
 _UPDATE_TURN = Direct(
     TURNS.update()
     .where(TURNS.c.thread_id == bindparam("b_thread_id"), TURNS.c.turn_id == bindparam("b_turn_id"))
@@ -140,15 +140,17 @@ _UPDATE_TURN = Direct(
         prompt_fingerprint_full=bindparam("b_full"),
         manifest_event_id=bindparam("b_event_id"),
         updated_at=bindparam("b_updated_at"),
-    )
+    ),
+    dialects=(SQLITE,),
 )
 
 
 # PostgreSQL: the event with a provisional id (the commit draws the real one, see the module
 # docstring) and the turn's columns pointing at it, in one round trip: what `_INSERT_EVENT` with
 # that id and then `_UPDATE_TURN` do (tests/store/test_postgres_statements.py).
-_RECORD_PG = text(
-    """
+_RECORD_PG = Direct(
+    text(
+        """
     WITH event AS (
         INSERT INTO manifest_events (id, thread_id, turn_id, manifest_pb, created_at)
         VALUES (
@@ -170,6 +172,8 @@ _RECORD_PG = text(
     )
     SELECT id FROM event
     """
+    ),
+    dialects=(POSTGRESQL,),
 )
 
 
@@ -213,7 +217,7 @@ def recorded_separately(conn: Connection, columns: dict[str, Any]) -> int:
 
 def recorded_in_one(conn: Connection, columns: dict[str, Any]) -> int:
     """PostgreSQL's record: one statement; the event id is provisional until the commit draws it."""
-    event_id: int = conn.execute(_RECORD_PG, columns).scalar_one()
+    event_id: int = _RECORD_PG.first(conn, columns).id
     return event_id
 
 
