@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, bindparam, func, select
+from sqlalchemy import BigInteger, ColumnElement, Select, bindparam, func, literal_column, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
 
@@ -70,6 +70,11 @@ def _state(row: Any, thread_id: str) -> HistoryState:
 
 
 # Completed entries newer than a sequence, joined to the thread's one row.
+# Bounded above too, by a constant no sequence exceeds: with `after` alone PostgreSQL plans the
+# prepared statement for a third of the thread's completed entries and so plans it anew for every
+# execution (most of its cost: 0.3 ms against 0.06); with both bounds it estimates a narrow range
+# and keeps one plan. The same rows on either database.
+_ANY_SEQUENCE: ColumnElement[int] = literal_column(str(2**63 - 1), BigInteger)
 _NEWER = aliased(EntryRow, name="newer")
 _NEWER_COLUMNS = tuple(getattr(_NEWER, column.key) for column in LOAD_COLUMNS)
 
@@ -107,7 +112,8 @@ _READ = (
             _NEWER,
             (_NEWER.thread_id == ThreadRow.thread_id)
             & _NEWER.completed.is_(True)
-            & (_NEWER.id > bindparam("after")),
+            & (_NEWER.id > bindparam("after"))
+            & (_NEWER.id <= _ANY_SEQUENCE),
         )
     )
     .order_by(_NEWER.id)

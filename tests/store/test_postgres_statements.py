@@ -417,3 +417,43 @@ async def test_a_direct_statement_first_in_a_unit_runs_in_its_transaction(templa
         await runner.close()
         await engine.dispose()
         await _drop(admin_url, name)
+
+
+async def test_the_history_state_read_keeps_one_plan(template):
+    """Prepared once, the state read is planned for its parameters' values only while PostgreSQL
+    learns its cost, then runs one plan (`pg_prepared_statements` counts each kind): planning it
+    anew for every round cost more than running it (store/history_state.py)."""
+    admin_url, template_name = template
+    name = "copy_" + uuid.uuid4().hex[:16]
+    admin = await asyncpg.connect(_plain(admin_url))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_name}"')
+    finally:
+        await admin.close()
+    try:
+        conn = await asyncpg.connect(_plain(_on(admin_url, name)))
+        try:
+            await conn.execute(
+                "INSERT INTO conversation_entries (thread_id, entry_id, turn_id, role, content, "
+                "tool_calls_json, tool_call_id, name, artifact_refs_json, content_hash, token_count, "
+                "tokenizer, completed, created_at) "
+                "SELECT 't', 'x' || i, 'v' || (i / 4), 1, 'x', '[]', '', '', '[]', 'h', 1, 'cl100k_base', "
+                "true, now() FROM generate_series(1, 400) AS i"
+            )
+            await conn.execute("ANALYZE")
+            compiled = history_state._DIRECT._pg
+            assert compiled is not None
+            statement = await conn.prepare(compiled.sql)
+            for after in [history_state.NO_ENTRIES] * 9 + [0]:
+                values = compiled.values({"thread_id": "t", "exclude_turn_id": "u2", "after": after})
+                rows = await statement.fetch(*values)
+            assert len(rows) == 402  # the last read, after 0: every completed entry
+            generic, custom = await conn.fetchrow(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1",
+                compiled.sql,
+            )
+            assert (generic, custom) == (5, 5)
+        finally:
+            await conn.close()
+    finally:
+        await _drop(admin_url, name)
