@@ -4,11 +4,13 @@ Order (the same on SQLite and PostgreSQL, and the same lock order as appends and
 the recorder: thread row, turn row, then the event lock):
 
     locked = lock_thread(conn, thread_id)          # NotFound; serialises the thread's rounds
-    turn = lock_turn_with_entries(conn, thread_id, turn_id, call_ids)  # creates or locks the turn;
-                                                   # its entries, the thread's calls of call_ids
+    turn, recorded = turn_recorded(conn, manifest, call_ids)  # events/recorder.py: creates or locks
+                                                   # the turn (lock_turn_with_entries: its entries,
+                                                   # the thread's calls of call_ids) and records
+                                                   # the manifest on it
     created = insert_turn_entries(conn, ..., turn)  # one statement (on SQLite, one a row)
     current = [*turn.entries, *created]            # the turn's entries, as a read would give them
-    ... the history load and the manifest record on the same connection ...
+    ... the history load on the same connection ...
 
 On SQLite the first statement is a write (a no-op UPDATE), so the transaction
 holds the write lock from its start: a concurrent writer, in another process too,
@@ -16,7 +18,8 @@ waits on the busy timeout instead of failing on a stale read snapshot.
 
 On PostgreSQL each statement is a network round trip, so what SQLite does in
 several statements on its driver is one statement there (data-modifying CTEs):
-the turn with its entries and calls, and the append's writes.
+the turn with its entries and calls (and the manifest's record, in a round), and
+the append's writes.
 tests/store/test_postgres_statements.py proves each equal to the separate
 statements on PostgreSQL.
 """
@@ -145,8 +148,8 @@ def turn_locked_separately(
     )
 
 
-_LOAD_NAMES = ", ".join(f"e.{column.key}" for column in LOAD_COLUMNS)
-_OF_CALL_IDS = (
+LOAD_NAMES = ", ".join(f"e.{column.key}" for column in LOAD_COLUMNS)
+OF_CALL_IDS = (
     "FROM tool_calls WHERE thread_id = :b_thread_id AND call_id = ANY(CAST(:b_call_ids AS varchar[]))"
 )
 # `turn_locked_separately` in one round trip: the turn's row (created or touched, so locked) with
@@ -164,9 +167,9 @@ _LOCK_TURN_WITH_ENTRIES_PG = Direct(
     )
     SELECT
         turn.status, turn.prompt_manifest_json, turn.manifest_event_id,
-        ARRAY(SELECT call_id {_OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_ids,
-        ARRAY(SELECT entry_id {_OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_entry_ids,
-        {_LOAD_NAMES}
+        ARRAY(SELECT call_id {OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_ids,
+        ARRAY(SELECT entry_id {OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_entry_ids,
+        {LOAD_NAMES}
     FROM turn
     LEFT JOIN conversation_entries AS e ON e.thread_id = :b_thread_id AND e.turn_id = :b_turn_id
     ORDER BY e.id

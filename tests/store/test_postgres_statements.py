@@ -11,6 +11,7 @@ and every table afterwards must be equal. The clock is fixed, so timestamps comp
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
@@ -31,7 +32,7 @@ from pioneer_grpc.store.entries import NewEntry, entry_values
 from pioneer_grpc.store.migrate import migrate
 from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow, TurnRow
 from pioneer_grpc.store.runner import TransactionRunner, nothing
-from pioneer_grpc.v1 import chat_pb2, common_pb2, history_pb2
+from pioneer_grpc.v1 import chat_pb2, common_pb2, history_pb2, prompt_pb2
 from tests.conftest import require_postgres
 from tests.store.test_direct_statements import MOMENT, _entry, directs
 
@@ -173,6 +174,28 @@ def _manifest_columns(turn_id: str, fingerprint: str) -> dict[str, Any]:
     }
 
 
+def _prepared(turn_id: str, fingerprint: str) -> recorder.PreparedManifest:
+    manifest = prompt_pb2.PromptManifest(compiler_version="v1", fingerprint_full=fingerprint)
+    return recorder.prepare_manifest("t", turn_id, manifest)
+
+
+def _without_provisional_ids(recorded: Way) -> Way:
+    """`recorded`'s answer with each provisional (negative) event id as -1: the one statement also
+    draws a provisional number it does not use, so the numbers differ; never their use."""
+
+    def answer(conn: Connection, *args: Any) -> Any:
+        turn, found = recorded(conn, *args)
+        if found.event_id > 0:
+            return turn, found
+        event = type(found.event)()
+        event.CopyFrom(found.event)
+        event.event_id = -1
+        record = turns.TurnRecord(turn.record.status, turn.record.manifest_json, -1)
+        return dataclasses.replace(turn, record=record), recorder.Recorded(-1, event)
+
+    return answer
+
+
 Way = Callable[..., Any]
 # name -> (the one statement, the separate statements, the arguments of each run in order on one database)
 CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
@@ -190,6 +213,19 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
             ("t", "new", ["c1"]),
             ("t", "u1", ["zz"]),
             ("t", "empty", ["c1", "zz"]),
+        ],
+    ),
+    "turn_recorded": (
+        _without_provisional_ids(recorder.turn_recorded_in_one),
+        _without_provisional_ids(recorder.turn_recorded_separately),
+        [
+            (_prepared("u2", "f1"), ["c1", "c9"]),
+            (_prepared("u2", "f1"), []),  # the same manifest: no new event
+            (_prepared("u2", "f2"), ["c1"]),
+            (_prepared("new", "f1"), []),  # a new turn
+            (_prepared("new", "f1"), []),
+            (_prepared("empty", "f3"), ["zz"]),
+            (_prepared("u1", "f4"), []),  # a completed turn
         ],
     ),
     "record_manifest": (
@@ -304,7 +340,7 @@ async def _run_on_copy(
 
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_one_statement_gives_and_leaves_what_the_separate_ones_do(case, template, monkeypatch):
-    for module in (completion, round, turns):
+    for module in (completion, round, turns, recorder):
         monkeypatch.setattr(module, "now", lambda: LATER)
     one, separately, runs = CASES[case]
     answers_one, tables_one = await _run_on_copy(template, one, runs)
@@ -343,7 +379,7 @@ DIRECT_CASES: dict[str, tuple[Way, list[tuple[Any, ...]]]] = {
 
 @pytest.mark.parametrize("case", sorted(DIRECT_CASES))
 async def test_direct_on_asyncpg_gives_and_leaves_what_sqlalchemy_does(case, template, monkeypatch):
-    for module in (completion, round, turns):
+    for module in (completion, round, turns, recorder):
         monkeypatch.setattr(module, "now", lambda: LATER)
     function, runs = DIRECT_CASES[case]
     answers_direct, tables_direct = await _run_on_copy(template, function, runs)
