@@ -8,7 +8,8 @@ provider body; `make go-load` builds it), and prints, after 10 unmeasured turns 
 and the sum of each timed step: each RPC's handler, each unit of work's prepare, work, `then` and
 `after`, each COMMIT by the unit before it, the waits of hops into worker threads and the SQLite
 thread's two hops per unit (submitted -> its batch starts, answer posted -> caller resumes), and every SQL
-statement through the async engine (PostgreSQL's, by its first words). Flags after `--` go to
+statement through the async engine or straight on asyncpg (PostgreSQL's, by its first words; a
+unit's first statement on asyncpg includes its BEGIN). Flags after `--` go to
 `serve` (e.g. `--database-url URL`; PIONEER_SQLITE_SYNCHRONOUS=NORMAL in the environment). A
 measuring tool: its wrappers cost time themselves, so compare its figures with each other, not
 with the benchmark's.
@@ -46,6 +47,7 @@ import pioneer_grpc.store.engine as store_engine  # noqa: E402
 from pioneer_grpc.server.servicers import history as history_servicer  # noqa: E402
 from pioneer_grpc.server.servicers import turn as turn_servicer  # noqa: E402
 from pioneer_grpc.store import batches as store_batches  # noqa: E402
+from pioneer_grpc.store import driver  # noqa: E402
 from pioneer_grpc.store import runner as store_runner  # noqa: E402
 
 TIMES: defaultdict[str, list[float]] = defaultdict(list)
@@ -199,6 +201,18 @@ def _statements_timed() -> None:
         return engine
 
     store_engine.create_engine = statements_timed
+
+    # Statements `Direct` runs straight on asyncpg, by the same first words.
+    on_asyncpg = driver._on_asyncpg
+
+    def direct_timed(conn: Any, adapted: Any, compiled: Any, params: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return on_asyncpg(conn, adapted, compiled, params)
+        finally:
+            TIMES["sql " + " ".join(compiled.sql.split())[:70]].append(time.perf_counter() - began)
+
+    driver._on_asyncpg = direct_timed
 
 
 def report() -> None:

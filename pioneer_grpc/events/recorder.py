@@ -24,8 +24,8 @@ the turn's existing event id is the answer and nothing is written or published.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -37,12 +37,14 @@ from pioneer_grpc.events.manifest_json import manifest_json
 from pioneer_grpc.events.queries import EVENTS, TURNS
 from pioneer_grpc.history.entries import id_violation
 from pioneer_grpc.store.clock import now
-from pioneer_grpc.store.driver import Direct
+from pioneer_grpc.store.driver import POSTGRESQL, SQLITE, Direct
+from pioneer_grpc.store.entries import loaded_entry
+from pioneer_grpc.store.round import LOAD_NAMES, OF_CALL_IDS, LockedTurn, lock_turn_with_entries
 from pioneer_grpc.store.runner import TransactionRunner, nothing
 from pioneer_grpc.store.turns import TurnRecord, ensure_thread_in, lock_turn
 from pioneer_grpc.store.work import run_to_end
+from pioneer_grpc.v1 import history_pb2, prompt_pb2
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
-from pioneer_grpc.v1 import prompt_pb2
 
 # pg_notify channel (the trigger of migration 0005 notifies); the payload is the event id.
 NOTIFY_CHANNEL = "pioneer_manifest_events"
@@ -127,7 +129,7 @@ _INSERT_EVENT = (
     )
     .returning(EVENTS.c.id)
 )
-_INSERT_EVENT_SQLITE = Direct(_INSERT_EVENT)
+_INSERT_EVENT_SQLITE = Direct(_INSERT_EVENT, dialects=(SQLITE,))
 _UPDATE_TURN = Direct(
     TURNS.update()
     .where(TURNS.c.thread_id == bindparam("b_thread_id"), TURNS.c.turn_id == bindparam("b_turn_id"))
@@ -140,15 +142,17 @@ _UPDATE_TURN = Direct(
         prompt_fingerprint_full=bindparam("b_full"),
         manifest_event_id=bindparam("b_event_id"),
         updated_at=bindparam("b_updated_at"),
-    )
+    ),
+    dialects=(SQLITE,),
 )
 
 
 # PostgreSQL: the event with a provisional id (the commit draws the real one, see the module
 # docstring) and the turn's columns pointing at it, in one round trip: what `_INSERT_EVENT` with
 # that id and then `_UPDATE_TURN` do (tests/store/test_postgres_statements.py).
-_RECORD_PG = text(
-    """
+_RECORD_PG = Direct(
+    text(
+        """
     WITH event AS (
         INSERT INTO manifest_events (id, thread_id, turn_id, manifest_pb, created_at)
         VALUES (
@@ -170,6 +174,8 @@ _RECORD_PG = text(
     )
     SELECT id FROM event
     """
+    ),
+    dialects=(POSTGRESQL,),
 )
 
 
@@ -213,8 +219,103 @@ def recorded_separately(conn: Connection, columns: dict[str, Any]) -> int:
 
 def recorded_in_one(conn: Connection, columns: dict[str, Any]) -> int:
     """PostgreSQL's record: one statement; the event id is provisional until the commit draws it."""
-    event_id: int = conn.execute(_RECORD_PG, columns).scalar_one()
+    event_id: int = _RECORD_PG.first(conn, columns).id
     return event_id
+
+
+# PostgreSQL: a round's turn locked (created or touched) with its entries and calls, as
+# `_LOCK_TURN_WITH_ENTRIES_PG` does, and the manifest recorded on it, as `record_in` does, in one
+# round trip. The upsert decides, on the row it locked, whether the turn holds this manifest
+# already (its event id kept) or gets a new provisional one, and the event is inserted for a
+# provisional id only. A fresh turn's VALUES draw a provisional id even when the row exists:
+# an unused provisional number, never seen outside the transaction.
+_TURN_RECORDED_PG = Direct(
+    text(
+        f"""
+    WITH turn AS (
+        INSERT INTO turns (
+            thread_id, turn_id, status, created_at, updated_at, prompt_manifest_json,
+            prompt_compiler_version, prompt_profile, prompt_fingerprint_stable,
+            prompt_fingerprint_dynamic, prompt_fingerprint_full, manifest_event_id
+        )
+        VALUES (
+            :b_thread_id, :b_turn_id, :b_status, :b_updated_at, :b_updated_at, :b_json,
+            :b_version, :b_profile, :b_stable, :b_dynamic, :b_full,
+            -nextval('manifest_events_provisional_id_seq')
+        )
+        ON CONFLICT (thread_id, turn_id) DO UPDATE SET
+            updated_at = excluded.updated_at,
+            prompt_manifest_json = excluded.prompt_manifest_json,
+            prompt_compiler_version = excluded.prompt_compiler_version,
+            prompt_profile = excluded.prompt_profile,
+            prompt_fingerprint_stable = excluded.prompt_fingerprint_stable,
+            prompt_fingerprint_dynamic = excluded.prompt_fingerprint_dynamic,
+            prompt_fingerprint_full = excluded.prompt_fingerprint_full,
+            manifest_event_id = CASE
+                WHEN turns.manifest_event_id IS NOT NULL
+                    AND turns.prompt_manifest_json = excluded.prompt_manifest_json
+                THEN turns.manifest_event_id
+                ELSE -nextval('manifest_events_provisional_id_seq')
+            END
+        RETURNING status, manifest_event_id
+    ), event AS (
+        INSERT INTO manifest_events (id, thread_id, turn_id, manifest_pb, created_at)
+        SELECT manifest_event_id, :b_thread_id, :b_turn_id, :b_manifest_pb, :b_updated_at
+        FROM turn WHERE manifest_event_id < 0
+    )
+    SELECT
+        turn.status, turn.manifest_event_id,
+        ARRAY(SELECT call_id {OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_ids,
+        ARRAY(SELECT entry_id {OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_entry_ids,
+        {LOAD_NAMES}
+    FROM turn
+    LEFT JOIN conversation_entries AS e ON e.thread_id = :b_thread_id AND e.turn_id = :b_turn_id
+    ORDER BY e.id
+    """
+    ),
+    dialects=(POSTGRESQL,),
+)
+
+
+def turn_recorded(
+    conn: Connection, prepared: PreparedManifest, call_ids: Sequence[str], *, postgres: bool
+) -> tuple[LockedTurn, Recorded]:
+    """A round's turn: `lock_turn_with_entries` of the manifest's turn (the thread locked already),
+    then the manifest recorded on it (`record_in`). The turn's record is as the recording left it."""
+    record = turn_recorded_in_one if postgres else turn_recorded_separately
+    return record(conn, prepared, call_ids)
+
+
+def turn_recorded_separately(
+    conn: Connection, prepared: PreparedManifest, call_ids: Sequence[str]
+) -> tuple[LockedTurn, Recorded]:
+    """SQLite's `turn_recorded`: the turn's statements, then the record's."""
+    turn = lock_turn_with_entries(conn, prepared.thread_id, prepared.turn_id, call_ids)
+    recorded = record_in(conn, prepared, turn.record, postgres=conn.dialect.name == "postgresql")
+    record = TurnRecord(turn.record.status, prepared.as_json, recorded.event_id)
+    return replace(turn, record=record), recorded
+
+
+def turn_recorded_in_one(
+    conn: Connection, prepared: PreparedManifest, call_ids: Sequence[str]
+) -> tuple[LockedTurn, Recorded]:
+    """PostgreSQL's `turn_recorded`: one statement."""
+    created = now()
+    params = {
+        **_turn_columns(prepared, created),
+        "b_status": history_pb2.TURN_STATUS_IN_PROGRESS,
+        "b_call_ids": list(call_ids),
+    }
+    rows = _TURN_RECORDED_PG.rows(conn, params)
+    first = rows[0]
+    event_id: int = first.manifest_event_id
+    turn = LockedTurn(
+        TurnRecord(first.status, prepared.as_json, event_id),
+        [loaded_entry(row) for row in rows if row.id is not None],
+        dict(zip(first.call_ids, first.call_entry_ids, strict=True)),
+    )
+    event = _event(event_id, prepared, created) if event_id < 0 else None
+    return turn, Recorded(event_id, event)
 
 
 def _event(event_id: int, prepared: PreparedManifest, created: datetime) -> service_pb2.ManifestEvent:

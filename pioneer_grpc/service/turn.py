@@ -49,7 +49,7 @@ from pioneer_grpc.events.recorder import (
     id_setting,
     numbered,
     prepare_manifest,
-    record_in,
+    turn_recorded,
 )
 from pioneer_grpc.history import decide
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation
@@ -329,7 +329,16 @@ def _round(
             "model", "set the model here or on the thread (UpdateThread)", reason=reasons.MODEL_REQUIRED
         )
     entries = [new.entry for new in before.new_entries]
-    turn = round_store.lock_turn_with_entries(conn, thread_id, turn_id, named_call_ids(entries))
+    with ctx.telemetry.span("pioneer.manifest.record") as span:
+        # The turn locked with its entries, and the manifest recorded on it: one statement on
+        # PostgreSQL; what follows and fails rolls the record back with the round.
+        turn, recorded = turn_recorded(
+            conn, before.manifest, named_call_ids(entries), postgres=ctx.manifests.postgres
+        )
+        if span.is_recording():
+            span.set_attribute(tracing.FINGERPRINT_STABLE, before.payload.manifest.fingerprint_stable)
+            if recorded.event_id > 0:  # else PostgreSQL draws it at commit; the RPC's span gets it
+                span.set_attribute(tracing.MANIFEST_EVENT_ID, recorded.event_id)
     own = list(turn.entries)
 
     def check(stored: StoredCalls) -> None:
@@ -354,12 +363,6 @@ def _round(
     history, left_out = history_load.history_on(ctx, conn, thread_id, turn_id, settled)
     if isinstance(history, history_load.OverThreshold):
         raise _Unsettled(history)  # rolls the round back; prepare_turn settles it and runs it again
-    with ctx.telemetry.span("pioneer.manifest.record") as span:
-        recorded = record_in(conn, before.manifest, turn.record, postgres=ctx.manifests.postgres)
-        if span.is_recording():
-            span.set_attribute(tracing.FINGERPRINT_STABLE, before.payload.manifest.fingerprint_stable)
-            if recorded.event_id > 0:  # else PostgreSQL draws it at commit; the RPC's span gets it
-                span.set_attribute(tracing.MANIFEST_EVENT_ID, recorded.event_id)
     is_settled = settled is not None and history is settled.result
     return _Round(model, history, current, repaired.diagnostics, recorded, left_out, is_settled)
 

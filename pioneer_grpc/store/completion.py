@@ -1,9 +1,10 @@
-"""CompleteTurn's unit of work: the turn and its entries completed, the thread's open counts lessened.
+"""CompleteTurn's unit of work: the turn and its entries completed, the thread's counts moved.
 
 Run by the store's runner (store/runner.py) in one transaction, on the lean
 statements a round uses. The thread row is locked first, the lock order of
-appends and rounds; the open counts lose the turn's entries the first time it
-completes. Completing a completed turn changes nothing and answers the same.
+appends and rounds; the open counts lose the turn's entries, and the completed
+count gains them, the first time it completes. Completing a completed turn
+changes nothing and answers the same.
 
 On SQLite the rest is four statements on the driver (store/driver.py); on
 PostgreSQL, where each statement is a round trip, the same reads and writes are
@@ -20,7 +21,7 @@ from sqlalchemy import bindparam, func, select, text, true, update
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc.store.clock import now
-from pioneer_grpc.store.driver import Direct
+from pioneer_grpc.store.driver import POSTGRESQL, SQLITE, Direct
 from pioneer_grpc.store.models import EntryRow, ThreadRow, TurnRow
 from pioneer_grpc.store.round import lock_thread
 from pioneer_grpc.store.threads import turn_not_found
@@ -32,30 +33,35 @@ _OF_TURN_STATUS = (TurnRow.thread_id == bindparam("b_thread_id")) & (
 _OF_TURN_ENTRIES = (EntryRow.thread_id == bindparam("b_thread_id")) & (
     EntryRow.turn_id == bindparam("b_turn_id")
 )
-_TURN_STATUS = Direct(select(TurnRow.status).where(_OF_TURN_STATUS))
+_TURN_STATUS = Direct(select(TurnRow.status).where(_OF_TURN_STATUS), dialects=(SQLITE,))
 _COMPLETE_TURN = Direct(
     update(TurnRow)
     .where(_OF_TURN_STATUS)
     .values(status=bindparam("b_status"), updated_at=bindparam("b_updated_at"))
-    .returning(TurnRow.turn_id)
+    .returning(TurnRow.turn_id),
+    dialects=(SQLITE,),
 )
 # Every entry of the turn: the rows it returns are the turn's entries, counted.
 _COMPLETE_ENTRIES = Direct(
-    update(EntryRow).where(_OF_TURN_ENTRIES).values(completed=true()).returning(EntryRow.id)
+    update(EntryRow).where(_OF_TURN_ENTRIES).values(completed=true()).returning(EntryRow.id),
+    dialects=(SQLITE,),
 )
-_TURN_ENTRY_COUNT = Direct(select(func.count().label("count")).where(_OF_TURN_ENTRIES))
+_TURN_ENTRY_COUNT = Direct(select(func.count().label("count")).where(_OF_TURN_ENTRIES), dialects=(SQLITE,))
 _LESS_OPEN = Direct(
     update(ThreadRow)
     .where(ThreadRow.thread_id == bindparam("b_thread_id"))
     .values(
         open_entries=ThreadRow.open_entries - bindparam("b_entries"),
         open_turns=ThreadRow.open_turns - bindparam("b_turns"),
-    )
+        completed_entries=ThreadRow.completed_entries + bindparam("b_entries"),
+    ),
+    dialects=(SQLITE,),
 )
 
 
-_COMPLETE_PG = text(
-    """
+_COMPLETE_PG = Direct(
+    text(
+        """
     WITH turn AS (
         SELECT status FROM turns WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id
     ), done AS (
@@ -68,7 +74,10 @@ _COMPLETE_PG = text(
         RETURNING id
     ), less_open AS (
         UPDATE threads
-        SET open_entries = open_entries - (SELECT count(*) FROM completed), open_turns = open_turns - 1
+        SET
+            open_entries = open_entries - (SELECT count(*) FROM completed),
+            open_turns = open_turns - 1,
+            completed_entries = completed_entries + (SELECT count(*) FROM completed)
         WHERE thread_id = :b_thread_id AND EXISTS (SELECT FROM completed)
     )
     SELECT
@@ -79,6 +88,8 @@ _COMPLETE_PG = text(
             WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id
         ) END AS entry_count
     """
+    ),
+    dialects=(POSTGRESQL,),
 )
 
 
@@ -98,7 +109,7 @@ def completed_in_one(conn: Connection, thread_id: str, turn_id: str) -> int:
         "b_status": history_pb2.TURN_STATUS_COMPLETED,
         "b_updated_at": now(),
     }
-    row = conn.execute(_COMPLETE_PG, params).one()
+    row = _COMPLETE_PG.first(conn, params)
     if row.status is None:
         raise turn_not_found(thread_id, turn_id)
     return int(row.entry_count)

@@ -53,6 +53,9 @@ class ThreadRow(Base):
     # completion in its own transaction (migration 0006), so a load need not count them.
     open_entries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     open_turns: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Completed entries: kept by every completion in its own transaction (migration 0011), so the
+    # history state (store/history_state.py) need not count them.
+    completed_entries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class TurnRow(Base):

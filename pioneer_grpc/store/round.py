@@ -4,11 +4,13 @@ Order (the same on SQLite and PostgreSQL, and the same lock order as appends and
 the recorder: thread row, turn row, then the event lock):
 
     locked = lock_thread(conn, thread_id)          # NotFound; serialises the thread's rounds
-    turn = lock_turn_with_entries(conn, thread_id, turn_id, call_ids)  # creates or locks the turn;
-                                                   # its entries, the thread's calls of call_ids
+    turn, recorded = turn_recorded(conn, manifest, call_ids)  # events/recorder.py: creates or locks
+                                                   # the turn (lock_turn_with_entries: its entries,
+                                                   # the thread's calls of call_ids) and records
+                                                   # the manifest on it
     created = insert_turn_entries(conn, ..., turn)  # one statement (on SQLite, one a row)
     current = [*turn.entries, *created]            # the turn's entries, as a read would give them
-    ... the history load and the manifest record on the same connection ...
+    ... the history load on the same connection ...
 
 On SQLite the first statement is a write (a no-op UPDATE), so the transaction
 holds the write lock from its start: a concurrent writer, in another process too,
@@ -16,7 +18,8 @@ waits on the busy timeout instead of failing on a stale read snapshot.
 
 On PostgreSQL each statement is a network round trip, so what SQLite does in
 several statements on its driver is one statement there (data-modifying CTEs):
-the turn with its entries and calls, and the append's writes.
+the turn with its entries and calls (and the manifest's record, in a round), and
+the append's writes.
 tests/store/test_postgres_statements.py proves each equal to the separate
 statements on PostgreSQL.
 """
@@ -35,7 +38,7 @@ from sqlalchemy.engine import Connection
 
 from pioneer_grpc.history.entry_rules import StoredCalls
 from pioneer_grpc.store.clock import now
-from pioneer_grpc.store.driver import Direct
+from pioneer_grpc.store.driver import POSTGRESQL, SQLITE, Direct
 from pioneer_grpc.store.entries import (
     ENTRY_COLUMNS,
     ENTRY_VALUE_KEYS,
@@ -61,14 +64,16 @@ class LockedThread:
 
 
 # The round's fixed statements, built once (building one costs more Python than running it).
-_LOCK_THREAD_PG = (
-    select(ThreadRow.model).where(ThreadRow.thread_id == bindparam("b_thread_id")).with_for_update()
+_LOCK_THREAD_PG = Direct(
+    select(ThreadRow.model).where(ThreadRow.thread_id == bindparam("b_thread_id")).with_for_update(),
+    dialects=(POSTGRESQL,),
 )
 _LOCK_THREAD_SQLITE = Direct(
     update(ThreadRow)
     .where(ThreadRow.thread_id == bindparam("b_thread_id"))
     .values(updated_at=ThreadRow.updated_at)
-    .returning(ThreadRow.model)
+    .returning(ThreadRow.model),
+    dialects=(SQLITE,),
 )
 # Also counts the turn's new entries as open (and the turn, when they are its first).
 _TOUCH_THREAD = Direct(
@@ -78,7 +83,8 @@ _TOUCH_THREAD = Direct(
         updated_at=bindparam("b_updated_at"),
         open_entries=ThreadRow.open_entries + bindparam("b_entries"),
         open_turns=ThreadRow.open_turns + bindparam("b_turns"),
-    )
+    ),
+    dialects=(SQLITE,),
 )
 # On SQLite a row at a time, straight on the driver: a round appends one or a few.
 _INSERT_ENTRY_SQLITE = Direct(
@@ -86,15 +92,18 @@ _INSERT_ENTRY_SQLITE = Direct(
     .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
     .returning(EntryRow.id, EntryRow.entry_id),
     column_keys=ENTRY_VALUE_KEYS,
+    dialects=(SQLITE,),
 )
 _INSERT_CALL_SQLITE = Direct(
     sqlite.insert(ToolCallRow).on_conflict_do_nothing(index_elements=["thread_id", "call_id", "entry_id"]),
     column_keys=("thread_id", "call_id", "entry_id"),
+    dialects=(SQLITE,),
 )
 _TURN_ENTRIES = Direct(
     select(*LOAD_COLUMNS)
     .where(EntryRow.thread_id == bindparam("thread_id"), EntryRow.turn_id == bindparam("turn_id"))
-    .order_by(EntryRow.id)
+    .order_by(EntryRow.id),
+    dialects=(SQLITE,),
 )
 
 
@@ -102,10 +111,8 @@ def lock_thread(conn: Connection, thread_id: str) -> LockedThread:
     """The thread's model, with its row locked for the transaction; NotFound for an unknown thread."""
     # One name for both statements: an UPDATE reserves the column's own name.
     params = {"b_thread_id": thread_id}
-    if conn.dialect.name == "postgresql":
-        row = conn.execute(_LOCK_THREAD_PG, params).first()
-    else:
-        row = _LOCK_THREAD_SQLITE.first(conn, params)
+    lock = _LOCK_THREAD_PG if conn.dialect.name == "postgresql" else _LOCK_THREAD_SQLITE
+    row = lock.first(conn, params)
     if row is None:
         raise thread_not_found(thread_id)
     return LockedThread(model=row.model)
@@ -141,16 +148,17 @@ def turn_locked_separately(
     )
 
 
-_LOAD_NAMES = ", ".join(f"e.{column.key}" for column in LOAD_COLUMNS)
-_OF_CALL_IDS = (
+LOAD_NAMES = ", ".join(f"e.{column.key}" for column in LOAD_COLUMNS)
+OF_CALL_IDS = (
     "FROM tool_calls WHERE thread_id = :b_thread_id AND call_id = ANY(CAST(:b_call_ids AS varchar[]))"
 )
 # `turn_locked_separately` in one round trip: the turn's row (created or touched, so locked) with
 # each of its entries (none: one row, the entry columns NULL), the calls as two arrays in the row.
 # The thread's lock came first, in a statement of its own: this one's snapshot has every entry
 # committed before the lock was granted.
-_LOCK_TURN_WITH_ENTRIES_PG = text(
-    f"""
+_LOCK_TURN_WITH_ENTRIES_PG = Direct(
+    text(
+        f"""
     WITH turn AS (
         INSERT INTO turns (thread_id, turn_id, status, created_at, updated_at)
         VALUES (:b_thread_id, :b_turn_id, :b_status, :b_moment, :b_moment)
@@ -159,13 +167,15 @@ _LOCK_TURN_WITH_ENTRIES_PG = text(
     )
     SELECT
         turn.status, turn.prompt_manifest_json, turn.manifest_event_id,
-        ARRAY(SELECT call_id {_OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_ids,
-        ARRAY(SELECT entry_id {_OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_entry_ids,
-        {_LOAD_NAMES}
+        ARRAY(SELECT call_id {OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_ids,
+        ARRAY(SELECT entry_id {OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_entry_ids,
+        {LOAD_NAMES}
     FROM turn
     LEFT JOIN conversation_entries AS e ON e.thread_id = :b_thread_id AND e.turn_id = :b_turn_id
     ORDER BY e.id
     """
+    ),
+    dialects=(POSTGRESQL,),
 )
 
 
@@ -178,7 +188,7 @@ def turn_locked_in_one(conn: Connection, thread_id: str, turn_id: str, call_ids:
         "b_moment": now(),
         "b_call_ids": list(call_ids),
     }
-    rows = conn.execute(_LOCK_TURN_WITH_ENTRIES_PG, params).all()
+    rows = _LOCK_TURN_WITH_ENTRIES_PG.rows(conn, params)
     first = rows[0]
     return LockedTurn(
         TurnRecord(first.status, first.prompt_manifest_json, first.manifest_event_id),
@@ -310,8 +320,9 @@ _BATCH_COLUMNS = (
 _BATCH_NAMES = ", ".join(name for name, _ in _BATCH_COLUMNS)
 _BATCH_ARRAYS = ", ".join(f"CAST(:b_{name} AS {kind}[])" for name, kind in _BATCH_COLUMNS)
 # What `inserted_separately` does, in one round trip: the batch as arrays, one row an entry.
-_INSERT_ALL_PG = text(
-    f"""
+_INSERT_ALL_PG = Direct(
+    text(
+        f"""
     WITH batch AS (
         SELECT * FROM unnest({_BATCH_ARRAYS}) WITH ORDINALITY AS b({_BATCH_NAMES}, ord)
     ), created AS (
@@ -341,6 +352,8 @@ _INSERT_ALL_PG = text(
     )
     SELECT id, entry_id FROM created
     """
+    ),
+    dialects=(POSTGRESQL,),
 )
 
 
@@ -364,7 +377,7 @@ def inserted_in_one(
         b_call_entry_ids=[call["entry_id"] for call in calls],
         b_fresh_turns=fresh_turns,
     )
-    return {row.entry_id: row.id for row in conn.execute(_INSERT_ALL_PG, params)}
+    return {row.entry_id: row.id for row in _INSERT_ALL_PG.rows(conn, params)}
 
 
 _STORED_REPEATS = select(EntryRow.content_hash, *ENTRY_COLUMNS).where(

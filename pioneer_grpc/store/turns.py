@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 
 from pioneer_grpc.history.budget import DEFAULT_MAX_CONTEXT_TOKENS, DEFAULT_RESPONSE_RESERVE_TOKENS
 from pioneer_grpc.store.clock import now
-from pioneer_grpc.store.driver import Direct
+from pioneer_grpc.store.driver import POSTGRESQL, SQLITE, Direct
 from pioneer_grpc.store.models import ThreadRow, TurnRow
 from pioneer_grpc.v1 import history_pb2
 
@@ -67,10 +67,9 @@ def _lock_turn_statement(dialect: Any) -> Any:
 
 
 # Built once per dialect: building a statement costs more Python than running it, every round.
-_LOCK_TURN_PG = _lock_turn_statement(postgresql)
-_LOCK_TURN_SQLITE = Direct(
-    _lock_turn_statement(sqlite), column_keys=("thread_id", "turn_id", "status", "created_at", "updated_at")
-)
+_TURN_KEYS = ("thread_id", "turn_id", "status", "created_at", "updated_at")
+_LOCK_TURN_PG = Direct(_lock_turn_statement(postgresql), column_keys=_TURN_KEYS, dialects=(POSTGRESQL,))
+_LOCK_TURN_SQLITE = Direct(_lock_turn_statement(sqlite), column_keys=_TURN_KEYS, dialects=(SQLITE,))
 
 
 def lock_turn(conn: Connection, thread_id: str, turn_id: str) -> TurnRecord:
@@ -87,8 +86,6 @@ def lock_turn(conn: Connection, thread_id: str, turn_id: str) -> TurnRecord:
         "created_at": moment,
         "updated_at": moment,
     }
-    if conn.dialect.name == "postgresql":
-        row = conn.execute(_LOCK_TURN_PG, values).one()
-    else:
-        row = _LOCK_TURN_SQLITE.first(conn, values)
+    lock = _LOCK_TURN_PG if conn.dialect.name == "postgresql" else _LOCK_TURN_SQLITE
+    row = lock.first(conn, values)
     return TurnRecord(row.status, row.prompt_manifest_json, row.manifest_event_id)

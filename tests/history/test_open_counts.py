@@ -1,7 +1,8 @@
-"""The thread's open counts (entries of turns not completed, and their turns) always match its rows.
+"""The thread's open counts (entries of turns not completed, and their turns) and its completed count
+always match its rows.
 
-Appends, rounds and completions keep them in their own transactions (migration
-0006); a load reads them to say what it leaves out. Every step below compares the
+Appends, rounds and completions keep them in their own transactions (migrations
+0006, 0011); a load reads them to say what it leaves out. Every step below compares the
 thread row, and the load's diagnostic for several excluded turns, with a count of
 the rows themselves, on SQLite and PostgreSQL.
 """
@@ -70,8 +71,19 @@ async def said(c: Client, exclude: str) -> tuple[int, int]:
     return int(match[1]), int(match[2])
 
 
+async def completed_counts(server) -> tuple[int, int]:
+    """(the thread row's completed count, its completed entries counted from the rows)."""
+    kept_count = select(ThreadRow.completed_entries).where(ThreadRow.thread_id == THREAD).scalar_subquery()
+    rows = select(func.count()).where(EntryRow.thread_id == THREAD, EntryRow.completed.is_(True))
+    async with server.ctx.engine.connect() as conn:
+        row = (await conn.execute(select(kept_count, rows.scalar_subquery()))).one()
+    return int(row[0]), int(row[1])
+
+
 async def check(server, c: Client) -> None:
     assert await kept(server) == await counted(server)
+    kept_completed, completed_rows = await completed_counts(server)
+    assert kept_completed == completed_rows
     for exclude in ("", "a", "b", "c", "e", "nobody"):
         assert await said(c, exclude) == await counted(server, exclude), exclude
 
@@ -130,6 +142,7 @@ async def test_open_counts_follow_appends_rounds_and_completions(pg_server):
         await complete(c, turn_id)
         await check(pg_server, c)
     assert await kept(pg_server) == (0, 0)
+    assert await completed_counts(pg_server) == (6, 6)
 
 
 def _alembic(connection, revision: str) -> None:
@@ -166,11 +179,14 @@ async def test_the_migration_counts_what_a_thread_already_has_open(database_url)
             await conn.run_sync(_alembic, "head")
             found = (
                 await conn.execute(
-                    select(ThreadRow.thread_id, ThreadRow.open_entries, ThreadRow.open_turns).order_by(
-                        ThreadRow.thread_id
-                    )
+                    select(
+                        ThreadRow.thread_id,
+                        ThreadRow.open_entries,
+                        ThreadRow.open_turns,
+                        ThreadRow.completed_entries,
+                    ).order_by(ThreadRow.thread_id)
                 )
             ).all()
-        assert [tuple(row) for row in found] == [("busy", 3, 2), ("idle", 0, 0)]
+        assert [tuple(row) for row in found] == [("busy", 3, 2, 1), ("idle", 0, 0, 1)]
     finally:
         await engine.dispose()

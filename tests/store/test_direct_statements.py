@@ -1,5 +1,5 @@
 """Every statement the store runs on SQLite's driver (`Direct`) gives the rows and leaves the database
-SQLAlchemy's execution of the same statement gives and leaves.
+SQLAlchemy's execution of the same statement gives and leaves (PostgreSQL's: test_postgres_statements.py).
 
 Each case runs on two copies of one seeded database, once through `Direct` on the
 sqlite3 connection and once through SQLAlchemy; the rows returned and every table
@@ -19,7 +19,7 @@ from sqlalchemy import bindparam, create_engine, select
 
 from pioneer_grpc.events import recorder
 from pioneer_grpc.store import completion, history_state, round, turns
-from pioneer_grpc.store.driver import Direct
+from pioneer_grpc.store.driver import SQLITE, Direct
 from pioneer_grpc.store.entries import THREAD_CALLS_CHUNK, NewEntry, entry_values, thread_calls_in
 from pioneer_grpc.store.models import Base, EntryRow, ThreadRow, ToolCallRow, TurnRow
 from pioneer_grpc.v1 import history_pb2
@@ -90,12 +90,13 @@ CASES: dict[tuple[str, str], list[dict[str, Any]]] = {
 }
 
 
-def _directs() -> dict[tuple[str, str], Direct]:
+def directs(dialect: str) -> dict[tuple[str, str], Direct]:
+    """Every `Direct` of the store's modules compiled for `dialect`, by (module, name)."""
     found = {}
     for module in MODULES:
         short = module.__name__.rsplit(".", 1)[1]
         for name, value in vars(module).items():
-            if isinstance(value, Direct):
+            if isinstance(value, Direct) and dialect in value.dialects:
                 found[short, name] = value
     return found
 
@@ -152,12 +153,12 @@ def _tables(path: Path) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def test_every_direct_statement_has_a_case():
-    assert set(_directs()) == set(CASES)
+    assert set(directs(SQLITE)) == set(CASES)
 
 
 @pytest.mark.parametrize("case", sorted(CASES), ids=lambda case: ".".join(case))
 def test_direct_gives_and_leaves_what_sqlalchemy_does(case, seeded, tmp_path):
-    statement = _directs()[case]
+    statement = directs(SQLITE)[case]
     results, tables = [], []
     for way in ("direct", "sqlalchemy"):
         path = tmp_path / f"{way}.db"

@@ -1,5 +1,6 @@
 """Every PostgreSQL statement that does in one round trip what SQLite does in several gives the answer
-and leaves the rows the separate statements give and leave, on real PostgreSQL.
+and leaves the rows the separate statements give and leave, on real PostgreSQL; and every statement
+`Direct` runs straight on asyncpg gives and leaves what SQLAlchemy's execution of it does.
 
 Each case runs on two copies of one seeded, migrated database: once the one
 statement (`one`), once the separate statements SQLite runs (`separately`, which
@@ -10,27 +11,30 @@ and every table afterwards must be equal. The clock is fixed, so timestamps comp
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
 import pytest
-from sqlalchemy import func
+from sqlalchemy import func, text
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from pioneer_grpc.errors import PioneerError
 from pioneer_grpc.events import recorder
-from pioneer_grpc.store import completion, round, turns
+from pioneer_grpc.store import completion, driver, history_state, round, turns
+from pioneer_grpc.store.driver import POSTGRESQL, Direct
 from pioneer_grpc.store.entries import THREAD_CALLS_CHUNK, NewEntry, entry_values, thread_calls_in
 from pioneer_grpc.store.migrate import migrate
 from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow, TurnRow
-from pioneer_grpc.v1 import chat_pb2, common_pb2, history_pb2
+from pioneer_grpc.store.runner import TransactionRunner, nothing
+from pioneer_grpc.v1 import chat_pb2, common_pb2, history_pb2, prompt_pb2
 from tests.conftest import require_postgres
-from tests.store.test_direct_statements import _EXPANDING_THREAD_CALLS, MOMENT, _entry
+from tests.store.test_direct_statements import _EXPANDING_THREAD_CALLS, MOMENT, _entry, directs
 
 pytestmark = pytest.mark.postgres
 LATER = datetime(2026, 12, 1, 8, 0, 1, 5, tzinfo=UTC)
@@ -170,6 +174,28 @@ def _manifest_columns(turn_id: str, fingerprint: str) -> dict[str, Any]:
     }
 
 
+def _prepared(turn_id: str, fingerprint: str) -> recorder.PreparedManifest:
+    manifest = prompt_pb2.PromptManifest(compiler_version="v1", fingerprint_full=fingerprint)
+    return recorder.prepare_manifest("t", turn_id, manifest)
+
+
+def _without_provisional_ids(recorded: Way) -> Way:
+    """`recorded`'s answer with each provisional (negative) event id as -1: the one statement also
+    draws a provisional number it does not use, so the numbers differ; never their use."""
+
+    def answer(conn: Connection, *args: Any) -> Any:
+        turn, found = recorded(conn, *args)
+        if found.event_id > 0:
+            return turn, found
+        event = type(found.event)()
+        event.CopyFrom(found.event)
+        event.event_id = -1
+        record = turns.TurnRecord(turn.record.status, turn.record.manifest_json, -1)
+        return dataclasses.replace(turn, record=record), recorder.Recorded(-1, event)
+
+    return answer
+
+
 Way = Callable[..., Any]
 # name -> (the one statement, the separate statements, the arguments of each run in order on one database)
 CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
@@ -187,6 +213,19 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
             ("t", "new", ["c1"]),
             ("t", "u1", ["zz"]),
             ("t", "empty", ["c1", "zz"]),
+        ],
+    ),
+    "turn_recorded": (
+        _without_provisional_ids(recorder.turn_recorded_in_one),
+        _without_provisional_ids(recorder.turn_recorded_separately),
+        [
+            (_prepared("u2", "f1"), ["c1", "c9"]),
+            (_prepared("u2", "f1"), []),  # the same manifest: no new event
+            (_prepared("u2", "f2"), ["c1"]),
+            (_prepared("new", "f1"), []),  # a new turn
+            (_prepared("new", "f1"), []),
+            (_prepared("empty", "f3"), ["zz"]),
+            (_prepared("u1", "f4"), []),  # a completed turn
         ],
     ),
     "record_manifest": (
@@ -301,7 +340,7 @@ async def _run_on_copy(
 
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_one_statement_gives_and_leaves_what_the_separate_ones_do(case, template, monkeypatch):
-    for module in (completion, round, turns):
+    for module in (completion, round, turns, recorder):
         monkeypatch.setattr(module, "now", lambda: LATER)
     one, separately, runs = CASES[case]
     answers_one, tables_one = await _run_on_copy(template, one, runs)
@@ -340,3 +379,140 @@ async def test_the_thread_calls_read_in_chunks_are_what_one_expanding_statement_
     whole, _ = await _run_on_copy(template, _calls_in_one_statement, runs)
     assert chunked == whole
     assert chunked == [{"c1": "e4"}] * 4  # two entries made c1: the later one, as the rows' order gives
+
+
+def _through_sqlalchemy(self: Direct, conn: Connection, params: Mapping[str, Any]) -> list[Any]:
+    """`Direct.rows` as SQLAlchemy's execution of the statement."""
+    result = conn.execute(self.statement, dict(params))
+    return list(result) if result.returns_rows else []
+
+
+# Every statement `Direct` runs on asyncpg is run by one of these: name -> (the function, the
+# arguments of each run in order on one database).
+DIRECT_CASES: dict[str, tuple[Way, list[tuple[Any, ...]]]] = {
+    "lock_thread": (round.lock_thread, [("t",), ("nosuch",)]),
+    "lock_turn": (turns.lock_turn, [("t", "u2"), ("t", "new"), ("t", "new")]),
+    "history_read": (
+        history_state.history_read_in,
+        [("t", "", 0), ("t", "u2", 1), ("t", "u1", history_state.NO_ENTRIES), ("nosuch", "", 0)],
+    ),
+    **{name: (one, runs) for name, (one, _, runs) in CASES.items()},
+}
+
+
+@pytest.mark.parametrize("case", sorted(DIRECT_CASES))
+async def test_direct_on_asyncpg_gives_and_leaves_what_sqlalchemy_does(case, template, monkeypatch):
+    for module in (completion, round, turns, recorder):
+        monkeypatch.setattr(module, "now", lambda: LATER)
+    function, runs = DIRECT_CASES[case]
+    answers_direct, tables_direct = await _run_on_copy(template, function, runs)
+    monkeypatch.setattr(Direct, "rows", _through_sqlalchemy)
+    answers_sqlalchemy, tables_sqlalchemy = await _run_on_copy(template, function, runs)
+    assert answers_direct == answers_sqlalchemy
+    assert tables_direct == tables_sqlalchemy
+
+
+async def test_every_direct_statement_for_postgres_runs_on_asyncpg_in_a_case(template, monkeypatch):
+    ran: set[int] = set()
+    on_asyncpg = driver._on_asyncpg
+
+    def recorded(conn: Connection, adapted: Any, compiled: Any, params: Mapping[str, Any]) -> list[Any]:
+        ran.add(id(compiled))
+        return on_asyncpg(conn, adapted, compiled, params)
+
+    monkeypatch.setattr(driver, "_on_asyncpg", recorded)
+    for function, runs in DIRECT_CASES.values():
+        await _run_on_copy(template, function, runs)
+    every = directs(POSTGRESQL)
+    assert {name for name, direct in every.items() if id(direct._pg) in ran} == set(every)
+
+
+_TRANSACTION_ID = Direct(text("SELECT txid_current() AS id"), dialects=(POSTGRESQL,))
+
+
+async def test_a_direct_statement_first_in_a_unit_runs_in_its_transaction(template):
+    """SQLAlchemy's adapter begins its transaction on its first statement; a direct one first begins
+    it too: what it wrote is rolled back with the unit, and SQLAlchemy's statements after it share
+    its transaction."""
+    admin_url, template_name = template
+    name = "copy_" + uuid.uuid4().hex[:16]
+    admin = await asyncpg.connect(_plain(admin_url))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_name}"')
+    finally:
+        await admin.close()
+    engine = create_async_engine(_on(admin_url, name))
+    runner = TransactionRunner(engine)
+    try:
+        raw = await asyncpg.connect(_plain(_on(admin_url, name)))
+        try:
+            before = await _tables(raw)
+
+            def fails(conn: Connection, _: None) -> None:
+                assert completion.completed_in_one(conn, "t", "u2") == 2  # the unit's first statement
+                raise RuntimeError("the unit fails after a direct write")
+
+            with pytest.raises(RuntimeError):
+                await runner.transact(nothing, fails)
+            assert await _tables(raw) == before
+
+            def transaction_ids(conn: Connection, _: None) -> tuple[int, int, int]:
+                direct = _TRANSACTION_ID.first(conn, {}).id
+                through = conn.execute(text("SELECT txid_current()")).scalar_one()
+                return direct, through, _TRANSACTION_ID.first(conn, {}).id
+
+            first, second, third = (await runner.transact(nothing, transaction_ids))[0]
+            assert first == second == third
+            again, _, _ = (await runner.transact(nothing, transaction_ids))[0]
+            assert again != first  # each unit a transaction of its own
+            committed = await runner.transact(
+                nothing, lambda conn, _: completion.completed_in_one(conn, "t", "u2")
+            )
+            assert committed[0] == 2
+            assert await _tables(raw) != before
+        finally:
+            await raw.close()
+    finally:
+        await runner.close()
+        await engine.dispose()
+        await _drop(admin_url, name)
+
+
+async def test_the_history_state_read_keeps_one_plan(template):
+    """Prepared once, the state read is planned for its parameters' values only while PostgreSQL
+    learns its cost, then runs one plan (`pg_prepared_statements` counts each kind): planning it
+    anew for every round cost more than running it (store/history_state.py)."""
+    admin_url, template_name = template
+    name = "copy_" + uuid.uuid4().hex[:16]
+    admin = await asyncpg.connect(_plain(admin_url))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_name}"')
+    finally:
+        await admin.close()
+    try:
+        conn = await asyncpg.connect(_plain(_on(admin_url, name)))
+        try:
+            await conn.execute(
+                "INSERT INTO conversation_entries (thread_id, entry_id, turn_id, role, content, "
+                "tool_calls_json, tool_call_id, name, artifact_refs_json, content_hash, token_count, "
+                "tokenizer, completed, created_at) "
+                "SELECT 't', 'x' || i, 'v' || (i / 4), 1, 'x', '[]', '', '', '[]', 'h', 1, 'cl100k_base', "
+                "true, now() FROM generate_series(1, 400) AS i"
+            )
+            await conn.execute("ANALYZE")
+            compiled = history_state._DIRECT._pg
+            assert compiled is not None
+            statement = await conn.prepare(compiled.sql)
+            for after in [history_state.NO_ENTRIES] * 9 + [0]:
+                values = compiled.values({"thread_id": "t", "exclude_turn_id": "u2", "after": after})
+                rows = await statement.fetch(*values)
+            assert len(rows) == 402  # the last read, after 0: every completed entry
+            generic, custom = await conn.fetchrow(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1",
+                compiled.sql,
+            )
+            assert (generic, custom) == (5, 5)
+        finally:
+            await conn.close()
+    finally:
+        await _drop(admin_url, name)
