@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -297,7 +298,7 @@ def _append_in(
     def check(stored: StoredCalls) -> None:
         _check(call_violations(entries, stored, prefix))
 
-    created = round_store.append(
+    created = round_store.append_rows(
         conn,
         thread_id,
         {turn_id: turn.record for turn_id, turn in turns.items()},
@@ -311,8 +312,29 @@ def _append_in(
     completed = completion.complete_turn_in(conn, thread_id, complete_turn_id) if complete_turn_id else 0
     outcome = entry_store.AppendOutcome([], len(created), len(ids) - len(created), completed)
     if with_entries:
-        outcome.entries.extend(entry_store.stored_entries_in(conn, thread_id, ids))
+        outcome.entries.extend(_answered_entries(conn, thread_id, ids, created, complete_turn_id))
     return outcome
+
+
+def _answered_entries(
+    conn: Connection,
+    thread_id: str,
+    ids: Sequence[str],
+    created: Sequence[tuple[int, dict[str, Any]]],
+    complete_turn_id: str,
+) -> list[history_pb2.ConversationEntry]:
+    """The batch's entries as stored, in its order: those it created from the rows as written (what a
+    read of them gives, tests/history/test_append_answer.py), those stored before read back."""
+    by_id: dict[str, history_pb2.ConversationEntry] = {}
+    for sequence, row in created:
+        # The turn completed in this transaction has its entries completed, as a read would see them.
+        completed = row["completed"] or row["turn_id"] == complete_turn_id
+        row_read = SimpleNamespace(**{**row, "completed": completed}, id=sequence)
+        by_id.setdefault(row["entry_id"], entry_store.entry_message(row_read))
+    stored = [entry_id for entry_id in dict.fromkeys(ids) if entry_id not in by_id]
+    if stored:
+        by_id.update((e.entry_id, e) for e in entry_store.stored_entries_in(conn, thread_id, stored))
+    return [by_id[entry_id] for entry_id in ids]
 
 
 def _checked_content(

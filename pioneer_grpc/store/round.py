@@ -229,9 +229,25 @@ def append(
     stored_turns: dict[str, list[history_pb2.ConversationEntry]] | None = None,
     thread_calls: dict[str, str] | None = None,
 ) -> list[history_pb2.ConversationEntry]:
+    """`append_rows`' entries created, oldest first, as `turn_entries_lean` would read them."""
+    created = append_rows(conn, thread_id, turns, new_entries, tokenizer, check, stored_turns, thread_calls)
+    return [loaded_entry(SimpleNamespace(**row, id=sequence)) for sequence, row in created]
+
+
+def append_rows(
+    conn: Connection,
+    thread_id: str,
+    turns: dict[str, TurnRecord],
+    new_entries: Sequence[NewEntry],
+    tokenizer: str,
+    check: Callable[[StoredCalls], None],
+    stored_turns: dict[str, list[history_pb2.ConversationEntry]] | None = None,
+    thread_calls: dict[str, str] | None = None,
+) -> list[tuple[int, dict[str, Any]]]:
     """Stores the entries (idempotent by entry_id) of `turns` (locked, as `lock_turn` left them);
-    returns those created, oldest first, as `turn_entries_lean` would read them. The one append of
-    AppendEntries and of a PrepareTurn round, inside the caller's transaction, the thread locked.
+    returns each created, oldest first, as (sequence, its row as written: `entry_values`). The one
+    append of AppendEntries and of a PrepareTurn round, inside the caller's transaction, the thread
+    locked.
 
     `stored_turns` are the turns' entries, and `thread_calls` the thread's calls of the
     ids the batch names, when the caller read them already, in this transaction. Unless
@@ -267,8 +283,7 @@ def append(
         if new.entry.entry_id in created and new.entry.turn_id in completed:
             raise turn_completed(thread_id, new.entry)
     # The rows as written are the rows a read returns (text and integers); ids ascend in insertion order.
-    by_id = sorted((created[row["entry_id"]], row) for row in rows if row["entry_id"] in created)
-    return [loaded_entry(SimpleNamespace(**row, id=sequence)) for sequence, row in by_id]
+    return sorted((created[row["entry_id"]], row) for row in rows if row["entry_id"] in created)
 
 
 def inserted_separately(
