@@ -6,7 +6,8 @@ appends and rounds; the open counts lose the turn's entries, and the completed
 count gains them, the first time it completes. Completing a completed turn
 changes nothing and answers the same.
 
-On SQLite the rest is four statements on the driver (store/driver.py); on
+On SQLite the rest is three statements on the driver (store/driver.py; the
+status read only when the turn was completed before or does not exist); on
 PostgreSQL, where each statement is a round trip, the same reads and writes are
 one statement (`_COMPLETE_PG`, data-modifying CTEs). It runs after the lock, as
 a statement of its own: in READ COMMITTED a statement reads the rows committed
@@ -34,9 +35,10 @@ _OF_TURN_ENTRIES = (EntryRow.thread_id == bindparam("b_thread_id")) & (
     EntryRow.turn_id == bindparam("b_turn_id")
 )
 _TURN_STATUS = Direct(select(TurnRow.status).where(_OF_TURN_STATUS), dialects=(SQLITE,))
+# Only a turn not completed yet: no row back for one completed, or for no such turn.
 _COMPLETE_TURN = Direct(
     update(TurnRow)
-    .where(_OF_TURN_STATUS)
+    .where(_OF_TURN_STATUS & (TurnRow.status != bindparam("b_status")))
     .values(status=bindparam("b_status"), updated_at=bindparam("b_updated_at"))
     .returning(TurnRow.turn_id),
     dialects=(SQLITE,),
@@ -116,16 +118,14 @@ def completed_in_one(conn: Connection, thread_id: str, turn_id: str) -> int:
 
 
 def completed_separately(conn: Connection, thread_id: str, turn_id: str) -> int:
-    """SQLite's completion after the lock: the turn's status read, then each write on its own."""
+    """SQLite's completion after the lock: the turn completed unless it was, then each write on its
+    own; the turn's status is read only when it was not completed here (completed before, or none)."""
     params = {"b_thread_id": thread_id, "b_turn_id": turn_id}
-    found = _TURN_STATUS.first(conn, params)
-    if found is None:
-        raise turn_not_found(thread_id, turn_id)
-    if found.status == history_pb2.TURN_STATUS_COMPLETED:
+    completing = {**params, "b_status": history_pb2.TURN_STATUS_COMPLETED, "b_updated_at": now()}
+    if _COMPLETE_TURN.first(conn, completing) is None:
+        if _TURN_STATUS.first(conn, params) is None:
+            raise turn_not_found(thread_id, turn_id)
         return int(_TURN_ENTRY_COUNT.first(conn, params).count)
-    _COMPLETE_TURN.rows(
-        conn, {**params, "b_status": history_pb2.TURN_STATUS_COMPLETED, "b_updated_at": now()}
-    )
     count = len(_COMPLETE_ENTRIES.rows(conn, params))
     if count:
         _LESS_OPEN.rows(conn, {"b_thread_id": thread_id, "b_entries": count, "b_turns": 1})

@@ -65,7 +65,8 @@ CASES: dict[tuple[str, str], list[dict[str, Any]]] = {
     + [{"thread_id": "nosuch", "exclude_turn_id": "", "after": 0}],
     ("completion", "_TURN_STATUS"): [{**T, "b_turn_id": "u2"}, {**T, "b_turn_id": "x"}],
     ("completion", "_COMPLETE_TURN"): [
-        {**T, "b_turn_id": "u2", "b_status": history_pb2.TURN_STATUS_COMPLETED, "b_updated_at": LATER}
+        {**T, "b_turn_id": turn, "b_status": history_pb2.TURN_STATUS_COMPLETED, "b_updated_at": LATER}
+        for turn in ("u2", "u2", "x")
     ],
     ("completion", "_COMPLETE_ENTRIES"): [{**T, "b_turn_id": "u2"}, {**T, "b_turn_id": "x"}],
     ("completion", "_TURN_ENTRY_COUNT"): [{**T, "b_turn_id": "u1"}, {**T, "b_turn_id": "x"}],
