@@ -64,6 +64,23 @@ def entry_violations(
         if len(entry.name) > MAX_ID_CHARS:
             violations.append(FieldViolation(f"{path}.name", f"longer than {MAX_ID_CHARS} characters"))
         violations += parts_violations(entry, path)
+    return violations + _twice(entries, prefix)
+
+
+def _twice(entries: list[history_pb2.ConversationEntry], prefix: str) -> list[FieldViolation]:
+    """An entry_id sent twice in one batch: neither a repeat (nothing stored yet to match) nor two entries."""
+    violations = []
+    first_at: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        seen = first_at.setdefault(entry.entry_id, i)
+        if entry.entry_id and seen != i:
+            violations.append(
+                FieldViolation(
+                    f"{prefix}[{i}].entry_id",
+                    f"entry_id {entry.entry_id!r} is also {prefix}[{seen}]'s: "
+                    "each entry appears once in a request",
+                )
+            )
     return violations
 
 

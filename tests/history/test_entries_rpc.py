@@ -147,3 +147,25 @@ async def test_a_repeated_batch_writes_nothing(pg_server):
     assert after == before
     changed = await failure(append(history, "t", entry("e1", "turn-1", content="changed")))
     assert changed.code == grpc.StatusCode.ALREADY_EXISTS
+
+
+async def test_an_entry_id_twice_in_one_batch_is_invalid_and_stores_nothing(pg_server):
+    history = await pg_server.client()
+    await create(history, "t")
+    await append(history, "t", entry("e0", "turn-1"))
+    for second in (entry("e1", "turn-1"), entry("e1", "turn-1", content="other")):
+        error = await failure(append(history, "t", entry("e1", "turn-1"), entry("e2", "turn-1"), second))
+        assert error.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert error.violations == [
+            (
+                "entries[2].entry_id",
+                "entry_id 'e1' is also entries[0]'s: each entry appears once in a request",
+            ),
+        ]
+    # A stored entry sent twice in one batch is refused as well, not answered as two repeats.
+    error = await failure(append(history, "t", entry("e0", "turn-1"), entry("e0", "turn-1")))
+    assert error.violations == [
+        ("entries[1].entry_id", "entry_id 'e0' is also entries[0]'s: each entry appears once in a request"),
+    ]
+    thread = (await history.get_thread(pb.GetThreadRequest(thread_id="t"))).thread
+    assert thread.entry_count == 1

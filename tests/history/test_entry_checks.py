@@ -83,7 +83,7 @@ def test_a_sound_batch_has_no_violations():
 
 
 def test_every_problem_of_every_entry_is_named_by_its_field():
-    tool_without_id = history_pb2.ConversationEntry(entry_id="e", turn_id="t", role=TOOL, content="x")
+    tool_without_id = history_pb2.ConversationEntry(entry_id="r", turn_id="t", role=TOOL, content="x")
     user_calling = entry("u", USER, calls=("c1",))
     nameless_call = entry("a", ASSISTANT, calls=("",))
     nameless_call.tool_calls[0].name = ""
@@ -113,6 +113,24 @@ def test_every_problem_of_every_entry_is_named_by_its_field():
         ("batch[6].content_parts", "only a user entry or a tool result carries content parts"),
     ]
     assert entry_violations([history_pb2.ConversationEntry(role=USER)])[0].field == "entries[0].entry_id"
+
+
+def test_an_entry_id_twice_is_named_at_each_later_place():
+    found = entry_violations(
+        [entry("a"), entry("b"), entry("a"), entry("a"), entry("b"), entry("c")], prefix="new"
+    )
+    assert pairs(found) == [
+        ("new[2].entry_id", "entry_id 'a' is also new[0]'s: each entry appears once in a request"),
+        ("new[3].entry_id", "entry_id 'a' is also new[0]'s: each entry appears once in a request"),
+        ("new[4].entry_id", "entry_id 'b' is also new[1]'s: each entry appears once in a request"),
+    ]
+    # Entries without an id are named for that alone, not as one another's twins.
+    nameless = history_pb2.ConversationEntry(turn_id="t", role=USER, content="x")
+    assert [v.field for v in entry_violations([nameless, nameless])] == [
+        "entries[0].entry_id",
+        "entries[1].entry_id",
+    ]
+    assert entry_violations([entry("a"), entry("b")]) == []
 
 
 def test_parts_are_capped_in_count_and_inline_bytes():

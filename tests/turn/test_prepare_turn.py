@@ -311,6 +311,22 @@ async def test_every_violation_is_reported_at_once_under_the_requests_own_names(
     assert await c.entry_count("t-all") == 0
 
 
+async def test_one_entry_twice_in_new_entries_is_invalid_and_stores_nothing(server):
+    c = Client(server)
+    await c.thread("t-twice")
+    request = turn_service_pb2.PrepareTurnRequest(
+        thread_id="t-twice",
+        turn_id="turn-1",
+        new_entries=[user_entry("u1", "hi"), user_entry("u2", "and"), user_entry("u1", "hi")],
+        compile_input=compile_input(),
+    )
+    with pytest.raises(RpcFailure) as err:
+        await c.prepare_turn(request)
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert bad_fields(err.value) == ["new_entries[2].entry_id"]
+    assert await c.entry_count("t-twice") == 0
+
+
 async def test_history_report_says_other_incomplete_turns_are_left_out(server):
     c = Client(server)
     await c.thread("t-left-out")
