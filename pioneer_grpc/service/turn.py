@@ -68,6 +68,7 @@ from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import round as round_store
+from pioneer_grpc.store.runner import OnLoop
 from pioneer_grpc.store.work import run_to_end
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2, prompt_pb2, provider_service_pb2, turn_service_pb2
@@ -283,6 +284,25 @@ class _Unsettled(Exception):
 # Times a round settles a history over the threshold before giving up on a thread that keeps changing.
 _SETTLE_ATTEMPTS = 3
 
+# Up to these sizes a round's blocking steps run on the event loop on PostgreSQL rather than hop
+# to a worker thread (store/runner.py, OnLoop): each is then well under a millisecond, less than
+# the hop. The request's encoded size bounds what `prepare` checks, hashes and counts; the turn's
+# own messages bound what `then` renders (the history's part is rendered once and kept); the body's
+# source size bounds what `after` writes as JSON.
+_ON_LOOP_REQUEST_BYTES = 32 * 1024
+_ON_LOOP_OWN_BYTES = 32 * 1024
+_ON_LOOP_BODY_BYTES = 2 * 1024 * 1024
+
+
+def _on_loop(request: turn_service_pb2.PrepareTurnRequest) -> OnLoop[_Round]:
+    def then(done: _Round) -> bool:
+        return sum(m.ByteSize() for m in done.current) <= _ON_LOOP_OWN_BYTES
+
+    def after(done: _Round) -> bool:
+        return done.rendered is None or done.rendered.source_bytes <= _ON_LOOP_BODY_BYTES
+
+    return OnLoop(request.ByteSize() <= _ON_LOOP_REQUEST_BYTES, then, after)
+
 
 def _before_round(
     ctx: ServiceContext,
@@ -443,10 +463,16 @@ async def _committed_round(
 ) -> tuple[_Round, str | None]:
     """The round's transaction, committed; run again after settling a history over the threshold."""
     settled: history_load.Settled | None = None
+    on_loop = _on_loop(request)
     for attempt in range(_SETTLE_ATTEMPTS + 1):
         try:
             done, committed_id = await ctx.runner.transact(
-                prepare, partial(_round, ctx, request, settled), _event_id_setting, then=then, after=_encoded
+                prepare,
+                partial(_round, ctx, request, settled),
+                _event_id_setting,
+                then=then,
+                after=_encoded,
+                on_loop=on_loop,
             )
             return done, committed_id
         except _Unsettled as unsettled:

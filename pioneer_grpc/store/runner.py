@@ -28,6 +28,12 @@ must be short. `after` is blocking work on the committed result (encoding the an
 SQLite it runs in the same thread right after the commit, on PostgreSQL in a worker thread; it
 must not fail, since the transaction it follows has committed.
 
+On PostgreSQL each of those hops costs more than a small step's own work (a
+hand-off to a worker thread and a wake-up back, each contending for the GIL with
+the event loop, which serves every other call meanwhile); so a unit may say with
+`OnLoop` which of its steps are small enough to run right on the event loop. A step
+it does not name as small hops as described.
+
 The SQLite connection is a second connection to the store in this process; the
 two (and those of other worker processes) meet on SQLite's lock with the busy
 timeout, as separate processes always do. Every write transaction starts with a
@@ -43,7 +49,8 @@ import asyncio
 import contextvars
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
@@ -65,6 +72,24 @@ def nothing() -> None:
 def no_setting(_result: object) -> str:
     """The `setting` of a unit of work that reads no session setting after its commit."""
     return ""
+
+
+def _never(_result: object) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class OnLoop(Generic[R]):
+    """Which blocking steps of a unit run on the event loop on PostgreSQL rather than in a worker
+    thread: `prepare` when true, `then` and `after` when their predicate holds for the result they
+    are given. Only for steps bounded to a fraction of a millisecond or so; by default all hop."""
+
+    prepare: bool = False
+    then: Callable[[R], bool] = _never
+    after: Callable[[R], bool] = _never
+
+
+ALL_HOP: OnLoop[object] = OnLoop()
 
 
 class TransactionRunner:
@@ -97,12 +122,14 @@ class TransactionRunner:
         *,
         then: Callable[[R], R] | None = None,
         after: Callable[[R], R] | None = None,
+        on_loop: OnLoop[R] = ALL_HOP,  # type: ignore[assignment]
     ) -> tuple[R, str | None]:
         """`work(conn, prepare())`, committed when it returns, rolled back when it raises; and then
         the session setting `setting` names (or `setting(result)`) as the commit left it. With
         `then`, the result is `then(work(...))`, run before the commit off the event loop; what it
         raises rolls back. With `after`, the result is `after(...)` of that, run after the commit
-        off the event loop (no hop of its own on SQLite).
+        off the event loop (no hop of its own on SQLite). `on_loop` names the steps small enough
+        to run on the event loop instead, on PostgreSQL.
 
         It runs to its end even when the caller is cancelled (store/work.py), and
         driver failures leave it as domain errors. On PostgreSQL a trigger that runs
@@ -112,7 +139,7 @@ class TransactionRunner:
         runs at commit, and when `setting` names none.
         """
         if self._sync is None:
-            return await run_to_end(self._transact_async(prepare, work, setting, then, after))
+            return await run_to_end(self._transact_async(prepare, work, setting, then, after, on_loop))
         # In SQLite's thread, committed with the units waiting beside it (store/batches.py).
         return await run_to_end(self._batches.submit(prepare, work, then, after)), None
 
@@ -169,21 +196,25 @@ class TransactionRunner:
         setting_of: str | Callable[[R], str],
         then: Callable[[R], R] | None,
         after: Callable[[R], R] | None,
+        on_loop: OnLoop[R],
     ) -> tuple[R, str | None]:
-        prepared = prepare() if prepare is nothing else await asyncio.to_thread(prepare)
+        if prepare is nothing or on_loop.prepare:
+            prepared = prepare()
+        else:
+            prepared = await asyncio.to_thread(prepare)
         value = None
         async with self._engine.connect() as conn:
             async with conn.begin():
                 result = await conn.run_sync(work, prepared)
                 if then is not None:
-                    result = await asyncio.to_thread(then, result)
+                    result = then(result) if on_loop.then(result) else await asyncio.to_thread(then, result)
             setting = setting_of(result) if callable(setting_of) else setting_of
             if setting and self._postgres:
                 # Outside any transaction, straight on the driver: one round trip, no BEGIN.
                 driver = (await conn.get_raw_connection()).driver_connection
                 value = await driver.fetchval("SELECT current_setting($1, true)", setting)  # type: ignore[union-attr]
         if after is not None:  # the connection given back first
-            result = await asyncio.to_thread(after, result)
+            result = after(result) if on_loop.after(result) else await asyncio.to_thread(after, result)
         return result, value
 
     @contextmanager
