@@ -74,7 +74,7 @@ async def test_logs_carry_ids_and_no_secrets(pg_server_with_token, caplog, monke
     )
 
     # A database error that is a bug: INTERNAL, naming the request id, logged without its parameters.
-    monkeypatch.setattr(round_store, "append", _broken_append)
+    monkeypatch.setattr(round_store, "append_rows", _broken_append)
     call = history.AppendEntries(
         history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[entry("e3", "u3", content=MARKER)]),
         metadata=_metadata("bug-request-7"),
