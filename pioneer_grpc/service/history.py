@@ -287,7 +287,9 @@ def _append_in(
     entries stored by the append a round makes (store/round.py); with `complete_turn_id`, that
     turn completed in the same transaction (store/completion.py)."""
     locked = round_store.lock_thread(conn, thread_id)
-    tokenizer, new_entries = token_fit.in_thread_tokenizer(ctx.models, locked.model, counted, counted_in)
+    tokenizer, new_entries = token_fit.in_thread_tokenizer(
+        ctx.models, thread_id, locked.model, counted, counted_in
+    )
     # The batch's turns locked with their entries; the thread's calls of the batch's ids read with the first.
     call_ids = named_call_ids(entries)
     turns = {

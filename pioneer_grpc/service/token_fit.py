@@ -3,6 +3,8 @@ model's provider counts for the images and documents entries attach."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -70,12 +72,38 @@ def with_attachments(
     return Attached(tuple(notes), added)
 
 
+class _LastSeenModels:
+    """Each thread's model as its last append or round found it under the thread's lock (the
+    latest threads only): a guess for counting before the next one's transaction."""
+
+    MAX_THREADS = 4096
+
+    def __init__(self) -> None:
+        self._models: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, thread_id: str) -> str | None:
+        with self._lock:
+            return self._models.get(thread_id)
+
+    def put(self, thread_id: str, model: str) -> None:
+        with self._lock:
+            self._models[thread_id] = model
+            self._models.move_to_end(thread_id)
+            if len(self._models) > self.MAX_THREADS:
+                self._models.popitem(last=False)
+
+
+_last_seen = _LastSeenModels()
+
+
 def in_thread_tokenizer(
-    models: Registry, thread_model: str, counted: list[NewEntry], counted_in: str = TOKENIZER
+    models: Registry, thread_id: str, thread_model: str, counted: list[NewEntry], counted_in: str = TOKENIZER
 ) -> tuple[str, list[NewEntry]]:
     """The thread model's tokenizer, and the entries counted in it (they were counted in `counted_in`
     before the transaction, the tokenizer of the model the thread was last seen with: counted
     again when the model changed since). Blocking."""
+    _last_seen.put(thread_id, thread_model)
     tokenizer = counting_for(models, thread_model).tokenizer
     if tokenizer == counted_in:
         return tokenizer, counted
@@ -86,7 +114,8 @@ def in_thread_tokenizer(
 
 
 def likely_tokenizer(models: Registry, load_cache: LoadCache, thread_id: str) -> str:
-    """The tokenizer of the thread's model as its kept history last saw it (cl100k_base when none
-    is kept): what to count new entries in before the transaction that reads the model."""
-    model = load_cache.model_of(thread_id)
+    """The tokenizer of the thread's model as its kept history last saw it, else as this process's
+    last append or round to it saw it (cl100k_base for a thread neither has seen): what to count new
+    entries in before the transaction that reads the model. A wrong guess costs a second count."""
+    model = load_cache.model_of(thread_id) or _last_seen.get(thread_id)
     return TOKENIZER if model is None else counting_for(models, model).tokenizer

@@ -370,7 +370,7 @@ def _round(
         ):
             counted = before.new_entries
             tokenizer, new_entries = token_fit.in_thread_tokenizer(
-                ctx.models, locked.model, counted, before.counted_in
+                ctx.models, thread_id, locked.model, counted, before.counted_in
             )
             own += round_store.insert_turn_entries(
                 conn, thread_id, turn_id, new_entries, tokenizer, check, turn

@@ -111,3 +111,47 @@ async def test_count_tokens_answers_in_the_models_tokenizer(pg_server):
     assert list(answers["gpt-4o-mini"].token_counts[:3]) == tokens.count_blocking(TEXTS, "o200k_base")
     assert list(answers[""].token_counts[:3]) == tokens.count_blocking(TEXTS, "cl100k_base")
     assert answers["gpt-4o-mini"].token_counts != answers[""].token_counts
+
+
+async def test_appends_to_a_thread_nobody_loaded_count_again_only_when_its_model_is_new(
+    pg_server, monkeypatch
+):
+    """Entries are counted before the transaction in the tokenizer the thread's model was last seen
+    with, and again inside it only when that guess was wrong: the first append to a thread, and the
+    first after its model changed; not every append to a thread whose history nobody loaded."""
+    from pioneer_grpc.service import token_fit
+
+    recounted: list[str] = []
+    count = token_fit.count_blocking
+
+    def recording(texts, tokenizer=tokens.TOKENIZER):
+        recounted.append(tokenizer)
+        return count(texts, tokenizer)
+
+    monkeypatch.setattr(token_fit, "count_blocking", recording)
+    history = await pg_server.client()
+    await create(history, "t-guess", config(model="gpt-4o"))
+
+    async def append(entry_id: str) -> history_pb2.ConversationEntry:
+        found = await history.append_entries(
+            pb.AppendEntriesRequest(
+                thread_id="t-guess", entries=[entry(entry_id, "turn-1", content=TEXTS[0])]
+            )
+        )
+        return found.entries[0]
+
+    first = await append("e1")
+    assert recounted == ["o200k_base"]  # the guess for a thread never seen: cl100k_base
+    assert [(await append(f"e{i}")).token_count for i in (2, 3)] == [first.token_count] * 2
+    assert recounted == ["o200k_base"]
+    await history.update_thread(
+        pb.UpdateThreadRequest(
+            thread_id="t-guess",
+            config=config(model="claude-sonnet-4-5"),
+            update_mask=field_mask_pb2.FieldMask(paths=["model"]),
+        )
+    )
+    switched = await append("e4")
+    assert switched.tokenizer == "claude_estimate"
+    await append("e5")
+    assert recounted == ["o200k_base", "claude_estimate"]
