@@ -418,12 +418,14 @@ def has_tool_results(messages: Iterable[chat_pb2.ChatMessage]) -> bool:
     return any(m.role == chat_pb2.CHAT_ROLE_TOOL for m in messages)
 
 
-def _without_messages(request: chat_pb2.ChatRequest) -> chat_pb2.ChatRequest:
-    """A copy of every field but `messages`, which hold nearly all of a large request's bytes:
-    copying them only to drop them would be one long C call."""
+def without_fields(
+    request: chat_pb2.ChatRequest, names: tuple[str, ...] = ("messages",)
+) -> chat_pb2.ChatRequest:
+    """A copy of every field but `names` (the messages hold nearly all of a large request's bytes:
+    copying them only to drop them would be one long C call)."""
     copy = chat_pb2.ChatRequest()
     for descriptor, value in request.ListFields():
-        if descriptor.name == "messages":
+        if descriptor.name in names:
             continue
         if descriptor.is_repeated:
             getattr(copy, descriptor.name).extend(value)
@@ -450,7 +452,7 @@ def adapt(
     stage, and the rules that look at the whole conversation count its messages too.
     `names_only`: the first stage alone (call names).
     """
-    copy = _without_messages(request)
+    copy = without_fields(request)
     for message in paired.messages:
         copy.messages.add().CopyFrom(message)
     adapted = Adapted(copy, spec=spec, prefix=prefix)

@@ -289,16 +289,7 @@ def _head_checked(
     registry: Registry,
 ) -> _Head:
     """The checks of the request's own fields, worked out once for the same fields (and registry)."""
-    own = chat_pb2.ChatRequest()
-    for descriptor, value in request.ListFields():
-        if descriptor.name in ("messages", "compiled_prompt"):
-            continue
-        if descriptor.is_repeated:
-            getattr(own, descriptor.name).extend(value)
-        elif descriptor.message_type is not None:
-            getattr(own, descriptor.name).CopyFrom(value)
-        else:
-            setattr(own, descriptor.name, value)
+    own = provider_rules.without_fields(request, ("messages", "compiled_prompt"))
     encoded = own.SerializeToString(deterministic=True)
     key = b"\0".join(
         [
