@@ -39,7 +39,7 @@ from pioneer_grpc.history.entries import id_violation
 from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.driver import POSTGRESQL, SQLITE, Direct
 from pioneer_grpc.store.entries import loaded_entry
-from pioneer_grpc.store.round import LOAD_NAMES, OF_CALL_IDS, LockedTurn, lock_turn_with_entries
+from pioneer_grpc.store.round import TURN_CALLS_AND_ENTRIES, LockedTurn, lock_turn_with_entries
 from pioneer_grpc.store.runner import TransactionRunner, nothing
 from pioneer_grpc.store.turns import TurnRecord, ensure_thread_in, lock_turn
 from pioneer_grpc.store.work import run_to_end
@@ -264,14 +264,7 @@ _TURN_RECORDED_PG = Direct(
         FROM turn WHERE manifest_event_id < 0
     )
     SELECT
-        turn.status, turn.manifest_event_id,
-        ARRAY(SELECT call_id {OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_ids,
-        ARRAY(SELECT entry_id {OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_entry_ids,
-        {LOAD_NAMES}
-    FROM turn
-    LEFT JOIN conversation_entries AS e ON e.thread_id = :b_thread_id AND e.turn_id = :b_turn_id
-    ORDER BY e.id
-    """
+        turn.status, turn.manifest_event_id,{TURN_CALLS_AND_ENTRIES}    """
     ),
     dialects=(POSTGRESQL,),
 )

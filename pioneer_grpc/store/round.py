@@ -148,10 +148,20 @@ def turn_locked_separately(
     )
 
 
-LOAD_NAMES = ", ".join(f"e.{column.key}" for column in LOAD_COLUMNS)
-OF_CALL_IDS = (
+_LOAD_NAMES = ", ".join(f"e.{column.key}" for column in LOAD_COLUMNS)
+_OF_CALL_IDS = (
     "FROM tool_calls WHERE thread_id = :b_thread_id AND call_id = ANY(CAST(:b_call_ids AS varchar[]))"
 )
+# The end of a statement whose CTE `turn` returns the turn's row: its calls asked for as two
+# arrays, then each of its entries (none: one row, the entry columns NULL), oldest first.
+TURN_CALLS_AND_ENTRIES = f"""
+        ARRAY(SELECT call_id {_OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_ids,
+        ARRAY(SELECT entry_id {_OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_entry_ids,
+        {_LOAD_NAMES}
+    FROM turn
+    LEFT JOIN conversation_entries AS e ON e.thread_id = :b_thread_id AND e.turn_id = :b_turn_id
+    ORDER BY e.id
+"""
 # `turn_locked_separately` in one round trip: the turn's row (created or touched, so locked) with
 # each of its entries (none: one row, the entry columns NULL), the calls as two arrays in the row.
 # The thread's lock came first, in a statement of its own: this one's snapshot has every entry
@@ -166,14 +176,7 @@ _LOCK_TURN_WITH_ENTRIES_PG = Direct(
         RETURNING status, prompt_manifest_json, manifest_event_id
     )
     SELECT
-        turn.status, turn.prompt_manifest_json, turn.manifest_event_id,
-        ARRAY(SELECT call_id {OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_ids,
-        ARRAY(SELECT entry_id {OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_entry_ids,
-        {LOAD_NAMES}
-    FROM turn
-    LEFT JOIN conversation_entries AS e ON e.thread_id = :b_thread_id AND e.turn_id = :b_turn_id
-    ORDER BY e.id
-    """
+        turn.status, turn.prompt_manifest_json, turn.manifest_event_id,{TURN_CALLS_AND_ENTRIES}    """
     ),
     dialects=(POSTGRESQL,),
 )
