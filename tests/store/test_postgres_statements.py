@@ -265,6 +265,18 @@ async def _make_template(admin_url: str, name: str) -> None:
         await engine.dispose()
 
 
+async def _copy(template: tuple[str, str]) -> tuple[str, str]:
+    """A new database made from the template: (the admin URL, its name); `_drop` it after."""
+    admin_url, template_name = template
+    name = "copy_" + uuid.uuid4().hex[:16]
+    admin = await asyncpg.connect(_plain(admin_url))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_name}"')
+    finally:
+        await admin.close()
+    return admin_url, name
+
+
 async def _drop(admin_url: str, name: str) -> None:
     admin = await asyncpg.connect(_plain(admin_url))
     try:
@@ -310,13 +322,7 @@ async def _run_on_copy(
 ) -> tuple[list[Any], dict[str, list[tuple[Any, ...]]]]:
     """Each run of `way` in a transaction of its own on a copy of the template (an error rolls its
     run back); the answers (an error as its class and text) and the tables afterwards."""
-    admin_url, template_name = template
-    name = "copy_" + uuid.uuid4().hex[:16]
-    admin = await asyncpg.connect(_plain(admin_url))
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_name}"')
-    finally:
-        await admin.close()
+    admin_url, name = await _copy(template)
     try:
         engine = create_async_engine(_on(admin_url, name))
         answers: list[Any] = []
@@ -434,13 +440,7 @@ async def test_a_direct_statement_first_in_a_unit_runs_in_its_transaction(templa
     """SQLAlchemy's adapter begins its transaction on its first statement; a direct one first begins
     it too: what it wrote is rolled back with the unit, and SQLAlchemy's statements after it share
     its transaction."""
-    admin_url, template_name = template
-    name = "copy_" + uuid.uuid4().hex[:16]
-    admin = await asyncpg.connect(_plain(admin_url))
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_name}"')
-    finally:
-        await admin.close()
+    admin_url, name = await _copy(template)
     engine = create_async_engine(_on(admin_url, name))
     runner = TransactionRunner(engine)
     try:
@@ -482,13 +482,7 @@ async def test_the_history_state_read_keeps_one_plan(template):
     """Prepared once, the state read is planned for its parameters' values only while PostgreSQL
     learns its cost, then runs one plan (`pg_prepared_statements` counts each kind): planning it
     anew for every round cost more than running it (store/history_state.py)."""
-    admin_url, template_name = template
-    name = "copy_" + uuid.uuid4().hex[:16]
-    admin = await asyncpg.connect(_plain(admin_url))
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_name}"')
-    finally:
-        await admin.close()
+    admin_url, name = await _copy(template)
     try:
         conn = await asyncpg.connect(_plain(_on(admin_url, name)))
         try:
