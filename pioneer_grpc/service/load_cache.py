@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from pioneer_grpc.history.decide import LoadResult, Snapshot
@@ -44,6 +44,23 @@ FRAMED_PARTS = 16
 
 # (thread id, excluded turn id); "" for the answer that excludes nothing.
 Key = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Base:
+    """An earlier answer's rendered prefix, and how this answer's messages differ from its: the
+    messages `dropped` at `start` (the oldest turns, past the turn limit), `added` at the end."""
+
+    prefix: RenderedPrefix
+    added: int
+    start: int = 0
+    dropped: tuple[chat_pb2.ChatMessage, ...] = ()
+
+
+Slide = Callable[
+    [int, RenderedPrefix, Sequence[chat_pb2.ChatMessage], Sequence[chat_pb2.ChatMessage], str],
+    RenderedPrefix | None,
+]
 
 
 @dataclass(frozen=True)
@@ -71,12 +88,11 @@ class CachedLoad:
         default_factory=dict, compare=False, repr=False
     )
     # By (provider, path): the rendered prefix of an earlier answer whose messages this one's
-    # begin with, and how many messages follow them here (a completed turn's): that prefix
-    # extended with them is this answer's rendered prefix (providers/prefix.py: extend_prefix).
-    # Dropped once this answer's own is built.
-    _bases: dict[tuple[int, str], tuple[RenderedPrefix, int]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    # begin with but for `Base.dropped`, and how many messages follow them here (a completed
+    # turn's): that prefix without the dropped ones and extended with them is this answer's
+    # rendered prefix (providers/prefix.py: slide_prefix, extend_prefix). Dropped once this
+    # answer's own is built.
+    _bases: dict[tuple[int, str], Base] = field(default_factory=dict, compare=False, repr=False)
     # Told this answer and the bytes a prefix adds, so the cache that keeps it counts them. It must
     # not hold the answer itself: a cycle would keep every replaced answer (its messages, framed
     # records and prefixes) until a full garbage collection.
@@ -117,13 +133,15 @@ class CachedLoad:
         build: Callable[[int, Sequence[chat_pb2.ChatMessage], str], RenderedPrefix | None],
         extend: Callable[[int, RenderedPrefix, Sequence[chat_pb2.ChatMessage], str], RenderedPrefix | None]
         | None = None,
+        slide: Slide | None = None,
     ) -> RenderedPrefix | None:
         """The messages rendered for `provider` as the start of a round's conversation, built once.
 
         Kept with this answer, so it lives exactly as long as the history it renders
         is the thread's: a change to the history is a new answer. Where this answer
         extends an earlier one whose prefix was built, `extend` renders the new
-        messages after that prefix; where it cannot (None), `build` renders them all.
+        messages after that prefix, once `slide` took the messages this one left out
+        off its front; where either cannot (None), `build` renders them all.
         Blocking.
         """
         key = (provider, path)
@@ -131,9 +149,17 @@ class CachedLoad:
             built = None
             base = self._bases.get(key)
             if base is not None and extend is not None:
-                earlier, added = base
                 messages = self.result.messages
-                built = extend(provider, earlier, messages[len(messages) - added :], path)
+                end = len(messages) - base.added
+                earlier: RenderedPrefix | None = base.prefix
+                if base.dropped:
+                    fits = slide is not None and base.start == len(base.prefix.leading_origins)
+                    rest = messages[base.start : end]
+                    earlier = (
+                        slide(provider, base.prefix, base.dropped, rest, path) if slide and fits else None
+                    )
+                if earlier is not None:
+                    built = extend(provider, earlier, messages[end:], path)
             if built is None:
                 built = build(provider, self.result.messages, path)
             # Two rounds may build it at once: the first one kept is counted.
@@ -149,6 +175,26 @@ class CachedLoad:
         report = history_pb2.HistoryDecisionReport()
         report.CopyFrom(self.result.report)
         return LoadResult(messages=list(self.result.messages), report=report, kept=self.result.kept)
+
+
+def _bases_after(extends: CachedLoad, start: int, count: int, added: int) -> dict[tuple[int, str], Base]:
+    """The earlier answer's prefixes (or what it had to build them from), for an answer that leaves
+    out `count` of its messages at `start` and adds `added`: its messages, once those left out are
+    off their front, are followed by those added. Each counts as a prefix of the answer does."""
+    gone = tuple(extends.result.messages[start : start + count])
+    bases: dict[tuple[int, str], Base] = {}
+    for key, base in dict(extends._bases).items():
+        if not count:
+            bases[key] = replace(base, added=base.added + added)
+        # What is left out now was in the earlier prefix, where it left out before.
+        elif (not base.dropped or base.start == start) and start + count <= len(
+            extends.result.messages
+        ) - base.added:
+            bases[key] = Base(base.prefix, base.added + added, start, (*base.dropped, *gone))
+    for key, prefix in dict(extends._prefixes).items():
+        if prefix is not None:
+            bases[key] = Base(prefix, added, start, gone)
+    return bases
 
 
 class LoadCache:
@@ -240,14 +286,8 @@ class LoadCache:
             ),
             _grown=partial(self._grow, key),
         )
-        if extends is not None and not count and not replaced:
-            # The earlier answer's prefixes (or what it had to extend them from), for the new
-            # messages to follow; each counted as a prefix of this answer is.
-            for prefix_key, (earlier, added) in dict(extends._bases).items():
-                cached._bases[prefix_key] = (earlier, added + len(new))
-            for prefix_key, prefix in dict(extends._prefixes).items():
-                if prefix is not None:
-                    cached._bases[prefix_key] = (prefix, len(new))
+        if extends is not None and not replaced:
+            cached._bases.update(_bases_after(extends, start, count, len(new)))
         if extends is not None:
             # The records framed already stay, but for those left out, the start of the new ones.
             for number, parts in list(extends._framed.items()):

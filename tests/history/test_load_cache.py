@@ -6,7 +6,8 @@ import pytest
 
 from pioneer_grpc.history.budget import Budget
 from pioneer_grpc.history.decide import LoadResult, Snapshot
-from pioneer_grpc.providers.prefix import extend_prefix, render_prefix
+from pioneer_grpc.providers.prefix import extend_prefix, render_prefix, slide_prefix
+from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.service.load_cache import FRAMED_PARTS, LoadCache
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store.history_state import HistoryState
@@ -152,7 +153,7 @@ def test_an_extended_answer_extends_the_rendered_prefix_of_the_answer_it_extends
         anthropic, messages
     )
     assert calls == [("extended", 1), ("whole", 13)]
-    # The oldest turn left out (past the turn limit): nothing to extend, rendered whole.
+    # The oldest turn left out (past the turn limit) without a slide to take it off: rendered whole.
     messages = [*messages[4:], *_turn_messages(3)]
     answer = stored(messages, extends=answer, dropped=(0, 4))
     calls.clear()
@@ -160,6 +161,102 @@ def test_an_extended_answer_extends_the_rendered_prefix_of_the_answer_it_extends
         anthropic, messages
     )
     assert calls == [("whole", 13)]
+
+
+def _own_turn(i: int) -> list[chat_pb2.ChatMessage]:
+    """A turn whose call has an id of its own."""
+    messages = _turn_messages(i)
+    messages[1].tool_calls[0].id = messages[2].tool_call_id = f"call_{i}"
+    return messages
+
+
+@pytest.mark.parametrize("summary", [False, True])
+@pytest.mark.parametrize(
+    "provider",
+    [p for p in sorted(SPECS) if SPECS[p].render_messages is not None],
+    ids=lambda p: SPECS[p].name,
+)
+def test_a_history_sliding_past_the_turn_limit_renders_only_the_turns_that_leave_and_come(
+    provider: int, summary: bool
+) -> None:
+    """Each completed turn pushes the oldest out: the prefix is the earlier one slid and extended
+    (the left turn and the new one rendered, none of the kept ones), equal to the render from
+    scratch, with a round after each turn and with turns completed between rounds. A call id
+    used again across the cut (where ids must be unique) is rendered whole."""
+    cache = LoadCache()
+    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
+    snapshot = Snapshot(budget=Budget(900), summary=None, entries=())
+    calls: list[tuple[str, int]] = []
+
+    def build(provider, messages, path):
+        calls.append(("whole", len(messages)))
+        return render_prefix(provider, messages, path)
+
+    def extend(provider, prefix, messages, path):
+        calls.append(("extended", len(messages)))
+        return extend_prefix(provider, prefix, messages, path)
+
+    def slide(provider, prefix, dropped, kept, path):
+        calls.append(("slid", len(dropped)))
+        return slide_prefix(provider, prefix, dropped, kept, path)
+
+    def prefix_of(answer):
+        return answer.rendered_prefix(provider, "chat_request", build, extend, slide)
+
+    head = [chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_SYSTEM, content="Summary: ...")] if summary else []
+    turns = 30
+    messages = [*head, *(m for i in range(turns) for m in _own_turn(i))]
+    answer = cache.store("t", "", state, snapshot, LoadResult(messages, history_pb2.HistoryDecisionReport()))
+    assert prefix_of(answer) is not None
+    start = len(head)
+    for step, between in enumerate([0, 0, 0, 2, 0, 3, 0, 0]):
+        # `between` turns completed with no round between, then one with a round after it.
+        for _ in range(between + 1):
+            messages = [*head, *messages[start + 4 :], *_own_turn(turns)]
+            turns += 1
+            answer = cache.store(
+                "t",
+                "",
+                state,
+                snapshot,
+                LoadResult(messages, history_pb2.HistoryDecisionReport()),
+                extends=answer,
+                dropped=(start, 4),
+            )
+        calls.clear()
+        assert prefix_of(answer) == render_prefix(provider, messages), step
+        assert calls == [("slid", 4 * (between + 1)), ("extended", 4 * (between + 1))], step
+    # A turn using the id of a call that is about to leave: ids unique in the conversation are
+    # rewritten by their uses before, which the slide changes.
+    reused = _own_turn(turns)
+    reused[1].tool_calls[0].id = reused[2].tool_call_id = messages[start + 6].tool_call_id
+    messages = [*head, *messages[start + 4 :], *reused]
+    answer = cache.store(
+        "t",
+        "",
+        state,
+        snapshot,
+        LoadResult(messages, history_pb2.HistoryDecisionReport()),
+        extends=answer,
+        dropped=(start, 4),
+    )
+    assert prefix_of(answer) == render_prefix(provider, messages)  # sent as call_N#2 where unique
+    messages = [*head, *messages[start + 4 :], *_own_turn(turns + 1)]
+    answer = cache.store(
+        "t",
+        "",
+        state,
+        snapshot,
+        LoadResult(messages, history_pb2.HistoryDecisionReport()),
+        extends=answer,
+        dropped=(start, 4),
+    )
+    calls.clear()
+    assert prefix_of(answer) == render_prefix(provider, messages)
+    if SPECS[provider].unique_call_ids:
+        assert calls == [("slid", 4), ("whole", len(messages))]
+    else:
+        assert calls == [("slid", 4), ("extended", 4)]
 
 
 def test_turns_completed_one_after_another_add_their_records_as_parts_never_copying_the_kept_ones():
