@@ -30,7 +30,7 @@ from dataclasses import replace
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.providers import provider_rules
 from pioneer_grpc.providers.common import Options, Prepared, media_of, system_messages, take_leading_system
-from pioneer_grpc.providers.conversation import Notice, PairedPrefix, RenderedPrefix, _Call, pair_prefix
+from pioneer_grpc.providers.conversation import CallAt, Notice, PairedPrefix, RenderedPrefix, pair_prefix
 from pioneer_grpc.providers.spec import ProviderSpec
 from pioneer_grpc.providers.specs import spec_for
 from pioneer_grpc.providers.validate import message_checks
@@ -180,9 +180,9 @@ def slide_prefix(
     What the whole conversation records (the tools called, whether results or media are
     among the messages) is read again from `kept` where `dropped` had any.
     """
-    if not continues(prefix, provider, path, chat_pb2.ChatRequest(messages=kept)):
+    if prefix.provider != provider or prefix.path != path or not kept or not dropped:
         return None
-    if not dropped or dropped[0].role != chat_pb2.CHAT_ROLE_USER:
+    if kept[0].role != chat_pb2.CHAT_ROLE_USER or dropped[0].role != chat_pb2.CHAT_ROLE_USER:
         return None
     last = dropped[-1]
     if last.role != chat_pb2.CHAT_ROLE_ASSISTANT or last.tool_calls:
@@ -268,21 +268,21 @@ class _Moved:
                 out.append(replace(notice, field=f"{notice.field[: found.start(1)]}{index}]{rest}"))
         return tuple(out)
 
-    def calls(self, calls: Mapping[str, _Call]) -> dict[str, _Call]:
-        out: dict[str, _Call] = {}
-        for call_id, call in calls.items():
-            index = self.index(call.index)
-            if index is not None:
-                out[call_id] = replace(call, index=index)
-        return out
+    def calls(self, calls: Mapping[str, CallAt]) -> dict[str, CallAt]:
+        start, end, count = self.start, self.start + self.count, self.count
+        return {
+            call_id: call if call.message < start else CallAt(call.message - count, call.position, call.name)
+            for call_id, call in calls.items()
+            if not start <= call.message < end
+        }
 
     def indices(self, answered: Mapping[str, int]) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for call_id, at in answered.items():
-            index = self.index(at)
-            if index is not None:
-                out[call_id] = index
-        return out
+        start, end, count = self.start, self.start + self.count, self.count
+        return {
+            call_id: index if index < start else index - count
+            for call_id, index in answered.items()
+            if not start <= index < end
+        }
 
 
 def _called(
