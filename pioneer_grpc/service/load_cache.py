@@ -20,8 +20,8 @@ thread-safe (rounds on SQLite run in the store's own thread, see store/runner.py
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -69,8 +69,9 @@ class CachedLoad:
     # Shared between callers: never mutated, handed out as `copy()` where a caller may change it.
     result: LoadResult
     encoded_messages: tuple[bytes, ...]
-    # The turns of the entries read; None when unknown (then it serves its own question only).
-    turn_ids: frozenset[str] | None
+    # The turns of the entries read, with how many entries each; None when unknown (then it
+    # serves its own question only).
+    turn_ids: Mapping[str, int] | None
     more_entries: bool
     # What it was decided from, when a load that reads more completed entries may extend it
     # (history_current.py): the answer is `decide.full` of it (of `cleared`, when given), nothing
@@ -177,6 +178,30 @@ class CachedLoad:
         return LoadResult(messages=list(self.result.messages), report=report, kept=self.result.kept)
 
 
+def _turns_read(
+    snapshot: Snapshot,
+    extends: CachedLoad | None,
+    count: int,
+    entries: Sequence[history_pb2.ConversationEntry],
+) -> dict[str, int] | None:
+    """`CachedLoad.turn_ids` of an answer read as `snapshot`: of `extends`, without its first
+    `count` entries and with `entries` added, where it extends one."""
+    if snapshot.repairs:
+        return None  # a repaired read may have dropped entries: which turns it read is not known
+    if extends is None or extends.turn_ids is None or (count and extends.snapshot is None):
+        return dict(Counter(entry.turn_id for entry in snapshot.entries))
+    turns = dict(extends.turn_ids)
+    for entry in extends.snapshot.entries[:count] if count and extends.snapshot else ():
+        left = turns[entry.turn_id] - 1
+        if left:
+            turns[entry.turn_id] = left
+        else:
+            del turns[entry.turn_id]
+    for entry in entries:
+        turns[entry.turn_id] = turns.get(entry.turn_id, 0) + 1
+    return turns
+
+
 def _bases_after(extends: CachedLoad, start: int, count: int, added: int) -> dict[tuple[int, str], Base]:
     """The earlier answer's prefixes (or what it had to build them from), for an answer that leaves
     out `count` of its messages at `start` and adds `added`: its messages, once those left out are
@@ -265,14 +290,7 @@ class LoadCache:
             state=state,
             result=result,
             encoded_messages=encoded,
-            # A repaired read may have dropped entries: which turns it read is then not known.
-            turn_ids=(
-                None
-                if snapshot.repairs
-                else extends.turn_ids | {entry.turn_id for entry in entries}
-                if extends is not None and extends.turn_ids is not None and not count
-                else frozenset(entry.turn_id for entry in snapshot.entries)
-            ),
+            turn_ids=_turns_read(snapshot, extends, count, entries),
             more_entries=snapshot.more_entries,
             snapshot=snapshot if extendable else None,
             cleared=cleared if extendable else None,
@@ -291,17 +309,19 @@ class LoadCache:
         if extends is not None:
             # The records framed already stay, but for those left out, the start of the new ones.
             for number, parts in list(extends._framed.items()):
-                if replaced or count:
+                if count:
+                    head = len(repeated_records(number, old[:start]))
+                    cut = head + len(repeated_records(number, old[start : start + count]))
+                    if cut <= len(parts[0]):  # the oldest records only: the later parts stay as they are
+                        parts = (parts[0][:head] + parts[0][cut:], *parts[1:])
+                    else:
+                        framed = b"".join(parts)
+                        parts = (framed[:head] + framed[cut:],)
+                if replaced:
                     framed = b"".join(parts)
-                    if replaced:
-                        framed = framed[
-                            : len(framed) - len(repeated_records(number, old[len(old) - replaced :]))
-                        ]
-                    if count:
-                        head = len(repeated_records(number, old[:start]))
-                        cut = head + len(repeated_records(number, old[start : start + count]))
-                        framed = framed[:head] + framed[cut:]
-                    parts = (framed,)
+                    parts = (
+                        framed[: len(framed) - len(repeated_records(number, old[len(old) - replaced :]))],
+                    )
                 parts = (*parts, repeated_records(number, new))
                 cached._framed[number] = parts if len(parts) <= FRAMED_PARTS else (b"".join(parts),)
         size = cached.encoded_size + result.report.ByteSize()

@@ -279,3 +279,36 @@ def test_turns_completed_one_after_another_add_their_records_as_parts_never_copy
         if len(parts) > 1:  # the kept parts themselves, not copies
             assert all(a is b for a, b in zip(parts, earlier, strict=False))
     assert first[0] is not answer.framed_parts(number)[0]  # joined once the parts were too many
+
+
+@pytest.mark.parametrize("summary", [False, True])
+def test_turns_that_leave_are_cut_from_the_first_part_the_later_parts_kept_as_they_are(summary: bool):
+    """Past the turn limit, each completed turn adds its part and takes the oldest turn's
+    records off the first part (the summary's record stays first): the later parts are the
+    kept ones, not copies."""
+    cache = LoadCache()
+    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
+    snapshot = Snapshot(budget=Budget(900), summary=None, entries=())
+    number = 2
+    head = [chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_SYSTEM, content="Summary: ...")] if summary else []
+    messages = [*head, *(m for i in range(40) for m in _turn_messages(i))]
+    answer = cache.store("t", "", state, snapshot, LoadResult(messages, history_pb2.HistoryDecisionReport()))
+    answer.framed_parts(number)
+    for i in range(40, 40 + 3 * FRAMED_PARTS):
+        messages = [*head, *messages[len(head) + 4 :], *_turn_messages(i)]
+        earlier = answer.framed_parts(number)
+        report = history_pb2.HistoryDecisionReport()
+        answer = cache.store(
+            "t",
+            "",
+            state,
+            snapshot,
+            LoadResult(messages, report),
+            extends=answer,
+            dropped=(len(head), 4),
+        )
+        parts = answer.framed_parts(number)
+        assert b"".join(parts) == repeated_records(number, [m.SerializeToString() for m in messages])
+        assert len(parts) <= FRAMED_PARTS
+        if len(parts) > 1:
+            assert all(a is b for a, b in zip(parts[1:-1], earlier[1:], strict=True))
