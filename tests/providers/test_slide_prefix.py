@@ -7,9 +7,11 @@ opening system message, turns that start with the assistant) are seen through a 
 turns that moves one turn each step, as a history past the turn limit is: the oldest turn
 leaves, the completed one comes. Each step's prefix is the previous one slid
 (`slide_prefix`) then extended (`extend_prefix`), else rendered whole where either says
-None, and must equal `render_prefix` of the window. Half the sessions number their call ids
-from call_0 every turn (a provider that needs ids unique in the conversation rewrites their
-reuses: a slide changes those rewrites, and is None), half give each call an id of its own.
+None, and must equal `render_prefix` of the window; a round after it (the user's next
+message) renders to the bytes and notices of the whole request rendered from scratch.
+Half the sessions number their call ids from call_0 every turn (a provider that needs ids
+unique in the conversation rewrites their reuses: a slide changes those rewrites, and is
+None), half give each call an id of its own.
 """
 
 from __future__ import annotations
@@ -23,11 +25,14 @@ import pytest
 from google.protobuf import json_format
 
 from pioneer_grpc.providers import prefix as prefix_module
+from pioneer_grpc.providers.conversation import RenderedPrefix
 from pioneer_grpc.providers.prefix import extend_prefix, render_prefix, slide_prefix
+from pioneer_grpc.providers.render import render, render_after
 from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
+from tests.providers.conformance import conformances
 from tests.providers.test_extend_prefix import _same
-from tests.providers.test_generated_sessions import SEED, Writer, _turn
+from tests.providers.test_generated_sessions import SEED, TOOLS, Writer, _turn
 
 P = provider_service_pb2
 PROVIDERS = sorted(p for p in SPECS if SPECS[p].render_messages is not None)
@@ -89,6 +94,7 @@ def test_a_prefix_slid_turn_by_turn_is_the_prefix_rendered_whole(provider: int) 
             if extended is not None:
                 assert whole is not None, where
                 _same(extended, whole)
+                _same_body(provider, extended, head + kept + added, number)
                 seen["slid and extended"] += 1
             prefix = extended if extended is not None else whole
     assert seen["slid and extended"] >= 80, seen
@@ -101,6 +107,23 @@ def test_a_prefix_slid_turn_by_turn_is_the_prefix_rendered_whole(provider: int) 
         assert seen["not slid, a turn starting with the assistant"] >= 3, seen
     if SPECS[provider].unique_call_ids:
         assert seen["not slid, a call id used again"] >= 3, seen
+
+
+def _same_body(
+    provider: int, prefix: RenderedPrefix, history: list[chat_pb2.ChatMessage], number: int
+) -> None:
+    """A round after the prefix renders the body (bytes and notices) of the whole request."""
+    model = conformances()[provider].models[number % len(conformances()[provider].models)]
+    own = {"model": model.id, "messages": [{"role": "CHAT_ROLE_USER", "content": f"Next {number}"}]}
+    if number % 3 == 0:
+        own["tools"] = TOOLS
+    tail = json_format.ParseDict(own, chat_pb2.ChatRequest())
+    whole = chat_pb2.ChatRequest()
+    whole.CopyFrom(tail)
+    del whole.messages[:]
+    whole.messages.extend([*history, *tail.messages])
+    after = render_after(prefix, provider, tail, lambda: whole, source_bytes=whole.ByteSize())  # type: ignore[arg-type]
+    assert after.encoded() == render(provider, whole, capped_parts=True)  # type: ignore[arg-type]
 
 
 def _why(provider: int, gone: list[chat_pb2.ChatMessage], kept: list[chat_pb2.ChatMessage]) -> str:
