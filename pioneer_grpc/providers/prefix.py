@@ -242,6 +242,86 @@ def slide_prefix(
     )
 
 
+def cut_prefix(
+    provider: int,
+    prefix: RenderedPrefix,
+    removed: Sequence[chat_pb2.ChatMessage],
+    kept: Sequence[chat_pb2.ChatMessage],
+    path: str = "chat_request",
+) -> RenderedPrefix | None:
+    """`render_prefix` of the prefix's messages without their last ones, `removed`; `kept` are the
+    messages before those (but the opening system ones). Only `removed` is rendered (alone, to
+    learn what it added); None where the result may differ from the render from scratch, which
+    is then the answer.
+
+    It is the same exactly where `removed` starts with a user message and `kept` ends with an
+    assistant message without tool calls (nothing merges across the cut, no call is answered
+    across it), no call id of `removed` is used in `kept` too (the pairing would name the call
+    `kept` made with it), and every notice names a message by its index (those of `removed` go).
+    What the whole conversation records (the tools called, whether results or media are among
+    the messages) is read again from `kept` where `removed` had any.
+    """
+    if prefix.provider != provider or prefix.path != path or not kept or not removed:
+        return None
+    if removed[0].role != chat_pb2.CHAT_ROLE_USER:
+        return None
+    last = kept[-1]
+    if last.role != chat_pb2.CHAT_ROLE_ASSISTANT or last.tool_calls:
+        return None
+    spec = spec_for(provider)
+    gone = render_prefix(provider, removed, path)
+    if spec is None or gone is None or gone.leading_system or len(gone.rendered) > len(prefix.rendered):
+        return None
+    uses = dict(prefix.call_id_uses)
+    for call_id, count in gone.call_id_uses.items():
+        if uses.get(call_id, 0) != count:
+            return None  # used in `kept` too (or not at all: not the prefix of these messages)
+        del uses[call_id]
+    start = len(prefix.leading_origins)
+    moved = _Moved(path, start + len(kept), len(removed))
+    notices = [
+        moved.notices(notices)
+        for notices in (
+            prefix.pairing.notices,
+            prefix.call_name_notices,
+            prefix.call_id_notices,
+            prefix.message_notices,
+        )
+    ]
+    pairing_notices, call_name_notices, call_id_notices, message_notices = notices
+    if None in notices or len(gone.system_texts) > len(prefix.system_texts):
+        return None
+    assert pairing_notices is not None and call_name_notices is not None
+    assert call_id_notices is not None and message_notices is not None
+    pairing = PairedPrefix(
+        size=prefix.pairing.size - len(removed),
+        calls=moved.calls(prefix.pairing.calls),
+        answered=moved.indices(prefix.pairing.answered),
+        notices=pairing_notices,
+    )
+    called = prefix.called
+    if gone.called:
+        before = set(_called(spec, tuple(gone.called), kept))
+        called = tuple(name for name in prefix.called if name not in gone.called or name in before)
+    return replace(
+        prefix,
+        pairing=pairing,
+        call_name_notices=call_name_notices,
+        call_id_notices=call_id_notices,
+        message_notices=message_notices,
+        call_id_uses=uses,
+        called=called,
+        has_results=(
+            bool(pairing_notices) or provider_rules.has_tool_results(kept)
+            if gone.has_results
+            else prefix.has_results
+        ),
+        rendered=prefix.rendered[: len(prefix.rendered) - len(gone.rendered)],
+        system_texts=prefix.system_texts[: len(prefix.system_texts) - len(gone.system_texts)],
+        media_kinds=_media_kinds(kept) if gone.media_kinds else prefix.media_kinds,
+    )
+
+
 class _Moved:
     """Indices of a prefix's messages once `count` of them at `start` are gone: those before stay,
     those gone go, those after move down by `count`."""

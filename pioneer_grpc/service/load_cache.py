@@ -49,14 +49,17 @@ Key = tuple[str, str]
 @dataclass(frozen=True)
 class Base:
     """An earlier answer's rendered prefix, and how this answer's messages differ from its: the
-    messages `dropped` at `start` (the oldest turns, past the turn limit), `added` at the end."""
+    messages `dropped` at `start` (the oldest turns, past the turn limit), its last messages
+    `removed` (the turns from a tool result cleared since, sent anew), `added` at the end."""
 
     prefix: RenderedPrefix
     added: int
     start: int = 0
     dropped: tuple[chat_pb2.ChatMessage, ...] = ()
+    removed: tuple[chat_pb2.ChatMessage, ...] = ()
 
 
+# (provider, prefix, messages taken off it, the messages it keeps but its opening system ones, path)
 Slide = Callable[
     [int, RenderedPrefix, Sequence[chat_pb2.ChatMessage], Sequence[chat_pb2.ChatMessage], str],
     RenderedPrefix | None,
@@ -135,6 +138,7 @@ class CachedLoad:
         extend: Callable[[int, RenderedPrefix, Sequence[chat_pb2.ChatMessage], str], RenderedPrefix | None]
         | None = None,
         slide: Slide | None = None,
+        cut: Slide | None = None,
     ) -> RenderedPrefix | None:
         """The messages rendered for `provider` as the start of a round's conversation, built once.
 
@@ -142,7 +146,8 @@ class CachedLoad:
         is the thread's: a change to the history is a new answer. Where this answer
         extends an earlier one whose prefix was built, `extend` renders the new
         messages after that prefix, once `slide` took the messages this one left out
-        off its front; where either cannot (None), `build` renders them all.
+        off its front, or `cut` those it has anew off its end; where any cannot (None),
+        `build` renders them all.
         Blocking.
         """
         key = (provider, path)
@@ -159,6 +164,10 @@ class CachedLoad:
                     earlier = (
                         slide(provider, base.prefix, base.dropped, rest, path) if slide and fits else None
                     )
+                if base.removed:
+                    start = len(base.prefix.leading_origins)
+                    rest = messages[start:end]
+                    earlier = cut(provider, base.prefix, base.removed, rest, path) if cut else None
                 if earlier is not None:
                     built = extend(provider, earlier, messages[end:], path)
             if built is None:
@@ -220,6 +229,24 @@ def _bases_after(extends: CachedLoad, start: int, count: int, added: int) -> dic
         if prefix is not None:
             bases[key] = Base(prefix, added, start, gone)
     return bases
+
+
+def _bases_cut(extends: CachedLoad, replaced: int, size: int) -> dict[tuple[int, str], Base]:
+    """The earlier answer's prefixes for an answer of `size` messages that has its last `replaced`
+    messages anew: each without its messages from the turn of the first one replaced on (a user
+    message starts it), followed by this answer's from there."""
+    old = extends.result.messages
+    start = len(old) - replaced
+    while start >= 0 and (start == len(old) or old[start].role != chat_pb2.CHAT_ROLE_USER):
+        start -= 1
+    if start < 0:
+        return {}
+    removed = tuple(old[start:])
+    return {
+        key: Base(prefix, size - start, removed=removed)
+        for key, prefix in dict(extends._prefixes).items()
+        if prefix is not None
+    }
 
 
 class LoadCache:
@@ -306,6 +333,8 @@ class LoadCache:
         )
         if extends is not None and not replaced:
             cached._bases.update(_bases_after(extends, start, count, len(new)))
+        elif extends is not None and not count:
+            cached._bases.update(_bases_cut(extends, replaced, len(result.messages)))
         if extends is not None:
             # The records framed already stay, but for those left out, the start of the new ones.
             for number, parts in list(extends._framed.items()):

@@ -6,7 +6,7 @@ import pytest
 
 from pioneer_grpc.history.budget import Budget
 from pioneer_grpc.history.decide import LoadResult, Snapshot
-from pioneer_grpc.providers.prefix import extend_prefix, render_prefix, slide_prefix
+from pioneer_grpc.providers.prefix import cut_prefix, extend_prefix, render_prefix, slide_prefix
 from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.service.load_cache import FRAMED_PARTS, LoadCache
 from pioneer_grpc.store import entries as entry_store
@@ -312,3 +312,70 @@ def test_turns_that_leave_are_cut_from_the_first_part_the_later_parts_kept_as_th
         assert len(parts) <= FRAMED_PARTS
         if len(parts) > 1:
             assert all(a is b for a, b in zip(parts[1:-1], earlier[1:], strict=True))
+
+
+@pytest.mark.parametrize("summary", [False, True])
+@pytest.mark.parametrize(
+    "provider",
+    [p for p in sorted(SPECS) if SPECS[p].render_messages is not None],
+    ids=lambda p: SPECS[p].name,
+)
+def test_a_cleared_history_renders_only_the_turns_it_sends_anew(provider: int, summary: bool) -> None:
+    """A cleared history clears one more tool result each completed turn: the messages from that
+    result on are sent anew. The prefix is the earlier one cut before that result's turn and
+    extended with the turns from there (none of the kept ones rendered), equal to the render from
+    scratch."""
+    cache = LoadCache()
+    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
+    snapshot = Snapshot(budget=Budget(900), summary=None, entries=())
+    calls: list[tuple[str, int]] = []
+
+    def build(provider, messages, path):
+        calls.append(("whole", len(messages)))
+        return render_prefix(provider, messages, path)
+
+    def extend(provider, prefix, messages, path):
+        calls.append(("extended", len(messages)))
+        return extend_prefix(provider, prefix, messages, path)
+
+    def cut(provider, prefix, removed, kept, path):
+        calls.append(("cut", len(removed)))
+        return cut_prefix(provider, prefix, removed, kept, path)
+
+    def prefix_of(answer):
+        return answer.rendered_prefix(provider, "chat_request", build, extend, None, cut)
+
+    head = [chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_SYSTEM, content="Summary: ...")] if summary else []
+    turns = [_own_turn(i) for i in range(20)]
+
+    def flat():
+        return [*head, *(m for turn in turns for m in turn)]
+
+    keep = 3
+    for turn in turns[:-keep]:
+        turn[2].content = "[cleared]"
+    messages = flat()
+    answer = cache.store("t", "", state, snapshot, LoadResult(messages, history_pb2.HistoryDecisionReport()))
+    assert prefix_of(answer) is not None
+    for step in range(6):
+        old = messages
+        turns.append(_own_turn(len(turns)))
+        cleared = turns[-keep - 1]  # its result now older than the newest `keep`
+        cleared[2] = chat_pb2.ChatMessage()
+        cleared[2].CopyFrom(_own_turn(len(turns) - keep - 1)[2])
+        cleared[2].content = "[cleared]"
+        messages = flat()
+        replaced = len(old) - (len(head) + 4 * (len(turns) - keep - 1) + 2)
+        answer = cache.store(
+            "t",
+            "",
+            state,
+            snapshot,
+            LoadResult(messages, history_pb2.HistoryDecisionReport()),
+            extends=answer,
+            replaced=replaced,
+        )
+        calls.clear()
+        assert prefix_of(answer) == render_prefix(provider, messages), step
+        # The cleared result's turn and those after it taken off, and sent anew with the new turn.
+        assert calls == [("cut", 4 * keep), ("extended", 4 * (keep + 1))], (step, calls)

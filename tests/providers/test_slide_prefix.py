@@ -26,7 +26,7 @@ from google.protobuf import json_format
 
 from pioneer_grpc.providers import prefix as prefix_module
 from pioneer_grpc.providers.conversation import RenderedPrefix
-from pioneer_grpc.providers.prefix import extend_prefix, render_prefix, slide_prefix
+from pioneer_grpc.providers.prefix import cut_prefix, extend_prefix, render_prefix, slide_prefix
 from pioneer_grpc.providers.render import render, render_after
 from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
@@ -168,3 +168,70 @@ def test_a_slide_renders_the_turn_that_leaves_alone(provider: int, monkeypatch: 
     assert rendered == [len(gone)]
     assert len(kept) > len(gone)
     assert json.dumps(slid.rendered) == json.dumps(render_prefix(provider, head + kept).rendered)  # type: ignore[union-attr]
+
+
+def _cleared(messages: list[chat_pb2.ChatMessage]) -> list[chat_pb2.ChatMessage]:
+    """The messages with each tool result's text replaced, as a cleared history sends them."""
+    out = []
+    for message in messages:
+        copy = chat_pb2.ChatMessage()
+        copy.CopyFrom(message)
+        if copy.role == chat_pb2.CHAT_ROLE_TOOL:
+            copy.content = "[tool result cleared]"
+        out.append(copy)
+    return out
+
+
+@pytest.mark.parametrize("provider", PROVIDERS, ids=[SPECS[p].name for p in PROVIDERS])
+def test_a_prefix_cut_at_a_turn_and_extended_again_is_the_prefix_rendered_whole(provider: int) -> None:
+    """A cleared history clears one more tool result each turn: the messages from that result's
+    turn on are sent anew. The kept prefix cut before that turn (`cut_prefix`) and extended with
+    the turns anew and the completed one equals the render from scratch, every time."""
+    seen: Counter[str] = Counter()
+    for number in range(SESSIONS):
+        messages, lead, starts = _session(number * len(PROVIDERS) + provider, bool(number % 2))
+        head = messages[:lead]
+        for end in range(2, len(starts) - 1):
+            prefix = render_prefix(provider, head + messages[starts[0] : starts[end]])
+            if prefix is None:
+                continue
+            back = 1 + (number + end) % 2  # the turns sent anew: one or two
+            if end - back < 1:
+                continue
+            kept = messages[starts[0] : starts[end - back]]
+            removed = messages[starts[end - back] : starts[end]]
+            where = f"session {number}, turns [{end - back}:{end}] for {SPECS[provider].name}"
+            cut = cut_prefix(provider, prefix, removed, kept)
+            scratch = render_prefix(provider, head + kept)
+            if cut is None:
+                if scratch is not None:
+                    seen["not cut, " + _cut_why(removed, kept)] += 1
+                continue
+            assert scratch is not None, where
+            _same(cut, scratch)
+            seen["cut"] += 1
+            if cut.call_id_notices or cut.message_notices or cut.pairing.notices:
+                seen["cut with notices"] += 1
+            anew = [*_cleared(removed), *messages[starts[end] : starts[end + 1]]]
+            extended = extend_prefix(provider, cut, anew)
+            whole = render_prefix(provider, head + kept + anew)
+            if extended is not None:
+                assert whole is not None, where
+                _same(extended, whole)
+                _same_body(provider, extended, head + kept + anew, number)
+                seen["cut and extended"] += 1
+    assert seen["cut and extended"] >= 60, seen
+    assert seen["cut with notices"] >= 10, seen
+    assert seen["not cut, other"] == 0, seen
+    assert seen["not cut, a call id used on both sides"] >= 3, seen
+    assert seen["not cut, a turn ending on a call or result"] >= 3, seen
+
+
+def _cut_why(removed: list[chat_pb2.ChatMessage], kept: list[chat_pb2.ChatMessage]) -> str:
+    if removed[0].role != chat_pb2.CHAT_ROLE_USER:
+        return "a turn starting with the assistant or a system message"
+    if kept[-1].role != chat_pb2.CHAT_ROLE_ASSISTANT or kept[-1].tool_calls:
+        return "a turn ending on a call or result"
+    if {c.id for m in removed for c in m.tool_calls} & {c.id for m in kept for c in m.tool_calls}:
+        return "a call id used on both sides"
+    return "other"
