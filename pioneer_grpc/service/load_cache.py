@@ -221,9 +221,11 @@ def _bases_after(extends: CachedLoad, start: int, count: int, added: int) -> dic
         if not count:
             bases[key] = replace(base, added=base.added + added)
         # What is left out now was in the earlier prefix, where it left out before.
-        elif (not base.dropped or base.start == start) and start + count <= len(
-            extends.result.messages
-        ) - base.added:
+        elif (
+            not base.removed
+            and (not base.dropped or base.start == start)
+            and start + count <= len(extends.result.messages) - base.added
+        ):
             bases[key] = Base(base.prefix, base.added + added, start, (*base.dropped, *gone))
     for key, prefix in dict(extends._prefixes).items():
         if prefix is not None:
