@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from pioneer_grpc.providers import prefix as prefix_module
 from pioneer_grpc.providers.conversation import RenderedPrefix
 from pioneer_grpc.service import turn as turn_module
@@ -21,14 +23,24 @@ TURNS = 10
 LINES = 40  # a tool result of about 800 tokens: clearing it saves most of them
 
 
+@pytest.mark.parametrize(
+    ("provider", "model"),
+    [
+        (P.PROVIDER_ANTHROPIC_MESSAGES, "claude-sonnet-4-5"),
+        (P.PROVIDER_OPENAI_CHAT_COMPLETIONS, "gpt-5"),
+        (P.PROVIDER_GEMINI_GENERATE_CONTENT, "gemini-2.5-flash"),
+        (P.PROVIDER_AMAZON_BEDROCK_CONVERSE, "anthropic.claude-3-5-sonnet-20241022-v2:0"),
+    ],
+    ids=["anthropic", "openai-chat", "gemini", "bedrock"],
+)
 async def test_the_first_round_of_a_cleared_history_renders_the_turns_sent_anew_only(
-    database_url, server_factory, monkeypatch
+    database_url, server_factory, monkeypatch, provider, model
 ):
     one = await server_factory(database_url=database_url)
     other = await server_factory(database_url=database_url)
     mine, theirs = Client(one), Client(other)
     await mine.create_thread(
-        history_service_pb2.CreateThreadRequest(thread_id="t", config=config(7_000, 1_000, model="gpt-5"))
+        history_service_pb2.CreateThreadRequest(thread_id="t", config=config(7_000, 1_000, model=model))
     )
     renders = Renders(monkeypatch)
 
@@ -43,7 +55,6 @@ async def test_the_first_round_of_a_cleared_history_renders_the_turns_sent_anew_
         return prefix_module.cut_prefix(provider, prefix, removed, kept, path)
 
     monkeypatch.setattr(turn_module, "cut_prefix", cut)
-    provider = P.PROVIDER_OPENAI_CHAT_COMPLETIONS
     cleared_rounds = 0
     previous = None
     for i in range(TURNS):
