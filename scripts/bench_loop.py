@@ -16,7 +16,7 @@ Beside them, labelled (not the headline): the loop past its window. A thread see
 MAX_LOADED_TURNS completed turns (smaller ones, about as many tokens as the realistic
 thread in all), so that every turn the loop completes pushes the oldest one out of the
 history a load reads: one loop's step ratios against the same-bytes echo.
-`--past-window-only` measures that figure alone (SQLite).
+`--past-window-only` measures that figure alone (SQLite unless --backend names another).
 """
 
 from __future__ import annotations
@@ -296,28 +296,32 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
     parser.add_argument(
-        "--past-window-only", action="store_true", help="the loop past its window alone, SQLite"
+        "--past-window-only",
+        action="store_true",
+        help="the loop past its window alone (SQLite unless --backend says otherwise)",
     )
     args = parser.parse_args()
     from bench import start_postgres, stop_postgres
 
+    async def figures(address: str, request_file: Path, backend: str) -> list[dict[str, Any]]:
+        if args.past_window_only:
+            return [await past_window_figure(address, request_file, backend)]
+        return await loop_figures(address, request_file, backend)
+
+    backend = "sqlite" if args.past_window_only and "--backend" not in sys.argv else args.backend
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="pioneer-bench-loop-") as tmp:
         home, request_file = loop_inputs(Path(tmp))
-        if args.past_window_only:
+        if backend in ("sqlite", "both"):
             async with serve(f"sqlite+aiosqlite:///{Path(tmp) / 'loop.db'}", home) as address:
-                print(json.dumps(await past_window_figure(address, request_file, "sqlite")))
-            return
-        if args.backend in ("sqlite", "both"):
-            async with serve(f"sqlite+aiosqlite:///{Path(tmp) / 'loop.db'}", home) as address:
-                results += await loop_figures(address, request_file, "sqlite")
-        if args.backend in ("postgresql", "both"):
+                results += await figures(address, request_file, "sqlite")
+        if backend in ("postgresql", "both"):
             cluster = Path(tempfile.mkdtemp(prefix="pioneer-bench-pg-", dir="/tmp"))
             try:
                 admin_url = os.environ.get("PIONEER_BENCH_PG_URL", "")
                 admin_url = admin_url or await asyncio.to_thread(start_postgres, cluster)
                 async with scratch_database(admin_url) as url, serve(url, home) as address:
-                    results += await loop_figures(address, request_file, "postgresql")
+                    results += await figures(address, request_file, "postgresql")
             finally:
                 await asyncio.to_thread(stop_postgres, cluster)
     for result in results:
