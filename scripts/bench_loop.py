@@ -11,6 +11,12 @@ the throughput, each against echoes of the same bytes sent by the same loops
 right after, on the same server. Then LoadConversationHistory right after a
 completed turn, against its echo and against LangChain's `trim_messages` with an
 exact tiktoken counter, in process, on the same thread's messages.
+
+Beside them, labelled (not the headline): the loop past its window. A thread seeded with
+MAX_LOADED_TURNS completed turns (smaller ones, about as many tokens as the realistic
+thread in all), so that every turn the loop completes pushes the oldest one out of the
+history a load reads: one loop's step ratios against the same-bytes echo.
+`--past-window-only` measures that figure alone (SQLite unless --backend names another).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -36,7 +43,14 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from bench_events import scratch_database, serve  # noqa: E402
 from bench_inputs import loop_inputs  # noqa: E402
 
-from pioneer_grpc.v1 import chat_pb2, history_service_pb2, history_service_pb2_grpc  # noqa: E402
+from pioneer_grpc.history.budget import MAX_LOADED_TURNS  # noqa: E402
+from pioneer_grpc.v1 import (  # noqa: E402
+    chat_pb2,
+    common_pb2,
+    history_pb2,
+    history_service_pb2,
+    history_service_pb2_grpc,
+)
 
 LOADER = ROOT / "clients" / "go" / "bin" / "pioneer-load"
 # Measured turns per loop: the seeded 50 grow to about 120 with one loop (with the loads
@@ -66,11 +80,25 @@ SHAPES = {
 HEADLINE = "chat request and body"
 
 
-def run_loop(address: str, loops: int, request_file: Path, shape: str = HEADLINE) -> dict[str, Any]:
+def run_loop(
+    address: str, loops: int, request_file: Path, shape: str = HEADLINE, thread: str = ""
+) -> dict[str, Any]:
     args = [
-        str(LOADER), "-addr", address, "-rpc", "loop", "-concurrency", str(loops),
-        "-requests", str(TURNS[loops]), "-seed-entries", "200", "-input", str(request_file),
+        str(LOADER),
+        "-addr",
+        address,
+        "-rpc",
+        "loop",
+        "-concurrency",
+        str(loops),
+        "-requests",
+        str(TURNS[loops]),
+        "-seed-entries",
+        "200",
+        "-input",
+        str(request_file),
         *SHAPES[shape],
+        *(["-thread", thread] if thread else []),
     ]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
@@ -158,6 +186,7 @@ async def loop_figures(address: str, request_file: Path, backend: str) -> list[d
         {"figure": f"loop, {backend}, trim_messages", "load_p50_ms": load_p50, **trim},
         {"figure": f"loop, {backend}, ratios", **figures},
         *[await shape_figures(address, request_file, backend, s) for s in SHAPES if s != HEADLINE],
+        await past_window_figure(address, request_file, backend),
     ]
 
 
@@ -167,6 +196,82 @@ async def shape_figures(address: str, request_file: Path, backend: str, shape: s
     return {
         "figure": f"loop, {backend}, 1 loop, {shape} (not the headline)",
         "response_bytes": one["first_prepare"]["response_bytes"],
+        "first PrepareTurn p50 vs echo": one["first_prepare"]["p50_vs_echo"],
+        "inside PrepareTurn p50 vs echo": one["inside_prepare"]["p50_vs_echo"],
+        "whole turn p50 vs two echoes": one["turn_vs_two_echoes"],
+    }
+
+
+# The thread past its window: MAX_LOADED_TURNS turns of a user message, a call to read_file, its
+# result and the answer, words per entry as below (about 100,000 tokens in all, as the realistic
+# thread of pioneer-load's -seed-entries 200), in a thread as pioneer-load creates.
+PAST_WINDOW_WORDS = (30, 12, 190, 70)
+VOCABULARY = (
+    "the build fails in src/server/app.py because load_config returns None when the file is missing; "
+    "we decided to keep the default path, add a fallback, and retry with exponential backoff. "
+    "def parse(items: list[str]) -> dict[str, int]: return {k: len(k) for k in items} # 42 ms p99"
+).split()
+
+
+def _past_window_turn(n: int) -> list[history_pb2.ConversationEntry]:
+    turn, rng = f"old-{n:04d}", random.Random(n)
+    user, call, result, answer = (
+        " ".join(rng.choice(VOCABULARY) for _ in range(words)) for words in PAST_WINDOW_WORDS
+    )
+    call_id = f"call_old_{n:04d}"
+    tool_call = common_pb2.ToolCall(id=call_id, name="read_file", arguments=f'{{"path":"src/m_{n:04d}.py"}}')
+    return [
+        history_pb2.ConversationEntry(
+            entry_id=f"{turn}-u", turn_id=turn, role=history_pb2.ENTRY_ROLE_USER, content=user
+        ),
+        history_pb2.ConversationEntry(
+            entry_id=f"{turn}-c", turn_id=turn, role=history_pb2.ENTRY_ROLE_ASSISTANT, content=call,
+            tool_calls=[tool_call],
+        ),
+        history_pb2.ConversationEntry(
+            entry_id=f"{turn}-r", turn_id=turn, role=history_pb2.ENTRY_ROLE_TOOL, tool_call_id=call_id,
+            name="read_file", content=result,
+        ),
+        history_pb2.ConversationEntry(
+            entry_id=f"{turn}-a", turn_id=turn, role=history_pb2.ENTRY_ROLE_ASSISTANT, content=answer
+        ),
+    ]  # fmt: skip
+
+
+async def seed_past_window(address: str) -> tuple[str, history_pb2.HistoryDecisionReport]:
+    """A thread holding MAX_LOADED_TURNS completed turns, and its history's report."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        history = history_service_pb2_grpc.HistoryServiceStub(channel)
+        config = history_pb2.ThreadConfig(
+            model="gpt-4o-mini", max_context_tokens=400_000, response_reserve_tokens=16_000
+        )
+        created = await history.CreateThread(history_service_pb2.CreateThreadRequest(config=config))
+        thread = created.thread.thread_id
+        for n in range(MAX_LOADED_TURNS):
+            entries = _past_window_turn(n)
+            await history.AppendEntries(
+                history_service_pb2.AppendEntriesRequest(thread_id=thread, entries=entries, counts_only=True)
+            )
+            await history.CompleteTurn(
+                history_service_pb2.CompleteTurnRequest(thread_id=thread, turn_id=entries[0].turn_id)
+            )
+        loaded = await history.LoadConversationHistory(
+            history_service_pb2.LoadConversationHistoryRequest(thread_id=thread)
+        )
+    return thread, loaded.report
+
+
+async def past_window_figure(address: str, request_file: Path, backend: str) -> dict[str, Any]:
+    """The loop on a thread past its window: each completed turn pushes the oldest one out."""
+    thread, report = await seed_past_window(address)
+    if report.decision != history_pb2.HISTORY_DECISION_FULL or report.entries_kept != 4 * MAX_LOADED_TURNS:
+        raise RuntimeError(f"the thread past its window does not load whole: {report}")
+    one = await asyncio.to_thread(run_loop, address, 1, request_file, HEADLINE, thread)
+    return {
+        "figure": f"loop past the window, {backend}, 1 loop (not the headline)",
+        "history_turns": MAX_LOADED_TURNS,
+        "history_tokens": report.tokens_after,
+        "first_prepare_p50_ms": one["first_prepare"]["p50_ms"],
         "first PrepareTurn p50 vs echo": one["first_prepare"]["p50_vs_echo"],
         "inside PrepareTurn p50 vs echo": one["inside_prepare"]["p50_vs_echo"],
         "whole turn p50 vs two echoes": one["turn_vs_two_echoes"],
@@ -190,22 +295,33 @@ def loop_goal_lines(results: list[dict[str, Any]]) -> list[str]:
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
+    parser.add_argument(
+        "--past-window-only",
+        action="store_true",
+        help="the loop past its window alone (SQLite unless --backend says otherwise)",
+    )
     args = parser.parse_args()
     from bench import start_postgres, stop_postgres
 
+    async def figures(address: str, request_file: Path, backend: str) -> list[dict[str, Any]]:
+        if args.past_window_only:
+            return [await past_window_figure(address, request_file, backend)]
+        return await loop_figures(address, request_file, backend)
+
+    backend = "sqlite" if args.past_window_only and "--backend" not in sys.argv else args.backend
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="pioneer-bench-loop-") as tmp:
         home, request_file = loop_inputs(Path(tmp))
-        if args.backend in ("sqlite", "both"):
+        if backend in ("sqlite", "both"):
             async with serve(f"sqlite+aiosqlite:///{Path(tmp) / 'loop.db'}", home) as address:
-                results += await loop_figures(address, request_file, "sqlite")
-        if args.backend in ("postgresql", "both"):
+                results += await figures(address, request_file, "sqlite")
+        if backend in ("postgresql", "both"):
             cluster = Path(tempfile.mkdtemp(prefix="pioneer-bench-pg-", dir="/tmp"))
             try:
                 admin_url = os.environ.get("PIONEER_BENCH_PG_URL", "")
                 admin_url = admin_url or await asyncio.to_thread(start_postgres, cluster)
                 async with scratch_database(admin_url) as url, serve(url, home) as address:
-                    results += await loop_figures(address, request_file, "postgresql")
+                    results += await figures(address, request_file, "postgresql")
             finally:
                 await asyncio.to_thread(stop_postgres, cluster)
     for result in results:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pioneer_grpc.errors import FieldViolation
 from pioneer_grpc.v1 import chat_pb2
@@ -43,9 +43,10 @@ class Notice:
     field: str
 
 
-@dataclass(frozen=True)
-class _Call:
-    index: int  # message index in the request
+class CallAt(NamedTuple):
+    """Where a tool call was made (a tuple: a slid prefix makes many, providers/prefix.py)."""
+
+    message: int  # index of the message in the request
     position: int  # index in that message's tool_calls
     name: str
 
@@ -66,8 +67,8 @@ class _Pairing:
         self.path = path
         self.breakers = breakers
         self.out = Paired([], [])
-        self.open: dict[str, _Call] = {}
-        self.calls: dict[str, _Call] = {}
+        self.open: dict[str, CallAt] = {}
+        self.calls: dict[str, CallAt] = {}
         self.answered: dict[str, int] = {}
         self.violations: list[FieldViolation] = []
         self.notices: list[Notice] = []
@@ -85,13 +86,13 @@ class _Pairing:
                     content=INTERRUPTED_RESULT,
                 )
             )
-            self.out.origins.append(call.index)
+            self.out.origins.append(call.message)
             self.notices.append(
                 Notice(
                     INTERRUPTED_TOOL_CALL_ANSWERED,
                     f"call {call_id!r} to {call.name!r} has no result before the next message: "
                     "a result saying it was interrupted was sent in its place",
-                    self.field(call.index, f".tool_calls[{call.position}]"),
+                    self.field(call.message, f".tool_calls[{call.position}]"),
                 )
             )
         self.open.clear()
@@ -105,7 +106,7 @@ class _Pairing:
                 self.violations.append(
                     FieldViolation(
                         self.field(index, f".tool_calls[{j}].id"),
-                        f"duplicate of messages[{earlier.index}].tool_calls[{earlier.position}].id "
+                        f"duplicate of messages[{earlier.message}].tool_calls[{earlier.position}].id "
                         f"{call.id!r}, which is still open: a call id must be unique among the calls "
                         "not answered yet",
                     )
@@ -113,7 +114,7 @@ class _Pairing:
                 continue
             # An id may be used again once its call is answered: the new call is the one it names now.
             self.answered.pop(call.id, None)
-            self.calls[call.id] = self.open[call.id] = _Call(index, j, call.name)
+            self.calls[call.id] = self.open[call.id] = CallAt(index, j, call.name)
 
     def add_result(self, index: int, message: chat_pb2.ChatMessage) -> None:
         call_id = message.tool_call_id
@@ -124,7 +125,7 @@ class _Pairing:
                     FieldViolation(
                         self.field(index, ".name"),
                         f"names tool {message.name!r}, but call {call_id!r} "
-                        f"(messages[{call.index}]) is to {call.name!r}",
+                        f"(messages[{call.message}]) is to {call.name!r}",
                     )
                 )
             self.answered[call_id] = index
@@ -133,7 +134,7 @@ class _Pairing:
             first = self.answered[call_id]
             description = f"a second result for call {call_id!r} (messages[{first}] answered it)"
         elif call_id in self.calls:
-            made = self.calls[call_id].index
+            made = self.calls[call_id].message
             description = (
                 f"answers call {call_id!r} of messages[{made}], but another message comes between: "
                 "a result must follow the assistant message that made the call"
@@ -148,7 +149,7 @@ class PairedPrefix:
     """Where pairing stands after the first `size` messages of a conversation, every call answered."""
 
     size: int
-    calls: Mapping[str, _Call]
+    calls: Mapping[str, CallAt]
     answered: Mapping[str, int]
     notices: tuple[Notice, ...]
 

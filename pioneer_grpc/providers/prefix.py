@@ -15,16 +15,23 @@ The same boundary lets a prefix grow: after a completed turn the kept history is
 the previous one followed by the turn's messages, and `extend_prefix` renders
 only those after the previous prefix (None where the boundary does not hold, and
 the whole history is rendered again: `render_prefix` stays the reference).
+
+And slide: past the turn limit the oldest turns leave the history as new ones
+come, and `slide_prefix` takes the left turns off the front of a prefix without
+rendering the rest again (`slide_prefix` says where that holds).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.providers import provider_rules
 from pioneer_grpc.providers.common import Options, Prepared, media_of, system_messages, take_leading_system
-from pioneer_grpc.providers.conversation import RenderedPrefix, pair_prefix
+from pioneer_grpc.providers.conversation import CallAt, Notice, PairedPrefix, RenderedPrefix, pair_prefix
+from pioneer_grpc.providers.spec import ProviderSpec
 from pioneer_grpc.providers.specs import spec_for
 from pioneer_grpc.providers.validate import message_checks
 from pioneer_grpc.v1 import chat_pb2
@@ -144,4 +151,241 @@ def continues(prefix: RenderedPrefix, provider: int, path: str, request: chat_pb
         and prefix.path == path
         and len(request.messages) > 0
         and request.messages[0].role == chat_pb2.CHAT_ROLE_USER
+    )
+
+
+def slide_prefix(
+    provider: int,
+    prefix: RenderedPrefix,
+    dropped: Sequence[chat_pb2.ChatMessage],
+    kept: Sequence[chat_pb2.ChatMessage],
+    path: str = "chat_request",
+) -> RenderedPrefix | None:
+    """`render_prefix` of the prefix's messages without `dropped`, the messages right after its
+    opening system ones; `kept` are the messages that follow them. Only `dropped` is rendered
+    (alone, to learn what it added); None where the result may differ from the render from
+    scratch, which is then the answer.
+
+    What `dropped` rendered is the prefix's first rendered messages, and nothing of `kept`
+    depends on it, exactly when:
+    - `dropped` starts with a user message and ends with an assistant message without tool
+      calls, and `kept` starts with a user message: no call of `dropped` is answered in `kept`,
+      no message merges across either boundary (Gemini's and Bedrock's merges join assistant
+      messages, Bedrock's user ones; an assistant message never merges with a user one), the
+      opening system messages stay the opening ones, and the pairing and the notices of `kept`
+      go on as they began;
+    - where call ids must be unique in the conversation, no id of `dropped` is used in `kept`
+      again (its later uses are rewritten by how often it was used before: that changes);
+    - every notice names a message by its index (they are moved down by len(dropped)).
+    What the whole conversation records (the tools called, whether results or media are
+    among the messages) is read again from `kept` where `dropped` had any.
+    """
+    if prefix.provider != provider or prefix.path != path or not kept or not dropped:
+        return None
+    if kept[0].role != chat_pb2.CHAT_ROLE_USER or dropped[0].role != chat_pb2.CHAT_ROLE_USER:
+        return None
+    last = dropped[-1]
+    if last.role != chat_pb2.CHAT_ROLE_ASSISTANT or last.tool_calls:
+        return None
+    spec = spec_for(provider)
+    gone = render_prefix(provider, dropped, path)
+    if spec is None or gone is None or gone.leading_system or len(gone.rendered) > len(prefix.rendered):
+        return None
+    uses = dict(prefix.call_id_uses)
+    for call_id, count in gone.call_id_uses.items():
+        left = uses.get(call_id, 0) - count
+        if left < 0 or (left and spec.unique_call_ids):
+            return None
+        if left:
+            uses[call_id] = left
+        else:
+            del uses[call_id]
+    start, count = len(prefix.leading_origins), len(dropped)
+    moved = _Moved(path, start, count)
+    notices = [
+        moved.notices(notices)
+        for notices in (
+            prefix.pairing.notices,
+            prefix.call_name_notices,
+            prefix.call_id_notices,
+            prefix.message_notices,
+        )
+    ]
+    pairing_notices, call_name_notices, call_id_notices, message_notices = notices
+    if None in notices or len(gone.system_texts) > len(prefix.system_texts):
+        return None
+    assert pairing_notices is not None and call_name_notices is not None
+    assert call_id_notices is not None and message_notices is not None
+    pairing = PairedPrefix(
+        size=prefix.pairing.size - count,
+        calls=moved.calls(prefix.pairing.calls),
+        answered=moved.indices(prefix.pairing.answered),
+        notices=pairing_notices,
+    )
+    return replace(
+        prefix,
+        pairing=pairing,
+        call_name_notices=call_name_notices,
+        call_id_notices=call_id_notices,
+        message_notices=message_notices,
+        call_id_uses=uses,
+        called=_called(spec, prefix.called, kept) if gone.called else prefix.called,
+        # A call left without a result gets one (with a notice of the pairing's).
+        has_results=(
+            bool(pairing_notices) or provider_rules.has_tool_results(kept)
+            if gone.has_results
+            else prefix.has_results
+        ),
+        rendered=prefix.rendered[len(gone.rendered) :],
+        system_texts=prefix.system_texts[len(gone.system_texts) :],
+        media_kinds=_media_kinds(kept) if gone.media_kinds else prefix.media_kinds,
+    )
+
+
+def cut_prefix(
+    provider: int,
+    prefix: RenderedPrefix,
+    removed: Sequence[chat_pb2.ChatMessage],
+    kept: Sequence[chat_pb2.ChatMessage],
+    path: str = "chat_request",
+) -> RenderedPrefix | None:
+    """`render_prefix` of the prefix's messages without their last ones, `removed`; `kept` are the
+    messages before those (but the opening system ones). Only `removed` is rendered (alone, to
+    learn what it added); None where the result may differ from the render from scratch, which
+    is then the answer.
+
+    It is the same exactly where `removed` starts with a user message and `kept` ends with an
+    assistant message without tool calls (nothing merges across the cut, no call is answered
+    across it), no call id of `removed` is used in `kept` too (the pairing would name the call
+    `kept` made with it), and every notice names a message by its index (those of `removed` go).
+    What the whole conversation records (the tools called, whether results or media are among
+    the messages) is read again from `kept` where `removed` had any.
+    """
+    if prefix.provider != provider or prefix.path != path or not kept or not removed:
+        return None
+    if removed[0].role != chat_pb2.CHAT_ROLE_USER:
+        return None
+    last = kept[-1]
+    if last.role != chat_pb2.CHAT_ROLE_ASSISTANT or last.tool_calls:
+        return None
+    spec = spec_for(provider)
+    gone = render_prefix(provider, removed, path)
+    if spec is None or gone is None or gone.leading_system or len(gone.rendered) > len(prefix.rendered):
+        return None
+    uses = dict(prefix.call_id_uses)
+    for call_id, count in gone.call_id_uses.items():
+        if uses.get(call_id, 0) != count:
+            return None  # used in `kept` too (or not at all: not the prefix of these messages)
+        del uses[call_id]
+    start = len(prefix.leading_origins)
+    moved = _Moved(path, start + len(kept), len(removed))
+    notices = [
+        moved.notices(notices)
+        for notices in (
+            prefix.pairing.notices,
+            prefix.call_name_notices,
+            prefix.call_id_notices,
+            prefix.message_notices,
+        )
+    ]
+    pairing_notices, call_name_notices, call_id_notices, message_notices = notices
+    if None in notices or len(gone.system_texts) > len(prefix.system_texts):
+        return None
+    assert pairing_notices is not None and call_name_notices is not None
+    assert call_id_notices is not None and message_notices is not None
+    pairing = PairedPrefix(
+        size=prefix.pairing.size - len(removed),
+        calls=moved.calls(prefix.pairing.calls),
+        answered=moved.indices(prefix.pairing.answered),
+        notices=pairing_notices,
+    )
+    called = prefix.called
+    if gone.called:
+        before = set(_called(spec, tuple(gone.called), kept))
+        called = tuple(name for name in prefix.called if name not in gone.called or name in before)
+    return replace(
+        prefix,
+        pairing=pairing,
+        call_name_notices=call_name_notices,
+        call_id_notices=call_id_notices,
+        message_notices=message_notices,
+        call_id_uses=uses,
+        called=called,
+        has_results=(
+            bool(pairing_notices) or provider_rules.has_tool_results(kept)
+            if gone.has_results
+            else prefix.has_results
+        ),
+        rendered=prefix.rendered[: len(prefix.rendered) - len(gone.rendered)],
+        system_texts=prefix.system_texts[: len(prefix.system_texts) - len(gone.system_texts)],
+        media_kinds=_media_kinds(kept) if gone.media_kinds else prefix.media_kinds,
+    )
+
+
+class _Moved:
+    """Indices of a prefix's messages once `count` of them at `start` are gone: those before stay,
+    those gone go, those after move down by `count`."""
+
+    def __init__(self, path: str, start: int, count: int) -> None:
+        self.start, self.count = start, count
+        self.field = re.compile(re.escape(f"{path}.messages[") + r"(\d+)\]")
+
+    def index(self, index: int) -> int | None:
+        if index < self.start:
+            return index
+        return None if index < self.start + self.count else index - self.count
+
+    def notices(self, notices: Sequence[Notice]) -> tuple[Notice, ...] | None:
+        """None when a notice names no message by its index."""
+        out: list[Notice] = []
+        for notice in notices:
+            found = self.field.match(notice.field)
+            if found is None:
+                return None
+            index = self.index(int(found[1]))
+            if index is not None:
+                rest = notice.field[found.end() :]
+                out.append(replace(notice, field=f"{notice.field[: found.start(1)]}{index}]{rest}"))
+        return tuple(out)
+
+    def calls(self, calls: Mapping[str, CallAt]) -> dict[str, CallAt]:
+        start, end, count = self.start, self.start + self.count, self.count
+        return {
+            call_id: call if call.message < start else CallAt(call.message - count, call.position, call.name)
+            for call_id, call in calls.items()
+            if not start <= call.message < end
+        }
+
+    def indices(self, answered: Mapping[str, int]) -> dict[str, int]:
+        start, end, count = self.start, self.start + self.count, self.count
+        return {
+            call_id: index if index < start else index - count
+            for call_id, index in answered.items()
+            if not start <= index < end
+        }
+
+
+def _called(
+    spec: ProviderSpec, called: tuple[str, ...], kept: Sequence[chat_pb2.ChatMessage]
+) -> tuple[str, ...]:
+    """`provider_rules.tools_called` of `kept` as adapted, when its tools are among `called`: read
+    until every one of `called` was seen (all are, but those only `dropped` called)."""
+    wanted = set(called)
+    found: dict[str, None] = {}
+    for message in kept:
+        for call in message.tool_calls:
+            name = provider_rules.sent_call_name(spec, call.name)
+            if name in wanted and name not in found:
+                found[name] = None
+        if len(found) == len(wanted):
+            break
+    return tuple(found)
+
+
+def _media_kinds(messages: Sequence[chat_pb2.ChatMessage]) -> frozenset[str]:
+    return frozenset(
+        media[0]
+        for message in messages
+        for part in message.content_parts
+        if (media := media_of(part)) is not None
     )

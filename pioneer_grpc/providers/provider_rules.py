@@ -377,6 +377,11 @@ def _sent_call_name(name: str, chars: str, max_chars: int) -> str:
     return sent
 
 
+def sent_call_name(spec: ProviderSpec, name: str) -> str:
+    """A history call's name as `_call_names` sends it to the provider of `spec`."""
+    return _sent_call_name(name, spec.tool_name_chars, spec.max_tool_name_chars) if name else name
+
+
 def _call_names(adapted: Adapted, origins: list[int], path: str) -> None:
     if adapted.prefix is not None:
         adapted.notices.extend(adapted.prefix.call_name_notices)

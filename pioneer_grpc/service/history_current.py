@@ -22,6 +22,7 @@ The extension gives exactly what the whole read gives (`decide.full`, of the
 cleared snapshot for a cleared history): tests/history/test_history_current.py
 compares them.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace

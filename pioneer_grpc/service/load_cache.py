@@ -20,9 +20,9 @@ thread-safe (rounds on SQLite run in the store's own thread, see store/runner.py
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from pioneer_grpc.history.decide import LoadResult, Snapshot
@@ -47,13 +47,34 @@ Key = tuple[str, str]
 
 
 @dataclass(frozen=True)
+class Base:
+    """An earlier answer's rendered prefix, and how this answer's messages differ from its: the
+    messages `dropped` at `start` (the oldest turns, past the turn limit), its last messages
+    `removed` (the turns from a tool result cleared since, sent anew), `added` at the end."""
+
+    prefix: RenderedPrefix
+    added: int
+    start: int = 0
+    dropped: tuple[chat_pb2.ChatMessage, ...] = ()
+    removed: tuple[chat_pb2.ChatMessage, ...] = ()
+
+
+# (provider, prefix, messages taken off it, the messages it keeps but its opening system ones, path)
+Slide = Callable[
+    [int, RenderedPrefix, Sequence[chat_pb2.ChatMessage], Sequence[chat_pb2.ChatMessage], str],
+    RenderedPrefix | None,
+]
+
+
+@dataclass(frozen=True)
 class CachedLoad:
     state: HistoryState
     # Shared between callers: never mutated, handed out as `copy()` where a caller may change it.
     result: LoadResult
     encoded_messages: tuple[bytes, ...]
-    # The turns of the entries read; None when unknown (then it serves its own question only).
-    turn_ids: frozenset[str] | None
+    # The turns of the entries read, with how many entries each; None when unknown (then it
+    # serves its own question only).
+    turn_ids: Mapping[str, int] | None
     more_entries: bool
     # What it was decided from, when a load that reads more completed entries may extend it
     # (history_current.py): the answer is `decide.full` of it (of `cleared`, when given), nothing
@@ -71,12 +92,11 @@ class CachedLoad:
         default_factory=dict, compare=False, repr=False
     )
     # By (provider, path): the rendered prefix of an earlier answer whose messages this one's
-    # begin with, and how many messages follow them here (a completed turn's): that prefix
-    # extended with them is this answer's rendered prefix (providers/prefix.py: extend_prefix).
-    # Dropped once this answer's own is built.
-    _bases: dict[tuple[int, str], tuple[RenderedPrefix, int]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    # begin with but for `Base.dropped`, and how many messages follow them here (a completed
+    # turn's): that prefix without the dropped ones and extended with them is this answer's
+    # rendered prefix (providers/prefix.py: slide_prefix, extend_prefix). Dropped once this
+    # answer's own is built.
+    _bases: dict[tuple[int, str], Base] = field(default_factory=dict, compare=False, repr=False)
     # Told this answer and the bytes a prefix adds, so the cache that keeps it counts them. It must
     # not hold the answer itself: a cycle would keep every replaced answer (its messages, framed
     # records and prefixes) until a full garbage collection.
@@ -117,13 +137,17 @@ class CachedLoad:
         build: Callable[[int, Sequence[chat_pb2.ChatMessage], str], RenderedPrefix | None],
         extend: Callable[[int, RenderedPrefix, Sequence[chat_pb2.ChatMessage], str], RenderedPrefix | None]
         | None = None,
+        slide: Slide | None = None,
+        cut: Slide | None = None,
     ) -> RenderedPrefix | None:
         """The messages rendered for `provider` as the start of a round's conversation, built once.
 
         Kept with this answer, so it lives exactly as long as the history it renders
         is the thread's: a change to the history is a new answer. Where this answer
         extends an earlier one whose prefix was built, `extend` renders the new
-        messages after that prefix; where it cannot (None), `build` renders them all.
+        messages after that prefix, once `slide` took the messages this one left out
+        off its front, or `cut` those it has anew off its end; where any cannot (None),
+        `build` renders them all.
         Blocking.
         """
         key = (provider, path)
@@ -131,9 +155,21 @@ class CachedLoad:
             built = None
             base = self._bases.get(key)
             if base is not None and extend is not None:
-                earlier, added = base
                 messages = self.result.messages
-                built = extend(provider, earlier, messages[len(messages) - added :], path)
+                end = len(messages) - base.added
+                earlier: RenderedPrefix | None = base.prefix
+                if base.dropped:
+                    fits = slide is not None and base.start == len(base.prefix.leading_origins)
+                    rest = messages[base.start : end]
+                    earlier = (
+                        slide(provider, base.prefix, base.dropped, rest, path) if slide and fits else None
+                    )
+                if base.removed:
+                    start = len(base.prefix.leading_origins)
+                    rest = messages[start:end]
+                    earlier = cut(provider, base.prefix, base.removed, rest, path) if cut else None
+                if earlier is not None:
+                    built = extend(provider, earlier, messages[end:], path)
             if built is None:
                 built = build(provider, self.result.messages, path)
             # Two rounds may build it at once: the first one kept is counted.
@@ -149,6 +185,70 @@ class CachedLoad:
         report = history_pb2.HistoryDecisionReport()
         report.CopyFrom(self.result.report)
         return LoadResult(messages=list(self.result.messages), report=report, kept=self.result.kept)
+
+
+def _turns_read(
+    snapshot: Snapshot,
+    extends: CachedLoad | None,
+    count: int,
+    entries: Sequence[history_pb2.ConversationEntry],
+) -> dict[str, int] | None:
+    """`CachedLoad.turn_ids` of an answer read as `snapshot`: of `extends`, without its first
+    `count` entries and with `entries` added, where it extends one."""
+    if snapshot.repairs:
+        return None  # a repaired read may have dropped entries: which turns it read is not known
+    if extends is None or extends.turn_ids is None or (count and extends.snapshot is None):
+        return dict(Counter(entry.turn_id for entry in snapshot.entries))
+    turns = dict(extends.turn_ids)
+    for entry in extends.snapshot.entries[:count] if count and extends.snapshot else ():
+        left = turns[entry.turn_id] - 1
+        if left:
+            turns[entry.turn_id] = left
+        else:
+            del turns[entry.turn_id]
+    for entry in entries:
+        turns[entry.turn_id] = turns.get(entry.turn_id, 0) + 1
+    return turns
+
+
+def _bases_after(extends: CachedLoad, start: int, count: int, added: int) -> dict[tuple[int, str], Base]:
+    """The earlier answer's prefixes (or what it had to build them from), for an answer that leaves
+    out `count` of its messages at `start` and adds `added`: its messages, once those left out are
+    off their front, are followed by those added. Each counts as a prefix of the answer does."""
+    gone = tuple(extends.result.messages[start : start + count])
+    bases: dict[tuple[int, str], Base] = {}
+    for key, base in dict(extends._bases).items():
+        if not count:
+            bases[key] = replace(base, added=base.added + added)
+        # What is left out now was in the earlier prefix, where it left out before.
+        elif (
+            not base.removed
+            and (not base.dropped or base.start == start)
+            and start + count <= len(extends.result.messages) - base.added
+        ):
+            bases[key] = Base(base.prefix, base.added + added, start, (*base.dropped, *gone))
+    for key, prefix in dict(extends._prefixes).items():
+        if prefix is not None:
+            bases[key] = Base(prefix, added, start, gone)
+    return bases
+
+
+def _bases_cut(extends: CachedLoad, replaced: int, size: int) -> dict[tuple[int, str], Base]:
+    """The earlier answer's prefixes for an answer of `size` messages that has its last `replaced`
+    messages anew: each without its messages from the turn of the first one replaced on (a user
+    message starts it), followed by this answer's from there."""
+    old = extends.result.messages
+    start = len(old) - replaced
+    while start >= 0 and (start == len(old) or old[start].role != chat_pb2.CHAT_ROLE_USER):
+        start -= 1
+    if start < 0:
+        return {}
+    removed = tuple(old[start:])
+    return {
+        key: Base(prefix, size - start, removed=removed)
+        for key, prefix in dict(extends._prefixes).items()
+        if prefix is not None
+    }
 
 
 class LoadCache:
@@ -219,14 +319,7 @@ class LoadCache:
             state=state,
             result=result,
             encoded_messages=encoded,
-            # A repaired read may have dropped entries: which turns it read is then not known.
-            turn_ids=(
-                None
-                if snapshot.repairs
-                else extends.turn_ids | {entry.turn_id for entry in entries}
-                if extends is not None and extends.turn_ids is not None and not count
-                else frozenset(entry.turn_id for entry in snapshot.entries)
-            ),
+            turn_ids=_turns_read(snapshot, extends, count, entries),
             more_entries=snapshot.more_entries,
             snapshot=snapshot if extendable else None,
             cleared=cleared if extendable else None,
@@ -240,28 +333,26 @@ class LoadCache:
             ),
             _grown=partial(self._grow, key),
         )
-        if extends is not None and not count and not replaced:
-            # The earlier answer's prefixes (or what it had to extend them from), for the new
-            # messages to follow; each counted as a prefix of this answer is.
-            for prefix_key, (earlier, added) in dict(extends._bases).items():
-                cached._bases[prefix_key] = (earlier, added + len(new))
-            for prefix_key, prefix in dict(extends._prefixes).items():
-                if prefix is not None:
-                    cached._bases[prefix_key] = (prefix, len(new))
+        if extends is not None and not replaced:
+            cached._bases.update(_bases_after(extends, start, count, len(new)))
+        elif extends is not None and not count:
+            cached._bases.update(_bases_cut(extends, replaced, len(result.messages)))
         if extends is not None:
             # The records framed already stay, but for those left out, the start of the new ones.
             for number, parts in list(extends._framed.items()):
-                if replaced or count:
+                if count:
+                    head = len(repeated_records(number, old[:start]))
+                    cut = head + len(repeated_records(number, old[start : start + count]))
+                    if cut <= len(parts[0]):  # the oldest records only: the later parts stay as they are
+                        parts = (parts[0][:head] + parts[0][cut:], *parts[1:])
+                    else:
+                        framed = b"".join(parts)
+                        parts = (framed[:head] + framed[cut:],)
+                if replaced:
                     framed = b"".join(parts)
-                    if replaced:
-                        framed = framed[
-                            : len(framed) - len(repeated_records(number, old[len(old) - replaced :]))
-                        ]
-                    if count:
-                        head = len(repeated_records(number, old[:start]))
-                        cut = head + len(repeated_records(number, old[start : start + count]))
-                        framed = framed[:head] + framed[cut:]
-                    parts = (framed,)
+                    parts = (
+                        framed[: len(framed) - len(repeated_records(number, old[len(old) - replaced :]))],
+                    )
                 parts = (*parts, repeated_records(number, new))
                 cached._framed[number] = parts if len(parts) <= FRAMED_PARTS else (b"".join(parts),)
         size = cached.encoded_size + result.report.ByteSize()

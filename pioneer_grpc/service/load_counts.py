@@ -95,5 +95,3 @@ def fill_in(
             stale.count_missing()
             token_counts.store_in(conn, tokenizer, stale.counted, stale.counted_summary)
     return _summary_tokens(summary, stale)
-
-

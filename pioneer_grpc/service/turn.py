@@ -58,7 +58,7 @@ from pioneer_grpc.history.render import entry_counted_texts, to_chat_message
 from pioneer_grpc.history.repair import repair
 from pioneer_grpc.history.tokens import count_blocking
 from pioneer_grpc.models.registry import Registry
-from pioneer_grpc.providers.prefix import extend_prefix, render_prefix
+from pioneer_grpc.providers.prefix import cut_prefix, extend_prefix, render_prefix, slide_prefix
 from pioneer_grpc.providers.render import RenderedBody, RenderedRequest, render_after
 from pioneer_grpc.providers.validate import tool_rule_violations
 from pioneer_grpc.remembered import Remembered
@@ -424,7 +424,7 @@ def _finished(
     path = "chat_request"
     cached = history if isinstance(history, CachedLoad) else None
     prefix = (
-        cached.rendered_prefix(request.provider, path, render_prefix, extend_prefix)
+        cached.rendered_prefix(request.provider, path, render_prefix, extend_prefix, slide_prefix, cut_prefix)
         if cached is not None
         else None
     )

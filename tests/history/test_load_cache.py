@@ -6,7 +6,8 @@ import pytest
 
 from pioneer_grpc.history.budget import Budget
 from pioneer_grpc.history.decide import LoadResult, Snapshot
-from pioneer_grpc.providers.prefix import extend_prefix, render_prefix
+from pioneer_grpc.providers.prefix import cut_prefix, extend_prefix, render_prefix, slide_prefix
+from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.service.load_cache import FRAMED_PARTS, LoadCache
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store.history_state import HistoryState
@@ -152,7 +153,7 @@ def test_an_extended_answer_extends_the_rendered_prefix_of_the_answer_it_extends
         anthropic, messages
     )
     assert calls == [("extended", 1), ("whole", 13)]
-    # The oldest turn left out (past the turn limit): nothing to extend, rendered whole.
+    # The oldest turn left out (past the turn limit) without a slide to take it off: rendered whole.
     messages = [*messages[4:], *_turn_messages(3)]
     answer = stored(messages, extends=answer, dropped=(0, 4))
     calls.clear()
@@ -160,6 +161,102 @@ def test_an_extended_answer_extends_the_rendered_prefix_of_the_answer_it_extends
         anthropic, messages
     )
     assert calls == [("whole", 13)]
+
+
+def _own_turn(i: int) -> list[chat_pb2.ChatMessage]:
+    """A turn whose call has an id of its own."""
+    messages = _turn_messages(i)
+    messages[1].tool_calls[0].id = messages[2].tool_call_id = f"call_{i}"
+    return messages
+
+
+@pytest.mark.parametrize("summary", [False, True])
+@pytest.mark.parametrize(
+    "provider",
+    [p for p in sorted(SPECS) if SPECS[p].render_messages is not None],
+    ids=lambda p: SPECS[p].name,
+)
+def test_a_history_sliding_past_the_turn_limit_renders_only_the_turns_that_leave_and_come(
+    provider: int, summary: bool
+) -> None:
+    """Each completed turn pushes the oldest out: the prefix is the earlier one slid and extended
+    (the left turn and the new one rendered, none of the kept ones), equal to the render from
+    scratch, with a round after each turn and with turns completed between rounds. A call id
+    used again across the cut (where ids must be unique) is rendered whole."""
+    cache = LoadCache()
+    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
+    snapshot = Snapshot(budget=Budget(900), summary=None, entries=())
+    calls: list[tuple[str, int]] = []
+
+    def build(provider, messages, path):
+        calls.append(("whole", len(messages)))
+        return render_prefix(provider, messages, path)
+
+    def extend(provider, prefix, messages, path):
+        calls.append(("extended", len(messages)))
+        return extend_prefix(provider, prefix, messages, path)
+
+    def slide(provider, prefix, dropped, kept, path):
+        calls.append(("slid", len(dropped)))
+        return slide_prefix(provider, prefix, dropped, kept, path)
+
+    def prefix_of(answer):
+        return answer.rendered_prefix(provider, "chat_request", build, extend, slide)
+
+    head = [chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_SYSTEM, content="Summary: ...")] if summary else []
+    turns = 30
+    messages = [*head, *(m for i in range(turns) for m in _own_turn(i))]
+    answer = cache.store("t", "", state, snapshot, LoadResult(messages, history_pb2.HistoryDecisionReport()))
+    assert prefix_of(answer) is not None
+    start = len(head)
+    for step, between in enumerate([0, 0, 0, 2, 0, 3, 0, 0]):
+        # `between` turns completed with no round between, then one with a round after it.
+        for _ in range(between + 1):
+            messages = [*head, *messages[start + 4 :], *_own_turn(turns)]
+            turns += 1
+            answer = cache.store(
+                "t",
+                "",
+                state,
+                snapshot,
+                LoadResult(messages, history_pb2.HistoryDecisionReport()),
+                extends=answer,
+                dropped=(start, 4),
+            )
+        calls.clear()
+        assert prefix_of(answer) == render_prefix(provider, messages), step
+        assert calls == [("slid", 4 * (between + 1)), ("extended", 4 * (between + 1))], step
+    # A turn using the id of a call that is about to leave: ids unique in the conversation are
+    # rewritten by their uses before, which the slide changes.
+    reused = _own_turn(turns)
+    reused[1].tool_calls[0].id = reused[2].tool_call_id = messages[start + 6].tool_call_id
+    messages = [*head, *messages[start + 4 :], *reused]
+    answer = cache.store(
+        "t",
+        "",
+        state,
+        snapshot,
+        LoadResult(messages, history_pb2.HistoryDecisionReport()),
+        extends=answer,
+        dropped=(start, 4),
+    )
+    assert prefix_of(answer) == render_prefix(provider, messages)  # sent as call_N#2 where unique
+    messages = [*head, *messages[start + 4 :], *_own_turn(turns + 1)]
+    answer = cache.store(
+        "t",
+        "",
+        state,
+        snapshot,
+        LoadResult(messages, history_pb2.HistoryDecisionReport()),
+        extends=answer,
+        dropped=(start, 4),
+    )
+    calls.clear()
+    assert prefix_of(answer) == render_prefix(provider, messages)
+    if SPECS[provider].unique_call_ids:
+        assert calls == [("slid", 4), ("whole", len(messages))]
+    else:
+        assert calls == [("slid", 4), ("extended", 4)]
 
 
 def test_turns_completed_one_after_another_add_their_records_as_parts_never_copying_the_kept_ones():
@@ -182,3 +279,103 @@ def test_turns_completed_one_after_another_add_their_records_as_parts_never_copy
         if len(parts) > 1:  # the kept parts themselves, not copies
             assert all(a is b for a, b in zip(parts, earlier, strict=False))
     assert first[0] is not answer.framed_parts(number)[0]  # joined once the parts were too many
+
+
+@pytest.mark.parametrize("summary", [False, True])
+def test_turns_that_leave_are_cut_from_the_first_part_the_later_parts_kept_as_they_are(summary: bool):
+    """Past the turn limit, each completed turn adds its part and takes the oldest turn's
+    records off the first part (the summary's record stays first): the later parts are the
+    kept ones, not copies."""
+    cache = LoadCache()
+    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
+    snapshot = Snapshot(budget=Budget(900), summary=None, entries=())
+    number = 2
+    head = [chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_SYSTEM, content="Summary: ...")] if summary else []
+    messages = [*head, *(m for i in range(40) for m in _turn_messages(i))]
+    answer = cache.store("t", "", state, snapshot, LoadResult(messages, history_pb2.HistoryDecisionReport()))
+    answer.framed_parts(number)
+    for i in range(40, 40 + 3 * FRAMED_PARTS):
+        messages = [*head, *messages[len(head) + 4 :], *_turn_messages(i)]
+        earlier = answer.framed_parts(number)
+        report = history_pb2.HistoryDecisionReport()
+        answer = cache.store(
+            "t",
+            "",
+            state,
+            snapshot,
+            LoadResult(messages, report),
+            extends=answer,
+            dropped=(len(head), 4),
+        )
+        parts = answer.framed_parts(number)
+        assert b"".join(parts) == repeated_records(number, [m.SerializeToString() for m in messages])
+        assert len(parts) <= FRAMED_PARTS
+        if len(parts) > 1:
+            assert all(a is b for a, b in zip(parts[1:-1], earlier[1:], strict=True))
+
+
+@pytest.mark.parametrize("summary", [False, True])
+@pytest.mark.parametrize(
+    "provider",
+    [p for p in sorted(SPECS) if SPECS[p].render_messages is not None],
+    ids=lambda p: SPECS[p].name,
+)
+def test_a_cleared_history_renders_only_the_turns_it_sends_anew(provider: int, summary: bool) -> None:
+    """A cleared history clears one more tool result each completed turn: the messages from that
+    result on are sent anew. The prefix is the earlier one cut before that result's turn and
+    extended with the turns from there (none of the kept ones rendered), equal to the render from
+    scratch."""
+    cache = LoadCache()
+    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
+    snapshot = Snapshot(budget=Budget(900), summary=None, entries=())
+    calls: list[tuple[str, int]] = []
+
+    def build(provider, messages, path):
+        calls.append(("whole", len(messages)))
+        return render_prefix(provider, messages, path)
+
+    def extend(provider, prefix, messages, path):
+        calls.append(("extended", len(messages)))
+        return extend_prefix(provider, prefix, messages, path)
+
+    def cut(provider, prefix, removed, kept, path):
+        calls.append(("cut", len(removed)))
+        return cut_prefix(provider, prefix, removed, kept, path)
+
+    def prefix_of(answer):
+        return answer.rendered_prefix(provider, "chat_request", build, extend, None, cut)
+
+    head = [chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_SYSTEM, content="Summary: ...")] if summary else []
+    turns = [_own_turn(i) for i in range(20)]
+
+    def flat():
+        return [*head, *(m for turn in turns for m in turn)]
+
+    keep = 3
+    for turn in turns[:-keep]:
+        turn[2].content = "[cleared]"
+    messages = flat()
+    answer = cache.store("t", "", state, snapshot, LoadResult(messages, history_pb2.HistoryDecisionReport()))
+    assert prefix_of(answer) is not None
+    for step in range(6):
+        old = messages
+        turns.append(_own_turn(len(turns)))
+        cleared = turns[-keep - 1]  # its result now older than the newest `keep`
+        cleared[2] = chat_pb2.ChatMessage()
+        cleared[2].CopyFrom(_own_turn(len(turns) - keep - 1)[2])
+        cleared[2].content = "[cleared]"
+        messages = flat()
+        replaced = len(old) - (len(head) + 4 * (len(turns) - keep - 1) + 2)
+        answer = cache.store(
+            "t",
+            "",
+            state,
+            snapshot,
+            LoadResult(messages, history_pb2.HistoryDecisionReport()),
+            extends=answer,
+            replaced=replaced,
+        )
+        calls.clear()
+        assert prefix_of(answer) == render_prefix(provider, messages), step
+        # The cleared result's turn and those after it taken off, and sent anew with the new turn.
+        assert calls == [("cut", 4 * keep), ("extended", 4 * (keep + 1))], (step, calls)
