@@ -180,66 +180,9 @@ def slide_prefix(
     What the whole conversation records (the tools called, whether results or media are
     among the messages) is read again from `kept` where `dropped` had any.
     """
-    if prefix.provider != provider or prefix.path != path or not kept or not dropped:
+    if not kept or not dropped or kept[0].role != chat_pb2.CHAT_ROLE_USER:
         return None
-    if kept[0].role != chat_pb2.CHAT_ROLE_USER or dropped[0].role != chat_pb2.CHAT_ROLE_USER:
-        return None
-    last = dropped[-1]
-    if last.role != chat_pb2.CHAT_ROLE_ASSISTANT or last.tool_calls:
-        return None
-    spec = spec_for(provider)
-    gone = render_prefix(provider, dropped, path)
-    if spec is None or gone is None or gone.leading_system or len(gone.rendered) > len(prefix.rendered):
-        return None
-    uses = dict(prefix.call_id_uses)
-    for call_id, count in gone.call_id_uses.items():
-        left = uses.get(call_id, 0) - count
-        if left < 0 or (left and spec.unique_call_ids):
-            return None
-        if left:
-            uses[call_id] = left
-        else:
-            del uses[call_id]
-    start, count = len(prefix.leading_origins), len(dropped)
-    moved = _Moved(path, start, count)
-    notices = [
-        moved.notices(notices)
-        for notices in (
-            prefix.pairing.notices,
-            prefix.call_name_notices,
-            prefix.call_id_notices,
-            prefix.message_notices,
-        )
-    ]
-    pairing_notices, call_name_notices, call_id_notices, message_notices = notices
-    if None in notices or len(gone.system_texts) > len(prefix.system_texts):
-        return None
-    assert pairing_notices is not None and call_name_notices is not None
-    assert call_id_notices is not None and message_notices is not None
-    pairing = PairedPrefix(
-        size=prefix.pairing.size - count,
-        calls=moved.calls(prefix.pairing.calls),
-        answered=moved.indices(prefix.pairing.answered),
-        notices=pairing_notices,
-    )
-    return replace(
-        prefix,
-        pairing=pairing,
-        call_name_notices=call_name_notices,
-        call_id_notices=call_id_notices,
-        message_notices=message_notices,
-        call_id_uses=uses,
-        called=_called(spec, prefix.called, kept) if gone.called else prefix.called,
-        # A call left without a result gets one (with a notice of the pairing's).
-        has_results=(
-            bool(pairing_notices) or provider_rules.has_tool_results(kept)
-            if gone.has_results
-            else prefix.has_results
-        ),
-        rendered=prefix.rendered[len(gone.rendered) :],
-        system_texts=prefix.system_texts[len(gone.system_texts) :],
-        media_kinds=_media_kinds(kept) if gone.media_kinds else prefix.media_kinds,
-    )
+    return _without(provider, prefix, dropped, kept, path, at_front=True)
 
 
 def cut_prefix(
@@ -261,24 +204,48 @@ def cut_prefix(
     What the whole conversation records (the tools called, whether results or media are among
     the messages) is read again from `kept` where `removed` had any.
     """
-    if prefix.provider != provider or prefix.path != path or not kept or not removed:
+    if not kept or not removed or not _ends_a_turn(kept):
         return None
-    if removed[0].role != chat_pb2.CHAT_ROLE_USER:
+    return _without(provider, prefix, removed, kept, path, at_front=False)
+
+
+def _ends_a_turn(messages: Sequence[chat_pb2.ChatMessage]) -> bool:
+    """Whether `messages` end with an assistant message without tool calls."""
+    return messages[-1].role == chat_pb2.CHAT_ROLE_ASSISTANT and not messages[-1].tool_calls
+
+
+def _without(
+    provider: int,
+    prefix: RenderedPrefix,
+    gone_messages: Sequence[chat_pb2.ChatMessage],
+    kept: Sequence[chat_pb2.ChatMessage],
+    path: str,
+    *,
+    at_front: bool,
+) -> RenderedPrefix | None:
+    """`prefix` without `gone_messages`, whole turns at its front (after the opening system
+    messages) or at its end; what `slide_prefix` and `cut_prefix` say."""
+    if prefix.provider != provider or prefix.path != path:
         return None
-    last = kept[-1]
-    if last.role != chat_pb2.CHAT_ROLE_ASSISTANT or last.tool_calls:
+    if gone_messages[0].role != chat_pb2.CHAT_ROLE_USER or (at_front and not _ends_a_turn(gone_messages)):
         return None
     spec = spec_for(provider)
-    gone = render_prefix(provider, removed, path)
+    gone = render_prefix(provider, gone_messages, path)
     if spec is None or gone is None or gone.leading_system or len(gone.rendered) > len(prefix.rendered):
         return None
     uses = dict(prefix.call_id_uses)
     for call_id, count in gone.call_id_uses.items():
-        if uses.get(call_id, 0) != count:
-            return None  # used in `kept` too (or not at all: not the prefix of these messages)
-        del uses[call_id]
-    start = len(prefix.leading_origins)
-    moved = _Moved(path, start + len(kept), len(removed))
+        left = uses.get(call_id, 0) - count
+        # At the front a call id may go on in `kept` where ids need not be unique; at the end its
+        # use in `kept` would make the pairing name the call `kept` made with it.
+        if left < 0 or (left and (spec.unique_call_ids or not at_front)):
+            return None
+        if left:
+            uses[call_id] = left
+        else:
+            del uses[call_id]
+    start = len(prefix.leading_origins) + (0 if at_front else len(kept))
+    moved = _Moved(path, start, len(gone_messages))
     notices = [
         moved.notices(notices)
         for notices in (
@@ -294,15 +261,18 @@ def cut_prefix(
     assert pairing_notices is not None and call_name_notices is not None
     assert call_id_notices is not None and message_notices is not None
     pairing = PairedPrefix(
-        size=prefix.pairing.size - len(removed),
+        size=prefix.pairing.size - len(gone_messages),
         calls=moved.calls(prefix.pairing.calls),
         answered=moved.indices(prefix.pairing.answered),
         notices=pairing_notices,
     )
     called = prefix.called
-    if gone.called:
+    if gone.called and at_front:
+        called = _called(spec, prefix.called, kept)
+    elif gone.called:
         before = set(_called(spec, tuple(gone.called), kept))
         called = tuple(name for name in prefix.called if name not in gone.called or name in before)
+    rendered_gone, texts_gone = len(gone.rendered), len(gone.system_texts)
     return replace(
         prefix,
         pairing=pairing,
@@ -311,13 +281,20 @@ def cut_prefix(
         message_notices=message_notices,
         call_id_uses=uses,
         called=called,
+        # A call left without a result gets one (with a notice of the pairing's).
         has_results=(
             bool(pairing_notices) or provider_rules.has_tool_results(kept)
             if gone.has_results
             else prefix.has_results
         ),
-        rendered=prefix.rendered[: len(prefix.rendered) - len(gone.rendered)],
-        system_texts=prefix.system_texts[: len(prefix.system_texts) - len(gone.system_texts)],
+        rendered=prefix.rendered[rendered_gone:]
+        if at_front
+        else prefix.rendered[: len(prefix.rendered) - rendered_gone],
+        system_texts=(
+            prefix.system_texts[texts_gone:]
+            if at_front
+            else prefix.system_texts[: len(prefix.system_texts) - texts_gone]
+        ),
         media_kinds=_media_kinds(kept) if gone.media_kinds else prefix.media_kinds,
     )
 
