@@ -51,7 +51,7 @@ import contextvars
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
@@ -59,7 +59,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import await_only, greenlet_spawn
 
 from pioneer_grpc.store.batches import Batches, settle
-from pioneer_grpc.store.engine import LOCK_WAIT_SECONDS, sqlite_pragmas, sqlite_synchronous
+from pioneer_grpc.store.engine import (
+    LOCK_WAIT_SECONDS,
+    announced_settings,
+    sqlite_pragmas,
+    sqlite_synchronous,
+)
 from pioneer_grpc.store.work import UnitFuture, run_to_end
 from pioneer_grpc.store.worker import Worker
 
@@ -135,10 +140,11 @@ class TransactionRunner:
 
         It runs to its end even when the caller is cancelled (store/work.py), and
         driver failures leave it as domain errors. On PostgreSQL a trigger that runs
-        inside COMMIT can leave a value in a setting (migration 0005 leaves the event
-        id it drew); it is read on the same connection in one round trip, only when
-        `setting` names one for the result. The value is None on SQLite, where nothing
-        runs at commit, and when `setting` names none.
+        inside COMMIT can leave a value in a setting and announce it in a NOTICE
+        (migrations 0005 and 0012: the event id it drew), which arrives with the
+        COMMIT's answer (store/engine.py keeps it): no round trip. The value is None on
+        SQLite, where nothing runs at commit, when `setting` names none, and when the
+        commit announced none.
         """
         if self._sync is None:
             return await run_to_end(self._transact_async(prepare, work, setting, then, after, on_loop))
@@ -225,6 +231,8 @@ class TransactionRunner:
         close): each of its waits is awaited on the event loop through `await_only`."""
         value = None
         with self._engine.sync_engine.connect() as conn:
+            announced = announced_settings(conn) if self._postgres else {}
+            announced.clear()  # what an earlier transaction on this connection announced
             with conn.begin():
                 result = work(conn, prepared)
                 if then is not None and on_loop.then(result):
@@ -233,9 +241,7 @@ class TransactionRunner:
                     result = await_only(asyncio.to_thread(then, result))
             setting = setting_of(result) if callable(setting_of) else setting_of
             if setting and self._postgres:
-                # Outside any transaction, straight on the driver: one round trip, no BEGIN.
-                driver: Any = conn.connection.driver_connection
-                value = await_only(driver.fetchval("SELECT current_setting($1, true)", setting))
+                value = announced.get(setting)
         return result, value
 
     @contextmanager
