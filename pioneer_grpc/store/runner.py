@@ -227,8 +227,8 @@ class TransactionRunner:
         on_loop: OnLoop[R],
     ) -> tuple[R, str | None]:
         """The transaction, from the connection's checkout to its return, in one greenlet of
-        SQLAlchemy's bridge (`run_sync` spawns one for each of connect, begin, work, commit and
-        close): each of its waits is awaited on the event loop through `await_only`."""
+        SQLAlchemy's bridge (its async API spawns one for each of connect, begin, `run_sync`,
+        commit and close): each of its waits is awaited on the event loop through `await_only`."""
         value = None
         with self._engine.sync_engine.connect() as conn:
             announced = announced_settings(conn) if self._postgres else {}
