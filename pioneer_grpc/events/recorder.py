@@ -14,8 +14,9 @@ listening replicas. The lock is released once the commit is visible, so a reader
 that sees N sees every committed id below it; and it is held only inside the
 server's COMMIT, never across the client's pauses between statements, so rounds
 of every worker overlap up to their commits. The trigger leaves the id in the
-session setting `EVENT_ID_SETTING`, read on the same connection after commit
-(`TransactionRunner.transact`; `numbered` finishes the `Recorded`).
+session setting `EVENT_ID_SETTING` and announces it to the committing session in a
+NOTICE that comes with the COMMIT's answer (migration 0012; `TransactionRunner.transact`
+hands it over; `numbered` finishes the `Recorded`).
 
 Retries do not duplicate: when the turn already holds exactly this manifest (a
 PrepareTurn or CompilePrompt repeated for the same turn with the same compile),
@@ -88,14 +89,16 @@ class Recorded:
 def numbered(recorded: Recorded, committed: str | None) -> Recorded:
     """The recorded event with the id its commit drew (a provisional id is only ever PostgreSQL's).
 
-    `committed` is the session setting the commit left: "provisional final".
+    `committed` is the session setting the commit left and announced: "provisional final".
     """
     if recorded.event is None or recorded.event_id > 0:
         return recorded
     provisional, _, final = (committed or "").partition(" ")
     if provisional != str(recorded.event_id) or not final.isdigit():
         # The connection holds another transaction's value, or none: the trigger did not run.
-        raise RuntimeError(f"event {recorded.event_id} was committed without an id drawn (migration 0005)")
+        raise RuntimeError(
+            f"event {recorded.event_id} was committed without an id drawn (migrations 0005, 0012)"
+        )
     event = service_pb2.ManifestEvent()
     event.CopyFrom(recorded.event)
     event.event_id = int(final)

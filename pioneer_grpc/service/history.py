@@ -54,7 +54,7 @@ from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import round as round_store
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
-from pioneer_grpc.store.runner import nothing
+from pioneer_grpc.store.runner import OnLoop, nothing
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 
@@ -88,6 +88,10 @@ _INT_PATHS = {
 
 
 _check = InvalidArgument.raise_if
+# Up to this encoded size an append's `prepare` (checks, hashes, counts) runs on the event loop on
+# PostgreSQL rather than hop to a worker thread (store/runner.py, OnLoop), as a small round's does:
+# it then takes well under a millisecond, less than the hop.
+_ON_LOOP_BATCH_BYTES = 32 * 1024
 _log = logging.getLogger(__name__)
 
 
@@ -225,8 +229,8 @@ async def append_entries(
 
     Refuses (INVALID_ARGUMENT, fields named `{prefix}[i]...`, nothing stored) what
     would make a later round fail: see `history/entry_rules.py`. Checking, hashing
-    and counting are the unit of work's `prepare`, off the event loop (a batch at its
-    caps is megabytes of text) and before its transaction. Without `with_entries`
+    and counting are the unit of work's `prepare`, before its transaction and off the
+    event loop unless the batch is small (one at its caps is megabytes of text). Without `with_entries`
     the outcome carries the counts only (nothing is read back). With
     `complete_turn_id` that turn is completed in the same transaction.
     """
@@ -237,13 +241,17 @@ async def append_entries(
         with ctx.telemetry.span(
             "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
         ):
-            outcome, _ = await ctx.runner.transact(checked, work)
+            outcome, _ = await ctx.runner.transact(checked, work, on_loop=_on_loop(entries))
             return outcome
     except _ContentRefused as refused:
         # Rejected anyway: read the thread's calls too, so every violation is named at once.
         stored = await ctx.runner.read(partial(_stored_calls, thread_id, entries))
         _check([*refused.violations, *call_violations(entries, stored, prefix)])
         raise AssertionError("unreachable: content violations are refused") from None
+
+
+def _on_loop(entries: Sequence[history_pb2.ConversationEntry]) -> OnLoop[entry_store.AppendOutcome]:
+    return OnLoop(prepare=sum(entry.ByteSize() for entry in entries) <= _ON_LOOP_BATCH_BYTES)
 
 
 class _ContentRefused(Exception):

@@ -5,7 +5,7 @@ result wrapping) costs several times the driver's own work. `Direct` compiles a
 built statement once for each database it is run on and hands it to the driver:
 - SQLite: on a plain sqlite3 connection (the store's own thread, store/runner.py);
 - PostgreSQL: on the asyncpg connection under SQLAlchemy's adapter, from inside
-  `run_sync` (the same greenlet bridge SQLAlchemy itself awaits through), in the
+  the greenlet the unit runs in (SQLAlchemy's own bridge, store/runner.py), in the
   transaction SQLAlchemy's adapter begins lazily: begun here when this is the
   unit's first statement, as SQLAlchemy would begin it.
 On any other connection (aiosqlite) it executes the statement as usual.

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -28,8 +28,13 @@ STATEMENT_SECONDS = 30
 # A PostgreSQL session idle inside a transaction this long is ended by the server.
 IDLE_IN_TRANSACTION_SECONDS = 60
 SQLITE_POOL_SIZE = 1
-PG_POOL_SIZE = 10
-PG_MAX_OVERFLOW = 20
+# PostgreSQL connections open at most, as before (10 kept and 20 more): all are kept once opened.
+# A connection over the kept ones was closed as it came back whenever the kept ones were idle, so
+# with more units at once than were kept, the pool kept opening connections (each a connect, a
+# login, the driver's type reads and every statement prepared again on it): 214 of them in
+# 16 agent loops' 800 turns.
+PG_POOL_SIZE = 30
+PG_MAX_OVERFLOW = 0
 # SQLite's `synchronous` (docs/operating-durability.md): FULL syncs the WAL at every commit, so an
 # acknowledged write survives a power loss; NORMAL syncs only at checkpoints (faster commits, and
 # the last commits before a power loss may be gone, the database still consistent).
@@ -64,12 +69,16 @@ def create_engine(url: str, sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS
                 "timeout": CONNECT_SECONDS,
                 "command_timeout": STATEMENT_SECONDS,
                 "server_settings": {
+                    # The NOTICEs announcing settings (below) reach the session whatever a role or
+                    # database sets.
+                    "client_min_messages": "notice",
                     "lock_timeout": str(LOCK_WAIT_SECONDS * 1000),
                     "idle_in_transaction_session_timeout": str(IDLE_IN_TRANSACTION_SECONDS * 1000),
                 },
             },
         )
         _closed_connections_replaced(engine.sync_engine)
+        _settings_announced(engine.sync_engine)
     else:
         raise ValueError(
             f"unsupported database URL {url!r}: use sqlite+aiosqlite:/// or postgresql+asyncpg://"
@@ -91,6 +100,39 @@ def _closed_connections_replaced(engine: Engine) -> None:
     def _refuse_closed(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
         if dbapi_conn.driver_connection.is_closed():
             raise DisconnectionError("the server closed this connection")
+
+
+# By PostgreSQL connection (its pool record), each session setting a trigger announced in a NOTICE
+# "name: value" as it left it (migration 0012 announces the event id drawn at commit).
+_ANNOUNCED = "pioneer_announced_settings"
+
+
+def _settings_announced(engine: Engine) -> None:
+    """Keeps what each connection's session announces: read after a COMMIT without a round trip.
+
+    asyncpg hands a NOTICE to its listeners through the event loop, ahead of the answer
+    to the statement that raised it (the notice comes first on the wire, and the loop
+    runs its callbacks in order), so a COMMIT's notices are kept before the committer
+    resumes.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _hear(dbapi_conn: Any, record: Any) -> None:
+        heard: dict[str, str] = {}
+        record.info[_ANNOUNCED] = heard
+
+        def on_notice(_driver: Any, message: Any) -> None:
+            name, colon, value = str(message.message).partition(": ")
+            if colon:
+                heard[name] = value
+
+        dbapi_conn.driver_connection.add_log_listener(on_notice)
+
+
+def announced_settings(conn: Connection) -> dict[str, str]:
+    """The settings `conn`'s PostgreSQL session announced since the dict was last cleared."""
+    heard: dict[str, str] = conn.connection.info.setdefault(_ANNOUNCED, {})
+    return heard
 
 
 def _sqlite_engine(url: str, synchronous: str) -> AsyncEngine:

@@ -6,8 +6,9 @@ busy machine each hand-off waits for a time slice; so on SQLite the round runs
 as one function in a thread that owns a plain (synchronous) sqlite3 connection
 to the same file: one hand-off for the round; units that wait for that thread
 together commit together, one fsync for all (store/batches.py). On PostgreSQL the
-same function runs through SQLAlchemy's `run_sync` on an asyncpg connection, on
-the event loop.
+same function runs on an asyncpg connection, on the event loop, in one greenlet of
+SQLAlchemy's bridge (as its `run_sync` runs one) from the connection's checkout to
+its return.
 
     runner = TransactionRunner.for_engine(engine)
     # prepare() -> p, then work(conn, p) in one transaction; then the session setting
@@ -55,9 +56,15 @@ from typing import Generic, TypeVar
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.util import await_only, greenlet_spawn
 
 from pioneer_grpc.store.batches import Batches, settle
-from pioneer_grpc.store.engine import LOCK_WAIT_SECONDS, sqlite_pragmas, sqlite_synchronous
+from pioneer_grpc.store.engine import (
+    LOCK_WAIT_SECONDS,
+    announced_settings,
+    sqlite_pragmas,
+    sqlite_synchronous,
+)
 from pioneer_grpc.store.work import UnitFuture, run_to_end
 from pioneer_grpc.store.worker import Worker
 
@@ -133,10 +140,11 @@ class TransactionRunner:
 
         It runs to its end even when the caller is cancelled (store/work.py), and
         driver failures leave it as domain errors. On PostgreSQL a trigger that runs
-        inside COMMIT can leave a value in a setting (migration 0005 leaves the event
-        id it drew); it is read on the same connection in one round trip, only when
-        `setting` names one for the result. The value is None on SQLite, where nothing
-        runs at commit, and when `setting` names none.
+        inside COMMIT can leave a value in a setting and announce it in a NOTICE
+        (migrations 0005 and 0012: the event id it drew), which arrives with the
+        COMMIT's answer (store/engine.py keeps it): no round trip. The value is None on
+        SQLite, where nothing runs at commit, when `setting` names none, and when the
+        commit announced none.
         """
         if self._sync is None:
             return await run_to_end(self._transact_async(prepare, work, setting, then, after, on_loop))
@@ -147,7 +155,7 @@ class TransactionRunner:
         """`work(conn)` outside a transaction: for a read of one statement, which is its own snapshot.
 
         On SQLite nothing is begun or committed around it (one hop, and only the
-        statement's own work there); on PostgreSQL it runs through `run_sync`.
+        statement's own work there); on PostgreSQL it runs in one greenlet, as `transact` does.
         """
         if self._sync is None:
             return await run_to_end(self._read_async(work))
@@ -183,11 +191,14 @@ class TransactionRunner:
         return future
 
     async def _read_async(self, work: Callable[[Connection], R]) -> R:
-        async with self._engine.connect() as conn:
+        return await greenlet_spawn(self._read_in_greenlet, work)
+
+    def _read_in_greenlet(self, work: Callable[[Connection], R]) -> R:
+        with self._engine.sync_engine.connect() as conn:
             if self._postgres:
                 # One statement is its own snapshot: no BEGIN before it, no ROLLBACK after.
-                await conn.execution_options(isolation_level="AUTOCOMMIT")
-            return await conn.run_sync(work)
+                conn.execution_options(isolation_level="AUTOCOMMIT")
+            return work(conn)
 
     async def _transact_async(
         self,
@@ -202,19 +213,35 @@ class TransactionRunner:
             prepared = prepare()
         else:
             prepared = await asyncio.to_thread(prepare)
-        value = None
-        async with self._engine.connect() as conn:
-            async with conn.begin():
-                result = await conn.run_sync(work, prepared)
-                if then is not None:
-                    result = then(result) if on_loop.then(result) else await asyncio.to_thread(then, result)
-            setting = setting_of(result) if callable(setting_of) else setting_of
-            if setting and self._postgres:
-                # Outside any transaction, straight on the driver: one round trip, no BEGIN.
-                driver = (await conn.get_raw_connection()).driver_connection
-                value = await driver.fetchval("SELECT current_setting($1, true)", setting)  # type: ignore[union-attr]
+        result, value = await greenlet_spawn(self._transaction, work, prepared, setting_of, then, on_loop)
         if after is not None:  # the connection given back first
             result = after(result) if on_loop.after(result) else await asyncio.to_thread(after, result)
+        return result, value
+
+    def _transaction(
+        self,
+        work: Callable[[Connection, P], R],
+        prepared: P,
+        setting_of: str | Callable[[R], str],
+        then: Callable[[R], R] | None,
+        on_loop: OnLoop[R],
+    ) -> tuple[R, str | None]:
+        """The transaction, from the connection's checkout to its return, in one greenlet of
+        SQLAlchemy's bridge (its async API spawns one for each of connect, begin, `run_sync`,
+        commit and close): each of its waits is awaited on the event loop through `await_only`."""
+        value = None
+        with self._engine.sync_engine.connect() as conn:
+            announced = announced_settings(conn) if self._postgres else {}
+            announced.clear()  # what an earlier transaction on this connection announced
+            with conn.begin():
+                result = work(conn, prepared)
+                if then is not None and on_loop.then(result):
+                    result = then(result)
+                elif then is not None:
+                    result = await_only(asyncio.to_thread(then, result))
+            setting = setting_of(result) if callable(setting_of) else setting_of
+            if setting and self._postgres:
+                value = announced.get(setting)
         return result, value
 
     @contextmanager

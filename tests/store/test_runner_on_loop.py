@@ -1,7 +1,8 @@
 """On PostgreSQL a unit's small blocking steps run on the event loop, its large ones in a worker thread.
 
 `OnLoop` names the small steps (store/runner.py); a PrepareTurn round names them by the
-request's size, the turn's own messages and the body's source size (service/turn.py). A
+request's size, the turn's own messages and the body's source size (service/turn.py), an
+append its `prepare` by the batch's size (service/history.py). A
 step run on the loop still rolls the unit back when it raises before the commit.
 """
 
@@ -12,7 +13,7 @@ import threading
 import pytest
 from sqlalchemy import text
 
-from pioneer_grpc.service import turn
+from pioneer_grpc.service import history, turn
 from pioneer_grpc.store.engine import create_engine
 from pioneer_grpc.store.runner import OnLoop, TransactionRunner, nothing
 from pioneer_grpc.v1 import history_pb2, turn_service_pb2
@@ -86,3 +87,9 @@ def _request(text_bytes: int) -> turn_service_pb2.PrepareTurnRequest:
 def test_a_round_runs_prepare_on_the_loop_only_for_a_small_request():
     assert turn._on_loop(_request(1000)).prepare
     assert not turn._on_loop(_request(turn._ON_LOOP_REQUEST_BYTES)).prepare
+
+
+def test_an_append_runs_prepare_on_the_loop_only_for_a_small_batch():
+    small = _request(1000).new_entries
+    assert history._on_loop(small).prepare
+    assert not history._on_loop([*small, *_request(history._ON_LOOP_BATCH_BYTES).new_entries]).prepare

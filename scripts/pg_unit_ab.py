@@ -1,0 +1,189 @@
+"""Two ways of one PostgreSQL unit of work, interleaved call by call (docs/postgres-statements.md).
+
+    .venv/bin/python scripts/pg_unit_ab.py notice|lz4|begin [--calls N] [--pg-url URL]
+
+On a shared machine the loop's p50s move by more than a round trip between runs;
+interleaving the two ways call by call gives both the same machine. Each prints
+the p50 of each way, ms.
+
+- notice: a manifest record as the store makes it (the event id from the COMMIT's
+  NOTICE) and the same plus the session setting read after the COMMIT, as before
+  migration 0012.
+- lz4: the agent loop's manifest recorded into a database whose long columns
+  compress with pglz (as before migration 0013) and into one with lz4.
+- begin: raw asyncpg, the thread lock in a transaction: BEGIN, the prepared lock,
+  COMMIT; the lock in the BEGIN's text (its key as hex digits); `EXECUTE` of a
+  statement prepared on the session in the BEGIN's text.
+
+--pg-url (or $PIONEER_BENCH_PG_URL / $PIONEER_TEST_PG_URL) names a cluster where
+scratch databases are created and dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import os
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_events import scratch_database  # noqa: E402
+from sqlalchemy import text  # noqa: E402
+from sqlalchemy.util import await_only  # noqa: E402
+
+from pioneer_grpc.events.recorder import ManifestRecorder  # noqa: E402
+from pioneer_grpc.store.engine import create_engine  # noqa: E402
+from pioneer_grpc.store.migrate import migrate  # noqa: E402
+from pioneer_grpc.store.runner import OnLoop, TransactionRunner  # noqa: E402
+from pioneer_grpc.v1 import prompt_pb2  # noqa: E402
+
+Call = Callable[[int], Awaitable[Any]]
+_LZ4 = importlib.import_module("pioneer_grpc.store.migrations.versions.0013_lz4_compression")
+
+
+def _loop_manifest() -> prompt_pb2.PromptManifest:
+    """A manifest of the agent loop's size: its sections' fingerprints, about 4 kB encoded."""
+    sections = [f"section_{n:03d}" for n in range(40)]
+    return prompt_pb2.PromptManifest(
+        compiler_version="0.1.0",
+        profile=prompt_pb2.PROMPT_PROFILE_FULL,
+        section_ids=sections,
+        fingerprint_stable="a" * 64,
+        fingerprint_dynamic="b" * 64,
+        fingerprint_full="c" * 64,
+        section_fingerprints=[
+            prompt_pb2.SectionFingerprint(section_id=s, stability=1, fingerprint=f"{n:064x}", chars=100 + n)
+            for n, s in enumerate(sections)
+        ],
+    )
+
+
+class _SettingReadAfterCommit(TransactionRunner):
+    """The runner as it was before migration 0012: the setting read after the COMMIT, one round trip."""
+
+    def _transaction(self, work: Any, prepared: Any, setting_of: Any, then: Any, on_loop: OnLoop[Any]) -> Any:
+        value = None
+        with self._engine.sync_engine.connect() as conn:
+            with conn.begin():
+                result = work(conn, prepared)
+            setting = setting_of(result) if callable(setting_of) else setting_of
+            if setting:
+                driver: Any = conn.connection.driver_connection
+                value = await_only(driver.fetchval("SELECT current_setting($1, true)", setting))
+        return result, value
+
+
+async def _interleaved(ways: dict[str, Call], calls: int) -> None:
+    for n in range(50):
+        for way in ways.values():
+            await way(-1 - n)
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    order = list(ways.items())
+    for n in range(calls):
+        for name, way in order if n % 2 else order[::-1]:
+            began = time.perf_counter()
+            await way(n)
+            times[name].append(time.perf_counter() - began)
+    print("  ".join(f"{name}: p50 {statistics.median(t) * 1000:.3f} ms" for name, t in times.items()))
+
+
+async def _engine(stack: AsyncExitStack, admin_url: str) -> Any:
+    url = await stack.enter_async_context(scratch_database(admin_url))
+    engine = create_engine(url)
+    stack.push_async_callback(engine.dispose)
+    await migrate(engine)
+    return engine
+
+
+async def notice(admin_url: str, calls: int) -> None:
+    async with AsyncExitStack() as stack:
+        engine = await _engine(stack, admin_url)
+        manifest = _loop_manifest()
+        new = ManifestRecorder(TransactionRunner(engine), True)
+        old = ManifestRecorder(_SettingReadAfterCommit(engine), True)
+        await _interleaved(
+            {
+                "setting read after COMMIT": lambda n: old.record("t", f"old-{n}", manifest),
+                "id in the COMMIT's NOTICE": lambda n: new.record("t", f"new-{n}", manifest),
+            },
+            calls,
+        )
+
+
+async def lz4(admin_url: str, calls: int) -> None:
+    async with AsyncExitStack() as stack:
+        manifest = _loop_manifest()
+        ways: dict[str, Call] = {}
+        for method in ("pglz", "lz4"):
+            engine = await _engine(stack, admin_url)
+            async with engine.begin() as conn:
+                for table, columns in _LZ4.COLUMNS.items():
+                    changes = ", ".join(f"ALTER COLUMN {c} SET COMPRESSION {method}" for c in columns)
+                    await conn.execute(text(f"ALTER TABLE {table} {changes}"))
+            recorder = ManifestRecorder(TransactionRunner(engine), True)
+            ways[method] = lambda n, recorder=recorder: recorder.record("t", f"turn-{n}", manifest)
+        await _interleaved(ways, calls)
+
+
+async def begin(admin_url: str, calls: int) -> None:
+    async with AsyncExitStack() as stack:
+        url = await stack.enter_async_context(scratch_database(admin_url))
+        driver = await asyncpg.connect(url.replace("postgresql+asyncpg", "postgresql"))
+        stack.push_async_callback(driver.close)
+        await driver.execute("CREATE TABLE threads (thread_id varchar(200) PRIMARY KEY, model varchar(200))")
+        await driver.execute("INSERT INTO threads VALUES ('thread-1', 'gpt-4o-mini')")
+        await driver.execute(
+            "PREPARE lock_thread(varchar) AS SELECT FROM threads WHERE thread_id = $1 FOR UPDATE"
+        )
+        key = f"convert_from(decode('{b'thread-1'.hex()}', 'hex'), 'UTF8')"
+        lock = "SELECT model FROM threads WHERE thread_id = $1 FOR UPDATE"
+
+        async def separate(_n: int) -> None:
+            await driver.execute("BEGIN")
+            await driver.fetch(lock, "thread-1")
+            await driver.execute("COMMIT")
+
+        async def in_text(_n: int) -> None:
+            await driver.execute(f"BEGIN; SELECT FROM threads WHERE thread_id = {key} FOR UPDATE")
+            await driver.execute("COMMIT")
+
+        async def executed(_n: int) -> None:
+            await driver.execute(f"BEGIN; EXECUTE lock_thread({key})")
+            await driver.execute("COMMIT")
+
+        await _interleaved(
+            {"BEGIN, lock, COMMIT": separate, "lock in BEGIN's text": in_text, "EXECUTE in it": executed},
+            calls,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("what", choices=("notice", "lz4", "begin"))
+    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument(
+        "--pg-url",
+        default=os.environ.get("PIONEER_BENCH_PG_URL") or os.environ.get("PIONEER_TEST_PG_URL", ""),
+    )
+    args = parser.parse_args()
+    if not args.pg_url:
+        sys.exit("give --pg-url (or set PIONEER_BENCH_PG_URL): a PostgreSQL cluster for scratch databases")
+    asyncio.run({"notice": notice, "lz4": lz4, "begin": begin}[args.what](args.pg_url, args.calls))
+
+
+if __name__ == "__main__":
+    main()
