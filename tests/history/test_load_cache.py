@@ -76,7 +76,7 @@ def test_an_extension_keeps_the_encoding_and_framing_of_what_it_keeps_only():
     state = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
     snapshot = Snapshot(budget=Budget(900), summary=None, entries=())
     messages = [chat_pb2.ChatMessage(content=f"message {i}" * (i + 1)) for i in range(6)]
-    first = cache.store("t", "", state, snapshot, LoadResult(messages, history_pb2.HistoryDecisionReport()))
+    first = _stored(cache, messages)
     number = 7
     first.framed(number)  # framed once, kept with the answer
     # The first message stays; two after it go (turns past the limit); the last is replaced
@@ -170,6 +170,45 @@ def _own_turn(i: int) -> list[chat_pb2.ChatMessage]:
     return messages
 
 
+class _Renders:
+    """The prefix functions a cached answer is given, each call counted by what it rendered."""
+
+    def __init__(self, provider: int, *, slides: bool = False, cuts: bool = False) -> None:
+        self.provider, self.slides, self.cuts = provider, slides, cuts
+        self.calls: list[tuple[str, int]] = []
+
+    def build(self, provider, messages, path):
+        self.calls.append(("whole", len(messages)))
+        return render_prefix(provider, messages, path)
+
+    def extend(self, provider, prefix, messages, path):
+        self.calls.append(("extended", len(messages)))
+        return extend_prefix(provider, prefix, messages, path)
+
+    def slide(self, provider, prefix, dropped, kept, path):
+        self.calls.append(("slid", len(dropped)))
+        return slide_prefix(provider, prefix, dropped, kept, path)
+
+    def cut(self, provider, prefix, removed, kept, path):
+        self.calls.append(("cut", len(removed)))
+        return cut_prefix(provider, prefix, removed, kept, path)
+
+    def prefix_of(self, answer):
+        slide, cut = (self.slide if self.slides else None), (self.cut if self.cuts else None)
+        return answer.rendered_prefix(self.provider, "chat_request", self.build, self.extend, slide, cut)
+
+
+_STATE = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
+_SNAPSHOT = Snapshot(budget=Budget(900), summary=None, entries=())
+
+
+def _stored(cache: LoadCache, messages, **extension):
+    """`messages` kept as thread "t"'s answer (`extension`: what it extends, and how)."""
+    return cache.store(
+        "t", "", _STATE, _SNAPSHOT, LoadResult(messages, history_pb2.HistoryDecisionReport()), **extension
+    )
+
+
 @pytest.mark.parametrize("summary", [False, True])
 @pytest.mark.parametrize(
     "provider",
@@ -184,29 +223,13 @@ def test_a_history_sliding_past_the_turn_limit_renders_only_the_turns_that_leave
     scratch, with a round after each turn and with turns completed between rounds. A call id
     used again across the cut (where ids must be unique) is rendered whole."""
     cache = LoadCache()
-    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
-    snapshot = Snapshot(budget=Budget(900), summary=None, entries=())
-    calls: list[tuple[str, int]] = []
-
-    def build(provider, messages, path):
-        calls.append(("whole", len(messages)))
-        return render_prefix(provider, messages, path)
-
-    def extend(provider, prefix, messages, path):
-        calls.append(("extended", len(messages)))
-        return extend_prefix(provider, prefix, messages, path)
-
-    def slide(provider, prefix, dropped, kept, path):
-        calls.append(("slid", len(dropped)))
-        return slide_prefix(provider, prefix, dropped, kept, path)
-
-    def prefix_of(answer):
-        return answer.rendered_prefix(provider, "chat_request", build, extend, slide)
+    renders = _Renders(provider, slides=True)
+    calls, prefix_of = renders.calls, renders.prefix_of
 
     head = [chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_SYSTEM, content="Summary: ...")] if summary else []
     turns = 30
     messages = [*head, *(m for i in range(turns) for m in _own_turn(i))]
-    answer = cache.store("t", "", state, snapshot, LoadResult(messages, history_pb2.HistoryDecisionReport()))
+    answer = _stored(cache, messages)
     assert prefix_of(answer) is not None
     start = len(head)
     for step, between in enumerate([0, 0, 0, 2, 0, 3, 0, 0]):
@@ -214,15 +237,7 @@ def test_a_history_sliding_past_the_turn_limit_renders_only_the_turns_that_leave
         for _ in range(between + 1):
             messages = [*head, *messages[start + 4 :], *_own_turn(turns)]
             turns += 1
-            answer = cache.store(
-                "t",
-                "",
-                state,
-                snapshot,
-                LoadResult(messages, history_pb2.HistoryDecisionReport()),
-                extends=answer,
-                dropped=(start, 4),
-            )
+            answer = _stored(cache, messages, extends=answer, dropped=(start, 4))
         calls.clear()
         assert prefix_of(answer) == render_prefix(provider, messages), step
         assert calls == [("slid", 4 * (between + 1)), ("extended", 4 * (between + 1))], step
@@ -231,26 +246,10 @@ def test_a_history_sliding_past_the_turn_limit_renders_only_the_turns_that_leave
     reused = _own_turn(turns)
     reused[1].tool_calls[0].id = reused[2].tool_call_id = messages[start + 6].tool_call_id
     messages = [*head, *messages[start + 4 :], *reused]
-    answer = cache.store(
-        "t",
-        "",
-        state,
-        snapshot,
-        LoadResult(messages, history_pb2.HistoryDecisionReport()),
-        extends=answer,
-        dropped=(start, 4),
-    )
+    answer = _stored(cache, messages, extends=answer, dropped=(start, 4))
     assert prefix_of(answer) == render_prefix(provider, messages)  # sent as call_N#2 where unique
     messages = [*head, *messages[start + 4 :], *_own_turn(turns + 1)]
-    answer = cache.store(
-        "t",
-        "",
-        state,
-        snapshot,
-        LoadResult(messages, history_pb2.HistoryDecisionReport()),
-        extends=answer,
-        dropped=(start, 4),
-    )
+    answer = _stored(cache, messages, extends=answer, dropped=(start, 4))
     calls.clear()
     assert prefix_of(answer) == render_prefix(provider, messages)
     if SPECS[provider].unique_call_ids:
@@ -265,7 +264,7 @@ def test_turns_completed_one_after_another_add_their_records_as_parts_never_copy
     snapshot = Snapshot(budget=Budget(900), summary=None, entries=())
     number = 2
     messages = _turn_messages(0)
-    answer = cache.store("t", "", state, snapshot, LoadResult(messages, history_pb2.HistoryDecisionReport()))
+    answer = _stored(cache, messages)
     first = answer.framed_parts(number)
     for i in range(1, 3 * FRAMED_PARTS):
         messages = [*messages, *_turn_messages(i)]
@@ -292,7 +291,7 @@ def test_turns_that_leave_are_cut_from_the_first_part_the_later_parts_kept_as_th
     number = 2
     head = [chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_SYSTEM, content="Summary: ...")] if summary else []
     messages = [*head, *(m for i in range(40) for m in _turn_messages(i))]
-    answer = cache.store("t", "", state, snapshot, LoadResult(messages, history_pb2.HistoryDecisionReport()))
+    answer = _stored(cache, messages)
     answer.framed_parts(number)
     for i in range(40, 40 + 3 * FRAMED_PARTS):
         messages = [*head, *messages[len(head) + 4 :], *_turn_messages(i)]
@@ -326,24 +325,8 @@ def test_a_cleared_history_renders_only_the_turns_it_sends_anew(provider: int, s
     extended with the turns from there (none of the kept ones rendered), equal to the render from
     scratch."""
     cache = LoadCache()
-    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
-    snapshot = Snapshot(budget=Budget(900), summary=None, entries=())
-    calls: list[tuple[str, int]] = []
-
-    def build(provider, messages, path):
-        calls.append(("whole", len(messages)))
-        return render_prefix(provider, messages, path)
-
-    def extend(provider, prefix, messages, path):
-        calls.append(("extended", len(messages)))
-        return extend_prefix(provider, prefix, messages, path)
-
-    def cut(provider, prefix, removed, kept, path):
-        calls.append(("cut", len(removed)))
-        return cut_prefix(provider, prefix, removed, kept, path)
-
-    def prefix_of(answer):
-        return answer.rendered_prefix(provider, "chat_request", build, extend, None, cut)
+    renders = _Renders(provider, cuts=True)
+    calls, prefix_of = renders.calls, renders.prefix_of
 
     head = [chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_SYSTEM, content="Summary: ...")] if summary else []
     turns = [_own_turn(i) for i in range(20)]
@@ -355,7 +338,7 @@ def test_a_cleared_history_renders_only_the_turns_it_sends_anew(provider: int, s
     for turn in turns[:-keep]:
         turn[2].content = "[cleared]"
     messages = flat()
-    answer = cache.store("t", "", state, snapshot, LoadResult(messages, history_pb2.HistoryDecisionReport()))
+    answer = _stored(cache, messages)
     assert prefix_of(answer) is not None
     for step in range(6):
         old = messages
@@ -366,15 +349,7 @@ def test_a_cleared_history_renders_only_the_turns_it_sends_anew(provider: int, s
         cleared[2].content = "[cleared]"
         messages = flat()
         replaced = len(old) - (len(head) + 4 * (len(turns) - keep - 1) + 2)
-        answer = cache.store(
-            "t",
-            "",
-            state,
-            snapshot,
-            LoadResult(messages, history_pb2.HistoryDecisionReport()),
-            extends=answer,
-            replaced=replaced,
-        )
+        answer = _stored(cache, messages, extends=answer, replaced=replaced)
         calls.clear()
         assert prefix_of(answer) == render_prefix(provider, messages), step
         # The cleared result's turn and those after it taken off, and sent anew with the new turn.
