@@ -168,7 +168,9 @@ def _sqlite_hops_timed() -> None:
     def stamped_run(self: Any, batch: list[Any]) -> None:
         began = time.perf_counter()
         for unit in batch:
-            TIMES["SQLite hop: submitted -> its batch starts"].append(began - unit.future.submitted)
+            # The thread may start the batch before `stamped_submit` stamped its future.
+            submitted = getattr(unit.future, "submitted", began)
+            TIMES["SQLite hop: submitted -> its batch starts"].append(began - submitted)
         run(self, batch)
 
     def stamped_answer(self: Any) -> Any:
