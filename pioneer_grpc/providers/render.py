@@ -12,7 +12,6 @@ from pioneer_grpc.providers import model_fit
 from pioneer_grpc.providers.common import JSON, encoded_body
 from pioneer_grpc.providers.conversation import Notice, RenderedPrefix
 from pioneer_grpc.providers.prefix import continues
-from pioneer_grpc.providers.prefix_json import encoded_parts
 from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.providers.validate import prepare
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
@@ -43,38 +42,10 @@ class RenderedBody:
     notices: tuple[Notice, ...]
     # The encoded size of what the body was rendered from (common.encoded_body).
     source_bytes: int
-    # The kept prefix the body was rendered after: its messages' JSON is written once (prefix_json.py).
-    prefix: RenderedPrefix | None = None
 
     def encoded(self) -> RenderedRequest:
-        written = self.written()
-        return RenderedRequest(written.body, self.path, self.cache_breakpoints, self.notices)
-
-    def written(self) -> RenderedParts:
-        """The body's JSON in parts, which `encoded` joins (a kept prefix's part is shared, not copied)."""
-        if self.prefix is None:
-            parts: tuple[bytes, ...] = (encoded_body(self.body, source_bytes=self.source_bytes),)
-        else:
-            parts = encoded_parts(self.body, self.prefix, source_bytes=self.source_bytes)
-        return RenderedParts(parts, self.path, self.cache_breakpoints, self.notices)
-
-
-@dataclass(frozen=True)
-class RenderedParts:
-    """A RenderedRequest whose body's JSON is in parts, joined where the answer is written."""
-
-    parts: tuple[bytes, ...]
-    path: str
-    cache_breakpoints: int
-    notices: tuple[Notice, ...] = ()
-
-    @property
-    def size(self) -> int:
-        return sum(map(len, self.parts))
-
-    @property
-    def body(self) -> bytes:
-        return self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
+        encoded = encoded_body(self.body, source_bytes=self.source_bytes)
+        return RenderedRequest(encoded, self.path, self.cache_breakpoints, self.notices)
 
 
 def path_for(provider: int, model: str) -> str:
@@ -199,7 +170,6 @@ def render_after(
         except InvalidArgument:
             pass
         else:
-            api_path = path_for(provider, request.model)
-            return RenderedBody(body, api_path, breakpoints, notices, source_bytes, prefix)
+            return RenderedBody(body, path_for(provider, request.model), breakpoints, notices, source_bytes)
     body, breakpoints, notices = rendering(whole())
     return RenderedBody(body, path_for(provider, request.model), breakpoints, notices, source_bytes)

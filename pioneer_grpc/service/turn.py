@@ -59,7 +59,7 @@ from pioneer_grpc.history.repair import repair
 from pioneer_grpc.history.tokens import count_blocking
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.providers.prefix import extend_prefix, render_prefix
-from pioneer_grpc.providers.render import RenderedBody, RenderedParts, render_after
+from pioneer_grpc.providers.render import RenderedBody, RenderedRequest, render_after
 from pioneer_grpc.providers.validate import tool_rule_violations
 from pioneer_grpc.remembered import Remembered
 from pioneer_grpc.service import history_load, observe, rendered_rounds, token_fit
@@ -212,7 +212,7 @@ class PreparedTurn:
     history_report: history_pb2.HistoryDecisionReport
     manifest_event_id: int
     # The provider body, when the request named a provider.
-    rendered: RenderedParts | None = None
+    rendered: RenderedRequest | None = None
     _encoded: bytes | None = None
 
     @property
@@ -269,8 +269,8 @@ class _Round:
     # to join), and the provider body when the request names a provider.
     framed: tuple[bytes, ...] = ()
     rendered: RenderedBody | None = None
-    # Set by `_encoded`, after the commit: the provider body written as JSON text (in parts).
-    encoded: RenderedParts | None = None
+    # Set by `_encoded`, after the commit: the provider body written as JSON text.
+    encoded: RenderedRequest | None = None
 
 
 class _Unsettled(Exception):
@@ -490,7 +490,7 @@ async def _committed_round(
 def _encoded(done: _Round) -> _Round:
     """The runner's `after`: the body written as JSON text once the round committed (the bulk of a
     large body, so out of the transaction; it cannot fail)."""
-    return done if done.rendered is None else replace(done, encoded=done.rendered.written())
+    return done if done.rendered is None else replace(done, encoded=done.rendered.encoded())
 
 
 def _event_id_setting(done: _Round) -> str:

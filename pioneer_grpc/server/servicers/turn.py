@@ -40,8 +40,8 @@ class TurnServicer(turn_service_pb2_grpc.TurnServiceServicer):
                 provider_service_pb2.RenderNotice(code=n.code, message=n.message, field=n.field)
                 for n in prepared.rendered.notices
             )
-            # In parts: a kept prefix's JSON is copied once, here, with the rest of the answer.
-            tail += [wire.field_header(BODY_FIELD, prepared.rendered.size), *prepared.rendered.parts]
+            body = prepared.rendered.body
+            tail += [wire.field_header(BODY_FIELD, len(body)), body]
         if not request.provider_body_only:
             chat = prepared.chat_request_parts()
             tail += [wire.field_header(CHAT_REQUEST_FIELD, sum(map(len, chat))), *chat]
