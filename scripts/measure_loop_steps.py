@@ -9,7 +9,9 @@ and the sum of each timed step: each RPC's handler, each unit of work's prepare,
 `after`, each COMMIT by the unit before it, the waits of hops into worker threads and the SQLite
 thread's two hops per unit (submitted -> its batch starts, answer posted -> caller resumes), and every SQL
 statement through the async engine or straight on asyncpg (PostgreSQL's, by its first words; a
-unit's first statement on asyncpg includes its BEGIN). Flags after `--` go to
+unit's first statement on asyncpg includes its BEGIN); for each synchronous step also the p50 of
+the CPU time its thread spent in it (`cpu p50`), which other processes' load on the machine does
+not stretch as it stretches the wall time. Flags after `--` go to
 `serve` (e.g. `--database-url URL`; PIONEER_SQLITE_SYNCHRONOUS=NORMAL in the environment). A
 measuring tool: its wrappers cost time themselves, so compare its figures with each other, not
 with the benchmark's.
@@ -52,6 +54,9 @@ from pioneer_grpc.store import driver  # noqa: E402
 from pioneer_grpc.store import runner as store_runner  # noqa: E402
 
 TIMES: defaultdict[str, list[float]] = defaultdict(list)
+# The CPU time of the calling thread in each synchronous step (time.thread_time): unlike the wall
+# time, it does not grow while the thread waits for a core other processes hold.
+CPU: defaultdict[str, list[float]] = defaultdict(list)
 
 
 def timed(key: str, fn: Any) -> Any:
@@ -69,11 +74,12 @@ def timed(key: str, fn: Any) -> Any:
 
     @functools.wraps(fn)
     def called(*args: Any, **kwargs: Any) -> Any:
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.thread_time()
         try:
             return fn(*args, **kwargs)
         finally:
             TIMES[key].append(time.perf_counter() - began)
+            CPU[key].append(time.thread_time() - began_cpu)
 
     return called
 
@@ -127,11 +133,13 @@ def _units_timed() -> None:
     commit = engine_base.RootTransaction._do_commit
 
     def named_commit(self: Any) -> None:
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.thread_time()
         try:
             commit(self)
         finally:
-            TIMES[f"COMMIT after unit {getattr(LAST_UNIT, 'name', '?')}"].append(time.perf_counter() - began)
+            key = f"COMMIT after unit {getattr(LAST_UNIT, 'name', '?')}"
+            TIMES[key].append(time.perf_counter() - began)
+            CPU[key].append(time.thread_time() - began_cpu)
 
     engine_base.RootTransaction._do_commit = named_commit  # type: ignore[method-assign]
 
@@ -168,7 +176,9 @@ def _sqlite_hops_timed() -> None:
     def stamped_run(self: Any, batch: list[Any]) -> None:
         began = time.perf_counter()
         for unit in batch:
-            TIMES["SQLite hop: submitted -> its batch starts"].append(began - unit.future.submitted)
+            # The thread may start the batch before `stamped_submit` stamped its future.
+            submitted = getattr(unit.future, "submitted", began)
+            TIMES["SQLite hop: submitted -> its batch starts"].append(began - submitted)
         run(self, batch)
 
     def stamped_answer(self: Any) -> Any:
@@ -218,10 +228,11 @@ def _statements_timed() -> None:
 
 def report() -> None:
     rows = sorted(TIMES.items(), key=lambda item: -sum(item[1]))
-    print(f"{'step':<78} {'calls':>6} {'p50 ms':>8} {'sum ms':>9}")
+    print(f"{'step':<70} {'calls':>6} {'p50 ms':>8} {'sum ms':>9} {'cpu p50':>8}")
     for key, values in rows:
         p50, total = statistics.median(values) * 1000, sum(values) * 1000
-        print(f"{key[:78]:<78} {len(values):>6} {p50:>8.3f} {total:>9.1f}")
+        cpu = f"{statistics.median(CPU[key]) * 1000:>8.3f}" if CPU.get(key) else f"{'':>8}"
+        print(f"{key[:70]:<70} {len(values):>6} {p50:>8.3f} {total:>9.1f} {cpu}")
 
 
 def drive(port: int, request_file: Path, loops: int, turns: int, done: dict[str, Any]) -> None:
@@ -239,6 +250,7 @@ def drive(port: int, request_file: Path, loops: int, turns: int, done: dict[str,
     try:
         subprocess.run([*args, "-requests", "10"], capture_output=True, text=True, timeout=600, check=True)
         TIMES.clear()
+        CPU.clear()
         before = resource.getrusage(resource.RUSAGE_SELF)
         measured = subprocess.run(
             [*args, "-requests", str(turns)], capture_output=True, text=True, timeout=600, check=True
