@@ -17,6 +17,9 @@ MAX_LOADED_TURNS completed turns (smaller ones, about as many tokens as the real
 thread in all), so that every turn the loop completes pushes the oldest one out of the
 history a load reads: one loop's step ratios against the same-bytes echo.
 `--past-window-only` measures that figure alone (SQLite unless --backend names another).
+And labelled the same way, the loop truncating: that thread over its threshold with the truncate
+strategy, so that every load truncates (docs/performance-past-the-window.md); `--truncating-only`
+measures it alone.
 """
 
 from __future__ import annotations
@@ -187,6 +190,7 @@ async def loop_figures(address: str, request_file: Path, backend: str) -> list[d
         {"figure": f"loop, {backend}, ratios", **figures},
         *[await shape_figures(address, request_file, backend, s) for s in SHAPES if s != HEADLINE],
         await past_window_figure(address, request_file, backend),
+        await truncating_figure(address, request_file, backend),
     ]
 
 
@@ -238,13 +242,25 @@ def _past_window_turn(n: int) -> list[history_pb2.ConversationEntry]:
     ]  # fmt: skip
 
 
-async def seed_past_window(address: str) -> tuple[str, history_pb2.HistoryDecisionReport]:
+PAST_WINDOW_CONFIG = history_pb2.ThreadConfig(
+    model="gpt-4o-mini", max_context_tokens=400_000, response_reserve_tokens=16_000
+)
+# The same thread over its threshold (80% of 84,000 tokens), compacted by truncation: every load
+# keeps the newest whole turns that fit.
+TRUNCATING_CONFIG = history_pb2.ThreadConfig(
+    model="gpt-4o-mini",
+    max_context_tokens=100_000,
+    response_reserve_tokens=16_000,
+    compaction_strategy=history_pb2.COMPACTION_STRATEGY_TRUNCATE,
+)
+
+
+async def seed_past_window(
+    address: str, config: history_pb2.ThreadConfig = PAST_WINDOW_CONFIG
+) -> tuple[str, history_pb2.HistoryDecisionReport]:
     """A thread holding MAX_LOADED_TURNS completed turns, and its history's report."""
     async with grpc.aio.insecure_channel(address) as channel:
         history = history_service_pb2_grpc.HistoryServiceStub(channel)
-        config = history_pb2.ThreadConfig(
-            model="gpt-4o-mini", max_context_tokens=400_000, response_reserve_tokens=16_000
-        )
         created = await history.CreateThread(history_service_pb2.CreateThreadRequest(config=config))
         thread = created.thread.thread_id
         for n in range(MAX_LOADED_TURNS):
@@ -278,6 +294,28 @@ async def past_window_figure(address: str, request_file: Path, backend: str) -> 
     }
 
 
+async def truncating_figure(address: str, request_file: Path, backend: str) -> dict[str, Any]:
+    """The loop on the thread past its window, over its threshold, with the truncate strategy."""
+    thread, report = await seed_past_window(address, TRUNCATING_CONFIG)
+    if report.decision != history_pb2.HISTORY_DECISION_TRUNCATED:
+        raise RuntimeError(f"the truncating thread does not load truncated: {report}")
+    one = await asyncio.to_thread(run_loop, address, 1, request_file, HEADLINE, thread)
+    return {
+        "figure": f"loop truncating, {backend}, 1 loop (not the headline)",
+        "history_turns": MAX_LOADED_TURNS,
+        "history_tokens_before": report.tokens_before,
+        "history_tokens_after": report.tokens_after,
+        "entries_kept": report.entries_kept,
+        "first_prepare_p50_ms": one["first_prepare"]["p50_ms"],
+        "inside_prepare_p50_ms": one["inside_prepare"]["p50_ms"],
+        "whole_turn_p50_ms": one["whole_turn"]["p50_ms"],
+        "load_after_complete_p50_ms": one["load_after_complete"]["p50_ms"],
+        "first PrepareTurn p50 vs echo": one["first_prepare"]["p50_vs_echo"],
+        "inside PrepareTurn p50 vs echo": one["inside_prepare"]["p50_vs_echo"],
+        "whole turn p50 vs two echoes": one["turn_vs_two_echoes"],
+    }
+
+
 def loop_goal_lines(results: list[dict[str, Any]]) -> list[str]:
     lines = []
     for result in results:
@@ -300,15 +338,23 @@ async def main() -> None:
         action="store_true",
         help="the loop past its window alone (SQLite unless --backend says otherwise)",
     )
+    parser.add_argument(
+        "--truncating-only",
+        action="store_true",
+        help="the loop on a thread that truncates every turn alone (SQLite unless --backend says otherwise)",
+    )
     args = parser.parse_args()
     from bench import start_postgres, stop_postgres
 
     async def figures(address: str, request_file: Path, backend: str) -> list[dict[str, Any]]:
         if args.past_window_only:
             return [await past_window_figure(address, request_file, backend)]
+        if args.truncating_only:
+            return [await truncating_figure(address, request_file, backend)]
         return await loop_figures(address, request_file, backend)
 
-    backend = "sqlite" if args.past_window_only and "--backend" not in sys.argv else args.backend
+    alone = args.past_window_only or args.truncating_only
+    backend = "sqlite" if alone and "--backend" not in sys.argv else args.backend
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="pioneer-bench-loop-") as tmp:
         home, request_file = loop_inputs(Path(tmp))
