@@ -41,6 +41,17 @@ async def test_a_truncating_turn_reads_the_new_turn_only(pg_server):
         assert current.messages[-1].content == entries[-1].content
         pg_server.ctx.load_cache.clear()
         assert current == await load(history, "t")
+    # Three turns completed between loads: read and appended together.
+    for i in range(34, 37):
+        entries = tool_turn(i, lines=8 + 30 * (i - 34))
+        await turn(history, "t", entries[0].turn_id, *entries)
+    before = RowsRead.entries
+    current = await load(history, "t")
+    assert RowsRead.entries - before == 12
+    assert current.report.entries_loaded == 148
+    assert current.report.entries_dropped > 120 - first.report.entries_kept
+    pg_server.ctx.load_cache.clear()
+    assert current == await load(history, "t")
 
 
 async def test_new_entries_that_do_not_start_a_turn_read_whole(pg_server):
