@@ -164,6 +164,23 @@ def _summary_head(
     return [], 0
 
 
+def picked_turns(
+    snapshot: Snapshot, report: history_pb2.HistoryDecisionReport, remaining: int
+) -> tuple[Picked, int]:
+    """The newest whole turns that fit `remaining` (the newest cut when none fits), and what is left."""
+    picked: Picked = []
+    for turn in reversed(group_turns([u for u in snapshot.units if not u.orphan])):
+        if turn.tokens <= remaining:
+            picked[:0] = [(unit, {}) for unit in turn.units]
+            remaining -= turn.tokens
+            continue
+        if not picked:
+            picked, cost = _cut_turn(turn, remaining, report, snapshot.attached_tokens)
+            remaining -= cost
+        break
+    return picked, remaining
+
+
 def truncated(
     snapshot: Snapshot,
     summary_use: int,
@@ -175,17 +192,7 @@ def truncated(
     report = report_for(snapshot, decision, summary_use, summarizer)
     report.diagnostics.extend(diagnostics)
     messages, used = _summary_head(snapshot, report)
-    remaining = snapshot.budget.tokens - used
-    picked: Picked = []
-    for turn in reversed(group_turns([u for u in snapshot.units if not u.orphan])):
-        if turn.tokens <= remaining:
-            picked[:0] = [(unit, {}) for unit in turn.units]
-            remaining -= turn.tokens
-            continue
-        if not picked:
-            picked, cost = _cut_turn(turn, remaining, report, snapshot.attached_tokens)
-            remaining -= cost
-        break
+    picked, remaining = picked_turns(snapshot, report, snapshot.budget.tokens - used)
     kept: list[history_pb2.ConversationEntry] = []
     for unit, cut_texts in picked:
         for entry in unit.entries:

@@ -32,8 +32,9 @@ from pioneer_grpc.history.budget import MAX_LOADED_TURNS
 from pioneer_grpc.history.decide import LoadResult, Snapshot
 from pioneer_grpc.history.render import entry_text, to_chat_message
 from pioneer_grpc.history.repair import repair
-from pioneer_grpc.history.snapshot import turn_limit_note
+from pioneer_grpc.history.snapshot import finish, report_for, turn_limit_note
 from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, count_blocking
+from pioneer_grpc.history.truncate import picked_turns
 from pioneer_grpc.history.units import group_units
 from pioneer_grpc.service import history_compaction as compaction
 from pioneer_grpc.service import token_fit
@@ -98,6 +99,8 @@ def extended(ctx: ServiceContext, thread_id: str, kept: CachedLoad, read: Histor
         more_entries=snapshot.more_entries or turns > MAX_LOADED_TURNS,
     )
     grown.__dict__["units"] = [*snapshot.units[units_dropped:], *units]
+    if kept.truncated:
+        return _extended_truncated(ctx, thread_id, kept, state, grown, newer, entries_dropped)
     if sendable > 0 and sendable >= grown.budget.threshold:
         return None  # `grown.needs_compression`
     # `decide.full(grown)`'s report: the same but for the counts the entries change.
@@ -131,6 +134,64 @@ def extended(ctx: ServiceContext, thread_id: str, kept: CachedLoad, read: Histor
         extendable=True,
         extends=kept,
         dropped=(first, entries_dropped),
+    )
+
+
+def _extended_truncated(
+    ctx: ServiceContext,
+    thread_id: str,
+    kept: CachedLoad,
+    state: HistoryState,
+    grown: Snapshot,
+    newer: list[history_pb2.ConversationEntry],
+    read_dropped: int,
+) -> CachedLoad | None:
+    """The truncated history `kept` grown by whole new turns: `decide.truncated(grown)`, whose
+    newest whole turns that fit are the kept ones but for some off the front (a turn that did not
+    fit before fits less with more after it), and the new ones. The walk over the turns' counts
+    is the truncation's own; only the new entries are made messages. None for anything else: new
+    entries that continue a turn, a cut turn, a summary, orphans, attachments, the threshold left.
+    """
+    old = kept.snapshot
+    assert old is not None
+    if grown.summary is not None or grown.attached_tokens or newer[0].role != history_pb2.ENTRY_ROLE_USER:
+        return None
+    if any(unit.orphan for unit in grown.units) or not grown.needs_compression:
+        return None
+    report = report_for(grown, history_pb2.HISTORY_DECISION_TRUNCATED, history_pb2.SUMMARY_USE_NONE)
+    notes = len(report.diagnostics)
+    picked, remaining = picked_turns(grown, report, grown.budget.tokens)
+    if len(report.diagnostics) != notes or any(cut for _, cut in picked):
+        return None  # the newest turn cut: the full load says how
+    count = sum(len(unit.entries) for unit, _ in picked)
+    before = kept.result.kept
+    # The kept entries are a subsequence of the earlier read's: starting where its last
+    # `len(before)` do, they are those (a cut turn's are not).
+    start = len(old.entries) - len(before)
+    if before and before[0] is not old.entries[start]:
+        return None
+    # Kept entries that leave: this answer starts at `len(grown.entries) - count` of this read.
+    left = len(grown.entries) - count + read_dropped - start
+    if left < 0 or count < len(newer):
+        return None
+    result = finish(
+        report,
+        [*kept.result.messages[left:], *(to_chat_message(entry) for entry in newer)],
+        [*before[left:], *newer],
+        grown.budget.tokens - remaining,
+        grown,
+    )
+    return ctx.load_cache.store(
+        thread_id,
+        "",
+        state,
+        grown,
+        result,
+        extendable=True,
+        truncated=True,
+        extends=kept,
+        dropped=(0, left),
+        read_dropped=read_dropped,
     )
 
 

@@ -310,14 +310,22 @@ async def over_threshold(
         if dry_run:
             return found.result
         cleared = found.ready if found.cleared_enough and not read.key else None
+        # A truncation by the strategy is kept current by the whole turns completed after it too.
+        truncated = (
+            not read.key
+            and snapshot.strategy == history_pb2.COMPACTION_STRATEGY_TRUNCATE
+            and found.ready is snapshot
+            and found.result.report.decision == history_pb2.HISTORY_DECISION_TRUNCATED
+        )
         return ctx.load_cache.store(
             thread_id,
             read.key,
             read.state,
             snapshot,
             found.result,
-            extendable=cleared is not None,
+            extendable=cleared is not None or truncated,
             cleared=cleared,
+            truncated=truncated,
         )
     wait = _summarizer_deadline(ctx)
     async with compression_lock(ctx.engine, thread_id, wait) as held:

@@ -83,6 +83,9 @@ class CachedLoad:
     # With `snapshot`, when the answer is `decide.full` of it with old tool results cleared (the
     # history over the threshold, under it once cleared): that cleared snapshot.
     cleared: Snapshot | None = field(default=None, compare=False, repr=False)
+    # With `snapshot`, when the answer is `decide.truncated` of it (the truncate strategy, over the
+    # threshold) rather than `decide.full`.
+    truncated: bool = field(default=False, compare=False, repr=False)
     # Bytes of `encoded_messages`.
     encoded_size: int = 0
     # framed_parts(n) by field number: a dict is thread-safe enough here (a race only frames twice).
@@ -297,32 +300,38 @@ class LoadCache:
         dropped: tuple[int, int] = (0, 0),
         replaced: int = 0,
         cleared: Snapshot | None = None,
+        truncated: bool = False,
+        read_dropped: int | None = None,
     ) -> CachedLoad:
         """Keeps the answer. `extendable`: `result` is `decide.full(snapshot)` (of `cleared`, the
         snapshot with old tool results cleared, when given), kept with its snapshot so that later
         completed entries extend it. `extends`: the kept answer whose messages (and their encoding)
         `result`'s begin with, but for `dropped` (start, count): messages of `extends` left out, one
         per entry (the oldest turns, when newer ones pass the turn limit); and for its last
-        `replaced` messages, which `result` has anew (results cleared since)."""
+        `replaced` messages, which `result` has anew (results cleared since). `truncated`: `result`
+        is `decide.truncated(snapshot)` instead. `read_dropped`: the entries of `extends`' snapshot
+        left out of `snapshot`, where they are not the messages left out (a truncated answer)."""
         key = (thread_id, exclude_turn_id)
         extendable = extendable and not (snapshot.repairs or snapshot.cleared)
         start, count = dropped
+        gone = count if read_dropped is None else read_dropped
         old = extends.encoded_messages if extends is not None else ()
         encoded = old[:start] + old[start + count : len(old) - replaced]
         new = tuple(message.SerializeToString() for message in result.messages[len(encoded) :])
         encoded += new
         # An extension reads (and adds) only the entries after those `extends` read.
         entries = (
-            snapshot.entries[len(extends.snapshot.entries) - count :] if extends and extends.snapshot else ()
+            snapshot.entries[len(extends.snapshot.entries) - gone :] if extends and extends.snapshot else ()
         )
         cached = CachedLoad(
             state=state,
             result=result,
             encoded_messages=encoded,
-            turn_ids=_turns_read(snapshot, extends, count, entries),
+            turn_ids=_turns_read(snapshot, extends, gone, entries),
             more_entries=snapshot.more_entries,
             snapshot=snapshot if extendable else None,
             cleared=cleared if extendable else None,
+            truncated=truncated and extendable,
             encoded_size=(
                 extends.encoded_size
                 - sum(map(len, old[start : start + count]))
