@@ -3,7 +3,7 @@ history's rendered prefix, and sends the body a render of the whole history send
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -23,10 +23,22 @@ from tests.turn.test_prepare_turn import Client, compile_input
 
 P = provider_service_pb2
 TURNS = 6
+# Every provider whose prefix is kept, with a model of its own.
+EVERY_PREFIX_PROVIDER = pytest.mark.parametrize(
+    ("provider", "model"),
+    [
+        (P.PROVIDER_ANTHROPIC_MESSAGES, "claude-sonnet-4-5"),
+        (P.PROVIDER_OPENAI_CHAT_COMPLETIONS, "gpt-5"),
+        (P.PROVIDER_GEMINI_GENERATE_CONTENT, "gemini-2.5-flash"),
+        (P.PROVIDER_AMAZON_BEDROCK_CONVERSE, "anthropic.claude-3-5-sonnet-20241022-v2:0"),
+    ],
+    ids=["anthropic", "openai-chat", "gemini", "bedrock"],
+)
 
 
 class Renders:
-    """The messages each render of a prefix went through: ("whole", n) or ("extended", n)."""
+    """The messages each render of a prefix went through: ("whole", n), ("extended", n), and those a
+    kept prefix lost off its front ("slid", n) or its end ("cut", n)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: list[tuple[str, int]] = []
@@ -43,8 +55,25 @@ class Renders:
             self.calls.append(("extended", len(messages)))
             return prefix_module.extend_prefix(provider, prefix, messages, path)
 
+        def taken_off(
+            name: str, take: Callable[..., RenderedPrefix | None]
+        ) -> Callable[..., RenderedPrefix | None]:
+            def counted(
+                provider: int,
+                prefix: RenderedPrefix,
+                gone: Sequence[chat_pb2.ChatMessage],
+                kept: Sequence[chat_pb2.ChatMessage],
+                path: str,
+            ) -> RenderedPrefix | None:
+                self.calls.append((name, len(gone)))
+                return take(provider, prefix, gone, kept, path)
+
+            return counted
+
         monkeypatch.setattr(turn_module, "render_prefix", whole)
         monkeypatch.setattr(turn_module, "extend_prefix", extended)
+        monkeypatch.setattr(turn_module, "slide_prefix", taken_off("slid", prefix_module.slide_prefix))
+        monkeypatch.setattr(turn_module, "cut_prefix", taken_off("cut", prefix_module.cut_prefix))
 
     def taken(self) -> list[tuple[str, int]]:
         calls, self.calls = self.calls, []
@@ -102,9 +131,7 @@ async def test_the_first_round_after_a_completed_turn_renders_that_turn_only(
         assert list(again.provider_notices) == list(reply.provider_notices)
 
         rest = tool_turn(i, lines=4)[1:]
-        await mine.append_entries(
-            history_service_pb2.AppendEntriesRequest(thread_id="t", entries=rest)
-        )
+        await mine.append_entries(history_service_pb2.AppendEntriesRequest(thread_id="t", entries=rest))
         await mine.complete_turn(
             history_service_pb2.CompleteTurnRequest(thread_id="t", turn_id=rest[0].turn_id)
         )

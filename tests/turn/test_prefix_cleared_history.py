@@ -5,17 +5,10 @@ render of the whole history sends."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import pytest
-
-from pioneer_grpc.providers import prefix as prefix_module
-from pioneer_grpc.providers.conversation import RenderedPrefix
-from pioneer_grpc.service import turn as turn_module
-from pioneer_grpc.v1 import chat_pb2, history_pb2, history_service_pb2, provider_service_pb2
+from pioneer_grpc.v1 import history_pb2, history_service_pb2, provider_service_pb2
 from tests.history.agent_turns import tool_turn
 from tests.history.rpc import config
-from tests.turn.test_prefix_after_completed_turn import Renders, _round
+from tests.turn.test_prefix_after_completed_turn import EVERY_PREFIX_PROVIDER, Renders, _round
 from tests.turn.test_prepare_turn import Client
 
 P = provider_service_pb2
@@ -23,16 +16,7 @@ TURNS = 10
 LINES = 40  # a tool result of about 800 tokens: clearing it saves most of them
 
 
-@pytest.mark.parametrize(
-    ("provider", "model"),
-    [
-        (P.PROVIDER_ANTHROPIC_MESSAGES, "claude-sonnet-4-5"),
-        (P.PROVIDER_OPENAI_CHAT_COMPLETIONS, "gpt-5"),
-        (P.PROVIDER_GEMINI_GENERATE_CONTENT, "gemini-2.5-flash"),
-        (P.PROVIDER_AMAZON_BEDROCK_CONVERSE, "anthropic.claude-3-5-sonnet-20241022-v2:0"),
-    ],
-    ids=["anthropic", "openai-chat", "gemini", "bedrock"],
-)
+@EVERY_PREFIX_PROVIDER
 async def test_the_first_round_of_a_cleared_history_renders_the_turns_sent_anew_only(
     database_url, server_factory, monkeypatch, provider, model
 ):
@@ -44,17 +28,6 @@ async def test_the_first_round_of_a_cleared_history_renders_the_turns_sent_anew_
     )
     renders = Renders(monkeypatch)
 
-    def cut(
-        provider: int,
-        prefix: RenderedPrefix,
-        removed: Sequence[chat_pb2.ChatMessage],
-        kept: Sequence[chat_pb2.ChatMessage],
-        path: str,
-    ) -> RenderedPrefix | None:
-        renders.calls.append(("cut", len(removed)))
-        return prefix_module.cut_prefix(provider, prefix, removed, kept, path)
-
-    monkeypatch.setattr(turn_module, "cut_prefix", cut)
     cleared_rounds = 0
     previous = None
     for i in range(TURNS):

@@ -4,18 +4,11 @@ that came, none of the kept ones, and sends the body a render of the whole histo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import pytest
-
-from pioneer_grpc.providers import prefix as prefix_module
-from pioneer_grpc.providers.conversation import RenderedPrefix
 from pioneer_grpc.service import history_current, history_load
-from pioneer_grpc.service import turn as turn_module
-from pioneer_grpc.v1 import chat_pb2, history_pb2, history_service_pb2, provider_service_pb2
+from pioneer_grpc.v1 import history_pb2, history_service_pb2, provider_service_pb2
 from tests.history.agent_turns import tool_turn
 from tests.history.rpc import config
-from tests.turn.test_prefix_after_completed_turn import Renders, _round
+from tests.turn.test_prefix_after_completed_turn import EVERY_PREFIX_PROVIDER, Renders, _round
 from tests.turn.test_prepare_turn import Client
 
 P = provider_service_pb2
@@ -23,16 +16,7 @@ LIMIT = 3
 TURNS = 8
 
 
-@pytest.mark.parametrize(
-    ("provider", "model"),
-    [
-        (P.PROVIDER_ANTHROPIC_MESSAGES, "claude-sonnet-4-5"),
-        (P.PROVIDER_OPENAI_CHAT_COMPLETIONS, "gpt-5"),
-        (P.PROVIDER_GEMINI_GENERATE_CONTENT, "gemini-2.5-flash"),
-        (P.PROVIDER_AMAZON_BEDROCK_CONVERSE, "anthropic.claude-3-5-sonnet-20241022-v2:0"),
-    ],
-    ids=["anthropic", "openai-chat", "gemini", "bedrock"],
-)
+@EVERY_PREFIX_PROVIDER
 async def test_the_first_round_past_the_turn_limit_renders_the_turns_that_left_and_came_only(
     database_url, server_factory, monkeypatch, provider, model
 ):
@@ -46,17 +30,6 @@ async def test_the_first_round_past_the_turn_limit_renders_the_turns_that_left_a
     )
     renders = Renders(monkeypatch)
 
-    def slid(
-        provider: int,
-        prefix: RenderedPrefix,
-        dropped: Sequence[chat_pb2.ChatMessage],
-        kept: Sequence[chat_pb2.ChatMessage],
-        path: str,
-    ) -> RenderedPrefix | None:
-        renders.calls.append(("slid", len(dropped)))
-        return prefix_module.slide_prefix(provider, prefix, dropped, kept, path)
-
-    monkeypatch.setattr(turn_module, "slide_prefix", slid)
     for i in range(TURNS):
         reply = await mine.prepare_turn(_round(i, provider))
         calls = renders.taken()
