@@ -110,18 +110,34 @@ async def stop(proc: asyncio.subprocess.Process, workers: list[int]) -> None:
     assert not [pid for pid in workers if running(pid)]
 
 
+async def a_channel_on_each_worker(
+    proc: asyncio.subprocess.Process, address: str
+) -> tuple[list[grpc.aio.Channel], list[grpc.aio.Channel]]:
+    """Channels opened one at a time until each worker holds one (the kernel spreads new
+    connections): every channel opened, and one held by each worker."""
+    port = int(address.rsplit(":", 1)[1])
+    opened: list[grpc.aio.Channel] = []
+    held: dict[int, grpc.aio.Channel] = {}
+    before: Counter[int] = Counter()
+    while len(held) < 2:
+        assert len(opened) < 64, "every connection went to one worker"
+        channel = connect(address)
+        await channel.channel_ready()  # accepted and answered: the worker holds its socket
+        opened.append(channel)
+        now = connections_per_worker(proc.pid, port)
+        for pid in now:
+            if now[pid] > before[pid]:
+                held.setdefault(pid, channel)
+        before = now
+    return opened, list(held.values())
+
+
 async def test_every_watcher_sees_the_events_of_every_worker(database_url, tmp_path):
     proc, address = await start_workers(tmp_path / "home", database_url)
     workers = children(proc.pid)
     assert len(workers) == 2
-    channels: list[grpc.aio.Channel] = []
+    channels, _ = await a_channel_on_each_worker(proc, address)
     try:
-        # New connections until both workers hold some (the kernel spreads them).
-        while len(connections_per_worker(proc.pid, int(address.rsplit(":", 1)[1]))) < 2:
-            assert len(channels) < 64, "every connection went to one worker"
-            channel = connect(address)
-            await channel.channel_ready()
-            channels.append(channel)
         compiles = 3 * len(channels)
         lives = [asyncio.Event() for _ in channels]
         watchers = [
@@ -151,16 +167,17 @@ async def test_rounds_through_both_workers_see_one_history(database_url, tmp_pat
     proc, address = await start_workers(tmp_path / "home", database_url)
     workers = children(proc.pid)
     assert len(workers) == 2
-    channels = [connect(address) for _ in range(8)]
+    channels, (one, other) = await a_channel_on_each_worker(proc, address)
     try:
-        history = history_service_pb2_grpc.HistoryServiceStub(channels[0])
+        history = history_service_pb2_grpc.HistoryServiceStub(one)
         await history.CreateThread(
             history_service_pb2.CreateThreadRequest(thread_id="t", config=history_pb2.ThreadConfig(model="m"))
         )
         said: list[str] = []
         for n in range(12):
-            channel = channels[n % len(channels)]
-            reply = await turn_service_pb2_grpc.TurnServiceStub(channel).PrepareTurn(
+            # Each round on the worker the turn before did not complete, completed on the other.
+            here, there = (one, other) if n % 2 == 0 else (other, one)
+            reply = await turn_service_pb2_grpc.TurnServiceStub(here).PrepareTurn(
                 turn_service_pb2.PrepareTurnRequest(
                     thread_id="t",
                     turn_id=f"u{n}",
@@ -171,11 +188,9 @@ async def test_rounds_through_both_workers_see_one_history(database_url, tmp_pat
             )
             said.append(f"message {n}")
             assert [m.content for m in reply.chat_request.messages] == said
-            await history_service_pb2_grpc.HistoryServiceStub(channels[(n + 3) % len(channels)]).CompleteTurn(
+            await history_service_pb2_grpc.HistoryServiceStub(there).CompleteTurn(
                 history_service_pb2.CompleteTurnRequest(thread_id="t", turn_id=f"u{n}")
             )
-        # Eight connections on two workers: both served rounds (all on one would be 1 in 128).
-        assert len(connections_per_worker(proc.pid, int(address.rsplit(":", 1)[1]))) == 2
     finally:
         for channel in channels:
             await channel.close()
