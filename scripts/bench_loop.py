@@ -194,15 +194,22 @@ async def loop_figures(address: str, request_file: Path, backend: str) -> list[d
     ]
 
 
+def _step_ratios(one: dict[str, Any]) -> dict[str, float]:
+    """One loop's step ratios against the echo, as every labelled figure reports them."""
+    return {
+        "first PrepareTurn p50 vs echo": one["first_prepare"]["p50_vs_echo"],
+        "inside PrepareTurn p50 vs echo": one["inside_prepare"]["p50_vs_echo"],
+        "whole turn p50 vs two echoes": one["turn_vs_two_echoes"],
+    }
+
+
 async def shape_figures(address: str, request_file: Path, backend: str, shape: str) -> dict[str, Any]:
     """The same loop asking for another response (not the headline): one loop's step ratios."""
     one = await asyncio.to_thread(run_loop, address, 1, request_file, shape)
     return {
         "figure": f"loop, {backend}, 1 loop, {shape} (not the headline)",
         "response_bytes": one["first_prepare"]["response_bytes"],
-        "first PrepareTurn p50 vs echo": one["first_prepare"]["p50_vs_echo"],
-        "inside PrepareTurn p50 vs echo": one["inside_prepare"]["p50_vs_echo"],
-        "whole turn p50 vs two echoes": one["turn_vs_two_echoes"],
+        **_step_ratios(one),
     }
 
 
@@ -288,9 +295,7 @@ async def past_window_figure(address: str, request_file: Path, backend: str) -> 
         "history_turns": MAX_LOADED_TURNS,
         "history_tokens": report.tokens_after,
         "first_prepare_p50_ms": one["first_prepare"]["p50_ms"],
-        "first PrepareTurn p50 vs echo": one["first_prepare"]["p50_vs_echo"],
-        "inside PrepareTurn p50 vs echo": one["inside_prepare"]["p50_vs_echo"],
-        "whole turn p50 vs two echoes": one["turn_vs_two_echoes"],
+        **_step_ratios(one),
     }
 
 
@@ -310,9 +315,7 @@ async def truncating_figure(address: str, request_file: Path, backend: str) -> d
         "inside_prepare_p50_ms": one["inside_prepare"]["p50_ms"],
         "whole_turn_p50_ms": one["whole_turn"]["p50_ms"],
         "load_after_complete_p50_ms": one["load_after_complete"]["p50_ms"],
-        "first PrepareTurn p50 vs echo": one["first_prepare"]["p50_vs_echo"],
-        "inside PrepareTurn p50 vs echo": one["inside_prepare"]["p50_vs_echo"],
-        "whole turn p50 vs two echoes": one["turn_vs_two_echoes"],
+        **_step_ratios(one),
     }
 
 
