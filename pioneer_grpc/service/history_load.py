@@ -155,16 +155,31 @@ def full_load_on(
     return ctx.load_cache.store(thread_id, key, state, snapshot, result, extendable=not key)
 
 
+def kept_through(ctx: ServiceContext, thread_id: str) -> int:
+    """The sequence after which a state read asks for completed entries: the newest of the thread's
+    kept history that later entries may extend (none asked for without one)."""
+    base = ctx.load_cache.extendable(thread_id)
+    return NO_ENTRIES if base is None else base.through
+
+
 def kept_on(
-    ctx: ServiceContext, conn: Connection, thread_id: str, exclude_turn_id: str
+    ctx: ServiceContext,
+    conn: Connection,
+    thread_id: str,
+    exclude_turn_id: str,
+    read: HistoryRead | None = None,
 ) -> tuple[CachedLoad | None, HistoryRead]:
     """The kept answer for the thread as it is now, if any, and what the state statement read.
 
     One statement reads the state and the entries completed after the kept history's
-    newest; those extend it when they are all that changed (history_current.py).
+    newest; those extend it when they are all that changed (history_current.py). `read`,
+    made earlier in the transaction (a round's, with the thread's lock), is used when it
+    asked for what this would ask.
     """
     base = ctx.load_cache.extendable(thread_id)
-    read = history_read_in(conn, thread_id, exclude_turn_id, NO_ENTRIES if base is None else base.through)
+    after = NO_ENTRIES if base is None else base.through
+    if read is None or (read.exclude_turn_id, read.after) != (exclude_turn_id, after):
+        read = history_read_in(conn, thread_id, exclude_turn_id, after)
     found = ctx.load_cache.find(thread_id, exclude_turn_id, read.state)
     if found is None and base is not None:
         current = history_current.extended(ctx, thread_id, base, read)
@@ -198,11 +213,12 @@ def history_on(
     thread_id: str,
     exclude_turn_id: str,
     settled: Settled | None = None,
+    read: HistoryRead | None = None,
 ) -> tuple[CachedLoad | OverThreshold | decide.LoadResult, tuple[int, int]]:
     """The history a load leaving out `exclude_turn_id` answers (kept, brought current, or read whole;
     `settled` where the thread's state is still the one it was settled in), and the (entries, turns)
-    of other turns not completed that it leaves out."""
-    found, read = kept_on(ctx, conn, thread_id, exclude_turn_id)
+    of other turns not completed that it leaves out. `read` as `kept_on` takes it."""
+    found, read = kept_on(ctx, conn, thread_id, exclude_turn_id, read)
     if settled is not None and settled.state == read.state:
         return settled.result, read.left_out
     if found is None:

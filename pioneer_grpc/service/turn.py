@@ -342,8 +342,10 @@ def _round(
 ) -> _Round:
     """Every read and write of the round, in one transaction (store/round.py says the order)."""
     thread_id, turn_id = request.thread_id, request.turn_id
-    locked = round_store.lock_thread(conn, thread_id)
-    model = request.model or locked.model
+    # The history's state is read under the thread's lock before the turn's writes, which change
+    # nothing it reads (the turn's own entries are not completed, and it leaves out their turn).
+    read = round_store.lock_thread_read(conn, thread_id, turn_id, history_load.kept_through(ctx, thread_id))
+    model = request.model or read.state.model
     if not model:
         raise InvalidArgument.field(
             "model", "set the model here or on the thread (UpdateThread)", reason=reasons.MODEL_REQUIRED
@@ -370,7 +372,7 @@ def _round(
         ):
             counted = before.new_entries
             tokenizer, new_entries = token_fit.in_thread_tokenizer(
-                ctx.models, thread_id, locked.model, counted, before.counted_in
+                ctx.models, thread_id, read.state.model, counted, before.counted_in
             )
             own += round_store.insert_turn_entries(
                 conn, thread_id, turn_id, new_entries, tokenizer, check, turn
@@ -380,7 +382,7 @@ def _round(
     current = [to_chat_message(entry) for entry in repaired.entries]
     if repaired.pending:
         raise _pending_error(turn_id, repaired.pending)  # rolls the round back: nothing is stored
-    history, left_out = history_load.history_on(ctx, conn, thread_id, turn_id, settled)
+    history, left_out = history_load.history_on(ctx, conn, thread_id, turn_id, settled, read)
     if isinstance(history, history_load.OverThreshold):
         raise _Unsettled(history)  # rolls the round back; prepare_turn settles it and runs it again
     is_settled = settled is not None and history is settled.result

@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, ColumnElement, Select, bindparam, func, literal_column, select
+from sqlalchemy import BigInteger, Boolean, ColumnElement, Select, bindparam, func, literal_column, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
 
-from pioneer_grpc.store.driver import Direct
+from pioneer_grpc.store.driver import POSTGRESQL, Direct
 from pioneer_grpc.store.entries import LOAD_COLUMNS, RowsRead, loaded_entry
 from pioneer_grpc.store.models import EntryRow, SummaryRow, ThreadRow
 from pioneer_grpc.store.threads import thread_not_found
@@ -127,6 +127,9 @@ NO_ENTRIES = 2**62
 
 @dataclass(frozen=True)
 class HistoryRead:
+    # What was asked: the turn left out, and the sequence after which completed entries were read.
+    exclude_turn_id: str
+    after: int
     state: HistoryState
     # Entries of turns not completed but the excluded turn's: what a load leaves out (entries, turns).
     left_out: tuple[int, int]
@@ -141,7 +144,42 @@ def history_read_in(
 ) -> HistoryRead:
     """The thread's history state, what a load leaves out besides `exclude_turn_id`, and the
     completed entries after sequence `after`: one statement (NotFound for an unknown thread)."""
-    rows = _DIRECT.rows(conn, {"thread_id": thread_id, "exclude_turn_id": exclude_turn_id, "after": after})
+    params = {"thread_id": thread_id, "exclude_turn_id": exclude_turn_id, "after": after}
+    return _read_of(_DIRECT.rows(conn, params), thread_id, exclude_turn_id, after)
+
+
+# `_READ` with the thread's row locked for the transaction (PostgreSQL's FOR UPDATE), and whether
+# the row it locked is the one its snapshot read (`fresh`). The snapshot is taken when the statement
+# starts: when it waits for the lock, the row it locks is the newest, but the rest of what it read
+# may predate what the lock's holder committed. Every write of what it reads (entries appended or
+# completed, a summary stored, a setting changed) writes the thread row in the same transaction,
+# so a row unchanged since the snapshot means nothing it read changed either.
+_LOCKED_READ = Direct(
+    _READ.add_columns(
+        literal_column(
+            "(threads.xmin = (SELECT seen.xmin FROM threads AS seen"
+            " WHERE seen.thread_id = threads.thread_id))",
+            Boolean,
+        ).label("fresh")
+    ).with_for_update(of=ThreadRow.__table__),
+    dialects=(POSTGRESQL,),
+)
+
+
+def locked_history_read_in(
+    conn: Connection, thread_id: str, exclude_turn_id: str, after: int
+) -> HistoryRead | None:
+    """PostgreSQL: `history_read_in` with the thread locked for the transaction, in one statement;
+    None when the statement waited for the lock while its holder changed the thread (the lock is
+    held then, and `history_read_in` reads what it committed). NotFound for an unknown thread."""
+    params = {"thread_id": thread_id, "exclude_turn_id": exclude_turn_id, "after": after}
+    rows = _LOCKED_READ.rows(conn, params)
+    if rows and not rows[0].fresh:
+        return None
+    return _read_of(rows, thread_id, exclude_turn_id, after)
+
+
+def _read_of(rows: list[Any], thread_id: str, exclude_turn_id: str, after: int) -> HistoryRead:
     if not rows:
         raise thread_not_found(thread_id)
     row = rows[0]
@@ -150,6 +188,8 @@ def history_read_in(
     newer = [loaded_entry(found) for found in rows if found.id is not None]
     RowsRead.entries += len(newer)
     return HistoryRead(
+        exclude_turn_id,
+        after,
         state,
         (int(row.open_entries) - excluded, int(row.open_turns) - (1 if excluded else 0)),
         bool(row.excluded_completed),

@@ -3,14 +3,15 @@
 Order (the same on SQLite and PostgreSQL, and the same lock order as appends and
 the recorder: thread row, turn row, then the event lock):
 
-    locked = lock_thread(conn, thread_id)          # NotFound; serialises the thread's rounds
+    read = lock_thread_read(conn, thread_id, ...)  # NotFound; serialises the thread's rounds;
+                                                   # the history's state read under the lock
     turn, recorded = turn_recorded(conn, manifest, call_ids)  # events/recorder.py: creates or locks
                                                    # the turn (lock_turn_with_entries: its entries,
                                                    # the thread's calls of call_ids) and records
                                                    # the manifest on it
     created = insert_turn_entries(conn, ..., turn)  # one statement (on SQLite, one a row)
     current = [*turn.entries, *created]            # the turn's entries, as a read would give them
-    ... the history load on the same connection ...
+    ... the history load on the same connection, from `read` ...
 
 On SQLite the first statement is a write (a no-op UPDATE), so the transaction
 holds the write lock from its start: a concurrent writer, in another process too,
@@ -52,6 +53,7 @@ from pioneer_grpc.store.entries import (
     thread_calls_in,
     turn_completed,
 )
+from pioneer_grpc.store.history_state import HistoryRead, history_read_in, locked_history_read_in
 from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow
 from pioneer_grpc.store.threads import thread_not_found
 from pioneer_grpc.store.turns import TurnRecord, lock_turn
@@ -116,6 +118,19 @@ def lock_thread(conn: Connection, thread_id: str) -> LockedThread:
     if row is None:
         raise thread_not_found(thread_id)
     return LockedThread(model=row.model)
+
+
+def lock_thread_read(conn: Connection, thread_id: str, exclude_turn_id: str, after: int) -> HistoryRead:
+    """`lock_thread`, then `history_read_in`: a round's first reads. On PostgreSQL one statement
+    (a round trip fewer), read again after it only when it waited for a lock whose holder changed
+    the thread."""
+    if conn.dialect.name == "postgresql":
+        read = locked_history_read_in(conn, thread_id, exclude_turn_id, after)
+        if read is not None:
+            return read
+    else:
+        lock_thread(conn, thread_id)
+    return history_read_in(conn, thread_id, exclude_turn_id, after)
 
 
 @dataclass(frozen=True)

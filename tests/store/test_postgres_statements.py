@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from pioneer_grpc.errors import PioneerError
 from pioneer_grpc.events import recorder
-from pioneer_grpc.store import completion, driver, history_state, round, turns
+from pioneer_grpc.store import completion, driver, history_state, round, summaries, threads, turns
 from pioneer_grpc.store.driver import POSTGRESQL, Direct
 from pioneer_grpc.store.entries import THREAD_CALLS_CHUNK, NewEntry, entry_values, thread_calls_in
 from pioneer_grpc.store.migrate import migrate
@@ -196,6 +196,12 @@ def _without_provisional_ids(recorded: Way) -> Way:
     return answer
 
 
+def _locked_then_read(conn: Connection, thread_id: str, exclude_turn_id: str, after: int) -> Any:
+    """`round.lock_thread_read` as two statements: the lock, then the state read."""
+    round.lock_thread(conn, thread_id)
+    return history_state.history_read_in(conn, thread_id, exclude_turn_id, after)
+
+
 Way = Callable[..., Any]
 # name -> (the one statement, the separate statements, the arguments of each run in order on one database)
 CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
@@ -235,6 +241,17 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
             (_manifest_columns("u2", "f1"),),
             (_manifest_columns("u2", "f2"),),
             (_manifest_columns("empty", "f3"),),
+        ],
+    ),
+    "lock_thread_read": (
+        round.lock_thread_read,
+        _locked_then_read,
+        [
+            ("t", "", 0),
+            ("t", "u2", 1),
+            ("t", "u1", history_state.NO_ENTRIES),
+            ("t", "new", 2),
+            ("nosuch", "", 0),
         ],
     ),
     "append": (
@@ -402,6 +419,10 @@ DIRECT_CASES: dict[str, tuple[Way, list[tuple[Any, ...]]]] = {
         history_state.history_read_in,
         [("t", "", 0), ("t", "u2", 1), ("t", "u1", history_state.NO_ENTRIES), ("nosuch", "", 0)],
     ),
+    "locked_history_read": (
+        history_state.locked_history_read_in,
+        [("t", "", 0), ("t", "u2", 1), ("t", "u1", history_state.NO_ENTRIES), ("nosuch", "", 0)],
+    ),
     **{name: (one, runs) for name, (one, _, runs) in CASES.items()},
 }
 
@@ -510,3 +531,78 @@ async def test_the_history_state_read_keeps_one_plan(template):
             await conn.close()
     finally:
         await _drop(admin_url, name)
+
+
+async def _read_while_held(template: tuple[str, str], holder: Way, read: Way, *args: Any) -> tuple[Any, Any]:
+    """`read(conn, *args)` started while another transaction holds the thread's lock and runs
+    `holder(conn)`, that transaction committed once the read waits for the lock; the read's
+    answer, and what `history_read_in` reads after both."""
+    admin_url, name = await _copy(template)
+    engine = create_async_engine(_on(admin_url, name))
+    try:
+        async with engine.connect() as held:
+            await held.begin()
+            await held.run_sync(lambda conn: round.lock_thread(conn, "t"))
+            await held.run_sync(holder)
+
+            async def reading() -> Any:
+                async with engine.begin() as conn:
+                    return await conn.run_sync(read, *args)
+
+            task = asyncio.create_task(reading())
+            async with engine.connect() as watch:
+                waiting = text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
+                while not (await watch.execute(waiting)).scalar_one():
+                    assert not task.done(), await task
+                    await asyncio.sleep(0.01)
+            await held.commit()
+            answer = await task
+        async with engine.connect() as conn:
+            after = await conn.run_sync(history_state.history_read_in, *args)
+        return answer, after
+    finally:
+        await engine.dispose()
+        await _drop(admin_url, name)
+
+
+def _completes_u2(conn: Connection) -> None:
+    assert completion.completed_in_one(conn, "t", "u2") == 2
+
+
+def _appends_to_u2(conn: Connection) -> None:
+    assert round.inserted_in_one(conn, "t", _rows(("e20", "u2", {"content": "more"})), [], [], LATER)
+
+
+def _stores_a_summary(conn: Connection) -> None:
+    threads.mark_compaction_in(conn, "t", None)
+    summaries.add_summary_in(conn, "t", "so far", 3, "e2", 2, "m", "s", "cl100k_base")
+
+
+# Each write of what the state read reads, done by the lock's holder.
+CHANGES = {"complete": _completes_u2, "append": _appends_to_u2, "summary": _stores_a_summary}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+async def test_the_locked_read_that_waited_for_a_change_reads_again(change, template):
+    """A state read that waited for the thread's lock while its holder changed what it reads would
+    have read from before that commit: the locked read says so, and the round's read reads again."""
+    holder = CHANGES[change]
+    stale, _ = await _read_while_held(template, holder, history_state.locked_history_read_in, "t", "u2", 0)
+    assert stale is None
+    read, after = await _read_while_held(template, holder, round.lock_thread_read, "t", "u2", 0)
+    assert read == after
+
+
+async def test_the_round_read_after_a_wait_sees_what_the_holder_committed(template):
+    read, _ = await _read_while_held(template, _completes_u2, round.lock_thread_read, "t", "", 0)
+    assert [entry.entry_id for entry in read.newer] == ["e1", "e2", "e3", "e4"]
+    assert (read.state.completed_count, read.state.completed_max_id) == (2, 4)  # the seed counted none
+
+
+async def test_the_locked_read_that_waited_for_a_holder_changing_nothing_is_kept(template):
+    read, after = await _read_while_held(
+        template, lambda conn: None, history_state.locked_history_read_in, "t", "", 0
+    )
+    assert read is not None
+    assert read == after
+    assert [entry.entry_id for entry in read.newer] == ["e1", "e2"]
