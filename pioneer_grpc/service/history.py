@@ -294,16 +294,21 @@ def _append_in(
     """The append's unit of work: the thread locked, the batch's turns locked or created, the
     entries stored by the append a round makes (store/round.py); with `complete_turn_id`, that
     turn completed in the same transaction (store/completion.py)."""
-    locked = round_store.lock_thread(conn, thread_id)
+    # The thread locked, then the batch's turns with their entries; the thread's calls of the batch's
+    # ids read with the first turn, in the lock's statement.
+    first, *others = dict.fromkeys(e.turn_id for e in entries) or [""]
+    turns: dict[str, round_store.LockedTurn] = {}
+    if first:
+        locked, turns[first] = round_store.lock_thread_and_turn(
+            conn, thread_id, first, named_call_ids(entries)
+        )
+    else:
+        locked = round_store.lock_thread(conn, thread_id)
+    for turn_id in others:
+        turns[turn_id] = round_store.lock_turn_with_entries(conn, thread_id, turn_id, ())
     tokenizer, new_entries = token_fit.in_thread_tokenizer(
         ctx.models, thread_id, locked.model, counted, counted_in
     )
-    # The batch's turns locked with their entries; the thread's calls of the batch's ids read with the first.
-    call_ids = named_call_ids(entries)
-    turns = {
-        turn_id: round_store.lock_turn_with_entries(conn, thread_id, turn_id, call_ids if i == 0 else ())
-        for i, turn_id in enumerate(dict.fromkeys(e.turn_id for e in entries))
-    }
 
     def check(stored: StoredCalls) -> None:
         _check(call_violations(entries, stored, prefix))

@@ -153,15 +153,11 @@ def history_read_in(
 # starts: when it waits for the lock, the row it locks is the newest, but the rest of what it read
 # may predate what the lock's holder committed. Every write of what it reads (entries appended or
 # completed, a summary stored, a setting changed) writes the thread row in the same transaction,
-# so a row unchanged since the snapshot means nothing it read changed either.
+# so a row unchanged since the snapshot (`FRESH`, in any statement that locks the thread row
+# `threads`) means nothing it read changed either.
+FRESH = "(threads.xmin = (SELECT seen.xmin FROM threads AS seen WHERE seen.thread_id = threads.thread_id))"
 _LOCKED_READ = Direct(
-    _READ.add_columns(
-        literal_column(
-            "(threads.xmin = (SELECT seen.xmin FROM threads AS seen"
-            " WHERE seen.thread_id = threads.thread_id))",
-            Boolean,
-        ).label("fresh")
-    ).with_for_update(of=ThreadRow.__table__),
+    _READ.add_columns(literal_column(FRESH, Boolean).label("fresh")).with_for_update(of=ThreadRow.__table__),
     dialects=(POSTGRESQL,),
 )
 

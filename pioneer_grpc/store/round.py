@@ -53,7 +53,7 @@ from pioneer_grpc.store.entries import (
     thread_calls_in,
     turn_completed,
 )
-from pioneer_grpc.store.history_state import HistoryRead, history_read_in, locked_history_read_in
+from pioneer_grpc.store.history_state import FRESH, HistoryRead, history_read_in, locked_history_read_in
 from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow
 from pioneer_grpc.store.threads import thread_not_found
 from pioneer_grpc.store.turns import TurnRecord, lock_turn
@@ -167,16 +167,34 @@ _LOAD_NAMES = ", ".join(f"e.{column.key}" for column in LOAD_COLUMNS)
 _OF_CALL_IDS = (
     "FROM tool_calls WHERE thread_id = :b_thread_id AND call_id = ANY(CAST(:b_call_ids AS varchar[]))"
 )
-# The end of a statement whose CTE `turn` returns the turn's row: its calls asked for as two
-# arrays, then each of its entries (none: one row, the entry columns NULL), oldest first.
-TURN_CALLS_AND_ENTRIES = f"""
+
+
+def _turn_calls_and_entries(source: str) -> str:
+    """The end of a statement whose CTE `turn` returns the turn's row (`source` its FROM): its calls
+    asked for as two arrays, then each of its entries (none: one row, the entry columns NULL),
+    oldest first."""
+    return f"""
         ARRAY(SELECT call_id {_OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_ids,
         ARRAY(SELECT entry_id {_OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_entry_ids,
         {_LOAD_NAMES}
-    FROM turn
+    FROM {source}
     LEFT JOIN conversation_entries AS e ON e.thread_id = :b_thread_id AND e.turn_id = :b_turn_id
     ORDER BY e.id
 """
+
+
+TURN_CALLS_AND_ENTRIES = _turn_calls_and_entries("turn")
+
+
+def _insert_turn(source: str) -> str:
+    """The turn's row created or touched (so locked), from the one row of `source`."""
+    return f"""
+        INSERT INTO turns (thread_id, turn_id, status, created_at, updated_at)
+        SELECT :b_thread_id, :b_turn_id, :b_status, :b_moment, :b_moment FROM {source}
+        ON CONFLICT (thread_id, turn_id) DO UPDATE SET updated_at = excluded.updated_at
+        RETURNING status, prompt_manifest_json, manifest_event_id"""
+
+
 # `turn_locked_separately` in one round trip: the turn's row (created or touched, so locked) with
 # each of its entries (none: one row, the entry columns NULL), the calls as two arrays in the row.
 # The thread's lock came first, in a statement of its own: this one's snapshot has every entry
@@ -184,35 +202,73 @@ TURN_CALLS_AND_ENTRIES = f"""
 _LOCK_TURN_WITH_ENTRIES_PG = Direct(
     text(
         f"""
-    WITH turn AS (
-        INSERT INTO turns (thread_id, turn_id, status, created_at, updated_at)
-        VALUES (:b_thread_id, :b_turn_id, :b_status, :b_moment, :b_moment)
-        ON CONFLICT (thread_id, turn_id) DO UPDATE SET updated_at = excluded.updated_at
-        RETURNING status, prompt_manifest_json, manifest_event_id
+    WITH turn AS ({_insert_turn("(VALUES (1)) AS one")}
     )
     SELECT
         turn.status, turn.prompt_manifest_json, turn.manifest_event_id,{TURN_CALLS_AND_ENTRIES}    """
     ),
     dialects=(POSTGRESQL,),
 )
+# `lock_thread` and `_LOCK_TURN_WITH_ENTRIES_PG` in one round trip: the thread's row locked first
+# (the turn's row is written only from its row), its model, and whether the row locked is the one
+# the statement's snapshot read (`FRESH`: store/history_state.py says why that suffices). The turn's
+# row is created or touched on the newest rows whichever way; what the snapshot read of its entries
+# and calls is read again when the row is not fresh.
+_LOCK_THREAD_AND_TURN_PG = Direct(
+    text(
+        f"""
+    WITH locked AS (
+        SELECT model, {FRESH} AS fresh FROM threads WHERE thread_id = :b_thread_id FOR UPDATE
+    ), turn AS ({_insert_turn("locked")}
+    )
+    SELECT
+        locked.model, locked.fresh, turn.status, turn.prompt_manifest_json, turn.manifest_event_id,{
+            _turn_calls_and_entries("locked CROSS JOIN turn")
+        }    """
+    ),
+    dialects=(POSTGRESQL,),
+)
 
 
-def turn_locked_in_one(conn: Connection, thread_id: str, turn_id: str, call_ids: Sequence[str]) -> LockedTurn:
-    """PostgreSQL's `lock_turn_with_entries`: one statement."""
-    params = {
+def _turn_params(thread_id: str, turn_id: str, call_ids: Sequence[str]) -> dict[str, Any]:
+    return {
         "b_thread_id": thread_id,
         "b_turn_id": turn_id,
         "b_status": history_pb2.TURN_STATUS_IN_PROGRESS,
         "b_moment": now(),
         "b_call_ids": list(call_ids),
     }
-    rows = _LOCK_TURN_WITH_ENTRIES_PG.rows(conn, params)
+
+
+def _locked_turn(rows: list[Any]) -> LockedTurn:
     first = rows[0]
     return LockedTurn(
         TurnRecord(first.status, first.prompt_manifest_json, first.manifest_event_id),
         [loaded_entry(row) for row in rows if row.id is not None],
         dict(zip(first.call_ids, first.call_entry_ids, strict=True)),
     )
+
+
+def turn_locked_in_one(conn: Connection, thread_id: str, turn_id: str, call_ids: Sequence[str]) -> LockedTurn:
+    """PostgreSQL's `lock_turn_with_entries`: one statement."""
+    return _locked_turn(_LOCK_TURN_WITH_ENTRIES_PG.rows(conn, _turn_params(thread_id, turn_id, call_ids)))
+
+
+def lock_thread_and_turn(
+    conn: Connection, thread_id: str, turn_id: str, call_ids: Sequence[str]
+) -> tuple[LockedThread, LockedTurn]:
+    """`lock_thread`, then `lock_turn_with_entries`: an append's first statements. On PostgreSQL
+    one (a round trip fewer), the turn read again after it only when it waited for a lock whose
+    holder changed the thread."""
+    if conn.dialect.name != "postgresql":
+        return lock_thread(conn, thread_id), turn_locked_separately(conn, thread_id, turn_id, call_ids)
+    rows = _LOCK_THREAD_AND_TURN_PG.rows(conn, _turn_params(thread_id, turn_id, call_ids))
+    if not rows:
+        raise thread_not_found(thread_id)
+    locked = LockedThread(model=rows[0].model)
+    if not rows[0].fresh:
+        return locked, turn_locked_in_one(conn, thread_id, turn_id, call_ids)
+    return locked, _locked_turn(rows)
 
 
 def insert_turn_entries(

@@ -202,6 +202,13 @@ def _locked_then_read(conn: Connection, thread_id: str, exclude_turn_id: str, af
     return history_state.history_read_in(conn, thread_id, exclude_turn_id, after)
 
 
+def _locked_then_turn(conn: Connection, thread_id: str, turn_id: str, call_ids: list[str]) -> Any:
+    """`round.lock_thread_and_turn` as SQLite's statements: the lock, then the turn's."""
+    return round.lock_thread(conn, thread_id), round.turn_locked_separately(
+        conn, thread_id, turn_id, call_ids
+    )
+
+
 Way = Callable[..., Any]
 # name -> (the one statement, the separate statements, the arguments of each run in order on one database)
 CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
@@ -252,6 +259,17 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
             ("t", "u1", history_state.NO_ENTRIES),
             ("t", "new", 2),
             ("nosuch", "", 0),
+        ],
+    ),
+    "lock_thread_and_turn": (
+        round.lock_thread_and_turn,
+        _locked_then_turn,
+        [
+            ("t", "u2", ["c1", "c9"]),
+            ("t", "new", []),
+            ("t", "new", ["c1"]),
+            ("t", "u1", []),
+            ("nosuch", "u1", []),
         ],
     ),
     "append": (
@@ -536,7 +554,7 @@ async def test_the_history_state_read_keeps_one_plan(template):
 async def _read_while_held(template: tuple[str, str], holder: Way, read: Way, *args: Any) -> tuple[Any, Any]:
     """`read(conn, *args)` started while another transaction holds the thread's lock and runs
     `holder(conn)`, that transaction committed once the read waits for the lock; the read's
-    answer, and what `history_read_in` reads after both."""
+    answer, and its answer when run again after both, in a transaction of its own."""
     admin_url, name = await _copy(template)
     engine = create_async_engine(_on(admin_url, name))
     try:
@@ -557,8 +575,8 @@ async def _read_while_held(template: tuple[str, str], holder: Way, read: Way, *a
                     await asyncio.sleep(0.01)
             await held.commit()
             answer = await task
-        async with engine.connect() as conn:
-            after = await conn.run_sync(history_state.history_read_in, *args)
+        async with engine.begin() as conn:
+            after = await conn.run_sync(read, *args)
         return answer, after
     finally:
         await engine.dispose()
@@ -606,3 +624,21 @@ async def test_the_locked_read_that_waited_for_a_holder_changing_nothing_is_kept
     assert read is not None
     assert read == after
     assert [entry.entry_id for entry in read.newer] == ["e1", "e2"]
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+async def test_the_append_lock_that_waited_for_a_change_reads_the_turn_again(change, template):
+    """The append's first statement waited for the thread's lock while its holder changed the
+    thread: the turn's entries and calls it answers are those committed, as a statement after the
+    lock reads them."""
+    holder = CHANGES[change]
+    answer, after = await _read_while_held(template, holder, round.lock_thread_and_turn, "t", "u2", ["c1"])
+    assert answer == after
+    locked, turn = answer
+    expected = {"complete": ["e3", "e4"], "append": ["e3", "e4", "e20"], "summary": ["e3", "e4"]}[change]
+    assert [entry.entry_id for entry in turn.entries] == expected
+    done = change == "complete"
+    assert turn.record.status == (
+        history_pb2.TURN_STATUS_COMPLETED if done else history_pb2.TURN_STATUS_IN_PROGRESS
+    )
+    assert locked.model == "m"
