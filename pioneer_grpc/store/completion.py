@@ -8,10 +8,12 @@ changes nothing and answers the same.
 
 On SQLite the rest is three statements on the driver (store/driver.py; the
 status read only when the turn was completed before or does not exist); on
-PostgreSQL, where each statement is a round trip, the same reads and writes are
-one statement (`_COMPLETE_PG`, data-modifying CTEs). It runs after the lock, as
-a statement of its own: in READ COMMITTED a statement reads the rows committed
-before it started, so it sees every entry appended before the lock was granted.
+PostgreSQL, where each statement is a round trip, the lock and the same reads and
+writes are one statement (`_LOCK_AND_COMPLETE_PG`, data-modifying CTEs). In READ
+COMMITTED a statement reads the rows committed before it started: when it waited
+for the lock, what the lock's holder committed is not in its snapshot, so then it
+writes nothing and the completion runs again as a statement of its own
+(`_COMPLETE_PG`), which sees every entry appended before the lock was granted.
 tests/store/test_postgres_statements.py checks that both give the same answer
 and leave the same rows.
 """
@@ -23,9 +25,10 @@ from sqlalchemy.engine import Connection
 
 from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.driver import POSTGRESQL, SQLITE, Direct
+from pioneer_grpc.store.history_state import FRESH
 from pioneer_grpc.store.models import EntryRow, ThreadRow, TurnRow
 from pioneer_grpc.store.round import lock_thread
-from pioneer_grpc.store.threads import turn_not_found
+from pioneer_grpc.store.threads import thread_not_found, turn_not_found
 from pioneer_grpc.v1 import history_pb2
 
 _OF_TURN_STATUS = (TurnRow.thread_id == bindparam("b_thread_id")) & (
@@ -61,14 +64,15 @@ _LESS_OPEN = Direct(
 )
 
 
-_COMPLETE_PG = Direct(
-    text(
-        """
-    WITH turn AS (
-        SELECT status FROM turns WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id
+def _complete_pg(locked: str, guard: str, source: str) -> str:
+    """PostgreSQL's completion: `locked` the CTEs before it, `guard` a condition on each write and
+    read, `source` the FROM of its one row."""
+    return f"""
+    WITH {locked}turn AS (
+        SELECT status FROM turns WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id{guard}
     ), done AS (
         UPDATE turns SET status = :b_status, updated_at = :b_updated_at
-        WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id AND status <> :b_status
+        WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id AND status <> :b_status{guard}
         RETURNING turn_id
     ), completed AS (
         UPDATE conversation_entries SET completed = true
@@ -88,8 +92,26 @@ _COMPLETE_PG = Direct(
         ELSE (
             SELECT count(*) FROM conversation_entries
             WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id
-        ) END AS entry_count
+        ) END AS entry_count{source}
     """
+
+
+_COMPLETE_PG = Direct(text(_complete_pg("", "", "")), dialects=(POSTGRESQL,))
+# `lock_thread` and `_COMPLETE_PG` in one round trip: the thread's row locked first (every write
+# and read of the turn waits for it), and whether the row locked is the one the statement's snapshot
+# read (`FRESH`: store/history_state.py says why that suffices for entries). Not fresh, it writes
+# nothing and reads no status, and `_COMPLETE_PG` runs after it; so it does for a turn not found,
+# which may have been created since the snapshot (a turn without entries leaves the thread's row
+# alone).
+_LOCK_AND_COMPLETE_PG = Direct(
+    text(
+        _complete_pg(
+            f"""locked AS (
+        SELECT {FRESH} AS fresh FROM threads WHERE thread_id = :b_thread_id FOR UPDATE
+    ), """,
+            " AND (SELECT fresh FROM locked)",
+            "\n    FROM locked",
+        )
     ),
     dialects=(POSTGRESQL,),
 )
@@ -97,21 +119,29 @@ _COMPLETE_PG = Direct(
 
 def complete_turn_in(conn: Connection, thread_id: str, turn_id: str) -> int:
     """Marks the turn and its entries completed; returns how many entries the turn has."""
-    lock_thread(conn, thread_id)
     if conn.dialect.name == "postgresql":
+        row = _LOCK_AND_COMPLETE_PG.first(conn, _params(thread_id, turn_id))
+        if row is None:
+            raise thread_not_found(thread_id)
+        if row.status is not None:
+            return int(row.entry_count)
         return completed_in_one(conn, thread_id, turn_id)
+    lock_thread(conn, thread_id)
     return completed_separately(conn, thread_id, turn_id)
 
 
-def completed_in_one(conn: Connection, thread_id: str, turn_id: str) -> int:
-    """PostgreSQL's completion after the lock: one statement."""
-    params = {
+def _params(thread_id: str, turn_id: str) -> dict[str, object]:
+    return {
         "b_thread_id": thread_id,
         "b_turn_id": turn_id,
         "b_status": history_pb2.TURN_STATUS_COMPLETED,
         "b_updated_at": now(),
     }
-    row = _COMPLETE_PG.first(conn, params)
+
+
+def completed_in_one(conn: Connection, thread_id: str, turn_id: str) -> int:
+    """PostgreSQL's completion after the lock: one statement."""
+    row = _COMPLETE_PG.first(conn, _params(thread_id, turn_id))
     if row.status is None:
         raise turn_not_found(thread_id, turn_id)
     return int(row.entry_count)

@@ -20,7 +20,11 @@ waits on the busy timeout instead of failing on a stale read snapshot.
 On PostgreSQL each statement is a network round trip, so what SQLite does in
 several statements on its driver is one statement there (data-modifying CTEs):
 the turn with its entries and calls (and the manifest's record, in a round), and
-the append's writes.
+the append's writes. The thread's lock rides with the first statement after it
+(a round's history read, an append's first turn); in READ COMMITTED that
+statement's snapshot may predate what the lock's holder committed while it
+waited, which it tells (`FRESH`, store/history_state.py), and then what it read
+is read again by a statement of its own.
 tests/store/test_postgres_statements.py proves each equal to the separate
 statements on PostgreSQL.
 """

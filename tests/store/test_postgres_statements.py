@@ -209,12 +209,23 @@ def _locked_then_turn(conn: Connection, thread_id: str, turn_id: str, call_ids: 
     )
 
 
+def _locked_then_completed(conn: Connection, thread_id: str, turn_id: str) -> int:
+    """`completion.complete_turn_in` as SQLite's statements: the lock, then the completion's."""
+    round.lock_thread(conn, thread_id)
+    return completion.completed_separately(conn, thread_id, turn_id)
+
+
 Way = Callable[..., Any]
 # name -> (the one statement, the separate statements, the arguments of each run in order on one database)
 CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
     "complete_turn": (
         completion.completed_in_one,
         completion.completed_separately,
+        [("t", "u2"), ("t", "u2"), ("t", "u1"), ("t", "empty"), ("t", "nosuch"), ("nosuch", "u1")],
+    ),
+    "lock_and_complete_turn": (
+        completion.complete_turn_in,
+        _locked_then_completed,
         [("t", "u2"), ("t", "u2"), ("t", "u1"), ("t", "empty"), ("t", "nosuch"), ("nosuch", "u1")],
     ),
     "lock_turn_with_entries": (
@@ -642,3 +653,34 @@ async def test_the_append_lock_that_waited_for_a_change_reads_the_turn_again(cha
         history_pb2.TURN_STATUS_COMPLETED if done else history_pb2.TURN_STATUS_IN_PROGRESS
     )
     assert locked.model == "m"
+
+
+def _creates_turn_x(conn: Connection) -> None:
+    turns.lock_turn(conn, "t", "x")
+
+
+@pytest.mark.parametrize("change", sorted({**CHANGES, "create turn": _creates_turn_x}))
+async def test_the_completion_that_waited_for_a_change_completes_what_was_committed(change, template):
+    """The completion's one statement waited for the thread's lock while its holder changed the
+    thread (or created the turn, which leaves the thread's row alone): it completes what the
+    holder committed, as a completion after the lock does."""
+    holder = {**CHANGES, "create turn": _creates_turn_x}[change]
+    turn_id = "x" if change == "create turn" else "u2"
+    answer, again = await _read_while_held(template, holder, _completed_and_left, "t", turn_id)
+    count = {"append": 3, "create turn": 0}.get(change, 2)
+    assert answer == again == (count, history_pb2.TURN_STATUS_COMPLETED, 0)
+
+
+def _completed_and_left(conn: Connection, thread_id: str, turn_id: str) -> tuple[int, int, int]:
+    """`complete_turn_in`'s answer, then the turn's status and how many of its entries are open."""
+    count = completion.complete_turn_in(conn, thread_id, turn_id)
+    params = {"t": thread_id, "u": turn_id}
+    status = conn.execute(text("SELECT status FROM turns WHERE thread_id = :t AND turn_id = :u"), params)
+    open_entries = conn.execute(
+        text(
+            "SELECT count(*) FROM conversation_entries"
+            " WHERE thread_id = :t AND turn_id = :u AND NOT completed"
+        ),
+        params,
+    )
+    return count, status.scalar_one(), open_entries.scalar_one()
