@@ -72,6 +72,10 @@ def create_engine(url: str, sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS
                     # The NOTICEs announcing settings (below) reach the session whatever a role or
                     # database sets.
                     "client_min_messages": "notice",
+                    # Every statement is prepared once per connection and looks rows up by key:
+                    # its one generic plan serves every call. Left to choose, PostgreSQL plans the
+                    # history's state read anew at each call (0.3 ms of a 0.47 ms statement).
+                    "plan_cache_mode": "force_generic_plan",
                     "lock_timeout": str(LOCK_WAIT_SECONDS * 1000),
                     "idle_in_transaction_session_timeout": str(IDLE_IN_TRANSACTION_SECONDS * 1000),
                 },

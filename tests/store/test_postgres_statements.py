@@ -28,6 +28,7 @@ from pioneer_grpc.errors import PioneerError
 from pioneer_grpc.events import recorder
 from pioneer_grpc.store import completion, driver, history_state, round, summaries, threads, turns
 from pioneer_grpc.store.driver import POSTGRESQL, Direct
+from pioneer_grpc.store.engine import create_engine as engine_for
 from pioneer_grpc.store.entries import THREAD_CALLS_CHUNK, NewEntry, entry_values, thread_calls_in
 from pioneer_grpc.store.migrate import migrate
 from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow, TurnRow
@@ -684,3 +685,28 @@ def _completed_and_left(conn: Connection, thread_id: str, turn_id: str) -> tuple
         params,
     )
     return count, status.scalar_one(), open_entries.scalar_one()
+
+
+async def test_the_store_runs_each_statement_on_its_generic_plan(template):
+    """The store's sessions never plan a prepared statement for its values (`plan_cache_mode`,
+    store/engine.py): the history's state read runs on one plan from its first call, where
+    PostgreSQL left to choose plans it anew at each call of the loop."""
+    admin_url, name = await _copy(template)
+    engine = engine_for(_on(admin_url, name))
+    runner = TransactionRunner(engine)
+    compiled = history_state._DIRECT._pg
+    assert compiled is not None
+    sql = compiled.sql
+
+    def read_and_count(conn: Connection) -> Any:
+        for after in (0, 1, history_state.NO_ENTRIES):
+            history_state.history_read_in(conn, "t", "u2", after)
+        plans = text("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = :sql")
+        return tuple(conn.execute(plans, {"sql": sql}).one())
+
+    try:
+        assert await runner.read(read_and_count) == (3, 0)
+    finally:
+        await runner.close()
+        await engine.dispose()
+        await _drop(admin_url, name)
