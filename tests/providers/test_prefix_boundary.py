@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from pioneer_grpc.providers import specs
 from pioneer_grpc.providers.prefix import continues, render_prefix
 from pioneer_grpc.providers.render import render, render_after
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
@@ -13,6 +16,7 @@ from tests.providers.test_render_after import HISTORY, assistant, chat, result, 
 P = provider_service_pb2
 RENDERERS = [
     P.PROVIDER_OPENAI_CHAT_COMPLETIONS,
+    P.PROVIDER_OPENAI_RESPONSES,
     P.PROVIDER_ANTHROPIC_MESSAGES,
     P.PROVIDER_GEMINI_GENERATE_CONTENT,
 ]
@@ -32,10 +36,17 @@ def test_no_messages_are_no_prefix(provider: int) -> None:
     assert render_prefix(provider, list(chat(provider, HISTORY, {}).messages)) is not None
 
 
-def test_a_provider_without_a_message_renderer_has_no_prefix() -> None:
+def test_every_provider_keeps_a_prefix() -> None:
+    # The prefix tests take the providers with a message renderer: none may fall out of them unseen.
+    assert [spec.name for spec in specs.SPECS.values() if spec.render_messages is None] == []
+
+
+def test_a_provider_without_a_message_renderer_has_no_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
     messages = list(chat(P.PROVIDER_OPENAI_CHAT_COMPLETIONS, HISTORY, {}).messages)
-    assert render_prefix(P.PROVIDER_OPENAI_RESPONSES, messages) is None
     assert render_prefix(P.PROVIDER_UNSPECIFIED, messages) is None
+    spec = specs.SPECS[P.PROVIDER_OPENAI_CHAT_COMPLETIONS]
+    monkeypatch.setitem(specs.SPECS, spec.provider, replace(spec, render_messages=None))
+    assert render_prefix(P.PROVIDER_OPENAI_CHAT_COMPLETIONS, messages) is None
 
 
 def test_what_may_follow_a_prefix() -> None:

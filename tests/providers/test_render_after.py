@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import re
 from typing import Any
 
@@ -14,11 +15,13 @@ from pioneer_grpc.providers.prefix import render_prefix
 from pioneer_grpc.providers.render import RenderedRequest, render, render_after
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 from tests.providers.cases import MODELS, PDF, PNG, WEATHER, compiled, dynamic_text
+from tests.providers.sdk_types import check_sdk_types
 
 P = provider_service_pb2
 PROVIDERS = {
     "anthropic": P.PROVIDER_ANTHROPIC_MESSAGES,
     "openai-chat": P.PROVIDER_OPENAI_CHAT_COMPLETIONS,
+    "openai-responses": P.PROVIDER_OPENAI_RESPONSES,
     "gemini": P.PROVIDER_GEMINI_GENERATE_CONTENT,
 }
 
@@ -132,6 +135,7 @@ def test_the_body_after_a_rendered_prefix_is_the_body_from_scratch(
     scratch, after, wholes = both(provider, HISTORY, TAILS[tail], ROUNDS[round_fields])
     assert after.body == scratch.body
     assert after == scratch
+    check_sdk_types(provider, json.loads(after.body), MODELS[provider])
     # Only a round that does not start with a user message renders the whole conversation.
     assert wholes == (0 if TAILS[tail][0]["role"] == "CHAT_ROLE_USER" else 1)
 

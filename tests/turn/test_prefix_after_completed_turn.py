@@ -3,6 +3,7 @@ history's rendered prefix, and sends the body a render of the whole history send
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -17,8 +18,9 @@ from pioneer_grpc.v1 import (
     provider_service_pb2,
     turn_service_pb2,
 )
-from tests.history.agent_turns import tool_turn
+from tests.history.agent_turns import decision_text, tool_turn
 from tests.history.rpc import config
+from tests.providers.sdk_types import check_sdk_types
 from tests.turn.test_prepare_turn import Client, compile_input
 
 P = provider_service_pb2
@@ -29,10 +31,11 @@ EVERY_PREFIX_PROVIDER = pytest.mark.parametrize(
     [
         (P.PROVIDER_ANTHROPIC_MESSAGES, "claude-sonnet-4-5"),
         (P.PROVIDER_OPENAI_CHAT_COMPLETIONS, "gpt-5"),
+        (P.PROVIDER_OPENAI_RESPONSES, "gpt-5"),
         (P.PROVIDER_GEMINI_GENERATE_CONTENT, "gemini-2.5-flash"),
         (P.PROVIDER_AMAZON_BEDROCK_CONVERSE, "anthropic.claude-3-5-sonnet-20241022-v2:0"),
     ],
-    ids=["anthropic", "openai-chat", "gemini", "bedrock"],
+    ids=["anthropic", "openai-chat", "openai-responses", "gemini", "bedrock"],
 )
 
 
@@ -80,6 +83,17 @@ class Renders:
         return calls
 
 
+def _strings(value: object) -> list[str]:
+    """Every string in a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
 def _round(i: int, provider: int) -> turn_service_pb2.PrepareTurnRequest:
     user = tool_turn(i, lines=4)[0]
     return turn_service_pb2.PrepareTurnRequest(
@@ -96,9 +110,10 @@ def _round(i: int, provider: int) -> turn_service_pb2.PrepareTurnRequest:
     [
         (P.PROVIDER_ANTHROPIC_MESSAGES, "claude-sonnet-4-5"),
         (P.PROVIDER_OPENAI_CHAT_COMPLETIONS, "gpt-5"),
+        (P.PROVIDER_OPENAI_RESPONSES, "gpt-5"),
         (P.PROVIDER_GEMINI_GENERATE_CONTENT, "gemini-2.5-flash"),
     ],
-    ids=["anthropic", "openai-chat", "gemini"],
+    ids=["anthropic", "openai-chat", "openai-responses", "gemini"],
 )
 async def test_the_first_round_after_a_completed_turn_renders_that_turn_only(
     database_url, server_factory, monkeypatch, provider, model
@@ -129,6 +144,11 @@ async def test_the_first_round_after_a_completed_turn_renders_that_turn_only(
         assert renders.taken() == [("whole", kept)]
         assert again.provider_body_json.encode() == reply.provider_body_json.encode()
         assert list(again.provider_notices) == list(reply.provider_notices)
+        body = json.loads(reply.provider_body_json)
+        check_sdk_types(provider, body, model)
+        # Both servers render after a prefix: the body must still carry every kept turn.
+        texts = "\n".join(_strings(body))
+        assert all(decision_text(j) in texts for j in range(i)), i
 
         rest = tool_turn(i, lines=4)[1:]
         await mine.append_entries(history_service_pb2.AppendEntriesRequest(thread_id="t", entries=rest))

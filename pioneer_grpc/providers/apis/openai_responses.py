@@ -68,6 +68,19 @@ def _user_content(prepared: Prepared, index: int) -> str | list[JSON]:
 
 def _input(prepared: Prepared) -> list[JSON]:
     items: list[JSON] = [{"role": "system", "content": text} for text in prompt_halves(prepared)]
+    if prepared.prefix is not None:
+        items.extend(prepared.prefix.rendered)
+    items.extend(rendered_items(prepared))
+    return items
+
+
+def rendered_items(prepared: Prepared) -> list[JSON]:
+    """The input items of the request's own messages, after the compiled prompt's.
+
+    Each message renders on its own (a tool result's media stay in its output), so a
+    prefix's items are followed by these as the whole conversation renders them.
+    """
+    items: list[JSON] = []
     for index, message in enumerate(prepared.request.messages):
         role = message.role
         if role == chat_pb2.CHAT_ROLE_SYSTEM:
@@ -144,5 +157,6 @@ SPEC = ProviderSpec(
     families=frozenset({"openai"}),
     render=render,
     path=lambda model: PATH,
+    render_messages=rendered_items,
     tool_result_media=frozenset({"image", "file"}),
 )
