@@ -579,9 +579,15 @@ async def _read_while_held(template: tuple[str, str], holder: Way, read: Way, *a
                 async with engine.begin() as conn:
                     return await conn.run_sync(read, *args)
 
-            task = asyncio.create_task(reading())
-            async with engine.connect() as watch:
-                waiting = text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
+            # Each look a transaction of its own: within one, pg_stat_activity stays as first read.
+            async with engine.connect() as watch, asyncio.timeout(60):
+                await watch.execution_options(isolation_level="AUTOCOMMIT")
+                waiting = text(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                )
+                assert (await watch.execute(waiting)).scalar_one() == 0
+                task = asyncio.create_task(reading())
                 while not (await watch.execute(waiting)).scalar_one():
                     assert not task.done(), await task
                     await asyncio.sleep(0.01)
