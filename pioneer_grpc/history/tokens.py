@@ -50,6 +50,11 @@ def load_encoding_blocking(tokenizer: str = TOKENIZER) -> tiktoken.Encoding:
     return get_encoding(base_encoding(tokenizer))
 
 
+def encoding_loaded(tokenizer: str) -> bool:
+    """Whether counting in `tokenizer` needs no encoding loaded first."""
+    return is_loaded(base_encoding(tokenizer))
+
+
 async def load_encoding(tokenizer: str = TOKENIZER) -> tiktoken.Encoding:
     name = base_encoding(tokenizer)
     if is_loaded(name):
