@@ -10,7 +10,8 @@ because a long text takes milliseconds.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 import tiktoken
 
@@ -60,6 +61,30 @@ async def load_encoding(tokenizer: str = TOKENIZER) -> tiktoken.Encoding:
     if is_loaded(name):
         return get_encoding(name)
     return await asyncio.to_thread(get_encoding, name)
+
+
+class EncodingNotLoaded(Exception):
+    """A count inside a unit of work needs an encoding this process has not loaded: loading it there
+    (a third of a second) would hold the unit's thread, on PostgreSQL the event loop, meanwhile.
+    The unit rolls back; `with_encodings` loads it off the event loop and runs the unit again."""
+
+    def __init__(self, tokenizer: str) -> None:
+        super().__init__(f"the encoding of {tokenizer} is not loaded")
+        self.tokenizer = tokenizer
+
+
+T = TypeVar("T")
+
+
+async def with_encodings(attempt: Callable[[], Awaitable[T]]) -> T:
+    """`attempt()`, run again once the encoding a count inside it found missing is loaded (once per
+    encoding at most: a loaded one stays loaded)."""
+    for _ in EXACT_TOKENIZERS:
+        try:
+            return await attempt()
+        except EncodingNotLoaded as missing:
+            await load_encoding(missing.tokenizer)
+    return await attempt()
 
 
 async def count_tokens(texts: Sequence[str], tokenizer: str = TOKENIZER) -> list[int]:

@@ -43,7 +43,7 @@ from pioneer_grpc.history.entries import content_hash, entry_violations, id_viol
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations, named_call_ids
 from pioneer_grpc.history.parts import media_refs
 from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
-from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, count_blocking, load_encoding
+from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, count_blocking, load_encoding, with_encodings
 from pioneer_grpc.models.attachments import attachment_tokens
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service import token_fit
@@ -249,7 +249,7 @@ async def append_entries(
         with ctx.telemetry.span(
             "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
         ):
-            return await token_fit.with_encodings(attempt)
+            return await with_encodings(attempt)
     except _ContentRefused as refused:
         # Rejected anyway: read the thread's calls too, so every violation is named at once.
         stored = await ctx.runner.read(partial(_stored_calls, thread_id, entries))

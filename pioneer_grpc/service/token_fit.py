@@ -5,21 +5,19 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import TypeVar
 
 from pioneer_grpc.history import decide
 from pioneer_grpc.history import diagnostics as codes
 from pioneer_grpc.history.parts import part_refs
 from pioneer_grpc.history.render import entry_counted_texts
 from pioneer_grpc.history.tokens import (
-    EXACT_TOKENIZERS,
     TOKENIZER,
+    EncodingNotLoaded,
     count_blocking,
     encoding_loaded,
     is_exact,
-    load_encoding,
 )
 from pioneer_grpc.models.attachments import attachment_tokens
 from pioneer_grpc.models.registry import Registry
@@ -116,35 +114,11 @@ def in_thread_tokenizer(
     if tokenizer == counted_in:
         return tokenizer, counted
     if not encoding_loaded(tokenizer):
-        raise EncodingNotLoaded(tokenizer)
+        raise EncodingNotLoaded(tokenizer)  # the caller loads it off the loop (`with_encodings`)
     return tokenizer, [
         replace(new, token_count=sum(count_blocking(entry_counted_texts(new.entry), tokenizer)))
         for new in counted
     ]
-
-
-class EncodingNotLoaded(Exception):
-    """A count inside a unit of work needs an encoding this process has not loaded: loading it there
-    (a third of a second) would hold the unit's thread, on PostgreSQL the event loop, meanwhile.
-    The unit rolls back; `with_encodings` loads it off the event loop and runs the unit again."""
-
-    def __init__(self, tokenizer: str) -> None:
-        super().__init__(f"the encoding of {tokenizer} is not loaded")
-        self.tokenizer = tokenizer
-
-
-T = TypeVar("T")
-
-
-async def with_encodings(attempt: Callable[[], Awaitable[T]]) -> T:
-    """`attempt()`, run again once the encoding a count inside it found missing is loaded (once per
-    encoding at most: a loaded one stays loaded)."""
-    for _ in EXACT_TOKENIZERS:
-        try:
-            return await attempt()
-        except EncodingNotLoaded as missing:
-            await load_encoding(missing.tokenizer)
-    return await attempt()
 
 
 def likely_tokenizer(models: Registry, load_cache: LoadCache, thread_id: str) -> str:

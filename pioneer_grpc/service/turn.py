@@ -56,7 +56,7 @@ from pioneer_grpc.history.entries import content_hash, entry_violations, id_viol
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations, named_call_ids
 from pioneer_grpc.history.render import entry_counted_texts, to_chat_message
 from pioneer_grpc.history.repair import repair
-from pioneer_grpc.history.tokens import count_blocking, load_encoding
+from pioneer_grpc.history.tokens import count_blocking, load_encoding, with_encodings
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.providers.prefix import cut_prefix, extend_prefix, render_prefix, slide_prefix
 from pioneer_grpc.providers.render import RenderedBody, RenderedRequest, render_after
@@ -516,9 +516,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
 
     async def committed() -> tuple[_Round, Recorded]:
         # Published even when the caller is cancelled meanwhile: the event is committed.
-        done, committed_id = await token_fit.with_encodings(
-            partial(_committed_round, ctx, request, prepare, then)
-        )
+        done, committed_id = await with_encodings(partial(_committed_round, ctx, request, prepare, then))
         recorded = numbered(done.recorded, committed_id)
         ctx.manifests.published(recorded)
         return done, recorded

@@ -81,3 +81,37 @@ async def test_a_round_loads_the_thread_models_encoding_outside_its_unit(
     counted = sum(count_blocking(entry_counted_texts(user), O200K_BASE))
     assert [found.token_count for found in stored.entries] == [counted]
     assert counted != sum(count_blocking(entry_counted_texts(user)))
+
+
+async def test_a_load_counting_again_in_a_new_models_tokenizer_loads_it_outside_its_unit(
+    database_url, server_factory, o200k_loads
+):
+    """A thread moved from a model of cl100k_base to one of o200k_base: its first load counts the
+    stored entries again, in the encoding it loads first, outside the load's unit."""
+    client = Client(await server_factory(database_url=database_url))
+
+    async def completed_thread(thread_id: str, model: str) -> None:
+        await client.create_thread(
+            history_service_pb2.CreateThreadRequest(thread_id=thread_id, config=config(model=model))
+        )
+        await client.complete_turn(
+            history_service_pb2.CompleteTurnRequest(
+                thread_id=thread_id, turn_id="turn-0", entries=[entry("u0", "turn-0", content=ASKED)]
+            )
+        )
+
+    async def tokens_before(thread_id: str) -> int:
+        loaded = await client.load_conversation_history(
+            history_service_pb2.LoadConversationHistoryRequest(thread_id=thread_id)
+        )
+        return loaded.report.tokens_before
+
+    await completed_thread("moved", "gpt-4")  # counted in cl100k_base
+    in_cl100k = await tokens_before("moved")
+    await client.update_thread(
+        history_service_pb2.UpdateThreadRequest(thread_id="moved", config=config(model=MODEL))
+    )
+    moved = await tokens_before("moved")
+    _loaded_apart(o200k_loads)
+    await completed_thread("born", MODEL)  # counted in o200k_base when appended
+    assert moved == await tokens_before("born") != in_cl100k
