@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from typing import TypeVar
 
 import tiktoken
@@ -37,8 +38,9 @@ def base_encoding(tokenizer: str) -> str:
 
 
 def count_blocking(texts: Sequence[str], tokenizer: str = TOKENIZER) -> list[int]:
-    """Token counts of `texts`; special-token text such as <|endoftext|> counts as plain text."""
-    encoding = get_encoding(base_encoding(tokenizer))
+    """Token counts of `texts`; special-token text such as <|endoftext|> counts as plain text.
+    EncodingNotLoaded inside `with_encodings` when the encoding is not loaded yet."""
+    encoding = load_encoding_blocking(tokenizer)
     counts = [len(encoding.encode_ordinary(text)) if text else 0 for text in texts]
     estimator = ESTIMATORS.get(tokenizer)
     if estimator is None:
@@ -48,12 +50,10 @@ def count_blocking(texts: Sequence[str], tokenizer: str = TOKENIZER) -> list[int
 
 def load_encoding_blocking(tokenizer: str = TOKENIZER) -> tiktoken.Encoding:
     """The exact encoding behind `tokenizer`, loading it on first use. Blocks: call from a worker thread."""
-    return get_encoding(base_encoding(tokenizer))
-
-
-def encoding_loaded(tokenizer: str) -> bool:
-    """Whether counting in `tokenizer` needs no encoding loaded first."""
-    return is_loaded(base_encoding(tokenizer))
+    name = base_encoding(tokenizer)
+    if not _may_load.get() and not is_loaded(name):
+        raise EncodingNotLoaded(tokenizer)
+    return get_encoding(name)
 
 
 async def load_encoding(tokenizer: str = TOKENIZER) -> tiktoken.Encoding:
@@ -73,18 +73,30 @@ class EncodingNotLoaded(Exception):
         self.tokenizer = tokenizer
 
 
+# False while an attempt of `with_encodings` runs: a count that would load an encoding raises.
+_may_load: ContextVar[bool] = ContextVar("pioneer_may_load_encodings", default=True)
+
 T = TypeVar("T")
 
 
 async def with_encodings(attempt: Callable[[], Awaitable[T]]) -> T:
-    """`attempt()`, run again once the encoding a count inside it found missing is loaded (once per
-    encoding at most: a loaded one stays loaded)."""
+    """`attempt()` (a unit of work: store/runner.py) with no encoding loaded inside it: one it
+    needs is loaded off the event loop once it raised EncodingNotLoaded, and it runs again (once
+    per encoding at most: a loaded one stays loaded)."""
     for _ in EXACT_TOKENIZERS:
         try:
-            return await attempt()
+            return await _refusing_loads(attempt)
         except EncodingNotLoaded as missing:
             await load_encoding(missing.tokenizer)
-    return await attempt()
+    return await _refusing_loads(attempt)
+
+
+async def _refusing_loads(attempt: Callable[[], Awaitable[T]]) -> T:
+    token = _may_load.set(False)
+    try:
+        return await attempt()
+    finally:
+        _may_load.reset(token)
 
 
 async def count_tokens(texts: Sequence[str], tokenizer: str = TOKENIZER) -> list[int]:

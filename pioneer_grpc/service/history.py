@@ -43,7 +43,7 @@ from pioneer_grpc.history.entries import content_hash, entry_violations, id_viol
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations, named_call_ids
 from pioneer_grpc.history.parts import media_refs
 from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
-from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, count_blocking, load_encoding, with_encodings
+from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, count_blocking
 from pioneer_grpc.models.attachments import attachment_tokens
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service import token_fit
@@ -234,22 +234,15 @@ async def append_entries(
     the outcome carries the counts only (nothing is read back). With
     `complete_turn_id` that turn is completed in the same transaction.
     """
-
-    async def attempt() -> entry_store.AppendOutcome:
-        counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, thread_id)
-        await load_encoding(counted_in)  # off the event loop, before `prepare` counts in it
-        checked = partial(_checked_and_counted, thread_id, entries, prefix, counted_in)
-        work = partial(
-            _append_in, ctx, thread_id, entries, prefix, with_entries, counted_in, complete_turn_id
-        )
-        outcome, _ = await ctx.runner.transact(checked, work, on_loop=_on_loop(entries))
-        return outcome
-
+    counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, thread_id)
+    checked = partial(_checked_and_counted, thread_id, entries, prefix, counted_in)
+    work = partial(_append_in, ctx, thread_id, entries, prefix, with_entries, counted_in, complete_turn_id)
     try:
         with ctx.telemetry.span(
             "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
         ):
-            return await with_encodings(attempt)
+            outcome, _ = await ctx.runner.transact(checked, work, on_loop=_on_loop(entries))
+            return outcome
     except _ContentRefused as refused:
         # Rejected anyway: read the thread's calls too, so every violation is named at once.
         stored = await ctx.runner.read(partial(_stored_calls, thread_id, entries))

@@ -27,7 +27,6 @@ from pioneer_grpc.history import diagnostics as codes
 from pioneer_grpc.history.budget import MAX_LOADED_TURNS, Budget
 from pioneer_grpc.history.clearing import effective_keep, effective_strategy
 from pioneer_grpc.history.entries import thread_id_violation
-from pioneer_grpc.history.tokens import with_encodings
 from pioneer_grpc.service import history_compaction as compaction
 from pioneer_grpc.service import history_current, load_counts, observe, token_fit
 from pioneer_grpc.service.context import ServiceContext
@@ -88,7 +87,7 @@ async def read_snapshot(ctx: ServiceContext, thread_id: str, exclude_turn_id: st
         state = history_read_in(conn, thread_id).state
         return _snapshot_on(ctx, conn, thread_id, exclude_turn_id, state)
 
-    snapshot, _ = await with_encodings(partial(ctx.runner.transact, nothing, work))
+    snapshot, _ = await ctx.runner.transact(nothing, work)
     return snapshot
 
 
@@ -310,7 +309,7 @@ async def _full_load(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) 
         assert not isinstance(found, decide.LoadResult)  # only a settled answer is one
         return found
 
-    found, _ = await with_encodings(partial(ctx.runner.transact, nothing, work))
+    found, _ = await ctx.runner.transact(nothing, work)
     return found
 
 

@@ -55,10 +55,7 @@ class _Stale:
         return bool(self.missing) or (self.summary is not None and self.summary_count is None)
 
     def count_missing(self) -> None:
-        """Counts what is still missing (blocking) and applies it; `counted*` say what to store.
-        EncodingNotLoaded when the tokenizer's encoding is not loaded yet (`tokens.with_encodings`)."""
-        if not tokens.encoding_loaded(self.tokenizer):
-            raise tokens.EncodingNotLoaded(self.tokenizer)
+        """Counts what is still missing (blocking) and applies it; `counted*` say what to store."""
         missing = self.missing
         self.counted = {
             e.sequence: sum(tokens.count_blocking(entry_counted_texts(e), self.tokenizer)) for e in missing

@@ -12,13 +12,7 @@ from pioneer_grpc.history import decide
 from pioneer_grpc.history import diagnostics as codes
 from pioneer_grpc.history.parts import part_refs
 from pioneer_grpc.history.render import entry_counted_texts
-from pioneer_grpc.history.tokens import (
-    TOKENIZER,
-    EncodingNotLoaded,
-    count_blocking,
-    encoding_loaded,
-    is_exact,
-)
+from pioneer_grpc.history.tokens import TOKENIZER, count_blocking, is_exact
 from pioneer_grpc.models.attachments import attachment_tokens
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service.load_cache import LoadCache
@@ -113,8 +107,6 @@ def in_thread_tokenizer(
     tokenizer = counting_for(models, thread_model).tokenizer
     if tokenizer == counted_in:
         return tokenizer, counted
-    if not encoding_loaded(tokenizer):
-        raise EncodingNotLoaded(tokenizer)  # the caller loads it off the loop (`with_encodings`)
     return tokenizer, [
         replace(new, token_count=sum(count_blocking(entry_counted_texts(new.entry), tokenizer)))
         for new in counted

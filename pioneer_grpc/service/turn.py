@@ -56,7 +56,7 @@ from pioneer_grpc.history.entries import content_hash, entry_violations, id_viol
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations, named_call_ids
 from pioneer_grpc.history.render import entry_counted_texts, to_chat_message
 from pioneer_grpc.history.repair import repair
-from pioneer_grpc.history.tokens import count_blocking, load_encoding, with_encodings
+from pioneer_grpc.history.tokens import count_blocking
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.providers.prefix import cut_prefix, extend_prefix, render_prefix, slide_prefix
 from pioneer_grpc.providers.render import RenderedBody, RenderedRequest, render_after
@@ -307,7 +307,6 @@ def _on_loop(request: turn_service_pb2.PrepareTurnRequest) -> OnLoop[_Round]:
 def _before_round(
     ctx: ServiceContext,
     request: turn_service_pb2.PrepareTurnRequest,
-    counted_in: str,
     entries: list[history_pb2.ConversationEntry],
     head: chat_pb2.ChatRequest,
 ) -> _Before:
@@ -323,6 +322,7 @@ def _before_round(
             turn_id=request.turn_id,
         )
         observe.compiled(ctx, span, hit, payload.manifest)
+    counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, request.thread_id)
     new_entries = [
         entry_store.NewEntry(
             entry, content_hash(entry), sum(count_blocking(entry_counted_texts(entry), counted_in))
@@ -502,13 +502,11 @@ def _event_id_setting(done: _Round) -> str:
 async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest) -> PreparedTurn:
     observe.turn_started(ctx, request.thread_id, request.turn_id, request.model)
     before: list[_Before] = []
-    counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, request.thread_id)
-    await load_encoding(counted_in)  # off the event loop, before `prepare` counts in it
 
     def prepare() -> _Before:
         # Off the event loop: a request at its caps is megabytes to check, hash and count.
-        if not before:  # once, though the round's transaction runs again (settled, an encoding loaded)
-            before.append(_before_round(ctx, request, counted_in, *_checked_request(request, ctx.models)))
+        if not before:  # once, though a round over the threshold runs its transaction again
+            before.append(_before_round(ctx, request, *_checked_request(request, ctx.models)))
         return before[0]
 
     def then(done: _Round) -> _Round:
@@ -516,7 +514,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
 
     async def committed() -> tuple[_Round, Recorded]:
         # Published even when the caller is cancelled meanwhile: the event is committed.
-        done, committed_id = await with_encodings(partial(_committed_round, ctx, request, prepare, then))
+        done, committed_id = await _committed_round(ctx, request, prepare, then)
         recorded = numbered(done.recorded, committed_id)
         ctx.manifests.published(recorded)
         return done, recorded

@@ -58,6 +58,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import await_only, greenlet_spawn
 
+from pioneer_grpc.history.tokens import with_encodings
 from pioneer_grpc.store.batches import Batches, settle
 from pioneer_grpc.store.engine import (
     LOCK_WAIT_SECONDS,
@@ -139,7 +140,10 @@ class TransactionRunner:
         to run on the event loop instead, on PostgreSQL.
 
         It runs to its end even when the caller is cancelled (store/work.py), and
-        driver failures leave it as domain errors. On PostgreSQL a trigger that runs
+        driver failures leave it as domain errors. No token encoding is loaded inside it:
+        a count that needs one not loaded yet rolls it back, and it runs again once that
+        encoding is loaded off the event loop (history/tokens.py `with_encodings`; `after`
+        must not count in one, since its transaction has committed). On PostgreSQL a trigger that runs
         inside COMMIT can leave a value in a setting and announce it in a NOTICE
         (migrations 0005 and 0012: the event id it drew), which arrives with the
         COMMIT's answer (store/engine.py keeps it): no round trip. The value is None on
@@ -147,9 +151,12 @@ class TransactionRunner:
         commit announced none.
         """
         if self._sync is None:
-            return await run_to_end(self._transact_async(prepare, work, setting, then, after, on_loop))
+            return await with_encodings(
+                lambda: run_to_end(self._transact_async(prepare, work, setting, then, after, on_loop))
+            )
         # In SQLite's thread, committed with the units waiting beside it (store/batches.py).
-        return await run_to_end(self._batches.submit(prepare, work, then, after)), None
+        committed = await with_encodings(lambda: run_to_end(self._batches.submit(prepare, work, then, after)))
+        return committed, None
 
     async def read(self, work: Callable[[Connection], R]) -> R:
         """`work(conn)` outside a transaction: for a read of one statement, which is its own snapshot.
@@ -158,7 +165,7 @@ class TransactionRunner:
         statement's own work there); on PostgreSQL it runs in one greenlet, as `transact` does.
         """
         if self._sync is None:
-            return await run_to_end(self._read_async(work))
+            return await with_encodings(lambda: run_to_end(self._read_async(work)))
 
         def run() -> R:
             with self._thread_connection() as conn:
@@ -166,7 +173,7 @@ class TransactionRunner:
                 conn.rollback()  # what SQLAlchemy began for the read, if anything
                 return result
 
-        return await run_to_end(self._in_thread(run))
+        return await with_encodings(lambda: run_to_end(self._in_thread(run)))
 
     def _in_thread(self, run: Callable[[], R]) -> UnitFuture[R]:
         """`run` on the SQLite thread, in the caller's context (its trace span, as asyncio.to_thread
