@@ -296,15 +296,15 @@ def _append_in(
     turn completed in the same transaction (store/completion.py)."""
     # The thread locked, then the batch's turns with their entries; the thread's calls of the batch's
     # ids read with the first turn, in the lock's statement.
-    first, *others = dict.fromkeys(e.turn_id for e in entries) or [""]
+    turn_ids = list(dict.fromkeys(e.turn_id for e in entries))
     turns: dict[str, round_store.LockedTurn] = {}
-    if first:
-        locked, turns[first] = round_store.lock_thread_and_turn(
-            conn, thread_id, first, named_call_ids(entries)
+    if turn_ids:
+        locked, turns[turn_ids[0]] = round_store.lock_thread_and_turn(
+            conn, thread_id, turn_ids[0], named_call_ids(entries)
         )
     else:
         locked = round_store.lock_thread(conn, thread_id)
-    for turn_id in others:
+    for turn_id in turn_ids[1:]:
         turns[turn_id] = round_store.lock_turn_with_entries(conn, thread_id, turn_id, ())
     tokenizer, new_entries = token_fit.in_thread_tokenizer(
         ctx.models, thread_id, locked.model, counted, counted_in
