@@ -158,7 +158,10 @@ def full_load_on(
 def kept_through(ctx: ServiceContext, thread_id: str) -> int:
     """The sequence after which a state read asks for completed entries: the newest of the thread's
     kept history that later entries may extend (none asked for without one)."""
-    base = ctx.load_cache.extendable(thread_id)
+    return _through(ctx.load_cache.extendable(thread_id))
+
+
+def _through(base: CachedLoad | None) -> int:
     return NO_ENTRIES if base is None else base.through
 
 
@@ -177,7 +180,7 @@ def kept_on(
     asked for what this would ask.
     """
     base = ctx.load_cache.extendable(thread_id)
-    after = NO_ENTRIES if base is None else base.through
+    after = _through(base)
     if read is None or (read.exclude_turn_id, read.after) != (exclude_turn_id, after):
         read = history_read_in(conn, thread_id, exclude_turn_id, after)
     found = ctx.load_cache.find(thread_id, exclude_turn_id, read.state)
