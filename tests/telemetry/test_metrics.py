@@ -63,7 +63,16 @@ async def test_three_rounds_and_one_soul_edit_move_the_counters_by_exactly_that(
     with pytest.raises(RpcFailure):
         await rounds.prepare("t-metrics", "", "no turn id")
 
-    text, after = await scrape(server.running.metrics_address)
+    text = ""
+    after: Samples = {}
+
+    async def all_four_counted() -> bool:
+        # An aborted call is counted just after its status leaves: wait for it, then compare exactly.
+        nonlocal text, after
+        text, after = await scrape(server.running.metrics_address)
+        return delta(before, after, "grpc_server_handling_seconds_count", **TURNS) >= 4
+
+    await eventually(all_four_counted, what="the four PrepareTurn calls are counted")
     assert delta(before, after, "grpc_server_handled_total", **TURNS, grpc_code="OK") == 3
     assert delta(before, after, "grpc_server_handled_total", **TURNS, grpc_code="INVALID_ARGUMENT") == 1
     assert delta(before, after, "grpc_server_handling_seconds_count", **TURNS) == 4
