@@ -263,13 +263,16 @@ def drive(port: int, request_file: Path, loops: int, turns: int, done: dict[str,
 
 def server_cpu(before: Any, after: Any, *, loops: int, turns: int) -> str:
     """The server process's CPU over the measured turns (every thread; not the load client's) per
-    turn of the loop, and its context switches per turn: steadier than p50s on a busy machine."""
+    turn of the loop, its context switches and its page faults per turn: steadier than p50s on a
+    busy machine."""
     per = 1000.0 / (loops * turns)
     user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
     waits, preempted = after.ru_nvcsw - before.ru_nvcsw, after.ru_nivcsw - before.ru_nivcsw
     cpu = f"{(user + system) * per:.3f} ms (user {user * per:.3f}, sys {system * per:.3f})"
     switches = f"{waits * per / 1000:.1f} voluntary, {preempted * per / 1000:.1f} involuntary"
-    return f"server CPU per turn: {cpu}; context switches per turn: {switches}"
+    faults = (after.ru_minflt - before.ru_minflt) * per / 1000
+    per_turn = f"context switches per turn: {switches}; page faults per turn: {faults:.0f}"
+    return f"server CPU per turn: {cpu}; {per_turn}"
 
 
 def main() -> None:

@@ -240,13 +240,15 @@ def test_a_violation_after_a_prefix_is_named_as_in_the_whole_conversation(provid
     assert min(indices) >= len(HISTORY)
 
 
-def test_a_prefix_is_never_changed_by_the_rounds_after_it() -> None:
-    provider = P.PROVIDER_ANTHROPIC_MESSAGES
+@pytest.mark.parametrize("provider", list(PROVIDERS.values()), ids=list(PROVIDERS))
+def test_a_prefix_is_never_changed_by_the_rounds_after_it(provider: int) -> None:
     prefix = render_prefix(provider, list(chat(provider, HISTORY, {}).messages))
     assert prefix is not None
     before = json_format.json.dumps(list(prefix.rendered), sort_keys=True)
     for tail in TAILS.values():
         for fields in ROUNDS.values():
             whole = chat(provider, HISTORY + tail, fields)
-            render_after(prefix, provider, chat(provider, tail, fields), lambda w=whole: w, source_bytes=0)
+            render_after(
+                prefix, provider, chat(provider, tail, fields), lambda w=whole: w, source_bytes=0
+            ).encoded()
     assert json_format.json.dumps(list(prefix.rendered), sort_keys=True) == before
