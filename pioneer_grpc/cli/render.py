@@ -68,4 +68,3 @@ def run(args: argparse.Namespace) -> int:
         where = f" at {notice.field}" if notice.field else ""
         exits.say("render", f"notice {notice.code}{where}: {notice.message}")
     return exits.OK
-
