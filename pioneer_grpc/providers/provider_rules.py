@@ -234,7 +234,7 @@ def _result_notices(
     """What of a tool result the provider cannot take inside it: the error mark, media kinds.
 
     Only media sent is here: what the model does not read was left out before (model_fit.apply;
-    a prefix is never rendered for a model that does not read a kind of its media).
+    a rendered prefix serves only a model that reads every kind of its media: render.render_after).
     """
     if message.is_error and not spec.tool_result_error:
         notices.append(
