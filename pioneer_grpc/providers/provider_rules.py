@@ -231,7 +231,11 @@ def _message_notices(
 def _result_notices(
     spec: ProviderSpec, message: chat_pb2.ChatMessage, field: str, notices: list[Notice]
 ) -> None:
-    """What of a tool result the provider cannot take inside it: the error mark, media kinds."""
+    """What of a tool result the provider cannot take inside it: the error mark, media kinds.
+
+    Only media sent is here: what the model does not read was left out before (model_fit.apply;
+    a rendered prefix serves only a model that reads every kind of its media: render.render_after).
+    """
     if message.is_error and not spec.tool_result_error:
         notices.append(
             Notice(
@@ -464,9 +468,11 @@ def adapt(
     _call_names(adapted, paired.origins, path)
     if names_only:
         return adapted
-    _call_ids(adapted, paired.origins, path)
     if fit is not None:
+        # Before the rules on tool results: a media part the model does not read is a line of
+        # text by then, which stays in the result (one notice, media_not_sent), not media moved.
         adapted.notices.extend(model_fit.apply(fit, adapted.request, paired.origins, path))
+    _call_ids(adapted, paired.origins, path)
     if spec.adapt is not None:
         spec.adapt(adapted, paired.origins, path)
     return adapted

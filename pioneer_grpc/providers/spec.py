@@ -87,8 +87,8 @@ class ProviderSpec:
     result_needs_name: bool = False
     # What a model id must look like (it goes in the path); None: anything.
     model_id: re.Pattern[str] | None = None
-    # Media kinds the API takes inside a tool result; others go in a user message after
-    # the results of the call's turn (the renderer's to place), with a notice.
+    # Media kinds the API takes inside a tool result; others the model reads go in a user message
+    # after the results of the call's turn (the renderer's to place, or to refuse), with a notice.
     tool_result_media: frozenset[str] = field(default_factory=frozenset)
     # Whether messages carry a participant `name` (OpenAI Chat Completions).
     participant_names: bool = False

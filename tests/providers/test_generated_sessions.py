@@ -14,7 +14,8 @@ Every body must pass the provider's SDK request types and its conversation rules
 and every difference between the request and the body that this test can see must
 be named by a notice on the field: a text or a media part missing from the body, a
 call id sent as another, a temperature or reasoning setting not sent as asked, a
-participant name, an error mark, a system message moved or merged, the model.
+participant name, an error mark, a system message moved or merged, the model. A
+media part is named by one notice at most.
 """
 
 from __future__ import annotations
@@ -239,6 +240,9 @@ def _check(session: Session) -> None:
         )
     if session.model.notice:
         assert session.model.notice in {n.code for n in out.notices}
+    # A media part is said once: left out (the model does not read it), or moved (it is sent).
+    on_parts = Counter(n.field for n in out.notices if ".content_parts[" in n.field)
+    assert [where for where, count in on_parts.items() if count > 1] == [], out.notices
 
 
 def _features(session: Session) -> set[str]:

@@ -11,10 +11,12 @@ import pytest
 from google.protobuf import json_format
 
 from pioneer_grpc.errors import InvalidArgument
-from pioneer_grpc.providers.prefix import render_prefix
+from pioneer_grpc.providers.prefix import extend_prefix, render_prefix
 from pioneer_grpc.providers.render import RenderedRequest, render, render_after
+from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 from tests.providers.cases import MODELS, PDF, PNG, WEATHER, compiled, dynamic_text
+from tests.providers.conformance import conformances
 from tests.providers.sdk_types import check_sdk_types
 
 P = provider_service_pb2
@@ -252,3 +254,89 @@ def test_a_prefix_is_never_changed_by_the_rounds_after_it(provider: int) -> None
                 prefix, provider, chat(provider, tail, fields), lambda w=whole: w, source_bytes=0
             ).encoded()
     assert json_format.json.dumps(list(prefix.rendered), sort_keys=True) == before
+
+
+AUDIO = {
+    "audio": {"data": base64.b64encode(b"RIFF memo").decode(), "mimeType": "audio/wav", "filename": "m.wav"}
+}
+SHOT = ("call_s", "screenshot")
+
+
+def _media_result(*parts: dict[str, Any]) -> dict[str, Any]:
+    return {**result("call_s", "screenshot", "Tab 1:"), "contentParts": list(parts)}
+
+
+# A kept history whose first turn has media in a tool result, extended by a turn without any.
+MEDIA_TURNS = {
+    "an image and a document": [
+        [user("Open the invoice."), assistant("", SHOT), _media_result(IMAGE, DOCUMENT), assistant("Open.")],
+        [user("The total?"), assistant("120 EUR.")],
+    ],
+    "audio": [
+        [user("Play the memo."), assistant("", SHOT), _media_result(AUDIO), assistant("Played.")],
+        [user("Who spoke?"), assistant("Ana.")],
+    ],
+}
+READS = {"gpt-4-0613": set(), "gpt-5": {"image", "file"}, "gemini-2.5-flash": {"image", "file", "audio"}}
+PREFIX_PROVIDERS = [p for p in SPECS if SPECS[p].render_messages is not None]
+
+
+@pytest.mark.parametrize("model", ["gpt-4-0613", "gpt-5", "gemini-2.5-flash"])
+@pytest.mark.parametrize("turns", list(MEDIA_TURNS))
+@pytest.mark.parametrize("provider", PREFIX_PROVIDERS, ids=[SPECS[p].name for p in PREFIX_PROVIDERS])
+def test_media_of_a_kept_result_is_noticed_once_after_an_extended_prefix_as_from_scratch(
+    provider: int, turns: str, model: str
+) -> None:
+    first, second = MEDIA_TURNS[turns]
+    tail = [user("Thanks. Next?")]
+    history = [*first, *second]
+
+    def request(messages: list[dict[str, Any]]) -> chat_pb2.ChatRequest:
+        return json_format.ParseDict({"model": model, "messages": messages}, chat_pb2.ChatRequest())
+
+    whole = request(history + tail)
+    try:
+        scratch: RenderedRequest | list[Any] = render(provider, whole, capped_parts=True)
+    except InvalidArgument as exc:
+        scratch = exc.violations
+    # As a server keeps it: the first turn's prefix, extended with the second turn's messages.
+    kept = render_prefix(provider, list(request(first).messages))
+    extended = extend_prefix(provider, kept, list(request(second).messages)) if kept else None
+    assert extended == render_prefix(provider, list(request(history).messages))
+    asked: list[chat_pb2.ChatRequest] = []
+
+    def whole_request() -> chat_pb2.ChatRequest:
+        asked.append(whole)
+        return whole
+
+    try:
+        after: RenderedRequest | list[Any] = render_after(
+            extended, provider, request(tail), whole_request, source_bytes=whole.ByteSize()
+        ).encoded()
+    except InvalidArgument as exc:
+        after = exc.violations
+    assert after == scratch
+    # The prefix serves where the model reads every kind of its media (else what it does not
+    # read is left out of the whole conversation, rendered again).
+    spec, parts = SPECS[provider], whole.messages[2].content_parts
+    kinds = {part.WhichOneof("part") for part in parts}
+    assert (not asked) == (extended is not None and kinds <= READS[model])
+    # Audio a model reads: Gemini takes it in the result, the others refuse it.
+    refused = "audio" in kinds & READS[model] and "audio" not in spec.tool_result_media
+    assert isinstance(after, list) == refused
+    if not isinstance(after, RenderedRequest):
+        return
+    conformances()[provider].strict(json.loads(after.body))
+    conformances()[provider].sdk_types(json.loads(after.body), model)
+    for j, part in enumerate(parts):
+        kind = part.WhichOneof("part")
+        field = f"chat_request.messages[2].content_parts[{j}].{kind}"
+        if kind not in READS[model]:
+            expected = ["media_not_sent"]
+        elif kind not in spec.tool_result_media:
+            expected = ["tool_result_media_moved"]  # Chat Completions: after the results
+        else:
+            expected = []
+        assert [n.code for n in after.notices if n.field == field] == expected, field
+        sent = base64.b64encode(getattr(part, kind).data).decode() in after.body.decode()
+        assert sent == (expected != ["media_not_sent"]), field

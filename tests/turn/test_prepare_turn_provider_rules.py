@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import grpc
 import pytest
 
 from pioneer_grpc.client import RpcFailure, user_entry
-from pioneer_grpc.v1 import chat_pb2, history_pb2, provider_service_pb2, turn_service_pb2
+from pioneer_grpc.v1 import chat_pb2, history_pb2, history_service_pb2, provider_service_pb2, turn_service_pb2
+from tests.builders import ASSISTANT, TOOL, entry, tool_call
+from tests.history.test_entry_media import SCREENSHOT, image
+from tests.providers.sdk_types import check_sdk_types
+from tests.turn.test_prefix_after_completed_turn import Renders
 from tests.turn.test_prepare_turn import Client, bad_fields, compile_input, weather_tool
 
 P = provider_service_pb2
@@ -87,3 +92,84 @@ async def test_a_head_that_passed_for_one_provider_is_checked_again_for_another(
         await c.prepare_turn(request)
     assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert await c.entry_count("t-again") == 1
+
+
+def _screenshot_turn(turn_id: str) -> list[history_pb2.ConversationEntry]:
+    """A turn's entries after its user message: a screenshot call, its result with an image and
+    a PDF, and the answer."""
+    pdf = chat_pb2.MediaPart(mime_type="application/pdf", filename="invoice.pdf", data=b"%PDF-1.4 invoice")
+    call = f"{turn_id}-call"
+    return [
+        entry(f"{turn_id}-a", turn_id, ASSISTANT, "Looking.", tool_calls=[tool_call(call, "screenshot")]),
+        entry(
+            f"{turn_id}-r",
+            turn_id,
+            TOOL,
+            "Tab 1:",
+            tool_call_id=call,
+            name="screenshot",
+            content_parts=[image(), chat_pb2.ContentPart(file=pdf)],
+        ),
+        entry(f"{turn_id}-f", turn_id, ASSISTANT, "The invoice is open."),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("model", "code"),
+    [
+        # Reads neither: a line of text stands for each in the result.
+        ("gpt-4-0613", "media_not_sent"),
+        # Reads both: Chat Completions takes neither in a tool message, so they follow the results.
+        ("gpt-5", "tool_result_media_moved"),
+    ],
+)
+async def test_media_in_tool_results_gets_one_notice_each_after_a_kept_prefix_as_from_scratch(
+    database_url, server_factory, monkeypatch, model, code
+):
+    """Each turn: a round with the user's message, a round with the call and its result (after the
+    history's prefix kept from the round before), the answer; on a server that keeps the history's
+    rendered prefix and on one that renders every round from scratch."""
+    renders = Renders(monkeypatch)
+    one = await server_factory(database_url=database_url)
+    other = await server_factory(database_url=database_url)
+    mine, theirs = Client(one), Client(other)
+    # A window wide enough for every turn (gpt-4-0613 has 8,192 tokens): the history stays whole.
+    await mine.thread("t-media", model=model, max_context_tokens=400_000, response_reserve_tokens=16_000)
+    for i in range(3):
+        turn_id = f"turn-{i}"
+        call, result, answer = _screenshot_turn(turn_id)
+        for results, entries in ((i, [user_entry(f"u{i}", "Open the invoice.")]), (i + 1, [call, result])):
+            round_ = turn_service_pb2.PrepareTurnRequest(
+                thread_id="t-media",
+                turn_id=turn_id,
+                new_entries=entries,
+                compile_input=compile_input(),
+                tools=[weather_tool()],
+                provider=P.PROVIDER_OPENAI_CHAT_COMPLETIONS,
+            )
+            reply = await mine.prepare_turn(round_)
+            # The history (4 messages a turn before this one) is rendered once, on its first round.
+            assert renders.taken() == ([("whole", 4 * i)] if results == i else [])
+            # Each result with media (one a turn so far) is message 2 of its turn's messages.
+            parts = [
+                f"chat_request.messages[{4 * j + 2}].content_parts[{k}].{kind}"
+                for j in range(results)
+                for k, kind in ((0, "image"), (1, "file"))
+            ]
+            assert [(n.code, n.field) for n in reply.provider_notices] == [(code, field) for field in parts]
+            body = reply.provider_body_json
+            check_sdk_types(P.PROVIDER_OPENAI_CHAT_COMPLETIONS, json.loads(body), model)
+            sent = base64.b64encode(SCREENSHOT).decode() in body
+            assert sent == (results > 0 and code != "media_not_sent")
+            # The same round on a server that keeps nothing: from scratch, the same body and notices.
+            other.ctx.load_cache.clear()
+            again = await theirs.prepare_turn(round_)
+            assert renders.taken() == [("whole", 4 * i)]
+            assert again.provider_body_json == body
+            assert list(again.provider_notices) == list(reply.provider_notices)
+        await mine.append_entries(
+            history_service_pb2.AppendEntriesRequest(thread_id="t-media", entries=[answer])
+        )
+        await mine.complete_turn(
+            history_service_pb2.CompleteTurnRequest(thread_id="t-media", turn_id=turn_id)
+        )
