@@ -11,7 +11,10 @@ counted when appended, and only they are rendered and encoded. So are
 - a summarized history (the summary's answer, and after a compaction the summary alone);
 - a history past the turn limit: the oldest turns leave as new ones come;
 - a cleared history (over the threshold, under it with old tool results cleared):
-  the results the new turns push past the newest `keep` are cleared too.
+  the results the new turns push past the newest `keep` are cleared too;
+- new entries with images and documents (a screenshot in a tool result): what they
+  cost for the thread's model is counted as the whole read counts it, per read
+  (not for a cleared history, whose placeholders count what of them stays).
 
 Anything else (a turn completed out of order, a new summary or setting, another
 worker's or replica's write this one did not see whole, a read that would need
@@ -65,8 +68,8 @@ def extended(ctx: ServiceContext, thread_id: str, kept: CachedLoad, read: Histor
     ):
         return None  # something else changed too (a turn completed out of order, say): read whole
     tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
-    if any(entry.artifact_refs or entry.content_parts or entry.tokenizer != tokenizer for entry in newer):
-        return None  # counted per read (attachments) or in another tokenizer: the full load does it
+    if any(entry.tokenizer != tokenizer for entry in newer):
+        return None  # counted in another tokenizer: the full load counts them again
     # Repaired alone as within the whole read: the kept answer had nothing to repair, so each of its
     # calls has its result, and the walk of the whole read starts afresh at the first new entry
     # unless that is a tool result, which is then repaired alone too (an orphan). Call ids that
@@ -82,9 +85,17 @@ def extended(ctx: ServiceContext, thread_id: str, kept: CachedLoad, read: Histor
     if drop is None:
         return None
     entries_dropped, units_dropped = drop
+    # Images and documents are counted per read, for the thread's model (as the whole read counts them).
+    newer, attached = _attached(ctx, state.model, newer)
     if kept.cleared is not None:
-        return None if entries_dropped else _extended_cleared(ctx, thread_id, kept, state, newer)
+        if entries_dropped or attached.tokens:
+            return None  # what a cleared result's attachments still cost is the clearing's to count
+        return _extended_cleared(ctx, thread_id, kept, state, newer)
     gone = snapshot.entries[:entries_dropped]
+    gone_ids = {entry.entry_id for entry in gone}
+    notes = _notes(kept, snapshot, gone_ids, attached.notes)
+    if notes is None:
+        return None
     # What `group_units` gives on all the entries: the first new entry is not a tool result (that
     # would have been repaired), so it starts a unit; none of the new units is an orphan.
     units = group_units(newer)
@@ -97,6 +108,14 @@ def extended(ctx: ServiceContext, thread_id: str, kept: CachedLoad, read: Histor
         read_count=snapshot.loaded_count - entries_dropped + len(newer),
         newest=(newer[-1].entry_id, newer[-1].sequence),
         more_entries=snapshot.more_entries or turns > MAX_LOADED_TURNS,
+        attachment_notes=(
+            *(note for note in snapshot.attachment_notes if note.entry_id not in gone_ids),
+            *attached.notes,
+        ),
+        attached_tokens={
+            **{k: v for k, v in snapshot.attached_tokens.items() if k not in gone_ids},
+            **attached.tokens,
+        },
     )
     grown.__dict__["units"] = [*snapshot.units[units_dropped:], *units]
     if kept.truncated:
@@ -110,10 +129,9 @@ def extended(ctx: ServiceContext, thread_id: str, kept: CachedLoad, read: Histor
     report.tokens_before += added - removed
     report.tokens_after = sendable
     report.entries_kept += len(newer) - entries_dropped
-    if grown.more_entries and not snapshot.more_entries:
-        notes = [turn_limit_note(), *report.diagnostics]
-        del report.diagnostics[:]
-        report.diagnostics.extend(notes)
+    limit = [turn_limit_note()] if grown.more_entries else []
+    del report.diagnostics[:]
+    report.diagnostics.extend([*limit, *notes])
     first = 1 if snapshot.summary else 0  # the summary's message stays first
     messages = kept.result.messages
     result = LoadResult(
@@ -150,11 +168,11 @@ def _extended_truncated(
     newest whole turns that fit are the kept ones but for some off the front (a turn that did not
     fit before fits less with more after it), and the new ones. The walk over the turns' counts
     is the truncation's own; only the new entries are made messages. None for anything else: new
-    entries that continue a turn, a cut turn, a summary, orphans, attachments, the threshold left.
+    entries that continue a turn, a cut turn, a summary, orphans, the threshold left.
     """
     old = kept.snapshot
     assert old is not None
-    if grown.summary is not None or grown.attached_tokens or newer[0].role != history_pb2.ENTRY_ROLE_USER:
+    if grown.summary is not None or newer[0].role != history_pb2.ENTRY_ROLE_USER:
         return None
     if any(unit.orphan for unit in grown.units) or not grown.needs_compression:
         return None
@@ -195,6 +213,39 @@ def _extended_truncated(
     )
 
 
+def _attached(
+    ctx: ServiceContext, model: str, newer: list[history_pb2.ConversationEntry]
+) -> tuple[list[history_pb2.ConversationEntry], token_fit.Attached]:
+    """`newer` with what their images and documents cost for `model` added to their counts (copies:
+    the read's own entries are left as read), and those costs."""
+    copies = []
+    for entry in newer:
+        if entry.artifact_refs or entry.content_parts:
+            copy = history_pb2.ConversationEntry()
+            copy.CopyFrom(entry)
+            entry = copy
+        copies.append(entry)
+    return copies, token_fit.with_attachments(ctx.models, model, copies)
+
+
+def _notes(
+    kept: CachedLoad,
+    snapshot: Snapshot,
+    gone_ids: set[str],
+    added: tuple[history_pb2.HistoryDiagnostic, ...],
+) -> list[history_pb2.HistoryDiagnostic] | None:
+    """The grown report's diagnostics after the turn limit's note: as `report_for` orders them, the
+    attachment notes (those of entries that stay, then the new entries'), then the rest the kept
+    report had. None when the kept report's are not laid out so (then the whole read says)."""
+    diagnostics = list(kept.result.report.diagnostics)
+    start = 1 if snapshot.more_entries else 0
+    end = start + len(snapshot.attachment_notes)
+    if diagnostics[start:end] != list(snapshot.attachment_notes):
+        return None
+    staying = [note for note in diagnostics[start:end] if note.entry_id not in gone_ids]
+    return [*staying, *added, *diagnostics[end:]]
+
+
 def _oldest(snapshot: Snapshot, turns: int) -> tuple[int, int] | None:
     """(entries, units) at the start of the kept entries that the whole read leaves out once `turns`
     more turns are past the limit; None when leaving them out is not that read's answer.
@@ -209,8 +260,8 @@ def _oldest(snapshot: Snapshot, turns: int) -> tuple[int, int] | None:
         if entry.turn_id in seen:
             continue
         if len(seen) == turns:
-            if entry.role == history_pb2.ENTRY_ROLE_TOOL or snapshot.attachment_notes:
-                return None  # an orphan after the cut, or notes that may name what goes
+            if entry.role == history_pb2.ENTRY_ROLE_TOOL:
+                return None  # an orphan after the cut
             return index, _units_before(snapshot, index)
         seen.add(entry.turn_id)
     return None

@@ -9,10 +9,11 @@ import random
 
 from pioneer_grpc.history.budget import MAX_LOADED_TURNS
 from pioneer_grpc.store.entries import RowsRead
-from pioneer_grpc.v1 import history_pb2
+from pioneer_grpc.v1 import common_pb2, history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.agent_turns import tool_turn
 from tests.history.rpc import ASSISTANT, TOOL, codes, config, create, entry, load, tool_call, turn
+from tests.history.test_entry_media import image, png
 
 BIG = config(400_000, 16_000)
 
@@ -242,7 +243,7 @@ async def test_a_cleared_history_is_kept_current_and_clears_the_results_new_turn
 
 def _random_turn(rng: random.Random, i: int) -> list[history_pb2.ConversationEntry]:
     """A turn of a generated agent loop: a plain answer, or calls (ids every turn uses again) with
-    results of any size, some smaller than the placeholder that would clear them."""
+    results of any size, some smaller than the placeholder that would clear them, a few with an image."""
     turn_id = f"turn-{i}"
     entries = [entry(f"u{i}", turn_id, content=f"request {i} " + "word " * rng.randint(0, 40))]
     for step in range(rng.choice((0, 1, 1, 2))):
@@ -256,11 +257,12 @@ def _random_turn(rng: random.Random, i: int) -> list[history_pb2.ConversationEnt
             content = (
                 "ok" if size == 0 else "\n".join(f"line {j} of {call.id} in turn {i}" for j in range(size))
             )
-            entries.append(
-                entry(
-                    f"r{i}_{step}_{k}", turn_id, TOOL, content=content, tool_call_id=call.id, name="read_file"
-                )
+            result = entry(
+                f"r{i}_{step}_{k}", turn_id, TOOL, content=content, tool_call_id=call.id, name="read_file"
             )
+            if rng.random() < 0.15:  # a screenshot with it
+                result.content_parts.append(image(png(32, 24)))
+            entries.append(result)
     entries.append(entry(f"f{i}", turn_id, ASSISTANT, content=f"answer {i}"))
     return entries
 
@@ -288,3 +290,84 @@ async def test_generated_loops_load_after_each_turn_as_a_whole_read_does(databas
     assert decisions & (1 << history_pb2.HISTORY_DECISION_CLEARED)
     assert decisions & (1 << history_pb2.HISTORY_DECISION_SUMMARIZED)
     assert extended >= 40
+
+
+def _screenshot_turn(i: int, noted: bool) -> list[history_pb2.ConversationEntry]:
+    """A computer-use turn: the user's message with a document (of no stated size when `noted`:
+    counted with an assumed size and a diagnostic), a screenshot call, its result (an image part)
+    and the answer."""
+    turn_id = f"turn-{i}"
+    size = {} if noted else {"page_count": 2}
+    doc = common_pb2.ArtifactRef(
+        artifact_id=f"doc-{i}", display_name=f"d{i}.pdf", mime_type="application/pdf", **size
+    )
+    call = tool_call(f"call_{i % 2}", "screenshot", "{}")  # ids used again, as models do
+    return [
+        entry(f"u{i}", turn_id, content=f"Check page {i}.", artifact_refs=[doc]),
+        entry(f"a{i}", turn_id, ASSISTANT, content="", tool_calls=[call]),
+        entry(
+            f"r{i}",
+            turn_id,
+            TOOL,
+            content=f"screen {i}",
+            tool_call_id=call.id,
+            name="screenshot",
+            content_parts=[image(png(64 + i, 48))],
+        ),
+        entry(f"f{i}", turn_id, ASSISTANT, content=f"page {i} is fine"),
+    ]
+
+
+async def test_turns_with_screenshots_and_documents_are_read_alone_and_counted_as_a_whole_read_does(
+    database_url, server_factory
+):
+    mine = await (await server_factory(database_url=database_url)).client()
+    other_server = await server_factory(database_url=database_url)
+    theirs = await other_server.client()
+    await create(mine, "t", config(400_000, 16_000, model="claude-sonnet-4-5"))
+    await load(mine, "t")
+    for i in range(8):
+        entries = _screenshot_turn(i, noted=i % 3 == 0)
+        await turn(mine, "t", f"turn-{i}", *entries)
+        before = RowsRead.entries
+        current = await load(mine, "t")
+        if i:  # the first load after the empty thread's reads what there is
+            assert RowsRead.entries - before == len(entries), f"turn {i}"
+        assert current == await _whole(other_server, theirs, "t"), f"turn {i}"
+    # Each document of no stated size has its note, in order; the documents of stated size alone
+    # (two pages of 3,000) cost more than every message's text.
+    assert codes(current) == ["attachment_size_assumed"] * 3
+    assert [d.entry_id for d in current.report.diagnostics] == ["u0", "u3", "u6"]
+    text = sum(len(m.content) for m in current.messages)
+    assert current.report.tokens_before > text + 5 * 2 * 3_000
+
+
+async def test_past_the_turn_limit_the_notes_of_the_turns_that_leave_go_with_them(pg_server):
+    history = await pg_server.client()
+    await create(history, "t", config(2_000_000, 16_000, model="claude-sonnet-4-5"))
+    for i in range(MAX_LOADED_TURNS):
+        turn_id = f"turn-{i}"
+        refs = [common_pb2.ArtifactRef(artifact_id=f"scan-{i}", display_name="s.jpg", mime_type="image/jpeg")]
+        noted = i in (0, 1, 5)
+        await turn(
+            history,
+            "t",
+            turn_id,
+            entry(f"u{i}", turn_id, artifact_refs=refs if noted else []),
+            entry(f"a{i}", turn_id, ASSISTANT),
+        )
+    first = await load(history, "t")
+    assert [d.entry_id for d in first.report.diagnostics] == ["u0", "u1", "u5"]
+    for i in range(MAX_LOADED_TURNS, MAX_LOADED_TURNS + 2):  # the two oldest turns leave
+        turn_id = f"turn-{i}"
+        await turn(history, "t", turn_id, *_screenshot_turn(i, noted=True))
+    before = RowsRead.entries
+    current = await load(history, "t")
+    assert RowsRead.entries - before == 8
+    assert codes(current) == ["turn_limit_reached", *["attachment_size_assumed"] * 3]
+    assert [d.entry_id for d in current.report.diagnostics[1:]] == [
+        "u5",
+        f"u{MAX_LOADED_TURNS}",
+        f"u{MAX_LOADED_TURNS + 1}",
+    ]
+    assert current == await _whole(pg_server, history, "t")

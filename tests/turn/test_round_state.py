@@ -34,7 +34,7 @@ from pioneer_grpc.v1 import (
 from tests.turn.test_prepare_turn import Client, compile_input
 
 REFERENCE, ROUND = "thread-reference", "thread-round"
-READS = {("t1", 1): 12, ("t1", 2): 0, ("t2", 1): 4 + 16, ("t2", 2): 0, ("t3", 1): 4, ("t3", 2): 0}
+READS = {("t1", 1): 12, ("t1", 2): 0, ("t2", 1): 4, ("t2", 2): 0, ("t3", 1): 4, ("t3", 2): 0}
 
 
 def entries_of_round(n: int, turn: str = "t1") -> list[history_pb2.ConversationEntry]:
@@ -203,8 +203,8 @@ async def test_a_round_leaves_the_rows_the_separate_use_cases_left(database_url,
             before = RowsRead.entries
             response = await c.prepare_turn(request)
             # Completed entries the round read: the seed whole at first, nothing more within a
-            # turn; t1's entries (refused: an artifact is counted per read) and the thread whole;
-            # then t2's entries only.
+            # turn; then the entries of the turn completed since only (t1's artifact counted with
+            # them, as the whole read counts it).
             assert RowsRead.entries - before == READS[turn, n]
             compiled = server.ctx.compile_cache.compile(compile_input(extra), server.ctx.config.homes)
             messages, report = await reference_round(reference, turn, n, compiled)
