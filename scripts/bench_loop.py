@@ -16,7 +16,8 @@ Beside them, labelled (not the headline): the loop past its window. A thread see
 MAX_LOADED_TURNS completed turns (smaller ones, about as many tokens as the realistic
 thread in all), so that every turn the loop completes pushes the oldest one out of the
 history a load reads: one loop's step ratios against the same-bytes echo.
-`--past-window-only` measures that figure alone (SQLite unless --backend names another).
+`--past-window-only` measures that figure alone (SQLite unless --backend names another);
+`--screenshots-only` the loop with a screenshot in each tool result alone (a shape among SHAPES).
 And labelled the same way, the loop truncating: that thread over its threshold with the truncate
 strategy, so that every load truncates (docs/performance-past-the-window.md); `--truncating-only`
 measures it alone.
@@ -73,12 +74,15 @@ LOOP_GOALS = [
 
 # What each PrepareTurn asks for. The headline: the ChatRequest and the provider body, as the
 # Python example loop asks (the threads' model is gpt-4o-mini). The others, labelled: the body
-# alone (provider_body_only, a loop that only forwards the body) and the ChatRequest alone (a loop
-# with its own provider code, as the Go example).
+# alone (provider_body_only, a loop that only forwards the body), the ChatRequest alone (a loop
+# with its own provider code, as the Go example), and the headline's requests with a 1280 x 800
+# PNG in each tool result (a computer-use agent's loop; the history gains an image a turn).
+SCREENSHOTS = "screenshot in each tool result"
 SHAPES = {
     "chat request and body": ["-provider", "openai-chat"],
     "body only": ["-provider", "openai-chat", "-provider-body-only"],
     "chat request only": [],
+    SCREENSHOTS: ["-provider", "openai-chat", "-screenshot"],
 }
 HEADLINE = "chat request and body"
 
@@ -209,7 +213,10 @@ async def shape_figures(address: str, request_file: Path, backend: str, shape: s
     return {
         "figure": f"loop, {backend}, 1 loop, {shape} (not the headline)",
         "response_bytes": one["first_prepare"]["response_bytes"],
+        "first_prepare_p50_ms": one["first_prepare"]["p50_ms"],
+        "whole_turn_p50_ms": one["whole_turn"]["p50_ms"],
         **_step_ratios(one),
+        "load after completed turn p50 vs echo": one["load_after_complete"]["p50_vs_echo"],
     }
 
 
@@ -342,6 +349,11 @@ async def main() -> None:
         help="the loop past its window alone (SQLite unless --backend says otherwise)",
     )
     parser.add_argument(
+        "--screenshots-only",
+        action="store_true",
+        help="the loop with a screenshot in each tool result alone (SQLite unless --backend says otherwise)",
+    )
+    parser.add_argument(
         "--truncating-only",
         action="store_true",
         help="the loop on a thread that truncates every turn alone (SQLite unless --backend says otherwise)",
@@ -354,9 +366,11 @@ async def main() -> None:
             return [await past_window_figure(address, request_file, backend)]
         if args.truncating_only:
             return [await truncating_figure(address, request_file, backend)]
+        if args.screenshots_only:
+            return [await shape_figures(address, request_file, backend, SCREENSHOTS)]
         return await loop_figures(address, request_file, backend)
 
-    alone = args.past_window_only or args.truncating_only
+    alone = args.past_window_only or args.truncating_only or args.screenshots_only
     backend = "sqlite" if alone and "--backend" not in sys.argv else args.backend
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="pioneer-bench-loop-") as tmp:

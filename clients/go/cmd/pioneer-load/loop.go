@@ -16,9 +16,13 @@ package main
 // (the turn's append and completion unmeasured), then an echo of its bytes.
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"log"
 	"sync"
 	"time"
@@ -105,6 +109,8 @@ type agentLoop struct {
 	// with bodyOnly (-provider-body-only) the body alone, without the ChatRequest.
 	provider pioneerv1.Provider
 	bodyOnly bool
+	// With -screenshot, each tool result carries this PNG (a computer-use agent's loop).
+	screenshot []byte
 }
 
 // turnTimes are one turn's step latencies.
@@ -146,6 +152,11 @@ func (l *agentLoop) turn(ctx context.Context, first, inside *sizes) (turnTimes, 
 			EntryId: turn + "-result", Role: pioneerv1.EntryRole_ENTRY_ROLE_TOOL, ToolCallId: callID,
 			Name: "read_file", Content: sample.AssistantReply(l.turns),
 		},
+	}
+	if l.screenshot != nil {
+		req.NewEntries[1].ContentParts = []*pioneerv1.ContentPart{{Part: &pioneerv1.ContentPart_Image{
+			Image: &pioneerv1.MediaPart{MimeType: "image/png", Source: &pioneerv1.MediaPart_Data{Data: l.screenshot}},
+		}}}
 	}
 	t0 = time.Now()
 	resp, err = l.c.Turns.PrepareTurn(ctx, req)
@@ -241,6 +252,9 @@ func runLoop(cfg config) (*loopReport, error) {
 		}
 		defer c.Close()
 		loops[i] = &agentLoop{c: c, prefix: "loop-" + randomHex(4), compile: compile.GetInput(), provider: provider, bodyOnly: cfg.bodyOnly}
+		if cfg.screenshot {
+			loops[i].screenshot = screenshotPNG()
+		}
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
@@ -421,4 +435,28 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return round3(a / b)
+}
+
+// screenshotPNG is a 1280 x 800 PNG of a window's shape: a title bar, lines of text, a margin.
+func screenshotPNG() []byte {
+	img := image.NewGray(image.Rect(0, 0, 1280, 800))
+	for y := 0; y < 800; y++ {
+		for x := 0; x < 1280; x++ {
+			v := uint8(250)
+			switch {
+			case y < 40:
+				v = 60
+			case x < 48:
+				v = 220
+			case (y/20)%2 == 0 && x%7 != 0 && x < 200+(y*37)%900:
+				v = uint8(20 + (x*y)%40)
+			}
+			img.SetGray(x, y, color.Gray{Y: v})
+		}
+	}
+	var out bytes.Buffer
+	if err := png.Encode(&out, img); err != nil {
+		panic(err)
+	}
+	return out.Bytes()
 }

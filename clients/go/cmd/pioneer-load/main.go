@@ -59,6 +59,7 @@ type config struct {
 	threads       int
 	provider      string
 	bodyOnly      bool
+	screenshot    bool
 	timeout       time.Duration
 }
 
@@ -102,6 +103,7 @@ func main() {
 		"prepare-turn -new-turn: this many created threads, caller i preparing the rounds of thread i mod N (agent loops)")
 	flag.StringVar(&cfg.provider, "provider", "", "prepare-turn and loop: also render this body (openai-chat | anthropic | gemini | openai-responses)")
 	flag.BoolVar(&cfg.bodyOnly, "provider-body-only", false, "prepare-turn and loop: ask for the provider body only (no ChatRequest)")
+	flag.BoolVar(&cfg.screenshot, "screenshot", false, "loop: each tool result carries a 1280 x 800 PNG screenshot")
 	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "deadline of each call")
 	flag.Parse()
 	log.SetFlags(0)

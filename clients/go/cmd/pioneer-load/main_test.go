@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"image/png"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -124,4 +126,20 @@ func TestEchoOfMatchesBothSizes(t *testing.T) {
 			t.Errorf("response %d bytes, want %d", got, c[1])
 		}
 	}
+}
+
+func TestScreenshotIsAScreenSizedPNG(t *testing.T) {
+	shot := screenshotPNG()
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("not a PNG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() != 1280 || b.Dy() != 800 {
+		t.Fatalf("size %v, want 1280 x 800", b)
+	}
+	// Text-like rows, not a flat image that compresses to nothing.
+	if len(shot) < 8*1024 {
+		t.Fatalf("%d bytes: too little of a window's detail", len(shot))
+	}
+	t.Logf("%d bytes", len(shot))
 }
