@@ -13,8 +13,7 @@ counted when appended, and only they are rendered and encoded. So are
 - a cleared history (over the threshold, under it with old tool results cleared):
   the results the new turns push past the newest `keep` are cleared too;
 - new entries with images and documents (a screenshot in a tool result): what they
-  cost for the thread's model is counted as the whole read counts it, per read
-  (not for a cleared history, whose placeholders count what of them stays).
+  cost for the thread's model is counted as the whole read counts it, per read.
 
 Anything else (a turn completed out of order, a new summary or setting, another
 worker's or replica's write this one did not see whole, a read that would need
@@ -87,15 +86,15 @@ def extended(ctx: ServiceContext, thread_id: str, kept: CachedLoad, read: Histor
     entries_dropped, units_dropped = drop
     # Images and documents are counted per read, for the thread's model (as the whole read counts them).
     newer, attached = _attached(ctx, state.model, newer)
-    if kept.cleared is not None:
-        if entries_dropped or attached.tokens:
-            return None  # what a cleared result's attachments still cost is the clearing's to count
-        return _extended_cleared(ctx, thread_id, kept, state, newer)
     gone = snapshot.entries[:entries_dropped]
     gone_ids = {entry.entry_id for entry in gone}
     notes = _notes(kept, snapshot, gone_ids, attached.notes)
     if notes is None:
         return None
+    if kept.cleared is not None:
+        if entries_dropped:
+            return None
+        return _extended_cleared(ctx, thread_id, kept, state, newer, attached, notes)
     # What `group_units` gives on all the entries: the first new entry is not a tool result (that
     # would have been repaired), so it starts a unit; none of the new units is an orphan.
     units = group_units(newer)
@@ -284,10 +283,14 @@ def _extended_cleared(
     kept: CachedLoad,
     state: HistoryState,
     newer: list[history_pb2.ConversationEntry],
+    attached: token_fit.Attached,
+    notes: list[history_pb2.HistoryDiagnostic],
 ) -> CachedLoad | None:
     """The cleared history `kept` with `newer` appended, and the tool results they push past the
     newest `keep` cleared: what `clearing.clear` gives on the whole grown read, the work the new
     entries' and the newly cleared results'. None when it is no longer under the threshold.
+    `attached`: what the new entries' images and documents cost; `notes`: the grown report's
+    diagnostics after the turn limit's note (`_notes`).
 
     Results cleared stay cleared (older results never become newer), so only the
     newest `keep` kept results and the new ones are looked at, and only the
@@ -308,8 +311,10 @@ def _extended_cleared(
     counts = count_blocking(texts, snapshot.tokenizer) if texts else []
     replaced: dict[int, history_pb2.ConversationEntry] = {}
     items: list[history_pb2.ClearedToolResult] = []
+    attachment_notes = (*snapshot.attachment_notes, *attached.notes)
+    attached_tokens = {**snapshot.attached_tokens, **attached.tokens}
     for position, tokens in zip(older, counts, strict=True):
-        found = clearing.cleared_one(stored(position), tokens, snapshot.attached_tokens)
+        found = clearing.cleared_one(stored(position), tokens, attached_tokens)
         if found is not None:
             replaced[position] = found[0]
             items.append(found[1])
@@ -326,6 +331,8 @@ def _extended_cleared(
         entries=snapshot.entries + tuple(newer),
         read_count=snapshot.loaded_count + len(newer),
         newest=(newer[-1].entry_id, newer[-1].sequence),
+        attachment_notes=attachment_notes,
+        attached_tokens=attached_tokens,
     )
     grown.__dict__["units"] = [*snapshot.units, *group_units(newer)]
     ready = replace(
@@ -335,6 +342,8 @@ def _extended_cleared(
         newest=grown.newest,
         cleared=cleared.cleared + tuple(items),
         tokens_before_clearing=(cleared.tokens_before_clearing or 0) + added,
+        attachment_notes=attachment_notes,
+        attached_tokens=attached_tokens,
     )
     # `decide.full(ready, [the clearing's note])`'s report: the counts, the new cleared results, the note.
     report = history_pb2.HistoryDecisionReport()
@@ -345,7 +354,9 @@ def _extended_cleared(
     report.tokens_after = sendable
     report.cleared_tool_results.extend(items)
     report.cleared_tokens_saved += saved
-    del report.diagnostics[-1]  # the clearing's note, last
+    limit = list(report.diagnostics[: 1 if snapshot.more_entries else 0])
+    del report.diagnostics[:]
+    report.diagnostics.extend([*limit, *notes[:-1]])  # the clearing's note, last, is written again
     report.diagnostics.append(compaction.cleared_note(ready, False, report.cleared_tokens_saved))
     first = 1 if snapshot.summary else 0
     result = LoadResult(

@@ -371,3 +371,32 @@ async def test_past_the_turn_limit_the_notes_of_the_turns_that_leave_go_with_the
         f"u{MAX_LOADED_TURNS + 1}",
     ]
     assert current == await _whole(pg_server, history, "t")
+
+
+async def test_a_cleared_history_takes_turns_with_screenshots_without_a_whole_read(
+    database_url, server_factory
+):
+    mine = await (await server_factory(database_url=database_url)).client()
+    other_server = await server_factory(database_url=database_url)
+    theirs = await other_server.client()
+    # Threshold 5,600: each result's 150 lines put the history over it in its third turn; clearing
+    # all but the newest result brings it back under, so every load from then on is cleared.
+    await create(mine, "t", config(8_000, 1_000, model="claude-sonnet-4-5", keep_tool_results=1))
+    scan = common_pb2.ArtifactRef(artifact_id="scan", display_name="s.jpg", mime_type="image/jpeg")
+    extended = 0
+    for i in range(8):
+        entries = _screenshot_turn(i, noted=False)
+        del entries[0].artifact_refs[:]
+        if i == 0:
+            entries[0].artifact_refs.append(scan)  # of no stated size: a note that stays
+        entries[2].content = "\n".join(f"line {j} of the page in turn {i}" for j in range(150))
+        await turn(mine, "t", f"turn-{i}", *entries)
+        before = RowsRead.entries
+        current = await load(mine, "t")
+        cleared = current.report.decision == history_pb2.HISTORY_DECISION_CLEARED
+        extended += cleared and RowsRead.entries - before == len(entries)
+        assert current == await _whole(other_server, theirs, "t"), f"turn {i}"
+    assert extended >= 5
+    first = current.report.diagnostics[0]
+    assert (first.code, first.entry_id) == ("attachment_size_assumed", "u0")
+    assert len(current.report.cleared_tool_results) == 7
