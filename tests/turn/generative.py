@@ -13,12 +13,14 @@ as agent loops fail in real life:
 - long conversations on small budgets, so loads summarize and truncate.
 
 Every PrepareTurn names a provider; the last round of a history is prepared for
-all four. A hostile step is tried first: INVALID_ARGUMENT on its new entries is
-an expected rejection, after which the clean version is sent, as a fixed client
-would. A hostile step the server accepts is stored, and from then on every round
-must still render a body the provider accepts. Everything else must succeed.
-Each body goes through the strict validator of its provider; a sample is kept
-for the official SDKs (see test_generative_rounds.py).
+all five (OpenAI Chat and Responses, Anthropic, Gemini, Bedrock Converse). A
+hostile step is tried first: INVALID_ARGUMENT on its new entries is an expected
+rejection, after which the clean version is sent, as a fixed client would. A
+hostile step the server accepts is stored, and from then on every round must
+still render a body the provider accepts. Everything else must succeed. Each
+body goes through the strict validator of its provider (for Converse, also its
+SDK's request types, tests/providers/test_bedrock.py); a sample is kept for the
+official SDKs (see test_generative_rounds.py).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 
 import grpc
 from google.protobuf import struct_pb2
+from pydantic import ValidationError
 
 from pioneer_grpc.client import AsyncClient, RpcFailure
 from pioneer_grpc.v1 import (
@@ -43,6 +46,7 @@ from pioneer_grpc.v1 import (
     turn_service_pb2,
 )
 from tests.providers.strict import STRICT, StrictViolation
+from tests.providers.test_bedrock import bedrock_strict, check_types
 from tests.support import decoded
 
 P = provider_service_pb2
@@ -56,13 +60,27 @@ PROVIDERS = {
     P.PROVIDER_OPENAI_RESPONSES: "openai-responses",
     P.PROVIDER_ANTHROPIC_MESSAGES: "anthropic",
     P.PROVIDER_GEMINI_GENERATE_CONTENT: "gemini",
+    P.PROVIDER_AMAZON_BEDROCK_CONVERSE: "bedrock-converse",
 }
 MODELS = {
     P.PROVIDER_OPENAI_CHAT_COMPLETIONS: "gpt-5",
     P.PROVIDER_OPENAI_RESPONSES: "gpt-5",
     P.PROVIDER_ANTHROPIC_MESSAGES: "claude-sonnet-4-6",
     P.PROVIDER_GEMINI_GENERATE_CONTENT: "gemini-2.5-flash",
+    P.PROVIDER_AMAZON_BEDROCK_CONVERSE: "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
 }
+
+
+def _bedrock(body: dict[str, Any]) -> None:
+    """Converse's conversation rules, then its SDK's request types (a type error as rule BR-types)."""
+    bedrock_strict(body)
+    try:
+        check_types(body, MODELS[P.PROVIDER_AMAZON_BEDROCK_CONVERSE])
+    except ValidationError as error:
+        raise StrictViolation([f"BR-types: body: {error}"]) from None
+
+
+CHECKS = {**STRICT, P.PROVIDER_AMAZON_BEDROCK_CONVERSE: _bedrock}
 TOOL_NAMES = ("read_file", "grep", "run_tests", "write_file")
 WORDS = (
     "the parser fails on src/app/main.py line 42; decided to keep the retry loop; user prefers tabs; "
@@ -383,7 +401,7 @@ class Conversation:
             self.stats.notices[notice.code] += 1
         body = json.loads(reply.provider_body_json)
         try:
-            STRICT[provider](body)
+            CHECKS[provider](body)
         except StrictViolation as violation:
             where = "+".join(sorted(self.stored_hostile)) or "a clean conversation"
             for rule in sorted(violation.rules):
