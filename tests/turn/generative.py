@@ -80,6 +80,12 @@ def _bedrock(body: dict[str, Any]) -> None:
         raise StrictViolation([f"BR-types: body: {error}"]) from None
 
 
+def _unprefixed(field: str) -> str:
+    """A notice's field without `chat_request.`: PrepareTurn names its own fields (`tools`, not
+    `chat_request.tools`) where RenderChatRequest names those of its chat_request."""
+    return field.removeprefix("chat_request.")
+
+
 CHECKS = {**STRICT, P.PROVIDER_AMAZON_BEDROCK_CONVERSE: _bedrock}
 TOOL_NAMES = ("read_file", "grep", "run_tests", "write_file")
 WORDS = (
@@ -358,11 +364,11 @@ class Conversation:
         except RpcFailure as error:
             self.stats.fail(f"render_from_scratch_failed[{name}]", f"{error.code.name}: {error.message}")
             return
-        round_notices = [(n.code, n.message) for n in reply.provider_notices]
+        round_notices = [(n.code, n.message, _unprefixed(n.field)) for n in reply.provider_notices]
         if (
             scratch.body_json != reply.provider_body_json
             or scratch.path != reply.provider_path
-            or [(n.code, n.message) for n in scratch.notices] != round_notices
+            or [(n.code, n.message, _unprefixed(n.field)) for n in scratch.notices] != round_notices
         ):
             self.stats.fail(f"body_differs_from_scratch[{name}]", reply.provider_body_json[:300])
         self.stats.compared_with_scratch += 1
