@@ -6,6 +6,7 @@ as agent loops fail in real life:
 - interruptions: a call whose result never comes (the turn stops there, or the
   next round goes on without it), a turn never completed, a final answer never sent;
 - retries: the same new entries sent twice (appends are idempotent by entry id);
+- call ids numbered within each turn by some loops (call_0 again in the next turn);
 - hostile entries: empty or blank messages, arguments that are not a JSON object,
   a call id used twice, a result for no call, a result naming another tool, a
   result arriving a turn late, a call name outside [A-Za-z0-9_-];
@@ -86,6 +87,11 @@ def _unprefixed(field: str) -> str:
     return field.removeprefix("chat_request.")
 
 
+def _joins_results_and_text(message: dict[str, Any]) -> bool:
+    kinds = [next(iter(block)) for block in message["content"]]
+    return "toolResult" in kinds and kinds[-1] != "toolResult"
+
+
 CHECKS = {**STRICT, P.PROVIDER_AMAZON_BEDROCK_CONVERSE: _bedrock}
 TOOL_NAMES = ("read_file", "grep", "run_tests", "write_file")
 WORDS = (
@@ -111,6 +117,9 @@ class Stats:
     histories: int = 0  # conversations (threads)
     histories_rendered: int = 0  # a thread's history as one PrepareTurn rendered it
     compared_with_scratch: int = 0  # round bodies compared with RenderChatRequest's
+    # Converse bodies with a user message holding tool results and then the user's text: where the
+    # renderer joins messages across the end of a kept history (apis/bedrock.py `joined`).
+    bedrock_joined: int = 0
     turns: int = 0
     rounds: int = 0
     appends: int = 0
@@ -136,7 +145,7 @@ class Stats:
             f"conversations={self.histories} histories rendered={self.histories_rendered} "
             f"(compared with a render from scratch: {self.compared_with_scratch}) "
             f"turns={self.turns} rounds(PrepareTurn calls)={self.rounds} appends={self.appends} "
-            f"retries={self.retries}",
+            f"retries={self.retries} converse bodies joining tool results and text={self.bedrock_joined}",
             f"expected refusals: {dict(self.expected)}",
             f"bodies validated per provider: {dict(self.bodies)}",
             f"hostile steps rejected: {dict(self.rejected)}",
@@ -174,6 +183,10 @@ class Conversation:
         self.long = rng.random() < 0.12
         self.stored_hostile: set[str] = set()  # hostile kinds the server accepted into this thread
         self.pending = False  # the turn's latest calls lack results (an interruption)
+        # Some loops number their calls within each turn (call_0, call_1, ...): ids come back in
+        # later turns, which providers that want them unique in a request have rewritten.
+        # Drawn apart from `rng`, so that the conversations the seed gave before stay as they were.
+        self.calls_this_turn: int | None = 0 if random.Random(f"{name}-ids").random() < 0.2 else None
 
     # --- content ---------------------------------------------------------------------------
 
@@ -206,11 +219,17 @@ class Conversation:
             return Step(clean, [*clean, result], "late_result")
         return Step(clean)
 
+    def call_id(self) -> str:
+        if self.calls_this_turn is None:
+            return self.ident("call_")
+        self.calls_this_turn += 1
+        return f"call_{self.calls_this_turn - 1}"
+
     def tool_round(self, turn: str) -> tuple[Step, bool]:
         """An assistant call entry and its results; True when a result was left out (interrupted)."""
         calls = [
             common_pb2.ToolCall(
-                id=self.ident("call_"),
+                id=self.call_id(),
                 name=self.rng.choice(TOOL_NAMES),
                 arguments=json.dumps({"path": self.text(1, 3)}),
             )
@@ -414,6 +433,10 @@ class Conversation:
                 self.stats.fail(f"strict[{name}] {rule} ({where})", str(violation))
         self.stats.bodies[name] += 1
         self.stats.histories_rendered += 1
+        if provider == P.PROVIDER_AMAZON_BEDROCK_CONVERSE and any(
+            map(_joins_results_and_text, body["messages"])
+        ):
+            self.stats.bedrock_joined += 1
         if self.stats.bodies[name] % self.sdk_every == 1 or self.sdk_every == 1:
             self.stats.sdk_sample.append((provider, reply.provider_path, body))
 
@@ -476,6 +499,8 @@ class Conversation:
 
     async def turn(self, turn: str) -> None:
         self.stats.turns += 1
+        if self.calls_this_turn is not None:
+            self.calls_this_turn = 0
         await self.send(turn, self.user_step(turn))
         self.pending = False
         for _ in range(self.rng.choice((0, 1, 1, 2, 3))):
