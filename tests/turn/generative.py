@@ -11,7 +11,8 @@ as agent loops fail in real life:
   a call id used twice, a result for no call, a result naming another tool, a
   result arriving a turn late, a call name outside [A-Za-z0-9_-];
 - hostile rounds: Anthropic with extended thinking and a forced tool choice;
-- long conversations on small budgets, so loads summarize and truncate.
+- long conversations on small budgets, so loads summarize and truncate (half of
+  those threads with the truncate strategy, some where clearing keeps one tool result).
 
 Every PrepareTurn names a provider; the last round of a history is prepared for
 all five (OpenAI Chat and Responses, Anthropic, Gemini, Bedrock Converse). A
@@ -486,6 +487,12 @@ class Conversation:
         if self.long or self.rng.random() < 0.1:
             config.max_context_tokens = self.rng.choice((1500, 3000, 6000))
             config.response_reserve_tokens = 300
+            # Drawn apart from `rng` (as the call ids): the conversations the seed gave stay as they were.
+            apart = random.Random(f"{self.thread_id}-config")
+            if apart.random() < 0.5:
+                config.compaction_strategy = history_pb2.COMPACTION_STRATEGY_TRUNCATE
+            if apart.random() < 0.3:
+                config.keep_tool_results = 1
         await self.client.create_thread(
             history_service_pb2.CreateThreadRequest(thread_id=self.thread_id, config=config)
         )
