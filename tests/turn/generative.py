@@ -7,6 +7,7 @@ as agent loops fail in real life:
   next round goes on without it), a turn never completed, a final answer never sent;
 - retries: the same new entries sent twice (appends are idempotent by entry id);
 - call ids numbered within each turn by some loops (call_0 again in the next turn);
+- a final round that ends with the start of the answer (a prefill ending in a space);
 - hostile entries: empty or blank messages, arguments that are not a JSON object,
   a call id used twice, a result for no call, a result naming another tool, a
   result arriving a turn late, a call name outside [A-Za-z0-9_-];
@@ -501,6 +502,9 @@ class Conversation:
             await self.turn(f"t{t}")
         final = "final"
         entries = [self.entry(final, USER, content="Summarize where we are.")]
+        if random.Random(f"{self.thread_id}-prefill").random() < 0.15:
+            # A prefill: the start of the answer for the model to go on from, trailing space and all.
+            entries.append(self.entry(final, ASSISTANT, content="Where we are: "))
         for i, provider in enumerate(PROVIDERS):
             await self.prepare(final, entries if i == 0 else [], provider)
 
