@@ -8,6 +8,7 @@ as agent loops fail in real life:
 - retries: the same new entries sent twice (appends are idempotent by entry id);
 - call ids numbered within each turn by some loops (call_0 again in the next turn);
 - a final round that ends with the start of the answer (a prefill ending in a space);
+- an inline PNG or PDF now and then, from the user or in a tool result (a screenshot);
 - hostile entries: empty or blank messages, arguments that are not a JSON object,
   a call id used twice, a result for no call, a result naming another tool, a
   result arriving a turn late, a call name outside [A-Za-z0-9_-];
@@ -48,6 +49,7 @@ from pioneer_grpc.v1 import (
     provider_service_pb2,
     turn_service_pb2,
 )
+from tests.providers.cases import PDF, PNG
 from tests.providers.strict import STRICT, StrictViolation
 from tests.providers.test_bedrock import bedrock_strict, check_types
 from tests.support import decoded
@@ -189,6 +191,8 @@ class Conversation:
         # later turns, which providers that want them unique in a request have rewritten.
         # Drawn apart from `rng`, so that the conversations the seed gave before stay as they were.
         self.calls_this_turn: int | None = 0 if random.Random(f"{name}-ids").random() < 0.2 else None
+        # Which user messages and tool results carry an image or a PDF: drawn apart as well.
+        self.media = random.Random(f"{name}-media")
 
     # --- content ---------------------------------------------------------------------------
 
@@ -201,6 +205,16 @@ class Conversation:
             low, high = 120, 420
         return " ".join(self.rng.choice(WORDS) for _ in range(self.rng.randint(low, high)))
 
+    def attached(self, chance: float) -> list[chat_pb2.ContentPart]:
+        """Now and then a screenshot (an inline PNG) or, less often, an inline PDF."""
+        roll = self.media.random()
+        if roll >= chance:
+            return []
+        if roll < chance / 4:
+            pdf = chat_pb2.MediaPart(mime_type="application/pdf", data=PDF, filename="build log.pdf")
+            return [chat_pb2.ContentPart(file=pdf)]
+        return [chat_pb2.ContentPart(image=chat_pb2.MediaPart(mime_type="image/png", data=PNG))]
+
     def entry(self, turn: str, role: int, **fields: Any) -> history_pb2.ConversationEntry:
         return history_pb2.ConversationEntry(entry_id=self.ident("e"), turn_id=turn, role=role, **fields)  # type: ignore[arg-type]
 
@@ -209,7 +223,7 @@ class Conversation:
     def user_step(self, turn: str) -> Step:
         # Now and then a participant name that OpenAI would refuse (the server leaves it out, saying so).
         name = "Ana Silva" if self.rng.random() < 0.05 else ""
-        clean = [self.entry(turn, USER, content=self.text(), name=name)]
+        clean = [self.entry(turn, USER, content=self.text(), name=name, content_parts=self.attached(0.08))]
         roll = self.rng.random()
         if roll < 0.03:
             return Step(clean, [self.entry(turn, USER, content="")], "empty_entry")
@@ -239,7 +253,17 @@ class Conversation:
         ]
         text = self.text() if self.rng.random() < 0.4 else ""
         assistant = self.entry(turn, ASSISTANT, content=text, tool_calls=calls)
-        results = [self.entry(turn, TOOL, tool_call_id=c.id, name=c.name, content=self.text()) for c in calls]
+        results = [
+            self.entry(
+                turn,
+                TOOL,
+                tool_call_id=c.id,
+                name=c.name,
+                content=self.text(),
+                content_parts=self.attached(0.06),
+            )
+            for c in calls
+        ]
         if self.rng.random() < 0.15:
             self.rng.shuffle(results)
         interrupted = self.rng.random() < 0.12
