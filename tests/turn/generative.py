@@ -121,8 +121,8 @@ class Stats:
     histories: int = 0  # conversations (threads)
     histories_rendered: int = 0  # a thread's history as one PrepareTurn rendered it
     compared_with_scratch: int = 0  # round bodies compared with RenderChatRequest's
-    # Converse bodies with a user message holding tool results and then the user's text: where the
-    # renderer joins messages across the end of a kept history (apis/bedrock.py `joined`).
+    # Converse bodies with a user message holding tool results and then the user's own blocks: where
+    # the renderer joins messages across the end of a kept history (apis/bedrock.py `joined`).
     bedrock_joined: int = 0
     turns: int = 0
     rounds: int = 0
@@ -149,7 +149,8 @@ class Stats:
             f"conversations={self.histories} histories rendered={self.histories_rendered} "
             f"(compared with a render from scratch: {self.compared_with_scratch}) "
             f"turns={self.turns} rounds(PrepareTurn calls)={self.rounds} appends={self.appends} "
-            f"retries={self.retries} converse bodies joining tool results and text={self.bedrock_joined}",
+            f"retries={self.retries} converse bodies joining tool results and a user message="
+            f"{self.bedrock_joined}",
             f"expected refusals: {dict(self.expected)}",
             f"bodies validated per provider: {dict(self.bodies)}",
             f"hostile steps rejected: {dict(self.rejected)}",

@@ -180,5 +180,5 @@ async def test_every_generated_round_renders_a_body_the_provider_accepts(
     assert stats.histories_rendered >= HISTORIES * conversations // CONVERSATIONS, report
     assert stats.compared_with_scratch == stats.histories_rendered, report
     assert all(stats.bodies[name] > 0 for name in PROVIDERS.values()), report
-    assert stats.bedrock_joined > 0, report  # rounds where Converse joins a history's results and text
+    assert stats.bedrock_joined > 0, report  # Converse joining a history's results and a user message
     assert not stats.failures, report
