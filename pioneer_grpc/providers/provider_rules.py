@@ -24,7 +24,8 @@ Adapted, each with a notice:
   blocks cannot be sent back; tools called in the history are declared (with
   tool_choice none) when the round has no tools, since Anthropic refuses
   tool_use blocks without tool definitions; temperature is not sent; trailing
-  whitespace is trimmed from a final assistant message.
+  whitespace is trimmed from a final assistant message (its content or its last
+  text part: `trim_final_assistant`; Bedrock Converse does the same).
 - Gemini: parallel_tool_calls=false cannot be expressed and is not sent;
   consecutive assistant messages become one model turn (a function call turn
   must follow a user or function response turn).
@@ -299,17 +300,31 @@ def anthropic_adapt(adapted: Adapted, origins: list[int], path: str) -> None:
         adapted.notices.append(
             Notice(TEMPERATURE_NOT_SENT, "the Messages API takes no temperature here", f"{path}.temperature")
         )
-    last = request.messages[-1] if request.messages else None
-    final_assistant = last is not None and last.role == chat_pb2.CHAT_ROLE_ASSISTANT
-    if last is not None and final_assistant and last.content != last.content.rstrip():
+    trim_final_assistant(
+        adapted, origins, path, "Anthropic refuses a final assistant message ending in whitespace"
+    )
+
+
+def trim_final_assistant(adapted: Adapted, origins: list[int], path: str, why: str) -> None:
+    """Trailing whitespace off the text a final assistant message ends with, with a notice per
+    field trimmed: its last text part with text, or `content` (parts follow it when sent)."""
+    last = adapted.request.messages[-1] if adapted.request.messages else None
+    if last is None or last.role != chat_pb2.CHAT_ROLE_ASSISTANT:
+        return
+    field = f"{path}.messages[{origins[-1]}]"
+    for j in reversed(range(len(last.content_parts))):
+        part = last.content_parts[j]
+        if not part.text:
+            continue
+        trimmed = part.text.rstrip()
+        if trimmed != part.text:
+            part.text = trimmed
+            adapted.notices.append(Notice(WHITESPACE_TRIMMED, why, f"{field}.content_parts[{j}].text"))
+        if trimmed:
+            return
+    if last.content != last.content.rstrip():
         last.content = last.content.rstrip()
-        adapted.notices.append(
-            Notice(
-                WHITESPACE_TRIMMED,
-                "Anthropic refuses a final assistant message ending in whitespace",
-                f"{path}.messages[{origins[-1]}].content",
-            )
-        )
+        adapted.notices.append(Notice(WHITESPACE_TRIMMED, why, f"{field}.content"))
 
 
 def gemini_adapt(adapted: Adapted, origins: list[int], path: str) -> None:

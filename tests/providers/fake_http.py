@@ -1,8 +1,8 @@
 """A loopback HTTP server that records each request and answers like the provider would.
 
 It speaks just enough of each API for the official SDKs to accept the reply:
-the smallest valid response of Chat Completions, Responses, Messages and
-generateContent, chosen by the request path.
+the smallest valid response of Chat Completions, Responses, Messages,
+generateContent and Converse, chosen by the request path.
 """
 
 from __future__ import annotations
@@ -65,6 +65,13 @@ GENERATE_CONTENT = {
     "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
 }
 
+CONVERSE = {
+    "output": {"message": {"role": "assistant", "content": [{"text": "ok"}]}},
+    "stopReason": "end_turn",
+    "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
+    "metrics": {"latencyMs": 1},
+}
+
 
 def reply_for(path: str) -> dict[str, Any]:
     if path.endswith("/chat/completions"):
@@ -75,6 +82,8 @@ def reply_for(path: str) -> dict[str, Any]:
         return MESSAGE
     if ":generateContent" in path:
         return GENERATE_CONTENT
+    if path.endswith("/converse"):
+        return CONVERSE
     raise KeyError(path)
 
 

@@ -18,6 +18,8 @@ validation errors, in their strictest reading:
   BR7 only documented top-level keys; no modelId in the body
   BR8 images png, jpeg, gif or webp; documents of a known format with a name of letters, digits,
       single spaces, hyphens, parentheses and square brackets; sources bytes or s3Location
+  BR9 a final assistant message's text does not end in whitespace (the Claude models refuse it:
+      "final assistant content cannot end with trailing whitespace")
 """
 
 from __future__ import annotations
@@ -128,6 +130,10 @@ def bedrock_strict(body: dict[str, Any]) -> None:
         check(sorted(answered) == sorted(pending), "BR4", where, f"answers {answered}, open {pending}")
         pending = uses
     check(not pending, "BR4", "messages", "the last toolUse is never answered")
+    last = messages[-1] if messages else {}
+    if last.get("role") == "assistant":
+        text = "".join(b.get("text", "") for b in last.get("content") or [] if isinstance(b, dict))
+        check(text == text.rstrip(), "BR9", "messages[-1]", "final assistant text ends in whitespace")
     config = body.get("toolConfig")
     check(not history_tools or (config and config.get("tools")), "BR5", "toolConfig", "missing with tool use")
     names = [t["toolSpec"]["name"] for t in (config or {}).get("tools", []) if "toolSpec" in t]
@@ -170,7 +176,7 @@ def test_every_case_passes_the_sdk_types_and_the_conversation_rules(case: str) -
 def test_the_validators_can_fail() -> None:
     with pytest.raises(StrictViolation) as info:
         bedrock_strict({"modelId": "m", "messages": [{"role": "assistant", "content": [{"text": " "}]}]})
-    assert {"BR7", "BR1", "BR2"} <= info.value.rules
+    assert {"BR7", "BR1", "BR2", "BR9"} <= info.value.rules
     with pytest.raises(ValueError):
         check_types({"messages": [{"role": "user", "content": [{"text": "hi", "cache": 1}]}]}, MODEL)
 

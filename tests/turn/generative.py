@@ -6,19 +6,25 @@ as agent loops fail in real life:
 - interruptions: a call whose result never comes (the turn stops there, or the
   next round goes on without it), a turn never completed, a final answer never sent;
 - retries: the same new entries sent twice (appends are idempotent by entry id);
+- call ids numbered within each turn by some loops (call_0 again in the next turn);
+- a final round that ends with the start of the answer (a prefill ending in a space);
+- an inline PNG or PDF now and then, from the user or in a tool result (a screenshot);
 - hostile entries: empty or blank messages, arguments that are not a JSON object,
   a call id used twice, a result for no call, a result naming another tool, a
   result arriving a turn late, a call name outside [A-Za-z0-9_-];
 - hostile rounds: Anthropic with extended thinking and a forced tool choice;
-- long conversations on small budgets, so loads summarize and truncate.
+- long conversations on small budgets, so loads summarize and truncate (half of
+  those threads with the truncate strategy, some where clearing keeps one tool result).
 
 Every PrepareTurn names a provider; the last round of a history is prepared for
-all four. A hostile step is tried first: INVALID_ARGUMENT on its new entries is
-an expected rejection, after which the clean version is sent, as a fixed client
-would. A hostile step the server accepts is stored, and from then on every round
-must still render a body the provider accepts. Everything else must succeed.
-Each body goes through the strict validator of its provider; a sample is kept
-for the official SDKs (see test_generative_rounds.py).
+all five (OpenAI Chat and Responses, Anthropic, Gemini, Bedrock Converse). A
+hostile step is tried first: INVALID_ARGUMENT on its new entries is an expected
+rejection, after which the clean version is sent, as a fixed client would. A
+hostile step the server accepts is stored, and from then on every round must
+still render a body the provider accepts. Everything else must succeed. Each
+body goes through the strict validator of its provider (for Converse, also its
+SDK's request types, tests/providers/test_bedrock.py); a sample is kept for the
+official SDKs (see test_generative_rounds.py).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from typing import Any
 
 import grpc
 from google.protobuf import struct_pb2
+from pydantic import ValidationError
 
 from pioneer_grpc.client import AsyncClient, RpcFailure
 from pioneer_grpc.v1 import (
@@ -42,7 +49,9 @@ from pioneer_grpc.v1 import (
     provider_service_pb2,
     turn_service_pb2,
 )
+from tests.providers.cases import PDF, PNG
 from tests.providers.strict import STRICT, StrictViolation
+from tests.providers.test_bedrock import bedrock_strict, check_types
 from tests.support import decoded
 
 P = provider_service_pb2
@@ -56,13 +65,38 @@ PROVIDERS = {
     P.PROVIDER_OPENAI_RESPONSES: "openai-responses",
     P.PROVIDER_ANTHROPIC_MESSAGES: "anthropic",
     P.PROVIDER_GEMINI_GENERATE_CONTENT: "gemini",
+    P.PROVIDER_AMAZON_BEDROCK_CONVERSE: "bedrock-converse",
 }
 MODELS = {
     P.PROVIDER_OPENAI_CHAT_COMPLETIONS: "gpt-5",
     P.PROVIDER_OPENAI_RESPONSES: "gpt-5",
     P.PROVIDER_ANTHROPIC_MESSAGES: "claude-sonnet-4-6",
     P.PROVIDER_GEMINI_GENERATE_CONTENT: "gemini-2.5-flash",
+    P.PROVIDER_AMAZON_BEDROCK_CONVERSE: "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
 }
+
+
+def _bedrock(body: dict[str, Any]) -> None:
+    """Converse's conversation rules, then its SDK's request types (a type error as rule BR-types)."""
+    bedrock_strict(body)
+    try:
+        check_types(body, MODELS[P.PROVIDER_AMAZON_BEDROCK_CONVERSE])
+    except ValidationError as error:
+        raise StrictViolation([f"BR-types: body: {error}"]) from None
+
+
+def _unprefixed(field: str) -> str:
+    """A notice's field without `chat_request.`: PrepareTurn names its own fields (`tools`, not
+    `chat_request.tools`) where RenderChatRequest names those of its chat_request."""
+    return field.removeprefix("chat_request.")
+
+
+def _joins_results_and_text(message: dict[str, Any]) -> bool:
+    kinds = [next(iter(block)) for block in message["content"]]
+    return "toolResult" in kinds and kinds[-1] != "toolResult"
+
+
+CHECKS = {**STRICT, P.PROVIDER_AMAZON_BEDROCK_CONVERSE: _bedrock}
 TOOL_NAMES = ("read_file", "grep", "run_tests", "write_file")
 WORDS = (
     "the parser fails on src/app/main.py line 42; decided to keep the retry loop; user prefers tabs; "
@@ -87,6 +121,9 @@ class Stats:
     histories: int = 0  # conversations (threads)
     histories_rendered: int = 0  # a thread's history as one PrepareTurn rendered it
     compared_with_scratch: int = 0  # round bodies compared with RenderChatRequest's
+    # Converse bodies with a user message holding tool results and then the user's own blocks: where
+    # the renderer joins messages across the end of a kept history (apis/bedrock.py `joined`).
+    bedrock_joined: int = 0
     turns: int = 0
     rounds: int = 0
     appends: int = 0
@@ -112,7 +149,8 @@ class Stats:
             f"conversations={self.histories} histories rendered={self.histories_rendered} "
             f"(compared with a render from scratch: {self.compared_with_scratch}) "
             f"turns={self.turns} rounds(PrepareTurn calls)={self.rounds} appends={self.appends} "
-            f"retries={self.retries}",
+            f"retries={self.retries} converse bodies joining tool results and a user message="
+            f"{self.bedrock_joined}",
             f"expected refusals: {dict(self.expected)}",
             f"bodies validated per provider: {dict(self.bodies)}",
             f"hostile steps rejected: {dict(self.rejected)}",
@@ -150,6 +188,12 @@ class Conversation:
         self.long = rng.random() < 0.12
         self.stored_hostile: set[str] = set()  # hostile kinds the server accepted into this thread
         self.pending = False  # the turn's latest calls lack results (an interruption)
+        # Some loops number their calls within each turn (call_0, call_1, ...): ids come back in
+        # later turns, which providers that want them unique in a request have rewritten.
+        # Drawn apart from `rng`, so that the conversations the seed gave before stay as they were.
+        self.calls_this_turn: int | None = 0 if random.Random(f"{name}-ids").random() < 0.2 else None
+        # Which user messages and tool results carry an image or a PDF: drawn apart as well.
+        self.media = random.Random(f"{name}-media")
 
     # --- content ---------------------------------------------------------------------------
 
@@ -162,6 +206,16 @@ class Conversation:
             low, high = 120, 420
         return " ".join(self.rng.choice(WORDS) for _ in range(self.rng.randint(low, high)))
 
+    def attached(self, chance: float) -> list[chat_pb2.ContentPart]:
+        """Now and then a screenshot (an inline PNG) or, less often, an inline PDF."""
+        roll = self.media.random()
+        if roll >= chance:
+            return []
+        if roll < chance / 4:
+            pdf = chat_pb2.MediaPart(mime_type="application/pdf", data=PDF, filename="build log.pdf")
+            return [chat_pb2.ContentPart(file=pdf)]
+        return [chat_pb2.ContentPart(image=chat_pb2.MediaPart(mime_type="image/png", data=PNG))]
+
     def entry(self, turn: str, role: int, **fields: Any) -> history_pb2.ConversationEntry:
         return history_pb2.ConversationEntry(entry_id=self.ident("e"), turn_id=turn, role=role, **fields)  # type: ignore[arg-type]
 
@@ -170,7 +224,7 @@ class Conversation:
     def user_step(self, turn: str) -> Step:
         # Now and then a participant name that OpenAI would refuse (the server leaves it out, saying so).
         name = "Ana Silva" if self.rng.random() < 0.05 else ""
-        clean = [self.entry(turn, USER, content=self.text(), name=name)]
+        clean = [self.entry(turn, USER, content=self.text(), name=name, content_parts=self.attached(0.08))]
         roll = self.rng.random()
         if roll < 0.03:
             return Step(clean, [self.entry(turn, USER, content="")], "empty_entry")
@@ -182,11 +236,17 @@ class Conversation:
             return Step(clean, [*clean, result], "late_result")
         return Step(clean)
 
+    def call_id(self) -> str:
+        if self.calls_this_turn is None:
+            return self.ident("call_")
+        self.calls_this_turn += 1
+        return f"call_{self.calls_this_turn - 1}"
+
     def tool_round(self, turn: str) -> tuple[Step, bool]:
         """An assistant call entry and its results; True when a result was left out (interrupted)."""
         calls = [
             common_pb2.ToolCall(
-                id=self.ident("call_"),
+                id=self.call_id(),
                 name=self.rng.choice(TOOL_NAMES),
                 arguments=json.dumps({"path": self.text(1, 3)}),
             )
@@ -194,7 +254,17 @@ class Conversation:
         ]
         text = self.text() if self.rng.random() < 0.4 else ""
         assistant = self.entry(turn, ASSISTANT, content=text, tool_calls=calls)
-        results = [self.entry(turn, TOOL, tool_call_id=c.id, name=c.name, content=self.text()) for c in calls]
+        results = [
+            self.entry(
+                turn,
+                TOOL,
+                tool_call_id=c.id,
+                name=c.name,
+                content=self.text(),
+                content_parts=self.attached(0.06),
+            )
+            for c in calls
+        ]
         if self.rng.random() < 0.15:
             self.rng.shuffle(results)
         interrupted = self.rng.random() < 0.12
@@ -340,11 +410,11 @@ class Conversation:
         except RpcFailure as error:
             self.stats.fail(f"render_from_scratch_failed[{name}]", f"{error.code.name}: {error.message}")
             return
-        round_notices = [(n.code, n.message) for n in reply.provider_notices]
+        round_notices = [(n.code, n.message, _unprefixed(n.field)) for n in reply.provider_notices]
         if (
             scratch.body_json != reply.provider_body_json
             or scratch.path != reply.provider_path
-            or [(n.code, n.message) for n in scratch.notices] != round_notices
+            or [(n.code, n.message, _unprefixed(n.field)) for n in scratch.notices] != round_notices
         ):
             self.stats.fail(f"body_differs_from_scratch[{name}]", reply.provider_body_json[:300])
         self.stats.compared_with_scratch += 1
@@ -383,13 +453,17 @@ class Conversation:
             self.stats.notices[notice.code] += 1
         body = json.loads(reply.provider_body_json)
         try:
-            STRICT[provider](body)
+            CHECKS[provider](body)
         except StrictViolation as violation:
             where = "+".join(sorted(self.stored_hostile)) or "a clean conversation"
             for rule in sorted(violation.rules):
                 self.stats.fail(f"strict[{name}] {rule} ({where})", str(violation))
         self.stats.bodies[name] += 1
         self.stats.histories_rendered += 1
+        if provider == P.PROVIDER_AMAZON_BEDROCK_CONVERSE and any(
+            map(_joins_results_and_text, body["messages"])
+        ):
+            self.stats.bedrock_joined += 1
         if self.stats.bodies[name] % self.sdk_every == 1 or self.sdk_every == 1:
             self.stats.sdk_sample.append((provider, reply.provider_path, body))
 
@@ -439,6 +513,12 @@ class Conversation:
         if self.long or self.rng.random() < 0.1:
             config.max_context_tokens = self.rng.choice((1500, 3000, 6000))
             config.response_reserve_tokens = 300
+            # Drawn apart from `rng` (as the call ids): the conversations the seed gave stay as they were.
+            apart = random.Random(f"{self.thread_id}-config")
+            if apart.random() < 0.5:
+                config.compaction_strategy = history_pb2.COMPACTION_STRATEGY_TRUNCATE
+            if apart.random() < 0.3:
+                config.keep_tool_results = 1
         await self.client.create_thread(
             history_service_pb2.CreateThreadRequest(thread_id=self.thread_id, config=config)
         )
@@ -447,11 +527,16 @@ class Conversation:
             await self.turn(f"t{t}")
         final = "final"
         entries = [self.entry(final, USER, content="Summarize where we are.")]
+        if random.Random(f"{self.thread_id}-prefill").random() < 0.15:
+            # A prefill: the start of the answer for the model to go on from, trailing space and all.
+            entries.append(self.entry(final, ASSISTANT, content="Where we are: "))
         for i, provider in enumerate(PROVIDERS):
             await self.prepare(final, entries if i == 0 else [], provider)
 
     async def turn(self, turn: str) -> None:
         self.stats.turns += 1
+        if self.calls_this_turn is not None:
+            self.calls_this_turn = 0
         await self.send(turn, self.user_step(turn))
         self.pending = False
         for _ in range(self.rng.choice((0, 1, 1, 2, 3))):

@@ -6,15 +6,19 @@
 each PrepareTurn renders the thread's history as it stands at that round, and a
 run renders at least 2,000 such histories (PIONEER_GENERATIVE_HISTORIES).
 Every body PrepareTurn returns passes the strict validator of its provider
-(tests/providers/strict.py); one body in PIONEER_GENERATIVE_SDK_EVERY (default
-10) per provider also goes through that provider's official SDK to a recording
-loopback server, which must receive exactly our body (as in
-tests/providers/test_sdk_acceptance.py). The run prints its counts (pytest -s).
+(tests/providers/strict.py; Converse's rules and request types in
+tests/providers/test_bedrock.py); one body in PIONEER_GENERATIVE_SDK_EVERY
+(default 10) per provider also goes through that provider's official SDK to a
+recording loopback server, which must receive exactly our body at our path (as
+in tests/providers/test_sdk_acceptance.py; for Converse, botocore's
+bedrock-runtime client, which checks the parameters against its service model).
+The run prints its counts (pytest -s).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import random
@@ -25,8 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import botocore.session
 import openai
 import pytest
+from botocore.config import Config
 from google import genai
 from google.genai import types as genai_types
 
@@ -54,6 +60,14 @@ class Sdks:
         self.gemini = genai.Client(
             api_key="test", http_options=genai_types.HttpOptions(base_url=fake.base_url, api_version="v1beta")
         )
+        self.bedrock = botocore.session.Session().create_client(
+            "bedrock-runtime",
+            region_name="us-east-1",
+            endpoint_url=fake.base_url,
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+            config=Config(retries={"total_max_attempts": 1}),
+        )
 
     def send(self, provider: int, body: dict[str, Any]) -> dict[str, Any]:
         """What the SDK put on the wire for our body (Gemini keys in lowerCamelCase)."""
@@ -64,6 +78,8 @@ class Sdks:
             self.openai.responses.create(**body)
         elif name == "anthropic":
             self.anthropic.messages.create(**body)
+        elif name == "bedrock-converse":
+            self.bedrock.converse(modelId=MODELS[provider], **blobs_as_bytes(body))
         else:
             contents = [genai_types.Content.model_validate_json(json.dumps(c)) for c in body["contents"]]
             config: dict[str, Any] = {
@@ -83,6 +99,22 @@ class Sdks:
         return wire
 
 
+def blobs_as_bytes(body: dict[str, Any]) -> dict[str, Any]:
+    """The body as botocore takes it: the base64 `bytes` of image and document sources as bytes
+    (botocore sends them base64 again); tool inputs and schemas are left as they are."""
+
+    def block(b: dict[str, Any]) -> dict[str, Any]:
+        kind = next(iter(b), "")
+        if kind in ("image", "document") and "bytes" in b[kind].get("source", {}):
+            return {kind: {**b[kind], "source": {"bytes": base64.b64decode(b[kind]["source"]["bytes"])}}}
+        if kind == "toolResult":
+            return {kind: {**b[kind], "content": [block(inner) for inner in b[kind].get("content", [])]}}
+        return b
+
+    messages = [{**m, "content": [block(b) for b in m["content"]]} for m in body["messages"]]
+    return {**body, "messages": messages}
+
+
 def sdk_round_trips(stats: Stats) -> dict[str, int]:
     accepted: dict[str, int] = {}
     with recording_server() as fake:
@@ -94,7 +126,11 @@ def sdk_round_trips(stats: Stats) -> dict[str, int]:
             except Exception as exc:  # the SDK refused the body: that is the finding
                 stats.fail(f"sdk[{name}] refused", f"{type(exc).__name__}: {exc}")
                 continue
-            if fake.last().path.split("?")[0] != path or wire != body:
+            sent_to = fake.last().path.split("?")[0]
+            if sent_to != path:
+                stats.fail(f"sdk[{name}] sent it to another path", f"{sent_to} (ours: {path})")
+                continue
+            if wire != body:
                 stats.fail(f"sdk[{name}] changed the body", json.dumps(body)[:300])
                 continue
             accepted[name] = accepted.get(name, 0) + 1
@@ -125,6 +161,9 @@ async def test_every_generated_round_renders_a_body_the_provider_accepts(
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    for name in ("AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):  # botocore reads no local profile
+        monkeypatch.setenv(name, os.devnull)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
     stats = Stats()
     client = await server.client()  # one channel for all of them
 
@@ -141,4 +180,5 @@ async def test_every_generated_round_renders_a_body_the_provider_accepts(
     assert stats.histories_rendered >= HISTORIES * conversations // CONVERSATIONS, report
     assert stats.compared_with_scratch == stats.histories_rendered, report
     assert all(stats.bodies[name] > 0 for name in PROVIDERS.values()), report
+    assert stats.bedrock_joined > 0, report  # Converse joining a history's results and a user message
     assert not stats.failures, report

@@ -16,7 +16,8 @@ Adapted, each with a notice: reasoning is not sent (Converse takes it only
 through model-specific fields); `parallel_tool_calls=false` and tool choice
 `none` have no Converse form (with `none`, tools are not sent unless the
 conversation already holds tool calls, which Converse only takes with tools
-declared); tools called in the history are declared when the round has none.
+declared); tools called in the history are declared when the round has none;
+trailing whitespace is trimmed from a final assistant message.
 """
 
 from __future__ import annotations
@@ -129,6 +130,11 @@ def adapt(adapted: Adapted, origins: list[int], path: str) -> None:
                 f"{path}.parallel_tool_calls",
             )
         )
+    # The Claude models behind Converse refuse it as Anthropic does ("final assistant content
+    # cannot end with trailing whitespace"). A prefix never ends the conversation: not in `merges`.
+    provider_rules.trim_final_assistant(
+        adapted, origins, path, "Converse refuses a final assistant message ending in whitespace"
+    )
 
 
 def merges(adapted: Adapted, origins: list[int], path: str) -> None:

@@ -3353,7 +3353,7 @@ pub struct RenderNotice {
     /// where ids must be unique in the conversation), assistant_messages_merged
     /// (Gemini, Bedrock), system_message_merged (into the compiled prompt),
     /// system_message_moved (Anthropic, Gemini, Bedrock), participant_name_dropped,
-    /// reasoning_content_not_sent, trailing_whitespace_trimmed (Anthropic).
+    /// reasoning_content_not_sent, trailing_whitespace_trimmed (Anthropic, Bedrock).
     /// Tool results: tool_result_media_moved (Chat Completions),
     /// tool_error_not_marked. Tools: parallel_tool_calls_unsupported (Gemini,
     /// Bedrock), tools_declared_for_history (Anthropic, Bedrock),
