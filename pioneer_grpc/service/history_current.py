@@ -27,7 +27,7 @@ compares them.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from pioneer_grpc.history import clearing
 from pioneer_grpc.history.budget import MAX_LOADED_TURNS
@@ -84,17 +84,25 @@ def extended(ctx: ServiceContext, thread_id: str, kept: CachedLoad, read: Histor
     if drop is None:
         return None
     entries_dropped, units_dropped = drop
-    # Images and documents are counted per read, for the thread's model (as the whole read counts them).
-    newer, attached = _attached(ctx, state.model, newer)
+    rest = _after_attachment_notes(kept, snapshot)
+    if rest is None:
+        return None
+    # Images and documents are counted per read, for the thread's model: added to the new entries'
+    # counts as the whole read adds them to the entries it read (`read.newer` is read for this load).
+    attached = token_fit.with_attachments(ctx.models, state.model, newer)
     gone = snapshot.entries[:entries_dropped]
     gone_ids = {entry.entry_id for entry in gone}
-    notes = _notes(kept, snapshot, gone_ids, attached.notes)
-    if notes is None:
-        return None
+    attachments = _Attachments(
+        (*(note for note in snapshot.attachment_notes if note.entry_id not in gone_ids), *attached.notes),
+        {
+            **{k: v for k, v in snapshot.attached_tokens.items() if k not in gone_ids},
+            **attached.tokens,
+        },
+    )
     if kept.cleared is not None:
         if entries_dropped:
             return None
-        return _extended_cleared(ctx, thread_id, kept, state, newer, attached, notes)
+        return _extended_cleared(ctx, thread_id, kept, state, newer, attachments, rest)
     # What `group_units` gives on all the entries: the first new entry is not a tool result (that
     # would have been repaired), so it starts a unit; none of the new units is an orphan.
     units = group_units(newer)
@@ -107,14 +115,8 @@ def extended(ctx: ServiceContext, thread_id: str, kept: CachedLoad, read: Histor
         read_count=snapshot.loaded_count - entries_dropped + len(newer),
         newest=(newer[-1].entry_id, newer[-1].sequence),
         more_entries=snapshot.more_entries or turns > MAX_LOADED_TURNS,
-        attachment_notes=(
-            *(note for note in snapshot.attachment_notes if note.entry_id not in gone_ids),
-            *attached.notes,
-        ),
-        attached_tokens={
-            **{k: v for k, v in snapshot.attached_tokens.items() if k not in gone_ids},
-            **attached.tokens,
-        },
+        attachment_notes=attachments.notes,
+        attached_tokens=attachments.tokens,
     )
     grown.__dict__["units"] = [*snapshot.units[units_dropped:], *units]
     if kept.truncated:
@@ -128,9 +130,7 @@ def extended(ctx: ServiceContext, thread_id: str, kept: CachedLoad, read: Histor
     report.tokens_before += added - removed
     report.tokens_after = sendable
     report.entries_kept += len(newer) - entries_dropped
-    limit = [turn_limit_note()] if grown.more_entries else []
-    del report.diagnostics[:]
-    report.diagnostics.extend([*limit, *notes])
+    _diagnostics_of(report, grown, rest)
     first = 1 if snapshot.summary else 0  # the summary's message stays first
     messages = kept.result.messages
     result = LoadResult(
@@ -212,37 +212,38 @@ def _extended_truncated(
     )
 
 
-def _attached(
-    ctx: ServiceContext, model: str, newer: list[history_pb2.ConversationEntry]
-) -> tuple[list[history_pb2.ConversationEntry], token_fit.Attached]:
-    """`newer` with what their images and documents cost for `model` added to their counts (copies:
-    the read's own entries are left as read), and those costs."""
-    copies = []
-    for entry in newer:
-        if entry.artifact_refs or entry.content_parts:
-            copy = history_pb2.ConversationEntry()
-            copy.CopyFrom(entry)
-            entry = copy
-        copies.append(entry)
-    return copies, token_fit.with_attachments(ctx.models, model, copies)
+@dataclass(frozen=True)
+class _Attachments:
+    """The grown snapshot's `attachment_notes` and `attached_tokens`: the kept entries' that stay,
+    then the new entries'."""
+
+    notes: tuple[history_pb2.HistoryDiagnostic, ...]
+    tokens: dict[str, int]
 
 
-def _notes(
-    kept: CachedLoad,
-    snapshot: Snapshot,
-    gone_ids: set[str],
-    added: tuple[history_pb2.HistoryDiagnostic, ...],
+def _after_attachment_notes(
+    kept: CachedLoad, snapshot: Snapshot
 ) -> list[history_pb2.HistoryDiagnostic] | None:
-    """The grown report's diagnostics after the turn limit's note: as `report_for` orders them, the
-    attachment notes (those of entries that stay, then the new entries'), then the rest the kept
-    report had. None when the kept report's are not laid out so (then the whole read says)."""
+    """The kept report's diagnostics after its attachment notes (`report_for` puts the turn limit's
+    note, then the repairs, none in an extendable answer, then those notes first); None when they are
+    not laid out so (then the whole read says)."""
     diagnostics = list(kept.result.report.diagnostics)
     start = 1 if snapshot.more_entries else 0
     end = start + len(snapshot.attachment_notes)
     if diagnostics[start:end] != list(snapshot.attachment_notes):
         return None
-    staying = [note for note in diagnostics[start:end] if note.entry_id not in gone_ids]
-    return [*staying, *added, *diagnostics[end:]]
+    return diagnostics[end:]
+
+
+def _diagnostics_of(
+    report: history_pb2.HistoryDecisionReport, grown: Snapshot, rest: list[history_pb2.HistoryDiagnostic]
+) -> None:
+    """The grown report's diagnostics in `report_for`'s order: the turn limit's note, the attachment
+    notes, then `rest`."""
+    del report.diagnostics[:]
+    report.diagnostics.extend(
+        [*([turn_limit_note()] if grown.more_entries else []), *grown.attachment_notes, *rest]
+    )
 
 
 def _oldest(snapshot: Snapshot, turns: int) -> tuple[int, int] | None:
@@ -283,14 +284,14 @@ def _extended_cleared(
     kept: CachedLoad,
     state: HistoryState,
     newer: list[history_pb2.ConversationEntry],
-    attached: token_fit.Attached,
-    notes: list[history_pb2.HistoryDiagnostic],
+    attachments: _Attachments,
+    rest: list[history_pb2.HistoryDiagnostic],
 ) -> CachedLoad | None:
     """The cleared history `kept` with `newer` appended, and the tool results they push past the
     newest `keep` cleared: what `clearing.clear` gives on the whole grown read, the work the new
     entries' and the newly cleared results'. None when it is no longer under the threshold.
-    `attached`: what the new entries' images and documents cost; `notes`: the grown report's
-    diagnostics after the turn limit's note (`_notes`).
+    `attachments` the grown read's, `rest` the kept report's diagnostics after its attachment notes
+    (the clearing's note last).
 
     Results cleared stay cleared (older results never become newer), so only the
     newest `keep` kept results and the new ones are looked at, and only the
@@ -311,10 +312,8 @@ def _extended_cleared(
     counts = count_blocking(texts, snapshot.tokenizer) if texts else []
     replaced: dict[int, history_pb2.ConversationEntry] = {}
     items: list[history_pb2.ClearedToolResult] = []
-    attachment_notes = (*snapshot.attachment_notes, *attached.notes)
-    attached_tokens = {**snapshot.attached_tokens, **attached.tokens}
     for position, tokens in zip(older, counts, strict=True):
-        found = clearing.cleared_one(stored(position), tokens, attached_tokens)
+        found = clearing.cleared_one(stored(position), tokens, attachments.tokens)
         if found is not None:
             replaced[position] = found[0]
             items.append(found[1])
@@ -331,8 +330,8 @@ def _extended_cleared(
         entries=snapshot.entries + tuple(newer),
         read_count=snapshot.loaded_count + len(newer),
         newest=(newer[-1].entry_id, newer[-1].sequence),
-        attachment_notes=attachment_notes,
-        attached_tokens=attached_tokens,
+        attachment_notes=attachments.notes,
+        attached_tokens=attachments.tokens,
     )
     grown.__dict__["units"] = [*snapshot.units, *group_units(newer)]
     ready = replace(
@@ -342,8 +341,8 @@ def _extended_cleared(
         newest=grown.newest,
         cleared=cleared.cleared + tuple(items),
         tokens_before_clearing=(cleared.tokens_before_clearing or 0) + added,
-        attachment_notes=attachment_notes,
-        attached_tokens=attached_tokens,
+        attachment_notes=attachments.notes,
+        attached_tokens=attachments.tokens,
     )
     # `decide.full(ready, [the clearing's note])`'s report: the counts, the new cleared results, the note.
     report = history_pb2.HistoryDecisionReport()
@@ -354,9 +353,7 @@ def _extended_cleared(
     report.tokens_after = sendable
     report.cleared_tool_results.extend(items)
     report.cleared_tokens_saved += saved
-    limit = list(report.diagnostics[: 1 if snapshot.more_entries else 0])
-    del report.diagnostics[:]
-    report.diagnostics.extend([*limit, *notes[:-1]])  # the clearing's note, last, is written again
+    _diagnostics_of(report, grown, rest[:-1])  # the clearing's note, last, is written again
     report.diagnostics.append(compaction.cleared_note(ready, False, report.cleared_tokens_saved))
     first = 1 if snapshot.summary else 0
     result = LoadResult(
