@@ -240,6 +240,10 @@ func runLoop(cfg config) (*loopReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	var shot []byte // encoded once, shared by the loops (never written to)
+	if cfg.screenshot {
+		shot = screenshotPNG()
+	}
 	loops := make([]*agentLoop, cfg.concurrency)
 	st := make([]setup, cfg.concurrency)
 	errs := make([]error, cfg.concurrency)
@@ -251,10 +255,7 @@ func runLoop(cfg config) (*loopReport, error) {
 			return nil, err
 		}
 		defer c.Close()
-		loops[i] = &agentLoop{c: c, prefix: "loop-" + randomHex(4), compile: compile.GetInput(), provider: provider, bodyOnly: cfg.bodyOnly}
-		if cfg.screenshot {
-			loops[i].screenshot = screenshotPNG()
-		}
+		loops[i] = &agentLoop{c: c, prefix: "loop-" + randomHex(4), compile: compile.GetInput(), provider: provider, bodyOnly: cfg.bodyOnly, screenshot: shot}
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
