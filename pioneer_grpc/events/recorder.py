@@ -40,7 +40,14 @@ from pioneer_grpc.history.entries import id_violation
 from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.driver import POSTGRESQL, SQLITE, Direct
 from pioneer_grpc.store.entries import loaded_entry
-from pioneer_grpc.store.round import TURN_CALLS_AND_ENTRIES, LockedTurn, lock_turn_with_entries
+from pioneer_grpc.store.round import (
+    ROUND_APPEND_CTES,
+    TURN_CALLS_AND_ENTRIES,
+    Batch,
+    LockedTurn,
+    batch_params,
+    lock_turn_with_entries,
+)
 from pioneer_grpc.store.runner import TransactionRunner, nothing
 from pioneer_grpc.store.turns import TurnRecord, ensure_thread_in, lock_turn
 from pioneer_grpc.store.work import run_to_end
@@ -227,11 +234,14 @@ def recorded_in_one(conn: Connection, columns: dict[str, Any]) -> int:
 
 
 # PostgreSQL: a round's turn locked (created or touched) with its entries and calls, as
-# `_LOCK_TURN_WITH_ENTRIES_PG` does, and the manifest recorded on it, as `record_in` does, in one
-# round trip. The upsert decides, on the row it locked, whether the turn holds this manifest
-# already (its event id kept) or gets a new provisional one, and the event is inserted for a
-# provisional id only. A fresh turn's VALUES draw a provisional id even when the row exists:
-# an unused provisional number, never seen outside the transaction.
+# `_LOCK_TURN_WITH_ENTRIES_PG` does, the manifest recorded on it, as `record_in` does, and the
+# round's entries inserted, as `inserted_in_one` does, in one round trip. The upsert decides, on
+# the row it locked, whether the turn holds this manifest already (its event id kept) or gets a
+# new provisional one, and the event is inserted for a provisional id only. A fresh turn's VALUES
+# draw a provisional id even when the row exists: an unused provisional number, never seen
+# outside the transaction. The turn's entries and calls it answers are those of its snapshot,
+# from before its insert: what the append checks the batch against (store/round.py
+# `insert_turn_entries`), after the insert, which a refusal rolls back with the round.
 _TURN_RECORDED_PG = Direct(
     text(
         f"""
@@ -265,21 +275,33 @@ _TURN_RECORDED_PG = Direct(
         INSERT INTO manifest_events (id, thread_id, turn_id, manifest_pb, created_at)
         SELECT manifest_event_id, :b_thread_id, :b_turn_id, :b_manifest_pb, :b_updated_at
         FROM turn WHERE manifest_event_id < 0
-    )
+    ), {ROUND_APPEND_CTES}
     SELECT
-        turn.status, turn.manifest_event_id,{TURN_CALLS_AND_ENTRIES}    """
+        turn.status, turn.manifest_event_id,
+        ARRAY(SELECT id FROM created ORDER BY id) AS created_ids,
+        ARRAY(SELECT entry_id FROM created ORDER BY id) AS created_entry_ids,{TURN_CALLS_AND_ENTRIES}    """
     ),
     dialects=(POSTGRESQL,),
 )
 
 
 def turn_recorded(
-    conn: Connection, prepared: PreparedManifest, call_ids: Sequence[str], *, postgres: bool
-) -> tuple[LockedTurn, Recorded]:
+    conn: Connection,
+    prepared: PreparedManifest,
+    call_ids: Sequence[str],
+    batch: Batch | None,
+    *,
+    postgres: bool,
+) -> tuple[LockedTurn, Recorded, dict[str, int] | None]:
     """A round's turn: `lock_turn_with_entries` of the manifest's turn (the thread locked already),
-    then the manifest recorded on it (`record_in`). The turn's record is as the recording left it."""
-    record = turn_recorded_in_one if postgres else turn_recorded_separately
-    return record(conn, prepared, call_ids)
+    then the manifest recorded on it (`record_in`). The turn's record is as the recording left it.
+
+    On PostgreSQL the same statement inserts `batch`, the round's entries, and the third value
+    is what it created (entry_id -> sequence), for `insert_turn_entries` to check; on SQLite
+    it is None, and `insert_turn_entries` inserts them."""
+    if postgres:
+        return turn_recorded_in_one(conn, prepared, call_ids, batch)
+    return (*turn_recorded_separately(conn, prepared, call_ids), None)
 
 
 def turn_recorded_separately(
@@ -293,11 +315,12 @@ def turn_recorded_separately(
 
 
 def turn_recorded_in_one(
-    conn: Connection, prepared: PreparedManifest, call_ids: Sequence[str]
-) -> tuple[LockedTurn, Recorded]:
-    """PostgreSQL's `turn_recorded`: one statement."""
+    conn: Connection, prepared: PreparedManifest, call_ids: Sequence[str], batch: Batch | None = None
+) -> tuple[LockedTurn, Recorded, dict[str, int]]:
+    """PostgreSQL's `turn_recorded`, with the batch's insert: one statement."""
     created = now()
     params = {
+        **batch_params(prepared.thread_id, batch),
         **_turn_columns(prepared, created),
         "b_status": history_pb2.TURN_STATUS_IN_PROGRESS,
         "b_call_ids": list(call_ids),
@@ -311,7 +334,7 @@ def turn_recorded_in_one(
         dict(zip(first.call_ids, first.call_entry_ids, strict=True)),
     )
     event = _event(event_id, prepared, created) if event_id < 0 else None
-    return turn, Recorded(event_id, event)
+    return turn, Recorded(event_id, event), dict(zip(first.created_entry_ids, first.created_ids, strict=True))
 
 
 def _event(event_id: int, prepared: PreparedManifest, created: datetime) -> service_pb2.ManifestEvent:

@@ -387,6 +387,10 @@ async def complete_turn(
     NotFound for an unknown turn (one the entries do not start)."""
     _check([thread_id_violation(thread_id), id_violation("turn_id", turn_id, "turn_id")])
     if not entries:
+        # One statement alone on PostgreSQL, and only when it wrote nothing a transaction.
+        alone = await ctx.runner.alone(partial(_completed_alone, thread_id, turn_id))
+        if alone is not None:
+            return entry_store.AppendOutcome([], 0, 0, alone)
         count, _ = await ctx.runner.transact(nothing, partial(_complete_turn, thread_id, turn_id))
         return entry_store.AppendOutcome([], 0, 0, count)
     if len(entries) <= MAX_ENTRIES_PER_APPEND:  # else the append names the cap
@@ -404,6 +408,10 @@ async def complete_turn(
         copy.turn_id = turn_id
         own.append(copy)
     return await append_entries(ctx, thread_id, own, with_entries=False, complete_turn_id=turn_id)
+
+
+def _completed_alone(thread_id: str, turn_id: str, conn: Connection) -> int | None:
+    return completion.completed_alone(conn, thread_id, turn_id)
 
 
 def _complete_turn(thread_id: str, turn_id: str, conn: Connection, _: None) -> int:

@@ -351,11 +351,17 @@ def _round(
             "model", "set the model here or on the thread (UpdateThread)", reason=reasons.MODEL_REQUIRED
         )
     entries = [new.entry for new in before.new_entries]
+    batch = None
+    if entries:
+        tokenizer, new_entries = token_fit.in_thread_tokenizer(
+            ctx.models, thread_id, read.state.model, before.new_entries, before.counted_in
+        )
+        batch = round_store.batch_of(thread_id, new_entries, tokenizer)
     with ctx.telemetry.span("pioneer.manifest.record") as span:
         # The turn locked with its entries, and the manifest recorded on it: one statement on
-        # PostgreSQL; what follows and fails rolls the record back with the round.
-        turn, recorded = turn_recorded(
-            conn, before.manifest, named_call_ids(entries), postgres=ctx.manifests.postgres
+        # PostgreSQL, which inserts the batch too; what follows and fails rolls all back.
+        turn, recorded, inserted = turn_recorded(
+            conn, before.manifest, named_call_ids(entries), batch, postgres=ctx.manifests.postgres
         )
         if span.is_recording():
             span.set_attribute(tracing.FINGERPRINT_STABLE, before.payload.manifest.fingerprint_stable)
@@ -366,17 +372,11 @@ def _round(
     def check(stored: StoredCalls) -> None:
         InvalidArgument.raise_if(call_violations(entries, stored, "new_entries"))
 
-    if entries:
+    if batch is not None:
         with ctx.telemetry.span(
             "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
         ):
-            counted = before.new_entries
-            tokenizer, new_entries = token_fit.in_thread_tokenizer(
-                ctx.models, thread_id, read.state.model, counted, before.counted_in
-            )
-            own += round_store.insert_turn_entries(
-                conn, thread_id, turn_id, new_entries, tokenizer, check, turn
-            )
+            own += round_store.insert_turn_entries(conn, thread_id, turn_id, batch, check, turn, inserted)
     # The turn's own entries, repaired like history; its latest calls must have their results.
     repaired = repair(own, close_at_end=False)
     current = [to_chat_message(entry) for entry in repaired.entries]

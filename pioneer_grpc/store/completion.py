@@ -14,6 +14,8 @@ COMMITTED a statement reads the rows committed before it started: when it waited
 for the lock, what the lock's holder committed is not in its snapshot, so then it
 writes nothing and the completion runs again as a statement of its own
 (`_COMPLETE_PG`), which sees every entry appended before the lock was granted.
+CompleteTurn alone runs that one statement alone, its own transaction (no BEGIN, no
+COMMIT: `completed_alone`), and a transaction only when it wrote nothing.
 tests/store/test_postgres_statements.py checks that both give the same answer
 and leave the same rows.
 """
@@ -120,14 +122,24 @@ _LOCK_AND_COMPLETE_PG = Direct(
 def complete_turn_in(conn: Connection, thread_id: str, turn_id: str) -> int:
     """Marks the turn and its entries completed; returns how many entries the turn has."""
     if conn.dialect.name == "postgresql":
-        row = _LOCK_AND_COMPLETE_PG.first(conn, _params(thread_id, turn_id))
-        if row is None:
-            raise thread_not_found(thread_id)
-        if row.status is not None:
-            return int(row.entry_count)
-        return completed_in_one(conn, thread_id, turn_id)
+        count = completed_alone(conn, thread_id, turn_id)
+        return count if count is not None else completed_in_one(conn, thread_id, turn_id)
     lock_thread(conn, thread_id)
     return completed_separately(conn, thread_id, turn_id)
+
+
+def completed_alone(conn: Connection, thread_id: str, turn_id: str) -> int | None:
+    """CompleteTurn's first try, for a statement alone (TransactionRunner.alone): on PostgreSQL
+    `_LOCK_AND_COMPLETE_PG` alone, the turn's entry count, or None when it wrote nothing because
+    it waited for a lock whose holder changed the thread or found no such turn (then
+    `complete_turn_in`, in a transaction, completes or says NotFound). On SQLite
+    `complete_turn_in`."""
+    if conn.dialect.name != "postgresql":
+        return complete_turn_in(conn, thread_id, turn_id)
+    row = _LOCK_AND_COMPLETE_PG.first(conn, _params(thread_id, turn_id))
+    if row is None:
+        raise thread_not_found(thread_id)
+    return int(row.entry_count) if row.status is not None else None
 
 
 def _params(thread_id: str, turn_id: str) -> dict[str, object]:

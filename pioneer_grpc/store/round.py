@@ -279,22 +279,24 @@ def insert_turn_entries(
     conn: Connection,
     thread_id: str,
     turn_id: str,
-    new_entries: Sequence[NewEntry],
-    tokenizer: str,
+    batch: Batch,
     check: Callable[[StoredCalls], None],
     locked: LockedTurn,
+    inserted: dict[str, int] | None = None,
 ) -> list[history_pb2.ConversationEntry]:
-    """A round's append: `append` of one turn's entries, `locked` what it read of the turn."""
-    return append(
-        conn,
-        thread_id,
-        {turn_id: locked.record},
-        new_entries,
-        tokenizer,
-        check,
-        {turn_id: locked.entries},
-        locked.thread_calls,
-    )
+    """A round's append: `append` of one turn's entries, `locked` what it read of the turn.
+
+    `inserted`: the batch's entries the statement that read `locked` created already (entry_id ->
+    sequence; PostgreSQL's, events/recorder.py `turn_recorded`), `locked` being what the store
+    held before: they are checked as though created here, and what fails rolls the round back."""
+    turns = {turn_id: locked.record}
+    stored_turns = {turn_id: locked.entries}
+    if inserted is None:
+        created = _appended(conn, thread_id, turns, batch, check, stored_turns, locked.thread_calls)
+    else:
+        _checked(conn, thread_id, batch, check, stored_turns, locked.thread_calls)
+        created = _created_rows(conn, thread_id, turns, batch, inserted)
+    return _as_loaded(created)
 
 
 def append(
@@ -304,12 +306,41 @@ def append(
     new_entries: Sequence[NewEntry],
     tokenizer: str,
     check: Callable[[StoredCalls], None],
-    stored_turns: dict[str, list[history_pb2.ConversationEntry]] | None = None,
-    thread_calls: dict[str, str] | None = None,
 ) -> list[history_pb2.ConversationEntry]:
     """`append_rows`' entries created, oldest first, as `turn_entries_lean` would read them."""
-    created = append_rows(conn, thread_id, turns, new_entries, tokenizer, check, stored_turns, thread_calls)
+    return _as_loaded(append_rows(conn, thread_id, turns, new_entries, tokenizer, check))
+
+
+def _as_loaded(created: list[tuple[int, dict[str, Any]]]) -> list[history_pb2.ConversationEntry]:
     return [loaded_entry(SimpleNamespace(**row, id=sequence)) for sequence, row in created]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """An append's entries as the rows to write (`entry_values`), with their tool calls' rows."""
+
+    new_entries: Sequence[NewEntry]
+    rows: list[dict[str, Any]]
+    calls: list[dict[str, str]]
+    moment: datetime
+
+    @property
+    def turn_ids(self) -> list[str]:
+        return list(dict.fromkeys(new.entry.turn_id for new in self.new_entries))
+
+
+def batch_of(thread_id: str, new_entries: Sequence[NewEntry], tokenizer: str) -> Batch:
+    moment = now()
+    return Batch(
+        new_entries,
+        [entry_values(thread_id, new, tokenizer, moment) for new in new_entries],
+        [
+            {"thread_id": thread_id, "call_id": call.id, "entry_id": new.entry.entry_id}
+            for new in new_entries
+            for call in new.entry.tool_calls
+        ],
+        moment,
+    )
 
 
 def append_rows(
@@ -337,31 +368,57 @@ def append_rows(
     """
     if not new_entries:
         return []
-    stored = stored_calls_in(conn, thread_id, [new.entry for new in new_entries], stored_turns, thread_calls)
-    if len(stored.stored_entry_ids) < len({new.entry.entry_id for new in new_entries}):
-        check(stored)
-    moment = now()
-    rows = [entry_values(thread_id, new, tokenizer, moment) for new in new_entries]
-    calls = [
-        {"thread_id": thread_id, "call_id": call.id, "entry_id": new.entry.entry_id}
-        for new in new_entries
-        for call in new.entry.tool_calls
-    ]
+    batch = batch_of(thread_id, new_entries, tokenizer)
+    return _appended(conn, thread_id, turns, batch, check, stored_turns, thread_calls)
+
+
+def _appended(
+    conn: Connection,
+    thread_id: str,
+    turns: dict[str, TurnRecord],
+    batch: Batch,
+    check: Callable[[StoredCalls], None],
+    stored_turns: dict[str, list[history_pb2.ConversationEntry]] | None,
+    thread_calls: dict[str, str] | None,
+) -> list[tuple[int, dict[str, Any]]]:
+    stored = _checked(conn, thread_id, batch, check, stored_turns, thread_calls)
     # A turn is open from its first entry on: those without stored entries open with the batch.
-    batch_turns = dict.fromkeys(new.entry.turn_id for new in new_entries)
-    fresh = [turn_id for turn_id in batch_turns if not stored.turns.get(turn_id)]
+    fresh = [turn_id for turn_id in batch.turn_ids if not stored.turns.get(turn_id)]
     insert = inserted_in_one if conn.dialect.name == "postgresql" else inserted_separately
-    created = insert(conn, thread_id, rows, calls, fresh, moment)
-    repeats = [new for new in new_entries if new.entry.entry_id not in created]
+    created = insert(conn, thread_id, batch.rows, batch.calls, fresh, batch.moment)
+    return _created_rows(conn, thread_id, turns, batch, created)
+
+
+def _checked(
+    conn: Connection,
+    thread_id: str,
+    batch: Batch,
+    check: Callable[[StoredCalls], None],
+    stored_turns: dict[str, list[history_pb2.ConversationEntry]] | None,
+    thread_calls: dict[str, str] | None,
+) -> StoredCalls:
+    """What the store holds for the batch, `check`ed unless every entry is stored already."""
+    entries = [new.entry for new in batch.new_entries]
+    stored = stored_calls_in(conn, thread_id, entries, stored_turns, thread_calls)
+    if len(stored.stored_entry_ids) < len({entry.entry_id for entry in entries}):
+        check(stored)
+    return stored
+
+
+def _created_rows(
+    conn: Connection, thread_id: str, turns: dict[str, TurnRecord], batch: Batch, created: dict[str, int]
+) -> list[tuple[int, dict[str, Any]]]:
+    """The batch's entries `created` (entry_id -> sequence), the others checked as repeats."""
+    repeats = [new for new in batch.new_entries if new.entry.entry_id not in created]
     if repeats:
         _check_repeats(conn, thread_id, repeats)
     done = history_pb2.TURN_STATUS_COMPLETED
     completed = {turn_id for turn_id, turn in turns.items() if turn.status == done}
-    for new in new_entries:
+    for new in batch.new_entries:
         if new.entry.entry_id in created and new.entry.turn_id in completed:
             raise turn_completed(thread_id, new.entry)
     # The rows as written are the rows a read returns (text and integers); ids ascend in insertion order.
-    return sorted((created[row["entry_id"]], row) for row in rows if row["entry_id"] in created)
+    return sorted((created[row["entry_id"]], row) for row in batch.rows if row["entry_id"] in created)
 
 
 def inserted_separately(
@@ -411,12 +468,15 @@ _BATCH_COLUMNS = (
     ("token_count", "integer"),
 )
 _BATCH_NAMES = ", ".join(name for name, _ in _BATCH_COLUMNS)
-_BATCH_ARRAYS = ", ".join(f"CAST(:b_{name} AS {kind}[])" for name, kind in _BATCH_COLUMNS)
-# What `inserted_separately` does, in one round trip: the batch as arrays, one row an entry.
-_INSERT_ALL_PG = Direct(
-    text(
-        f"""
-    WITH batch AS (
+# Its arrays' parameters are named `a_...`: a round's statement has a scalar `b_turn_id` too.
+_BATCH_ARRAYS = ", ".join(f"CAST(:a_{name} AS {kind}[])" for name, kind in _BATCH_COLUMNS)
+
+
+def _append_ctes(fresh_turns: str) -> str:
+    """What `inserted_separately` does, as the CTEs `batch`, `created` (RETURNING id, entry_id,
+    turn_id), `calls` and `touched`: the batch as arrays, one row an entry; `fresh_turns` the
+    array of the turns the batch opens."""
+    return f"""batch AS (
         SELECT * FROM unnest({_BATCH_ARRAYS}) WITH ORDINALITY AS b({_BATCH_NAMES}, ord)
     ), created AS (
         INSERT INTO conversation_entries (
@@ -428,7 +488,7 @@ _INSERT_ALL_PG = Direct(
     ), calls AS (
         INSERT INTO tool_calls (thread_id, call_id, entry_id)
         SELECT :b_thread_id, c.call_id, c.entry_id
-        FROM unnest(CAST(:b_call_ids AS varchar[]), CAST(:b_call_entry_ids AS varchar[]))
+        FROM unnest(CAST(:a_call_ids AS varchar[]), CAST(:a_call_entry_ids AS varchar[]))
             WITH ORDINALITY AS c(call_id, entry_id, ord)
         WHERE c.entry_id IN (SELECT entry_id FROM created)
         ORDER BY c.ord
@@ -438,16 +498,41 @@ _INSERT_ALL_PG = Direct(
             updated_at = :b_moment,
             open_entries = open_entries + (SELECT count(*) FROM created),
             open_turns = open_turns + (
-                SELECT count(DISTINCT turn_id) FROM created
-                WHERE turn_id = ANY(CAST(:b_fresh_turns AS varchar[]))
+                SELECT count(DISTINCT turn_id) FROM created WHERE turn_id = ANY({fresh_turns})
             )
         WHERE thread_id = :b_thread_id AND EXISTS (SELECT FROM created)
-    )
-    SELECT id, entry_id FROM created
-    """
-    ),
+    )"""
+
+
+_INSERT_ALL_PG = Direct(
+    text(f"WITH {_append_ctes('CAST(:b_fresh_turns AS varchar[])')}\n    SELECT id, entry_id FROM created"),
     dialects=(POSTGRESQL,),
 )
+# The append's CTEs for one turn, `:b_turn_id`, in a statement of a round that writes the turn's
+# row too: the turn opens with the batch when the statement's snapshot holds none of its entries
+# (the thread is locked already, so that snapshot has every entry committed), as `append_rows`
+# decides from the entries it read. The entries created are `created`'s rows.
+ROUND_APPEND_CTES = _append_ctes(
+    "ARRAY(SELECT CAST(:b_turn_id AS varchar) WHERE NOT EXISTS ("
+    "SELECT FROM conversation_entries WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id))"
+)
+
+
+def batch_params(thread_id: str, batch: Batch | None) -> dict[str, Any]:
+    """The append CTEs' parameters for `batch` (None: no entries, nothing written)."""
+    rows = batch.rows if batch is not None else []
+    calls = batch.calls if batch is not None else []
+    tokenizers = {row["tokenizer"] for row in rows}
+    assert len(tokenizers) <= 1, "a batch is counted in one tokenizer"
+    params: dict[str, Any] = {f"a_{name}": [row[name] for row in rows] for name, _ in _BATCH_COLUMNS}
+    params.update(
+        b_thread_id=thread_id,
+        b_tokenizer=tokenizers.pop() if tokenizers else "",
+        b_moment=batch.moment if batch is not None else now(),
+        a_call_ids=[call["call_id"] for call in calls],
+        a_call_entry_ids=[call["entry_id"] for call in calls],
+    )
+    return params
 
 
 def inserted_in_one(
@@ -459,17 +544,8 @@ def inserted_in_one(
     moment: datetime,
 ) -> dict[str, int]:
     """PostgreSQL's append writes: what `inserted_separately` does, in one statement."""
-    tokenizers = {row["tokenizer"] for row in rows}
-    assert len(tokenizers) == 1, "a batch is counted in one tokenizer"
-    params: dict[str, Any] = {f"b_{name}": [row[name] for row in rows] for name, _ in _BATCH_COLUMNS}
-    params.update(
-        b_thread_id=thread_id,
-        b_tokenizer=tokenizers.pop(),
-        b_moment=moment,
-        b_call_ids=[call["call_id"] for call in calls],
-        b_call_entry_ids=[call["entry_id"] for call in calls],
-        b_fresh_turns=fresh_turns,
-    )
+    params = batch_params(thread_id, Batch((), rows, calls, moment))
+    params.update(b_fresh_turns=fresh_turns)
     return {row.entry_id: row.id for row in _INSERT_ALL_PG.rows(conn, params)}
 
 

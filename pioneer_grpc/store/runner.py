@@ -17,7 +17,9 @@ its return.
 
 `runner.read(work)` runs `work(conn)` the same way but outside a transaction, for a
 read of one statement (a history load's state): on PostgreSQL no BEGIN and no
-ROLLBACK, the statement alone.
+ROLLBACK, the statement alone. `runner.alone(work)` does so for a write of one
+statement that commits by itself (a completion): on PostgreSQL no BEGIN and no COMMIT,
+one round trip where a transaction takes three; on SQLite a transaction as `transact`'s.
 
 `prepare` is blocking work that must happen before the transaction (a compile
 reading files): on SQLite it runs in the same thread just before, on PostgreSQL
@@ -174,6 +176,16 @@ class TransactionRunner:
                 return result
 
         return await with_encodings(lambda: run_to_end(self._in_thread(run)))
+
+    async def alone(self, work: Callable[[Connection], R]) -> R:
+        """`work(conn)`, committed as it returns: for a write of one statement, which on PostgreSQL
+        is its own transaction (no BEGIN, no COMMIT). So `work` must not write in a second statement,
+        nor raise after its statement wrote: nothing would roll back what the first committed. On
+        SQLite it runs in a transaction, as `transact` runs one."""
+        if self._postgres:
+            return await with_encodings(lambda: run_to_end(self._read_async(work)))
+        result, _ = await self.transact(nothing, lambda conn, _: work(conn))
+        return result
 
     def _in_thread(self, run: Callable[[], R]) -> UnitFuture[R]:
         """`run` on the SQLite thread, in the caller's context (its trace span, as asyncio.to_thread

@@ -24,8 +24,9 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from pioneer_grpc.errors import PioneerError
+from pioneer_grpc.errors import InvalidArgument, NotFound, PioneerError
 from pioneer_grpc.events import recorder
+from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, named_call_ids
 from pioneer_grpc.store import completion, driver, history_state, round, summaries, threads, turns
 from pioneer_grpc.store.driver import POSTGRESQL, Direct
 from pioneer_grpc.store.engine import create_engine as engine_for
@@ -39,8 +40,13 @@ from tests.store.test_direct_statements import _EXPANDING_THREAD_CALLS, MOMENT, 
 
 pytestmark = pytest.mark.postgres
 LATER = datetime(2026, 12, 1, 8, 0, 1, 5, tzinfo=UTC)
-COMPLETED = 3
-IN_PROGRESS = 1
+COMPLETED = history_pb2.TURN_STATUS_COMPLETED
+IN_PROGRESS = history_pb2.TURN_STATUS_IN_PROGRESS
+USER, ASSISTANT, TOOL = (
+    history_pb2.ENTRY_ROLE_USER,
+    history_pb2.ENTRY_ROLE_ASSISTANT,
+    history_pb2.ENTRY_ROLE_TOOL,
+)
 
 
 def _seed(conn: Connection) -> None:
@@ -180,21 +186,70 @@ def _prepared(turn_id: str, fingerprint: str) -> recorder.PreparedManifest:
     return recorder.prepare_manifest("t", turn_id, manifest)
 
 
-def _without_provisional_ids(recorded: Way) -> Way:
-    """`recorded`'s answer with each provisional (negative) event id as -1: the one statement also
+def _provisional_as_minus_one(turn: Any, found: recorder.Recorded) -> tuple[Any, recorder.Recorded]:
+    """A turn and its record with a provisional (negative) event id as -1: the one statement also
     draws a provisional number it does not use, so the numbers differ; never their use."""
+    if found.event_id > 0:
+        return turn, found
+    event = type(found.event)()
+    event.CopyFrom(found.event)
+    event.event_id = -1
+    record = turns.TurnRecord(turn.record.status, turn.record.manifest_json, -1)
+    return dataclasses.replace(turn, record=record), recorder.Recorded(-1, event)
+
+
+def _without_provisional_ids(recorded: Way) -> Way:
+    """`recorded`'s answer (a turn, its record), `_provisional_as_minus_one`."""
 
     def answer(conn: Connection, *args: Any) -> Any:
-        turn, found = recorded(conn, *args)
-        if found.event_id > 0:
-            return turn, found
-        event = type(found.event)()
-        event.CopyFrom(found.event)
-        event.event_id = -1
-        record = turns.TurnRecord(turn.record.status, turn.record.manifest_json, -1)
-        return dataclasses.replace(turn, record=record), recorder.Recorded(-1, event)
+        turn, found, *_ = recorded(conn, *args)
+        return _provisional_as_minus_one(turn, found)
 
     return answer
+
+
+def _round_writes(in_one: bool) -> Way:
+    """A round's writes of `new` (NewEntry) to the manifest's turn, as `_round` makes them: the
+    turn recorded with the entries inserted in one statement (`in_one`), or recorded, then the
+    entries inserted after the checks; its answer, the turn, its record and the entries created."""
+
+    def writes(conn: Connection, prepared: recorder.PreparedManifest, new: list[NewEntry]) -> Any:
+        entries = [n.entry for n in new]
+        batch = round.batch_of("t", new, "cl100k_base") if new else None
+        call_ids = named_call_ids(entries)
+        inserted = None
+        if in_one:
+            turn, recorded, inserted = recorder.turn_recorded_in_one(conn, prepared, call_ids, batch)
+        else:
+            turn, recorded = recorder.turn_recorded_separately(conn, prepared, call_ids)
+
+        def check(stored: StoredCalls) -> None:
+            InvalidArgument.raise_if(call_violations(entries, stored, "new_entries"))
+
+        created = []
+        if batch is not None:
+            created = round.insert_turn_entries(conn, "t", prepared.turn_id, batch, check, turn, inserted)
+        return (*_provisional_as_minus_one(turn, recorded), created)
+
+    return writes
+
+
+def _new(*entries: tuple[str, str, dict[str, Any]]) -> list[NewEntry]:
+    return [
+        NewEntry(
+            history_pb2.ConversationEntry(entry_id=entry_id, turn_id=turn, **fields),
+            f"h-{entry_id}-{fields.get('content', '')}",
+            5,
+        )
+        for entry_id, turn, fields in entries
+    ]
+
+
+_ASKED = _new(("n1", "r1", {"role": USER, "content": "go"}))
+_CALLED = _new(
+    ("n2", "u2", {"role": ASSISTANT, "tool_calls": [_CALL]}),
+    ("n3", "u2", {"role": TOOL, "tool_call_id": "c9", "content": "read"}),
+)
 
 
 def _locked_then_read(conn: Connection, thread_id: str, exclude_turn_id: str, after: int) -> Any:
@@ -251,6 +306,25 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
             (_prepared("new", "f1"), []),
             (_prepared("empty", "f3"), ["zz"]),
             (_prepared("u1", "f4"), []),  # a completed turn
+        ],
+    ),
+    "round_writes": (
+        _round_writes(in_one=True),
+        _round_writes(in_one=False),
+        [
+            (_prepared("r1", "f1"), _ASKED),  # a new turn's first entry
+            (_prepared("r1", "f1"), _ASKED),  # repeated: nothing created, no new event
+            (_prepared("u2", "f2"), _CALLED),  # a call and its result in a turn with entries
+            (_prepared("u2", "f2"), []),  # a round without entries
+            (_prepared("u2", "f3"), _CALLED[:1]),  # stored already: nothing created
+            # Refused after the insert either way: a repeat with other content, a completed turn.
+            (_prepared("u2", "f2"), _new(("n2", "u2", {"role": USER, "content": "x"}))),
+            (_prepared("u1", "f4"), _new(("n4", "u1", {"role": USER, "content": "y"}))),
+            # Refused by the call checks: one statement inserted first, and rolls back.
+            (
+                _prepared("u2", "f5"),
+                _new(("n5", "u2", {"role": TOOL, "tool_call_id": "zz", "content": "?"})),
+            ),
         ],
     ),
     "record_manifest": (
@@ -563,10 +637,13 @@ async def test_the_history_state_read_keeps_one_plan(template):
         await _drop(admin_url, name)
 
 
-async def _read_while_held(template: tuple[str, str], holder: Way, read: Way, *args: Any) -> tuple[Any, Any]:
+async def _read_while_held(
+    template: tuple[str, str], holder: Way, read: Way, *args: Any, alone: bool = False
+) -> tuple[Any, Any]:
     """`read(conn, *args)` started while another transaction holds the thread's lock and runs
     `holder(conn)`, that transaction committed once the read waits for the lock; the read's
-    answer, and its answer when run again after both, in a transaction of its own."""
+    answer, and its answer when run again after both, in a transaction of its own. `alone`: the
+    first read runs outside a transaction, each statement its own (TransactionRunner.alone)."""
     admin_url, name = await _copy(template)
     engine = create_async_engine(_on(admin_url, name))
     try:
@@ -576,6 +653,10 @@ async def _read_while_held(template: tuple[str, str], holder: Way, read: Way, *a
             await held.run_sync(holder)
 
             async def reading() -> Any:
+                if alone:
+                    async with engine.connect() as conn:
+                        await conn.execution_options(isolation_level="AUTOCOMMIT")
+                        return await conn.run_sync(read, *args)
                 async with engine.begin() as conn:
                     return await conn.run_sync(read, *args)
 
@@ -678,9 +759,66 @@ async def test_the_completion_that_waited_for_a_change_completes_what_was_commit
     assert answer == again == (count, history_pb2.TURN_STATUS_COMPLETED, 0)
 
 
+@pytest.mark.parametrize("change", sorted({**CHANGES, "create turn": _creates_turn_x}))
+async def test_the_completion_alone_that_waited_for_a_change_writes_nothing(change, template):
+    """CompleteTurn's statement alone (no transaction around it) that waited for the thread's lock
+    while its holder changed the thread writes nothing and says so (None), leaving the turn as the
+    holder did; a completion in a transaction then completes it."""
+    holder = {**CHANGES, "create turn": _creates_turn_x}[change]
+    turn_id = "x" if change == "create turn" else "u2"
+    answer, again = await _read_while_held(template, holder, _alone_and_left, "t", turn_id, alone=True)
+    left_open = {"append": 3, "complete": 0, "create turn": 0}.get(change, 2)
+    status = COMPLETED if change == "complete" else IN_PROGRESS
+    assert answer == (None, status, left_open)
+    count = {"append": 3, "create turn": 0}.get(change, 2)
+    assert again == (count, COMPLETED, 0)
+
+
+def _alone_and_left(conn: Connection, thread_id: str, turn_id: str) -> tuple[int | None, int, int]:
+    """`completed_alone`'s answer, then the turn's status and how many of its entries are open (a
+    turn the statement did not complete is completed after, as CompleteTurn does)."""
+    count = completion.completed_alone(conn, thread_id, turn_id)
+    left = _left(conn, thread_id, turn_id)
+    return count, *left
+
+
+async def test_a_statement_alone_is_a_transaction_of_its_own(template):
+    """`runner.alone` sends no BEGIN and no COMMIT: each of its statements is a transaction of its
+    own, committed as it returns; CompleteTurn's statement alone completes a turn, says None for a
+    turn it does not find, and NotFound for a thread."""
+    admin_url, name = await _copy(template)
+    engine = create_async_engine(_on(admin_url, name))
+    runner = TransactionRunner(engine)
+    try:
+        raw = await asyncpg.connect(_plain(_on(admin_url, name)))
+        try:
+            first, second = await runner.alone(
+                lambda conn: (_TRANSACTION_ID.first(conn, {}).id, _TRANSACTION_ID.first(conn, {}).id)
+            )
+            assert first != second
+            assert await runner.alone(lambda conn: completion.completed_alone(conn, "t", "u2")) == 2
+            status = "SELECT status FROM turns WHERE thread_id = 't' AND turn_id = 'u2'"
+            assert await raw.fetchval(status) == COMPLETED  # committed: another session sees it
+            assert await runner.alone(lambda conn: completion.completed_alone(conn, "t", "u2")) == 2
+            assert await runner.alone(lambda conn: completion.completed_alone(conn, "t", "nosuch")) is None
+            with pytest.raises(NotFound):
+                await runner.alone(lambda conn: completion.completed_alone(conn, "nosuch", "u1"))
+        finally:
+            await raw.close()
+    finally:
+        await runner.close()
+        await engine.dispose()
+        await _drop(admin_url, name)
+
+
 def _completed_and_left(conn: Connection, thread_id: str, turn_id: str) -> tuple[int, int, int]:
     """`complete_turn_in`'s answer, then the turn's status and how many of its entries are open."""
     count = completion.complete_turn_in(conn, thread_id, turn_id)
+    return count, *_left(conn, thread_id, turn_id)
+
+
+def _left(conn: Connection, thread_id: str, turn_id: str) -> tuple[int, int]:
+    """The turn's status and how many of its entries are open."""
     params = {"t": thread_id, "u": turn_id}
     status = conn.execute(text("SELECT status FROM turns WHERE thread_id = :t AND turn_id = :u"), params)
     open_entries = conn.execute(
@@ -690,7 +828,7 @@ def _completed_and_left(conn: Connection, thread_id: str, turn_id: str) -> tuple
         ),
         params,
     )
-    return count, status.scalar_one(), open_entries.scalar_one()
+    return status.scalar_one(), open_entries.scalar_one()
 
 
 async def test_the_store_runs_each_statement_on_its_generic_plan(template):
