@@ -6,7 +6,7 @@ Starts the server inside this process (the `serve` command, an ephemeral port, a
 drives it with `clients/go/bin/pioneer-load -rpc loop` (the loop `make bench` measures, with the
 provider body; `make go-load` builds it), and prints, after 10 unmeasured turns per loop, the p50
 and the sum of each timed step: each RPC's handler, each unit of work's prepare, work, `then` and
-`after`, each COMMIT by the unit before it, the waits of hops into worker threads and the SQLite
+`beside`, each COMMIT by the unit before it, the waits of hops into worker threads and the SQLite
 thread's two hops per unit (submitted -> its batch starts, answer posted -> caller resumes), and every SQL
 statement through the async engine or straight on asyncpg (PostgreSQL's, by its first words; a
 unit's first statement on asyncpg includes its BEGIN); for each synchronous step also the p50 of
@@ -109,7 +109,7 @@ def _units_timed() -> None:
 
     async def named_transact(self: Any, prepare: Any, work: Any, *args: Any, **kwargs: Any) -> Any:
         name = getattr(getattr(work, "func", work), "__name__", "?")
-        for step in ("then", "after"):
+        for step in ("then", "beside"):
             if kwargs.get(step) is not None:
                 kwargs[step] = timed(f"unit {name}: {step}", kwargs[step])
         if prepare is not store_runner.nothing:
@@ -165,7 +165,7 @@ def _hops_timed() -> None:
 def _sqlite_hops_timed() -> None:
     """The SQLite thread's two hops: a unit submitted on the event loop until its batch starts in
     the thread; its answer posted back until its caller resumes."""
-    submit, run, answer = store_batches.Batches.submit, store_batches.Batches._run, store_batches.Unit.answer
+    submit, run, post = store_batches.Batches.submit, store_batches.Batches._run, store_batches._post
 
     def stamped_submit(self: Any, *args: Any) -> Any:
         future = submit(self, *args)
@@ -181,14 +181,15 @@ def _sqlite_hops_timed() -> None:
             TIMES["SQLite hop: submitted -> its batch starts"].append(began - submitted)
         run(self, batch)
 
-    def stamped_answer(self: Any) -> Any:
-        answered = answer(self)  # with its `after`: what the thread then posts to the event loop
-        self.future.posted = time.perf_counter()
-        return answered
+    def stamped_post(units: list[Any]) -> None:
+        posted = time.perf_counter()
+        for unit in units:
+            unit.future.posted = posted
+        post(units)
 
     store_batches.Batches.submit = stamped_submit  # type: ignore[method-assign]
     store_batches.Batches._run = stamped_run  # type: ignore[method-assign]
-    store_batches.Unit.answer = stamped_answer  # type: ignore[method-assign]
+    store_batches._post = stamped_post
 
 
 def _statements_timed() -> None:

@@ -269,7 +269,7 @@ class _Round:
     # to join), and the provider body when the request names a provider.
     framed: tuple[bytes, ...] = ()
     rendered: RenderedBody | None = None
-    # Set by `_encoded`, after the commit: the provider body written as JSON text.
+    # Set by `_encoded`, beside the commit: the provider body written as JSON text.
     encoded: RenderedRequest | None = None
 
 
@@ -284,11 +284,11 @@ class _Unsettled(Exception):
 # Times a round settles a history over the threshold before giving up on a thread that keeps changing.
 _SETTLE_ATTEMPTS = 3
 
-# Up to these sizes a round's blocking steps run on the event loop on PostgreSQL rather than hop
-# to a worker thread (store/runner.py, OnLoop): each is then well under a millisecond, less than
-# the hop. The request's encoded size bounds what `prepare` checks, hashes and counts; the turn's
-# own messages bound what `then` renders (the history's part is rendered once and kept); the body's
-# source size bounds what `after` writes as JSON.
+# Up to these sizes a round's blocking steps run on the event loop rather than hop to a worker
+# thread (store/runner.py, OnLoop; `prepare` and `then` on PostgreSQL only): each is then well
+# under a millisecond, less than the hop. The request's encoded size bounds what `prepare` checks,
+# hashes and counts; the turn's own messages bound what `then` renders (the history's part is
+# rendered once and kept); the body's source size bounds what `beside` writes as JSON.
 _ON_LOOP_REQUEST_BYTES = 32 * 1024
 _ON_LOOP_OWN_BYTES = 32 * 1024
 _ON_LOOP_BODY_BYTES = 2 * 1024 * 1024
@@ -298,10 +298,10 @@ def _on_loop(request: turn_service_pb2.PrepareTurnRequest) -> OnLoop[_Round]:
     def then(done: _Round) -> bool:
         return sum(m.ByteSize() for m in done.current) <= _ON_LOOP_OWN_BYTES
 
-    def after(done: _Round) -> bool:
+    def beside(done: _Round) -> bool:
         return done.rendered is None or done.rendered.source_bytes <= _ON_LOOP_BODY_BYTES
 
-    return OnLoop(request.ByteSize() <= _ON_LOOP_REQUEST_BYTES, then, after)
+    return OnLoop(request.ByteSize() <= _ON_LOOP_REQUEST_BYTES, then, beside)
 
 
 def _before_round(
@@ -473,7 +473,7 @@ async def _committed_round(
                 partial(_round, ctx, request, settled),
                 _event_id_setting,
                 then=then,
-                after=_encoded,
+                beside=_encoded,
                 on_loop=on_loop,
             )
             return done, committed_id
@@ -490,7 +490,7 @@ async def _committed_round(
 
 
 def _encoded(done: _Round) -> _Round:
-    """The runner's `after`: the body written as JSON text once the round committed (the bulk of a
+    """The runner's `beside`: the body written as JSON text while the round commits (the bulk of a
     large body, so out of the transaction; it cannot fail)."""
     return done if done.rendered is None else replace(done, encoded=done.rendered.encoded())
 

@@ -12,8 +12,11 @@ every unit of the batch, and nothing of it is stored. Each caller is answered
 once the batch committed: nothing is acknowledged before it is durable. A unit
 alone is a batch of one on the same path, without a savepoint (its failure is
 the transaction's). Each unit runs in its caller's context (its trace span).
+A unit's `beside` (store/runner.py) begins on its caller's event loop as the
+batch's COMMIT begins, and runs while this thread commits.
 
-Callers are answered with one wake-up of their event loop per batch.
+Callers are answered with one wake-up of their event loop per batch, and their
+`beside` begun with one more.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from pioneer_grpc.store.work import UnitFuture
+from pioneer_grpc.store.work import UnitFuture, begun_beside, outcome, unread
 from pioneer_grpc.store.worker import Worker
 
 # A batch's units answer only once all of them ran: bounded, so the first waits for few others.
@@ -40,26 +43,42 @@ class Unit:
     prepare: Callable[[], Any]
     work: Callable[[Connection, Any], Any]
     then: Callable[[Any], Any] | None
-    after: Callable[[Any], Any] | None
+    beside: Callable[[Any], Any] | None
+    beside_small: Callable[[Any], bool]
     loop: asyncio.AbstractEventLoop
     future: UnitFuture[Any]
     context: contextvars.Context = field(default_factory=contextvars.copy_context)
     prepared: Any = None
     result: Any = None
     error: BaseException | None = None
+    # `beside`'s outcome, set on the caller's loop once begun there.
+    begun: asyncio.Future[Any] | None = None
 
     def run(self, conn: Connection) -> None:
         result = self.work(conn, self.prepared)
         self.result = result if self.then is None else self.then(result)
 
-    def answer(self) -> tuple[UnitFuture[Any], Any, BaseException | None]:
-        """Its caller's answer, once its batch committed (or failed): `after` runs here."""
-        if self.error is None and self.after is not None:
-            try:
-                self.result = self.context.run(self.after, self.result)
-            except Exception as exc:  # `after` must not fail; if it does, its caller hears it
-                self.error = exc
-        return self.future, self.result, self.error
+    def begin_beside(self) -> None:
+        """On the caller's loop: `beside` begun on the result (store/work.py `begun_beside`)."""
+        assert self.beside is not None
+        try:
+            self.begun = begun_beside(self.beside, self.result, self.beside_small(self.result))
+        except Exception as exc:  # it must not fail; if it does, its caller hears it
+            self.begun = self.loop.create_future()
+            self.begun.set_exception(exc)
+
+    def answer(self) -> None:
+        """On the caller's loop, once the batch committed (or failed): its caller answered, when
+        `beside` ended too."""
+        begun = self.begun
+        if self.error is not None or begun is None:
+            if begun is not None:
+                unread(begun)
+            self.future.end(self.result, self.error)
+        elif begun.done():
+            self.future.end(*outcome(begun))
+        else:
+            begun.add_done_callback(lambda ended: self.future.end(*outcome(ended)))
 
 
 def settle(answers: list[tuple[UnitFuture[Any], Any, BaseException | None]]) -> None:
@@ -67,16 +86,38 @@ def settle(answers: list[tuple[UnitFuture[Any], Any, BaseException | None]]) -> 
         future.end(result, error)
 
 
-def _post(units: list[Unit]) -> None:
-    """Answers `units`' callers: one call into each event loop."""
-    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[UnitFuture[Any], Any, BaseException | None]]] = {}
+def answer_units(units: list[Unit]) -> None:
+    """On their callers' loop: each unit's caller answered (`Unit.answer`)."""
     for unit in units:
-        by_loop.setdefault(unit.loop, []).append(unit.answer())
-    for loop, answers in by_loop.items():
+        unit.answer()
+
+
+def begin_beside(units: list[Unit]) -> None:
+    """On their callers' loop: each unit's `beside` begun, in its caller's context."""
+    for unit in units:
+        unit.context.run(unit.begin_beside)
+
+
+def _by_loop(units: list[Unit], call: Callable[[list[Unit]], None]) -> None:
+    """`call(units of a loop)` on each loop of `units`: one call into each event loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[Unit]] = {}
+    for unit in units:
+        by_loop.setdefault(unit.loop, []).append(unit)
+    for loop, its_units in by_loop.items():
         try:
-            loop.call_soon_threadsafe(settle, answers)
+            loop.call_soon_threadsafe(call, its_units)
         except RuntimeError:  # the loop is closed: nobody waits any more
             pass
+
+
+def _post(units: list[Unit]) -> None:
+    """Answers `units`' callers."""
+    _by_loop(units, answer_units)
+
+
+def _begin_beside(units: list[Unit]) -> None:
+    """The `beside` of each unit that ran, begun before the COMMIT."""
+    _by_loop([unit for unit in units if unit.error is None and unit.beside is not None], begin_beside)
 
 
 class Batches:
@@ -95,10 +136,11 @@ class Batches:
         prepare: Callable[[], Any],
         work: Callable[[Connection, Any], Any],
         then: Callable[[Any], Any] | None,
-        after: Callable[[Any], Any] | None,
+        beside: Callable[[Any], Any] | None,
+        beside_small: Callable[[Any], bool],
     ) -> UnitFuture[Any]:
         loop = asyncio.get_running_loop()
-        unit = Unit(prepare, work, then, after, loop, UnitFuture(loop=loop))
+        unit = Unit(prepare, work, then, beside, beside_small, loop, UnitFuture(loop=loop))
         with self._lock:
             self._waiting.append(unit)
             schedule = not self._scheduled
@@ -149,13 +191,14 @@ class Batches:
             conn.connection.driver_connection.execute("BEGIN IMMEDIATE")  # type: ignore[union-attr]
             if len(ready) == 1:  # alone, its failure is the transaction's: no savepoint to pay for
                 ready[0].context.run(ready[0].run, conn)
-                return
-            for unit in ready:
-                savepoint = conn.begin_nested()
-                try:
-                    unit.context.run(unit.run, conn)
-                except Exception as exc:
-                    unit.error = exc
-                    savepoint.rollback()  # what raises here fails the whole batch
-                else:
-                    savepoint.commit()
+            else:
+                for unit in ready:
+                    savepoint = conn.begin_nested()
+                    try:
+                        unit.context.run(unit.run, conn)
+                    except Exception as exc:
+                        unit.error = exc
+                        savepoint.rollback()  # what raises here fails the whole batch
+                    else:
+                        savepoint.commit()
+            _begin_beside(ready)

@@ -27,9 +27,11 @@ in a worker thread. `then` is blocking work on what `work` read that decides
 whether the transaction commits (a round's provider body, which may be refused):
 on SQLite it runs in the same thread just after `work`, on PostgreSQL in a
 worker thread while the transaction waits; its locks are held meanwhile, so it
-must be short. `after` is blocking work on the committed result (encoding the answer): on
-SQLite it runs in the same thread right after the commit, on PostgreSQL in a worker thread; it
-must not fail, since the transaction it follows has committed.
+must be short. `beside` is blocking work on the result that decides nothing and needs no lock
+(encoding the answer): it begins on the event loop (or, when not small, in a worker thread)
+as the COMMIT begins, and runs beside it (on SQLite while the thread commits, on PostgreSQL
+while the COMMIT is awaited); the caller is answered once both ended, with the COMMIT's
+error when it failed. It must not fail.
 
 On PostgreSQL each of those hops costs more than a small step's own work (a
 hand-off to a worker thread and a wake-up back, each contending for the GIL with
@@ -68,7 +70,7 @@ from pioneer_grpc.store.engine import (
     sqlite_pragmas,
     sqlite_synchronous,
 )
-from pioneer_grpc.store.work import UnitFuture, run_to_end
+from pioneer_grpc.store.work import UnitFuture, begun_beside, run_to_end, unread
 from pioneer_grpc.store.worker import Worker
 
 P = TypeVar("P")
@@ -90,13 +92,14 @@ def _never(_result: object) -> bool:
 
 @dataclass(frozen=True)
 class OnLoop(Generic[R]):
-    """Which blocking steps of a unit run on the event loop on PostgreSQL rather than in a worker
-    thread: `prepare` when true, `then` and `after` when their predicate holds for the result they
-    are given. Only for steps bounded to a fraction of a millisecond or so; by default all hop."""
+    """Which blocking steps of a unit run on the event loop rather than in a worker thread:
+    `prepare` and `then` on PostgreSQL, when true or their predicate holds for the result they are
+    given; `beside` on either database when its predicate holds. Only for steps bounded to a
+    fraction of a millisecond or so; by default all hop."""
 
     prepare: bool = False
     then: Callable[[R], bool] = _never
-    after: Callable[[R], bool] = _never
+    beside: Callable[[R], bool] = _never
 
 
 ALL_HOP: OnLoop[object] = OnLoop()
@@ -131,21 +134,21 @@ class TransactionRunner:
         setting: str | Callable[[R], str] = no_setting,
         *,
         then: Callable[[R], R] | None = None,
-        after: Callable[[R], R] | None = None,
+        beside: Callable[[R], R] | None = None,
         on_loop: OnLoop[R] = ALL_HOP,  # type: ignore[assignment]
     ) -> tuple[R, str | None]:
         """`work(conn, prepare())`, committed when it returns, rolled back when it raises; and then
         the session setting `setting` names (or `setting(result)`) as the commit left it. With
         `then`, the result is `then(work(...))`, run before the commit off the event loop; what it
-        raises rolls back. With `after`, the result is `after(...)` of that, run after the commit
-        off the event loop (no hop of its own on SQLite). `on_loop` names the steps small enough
-        to run on the event loop instead, on PostgreSQL.
+        raises rolls back. With `beside`, the result is `beside(...)` of that, run beside the
+        commit (the module's docstring says where). `on_loop` names the steps small enough to run
+        on the event loop.
 
         It runs to its end even when the caller is cancelled (store/work.py), and
         driver failures leave it as domain errors. No token encoding is loaded inside it:
         a count that needs one not loaded yet rolls it back, and it runs again once that
-        encoding is loaded off the event loop (history/tokens.py `with_encodings`; `after`
-        must not count in one, since its transaction has committed). On PostgreSQL a trigger that runs
+        encoding is loaded off the event loop (history/tokens.py `with_encodings`; `beside`
+        must not count in one, since its transaction may have committed). On PostgreSQL a trigger that runs
         inside COMMIT can leave a value in a setting and announce it in a NOTICE
         (migrations 0005 and 0012: the event id it drew), which arrives with the
         COMMIT's answer (store/engine.py keeps it): no round trip. The value is None on
@@ -154,10 +157,12 @@ class TransactionRunner:
         """
         if self._sync is None:
             return await with_encodings(
-                lambda: run_to_end(self._transact_async(prepare, work, setting, then, after, on_loop))
+                lambda: run_to_end(self._transact_async(prepare, work, setting, then, beside, on_loop))
             )
         # In SQLite's thread, committed with the units waiting beside it (store/batches.py).
-        committed = await with_encodings(lambda: run_to_end(self._batches.submit(prepare, work, then, after)))
+        committed = await with_encodings(
+            lambda: run_to_end(self._batches.submit(prepare, work, then, beside, on_loop.beside))
+        )
         return committed, None
 
     async def read(self, work: Callable[[Connection], R]) -> R:
@@ -225,16 +230,18 @@ class TransactionRunner:
         work: Callable[[Connection, P], R],
         setting_of: str | Callable[[R], str],
         then: Callable[[R], R] | None,
-        after: Callable[[R], R] | None,
+        beside: Callable[[R], R] | None,
         on_loop: OnLoop[R],
     ) -> tuple[R, str | None]:
         if prepare is nothing or on_loop.prepare:
             prepared = prepare()
         else:
             prepared = await asyncio.to_thread(prepare)
-        result, value = await greenlet_spawn(self._transaction, work, prepared, setting_of, then, on_loop)
-        if after is not None:  # the connection given back first
-            result = after(result) if on_loop.after(result) else await asyncio.to_thread(after, result)
+        result, value, begun = await greenlet_spawn(
+            self._transaction, work, prepared, setting_of, then, beside, on_loop
+        )
+        if begun is not None:
+            result = await begun
         return result, value
 
     def _transaction(
@@ -243,25 +250,35 @@ class TransactionRunner:
         prepared: P,
         setting_of: str | Callable[[R], str],
         then: Callable[[R], R] | None,
+        beside: Callable[[R], R] | None,
         on_loop: OnLoop[R],
-    ) -> tuple[R, str | None]:
+    ) -> tuple[R, str | None, asyncio.Future[R] | None]:
         """The transaction, from the connection's checkout to its return, in one greenlet of
         SQLAlchemy's bridge (its async API spawns one for each of connect, begin, `run_sync`,
-        commit and close): each of its waits is awaited on the event loop through `await_only`."""
+        commit and close): each of its waits is awaited on the event loop through `await_only`.
+        `beside` begins as the COMMIT is sent; its outcome, a future, is the third value."""
         value = None
-        with self._engine.sync_engine.connect() as conn:
-            announced = announced_settings(conn) if self._postgres else {}
-            announced.clear()  # what an earlier transaction on this connection announced
-            with conn.begin():
-                result = work(conn, prepared)
-                if then is not None and on_loop.then(result):
-                    result = then(result)
-                elif then is not None:
-                    result = await_only(asyncio.to_thread(then, result))
-            setting = setting_of(result) if callable(setting_of) else setting_of
-            if setting and self._postgres:
-                value = announced.get(setting)
-        return result, value
+        begun = None
+        try:
+            with self._engine.sync_engine.connect() as conn:
+                announced = announced_settings(conn) if self._postgres else {}
+                announced.clear()  # what an earlier transaction on this connection announced
+                with conn.begin():
+                    result = work(conn, prepared)
+                    if then is not None and on_loop.then(result):
+                        result = then(result)
+                    elif then is not None:
+                        result = await_only(asyncio.to_thread(then, result))
+                    if beside is not None:
+                        begun = begun_beside(beside, result, on_loop.beside(result))
+                setting = setting_of(result) if callable(setting_of) else setting_of
+                if setting and self._postgres:
+                    value = announced.get(setting)
+        except BaseException:
+            if begun is not None:
+                unread(begun)
+            raise
+        return result, value, begun
 
     @contextmanager
     def _thread_connection(self) -> Iterator[Connection]:

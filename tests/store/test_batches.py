@@ -5,14 +5,15 @@ failing the batch with nothing stored."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 
 import pytest
 from sqlalchemy import event, text
 
-from pioneer_grpc.store.batches import MAX_UNITS, settle
+from pioneer_grpc.store.batches import MAX_UNITS, answer_units
 from pioneer_grpc.store.engine import create_engine
-from pioneer_grpc.store.runner import TransactionRunner
+from pioneer_grpc.store.runner import OnLoop, TransactionRunner
 
 
 @pytest.fixture
@@ -77,7 +78,7 @@ async def test_a_batch_wakes_its_callers_event_loop_once(store, monkeypatch):
     call_soon_threadsafe = loop.call_soon_threadsafe
 
     def counted(callback, *args, **kwargs):
-        if callback is settle:  # the answers to units of work, not to_thread's
+        if callback is answer_units:  # the answers to units of work, not to_thread's
             wakes.append(len(args[0]))
         return call_soon_threadsafe(callback, *args, **kwargs)
 
@@ -169,21 +170,75 @@ async def test_a_failing_commit_fails_every_unit_of_the_batch_and_stores_nothing
     assert await _rows(runner) == [5]
 
 
-async def test_after_runs_once_the_batch_committed(store):
+async def test_beside_runs_while_the_batch_commits_and_its_callers_hear_once_committed(store):
+    """Each unit's `beside` begins on its caller's loop before the batch's COMMIT (the COMMIT
+    here waits for both to have run), and each caller hears `beside`'s answer once the batch
+    committed: another connection sees its rows then."""
     runner, _ = store
-    seen_by_after: list[list[int]] = []
+    loop_thread = threading.get_ident()
+    ran: list[tuple[int, bool]] = []
+    both_ran = threading.Event()
+    seen_at_commit: list[bool] = []
 
-    def after(result):
-        # Another connection sees the batch's rows: after runs once they are committed.
-        import sqlite3
-
-        db = runner._sync.url.database  # type: ignore[union-attr]
-        with sqlite3.connect(db) as other:
-            seen_by_after.append([r[0] for r in other.execute("SELECT x FROM t ORDER BY x")])
+    def beside(result):
+        ran.append((result, threading.get_ident() == loop_thread))
+        if len(ran) == 2:
+            both_ran.set()
         return result * 10
 
-    _, answers = await _queued_behind_a_held_unit(
-        runner, [lambda v=v: runner.transact(lambda: None, _insert(v), after=after) for v in (1, 2)]
-    )
-    assert [a for a, _ in answers] == [10, 20]
-    assert seen_by_after == [[1, 2], [1, 2]]
+    batch_ran = threading.Event()  # the two units' batch, not the held unit's
+
+    def before_commit(_conn) -> None:
+        if batch_ran.is_set():
+            seen_at_commit.append(both_ran.wait(30))
+
+    assert runner._sync is not None
+    event.listen(runner._sync, "commit", before_commit)
+
+    def committed_rows() -> list[int]:
+        db = runner._sync.url.database  # type: ignore[union-attr]
+        with sqlite3.connect(db) as other:
+            return [r[0] for r in other.execute("SELECT x FROM t ORDER BY x")]
+
+    async def unit(value: int) -> tuple[int, list[int]]:
+        small = OnLoop(beside=lambda result: result == 1)  # the other in a worker thread
+        work = _insert(value)
+
+        def inserts(conn, prepared):
+            batch_ran.set()
+            return work(conn, prepared)
+
+        answer, _ = await runner.transact(lambda: None, inserts, beside=beside, on_loop=small)
+        return answer, committed_rows()
+
+    try:
+        _, answers = await _queued_behind_a_held_unit(runner, [lambda v=v: unit(v) for v in (1, 2)])
+    finally:
+        event.remove(runner._sync, "commit", before_commit)
+    assert answers == [(10, [1, 2]), (20, [1, 2])]
+    assert sorted(ran) == [(1, True), (2, False)]
+    assert seen_at_commit == [True]  # the batch's COMMIT began once both had run
+
+
+async def test_a_failed_commit_answers_its_error_though_beside_ran(store):
+    runner, _ = store
+    ran: list[int] = []
+
+    def beside(result):
+        ran.append(result)
+        return result
+
+    def dooms_the_commit(_conn):
+        raise OSError("disk I/O error")
+
+    assert runner._sync is not None
+    event.listen(runner._sync, "commit", dooms_the_commit)
+    try:
+        with pytest.raises(Exception) as failed:
+            await runner.transact(lambda: None, _insert(3), beside=beside, on_loop=OnLoop(beside=bool))
+    finally:
+        event.remove(runner._sync, "commit", dooms_the_commit)
+    assert type(failed.value).__name__ == "Unavailable"
+    assert ran == [3]
+    assert await _rows(runner) == []
+    assert (await runner.transact(lambda: None, _insert(4)))[0] == 4

@@ -48,7 +48,7 @@ async def _steps_run_in(
                 lambda: step("prepare", 1),
                 work,
                 then=lambda r: step("then", r),
-                after=lambda r: step("after", r),
+                beside=lambda r: step("beside", r),
                 **kwargs,
             )
         except KeyError:
@@ -62,13 +62,13 @@ async def _steps_run_in(
 
 async def test_every_step_hops_unless_named_small(postgres_url):
     on, rows = await _steps_run_in(postgres_url, None)
-    assert on == {"prepare": False, "then": False, "after": False}
+    assert on == {"prepare": False, "then": False, "beside": False}
     assert rows == 1
 
 
 async def test_steps_named_small_run_on_the_event_loop(postgres_url):
     on, _ = await _steps_run_in(postgres_url, OnLoop(True, lambda r: r == 1, lambda r: r != 1))
-    assert on == {"prepare": True, "then": True, "after": False}
+    assert on == {"prepare": True, "then": True, "beside": False}
 
 
 async def test_a_step_on_the_loop_that_raises_rolls_the_unit_back(postgres_url):
