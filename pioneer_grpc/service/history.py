@@ -235,8 +235,11 @@ async def append_entries(
     `complete_turn_id` that turn is completed in the same transaction.
     """
     counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, thread_id)
+    counted_model = token_fit.likely_model(ctx.load_cache, thread_id)
     checked = partial(_checked_and_counted, thread_id, entries, prefix, counted_in)
-    work = partial(_append_in, ctx, thread_id, entries, prefix, with_entries, counted_in, complete_turn_id)
+    work = partial(
+        _append_in, ctx, thread_id, entries, prefix, with_entries, counted_in, counted_model, complete_turn_id
+    )
     try:
         with ctx.telemetry.span(
             "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
@@ -287,6 +290,7 @@ def _append_in(
     prefix: str,
     with_entries: bool,
     counted_in: str,
+    counted_model: str | None,
     complete_turn_id: str,
     conn: Connection,
     counted: list[entry_store.NewEntry],
@@ -295,12 +299,16 @@ def _append_in(
     entries stored by the append a round makes (store/round.py); with `complete_turn_id`, that
     turn completed in the same transaction (store/completion.py)."""
     # The thread locked, then the batch's turns with their entries; the thread's calls of the batch's
-    # ids read with the first turn, in the lock's statement.
+    # ids read with the first turn, in the lock's statement. On PostgreSQL a batch of one turn is
+    # inserted by that statement too, when the thread's model is the one it was counted for.
     turn_ids = list(dict.fromkeys(e.turn_id for e in entries))
     turns: dict[str, round_store.LockedTurn] = {}
+    one_statement = ctx.manifests.postgres and len(turn_ids) == 1
+    batch = round_store.batch_of(thread_id, counted, counted_in) if one_statement else None
+    inserted = None
     if turn_ids:
-        locked, turns[turn_ids[0]] = round_store.lock_thread_and_turn(
-            conn, thread_id, turn_ids[0], named_call_ids(entries)
+        locked, turns[turn_ids[0]], inserted = round_store.lock_thread_and_turn(
+            conn, thread_id, turn_ids[0], named_call_ids(entries), batch, counted_model
         )
     else:
         locked = round_store.lock_thread(conn, thread_id)
@@ -313,16 +321,17 @@ def _append_in(
     def check(stored: StoredCalls) -> None:
         _check(call_violations(entries, stored, prefix))
 
-    created = round_store.append_rows(
-        conn,
-        thread_id,
-        {turn_id: turn.record for turn_id, turn in turns.items()},
-        new_entries,
-        tokenizer,
-        check,
-        {turn_id: turn.entries for turn_id, turn in turns.items()},
-        next(iter(turns.values())).thread_calls if turns else None,
-    )
+    records = {turn_id: turn.record for turn_id, turn in turns.items()}
+    stored_turns = {turn_id: turn.entries for turn_id, turn in turns.items()}
+    thread_calls = next(iter(turns.values())).thread_calls if turns else None
+    if batch is not None and inserted is not None and thread_calls is not None:
+        created = round_store.appended_rows(
+            conn, thread_id, records, batch, check, stored_turns, thread_calls, inserted
+        )
+    else:
+        created = round_store.append_rows(
+            conn, thread_id, records, new_entries, tokenizer, check, stored_turns, thread_calls
+        )
     ids = [entry.entry_id for entry in entries]
     completed = completion.complete_turn_in(conn, thread_id, complete_turn_id) if complete_turn_id else 0
     outcome = entry_store.AppendOutcome([], len(created), len(ids) - len(created), completed)

@@ -117,5 +117,12 @@ def likely_tokenizer(models: Registry, load_cache: LoadCache, thread_id: str) ->
     """The tokenizer of the thread's model as its kept history last saw it, else as this process's
     last append or round to it saw it (cl100k_base for a thread neither has seen): what to count new
     entries in before the transaction that reads the model. A wrong guess costs a second count."""
-    model = load_cache.model_of(thread_id) or _last_seen.get(thread_id)
+    model = likely_model(load_cache, thread_id)
     return TOKENIZER if model is None else counting_for(models, model).tokenizer
+
+
+def likely_model(load_cache: LoadCache, thread_id: str) -> str | None:
+    """The thread's model as `likely_tokenizer` guesses it; None for a thread not seen."""
+    return load_cache.model_of(thread_id) or _last_seen.get(thread_id)
+
+

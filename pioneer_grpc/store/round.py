@@ -199,6 +199,63 @@ def _insert_turn(source: str) -> str:
         RETURNING status, prompt_manifest_json, manifest_event_id"""
 
 
+# The entry columns an append writes from its batch, in `entry_values`' order, and their types.
+_BATCH_COLUMNS = (
+    ("entry_id", "varchar"),
+    ("turn_id", "varchar"),
+    ("role", "integer"),
+    ("content", "text"),
+    ("tool_calls_json", "text"),
+    ("tool_call_id", "varchar"),
+    ("name", "varchar"),
+    ("artifact_refs_json", "text"),
+    ("reasoning_content", "text"),
+    ("content_parts_pb", "bytea"),
+    ("content_hash", "varchar"),
+    ("token_count", "integer"),
+)
+_BATCH_NAMES = ", ".join(name for name, _ in _BATCH_COLUMNS)
+# Its arrays' parameters are named `a_...`: a round's statement has a scalar `b_turn_id` too.
+_BATCH_ARRAYS = ", ".join(f"CAST(:a_{name} AS {kind}[])" for name, kind in _BATCH_COLUMNS)
+
+
+def _append_ctes(fresh_turns: str, guard: str = "true") -> str:
+    """What `inserted_separately` does, as the CTEs `batch`, `created` (RETURNING id, entry_id,
+    turn_id), `calls` and `touched`: the batch as arrays, one row an entry; `fresh_turns` the
+    array of the turns the batch opens; nothing inserted unless `guard` holds."""
+    return f"""batch AS (
+        SELECT * FROM unnest({_BATCH_ARRAYS}) WITH ORDINALITY AS b({_BATCH_NAMES}, ord)
+    ), created AS (
+        INSERT INTO conversation_entries (
+            thread_id, {_BATCH_NAMES}, tokenizer, completed, created_at
+        )
+        SELECT :b_thread_id, {_BATCH_NAMES}, :b_tokenizer, false, :b_moment FROM batch WHERE {guard}
+        ORDER BY ord
+        ON CONFLICT (thread_id, entry_id) DO NOTHING
+        RETURNING id, entry_id, turn_id
+    ), calls AS (
+        INSERT INTO tool_calls (thread_id, call_id, entry_id)
+        SELECT :b_thread_id, c.call_id, c.entry_id
+        FROM unnest(CAST(:a_call_ids AS varchar[]), CAST(:a_call_entry_ids AS varchar[]))
+            WITH ORDINALITY AS c(call_id, entry_id, ord)
+        WHERE c.entry_id IN (SELECT entry_id FROM created)
+        ORDER BY c.ord
+        ON CONFLICT (thread_id, call_id, entry_id) DO NOTHING
+    ), touched AS (
+        UPDATE threads SET
+            updated_at = :b_moment,
+            open_entries = open_entries + (SELECT count(*) FROM created),
+            open_turns = open_turns + (
+                SELECT count(DISTINCT turn_id) FROM created WHERE turn_id = ANY({fresh_turns})
+            )
+        WHERE thread_id = :b_thread_id AND EXISTS (SELECT FROM created)
+    )"""
+
+
+_TURN_OPENS = (
+    "ARRAY(SELECT CAST(:b_turn_id AS varchar) WHERE NOT EXISTS ("
+    "SELECT FROM conversation_entries WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id))"
+)
 # `turn_locked_separately` in one round trip: the turn's row (created or touched, so locked) with
 # each of its entries (none: one row, the entry columns NULL), the calls as two arrays in the row.
 # The thread's lock came first, in a statement of its own: this one's snapshot has every entry
@@ -217,16 +274,21 @@ _LOCK_TURN_WITH_ENTRIES_PG = Direct(
 # (the turn's row is written only from its row), its model, and whether the row locked is the one
 # the statement's snapshot read (`FRESH`: store/history_state.py says why that suffices). The turn's
 # row is created or touched on the newest rows whichever way; what the snapshot read of its entries
-# and calls is read again when the row is not fresh.
+# and calls is read again when the row is not fresh. With a batch of entries of that turn, counted
+# in the tokenizer of `:b_counted_model`, it inserts them too, as `inserted_in_one` does, when the
+# row is fresh and that is the thread's model (else the append inserts them after it); the turn's
+# entries and calls it answers are then those from before its insert.
 _LOCK_THREAD_AND_TURN_PG = Direct(
     text(
         f"""
     WITH locked AS (
         SELECT model, {FRESH} AS fresh FROM threads WHERE thread_id = :b_thread_id FOR UPDATE
     ), turn AS ({_insert_turn("locked")}
-    )
+    ), {_append_ctes(_TURN_OPENS, "(SELECT fresh AND model = :b_counted_model FROM locked)")}
     SELECT
-        locked.model, locked.fresh, turn.status, turn.prompt_manifest_json, turn.manifest_event_id,{
+        locked.model, locked.fresh, turn.status, turn.prompt_manifest_json, turn.manifest_event_id,
+        ARRAY(SELECT id FROM created ORDER BY id) AS created_ids,
+        ARRAY(SELECT entry_id FROM created ORDER BY id) AS created_entry_ids,{
             _turn_calls_and_entries("locked CROSS JOIN turn")
         }    """
     ),
@@ -259,20 +321,40 @@ def turn_locked_in_one(conn: Connection, thread_id: str, turn_id: str, call_ids:
 
 
 def lock_thread_and_turn(
-    conn: Connection, thread_id: str, turn_id: str, call_ids: Sequence[str]
-) -> tuple[LockedThread, LockedTurn]:
+    conn: Connection,
+    thread_id: str,
+    turn_id: str,
+    call_ids: Sequence[str],
+    batch: Batch | None = None,
+    counted_model: str | None = None,
+) -> tuple[LockedThread, LockedTurn, dict[str, int] | None]:
     """`lock_thread`, then `lock_turn_with_entries`: an append's first statements. On PostgreSQL
     one (a round trip fewer), the turn read again after it only when it waited for a lock whose
-    holder changed the thread."""
+    holder changed the thread.
+
+    On PostgreSQL the same statement inserts `batch` (entries of `turn_id`, counted in the
+    tokenizer of `counted_model`) when the thread's model is `counted_model` and the statement
+    did not wait for such a lock: the third value is then what it created (entry_id ->
+    sequence), for `appended_rows`; else it is None, and nothing of the batch is stored."""
     if conn.dialect.name != "postgresql":
-        return lock_thread(conn, thread_id), turn_locked_separately(conn, thread_id, turn_id, call_ids)
-    rows = _LOCK_THREAD_AND_TURN_PG.rows(conn, _turn_params(thread_id, turn_id, call_ids))
+        locked = lock_thread(conn, thread_id)
+        return locked, turn_locked_separately(conn, thread_id, turn_id, call_ids), None
+    params = {
+        **_turn_params(thread_id, turn_id, call_ids),
+        **batch_params(thread_id, batch),
+        "b_counted_model": counted_model if batch is not None else None,
+    }
+    rows = _LOCK_THREAD_AND_TURN_PG.rows(conn, params)
     if not rows:
         raise thread_not_found(thread_id)
-    locked = LockedThread(model=rows[0].model)
-    if not rows[0].fresh:
-        return locked, turn_locked_in_one(conn, thread_id, turn_id, call_ids)
-    return locked, _locked_turn(rows)
+    first = rows[0]
+    locked = LockedThread(model=first.model)
+    if not first.fresh:
+        return locked, turn_locked_in_one(conn, thread_id, turn_id, call_ids), None
+    inserted = None
+    if batch is not None and first.model == counted_model:
+        inserted = dict(zip(first.created_entry_ids, first.created_ids, strict=True))
+    return locked, _locked_turn(rows), inserted
 
 
 def insert_turn_entries(
@@ -294,8 +376,8 @@ def insert_turn_entries(
     if inserted is None:
         created = _appended(conn, thread_id, turns, batch, check, stored_turns, locked.thread_calls)
     else:
-        _checked(conn, thread_id, batch, check, stored_turns, locked.thread_calls)
-        created = _created_rows(conn, thread_id, turns, batch, inserted)
+        calls = locked.thread_calls
+        created = appended_rows(conn, thread_id, turns, batch, check, stored_turns, calls, inserted)
     return _as_loaded(created)
 
 
@@ -389,6 +471,23 @@ def _appended(
     return _created_rows(conn, thread_id, turns, batch, created)
 
 
+def appended_rows(
+    conn: Connection,
+    thread_id: str,
+    turns: dict[str, TurnRecord],
+    batch: Batch,
+    check: Callable[[StoredCalls], None],
+    stored_turns: dict[str, list[history_pb2.ConversationEntry]],
+    thread_calls: dict[str, str],
+    inserted: dict[str, int],
+) -> list[tuple[int, dict[str, Any]]]:
+    """`append_rows` of a batch a statement already inserted (`inserted`: entry_id -> sequence of
+    each it created), `stored_turns` and `thread_calls` being what the store held before it: the
+    same checks and answer, and what they refuse rolls the caller's transaction back."""
+    _checked(conn, thread_id, batch, check, stored_turns, thread_calls)
+    return _created_rows(conn, thread_id, turns, batch, inserted)
+
+
 def _checked(
     conn: Connection,
     thread_id: str,
@@ -452,58 +551,6 @@ def inserted_separately(
     return created
 
 
-# The entry columns an append writes from its batch, in `entry_values`' order, and their types.
-_BATCH_COLUMNS = (
-    ("entry_id", "varchar"),
-    ("turn_id", "varchar"),
-    ("role", "integer"),
-    ("content", "text"),
-    ("tool_calls_json", "text"),
-    ("tool_call_id", "varchar"),
-    ("name", "varchar"),
-    ("artifact_refs_json", "text"),
-    ("reasoning_content", "text"),
-    ("content_parts_pb", "bytea"),
-    ("content_hash", "varchar"),
-    ("token_count", "integer"),
-)
-_BATCH_NAMES = ", ".join(name for name, _ in _BATCH_COLUMNS)
-# Its arrays' parameters are named `a_...`: a round's statement has a scalar `b_turn_id` too.
-_BATCH_ARRAYS = ", ".join(f"CAST(:a_{name} AS {kind}[])" for name, kind in _BATCH_COLUMNS)
-
-
-def _append_ctes(fresh_turns: str) -> str:
-    """What `inserted_separately` does, as the CTEs `batch`, `created` (RETURNING id, entry_id,
-    turn_id), `calls` and `touched`: the batch as arrays, one row an entry; `fresh_turns` the
-    array of the turns the batch opens."""
-    return f"""batch AS (
-        SELECT * FROM unnest({_BATCH_ARRAYS}) WITH ORDINALITY AS b({_BATCH_NAMES}, ord)
-    ), created AS (
-        INSERT INTO conversation_entries (
-            thread_id, {_BATCH_NAMES}, tokenizer, completed, created_at
-        )
-        SELECT :b_thread_id, {_BATCH_NAMES}, :b_tokenizer, false, :b_moment FROM batch ORDER BY ord
-        ON CONFLICT (thread_id, entry_id) DO NOTHING
-        RETURNING id, entry_id, turn_id
-    ), calls AS (
-        INSERT INTO tool_calls (thread_id, call_id, entry_id)
-        SELECT :b_thread_id, c.call_id, c.entry_id
-        FROM unnest(CAST(:a_call_ids AS varchar[]), CAST(:a_call_entry_ids AS varchar[]))
-            WITH ORDINALITY AS c(call_id, entry_id, ord)
-        WHERE c.entry_id IN (SELECT entry_id FROM created)
-        ORDER BY c.ord
-        ON CONFLICT (thread_id, call_id, entry_id) DO NOTHING
-    ), touched AS (
-        UPDATE threads SET
-            updated_at = :b_moment,
-            open_entries = open_entries + (SELECT count(*) FROM created),
-            open_turns = open_turns + (
-                SELECT count(DISTINCT turn_id) FROM created WHERE turn_id = ANY({fresh_turns})
-            )
-        WHERE thread_id = :b_thread_id AND EXISTS (SELECT FROM created)
-    )"""
-
-
 _INSERT_ALL_PG = Direct(
     text(f"WITH {_append_ctes('CAST(:b_fresh_turns AS varchar[])')}\n    SELECT id, entry_id FROM created"),
     dialects=(POSTGRESQL,),
@@ -512,10 +559,7 @@ _INSERT_ALL_PG = Direct(
 # row too: the turn opens with the batch when the statement's snapshot holds none of its entries
 # (the thread is locked already, so that snapshot has every entry committed), as `append_rows`
 # decides from the entries it read. The entries created are `created`'s rows.
-ROUND_APPEND_CTES = _append_ctes(
-    "ARRAY(SELECT CAST(:b_turn_id AS varchar) WHERE NOT EXISTS ("
-    "SELECT FROM conversation_entries WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id))"
-)
+ROUND_APPEND_CTES = _append_ctes(_TURN_OPENS)
 
 
 def batch_params(thread_id: str, batch: Batch | None) -> dict[str, Any]:

@@ -29,8 +29,9 @@ def _metadata(request_id: str = "") -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {TOKEN}"), *extra)
 
 
-def _broken_append(conn, thread_id, turns, new_entries, tokenizer, check, stored_turns=None):
-    """A real driver error whose statement carries content as a parameter (no such table)."""
+def _broken_append(conn, *_args):
+    """A real driver error whose statement carries content as a parameter (no such table): in place
+    of the append's writes, or of its checks when the lock's statement wrote the batch."""
     conn.execute(text("INSERT INTO no_such_table (content) VALUES (:c)"), {"c": MARKER})
 
 
@@ -75,6 +76,7 @@ async def test_logs_carry_ids_and_no_secrets(pg_server_with_token, caplog, monke
 
     # A database error that is a bug: INTERNAL, naming the request id, logged without its parameters.
     monkeypatch.setattr(round_store, "append_rows", _broken_append)
+    monkeypatch.setattr(round_store, "appended_rows", _broken_append)
     call = history.AppendEntries(
         history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[entry("e3", "u3", content=MARKER)]),
         metadata=_metadata("bug-request-7"),

@@ -265,6 +265,48 @@ def _locked_then_turn(conn: Connection, thread_id: str, turn_id: str, call_ids: 
     )
 
 
+def _lock_and_turn(conn: Connection, thread_id: str, turn_id: str, call_ids: list[str]) -> Any:
+    """`round.lock_thread_and_turn` without a batch: the thread and the turn."""
+    locked, turn, inserted = round.lock_thread_and_turn(conn, thread_id, turn_id, call_ids)
+    assert inserted is None
+    return locked, turn
+
+
+def _appends(in_one: bool) -> Way:
+    """AppendEntries' writes of `new` (NewEntry, one turn) as `_append_in` makes them: the batch
+    inserted by the lock's statement when the thread's model is `counted_model` (`in_one`), or
+    the lock's statements, then the append's; its answer, the turn before the batch, whether the
+    lock's statement inserted it, the entries created."""
+
+    def appends(conn: Connection, new: list[NewEntry], counted_model: str) -> Any:
+        entries = [n.entry for n in new]
+        turn_id = entries[0].turn_id
+        batch = round.batch_of("t", new, "cl100k_base")
+        inserted = None
+        if in_one:
+            locked, turn, inserted = round.lock_thread_and_turn(
+                conn, "t", turn_id, named_call_ids(entries), batch, counted_model
+            )
+        else:
+            locked, turn = _locked_then_turn(conn, "t", turn_id, named_call_ids(entries))
+
+        def check(stored: StoredCalls) -> None:
+            InvalidArgument.raise_if(call_violations(entries, stored, "entries"))
+
+        turns = {turn_id: turn.record}
+        if inserted is not None:
+            created = round.appended_rows(
+                conn, "t", turns, batch, check, {turn_id: turn.entries}, turn.thread_calls, inserted
+            )
+        else:
+            created = round.append_rows(
+                conn, "t", turns, new, "cl100k_base", check, {turn_id: turn.entries}, turn.thread_calls
+            )
+        return locked, turn, [(sequence, row["entry_id"]) for sequence, row in created]
+
+    return appends
+
+
 def _locked_then_completed(conn: Connection, thread_id: str, turn_id: str) -> int:
     """`completion.complete_turn_in` as SQLite's statements: the lock, then the completion's."""
     round.lock_thread(conn, thread_id)
@@ -347,8 +389,23 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
             ("nosuch", "", 0),
         ],
     ),
+    "append_in_the_lock": (
+        _appends(in_one=True),
+        _appends(in_one=False),
+        [
+            (_ASKED, "m"),  # a new turn's first entry, counted for the thread's model
+            (_ASKED, "m"),  # repeated: nothing created
+            (_CALLED, "m"),  # a call and its result in a turn with entries
+            (_new(("n6", "r1", {"role": USER, "content": "z"})), "other"),  # counted for another model
+            # Refused after the insert either way: a repeat with other content, a completed turn.
+            (_new(("n2", "u2", {"role": USER, "content": "x"})), "m"),
+            (_new(("n4", "u1", {"role": USER, "content": "y"})), "m"),
+            # Refused by the call checks: one statement inserted first, and rolls back.
+            (_new(("n5", "u2", {"role": TOOL, "tool_call_id": "zz", "content": "?"})), "m"),
+        ],
+    ),
     "lock_thread_and_turn": (
-        round.lock_thread_and_turn,
+        _lock_and_turn,
         _locked_then_turn,
         [
             ("t", "u2", ["c1", "c9"]),
@@ -731,7 +788,7 @@ async def test_the_append_lock_that_waited_for_a_change_reads_the_turn_again(cha
     thread: the turn's entries and calls it answers are those committed, as a statement after the
     lock reads them."""
     holder = CHANGES[change]
-    answer, after = await _read_while_held(template, holder, round.lock_thread_and_turn, "t", "u2", ["c1"])
+    answer, after = await _read_while_held(template, holder, _lock_and_turn, "t", "u2", ["c1"])
     assert answer == after
     locked, turn = answer
     expected = {"complete": ["e3", "e4"], "append": ["e3", "e4", "e20"], "summary": ["e3", "e4"]}[change]
@@ -741,6 +798,49 @@ async def test_the_append_lock_that_waited_for_a_change_reads_the_turn_again(cha
         history_pb2.TURN_STATUS_COMPLETED if done else history_pb2.TURN_STATUS_IN_PROGRESS
     )
     assert locked.model == "m"
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+async def test_the_append_lock_that_waited_for_a_change_leaves_the_batch_to_the_append(change, template):
+    """The append's first statement, carrying the batch, waited for the thread's lock while its
+    holder changed the thread: it inserts nothing (what it read predates that commit), the
+    append's own statement inserts the batch, and the thread counts it as opened."""
+    holder = CHANGES[change]
+    answer, _ = await _read_while_held(template, holder, _appended_and_counted, "t", _ASKED)
+    opened = {"complete": (1, 1), "append": (4, 2), "summary": (3, 2)}[change]
+    assert answer == (False, ["n1"], opened)
+
+
+def _appended_and_counted(conn: Connection, thread_id: str, new: list[NewEntry]) -> Any:
+    """Whether the lock's statement inserted the batch, the entries created, the thread's open
+    entries and turns after."""
+    _, turn, inserted = round.lock_thread_and_turn(
+        conn, thread_id, "r1", [], round.batch_of(thread_id, new, "cl100k_base"), "m"
+    )
+    created = round.append_rows(
+        conn, thread_id, {"r1": turn.record}, new, "cl100k_base", lambda _: None, {"r1": turn.entries}, {}
+    )
+    counts = conn.execute(
+        text("SELECT open_entries, open_turns FROM threads WHERE thread_id = :t"), {"t": thread_id}
+    ).one()
+    return inserted is not None, [row["entry_id"] for _, row in created], tuple(counts)
+
+
+def _inserted_by_the_lock(conn: Connection, new: list[NewEntry], counted_model: str) -> dict[str, int] | None:
+    entries = [n.entry for n in new]
+    batch = round.batch_of("t", new, "cl100k_base")
+    return round.lock_thread_and_turn(conn, "t", entries[0].turn_id, [], batch, counted_model)[2]
+
+
+async def test_the_lock_inserts_a_batch_counted_for_the_thread_model_only(template):
+    """The equality above holds whichever statement inserts: the lock's does for a batch counted
+    for the thread's model (its sequences answered), and leaves one counted for another to the
+    append (the tokens would be another tokenizer's)."""
+    answers, tables = await _run_on_copy(
+        template, _inserted_by_the_lock, [(_ASKED, "m"), (_new(("n6", "r2", {"role": USER})), "other")]
+    )
+    assert answers == [{"n1": 5}, None]
+    assert [row[2] for row in tables["conversation_entries"]] == ["e1", "e2", "e3", "e4", "n1"]
 
 
 def _creates_turn_x(conn: Connection) -> None:
