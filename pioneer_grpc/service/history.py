@@ -324,7 +324,7 @@ def _append_in(
     records = {turn_id: turn.record for turn_id, turn in turns.items()}
     stored_turns = {turn_id: turn.entries for turn_id, turn in turns.items()}
     thread_calls = next(iter(turns.values())).thread_calls if turns else None
-    if batch is not None and inserted is not None and thread_calls is not None:
+    if batch is not None and inserted is not None:
         created = round_store.appended_rows(
             conn, thread_id, records, batch, check, stored_turns, thread_calls, inserted
         )

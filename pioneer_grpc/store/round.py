@@ -371,14 +371,10 @@ def insert_turn_entries(
     `inserted`: the batch's entries the statement that read `locked` created already (entry_id ->
     sequence; PostgreSQL's, events/recorder.py `turn_recorded`), `locked` being what the store
     held before: they are checked as though created here, and what fails rolls the round back."""
-    turns = {turn_id: locked.record}
-    stored_turns = {turn_id: locked.entries}
-    if inserted is None:
-        created = _appended(conn, thread_id, turns, batch, check, stored_turns, locked.thread_calls)
-    else:
-        calls = locked.thread_calls
-        created = appended_rows(conn, thread_id, turns, batch, check, stored_turns, calls, inserted)
-    return _as_loaded(created)
+    turns, stored_turns = {turn_id: locked.record}, {turn_id: locked.entries}
+    return _as_loaded(
+        appended_rows(conn, thread_id, turns, batch, check, stored_turns, locked.thread_calls, inserted)
+    )
 
 
 def append(
@@ -451,24 +447,7 @@ def append_rows(
     if not new_entries:
         return []
     batch = batch_of(thread_id, new_entries, tokenizer)
-    return _appended(conn, thread_id, turns, batch, check, stored_turns, thread_calls)
-
-
-def _appended(
-    conn: Connection,
-    thread_id: str,
-    turns: dict[str, TurnRecord],
-    batch: Batch,
-    check: Callable[[StoredCalls], None],
-    stored_turns: dict[str, list[history_pb2.ConversationEntry]] | None,
-    thread_calls: dict[str, str] | None,
-) -> list[tuple[int, dict[str, Any]]]:
-    stored = _checked(conn, thread_id, batch, check, stored_turns, thread_calls)
-    # A turn is open from its first entry on: those without stored entries open with the batch.
-    fresh = [turn_id for turn_id in batch.turn_ids if not stored.turns.get(turn_id)]
-    insert = inserted_in_one if conn.dialect.name == "postgresql" else inserted_separately
-    created = insert(conn, thread_id, batch.rows, batch.calls, fresh, batch.moment)
-    return _created_rows(conn, thread_id, turns, batch, created)
+    return appended_rows(conn, thread_id, turns, batch, check, stored_turns, thread_calls)
 
 
 def appended_rows(
@@ -477,14 +456,20 @@ def appended_rows(
     turns: dict[str, TurnRecord],
     batch: Batch,
     check: Callable[[StoredCalls], None],
-    stored_turns: dict[str, list[history_pb2.ConversationEntry]],
-    thread_calls: dict[str, str],
-    inserted: dict[str, int],
+    stored_turns: dict[str, list[history_pb2.ConversationEntry]] | None,
+    thread_calls: dict[str, str] | None,
+    inserted: dict[str, int] | None = None,
 ) -> list[tuple[int, dict[str, Any]]]:
-    """`append_rows` of a batch a statement already inserted (`inserted`: entry_id -> sequence of
-    each it created), `stored_turns` and `thread_calls` being what the store held before it: the
-    same checks and answer, and what they refuse rolls the caller's transaction back."""
-    _checked(conn, thread_id, batch, check, stored_turns, thread_calls)
+    """`append_rows` of `batch`. `inserted`: the batch's entries a statement of the caller's created
+    already (entry_id -> sequence), `stored_turns` and `thread_calls` being what the store held
+    before it: the same checks and answer, and what they refuse rolls the caller's transaction
+    back; without it, the batch is inserted here once checked."""
+    stored = _checked(conn, thread_id, batch, check, stored_turns, thread_calls)
+    if inserted is None:
+        # A turn is open from its first entry on: those without stored entries open with the batch.
+        fresh = [turn_id for turn_id in batch.turn_ids if not stored.turns.get(turn_id)]
+        insert = inserted_in_one if conn.dialect.name == "postgresql" else inserted_separately
+        inserted = insert(conn, thread_id, batch.rows, batch.calls, fresh, batch.moment)
     return _created_rows(conn, thread_id, turns, batch, inserted)
 
 

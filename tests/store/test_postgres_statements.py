@@ -11,9 +11,10 @@ and every table afterwards must be equal. The clock is fixed, so timestamps comp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -615,6 +616,26 @@ async def test_every_direct_statement_for_postgres_runs_on_asyncpg_in_a_case(tem
     assert {name for name, direct in every.items() if id(direct._pg) in ran} == set(every)
 
 
+@contextlib.asynccontextmanager
+async def _runner_on_copy(
+    template: tuple[str, str],
+) -> AsyncIterator[tuple[TransactionRunner, asyncpg.Connection]]:
+    """A store runner on a copy of the template, and a raw connection to the copy."""
+    admin_url, name = await _copy(template)
+    engine = create_async_engine(_on(admin_url, name))
+    runner = TransactionRunner(engine)
+    try:
+        raw = await asyncpg.connect(_plain(_on(admin_url, name)))
+        try:
+            yield runner, raw
+        finally:
+            await raw.close()
+    finally:
+        await runner.close()
+        await engine.dispose()
+        await _drop(admin_url, name)
+
+
 _TRANSACTION_ID = Direct(text("SELECT txid_current() AS id"), dialects=(POSTGRESQL,))
 
 
@@ -622,42 +643,31 @@ async def test_a_direct_statement_first_in_a_unit_runs_in_its_transaction(templa
     """SQLAlchemy's adapter begins its transaction on its first statement; a direct one first begins
     it too: what it wrote is rolled back with the unit, and SQLAlchemy's statements after it share
     its transaction."""
-    admin_url, name = await _copy(template)
-    engine = create_async_engine(_on(admin_url, name))
-    runner = TransactionRunner(engine)
-    try:
-        raw = await asyncpg.connect(_plain(_on(admin_url, name)))
-        try:
-            before = await _tables(raw)
+    async with _runner_on_copy(template) as (runner, raw):
+        before = await _tables(raw)
 
-            def fails(conn: Connection, _: None) -> None:
-                assert completion.completed_in_one(conn, "t", "u2") == 2  # the unit's first statement
-                raise RuntimeError("the unit fails after a direct write")
+        def fails(conn: Connection, _: None) -> None:
+            assert completion.completed_in_one(conn, "t", "u2") == 2  # the unit's first statement
+            raise RuntimeError("the unit fails after a direct write")
 
-            with pytest.raises(RuntimeError):
-                await runner.transact(nothing, fails)
-            assert await _tables(raw) == before
+        with pytest.raises(RuntimeError):
+            await runner.transact(nothing, fails)
+        assert await _tables(raw) == before
 
-            def transaction_ids(conn: Connection, _: None) -> tuple[int, int, int]:
-                direct = _TRANSACTION_ID.first(conn, {}).id
-                through = conn.execute(text("SELECT txid_current()")).scalar_one()
-                return direct, through, _TRANSACTION_ID.first(conn, {}).id
+        def transaction_ids(conn: Connection, _: None) -> tuple[int, int, int]:
+            direct = _TRANSACTION_ID.first(conn, {}).id
+            through = conn.execute(text("SELECT txid_current()")).scalar_one()
+            return direct, through, _TRANSACTION_ID.first(conn, {}).id
 
-            first, second, third = (await runner.transact(nothing, transaction_ids))[0]
-            assert first == second == third
-            again, _, _ = (await runner.transact(nothing, transaction_ids))[0]
-            assert again != first  # each unit a transaction of its own
-            committed = await runner.transact(
-                nothing, lambda conn, _: completion.completed_in_one(conn, "t", "u2")
-            )
-            assert committed[0] == 2
-            assert await _tables(raw) != before
-        finally:
-            await raw.close()
-    finally:
-        await runner.close()
-        await engine.dispose()
-        await _drop(admin_url, name)
+        first, second, third = (await runner.transact(nothing, transaction_ids))[0]
+        assert first == second == third
+        again, _, _ = (await runner.transact(nothing, transaction_ids))[0]
+        assert again != first  # each unit a transaction of its own
+        committed = await runner.transact(
+            nothing, lambda conn, _: completion.completed_in_one(conn, "t", "u2")
+        )
+        assert committed[0] == 2
+        assert await _tables(raw) != before
 
 
 async def test_the_history_state_read_keeps_one_plan(template):
@@ -886,29 +896,18 @@ async def test_a_statement_alone_is_a_transaction_of_its_own(template):
     """`runner.alone` sends no BEGIN and no COMMIT: each of its statements is a transaction of its
     own, committed as it returns; CompleteTurn's statement alone completes a turn, says None for a
     turn it does not find, and NotFound for a thread."""
-    admin_url, name = await _copy(template)
-    engine = create_async_engine(_on(admin_url, name))
-    runner = TransactionRunner(engine)
-    try:
-        raw = await asyncpg.connect(_plain(_on(admin_url, name)))
-        try:
-            first, second = await runner.alone(
-                lambda conn: (_TRANSACTION_ID.first(conn, {}).id, _TRANSACTION_ID.first(conn, {}).id)
-            )
-            assert first != second
-            assert await runner.alone(lambda conn: completion.completed_alone(conn, "t", "u2")) == 2
-            status = "SELECT status FROM turns WHERE thread_id = 't' AND turn_id = 'u2'"
-            assert await raw.fetchval(status) == COMPLETED  # committed: another session sees it
-            assert await runner.alone(lambda conn: completion.completed_alone(conn, "t", "u2")) == 2
-            assert await runner.alone(lambda conn: completion.completed_alone(conn, "t", "nosuch")) is None
-            with pytest.raises(NotFound):
-                await runner.alone(lambda conn: completion.completed_alone(conn, "nosuch", "u1"))
-        finally:
-            await raw.close()
-    finally:
-        await runner.close()
-        await engine.dispose()
-        await _drop(admin_url, name)
+    async with _runner_on_copy(template) as (runner, raw):
+        first, second = await runner.alone(
+            lambda conn: (_TRANSACTION_ID.first(conn, {}).id, _TRANSACTION_ID.first(conn, {}).id)
+        )
+        assert first != second
+        assert await runner.alone(lambda conn: completion.completed_alone(conn, "t", "u2")) == 2
+        status = "SELECT status FROM turns WHERE thread_id = 't' AND turn_id = 'u2'"
+        assert await raw.fetchval(status) == COMPLETED  # committed: another session sees it
+        assert await runner.alone(lambda conn: completion.completed_alone(conn, "t", "u2")) == 2
+        assert await runner.alone(lambda conn: completion.completed_alone(conn, "t", "nosuch")) is None
+        with pytest.raises(NotFound):
+            await runner.alone(lambda conn: completion.completed_alone(conn, "nosuch", "u1"))
 
 
 def _completed_and_left(conn: Connection, thread_id: str, turn_id: str) -> tuple[int, int, int]:
