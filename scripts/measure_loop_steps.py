@@ -87,6 +87,8 @@ def timed(key: str, fn: Any) -> Any:
 LAST_UNIT = threading.local()
 # The future of the SQLite unit the current task submitted last (its hops are stamped on it).
 LAST_FUTURE: contextvars.ContextVar[Any] = contextvars.ContextVar("last_future", default=None)
+# The name of the work `TransactionRunner.alone` was given, for the unit it runs on SQLite.
+ALONE_WORK: contextvars.ContextVar[str] = contextvars.ContextVar("alone_work", default="")
 
 
 def instrument() -> None:
@@ -105,10 +107,17 @@ def instrument() -> None:
 def _units_timed() -> None:
     """Each unit of work's steps by the name of its work function; each COMMIT by the last unit
     that ran before it in its thread (with one loop, a SQLite batch is one unit)."""
-    transact = store_runner.TransactionRunner.transact
+    transact, alone = store_runner.TransactionRunner.transact, store_runner.TransactionRunner.alone
+
+    async def named_alone(self: Any, work: Any) -> Any:
+        token = ALONE_WORK.set(getattr(getattr(work, "func", work), "__name__", "?"))
+        try:
+            return await alone(self, work)
+        finally:
+            ALONE_WORK.reset(token)
 
     async def named_transact(self: Any, prepare: Any, work: Any, *args: Any, **kwargs: Any) -> Any:
-        name = getattr(getattr(work, "func", work), "__name__", "?")
+        name = ALONE_WORK.get() or getattr(getattr(work, "func", work), "__name__", "?")
         for step in ("then", "beside"):
             if kwargs.get(step) is not None:
                 kwargs[step] = timed(f"unit {name}: {step}", kwargs[step])
@@ -130,6 +139,7 @@ def _units_timed() -> None:
                 TIMES["SQLite hop: answer posted -> caller resumes"].append(time.perf_counter() - posted)
 
     store_runner.TransactionRunner.transact = named_transact  # type: ignore[method-assign]
+    store_runner.TransactionRunner.alone = named_alone  # type: ignore[method-assign]
     commit = engine_base.RootTransaction._do_commit
 
     def named_commit(self: Any) -> None:
