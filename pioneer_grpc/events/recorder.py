@@ -37,17 +37,11 @@ from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.events.manifest_json import manifest_json
 from pioneer_grpc.events.queries import EVENTS, TURNS
 from pioneer_grpc.history.entries import id_violation
+from pioneer_grpc.store.append import ROUND_APPEND_CTES, Batch, batch_params
 from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.driver import POSTGRESQL, SQLITE, Direct
 from pioneer_grpc.store.entries import loaded_entry
-from pioneer_grpc.store.round import (
-    ROUND_APPEND_CTES,
-    TURN_CALLS_AND_ENTRIES,
-    Batch,
-    LockedTurn,
-    batch_params,
-    lock_turn_with_entries,
-)
+from pioneer_grpc.store.round import TURN_CALLS_AND_ENTRIES, LockedTurn, lock_turn_with_entries
 from pioneer_grpc.store.runner import TransactionRunner, nothing
 from pioneer_grpc.store.turns import TurnRecord, ensure_thread_in, lock_turn
 from pioneer_grpc.store.work import run_to_end

@@ -49,6 +49,7 @@ from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service import token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.history_load import LoadAnswer, load_history, load_history_result
+from pioneer_grpc.store import append as append_store
 from pioneer_grpc.store import completion
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import round as round_store
@@ -296,7 +297,7 @@ def _append_in(
     counted: list[entry_store.NewEntry],
 ) -> entry_store.AppendOutcome:
     """The append's unit of work: the thread locked, the batch's turns locked or created, the
-    entries stored by the append a round makes (store/round.py); with `complete_turn_id`, that
+    entries stored by the append a round makes (store/append.py); with `complete_turn_id`, that
     turn completed in the same transaction (store/completion.py)."""
     # The thread locked, then the batch's turns with their entries; the thread's calls of the batch's
     # ids read with the first turn, in the lock's statement. On PostgreSQL a batch of one turn is
@@ -304,7 +305,7 @@ def _append_in(
     turn_ids = list(dict.fromkeys(e.turn_id for e in entries))
     turns: dict[str, round_store.LockedTurn] = {}
     one_statement = ctx.manifests.postgres and len(turn_ids) == 1
-    batch = round_store.batch_of(thread_id, counted, counted_in) if one_statement else None
+    batch = append_store.batch_of(thread_id, counted, counted_in) if one_statement else None
     inserted = None
     if turn_ids:
         locked, turns[turn_ids[0]], inserted = round_store.lock_thread_and_turn(
@@ -325,11 +326,11 @@ def _append_in(
     stored_turns = {turn_id: turn.entries for turn_id, turn in turns.items()}
     thread_calls = next(iter(turns.values())).thread_calls if turns else None
     if batch is not None and inserted is not None:
-        created = round_store.appended_rows(
+        created = append_store.appended_rows(
             conn, thread_id, records, batch, check, stored_turns, thread_calls, inserted
         )
     else:
-        created = round_store.append_rows(
+        created = append_store.append_rows(
             conn, thread_id, records, new_entries, tokenizer, check, stored_turns, thread_calls
         )
     ids = [entry.entry_id for entry in entries]

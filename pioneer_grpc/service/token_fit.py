@@ -124,5 +124,3 @@ def likely_tokenizer(models: Registry, load_cache: LoadCache, thread_id: str) ->
 def likely_model(load_cache: LoadCache, thread_id: str) -> str | None:
     """The thread's model as `likely_tokenizer` guesses it; None for a thread not seen."""
     return load_cache.model_of(thread_id) or _last_seen.get(thread_id)
-
-

@@ -66,6 +66,7 @@ from pioneer_grpc.service import history_load, observe, rendered_rounds, token_f
 from pioneer_grpc.service.cache_fit import anthropic_stable_cacheable_blocking
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
+from pioneer_grpc.store import append as append_store
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import round as round_store
 from pioneer_grpc.store.runner import OnLoop
@@ -356,7 +357,7 @@ def _round(
         tokenizer, new_entries = token_fit.in_thread_tokenizer(
             ctx.models, thread_id, read.state.model, before.new_entries, before.counted_in
         )
-        batch = round_store.batch_of(thread_id, new_entries, tokenizer)
+        batch = append_store.batch_of(thread_id, new_entries, tokenizer)
     with ctx.telemetry.span("pioneer.manifest.record") as span:
         # The turn locked with its entries, and the manifest recorded on it: one statement on
         # PostgreSQL, which inserts the batch too; what follows and fails rolls all back.

@@ -8,7 +8,7 @@ import grpc
 from sqlalchemy import text
 
 from pioneer_grpc.server.logs import RequestIdFilter
-from pioneer_grpc.store import round as round_store
+from pioneer_grpc.store import append as append_store
 from pioneer_grpc.v1 import (
     history_pb2,
     history_service_pb2,
@@ -75,8 +75,8 @@ async def test_logs_carry_ids_and_no_secrets(pg_server_with_token, caplog, monke
     )
 
     # A database error that is a bug: INTERNAL, naming the request id, logged without its parameters.
-    monkeypatch.setattr(round_store, "append_rows", _broken_append)
-    monkeypatch.setattr(round_store, "appended_rows", _broken_append)
+    monkeypatch.setattr(append_store, "append_rows", _broken_append)
+    monkeypatch.setattr(append_store, "appended_rows", _broken_append)
     call = history.AppendEntries(
         history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[entry("e3", "u3", content=MARKER)]),
         metadata=_metadata("bug-request-7"),

@@ -16,6 +16,7 @@ from pioneer_grpc.history.tokens import count_tokens
 from pioneer_grpc.providers.render import render
 from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.service.history import content_hash
+from pioneer_grpc.store import append as append_store
 from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import round as round_store
 from pioneer_grpc.store.completion import complete_turn_in
@@ -58,7 +59,7 @@ async def store_as_an_older_version_did(server, thread_id: str, turn_id: str, *e
     def write(conn, _) -> None:
         round_store.lock_thread(conn, thread_id)
         turns = {turn_id: lock_turn(conn, thread_id, turn_id)}
-        round_store.append(conn, thread_id, turns, new, "cl100k_base", lambda stored: None)
+        append_store.append(conn, thread_id, turns, new, "cl100k_base", lambda stored: None)
         complete_turn_in(conn, thread_id, turn_id)
 
     await server.ctx.runner.transact(nothing, write)

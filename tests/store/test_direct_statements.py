@@ -18,13 +18,13 @@ import pytest
 from sqlalchemy import bindparam, create_engine, select
 
 from pioneer_grpc.events import recorder
-from pioneer_grpc.store import completion, history_state, round, turns
+from pioneer_grpc.store import append, completion, history_state, round, turns
 from pioneer_grpc.store.driver import SQLITE, Direct
 from pioneer_grpc.store.entries import THREAD_CALLS_CHUNK, NewEntry, entry_values, thread_calls_in
 from pioneer_grpc.store.models import Base, EntryRow, ThreadRow, ToolCallRow, TurnRow
 from pioneer_grpc.v1 import history_pb2
 
-MODULES = (round, turns, history_state, completion, recorder)
+MODULES = (round, append, turns, history_state, completion, recorder)
 MOMENT = datetime(2026, 11, 30, 12, 34, 56, 789012, tzinfo=UTC)
 LATER = datetime(2026, 12, 1, 8, 0, 1, 5, tzinfo=UTC)
 T = {"b_thread_id": "t"}
@@ -47,9 +47,9 @@ def _new_entry(entry_id: str) -> dict[str, Any]:
 # (module, name) -> the parameters of each run, in order, on the same database.
 CASES: dict[tuple[str, str], list[dict[str, Any]]] = {
     ("round", "_LOCK_THREAD_SQLITE"): [T, {"b_thread_id": "nosuch"}],
-    ("round", "_TOUCH_THREAD"): [{**T, "b_updated_at": LATER, "b_entries": 2, "b_turns": 1}],
-    ("round", "_INSERT_ENTRY_SQLITE"): [_new_entry("e9"), _new_entry("e9"), _new_entry("e1")],
-    ("round", "_INSERT_CALL_SQLITE"): [
+    ("append", "_TOUCH_THREAD"): [{**T, "b_updated_at": LATER, "b_entries": 2, "b_turns": 1}],
+    ("append", "_INSERT_ENTRY_SQLITE"): [_new_entry("e9"), _new_entry("e9"), _new_entry("e1")],
+    ("append", "_INSERT_CALL_SQLITE"): [
         {"thread_id": "t", "call_id": "c9", "entry_id": "e3"},
         {"thread_id": "t", "call_id": "c1", "entry_id": "e3"},
     ],

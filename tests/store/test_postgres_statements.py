@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from pioneer_grpc.errors import InvalidArgument, NotFound, PioneerError
 from pioneer_grpc.events import recorder
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, named_call_ids
-from pioneer_grpc.store import completion, driver, history_state, round, summaries, threads, turns
+from pioneer_grpc.store import append, completion, driver, history_state, round, summaries, threads, turns
 from pioneer_grpc.store.driver import POSTGRESQL, Direct
 from pioneer_grpc.store.engine import create_engine as engine_for
 from pioneer_grpc.store.entries import THREAD_CALLS_CHUNK, NewEntry, entry_values, thread_calls_in
@@ -128,7 +128,7 @@ def _inserted_by_statements(
     fresh_turns: list[str],
     moment: datetime,
 ) -> dict[str, int]:
-    """`round.inserted_separately` with PostgreSQL's INSERT ... ON CONFLICT built by SQLAlchemy."""
+    """`append.inserted_separately` with PostgreSQL's INSERT ... ON CONFLICT built by SQLAlchemy."""
     insert_entry = (
         postgresql.insert(EntryRow)
         .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
@@ -151,7 +151,7 @@ def _inserted_by_statements(
         "b_entries": len(created),
         "b_turns": len(opened & set(fresh_turns)),
     }
-    conn.execute(round._TOUCH_THREAD.statement, touch)
+    conn.execute(append._TOUCH_THREAD.statement, touch)
     for call in calls:
         if call["entry_id"] in created:
             conn.execute(insert_call, call)
@@ -216,7 +216,7 @@ def _round_writes(in_one: bool) -> Way:
 
     def writes(conn: Connection, prepared: recorder.PreparedManifest, new: list[NewEntry]) -> Any:
         entries = [n.entry for n in new]
-        batch = round.batch_of("t", new, "cl100k_base") if new else None
+        batch = append.batch_of("t", new, "cl100k_base") if new else None
         call_ids = named_call_ids(entries)
         inserted = None
         if in_one:
@@ -282,7 +282,7 @@ def _appends(in_one: bool) -> Way:
     def appends(conn: Connection, new: list[NewEntry], counted_model: str) -> Any:
         entries = [n.entry for n in new]
         turn_id = entries[0].turn_id
-        batch = round.batch_of("t", new, "cl100k_base")
+        batch = append.batch_of("t", new, "cl100k_base")
         inserted = None
         if in_one:
             locked, turn, inserted = round.lock_thread_and_turn(
@@ -296,11 +296,11 @@ def _appends(in_one: bool) -> Way:
 
         turns = {turn_id: turn.record}
         if inserted is not None:
-            created = round.appended_rows(
+            created = append.appended_rows(
                 conn, "t", turns, batch, check, {turn_id: turn.entries}, turn.thread_calls, inserted
             )
         else:
-            created = round.append_rows(
+            created = append.append_rows(
                 conn, "t", turns, new, "cl100k_base", check, {turn_id: turn.entries}, turn.thread_calls
             )
         return locked, turn, [(sequence, row["entry_id"]) for sequence, row in created]
@@ -417,7 +417,7 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
         ],
     ),
     "append": (
-        round.inserted_in_one,
+        append.inserted_in_one,
         _inserted_by_statements,
         [
             ("t", _BATCH, _BATCH_CALLS, ["new"], LATER),
@@ -525,7 +525,7 @@ async def _run_on_copy(
 
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_one_statement_gives_and_leaves_what_the_separate_ones_do(case, template, monkeypatch):
-    for module in (completion, round, turns, recorder):
+    for module in (completion, round, append, turns, recorder):
         monkeypatch.setattr(module, "now", lambda: LATER)
     one, separately, runs = CASES[case]
     answers_one, tables_one = await _run_on_copy(template, one, runs)
@@ -591,7 +591,7 @@ DIRECT_CASES: dict[str, tuple[Way, list[tuple[Any, ...]]]] = {
 
 @pytest.mark.parametrize("case", sorted(DIRECT_CASES))
 async def test_direct_on_asyncpg_gives_and_leaves_what_sqlalchemy_does(case, template, monkeypatch):
-    for module in (completion, round, turns, recorder):
+    for module in (completion, round, append, turns, recorder):
         monkeypatch.setattr(module, "now", lambda: LATER)
     function, runs = DIRECT_CASES[case]
     answers_direct, tables_direct = await _run_on_copy(template, function, runs)
@@ -754,7 +754,7 @@ def _completes_u2(conn: Connection) -> None:
 
 
 def _appends_to_u2(conn: Connection) -> None:
-    assert round.inserted_in_one(conn, "t", _rows(("e20", "u2", {"content": "more"})), [], [], LATER)
+    assert append.inserted_in_one(conn, "t", _rows(("e20", "u2", {"content": "more"})), [], [], LATER)
 
 
 def _stores_a_summary(conn: Connection) -> None:
@@ -825,9 +825,9 @@ def _appended_and_counted(conn: Connection, thread_id: str, new: list[NewEntry])
     """Whether the lock's statement inserted the batch, the entries created, the thread's open
     entries and turns after."""
     _, turn, inserted = round.lock_thread_and_turn(
-        conn, thread_id, "r1", [], round.batch_of(thread_id, new, "cl100k_base"), "m"
+        conn, thread_id, "r1", [], append.batch_of(thread_id, new, "cl100k_base"), "m"
     )
-    created = round.append_rows(
+    created = append.append_rows(
         conn, thread_id, {"r1": turn.record}, new, "cl100k_base", lambda _: None, {"r1": turn.entries}, {}
     )
     counts = conn.execute(
@@ -838,7 +838,7 @@ def _appended_and_counted(conn: Connection, thread_id: str, new: list[NewEntry])
 
 def _inserted_by_the_lock(conn: Connection, new: list[NewEntry], counted_model: str) -> dict[str, int] | None:
     entries = [n.entry for n in new]
-    batch = round.batch_of("t", new, "cl100k_base")
+    batch = append.batch_of("t", new, "cl100k_base")
     return round.lock_thread_and_turn(conn, "t", entries[0].turn_id, [], batch, counted_model)[2]
 
 
