@@ -128,19 +128,8 @@ TURN_OPENS = (
 )
 
 
-def append(
-    conn: Connection,
-    thread_id: str,
-    turns: dict[str, TurnRecord],
-    new_entries: Sequence[NewEntry],
-    tokenizer: str,
-    check: Callable[[StoredCalls], None],
-) -> list[history_pb2.ConversationEntry]:
-    """`append_rows`' entries created, oldest first, as `turn_entries_lean` would read them."""
-    return as_loaded(append_rows(conn, thread_id, turns, new_entries, tokenizer, check))
-
-
 def as_loaded(created: list[tuple[int, dict[str, Any]]]) -> list[history_pb2.ConversationEntry]:
+    """`append_rows`' entries created, oldest first, as `turn_entries_lean` would read them."""
     return [loaded_entry(SimpleNamespace(**row, id=sequence)) for sequence, row in created]
 
 
@@ -220,7 +209,7 @@ def appended_rows(
         # A turn is open from its first entry on: those without stored entries open with the batch.
         fresh = [turn_id for turn_id in batch.turn_ids if not stored.turns.get(turn_id)]
         insert = inserted_in_one if conn.dialect.name == "postgresql" else inserted_separately
-        inserted = insert(conn, thread_id, batch.rows, batch.calls, fresh, batch.moment)
+        inserted = insert(conn, thread_id, batch, fresh)
     return _created_rows(conn, thread_id, turns, batch, inserted)
 
 
@@ -257,16 +246,13 @@ def _created_rows(
 
 
 def inserted_separately(
-    conn: Connection,
-    thread_id: str,
-    rows: list[dict[str, Any]],
-    calls: list[dict[str, str]],
-    fresh_turns: list[str],
-    moment: datetime,
+    conn: Connection, thread_id: str, batch: Batch, fresh_turns: list[str]
 ) -> dict[str, int]:
-    """SQLite's append writes, a statement a row on the driver: the entries not stored yet (ON
-    CONFLICT DO NOTHING), the tool calls of those created, the thread's open counts and clock.
-    Returns the sequence of each entry created, by entry_id."""
+    """SQLite's append writes, a statement a row on the driver: the batch's entries not stored yet
+    (ON CONFLICT DO NOTHING), the tool calls of those created, the thread's open counts (of
+    `fresh_turns`, the turns the batch opens) and clock. Returns the sequence of each entry
+    created, by entry_id."""
+    rows = batch.rows
     inserted = (_INSERT_ENTRY_SQLITE.first(conn, row) for row in rows)
     created = {row.entry_id: row.id for row in inserted if row is not None}
     if not created:
@@ -276,12 +262,12 @@ def inserted_separately(
         conn,
         {
             "b_thread_id": thread_id,
-            "b_updated_at": moment,
+            "b_updated_at": batch.moment,
             "b_entries": len(created),
             "b_turns": len(opened & set(fresh_turns)),
         },
     )
-    for call_row in calls:
+    for call_row in batch.calls:
         if call_row["entry_id"] in created:
             _INSERT_CALL_SQLITE.rows(conn, call_row)
     return created
@@ -315,16 +301,9 @@ def batch_params(thread_id: str, batch: Batch | None) -> dict[str, Any]:
     return params
 
 
-def inserted_in_one(
-    conn: Connection,
-    thread_id: str,
-    rows: list[dict[str, Any]],
-    calls: list[dict[str, str]],
-    fresh_turns: list[str],
-    moment: datetime,
-) -> dict[str, int]:
+def inserted_in_one(conn: Connection, thread_id: str, batch: Batch, fresh_turns: list[str]) -> dict[str, int]:
     """PostgreSQL's append writes: what `inserted_separately` does, in one statement."""
-    params = batch_params(thread_id, Batch((), rows, calls, moment))
+    params = batch_params(thread_id, batch)
     params.update(b_fresh_turns=fresh_turns)
     return {row.entry_id: row.id for row in _INSERT_ALL_PG.rows(conn, params)}
 

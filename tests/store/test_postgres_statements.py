@@ -120,13 +120,13 @@ _BATCH_CALLS = [
 ]
 
 
+def _batch(rows: list[dict[str, Any]], calls: list[dict[str, str]] | None = None) -> append.Batch:
+    """New entries' rows and their calls' as an append's batch, at LATER."""
+    return append.Batch((), rows, calls or [], LATER)
+
+
 def _inserted_by_statements(
-    conn: Connection,
-    thread_id: str,
-    rows: list[dict[str, Any]],
-    calls: list[dict[str, str]],
-    fresh_turns: list[str],
-    moment: datetime,
+    conn: Connection, thread_id: str, batch: append.Batch, fresh_turns: list[str]
 ) -> dict[str, int]:
     """`append.inserted_separately` with PostgreSQL's INSERT ... ON CONFLICT built by SQLAlchemy."""
     insert_entry = (
@@ -137,6 +137,7 @@ def _inserted_by_statements(
     insert_call = postgresql.insert(ToolCallRow).on_conflict_do_nothing(
         index_elements=["thread_id", "call_id", "entry_id"]
     )
+    rows, calls, moment = batch.rows, batch.calls, batch.moment
     created = {}
     for row in rows:
         found = conn.execute(insert_entry, row).first()
@@ -420,10 +421,10 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
         append.inserted_in_one,
         _inserted_by_statements,
         [
-            ("t", _BATCH, _BATCH_CALLS, ["new"], LATER),
-            ("t", _BATCH, _BATCH_CALLS, ["new"], LATER),  # a repeat: nothing created, nothing touched
-            ("t", _rows(("e12", "empty", {"content": "x"})), [], ["empty"], LATER),
-            ("t", _rows(("e13", "u2", {"content": "y"})), [], [], LATER),
+            ("t", _batch(_BATCH, _BATCH_CALLS), ["new"]),
+            ("t", _batch(_BATCH, _BATCH_CALLS), ["new"]),  # a repeat: nothing created, nothing touched
+            ("t", _batch(_rows(("e12", "empty", {"content": "x"}))), ["empty"]),
+            ("t", _batch(_rows(("e13", "u2", {"content": "y"}))), []),
         ],
     ),
 }
@@ -754,7 +755,7 @@ def _completes_u2(conn: Connection) -> None:
 
 
 def _appends_to_u2(conn: Connection) -> None:
-    assert append.inserted_in_one(conn, "t", _rows(("e20", "u2", {"content": "more"})), [], [], LATER)
+    assert append.inserted_in_one(conn, "t", _batch(_rows(("e20", "u2", {"content": "more"}))), [])
 
 
 def _stores_a_summary(conn: Connection) -> None:
