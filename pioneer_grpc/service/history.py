@@ -304,12 +304,12 @@ def _append_in(
     # inserted by that statement too, when the thread's model is the one it was counted for.
     turn_ids = list(dict.fromkeys(e.turn_id for e in entries))
     turns: dict[str, round_store.LockedTurn] = {}
-    one_statement = ctx.manifests.postgres and len(turn_ids) == 1
-    batch = append_store.batch_of(thread_id, counted, counted_in) if one_statement else None
+    batch = append_store.batch_of(thread_id, counted, counted_in) if entries else None
+    carried = batch if ctx.manifests.postgres and len(turn_ids) == 1 and counted_model else None
     inserted = None
     if turn_ids:
         locked, turns[turn_ids[0]], inserted = round_store.lock_thread_and_turn(
-            conn, thread_id, turn_ids[0], named_call_ids(entries), batch, counted_model
+            conn, thread_id, turn_ids[0], named_call_ids(entries), carried, counted_model
         )
     else:
         locked = round_store.lock_thread(conn, thread_id)
@@ -318,20 +318,23 @@ def _append_in(
     tokenizer, new_entries = token_fit.in_thread_tokenizer(
         ctx.models, thread_id, locked.model, counted, counted_in
     )
+    if batch is not None and inserted is None and tokenizer != counted_in:  # counted again, for its model
+        batch = append_store.batch_of(thread_id, new_entries, tokenizer)
 
     def check(stored: StoredCalls) -> None:
         _check(call_violations(entries, stored, prefix))
 
-    records = {turn_id: turn.record for turn_id, turn in turns.items()}
-    stored_turns = {turn_id: turn.entries for turn_id, turn in turns.items()}
-    thread_calls = next(iter(turns.values())).thread_calls if turns else None
-    if batch is not None and inserted is not None:
-        created = append_store.appended_rows(
-            conn, thread_id, records, batch, check, stored_turns, thread_calls, inserted
-        )
-    else:
+    created = []
+    if batch is not None:
         created = append_store.append_rows(
-            conn, thread_id, records, new_entries, tokenizer, check, stored_turns, thread_calls
+            conn,
+            thread_id,
+            {turn_id: turn.record for turn_id, turn in turns.items()},
+            batch,
+            check,
+            {turn_id: turn.entries for turn_id, turn in turns.items()},
+            next(iter(turns.values())).thread_calls,
+            inserted,
         )
     ids = [entry.entry_id for entry in entries]
     completed = completion.complete_turn_in(conn, thread_id, complete_turn_id) if complete_turn_id else 0

@@ -10,7 +10,7 @@ transaction back.
 On SQLite the writes are a statement a row, on the driver. On PostgreSQL they are one statement
 (`append_ctes`, data-modifying CTEs), which may also ride with a statement that reads what the
 checks need: then the checks run after it, on what it read from before its insert
-(`appended_rows` with `inserted`), and a refusal rolls the insert back with the transaction.
+(`append_rows` with `inserted`), and a refusal rolls the insert back with the transaction.
 tests/store/test_postgres_statements.py proves each equal to the separate statements.
 """
 
@@ -165,45 +165,28 @@ def append_rows(
     conn: Connection,
     thread_id: str,
     turns: dict[str, TurnRecord],
-    new_entries: Sequence[NewEntry],
-    tokenizer: str,
+    batch: Batch,
     check: Callable[[StoredCalls], None],
     stored_turns: dict[str, list[history_pb2.ConversationEntry]] | None = None,
     thread_calls: dict[str, str] | None = None,
+    inserted: dict[str, int] | None = None,
 ) -> list[tuple[int, dict[str, Any]]]:
-    """Stores the entries (idempotent by entry_id) of `turns` (locked, as `lock_turn` left them);
-    returns each created, oldest first, as (sequence, its row as written: `entry_values`). The one
-    append of AppendEntries and of a PrepareTurn round, inside the caller's transaction, the thread
-    locked.
+    """Stores `batch` (idempotent by entry_id) in `turns` (locked, as `lock_turn` left them);
+    returns each entry created, oldest first, as (sequence, its row as written: `entry_values`).
+    The one append of AppendEntries and of a PrepareTurn round, inside the caller's transaction,
+    the thread locked.
 
     `stored_turns` are the turns' entries, and `thread_calls` the thread's calls of the
     ids the batch names, when the caller read them already, in this transaction. Unless
     every entry is stored already (a repeat, checked when first appended), `check` sees
-    what the store holds for the batch's tool calls before anything is inserted, and
-    raises to reject. A repeat must carry the stored content
-    hash (AlreadyExists otherwise); a new entry for a completed turn is refused
-    (FailedPrecondition). Each rolls the caller's transaction back.
+    what the store holds for the batch's tool calls, and raises to reject. A repeat must
+    carry the stored content hash (AlreadyExists otherwise); a new entry for a completed
+    turn is refused (FailedPrecondition). Each rolls the caller's transaction back.
+
+    `inserted`: the batch's entries a statement of the caller's created already (entry_id ->
+    sequence), `stored_turns` and `thread_calls` being what the store held before it; else the
+    batch is inserted here, once checked.
     """
-    if not new_entries:
-        return []
-    batch = batch_of(thread_id, new_entries, tokenizer)
-    return appended_rows(conn, thread_id, turns, batch, check, stored_turns, thread_calls)
-
-
-def appended_rows(
-    conn: Connection,
-    thread_id: str,
-    turns: dict[str, TurnRecord],
-    batch: Batch,
-    check: Callable[[StoredCalls], None],
-    stored_turns: dict[str, list[history_pb2.ConversationEntry]] | None,
-    thread_calls: dict[str, str] | None,
-    inserted: dict[str, int] | None = None,
-) -> list[tuple[int, dict[str, Any]]]:
-    """`append_rows` of `batch`. `inserted`: the batch's entries a statement of the caller's created
-    already (entry_id -> sequence), `stored_turns` and `thread_calls` being what the store held
-    before it: the same checks and answer, and what they refuse rolls the caller's transaction
-    back; without it, the batch is inserted here once checked."""
     stored = _checked(conn, thread_id, batch, check, stored_turns, thread_calls)
     if inserted is None:
         # A turn is open from its first entry on: those without stored entries open with the batch.

@@ -42,7 +42,7 @@ from sqlalchemy import bindparam, select, text, update
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc.history.entry_rules import StoredCalls
-from pioneer_grpc.store.append import TURN_OPENS, Batch, append_ctes, appended_rows, as_loaded, batch_params
+from pioneer_grpc.store.append import TURN_OPENS, Batch, append_ctes, append_rows, as_loaded, batch_params
 from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.driver import POSTGRESQL, SQLITE, Direct
 from pioneer_grpc.store.entries import (
@@ -247,7 +247,7 @@ def lock_thread_and_turn(
     On PostgreSQL the same statement inserts `batch` (entries of `turn_id`, counted in the
     tokenizer of `counted_model`) when the thread's model is `counted_model` and the statement
     did not wait for such a lock: the third value is then what it created (entry_id ->
-    sequence), for `appended_rows`; else it is None, and nothing of the batch is stored."""
+    sequence), for `append_rows`; else it is None, and nothing of the batch is stored."""
     if conn.dialect.name != "postgresql":
         locked = lock_thread(conn, thread_id)
         return locked, turn_locked_separately(conn, thread_id, turn_id, call_ids), None
@@ -285,7 +285,7 @@ def insert_turn_entries(
     held before: they are checked as though created here, and what fails rolls the round back."""
     turns, stored_turns = {turn_id: locked.record}, {turn_id: locked.entries}
     return as_loaded(
-        appended_rows(conn, thread_id, turns, batch, check, stored_turns, locked.thread_calls, inserted)
+        append_rows(conn, thread_id, turns, batch, check, stored_turns, locked.thread_calls, inserted)
     )
 
 

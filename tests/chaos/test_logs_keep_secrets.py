@@ -30,8 +30,8 @@ def _metadata(request_id: str = "") -> tuple[tuple[str, str], ...]:
 
 
 def _broken_append(conn, *_args):
-    """A real driver error whose statement carries content as a parameter (no such table): in place
-    of the append's writes, or of its checks when the lock's statement wrote the batch."""
+    """A real driver error whose statement carries content as a parameter (no such table), in place
+    of the append (its writes, or its checks when the lock's statement wrote the batch)."""
     conn.execute(text("INSERT INTO no_such_table (content) VALUES (:c)"), {"c": MARKER})
 
 
@@ -76,7 +76,6 @@ async def test_logs_carry_ids_and_no_secrets(pg_server_with_token, caplog, monke
 
     # A database error that is a bug: INTERNAL, naming the request id, logged without its parameters.
     monkeypatch.setattr(append_store, "append_rows", _broken_append)
-    monkeypatch.setattr(append_store, "appended_rows", _broken_append)
     call = history.AppendEntries(
         history_service_pb2.AppendEntriesRequest(thread_id="t", entries=[entry("e3", "u3", content=MARKER)]),
         metadata=_metadata("bug-request-7"),

@@ -59,7 +59,8 @@ async def store_as_an_older_version_did(server, thread_id: str, turn_id: str, *e
     def write(conn, _) -> None:
         round_store.lock_thread(conn, thread_id)
         turns = {turn_id: lock_turn(conn, thread_id, turn_id)}
-        append_store.append_rows(conn, thread_id, turns, new, "cl100k_base", lambda stored: None)
+        batch = append_store.batch_of(thread_id, new, "cl100k_base")
+        append_store.append_rows(conn, thread_id, turns, batch, lambda stored: None)
         complete_turn_in(conn, thread_id, turn_id)
 
     await server.ctx.runner.transact(nothing, write)

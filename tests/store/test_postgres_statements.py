@@ -296,14 +296,9 @@ def _appends(in_one: bool) -> Way:
             InvalidArgument.raise_if(call_violations(entries, stored, "entries"))
 
         turns = {turn_id: turn.record}
-        if inserted is not None:
-            created = append.appended_rows(
-                conn, "t", turns, batch, check, {turn_id: turn.entries}, turn.thread_calls, inserted
-            )
-        else:
-            created = append.append_rows(
-                conn, "t", turns, new, "cl100k_base", check, {turn_id: turn.entries}, turn.thread_calls
-            )
+        created = append.append_rows(
+            conn, "t", turns, batch, check, {turn_id: turn.entries}, turn.thread_calls, inserted
+        )
         return locked, turn, [(sequence, row["entry_id"]) for sequence, row in created]
 
     return appends
@@ -825,11 +820,10 @@ async def test_the_append_lock_that_waited_for_a_change_leaves_the_batch_to_the_
 def _appended_and_counted(conn: Connection, thread_id: str, new: list[NewEntry]) -> Any:
     """Whether the lock's statement inserted the batch, the entries created, the thread's open
     entries and turns after."""
-    _, turn, inserted = round.lock_thread_and_turn(
-        conn, thread_id, "r1", [], append.batch_of(thread_id, new, "cl100k_base"), "m"
-    )
+    batch = append.batch_of(thread_id, new, "cl100k_base")
+    _, turn, inserted = round.lock_thread_and_turn(conn, thread_id, "r1", [], batch, "m")
     created = append.append_rows(
-        conn, thread_id, {"r1": turn.record}, new, "cl100k_base", lambda _: None, {"r1": turn.entries}, {}
+        conn, thread_id, {"r1": turn.record}, batch, lambda _: None, {"r1": turn.entries}, {}, inserted
     )
     counts = conn.execute(
         text("SELECT open_entries, open_turns FROM threads WHERE thread_id = :t"), {"t": thread_id}
