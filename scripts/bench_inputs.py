@@ -8,10 +8,12 @@ the thread folder), then returns a CompilePromptRequest whose workspace_root is
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from google.protobuf import json_format
 
+from pioneer_grpc.compiler.cache import SETTLE_NS
 from pioneer_grpc.compiler.seed import ensure_bootstrap_files
 from pioneer_grpc.v1 import common_pb2, prompt_pb2
 from pioneer_grpc.v1 import prompt_compiler_service_pb2 as pb
@@ -30,6 +32,25 @@ def prepare_home(home: Path) -> None:
         f"- Rule {n}: keep photo notes in notes/{n:02d}.md and cite the file." for n in range(40)
     )
     (home / "projects" / "AGENTS.md").write_text(rules, encoding="utf-8")
+    _settled(home)
+
+
+def _settled(home: Path) -> None:
+    """Returns once every file under `home` last changed more than SETTLE_NS ago.
+
+    The compile cache keeps no compile that read a file changed less than SETTLE_NS before it
+    began (compiler/cache.py), so a loop measured right after these files were written compiles
+    afresh every round until they settle: about 1 ms more a PrepareTurn, a shape no one runs,
+    whose SOUL.md and AGENTS.md were written long before their agent's turns.
+    """
+    newest = max(
+        max(info.st_mtime_ns, info.st_ctime_ns)
+        for info in (path.stat() for path in home.rglob("*") if path.is_file())
+    )
+    # File times come from the kernel's coarse clock, which lags time_ns() by at most a tick.
+    wait_ns = newest + SETTLE_NS - time.time_ns()
+    if wait_ns > 0:
+        time.sleep(wait_ns / 1e9 + 0.05)
 
 
 def _artifact(n: int) -> common_pb2.ArtifactRef:
