@@ -5,8 +5,10 @@
 Each loop (clients/go/bin/pioneer-load -rpc loop) is one thread seeded with the
 realistic thread (50 completed turns of user / tool call / tool result / answer,
 200 entries) on its own connection; a turn is PrepareTurn with the user's
-message, PrepareTurn of the same turn with a tool call and its result, the final
-answer (AppendEntries) and CompleteTurn. One loop gives the latencies, 16 loops
+message, PrepareTurn of the same turn with a tool call and its result, and
+CompleteTurn carrying the final answer, as the example loops end a turn
+(examples/agent_loop.py, clients/go/cmd/agentloop, clients/rust/examples/agentloop.rs).
+One loop gives the latencies, 16 loops
 the throughput, each against echoes of the same bytes sent by the same loops
 right after, on the same server. Then LoadConversationHistory right after a
 completed turn, against its echo and against LangChain's `trim_messages` with an
@@ -77,12 +79,15 @@ LOOP_GOALS = [
 # alone (provider_body_only, a loop that only forwards the body), the ChatRequest alone (a loop
 # with its own provider code, as the Go example), and the headline's requests with a 1280 x 800
 # PNG in each tool result (a computer-use agent's loop; the history gains an image a turn).
+# And the headline's requests with the final answer stored by an AppendEntries of its own before
+# CompleteTurn (a loop that keeps the answer before it completes the turn: four calls a turn).
 SCREENSHOTS = "screenshot in each tool result"
 SHAPES = {
     "chat request and body": ["-provider", "openai-chat"],
     "body only": ["-provider", "openai-chat", "-provider-body-only"],
     "chat request only": [],
     SCREENSHOTS: ["-provider", "openai-chat", "-screenshot"],
+    "answer appended before CompleteTurn": ["-provider", "openai-chat", "-append-answer"],
 }
 HEADLINE = "chat request and body"
 
@@ -215,6 +220,8 @@ async def shape_figures(address: str, request_file: Path, backend: str, shape: s
         "response_bytes": one["first_prepare"]["response_bytes"],
         "first_prepare_p50_ms": one["first_prepare"]["p50_ms"],
         "whole_turn_p50_ms": one["whole_turn"]["p50_ms"],
+        **({"append_answer_p50_ms": one["append_answer"]["p50_ms"]} if "append_answer" in one else {}),
+        "complete_turn_p50_ms": one["complete_turn"]["p50_ms"],
         **_step_ratios(one),
         "load after completed turn p50 vs echo": one["load_after_complete"]["p50_vs_echo"],
     }

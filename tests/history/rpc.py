@@ -44,6 +44,15 @@ async def turn(history, thread_id: str, turn_id: str, *entries: history_pb2.Conv
     await rpc(history, "CompleteTurn")(pb.CompleteTurnRequest(thread_id=thread_id, turn_id=turn_id))
 
 
+async def turn_in_one_call(
+    history, thread_id: str, turn_id: str, *entries: history_pb2.ConversationEntry
+) -> None:
+    """A turn's entries stored and the turn completed by one CompleteTurn, as the example loops end a turn."""
+    await rpc(history, "CompleteTurn")(
+        pb.CompleteTurnRequest(thread_id=thread_id, turn_id=turn_id, entries=entries)
+    )
+
+
 async def load(
     history, thread_id: str, exclude: str = "", dry_run: bool = False
 ) -> pb.LoadConversationHistoryResponse:

@@ -7,23 +7,36 @@ import json
 import os
 import random
 
+import pytest
+
 from pioneer_grpc.history.budget import MAX_LOADED_TURNS
 from pioneer_grpc.store.entries import RowsRead
 from pioneer_grpc.v1 import common_pb2, history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.agent_turns import tool_turn
-from tests.history.rpc import ASSISTANT, TOOL, codes, config, create, entry, load, tool_call, turn
+from tests.history.rpc import (
+    ASSISTANT,
+    TOOL,
+    codes,
+    config,
+    create,
+    entry,
+    load,
+    tool_call,
+    turn,
+    turn_in_one_call,
+)
 from tests.history.test_entry_media import image, png
 
 BIG = config(400_000, 16_000)
 
 
-async def _turns(history, thread_id: str, numbers: range, prefix: str = "") -> int:
-    """Appends and completes tool turns; returns how many entries they hold."""
+async def _turns(history, thread_id: str, numbers: range, prefix: str = "", completing=turn) -> int:
+    """Appends and completes tool turns (`completing` each); returns how many entries they hold."""
     count = 0
     for i in numbers:
         entries = tool_turn(i, lines=8, prefix=prefix)
-        await turn(history, thread_id, entries[0].turn_id, *entries)
+        await completing(history, thread_id, entries[0].turn_id, *entries)
         count += len(entries)
     return count
 
@@ -34,7 +47,10 @@ async def _whole(server, history, thread_id: str) -> pb.LoadConversationHistoryR
     return await load(history, thread_id)
 
 
-async def test_a_load_after_completed_turns_reads_those_turns_and_answers_as_a_whole_read(pg_server):
+@pytest.mark.parametrize("completing", [turn, turn_in_one_call], ids=["appended-then-completed", "one-call"])
+async def test_a_load_after_completed_turns_reads_those_turns_and_answers_as_a_whole_read(
+    pg_server, completing
+):
     history = await pg_server.client()
     await create(history, "t", BIG)
     seeded = await _turns(history, "t", range(30))
@@ -43,7 +59,9 @@ async def test_a_load_after_completed_turns_reads_those_turns_and_answers_as_a_w
     assert RowsRead.entries - before == seeded == first.report.entries_kept == 120
 
     for done in (1, 3):
-        added = await _turns(history, "t", range(100 + done * 10, 100 + done * 10 + done))
+        added = await _turns(
+            history, "t", range(100 + done * 10, 100 + done * 10 + done), completing=completing
+        )
         before = RowsRead.entries
         current = await load(history, "t")
         assert RowsRead.entries - before == added == 4 * done  # the new turns' rows, not the thread's
@@ -277,7 +295,7 @@ async def test_generated_loops_load_after_each_turn_as_a_whole_read_does(databas
     extended = decisions = 0
     for i in range(60):
         entries = _random_turn(rng, i)
-        await turn(mine, "t", f"turn-{i}", *entries)
+        await rng.choice([turn, turn_in_one_call])(mine, "t", f"turn-{i}", *entries)
         before = RowsRead.entries
         kept = await load(mine, "t")
         extended += RowsRead.entries - before == len(entries)

@@ -5,7 +5,8 @@ package main
 //
 //	PrepareTurn (the user's message, a new turn)            "first"
 //	PrepareTurn (same turn: the assistant's tool call and the tool's result)  "inside"
-//	AppendEntries (the final answer), CompleteTurn
+//	CompleteTurn carrying the final answer, as cmd/agentloop does; with -append-answer,
+//	AppendEntries (the final answer) then CompleteTurn
 //
 // then the next turn: 3 unmeasured, then -requests measured turns per loop (or
 // as many as -duration allows; a thread over 200 turns is no longer the thread
@@ -60,9 +61,10 @@ type loopReport struct {
 	Errors  int64   `json:"errors"`
 	First   step    `json:"first_prepare"`
 	Inside  step    `json:"inside_prepare"`
-	Answer  step    `json:"append_answer"`
-	Done    step    `json:"complete_turn"`
-	Turn    step    `json:"whole_turn"`
+	// Only with -append-answer: else CompleteTurn carries the answer (Done).
+	Answer *step `json:"append_answer,omitempty"`
+	Done   step  `json:"complete_turn"`
+	Turn   step  `json:"whole_turn"`
 	// The whole turn's p50 against one first-sized plus one inside-sized echo's p50.
 	TurnVsTwoEchoes float64 `json:"turn_vs_two_echoes"`
 	PrepareRPS      float64 `json:"prepare_rps"`
@@ -111,6 +113,8 @@ type agentLoop struct {
 	bodyOnly bool
 	// With -screenshot, each tool result carries this PNG (a computer-use agent's loop).
 	screenshot []byte
+	// With -append-answer, the final answer is its own AppendEntries before CompleteTurn.
+	appendAnswer bool
 }
 
 // turnTimes are one turn's step latencies.
@@ -166,19 +170,24 @@ func (l *agentLoop) turn(ctx context.Context, first, inside *sizes) (turnTimes, 
 	t.inside = time.Since(t0)
 	inside.add(proto.Size(req), proto.Size(resp))
 
-	t0 = time.Now()
-	if _, err := l.c.History.AppendEntries(ctx, &pioneerv1.AppendEntriesRequest{
-		ThreadId: l.thread, CountsOnly: true,
-		Entries: []*pioneerv1.ConversationEntry{{
-			EntryId: turn + "-a", TurnId: turn, Role: pioneerv1.EntryRole_ENTRY_ROLE_ASSISTANT,
-			Content: sample.AssistantReply(l.turns + 1),
-		}},
-	}); err != nil {
-		return t, fmt.Errorf("AppendEntries: %w", err)
+	answer := &pioneerv1.ConversationEntry{
+		EntryId: turn + "-a", TurnId: turn, Role: pioneerv1.EntryRole_ENTRY_ROLE_ASSISTANT,
+		Content: sample.AssistantReply(l.turns + 1),
 	}
-	t.answer = time.Since(t0)
+	complete := &pioneerv1.CompleteTurnRequest{ThreadId: l.thread, TurnId: turn}
+	if l.appendAnswer {
+		t0 = time.Now()
+		if _, err := l.c.History.AppendEntries(ctx, &pioneerv1.AppendEntriesRequest{
+			ThreadId: l.thread, CountsOnly: true, Entries: []*pioneerv1.ConversationEntry{answer},
+		}); err != nil {
+			return t, fmt.Errorf("AppendEntries: %w", err)
+		}
+		t.answer = time.Since(t0)
+	} else {
+		complete.Entries = []*pioneerv1.ConversationEntry{answer}
+	}
 	t0 = time.Now()
-	if _, err := l.c.History.CompleteTurn(ctx, &pioneerv1.CompleteTurnRequest{ThreadId: l.thread, TurnId: turn}); err != nil {
+	if _, err := l.c.History.CompleteTurn(ctx, complete); err != nil {
 		return t, fmt.Errorf("CompleteTurn: %w", err)
 	}
 	t.done = time.Since(t0)
@@ -255,7 +264,10 @@ func runLoop(cfg config) (*loopReport, error) {
 			return nil, err
 		}
 		defer c.Close()
-		loops[i] = &agentLoop{c: c, prefix: "loop-" + randomHex(4), compile: compile.GetInput(), provider: provider, bodyOnly: cfg.bodyOnly, screenshot: shot}
+		loops[i] = &agentLoop{
+			c: c, prefix: "loop-" + randomHex(4), compile: compile.GetInput(), provider: provider,
+			bodyOnly: cfg.bodyOnly, screenshot: shot, appendAnswer: cfg.appendAnswer,
+		}
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
@@ -336,7 +348,10 @@ func runLoop(cfg config) (*loopReport, error) {
 	}
 	rep.First = stepOf(pick(func(t turnTimes) time.Duration { return t.first }))
 	rep.Inside = stepOf(pick(func(t turnTimes) time.Duration { return t.inside }))
-	rep.Answer = stepOf(pick(func(t turnTimes) time.Duration { return t.answer }))
+	if cfg.appendAnswer {
+		answer := stepOf(pick(func(t turnTimes) time.Duration { return t.answer }))
+		rep.Answer = &answer
+	}
 	rep.Done = stepOf(pick(func(t turnTimes) time.Duration { return t.done }))
 	rep.Turn = stepOf(pick(func(t turnTimes) time.Duration { return t.first + t.inside + t.answer + t.done }))
 	rep.PrepareRPS = round3(float64(2*len(times)) / elapsed)

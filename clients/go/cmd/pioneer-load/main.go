@@ -60,6 +60,7 @@ type config struct {
 	provider      string
 	bodyOnly      bool
 	screenshot    bool
+	appendAnswer  bool
 	timeout       time.Duration
 }
 
@@ -104,6 +105,8 @@ func main() {
 	flag.StringVar(&cfg.provider, "provider", "", "prepare-turn and loop: also render this body (openai-chat | anthropic | gemini | openai-responses)")
 	flag.BoolVar(&cfg.bodyOnly, "provider-body-only", false, "prepare-turn and loop: ask for the provider body only (no ChatRequest)")
 	flag.BoolVar(&cfg.screenshot, "screenshot", false, "loop: each tool result carries a 1280 x 800 PNG screenshot")
+	flag.BoolVar(&cfg.appendAnswer, "append-answer", false,
+		"loop: store the final answer with AppendEntries, then CompleteTurn (default: CompleteTurn carries it, as the example loops do)")
 	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "deadline of each call")
 	flag.Parse()
 	log.SetFlags(0)
