@@ -194,21 +194,26 @@ func (l *agentLoop) turn(ctx context.Context, first, inside *sizes) (turnTimes, 
 	return t, nil
 }
 
-// completedTurn appends and completes one short turn (unmeasured), then times
-// LoadConversationHistory; it returns the load's latency and sizes.
+// loadAfterComplete stores and completes one short turn (unmeasured) as the loop's
+// turns end (one CompleteTurn carrying it; AppendEntries first with -append-answer),
+// then times LoadConversationHistory; it returns the load's latency and sizes.
 func (l *agentLoop) loadAfterComplete(ctx context.Context) (time.Duration, int, int, error) {
 	l.turns++
 	turn := fmt.Sprintf("%s-%05d", l.prefix, l.turns)
-	if _, err := l.c.History.AppendEntries(ctx, &pioneerv1.AppendEntriesRequest{
-		ThreadId: l.thread, CountsOnly: true,
-		Entries: []*pioneerv1.ConversationEntry{
-			{EntryId: turn + "-u", TurnId: turn, Role: pioneerv1.EntryRole_ENTRY_ROLE_USER, Content: sample.UserMessage(l.turns)},
-			{EntryId: turn + "-a", TurnId: turn, Role: pioneerv1.EntryRole_ENTRY_ROLE_ASSISTANT, Content: sample.AssistantReply(l.turns)},
-		},
-	}); err != nil {
-		return 0, 0, 0, err
+	entries := []*pioneerv1.ConversationEntry{
+		{EntryId: turn + "-u", TurnId: turn, Role: pioneerv1.EntryRole_ENTRY_ROLE_USER, Content: sample.UserMessage(l.turns)},
+		{EntryId: turn + "-a", TurnId: turn, Role: pioneerv1.EntryRole_ENTRY_ROLE_ASSISTANT, Content: sample.AssistantReply(l.turns)},
 	}
-	if _, err := l.c.History.CompleteTurn(ctx, &pioneerv1.CompleteTurnRequest{ThreadId: l.thread, TurnId: turn}); err != nil {
+	complete := &pioneerv1.CompleteTurnRequest{ThreadId: l.thread, TurnId: turn, Entries: entries}
+	if l.appendAnswer {
+		if _, err := l.c.History.AppendEntries(ctx, &pioneerv1.AppendEntriesRequest{
+			ThreadId: l.thread, CountsOnly: true, Entries: entries,
+		}); err != nil {
+			return 0, 0, 0, err
+		}
+		complete.Entries = nil
+	}
+	if _, err := l.c.History.CompleteTurn(ctx, complete); err != nil {
 		return 0, 0, 0, err
 	}
 	req := &pioneerv1.LoadConversationHistoryRequest{ThreadId: l.thread}
