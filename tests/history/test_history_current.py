@@ -14,18 +14,8 @@ from pioneer_grpc.store.entries import RowsRead
 from pioneer_grpc.v1 import common_pb2, history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.agent_turns import tool_turn
-from tests.history.rpc import (
-    ASSISTANT,
-    TOOL,
-    codes,
-    config,
-    create,
-    entry,
-    load,
-    tool_call,
-    turn,
-    turn_in_one_call,
-)
+from tests.history.rpc import ASSISTANT, TOOL, codes, config, create, entry, load, tool_call, turn
+from tests.history.rpc import turn_in_one_call as in_one_call
 from tests.history.test_entry_media import image, png
 
 BIG = config(400_000, 16_000)
@@ -47,7 +37,7 @@ async def _whole(server, history, thread_id: str) -> pb.LoadConversationHistoryR
     return await load(history, thread_id)
 
 
-@pytest.mark.parametrize("completing", [turn, turn_in_one_call], ids=["appended-then-completed", "one-call"])
+@pytest.mark.parametrize("completing", [turn, in_one_call], ids=["appended-then-completed", "one-call"])
 async def test_a_load_after_completed_turns_reads_those_turns_and_answers_as_a_whole_read(
     pg_server, completing
 ):
@@ -295,7 +285,7 @@ async def test_generated_loops_load_after_each_turn_as_a_whole_read_does(databas
     extended = decisions = 0
     for i in range(60):
         entries = _random_turn(rng, i)
-        await rng.choice([turn, turn_in_one_call])(mine, "t", f"turn-{i}", *entries)
+        await rng.choice([turn, in_one_call])(mine, "t", f"turn-{i}", *entries)
         before = RowsRead.entries
         kept = await load(mine, "t")
         extended += RowsRead.entries - before == len(entries)
