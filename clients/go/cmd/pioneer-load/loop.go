@@ -174,24 +174,31 @@ func (l *agentLoop) turn(ctx context.Context, first, inside *sizes) (turnTimes, 
 		EntryId: turn + "-a", TurnId: turn, Role: pioneerv1.EntryRole_ENTRY_ROLE_ASSISTANT,
 		Content: sample.AssistantReply(l.turns + 1),
 	}
-	complete := &pioneerv1.CompleteTurnRequest{ThreadId: l.thread, TurnId: turn}
+	t.answer, t.done, err = l.finish(ctx, turn, []*pioneerv1.ConversationEntry{answer})
+	return t, err
+}
+
+// finish stores `entries` and completes the turn as the loop's turns end: one CompleteTurn
+// carrying them (as cmd/agentloop does), or with -append-answer an AppendEntries of them
+// first. It returns each call's latency (the AppendEntries' 0 when there is none).
+func (l *agentLoop) finish(ctx context.Context, turn string, entries []*pioneerv1.ConversationEntry) (time.Duration, time.Duration, error) {
+	var appended time.Duration
+	complete := &pioneerv1.CompleteTurnRequest{ThreadId: l.thread, TurnId: turn, Entries: entries}
 	if l.appendAnswer {
-		t0 = time.Now()
+		t0 := time.Now()
 		if _, err := l.c.History.AppendEntries(ctx, &pioneerv1.AppendEntriesRequest{
-			ThreadId: l.thread, CountsOnly: true, Entries: []*pioneerv1.ConversationEntry{answer},
+			ThreadId: l.thread, CountsOnly: true, Entries: entries,
 		}); err != nil {
-			return t, fmt.Errorf("AppendEntries: %w", err)
+			return 0, 0, fmt.Errorf("AppendEntries: %w", err)
 		}
-		t.answer = time.Since(t0)
-	} else {
-		complete.Entries = []*pioneerv1.ConversationEntry{answer}
+		appended = time.Since(t0)
+		complete.Entries = nil
 	}
-	t0 = time.Now()
+	t0 := time.Now()
 	if _, err := l.c.History.CompleteTurn(ctx, complete); err != nil {
-		return t, fmt.Errorf("CompleteTurn: %w", err)
+		return appended, 0, fmt.Errorf("CompleteTurn: %w", err)
 	}
-	t.done = time.Since(t0)
-	return t, nil
+	return appended, time.Since(t0), nil
 }
 
 // loadAfterComplete stores and completes one short turn (unmeasured) as the loop's
@@ -204,16 +211,7 @@ func (l *agentLoop) loadAfterComplete(ctx context.Context) (time.Duration, int, 
 		{EntryId: turn + "-u", TurnId: turn, Role: pioneerv1.EntryRole_ENTRY_ROLE_USER, Content: sample.UserMessage(l.turns)},
 		{EntryId: turn + "-a", TurnId: turn, Role: pioneerv1.EntryRole_ENTRY_ROLE_ASSISTANT, Content: sample.AssistantReply(l.turns)},
 	}
-	complete := &pioneerv1.CompleteTurnRequest{ThreadId: l.thread, TurnId: turn, Entries: entries}
-	if l.appendAnswer {
-		if _, err := l.c.History.AppendEntries(ctx, &pioneerv1.AppendEntriesRequest{
-			ThreadId: l.thread, CountsOnly: true, Entries: entries,
-		}); err != nil {
-			return 0, 0, 0, err
-		}
-		complete.Entries = nil
-	}
-	if _, err := l.c.History.CompleteTurn(ctx, complete); err != nil {
+	if _, _, err := l.finish(ctx, turn, entries); err != nil {
 		return 0, 0, 0, err
 	}
 	req := &pioneerv1.LoadConversationHistoryRequest{ThreadId: l.thread}
