@@ -337,7 +337,7 @@ def _append_in(
             inserted,
         )
     ids = [entry.entry_id for entry in entries]
-    completed = completion.complete_turn_in(conn, thread_id, complete_turn_id) if complete_turn_id else 0
+    completed = completion.completed_under_lock(conn, thread_id, complete_turn_id) if complete_turn_id else 0
     outcome = entry_store.AppendOutcome([], len(created), len(ids) - len(created), completed)
     if with_entries:
         outcome.entries.extend(_answered_entries(conn, thread_id, ids, created, complete_turn_id))

@@ -123,8 +123,18 @@ def complete_turn_in(conn: Connection, thread_id: str, turn_id: str) -> int:
     """Marks the turn and its entries completed; returns how many entries the turn has."""
     if conn.dialect.name == "postgresql":
         count = completed_alone(conn, thread_id, turn_id)
-        return count if count is not None else completed_in_one(conn, thread_id, turn_id)
-    lock_thread(conn, thread_id)
+        if count is not None:
+            return count
+    else:
+        lock_thread(conn, thread_id)
+    return completed_under_lock(conn, thread_id, turn_id)
+
+
+def completed_under_lock(conn: Connection, thread_id: str, turn_id: str) -> int:
+    """`complete_turn_in` in a transaction that holds the thread's lock already (an append that
+    completes its turn, CompleteTurn with entries): the completion's statements, without the lock."""
+    if conn.dialect.name == "postgresql":
+        return completed_in_one(conn, thread_id, turn_id)
     return completed_separately(conn, thread_id, turn_id)
 
 

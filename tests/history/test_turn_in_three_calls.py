@@ -12,6 +12,7 @@ import grpc
 from sqlalchemy import select
 
 from pioneer_grpc.caps.history import MAX_ENTRIES_PER_APPEND
+from pioneer_grpc.store import completion
 from pioneer_grpc.store.models import EntryRow, ManifestEventRow, ThreadRow, ToolCallRow, TurnRow
 from pioneer_grpc.v1 import chat_pb2, history_pb2, provider_service_pb2, turn_service_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
@@ -106,6 +107,28 @@ async def test_complete_turn_with_entries_starts_and_ends_a_turn(pg_server):
     # Without entries an unknown turn is still NOT_FOUND.
     error = await failure(complete(c, "turn-9"))
     assert error.code == grpc.StatusCode.NOT_FOUND
+
+
+async def test_complete_turn_with_entries_completes_under_the_appends_lock(pg_server, monkeypatch):
+    """The append locked the thread: the completion in its transaction neither locks it again nor
+    takes CompleteTurn's own path (a statement alone on PostgreSQL, the lock then the completion
+    on SQLite)."""
+    relocks: list[str] = []
+    lock_thread, completed_alone = completion.lock_thread, completion.completed_alone
+    monkeypatch.setattr(completion, "lock_thread", lambda *a: relocks.append("lock") or lock_thread(*a))
+    monkeypatch.setattr(
+        completion, "completed_alone", lambda *a: relocks.append("alone") or completed_alone(*a)
+    )
+    c = Client(pg_server)
+    await c.thread("t")
+    await prepare(c, "turn-1", bare("u1", USER, "Weather in Oslo?"))
+    await prepare(c, "turn-1", CALL, RESULT)
+    done = await complete(c, "turn-1", ANSWER)
+    assert (done.completed_entry_count, done.created_count, relocks) == (4, 1, [])
+    await prepare(c, "turn-2", bare("u2", USER, "And Bergen?"))
+    done = await complete(c, "turn-2")  # without entries: CompleteTurn's own path
+    own_path = ["alone"] if pg_server.ctx.manifests.postgres else ["alone", "lock"]
+    assert (done.completed_entry_count, relocks) == (1, own_path)
 
 
 async def test_failing_calls_leave_the_store_as_it_was(pg_server):
