@@ -25,8 +25,8 @@ the turn's existing event id is the answer and nothing is written or published.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -37,16 +37,13 @@ from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.events.manifest_json import manifest_json
 from pioneer_grpc.events.queries import EVENTS, TURNS
 from pioneer_grpc.history.entries import id_violation
-from pioneer_grpc.store.append import ROUND_APPEND_CTES, Batch, batch_params
 from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.driver import POSTGRESQL, SQLITE, Direct
-from pioneer_grpc.store.entries import loaded_entry
-from pioneer_grpc.store.round import TURN_CALLS_AND_ENTRIES, LockedTurn, lock_turn_with_entries
 from pioneer_grpc.store.runner import TransactionRunner, nothing
 from pioneer_grpc.store.turns import TurnRecord, ensure_thread_in, lock_turn
 from pioneer_grpc.store.work import run_to_end
-from pioneer_grpc.v1 import history_pb2, prompt_pb2
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
+from pioneer_grpc.v1 import prompt_pb2
 
 # pg_notify channel (the trigger of migration 0005 notifies); the payload is the event id.
 NOTIFY_CHANNEL = "pioneer_manifest_events"
@@ -193,11 +190,11 @@ def record_in(conn: Connection, prepared: PreparedManifest, turn: TurnRecord, *,
         return Recorded(turn.event_id, None)
     created = now()
     record = recorded_in_one if postgres else recorded_separately
-    event_id = record(conn, _turn_columns(prepared, created))
-    return Recorded(event_id, _event(event_id, prepared, created))
+    event_id = record(conn, turn_columns(prepared, created))
+    return Recorded(event_id, new_event(event_id, prepared, created))
 
 
-def _turn_columns(prepared: PreparedManifest, created: datetime) -> dict[str, Any]:
+def turn_columns(prepared: PreparedManifest, created: datetime) -> dict[str, Any]:
     stored = prepared.manifest
     return {
         "b_thread_id": prepared.thread_id,
@@ -227,111 +224,7 @@ def recorded_in_one(conn: Connection, columns: dict[str, Any]) -> int:
     return event_id
 
 
-# PostgreSQL: a round's turn locked (created or touched) with its entries and calls, as
-# `_LOCK_TURN_WITH_ENTRIES_PG` does, the manifest recorded on it, as `record_in` does, and the
-# round's entries inserted, as `inserted_in_one` does, in one round trip. The upsert decides, on
-# the row it locked, whether the turn holds this manifest already (its event id kept) or gets a
-# new provisional one, and the event is inserted for a provisional id only. A fresh turn's VALUES
-# draw a provisional id even when the row exists: an unused provisional number, never seen
-# outside the transaction. The turn's entries and calls it answers are those of its snapshot,
-# from before its insert: what the append checks the batch against (store/round.py
-# `insert_turn_entries`), after the insert, which a refusal rolls back with the round.
-_TURN_RECORDED_PG = Direct(
-    text(
-        f"""
-    WITH turn AS (
-        INSERT INTO turns (
-            thread_id, turn_id, status, created_at, updated_at, prompt_manifest_json,
-            prompt_compiler_version, prompt_profile, prompt_fingerprint_stable,
-            prompt_fingerprint_dynamic, prompt_fingerprint_full, manifest_event_id
-        )
-        VALUES (
-            :b_thread_id, :b_turn_id, :b_status, :b_updated_at, :b_updated_at, :b_json,
-            :b_version, :b_profile, :b_stable, :b_dynamic, :b_full,
-            -nextval('manifest_events_provisional_id_seq')
-        )
-        ON CONFLICT (thread_id, turn_id) DO UPDATE SET
-            updated_at = excluded.updated_at,
-            prompt_manifest_json = excluded.prompt_manifest_json,
-            prompt_compiler_version = excluded.prompt_compiler_version,
-            prompt_profile = excluded.prompt_profile,
-            prompt_fingerprint_stable = excluded.prompt_fingerprint_stable,
-            prompt_fingerprint_dynamic = excluded.prompt_fingerprint_dynamic,
-            prompt_fingerprint_full = excluded.prompt_fingerprint_full,
-            manifest_event_id = CASE
-                WHEN turns.manifest_event_id IS NOT NULL
-                    AND turns.prompt_manifest_json = excluded.prompt_manifest_json
-                THEN turns.manifest_event_id
-                ELSE -nextval('manifest_events_provisional_id_seq')
-            END
-        RETURNING status, manifest_event_id
-    ), event AS (
-        INSERT INTO manifest_events (id, thread_id, turn_id, manifest_pb, created_at)
-        SELECT manifest_event_id, :b_thread_id, :b_turn_id, :b_manifest_pb, :b_updated_at
-        FROM turn WHERE manifest_event_id < 0
-    ), {ROUND_APPEND_CTES}
-    SELECT
-        turn.status, turn.manifest_event_id,
-        ARRAY(SELECT id FROM created ORDER BY id) AS created_ids,
-        ARRAY(SELECT entry_id FROM created ORDER BY id) AS created_entry_ids,{TURN_CALLS_AND_ENTRIES}    """
-    ),
-    dialects=(POSTGRESQL,),
-)
-
-
-def turn_recorded(
-    conn: Connection,
-    prepared: PreparedManifest,
-    call_ids: Sequence[str],
-    batch: Batch | None,
-    *,
-    postgres: bool,
-) -> tuple[LockedTurn, Recorded, dict[str, int] | None]:
-    """A round's turn: `lock_turn_with_entries` of the manifest's turn (the thread locked already),
-    then the manifest recorded on it (`record_in`). The turn's record is as the recording left it.
-
-    On PostgreSQL the same statement inserts `batch`, the round's entries, and the third value
-    is what it created (entry_id -> sequence), for `insert_turn_entries` to check; on SQLite
-    it is None, and `insert_turn_entries` inserts them."""
-    if postgres:
-        return turn_recorded_in_one(conn, prepared, call_ids, batch)
-    return (*turn_recorded_separately(conn, prepared, call_ids), None)
-
-
-def turn_recorded_separately(
-    conn: Connection, prepared: PreparedManifest, call_ids: Sequence[str]
-) -> tuple[LockedTurn, Recorded]:
-    """SQLite's `turn_recorded`: the turn's statements, then the record's."""
-    turn = lock_turn_with_entries(conn, prepared.thread_id, prepared.turn_id, call_ids)
-    recorded = record_in(conn, prepared, turn.record, postgres=conn.dialect.name == "postgresql")
-    record = TurnRecord(turn.record.status, prepared.as_json, recorded.event_id)
-    return replace(turn, record=record), recorded
-
-
-def turn_recorded_in_one(
-    conn: Connection, prepared: PreparedManifest, call_ids: Sequence[str], batch: Batch | None = None
-) -> tuple[LockedTurn, Recorded, dict[str, int]]:
-    """PostgreSQL's `turn_recorded`, with the batch's insert: one statement."""
-    created = now()
-    params = {
-        **batch_params(prepared.thread_id, batch),
-        **_turn_columns(prepared, created),
-        "b_status": history_pb2.TURN_STATUS_IN_PROGRESS,
-        "b_call_ids": list(call_ids),
-    }
-    rows = _TURN_RECORDED_PG.rows(conn, params)
-    first = rows[0]
-    event_id: int = first.manifest_event_id
-    turn = LockedTurn(
-        TurnRecord(first.status, prepared.as_json, event_id),
-        [loaded_entry(row) for row in rows if row.id is not None],
-        dict(zip(first.call_ids, first.call_entry_ids, strict=True)),
-    )
-    event = _event(event_id, prepared, created) if event_id < 0 else None
-    return turn, Recorded(event_id, event), dict(zip(first.created_entry_ids, first.created_ids, strict=True))
-
-
-def _event(event_id: int, prepared: PreparedManifest, created: datetime) -> service_pb2.ManifestEvent:
+def new_event(event_id: int, prepared: PreparedManifest, created: datetime) -> service_pb2.ManifestEvent:
     event = service_pb2.ManifestEvent(
         event_id=event_id, thread_id=prepared.thread_id, turn_id=prepared.turn_id, manifest=prepared.manifest
     )

@@ -49,8 +49,8 @@ from pioneer_grpc.events.recorder import (
     id_setting,
     numbered,
     prepare_manifest,
-    turn_recorded,
 )
+from pioneer_grpc.events.round_opened import round_opened
 from pioneer_grpc.history import decide
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations, named_call_ids
@@ -247,8 +247,10 @@ class _Before:
     head: chat_pb2.ChatRequest
     new_entries: list[entry_store.NewEntry]
     manifest: PreparedManifest
-    # The tokenizer `new_entries` were counted in.
+    # The tokenizer `new_entries` were counted in: that of `counted_model` (None: cl100k_base),
+    # the model the thread was last seen with.
     counted_in: str
+    counted_model: str | None
 
     @property
     def payload(self) -> prompt_pb2.CompiledPromptPayload:
@@ -323,6 +325,7 @@ def _before_round(
             turn_id=request.turn_id,
         )
         observe.compiled(ctx, span, hit, payload.manifest)
+    counted_model = token_fit.likely_model(ctx.load_cache, request.thread_id)
     counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, request.thread_id)
     new_entries = [
         entry_store.NewEntry(
@@ -331,7 +334,7 @@ def _before_round(
         for entry in entries
     ]
     manifest = prepare_manifest(request.thread_id, request.turn_id, payload.manifest)
-    return _Before(head, new_entries, manifest, counted_in)
+    return _Before(head, new_entries, manifest, counted_in, counted_model)
 
 
 def _round(
@@ -343,31 +346,40 @@ def _round(
 ) -> _Round:
     """Every read and write of the round, in one transaction (store/round.py says the order)."""
     thread_id, turn_id = request.thread_id, request.turn_id
-    # The history's state is read under the thread's lock before the turn's writes, which change
-    # nothing it reads (the turn's own entries are not completed, and it leaves out their turn).
-    read = round_store.lock_thread_read(conn, thread_id, turn_id, history_load.kept_through(ctx, thread_id))
+    entries = [new.entry for new in before.new_entries]
+    # Counted before the transaction in the tokenizer of the model the thread was last seen with.
+    batch = append_store.batch_of(thread_id, before.new_entries, before.counted_in) if entries else None
+    with ctx.telemetry.span("pioneer.manifest.record") as span:
+        # The thread locked with the history's state (read before the turn's writes, which change
+        # nothing it reads: the turn's own entries are not completed, and it leaves out their turn),
+        # then the turn locked with its entries and the manifest recorded on it: one statement on
+        # PostgreSQL, which inserts the batch too; what follows and fails rolls all back.
+        opened = round_opened(
+            conn,
+            before.manifest,
+            history_load.kept_through(ctx, thread_id),
+            named_call_ids(entries),
+            batch,
+            before.counted_model,
+            postgres=ctx.manifests.postgres,
+        )
+        recorded = opened.recorded
+        if span.is_recording():
+            span.set_attribute(tracing.FINGERPRINT_STABLE, before.payload.manifest.fingerprint_stable)
+            if recorded.event_id > 0:  # else PostgreSQL draws it at commit; the RPC's span gets it
+                span.set_attribute(tracing.MANIFEST_EVENT_ID, recorded.event_id)
+    read, turn = opened.read, opened.turn
     model = request.model or read.state.model
     if not model:
         raise InvalidArgument.field(
             "model", "set the model here or on the thread (UpdateThread)", reason=reasons.MODEL_REQUIRED
         )
-    entries = [new.entry for new in before.new_entries]
-    batch = None
-    if entries:
+    if batch is not None:
         tokenizer, new_entries = token_fit.in_thread_tokenizer(
             ctx.models, thread_id, read.state.model, before.new_entries, before.counted_in
         )
-        batch = append_store.batch_of(thread_id, new_entries, tokenizer)
-    with ctx.telemetry.span("pioneer.manifest.record") as span:
-        # The turn locked with its entries, and the manifest recorded on it: one statement on
-        # PostgreSQL, which inserts the batch too; what follows and fails rolls all back.
-        turn, recorded, inserted = turn_recorded(
-            conn, before.manifest, named_call_ids(entries), batch, postgres=ctx.manifests.postgres
-        )
-        if span.is_recording():
-            span.set_attribute(tracing.FINGERPRINT_STABLE, before.payload.manifest.fingerprint_stable)
-            if recorded.event_id > 0:  # else PostgreSQL draws it at commit; the RPC's span gets it
-                span.set_attribute(tracing.MANIFEST_EVENT_ID, recorded.event_id)
+        if opened.inserted is None and tokenizer != before.counted_in:  # counted again, for its model
+            batch = append_store.batch_of(thread_id, new_entries, tokenizer)
     own = list(turn.entries)
 
     def check(stored: StoredCalls) -> None:
@@ -377,7 +389,9 @@ def _round(
         with ctx.telemetry.span(
             "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
         ):
-            own += round_store.insert_turn_entries(conn, thread_id, turn_id, batch, check, turn, inserted)
+            own += round_store.insert_turn_entries(
+                conn, thread_id, turn_id, batch, check, turn, opened.inserted
+            )
     # The turn's own entries, repaired like history; its latest calls must have their results.
     repaired = repair(own, close_at_end=False)
     current = [to_chat_message(entry) for entry in repaired.entries]

@@ -260,11 +260,13 @@ _INSERT_ALL_PG = Direct(
     text(f"WITH {append_ctes('CAST(:b_fresh_turns AS varchar[])')}\n    SELECT id, entry_id FROM created"),
     dialects=(POSTGRESQL,),
 )
-# The append's CTEs for one turn, `:b_turn_id`, in a statement of a round that writes the turn's
-# row too: the turn opens with the batch when the statement's snapshot holds none of its entries
-# (the thread is locked already, so that snapshot has every entry committed), as `append_rows`
-# decides from the entries it read. The entries created are `created`'s rows.
-ROUND_APPEND_CTES = append_ctes(TURN_OPENS)
+# The append's CTEs for one turn, `:b_turn_id`, in a statement whose CTE `locked` locks the
+# thread's row (`model`, and `fresh`: store/history_state.py FRESH) and which writes the turn's row
+# from it: the batch, counted in the tokenizer of `:b_counted_model`, is inserted only when that is
+# the thread's model and the statement's snapshot is the newest (then it holds every entry
+# committed, and the turn opens with the batch when it holds none of the turn's). The entries
+# created are `created`'s rows.
+LOCKED_APPEND_CTES = append_ctes(TURN_OPENS, "(SELECT fresh AND model = :b_counted_model FROM locked)")
 
 
 def batch_params(thread_id: str, batch: Batch | None) -> dict[str, Any]:

@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, ColumnElement, Select, bindparam, func, literal_column, select
+from sqlalchemy import BigInteger, ColumnElement, Select, bindparam, func, literal_column, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
 
-from pioneer_grpc.store.driver import POSTGRESQL, Direct
+from pioneer_grpc.store.driver import Direct
 from pioneer_grpc.store.entries import LOAD_COLUMNS, RowsRead, loaded_entry
 from pioneer_grpc.store.models import EntryRow, SummaryRow, ThreadRow
 from pioneer_grpc.store.threads import thread_not_found
@@ -74,7 +74,8 @@ def _state(row: Any, thread_id: str) -> HistoryState:
 # prepared statement for a third of the thread's completed entries and so plans it anew for every
 # execution (most of its cost: 0.3 ms against 0.06); with both bounds it estimates a narrow range
 # and keeps one plan. The same rows on either database.
-_ANY_SEQUENCE: ColumnElement[int] = literal_column(str(2**63 - 1), BigInteger)
+_MAX_SEQUENCE = 2**63 - 1
+_ANY_SEQUENCE: ColumnElement[int] = literal_column(str(_MAX_SEQUENCE), BigInteger)
 _NEWER = aliased(EntryRow, name="newer")
 _NEWER_COLUMNS = tuple(getattr(_NEWER, column.key) for column in LOAD_COLUMNS)
 
@@ -145,43 +146,58 @@ def history_read_in(
     """The thread's history state, what a load leaves out besides `exclude_turn_id`, and the
     completed entries after sequence `after`: one statement (NotFound for an unknown thread)."""
     params = {"thread_id": thread_id, "exclude_turn_id": exclude_turn_id, "after": after}
-    return _read_of(_DIRECT.rows(conn, params), thread_id, exclude_turn_id, after)
-
-
-# `_READ` with the thread's row locked for the transaction (PostgreSQL's FOR UPDATE), and whether
-# the row it locked is the one its snapshot read (`fresh`). The snapshot is taken when the statement
-# starts: when it waits for the lock, the row it locks is the newest, but the rest of what it read
-# may predate what the lock's holder committed. Every write of what it reads (entries appended or
-# completed, a summary stored, a setting changed) writes the thread row in the same transaction,
-# so a row unchanged since the snapshot (`FRESH`, in any statement that locks the thread row
-# `threads`) means nothing it read changed either.
-FRESH = "(threads.xmin = (SELECT seen.xmin FROM threads AS seen WHERE seen.thread_id = threads.thread_id))"
-_LOCKED_READ = Direct(
-    _READ.add_columns(literal_column(FRESH, Boolean).label("fresh")).with_for_update(of=ThreadRow.__table__),
-    dialects=(POSTGRESQL,),
-)
-
-
-def locked_history_read_in(
-    conn: Connection, thread_id: str, exclude_turn_id: str, after: int
-) -> HistoryRead | None:
-    """PostgreSQL: `history_read_in` with the thread locked for the transaction, in one statement;
-    None when the statement waited for the lock while its holder changed the thread (the lock is
-    held then, and `history_read_in` reads what it committed). NotFound for an unknown thread."""
-    params = {"thread_id": thread_id, "exclude_turn_id": exclude_turn_id, "after": after}
-    rows = _LOCKED_READ.rows(conn, params)
-    if rows and not rows[0].fresh:
-        return None
-    return _read_of(rows, thread_id, exclude_turn_id, after)
-
-
-def _read_of(rows: list[Any], thread_id: str, exclude_turn_id: str, after: int) -> HistoryRead:
+    rows = _DIRECT.rows(conn, params)
     if not rows:
         raise thread_not_found(thread_id)
-    row = rows[0]
+    return history_read_from(rows[0], rows, exclude_turn_id, after)
+
+
+# Whether the row of `threads` a statement locked is the one its snapshot read. The snapshot is
+# taken when the statement starts: when it waits for the lock, the row it locks is the newest, but
+# the rest of what it read may predate what the lock's holder committed. Every write of what a
+# history read reads (entries appended or completed, a summary stored, a setting changed) writes
+# the thread row in the same transaction, so a row unchanged since the snapshot means nothing it
+# read changed either.
+FRESH = "(threads.xmin = (SELECT seen.xmin FROM threads AS seen WHERE seen.thread_id = threads.thread_id))"
+
+# PostgreSQL: `_READ`'s one row without its entries, the thread's row locked for the transaction,
+# with `fresh` (`FRESH`): a CTE of a statement that reads the newer entries
+# beside it (events/round_opened.py, a round's one statement); `:b_thread_id` the thread,
+# `:b_turn_id` the turn left out. `history_read_from` makes its answer.
+LOCKED_STATE = f"""SELECT
+            threads.max_context_tokens, threads.response_reserve_tokens,
+            threads.model, threads.summary_model, threads.compaction_strategy,
+            threads.keep_tool_results, threads.compaction_failed_sequence,
+            (SELECT max(id) FROM thread_summaries
+                WHERE thread_summaries.thread_id = threads.thread_id) AS summary_id,
+            threads.completed_entries AS completed_count,
+            (SELECT max(id) FROM conversation_entries AS done
+                WHERE done.thread_id = threads.thread_id AND done.completed IS true) AS completed_max_id,
+            threads.open_entries, threads.open_turns,
+            (SELECT count(*) FROM conversation_entries AS open
+                WHERE open.thread_id = threads.thread_id AND open.completed IS false
+                AND open.turn_id = :b_turn_id) AS excluded_open,
+            (SELECT count(*) FROM conversation_entries AS done
+                WHERE done.thread_id = threads.thread_id AND done.completed IS true
+                AND done.turn_id = :b_turn_id) AS excluded_completed,
+            {FRESH} AS fresh
+        FROM threads WHERE threads.thread_id = :b_thread_id FOR UPDATE"""
+# The names of `LOCKED_STATE`'s columns that `history_read_from` reads, in its order.
+LOCKED_STATE_NAMES = (*_STATE_FIELDS, "open_entries", "open_turns", "excluded_open", "excluded_completed")
+# The completed entries after `:b_after`, as `_READ` reads them (the same bounds, so one plan):
+# the end of a statement's SELECT whose first columns the caller wrote, ordered by `id`.
+NEWER_ENTRIES = f"""{", ".join(f"e.{column.key}" for column in LOAD_COLUMNS)}
+        FROM conversation_entries AS e
+        WHERE e.thread_id = :b_thread_id AND e.completed IS true
+            AND e.id > :b_after AND e.id <= {_MAX_SEQUENCE}"""
+
+
+def history_read_from(row: Any, newer_rows: list[Any], exclude_turn_id: str, after: int) -> HistoryRead:
+    """The `HistoryRead` of a row with `LOCKED_STATE_NAMES` and the rows of the completed entries
+    after `after` (LOAD_COLUMNS; a row whose `id` is None is none), read by one statement."""
     state = HistoryState(**{name: getattr(row, name) for name in _STATE_FIELDS})
     excluded = int(row.excluded_open)
-    newer = [loaded_entry(found) for found in rows if found.id is not None]
+    newer = [loaded_entry(found) for found in newer_rows if found.id is not None]
     RowsRead.entries += len(newer)
     return HistoryRead(
         exclude_turn_id,

@@ -3,18 +3,18 @@
 Order (the same on SQLite and PostgreSQL, and the same lock order as appends and
 the recorder: thread row, turn row, then the event lock):
 
-    read = lock_thread_read(conn, thread_id, ...)  # NotFound; serialises the thread's rounds;
-                                                   # the history's state read under the lock
-    turn, recorded, inserted = turn_recorded(conn, manifest, call_ids, batch)
-                                                   # events/recorder.py: creates or locks the turn
-                                                   # (its entries, the thread's calls of call_ids),
-                                                   # records the manifest on it; on PostgreSQL
-                                                   # inserts the batch in the same statement
-    created = insert_turn_entries(conn, ..., batch, check, turn, inserted)
-                                                   # the append's checks (store/append.py), and
-                                                   # on SQLite its insert, a statement a row
-    current = [*turn.entries, *created]            # the turn's entries, as a read would give them
-    ... the history load on the same connection, from `read` ...
+    opened = round_opened(conn, manifest, after, call_ids, batch, ...)
+                                        # events/round_opened.py: locks the thread (NotFound; serialises
+                                        # the thread's rounds) and reads the history's state under
+                                        # the lock (`lock_thread_read`); creates or locks the turn
+                                        # (its entries, the thread's calls of call_ids) and records
+                                        # the manifest on it; on PostgreSQL one statement, which
+                                        # inserts the batch too
+    created = insert_turn_entries(conn, ..., batch, check, opened.turn, opened.inserted)
+                                        # the append's checks (store/append.py), and its insert
+                                        # when the first statement did not insert
+    current = [*turn.entries, *created] # the turn's entries, as a read would give them
+    ... the history load on the same connection, from `opened.read` ...
 
 On SQLite the first statement is a write (a no-op UPDATE), so the transaction
 holds the write lock from its start: a concurrent writer, in another process too,
@@ -22,12 +22,11 @@ waits on the busy timeout instead of failing on a stale read snapshot.
 
 On PostgreSQL each statement is a network round trip, so what SQLite does in
 several statements on its driver is one statement there (data-modifying CTEs):
-the turn with its entries and calls, and with the manifest's record and the
-append's writes in a round. The thread's lock rides with the first statement after it
-(a round's history read, an append's first turn, with the batch when it can); in READ COMMITTED that
-statement's snapshot may predate what the lock's holder committed while it
+a round's lock, history read, turn, manifest record and append; an append's lock,
+first turn and insert. The thread's lock rides with that statement; in READ
+COMMITTED its snapshot may predate what the lock's holder committed while it
 waited, which it tells (`FRESH`, store/history_state.py), and then what it read
-is read again by a statement of its own.
+is read again by statements of their own and its insert is left to the append.
 tests/store/test_postgres_statements.py proves each equal to the separate
 statements on PostgreSQL.
 """
@@ -42,7 +41,7 @@ from sqlalchemy import bindparam, select, text, update
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc.history.entry_rules import StoredCalls
-from pioneer_grpc.store.append import TURN_OPENS, Batch, append_ctes, append_rows, as_loaded, batch_params
+from pioneer_grpc.store.append import LOCKED_APPEND_CTES, Batch, append_rows, as_loaded, batch_params
 from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.driver import POSTGRESQL, SQLITE, Direct
 from pioneer_grpc.store.entries import (
@@ -50,7 +49,7 @@ from pioneer_grpc.store.entries import (
     loaded_entry,
     thread_calls_in,
 )
-from pioneer_grpc.store.history_state import FRESH, HistoryRead, history_read_in, locked_history_read_in
+from pioneer_grpc.store.history_state import FRESH, HistoryRead, history_read_in
 from pioneer_grpc.store.models import EntryRow, ThreadRow
 from pioneer_grpc.store.threads import thread_not_found
 from pioneer_grpc.store.turns import TurnRecord, lock_turn
@@ -94,15 +93,9 @@ def lock_thread(conn: Connection, thread_id: str) -> LockedThread:
 
 
 def lock_thread_read(conn: Connection, thread_id: str, exclude_turn_id: str, after: int) -> HistoryRead:
-    """`lock_thread`, then `history_read_in`: a round's first reads. On PostgreSQL one statement
-    (a round trip fewer), read again after it only when it waited for a lock whose holder changed
-    the thread."""
-    if conn.dialect.name == "postgresql":
-        read = locked_history_read_in(conn, thread_id, exclude_turn_id, after)
-        if read is not None:
-            return read
-    else:
-        lock_thread(conn, thread_id)
+    """`lock_thread`, then `history_read_in`: a round's first reads on SQLite (on PostgreSQL the
+    round's one statement makes them, events/round_opened.py)."""
+    lock_thread(conn, thread_id)
     return history_read_in(conn, thread_id, exclude_turn_id, after)
 
 
@@ -140,6 +133,10 @@ _LOAD_NAMES = ", ".join(f"e.{column.key}" for column in LOAD_COLUMNS)
 _OF_CALL_IDS = (
     "FROM tool_calls WHERE thread_id = :b_thread_id AND call_id = ANY(CAST(:b_call_ids AS varchar[]))"
 )
+# The thread's calls of `:b_call_ids` as two columns of arrays, the ids and the entries that made
+# them, in one order.
+CALL_ARRAYS = f"""ARRAY(SELECT call_id {_OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_ids,
+        ARRAY(SELECT entry_id {_OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_entry_ids"""
 
 
 def _turn_calls_and_entries(source: str) -> str:
@@ -147,8 +144,7 @@ def _turn_calls_and_entries(source: str) -> str:
     asked for as two arrays, then each of its entries (none: one row, the entry columns NULL),
     oldest first."""
     return f"""
-        ARRAY(SELECT call_id {_OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_ids,
-        ARRAY(SELECT entry_id {_OF_CALL_IDS} ORDER BY call_id, entry_id) AS call_entry_ids,
+        {CALL_ARRAYS},
         {_LOAD_NAMES}
     FROM {source}
     LEFT JOIN conversation_entries AS e ON e.thread_id = :b_thread_id AND e.turn_id = :b_turn_id
@@ -156,7 +152,7 @@ def _turn_calls_and_entries(source: str) -> str:
 """
 
 
-TURN_CALLS_AND_ENTRIES = _turn_calls_and_entries("turn")
+_TURN_CALLS_AND_ENTRIES = _turn_calls_and_entries("turn")
 
 
 def _insert_turn(source: str) -> str:
@@ -178,7 +174,7 @@ _LOCK_TURN_WITH_ENTRIES_PG = Direct(
     WITH turn AS ({_insert_turn("(VALUES (1)) AS one")}
     )
     SELECT
-        turn.status, turn.prompt_manifest_json, turn.manifest_event_id,{TURN_CALLS_AND_ENTRIES}    """
+        turn.status, turn.prompt_manifest_json, turn.manifest_event_id,{_TURN_CALLS_AND_ENTRIES}    """
     ),
     dialects=(POSTGRESQL,),
 )
@@ -196,7 +192,7 @@ _LOCK_THREAD_AND_TURN_PG = Direct(
     WITH locked AS (
         SELECT model, {FRESH} AS fresh FROM threads WHERE thread_id = :b_thread_id FOR UPDATE
     ), turn AS ({_insert_turn("locked")}
-    ), {append_ctes(TURN_OPENS, "(SELECT fresh AND model = :b_counted_model FROM locked)")}
+    ), {LOCKED_APPEND_CTES}
     SELECT
         locked.model, locked.fresh, turn.status, turn.prompt_manifest_json, turn.manifest_event_id,
         ARRAY(SELECT id FROM created ORDER BY id) AS created_ids,
@@ -281,7 +277,7 @@ def insert_turn_entries(
     """A round's append: `append` of one turn's entries, `locked` what it read of the turn.
 
     `inserted`: the batch's entries the statement that read `locked` created already (entry_id ->
-    sequence; PostgreSQL's, events/recorder.py `turn_recorded`), `locked` being what the store
+    sequence; PostgreSQL's, events/round_opened.py), `locked` being what the store
     held before: they are checked as though created here, and what fails rolls the round back."""
     turns, stored_turns = {turn_id: locked.record}, {turn_id: locked.entries}
     return as_loaded(

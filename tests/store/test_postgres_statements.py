@@ -26,7 +26,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from pioneer_grpc.errors import InvalidArgument, NotFound, PioneerError
-from pioneer_grpc.events import recorder
+from pioneer_grpc.events import recorder, round_opened
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, named_call_ids
 from pioneer_grpc.store import append, completion, driver, history_state, round, summaries, threads, turns
 from pioneer_grpc.store.driver import POSTGRESQL, Direct
@@ -183,9 +183,9 @@ def _manifest_columns(turn_id: str, fingerprint: str) -> dict[str, Any]:
     }
 
 
-def _prepared(turn_id: str, fingerprint: str) -> recorder.PreparedManifest:
+def _prepared(turn_id: str, fingerprint: str, thread_id: str = "t") -> recorder.PreparedManifest:
     manifest = prompt_pb2.PromptManifest(compiler_version="v1", fingerprint_full=fingerprint)
-    return recorder.prepare_manifest("t", turn_id, manifest)
+    return recorder.prepare_manifest(thread_id, turn_id, manifest)
 
 
 def _provisional_as_minus_one(turn: Any, found: recorder.Recorded) -> tuple[Any, recorder.Recorded]:
@@ -200,38 +200,39 @@ def _provisional_as_minus_one(turn: Any, found: recorder.Recorded) -> tuple[Any,
     return dataclasses.replace(turn, record=record), recorder.Recorded(-1, event)
 
 
-def _without_provisional_ids(recorded: Way) -> Way:
-    """`recorded`'s answer (a turn, its record), `_provisional_as_minus_one`."""
-
-    def answer(conn: Connection, *args: Any) -> Any:
-        turn, found, *_ = recorded(conn, *args)
-        return _provisional_as_minus_one(turn, found)
-
-    return answer
-
-
 def _round_writes(in_one: bool) -> Way:
-    """A round's writes of `new` (NewEntry) to the manifest's turn, as `_round` makes them: the
-    turn recorded with the entries inserted in one statement (`in_one`), or recorded, then the
-    entries inserted after the checks; its answer, the turn, its record and the entries created."""
+    """A round's first statements and its writes of `new` (NewEntry) to the manifest's turn, as
+    `_round` makes them: the thread locked with the history read (the completed entries after
+    `after`), the turn recorded and the entries inserted in one statement (`in_one`, when they were
+    counted for the thread's model: `counted_model`), or SQLite's statements, then the entries
+    inserted after the checks; its answer, what was read, the turn, its record, the entries created."""
 
-    def writes(conn: Connection, prepared: recorder.PreparedManifest, new: list[NewEntry]) -> Any:
+    def writes(
+        conn: Connection,
+        prepared: recorder.PreparedManifest,
+        new: list[NewEntry],
+        after: int = 0,
+        counted_model: str = "m",
+    ) -> Any:
         entries = [n.entry for n in new]
-        batch = append.batch_of("t", new, "cl100k_base") if new else None
+        batch = append.batch_of(prepared.thread_id, new, "cl100k_base") if new else None
         call_ids = named_call_ids(entries)
-        inserted = None
         if in_one:
-            turn, recorded, inserted = recorder.turn_recorded_in_one(conn, prepared, call_ids, batch)
+            opened = round_opened.round_opened_in_one(conn, prepared, after, call_ids, batch, counted_model)
         else:
-            turn, recorded = recorder.turn_recorded_separately(conn, prepared, call_ids)
+            opened = round_opened.round_opened(
+                conn, prepared, after, call_ids, batch, counted_model, postgres=False
+            )
 
         def check(stored: StoredCalls) -> None:
             InvalidArgument.raise_if(call_violations(entries, stored, "new_entries"))
 
         created = []
         if batch is not None:
-            created = round.insert_turn_entries(conn, "t", prepared.turn_id, batch, check, turn, inserted)
-        return (*_provisional_as_minus_one(turn, recorded), created)
+            created = round.insert_turn_entries(
+                conn, prepared.thread_id, prepared.turn_id, batch, check, opened.turn, opened.inserted
+            )
+        return (opened.read, *_provisional_as_minus_one(opened.turn, opened.recorded), created)
 
     return writes
 
@@ -252,12 +253,6 @@ _CALLED = _new(
     ("n2", "u2", {"role": ASSISTANT, "tool_calls": [_CALL]}),
     ("n3", "u2", {"role": TOOL, "tool_call_id": "c9", "content": "read"}),
 )
-
-
-def _locked_then_read(conn: Connection, thread_id: str, exclude_turn_id: str, after: int) -> Any:
-    """`round.lock_thread_read` as two statements: the lock, then the state read."""
-    round.lock_thread(conn, thread_id)
-    return history_state.history_read_in(conn, thread_id, exclude_turn_id, after)
 
 
 def _locked_then_turn(conn: Connection, thread_id: str, turn_id: str, call_ids: list[str]) -> Any:
@@ -334,27 +329,22 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
             ("t", "empty", ["c1", "zz"]),
         ],
     ),
-    "turn_recorded": (
-        _without_provisional_ids(recorder.turn_recorded_in_one),
-        _without_provisional_ids(recorder.turn_recorded_separately),
-        [
-            (_prepared("u2", "f1"), ["c1", "c9"]),
-            (_prepared("u2", "f1"), []),  # the same manifest: no new event
-            (_prepared("u2", "f2"), ["c1"]),
-            (_prepared("new", "f1"), []),  # a new turn
-            (_prepared("new", "f1"), []),
-            (_prepared("empty", "f3"), ["zz"]),
-            (_prepared("u1", "f4"), []),  # a completed turn
-        ],
-    ),
     "round_writes": (
         _round_writes(in_one=True),
         _round_writes(in_one=False),
         [
+            (_prepared("u2", "f1"), [], 1),  # a round without entries, the history read after 1
+            (_prepared("u2", "f1"), [], history_state.NO_ENTRIES),  # the same manifest: no new event
+            (_prepared("new", "f1"), []),  # a new turn
+            (_prepared("empty", "f3"), []),
+            (_prepared("u1", "f4"), []),  # a completed turn
+            (_prepared("u2", "f1", "nosuch"), []),  # NotFound
             (_prepared("r1", "f1"), _ASKED),  # a new turn's first entry
             (_prepared("r1", "f1"), _ASKED),  # repeated: nothing created, no new event
             (_prepared("u2", "f2"), _CALLED),  # a call and its result in a turn with entries
             (_prepared("u2", "f2"), []),  # a round without entries
+            # Counted for another model than the thread's: inserted by the append either way.
+            (_prepared("r2", "f1"), _new(("n6", "r2", {"role": USER, "content": "z"})), 0, "other"),
             (_prepared("u2", "f3"), _CALLED[:1]),  # stored already: nothing created
             # Refused after the insert either way: a repeat with other content, a completed turn.
             (_prepared("u2", "f2"), _new(("n2", "u2", {"role": USER, "content": "x"}))),
@@ -373,17 +363,6 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
             (_manifest_columns("u2", "f1"),),
             (_manifest_columns("u2", "f2"),),
             (_manifest_columns("empty", "f3"),),
-        ],
-    ),
-    "lock_thread_read": (
-        round.lock_thread_read,
-        _locked_then_read,
-        [
-            ("t", "", 0),
-            ("t", "u2", 1),
-            ("t", "u1", history_state.NO_ENTRIES),
-            ("t", "new", 2),
-            ("nosuch", "", 0),
         ],
     ),
     "append_in_the_lock": (
@@ -521,7 +500,7 @@ async def _run_on_copy(
 
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_one_statement_gives_and_leaves_what_the_separate_ones_do(case, template, monkeypatch):
-    for module in (completion, round, append, turns, recorder):
+    for module in (completion, round, append, turns, recorder, round_opened):
         monkeypatch.setattr(module, "now", lambda: LATER)
     one, separately, runs = CASES[case]
     answers_one, tables_one = await _run_on_copy(template, one, runs)
@@ -577,17 +556,13 @@ DIRECT_CASES: dict[str, tuple[Way, list[tuple[Any, ...]]]] = {
         history_state.history_read_in,
         [("t", "", 0), ("t", "u2", 1), ("t", "u1", history_state.NO_ENTRIES), ("nosuch", "", 0)],
     ),
-    "locked_history_read": (
-        history_state.locked_history_read_in,
-        [("t", "", 0), ("t", "u2", 1), ("t", "u1", history_state.NO_ENTRIES), ("nosuch", "", 0)],
-    ),
     **{name: (one, runs) for name, (one, _, runs) in CASES.items()},
 }
 
 
 @pytest.mark.parametrize("case", sorted(DIRECT_CASES))
 async def test_direct_on_asyncpg_gives_and_leaves_what_sqlalchemy_does(case, template, monkeypatch):
-    for module in (completion, round, append, turns, recorder):
+    for module in (completion, round, append, turns, recorder, round_opened):
         monkeypatch.setattr(module, "now", lambda: LATER)
     function, runs = DIRECT_CASES[case]
     answers_direct, tables_direct = await _run_on_copy(template, function, runs)
@@ -762,30 +737,75 @@ def _stores_a_summary(conn: Connection) -> None:
 CHANGES = {"complete": _completes_u2, "append": _appends_to_u2, "summary": _stores_a_summary}
 
 
+def _opened(conn: Connection, thread_id: str, turn_id: str, after: int) -> Any:
+    """A round's one statement without entries: what it read, the turn's entries and calls."""
+    opened = round_opened.round_opened_in_one(conn, _prepared(turn_id, "f1", thread_id), after, ["c1"])
+    return opened.read, opened.turn.entries, opened.turn.thread_calls
+
+
 @pytest.mark.parametrize("change", sorted(CHANGES))
-async def test_the_locked_read_that_waited_for_a_change_reads_again(change, template):
-    """A state read that waited for the thread's lock while its holder changed what it reads would
-    have read from before that commit: the locked read says so, and the round's read reads again."""
-    holder = CHANGES[change]
-    stale, _ = await _read_while_held(template, holder, history_state.locked_history_read_in, "t", "u2", 0)
-    assert stale is None
-    read, after = await _read_while_held(template, holder, round.lock_thread_read, "t", "u2", 0)
-    assert read == after
+async def test_the_round_that_waited_for_a_change_reads_again(change, template):
+    """A round's statement that waited for the thread's lock while its holder changed what it reads
+    read from before that commit: the round reads the history and the turn again, and answers
+    what a round after both reads."""
+    answer, after = await _read_while_held(template, CHANGES[change], _opened, "t", "u2", 0)
+    assert answer == after
+    read, entries, calls = answer
+    expected = {"complete": ["e3", "e4"], "append": ["e3", "e4", "e20"], "summary": ["e3", "e4"]}[change]
+    assert [entry.entry_id for entry in entries] == expected
+    assert calls == {"c1": "e4"}
+    assert read.state.summary_id == (1 if change == "summary" else None)
 
 
 async def test_the_round_read_after_a_wait_sees_what_the_holder_committed(template):
-    read, _ = await _read_while_held(template, _completes_u2, round.lock_thread_read, "t", "", 0)
+    (read, _, _), _ = await _read_while_held(template, _completes_u2, _opened, "t", "new", 0)
     assert [entry.entry_id for entry in read.newer] == ["e1", "e2", "e3", "e4"]
     assert (read.state.completed_count, read.state.completed_max_id) == (2, 4)  # the seed counted none
 
 
-async def test_the_locked_read_that_waited_for_a_holder_changing_nothing_is_kept(template):
-    read, after = await _read_while_held(
-        template, lambda conn: None, history_state.locked_history_read_in, "t", "", 0
+def _round_inserted_and_counted(conn: Connection, thread_id: str, new: list[NewEntry]) -> Any:
+    """Whether the round's statement inserted the batch, the entries created, the thread's open
+    entries and turns after."""
+    batch = append.batch_of(thread_id, new, "cl100k_base")
+    opened = round_opened.round_opened_in_one(conn, _prepared("r1", "f1", thread_id), 0, [], batch, "m")
+    created = round.insert_turn_entries(
+        conn, thread_id, "r1", batch, lambda _: None, opened.turn, opened.inserted
     )
-    assert read is not None
-    assert read == after
-    assert [entry.entry_id for entry in read.newer] == ["e1", "e2"]
+    counts = conn.execute(
+        text("SELECT open_entries, open_turns FROM threads WHERE thread_id = :t"), {"t": thread_id}
+    ).one()
+    return opened.inserted is not None, [entry.entry_id for entry in created], tuple(counts)
+
+
+@pytest.mark.parametrize("change", sorted({**CHANGES, "nothing": lambda conn: None}))
+async def test_the_round_that_waited_for_a_change_leaves_the_batch_to_the_append(change, template):
+    """A round's statement, carrying the batch, waited for the thread's lock: when its holder
+    changed the thread, it inserts nothing (what it read predates that commit) and the append's
+    own statement inserts the batch; when the holder changed nothing, the statement inserts it.
+    Either way the thread counts it as opened."""
+    holder = {**CHANGES, "nothing": lambda conn: None}[change]
+    answer, _ = await _read_while_held(template, holder, _round_inserted_and_counted, "t", _ASKED)
+    opened = {"complete": (1, 1), "append": (4, 2), "summary": (3, 2), "nothing": (3, 2)}[change]
+    assert answer == (change == "nothing", ["n1"], opened)
+
+
+def _inserted_by_the_round(
+    conn: Connection, new: list[NewEntry], counted_model: str
+) -> dict[str, int] | None:
+    entries = [n.entry for n in new]
+    batch = append.batch_of("t", new, "cl100k_base")
+    prepared = _prepared(entries[0].turn_id, "f1")
+    return round_opened.round_opened_in_one(conn, prepared, 0, [], batch, counted_model).inserted
+
+
+async def test_the_round_inserts_a_batch_counted_for_the_thread_model_only(template):
+    """The round's statement inserts a batch counted for the thread's model (its sequences
+    answered), and leaves one counted for another to the append."""
+    answers, tables = await _run_on_copy(
+        template, _inserted_by_the_round, [(_ASKED, "m"), (_new(("n6", "r2", {"role": USER})), "other")]
+    )
+    assert answers == [{"n1": 5}, None]
+    assert [row[2] for row in tables["conversation_entries"]] == ["e1", "e2", "e3", "e4", "n1"]
 
 
 @pytest.mark.parametrize("change", sorted(CHANGES))

@@ -224,7 +224,7 @@ async def test_a_round_cancelled_in_its_unit_ends_whole_and_publishes_its_event(
     loop = asyncio.get_running_loop()
     caller = asyncio.create_task(prepare_turn(pg_server.ctx, request))
     cancel = _then(lambda: None, lambda: loop.call_soon_threadsafe(caller.cancel))
-    monkeypatch.setattr(turn, "turn_recorded", _then(turn.turn_recorded, cancel))
+    monkeypatch.setattr(turn, "round_opened", _then(turn.round_opened, cancel))
     with pytest.raises(asyncio.CancelledError):
         await caller
     made, turns, events, event_id = await _recorded(pg_server)
