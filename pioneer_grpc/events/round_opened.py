@@ -22,10 +22,10 @@ from pioneer_grpc.store.entries import LOAD_COLUMNS, loaded_entry
 from pioneer_grpc.store.history_state import (
     LOCKED_STATE,
     LOCKED_STATE_NAMES,
-    NEWER_ENTRIES,
     HistoryRead,
     history_read_from,
     history_read_in,
+    newer_entries,
 )
 from pioneer_grpc.store.round import CALL_ARRAYS, LockedTurn, lock_thread_read, lock_turn_with_entries
 from pioneer_grpc.store.threads import thread_not_found
@@ -44,13 +44,13 @@ from pioneer_grpc.v1 import history_pb2
 # then the completed entries after `:b_after` (1), then the turn's entries (2), each part oldest
 # first; what it read of entries and calls is from its snapshot, before its insert.
 _ENTRY_NAMES = tuple(column.key for column in LOAD_COLUMNS)
-_HEAD_NAMES = (*LOCKED_STATE_NAMES, "fresh", "status", "manifest_event_id")
-_HEAD_ARRAYS = ("created_ids", "created_entry_ids", "call_ids", "call_entry_ids")
+# The head's columns besides `part` and the entry columns: the state, the turn's record, 4 arrays.
+_HEAD_COLUMNS = len(LOCKED_STATE_NAMES) + 2 + 4
 
 
-def _padded(part: int, *names: str) -> str:
-    """`part`, NULL for each of the head's columns, then `names`: the start of a later part's SELECT."""
-    return ", ".join((str(part), *["NULL"] * (len(_HEAD_NAMES) + len(_HEAD_ARRAYS)), *names))
+def _padded(part: int) -> tuple[str, ...]:
+    """A later part's first columns: `part`, then NULL for each of the head's."""
+    return (str(part), *["NULL"] * _HEAD_COLUMNS)
 
 
 _ROUND_OPENED_PG = Direct(
@@ -90,7 +90,7 @@ _ROUND_OPENED_PG = Direct(
         FROM turn WHERE manifest_event_id < 0
     ), {LOCKED_APPEND_CTES}
     SELECT
-        0 AS part, {", ".join(f"locked.{name}" for name in (*LOCKED_STATE_NAMES, "fresh"))},
+        0 AS part, {", ".join(f"locked.{name}" for name in LOCKED_STATE_NAMES)},
         turn.status, turn.manifest_event_id,
         ARRAY(SELECT id FROM created ORDER BY id) AS created_ids,
         ARRAY(SELECT entry_id FROM created ORDER BY id) AS created_entry_ids,
@@ -98,9 +98,9 @@ _ROUND_OPENED_PG = Direct(
         {", ".join(f"NULL AS {name}" for name in _ENTRY_NAMES)}
     FROM locked CROSS JOIN turn
     UNION ALL
-    SELECT {_padded(1, NEWER_ENTRIES)}
+    {newer_entries(*_padded(1))}
     UNION ALL
-    SELECT {_padded(2, *(f"e.{name}" for name in _ENTRY_NAMES))}
+    SELECT {", ".join((*_padded(2), *(f"e.{name}" for name in _ENTRY_NAMES)))}
     FROM conversation_entries AS e WHERE e.thread_id = :b_thread_id AND e.turn_id = :b_turn_id
     ORDER BY part, id
     """

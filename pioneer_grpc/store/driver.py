@@ -33,6 +33,7 @@ from typing import Any
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_connection
 from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.engine.interfaces import BindTyping
 from sqlalchemy.util import await_only
 
 SQLITE = "sqlite"
@@ -41,6 +42,14 @@ _DIALECTS: dict[str, Dialect] = {
     SQLITE: sqlite.dialect(),
     POSTGRESQL: postgresql.asyncpg.dialect(),  # type: ignore[no-untyped-call]
 }
+
+
+def postgresql_text(statement: Any) -> str:
+    """A built statement as PostgreSQL's SQL with `:name` parameters (no casts on them): a part
+    to write into a textual statement (`text`), which binds those names."""
+    dialect = postgresql.psycopg2.dialect(paramstyle="named")  # type: ignore[no-untyped-call]
+    dialect.bind_typing = BindTyping.NONE
+    return str(statement.compile(dialect=dialect))
 
 
 class _Compiled:

@@ -14,11 +14,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, ColumnElement, Select, bindparam, func, literal_column, select
+from sqlalchemy import (
+    BigInteger,
+    BindParameter,
+    Boolean,
+    ColumnElement,
+    Select,
+    bindparam,
+    func,
+    literal_column,
+    select,
+)
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
 
-from pioneer_grpc.store.driver import Direct
+from pioneer_grpc.store.driver import Direct, postgresql_text
 from pioneer_grpc.store.entries import LOAD_COLUMNS, RowsRead, loaded_entry
 from pioneer_grpc.store.models import EntryRow, SummaryRow, ThreadRow
 from pioneer_grpc.store.threads import thread_not_found
@@ -39,8 +49,24 @@ class HistoryState:
     completed_max_id: int | None
 
 
-def _build_query() -> Select[Any]:
+def _state_read(thread_id: BindParameter[str], exclude_turn_id: BindParameter[str]) -> Select[Any]:
+    """The thread's state (`HistoryState`), then what a load leaves out besides `exclude_turn_id`
+    (the thread's open counts, migration 0006, less that turn's open entries) and whether that
+    turn has completed entries: one row, none for an unknown thread."""
     completed = (EntryRow.thread_id == ThreadRow.thread_id) & EntryRow.completed.is_(True)
+
+    def of_excluded(done: bool) -> Any:
+        return (
+            select(func.count())
+            .select_from(EntryRow)
+            .where(
+                EntryRow.thread_id == ThreadRow.thread_id,
+                EntryRow.completed.is_(done),
+                EntryRow.turn_id == exclude_turn_id,
+            )
+            .scalar_subquery()
+        )
+
     return select(
         ThreadRow.max_context_tokens,
         ThreadRow.response_reserve_tokens,
@@ -55,67 +81,39 @@ def _build_query() -> Select[Any]:
         .label("summary_id"),
         ThreadRow.completed_entries.label("completed_count"),
         select(func.max(EntryRow.id)).where(completed).scalar_subquery().label("completed_max_id"),
-    ).where(ThreadRow.thread_id == bindparam("thread_id"))
+        ThreadRow.open_entries,
+        ThreadRow.open_turns,
+        of_excluded(False).label("excluded_open"),
+        of_excluded(True).label("excluded_completed"),
+    ).where(ThreadRow.thread_id == thread_id)
 
 
-# Built once: constructing this statement (three subqueries) costs about 1 ms of Python
-# per call, executing the built one about 0.06 ms; every load and every round runs it.
-_QUERY = _build_query()
-
-
-def _state(row: Any, thread_id: str) -> HistoryState:
-    if row is None:
-        raise thread_not_found(thread_id)
-    return HistoryState(**row._mapping)
-
-
-# Completed entries newer than a sequence, joined to the thread's one row.
 # Bounded above too, by a constant no sequence exceeds: with `after` alone PostgreSQL plans the
 # prepared statement for a third of the thread's completed entries and so plans it anew for every
 # execution (most of its cost: 0.3 ms against 0.06); with both bounds it estimates a narrow range
 # and keeps one plan. The same rows on either database.
-_MAX_SEQUENCE = 2**63 - 1
-_ANY_SEQUENCE: ColumnElement[int] = literal_column(str(_MAX_SEQUENCE), BigInteger)
-_NEWER = aliased(EntryRow, name="newer")
-_NEWER_COLUMNS = tuple(getattr(_NEWER, column.key) for column in LOAD_COLUMNS)
+_ANY_SEQUENCE: ColumnElement[int] = literal_column(str(2**63 - 1), BigInteger)
 
-# The state, what a load leaves out besides `exclude_turn_id` (the thread's open counts,
-# migration 0006, less that turn's open entries), whether that turn has completed entries,
-# and the completed entries after `after`, oldest first: one statement, so the entries and
-# the state that versions them are one snapshot on either database. Without entries after
-# `after` it is one row, the entry columns NULL.
+
+def _newer(entry: Any, thread_id: Any, after: BindParameter[int]) -> ColumnElement[bool]:
+    """`entry` (EntryRow or an alias) is a completed entry of `thread_id` after sequence `after`."""
+    completed = (entry.thread_id == thread_id) & entry.completed.is_(True)
+    newer: ColumnElement[bool] = completed & (entry.id > after) & (entry.id <= _ANY_SEQUENCE)
+    return newer
+
+
+_NEWER = aliased(EntryRow, name="newer")
+
+# The state, what a load leaves out, and the completed entries after `after`, oldest first:
+# one statement, so the entries and the state that versions them are one snapshot on either
+# database. Without entries after `after` it is one row, the entry columns NULL.
+# Built once: constructing it costs about 1 ms of Python, executing it about 0.06 ms, and every
+# load and every round runs it.
 _READ = (
-    _QUERY.add_columns(
-        ThreadRow.open_entries,
-        ThreadRow.open_turns,
-        select(func.count())
-        .select_from(EntryRow)
-        .where(
-            EntryRow.thread_id == ThreadRow.thread_id,
-            EntryRow.completed.is_(False),
-            EntryRow.turn_id == bindparam("exclude_turn_id"),
-        )
-        .scalar_subquery()
-        .label("excluded_open"),
-        select(func.count())
-        .select_from(EntryRow)
-        .where(
-            EntryRow.thread_id == ThreadRow.thread_id,
-            EntryRow.completed.is_(True),
-            EntryRow.turn_id == bindparam("exclude_turn_id"),
-        )
-        .scalar_subquery()
-        .label("excluded_completed"),
-        *_NEWER_COLUMNS,
-    )
+    _state_read(bindparam("thread_id"), bindparam("exclude_turn_id"))
+    .add_columns(*(getattr(_NEWER, column.key) for column in LOAD_COLUMNS))
     .select_from(
-        ThreadRow.__table__.outerjoin(
-            _NEWER,
-            (_NEWER.thread_id == ThreadRow.thread_id)
-            & _NEWER.completed.is_(True)
-            & (_NEWER.id > bindparam("after"))
-            & (_NEWER.id <= _ANY_SEQUENCE),
-        )
+        ThreadRow.__table__.outerjoin(_NEWER, _newer(_NEWER, ThreadRow.thread_id, bindparam("after")))
     )
     .order_by(_NEWER.id)
 )
@@ -160,36 +158,31 @@ def history_read_in(
 # read changed either.
 FRESH = "(threads.xmin = (SELECT seen.xmin FROM threads AS seen WHERE seen.thread_id = threads.thread_id))"
 
-# PostgreSQL: `_READ`'s one row without its entries, the thread's row locked for the transaction,
-# with `fresh` (`FRESH`): a CTE of a statement that reads the newer entries
-# beside it (events/round_opened.py, a round's one statement); `:b_thread_id` the thread,
-# `:b_turn_id` the turn left out. `history_read_from` makes its answer.
-LOCKED_STATE = f"""SELECT
-            threads.max_context_tokens, threads.response_reserve_tokens,
-            threads.model, threads.summary_model, threads.compaction_strategy,
-            threads.keep_tool_results, threads.compaction_failed_sequence,
-            (SELECT max(id) FROM thread_summaries
-                WHERE thread_summaries.thread_id = threads.thread_id) AS summary_id,
-            threads.completed_entries AS completed_count,
-            (SELECT max(id) FROM conversation_entries AS done
-                WHERE done.thread_id = threads.thread_id AND done.completed IS true) AS completed_max_id,
-            threads.open_entries, threads.open_turns,
-            (SELECT count(*) FROM conversation_entries AS open
-                WHERE open.thread_id = threads.thread_id AND open.completed IS false
-                AND open.turn_id = :b_turn_id) AS excluded_open,
-            (SELECT count(*) FROM conversation_entries AS done
-                WHERE done.thread_id = threads.thread_id AND done.completed IS true
-                AND done.turn_id = :b_turn_id) AS excluded_completed,
-            {FRESH} AS fresh
-        FROM threads WHERE threads.thread_id = :b_thread_id FOR UPDATE"""
-# The names of `LOCKED_STATE`'s columns that `history_read_from` reads, in its order.
-LOCKED_STATE_NAMES = (*_STATE_FIELDS, "open_entries", "open_turns", "excluded_open", "excluded_completed")
-# The completed entries after `:b_after`, as `_READ` reads them (the same bounds, so one plan):
-# the end of a statement's SELECT whose first columns the caller wrote, ordered by `id`.
-NEWER_ENTRIES = f"""{", ".join(f"e.{column.key}" for column in LOAD_COLUMNS)}
-        FROM conversation_entries AS e
-        WHERE e.thread_id = :b_thread_id AND e.completed IS true
-            AND e.id > :b_after AND e.id <= {_MAX_SEQUENCE}"""
+# PostgreSQL, as SQL for a textual statement: `_READ`'s one row without its entries, the thread's
+# row locked for the transaction, with `fresh` (`FRESH`); `:b_thread_id` the thread, `:b_turn_id`
+# the turn left out. A CTE of a round's one statement (events/round_opened.py), which reads the
+# newer entries beside it (`newer_entries`); `history_read_from` makes its answer.
+_LOCKED_STATE = (
+    _state_read(bindparam("b_thread_id"), bindparam("b_turn_id"))
+    .add_columns(literal_column(FRESH, Boolean).label("fresh"))
+    .with_for_update(of=ThreadRow.__table__)
+)
+LOCKED_STATE = postgresql_text(_LOCKED_STATE)
+# Its columns' names, in its order.
+LOCKED_STATE_NAMES = tuple(column.name for column in _LOCKED_STATE.selected_columns)
+
+
+def newer_entries(*first: str) -> str:
+    """PostgreSQL, as SQL for a textual statement: a SELECT of the expressions `first`, then the
+    completed entries of the thread `:b_thread_id` after sequence `:b_after` as `_READ` reads
+    them (LOAD_COLUMNS, the same bounds), in no order."""
+    entry = aliased(EntryRow, name="e")
+    return postgresql_text(
+        select(
+            *(literal_column(expression) for expression in first),
+            *(getattr(entry, column.key) for column in LOAD_COLUMNS),
+        ).where(_newer(entry, bindparam("b_thread_id"), bindparam("b_after")))
+    )
 
 
 def history_read_from(row: Any, newer_rows: list[Any], exclude_turn_id: str, after: int) -> HistoryRead:
