@@ -315,11 +315,7 @@ def _append_in(
         locked = round_store.lock_thread(conn, thread_id)
     for turn_id in turn_ids[1:]:
         turns[turn_id] = round_store.lock_turn_with_entries(conn, thread_id, turn_id, ())
-    tokenizer, new_entries = token_fit.in_thread_tokenizer(
-        ctx.models, thread_id, locked.model, counted, counted_in
-    )
-    if batch is not None and inserted is None and tokenizer != counted_in:  # counted again, for its model
-        batch = append_store.batch_of(thread_id, new_entries, tokenizer)
+    batch = token_fit.in_thread_tokenizer(ctx.models, thread_id, locked.model, batch, counted_in, inserted)
 
     def check(stored: StoredCalls) -> None:
         _check(call_violations(entries, stored, prefix))

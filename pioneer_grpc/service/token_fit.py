@@ -16,7 +16,7 @@ from pioneer_grpc.history.tokens import TOKENIZER, count_blocking, is_exact
 from pioneer_grpc.models.attachments import attachment_tokens
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service.load_cache import LoadCache
-from pioneer_grpc.store.entries import NewEntry
+from pioneer_grpc.store.append import Batch, batch_of
 from pioneer_grpc.v1 import history_pb2
 
 
@@ -98,19 +98,27 @@ _last_seen = _LastSeenModels()
 
 
 def in_thread_tokenizer(
-    models: Registry, thread_id: str, thread_model: str, counted: list[NewEntry], counted_in: str = TOKENIZER
-) -> tuple[str, list[NewEntry]]:
-    """The thread model's tokenizer, and the entries counted in it (they were counted in `counted_in`
-    before the transaction, the tokenizer of the model the thread was last seen with: counted
-    again when the model changed since). Blocking."""
+    models: Registry,
+    thread_id: str,
+    thread_model: str,
+    batch: Batch | None,
+    counted_in: str,
+    inserted: dict[str, int] | None = None,
+) -> Batch | None:
+    """`batch` counted in the tokenizer of the thread's model. Its entries were counted in
+    `counted_in` before the transaction, the tokenizer of the model the thread was last seen
+    with: counted again, and the batch built again, when the model changed since and nothing of
+    the batch is stored yet (`inserted` None; a statement inserts only for the model it was
+    counted for). Blocking."""
     _last_seen.put(thread_id, thread_model)
     tokenizer = counting_for(models, thread_model).tokenizer
-    if tokenizer == counted_in:
-        return tokenizer, counted
-    return tokenizer, [
+    if batch is None or inserted is not None or tokenizer == counted_in:
+        return batch
+    recounted = [
         replace(new, token_count=sum(count_blocking(entry_counted_texts(new.entry), tokenizer)))
-        for new in counted
+        for new in batch.new_entries
     ]
+    return batch_of(thread_id, recounted, tokenizer)
 
 
 def likely_tokenizer(models: Registry, load_cache: LoadCache, thread_id: str) -> str:

@@ -374,12 +374,9 @@ def _round(
         raise InvalidArgument.field(
             "model", "set the model here or on the thread (UpdateThread)", reason=reasons.MODEL_REQUIRED
         )
-    if batch is not None:
-        tokenizer, new_entries = token_fit.in_thread_tokenizer(
-            ctx.models, thread_id, read.state.model, before.new_entries, before.counted_in
-        )
-        if opened.inserted is None and tokenizer != before.counted_in:  # counted again, for its model
-            batch = append_store.batch_of(thread_id, new_entries, tokenizer)
+    batch = token_fit.in_thread_tokenizer(
+        ctx.models, thread_id, read.state.model, batch, before.counted_in, opened.inserted
+    )
     own = list(turn.entries)
 
     def check(stored: StoredCalls) -> None:
