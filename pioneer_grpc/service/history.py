@@ -308,8 +308,15 @@ def _append_in(
     carried = batch if ctx.manifests.postgres and len(turn_ids) == 1 and counted_model else None
     inserted = None
     if turn_ids:
+        # On PostgreSQL that statement completes the turn too, when it inserts the batch.
         locked, turns[turn_ids[0]], inserted = round_store.lock_thread_and_turn(
-            conn, thread_id, turn_ids[0], named_call_ids(entries), carried, counted_model
+            conn,
+            thread_id,
+            turn_ids[0],
+            named_call_ids(entries),
+            carried,
+            counted_model,
+            complete=turn_ids == [complete_turn_id],
         )
     else:
         locked = round_store.lock_thread(conn, thread_id)
@@ -333,7 +340,12 @@ def _append_in(
             inserted,
         )
     ids = [entry.entry_id for entry in entries]
-    completed = completion.completed_under_lock(conn, thread_id, complete_turn_id) if complete_turn_id else 0
+    completed = 0
+    if complete_turn_id:  # by the lock's statement, or now, after the append
+        by_lock = turns[complete_turn_id].completed
+        completed = (
+            completion.completed_under_lock(conn, thread_id, complete_turn_id) if by_lock is None else by_lock
+        )
     outcome = entry_store.AppendOutcome([], len(created), len(ids) - len(created), completed)
     if with_entries:
         outcome.entries.extend(_answered_entries(conn, thread_id, ids, created, complete_turn_id))

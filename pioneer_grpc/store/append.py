@@ -89,17 +89,24 @@ _BATCH_NAMES = ", ".join(name for name, _ in _BATCH_COLUMNS)
 _BATCH_ARRAYS = ", ".join(f"CAST(:a_{name} AS {kind}[])" for name, kind in _BATCH_COLUMNS)
 
 
-def append_ctes(fresh_turns: str, guard: str = "true") -> str:
+def append_ctes(fresh_turns: str, guard: str = "true", complete_turn: bool = False) -> str:
     """What `inserted_separately` does, as the CTEs `batch`, `created` (RETURNING id, entry_id,
     turn_id), `calls` and `touched`: the batch as arrays, one row an entry; `fresh_turns` the
-    array of the turns the batch opens; nothing inserted unless `guard` holds."""
-    return f"""batch AS (
+    array of the turns the batch opens; nothing inserted unless `guard` holds.
+
+    With `complete_turn`, the batch's one turn, `:b_turn_id`, is completed with it, as
+    store/completion.py completes a turn after an append: its new entries are inserted completed,
+    the entries it held are completed by `completed_before` (RETURNING id, none unless `guard`
+    holds), and `touched` moves both into the thread's completed count (a statement updates the
+    thread's row once)."""
+    completed = "true" if complete_turn else "false"
+    entries_created = f"""batch AS (
         SELECT * FROM unnest({_BATCH_ARRAYS}) WITH ORDINALITY AS b({_BATCH_NAMES}, ord)
     ), created AS (
         INSERT INTO conversation_entries (
             thread_id, {_BATCH_NAMES}, tokenizer, completed, created_at
         )
-        SELECT :b_thread_id, {_BATCH_NAMES}, :b_tokenizer, false, :b_moment FROM batch WHERE {guard}
+        SELECT :b_thread_id, {_BATCH_NAMES}, :b_tokenizer, {completed}, :b_moment FROM batch WHERE {guard}
         ORDER BY ord
         ON CONFLICT (thread_id, entry_id) DO NOTHING
         RETURNING id, entry_id, turn_id
@@ -111,14 +118,32 @@ def append_ctes(fresh_turns: str, guard: str = "true") -> str:
         WHERE c.entry_id IN (SELECT entry_id FROM created)
         ORDER BY c.ord
         ON CONFLICT (thread_id, call_id, entry_id) DO NOTHING
-    ), touched AS (
+    )"""
+    opened = f"(SELECT count(DISTINCT turn_id) FROM created WHERE turn_id = ANY({fresh_turns}))"
+    if not complete_turn:
+        return f"""{entries_created}, touched AS (
         UPDATE threads SET
             updated_at = :b_moment,
             open_entries = open_entries + (SELECT count(*) FROM created),
-            open_turns = open_turns + (
-                SELECT count(DISTINCT turn_id) FROM created WHERE turn_id = ANY({fresh_turns})
-            )
+            open_turns = open_turns + {opened}
         WHERE thread_id = :b_thread_id AND EXISTS (SELECT FROM created)
+    )"""
+    # The append's counts and the completion's at once: the created entries open and close again,
+    # those held close; the turn opens with the batch when it held none, and closes unless it has
+    # no entry at all (a turn without entries is not counted open).
+    return f"""{entries_created}, completed_before AS (
+        UPDATE conversation_entries SET completed = true
+        WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id AND {guard}
+        RETURNING id
+    ), touched AS (
+        UPDATE threads SET
+            updated_at = CASE WHEN EXISTS (SELECT FROM created) THEN :b_moment ELSE updated_at END,
+            open_entries = open_entries - (SELECT count(*) FROM completed_before),
+            open_turns = open_turns + {opened} - 1,
+            completed_entries = completed_entries
+                + (SELECT count(*) FROM completed_before) + (SELECT count(*) FROM created)
+        WHERE thread_id = :b_thread_id
+            AND (EXISTS (SELECT FROM created) OR EXISTS (SELECT FROM completed_before))
     )"""
 
 
@@ -266,7 +291,14 @@ _INSERT_ALL_PG = Direct(
 # the thread's model and the statement's snapshot is the newest (then it holds every entry
 # committed, and the turn opens with the batch when it holds none of the turn's). The entries
 # created are `created`'s rows.
-LOCKED_APPEND_CTES = append_ctes(TURN_OPENS, "(SELECT fresh AND model = :b_counted_model FROM locked)")
+_LOCKED_GUARD = "(SELECT fresh AND model = :b_counted_model FROM locked)"
+LOCKED_APPEND_CTES = append_ctes(TURN_OPENS, _LOCKED_GUARD)
+# The same, completing the turn with the batch (CompleteTurn carrying entries): the guard holds
+# only when the statement's CTE `turn` answered the turn's row, which it does unless the turn was
+# completed already (then nothing is inserted or completed, and the caller does it all after).
+LOCKED_COMPLETING_CTES = append_ctes(
+    TURN_OPENS, f"{_LOCKED_GUARD} AND EXISTS (SELECT FROM turn)", complete_turn=True
+)
 
 
 def batch_params(thread_id: str, batch: Batch | None) -> dict[str, Any]:

@@ -15,7 +15,11 @@ for the lock, what the lock's holder committed is not in its snapshot, so then i
 writes nothing and the completion runs again as a statement of its own
 (`_COMPLETE_PG`), which sees every entry appended before the lock was granted.
 CompleteTurn alone runs that one statement alone, its own transaction (no BEGIN, no
-COMMIT: `completed_alone`), and a transaction only when it wrote nothing.
+COMMIT: `completed_alone`), and a transaction only when it wrote nothing. CompleteTurn
+carrying entries is an append that completes its turn: on PostgreSQL the append's lock
+statement completes the turn when it inserts the entries (store/round.py
+`lock_thread_and_turn` with `complete`, store/append.py LOCKED_COMPLETING_CTES), and
+`completed_under_lock` runs after the append only when it did not.
 tests/store/test_postgres_statements.py checks that both give the same answer
 and leave the same rows.
 """

@@ -33,6 +33,7 @@ statements on PostgreSQL.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +42,14 @@ from sqlalchemy import bindparam, select, text, update
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc.history.entry_rules import StoredCalls
-from pioneer_grpc.store.append import LOCKED_APPEND_CTES, Batch, append_rows, as_loaded, batch_params
+from pioneer_grpc.store.append import (
+    LOCKED_APPEND_CTES,
+    LOCKED_COMPLETING_CTES,
+    Batch,
+    append_rows,
+    as_loaded,
+    batch_params,
+)
 from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.driver import POSTGRESQL, SQLITE, Direct
 from pioneer_grpc.store.entries import (
@@ -108,6 +116,9 @@ class LockedTurn:
     entries: list[history_pb2.ConversationEntry]
     # Call id -> a stored entry that made it, for the call ids asked for.
     thread_calls: dict[str, str]
+    # When the statement that locked it completed it too (`lock_thread_and_turn` with `complete`):
+    # how many entries it completed, those above and those it created. None: it did not.
+    completed: int | None = None
 
 
 def lock_turn_with_entries(
@@ -164,6 +175,26 @@ def _insert_turn(source: str) -> str:
         RETURNING status, prompt_manifest_json, manifest_event_id"""
 
 
+# `_insert_turn` from `locked`, completing the turn when the batch goes in (the row is fresh and the
+# thread's model the one the batch was counted for): created completed, or touched and completed.
+# A RETURNING gives the row as written, not the status before; so a turn completed already is
+# locked but not written then, and answers no row (ON CONFLICT's WHERE). Otherwise it is as
+# `_insert_turn`.
+_INSERT_COMPLETING_TURN = """
+        INSERT INTO turns (thread_id, turn_id, status, created_at, updated_at)
+        SELECT
+            :b_thread_id, :b_turn_id,
+            CASE WHEN fresh AND model = :b_counted_model THEN CAST(:b_completed AS integer)
+            ELSE CAST(:b_status AS integer) END,
+            :b_moment, :b_moment
+        FROM locked
+        ON CONFLICT (thread_id, turn_id) DO UPDATE SET
+            updated_at = excluded.updated_at,
+            status = CASE WHEN excluded.status = :b_completed THEN excluded.status ELSE turns.status END
+        WHERE turns.status <> :b_completed OR excluded.status <> :b_completed
+        RETURNING status, prompt_manifest_json, manifest_event_id"""
+
+
 # `turn_locked_separately` in one round trip: the turn's row (created or touched, so locked) with
 # each of its entries (none: one row, the entry columns NULL), the calls as two arrays in the row.
 # The thread's lock came first, in a statement of its own: this one's snapshot has every entry
@@ -204,6 +235,29 @@ _LOCK_THREAD_AND_TURN_PG = Direct(
 )
 
 
+# `_LOCK_THREAD_AND_TURN_PG` that completes the turn with the batch (CompleteTurn carrying entries):
+# when it inserts the batch, it completes the turn, its new entries and those it held, and moves the
+# thread's counts as the append and the completion would (store/append.py LOCKED_COMPLETING_CTES).
+# When it does not (a row not fresh, another model, a turn completed already: `turn` answers no
+# row), it completes nothing, and the append and the completion run after it as they would.
+_LOCK_THREAD_TURN_AND_COMPLETE_PG = Direct(
+    text(
+        f"""
+    WITH locked AS (
+        SELECT model, {FRESH} AS fresh FROM threads WHERE thread_id = :b_thread_id FOR UPDATE
+    ), turn AS ({_INSERT_COMPLETING_TURN}
+    ), {LOCKED_COMPLETING_CTES}
+    SELECT
+        locked.model, locked.fresh, turn.status, turn.prompt_manifest_json, turn.manifest_event_id,
+        ARRAY(SELECT id FROM created ORDER BY id) AS created_ids,
+        ARRAY(SELECT entry_id FROM created ORDER BY id) AS created_entry_ids,{
+            _turn_calls_and_entries("locked LEFT JOIN turn ON true")
+        }    """
+    ),
+    dialects=(POSTGRESQL,),
+)
+
+
 def _turn_params(thread_id: str, turn_id: str, call_ids: Sequence[str]) -> dict[str, Any]:
     return {
         "b_thread_id": thread_id,
@@ -235,6 +289,7 @@ def lock_thread_and_turn(
     call_ids: Sequence[str],
     batch: Batch | None = None,
     counted_model: str | None = None,
+    complete: bool = False,
 ) -> tuple[LockedThread, LockedTurn, dict[str, int] | None]:
     """`lock_thread`, then `lock_turn_with_entries`: an append's first statements. On PostgreSQL
     one (a round trip fewer), the turn read again after it only when it waited for a lock whose
@@ -243,7 +298,12 @@ def lock_thread_and_turn(
     On PostgreSQL the same statement inserts `batch` (entries of `turn_id`, counted in the
     tokenizer of `counted_model`) when the thread's model is `counted_model` and the statement
     did not wait for such a lock: the third value is then what it created (entry_id ->
-    sequence), for `append_rows`; else it is None, and nothing of the batch is stored."""
+    sequence), for `append_rows`; else it is None, and nothing of the batch is stored.
+
+    With `complete` (and a batch), the statement that inserts the batch completes the turn too,
+    as `completion.completed_under_lock` would after the append (a round trip fewer again): the
+    turn answered is then as it was before (in progress), with `completed` set. A turn completed
+    already is neither inserted into nor completed: the turn is read again, as after a wait."""
     if conn.dialect.name != "postgresql":
         locked = lock_thread(conn, thread_id)
         return locked, turn_locked_separately(conn, thread_id, turn_id, call_ids), None
@@ -252,17 +312,26 @@ def lock_thread_and_turn(
         **batch_params(thread_id, batch),
         "b_counted_model": counted_model if batch is not None else None,
     }
-    rows = _LOCK_THREAD_AND_TURN_PG.rows(conn, params)
+    complete = complete and batch is not None
+    if complete:
+        params["b_completed"] = history_pb2.TURN_STATUS_COMPLETED
+    statement = _LOCK_THREAD_TURN_AND_COMPLETE_PG if complete else _LOCK_THREAD_AND_TURN_PG
+    rows = statement.rows(conn, params)
     if not rows:
         raise thread_not_found(thread_id)
     first = rows[0]
     locked = LockedThread(model=first.model)
-    if not first.fresh:
+    goes_in = batch is not None and first.model == counted_model
+    if not first.fresh or (complete and goes_in and first.status is None):
         return locked, turn_locked_in_one(conn, thread_id, turn_id, call_ids), None
-    inserted = None
-    if batch is not None and first.model == counted_model:
-        inserted = dict(zip(first.created_entry_ids, first.created_ids, strict=True))
-    return locked, _locked_turn(rows), inserted
+    if not goes_in:
+        return locked, _locked_turn(rows), None
+    inserted = dict(zip(first.created_entry_ids, first.created_ids, strict=True))
+    turn = _locked_turn(rows)
+    if complete:
+        record = dataclasses.replace(turn.record, status=history_pb2.TURN_STATUS_IN_PROGRESS)
+        turn = dataclasses.replace(turn, record=record, completed=len(turn.entries) + len(inserted))
+    return locked, turn, inserted
 
 
 def insert_turn_entries(

@@ -255,6 +255,12 @@ _CALLED = _new(
 )
 
 
+# The seeded e3 again, as stored (its content hash).
+_STORED_E3 = [
+    NewEntry(history_pb2.ConversationEntry(entry_id="e3", turn_id="u2", role=1, content="open"), "h", 3)
+]
+
+
 def _locked_then_turn(conn: Connection, thread_id: str, turn_id: str, call_ids: list[str]) -> Any:
     """`round.lock_thread_and_turn` as SQLite's statements: the lock, then the turn's."""
     return round.lock_thread(conn, thread_id), round.turn_locked_separately(
@@ -297,6 +303,49 @@ def _appends(in_one: bool) -> Way:
         return locked, turn, [(sequence, row["entry_id"]) for sequence, row in created]
 
     return appends
+
+
+def _completes(in_one: bool) -> Way:
+    """CompleteTurn's writes of `new` (NewEntry, one turn) as `_append_in` makes them: the batch
+    inserted and the turn completed by the lock's statement when the thread's model is
+    `counted_model` (`in_one`), or the lock's statements, the append's, then the completion's;
+    its answer, the turn before the batch, the entries created, how many the turn completed."""
+
+    def completes(conn: Connection, new: list[NewEntry], counted_model: str) -> Any:
+        entries = [n.entry for n in new]
+        turn_id = entries[0].turn_id
+        batch = append.batch_of("t", new, "cl100k_base")
+        inserted = None
+        if in_one:
+            locked, turn, inserted = round.lock_thread_and_turn(
+                conn, "t", turn_id, named_call_ids(entries), batch, counted_model, complete=True
+            )
+        else:
+            locked, turn = _locked_then_turn(conn, "t", turn_id, named_call_ids(entries))
+
+        def check(stored: StoredCalls) -> None:
+            InvalidArgument.raise_if(call_violations(entries, stored, "entries"))
+
+        created = append.append_rows(
+            conn,
+            "t",
+            {turn_id: turn.record},
+            batch,
+            check,
+            {turn_id: turn.entries},
+            turn.thread_calls,
+            inserted,
+        )
+        if turn.completed is None:
+            completed = (completion.completed_in_one if in_one else completion.completed_separately)(
+                conn, "t", turn_id
+            )
+        else:
+            completed = turn.completed
+        read = (turn.record, [e.entry_id for e in turn.entries], turn.thread_calls)
+        return locked, read, [(sequence, row["entry_id"]) for sequence, row in created], completed
+
+    return completes
 
 
 def _locked_then_completed(conn: Connection, thread_id: str, turn_id: str) -> int:
@@ -379,6 +428,28 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
             # Refused by the call checks: one statement inserted first, and rolls back.
             (_new(("n5", "u2", {"role": TOOL, "tool_call_id": "zz", "content": "?"})), "m"),
         ],
+    ),
+    "complete_in_the_lock": (
+        _completes(in_one=True),
+        _completes(in_one=False),
+        [
+            (_CALLED, "m"),  # a call and its result completing a turn with entries
+            (_CALLED, "m"),  # repeated: the turn completed already, nothing created
+            (_ASKED, "m"),  # a new turn
+            (_new(("n8", "empty", {"role": ASSISTANT, "content": "done"})), "m"),  # a turn without entries
+            (_new(("n6", "r2", {"role": USER, "content": "z"})), "other"),  # counted for another model
+            (_new(("n4", "u1", {"role": USER, "content": "y"})), "m"),  # a completed turn: refused
+            # Refused after the one statement inserted and completed, and rolled back: a result
+            # without its call, a repeat with other content.
+            (_new(("n5", "r3", {"role": TOOL, "tool_call_id": "zz", "content": "?"})), "m"),
+            (_new(("e3", "r4", {"role": USER, "content": "x"})), "m"),
+        ],
+    ),
+    # Every entry of the batch stored already, in a turn in progress: completed, nothing created.
+    "complete_in_the_lock_repeats": (
+        _completes(in_one=True),
+        _completes(in_one=False),
+        [(_STORED_E3, "m"), (_STORED_E3, "m")],
     ),
     "lock_thread_and_turn": (
         _lock_and_turn,
@@ -866,6 +937,67 @@ async def test_the_lock_inserts_a_batch_counted_for_the_thread_model_only(templa
     )
     assert answers == [{"n1": 5}, None]
     assert [row[2] for row in tables["conversation_entries"]] == ["e1", "e2", "e3", "e4", "n1"]
+
+
+def _completed_by_the_lock(conn: Connection, turn_id: str, new: list[NewEntry], counted_model: str) -> Any:
+    """What the lock's statement completing the turn answers: what it created, how many entries it
+    completed (None: it left the completion to the caller), the status it answers the turn with;
+    then the turn's status and open entries, and the thread's counts."""
+    batch = append.batch_of("t", new, "cl100k_base")
+    _, turn, inserted = round.lock_thread_and_turn(
+        conn, "t", turn_id, [], batch, counted_model, complete=True
+    )
+    left = conn.execute(
+        text(
+            "SELECT status, (SELECT count(*) FROM conversation_entries"
+            " WHERE thread_id = 't' AND turn_id = :u AND NOT completed) FROM turns"
+            " WHERE thread_id = 't' AND turn_id = :u"
+        ),
+        {"u": turn_id},
+    ).one()
+    counts = conn.execute(
+        text("SELECT open_entries, open_turns, completed_entries FROM threads WHERE thread_id = 't'")
+    ).one()
+    return inserted, turn.completed, turn.record.status, tuple(left), tuple(counts)
+
+
+async def test_the_lock_completes_the_turn_when_it_inserts_the_batch(template):
+    """The comparison above holds whichever statement completes: the lock's does when it inserts
+    the batch (the turn's entries, those it held and those it created, completed and counted),
+    and leaves it to the completion after the append when it does not insert: a batch counted for
+    another model, a turn completed already."""
+    runs = [
+        ("u2", _CALLED, "m"),
+        ("r2", _new(("n6", "r2", {"role": USER, "content": "z"})), "other"),
+        ("u1", _new(("n4", "u1", {"role": USER, "content": "y"})), "m"),
+    ]
+    answers, _ = await _run_on_copy(template, _completed_by_the_lock, runs)
+    assert answers == [
+        ({"n2": 5, "n3": 6}, 4, IN_PROGRESS, (COMPLETED, 0), (0, 0, 4)),
+        (None, None, IN_PROGRESS, (IN_PROGRESS, 0), (0, 0, 4)),
+        (None, None, COMPLETED, (COMPLETED, 0), (0, 0, 4)),
+    ]
+
+
+def _completes_empty(conn: Connection) -> None:
+    assert completion.completed_in_one(conn, "t", "empty") == 0
+
+
+async def test_the_lock_that_waited_for_a_turn_completed_without_entries_completes_nothing(template):
+    """A turn completed without entries leaves the thread's row alone, so the lock's statement that
+    waited for its completion reads as fresh; the turn's row itself answers that it is completed,
+    and the statement inserts and completes nothing: the turn is answered completed, so the
+    append after it refuses the batch, as for any completed turn."""
+    new = _new(("n8", "empty", {"role": ASSISTANT, "content": "late"}))
+
+    def locked(conn: Connection) -> Any:
+        batch = append.batch_of("t", new, "cl100k_base")
+        _, turn, inserted = round.lock_thread_and_turn(conn, "t", "empty", [], batch, "m", complete=True)
+        stored = conn.execute(text("SELECT count(*) FROM conversation_entries WHERE turn_id = 'empty'"))
+        return inserted, turn.completed, turn.record.status, stored.scalar_one()
+
+    answer, again = await _read_while_held(template, _completes_empty, locked)
+    assert answer == again == (None, None, COMPLETED, 0)
 
 
 def _creates_turn_x(conn: Connection) -> None:
