@@ -209,6 +209,28 @@ _LOCK_TURN_WITH_ENTRIES_PG = Direct(
     ),
     dialects=(POSTGRESQL,),
 )
+
+
+def _lock_thread_and_turn_pg(turn: str, ctes: str, source: str) -> Direct:
+    """The statement of `lock_thread_and_turn`: `locked`, the CTE `turn` (`turn` its statement),
+    `ctes` (the append's, with `locked` and `turn` to read), then the turn's row from `source`."""
+    turn_row = _turn_calls_and_entries(source)
+    return Direct(
+        text(
+            f"""
+    WITH locked AS (
+        SELECT model, {FRESH} AS fresh FROM threads WHERE thread_id = :b_thread_id FOR UPDATE
+    ), turn AS ({turn}
+    ), {ctes}
+    SELECT
+        locked.model, locked.fresh, turn.status, turn.prompt_manifest_json, turn.manifest_event_id,
+        ARRAY(SELECT id FROM created ORDER BY id) AS created_ids,
+        ARRAY(SELECT entry_id FROM created ORDER BY id) AS created_entry_ids,{turn_row}    """
+        ),
+        dialects=(POSTGRESQL,),
+    )
+
+
 # `lock_thread` and `_LOCK_TURN_WITH_ENTRIES_PG` in one round trip: the thread's row locked first
 # (the turn's row is written only from its row), its model, and whether the row locked is the one
 # the statement's snapshot read (`FRESH`: store/history_state.py says why that suffices). The turn's
@@ -217,44 +239,16 @@ _LOCK_TURN_WITH_ENTRIES_PG = Direct(
 # in the tokenizer of `:b_counted_model`, it inserts them too, as `inserted_in_one` does, when the
 # row is fresh and that is the thread's model (else the append inserts them after it); the turn's
 # entries and calls it answers are then those from before its insert.
-_LOCK_THREAD_AND_TURN_PG = Direct(
-    text(
-        f"""
-    WITH locked AS (
-        SELECT model, {FRESH} AS fresh FROM threads WHERE thread_id = :b_thread_id FOR UPDATE
-    ), turn AS ({_insert_turn("locked")}
-    ), {LOCKED_APPEND_CTES}
-    SELECT
-        locked.model, locked.fresh, turn.status, turn.prompt_manifest_json, turn.manifest_event_id,
-        ARRAY(SELECT id FROM created ORDER BY id) AS created_ids,
-        ARRAY(SELECT entry_id FROM created ORDER BY id) AS created_entry_ids,{
-            _turn_calls_and_entries("locked CROSS JOIN turn")
-        }    """
-    ),
-    dialects=(POSTGRESQL,),
+_LOCK_THREAD_AND_TURN_PG = _lock_thread_and_turn_pg(
+    _insert_turn("locked"), LOCKED_APPEND_CTES, "locked CROSS JOIN turn"
 )
-
-
 # `_LOCK_THREAD_AND_TURN_PG` that completes the turn with the batch (CompleteTurn carrying entries):
 # when it inserts the batch, it completes the turn, its new entries and those it held, and moves the
 # thread's counts as the append and the completion would (store/append.py LOCKED_COMPLETING_CTES).
 # When it does not (a row not fresh, another model, a turn completed already: `turn` answers no
 # row), it completes nothing, and the append and the completion run after it as they would.
-_LOCK_THREAD_TURN_AND_COMPLETE_PG = Direct(
-    text(
-        f"""
-    WITH locked AS (
-        SELECT model, {FRESH} AS fresh FROM threads WHERE thread_id = :b_thread_id FOR UPDATE
-    ), turn AS ({_INSERT_COMPLETING_TURN}
-    ), {LOCKED_COMPLETING_CTES}
-    SELECT
-        locked.model, locked.fresh, turn.status, turn.prompt_manifest_json, turn.manifest_event_id,
-        ARRAY(SELECT id FROM created ORDER BY id) AS created_ids,
-        ARRAY(SELECT entry_id FROM created ORDER BY id) AS created_entry_ids,{
-            _turn_calls_and_entries("locked LEFT JOIN turn ON true")
-        }    """
-    ),
-    dialects=(POSTGRESQL,),
+_LOCK_THREAD_TURN_AND_COMPLETE_PG = _lock_thread_and_turn_pg(
+    _INSERT_COMPLETING_TURN, LOCKED_COMPLETING_CTES, "locked LEFT JOIN turn ON true"
 )
 
 

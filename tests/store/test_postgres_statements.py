@@ -275,11 +275,12 @@ def _lock_and_turn(conn: Connection, thread_id: str, turn_id: str, call_ids: lis
     return locked, turn
 
 
-def _appends(in_one: bool) -> Way:
+def _appends(in_one: bool, complete: bool = False) -> Way:
     """AppendEntries' writes of `new` (NewEntry, one turn) as `_append_in` makes them: the batch
     inserted by the lock's statement when the thread's model is `counted_model` (`in_one`), or
-    the lock's statements, then the append's; its answer, the turn before the batch, whether the
-    lock's statement inserted it, the entries created."""
+    the lock's statements, then the append's; its answer, the turn before the batch, the entries
+    created. `complete`: CompleteTurn's, the turn completed too, by the lock's statement when it
+    inserted (`in_one`) or by the completion's after the append; with how many it completed."""
 
     def appends(conn: Connection, new: list[NewEntry], counted_model: str) -> Any:
         entries = [n.entry for n in new]
@@ -288,7 +289,7 @@ def _appends(in_one: bool) -> Way:
         inserted = None
         if in_one:
             locked, turn, inserted = round.lock_thread_and_turn(
-                conn, "t", turn_id, named_call_ids(entries), batch, counted_model
+                conn, "t", turn_id, named_call_ids(entries), batch, counted_model, complete=complete
             )
         else:
             locked, turn = _locked_then_turn(conn, "t", turn_id, named_call_ids(entries))
@@ -300,52 +301,20 @@ def _appends(in_one: bool) -> Way:
         created = append.append_rows(
             conn, "t", turns, batch, check, {turn_id: turn.entries}, turn.thread_calls, inserted
         )
-        return locked, turn, [(sequence, row["entry_id"]) for sequence, row in created]
+        answer = (
+            locked,
+            dataclasses.replace(turn, completed=None),
+            [(n, row["entry_id"]) for n, row in created],
+        )
+        if not complete:
+            return answer
+        completed = turn.completed
+        if completed is None:
+            complete_now = completion.completed_in_one if in_one else completion.completed_separately
+            completed = complete_now(conn, "t", turn_id)
+        return (*answer, completed)
 
     return appends
-
-
-def _completes(in_one: bool) -> Way:
-    """CompleteTurn's writes of `new` (NewEntry, one turn) as `_append_in` makes them: the batch
-    inserted and the turn completed by the lock's statement when the thread's model is
-    `counted_model` (`in_one`), or the lock's statements, the append's, then the completion's;
-    its answer, the turn before the batch, the entries created, how many the turn completed."""
-
-    def completes(conn: Connection, new: list[NewEntry], counted_model: str) -> Any:
-        entries = [n.entry for n in new]
-        turn_id = entries[0].turn_id
-        batch = append.batch_of("t", new, "cl100k_base")
-        inserted = None
-        if in_one:
-            locked, turn, inserted = round.lock_thread_and_turn(
-                conn, "t", turn_id, named_call_ids(entries), batch, counted_model, complete=True
-            )
-        else:
-            locked, turn = _locked_then_turn(conn, "t", turn_id, named_call_ids(entries))
-
-        def check(stored: StoredCalls) -> None:
-            InvalidArgument.raise_if(call_violations(entries, stored, "entries"))
-
-        created = append.append_rows(
-            conn,
-            "t",
-            {turn_id: turn.record},
-            batch,
-            check,
-            {turn_id: turn.entries},
-            turn.thread_calls,
-            inserted,
-        )
-        if turn.completed is None:
-            completed = (completion.completed_in_one if in_one else completion.completed_separately)(
-                conn, "t", turn_id
-            )
-        else:
-            completed = turn.completed
-        read = (turn.record, [e.entry_id for e in turn.entries], turn.thread_calls)
-        return locked, read, [(sequence, row["entry_id"]) for sequence, row in created], completed
-
-    return completes
 
 
 def _locked_then_completed(conn: Connection, thread_id: str, turn_id: str) -> int:
@@ -430,8 +399,8 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
         ],
     ),
     "complete_in_the_lock": (
-        _completes(in_one=True),
-        _completes(in_one=False),
+        _appends(in_one=True, complete=True),
+        _appends(in_one=False, complete=True),
         [
             (_CALLED, "m"),  # a call and its result completing a turn with entries
             (_CALLED, "m"),  # repeated: the turn completed already, nothing created
@@ -447,8 +416,8 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
     ),
     # Every entry of the batch stored already, in a turn in progress: completed, nothing created.
     "complete_in_the_lock_repeats": (
-        _completes(in_one=True),
-        _completes(in_one=False),
+        _appends(in_one=True, complete=True),
+        _appends(in_one=False, complete=True),
         [(_STORED_E3, "m"), (_STORED_E3, "m")],
     ),
     "lock_thread_and_turn": (
