@@ -145,6 +145,39 @@ async def test_open_counts_follow_appends_rounds_and_completions(pg_server):
     assert await completed_counts(pg_server) == (6, 6)
 
 
+async def complete_with(c: Client, turn_id: str, *entries: history_pb2.ConversationEntry) -> tuple[int, ...]:
+    reply = await c.complete_turn(pb.CompleteTurnRequest(thread_id=THREAD, turn_id=turn_id, entries=entries))
+    return reply.completed_entry_count, reply.created_count, reply.existing_count
+
+
+async def test_open_counts_follow_completions_that_carry_entries(pg_server):
+    """CompleteTurn carrying the answer stores it and completes the turn in one transaction (on
+    PostgreSQL in the statement that inserts it, when it can): the counts match the rows after
+    each, whatever the turn held before."""
+    c = Client(pg_server)
+    await c.thread(THREAD)
+    answer = entry("a3", "a", role=history_pb2.ENTRY_ROLE_ASSISTANT)
+    await append(c, entry("a1", "a"), entry("a2", "a"))
+    assert await complete_with(c, "a", answer) == (3, 1, 0)  # a turn with entries, and its answer
+    await check(pg_server, c)
+    assert await complete_with(c, "a", answer) == (3, 0, 1)  # retried: nothing changes
+    await check(pg_server, c)
+    assert await complete_with(c, "b", entry("b1", "b")) == (1, 1, 0)  # a new turn, its one entry
+    await check(pg_server, c)
+    await prepare(c, "e")  # a turn without entries until its answer
+    assert await complete_with(c, "e", entry("e1", "e")) == (1, 1, 0)
+    await check(pg_server, c)
+    await append(c, entry("c1", "c"))
+    assert await complete_with(c, "c", entry("c1", "c")) == (1, 0, 1)  # every entry stored already
+    await check(pg_server, c)
+    with pytest.raises(RpcFailure) as late:
+        await complete_with(c, "a", entry("a4", "a"))
+    assert late.value.code == grpc.StatusCode.FAILED_PRECONDITION
+    await check(pg_server, c)
+    assert await kept(pg_server) == (0, 0)
+    assert await completed_counts(pg_server) == (6, 6)
+
+
 def _alembic(connection, revision: str) -> None:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
