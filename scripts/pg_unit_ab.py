@@ -1,6 +1,6 @@
 """Two ways of one PostgreSQL unit of work, interleaved call by call (docs/postgres-statements.md).
 
-    .venv/bin/python scripts/pg_unit_ab.py notice|lz4|begin [--calls N] [--pg-url URL]
+    .venv/bin/python scripts/pg_unit_ab.py notice|lz4|begin|complete [--calls N] [--pg-url URL]
 
 On a shared machine the loop's p50s move by more than a round trip between runs;
 interleaving the two ways call by call gives both the same machine. Each prints
@@ -14,6 +14,9 @@ the p50 of each way, ms.
 - begin: raw asyncpg, the thread lock in a transaction: BEGIN, the prepared lock,
   COMMIT; the lock in the BEGIN's text (its key as hex digits); `EXECUTE` of a
   statement prepared on the session in the BEGIN's text.
+- complete: CompleteTurn carrying the answer to a turn of three entries, as a unit of work
+  through the store's runner: the turn completed by the append's lock statement, and the lock
+  statement, then the completion's own (as before the first did both).
 
 --pg-url (or $PIONEER_BENCH_PG_URL / $PIONEER_TEST_PG_URL) names a cluster where
 scratch databases are created and dropped.
@@ -44,10 +47,13 @@ from sqlalchemy import text  # noqa: E402
 from sqlalchemy.util import await_only  # noqa: E402
 
 from pioneer_grpc.events.recorder import ManifestRecorder  # noqa: E402
+from pioneer_grpc.store import append, completion, round  # noqa: E402
 from pioneer_grpc.store.engine import create_engine  # noqa: E402
+from pioneer_grpc.store.entries import NewEntry  # noqa: E402
 from pioneer_grpc.store.migrate import migrate  # noqa: E402
-from pioneer_grpc.store.runner import OnLoop, TransactionRunner  # noqa: E402
-from pioneer_grpc.v1 import prompt_pb2  # noqa: E402
+from pioneer_grpc.store.runner import OnLoop, TransactionRunner, nothing  # noqa: E402
+from pioneer_grpc.store.threads import ThreadSettings, create_thread_in  # noqa: E402
+from pioneer_grpc.v1 import history_pb2, prompt_pb2  # noqa: E402
 
 Call = Callable[[int], Awaitable[Any]]
 _LZ4 = importlib.import_module("pioneer_grpc.store.migrations.versions.0013_lz4_compression")
@@ -169,11 +175,69 @@ async def begin(admin_url: str, calls: int) -> None:
         )
 
 
+def _appended(
+    conn: Any, turn_id: str, entries: list[history_pb2.ConversationEntry], complete: bool | None
+) -> int | None:
+    """`_append_in`'s steps for one turn's entries counted for the thread's model; unless
+    `complete` is None, the turn completed as CompleteTurn completes it, by the lock's statement
+    (`complete`) or by the completion's after the append."""
+    new = [NewEntry(entry, f"h-{entry.entry_id}", 20) for entry in entries]
+    batch = append.batch_of("t", new, "cl100k_base")
+    _, turn, inserted = round.lock_thread_and_turn(
+        conn, "t", turn_id, [], batch, "m", complete=bool(complete)
+    )
+    append.append_rows(
+        conn, "t", {turn_id: turn.record}, batch, lambda _: None, {turn_id: turn.entries}, {}, inserted
+    )
+    if complete is None or turn.completed is not None:
+        return turn.completed
+    return completion.completed_in_one(conn, "t", turn_id)
+
+
+async def complete(admin_url: str, calls: int) -> None:
+    async with AsyncExitStack() as stack:
+        engine = await _engine(stack, admin_url)
+        runner = TransactionRunner(engine)
+        async with engine.begin() as conn:
+            await conn.run_sync(lambda c: create_thread_in(c, "t", ThreadSettings(128_000, 4_000, "m")))
+
+        def entry(entry_id: str, turn_id: str, role: int, text: str) -> history_pb2.ConversationEntry:
+            return history_pb2.ConversationEntry(entry_id=entry_id, turn_id=turn_id, role=role, content=text)
+
+        user, assistant, tool = (
+            history_pb2.ENTRY_ROLE_USER,
+            history_pb2.ENTRY_ROLE_ASSISTANT,
+            history_pb2.ENTRY_ROLE_TOOL,
+        )
+        ways = {"lock, then completion": False, "completed by the lock": True}
+        for name in ways:  # each turn as the loop leaves it before CompleteTurn: three entries
+            for n in range(-50, calls):
+                turn = f"{name}-{n}"
+                held = [
+                    entry(f"{turn}-u", turn, user, "read the notes " * 20),
+                    entry(f"{turn}-r", turn, tool, "x" * 2000),
+                ]
+                async with engine.begin() as conn:
+                    await conn.run_sync(lambda c, t=turn, h=held: _appended(c, t, h, None))
+
+        def call(name: str, completing: bool) -> Call:
+            async def completed(n: int) -> Any:
+                turn = f"{name}-{n}"
+                answer = [entry(f"{turn}-a", turn, assistant, "the notes say so " * 30)]
+                return await runner.transact(
+                    nothing, lambda conn, _: _appended(conn, turn, answer, completing)
+                )
+
+            return completed
+
+        await _interleaved({name: call(name, completing) for name, completing in ways.items()}, calls)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("what", choices=("notice", "lz4", "begin"))
+    parser.add_argument("what", choices=("notice", "lz4", "begin", "complete"))
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument(
         "--pg-url",
@@ -182,7 +246,11 @@ def main() -> None:
     args = parser.parse_args()
     if not args.pg_url:
         sys.exit("give --pg-url (or set PIONEER_BENCH_PG_URL): a PostgreSQL cluster for scratch databases")
-    asyncio.run({"notice": notice, "lz4": lz4, "begin": begin}[args.what](args.pg_url, args.calls))
+    asyncio.run(
+        {"notice": notice, "lz4": lz4, "begin": begin, "complete": complete}[args.what](
+            args.pg_url, args.calls
+        )
+    )
 
 
 if __name__ == "__main__":
