@@ -291,13 +291,13 @@ _INSERT_ALL_PG = Direct(
 # the thread's model and the statement's snapshot is the newest (then it holds every entry
 # committed, and the turn opens with the batch when it holds none of the turn's). The entries
 # created are `created`'s rows.
-_LOCKED_GUARD = "(SELECT fresh AND model = :b_counted_model FROM locked)"
-LOCKED_APPEND_CTES = append_ctes(TURN_OPENS, _LOCKED_GUARD)
+LOCKED_GUARD = "(SELECT fresh AND model = :b_counted_model FROM locked)"
+LOCKED_APPEND_CTES = append_ctes(TURN_OPENS, LOCKED_GUARD)
 # The same, completing the turn with the batch (CompleteTurn carrying entries): the guard holds
 # only when the statement's CTE `turn` answered the turn's row, which it does unless the turn was
 # completed already (then nothing is inserted or completed, and the caller does it all after).
 LOCKED_COMPLETING_CTES = append_ctes(
-    TURN_OPENS, f"{_LOCKED_GUARD} AND EXISTS (SELECT FROM turn)", complete_turn=True
+    TURN_OPENS, f"{LOCKED_GUARD} AND EXISTS (SELECT FROM turn)", complete_turn=True
 )
 
 

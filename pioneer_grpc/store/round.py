@@ -33,7 +33,6 @@ statements on PostgreSQL.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +44,7 @@ from pioneer_grpc.history.entry_rules import StoredCalls
 from pioneer_grpc.store.append import (
     LOCKED_APPEND_CTES,
     LOCKED_COMPLETING_CTES,
+    LOCKED_GUARD,
     Batch,
     append_rows,
     as_loaded,
@@ -175,17 +175,16 @@ def _insert_turn(source: str) -> str:
         RETURNING status, prompt_manifest_json, manifest_event_id"""
 
 
-# `_insert_turn` from `locked`, completing the turn when the batch goes in (the row is fresh and the
-# thread's model the one the batch was counted for): created completed, or touched and completed.
-# A RETURNING gives the row as written, not the status before; so a turn completed already is
-# locked but not written then, and answers no row (ON CONFLICT's WHERE). Otherwise it is as
-# `_insert_turn`.
-_INSERT_COMPLETING_TURN = """
+# `_insert_turn` from `locked`, completing the turn when the batch goes in (LOCKED_GUARD: the row
+# is fresh and the thread's model the one the batch was counted for): created completed, or
+# touched and completed. A RETURNING gives the row as written, not the status before; so a turn
+# completed already is locked but not written then, and answers no row (ON CONFLICT's WHERE).
+# Otherwise it is as `_insert_turn`.
+_INSERT_COMPLETING_TURN = f"""
         INSERT INTO turns (thread_id, turn_id, status, created_at, updated_at)
         SELECT
             :b_thread_id, :b_turn_id,
-            CASE WHEN fresh AND model = :b_counted_model THEN CAST(:b_completed AS integer)
-            ELSE CAST(:b_status AS integer) END,
+            CASE WHEN {LOCKED_GUARD} THEN CAST(:b_completed AS integer) ELSE CAST(:b_status AS integer) END,
             :b_moment, :b_moment
         FROM locked
         ON CONFLICT (thread_id, turn_id) DO UPDATE SET
@@ -262,12 +261,17 @@ def _turn_params(thread_id: str, turn_id: str, call_ids: Sequence[str]) -> dict[
     }
 
 
-def _locked_turn(rows: list[Any]) -> LockedTurn:
+def _locked_turn(rows: list[Any], created: int | None = None) -> LockedTurn:
+    """The turn as the statement's rows give it. `created`: the entries the statement created as it
+    completed the turn; the turn is then answered as it was before (in progress), its count set."""
     first = rows[0]
+    entries = [loaded_entry(row) for row in rows if row.id is not None]
+    status = first.status if created is None else history_pb2.TURN_STATUS_IN_PROGRESS
     return LockedTurn(
-        TurnRecord(first.status, first.prompt_manifest_json, first.manifest_event_id),
-        [loaded_entry(row) for row in rows if row.id is not None],
+        TurnRecord(status, first.prompt_manifest_json, first.manifest_event_id),
+        entries,
         dict(zip(first.call_ids, first.call_entry_ids, strict=True)),
+        None if created is None else len(entries) + created,
     )
 
 
@@ -321,11 +325,7 @@ def lock_thread_and_turn(
     if not goes_in:
         return locked, _locked_turn(rows), None
     inserted = dict(zip(first.created_entry_ids, first.created_ids, strict=True))
-    turn = _locked_turn(rows)
-    if complete:
-        record = dataclasses.replace(turn.record, status=history_pb2.TURN_STATUS_IN_PROGRESS)
-        turn = dataclasses.replace(turn, record=record, completed=len(turn.entries) + len(inserted))
-    return locked, turn, inserted
+    return locked, _locked_turn(rows, len(inserted) if complete else None), inserted
 
 
 def insert_turn_entries(
