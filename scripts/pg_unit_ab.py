@@ -14,7 +14,8 @@ the p50 of each way, ms.
 - begin: raw asyncpg, the thread lock in a transaction: BEGIN, the prepared lock,
   COMMIT; the lock in the BEGIN's text (its key as hex digits); `EXECUTE` of a
   statement prepared on the session in the BEGIN's text.
-- complete: CompleteTurn carrying the answer to a turn of three entries, as a unit of work
+- complete: CompleteTurn carrying the answer to a turn of three entries (the user's message, a
+  tool call, its result: the agent loop's turn before its answer), as a unit of work
   through the store's runner: the turn completed by the append's lock statement, and the lock
   statement, then the completion's own (as before the first did both).
 
@@ -53,7 +54,7 @@ from pioneer_grpc.store.entries import NewEntry  # noqa: E402
 from pioneer_grpc.store.migrate import migrate  # noqa: E402
 from pioneer_grpc.store.runner import OnLoop, TransactionRunner, nothing  # noqa: E402
 from pioneer_grpc.store.threads import ThreadSettings, create_thread_in  # noqa: E402
-from pioneer_grpc.v1 import history_pb2, prompt_pb2  # noqa: E402
+from pioneer_grpc.v1 import common_pb2, history_pb2, prompt_pb2  # noqa: E402
 
 Call = Callable[[int], Awaitable[Any]]
 _LZ4 = importlib.import_module("pioneer_grpc.store.migrations.versions.0013_lz4_compression")
@@ -201,8 +202,12 @@ async def complete(admin_url: str, calls: int) -> None:
         async with engine.begin() as conn:
             await conn.run_sync(lambda c: create_thread_in(c, "t", ThreadSettings(128_000, 4_000, "m")))
 
-        def entry(entry_id: str, turn_id: str, role: int, text: str) -> history_pb2.ConversationEntry:
-            return history_pb2.ConversationEntry(entry_id=entry_id, turn_id=turn_id, role=role, content=text)
+        def entry(
+            entry_id: str, turn_id: str, role: int, text: str, **fields: Any
+        ) -> history_pb2.ConversationEntry:
+            return history_pb2.ConversationEntry(
+                entry_id=entry_id, turn_id=turn_id, role=role, content=text, **fields
+            )
 
         user, assistant, tool = (
             history_pb2.ENTRY_ROLE_USER,
@@ -213,9 +218,13 @@ async def complete(admin_url: str, calls: int) -> None:
         for name in ways:  # each turn as the loop leaves it before CompleteTurn: three entries
             for n in range(-50, calls):
                 turn = f"{name}-{n}"
+                call = common_pb2.ToolCall(
+                    id=f"{turn}-c", name="read_file", arguments='{"path": "notes.txt"}'
+                )
                 held = [
                     entry(f"{turn}-u", turn, user, "read the notes " * 20),
-                    entry(f"{turn}-r", turn, tool, "x" * 2000),
+                    entry(f"{turn}-t", turn, assistant, "", tool_calls=[call]),
+                    entry(f"{turn}-r", turn, tool, "x" * 2000, tool_call_id=call.id, name="read_file"),
                 ]
                 async with engine.begin() as conn:
                     await conn.run_sync(lambda c, t=turn, h=held: _appended(c, t, h, None))
