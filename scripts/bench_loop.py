@@ -10,7 +10,7 @@ CompleteTurn carrying the final answer, as the example loops end a turn
 (examples/agent_loop.py, clients/go/cmd/agentloop, clients/rust/examples/agentloop.rs).
 One loop gives the latencies, 16 loops
 the throughput, each against echoes of the same bytes sent by the same loops
-right after, on the same server. Then LoadConversationHistory right after a
+after each block of measured turns, on the same server. Then LoadConversationHistory right after a
 completed turn, against its echo and against LangChain's `trim_messages` with an
 exact tiktoken counter, in process, on the same thread's messages.
 
@@ -59,8 +59,9 @@ from pioneer_grpc.v1 import (  # noqa: E402
 )
 
 LOADER = ROOT / "clients" / "go" / "bin" / "pioneer-load"
-# Measured turns per loop: the seeded 50 grow to about 120 with one loop (with the loads
-# after completed turns), to about 65 each with 16.
+# Measured turns per loop, in four blocks (each after the first led by one unmeasured turn): the
+# seeded 50 grow to about 125 with one loop (with the loads after completed turns), to about 70
+# each with 16.
 TURNS = {1: 40, 16: 12}
 
 # (figure key, goal as text, predicate)

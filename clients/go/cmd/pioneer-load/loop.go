@@ -10,9 +10,10 @@ package main
 //
 // then the next turn: 3 unmeasured, then -requests measured turns per loop (or
 // as many as -duration allows; a thread over 200 turns is no longer the thread
-// the figures are for). After the loops, the same loops send echoes moving each
-// PrepareTurn's mean request and response bytes (first, inside, first, inside
-// ...) as many times, so every figure has its same-bytes echo from the same run.
+// the figures are for), in blocks each followed by its echoes (loop_blocks.go):
+// the same loops send echoes moving the block's mean PrepareTurn request and
+// response bytes (first, inside, first, inside ...) as many times, so every
+// figure has its same-bytes echo from the same seconds of the same run.
 // Last, loop 0 alone times LoadConversationHistory right after a completed turn
 // (the turn's append and completion unmeasured), then an echo of its bytes.
 
@@ -86,6 +87,18 @@ type sizes struct {
 func (s *sizes) add(request, reply int) {
 	s.mu.Lock()
 	s.calls++
+	s.request += request
+	s.reply += reply
+	s.mu.Unlock()
+}
+
+// merge adds o's calls and bytes to s.
+func (s *sizes) merge(o *sizes) {
+	o.mu.Lock()
+	calls, request, reply := o.calls, o.request, o.reply
+	o.mu.Unlock()
+	s.mu.Lock()
+	s.calls += calls
 	s.request += request
 	s.reply += reply
 	s.mu.Unlock()
@@ -284,7 +297,6 @@ func runLoop(cfg config) (*loopReport, error) {
 		}
 	}
 
-	var first, inside sizes
 	// Warm-up turns are not measured (and their sizes not kept).
 	var wf, wi sizes
 	eachLoop(loops, func(l *agentLoop) error {
@@ -295,53 +307,16 @@ func runLoop(cfg config) (*loopReport, error) {
 		}
 		return nil
 	})
-	// -requests: each loop's measured turns (a thread then grows by as many, whatever the
-	// machine's speed); else as many as -duration allows.
-	more := func(ctx context.Context, done int) bool {
-		if cfg.requests > 0 {
-			return done < int(cfg.requests)
-		}
-		return ctx.Err() == nil
-	}
-
 	log.Print("measuring")
-	var mu sync.Mutex
-	var times []turnTimes
-	var failures int64
-	var firstErr error
-	mctx, mcancel := context.WithTimeout(context.Background(), cfg.duration)
-	start := time.Now()
-	eachLoop(loops, func(l *agentLoop) error {
-		var local []turnTimes
-		for more(mctx, len(local)) {
-			t, err := l.turn(context.Background(), &first, &inside)
-			if err != nil {
-				mu.Lock()
-				failures++
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-				break // the loop's turn is left half done: a real loop would retry it
-			}
-			local = append(local, t)
-		}
-		mu.Lock()
-		times = append(times, local...)
-		mu.Unlock()
-		return nil
-	})
-	elapsed := time.Since(start).Seconds()
-	mcancel()
-	log.Print("measured")
-	if firstErr != nil {
-		log.Printf("%d errors; first: %v", failures, firstErr)
+	ms := measure(loops, cfg)
+	if ms.firstErr != nil {
+		log.Printf("%d errors; first: %v", ms.failures, ms.firstErr)
 	}
-	if len(times) == 0 {
-		return nil, fmt.Errorf("no turn completed: %v", firstErr)
+	if len(ms.times) == 0 {
+		return nil, fmt.Errorf("no turn completed: %v", ms.firstErr)
 	}
-
-	rep := &loopReport{RPC: "loop", Loops: len(loops), Turns: len(times), Seconds: round3(elapsed), Errors: failures}
+	times := ms.times
+	rep := &loopReport{RPC: "loop", Loops: len(loops), Turns: len(times), Seconds: round3(ms.elapsed), Errors: ms.failures}
 	pick := func(f func(turnTimes) time.Duration) []time.Duration {
 		out := make([]time.Duration, len(times))
 		for i, t := range times {
@@ -357,41 +332,13 @@ func runLoop(cfg config) (*loopReport, error) {
 	}
 	rep.Done = stepOf(pick(func(t turnTimes) time.Duration { return t.done }))
 	rep.Turn = stepOf(pick(func(t turnTimes) time.Duration { return t.first + t.inside + t.answer + t.done }))
-	rep.PrepareRPS = round3(float64(2*len(times)) / elapsed)
-	rep.First.RequestBytes, rep.First.ResponseBytes = first.mean()
-	rep.Inside.RequestBytes, rep.Inside.ResponseBytes = inside.mean()
-
-	// The same loops, echoing each PrepareTurn's bytes in turn, as many times (or for as long).
-	echoes := [2]*pioneerv1.EchoRequest{
-		echoOf(rep.First.RequestBytes, rep.First.ResponseBytes),
-		echoOf(rep.Inside.RequestBytes, rep.Inside.ResponseBytes),
-	}
-	var echoTimes [2][]time.Duration
-	ectx, ecancel := context.WithTimeout(context.Background(), cfg.duration)
-	estart := time.Now()
-	eachLoop(loops, func(l *agentLoop) error {
-		var local [2][]time.Duration
-		for more(ectx, len(local[0])) {
-			for k, req := range echoes {
-				t0 := time.Now()
-				if _, err := l.c.Echo.Echo(context.Background(), req); err != nil {
-					return err
-				}
-				local[k] = append(local[k], time.Since(t0))
-			}
-		}
-		mu.Lock()
-		echoTimes[0] = append(echoTimes[0], local[0]...)
-		echoTimes[1] = append(echoTimes[1], local[1]...)
-		mu.Unlock()
-		return nil
-	})
-	eelapsed := time.Since(estart).Seconds()
-	ecancel()
-	rep.EchoRPS = round3(float64(len(echoTimes[0])+len(echoTimes[1])) / eelapsed)
+	rep.PrepareRPS = round3(float64(2*len(times)) / ms.elapsed)
+	rep.First.RequestBytes, rep.First.ResponseBytes = ms.first.mean()
+	rep.Inside.RequestBytes, rep.Inside.ResponseBytes = ms.inside.mean()
+	rep.EchoRPS = round3(float64(len(ms.echoes[0])+len(ms.echoes[1])) / ms.echoElapsed)
 	rep.ThroughputVsEcho = ratio(rep.PrepareRPS, rep.EchoRPS)
-	withEcho(&rep.First, echoTimes[0])
-	withEcho(&rep.Inside, echoTimes[1])
+	withEcho(&rep.First, ms.echoes[0])
+	withEcho(&rep.Inside, ms.echoes[1])
 	rep.TurnVsTwoEchoes = ratio(rep.Turn.P50Ms, rep.First.EchoP50Ms+rep.Inside.EchoP50Ms)
 
 	// Loop 0 alone: a load right after a completed turn, against its bytes echoed.

@@ -143,3 +143,29 @@ func TestScreenshotIsAScreenSizedPNG(t *testing.T) {
 	}
 	t.Logf("%d bytes", len(shot))
 }
+
+func TestBlockTurnsSplitsTheMeasuredTurns(t *testing.T) {
+	cases := map[int64][]int64{
+		40: {10, 10, 10, 10},
+		12: {3, 3, 3, 3},
+		10: {3, 3, 2, 2},
+		2:  {1, 1},
+		0:  nil,
+	}
+	for requests, want := range cases {
+		got := blockTurns(requests)
+		if len(got) != len(want) {
+			t.Fatalf("blockTurns(%d) = %v, want %v", requests, got, want)
+		}
+		var sum int64
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("blockTurns(%d) = %v, want %v", requests, got, want)
+			}
+			sum += got[i]
+		}
+		if sum != requests {
+			t.Fatalf("blockTurns(%d) sums to %d", requests, sum)
+		}
+	}
+}
