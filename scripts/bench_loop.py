@@ -14,7 +14,9 @@ after each block of measured turns, on the same server. Then LoadConversationHis
 completed turn, against its echo and against LangChain's `trim_messages` with an
 exact tiktoken counter, in process, on the same thread's messages.
 
-Beside them, labelled (not the headline): the loop past its window. A thread seeded with
+Beside them, labelled (not the headline): one loop's echoes sent where its PrepareTurns go
+(the first one's bytes right after a CompleteTurn, the inside one's right after the first
+PrepareTurn), against the headline's echoes; and the loop past its window. A thread seeded with
 MAX_LOADED_TURNS completed turns (smaller ones, about as many tokens as the realistic
 thread in all), so that every turn the loop completes pushes the oldest one out of the
 history a load reads: one loop's step ratios against the same-bytes echo.
@@ -60,8 +62,8 @@ from pioneer_grpc.v1 import (  # noqa: E402
 
 LOADER = ROOT / "clients" / "go" / "bin" / "pioneer-load"
 # Measured turns per loop, in four blocks (each after the first led by one unmeasured turn): the
-# seeded 50 grow to about 125 with one loop (with the loads after completed turns), to about 70
-# each with 16.
+# seeded 50 grow to about 150 with one loop (with the turns that echo where a PrepareTurn goes and
+# the loads after completed turns), to about 70 each with 16.
 TURNS = {1: 40, 16: 12}
 
 # (figure key, goal as text, predicate)
@@ -197,11 +199,23 @@ async def loop_figures(address: str, request_file: Path, backend: str) -> list[d
         {"figure": f"loop, {backend}, 1 loop", **one},
         {"figure": f"loop, {backend}, 16 loops", **many},
         {"figure": f"loop, {backend}, trim_messages", "load_p50_ms": load_p50, **trim},
+        {"figure": f"loop, {backend}, 1 loop, echo where a PrepareTurn goes (not the headline)", **_in_loop(one)},
         {"figure": f"loop, {backend}, ratios", **figures},
         *[await shape_figures(address, request_file, backend, s) for s in SHAPES if s != HEADLINE],
         await past_window_figure(address, request_file, backend),
         await truncating_figure(address, request_file, backend),
     ]
+
+
+def _in_loop(one: dict[str, Any]) -> dict[str, float]:
+    """The same bytes' echo sent where each PrepareTurn goes, against the headline's echo."""
+    echo = one["echo_in_loop"]
+    return {
+        "first echo p50 ms": echo["first"]["p50_ms"],
+        "first echo p50 vs echo": echo["first"]["p50_vs_echo"],
+        "inside echo p50 ms": echo["inside"]["p50_ms"],
+        "inside echo p50 vs echo": echo["inside"]["p50_vs_echo"],
+    }
 
 
 def _step_ratios(one: dict[str, Any]) -> dict[str, float]:

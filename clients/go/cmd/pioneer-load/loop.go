@@ -14,6 +14,7 @@ package main
 // the same loops send echoes moving the block's mean PrepareTurn request and
 // response bytes (first, inside, first, inside ...) as many times, so every
 // figure has its same-bytes echo from the same seconds of the same run.
+// A lone loop then makes 21 turns with echoes in front of its PrepareTurns (loop_floor.go).
 // Last, loop 0 alone times LoadConversationHistory right after a completed turn
 // (the turn's append and completion unmeasured), then an echo of its bytes.
 
@@ -71,10 +72,12 @@ type loopReport struct {
 	PrepareRPS      float64 `json:"prepare_rps"`
 	EchoRPS         float64 `json:"echo_rps"`
 	// PrepareTurns per second in the loops against same-bytes echoes per second at as many in flight.
-	ThroughputVsEcho float64  `json:"throughput_vs_echo"`
-	Load             step     `json:"load_after_complete"`
-	Threads          []string `json:"threads"`
-	ThreadTokens     int64    `json:"thread_tokens"`
+	ThroughputVsEcho float64 `json:"throughput_vs_echo"`
+	Load             step    `json:"load_after_complete"`
+	// One loop only (loop_floor.go): echoes sent where the loop's PrepareTurns go.
+	EchoInLoop   *echoInLoop `json:"echo_in_loop,omitempty"`
+	Threads      []string    `json:"threads"`
+	ThreadTokens int64       `json:"thread_tokens"`
 }
 
 // sizes sums request and response bytes of a kind of call.
@@ -128,6 +131,8 @@ type agentLoop struct {
 	screenshot []byte
 	// With -append-answer, the final answer is its own AppendEntries before CompleteTurn.
 	appendAnswer bool
+	// When set, called right before each PrepareTurn of a turn (0: the first, 1: inside).
+	beforePrepare func(step int)
 }
 
 // turnTimes are one turn's step latencies.
@@ -148,6 +153,9 @@ func (l *agentLoop) turn(ctx context.Context, first, inside *sizes) (turnTimes, 
 		Tools:            []*pioneerv1.ToolDefinition{sample.ReadFileTool()},
 		Provider:         l.provider,
 		ProviderBodyOnly: l.bodyOnly,
+	}
+	if l.beforePrepare != nil {
+		l.beforePrepare(0)
 	}
 	t0 := time.Now()
 	resp, err := l.c.Turns.PrepareTurn(ctx, req)
@@ -174,6 +182,9 @@ func (l *agentLoop) turn(ctx context.Context, first, inside *sizes) (turnTimes, 
 		req.NewEntries[1].ContentParts = []*pioneerv1.ContentPart{{Part: &pioneerv1.ContentPart_Image{
 			Image: &pioneerv1.MediaPart{MimeType: "image/png", Source: &pioneerv1.MediaPart_Data{Data: l.screenshot}},
 		}}}
+	}
+	if l.beforePrepare != nil {
+		l.beforePrepare(1)
 	}
 	t0 = time.Now()
 	resp, err = l.c.Turns.PrepareTurn(ctx, req)
@@ -340,6 +351,13 @@ func runLoop(cfg config) (*loopReport, error) {
 	withEcho(&rep.First, ms.echoes[0])
 	withEcho(&rep.Inside, ms.echoes[1])
 	rep.TurnVsTwoEchoes = ratio(rep.Turn.P50Ms, rep.First.EchoP50Ms+rep.Inside.EchoP50Ms)
+
+	if len(loops) == 1 {
+		var err error
+		if rep.EchoInLoop, err = echoesInLoop(loops[0], rep); err != nil {
+			return nil, err
+		}
+	}
 
 	// Loop 0 alone: a load right after a completed turn, against its bytes echoed.
 	var loads []time.Duration
