@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	pioneerv1 "github.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1"
+	"github.com/pioneer-grpc/pioneer-grpc/clients/go/pioneer"
+)
+
+// The loop against a live server (PIONEER_ADDR, as the contract tests have it): every turn it
+// says it made is in the thread, the measured ones in blocks, each block after the first led by
+// one turn, then the turns that echo in the loop's places and the loads after completed turns.
+func TestLoopMakesEveryTurnItReports(t *testing.T) {
+	addr := os.Getenv("PIONEER_ADDR")
+	if addr == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("PIONEER_ADDR is unset: run `make test-contract`, which starts a server")
+		}
+		t.Skip("PIONEER_ADDR is unset: no server to run the loop against")
+	}
+	const measured, seedTurns = 5, 2
+	cfg := config{
+		addr: addr, token: os.Getenv("PIONEER_TOKEN"), rpc: "loop", concurrency: 1, requests: measured,
+		seedEntries: seedTurns * entriesPerTurn, provider: "openai-chat", timeout: 30 * time.Second,
+		duration: 10 * time.Second,
+	}
+	rep, err := runLoop(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Turns != measured || rep.Errors != 0 || rep.First.Calls != measured || rep.Inside.Calls != measured {
+		t.Fatalf("turns %d (errors %d, first %d, inside %d), want %d measured", rep.Turns, rep.Errors,
+			rep.First.Calls, rep.Inside.Calls, measured)
+	}
+	if rep.First.EchoP50Ms <= 0 || rep.Inside.EchoP50Ms <= 0 || rep.EchoRPS <= 0 || rep.TurnVsTwoEchoes <= 0 {
+		t.Fatalf("echoes not measured: %+v %+v rps %v", rep.First, rep.Inside, rep.EchoRPS)
+	}
+	in := rep.EchoInLoop
+	if in == nil || in.First.Calls != floorTurns || in.Inside.Calls != floorTurns || in.First.P50VsEcho <= 0 {
+		t.Fatalf("echoes in the loop's places: %+v", in)
+	}
+	if rep.Load.Calls != loadSamples {
+		t.Fatalf("loads after completed turns: %d, want %d", rep.Load.Calls, loadSamples)
+	}
+
+	c, err := pioneer.Dial(context.Background(), addr, pioneer.WithToken(cfg.token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	loaded, err := c.History.LoadConversationHistory(context.Background(),
+		&pioneerv1.LoadConversationHistoryRequest{ThreadId: rep.Threads[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := 0
+	for _, m := range loaded.GetMessages() {
+		if m.GetRole() == pioneerv1.ChatRole_CHAT_ROLE_USER {
+			users++
+		}
+	}
+	leads := len(blockTurns(measured)) - 1
+	want := seedTurns + warmupTurns + measured + leads + floorTurns + 1 + loadSamples
+	if users != want {
+		t.Fatalf("the thread holds %d turns, want %d", users, want)
+	}
+}
