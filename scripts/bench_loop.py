@@ -199,12 +199,15 @@ async def loop_figures(address: str, request_file: Path, backend: str) -> list[d
         {"figure": f"loop, {backend}, 1 loop", **one},
         {"figure": f"loop, {backend}, 16 loops", **many},
         {"figure": f"loop, {backend}, trim_messages", "load_p50_ms": load_p50, **trim},
-        {"figure": f"loop, {backend}, 1 loop, echo where a PrepareTurn goes (not the headline)", **_in_loop(one)},
+        {"figure": f"loop, {backend}, 1 loop, {IN_PLACE} (not the headline)", **_in_loop(one)},
         {"figure": f"loop, {backend}, ratios", **figures},
         *[await shape_figures(address, request_file, backend, s) for s in SHAPES if s != HEADLINE],
         await past_window_figure(address, request_file, backend),
         await truncating_figure(address, request_file, backend),
     ]
+
+
+IN_PLACE = "echo where a PrepareTurn goes"
 
 
 def _in_loop(one: dict[str, Any]) -> dict[str, float]:
