@@ -62,8 +62,8 @@ from pioneer_grpc.v1 import (  # noqa: E402
 
 LOADER = ROOT / "clients" / "go" / "bin" / "pioneer-load"
 # Measured turns per loop, in four blocks (each after the first led by one unmeasured turn): the
-# seeded 50 grow to about 150 with one loop (with the turns that echo where a PrepareTurn goes and
-# the loads after completed turns), to about 70 each with 16.
+# seeded 50 grow to about 125 with one loop (with the loads after completed turns), to about 70
+# each with 16. The turns that echo where a PrepareTurn goes have a thread of their own.
 TURNS = {1: 40, 16: 12}
 
 # (figure key, goal as text, predicate)

@@ -14,9 +14,10 @@ package main
 // the same loops send echoes moving the block's mean PrepareTurn request and
 // response bytes (first, inside, first, inside ...) as many times, so every
 // figure has its same-bytes echo from the same seconds of the same run.
-// A lone loop then makes 21 turns with echoes in front of its PrepareTurns (loop_floor.go).
-// Last, loop 0 alone times LoadConversationHistory right after a completed turn
-// (the turn's append and completion unmeasured), then an echo of its bytes.
+// Then loop 0 alone times LoadConversationHistory right after a completed turn
+// (the turn's append and completion unmeasured), then an echo of its bytes. Last, a
+// lone loop makes 21 turns on a thread of its own, seeded as the loop's was, with echoes
+// in front of its PrepareTurns (loop_floor.go).
 
 import (
 	"bytes"
@@ -352,13 +353,6 @@ func runLoop(cfg config) (*loopReport, error) {
 	withEcho(&rep.Inside, ms.echoes[1])
 	rep.TurnVsTwoEchoes = ratio(rep.Turn.P50Ms, rep.First.EchoP50Ms+rep.Inside.EchoP50Ms)
 
-	if len(loops) == 1 {
-		var err error
-		if rep.EchoInLoop, err = echoesInLoop(loops[0], rep); err != nil {
-			return nil, err
-		}
-	}
-
 	// Loop 0 alone: a load right after a completed turn, against its bytes echoed.
 	var loads []time.Duration
 	var loadSizes sizes
@@ -382,6 +376,11 @@ func runLoop(cfg config) (*loopReport, error) {
 		loadEchoes = append(loadEchoes, time.Since(t0))
 	}
 	withEcho(&rep.Load, loadEchoes)
+	if len(loops) == 1 {
+		if rep.EchoInLoop, err = echoesInLoop(loops[0], cfg, rep); err != nil {
+			return nil, err
+		}
+	}
 	for i, l := range loops {
 		rep.Threads = append(rep.Threads, l.thread)
 		rep.ThreadTokens = max(rep.ThreadTokens, st[i].threadTokens)

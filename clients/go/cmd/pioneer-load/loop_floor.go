@@ -19,11 +19,22 @@ const floorTurns = 20
 type echoInLoop struct {
 	First  step `json:"first"`
 	Inside step `json:"inside"`
+	// The thread these turns were made on.
+	Thread string `json:"thread"`
 }
 
-// echoesInLoop runs floorTurns turns of l (after one unmeasured, so the first echo follows a
-// CompleteTurn), each with the two echoes in front of its PrepareTurns, and times the echoes.
-func echoesInLoop(l *agentLoop, rep *loopReport) (*echoInLoop, error) {
+// echoesInLoop runs floorTurns turns of a loop like `loop` (after one unmeasured, so the first
+// echo follows a CompleteTurn), each with the two echoes in front of its PrepareTurns, and times
+// the echoes. The turns go to a new thread seeded as `loop`'s was, so the loop's own thread (the
+// loads and trim_messages read it) grows by none of them.
+func echoesInLoop(loop *agentLoop, cfg config, rep *loopReport) (*echoInLoop, error) {
+	l := *loop
+	l.turns = 0
+	cfg.thread = ""
+	var err error
+	if l.thread, err = ensureThread(context.Background(), l.c, cfg, &setup{}); err != nil {
+		return nil, err
+	}
 	echoes := [2]*pioneerv1.EchoRequest{
 		echoOf(rep.First.RequestBytes, rep.First.ResponseBytes),
 		echoOf(rep.Inside.RequestBytes, rep.Inside.ResponseBytes),
@@ -36,7 +47,6 @@ func echoesInLoop(l *agentLoop, rep *loopReport) (*echoInLoop, error) {
 			times[k] = append(times[k], d)
 		}
 	}
-	defer func() { l.beforePrepare = nil }()
 	var first, inside sizes
 	for i := 0; i <= floorTurns; i++ {
 		measuring = i > 0
@@ -44,7 +54,7 @@ func echoesInLoop(l *agentLoop, rep *loopReport) (*echoInLoop, error) {
 			return nil, fmt.Errorf("turn with echoes in the loop: %w", err)
 		}
 	}
-	out := &echoInLoop{First: stepOf(times[0]), Inside: stepOf(times[1])}
+	out := &echoInLoop{First: stepOf(times[0]), Inside: stepOf(times[1]), Thread: l.thread}
 	out.First.P50VsEcho = ratio(out.First.P50Ms, rep.First.EchoP50Ms)
 	out.Inside.P50VsEcho = ratio(out.Inside.P50Ms, rep.Inside.EchoP50Ms)
 	return out, nil

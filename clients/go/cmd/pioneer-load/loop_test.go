@@ -11,8 +11,9 @@ import (
 )
 
 // The loop against a live server (PIONEER_ADDR, as the contract tests have it): every turn it
-// says it made is in the thread, the measured ones in blocks, each block after the first led by
-// one turn, then the turns that echo in the loop's places and the loads after completed turns.
+// says it made is in its thread (the measured ones in blocks, each block after the first led by
+// one turn, then the loads after completed turns), and the turns that echo in the loop's places
+// are in a thread of their own.
 func TestLoopMakesEveryTurnItReports(t *testing.T) {
 	addr := os.Getenv("PIONEER_ADDR")
 	if addr == "" {
@@ -51,8 +52,21 @@ func TestLoopMakesEveryTurnItReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	leads := len(blockTurns(measured)) - 1
+	for thread, want := range map[string]int{
+		rep.Threads[0]: seedTurns + warmupTurns + measured + leads + loadSamples,
+		in.Thread:      seedTurns + floorTurns + 1,
+	} {
+		if got := userMessages(t, c, thread); got != want {
+			t.Fatalf("thread %s holds %d turns, want %d", thread, got, want)
+		}
+	}
+}
+
+func userMessages(t *testing.T, c *pioneer.Client, thread string) int {
+	t.Helper()
 	loaded, err := c.History.LoadConversationHistory(context.Background(),
-		&pioneerv1.LoadConversationHistoryRequest{ThreadId: rep.Threads[0]})
+		&pioneerv1.LoadConversationHistoryRequest{ThreadId: thread})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,9 +76,5 @@ func TestLoopMakesEveryTurnItReports(t *testing.T) {
 			users++
 		}
 	}
-	leads := len(blockTurns(measured)) - 1
-	want := seedTurns + warmupTurns + measured + leads + floorTurns + 1 + loadSamples
-	if users != want {
-		t.Fatalf("the thread holds %d turns, want %d", users, want)
-	}
+	return users
 }
