@@ -16,10 +16,10 @@ exact tiktoken counter, in process, on the same thread's messages.
 
 Beside them, labelled (not the headline): one loop's echoes sent where its PrepareTurns go
 (the first one's bytes right after a CompleteTurn, the inside one's right after the first
-PrepareTurn), against the headline's echoes; and the loop past its window. A thread seeded with
-MAX_LOADED_TURNS completed turns (smaller ones, about as many tokens as the realistic
-thread in all), so that every turn the loop completes pushes the oldest one out of the
-history a load reads: one loop's step ratios against the same-bytes echo.
+PrepareTurn), against the same echoes sent back to back right after; and the loop past its
+window. A thread seeded with MAX_LOADED_TURNS completed turns (smaller ones, about as many
+tokens as the realistic thread in all), so that every turn the loop completes pushes the
+oldest one out of the history a load reads: one loop's step ratios against the same-bytes echo.
 `--past-window-only` measures that figure alone (SQLite unless --backend names another);
 `--screenshots-only` the loop with a screenshot in each tool result alone (a shape among SHAPES).
 And labelled the same way, the loop truncating: that thread over its threshold with the truncate
@@ -211,12 +211,15 @@ IN_PLACE = "echo where a PrepareTurn goes"
 
 
 def _in_loop(one: dict[str, Any]) -> dict[str, float]:
-    """The same bytes' echo sent where each PrepareTurn goes, against the headline's echo."""
+    """The same bytes' echo sent where each PrepareTurn goes, against the same echoes sent back to
+    back right after (as the headline's are)."""
     echo = one["echo_in_loop"]
     return {
         "first echo p50 ms": echo["first"]["p50_ms"],
+        "first echo back to back p50 ms": echo["first"]["echo_p50_ms"],
         "first echo p50 vs echo": echo["first"]["p50_vs_echo"],
         "inside echo p50 ms": echo["inside"]["p50_ms"],
+        "inside echo back to back p50 ms": echo["inside"]["echo_p50_ms"],
         "inside echo p50 vs echo": echo["inside"]["p50_vs_echo"],
     }
 

@@ -15,7 +15,7 @@ const floorTurns = 20
 // bytes echoed right after a CompleteTurn, the inside one's right after the first PrepareTurn.
 // The headline's echoes run back to back, each after others like it; these run after the
 // calls the PrepareTurns follow, so each is the least a call costs in that place. Each step's
-// P50VsEcho is against the headline's echo of the same bytes.
+// echo fields are the same echoes sent back to back right after (as the headline's are).
 type echoInLoop struct {
 	First  step `json:"first"`
 	Inside step `json:"inside"`
@@ -54,8 +54,18 @@ func echoesInLoop(loop *agentLoop, cfg config, rep *loopReport) (*echoInLoop, er
 			return nil, fmt.Errorf("turn with echoes in the loop: %w", err)
 		}
 	}
+	// The same echoes back to back, as the headline's are, right after: each place's echo is
+	// compared with these, a second apart, not with the headline's, measured minutes before.
+	var steady [2][]time.Duration
+	for i := 0; i < echoLead+floorTurns; i++ {
+		for k, req := range echoes {
+			if d := l.echo(req); i >= echoLead {
+				steady[k] = append(steady[k], d)
+			}
+		}
+	}
 	out := &echoInLoop{First: stepOf(times[0]), Inside: stepOf(times[1]), Thread: l.thread}
-	out.First.P50VsEcho = ratio(out.First.P50Ms, rep.First.EchoP50Ms)
-	out.Inside.P50VsEcho = ratio(out.Inside.P50Ms, rep.Inside.EchoP50Ms)
+	withEcho(&out.First, steady[0])
+	withEcho(&out.Inside, steady[1])
 	return out, nil
 }

@@ -40,7 +40,8 @@ func TestLoopMakesEveryTurnItReports(t *testing.T) {
 		t.Fatalf("echoes not measured: %+v %+v rps %v", rep.First, rep.Inside, rep.EchoRPS)
 	}
 	in := rep.EchoInLoop
-	if in == nil || in.First.Calls != floorTurns || in.Inside.Calls != floorTurns || in.First.P50VsEcho <= 0 {
+	if in == nil || in.First.Calls != floorTurns || in.Inside.Calls != floorTurns || in.First.P50VsEcho <= 0 ||
+		in.First.EchoP50Ms <= 0 || in.Inside.EchoP50Ms <= 0 {
 		t.Fatalf("echoes in the loop's places: %+v", in)
 	}
 	if rep.Load.Calls != loadSamples {
