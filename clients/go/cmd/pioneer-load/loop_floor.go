@@ -55,7 +55,7 @@ func echoesInLoop(loop *agentLoop, cfg config, rep *loopReport) (*echoInLoop, er
 		}
 	}
 	// The same echoes back to back, as the headline's are, right after: each place's echo is
-	// compared with these, a second apart, not with the headline's, measured minutes before.
+	// compared with these, a second apart, not with the headline's, measured earlier in the run.
 	var steady [2][]time.Duration
 	for i := 0; i < echoLead+floorTurns; i++ {
 		for k, req := range echoes {
