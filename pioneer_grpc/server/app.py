@@ -14,6 +14,7 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,8 +46,9 @@ from pioneer_grpc.server.servicers.manifest import ManifestServicer
 from pioneer_grpc.server.servicers.provider import ProviderServicer
 from pioneer_grpc.server.servicers.turn import TurnServicer
 from pioneer_grpc.service.context import ServiceContext
-from pioneer_grpc.store.engine import create_engine, session_factory
+from pioneer_grpc.store.engine import POOL_WAIT_SECONDS, create_engine, session_factory
 from pioneer_grpc.store.migrate import migrate
+from pioneer_grpc.store.probe import probe_writable
 from pioneer_grpc.store.runner import TransactionRunner
 from pioneer_grpc.store.work import drain as drain_database_work
 from pioneer_grpc.telemetry import Metrics, Telemetry, tracing
@@ -393,7 +395,12 @@ async def _start(
         raise
     health_servicer = health.aio.HealthServicer()
     database_health = DatabaseHealth(
-        ctx.engine, health_servicer, ["", *SERVICE_NAMES], config.health_probe_seconds
+        partial(probe_writable, ctx.engine),
+        health_servicer,
+        ["", *SERVICE_NAMES],
+        config.health_probe_seconds,
+        # As long as any RPC may wait for a connection.
+        probe_wait_seconds=float(POOL_WAIT_SECONDS),
     )
     # Bound below the descriptor limit, so a connection beyond it can still be answered.
     connections = Connections(0, config.max_connections or max(64, after - CONNECTION_RESERVE))

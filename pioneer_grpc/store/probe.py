@@ -23,8 +23,9 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pioneer_grpc.errors import ResourceExhausted
-from pioneer_grpc.store.failures import DISK_FULL
+from pioneer_grpc.errors import PioneerError, ResourceExhausted, Unavailable
+from pioneer_grpc.reasons import DISK_FULL
+from pioneer_grpc.store.failures import domain_error
 
 # Below this much free space next to a SQLite database, it counts as full.
 MIN_FREE_BYTES = 1024 * 1024
@@ -67,3 +68,17 @@ async def check_writable(engine: AsyncEngine, reclaim: bool = False) -> None:
         else:
             version = int(await conn.scalar(text("PRAGMA user_version")) or 0)
             await conn.execute(text(f"PRAGMA user_version = {version}"))
+
+
+async def probe_writable(engine: AsyncEngine, reclaim: bool = False) -> None:
+    """`check_writable`, its failures named as every store failure is (store/failures.py): a
+    PioneerError, UNAVAILABLE for one no mapping knows."""
+    try:
+        await check_writable(engine, reclaim)
+    except PioneerError:
+        raise
+    except Exception as exc:
+        mapped = domain_error(exc)
+        if mapped is None:
+            raise Unavailable("database probe failed", reason="DATABASE_UNAVAILABLE") from exc
+        raise mapped from exc
