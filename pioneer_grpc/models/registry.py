@@ -9,9 +9,11 @@ takes = registry.takes("o3")                            # what the model accepts
 
 from __future__ import annotations
 
+import hashlib
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -188,6 +190,19 @@ class Registry:
     # Model families with a tool rule of their own, by prefix.
     tool_rules: Mapping[str, ToolRule] = field(default_factory=dict)
 
+    @cached_property
+    def key(self) -> bytes:
+        """What the registry holds, as a digest: registries with equal entries have equal keys, and
+        any difference gives another. What a cache worked out with one registry is kept under it,
+        so an answer worked out with one is never given for another (an object's id would be: a
+        registry made where a freed one was gets its id)."""
+        tables = (
+            sorted((prefix, _canonical(info)) for prefix, info in self.models.items()),
+            sorted((prefix, astuple(rule)) for prefix, rule in self.images.items()),
+            sorted((prefix, astuple(rule)) for prefix, rule in self.tool_rules.items()),
+        )
+        return hashlib.sha256(repr(tables).encode()).digest()
+
     def lookup(self, model: str) -> ModelInfo | None:
         """The entry whose prefix is the longest one `model` starts with ("models/" ignored)."""
         prefix = _longest_prefix(self.models, model)
@@ -228,6 +243,11 @@ class Registry:
             rule.forced_tool_choice,
             rule.chat_completions_tools,
         )
+
+
+def _canonical(info: ModelInfo) -> tuple[object, ...]:
+    """The entry's fields in one order, its media sorted (a set's order is not the same in every run)."""
+    return tuple(sorted(value) if isinstance(value, frozenset) else value for value in astuple(info))
 
 
 def load_registry(override: Path | None = None) -> Registry:

@@ -166,7 +166,7 @@ def _checked_request(
     skip: tuple[str, ...] = ("compile_input",) if input_known_valid else ()
     head = _chat_request(request, request.model, [])
     # The registry decides which tool rules apply to the model: a server's own models file keys apart.
-    head_key = b"%d:%d:" % (request.provider, id(models)) + head.SerializeToString(deterministic=True)
+    head_key = b"%d:" % request.provider + models.key + head.SerializeToString(deterministic=True)
     clean_head = _known_clean_heads.get(head_key) is not None
     if clean_head:
         skip += _TOP_LEVEL
