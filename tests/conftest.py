@@ -8,8 +8,6 @@ any other skip (tests/ci_guard.py).
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,18 +20,9 @@ from pioneer_grpc.client import AsyncClient
 from pioneer_grpc.config import Config
 from pioneer_grpc.server.app import RunningServer, start_server
 from tests.ci_guard import pytest_runtest_makereport  # noqa: F401  (the hook: a skip under CI=true fails)
+from tests.databases import PG_URL_ENV, fresh_postgres_database, require_postgres
 
-PG_URL_ENV = "PIONEER_TEST_PG_URL"
-
-
-def require_postgres() -> str:
-    url = os.environ.get(PG_URL_ENV)
-    if url:
-        return url
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{PG_URL_ENV} is not set: under CI the PostgreSQL tests must run (use `make test`)")
-    pytest.skip(f"{PG_URL_ENV} not set; `make test` starts PostgreSQL")
-
+__all__ = ["PG_URL_ENV", "fresh_postgres_database", "require_postgres"]
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
@@ -49,34 +38,6 @@ async def postgres_url() -> AsyncIterator[str]:
     """A fresh database on the test cluster, for tests that only make sense on PostgreSQL (replicas)."""
     async with fresh_postgres_database() as url:
         yield url
-
-
-class fresh_postgres_database:
-    """Creates an empty database on the test cluster and drops it afterwards."""
-
-    def __init__(self) -> None:
-        self.admin_url = require_postgres()
-        self.name = "t_" + uuid.uuid4().hex[:16]
-
-    async def __aenter__(self) -> str:
-        import asyncpg
-
-        conn = await asyncpg.connect(self.admin_url.replace("postgresql+asyncpg", "postgresql"))
-        try:
-            await conn.execute(f'CREATE DATABASE "{self.name}"')
-        finally:
-            await conn.close()
-        base = self.admin_url.rsplit("/", 1)[0]
-        return f"{base}/{self.name}"
-
-    async def __aexit__(self, *exc: object) -> None:
-        import asyncpg
-
-        conn = await asyncpg.connect(self.admin_url.replace("postgresql+asyncpg", "postgresql"))
-        try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-        finally:
-            await conn.close()
 
 
 @dataclass

@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pioneer_grpc.history.tokens import TOKENIZERS
+from pioneer_grpc.history.tokens import TOKENIZER, TOKENIZERS
 from pioneer_grpc.models.attachments import ANTHROPIC, GEMINI, OPENAI_PATCHES, OPENAI_TILES, RULES, ImageRule
 
 PACKAGED = Path(__file__).with_name("registry.toml")
@@ -207,6 +207,11 @@ class Registry:
         """The entry whose prefix is the longest one `model` starts with ("models/" ignored)."""
         prefix = _longest_prefix(self.models, model)
         return None if prefix is None else self.models[prefix]
+
+    def tokenizer_of(self, model: str) -> str:
+        """The tokenizer `model` counts in; cl100k_base for a model the registry does not know."""
+        info = self.lookup(model)
+        return TOKENIZER if info is None else info.tokenizer
 
     def image_rule(self, model: str) -> ImageRule:
         """How `model` counts images: [images] by longest prefix, else its provider's rule.

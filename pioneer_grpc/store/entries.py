@@ -12,8 +12,8 @@ already there must carry the same content hash.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import bindparam, func, select
@@ -33,23 +33,10 @@ from pioneer_grpc.history.parts import parse_parts, parts_blob
 from pioneer_grpc.store.clock import as_utc
 from pioneer_grpc.store.driver import Direct
 from pioneer_grpc.store.models import EntryRow, ToolCallRow
+from pioneer_grpc.store.port import AppendOutcome, NewEntry
 from pioneer_grpc.v1 import history_pb2
 
-
-@dataclass(frozen=True)
-class NewEntry:
-    entry: history_pb2.ConversationEntry
-    content_hash: str
-    token_count: int
-
-
-@dataclass(frozen=True)
-class AppendOutcome:
-    entries: list[history_pb2.ConversationEntry]
-    created_count: int
-    existing_count: int
-    # With `complete_turn_id`: how many entries the completed turn has.
-    completed_entry_count: int = 0
+__all__ = ["AppendOutcome", "NewEntry"]
 
 
 ENTRY_COLUMNS = (
@@ -186,6 +173,12 @@ def entry_values(thread_id: str, new: NewEntry, tokenizer: str, moment: datetime
         "completed": False,
         "created_at": moment,
     }
+
+
+def as_loaded(thread_id: str, new: NewEntry, tokenizer: str) -> history_pb2.ConversationEntry:
+    """A new entry as a load reads it back once stored (what `loaded_entry` makes of its row); its
+    sequence is not drawn yet (0)."""
+    return loaded_entry(SimpleNamespace(**entry_values(thread_id, new, tokenizer, datetime.min), id=0))
 
 
 # The columns `entry_values` gives, in its order (an INSERT compiled once names them).

@@ -7,7 +7,6 @@ the same statements for SQLite and PostgreSQL.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,18 +106,21 @@ def thread_in(conn: Connection, thread_id: str) -> tuple[Any, int]:
     return row, int(row.entry_count)
 
 
-def update_thread_in(
-    conn: Connection, thread_id: str, changes_for: Callable[[ThreadSettings], dict[str, Any]]
-) -> tuple[Any, int]:
-    """UpdateThread's unit of work: `changes_for(current settings)` (which may raise to reject, and
-    then nothing changes) applied to the locked row; the row as stored and its entry count."""
+def update_thread_if(
+    thread_id: str, settings: ThreadSettings, expected: ThreadSettings, conn: Connection
+) -> tuple[Any, int] | None:
+    """UpdateThread's unit of work: the locked thread's settings set to `settings` (its compaction mark
+    cleared: new settings deserve a new try at compaction) when they are `expected`; the row as stored
+    and its entry count, or None, changing nothing, when they are not."""
     locked = conn.execute(_LOCK, {"b_thread_id": thread_id}).first()
     if locked is None:
         raise thread_not_found(thread_id)
-    changes = changes_for(settings_of(locked))
-    # New settings deserve a new try at compaction.
+    if settings_of(locked) != expected:
+        return None
     conn.execute(
-        update(ThreadRow).where(_BY_ID).values(**changes, compaction_failed_sequence=None, updated_at=now()),
+        update(ThreadRow)
+        .where(_BY_ID)
+        .values(**settings.__dict__, compaction_failed_sequence=None, updated_at=now()),
         {"b_thread_id": thread_id},
     )
     return thread_in(conn, thread_id)

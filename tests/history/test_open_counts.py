@@ -42,13 +42,13 @@ async def counted(server, exclude: str = "") -> tuple[int, int]:
     query = select(func.count(), func.count(EntryRow.turn_id.distinct())).where(
         EntryRow.thread_id == THREAD, EntryRow.completed.is_(False), EntryRow.turn_id != exclude
     )
-    async with server.ctx.engine.connect() as conn:
+    async with server.ctx.store.engine.connect() as conn:
         entries, turns = (await conn.execute(query)).one()
     return int(entries), int(turns)
 
 
 async def kept(server) -> tuple[int, int]:
-    async with server.ctx.engine.connect() as conn:
+    async with server.ctx.store.engine.connect() as conn:
         row = (
             await conn.execute(
                 select(ThreadRow.open_entries, ThreadRow.open_turns).where(ThreadRow.thread_id == THREAD)
@@ -75,7 +75,7 @@ async def completed_counts(server) -> tuple[int, int]:
     """(the thread row's completed count, its completed entries counted from the rows)."""
     kept_count = select(ThreadRow.completed_entries).where(ThreadRow.thread_id == THREAD).scalar_subquery()
     rows = select(func.count()).where(EntryRow.thread_id == THREAD, EntryRow.completed.is_(True))
-    async with server.ctx.engine.connect() as conn:
+    async with server.ctx.store.engine.connect() as conn:
         row = (await conn.execute(select(kept_count, rows.scalar_subquery()))).one()
     return int(row[0]), int(row[1])
 

@@ -17,14 +17,13 @@ from typing import Any
 import pytest
 from sqlalchemy import bindparam, create_engine, select
 
-from pioneer_grpc.events import recorder
-from pioneer_grpc.store import append, completion, history_state, round, turns
+from pioneer_grpc.store import history_state, manifests, sql, sqlite, turns
 from pioneer_grpc.store.driver import SQLITE, Direct
 from pioneer_grpc.store.entries import THREAD_CALLS_CHUNK, NewEntry, entry_values, thread_calls_in
 from pioneer_grpc.store.models import Base, EntryRow, ThreadRow, ToolCallRow, TurnRow
 from pioneer_grpc.v1 import history_pb2
 
-MODULES = (round, append, turns, history_state, completion, recorder)
+MODULES = (sqlite, sql, turns, history_state, manifests)
 MOMENT = datetime(2026, 11, 30, 12, 34, 56, 789012, tzinfo=UTC)
 LATER = datetime(2026, 12, 1, 8, 0, 1, 5, tzinfo=UTC)
 T = {"b_thread_id": "t"}
@@ -46,14 +45,15 @@ def _new_entry(entry_id: str) -> dict[str, Any]:
 
 # (module, name) -> the parameters of each run, in order, on the same database.
 CASES: dict[tuple[str, str], list[dict[str, Any]]] = {
-    ("round", "_LOCK_THREAD_SQLITE"): [T, {"b_thread_id": "nosuch"}],
-    ("append", "_TOUCH_THREAD"): [{**T, "b_updated_at": LATER, "b_entries": 2, "b_turns": 1}],
-    ("append", "_INSERT_ENTRY_SQLITE"): [_new_entry("e9"), _new_entry("e9"), _new_entry("e1")],
-    ("append", "_INSERT_CALL_SQLITE"): [
+    ("sqlite", "_LOCK_THREAD"): [T, {"b_thread_id": "nosuch"}],
+    ("sqlite", "_TOUCH_THREAD"): [{**T, "b_updated_at": LATER, "b_entries": 2, "b_turns": 1}],
+    ("sqlite", "_INSERT_ENTRY"): [_new_entry("e9"), _new_entry("e9"), _new_entry("e1")],
+    ("sqlite", "_INSERT_CALL"): [
         {"thread_id": "t", "call_id": "c9", "entry_id": "e3"},
         {"thread_id": "t", "call_id": "c1", "entry_id": "e3"},
     ],
-    ("round", "_TURN_ENTRIES"): [{"thread_id": "t", "turn_id": "u1"}, {"thread_id": "t", "turn_id": "x"}],
+    ("sqlite", "_TURN_ENTRIES"): [{"thread_id": "t", "turn_id": "u1"}, {"thread_id": "t", "turn_id": "x"}],
+    ("sqlite", "_TURN_ROW"): [{"thread_id": "t", "turn_id": turn} for turn in ("u1", "u2", "x")],
     ("turns", "_LOCK_TURN_SQLITE"): [
         {"thread_id": "t", "turn_id": turn, "status": 1, "created_at": LATER, "updated_at": LATER}
         for turn in ("u1", "new")
@@ -63,18 +63,18 @@ CASES: dict[tuple[str, str], list[dict[str, Any]]] = {
         for exclude, after in (("", 0), ("u2", 1), ("u1", history_state.NO_ENTRIES), ("", 0))
     ]
     + [{"thread_id": "nosuch", "exclude_turn_id": "", "after": 0}],
-    ("completion", "_TURN_STATUS"): [{**T, "b_turn_id": "u2"}, {**T, "b_turn_id": "x"}],
-    ("completion", "_COMPLETE_TURN"): [
+    ("sqlite", "_TURN_STATUS"): [{**T, "b_turn_id": "u2"}, {**T, "b_turn_id": "x"}],
+    ("sqlite", "_COMPLETE_TURN"): [
         {**T, "b_turn_id": turn, "b_status": history_pb2.TURN_STATUS_COMPLETED, "b_updated_at": LATER}
         for turn in ("u2", "u2", "x")
     ],
-    ("completion", "_COMPLETE_ENTRIES"): [{**T, "b_turn_id": "u2"}, {**T, "b_turn_id": "x"}],
-    ("completion", "_TURN_ENTRY_COUNT"): [{**T, "b_turn_id": "u1"}, {**T, "b_turn_id": "x"}],
-    ("completion", "_LESS_OPEN"): [{**T, "b_entries": 1, "b_turns": 1}],
-    ("recorder", "_INSERT_EVENT_SQLITE"): [
+    ("sqlite", "_COMPLETE_ENTRIES"): [{**T, "b_turn_id": "u2"}, {**T, "b_turn_id": "x"}],
+    ("sqlite", "_TURN_ENTRY_COUNT"): [{**T, "b_turn_id": "u1"}, {**T, "b_turn_id": "x"}],
+    ("sqlite", "_LESS_OPEN"): [{**T, "b_entries": 1, "b_turns": 1}],
+    ("manifests", "_INSERT_EVENT_SQLITE"): [
         {**T, "b_turn_id": "u2", "b_manifest_pb": b"\x08\x01", "b_created_at": LATER}
     ],
-    ("recorder", "_UPDATE_TURN"): [
+    ("manifests", "_UPDATE_TURN_SQLITE"): [
         {
             **T,
             "b_turn_id": "u2",
