@@ -8,6 +8,9 @@ for tool in go cargo; do
   command -v "$tool" >/dev/null || { echo "make test: '$tool' is required (Go and Rust contract tests)"; exit 1; }
 done
 
+echo "== the fast tier: every use case on the in-memory store, the store port's contract on it"
+make --no-print-directory test-fast
+
 echo "== lint: ruff, mypy, buf lint, buf breaking, go vet, clippy"
 make --no-print-directory lint go-vet rust-clippy
 
@@ -33,8 +36,8 @@ export PIONEER_CHROMIUM
 echo "== the TypeScript/JavaScript contract client: npm packages and stubs (clients/ts)"
 bash scripts/ts_client.sh >/dev/null
 
-echo "== Python tests (SQLite and PostgreSQL)"
-.venv/bin/pytest -q -p no:cacheprovider
+echo "== Python tests (SQLite and PostgreSQL), on both cores"
+.venv/bin/pytest -q -p no:cacheprovider -n 2 --dist worksteal
 
 echo "== Go and Rust contract tests against a live server"
 make --no-print-directory test-contract

@@ -15,6 +15,7 @@ from typing import Any
 
 import grpc
 import pytest
+from hypothesis import settings
 
 from pioneer_grpc.client import AsyncClient
 from pioneer_grpc.config import Config
@@ -23,6 +24,12 @@ from tests.ci_guard import pytest_runtest_makereport  # noqa: F401  (the hook: a
 from tests.databases import PG_URL_ENV, fresh_postgres_database, require_postgres
 
 __all__ = ["PG_URL_ENV", "fresh_postgres_database", "require_postgres"]
+
+# The property tests draw the same examples in every run (each test seeds its own draw), as many as
+# each one's settings ask, and keep no example database between runs: a run's outcome and its time
+# are the tree's, not the machine's history.
+settings.register_profile("pioneer", derandomize=True, database=None)
+settings.load_profile("pioneer")
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
