@@ -218,6 +218,12 @@ def history_of(
     found = kept_of(ctx, thread_id, exclude_turn_id, read)
     if settled is not None and settled.state == read.state:
         return settled.result, None
+    if found is None:
+        # Leaving out a turn without completed entries changes nothing: the answer that excludes
+        # nothing serves every such turn (kept for this state: brought current above, say, though
+        # it does not serve the turn as the answer of a read that held every turn would).
+        key = exclude_turn_id if read.excluded_completed else ""
+        found = ctx.load_cache.find(thread_id, key, read.state)
     if found is not None:
         return found, None
     if read.whole is None:

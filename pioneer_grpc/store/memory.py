@@ -27,6 +27,7 @@ from pioneer_grpc.store.entries import (
     entry_conflict,
     entry_message,
     entry_values,
+    held_entry,
     loaded_entry,
     turn_completed,
 )
@@ -456,13 +457,13 @@ class _Entries(_Part):
             InvalidArgument.raise_if(call_violations(entries, stored, batch.prefix))
         self._check_repeats(thread_id, batch)
         moment = now()
-        turns = {turn_id: self.s.lock_turn(thread_id, turn_id, moment) for turn_id in turn_ids}
+        for turn_id in turn_ids:
+            self.s.lock_turn(thread_id, turn_id, moment)
         fresh = [turn_id for turn_id in turn_ids if not stored.turns.get(turn_id)]
         created = self.s.insert(thread_id, batch.entries, batch.tokenizer, fresh, moment)
         completed = 0
         if batch.complete_turn_id:
             completed = self.s.complete(thread_id, batch.complete_turn_id)
-        del turns
         ids = [entry.entry_id for entry in entries]
         answered: list[history_pb2.ConversationEntry] = []
         if batch.with_entries:
@@ -592,7 +593,7 @@ class _Rounds(_Part):
             sequence = self.t.by_entry_id.get((thread_id, entry_id))
             if sequence is not None:
                 row = self.t.entries[sequence]
-                stored[entry_id] = StoredEntry(entry_message(row), row.content_hash)
+                stored[entry_id] = StoredEntry(held_entry(row), row.content_hash)
         return OpenedRound(
             read,
             record,

@@ -269,7 +269,8 @@ class TurnRecord:
 
 @dataclass(frozen=True)
 class StoredEntry:
-    """An entry the thread holds, as an append checks a repeat against it."""
+    """An entry the thread holds, as an append checks a repeat against it: its client fields (as a
+    load reads them, with its reasoning) and its content hash."""
 
     entry: history_pb2.ConversationEntry
     content_hash: str

@@ -25,7 +25,7 @@ from pioneer_grpc.store import token_counts
 from pioneer_grpc.store.append import Batch, batch_of
 from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.driver import POSTGRESQL, Direct
-from pioneer_grpc.store.entries import ENTRY_COLUMNS, LOAD_COLUMNS, entry_message, loaded_entry
+from pioneer_grpc.store.entries import HELD_COLUMNS, LOAD_COLUMNS, held_entry, loaded_entry
 from pioneer_grpc.store.history_state import (
     FRESH,
     VERSIONED_STATE,
@@ -370,8 +370,8 @@ def _completion_params(thread_id: str, turn_id: str) -> dict[str, object]:
 # ---- a round's statements ---------------------------------------------------------------------
 
 _ENTRY_NAMES = tuple(column.key for column in LOAD_COLUMNS)
-# What a stored entry adds to a loaded one (an append's repeat check and conflict report need it).
-_STORED_NAMES = ("content_hash", *(c.key for c in ENTRY_COLUMNS if c.key not in _ENTRY_NAMES))
+# What a held entry adds to a loaded one (an append's repeat check and conflict report need it).
+_STORED_NAMES = tuple(c.key for c in HELD_COLUMNS if c.key not in _ENTRY_NAMES)
 # The head's columns besides `part` and the entry columns: the state, the turn's row, 2 arrays.
 _HEAD_COLUMNS = len(VERSIONED_STATE_NAMES) + 3 + 2
 
@@ -382,8 +382,8 @@ def _padded(part: int) -> tuple[str, ...]:
 
 
 # Typed: a UNION resolves an untyped NULL column as text before it meets the part that has values.
-_STORED_TYPES = {"content_hash": "varchar", "reasoning_content": "text", "completed": "boolean"}
-_NULL_STORED = tuple(f"CAST(NULL AS {_STORED_TYPES.get(name, 'timestamptz')})" for name in _STORED_NAMES)
+_STORED_TYPES = {"content_hash": "varchar", "reasoning_content": "text"}
+_NULL_STORED = tuple(f"CAST(NULL AS {_STORED_TYPES[name]})" for name in _STORED_NAMES)
 _NO_STORED = tuple(f"{null} AS {name}" for null, name in zip(_NULL_STORED, _STORED_NAMES, strict=True))
 
 # A round's reads in one round trip, holding nothing: the thread's state and version with what a
@@ -572,7 +572,7 @@ class PostgresStore(SqlStore):
         if head.status is not None:
             turn = TurnRecord(head.status, head.prompt_manifest_json, head.manifest_event_id)
         stored = {
-            row.entry_id: StoredEntry(entry_message(row), row.content_hash) for row in rows if row.part == 3
+            row.entry_id: StoredEntry(held_entry(row), row.content_hash) for row in rows if row.part == 3
         }
         return OpenedRound(
             self.read_in(conn, ask.history, read),

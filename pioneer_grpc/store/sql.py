@@ -34,9 +34,7 @@ from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
 from pioneer_grpc.store import token_counts
 from pioneer_grpc.store.append import Batch, batch_of
-from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.engine import session_factory
-from pioneer_grpc.store.entries import loaded_entry
 from pioneer_grpc.store.history_state import history_read_in
 from pioneer_grpc.store.locks import compression_lock
 from pioneer_grpc.store.port import (
@@ -522,11 +520,6 @@ class _Rendered(_Part):
         )
 
 
-def loaded_rows(rows: Sequence[Any]) -> list[history_pb2.ConversationEntry]:
-    """Rows selected with LOAD_COLUMNS as entries (a row whose id is None is none)."""
-    return [loaded_entry(row) for row in rows if row.id is not None]
-
-
 def open_store(engine: AsyncEngine, tokenizer_of: Callable[[str], str]) -> SqlStore:
     """The store on `engine`'s database: SQLite's or PostgreSQL's."""
     if engine.dialect.name == "postgresql":
@@ -537,5 +530,3 @@ def open_store(engine: AsyncEngine, tokenizer_of: Callable[[str], str]) -> SqlSt
 
     return SqliteStore(engine, tokenizer_of)
 
-
-__all__ = ["Conflicted", "SqlStore", "now", "open_store"]

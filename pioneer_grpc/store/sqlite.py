@@ -28,18 +28,17 @@ from pioneer_grpc.store.append import Batch, batch_of
 from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.driver import SQLITE, Direct
 from pioneer_grpc.store.entries import (
-    ENTRY_COLUMNS,
     ENTRY_VALUE_KEYS,
     LOAD_COLUMNS,
-    entry_message,
+    held_entry,
+    held_in,
     loaded_entry,
     thread_calls_in,
 )
 from pioneer_grpc.store.history_state import history_read_and_row
 from pioneer_grpc.store.manifests import record_in
-from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow, TurnRow
+from pioneer_grpc.store.models import EntryRow, SummaryRow, ThreadRow, ToolCallRow, TurnRow
 from pioneer_grpc.store.port import (
-    NO_ENTRIES,
     Conflict,
     OpenedRound,
     Recorded,
@@ -141,20 +140,6 @@ def turn_row_in(conn: Connection, thread_id: str, turn_id: str) -> TurnRecord | 
     return None if row is None else TurnRecord(row.status, row.prompt_manifest_json, row.manifest_event_id)
 
 
-_STORED_BY_IDS = select(EntryRow.content_hash, *ENTRY_COLUMNS).where(
-    EntryRow.thread_id == bindparam("thread_id"),
-    EntryRow.entry_id.in_(bindparam("entry_ids", expanding=True)),
-)
-
-
-def stored_by_ids_in(conn: Connection, thread_id: str, entry_ids: Sequence[str]) -> dict[str, StoredEntry]:
-    """The entries of `entry_ids` the thread holds, in any turn."""
-    if not entry_ids:
-        return {}
-    rows = conn.execute(_STORED_BY_IDS, {"thread_id": thread_id, "entry_ids": list(dict.fromkeys(entry_ids))})
-    return {row.entry_id: StoredEntry(entry_message(row), row.content_hash) for row in rows}
-
-
 def turn_entries_lean(conn: Connection, thread_id: str, turn_id: str) -> list[history_pb2.ConversationEntry]:
     """The turn's entries so far, oldest first, with what a message needs (as a history load reads them)."""
     return [
@@ -162,18 +147,40 @@ def turn_entries_lean(conn: Connection, thread_id: str, turn_id: str) -> list[hi
     ]
 
 
-def _version(conn: Connection, thread_id: str, turn_id: str, after: int = NO_ENTRIES) -> tuple[Any, ...]:
-    """What a round's commit finds as its round's open found it, or the thread changed: the thread's
-    history state and open counts, and the turn's status (entries are never deleted, so a count
-    that moved back to an earlier value never hides a change)."""
-    read, row = history_read_and_row(conn, thread_id, "", after)
-    turn = turn_row_in(conn, thread_id, turn_id)
-    return (
-        read.state,
-        int(row.open_entries),
-        int(row.open_turns),
-        IN_PROGRESS if turn is None else turn.status,
-    )
+# What a round's commit compares with what its open read (`_version_of`): the thread row's settings
+# and counts, its newest summary, the turn's status. Every write of what a round reads changes one
+# of them (entries are never deleted, so a count never moves back to an earlier value unseen).
+_VERSION = Direct(
+    select(
+        ThreadRow.max_context_tokens,
+        ThreadRow.response_reserve_tokens,
+        ThreadRow.model,
+        ThreadRow.summary_model,
+        ThreadRow.compaction_strategy,
+        ThreadRow.keep_tool_results,
+        ThreadRow.compaction_failed_sequence,
+        select(func.max(SummaryRow.id))
+        .where(SummaryRow.thread_id == ThreadRow.thread_id)
+        .scalar_subquery()
+        .label("summary_id"),
+        ThreadRow.completed_entries.label("completed_count"),
+        ThreadRow.open_entries,
+        ThreadRow.open_turns,
+        select(TurnRow.status)
+        .where(TurnRow.thread_id == ThreadRow.thread_id, TurnRow.turn_id == bindparam("turn_id"))
+        .scalar_subquery()
+        .label("turn_status"),
+    ).where(ThreadRow.thread_id == bindparam("thread_id")),
+    dialects=(SQLITE,),
+)
+
+
+def _version_of(row: Any, turn_status: int | None) -> tuple[Any, ...]:
+    """A round's version from a row with _VERSION's columns (the state read's have them too)."""
+    state = row.max_context_tokens, row.response_reserve_tokens, row.model, row.summary_model
+    settings = row.compaction_strategy, row.keep_tool_results, row.compaction_failed_sequence
+    counts = row.summary_id, int(row.completed_count), int(row.open_entries), int(row.open_turns)
+    return (*state, *settings, *counts, IN_PROGRESS if turn_status is None else turn_status)
 
 
 class SqliteStore(SqlStore):
@@ -250,22 +257,25 @@ class SqliteStore(SqlStore):
         # The state first: it is the version, so what is read after it is at least as new.
         read, row = history_read_and_row(conn, thread_id, turn_id, ask.history.after)
         turn = turn_row_in(conn, thread_id, turn_id)
-        status = IN_PROGRESS if turn is None else turn.status
-        version = (read.state, int(row.open_entries), int(row.open_turns), status)
+        version = _version_of(row, None if turn is None else turn.status)
         read = self.read_in(conn, ask.history, read)
+        held = held_in(conn, thread_id, ask.entry_ids)
         return OpenedRound(
             read,
             turn,
             [] if turn is None else turn_entries_lean(conn, thread_id, turn_id),
             thread_calls_in(conn, thread_id, ask.call_ids),
-            stored_by_ids_in(conn, thread_id, ask.entry_ids),
+            {entry_id: StoredEntry(held_entry(row), row.content_hash) for entry_id, row in held.items()},
             version,
         )
 
     async def commit_round(self, commit: RoundCommit, sent: asyncio.Future[None]) -> Recorded | Conflict:
         def work(conn: Connection) -> Recorded:
             thread_id, turn_id = commit.thread_id, commit.turn_id
-            if _version(conn, thread_id, turn_id) != commit.version:
+            row = _VERSION.first(conn, {"thread_id": thread_id, "turn_id": turn_id})
+            if row is None:
+                raise thread_not_found(thread_id)
+            if _version_of(row, row.turn_status) != commit.version:
                 raise Conflicted
             recorded = record_in(conn, commit.manifest, lock_turn(conn, thread_id, turn_id))
             if commit.entries:

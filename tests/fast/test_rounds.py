@@ -175,3 +175,47 @@ async def test_rounds_are_kept_when_the_server_is_asked_to(ctx: ServiceContext) 
     assert listed.kept and [r.round for r in listed.rounds] == [1]
     assert listed.rounds[0].manifest_event_id == prepared.manifest_event_id
     assert json.loads(listed.rounds[0].provider_body_json)["model"] == "claude-sonnet-4-5"
+
+
+async def _short_turns(ctx: ServiceContext, first: int, count: int) -> None:
+    for n in range(first, first + count):
+        await history.complete_turn(
+            ctx, "t", f"s{n}", [user(f"q{n}", "", f"question {n}"), answer(f"a{n}", "", "ok")]
+        )
+
+
+async def test_a_round_past_the_turn_limit_goes_down_twice(ctx: ServiceContext, crossings: Crossings) -> None:
+    """Past MAX_LOADED_TURNS each completed turn pushes the oldest out: the kept history is brought
+    current (and its oldest turn dropped), never read whole again."""
+    from pioneer_grpc.history.budget import MAX_LOADED_TURNS
+    from pioneer_grpc.history.snapshot import turn_limit_note
+
+    await history.create_thread(ctx, "t", history_pb2.ThreadConfig(model="gpt-4o"))
+    await _short_turns(ctx, 0, MAX_LOADED_TURNS + 2)
+    await prepare_turn(ctx, _request("u1", user("x1", "", "go")))
+    for n in range(3):
+        await history.complete_turn(ctx, "t", f"u{n + 1}", [answer(f"y{n}", "", "done")])
+        crossings.clear()
+        prepared = await prepare_turn(ctx, _request(f"u{n + 2}", user(f"x{n + 2}", "", "go on")))
+        assert crossings.calls == ROUND
+        assert prepared.history_report.diagnostics[0] == turn_limit_note()
+        assert prepared.chat_request.messages[-2].content == "done"  # the turn completed just before
+
+
+async def test_a_round_on_a_truncating_thread_goes_down_twice(
+    ctx: ServiceContext, crossings: Crossings
+) -> None:
+    await _thread(
+        ctx,
+        turns=12,
+        max_context_tokens=3000,
+        response_reserve_tokens=1000,
+        compaction_strategy=history_pb2.COMPACTION_STRATEGY_TRUNCATE,
+    )
+    await prepare_turn(ctx, _request("u1", user("x1", "", "go")))
+    for n in range(3):
+        await history.complete_turn(ctx, "t", f"u{n + 1}", [answer(f"y{n}", "", f"done {LONG}")])
+        crossings.clear()
+        prepared = await prepare_turn(ctx, _request(f"u{n + 2}", user(f"x{n + 2}", "", "go on")))
+        assert crossings.calls == ROUND
+        assert prepared.history_report.decision == history_pb2.HISTORY_DECISION_TRUNCATED

@@ -19,7 +19,15 @@ from sqlalchemy import bindparam, create_engine, select
 
 from pioneer_grpc.store import history_state, manifests, sql, sqlite, turns
 from pioneer_grpc.store.driver import SQLITE, Direct
-from pioneer_grpc.store.entries import THREAD_CALLS_CHUNK, NewEntry, entry_values, thread_calls_in
+from pioneer_grpc.store.entries import (
+    HELD_COLUMNS,
+    THREAD_CALLS_CHUNK,
+    NewEntry,
+    entry_values,
+    held_entry,
+    held_in,
+    thread_calls_in,
+)
 from pioneer_grpc.store.models import Base, EntryRow, ThreadRow, ToolCallRow, TurnRow
 from pioneer_grpc.v1 import history_pb2
 
@@ -54,6 +62,9 @@ CASES: dict[tuple[str, str], list[dict[str, Any]]] = {
     ],
     ("sqlite", "_TURN_ENTRIES"): [{"thread_id": "t", "turn_id": "u1"}, {"thread_id": "t", "turn_id": "x"}],
     ("sqlite", "_TURN_ROW"): [{"thread_id": "t", "turn_id": turn} for turn in ("u1", "u2", "x")],
+    ("sqlite", "_VERSION"): [
+        {"thread_id": thread, "turn_id": turn} for thread, turn in (("t", "u1"), ("t", "x"), ("nosuch", "u1"))
+    ],
     ("turns", "_LOCK_TURN_SQLITE"): [
         {"thread_id": "t", "turn_id": turn, "status": 1, "created_at": LATER, "updated_at": LATER}
         for turn in ("u1", "new")
@@ -219,3 +230,25 @@ def test_thread_calls_in_chunks_finds_what_one_expanding_statement_does(count, s
     assert sorted(found) == known
     if count > 5:
         assert found["c005"] == "e9"
+
+
+@pytest.mark.parametrize("count", [1, 2, THREAD_CALLS_CHUNK + 1])
+def test_held_in_chunks_finds_what_one_expanding_statement_does(count, seeded, tmp_path):
+    """The entries a round asks for (any turn), read a chunk of ids at a time on the driver: the rows
+    one SQLAlchemy statement with an expanding IN list reads."""
+    path = tmp_path / "held.db"
+    shutil.copy(seeded, path)
+    engine = create_engine(f"sqlite:///{path}")
+    asked = [*(f"x{n}" for n in range(count - 1)), "e2", "e3", "e2"]
+    expanding = select(*HELD_COLUMNS).where(
+        EntryRow.thread_id == bindparam("thread_id"), EntryRow.entry_id.in_(bindparam("ids", expanding=True))
+    )
+    with engine.connect() as conn:
+        found = held_in(conn, "t", asked)
+        expected = {
+            row.entry_id: tuple(row) for row in conn.execute(expanding, {"thread_id": "t", "ids": asked})
+        }
+    engine.dispose()
+    assert {entry_id: tuple(row) for entry_id, row in found.items()} == expected
+    assert sorted(found) == ["e2", "e3"]
+    assert held_entry(found["e2"]).reasoning_content == "why"

@@ -67,7 +67,7 @@ LITE = sqlite.SqliteStore.__new__(sqlite.SqliteStore)
 PG.tokenizer_of = LITE.tokenizer_of = lambda model: "cl100k_base"
 # Whose statements this file runs on asyncpg (every one of them is run by a case below).
 MODULES = (postgres, sql, turns, history_state, manifests)
-CLOCKED = (postgres, sqlite, sql, append, turns, manifests)
+CLOCKED = (postgres, sqlite, append, turns, manifests)
 
 pytestmark = pytest.mark.postgres
 LATER = datetime(2026, 12, 1, 8, 0, 1, 5, tzinfo=UTC)

@@ -84,7 +84,8 @@ async def test_a_round_reads_which_of_its_entries_the_thread_holds(store: Store)
     await store.entries.append(batch("t", user("q2", "u2")))
     opened = await store.rounds.open(_ask("u2", entry_ids=("q1", "q2", "q3")))
     assert sorted(opened.stored) == ["q1", "q2"]
-    assert opened.stored["q1"].entry.turn_id == "u1" and opened.stored["q1"].entry.completed
+    assert opened.stored["q1"].entry.turn_id == "u1"
+    assert opened.stored["q1"].entry.role == history_pb2.ENTRY_ROLE_USER
     assert opened.stored["q2"].entry.content == "hello" and len(opened.stored["q2"].content_hash) == 64
     assert [e.entry_id for e in opened.turn_entries] == ["q2"]
 
