@@ -2,13 +2,15 @@
 
 `database_url` is parametrised over SQLite and PostgreSQL. PostgreSQL comes from
 PIONEER_TEST_PG_URL (set by `make test`, which starts a throwaway cluster); each
-test gets a database of its own. Under CI=true a missing PostgreSQL fails, as does
-any other skip (tests/ci_guard.py).
+test gets a database of its own, already migrated to head (tests/databases.py), as
+does each server started on its home's default database; `empty_database_url` is
+one with nothing in it, for the migration tests. Under CI=true a missing PostgreSQL
+fails, as does any other skip (tests/ci_guard.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -20,8 +22,15 @@ from hypothesis import settings
 from pioneer_grpc.client import AsyncClient
 from pioneer_grpc.config import Config
 from pioneer_grpc.server.app import RunningServer, start_server
+from pioneer_grpc.store.engine import default_database_url
 from tests.ci_guard import pytest_runtest_makereport  # noqa: F401  (the hook: a skip under CI=true fails)
-from tests.databases import PG_URL_ENV, fresh_postgres_database, require_postgres
+from tests.databases import (
+    PG_URL_ENV,
+    drop_templates,
+    fresh_postgres_database,
+    migrated_sqlite,
+    require_postgres,
+)
 
 __all__ = ["PG_URL_ENV", "fresh_postgres_database", "require_postgres"]
 
@@ -31,8 +40,27 @@ __all__ = ["PG_URL_ENV", "fresh_postgres_database", "require_postgres"]
 settings.register_profile("pioneer", derandomize=True, database=None)
 settings.load_profile("pioneer")
 
+
+@pytest.fixture(scope="session", autouse=True)
+def _templates_dropped() -> Iterator[None]:
+    yield
+    drop_templates()
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A database of this test's own on each backend, migrated to head."""
+    if request.param == "sqlite":
+        await migrated_sqlite(tmp_path / "test.db")
+        yield f"sqlite+aiosqlite:///{tmp_path / 'test.db'}"
+        return
+    async with fresh_postgres_database(migrated=True) as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A database of this test's own on each backend, with nothing in it (not even the tables)."""
     if request.param == "sqlite":
         yield f"sqlite+aiosqlite:///{tmp_path / 'test.db'}"
         return
@@ -42,8 +70,9 @@ async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncI
 
 @pytest.fixture
 async def postgres_url() -> AsyncIterator[str]:
-    """A fresh database on the test cluster, for tests that only make sense on PostgreSQL (replicas)."""
-    async with fresh_postgres_database() as url:
+    """A fresh database on the test cluster, migrated to head, for tests that only make sense on
+    PostgreSQL (replicas)."""
+    async with fresh_postgres_database(migrated=True) as url:
         yield url
 
 
@@ -102,6 +131,9 @@ async def server_factory(tmp_path: Path) -> AsyncIterator[ServerFactory]:
     async def start(**overrides: Any) -> ServerHandle:
         home = overrides.pop("home", None) or tmp_path / f"home{len(handles)}"
         config = replace(Config(listen="127.0.0.1:0", home=home, grace_seconds=0.5), **overrides)
+        if not config.database_url:
+            default = default_database_url(home).removeprefix("sqlite+aiosqlite:///")
+            await migrated_sqlite(Path(default), unless_present=True)
         handle = ServerHandle(await start_server(config), token=config.token)
         handles.append(handle)
         return handle

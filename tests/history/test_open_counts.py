@@ -185,8 +185,8 @@ def _alembic(connection, revision: str) -> None:
     command.upgrade(config, revision)
 
 
-async def test_the_migration_counts_what_a_thread_already_has_open(database_url):
-    engine = create_async_engine(database_url)
+async def test_the_migration_counts_what_a_thread_already_has_open(empty_database_url):
+    engine = create_async_engine(empty_database_url)
     try:
         async with engine.begin() as conn:
             await conn.run_sync(_alembic, "0005")
