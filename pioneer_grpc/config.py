@@ -7,6 +7,7 @@ message that names the setting and where it came from.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -92,6 +93,9 @@ class Config:
     extra_home_labels: tuple[str, ...] = ()
     # HOST:PORT of the contract over HTTP/JSON (Connect protocol) and the console page; empty: off.
     http_listen: str = ""
+    # Host header names the HTTP listener answers ("*.example.com" for a domain's names, "*" for any);
+    # empty: the --http-listen host and localhost names. Others are refused before anything else.
+    http_allowed_hosts: tuple[str, ...] = ()
     # Keep what each PrepareTurn round rendered (prompt, messages, provider body) for the console.
     # Off by default; bounded per thread, in total bytes and by age (docs/console.md).
     keep_rendered_requests: bool = False
@@ -218,6 +222,26 @@ def _labels(raw: Any) -> tuple[str, ...]:
     return tuple(_label(item) for item in items)
 
 
+def _host_pattern(raw: Any) -> str:
+    value = str(raw).strip().lower()
+    if value.startswith("[") and value.endswith("]"):
+        value = value[1:-1]
+    name = value[2:] if value.startswith("*.") else value
+    if not value or (value != "*" and (not name or "*" in name or "/" in name or " " in name)):
+        raise ValueError("each must be a host name or address, *.domain or *, e.g. pioneer.example.com")
+    if ":" in name:
+        try:
+            ipaddress.IPv6Address(name)
+        except ValueError:
+            raise ValueError("a host name without a port, e.g. pioneer.example.com") from None
+    return value
+
+
+def _host_patterns(raw: Any) -> tuple[str, ...]:
+    items = raw if isinstance(raw, list) else [p for p in str(raw).split(",") if p.strip()]
+    return tuple(_host_pattern(item) for item in items)
+
+
 def _choice(*options: str) -> Callable[[Any], str]:
     def parse(raw: Any) -> str:
         value = str(raw)
@@ -265,6 +289,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "home_label": _label,
     "extra_home_labels": _labels,
     "http_listen": lambda raw: _listen(raw) if str(raw) else "",
+    "http_allowed_hosts": _host_patterns,
     "keep_rendered_requests": _bool,
     "kept_rounds_per_thread": _positive_int,
     "kept_bytes_total": _positive_int,

@@ -75,6 +75,13 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="serve the contract over HTTP/JSON (Connect) and the console page on HOST:PORT (default: off)",
     )
     serve.add_argument(
+        "--http-allowed-host",
+        dest="http_allowed_hosts",
+        action="append",
+        help="a Host the HTTP listener answers: a name, *.domain or * (repeatable; default: the "
+        "--http-listen host and localhost names)",
+    )
+    serve.add_argument(
         "--keep-rendered-requests",
         action="store_const",
         const=True,

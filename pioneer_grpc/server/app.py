@@ -444,10 +444,17 @@ async def _start(
     if http_socket is not None:
         from pioneer_grpc.server.web import serve as web_serve
         from pioneer_grpc.server.web.app import web_app
+        from pioneer_grpc.server.web.gate import LOCAL_NAMES, listens_everywhere
 
-        app = web_app(ctx, servicers, database_health.poke)
+        app = web_app(ctx, servicers, database_health.poke, KNOWN_METHODS)
         running.http = await web_serve.start_listener(app, http_socket, config.grace_seconds)
         log.info("HTTP/JSON (Connect) and console on http://%s/", running.http_address)
+        if listens_everywhere(config.http_listen) and not config.http_allowed_hosts:
+            log.warning(
+                "the HTTP listener answers only requests naming %s as their host: name the others this "
+                "server is reached by with --http-allowed-host",
+                ", ".join(LOCAL_NAMES),
+            )
     if announce:
         log.info("pioneer-grpc serving on %s (home %s)", running.address, config.home)
     return running
