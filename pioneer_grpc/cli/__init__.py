@@ -82,6 +82,16 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--http-listen host and localhost names)",
     )
     serve.add_argument(
+        "--http-header-timeout-seconds", help="an HTTP request's headers must be in within this (default 10)"
+    )
+    serve.add_argument(
+        "--http-body-timeout-seconds", help="an HTTP request's body must be in within this (default 60)"
+    )
+    serve.add_argument(
+        "--http-idle-timeout-seconds",
+        help="an HTTP connection with no request is closed after this (default 30)",
+    )
+    serve.add_argument(
         "--keep-rendered-requests",
         action="store_const",
         const=True,
@@ -98,8 +108,8 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     serve.add_argument(
         "--max-connections",
-        help="open gRPC connections beyond which RPCs on new ones get RESOURCE_EXHAUSTED "
-        "(default: the descriptor limit minus 256)",
+        help="open connections each listener holds (gRPC: RPCs on new ones beyond it get "
+        "RESOURCE_EXHAUSTED; default: the descriptor limit minus 256, shared by the listeners)",
     )
     serve.add_argument("--workers", help="processes serving the one port: a number, or auto (one per core)")
     serve.set_defaults(func=_serve)
