@@ -385,9 +385,10 @@ async def _start_http(
         body_seconds=config.http_body_timeout_seconds,
         idle_seconds=config.http_idle_timeout_seconds,
     )
+    tls = (config.tls_cert, config.tls_key) if config.tls_cert and config.tls_key else None
     app = web_app(ctx, servicers, on_database_failure, KNOWN_METHODS)
-    listener = await web_serve.start_listener(app, sock, config.grace_seconds, limits, ctx.telemetry)
-    log.info("HTTP/JSON (Connect) and console on http://%s/", listener.address)
+    listener = await web_serve.start_listener(app, sock, config.grace_seconds, limits, ctx.telemetry, tls)
+    log.info("HTTP/JSON (Connect) and console on %s", listener.url)
     if listens_everywhere(config.http_listen) and not config.http_allowed_hosts:
         log.warning(
             "the HTTP listener answers only requests naming %s as their host: name the others this "

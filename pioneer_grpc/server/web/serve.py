@@ -12,6 +12,8 @@ import logging
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -67,10 +69,15 @@ class HttpListener:
     task: asyncio.Task[None]
     host: str
     port: int
+    tls: bool
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self.tls else 'http'}://{self.address}/"
 
     @property
     def open_connections(self) -> int:
@@ -116,9 +123,14 @@ async def start_listener(
     grace: float,
     limits: HttpLimits,
     telemetry: Telemetry,
+    tls: tuple[Path, Path] | None = None,
 ) -> HttpListener:
+    """`tls`: (certificate chain, key) in PEM; then the listener speaks HTTPS only."""
     # Its start and stop lines say what the server's own lines say already; warnings still show.
     logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
+    options: dict[str, Any] = {}
+    if tls is not None:
+        options = {"ssl_certfile": str(tls[0]), "ssl_keyfile": str(tls[1])}
     config = uvicorn.Config(
         app,
         lifespan="off",
@@ -128,6 +140,7 @@ async def start_listener(
         ws="none",
         server_header=False,
         timeout_graceful_shutdown=max(1, round(grace)),
+        **options,
     )
     tally = Tally(telemetry.metrics.http_connection_ended)
     server = _EmbeddedServer(config, limits, tally)
@@ -139,4 +152,4 @@ async def start_listener(
             raise OSError("the HTTP listener stopped during its start")
         await asyncio.sleep(_STARTED_POLL_SECONDS)
     host, port = sock.getsockname()[:2]
-    return HttpListener(server, task, host, port)
+    return HttpListener(server, task, host, port, tls is not None)
