@@ -97,9 +97,10 @@ class Config:
     # Host header names the HTTP listener answers ("*.example.com" for a domain's names, "*" for any);
     # empty: the --http-listen host and localhost names. Others are refused before anything else.
     http_allowed_hosts: tuple[str, ...] = ()
-    # An HTTP request's headers must be in within this of the connection's start (TLS handshake
+    # An HTTP request's headers must be in within this of the connection's accept (TLS handshake
     # included) or of the request's first byte; its body within this of its headers; a connection
-    # with no request under way is closed after the idle timeout.
+    # with no request under way is closed after the idle timeout. The header timeout also bounds
+    # gRPC's handshakes (TLS and HTTP/2).
     http_header_timeout_seconds: float = 10.0
     http_body_timeout_seconds: float = 60.0
     http_idle_timeout_seconds: float = 30.0

@@ -10,9 +10,10 @@ So the listener accepts for itself (`Acceptor`, public asyncio calls only):
   logged once per LOG_SECONDS with the count since;
 - TLS is asyncio's, with the header timeout as the handshake's bound.
 `TimedH11Protocol` is uvicorn's HTTP/1.1 protocol with deadlines: a request's
-headers within `header_seconds` of the connection's start (or of the request's
-first byte on a kept-alive connection), its body within `body_seconds` of its
-headers; a request answered before its body was read ends its connection. A
+headers within `header_seconds` of the connection's accept (TLS handshake
+included) or of the request's first byte on a kept-alive connection, its body
+within `body_seconds` of its headers; a request answered before its body was
+read ends its connection. A
 connection past a deadline is closed without a line of its own: the closes are
 counted (metrics) and summed up in one WARNING per LOG_SECONDS.
 """
@@ -84,9 +85,10 @@ class Tally:
 class Slot:
     """One accepted connection's place under the cap, given back once whatever happens to it."""
 
-    def __init__(self, tally: Tally) -> None:
+    def __init__(self, tally: Tally, accepted_at: float) -> None:
         self._tally = tally
         self._held = True
+        self.accepted_at = accepted_at
         tally.open += 1
 
     def release(self) -> None:
@@ -132,7 +134,9 @@ class TimedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._arm(self._limits.header_seconds)
+        # From the accept: a TLS handshake spends the headers' time.
+        spent = self.loop.time() - self._slot.accepted_at
+        self._arm(max(0.0, self._limits.header_seconds - spent))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -211,7 +215,7 @@ class Acceptor:
                 conn.close()
                 self._tally.ended(OVER_LIMIT)
                 continue
-            slot = Slot(self._tally)
+            slot = Slot(self._tally, loop.time())
             task = loop.create_task(self._connect(conn, slot))
             self._starting.add(task)
             task.add_done_callback(self._starting.discard)
