@@ -229,8 +229,8 @@ class Acceptor:
                 ssl=self._tls,
                 ssl_handshake_timeout=self._limits.header_seconds if self._tls is not None else None,
             )
-        except (OSError, TimeoutError, ConnectionError):
-            # A handshake that failed or timed out (plain HTTP to the TLS port, say); asyncio closed it.
+        except OSError:
+            # A handshake that failed or timed out (plain HTTP to the TLS port, say): asyncio closed it.
             slot.release()
             if self._tls is not None:
                 self._tally.ended(TLS_HANDSHAKE)
