@@ -45,9 +45,12 @@ def room_for_the_flood() -> Iterator[None]:
     """The test process itself holds the flood's sockets: its own soft limit goes up to its hard one."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = FLOOD + 1024
-    if hard != resource.RLIM_INFINITY and hard < wanted:
+    raised = hard if hard == resource.RLIM_INFINITY else max(hard, wanted)
+    try:
+        # Past the hard limit only as root (CI runs as root).
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), raised))
+    except (ValueError, OSError):
         unavailable_here(f"the test process may open {hard} descriptors, it needs {wanted}")
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
     try:
         yield
     finally:
