@@ -9,70 +9,17 @@ under the test's tmp path, or under $PIONEER_CONSOLE_SCREENSHOTS when set.
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
-import tempfile
-from pathlib import Path
 
 import grpc
-import pytest
 
 from pioneer_grpc.config import Config
 from pioneer_grpc.server.app import start_server
 from pioneer_grpc.v1 import history_pb2
-from tests.support import unavailable_here
 from tests.web.agent_loop import THREAD, AgentLoop
+from tests.web.browser import WAIT_MS
 
-CHROMIUM = os.environ.get("PIONEER_CHROMIUM", "/usr/bin/chromium")
 TOKEN = "console-token"
-# Waits for what the page shows; generous because two cores are shared, never a fixed sleep.
-WAIT_MS = 30_000
-
-
-def _chromium() -> str:
-    if Path(CHROMIUM).exists():
-        return CHROMIUM
-    unavailable_here(f"{CHROMIUM} is missing: `make test` installs Debian's chromium (scripts/chromium.sh)")
-
-
-@pytest.fixture
-def screenshots(tmp_path: Path) -> Path:
-    where = Path(os.environ.get("PIONEER_CONSOLE_SCREENSHOTS") or tmp_path / "screenshots")
-    where.mkdir(parents=True, exist_ok=True)
-    return where
-
-
-@pytest.fixture
-async def browser():
-    """A fresh Chromium profile per test (Playwright's persistent context over a new directory)."""
-    executable = _chromium()
-    from playwright.async_api import async_playwright
-
-    profile = tempfile.mkdtemp(prefix="pioneer-chromium-")
-    try:
-        async with async_playwright() as playwright:
-            context = await playwright.chromium.launch_persistent_context(
-                profile,
-                executable_path=executable,
-                headless=True,
-                viewport={"width": 1500, "height": 1100},
-                args=[
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                    "--no-first-run",
-                ],
-            )
-            try:
-                yield context
-            finally:
-                await context.close()
-    finally:
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 async def test_console_shows_threads_cache_breaks_decisions_and_live_rounds(
