@@ -46,12 +46,17 @@ async def test_console_shows_threads_cache_breaks_decisions_and_live_rounds(
     await page.screenshot(path=str(screenshots / "1-threads.png"), full_page=True)
 
     await thread.click()
-    # The thread's cache-break table: three manifests so far (turn 1, its tool round with the same
-    # manifest records none, turn 2), one break, on soul_core.
-    await expect(page.get_by_test_id("rounds-count")).to_have_text("2", timeout=WAIT_MS)
+    # The thread's counts: three rounds so far but two manifest events (turn 1's tool round compiled
+    # the same prompt as its first round and recorded none), one break, on soul_core.
+    await expect(page.get_by_test_id("events-count")).to_have_text("2", timeout=WAIT_MS)
     await expect(page.get_by_test_id("breaks-count")).to_have_text("1")
     await expect(page.get_by_test_id("breaks-by-section")).to_have_text("soul_core ×1")
     await expect(page.locator('[data-testid="turn-item"]')).to_have_count(2)
+    # The turn whose manifest broke the cache is marked in the list, with the section.
+    await expect(page.get_by_test_id("turn-break")).to_have_count(1)
+    await expect(
+        page.locator('[data-testid="turn-item"][data-turn="turn-2"]').get_by_test_id("turn-break")
+    ).to_have_text("break: soul_core")
     await page.screenshot(path=str(screenshots / "2-thread.png"), full_page=True)
 
     await page.locator('[data-testid="turn-item"][data-turn="turn-2"]').click()
@@ -68,10 +73,10 @@ async def test_console_shows_threads_cache_breaks_decisions_and_live_rounds(
     decision = kept.first.get_by_test_id("decision")
     await expect(decision.locator('[data-field="decision"]')).to_have_text("full")
     await expect(decision.locator('[data-field="tokens before"]')).to_have_text(
-        str(turn_2_report.tokens_before)
+        f"{turn_2_report.tokens_before:,}"
     )
     await expect(decision.locator('[data-field="tokens after"]')).to_have_text(
-        str(turn_2_report.tokens_after)
+        f"{turn_2_report.tokens_after:,}"
     )
     # Turn 1's four entries came as history, then turn 2's question.
     await expect(kept.first.get_by_test_id("message")).to_have_count(5)
@@ -85,7 +90,7 @@ async def test_console_shows_threads_cache_breaks_decisions_and_live_rounds(
     await loop.live_round()
     await expect(rounds).to_have_count(2, timeout=WAIT_MS)
     await expect(kept).to_have_count(2, timeout=WAIT_MS)
-    await expect(page.get_by_test_id("rounds-count")).to_have_text("3")
+    await expect(page.get_by_test_id("events-count")).to_have_text("3")
     await expect(rounds.nth(1).get_by_test_id("cache-break")).to_have_count(0)
     await page.screenshot(path=str(screenshots / "4-live.png"), full_page=True)
     assert {"1-threads.png", "2-thread.png", "3-turn.png", "4-live.png"} <= {
@@ -109,7 +114,7 @@ async def test_console_says_when_rounds_are_not_kept(server_factory, browser, sc
     # The manifest view needs nothing kept: turn 1's sections and fingerprints are there.
     await expect(page.get_by_test_id("manifest-round")).to_have_count(1, timeout=WAIT_MS)
     await expect(page.locator('tr[data-section="soul_core"]')).to_have_count(1)
-    await expect(page.get_by_test_id("rounds-count")).to_have_text("2")
+    await expect(page.get_by_test_id("events-count")).to_have_text("2")
     await page.screenshot(path=str(screenshots / "5-not-kept.png"), full_page=True)
 
 
@@ -193,7 +198,7 @@ async def test_console_resumes_after_the_server_restarts(server_factory, browser
         await page.goto(f"http://{config.http_listen}/")
         await page.locator(f'[data-testid="thread"][data-thread="{THREAD}"]').click(timeout=WAIT_MS)
         await page.locator('[data-testid="turn-item"][data-turn="turn-2"]').click(timeout=WAIT_MS)
-        await expect(page.get_by_test_id("rounds-count")).to_have_text("2", timeout=WAIT_MS)
+        await expect(page.get_by_test_id("events-count")).to_have_text("2", timeout=WAIT_MS)
         await expect(page.get_by_test_id("live")).to_have_text("live")
     finally:
         await channel.close()
@@ -202,7 +207,7 @@ async def test_console_resumes_after_the_server_restarts(server_factory, browser
     # The same database and HTTP address, a new process state: the page was never reloaded.
     second = await server_factory(home=home, http_listen=config.http_listen, keep_rendered_requests=True)
     await AgentLoop(second.channel(), (), home).live_round()
-    await expect(page.get_by_test_id("rounds-count")).to_have_text("3", timeout=WAIT_MS)
+    await expect(page.get_by_test_id("events-count")).to_have_text("3", timeout=WAIT_MS)
     await expect(page.get_by_test_id("manifest-round")).to_have_count(2, timeout=WAIT_MS)
     await expect(page.get_by_test_id("kept-round")).to_have_count(2, timeout=WAIT_MS)
     await expect(page.get_by_test_id("live")).to_have_text("live")
