@@ -5,7 +5,8 @@ stream. When the drop comes while the server is writing the stream's backlog,
 the writes that follow it in the same turn of the event loop used to reach the
 closed socket, and asyncio logged a WARNING for each ("socket.send() raised
 exception.", hundreds in one second). Here a client on a raw socket reads the
-first bytes of a long backlog, then resets the connection; the server must
+first bytes of a long backlog, then resets the connection, over HTTP and HTTPS
+(where the same writes reach the TLS layer's closed socket); the server must
 write one DEBUG line for the call and nothing at INFO or above.
 """
 
@@ -15,11 +16,17 @@ import asyncio
 import json
 import logging
 import socket
+import ssl
 import struct
 import threading
 
+import grpc
+import pytest
+
+from pioneer_grpc.client import AsyncClient, ConnectOptions
 from pioneer_grpc.v1 import history_pb2
 from tests.support import eventually
+from tests.tls import self_signed
 from tests.web.raw_http import request_bytes
 from tests.web.rounds import prepare_request
 
@@ -30,9 +37,8 @@ EVENTS = 300
 WITHIN = 30.0
 
 
-async def _seed_events(handle, count: int) -> None:
+async def _seed_events(client: AsyncClient, count: int) -> None:
     """`count` manifest events on THREAD: each turn compiles another date, so each records one."""
-    client = await handle.client()
     await client.create_thread(thread_id=THREAD, config=history_pb2.ThreadConfig(model="claude-sonnet-4-5"))
     for number in range(count):
         request = prepare_request(THREAD, f"turn-{number}", "hello", extra_system=f"Date: {number}")
@@ -44,9 +50,10 @@ def _envelope(message: dict[str, object]) -> bytes:
     return struct.pack(">BI", 0, len(data)) + data
 
 
-def _read_then_reset(port: int, started: threading.Event) -> None:
+def _read_then_reset(port: int, started: threading.Event, tls: ssl.SSLContext | None) -> None:
     """Asks for the thread's backlog, reads its first bytes, then resets the connection (RST)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=WITHIN) as sock:
+    with socket.create_connection(("127.0.0.1", port), timeout=WITHIN) as plain:
+        sock = plain if tls is None else tls.wrap_socket(plain, server_hostname="localhost")
         sock.sendall(
             request_bytes(
                 WATCH,
@@ -60,16 +67,31 @@ def _read_then_reset(port: int, started: threading.Event) -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
-async def test_a_client_reset_mid_backlog_is_one_debug_line(server_factory, caplog):
+@pytest.mark.parametrize("scheme", ["http", "https"])
+async def test_a_client_reset_mid_backlog_is_one_debug_line(server_factory, caplog, tmp_path, scheme):
     caplog.set_level(logging.DEBUG)
-    handle = await server_factory(http_listen="127.0.0.1:0")
-    await _seed_events(handle, EVENTS)
+    if scheme == "https":
+        cert, key, cert_pem = self_signed(tmp_path)
+        handle = await server_factory(http_listen="127.0.0.1:0", tls_cert=cert, tls_key=key)
+        tls: ssl.SSLContext | None = ssl.create_default_context(cadata=cert_pem.decode())
+        # The certificate names localhost; the server listens on 127.0.0.1.
+        channel = grpc.aio.secure_channel(
+            f"localhost:{handle.running.port}", grpc.ssl_channel_credentials(root_certificates=cert_pem)
+        )
+    else:
+        handle = await server_factory(http_listen="127.0.0.1:0")
+        tls = None
+        channel = handle.channel()
+    try:
+        await _seed_events(AsyncClient(channel, ConnectOptions()), EVENTS)
+    finally:
+        await channel.close()
     for name in ("aiosqlite", "sqlalchemy"):
         logging.getLogger(name).setLevel(logging.WARNING)
     since = len(caplog.records)
 
     started = threading.Event()
-    await asyncio.to_thread(_read_then_reset, handle.running.http.port, started)
+    await asyncio.to_thread(_read_then_reset, handle.running.http.port, started, tls)
     assert started.is_set()
 
     def ended() -> bool:
