@@ -145,6 +145,7 @@ def report_for(
         decision=decision,  # type: ignore[arg-type]
         budget_tokens=snapshot.budget.tokens,
         threshold_tokens=snapshot.budget.threshold,
+        low_water_tokens=snapshot.budget.low_water,
         summary_target_tokens=snapshot.budget.target,
         tokens_before=(
             snapshot.loaded_tokens

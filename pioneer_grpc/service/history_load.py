@@ -111,7 +111,13 @@ def _snapshot_of(
     attached = token_fit.with_attachments(ctx.models, state.model, read.entries)
     tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
     snapshot = decide.Snapshot.read(
-        Budget.of(state.max_context_tokens, state.response_reserve_tokens),
+        Budget.of(
+            state.max_context_tokens,
+            state.response_reserve_tokens,
+            state.compaction_trigger_percent,
+            state.compaction_low_water_percent,
+            state.clear_at_least_percent,
+        ),
         _stored(read.summary, summary_tokens, tokenizer),
         read.entries,
         more_entries=read.more,
