@@ -1694,8 +1694,10 @@ pub struct HistoryDecisionReport {
     /// surrogate as U+FFFD (the message says what, per call).
     /// Compaction:
     /// tool_results_cleared: old tool results were replaced by placeholders.
-    /// clearing_insufficient: clearing left the history over the threshold; it
-    /// was summarized.
+    /// clearing_insufficient: clearing could not free clear_at_least_percent of
+    /// the budget or bring the history under the threshold; it was summarized.
+    /// turn_cap_compacted: 200 completed turns follow the summary; the older ones
+    /// were summarized (or left out: truncate), the newest 100 at most kept.
     /// compression_pending: dry run over the threshold.
     /// summarizer_failed, summary_rejected: no new summary; truncated instead.
     /// summary_lock_timeout: another load kept the thread's compression lock.
