@@ -135,7 +135,7 @@ def test_at_the_threshold_the_oldest_results_are_cleared_down_to_the_low_water_m
     assert not found.insufficient
     # Each clearing saves 460; 8,190 - 9 x 460 = 4,050 > 4,000, so ten go (never the newest three).
     assert [c.entry_id for c in after.cleared] == [f"r{i}" for i in range(10)]
-    assert [(c.tokens_before, c.tokens_after) for c in after.cleared][0] == (500, 40)
+    assert (after.cleared[0].tokens_before, after.cleared[0].tokens_after) == (500, 40)
     assert after.sendable_tokens == before.sendable_tokens - 10 * 460
     assert after.tokens_before_clearing == before.loaded_tokens
     assert saved(after) == 4600
