@@ -62,7 +62,7 @@ from pioneer_grpc.providers.prefix import cut_prefix, extend_prefix, render_pref
 from pioneer_grpc.providers.render import RenderedBody, RenderedRequest, render_after
 from pioneer_grpc.providers.validate import tool_rule_violations
 from pioneer_grpc.remembered import Remembered
-from pioneer_grpc.service import history_load, observe, rendered_rounds, token_fit
+from pioneer_grpc.service import history_load, observe, prefix_breaks, rendered_rounds, token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import append as append_store
@@ -284,6 +284,8 @@ class _Unsettled(Exception):
         super().__init__("history over the threshold")
         self.over = over
 
+
+_BEFORE = chat_pb2.DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION
 
 # Times a round settles a history over the threshold before giving up on a thread that keeps changing.
 _SETTLE_ATTEMPTS = 3
@@ -573,6 +575,11 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     report.diagnostics.extend(history_load.left_out(*done.left_out))
     head = before[0].head
     head.model = done.model
+    placement = _render_options(request, done.placement).dynamic_context_placement
+    current = prefix_breaks.round_prefix(request, head, done.model, placement == _BEFORE, history, report)
+    broke = prefix_breaks.observed(ctx.round_prefixes, request.thread_id, current)
+    if broke is not None:
+        report.prefix_break.CopyFrom(broke)
     prepared = PreparedTurn(head, done.framed, done.current, report, recorded.event_id)
     prepared.rendered = done.encoded
     if ctx.config.keep_rendered_requests:  # off by default: then the round pays nothing for it

@@ -1769,9 +1769,11 @@ pub struct PrefixBreak {
     /// (empty when that is the summary).
     #[prost(string, tag = "3")]
     pub entry_id: ::prost::alloc::string::String,
-    /// Tokens of the previous round's history from the break on (in the report's
-    /// tokenizer): what the provider cached and must now read again. The system
-    /// prompt and the tool definitions are not counted.
+    /// Tokens of history (in the report's tokenizer) the provider cached and
+    /// cannot serve this round: the previous round's history from the break on;
+    /// for a break before the history (a section, the tools, the model, the
+    /// rendering), this round's whole history. The system prompt and the tool
+    /// definitions are not counted.
     #[prost(int32, tag = "4")]
     pub tokens_invalidated: i32,
     /// Tokens of the previous round's history before the break, which the

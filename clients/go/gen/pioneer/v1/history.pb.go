@@ -1266,9 +1266,11 @@ type PrefixBreak struct {
 	// previous round's history that this round sends differently or not at all
 	// (empty when that is the summary).
 	EntryId string `protobuf:"bytes,3,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
-	// Tokens of the previous round's history from the break on (in the report's
-	// tokenizer): what the provider cached and must now read again. The system
-	// prompt and the tool definitions are not counted.
+	// Tokens of history (in the report's tokenizer) the provider cached and
+	// cannot serve this round: the previous round's history from the break on;
+	// for a break before the history (a section, the tools, the model, the
+	// rendering), this round's whole history. The system prompt and the tool
+	// definitions are not counted.
 	TokensInvalidated int32 `protobuf:"varint,4,opt,name=tokens_invalidated,json=tokensInvalidated,proto3" json:"tokens_invalidated,omitempty"`
 	// Tokens of the previous round's history before the break, which the
 	// provider can still serve from its cache (0 when the break is before the
