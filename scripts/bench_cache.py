@@ -284,6 +284,13 @@ async def run(args: argparse.Namespace) -> list[PathResult]:
                     for item in found:
                         results.append(item)
                         print(_line(item), flush=True)
+    if args.peer:
+        from cache_peer import run_peer  # LangChain: imported only when the peer is measured
+
+        for name in args.loops:
+            peer = run_peer(LOOPS[name], args.turns)
+            results.append(peer)
+            print(_line(peer), flush=True)
     return results
 
 
@@ -301,7 +308,7 @@ def _line(item: PathResult) -> str:
 def goal_lines(results: list[PathResult]) -> list[str]:
     lines = []
     for loop, goal in GOALS.items():
-        found = [r for r in results if r.loop == loop]
+        found = [r for r in results if r.loop == loop and r.path in MODELS_BY_PATH]
         if not found:
             continue
         worst = min(found, key=lambda r: r.share())
@@ -312,7 +319,7 @@ def goal_lines(results: list[PathResult]) -> list[str]:
             f"lowest {worst.share():.3f} ({worst.path}), kept {min(kept, default=0):.2f} to "
             f"{max(kept, default=0):.2f}: {'met' if met else 'NOT met'}"
         )
-    capped = [r for r in results if r.loop.startswith("cap-")]
+    capped = [r for r in results if r.loop.startswith("cap-") and r.path in MODELS_BY_PATH]
     if capped:
         worst = min(capped, key=lambda r: r.share(r.rounds[-LAST_ROUNDS:]))
         last = worst.share(worst.rounds[-LAST_ROUNDS:])
@@ -334,6 +341,9 @@ def main() -> int:
     parser.add_argument("--clear-at-least", type=int, help="ThreadConfig.clear_at_least_percent to try")
     parser.add_argument("--trigger", type=int, help="ThreadConfig.compaction_trigger_percent to try")
     parser.add_argument("--json", type=Path, help="write every loop's figures here")
+    parser.add_argument(
+        "--no-peer", dest="peer", action="store_false", help="leave out LangChain's SummarizationMiddleware"
+    )
     parser.add_argument(
         "--server-tree",
         type=Path,
