@@ -17,8 +17,8 @@ LOW_WATER_TURNS = MAX_LOADED_TURNS // 2
 # percent of the budget. The seed's policy starts at 80% and summarizes down to about 10%; the
 # low-water mark and the least to clear are what `make bench` chose (docs/performance.md).
 THRESHOLD_PERCENT = 80
-DEFAULT_LOW_WATER_PERCENT = 40
-DEFAULT_CLEAR_AT_LEAST_PERCENT = 20
+DEFAULT_LOW_WATER_PERCENT = 30
+DEFAULT_CLEAR_AT_LEAST_PERCENT = 40
 TARGET_PERCENT = 10
 # A summary may exceed its target by this factor before it is rejected: models
 # aim for "about N tokens" and overshoot a little; 1.5x still keeps a summary

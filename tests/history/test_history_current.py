@@ -389,7 +389,7 @@ async def test_a_cleared_history_takes_turns_with_screenshots_without_a_whole_re
     other_server = await server_factory(database_url=database_url)
     theirs = await other_server.client()
     # Threshold 12,000: a turn is about 1,900 tokens, so the seventh puts the history over it;
-    # clearing down to the low-water mark (6,000) brings it back under, and the next turns are
+    # clearing down to the low-water mark (4,500) brings it back under, and the next turns are
     # appended to the cleared history as they are.
     await create(mine, "t", config(16_000, 1_000, model="claude-sonnet-4-5", keep_tool_results=1))
     scan = common_pb2.ArtifactRef(artifact_id="scan", display_name="s.jpg", mime_type="image/jpeg")

@@ -112,7 +112,7 @@ def turns(count: int, tokens: int = 500) -> list[history_pb2.ConversationEntry]:
 
 
 # Budget 10,000: threshold 8,000 (80%), low water 4,000 (40%), clearing must free 2,000 (20%).
-BUDGET = Budget(10_000)
+BUDGET = Budget(10_000, low_water_percent=40, clear_at_least_percent=20)
 PLACEHOLDERS = {f"r{i}": 40 for i in range(100)}
 
 
@@ -210,7 +210,7 @@ def test_a_load_report_carries_budget_summary_repairs_and_orphans():
     )
     report = report_for(snapshot, history_pb2.HISTORY_DECISION_FULL, history_pb2.SUMMARY_USE_REUSED, "x")
     assert (report.budget_tokens, report.threshold_tokens, report.summary_target_tokens) == (1000, 800, 100)
-    assert report.low_water_tokens == 400
+    assert report.low_water_tokens == 300
     assert report.entries_loaded == 3
     assert report.summary_covers_through_entry_id == "e0"
     assert (report.summarizer, report.tokenizer, report.token_counts_exact, report.model_known) == (

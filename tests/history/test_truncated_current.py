@@ -20,7 +20,7 @@ FULL = history_pb2.HISTORY_DECISION_FULL
 
 async def test_a_truncation_is_a_chunk_and_the_turns_after_it_extend_the_kept_history(pg_server):
     history = await pg_server.client()
-    # Budget 5,000: threshold 4,000, low water 2,000; a tool turn of 8 lines is about 250 tokens.
+    # Budget 5,000: threshold 4,000, low water 1,500; a tool turn of 8 lines is about 250 tokens.
     await create(history, "t", config(6_000, 1_000, model="m", compaction_strategy=TRUNCATE))
     for i in range(30):
         entries = tool_turn(i, lines=8)
@@ -30,7 +30,7 @@ async def test_a_truncation_is_a_chunk_and_the_turns_after_it_extend_the_kept_hi
     assert first.report.tokens_after <= first.report.low_water_tokens
     kept = list(first.messages)
     truncations = 0
-    for i in range(30, 40):
+    for i in range(30, 46):
         entries = tool_turn(i, lines=8)
         await turn(history, "t", entries[0].turn_id, *entries)
         before = RowsRead.entries
@@ -47,7 +47,7 @@ async def test_a_truncation_is_a_chunk_and_the_turns_after_it_extend_the_kept_hi
         kept = list(current.messages)
         pg_server.ctx.load_cache.clear()
         assert current == await load(history, "t")
-    assert truncations == 1
+    assert 1 <= truncations <= 2
 
 
 async def test_new_entries_that_do_not_start_a_turn_read_whole(pg_server):

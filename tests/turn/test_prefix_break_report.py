@@ -90,7 +90,9 @@ async def test_a_section_the_tools_and_the_model_are_named(server):
 async def test_a_compaction_is_named_with_the_history_it_invalidated(server):
     client = Client(server)
     # Budget 6,000: threshold 4,800; the tool results (40 lines) are cleared in chunks, then summarized.
-    await client.create_thread(thread_id="compacted", config=config(8_000, 2_000, model="claude-sonnet-4-5"))
+    settings = config(8_000, 2_000, model="claude-sonnet-4-5")
+    settings.clear_at_least_percent = 20
+    await client.create_thread(thread_id="compacted", config=settings)
     loop = Loop(client, "compacted", lines=40)
     reports = [report for _ in range(16) for report in await loop.turn_rounds()]
     breaks = [r.prefix_break for r in reports if r.HasField("prefix_break")]

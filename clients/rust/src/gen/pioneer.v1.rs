@@ -1500,13 +1500,13 @@ pub struct ThreadConfig {
     /// Percent of the budget a compaction brings the history down to, so that it
     /// then stays byte-identical (and cached by the provider) for many turns: a
     /// summary keeps the newest whole turns that fit beside it, a truncation the
-    /// newest whole turns that fit, clearing stops there. Unset means 40; 0 to
+    /// newest whole turns that fit, clearing stops there. Unset means 30; 0 to
     /// below compaction_trigger_percent (0: a summary alone, as the seed's policy).
     #[prost(int32, optional, tag = "8")]
     pub compaction_low_water_percent: ::core::option::Option<i32>,
     /// Percent of the budget that clearing old tool results must free for it to
     /// be worth its cache break (Anthropic's clear_at_least); when clearing cannot
-    /// free that much, the history is summarized instead. Unset means 20; 0 to 100.
+    /// free that much, the history is summarized instead. Unset means 40; 0 to 100.
     #[prost(int32, optional, tag = "9")]
     pub clear_at_least_percent: ::core::option::Option<i32>,
     /// Where provider bodies of this thread's rounds carry the compiled prompt's

@@ -420,12 +420,12 @@ type ThreadConfig struct {
 	// Percent of the budget a compaction brings the history down to, so that it
 	// then stays byte-identical (and cached by the provider) for many turns: a
 	// summary keeps the newest whole turns that fit beside it, a truncation the
-	// newest whole turns that fit, clearing stops there. Unset means 40; 0 to
+	// newest whole turns that fit, clearing stops there. Unset means 30; 0 to
 	// below compaction_trigger_percent (0: a summary alone, as the seed's policy).
 	CompactionLowWaterPercent *int32 `protobuf:"varint,8,opt,name=compaction_low_water_percent,json=compactionLowWaterPercent,proto3,oneof" json:"compaction_low_water_percent,omitempty"`
 	// Percent of the budget that clearing old tool results must free for it to
 	// be worth its cache break (Anthropic's clear_at_least); when clearing cannot
-	// free that much, the history is summarized instead. Unset means 20; 0 to 100.
+	// free that much, the history is summarized instead. Unset means 40; 0 to 100.
 	ClearAtLeastPercent *int32 `protobuf:"varint,9,opt,name=clear_at_least_percent,json=clearAtLeastPercent,proto3,oneof" json:"clear_at_least_percent,omitempty"`
 	// Where provider bodies of this thread's rounds carry the compiled prompt's
 	// dynamic half. UNSPECIFIED (also what Thread.config shows when it was never
