@@ -4,14 +4,14 @@ dynamic half of the system prompt goes in provider bodies (ThreadConfig).
 NULL (or 0 for the placement) means the default, so existing threads read as before
 but for the defaults themselves (service/history.py names them).
 
-Revision ID: 0014_compaction_marks_and_placement
+Revision ID: 0014_compaction_marks
 Revises: 0013_lz4_compression
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0014_compaction_marks_and_placement"
+revision = "0014_compaction_marks"
 down_revision = "0013_lz4_compression"
 
 _PERCENTS = ("compaction_trigger_percent", "compaction_low_water_percent", "clear_at_least_percent")
