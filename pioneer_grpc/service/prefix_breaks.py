@@ -23,17 +23,28 @@ from pioneer_grpc.v1 import chat_pb2, history_pb2, turn_service_pb2
 MAX_THREADS = 1024
 
 
+# A round of a thread: its turn and how many of the turn's own messages it sends. A PrepareTurn sent
+# again (its entries are idempotent) is the same round, compared with the round before it again.
+RoundKey = tuple[str, int]
+
+
 class RoundPrefixes:
-    """The last round's RoundPrefix of each thread, least recently used first out."""
+    """Each thread's last round (with the one before it), least recently used thread first out."""
 
     def __init__(self, size: int = MAX_THREADS) -> None:
         self._size = size
-        self._items: OrderedDict[str, RoundPrefix] = OrderedDict()
+        self._items: OrderedDict[str, tuple[RoundKey, RoundPrefix, RoundPrefix | None]] = OrderedDict()
 
-    def swap(self, thread_id: str, current: RoundPrefix) -> RoundPrefix | None:
-        """Keeps `current` for the thread; the one it replaces."""
-        previous = self._items.pop(thread_id, None)
-        self._items[thread_id] = current
+    def swap(self, thread_id: str, key: RoundKey, current: RoundPrefix) -> RoundPrefix | None:
+        """Keeps `current` as the thread's last round; the round before it (None: not known)."""
+        found = self._items.pop(thread_id, None)
+        if found is None:
+            previous = None
+        elif found[0] == key:
+            previous = found[2]  # the same round again
+        else:
+            previous = found[1]
+        self._items[thread_id] = (key, current, previous)
         while len(self._items) > self._size:
             self._items.popitem(last=False)
         return previous
@@ -74,7 +85,9 @@ def round_prefix(
     )
 
 
-def observed(prefixes: RoundPrefixes, thread_id: str, current: RoundPrefix) -> history_pb2.PrefixBreak | None:
+def observed(
+    prefixes: RoundPrefixes, thread_id: str, key: RoundKey, current: RoundPrefix
+) -> history_pb2.PrefixBreak | None:
     """The round's PrefixBreak against the thread's previous round here (None: none, or not known)."""
-    previous = prefixes.swap(thread_id, current)
+    previous = prefixes.swap(thread_id, key, current)
     return None if previous is None else prefix_break(previous, current)

@@ -577,7 +577,8 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     head.model = done.model
     placement = _render_options(request, done.placement).dynamic_context_placement
     current = prefix_breaks.round_prefix(request, head, done.model, placement == _BEFORE, history, report)
-    broke = prefix_breaks.observed(ctx.round_prefixes, request.thread_id, current)
+    key = (request.turn_id, len(done.current))
+    broke = prefix_breaks.observed(ctx.round_prefixes, request.thread_id, key, current)
     if broke is not None:
         report.prefix_break.CopyFrom(broke)
     prepared = PreparedTurn(head, done.framed, done.current, report, recorded.event_id)

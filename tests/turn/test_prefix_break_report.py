@@ -105,3 +105,17 @@ async def test_a_compaction_is_named_with_the_history_it_invalidated(server):
         assert found.tokens_invalidated > 0
         if found.cause == H.PREFIX_BREAK_CAUSE_CLEARING:
             assert found.entry_id.startswith("r")
+
+
+async def test_a_round_sent_again_reports_what_it_reported_the_first_time(server):
+    client = Client(server)
+    await client.thread("again")
+    loop = Loop(client, "again")
+    await loop.turn_rounds()
+    changed = compile_input()
+    changed.include_tool_recovery_policy = False
+    entries = tool_turn(loop.turn, lines=loop.lines)
+    first = await loop.round(entries[:1], compile_input=changed)
+    again = await loop.round(entries[:1], compile_input=changed)  # a retry: the entries are idempotent
+    assert first.prefix_break.cause == H.PREFIX_BREAK_CAUSE_SECTION
+    assert again.prefix_break == first.prefix_break
