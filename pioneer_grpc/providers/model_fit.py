@@ -43,7 +43,9 @@ class ModelFit:
 
 
 def takes_for(spec: ProviderSpec, registry: Registry, model: str) -> Takes:
-    return registry.takes(spec.registry_model(model))
+    """What `model` takes (the registry reads every provider's model ids alike: models/registry.py
+    model_key)."""
+    return registry.takes(model)
 
 
 def violations(

@@ -15,7 +15,7 @@ from google.protobuf import json_format
 
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.providers import render
-from pioneer_grpc.providers.apis.bedrock import path_for, registry_model
+from pioneer_grpc.providers.apis.bedrock import path_for
 from pioneer_grpc.providers.conversation import Notice
 from pioneer_grpc.providers.prefix import render_prefix
 from pioneer_grpc.providers.render import render_after
@@ -64,24 +64,6 @@ def test_the_path_escapes_every_character_of_an_arn() -> None:
     assert path_for(arn) == (
         "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Acustom-model%2FX7%2Fabc/converse"
     )
-
-
-@pytest.mark.parametrize(
-    ("model", "expected"),
-    [
-        ("us.anthropic.claude-3-7-sonnet-20250219-v1:0", "claude-3-7-sonnet-20250219-v1:0"),
-        (
-            "arn:aws:bedrock:us-east-1:123456789012:inference-profile/eu.anthropic.claude-sonnet-4-5-v1:0",
-            "claude-sonnet-4-5-v1:0",
-        ),
-        (
-            "arn:aws:bedrock:us-east-1:123456789012:imported-model/team/anthropic.claude-3-haiku-v1:0",
-            "claude-3-haiku-v1:0",
-        ),
-    ],
-)
-def test_the_registry_name_is_the_model_id_without_profile_and_vendor(model: str, expected: str) -> None:
-    assert registry_model(model) == expected
 
 
 def test_the_system_halves_in_order_with_the_cache_point_between() -> None:

@@ -61,8 +61,6 @@ DOCUMENT_FORMATS = {
 }
 # A document name: letters, digits, single spaces, hyphens, parentheses and square brackets.
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9\-()\[\] ]+")
-# Inference profiles and vendors before the model's own id: us.anthropic.claude-... -> claude-...
-_MODEL_PREFIX = re.compile(r"^(?:(?:us|eu|apac|jp|au|ca|us-gov|global)\.)?(?:[a-z][a-z0-9]*\.)?")
 
 REASONING_NOT_SENT = "reasoning_not_sent"
 CHOICE_NONE_NOT_SENT = "tool_choice_none_unsupported"
@@ -70,12 +68,6 @@ CHOICE_NONE_NOT_SENT = "tool_choice_none_unsupported"
 
 def path_for(model: str) -> str:
     return f"/model/{quote(model, safe='')}/converse"
-
-
-def registry_model(model: str) -> str:
-    """`us.anthropic.claude-3-7-sonnet-20250219-v1:0` as the registry names it (claude-3-7-sonnet-...)."""
-    tail = model.rsplit("/", 1)[-1]  # an ARN ends with the model or profile id
-    return _MODEL_PREFIX.sub("", tail, count=1)
 
 
 # --- rules -----------------------------------------------------------------------------------
@@ -318,7 +310,6 @@ SPEC = ProviderSpec(
     max_call_id_chars=64,
     adapt=adapt,
     adapt_messages=merges,
-    registry_model=registry_model,
     # Reasoning is not sent (adapt); a budget is no reason for a notice of its own.
     thinking_budget=True,
     tool_result_media=frozenset({"image", "file"}),
