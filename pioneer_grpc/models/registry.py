@@ -123,6 +123,8 @@ class Takes:
     media: frozenset[str]
     forced_tool_choice: bool
     chat_completions_tools: bool
+    # A [tool_rules] entry names the model (its forced_tool_choice is the registry's word, not a default).
+    tool_rule: bool = False
 
 
 def _image_rule(where: str, prefix: str, raw: Mapping[str, Any]) -> ImageRule:
@@ -280,6 +282,7 @@ class Registry:
                 frozenset(MEDIA_KINDS),
                 rule.forced_tool_choice,
                 rule.chat_completions_tools,
+                prefix is not None,
             )
         return Takes(
             True,
@@ -289,6 +292,7 @@ class Registry:
             info.media,
             rule.forced_tool_choice,
             rule.chat_completions_tools,
+            prefix is not None,
         )
 
 
