@@ -1109,7 +1109,12 @@ pub struct ChatMessage {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ToolDefinition {
-    /// \[A-Za-z0-9\_-\], at most 64 characters (128 for Anthropic and Gemini), unique.
+    /// Unique in the request. What each provider API takes as a tool name
+    /// (providers/apis/\*.py): openai-chat, openai-responses, bedrock-converse:
+    /// \[A-Za-z0-9\_-\], at most 64 characters; anthropic: \[A-Za-z0-9\_-\], at most 128
+    /// characters; gemini: \[A-Za-z0-9\_.:-\] starting with a letter or \_, at most 64
+    /// characters (the Gemini API's FunctionDeclaration.name reference;
+    /// Vertex AI documents 128 for its own API, not this one).
     /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub name: ::prost::alloc::string::String,
