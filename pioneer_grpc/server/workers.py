@@ -1,7 +1,7 @@
 """`serve --workers N`: N server processes on one port, each with its own event loop.
 
 The supervisor (this module, in the process the user started) prepares the
-store once (migrations, bootstrap files), reserves the port with SO_REUSEPORT
+store once (migrations, and the bootstrap files when it seeds them), reserves the port with SO_REUSEPORT
 (so `:0` becomes one concrete port every worker shares), starts N worker
 processes (spawned, never forked: gRPC does not survive a fork), says
 "serving on" once all N answer, and stops them all on SIGTERM or SIGINT. The
@@ -90,7 +90,8 @@ async def _prepare_store(config: Config) -> None:
     from pioneer_grpc.store.engine import create_engine
 
     await asyncio.to_thread(config.home.mkdir, parents=True, exist_ok=True)
-    await asyncio.to_thread(ensure_bootstrap_files, config.home)
+    if config.seeds_bootstrap_files:
+        await asyncio.to_thread(ensure_bootstrap_files, config.home)
     engine = create_engine(config.effective_database_url, config.sqlite_synchronous)
     try:
         await migrate_reachable(engine)

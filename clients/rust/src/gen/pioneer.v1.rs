@@ -481,6 +481,15 @@ pub struct PromptCompileInput {
     /// persona is. Not together with persona.
     #[prost(bool, tag = "20")]
     pub omit_persona: bool,
+    /// Whether SOUL.md and IDENTITY.md (the Soul Core and Identity Core sections)
+    /// are read from the workspace. Unset: as the server's identity_files setting
+    /// says, by default only while the built-in persona is in effect; a persona
+    /// (this request's or the server's) or omit_persona is the team's own
+    /// identity, and the files are then neither read nor reported missing. true
+    /// reads them whatever the persona; false never does. USER.md is read either
+    /// way (docs/persona.md).
+    #[prost(bool, optional, tag = "21")]
+    pub identity_files: ::core::option::Option<bool>,
 }
 /// PromptSection is one rendered section.
 #[allow(clippy::all)]
