@@ -19,7 +19,7 @@ from pioneer_grpc.cli import watch as cli_watch
 from pioneer_grpc.cli.persona import add_persona_flags
 from pioneer_grpc.config import Config, ConfigError, load_config
 from pioneer_grpc.store.engine import is_sqlite
-from pioneer_grpc.telemetry.logs import log_handler
+from pioneer_grpc.telemetry.logs import announce, log_handler
 
 
 def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -110,17 +110,25 @@ async def _run_until_signal(config: Config) -> int:
     from pioneer_grpc.server.app import start_server
     from pioneer_grpc.server.heap import freeze_start_up
 
-    # One start-up line: printed here; logged too only where logs are read by machines (json).
+    # One start-up line on stdout (a JSON line with --log-format json); logged too where logs are
+    # read by machines (json), with the home.
     running = await start_server(config, announce=config.log_format == "json")
     freeze_start_up()
-    print(f"pioneer-grpc {__version__} serving on {running.address}", flush=True)
+    announce(
+        config.log_format,
+        f"pioneer-grpc {__version__} serving on {running.address}",
+        event="serving",
+        address=running.address,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
-    logging.getLogger(__name__).info("stopping: draining for up to %ss", config.grace_seconds)
+    log = logging.getLogger(__name__)
+    log.info("stopping: draining for up to %ss", config.grace_seconds, extra={"event": "stopping"})
     await running.stop()
+    log.info("stopped", extra={"event": "stopped"})
     return exits.OK
 
 
