@@ -10,6 +10,7 @@ takes = registry.takes("o3")                            # what the model accepts
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
 from collections.abc import Mapping
@@ -198,6 +199,7 @@ _DOTTED = re.compile(r"(?<=\d)\.(?=\d)")
 _AFTER_PREFIX = frozenset("-_:")
 
 
+@functools.lru_cache(maxsize=1024)  # every round looks its model up a few times; models are few
 def model_key(model: str) -> str:
     """`model` as the registry compares names; every lookup goes through it, and so do the keys.
 
