@@ -508,6 +508,7 @@ pub fn full_input() -> v1::PromptCompileInput {
         hook_sources: vec![context_hook],
         persona: None,
         omit_persona: false,
+        identity_files: None,
     }
 }
 
