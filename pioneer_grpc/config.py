@@ -7,6 +7,7 @@ message that names the setting and where it came from.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -81,8 +82,9 @@ class Config:
     metrics_require_token: bool = False
     # Processes serving the one port (SO_REUSEPORT); `auto` in flags and files means one per core.
     workers: int = 1
-    # Open gRPC connections beyond which RPCs on new ones are RESOURCE_EXHAUSTED; 0: the descriptor limit
-    # (raised to its hard limit at start) minus 256.
+    # Open connections each listener holds (gRPC: beyond it RPCs on new connections are RESOURCE_EXHAUSTED,
+    # and past 32 more new ones are closed at accept; HTTP: new ones are closed at accept). 0: the
+    # descriptor limit (raised to its hard limit at start) minus 256, shared by the listeners.
     max_connections: int = 0
     # How often health probes that the database can be written (0: never; health then stays SERVING).
     health_probe_seconds: float = 5.0
@@ -102,6 +104,16 @@ class Config:
     seed_bootstrap_files: bool | None = None
     # HOST:PORT of the contract over HTTP/JSON (Connect protocol) and the console page; empty: off.
     http_listen: str = ""
+    # Host header names the HTTP listener answers ("*.example.com" for a domain's names, "*" for any);
+    # empty: the --http-listen host and localhost names. Others are refused before anything else.
+    http_allowed_hosts: tuple[str, ...] = ()
+    # An HTTP request's headers must be in within this of the connection's accept (TLS handshake
+    # included) or of the request's first byte; its body within this of its headers; a connection
+    # with no request under way is closed after the idle timeout. The header timeout also bounds
+    # gRPC's handshakes (TLS and HTTP/2).
+    http_header_timeout_seconds: float = 10.0
+    http_body_timeout_seconds: float = 60.0
+    http_idle_timeout_seconds: float = 30.0
     # Keep what each PrepareTurn round rendered (prompt, messages, provider body) for the console.
     # Off by default; bounded per thread, in total bytes and by age (docs/console.md).
     keep_rendered_requests: bool = False
@@ -237,6 +249,33 @@ def _labels(raw: Any) -> tuple[str, ...]:
     return tuple(_label(item) for item in items)
 
 
+def _positive_float(raw: Any) -> float:
+    value = _non_negative_float(raw)
+    if value == 0:
+        raise ValueError("must be more than 0")
+    return value
+
+
+def _host_pattern(raw: Any) -> str:
+    value = str(raw).strip().lower()
+    if value.startswith("[") and value.endswith("]"):
+        value = value[1:-1]
+    name = value[2:] if value.startswith("*.") else value
+    if not value or (value != "*" and (not name or "*" in name or "/" in name or " " in name)):
+        raise ValueError("each must be a host name or address, *.domain or *, e.g. pioneer.example.com")
+    if ":" in name:
+        try:
+            ipaddress.IPv6Address(name)
+        except ValueError:
+            raise ValueError("a host name without a port, e.g. pioneer.example.com") from None
+    return value
+
+
+def _host_patterns(raw: Any) -> tuple[str, ...]:
+    items = raw if isinstance(raw, list) else [p for p in str(raw).split(",") if p.strip()]
+    return tuple(_host_pattern(item) for item in items)
+
+
 def _choice(*options: str) -> Callable[[Any], str]:
     def parse(raw: Any) -> str:
         value = str(raw)
@@ -286,6 +325,10 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "identity_files": _choice(*IDENTITY_FILES),
     "seed_bootstrap_files": _bool,
     "http_listen": lambda raw: _listen(raw) if str(raw) else "",
+    "http_allowed_hosts": _host_patterns,
+    "http_header_timeout_seconds": _positive_float,
+    "http_body_timeout_seconds": _positive_float,
+    "http_idle_timeout_seconds": _positive_float,
     "keep_rendered_requests": _bool,
     "kept_rounds_per_thread": _positive_int,
     "kept_bytes_total": _positive_int,

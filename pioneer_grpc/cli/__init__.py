@@ -76,6 +76,23 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="serve the contract over HTTP/JSON (Connect) and the console page on HOST:PORT (default: off)",
     )
     serve.add_argument(
+        "--http-allowed-host",
+        dest="http_allowed_hosts",
+        action="append",
+        help="a Host the HTTP listener answers: a name, *.domain or * (repeatable; default: the "
+        "--http-listen host and localhost names)",
+    )
+    serve.add_argument(
+        "--http-header-timeout-seconds", help="an HTTP request's headers must be in within this (default 10)"
+    )
+    serve.add_argument(
+        "--http-body-timeout-seconds", help="an HTTP request's body must be in within this (default 60)"
+    )
+    serve.add_argument(
+        "--http-idle-timeout-seconds",
+        help="an HTTP connection with no request is closed after this (default 30)",
+    )
+    serve.add_argument(
         "--keep-rendered-requests",
         action="store_const",
         const=True,
@@ -92,8 +109,8 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     serve.add_argument(
         "--max-connections",
-        help="open gRPC connections beyond which RPCs on new ones get RESOURCE_EXHAUSTED "
-        "(default: the descriptor limit minus 256)",
+        help="open connections each listener holds (gRPC: RPCs on new ones beyond it get "
+        "RESOURCE_EXHAUSTED; default: the descriptor limit minus 256, shared by the listeners)",
     )
     serve.add_argument("--workers", help="processes serving the one port: a number, or auto (one per core)")
     serve.add_argument(

@@ -166,6 +166,61 @@ async def test_console_says_when_rounds_are_not_kept(server_factory, browser, sc
     await page.screenshot(path=str(screenshots / "5-not-kept.png"), full_page=True)
 
 
+async def test_console_signs_in_for_the_tab_only_and_never_puts_the_token_in_a_url(
+    server_factory, browser, screenshots
+):
+    """With a token configured the page asks for one, keeps it in the tab's sessionStorage (no
+    localStorage, no cookie), sends it as a header and in no URL; signing out forgets it, and another
+    tab asks again."""
+    from playwright.async_api import expect
+
+    handle = await server_factory(http_listen="127.0.0.1:0", token=TOKEN)
+    loop = AgentLoop(handle.channel(), handle.metadata(), handle.home)
+    await loop.two_turns()
+    page = await browser.new_page()
+    urls: list[str] = []
+    authorizations: set[str] = set()
+
+    def seen(request) -> None:
+        urls.append(request.url)
+        if "authorization" in request.headers:
+            authorizations.add(request.headers["authorization"])
+
+    page.on("request", seen)
+    start = f"http://{handle.running.http_address}/"
+    await page.goto(start)
+    await page.get_by_test_id("token-input").fill("not-the-token")
+    await page.get_by_test_id("token-submit").click()
+    await expect(page.locator("#token-error")).to_have_text("That token was refused.", timeout=WAIT_MS)
+    await page.get_by_test_id("token-input").fill(TOKEN)
+    await page.get_by_test_id("token-submit").click()
+    await expect(page.locator(f'[data-testid="thread"][data-thread="{THREAD}"]')).to_be_visible(
+        timeout=WAIT_MS
+    )
+    await expect(page.get_by_test_id("sign-out")).to_be_visible()
+    await page.screenshot(path=str(screenshots / "6-signed-in.png"), full_page=True)
+
+    assert await page.evaluate("sessionStorage.getItem('pioneer-console-token')") == TOKEN
+    assert await page.evaluate("localStorage.length") == 0
+    assert await browser.cookies() == []
+    assert page.url == start
+    assert urls and not any(TOKEN in url for url in urls)
+    assert f"Bearer {TOKEN}" in authorizations
+    assert await page.get_by_test_id("token-input").input_value() == ""
+
+    # Another tab shares no sessionStorage: it asks for a token again.
+    other = await browser.new_page()
+    await other.goto(start)
+    await expect(other.get_by_test_id("token-form")).to_be_visible(timeout=WAIT_MS)
+
+    await page.get_by_test_id("sign-out").click()
+    await expect(page.get_by_test_id("token-form")).to_be_visible(timeout=WAIT_MS)
+    await expect(page.get_by_test_id("threads")).to_be_hidden()
+    assert await page.evaluate("sessionStorage.getItem('pioneer-console-token')") is None
+    await page.reload()
+    await expect(page.get_by_test_id("token-form")).to_be_visible(timeout=WAIT_MS)
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

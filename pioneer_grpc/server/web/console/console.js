@@ -137,6 +137,7 @@ function showError(error) {
 
 function askForToken(message) {
   document.getElementById("main").hidden = true;
+  document.getElementById("sign-out").hidden = true;
   document.getElementById("token-form").hidden = false;
   document.getElementById("token-error").textContent = message || "";
   document.getElementById("token").focus();
@@ -155,13 +156,33 @@ async function start() {
   }
   document.getElementById("token-form").hidden = true;
   document.getElementById("main").hidden = false;
+  document.getElementById("sign-out").hidden = !state.token;
 }
 
 document.getElementById("token-form").addEventListener("submit", (event) => {
   event.preventDefault();
-  state.token = document.getElementById("token").value;
+  const input = document.getElementById("token");
+  state.token = input.value;
+  input.value = "";
   sessionStorage.setItem(TOKEN_KEY, state.token);
   start();
+});
+
+// Forgets the token (another one, another tenant's say, may sign in next) and what it showed.
+document.getElementById("sign-out").addEventListener("click", () => {
+  if (state.watch) state.watch.abort();
+  state.watch = null;
+  state.token = "";
+  sessionStorage.removeItem(TOKEN_KEY);
+  state.thread = "";
+  state.turn = "";
+  document.getElementById("threads").replaceChildren();
+  document.getElementById("thread").hidden = true;
+  document.getElementById("thread-hint").hidden = false;
+  document.getElementById("turn").hidden = true;
+  document.getElementById("turn-hint").hidden = false;
+  setLive(false, "not watching");
+  askForToken("");
 });
 
 // --- threads ---------------------------------------------------------------
