@@ -601,7 +601,7 @@ async fn ensure_bootstrap_files_reports_the_seeded_files() {
         );
         assert!(!names.contains("USER.md"), "USER.md is never created");
         for file in &reply.files {
-            // The server seeds the files at start, so nothing is created now.
+            // The server seeds the files at start (--seed-bootstrap-files): nothing is created now.
             assert!(!file.created, "round {round}: {} created again", file.name);
             if let Some(home) = &home {
                 let path = std::path::Path::new(&file.path);
