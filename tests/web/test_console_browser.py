@@ -78,6 +78,15 @@ async def test_console_shows_threads_cache_breaks_decisions_and_live_rounds(
     await expect(decision.locator('[data-field="tokens after"]')).to_have_text(
         f"{turn_2_report.tokens_after:,}"
     )
+    # The server's account of where this round's body stopped being the last one's plus new
+    # messages: SOUL.md changed, so at the soul_core section.
+    assert turn_2_report.prefix_break.cause == history_pb2.PREFIX_BREAK_CAUSE_SECTION
+    prefix_break = turn_2_report.prefix_break
+    await expect(decision.locator('[data-field="prefix break"]')).to_have_text(
+        f"section soul_core: {prefix_break.tokens_invalidated:,} tokens of history invalidated, "
+        f"{prefix_break.tokens_kept:,} kept"
+    )
+    await expect(kept.first.get_by_test_id("prefix-break")).to_have_text("prefix break: section soul_core")
     # Turn 1's four entries came as history, then turn 2's question.
     await expect(kept.first.get_by_test_id("message")).to_have_count(5)
     await expect(

@@ -247,8 +247,10 @@ async def test_units_bytes_counts_durations_and_times_as_a_person_reads_them(
         await expect(header.locator("time")).to_have_text(_local(answer["createTime"], zone, "UTC+05:30"))
     decision = rounds.nth(1).get_by_test_id("decision")
     assert report.budget_tokens >= 1000
+    assert report.low_water_tokens > 0
     await expect(decision.locator('[data-field="budget"]')).to_have_text(
-        f"{report.budget_tokens:,} tokens (threshold {report.threshold_tokens:,})"
+        f"{report.budget_tokens:,} tokens (threshold {report.threshold_tokens:,}, "
+        f"low water {report.low_water_tokens:,})"
     )
 
     # A manifest event's time and the time since the event before it.

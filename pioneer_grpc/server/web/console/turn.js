@@ -195,6 +195,7 @@ export class TurnPane {
       );
     }
     const messages = round.messages || [];
+    const breakFound = round.historyReport?.prefixBreak;
     return el(
       "article",
       { class: "round" + (fresh ? " new" : ""), "data-testid": "kept-round", "data-round": round.round },
@@ -208,7 +209,14 @@ export class TurnPane {
         timeEl(round.createTime),
         " · ",
         bytesEl(round.keptBytes),
-        " kept",
+        " kept ",
+        breakFound
+          ? el(
+              "span",
+              { class: "badge break", "data-testid": "prefix-break", title: "The provider's cache serves nothing of this body after this point" },
+              `prefix break: ${enumName(breakFound.cause, "PREFIX_BREAK_CAUSE_")}${breakFound.sectionId ? " " + breakFound.sectionId : ""}`,
+            )
+          : null,
       ),
       el("h4", {}, "History decision"),
       decisionView(round.historyReport || {}),
@@ -265,12 +273,26 @@ function sectionRows(manifest, breakSection, changed) {
   return rows;
 }
 
+// Where and why the round's body stopped being the previous round's body plus new messages, as the
+// server reported it (HistoryDecisionReport.prefix_break): "section soul_core: 1,234 tokens of
+// history invalidated, 0 kept".
+function prefixBreak(found) {
+  const cause = enumName(found.cause, "PREFIX_BREAK_CAUSE_");
+  const where = found.sectionId ? ` ${found.sectionId}` : found.entryId ? ` at entry ${found.entryId}` : "";
+  return `${cause}${where}: ${units.count(found.tokensInvalidated)} tokens of history invalidated, ${units.count(found.tokensKept)} kept`;
+}
+
 function decisionView(report) {
   const rows = [
     ["decision", enumName(report.decision, "HISTORY_DECISION_")],
     ["tokens before", units.count(report.tokensBefore)],
     ["tokens after", units.count(report.tokensAfter)],
-    ["budget", `${units.count(report.budgetTokens)} tokens (threshold ${units.count(report.thresholdTokens)})`],
+    [
+      "budget",
+      `${units.count(report.budgetTokens)} tokens (threshold ${units.count(report.thresholdTokens)}` +
+        (report.lowWaterTokens ? `, low water ${units.count(report.lowWaterTokens)})` : ")"),
+    ],
+    ["prefix break", report.prefixBreak ? prefixBreak(report.prefixBreak) : "none reported"],
     [
       "entries",
       `${units.count(report.entriesLoaded)} loaded, ${units.count(report.entriesKept)} kept, ${units.count(report.entriesDropped)} left out`,
