@@ -7,6 +7,7 @@ message that names the setting and where it came from.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -27,6 +28,9 @@ from pioneer_grpc.store.engine import (
     is_sqlite,
 )
 
+# The runtime home when none is configured (the first run of `serve` seeds Pioneer's files there).
+DEFAULT_HOME = Path("~") / ".pioneer"
+
 
 class ConfigError(ValueError):
     """A configuration value is invalid; the message says which and why."""
@@ -35,7 +39,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Config:
     listen: str = "127.0.0.1:50051"
-    home: Path = field(default_factory=lambda: Path.home() / ".pioneer")
+    home: Path = field(default_factory=lambda: Path(os.path.expanduser(DEFAULT_HOME)))
     # Extra runtime homes a compile's workspace_root may resolve into (besides `home`).
     extra_homes: tuple[Path, ...] = ()
     database_url: str = ""
@@ -78,8 +82,9 @@ class Config:
     metrics_require_token: bool = False
     # Processes serving the one port (SO_REUSEPORT); `auto` in flags and files means one per core.
     workers: int = 1
-    # Open gRPC connections beyond which RPCs on new ones are RESOURCE_EXHAUSTED; 0: the descriptor limit
-    # (raised to its hard limit at start) minus 256.
+    # Open connections each listener holds (gRPC: beyond it RPCs on new connections are RESOURCE_EXHAUSTED,
+    # and past 32 more new ones are closed at accept; HTTP: new ones are closed at accept). 0: the
+    # descriptor limit (raised to its hard limit at start) minus 256, shared by the listeners.
     max_connections: int = 0
     # How often health probes that the database can be written (0: never; health then stays SERVING).
     health_probe_seconds: float = 5.0
@@ -90,8 +95,25 @@ class Config:
     # How bootstrap headings name the home and the extra homes (in order; unlabelled: their path).
     home_label: str = DEFAULT_HOME_LABEL
     extra_home_labels: tuple[str, ...] = ()
+    # Whether compiles read SOUL.md and IDENTITY.md when a request does not say: auto (only while the
+    # built-in persona is in effect), read, skip (docs/persona.md).
+    identity_files: str = "auto"
+    # Create Pioneer's SOUL.md and IDENTITY.md in the home at start when missing. None: the
+    # `serve` command decides (yes at its default home, ~/.pioneer: a first run); a server
+    # started any other way, or on another home, seeds nothing unless this is true.
+    seed_bootstrap_files: bool | None = None
     # HOST:PORT of the contract over HTTP/JSON (Connect protocol) and the console page; empty: off.
     http_listen: str = ""
+    # Host header names the HTTP listener answers ("*.example.com" for a domain's names, "*" for any);
+    # empty: the --http-listen host and localhost names. Others are refused before anything else.
+    http_allowed_hosts: tuple[str, ...] = ()
+    # An HTTP request's headers must be in within this of the connection's accept (TLS handshake
+    # included) or of the request's first byte; its body within this of its headers; a connection
+    # with no request under way is closed after the idle timeout. The header timeout also bounds
+    # gRPC's handshakes (TLS and HTTP/2).
+    http_header_timeout_seconds: float = 10.0
+    http_body_timeout_seconds: float = 60.0
+    http_idle_timeout_seconds: float = 30.0
     # Keep what each PrepareTurn round rendered (prompt, messages, provider body) for the console.
     # Off by default; bounded per thread, in total bytes and by age (docs/console.md).
     keep_rendered_requests: bool = False
@@ -117,7 +139,16 @@ class Config:
             persona_source=source,
             home_label=self.home_label,
             extra_home_labels=self.extra_home_labels,
+            identity_files=IDENTITY_FILES[self.identity_files],
         )
+
+    @property
+    def seeds_bootstrap_files(self) -> bool:
+        return self.seed_bootstrap_files is True
+
+
+# identity_files: what a compile does when a request does not say (None: as the persona says).
+IDENTITY_FILES: dict[str, bool | None] = {"auto": None, "read": True, "skip": False}
 
 
 # The Identity section's source when the persona is configured as text (a file is named by its path).
@@ -218,6 +249,33 @@ def _labels(raw: Any) -> tuple[str, ...]:
     return tuple(_label(item) for item in items)
 
 
+def _positive_float(raw: Any) -> float:
+    value = _non_negative_float(raw)
+    if value == 0:
+        raise ValueError("must be more than 0")
+    return value
+
+
+def _host_pattern(raw: Any) -> str:
+    value = str(raw).strip().lower()
+    if value.startswith("[") and value.endswith("]"):
+        value = value[1:-1]
+    name = value[2:] if value.startswith("*.") else value
+    if not value or (value != "*" and (not name or "*" in name or "/" in name or " " in name)):
+        raise ValueError("each must be a host name or address, *.domain or *, e.g. pioneer.example.com")
+    if ":" in name:
+        try:
+            ipaddress.IPv6Address(name)
+        except ValueError:
+            raise ValueError("a host name without a port, e.g. pioneer.example.com") from None
+    return value
+
+
+def _host_patterns(raw: Any) -> tuple[str, ...]:
+    items = raw if isinstance(raw, list) else [p for p in str(raw).split(",") if p.strip()]
+    return tuple(_host_pattern(item) for item in items)
+
+
 def _choice(*options: str) -> Callable[[Any], str]:
     def parse(raw: Any) -> str:
         value = str(raw)
@@ -264,7 +322,13 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "persona_file": _path,
     "home_label": _label,
     "extra_home_labels": _labels,
+    "identity_files": _choice(*IDENTITY_FILES),
+    "seed_bootstrap_files": _bool,
     "http_listen": lambda raw: _listen(raw) if str(raw) else "",
+    "http_allowed_hosts": _host_patterns,
+    "http_header_timeout_seconds": _positive_float,
+    "http_body_timeout_seconds": _positive_float,
+    "http_idle_timeout_seconds": _positive_float,
     "keep_rendered_requests": _bool,
     "kept_rounds_per_thread": _positive_int,
     "kept_bytes_total": _positive_int,

@@ -72,8 +72,13 @@ log = logging.getLogger(__name__)
 # Field tags and lengths around the largest content a message may carry (e.g. Echo's 16 MiB payload).
 MESSAGE_FRAMING_BYTES = 4096
 
-# Descriptors kept free beyond the connection cap's default (database, files, the metrics port).
+# Descriptors kept free beyond the connection caps' default (database, files, the metrics port's 64).
 CONNECTION_RESERVE = 256
+# gRPC connections accepted past max_connections, to be answered RESOURCE_EXHAUSTED (health still
+# served) rather than closed at accept; taken from the reserve.
+CONNECTION_OVERFLOW = 32
+# A gRPC connection without an RPC for this long is closed (GOAWAY: clients reconnect as they need).
+GRPC_IDLE_SECONDS = 300
 
 # How often a worker's hub reads manifest events other SQLite workers committed.
 WORKER_POLL_SECONDS = 0.05
@@ -287,10 +292,11 @@ async def migrate_reachable(engine: AsyncEngine) -> None:
 
 async def build_context(config: Config, telemetry: Telemetry | None = None) -> ServiceContext:
     await asyncio.to_thread(config.home.mkdir, parents=True, exist_ok=True)
-    created = await asyncio.to_thread(ensure_bootstrap_files, config.home)
-    for name, path, was_created in created:
-        if was_created:
-            log.info("seeded %s at %s", name, path)
+    if config.seeds_bootstrap_files:
+        created = await asyncio.to_thread(ensure_bootstrap_files, config.home)
+        for name, path, was_created in created:
+            if was_created:
+                log.info("seeded %s at %s", name, path)
     engine = create_engine(config.effective_database_url, config.sqlite_synchronous)
     await migrate_reachable(engine)
     models = load_registry(config.models_file)
@@ -361,6 +367,38 @@ async def start_server(
         raise
 
 
+async def _start_http(
+    ctx: ServiceContext,
+    servicers: dict[str, Any],
+    on_database_failure: Callable[[], None],
+    sock: socket.socket,
+    max_connections: int,
+) -> HttpListener:
+    from pioneer_grpc.server.web import serve as web_serve
+    from pioneer_grpc.server.web.app import web_app
+    from pioneer_grpc.server.web.connections import HttpLimits
+    from pioneer_grpc.server.web.gate import LOCAL_NAMES, listens_everywhere
+
+    config = ctx.config
+    limits = HttpLimits(
+        max_connections=max_connections,
+        header_seconds=config.http_header_timeout_seconds,
+        body_seconds=config.http_body_timeout_seconds,
+        idle_seconds=config.http_idle_timeout_seconds,
+    )
+    tls = (config.tls_cert, config.tls_key) if config.tls_cert and config.tls_key else None
+    app = web_app(ctx, servicers, on_database_failure, KNOWN_METHODS)
+    listener = await web_serve.start_listener(app, sock, config.grace_seconds, limits, ctx.telemetry, tls)
+    log.info("HTTP/JSON (Connect) and console on %s", listener.url)
+    if listens_everywhere(config.http_listen) and not config.http_allowed_hosts:
+        log.warning(
+            "the HTTP listener answers only requests naming %s as their host: name the others this "
+            "server is reached by with --http-allowed-host",
+            ", ".join(LOCAL_NAMES),
+        )
+    return listener
+
+
 def _http_socket(config: Config) -> socket.socket | None:
     if not config.http_listen:
         return None
@@ -401,7 +439,10 @@ async def _start(
         probe_wait_seconds=float(POOL_WAIT_SECONDS),
     )
     # Bound below the descriptor limit, so a connection beyond it can still be answered.
-    connections = Connections(0, config.max_connections or max(64, after - CONNECTION_RESERVE))
+    per_listener = config.max_connections or max(
+        32, (after - CONNECTION_RESERVE) // (2 if config.http_listen else 1)
+    )
+    connections = Connections(0, per_listener)
     interceptors: list[grpc.aio.ServerInterceptor] = []
     if telemetry.enabled:
         # Outermost, so it sees the code the client gets, auth rejections included.
@@ -418,6 +459,11 @@ async def _start(
             ("grpc.max_send_message_length", config.max_message_bytes + MESSAGE_FRAMING_BYTES),
             # Several workers (`serve --workers N`) share the port; a lone server owns it.
             ("grpc.so_reuseport", 1 if config.workers > 1 else 0),
+            # Descriptors: connections past these are closed at accept, a handshake (TLS, HTTP/2
+            # preface) is bounded as HTTP's headers are, and an idle connection is let go.
+            ("grpc.max_allowed_incoming_connections", per_listener + CONNECTION_OVERFLOW),
+            ("grpc.server_handshake_timeout_ms", round(config.http_header_timeout_seconds * 1000)),
+            ("grpc.max_connection_idle_ms", GRPC_IDLE_SECONDS * 1000),
         ],
     )
     servicers: dict[str, Any] = {}
@@ -447,12 +493,7 @@ async def _start(
         server=server, ctx=ctx, health=health_servicer, port=port, database_health=database_health
     )
     if http_socket is not None:
-        from pioneer_grpc.server.web import serve as web_serve
-        from pioneer_grpc.server.web.app import web_app
-
-        app = web_app(ctx, servicers, database_health.poke)
-        running.http = await web_serve.start_listener(app, http_socket, config.grace_seconds)
-        log.info("HTTP/JSON (Connect) and console on http://%s/", running.http_address)
+        running.http = await _start_http(ctx, servicers, database_health.poke, http_socket, per_listener)
     if announce:
         log.info("pioneer-grpc serving on %s (home %s)", running.address, config.home)
     return running

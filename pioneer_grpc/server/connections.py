@@ -8,8 +8,9 @@ most once per REFRESH_SECONDS.
 With more than `max_connections` open, an RPC arriving on a connection the
 server has not served yet is answered RESOURCE_EXHAUSTED (connections already
 served keep being served; health checks always are), with one log line per
-LOG_SECONDS. A connection is known by its remote port. Idle connections are closed
-by gRPC itself after `grpc.max_connection_idle_ms` (server/app.py).
+LOG_SECONDS. A connection is known by its remote port. Past the cap and an overflow,
+gRPC itself closes new connections at accept, and it closes idle ones and ones that
+do not finish their handshake in time (channel args in server/app.py).
 """
 
 from __future__ import annotations

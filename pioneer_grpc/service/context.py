@@ -20,6 +20,7 @@ from pioneer_grpc.events.hub import ManifestHub
 from pioneer_grpc.history.summarizers import Summarizer
 from pioneer_grpc.models.registry import Registry, packaged_registry
 from pioneer_grpc.service.load_cache import LoadCache
+from pioneer_grpc.service.prefix_breaks import RoundPrefixes
 from pioneer_grpc.service.token_fit import SeenModels
 from pioneer_grpc.store.port import Store
 from pioneer_grpc.telemetry import Telemetry
@@ -40,6 +41,8 @@ class ServiceContext:
     load_cache: LoadCache = field(default_factory=LoadCache)
     # Each thread's model as this server's last append or round found it: what to count new entries in.
     seen_models: SeenModels = field(default_factory=SeenModels)
+    # What made each thread's last round's body, for the next round's PrefixBreak.
+    round_prefixes: RoundPrefixes = field(default_factory=RoundPrefixes)
     # What the server knows of each model (window, output limit, tokenizer, cache minimum).
     models: Registry = field(default_factory=packaged_registry)
     # The providers' count-tokens endpoints that have a key configured (none: estimates only).

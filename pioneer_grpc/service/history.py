@@ -32,6 +32,7 @@ from pioneer_grpc.history.budget import (
     DEFAULT_MAX_CONTEXT_TOKENS,
     DEFAULT_RESPONSE_RESERVE_TOKENS,
     config_violations,
+    policy_violations,
 )
 from pioneer_grpc.history.clearing import compaction_violations
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation, thread_id_violation
@@ -44,7 +45,14 @@ from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service import token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.history_load import LoadAnswer, blocking, load_history, load_history_result
-from pioneer_grpc.store.port import AppendBatch, AppendOutcome, Conflict, NewEntry, Recount
+from pioneer_grpc.store.port import (
+    OPTIONAL_SETTINGS,
+    AppendBatch,
+    AppendOutcome,
+    Conflict,
+    NewEntry,
+    Recount,
+)
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 
@@ -68,9 +76,13 @@ CONFIG_PATHS = (
     "summary_model",
     "compaction_strategy",
     "keep_tool_results",
+    "compaction_trigger_percent",
+    "compaction_low_water_percent",
+    "clear_at_least_percent",
+    "dynamic_context_placement",
 )
 # Optional fields whose default (None) the store resolves.
-_OPTIONAL_PATHS = ("keep_tool_results",)
+_OPTIONAL_PATHS = OPTIONAL_SETTINGS
 _INT_PATHS = {
     "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
     "response_reserve_tokens": DEFAULT_RESPONSE_RESERVE_TOKENS,
@@ -115,15 +127,17 @@ async def create_thread(
         model=config.model,
         summary_model=config.summary_model,
         compaction_strategy=config.compaction_strategy,
+        dynamic_context_placement=config.dynamic_context_placement,
     )
-    if config.HasField("keep_tool_results"):
-        resolved.keep_tool_results = config.keep_tool_results
+    for name in _OPTIONAL_PATHS:
+        if config.HasField(name):
+            setattr(resolved, name, getattr(config, name))
     _check(
         [
             thread_id_violation(thread_id) if thread_id else None,
             *violations_of(config, "config"),
             *config_violations(resolved.max_context_tokens, resolved.response_reserve_tokens),
-            *compaction_violations(resolved.compaction_strategy, _keep(resolved)),
+            *_settings_violations(resolved),
         ]
     )
     thread = await ctx.store.threads.create(thread_id or f"thr_{uuid.uuid4().hex}", resolved)
@@ -131,8 +145,27 @@ async def create_thread(
     return thread
 
 
-def _keep(config: history_pb2.ThreadConfig) -> int | None:
-    return config.keep_tool_results if config.HasField("keep_tool_results") else None
+def _optional(config: history_pb2.ThreadConfig, name: str) -> int | None:
+    value: int | None = getattr(config, name) if config.HasField(name) else None
+    return value
+
+
+def _settings_violations(config: history_pb2.ThreadConfig) -> list[FieldViolation]:
+    """What is wrong with a thread's compaction settings and placement (budget aside)."""
+    placement = config.dynamic_context_placement
+    return [
+        *compaction_violations(config.compaction_strategy, _optional(config, "keep_tool_results")),
+        *policy_violations(
+            _optional(config, "compaction_trigger_percent"),
+            _optional(config, "compaction_low_water_percent"),
+            _optional(config, "clear_at_least_percent"),
+        ),
+        *(
+            [FieldViolation("config.dynamic_context_placement", f"unknown placement {placement}")]
+            if placement not in chat_pb2.DynamicContextPlacement.values()
+            else []
+        ),
+    ]
 
 
 async def get_thread(ctx: ServiceContext, thread_id: str) -> history_pb2.Thread:
@@ -213,7 +246,7 @@ def _merged(
     _check(
         [
             *config_violations(merged.max_context_tokens, merged.response_reserve_tokens),
-            *compaction_violations(merged.compaction_strategy, _keep(merged)),
+            *_settings_violations(merged),
         ]
     )
     return merged

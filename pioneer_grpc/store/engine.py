@@ -40,6 +40,13 @@ PG_MAX_OVERFLOW = 0
 # the last commits before a power loss may be gone, the database still consistent).
 SQLITE_SYNCHRONOUS = ("FULL", "NORMAL")
 DEFAULT_SQLITE_SYNCHRONOUS = "FULL"
+# How much a full disk can hold back (docs/operating-durability.md): a checkpoint copies the WAL's
+# pages into the database file and needs room there for the ones it lacks. A commit checkpoints
+# once the WAL holds this many pages (SQLite's default is 1,000: 4 MB), so that room stays about
+# 1 MB; and a WAL that was let go is cut back to JOURNAL_SIZE_LIMIT_BYTES instead of keeping its
+# largest size.
+WAL_AUTOCHECKPOINT_PAGES = 256
+JOURNAL_SIZE_LIMIT_BYTES = 1024 * 1024
 
 
 def default_database_url(home: Path) -> str:
@@ -169,7 +176,7 @@ def sqlite_synchronous(engine: AsyncEngine) -> str:
 
 def sqlite_pragmas(engine: Engine, synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS) -> None:
     """WAL (readers never wait for the writer, correct across processes), `synchronous` (durability),
-    and a writer waits its turn."""
+    a writer waits its turn, and the WAL stays small (checkpoints every WAL_AUTOCHECKPOINT_PAGES)."""
     if synchronous not in SQLITE_SYNCHRONOUS:
         raise ValueError(f"synchronous must be one of {', '.join(SQLITE_SYNCHRONOUS)}, not {synchronous!r}")
     _SYNCHRONOUS[engine] = synchronous
@@ -181,6 +188,8 @@ def sqlite_pragmas(engine: Engine, synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS
         cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={LOCK_WAIT_SECONDS * 1000}")
+        cursor.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
+        cursor.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT_BYTES}")
         cursor.close()
 
 

@@ -52,7 +52,7 @@ def state_read(thread_id: BindParameter[str], exclude_turn_id: BindParameter[str
             .scalar_subquery()
         )
 
-    return select(
+    columns: list[Any] = [
         ThreadRow.max_context_tokens,
         ThreadRow.response_reserve_tokens,
         ThreadRow.model,
@@ -60,6 +60,10 @@ def state_read(thread_id: BindParameter[str], exclude_turn_id: BindParameter[str
         ThreadRow.compaction_strategy,
         ThreadRow.keep_tool_results,
         ThreadRow.compaction_failed_sequence,
+        ThreadRow.compaction_trigger_percent,
+        ThreadRow.compaction_low_water_percent,
+        ThreadRow.clear_at_least_percent,
+        ThreadRow.dynamic_context_placement,
         select(func.max(SummaryRow.id))
         .where(SummaryRow.thread_id == ThreadRow.thread_id)
         .scalar_subquery()
@@ -70,7 +74,8 @@ def state_read(thread_id: BindParameter[str], exclude_turn_id: BindParameter[str
         ThreadRow.open_turns,
         of_excluded(False).label("excluded_open"),
         of_excluded(True).label("excluded_completed"),
-    ).where(ThreadRow.thread_id == thread_id)
+    ]
+    return select(*columns).where(ThreadRow.thread_id == thread_id)
 
 
 # Bounded above too, by a constant no sequence exceeds: with `after` alone PostgreSQL plans the

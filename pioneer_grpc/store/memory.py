@@ -33,6 +33,7 @@ from pioneer_grpc.store.entries import (
 )
 from pioneer_grpc.store.manifests import new_event
 from pioneer_grpc.store.port import (
+    OPTIONAL_SETTINGS,
     AppendBatch,
     AppendOutcome,
     CommitUnderWay,
@@ -70,7 +71,8 @@ _SETTINGS = (
     "model",
     "summary_model",
     "compaction_strategy",
-    "keep_tool_results",
+    *OPTIONAL_SETTINGS,
+    "dynamic_context_placement",
 )
 
 
@@ -86,6 +88,10 @@ class _Thread:
     created_at: datetime
     updated_at: datetime
     compaction_failed_sequence: int | None = None
+    compaction_trigger_percent: int | None = None
+    compaction_low_water_percent: int | None = None
+    clear_at_least_percent: int | None = None
+    dynamic_context_placement: int = 0
     open_entries: int = 0
     open_turns: int = 0
     completed_entries: int = 0
@@ -181,11 +187,14 @@ class MemoryStore:
                 model=thread.model,
                 summary_model=thread.summary_model,
                 compaction_strategy=cast(Any, thread.compaction_strategy),
+                dynamic_context_placement=cast(Any, thread.dynamic_context_placement),
             ),
             entry_count=sum(1 for row in self._t.entries.values() if row.thread_id == thread.thread_id),
         )
-        if thread.keep_tool_results is not None:
-            message.config.keep_tool_results = thread.keep_tool_results
+        for name in OPTIONAL_SETTINGS:
+            value = getattr(thread, name)
+            if value is not None:
+                setattr(message.config, name, value)
         message.create_time.FromDatetime(thread.created_at)
         message.update_time.FromDatetime(thread.updated_at)
         return message
@@ -207,6 +216,10 @@ class MemoryStore:
             compaction_strategy=thread.compaction_strategy,
             keep_tool_results=thread.keep_tool_results,
             compaction_failed_sequence=thread.compaction_failed_sequence,
+            compaction_trigger_percent=thread.compaction_trigger_percent,
+            compaction_low_water_percent=thread.compaction_low_water_percent,
+            clear_at_least_percent=thread.clear_at_least_percent,
+            dynamic_context_placement=thread.dynamic_context_placement,
             summary_id=max(summaries, default=None),
             completed_count=thread.completed_entries,
             completed_max_id=max(completed, default=None),
@@ -377,9 +390,12 @@ def _config_of(thread: _Thread) -> dict[str, Any]:
 
 
 def _settings(config: history_pb2.ThreadConfig) -> dict[str, Any]:
-    values = {name: getattr(config, name) for name in _SETTINGS if name != "keep_tool_results"}
-    values["keep_tool_results"] = config.keep_tool_results if config.HasField("keep_tool_results") else None
-    return values
+    return {
+        name: (getattr(config, name) if config.HasField(name) else None)
+        if name in OPTIONAL_SETTINGS
+        else getattr(config, name)
+        for name in _SETTINGS
+    }
 
 
 class _Part:

@@ -40,6 +40,7 @@ from pioneer_grpc.v1 import manifest_service_pb2 as manifest_pb2
 
 __all__ = [
     "NO_ENTRIES",
+    "OPTIONAL_SETTINGS",
     "AppendBatch",
     "AppendOutcome",
     "CommitUnderWay",
@@ -71,6 +72,14 @@ __all__ = [
 
 # ---- what the methods take and give ----------------------------------------------------------
 
+# ThreadConfig's optional fields the store keeps as NULL (None) when unset: the default.
+OPTIONAL_SETTINGS = (
+    "keep_tool_results",
+    "compaction_trigger_percent",
+    "compaction_low_water_percent",
+    "clear_at_least_percent",
+)
+
 # `after` when no entry is wanted: larger than any sequence.
 NO_ENTRIES = 2**62
 
@@ -84,6 +93,10 @@ class HistoryState:
     compaction_strategy: int
     keep_tool_results: int | None
     compaction_failed_sequence: int | None
+    compaction_trigger_percent: int | None
+    compaction_low_water_percent: int | None
+    clear_at_least_percent: int | None
+    dynamic_context_placement: int
     summary_id: int | None
     completed_count: int
     completed_max_id: int | None

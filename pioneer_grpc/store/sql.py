@@ -38,6 +38,7 @@ from pioneer_grpc.store.engine import session_factory
 from pioneer_grpc.store.history_state import history_read_in
 from pioneer_grpc.store.locks import compression_lock
 from pioneer_grpc.store.port import (
+    OPTIONAL_SETTINGS,
     AppendBatch,
     AppendOutcome,
     CommitUnderWay,
@@ -337,7 +338,8 @@ def _settings(config: history_pb2.ThreadConfig) -> thread_store.ThreadSettings:
         model=config.model,
         summary_model=config.summary_model,
         compaction_strategy=config.compaction_strategy,
-        keep_tool_results=config.keep_tool_results if config.HasField("keep_tool_results") else None,
+        dynamic_context_placement=config.dynamic_context_placement,
+        **{name: getattr(config, name) if config.HasField(name) else None for name in OPTIONAL_SETTINGS},
     )
 
 
@@ -529,4 +531,3 @@ def open_store(engine: AsyncEngine, tokenizer_of: Callable[[str], str]) -> SqlSt
     from pioneer_grpc.store.sqlite import SqliteStore
 
     return SqliteStore(engine, tokenizer_of)
-

@@ -159,6 +159,10 @@ _VERSION = Direct(
         ThreadRow.compaction_strategy,
         ThreadRow.keep_tool_results,
         ThreadRow.compaction_failed_sequence,
+        ThreadRow.compaction_trigger_percent,
+        ThreadRow.compaction_low_water_percent,
+        ThreadRow.clear_at_least_percent,
+        ThreadRow.dynamic_context_placement,
         select(func.max(SummaryRow.id))
         .where(SummaryRow.thread_id == ThreadRow.thread_id)
         .scalar_subquery()
@@ -179,8 +183,14 @@ def _version_of(row: Any, turn_status: int | None) -> tuple[Any, ...]:
     """A round's version from a row with _VERSION's columns (the state read's have them too)."""
     state = row.max_context_tokens, row.response_reserve_tokens, row.model, row.summary_model
     settings = row.compaction_strategy, row.keep_tool_results, row.compaction_failed_sequence
+    policy = (
+        row.compaction_trigger_percent,
+        row.compaction_low_water_percent,
+        row.clear_at_least_percent,
+        row.dynamic_context_placement,
+    )
     counts = row.summary_id, int(row.completed_count), int(row.open_entries), int(row.open_turns)
-    return (*state, *settings, *counts, IN_PROGRESS if turn_status is None else turn_status)
+    return (*state, *settings, *policy, *counts, IN_PROGRESS if turn_status is None else turn_status)
 
 
 class SqliteStore(SqlStore):

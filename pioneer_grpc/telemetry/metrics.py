@@ -61,6 +61,15 @@ class NoMetrics:
     def watch_observers(self, count: Callable[[], int], lags: Callable[[], list[int]]) -> None:
         pass
 
+    def watch_http_connections(self, count: Callable[[], int]) -> None:
+        pass
+
+    def http_connection_ended(self, reason: str) -> None:
+        pass
+
+    def http_request_refused(self, reason: str) -> None:
+        pass
+
 
 def _version(package: str) -> str:
     try:
@@ -150,6 +159,24 @@ class Metrics(NoMetrics):
         self._connections = Gauge(
             "pioneer_grpc_connections", "Open TCP connections to this process's gRPC port.", registry=r
         )
+        self._http_connections = Gauge(
+            "pioneer_http_connections",
+            "Open connections to the HTTP listener (TLS handshakes included).",
+            registry=r,
+        )
+        self._http_ended = Counter(
+            "pioneer_http_connections_ended",
+            "HTTP connections the listener ended itself, by reason (over_limit, header_timeout, "
+            "body_timeout, body_unread, tls_handshake).",
+            ["reason"],
+            registry=r,
+        )
+        self._http_refused = Counter(
+            "pioneer_http_requests_refused",
+            "HTTP requests refused before routing, by reason (HOST_NOT_ALLOWED, NON_UTF8_HEADER).",
+            ["reason"],
+            registry=r,
+        )
         self._observers = Gauge("pioneer_watch_observers", "Manifest observers connected.", registry=r)
         self._lag_max = Gauge(
             "pioneer_watch_observer_lag_events_max",
@@ -206,6 +233,15 @@ class Metrics(NoMetrics):
 
     def watch_connections(self, count: Callable[[], int]) -> None:
         self._connections.set_function(count)
+
+    def watch_http_connections(self, count: Callable[[], int]) -> None:
+        self._http_connections.set_function(count)
+
+    def http_connection_ended(self, reason: str) -> None:
+        self._http_ended.labels(reason).inc()
+
+    def http_request_refused(self, reason: str) -> None:
+        self._http_refused.labels(reason).inc()
 
     def watch_observers(self, count: Callable[[], int], lags: Callable[[], list[int]]) -> None:
         self._observers.set_function(count)

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from pioneer_grpc import reasons
+from pioneer_grpc.server import app
 from pioneer_grpc.telemetry import metrics_http
 from tests.chaos.conftest import health_status
 from tests.support import decoded, eventually
@@ -87,3 +88,41 @@ async def test_idle_connections_to_the_metrics_port_are_bounded_and_closed(
     finally:
         for _, writer in idle:
             writer.close()
+
+
+async def _closed_at(reader: asyncio.StreamReader, within: float) -> bool:
+    """Whether the server closes the connection within `within` s (what it sends first is read past)."""
+    try:
+        async with asyncio.timeout(within):
+            while await reader.read(65536):
+                pass
+    except TimeoutError:
+        return False
+    except ConnectionError:
+        pass
+    return True
+
+
+async def test_past_the_cap_and_its_overflow_new_grpc_connections_are_closed_at_accept(server_factory):
+    # max_connections 2: RPCs on a third get RESOURCE_EXHAUSTED (above); 32 more are accepted to be
+    # told so; past those, grpc closes new connections at once, so they hold no descriptor.
+    server = await server_factory(max_connections=2, http_header_timeout_seconds=60)
+    accepted = 2 + app.CONNECTION_OVERFLOW
+    idle = [await asyncio.open_connection("127.0.0.1", server.running.port) for _ in range(accepted + 6)]
+    try:
+        # The 6 past the overflow are closed at once; the others are held (until the 60 s handshake bound).
+        closed = await asyncio.gather(*(_closed_at(reader, 2) for reader, _ in idle))
+        assert closed.count(True) == 6
+    finally:
+        for _, writer in idle:
+            writer.close()
+
+
+async def test_a_grpc_connection_that_never_finishes_its_handshake_is_closed(server_factory):
+    """No HTTP/2 preface (or TLS handshake) within the header timeout: the connection is let go."""
+    server = await server_factory(http_header_timeout_seconds=1)
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.running.port)
+    try:
+        assert await _closed_at(reader, 15)
+    finally:
+        writer.close()

@@ -12,6 +12,8 @@ from pathlib import Path
 from grpc_health.v1 import health_pb2
 
 from pioneer_grpc.client import AsyncClient, RpcFailure
+from pioneer_grpc.store.engine import JOURNAL_SIZE_LIMIT_BYTES
+from pioneer_grpc.store.probe import MIN_FREE_BYTES, RESERVE_BYTES
 from pioneer_grpc.v1 import history_pb2, prompt_pb2, turn_service_pb2
 from tests.builders import own_turn
 from tests.chaos.conftest import fill, health_status, wait_health
@@ -21,7 +23,6 @@ SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 USER = history_pb2.ENTRY_ROLE_USER
 FREED_BYTES = 2 * 1024 * 1024
-WAL_BEFORE_BYTES = 3 * 1024 * 1024
 
 
 def _size(path: Path) -> int:
@@ -152,25 +153,53 @@ async def test_postgres_backends_killed_mid_load(pg_cluster, server_factory):
     await _all_stored(client, "t", writers.acknowledged)
 
 
+async def _writes_back(client: AsyncClient, acknowledged: list[str], within: float) -> None:
+    """Appends (each call with its own deadline) until one is acknowledged, for at most `within` s."""
+
+    async def one() -> bool:
+        entry_id = f"back-{len(acknowledged)}"
+        try:
+            await client.append_entries(thread_id="t", entries=[own_turn(entry_id)], timeout=within)
+        except RpcFailure as error:
+            assert error.reason == "DISK_FULL", error
+            return False
+        acknowledged.append(entry_id)
+        return True
+
+    await eventually(one, within, step=0.05, what="an append acknowledged after space was freed")
+
+
 async def test_disk_full_then_space_returns(small_tmpfs, server_factory):
+    """A 6 MB disk filled by the store's own pages, as a growing store fills it, then 2 MB freed: writes
+    are back within 5 s, health SERVING, without a restart, and nothing acknowledged is lost."""
     server = await server_factory(home=small_tmpfs / "home", health_probe_seconds=0.2)
     channel = server.channel()  # the wire itself: the standard health service
     client = await server.client()
     await client.create_thread(thread_id="t")
+    home = small_tmpfs / "home"
+    wal, reserve = home / "pioneer.db-wal", home / "pioneer.db-reserve"
+    # A probe makes the checkpoint's reserve beside the database.
+    await eventually(lambda: _size(reserve) == RESERVE_BYTES, what="the reserve file")
+    # What the operator will free, held by another file meanwhile.
+    ballast = small_tmpfs / "ballast"
+    await asyncio.to_thread(ballast.write_bytes, b"\0" * (FREED_BYTES + 64 * 1024))
     acknowledged = []
-    # Small appends until the WAL holds 3 MB: many versions of few pages, as a busy store's WAL does
-    # between checkpoints.
-    wal = small_tmpfs / "home" / "pioneer.db-wal"
-    while await asyncio.to_thread(_size, wal) < WAL_BEFORE_BYTES:
-        assert len(acknowledged) < 1000, "the WAL does not grow"
-        entry_id = f"before-{len(acknowledged)}"
-        await client.append_entries(thread_id="t", entries=[own_turn(entry_id)])
-        acknowledged.append(entry_id)
-    filler = await asyncio.to_thread(fill, small_tmpfs)
-    await wait_health(channel, NOT_SERVING)
-
     big = "y" * 60_000
     contents: dict[str, str] = {"after": big}
+    # Large appends (new pages) until the store itself fills the disk.
+    for n in range(200):
+        try:
+            await client.append_entries(thread_id="t", entries=[own_turn(f"before-{n}", big)], timeout=30)
+        except RpcFailure as error:
+            assert error.reason == "DISK_FULL", error
+            break
+        acknowledged.append(f"before-{n}")
+        contents[f"before-{n}"] = big
+    else:
+        raise AssertionError("200 appends of 60 KB did not fill 6 MB")
+    await asyncio.to_thread(fill, small_tmpfs)
+    await wait_health(channel, NOT_SERVING)
+
     codes = set()
     for i in range(40):
         try:
@@ -196,26 +225,26 @@ async def test_disk_full_then_space_returns(small_tmpfs, server_factory):
     assert thread.entry_count == len(acknowledged)
     await client.load_conversation_history(thread_id="t")
 
-    # 2 MB freed (the space a careful operator finds first): writes come back and stay back, the
-    # WAL does not eat the freed space, health follows without a restart.
-    await asyncio.to_thread(os.truncate, filler, filler.stat().st_size - FREED_BYTES)
-    await wait_health(channel, SERVING)
+    # 2 MB freed: writes are back within 5 s and stay back, health follows, without a restart.
+    await asyncio.to_thread(os.truncate, ballast, ballast.stat().st_size - FREED_BYTES)
+    await _writes_back(client, acknowledged, within=5)
+    await wait_health(channel, SERVING, seconds=5)
     for i in range(20):
         await client.append_entries(thread_id="t", entries=[own_turn(f"freed-{i}")], timeout=30)
         acknowledged.append(f"freed-{i}")
         await asyncio.sleep(0.2)  # pacing: a client writing now and then, the probe running between
     assert await health_status(channel) == SERVING
-    # The WAL was truncated when space came back: what it held no longer takes the freed space.
+    # The WAL was let go: what it held no longer takes the freed space.
     free = (await asyncio.to_thread(shutil.disk_usage, small_tmpfs)).free
     print(f"after 20 appends: WAL {_size(wal):,} bytes, {free:,} bytes free")
-    assert _size(wal) < WAL_BEFORE_BYTES
-    assert free > FREED_BYTES
+    assert _size(wal) < JOURNAL_SIZE_LIMIT_BYTES
+    assert free > MIN_FREE_BYTES
     # And the round's connection, given up by the failures, is a working one again.
     await client.prepare_turn(_round("round-after", "after"), timeout=30)
     acknowledged.append("round-after")
     contents["round-after"] = "after"
 
-    await asyncio.to_thread(filler.unlink)
+    await asyncio.to_thread(ballast.unlink)
     await client.append_entries(thread_id="t", entries=[own_turn("after", big)], timeout=30)
     acknowledged.append("after")
     await _all_stored(client, "t", acknowledged, contents)

@@ -185,10 +185,10 @@ async def _short_turns(ctx: ServiceContext, first: int, count: int) -> None:
 
 
 async def test_a_round_past_the_turn_limit_goes_down_twice(ctx: ServiceContext, crossings: Crossings) -> None:
-    """Past MAX_LOADED_TURNS each completed turn pushes the oldest out: the kept history is brought
-    current (and its oldest turn dropped), never read whole again."""
-    from pioneer_grpc.history.budget import MAX_LOADED_TURNS
-    from pioneer_grpc.history.snapshot import turn_limit_note
+    """At MAX_LOADED_TURNS the history is compacted down to LOW_WATER_TURNS beside a summary; each
+    round after it brings the kept history current with the turn completed before it, never reading
+    it whole again."""
+    from pioneer_grpc.history.budget import LOW_WATER_TURNS, MAX_LOADED_TURNS
 
     await history.create_thread(ctx, "t", history_pb2.ThreadConfig(model="gpt-4o"))
     await _short_turns(ctx, 0, MAX_LOADED_TURNS + 2)
@@ -198,13 +198,19 @@ async def test_a_round_past_the_turn_limit_goes_down_twice(ctx: ServiceContext, 
         crossings.clear()
         prepared = await prepare_turn(ctx, _request(f"u{n + 2}", user(f"x{n + 2}", "", "go on")))
         assert crossings.calls == ROUND
-        assert prepared.history_report.diagnostics[0] == turn_limit_note()
-        assert prepared.chat_request.messages[-2].content == "done"  # the turn completed just before
+        assert prepared.history_report.decision == history_pb2.HISTORY_DECISION_FULL
+        messages = prepared.chat_request.messages
+        assert messages[0].content.startswith("Summary of earlier conversation:")
+        # The summary, the turns kept beside it, the turns completed since, the round's own message.
+        assert len(messages) == 1 + 2 * LOW_WATER_TURNS + 2 * (n + 1) + 1
+        assert messages[-2].content == "done"  # the turn completed just before
 
 
 async def test_a_round_on_a_truncating_thread_goes_down_twice(
     ctx: ServiceContext, crossings: Crossings
 ) -> None:
+    """The first round over the threshold leaves the older turns out by a mark; the rounds after it
+    extend what the mark left, going down to open and to commit only."""
     await _thread(
         ctx,
         turns=12,
@@ -212,10 +218,14 @@ async def test_a_round_on_a_truncating_thread_goes_down_twice(
         response_reserve_tokens=1000,
         compaction_strategy=history_pb2.COMPACTION_STRATEGY_TRUNCATE,
     )
-    await prepare_turn(ctx, _request("u1", user("x1", "", "go")))
+    first = await prepare_turn(ctx, _request("u1", user("x1", "", "go")))
+    assert first.history_report.decision == history_pb2.HISTORY_DECISION_TRUNCATED
+    mark = await history.get_summary(ctx, "t")
+    assert mark is not None and mark.summarizer == "truncate" and not mark.text
     for n in range(3):
         await history.complete_turn(ctx, "t", f"u{n + 1}", [answer(f"y{n}", "", f"done {LONG}")])
         crossings.clear()
         prepared = await prepare_turn(ctx, _request(f"u{n + 2}", user(f"x{n + 2}", "", "go on")))
         assert crossings.calls == ROUND
-        assert prepared.history_report.decision == history_pb2.HISTORY_DECISION_TRUNCATED
+        assert prepared.history_report.decision == history_pb2.HISTORY_DECISION_FULL
+        assert len(prepared.chat_request.messages) == len(first.chat_request.messages) + 2 * (n + 1)

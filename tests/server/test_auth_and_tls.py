@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import datetime
-
 import grpc
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from pioneer_grpc.v1 import echo_service_pb2, echo_service_pb2_grpc
+from tests.tls import self_signed
 
 PING = echo_service_pb2.EchoRequest(payload=b"ping")
 
@@ -53,32 +48,8 @@ async def test_no_token_configured_means_open(server):
     assert (await stub.Echo(PING)).payload == b"ping"
 
 
-def _self_signed(tmp_path):
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    (tmp_path / "cert.pem").write_bytes(cert_pem)
-    (tmp_path / "key.pem").write_bytes(key_pem)
-    return tmp_path / "cert.pem", tmp_path / "key.pem", cert_pem
-
-
 async def test_tls_serves_a_tls_client(server_factory, tmp_path):
-    cert, key, cert_pem = _self_signed(tmp_path)
+    cert, key, cert_pem = self_signed(tmp_path)
     server = await server_factory(tls_cert=cert, tls_key=key)
     port = server.address.rpartition(":")[2]
     channel = grpc.aio.secure_channel(
@@ -92,7 +63,7 @@ async def test_tls_serves_a_tls_client(server_factory, tmp_path):
 
 
 async def test_tls_refuses_a_plaintext_client(server_factory, tmp_path):
-    cert, key, _ = _self_signed(tmp_path)
+    cert, key, _ = self_signed(tmp_path)
     server = await server_factory(tls_cert=cert, tls_key=key)
     stub = echo_service_pb2_grpc.EchoServiceStub(server.channel())
     with pytest.raises(grpc.aio.AioRpcError) as err:

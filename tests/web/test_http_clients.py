@@ -1,4 +1,4 @@
-"""curl and Connect's own TypeScript/JavaScript client get the answers gRPC gives.
+"""curl and Connect's own TypeScript/JavaScript client get the answers gRPC gives, over HTTP and HTTPS.
 
 Each calls CompilePrompt, PrepareTurn (a retry of a round the agent loop made
 over gRPC: the same answer) and streams WatchManifests over HTTP/JSON; the
@@ -15,6 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
+import grpc
 import pytest
 from google.protobuf import json_format
 
@@ -27,6 +28,7 @@ from pioneer_grpc.v1 import (
     turn_service_pb2,
 )
 from tests.support import unavailable_here
+from tests.tls import self_signed
 from tests.web import connect_http as http
 from tests.web.agent_loop import THREAD, AgentLoop
 
@@ -43,20 +45,35 @@ def _require(what: str, present: bool, how: str) -> None:
     unavailable_here(f"{what} is missing: {how}")
 
 
-@pytest.fixture
-async def scenario(server_factory):
-    """A live server after the two-turn loop; the requests both clients send, and gRPC's answers."""
-    handle = await server_factory(http_listen="127.0.0.1:0", token=TOKEN)
-    loop = AgentLoop(handle.channel(), handle.metadata(), handle.home)
+@pytest.fixture(params=["http", "https"])
+async def scenario(server_factory, tmp_path, request):
+    """A live server after the two-turn loop; the requests both clients send, and gRPC's answers.
+
+    Over https both listeners serve TLS from the same --tls-cert (the clients trust it, and name
+    the server localhost, as its certificate does)."""
+    if request.param == "https":
+        cert, key, cert_pem = self_signed(tmp_path)
+        handle = await server_factory(http_listen="127.0.0.1:0", token=TOKEN, tls_cert=cert, tls_key=key)
+        channel = grpc.aio.secure_channel(
+            f"localhost:{handle.running.port}", grpc.ssl_channel_credentials(root_certificates=cert_pem)
+        )
+        handle._channels.append(channel)
+        base = f"https://localhost:{handle.running.http.port}"
+    else:
+        cert = None
+        handle = await server_factory(http_listen="127.0.0.1:0", token=TOKEN)
+        channel = handle.channel()
+        base = f"http://{handle.running.http_address}"
+    loop = AgentLoop(channel, handle.metadata(), handle.home)
     await loop.two_turns()
     compile_request = prompt_compiler_service_pb2.CompilePromptRequest(
         input=prompt_pb2.PromptCompileInput(
             profile=prompt_pb2.PROMPT_PROFILE_FULL, extra_system="Date: today"
         )
     )
-    compiler = prompt_compiler_service_pb2_grpc.PromptCompilerServiceStub(handle.channel())
+    compiler = prompt_compiler_service_pb2_grpc.PromptCompilerServiceStub(channel)
     compiled = await compiler.CompilePrompt(compile_request, metadata=handle.metadata())
-    watcher = manifest_service_pb2_grpc.ManifestServiceStub(handle.channel())
+    watcher = manifest_service_pb2_grpc.ManifestServiceStub(channel)
     events = []
     async for message in watcher.WatchManifests(
         manifest_service_pb2.WatchManifestsRequest(thread_id=THREAD), metadata=handle.metadata()
@@ -67,6 +84,9 @@ async def scenario(server_factory):
             break
     return {
         "handle": handle,
+        "base": base,
+        # The certificate a client must trust (None over plain HTTP).
+        "cert": cert,
         "requests": {
             "compilePrompt": json_format.MessageToDict(compile_request),
             "prepareTurn": json_format.MessageToDict(loop.requests[-1]),
@@ -118,20 +138,22 @@ async def test_typescript_client_answers_as_grpc(scenario, tmp_path):
     _require("node", node is not None, "install Node 20 or later")
     requests = tmp_path / "requests.json"
     requests.write_text(json.dumps(scenario["requests"]))
-    out = await _run(
-        str(node),
-        str(TS_CLIENT / "contract.mjs"),
-        str(requests),
-        env={"PIONEER_HTTP": f"http://{scenario['handle'].running.http_address}", "PIONEER_TOKEN": TOKEN},
-    )
+    env = {"PIONEER_HTTP": scenario["base"], "PIONEER_TOKEN": TOKEN}
+    if scenario["cert"] is not None:
+        env["NODE_EXTRA_CA_CERTS"] = str(scenario["cert"])
+    out = await _run(str(node), str(TS_CLIENT / "contract.mjs"), str(requests), env=env)
     assert_same_answers(json.loads(out), scenario["grpc"])
 
 
-async def _curl_stream(url: str, request: dict, events: int, tmp_path: Path) -> list[dict]:
+def _trust(cert: Path | None) -> list[str]:
+    return [] if cert is None else ["--cacert", str(cert)]
+
+
+async def _curl_stream(url: str, request: dict, events: int, tmp_path: Path, cert: Path | None) -> list[dict]:
     body = tmp_path / "watch.bin"
     body.write_bytes(http.envelope(request))
     process = await asyncio.create_subprocess_exec(
-        "curl", "-sS", "-N", "--max-time", str(CLIENT_SECONDS),
+        "curl", "-sS", "-N", "--max-time", str(CLIENT_SECONDS), *_trust(cert),
         "-H", "content-type: application/connect+json",
         "-H", f"authorization: Bearer {TOKEN}",
         "--data-binary", f"@{body}", url,
@@ -155,7 +177,7 @@ async def _curl_stream(url: str, request: dict, events: int, tmp_path: Path) -> 
 async def test_curl_answers_as_grpc(scenario, tmp_path):
     curl = shutil.which("curl")
     _require("curl", curl is not None, "apt-get install -y curl")
-    base = f"http://{scenario['handle'].running.http_address}"
+    base = scenario["base"]
     got = {}
     for name, path in [
         ("compilePrompt", "/pioneer.v1.PromptCompilerService/CompilePrompt"),
@@ -167,6 +189,7 @@ async def test_curl_answers_as_grpc(scenario, tmp_path):
             await _run(
                 str(curl),
                 "-sS",
+                *_trust(scenario["cert"]),
                 "--fail-with-body",
                 "--max-time",
                 str(CLIENT_SECONDS),
@@ -181,6 +204,10 @@ async def test_curl_answers_as_grpc(scenario, tmp_path):
         )
     watch = scenario["requests"]["watch"]
     got["events"] = await _curl_stream(
-        base + "/pioneer.v1.ManifestService/WatchManifests", watch["request"], watch["events"], tmp_path
+        base + "/pioneer.v1.ManifestService/WatchManifests",
+        watch["request"],
+        watch["events"],
+        tmp_path,
+        scenario["cert"],
     )
     assert_same_answers(got, scenario["grpc"])

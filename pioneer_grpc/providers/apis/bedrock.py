@@ -1,10 +1,13 @@
 """Amazon Bedrock Converse (`POST /model/{modelId}/converse`): its spec, rules and renderer.
 
 The model is in the path (URL-encoded: an ARN holds `:` and `/`), never in the body.
-Caching: `system` holds the stable half, a `cachePoint` block when the stable text
-is worth caching (as for Anthropic: `anthropic_min_cache_chars`, or the caller's
-count), then the dynamic half and any system text; the tool list ends with a
-`cachePoint` too. That is at most two of the four cache checkpoints Converse allows.
+Caching (providers/cache_points.py, as for Anthropic): `system` holds the stable
+half, then any system text (the dynamic half among it only when it goes before the
+conversation; otherwise it is a marked text block ending the newest user turn). A
+`cachePoint` block follows the last tool, the stable text and two blocks of the
+conversation, each only where the prefix up to it meets the model's minimum: at
+most the four checkpoints Converse allows, each a block of its own, so placing or
+moving one changes no other byte.
 
 Messages alternate between user and assistant: tool results are `toolResult`
 blocks of a user message (with `status: error` for a result marked as an error,
@@ -12,12 +15,18 @@ and image and document blocks beside its text), and consecutive messages of one
 role are sent as one message (a notice says so for assistant messages). Media go
 as base64 `bytes` or an `s3Location` (an `s3://` uri); Converse takes no URL.
 
-Adapted, each with a notice: reasoning is not sent (Converse takes it only
-through model-specific fields); `parallel_tool_calls=false` and tool choice
-`none` have no Converse form (with `none`, tools are not sent unless the
-conversation already holds tool calls, which Converse only takes with tools
-declared); tools called in the history are declared when the round has none;
-trailing whitespace is trimmed from a final assistant message.
+Adapted, each with a notice: reasoning asked for is not sent (Converse takes it
+only through model-specific fields); `parallel_tool_calls=false` has no Converse
+form; tool choice `none` neither, so its tools are not sent; trailing whitespace
+is trimmed from a final assistant message.
+
+Tools called in the history are declared when the round has none (Converse
+refuses tool calls without tools declared), with a notice: the model may call
+them. Refused (INVALID_ARGUMENT naming the field): tool choice `none` on a
+conversation that holds tool calls, since its tools must then be declared and
+Converse's toolChoice (auto, any, tool) cannot forbid calling one; a required or
+named tool choice for a model the registry does not say takes one
+(model_fit.takes_forced_choice): Converse forces only the models that support it.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from typing import Any
 from urllib.parse import quote
 
 from pioneer_grpc.errors import InvalidArgument
-from pioneer_grpc.providers import provider_rules
+from pioneer_grpc.providers import cache_points, model_fit, provider_rules
 from pioneer_grpc.providers.common import (
     JSON,
     Media,
@@ -39,6 +48,7 @@ from pioneer_grpc.providers.common import (
     parse_arguments,
     prompt_halves,
     resolve_media,
+    runtime_block,
     system_messages,
 )
 from pioneer_grpc.providers.conversation import Notice
@@ -61,8 +71,6 @@ DOCUMENT_FORMATS = {
 }
 # A document name: letters, digits, single spaces, hyphens, parentheses and square brackets.
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9\-()\[\] ]+")
-# Inference profiles and vendors before the model's own id: us.anthropic.claude-... -> claude-...
-_MODEL_PREFIX = re.compile(r"^(?:(?:us|eu|apac|jp|au|ca|us-gov|global)\.)?(?:[a-z][a-z0-9]*\.)?")
 
 REASONING_NOT_SENT = "reasoning_not_sent"
 CHOICE_NONE_NOT_SENT = "tool_choice_none_unsupported"
@@ -70,12 +78,6 @@ CHOICE_NONE_NOT_SENT = "tool_choice_none_unsupported"
 
 def path_for(model: str) -> str:
     return f"/model/{quote(model, safe='')}/converse"
-
-
-def registry_model(model: str) -> str:
-    """`us.anthropic.claude-3-7-sonnet-20250219-v1:0` as the registry names it (claude-3-7-sonnet-...)."""
-    tail = model.rsplit("/", 1)[-1]  # an ARN ends with the model or profile id
-    return _MODEL_PREFIX.sub("", tail, count=1)
 
 
 # --- rules -----------------------------------------------------------------------------------
@@ -94,21 +96,24 @@ def adapt(adapted: Adapted, origins: list[int], path: str) -> None:
     request = adapted.request
     merges(adapted, origins, path)
     if request.HasField("reasoning"):
+        asked = model_fit.reasoning_asked(request.reasoning)
         request.ClearField("reasoning")
-        adapted.notices.append(
-            Notice(
-                REASONING_NOT_SENT,
-                "Converse takes reasoning settings only through model-specific fields: they were not sent",
-                f"{path}.reasoning",
-            )
-        )
+        if asked:
+            why = "Converse takes reasoning settings only through model-specific fields: they were not sent"
+            adapted.notices.append(Notice(REASONING_NOT_SENT, why, f"{path}.reasoning"))
     called, results = _history(adapted)
     if request.tools and request.tool_choice.mode == chat_pb2.TOOL_CHOICE_MODE_NONE:
-        rest = "tools were sent with no choice" if called or results else "the tools were not sent"
+        if called or results:
+            raise InvalidArgument.field(
+                f"{path}.tool_choice.mode",
+                "Converse has no tool choice none, and this conversation holds tool calls, which it "
+                "takes only with the tools declared, so the model could call one: use auto (and answer "
+                "a call), or render the round for a provider with none",
+            )
         adapted.notices.append(
             Notice(
                 CHOICE_NONE_NOT_SENT,
-                f"Converse has no tool choice none: {rest}",
+                "Converse has no tool choice none: the tools were not sent",
                 f"{path}.tool_choice.mode",
             )
         )
@@ -118,7 +123,8 @@ def adapt(adapted: Adapted, origins: list[int], path: str) -> None:
             Notice(
                 provider_rules.TOOLS_DECLARED,
                 "Converse refuses tool calls in the history without tools declared: "
-                f"{', '.join(adapted.history_tools)} declared (with no tool choice: Converse has no none)",
+                f"{', '.join(adapted.history_tools)} declared, with no tool choice (Converse has no none): "
+                "the model may call them",
                 f"{path}.tools",
             )
         )
@@ -257,7 +263,6 @@ def _tool_config(prepared: Prepared, messages: list[JSON]) -> JSON | None:
             spec["description"] = tool.description
         spec["inputSchema"] = {"json": tool.schema}
         tools.append({"toolSpec": spec})
-    tools.append(dict(CACHE_POINT))
     config: JSON = {"tools": tools}
     if mode == chat_pb2.TOOL_CHOICE_MODE_AUTO:
         config["toolChoice"] = {"auto": {}}
@@ -268,24 +273,53 @@ def _tool_config(prepared: Prepared, messages: list[JSON]) -> JSON | None:
     return config
 
 
+def _block_text(block: JSON) -> str:
+    """What a content block costs, as cache_points counts it (images and documents: nothing)."""
+    if "toolUse" in block:
+        use = block["toolUse"]
+        return f"{use['name']}{cache_points.json_text(use['input'])}"
+    if "toolResult" in block:
+        return "".join(_block_text(inner) for inner in block["toolResult"]["content"])
+    text = block.get("text", "")
+    return text if isinstance(text, str) else ""
+
+
+def _takes_breakpoint(block: JSON) -> bool:
+    return not block.keys().isdisjoint({"text", "image", "document", "toolUse", "toolResult"})
+
+
+def _marked(content: list[JSON], index: int) -> list[JSON]:
+    return [*content[: index + 1], dict(CACHE_POINT), *content[index + 1 :]]
+
+
+LAYOUT = cache_points.Layout(_block_text, _takes_breakpoint, _marked)
+
+
 def render(prepared: Prepared) -> tuple[JSON, int]:
     request = prepared.request
-    breakpoints = 0
     body: JSON = {}
-    system: list[JSON] = []
-    halves = prompt_halves(prepared)
-    if prepared.stable:
-        system.append({"text": halves.pop(0)})
-        cacheable = prepared.options.anthropic_stable_cacheable
-        if cacheable is None:
-            cacheable = len(prepared.stable) >= prepared.options.anthropic_min_cache_chars
-        if cacheable:
-            system.append(dict(CACHE_POINT))
-            breakpoints += 1
-    system.extend({"text": text} for text in [*halves, *system_messages(prepared)])
+    texts = [*prompt_halves(prepared), *system_messages(prepared)]
+    messages = _messages(prepared)
+    config = _tool_config(prepared, messages)
+    tools = config["tools"] if config is not None else []
+    cache_tools, cache_stable, breakpoints = cache_points.place(
+        prepared.cache_minimum,
+        LAYOUT,
+        [cache_points.json_text(tool) for tool in tools],
+        texts,
+        0 if prepared.stable else None,
+        messages,
+    )
+    system: list[JSON] = [{"text": text} for text in texts]
+    if cache_stable:
+        system.insert(1, dict(CACHE_POINT))
+        breakpoints += 1
     if system:
         body["system"] = system
-    messages = _messages(prepared)
+    runtime = runtime_block(prepared)
+    if runtime:
+        last = messages[-1]
+        messages[-1] = {**last, "content": [*last["content"], {"text": runtime}]}
     body["messages"] = messages
     inference: JSON = {}
     if request.HasField("max_tokens"):
@@ -294,10 +328,12 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
         inference["temperature"] = request.temperature
     if inference:
         body["inferenceConfig"] = inference
-    config = _tool_config(prepared, messages)
     if config is not None:
+        if cache_tools:
+            tools.append(dict(CACHE_POINT))
+            breakpoints += 1
         body["toolConfig"] = config
-        breakpoints += 1
+    assert breakpoints <= cache_points.MAX_BREAKPOINTS
     return body, breakpoints
 
 
@@ -318,9 +354,9 @@ SPEC = ProviderSpec(
     max_call_id_chars=64,
     adapt=adapt,
     adapt_messages=merges,
-    registry_model=registry_model,
     # Reasoning is not sent (adapt); a budget is no reason for a notice of its own.
     thinking_budget=True,
     tool_result_media=frozenset({"image", "file"}),
     tool_result_error=True,
+    forced_choice_per_model=True,
 )

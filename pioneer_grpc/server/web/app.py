@@ -7,19 +7,29 @@ from typing import Any
 
 from pioneer_grpc.server.web.asgi import App, WebApp, console_assets
 from pioneer_grpc.server.web.edge import Answering, EdgeInterceptor
+from pioneer_grpc.server.web.gate import AllowedHosts, Gate, default_allowed_hosts
 from pioneer_grpc.server.web.services import connect_applications
 from pioneer_grpc.server.web.transcode import JsonInThreads
 from pioneer_grpc.service.context import ServiceContext
 
 
-def web_app(ctx: ServiceContext, servicers: dict[str, Any], on_database_failure: Callable[[], None]) -> App:
+def web_app(
+    ctx: ServiceContext,
+    servicers: dict[str, Any],
+    on_database_failure: Callable[[], None],
+    known_methods: frozenset[str],
+) -> App:
     """`servicers`: full service name -> the instance the gRPC server also serves."""
-    edge = EdgeInterceptor(ctx.telemetry, ctx.config.token)
+    config = ctx.config
+    edge = EdgeInterceptor(ctx.telemetry, config.token)
     services = connect_applications(
         servicers,
         Answering(ctx.telemetry, on_database_failure),
         [edge],
-        read_max_bytes=ctx.config.max_message_bytes,
+        read_max_bytes=config.max_message_bytes,
     )
     app = WebApp(dict(services), console_assets())
-    return JsonInThreads(app, ctx.config.token, ctx.config.max_message_bytes)
+    hosts = AllowedHosts(config.http_allowed_hosts or default_allowed_hosts(config.http_listen))
+    return Gate(
+        JsonInThreads(app, config.token, config.max_message_bytes), hosts, ctx.telemetry, known_methods
+    )

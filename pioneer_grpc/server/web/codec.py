@@ -2,12 +2,15 @@
 
 The Connect protocol leaves whitespace to the server; an indented PrepareTurn
 answer is about a third spaces and newlines. Answers here are compact; `| jq`
-formats them for reading. Decoding is the runtime's (unknown fields ignored).
+formats them for reading. Decoding is the runtime's (unknown fields ignored), for a
+JSON object only: a request that is an array, a string or a number is refused, where
+the runtime would read it as an empty request.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from connectrpc.codec import Codec
@@ -16,6 +19,13 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 _JSON = google_protobuf_json_codec()
+_OBJECT = re.compile(rb"[ \t\r\n]*\{")
+
+
+def check_object(data: bytes | bytearray) -> None:
+    """Raises ValueError unless `data` is (or starts as) a JSON object, as every request must be."""
+    if _OBJECT.match(data) is None:
+        raise ValueError("a request in JSON must be an object ({...})")
 
 
 class CompactJSONCodec(Codec[Message, Any]):
@@ -27,6 +37,7 @@ class CompactJSONCodec(Codec[Message, Any]):
         return json.dumps(as_dict, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
     def decode(self, data: bytes | bytearray, message_class: type[Any]) -> Any:
+        check_object(data)
         return _JSON.decode(data, message_class)
 
 

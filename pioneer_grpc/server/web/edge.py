@@ -16,7 +16,7 @@ from __future__ import annotations
 import hmac
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -89,18 +89,21 @@ class EdgeInterceptor:
         REQUEST_ID.set(call.request_id)
         ctx.response_headers[REQUEST_ID_HEADER] = call.request_id
         if self._expected:
-            rejection = self._rejection(ctx.request_headers.get("authorization"))
+            rejection = self._rejection(ctx.request_headers.getall("authorization"))
             if rejection is not None:
                 self._end(call, rejection)
                 raise rejection
         return call
 
-    def _rejection(self, given: str | None) -> ConnectError | None:
-        if given is None:
+    def _rejection(self, given: Sequence[str]) -> ConnectError | None:
+        if not given:
             return ConnectError(
                 Code.UNAUTHENTICATED, "missing bearer token: send header 'authorization: Bearer <token>'"
             )
-        if not hmac.compare_digest(given.encode(), self._expected):
+        if len(given) > 1:
+            # As on gRPC: no first- or last-wins for a credential.
+            return ConnectError(Code.UNAUTHENTICATED, "more than one authorization header: send exactly one")
+        if not hmac.compare_digest(given[0].encode("utf-8", "surrogateescape"), self._expected):
             return ConnectError(Code.UNAUTHENTICATED, "invalid bearer token")
         return None
 
@@ -125,7 +128,10 @@ class EdgeInterceptor:
         elapsed = time.perf_counter() - call.started
         service, _, method = call.method.lstrip("/").partition("/")
         self._telemetry.metrics.rpc_handled(service, method, code, elapsed)
-        access_log.info(
+        # Here CANCELLED is a client that went away (a closed tab ending its watch, a page navigating
+        # off with calls in flight): routine, and nothing an operator can act on. It is still counted.
+        access_log.log(
+            logging.DEBUG if code == "CANCELLED" else logging.INFO,
             "rpc %s code=%s duration_ms=%.1f protocol=connect",
             call.method,
             code,

@@ -8,7 +8,8 @@ decodes large messages off the loop, wire.py). So a unary JSON call reaches the
 runtime as `application/proto`, which it reads with protobuf's C parser, and its
 binary answer is written as JSON in a thread too. What the client sends and gets
 is unchanged. A body that does not parse, goes past the size cap, is compressed,
-or comes without the configured token reaches the runtime as it was sent, so its
+or comes without the configured token (or with two authorization headers) reaches
+the runtime as it was sent, so its
 answer (and the order of the checks: the token before the body) stays the runtime's.
 """
 
@@ -24,7 +25,7 @@ from google.protobuf import descriptor_pool, json_format, message_factory
 from google.protobuf.message import Message
 
 from pioneer_grpc.server.web.asgi import App, Receive, Scope, Send
-from pioneer_grpc.server.web.codec import CompactJSONCodec
+from pioneer_grpc.server.web.codec import CompactJSONCodec, check_object
 
 _JSON_TYPES = (b"application/json", b"application/json; charset=utf-8")
 _CODEC = CompactJSONCodec()
@@ -51,6 +52,7 @@ def message_classes(path: str) -> tuple[type[Message], type[Message]] | None:
 
 def to_binary(body: bytes, request_class: type[Message]) -> bytes:
     """The JSON request as binary protobuf (unknown fields ignored, as the runtime's JSON codec does)."""
+    check_object(body)
     request = request_class()
     json_format.Parse(body, request, ignore_unknown_fields=True)
     return request.SerializeToString()
@@ -61,10 +63,9 @@ def to_json(body: bytes, response_class: type[Message]) -> bytes:
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:
-    for key, value in scope["headers"]:
-        if key.lower() == name:
-            return bytes(value)
-    return None
+    """The header's value when it is sent once; None when it is missing or sent more than once."""
+    found = [bytes(value) for key, value in scope["headers"] if key.lower() == name]
+    return found[0] if len(found) == 1 else None
 
 
 def _typed(headers: Any, content_type: bytes, length: int, *dropped: bytes) -> list[tuple[bytes, bytes]]:

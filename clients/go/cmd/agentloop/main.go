@@ -1,7 +1,8 @@
 // Command agentloop is a minimal agent loop against pioneer-grpc. Each turn is
 // three calls: PrepareTurn with the user's message, PrepareTurn with the model's
 // tool call and its result (text and a screenshot, a PNG made here), and
-// CompleteTurn with the final answer. A stand-in answers for the model.
+// CompleteTurn with the final answer. A stand-in answers for the model. It imports
+// only the module's public packages, so a copy builds in a module of your own.
 //
 //	go run ./cmd/agentloop -addr 127.0.0.1:50051 -token "$PIONEER_TOKEN" -rounds 3
 package main
@@ -20,10 +21,10 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	pioneerv1 "github.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1"
-	"github.com/pioneer-grpc/pioneer-grpc/clients/go/internal/sample"
 	"github.com/pioneer-grpc/pioneer-grpc/clients/go/pioneer"
 )
 
@@ -63,7 +64,7 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 	fmt.Printf("thread %s\n", threadID)
 
 	// Sent on every round: the server keeps no tools between rounds.
-	tools := []*pioneerv1.ToolDefinition{sample.ReadFileTool(), screenshotTool()}
+	tools := []*pioneerv1.ToolDefinition{readFileTool(), screenshotTool()}
 	for round := 1; round <= rounds; round++ {
 		turn := fmt.Sprintf("turn-%d-%s", round, randomHex(3))
 		prepare := func(entries ...*pioneerv1.ConversationEntry) (*pioneerv1.PrepareTurnResponse, error) {
@@ -71,7 +72,7 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 				ThreadId:     threadID,
 				TurnId:       turn,
 				NewEntries:   entries,
-				CompileInput: sample.FullCompileInput(round),
+				CompileInput: compileInput(round),
 				Tools:        tools,
 				ToolChoice:   &pioneerv1.ToolChoice{Mode: pioneerv1.ToolChoiceMode_TOOL_CHOICE_MODE_AUTO},
 			})
@@ -87,7 +88,7 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 		if _, err := prepare(&pioneerv1.ConversationEntry{
 			EntryId: turn + "-user",
 			Role:    pioneerv1.EntryRole_ENTRY_ROLE_USER,
-			Content: sample.UserMessage(round),
+			Content: fmt.Sprintf("Round %d: please check the Go client and tell me what is left.", round),
 		}); err != nil {
 			return fmt.Errorf("round %d: prepare turn: %w", round, err)
 		}
@@ -122,7 +123,7 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 		}
 
 		// 3. The final answer is stored and the turn completed in one call (safe to retry).
-		reply := sample.AssistantReply(round)
+		reply := fmt.Sprintf("Round %d: the tests pass; next I will update the README.", round)
 		done, err := c.History.CompleteTurn(ctx, &pioneerv1.CompleteTurnRequest{
 			ThreadId: threadID,
 			TurnId:   turn,
@@ -153,6 +154,35 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 		fmt.Printf("  reply     %q\n", reply)
 	}
 	return nil
+}
+
+// compileInput is what the loop asks the prompt compiler for: the full profile, the tool recovery
+// policy, and a dynamic half that changes every round (the stable half, and the provider's prompt
+// cache with it, stays the same).
+func compileInput(round int) *pioneerv1.PromptCompileInput {
+	return &pioneerv1.PromptCompileInput{
+		Profile:                   pioneerv1.PromptProfile_PROMPT_PROFILE_FULL,
+		IncludeToolRecoveryPolicy: true,
+		DynamicContext:            proto.String(fmt.Sprintf("Round %d of the example conversation.", round)),
+		DynamicSections: []*pioneerv1.DynamicSection{{
+			Id:      "workspace.git_status",
+			Title:   proto.String("Git Status"),
+			Content: fmt.Sprintf("On branch main; %d files changed.", round),
+		}},
+	}
+}
+
+// readFileTool is a tool with an object JSON schema of its arguments.
+func readFileTool() *pioneerv1.ToolDefinition {
+	params, err := structpb.NewStruct(map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"path": map[string]any{"type": "string"}},
+		"required":   []any{"path"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return &pioneerv1.ToolDefinition{Name: "read_file", Description: "A UTF-8 file of the workspace.", Parameters: params}
 }
 
 // screenshotTool is a tool whose result carries an image.

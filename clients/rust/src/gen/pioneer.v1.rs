@@ -481,6 +481,15 @@ pub struct PromptCompileInput {
     /// persona is. Not together with persona.
     #[prost(bool, tag = "20")]
     pub omit_persona: bool,
+    /// Whether SOUL.md and IDENTITY.md (the Soul Core and Identity Core sections)
+    /// are read from the workspace. Unset: as the server's identity_files setting
+    /// says, by default only while the built-in persona is in effect; a persona
+    /// (this request's or the server's) or omit_persona is the team's own
+    /// identity, and the files are then neither read nor reported missing. true
+    /// reads them whatever the persona; false never does. USER.md is read either
+    /// way (docs/persona.md).
+    #[prost(bool, optional, tag = "21")]
+    pub identity_files: ::core::option::Option<bool>,
 }
 /// PromptSection is one rendered section.
 #[allow(clippy::all)]
@@ -1109,7 +1118,12 @@ pub struct ChatMessage {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ToolDefinition {
-    /// \[A-Za-z0-9\_-\], at most 64 characters (128 for Anthropic and Gemini), unique.
+    /// Unique in the request. What each provider API takes as a tool name
+    /// (providers/apis/\*.py): openai-chat, openai-responses, bedrock-converse:
+    /// \[A-Za-z0-9\_-\], at most 64 characters; anthropic: \[A-Za-z0-9\_-\], at most 128
+    /// characters; gemini: \[A-Za-z0-9\_.:-\] starting with a letter or \_, at most 64
+    /// characters (the Gemini API's FunctionDeclaration.name reference;
+    /// Vertex AI documents 128 for its own API, not this one).
     /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub name: ::prost::alloc::string::String,
@@ -1286,6 +1300,53 @@ impl ReasoningEffort {
         }
     }
 }
+/// DynamicContextPlacement is where a provider body carries the compiled
+/// prompt's dynamic half (runtime facts: the date and time, retry instructions,
+/// skills, memory recall). The manifest and the compiled payload list the
+/// sections in the same order either way: stable first, then dynamic.
+#[allow(clippy::all)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum DynamicContextPlacement {
+    /// The server's default: AFTER_CONVERSATION.
+    Unspecified = 0,
+    /// After the conversation, so a changed runtime fact re-sends only itself:
+    /// a trailing system message (OpenAI Chat Completions and Responses), a
+    /// marked runtime-context block at the end of the newest user turn
+    /// (Anthropic, Bedrock), a marked runtime-context user content after the
+    /// conversation (Gemini). A body whose conversation does not end with a user
+    /// turn carries it before the conversation, as BEFORE_CONVERSATION does.
+    AfterConversation = 1,
+    /// Right after the stable half, before the conversation (the placement before
+    /// this option existed): any change to it re-sends the whole conversation.
+    BeforeConversation = 2,
+}
+impl DynamicContextPlacement {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "DYNAMIC_CONTEXT_PLACEMENT_UNSPECIFIED",
+            Self::AfterConversation => "DYNAMIC_CONTEXT_PLACEMENT_AFTER_CONVERSATION",
+            Self::BeforeConversation => "DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "DYNAMIC_CONTEXT_PLACEMENT_UNSPECIFIED" => Some(Self::Unspecified),
+            "DYNAMIC_CONTEXT_PLACEMENT_AFTER_CONVERSATION" => {
+                Some(Self::AfterConversation)
+            }
+            "DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION" => {
+                Some(Self::BeforeConversation)
+            }
+            _ => None,
+        }
+    }
+}
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct EchoRequest {
@@ -1446,6 +1507,27 @@ pub struct ThreadConfig {
     /// clears every older result; at most 1,000.
     #[prost(int32, optional, tag = "6")]
     pub keep_tool_results: ::core::option::Option<i32>,
+    /// Percent of the budget at which a load compacts the history (the
+    /// threshold). Unset means 80 (the seed's policy); 1 to 100.
+    #[prost(int32, optional, tag = "7")]
+    pub compaction_trigger_percent: ::core::option::Option<i32>,
+    /// Percent of the budget a compaction brings the history down to, so that it
+    /// then stays byte-identical (and cached by the provider) for many turns: a
+    /// summary keeps the newest whole turns that fit beside it, a truncation the
+    /// newest whole turns that fit, clearing stops there. Unset means 30; 0 to
+    /// below compaction_trigger_percent (0: a summary alone, as the seed's policy).
+    #[prost(int32, optional, tag = "8")]
+    pub compaction_low_water_percent: ::core::option::Option<i32>,
+    /// Percent of the budget that clearing old tool results must free for it to
+    /// be worth its cache break (Anthropic's clear_at_least); when clearing cannot
+    /// free that much, the history is summarized instead. Unset means 40; 0 to 100.
+    #[prost(int32, optional, tag = "9")]
+    pub clear_at_least_percent: ::core::option::Option<i32>,
+    /// Where provider bodies of this thread's rounds carry the compiled prompt's
+    /// dynamic half. UNSPECIFIED (also what Thread.config shows when it was never
+    /// set) means AFTER_CONVERSATION; a round's RenderOptions may override it.
+    #[prost(enumeration = "DynamicContextPlacement", tag = "10")]
+    pub dynamic_context_placement: i32,
 }
 /// Thread is a conversation.
 #[allow(clippy::all)]
@@ -1520,16 +1602,19 @@ pub struct ConversationEntry {
     /// Output only.
     #[prost(message, optional, tag = "14")]
     pub create_time: ::core::option::Option<::prost_types::Timestamp>,
-    /// Text, images and documents after `content`, on a user entry or a tool
-    /// result (a screenshot a tool took): text, image or file parts (a file is a
-    /// document, e.g. application/pdf), each by reference (MediaPart.uri: an
-    /// https:// URL, or the id of an artifact uploaded to the provider, its file
-    /// id) or inline (MediaPart.data, with mime_type). Stored as sent and loaded
-    /// into ChatMessage.content_parts. History budgets count each image and
+    /// Text and media after `content`, on a user entry or a tool result (a
+    /// screenshot a tool took): text, image, file, audio or video parts, the kinds
+    /// a ChatMessage carries (a file is a document, e.g. application/pdf; an image,
+    /// audio or video part's mime_type is image/*, audio/* or video/\*), each by
+    /// reference (MediaPart.uri: an https:// URL, or the id of an artifact uploaded
+    /// to the provider, its file id) or inline (MediaPart.data, with mime_type).
+    /// Stored as sent and loaded into ChatMessage.content_parts, so a round renders
+    /// them as RenderChatRequest does. History budgets count each image and
     /// document by the thread model's provider rule (see ArtifactRef.width_px): an
     /// inline PNG, JPEG or GIF by the size in its header, an inline PDF by its
     /// bytes, anything else by the rule's default (reported as
-    /// attachment_size_assumed). Metadata-only artifacts stay in artifact_refs.
+    /// attachment_size_assumed); audio and video count as nothing (their published
+    /// rules count seconds). Metadata-only artifacts stay in artifact_refs.
     /// Inline data: at most 5,000,000 bytes a part and 10,000,000 bytes an entry.
     /// Cap: at most 16 items.
     #[prost(message, repeated, tag = "15")]
@@ -1579,7 +1664,7 @@ pub struct HistoryDecisionReport {
     /// max_context_tokens - response_reserve_tokens.
     #[prost(int32, tag = "2")]
     pub budget_tokens: i32,
-    /// 80% of the budget.
+    /// Where compaction starts: compaction_trigger_percent of the budget (80%).
     #[prost(int32, tag = "3")]
     pub threshold_tokens: i32,
     /// 10% of the budget: what a summary aims for.
@@ -1626,8 +1711,10 @@ pub struct HistoryDecisionReport {
     /// surrogate as U+FFFD (the message says what, per call).
     /// Compaction:
     /// tool_results_cleared: old tool results were replaced by placeholders.
-    /// clearing_insufficient: clearing left the history over the threshold; it
-    /// was summarized.
+    /// clearing_insufficient: clearing could not free clear_at_least_percent of
+    /// the budget or bring the history under the threshold; it was summarized.
+    /// turn_cap_compacted: 200 completed turns follow the summary; the older ones
+    /// were summarized (or left out: truncate), the newest 100 at most kept.
     /// compression_pending: dry run over the threshold.
     /// summarizer_failed, summary_rejected: no new summary; truncated instead.
     /// summary_lock_timeout: another load kept the thread's compression lock.
@@ -1671,6 +1758,46 @@ pub struct HistoryDecisionReport {
     /// budget then came from the defaults (128,000 / 16,000) and counts are cl100k_base.
     #[prost(bool, tag = "19")]
     pub model_known: bool,
+    /// What a compaction brings the history down to:
+    /// compaction_low_water_percent of the budget.
+    #[prost(int32, tag = "20")]
+    pub low_water_tokens: i32,
+    /// PrepareTurn only: set when this round's body cannot reuse the provider's
+    /// cached prefix of the thread's previous round on this server, and why.
+    /// Unset when it can, on the thread's first round, and after a restart.
+    #[prost(message, optional, tag = "21")]
+    pub prefix_break: ::core::option::Option<PrefixBreak>,
+}
+/// PrefixBreak says where and why a round's provider body stopped being the
+/// previous round's body followed by new messages: the provider's prompt cache
+/// serves nothing after that point. Plain values, so a round's record can keep it.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PrefixBreak {
+    #[prost(enumeration = "PrefixBreakCause", tag = "1")]
+    pub cause: i32,
+    /// SECTION: the id of the first compiled-prompt section that changed (a
+    /// stable one; a dynamic one too when the thread places the dynamic half
+    /// before the conversation).
+    #[prost(string, tag = "2")]
+    pub section_id: ::prost::alloc::string::String,
+    /// SUMMARY, CLEARING, TURN_CAP, TRUNCATION, HISTORY: the first entry of the
+    /// previous round's history that this round sends differently or not at all
+    /// (empty when that is the summary).
+    #[prost(string, tag = "3")]
+    pub entry_id: ::prost::alloc::string::String,
+    /// Tokens of history (in the report's tokenizer) the provider cached and
+    /// cannot serve this round: the previous round's history from the break on;
+    /// for a break before the history (a section, the tools, the model, the
+    /// rendering), this round's whole history. The system prompt and the tool
+    /// definitions are not counted.
+    #[prost(int32, tag = "4")]
+    pub tokens_invalidated: i32,
+    /// Tokens of the previous round's history before the break, which the
+    /// provider can still serve from its cache (0 when the break is before the
+    /// history: a section, the tools, the model).
+    #[prost(int32, tag = "5")]
+    pub tokens_kept: i32,
 }
 /// ClearedToolResult is one tool result whose content a load replaced by a placeholder.
 #[allow(clippy::all)]
@@ -1711,20 +1838,25 @@ pub struct Turn {
     #[prost(message, optional, tag = "7")]
     pub update_time: ::core::option::Option<::prost_types::Timestamp>,
 }
-/// CompactionStrategy is how a load brings a history over the threshold (80% of
-/// the budget) back under it.
+/// CompactionStrategy is how a load brings a history at the threshold (80% of
+/// the budget unless ThreadConfig.compaction_trigger_percent says otherwise), or
+/// at 200 completed turns after its summary, down to the low-water mark
+/// (ThreadConfig.compaction_low_water_percent).
 #[allow(clippy::all)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum CompactionStrategy {
     Unspecified = 0,
-    /// Replace tool results older than the newest keep_tool_results by a short
-    /// placeholder (the call/result pair stays valid and the placeholder says how
-    /// to get the content again); summarize only if still over the threshold.
+    /// Replace the oldest tool results (never the newest keep_tool_results) by a
+    /// short placeholder (the call/result pair stays valid and the placeholder
+    /// says how to get the content again) down to the low-water mark, when that
+    /// frees at least clear_at_least_percent of the budget; otherwise summarize.
     ClearThenSummarize = 1,
-    /// Summarize at once (the original's behaviour).
+    /// Summarize the older turns at once, keeping the newest whole turns that fit
+    /// under the low-water mark beside the summary.
     Summarize = 2,
-    /// Never summarize: keep the newest whole turns that fit the budget.
+    /// Never summarize: keep the newest whole turns that fit under the low-water
+    /// mark (the stored summary, if any, stays before them).
     Truncate = 3,
 }
 impl CompactionStrategy {
@@ -1896,6 +2028,69 @@ impl SummaryUse {
             "SUMMARY_USE_REUSED" => Some(Self::Reused),
             "SUMMARY_USE_CREATED" => Some(Self::Created),
             "SUMMARY_USE_FAILED" => Some(Self::Failed),
+            _ => None,
+        }
+    }
+}
+/// PrefixBreakCause is what changed first in a round's body.
+#[allow(clippy::all)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum PrefixBreakCause {
+    Unspecified = 0,
+    /// A section of the compiled prompt (PrefixBreak.section_id).
+    Section = 1,
+    /// A new summary replaced the older history.
+    Summary = 2,
+    /// More old tool results were cleared.
+    Clearing = 3,
+    /// The thread reached 200 completed turns after its summary and was compacted.
+    TurnCap = 4,
+    /// The oldest turns were left out to fit (the truncate strategy, or a failed
+    /// or deferred summary).
+    Truncation = 5,
+    /// The tool definitions changed.
+    Tools = 6,
+    /// The model changed (each model has its own cache).
+    Model = 7,
+    /// The body is rendered for another provider API, or with the dynamic half
+    /// placed elsewhere.
+    Rendering = 8,
+    /// The history changed otherwise (a setting, a repair, another writer).
+    History = 9,
+}
+impl PrefixBreakCause {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "PREFIX_BREAK_CAUSE_UNSPECIFIED",
+            Self::Section => "PREFIX_BREAK_CAUSE_SECTION",
+            Self::Summary => "PREFIX_BREAK_CAUSE_SUMMARY",
+            Self::Clearing => "PREFIX_BREAK_CAUSE_CLEARING",
+            Self::TurnCap => "PREFIX_BREAK_CAUSE_TURN_CAP",
+            Self::Truncation => "PREFIX_BREAK_CAUSE_TRUNCATION",
+            Self::Tools => "PREFIX_BREAK_CAUSE_TOOLS",
+            Self::Model => "PREFIX_BREAK_CAUSE_MODEL",
+            Self::Rendering => "PREFIX_BREAK_CAUSE_RENDERING",
+            Self::History => "PREFIX_BREAK_CAUSE_HISTORY",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "PREFIX_BREAK_CAUSE_UNSPECIFIED" => Some(Self::Unspecified),
+            "PREFIX_BREAK_CAUSE_SECTION" => Some(Self::Section),
+            "PREFIX_BREAK_CAUSE_SUMMARY" => Some(Self::Summary),
+            "PREFIX_BREAK_CAUSE_CLEARING" => Some(Self::Clearing),
+            "PREFIX_BREAK_CAUSE_TURN_CAP" => Some(Self::TurnCap),
+            "PREFIX_BREAK_CAUSE_TRUNCATION" => Some(Self::Truncation),
+            "PREFIX_BREAK_CAUSE_TOOLS" => Some(Self::Tools),
+            "PREFIX_BREAK_CAUSE_MODEL" => Some(Self::Model),
+            "PREFIX_BREAK_CAUSE_RENDERING" => Some(Self::Rendering),
+            "PREFIX_BREAK_CAUSE_HISTORY" => Some(Self::History),
             _ => None,
         }
     }
@@ -3305,14 +3500,31 @@ pub mod prompt_compiler_service_client {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RenderOptions {
-    /// No Anthropic cache breakpoint when the stable text is shorter than this
-    /// many characters (server default when unset).
+    /// Anthropic and Bedrock: a cache breakpoint goes only where the body before
+    /// it holds at least this many characters. Unset: at least the model's
+    /// minimum cacheable tokens from the server's model registry (counted in the
+    /// model's tokenizer), or 4,096 characters for a model without one.
+    /// Errors: negative is INVALID_ARGUMENT.
     #[prost(int32, optional, tag = "1")]
     pub anthropic_min_cache_chars: ::core::option::Option<i32>,
-    /// Prefix of the OpenAI prompt_cache_key (server default when unset).
+    /// Prefix of the OpenAI prompt_cache_key (server default "pioneer-" when unset);
+    /// at most 32 characters of \[A-Za-z0-9\_.:-\] (INVALID_ARGUMENT otherwise).
     /// Cap: at most 200 characters.
     #[prost(string, optional, tag = "2")]
     pub cache_key_prefix: ::core::option::Option<::prost::alloc::string::String>,
+    /// Where the dynamic half of the compiled prompt goes. UNSPECIFIED: in
+    /// RenderChatRequest AFTER_CONVERSATION; in PrepareTurn the thread's
+    /// ThreadConfig.dynamic_context_placement.
+    #[prost(enumeration = "DynamicContextPlacement", tag = "3")]
+    pub dynamic_context_placement: i32,
+    /// The thread whose rounds the body belongs to: the OpenAI prompt_cache_key
+    /// is derived from it (prefix + 32 hex digits of its SHA-256), so every round
+    /// of the thread routes to the same cache whatever else changes. PrepareTurn
+    /// uses its own thread_id when unset; RenderChatRequest without it derives the
+    /// key from the stable prompt's fingerprint.
+    /// Cap: at most 200 characters.
+    #[prost(string, optional, tag = "4")]
+    pub prompt_cache_thread_id: ::core::option::Option<::prost::alloc::string::String>,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -3333,7 +3545,10 @@ pub struct RenderChatRequestResponse {
     /// The provider path the body goes to, e.g. "/v1/chat/completions".
     #[prost(string, tag = "2")]
     pub path: ::prost::alloc::string::String,
-    /// Number of cache breakpoints placed (Anthropic cache_control blocks).
+    /// Number of cache breakpoints placed (Anthropic cache_control markers,
+    /// Bedrock cachePoint blocks): on the last tool, the stable system text and up
+    /// to two on the conversation, each only where the body before it meets the
+    /// model's minimum cacheable size; at most 4.
     #[prost(int32, tag = "3")]
     pub cache_breakpoints: i32,
     /// What the server changed to meet the provider's rules instead of failing;
@@ -3722,10 +3937,10 @@ pub mod turn_service_client {
         /// Safe to retry: entries are idempotent by entry_id, and a repeat of the same
         /// compile for the same turn returns the turn's existing manifest event
         /// instead of publishing another. Every error below stores nothing (no entry,
-        /// turn or manifest), except one from rendering the provider body (with
-        /// `provider` set: INVALID_ARGUMENT naming chat_request fields), which comes
-        /// after the round committed: its entries and manifest stay, and a retry
-        /// repeats them as no-ops.
+        /// turn or manifest), one from rendering the provider body included (with
+        /// `provider` set: INVALID_ARGUMENT naming chat_request fields): the body is
+        /// rendered inside the round, so a refusal rolls it back and the corrected
+        /// request can be sent again with the same entry ids.
         ///
         /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names each field,
         /// nothing stored), MODEL_REQUIRED (no model here nor on the thread);
