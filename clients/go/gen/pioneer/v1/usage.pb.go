@@ -37,8 +37,10 @@ const (
 //	  cache_creation_input_tokens.
 //	Bedrock Converse: its inputTokens leaves them out too, so input_tokens =
 //	  inputTokens + cacheReadInputTokens + cacheWriteInputTokens.
-//	OpenAI Chat Completions: prompt_tokens holds prompt_tokens_details.cached_tokens.
-//	OpenAI Responses: input_tokens holds input_tokens_details.cached_tokens.
+//	OpenAI Chat Completions: prompt_tokens holds prompt_tokens_details.cached_tokens
+//	  and .cache_write_tokens (its breakdown of the prompt).
+//	OpenAI Responses: input_tokens holds input_tokens_details.cached_tokens and
+//	  .cache_write_tokens.
 //	Gemini generateContent: promptTokenCount holds cachedContentTokenCount;
 //	  input_tokens = promptTokenCount + toolUsePromptTokenCount, output_tokens =
 //	  candidatesTokenCount + thoughtsTokenCount (the thoughts are billed as
@@ -64,7 +66,10 @@ type ProviderUsage struct {
 	// The part of input_tokens written to the provider's prompt cache (billed
 	// above the uncached price where the provider charges for writes).
 	// Anthropic: cache_creation_input_tokens. Bedrock: cacheWriteInputTokens.
-	// Unset for OpenAI and Gemini, which report no cache writes.
+	// OpenAI Chat: prompt_tokens_details.cache_write_tokens. OpenAI Responses:
+	// input_tokens_details.cache_write_tokens. Unset for Gemini, whose responses
+	// report no cache writes (an explicit cachedContents cache is made by a call
+	// of its own), and wherever the response leaves the figure out.
 	// Cap: from 0 to input_tokens.
 	CacheWriteInputTokens *int32 `protobuf:"varint,3,opt,name=cache_write_input_tokens,json=cacheWriteInputTokens,proto3,oneof" json:"cache_write_input_tokens,omitempty"`
 	// Every output token the provider counted, reasoning included. Anthropic:
