@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
+import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,9 @@ from pioneer_grpc.client.reply_json import canonical_json
 from pioneer_grpc.history.entry_rules import content_violations
 from pioneer_grpc.v1 import history_pb2, provider_service_pb2, usage_pb2
 from tests.client.reply_vectors import UnknownKeys, check_sdk_shape, load, vector_files
+from tests.support import unavailable_here
 
+TS_CLIENT = Path(__file__).resolve().parents[2] / "clients" / "ts"
 FILES = vector_files()
 IDS = [path.stem for path in FILES]
 PROVIDERS = [name for name in provider_service_pb2.Provider.keys() if name != "PROVIDER_UNSPECIFIED"]
@@ -186,3 +190,17 @@ def test_text_that_is_no_json_object_is_not_json(text: str) -> None:
 def test_canonical_json_writes_as_javascript_does(value: Any, written: str) -> None:
     """RFC 8785's form: the Go, Rust and TypeScript clients write object arguments the same way."""
     assert canonical_json(value) == written
+
+
+def test_the_typescript_client_answers_every_vector() -> None:
+    """clients/ts/replies.js against the same vectors (node:test), and replies.d.ts type-checked by tsc.
+    The Go and Rust clients run theirs in `make test-contract`."""
+    node = shutil.which("node")
+    if node is None or not (TS_CLIENT / "gen").is_dir() or not (TS_CLIENT / "node_modules").is_dir():
+        unavailable_here("node and clients/ts/gen are needed: bash scripts/ts_client.sh (make test runs it)")
+    for command in (
+        [str(TS_CLIENT / "node_modules" / ".bin" / "tsc"), "-p", "tsconfig.json"],
+        [str(node), "--test", "replies.test.mjs"],
+    ):
+        done = subprocess.run(command, cwd=TS_CLIENT, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
