@@ -59,7 +59,19 @@ from pioneer_grpc.client.helpers import (
     user_entry,
 )
 from pioneer_grpc.client.methods import RPCS
-from pioneer_grpc.client.replies import ProviderReply, entries_of_response
+from pioneer_grpc.client.replies import (
+    STOP_CONTENT_FILTER,
+    STOP_CONTEXT_WINDOW_EXCEEDED,
+    STOP_END_TURN,
+    STOP_MAX_TOKENS,
+    STOP_OTHER,
+    STOP_PAUSE_TURN,
+    STOP_REFUSAL,
+    STOP_STOP_SEQUENCE,
+    STOP_TOOL_USE,
+    ProviderReply,
+    entries_of_response,
+)
 from pioneer_grpc.client.reply_json import ReplyError
 from pioneer_grpc.client.sync import Client
 from pioneer_grpc.v1.chat_pb2 import ChatMessage, ChatRequest, ToolChoice, ToolDefinition
@@ -73,6 +85,15 @@ __all__ = [
     "DEFAULT_ADDRESS",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "RPCS",
+    "STOP_CONTENT_FILTER",
+    "STOP_CONTEXT_WINDOW_EXCEEDED",
+    "STOP_END_TURN",
+    "STOP_MAX_TOKENS",
+    "STOP_OTHER",
+    "STOP_PAUSE_TURN",
+    "STOP_REFUSAL",
+    "STOP_STOP_SEQUENCE",
+    "STOP_TOOL_USE",
     "AbortedError",
     "AlreadyExistsError",
     "AsyncClient",

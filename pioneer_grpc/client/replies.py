@@ -3,7 +3,7 @@
     reply = entries_of_response(Provider.PROVIDER_ANTHROPIC_MESSAGES, body, "turn-7", 2)
     reply.entries      # [] or [the assistant entry]: text, tool calls, reasoning; id "turn-7.r2"
     reply.usage        # ProviderUsage (input counts cached tokens too), None when none was reported
-    reply.stop         # "end_turn", "tool_use", "max_tokens", "refusal", "content_filter", ...
+    reply.stop         # STOP_END_TURN, STOP_TOOL_USE, STOP_MAX_TOKENS, STOP_REFUSAL, ... ("tool_use", ...)
     reply.not_kept     # paths of what the entry cannot hold (a thinking signature, redacted reasoning)
 
 The same function, with the same answers, is `EntriesOfResponse` in Go, `entries_of_response`
@@ -44,15 +44,15 @@ from pioneer_grpc.v1 import common_pb2, history_pb2, provider_service_pb2, usage
 P = provider_service_pb2
 
 # What stopped the model, in one vocabulary for every provider (ProviderReply.stop).
-END_TURN = "end_turn"
-TOOL_USE = "tool_use"
-MAX_TOKENS = "max_tokens"
-STOP_SEQUENCE = "stop_sequence"
-PAUSE_TURN = "pause_turn"
-REFUSAL = "refusal"
-CONTENT_FILTER = "content_filter"
-CONTEXT_WINDOW_EXCEEDED = "context_window_exceeded"
-OTHER = "other"
+STOP_END_TURN = "end_turn"
+STOP_TOOL_USE = "tool_use"
+STOP_MAX_TOKENS = "max_tokens"
+STOP_STOP_SEQUENCE = "stop_sequence"
+STOP_PAUSE_TURN = "pause_turn"
+STOP_REFUSAL = "refusal"
+STOP_CONTENT_FILTER = "content_filter"
+STOP_CONTEXT_WINDOW_EXCEEDED = "context_window_exceeded"
+STOP_OTHER = "other"
 
 
 @dataclass(frozen=True)
@@ -156,9 +156,9 @@ def _assemble(parts: _Parts, read: _Read, entry_id: str, turn_id: str) -> Provid
         content = refusal
     stop = read.stop
     if refusal:
-        stop = REFUSAL
-    elif stop == END_TURN and parts.calls:
-        stop = TOOL_USE
+        stop = STOP_REFUSAL
+    elif stop == STOP_END_TURN and parts.calls:
+        stop = STOP_TOOL_USE
     entries = []
     if _has_text(content) or parts.calls:
         entry = history_pb2.ConversationEntry(
@@ -209,13 +209,13 @@ def _unsupported(path: str, what: str) -> ReplyError:
 # --- Anthropic Messages --------------------------------------------------------------------------
 
 _ANTHROPIC_STOPS = {
-    "end_turn": END_TURN,
-    "tool_use": TOOL_USE,
-    "max_tokens": MAX_TOKENS,
-    "stop_sequence": STOP_SEQUENCE,
-    "pause_turn": PAUSE_TURN,
-    "refusal": REFUSAL,
-    "model_context_window_exceeded": CONTEXT_WINDOW_EXCEEDED,
+    "end_turn": STOP_END_TURN,
+    "tool_use": STOP_TOOL_USE,
+    "max_tokens": STOP_MAX_TOKENS,
+    "stop_sequence": STOP_STOP_SEQUENCE,
+    "pause_turn": STOP_PAUSE_TURN,
+    "refusal": STOP_REFUSAL,
+    "model_context_window_exceeded": STOP_CONTEXT_WINDOW_EXCEEDED,
 }
 
 
@@ -253,17 +253,17 @@ def _anthropic(body: Mapping[str, Any], parts: _Parts) -> _Read:
         found = _usage(
             "usage", [fresh, read, write], read, write, [count(usage, "output_tokens", "usage")], thinking
         )
-    return _Read(reason, _ANTHROPIC_STOPS.get(reason, OTHER), found)
+    return _Read(reason, _ANTHROPIC_STOPS.get(reason, STOP_OTHER), found)
 
 
 # --- OpenAI Chat Completions ---------------------------------------------------------------------
 
 _CHAT_STOPS = {
-    "stop": END_TURN,
-    "tool_calls": TOOL_USE,
-    "function_call": TOOL_USE,
-    "length": MAX_TOKENS,
-    "content_filter": CONTENT_FILTER,
+    "stop": STOP_END_TURN,
+    "tool_calls": STOP_TOOL_USE,
+    "function_call": STOP_TOOL_USE,
+    "length": STOP_MAX_TOKENS,
+    "content_filter": STOP_CONTENT_FILTER,
 }
 
 
@@ -314,13 +314,13 @@ def _openai_chat(body: Mapping[str, Any], parts: _Parts) -> _Read:
             [count(usage, "completion_tokens", "usage")],
             count(completion, "reasoning_tokens", "usage.completion_tokens_details"),
         )
-    return _Read(reason, _CHAT_STOPS.get(reason, OTHER), found)
+    return _Read(reason, _CHAT_STOPS.get(reason, STOP_OTHER), found)
 
 
 # --- OpenAI Responses ----------------------------------------------------------------------------
 
 _UNFINISHED = ("in_progress", "queued", "cancelled")
-_INCOMPLETE_STOPS = {"max_output_tokens": MAX_TOKENS, "content_filter": CONTENT_FILTER}
+_INCOMPLETE_STOPS = {"max_output_tokens": STOP_MAX_TOKENS, "content_filter": STOP_CONTENT_FILTER}
 
 
 def _responses_message(message: Mapping[str, Any], path: str, parts: _Parts) -> None:
@@ -375,11 +375,11 @@ def _openai_responses(body: Mapping[str, Any], parts: _Parts) -> _Read:
     outputs = array(body, "output", "")
     for i in range(len(outputs)):
         _responses_item(item(outputs, i, "output"), child("output", i), parts)
-    reason, stop = status, (END_TURN if status == "completed" else OTHER)
+    reason, stop = status, (STOP_END_TURN if status == "completed" else STOP_OTHER)
     if status == "incomplete":
         details = opt_obj(body, "incomplete_details", "")
         reason = opt_text(details, "reason", "incomplete_details") or status
-        stop = _INCOMPLETE_STOPS.get(reason, OTHER)
+        stop = _INCOMPLETE_STOPS.get(reason, STOP_OTHER)
     usage = opt_obj(body, "usage", "")
     found = None
     if usage is not None:
@@ -402,7 +402,11 @@ _GEMINI_FILTERS = (
     "SAFETY RECITATION BLOCKLIST PROHIBITED_CONTENT SPII IMAGE_SAFETY IMAGE_PROHIBITED_CONTENT "
     "IMAGE_RECITATION MODEL_ARMOR"
 ).split()
-_GEMINI_STOPS = {"STOP": END_TURN, "MAX_TOKENS": MAX_TOKENS, **dict.fromkeys(_GEMINI_FILTERS, CONTENT_FILTER)}
+_GEMINI_STOPS = {
+    "STOP": STOP_END_TURN,
+    "MAX_TOKENS": STOP_MAX_TOKENS,
+    **dict.fromkeys(_GEMINI_FILTERS, STOP_CONTENT_FILTER),
+}
 # Keys of a part that say something about its data but are none: they are neither kept nor refused.
 _GEMINI_PART_META = frozenset(
     {"thought", "thoughtSignature", "partMetadata", "videoMetadata", "mediaResolution"}
@@ -455,7 +459,7 @@ def _gemini(body: Mapping[str, Any], parts: _Parts) -> _Read:
         blocked = opt_text(feedback, "blockReason", "promptFeedback")
         if not blocked:
             raise ReplyError(MISSING, "candidates", "no candidate, and no promptFeedback.blockReason")
-        return _Read(blocked, CONTENT_FILTER, _gemini_usage(body))
+        return _Read(blocked, STOP_CONTENT_FILTER, _gemini_usage(body))
     candidate = _only_choice(candidates, "candidates")
     content = opt_obj(candidate, "content", "candidates[0]")
     if content is not None:
@@ -464,19 +468,19 @@ def _gemini(body: Mapping[str, Any], parts: _Parts) -> _Read:
         for i in range(len(found)):
             _gemini_part(item(found, i, path), child(path, i), parts)
     reason = opt_text(candidate, "finishReason", "candidates[0]") or ""
-    return _Read(reason, _GEMINI_STOPS.get(reason, OTHER), _gemini_usage(body))
+    return _Read(reason, _GEMINI_STOPS.get(reason, STOP_OTHER), _gemini_usage(body))
 
 
 # --- Amazon Bedrock Converse ---------------------------------------------------------------------
 
 _BEDROCK_STOPS = {
-    "end_turn": END_TURN,
-    "tool_use": TOOL_USE,
-    "max_tokens": MAX_TOKENS,
-    "stop_sequence": STOP_SEQUENCE,
-    "guardrail_intervened": CONTENT_FILTER,
-    "content_filtered": CONTENT_FILTER,
-    "model_context_window_exceeded": CONTEXT_WINDOW_EXCEEDED,
+    "end_turn": STOP_END_TURN,
+    "tool_use": STOP_TOOL_USE,
+    "max_tokens": STOP_MAX_TOKENS,
+    "stop_sequence": STOP_STOP_SEQUENCE,
+    "guardrail_intervened": STOP_CONTENT_FILTER,
+    "content_filtered": STOP_CONTENT_FILTER,
+    "model_context_window_exceeded": STOP_CONTEXT_WINDOW_EXCEEDED,
 }
 
 
@@ -530,7 +534,7 @@ def _bedrock(body: Mapping[str, Any], parts: _Parts) -> _Read:
         found = _usage(
             "usage", [fresh, read, write], read, write, [count(usage, "outputTokens", "usage")], None
         )
-    return _Read(reason, _BEDROCK_STOPS.get(reason, OTHER), found)
+    return _Read(reason, _BEDROCK_STOPS.get(reason, STOP_OTHER), found)
 
 
 _READERS: dict[int, Callable[[Mapping[str, Any], _Parts], _Read]] = {
