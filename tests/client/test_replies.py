@@ -11,6 +11,7 @@ import copy
 import json
 import shutil
 import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 from google.protobuf import json_format
 
 from pioneer_grpc.client import ProviderReply, ReplyError, entries_of_response
+from pioneer_grpc.client.replies import as_json
 from pioneer_grpc.client.reply_json import canonical_json
 from pioneer_grpc.history.entry_rules import content_violations
 from pioneer_grpc.v1 import history_pb2, provider_service_pb2, usage_pb2
@@ -44,17 +46,6 @@ def _entry(value: dict[str, Any]) -> history_pb2.ConversationEntry:
     return json_format.ParseDict(value, history_pb2.ConversationEntry())
 
 
-def _answer(reply: ProviderReply) -> dict[str, Any]:
-    return {
-        "entries": [json_format.MessageToDict(entry) for entry in reply.entries],
-        "usage": None if reply.usage is None else json_format.MessageToDict(reply.usage),
-        "stop": reply.stop,
-        "provider_stop_reason": reply.provider_stop_reason,
-        "refusal": reply.refusal,
-        "not_kept": reply.not_kept,
-    }
-
-
 @pytest.mark.parametrize("path", FILES, ids=IDS)
 def test_the_response_has_its_sdk_type_shape(path: Path) -> None:
     vector = load(path)
@@ -71,7 +62,7 @@ def test_the_reply_is_what_the_vector_expects(path: Path) -> None:
         return
     expect = vector["expect"]
     reply = _run(vector)
-    assert _answer(reply) == expect
+    assert as_json(reply) == expect
     # The expectation is valid protobuf JSON, and the messages equal it byte for byte.
     wanted = [_entry(value).SerializeToString(deterministic=True) for value in expect["entries"]]
     assert [entry.SerializeToString(deterministic=True) for entry in reply.entries] == wanted
@@ -81,12 +72,12 @@ def test_the_reply_is_what_the_vector_expects(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)
-def test_text_and_parsed_responses_give_one_answer(path: Path) -> None:
+def test_text_and_parsed_responses_give_oneas_json(path: Path) -> None:
     vector = load(path)
     if "error" in vector:
         return
     text = json.dumps(vector["response"])
-    assert _answer(_run(vector, text)) == _answer(_run(vector, text.encode())) == vector["expect"]
+    assert as_json(_run(vector, text)) == as_json(_run(vector, text.encode())) == vector["expect"]
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)
@@ -204,3 +195,15 @@ def test_the_typescript_client_answers_every_vector() -> None:
     ):
         done = subprocess.run(command, cwd=TS_CLIENT, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def test_the_command_prints_the_reply_and_the_error() -> None:
+    vector = load(next(p for p in FILES if p.stem == "gemini_parallel_calls"))
+    command = [sys.executable, "-m", "pioneer_grpc.client.reply_cli", vector["provider"], "turn-5", "2"]
+    done = subprocess.run(command, input=json.dumps(vector["response"]), capture_output=True, text=True)
+    assert (done.returncode, json.loads(done.stdout), done.stderr) == (0, vector["expect"], "")
+    done = subprocess.run(command, input="[]", capture_output=True, text=True)
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["error"]["code"] == "not_json"
+    done = subprocess.run(command[:-1], input="{}", capture_output=True, text=True)
+    assert done.returncode == 2 and "PROVIDER_AMAZON_BEDROCK_CONVERSE" in done.stderr
