@@ -68,12 +68,20 @@ function kindOf(value) {
 
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 
+// JSON as every client reads it: a number beyond a double's range is no JSON they take.
+function strictParse(text) {
+  return JSON.parse(text, (_, value) => {
+    if (typeof value === "number" && !Number.isFinite(value)) throw new SyntaxError("a number beyond a double's range");
+    return value;
+  });
+}
+
 function parseResponse(response) {
   let value = response;
   if (typeof response === "string" || response instanceof Uint8Array) {
     const text = typeof response === "string" ? response : new TextDecoder().decode(response);
     try {
-      value = JSON.parse(text);
+      value = strictParse(text);
     } catch (error) {
       fail(ReplyCode.NOT_JSON, "", `the response is not JSON: ${error.message}`);
     }
@@ -136,7 +144,7 @@ function argumentsText(value, path) {
   if (value.trim() !== "") {
     let parsed;
     try {
-      parsed = JSON.parse(value);
+      parsed = strictParse(value);
     } catch (error) {
       fail(ReplyCode.BAD_ARGUMENTS, path, `the arguments are not JSON: ${error.message}`);
     }

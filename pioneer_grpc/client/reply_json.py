@@ -44,6 +44,24 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"the number {text[:24]} is beyond a double's range")
+    return number
+
+
+def _finite_int(text: str) -> int:
+    if not math.isfinite(float(text)):
+        raise ValueError(f"the number {text[:24]}... is beyond a double's range")
+    return int(text)
+
+
+def loads(text: str | bytes | bytearray) -> Any:
+    """JSON as every client reads it: a number beyond a double's range is no JSON they take."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_finite_int)
+
+
 def parse(response: str | bytes | Mapping[str, Any]) -> Mapping[str, Any]:
     """The response as a JSON object: JSON text (str or UTF-8 bytes), or already parsed."""
     if isinstance(response, Mapping):
@@ -53,7 +71,7 @@ def parse(response: str | bytes | Mapping[str, Any]) -> Mapping[str, Any]:
             NOT_JSON, "", f"a response is JSON text or a parsed object, not {type(response).__name__}"
         )
     try:
-        value = json.loads(response, parse_constant=_refuse_constant)
+        value = loads(response)
     except (ValueError, RecursionError) as exc:
         raise ReplyError(NOT_JSON, "", f"the response is not JSON: {exc}") from None
     if not isinstance(value, dict):
@@ -176,7 +194,7 @@ def arguments_text(value: Any, path: str) -> str:
         raise ReplyError(WRONG_TYPE, path, f"a string was expected, not a {_kind(value)}")
     if value.strip():
         try:
-            parsed = json.loads(value, parse_constant=_refuse_constant)
+            parsed = loads(value)
         except (ValueError, RecursionError) as exc:
             raise ReplyError(BAD_ARGUMENTS, path, f"the arguments are not JSON: {exc}") from None
         if not isinstance(parsed, dict):
@@ -210,7 +228,7 @@ def canonical_json(value: Any, path: str = "") -> str:
         keys = list(value)
         if not all(isinstance(key, str) for key in keys):
             raise ReplyError(BAD_ARGUMENTS, path, "an object key is not a string")
-        keys.sort(key=lambda key: key.encode("utf-16-be", "surrogatepass"))
+        keys.sort(key=utf16_order)
         return "{" + ",".join(f"{_string(k)}:{canonical_json(value[k], child(path, k))}" for k in keys) + "}"
     if isinstance(value, list | tuple):
         return "[" + ",".join(canonical_json(v, child(path, i)) for i, v in enumerate(value)) + "]"
@@ -271,3 +289,8 @@ def es_number(digits: str, n: int) -> str:
     sign = "+" if exponent > 0 else "-"
     mantissa = digits if k == 1 else f"{digits[0]}.{digits[1:]}"
     return f"{mantissa}e{sign}{abs(exponent)}"
+
+
+def utf16_order(key: str) -> bytes:
+    """A sort key ordering strings by UTF-16 code units, as JavaScript sorts them."""
+    return key.encode("utf-16-be", "surrogatepass")

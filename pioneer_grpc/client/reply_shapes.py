@@ -30,6 +30,7 @@ from pioneer_grpc.client.reply_json import (
     opt_obj,
     opt_text,
     text,
+    utf16_order,
 )
 from pioneer_grpc.v1 import common_pb2, provider_service_pb2, usage_pb2
 
@@ -100,7 +101,7 @@ def make_usage(
 
 def _first_key(block: Mapping[str, Any], ignored: frozenset[str] = frozenset()) -> str | None:
     """The first key holding a value, in sorted order (so every client names the same one)."""
-    keys = sorted(k for k, v in block.items() if v is not None and k not in ignored)
+    keys = sorted((k for k, v in block.items() if v is not None and k not in ignored), key=utf16_order)
     return keys[0] if keys else None
 
 

@@ -361,7 +361,9 @@ fn only_choice<'a>(items: &'a [Value], key: &str) -> Read<&'a Obj> {
 }
 
 fn chat_call(call: &Obj, path: &str, parts: &mut Parts) -> Read<()> {
-    let kind = opt_text(Some(call), "type", path)?.unwrap_or("function");
+    let kind = opt_text(Some(call), "type", path)?
+        .filter(|k| !k.is_empty())
+        .unwrap_or("function");
     if kind != "function" {
         return unsupported(child(path, "type"), format!("a {kind:?} tool call"));
     }
