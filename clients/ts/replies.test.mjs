@@ -27,41 +27,57 @@ test("replies.d.ts declares what replies.js exports", () => {
   assert.deepEqual(declared.sort(), Object.keys(replies).sort());
 });
 
-for (const file of files) {
-  test(`the reply to ${file} is what it expects`, () => {
-    const vector = JSON.parse(readFileSync(new URL(file, dir), "utf8"));
-    const run = () =>
-      entriesOfResponse(providerOf(vector.provider), JSON.stringify(vector.response), vector.turn_id, vector.round);
-    if (vector.error) {
-      assert.throws(run, (error) => {
+function checkReply(vector) {
+  const run = (response) =>
+    entriesOfResponse(providerOf(vector.provider), response, vector.turn_id, vector.round);
+  if (vector.error) {
+    assert.throws(
+      () => run(JSON.stringify(vector.response)),
+      (error) => {
         assert.ok(error instanceof ReplyError, String(error));
         assert.deepEqual([error.code, error.path], [vector.error.code, vector.error.path], error.message);
         return true;
-      });
-      return;
-    }
-    const reply = run();
-    const expect = vector.expect;
-    const wanted = expect.entries.map((e) => fromJson(ConversationEntrySchema, e));
-    assert.equal(reply.entries.length, wanted.length);
-    reply.entries.forEach((entry, i) => {
-      assert.ok(equals(ConversationEntrySchema, entry, wanted[i]), `entry ${i}`);
-      assert.deepEqual(toBinary(ConversationEntrySchema, entry), toBinary(ConversationEntrySchema, wanted[i]));
-    });
-    if (expect.usage === null) assert.equal(reply.usage, undefined);
-    else {
-      const usage = fromJson(ProviderUsageSchema, expect.usage);
-      assert.deepEqual(toBinary(ProviderUsageSchema, reply.usage), toBinary(ProviderUsageSchema, usage));
-    }
-    assert.deepEqual(
-      [reply.stop, reply.providerStopReason, reply.refusal, reply.notKept],
-      [expect.stop, expect.provider_stop_reason, expect.refusal, expect.not_kept],
+      },
     );
-    // Parsed and text responses give one answer.
-    const parsed = entriesOfResponse(providerOf(vector.provider), vector.response, vector.turn_id, vector.round);
-    assert.deepEqual(parsed, reply);
+    return;
+  }
+  const reply = run(JSON.stringify(vector.response));
+  const expect = vector.expect;
+  const wanted = expect.entries.map((e) => fromJson(ConversationEntrySchema, e));
+  assert.equal(reply.entries.length, wanted.length);
+  reply.entries.forEach((entry, i) => {
+    assert.ok(equals(ConversationEntrySchema, entry, wanted[i]), `entry ${i}`);
+    assert.deepEqual(toBinary(ConversationEntrySchema, entry), toBinary(ConversationEntrySchema, wanted[i]));
+  });
+  if (expect.usage === null) assert.equal(reply.usage, undefined);
+  else {
+    const usage = fromJson(ProviderUsageSchema, expect.usage);
+    assert.deepEqual(toBinary(ProviderUsageSchema, reply.usage), toBinary(ProviderUsageSchema, usage));
+  }
+  assert.deepEqual(
+    [reply.stop, reply.providerStopReason, reply.refusal, reply.notKept],
+    [expect.stop, expect.provider_stop_reason, expect.refusal, expect.not_kept],
+  );
+  // Parsed and text responses give one answer.
+  assert.deepEqual(run(vector.response), reply);
+}
+
+for (const file of files) {
+  test(`the reply to ${file} is what it expects`, () => {
+    checkReply(JSON.parse(readFileSync(new URL(file, dir), "utf8")));
   });
 }
+
+// The vectors' responses changed many ways, and what the Python client made of each
+// (scripts/reply_mutations.py): every client must answer the same.
+test("entriesOfResponse answers as Python does to every mutation", async (t) => {
+  const lines = readFileSync(new URL("mutations.jsonl", dir), "utf8").trim().split("\n");
+  assert.ok(lines.length >= 100, `only ${lines.length} mutations`);
+  for (const line of lines) {
+    const vector = JSON.parse(line);
+    await t.test(vector.name, () => checkReply(vector));
+  }
+});
 
 test("the caller's mistakes are invalid_argument; text that is no JSON object is not_json", () => {
   for (const [provider, turn, round] of [

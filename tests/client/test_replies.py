@@ -207,3 +207,19 @@ def test_the_command_prints_the_reply_and_the_error() -> None:
     assert json.loads(done.stdout)["error"]["code"] == "not_json"
     done = subprocess.run(command[:-1], input="{}", capture_output=True, text=True)
     assert done.returncode == 2 and "PROVIDER_AMAZON_BEDROCK_CONVERSE" in done.stderr
+
+
+def test_the_mutations_file_holds_what_the_python_client_answers() -> None:
+    """tests/data/replies/mutations.jsonl: the vectors' responses changed many ways, and the Python
+    client's answers, which the Go, Rust and TypeScript tests must give too. Rewritten by
+    scripts/reply_mutations.py; this fails when the Python client's answers changed since."""
+    script = Path(__file__).resolve().parents[2] / "scripts" / "reply_mutations.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    text = (FILES[0].parent / "mutations.jsonl").read_text(encoding="utf-8")
+    cases = [json.loads(line) for line in text.rstrip("\n").split("\n")]  # not splitlines: U+2028 is text
+    outcomes = Counter(case["error"]["code"] if "error" in case else "entries" for case in cases)
+    assert len(cases) >= 300 and outcomes["entries"] >= 150, outcomes
+    assert {"missing", "wrong_type", "unsupported", "bad_arguments", "error_body"} <= outcomes.keys()

@@ -21,6 +21,7 @@ import (
 const vectorDir = "../../../tests/data/replies"
 
 type replyVector struct {
+	Name     string          `json:"name"`
 	Provider string          `json:"provider"`
 	TurnID   string          `json:"turn_id"`
 	Round    int             `json:"round"`
@@ -71,53 +72,76 @@ func deterministic(t *testing.T, m proto.Message) []byte {
 
 func TestEntriesOfResponseAnswersEveryVector(t *testing.T) {
 	for name, v := range replyVectors(t) {
-		t.Run(name, func(t *testing.T) {
-			provider := pioneerv1.Provider(pioneerv1.Provider_value[v.Provider])
-			reply, err := EntriesOfResponse(provider, v.Response, v.TurnID, v.Round)
-			if v.Error != nil {
-				var re *ReplyError
-				if !errors.As(err, &re) || re.Code != v.Error.Code || re.Path != v.Error.Path {
-					t.Fatalf("got %v, %#v; want error %s at %q", reply, err, v.Error.Code, v.Error.Path)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := v.Expect
-			if len(reply.Entries) != len(want.Entries) {
-				t.Fatalf("%d entries, want %d: %v", len(reply.Entries), len(want.Entries), reply.Entries)
-			}
-			for i, raw := range want.Entries {
-				expected := &pioneerv1.ConversationEntry{}
-				if err := protojson.Unmarshal(raw, expected); err != nil {
-					t.Fatal(err)
-				}
-				if string(deterministic(t, reply.Entries[i])) != string(deterministic(t, expected)) {
-					t.Errorf("entry %d:\n got %v\nwant %v", i, reply.Entries[i], expected)
-				}
-			}
-			if string(want.Usage) == "null" {
-				if reply.Usage != nil {
-					t.Errorf("usage %v, want none", reply.Usage)
-				}
-			} else {
-				expected := &pioneerv1.ProviderUsage{}
-				if err := protojson.Unmarshal(want.Usage, expected); err != nil {
-					t.Fatal(err)
-				}
-				if reply.Usage == nil || string(deterministic(t, reply.Usage)) != string(deterministic(t, expected)) {
-					t.Errorf("usage\n got %v\nwant %v", reply.Usage, expected)
-				}
-			}
-			got := []string{reply.Stop, reply.ProviderStopReason, reply.Refusal}
-			if wanted := []string{want.Stop, want.ProviderStopReason, want.Refusal}; !reflect.DeepEqual(got, wanted) {
-				t.Errorf("stop, provider stop reason, refusal = %q, want %q", got, wanted)
-			}
-			if !reflect.DeepEqual(reply.NotKept, append([]string{}, want.NotKept...)) {
-				t.Errorf("not kept %q, want %q", reply.NotKept, want.NotKept)
-			}
-		})
+		t.Run(name, func(t *testing.T) { checkReply(t, v) })
+	}
+}
+
+// The vectors' responses changed many ways, and what the Python client made of each
+// (scripts/reply_mutations.py): every client must answer the same.
+func TestEntriesOfResponseAnswersAsPythonDoesToEveryMutation(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(vectorDir, "mutations.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(lines) < 100 {
+		t.Fatalf("only %d mutations", len(lines))
+	}
+	for _, line := range lines {
+		var v replyVector
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(v.Name, func(t *testing.T) { checkReply(t, v) })
+	}
+}
+
+func checkReply(t *testing.T, v replyVector) {
+	t.Helper()
+	provider := pioneerv1.Provider(pioneerv1.Provider_value[v.Provider])
+	reply, err := EntriesOfResponse(provider, v.Response, v.TurnID, v.Round)
+	if v.Error != nil {
+		var re *ReplyError
+		if !errors.As(err, &re) || re.Code != v.Error.Code || re.Path != v.Error.Path {
+			t.Fatalf("got %v, %#v; want error %s at %q", reply, err, v.Error.Code, v.Error.Path)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := v.Expect
+	if len(reply.Entries) != len(want.Entries) {
+		t.Fatalf("%d entries, want %d: %v", len(reply.Entries), len(want.Entries), reply.Entries)
+	}
+	for i, raw := range want.Entries {
+		expected := &pioneerv1.ConversationEntry{}
+		if err := protojson.Unmarshal(raw, expected); err != nil {
+			t.Fatal(err)
+		}
+		if string(deterministic(t, reply.Entries[i])) != string(deterministic(t, expected)) {
+			t.Errorf("entry %d:\n got %v\nwant %v", i, reply.Entries[i], expected)
+		}
+	}
+	if string(want.Usage) == "null" {
+		if reply.Usage != nil {
+			t.Errorf("usage %v, want none", reply.Usage)
+		}
+	} else {
+		expected := &pioneerv1.ProviderUsage{}
+		if err := protojson.Unmarshal(want.Usage, expected); err != nil {
+			t.Fatal(err)
+		}
+		if reply.Usage == nil || string(deterministic(t, reply.Usage)) != string(deterministic(t, expected)) {
+			t.Errorf("usage\n got %v\nwant %v", reply.Usage, expected)
+		}
+	}
+	got := []string{reply.Stop, reply.ProviderStopReason, reply.Refusal}
+	if wanted := []string{want.Stop, want.ProviderStopReason, want.Refusal}; !reflect.DeepEqual(got, wanted) {
+		t.Errorf("stop, provider stop reason, refusal = %q, want %q", got, wanted)
+	}
+	if !reflect.DeepEqual(reply.NotKept, append([]string{}, want.NotKept...)) {
+		t.Errorf("not kept %q, want %q", reply.NotKept, want.NotKept)
 	}
 }
 

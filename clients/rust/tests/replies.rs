@@ -120,65 +120,84 @@ fn usage(value: &Value) -> ProviderUsage {
 #[test]
 fn entries_of_response_answers_every_vector() {
     for (name, vector) in vectors() {
-        let provider = Provider::from_str_name(vector["provider"].as_str().unwrap()).unwrap();
-        let response = serde_json::to_string(&vector["response"]).unwrap();
-        let turn_id = vector["turn_id"].as_str().unwrap();
-        let round = u32::try_from(vector["round"].as_u64().unwrap()).unwrap();
-        let got = entries_of_response(provider, &response, turn_id, round);
-        if let Some(error) = vector.get("error") {
-            let err = got.expect_err(&name);
-            assert_eq!(
-                (err.code, err.path.as_str()),
-                (
-                    error["code"].as_str().unwrap(),
-                    error["path"].as_str().unwrap()
-                ),
-                "{name}: {err}"
-            );
-            continue;
-        }
-        let reply = got.unwrap_or_else(|e| panic!("{name}: {e}"));
-        let expect = &vector["expect"];
-        let entries: Vec<ConversationEntry> = expect["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(entry)
-            .collect();
-        assert_eq!(reply.entries, entries, "{name}: entries");
-        let bytes =
-            |es: &[ConversationEntry]| es.iter().map(Message::encode_to_vec).collect::<Vec<_>>();
-        assert_eq!(
-            bytes(&reply.entries),
-            bytes(&entries),
-            "{name}: entry bytes"
-        );
-        let wanted = (!expect["usage"].is_null()).then(|| usage(&expect["usage"]));
-        assert_eq!(reply.usage, wanted, "{name}: usage");
-        assert_eq!(
-            reply.usage.map(|u| u.encode_to_vec()),
-            wanted.map(|u| u.encode_to_vec()),
-            "{name}: usage bytes"
-        );
-        assert_eq!(reply.stop, expect["stop"].as_str().unwrap(), "{name}: stop");
-        assert_eq!(
-            reply.provider_stop_reason,
-            expect["provider_stop_reason"].as_str().unwrap(),
-            "{name}"
-        );
-        assert_eq!(
-            reply.refusal,
-            expect["refusal"].as_str().unwrap(),
-            "{name}: refusal"
-        );
-        let not_kept: Vec<&str> = expect["not_kept"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
-        assert_eq!(reply.not_kept, not_kept, "{name}: not kept");
+        check_reply(&name, &vector);
     }
+}
+
+/// The vectors' responses changed many ways, and what the Python client made of each
+/// (scripts/reply_mutations.py): every client must answer the same.
+#[test]
+fn entries_of_response_answers_as_python_does_to_every_mutation() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/replies/mutations.jsonl");
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() >= 100, "only {} mutations", lines.len());
+    for line in lines {
+        let vector: Value = serde_json::from_str(line).unwrap();
+        check_reply(vector["name"].as_str().unwrap(), &vector);
+    }
+}
+
+fn check_reply(name: &str, vector: &Value) {
+    let provider = Provider::from_str_name(vector["provider"].as_str().unwrap()).unwrap();
+    let response = serde_json::to_string(&vector["response"]).unwrap();
+    let turn_id = vector["turn_id"].as_str().unwrap();
+    let round = u32::try_from(vector["round"].as_u64().unwrap()).unwrap();
+    let got = entries_of_response(provider, &response, turn_id, round);
+    if let Some(error) = vector.get("error") {
+        let err = got.expect_err(name);
+        assert_eq!(
+            (err.code, err.path.as_str()),
+            (
+                error["code"].as_str().unwrap(),
+                error["path"].as_str().unwrap()
+            ),
+            "{name}: {err}"
+        );
+        return;
+    }
+    let reply = got.unwrap_or_else(|e| panic!("{name}: {e}"));
+    let expect = &vector["expect"];
+    let entries: Vec<ConversationEntry> = expect["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(entry)
+        .collect();
+    assert_eq!(reply.entries, entries, "{name}: entries");
+    let bytes =
+        |es: &[ConversationEntry]| es.iter().map(Message::encode_to_vec).collect::<Vec<_>>();
+    assert_eq!(
+        bytes(&reply.entries),
+        bytes(&entries),
+        "{name}: entry bytes"
+    );
+    let wanted = (!expect["usage"].is_null()).then(|| usage(&expect["usage"]));
+    assert_eq!(reply.usage, wanted, "{name}: usage");
+    assert_eq!(
+        reply.usage.map(|u| u.encode_to_vec()),
+        wanted.map(|u| u.encode_to_vec()),
+        "{name}: usage bytes"
+    );
+    assert_eq!(reply.stop, expect["stop"].as_str().unwrap(), "{name}: stop");
+    assert_eq!(
+        reply.provider_stop_reason,
+        expect["provider_stop_reason"].as_str().unwrap(),
+        "{name}"
+    );
+    assert_eq!(
+        reply.refusal,
+        expect["refusal"].as_str().unwrap(),
+        "{name}: refusal"
+    );
+    let not_kept: Vec<&str> = expect["not_kept"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(reply.not_kept, not_kept, "{name}: not kept");
 }
 
 #[test]
