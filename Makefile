@@ -34,7 +34,8 @@ help:
 	@echo "  make clean           remove .venv, .tools, clients/rust/target and .pg"
 	@echo "Measuring:"
 	@echo "  make bench           throughput and latency ratios against an echo RPC; telemetry on against off;"
-	@echo "                       --http-listen (no page open) and kept rounds against neither"
+	@echo "                       --http-listen (no page open) and kept rounds against neither; what each"
+	@echo "                       provider's prompt cache serves of a long loop's bodies, and what they cost"
 	@echo "  make bench-telemetry PrepareTurn with tracing and metrics on against off (part of make bench)"
 	@echo "  make soak            PrepareTurn, AppendEntries and 100 watchers for SOAK_SECONDS (default 1800) on"
 	@echo "                       SQLite, then PostgreSQL (SOAK_BACKENDS); RSS flat within 10% after warm-up or exit 1"
@@ -115,6 +116,7 @@ test-contract: $(STAMP)
 
 bench: $(STAMP) go-load
 	$(PY) scripts/bench.py
+	$(PY) scripts/bench_cache.py
 	$(PY) scripts/bench_telemetry.py
 	$(PY) scripts/bench_tokenizers.py
 	$(PY) scripts/bench_console.py

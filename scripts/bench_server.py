@@ -38,9 +38,14 @@ def address_of(line: str) -> str:
 
 
 @asynccontextmanager
-async def served(home: Path, *extra: str) -> AsyncIterator[tuple[str, int]]:
-    """The server started; yields its address and pid, and stops it (SIGTERM) after."""
-    proc = await asyncio.create_subprocess_exec(*serve_args(home, *extra), stdout=asyncio.subprocess.PIPE)
+async def served(
+    home: Path, *extra: str, env: dict[str, str] | None = None
+) -> AsyncIterator[tuple[str, int]]:
+    """The server started (with `env` as its environment, when given); yields its address and pid,
+    and stops it (SIGTERM) after."""
+    proc = await asyncio.create_subprocess_exec(
+        *serve_args(home, *extra), stdout=asyncio.subprocess.PIPE, env=env
+    )
     try:
         assert proc.stdout is not None
         line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()

@@ -70,7 +70,7 @@ _REQUESTS: CapTable = {
         "tools": _items(c.MAX_TOOLS),
         "model": NAME,
     },
-    "pioneer.v1.RenderOptions": {"cache_key_prefix": NAME},
+    "pioneer.v1.RenderOptions": {"cache_key_prefix": NAME, "prompt_cache_thread_id": ID},
 }
 
 _HISTORY: CapTable = {

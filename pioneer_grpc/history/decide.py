@@ -14,8 +14,10 @@ from pioneer_grpc.history.diagnostics import diagnostic
 from pioneer_grpc.history.snapshot import (
     LoadResult,
     Snapshot,
+    Split,
     StoredSummary,
     full,
+    split,
     summarized,
     summary_rejection,
 )
@@ -24,10 +26,12 @@ from pioneer_grpc.history.truncate import pending, truncated
 __all__ = [
     "LoadResult",
     "Snapshot",
+    "Split",
     "StoredSummary",
     "diagnostic",
     "full",
     "pending",
+    "split",
     "summarized",
     "summary_rejection",
     "truncated",

@@ -34,6 +34,8 @@ SUMMARY_REJECTED = "summary_rejected"
 SUMMARY_LOCK_TIMEOUT = "summary_lock_timeout"
 SUMMARY_STORED_MEANWHILE = "summary_stored_meanwhile"
 COMPACTION_DEFERRED = "compaction_deferred"
+# The turn cap (not the threshold) started the compaction.
+TURN_CAP_COMPACTED = "turn_cap_compacted"
 
 # Truncation.
 SUMMARY_DROPPED = "summary_dropped"

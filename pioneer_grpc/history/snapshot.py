@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from pioneer_grpc.history import diagnostics as codes
-from pioneer_grpc.history.budget import MAX_LOADED_TURNS, Budget
+from pioneer_grpc.history.budget import LOW_WATER_TURNS, MAX_LOADED_TURNS, Budget
 from pioneer_grpc.history.diagnostics import diagnostic
 from pioneer_grpc.history.render import summary_message, to_chat_message
 from pioneer_grpc.history.repair import repair
@@ -29,8 +29,14 @@ class StoredSummary:
     tokenizer: str = ""
 
     @property
+    def sent(self) -> bool:
+        """Whether it is a message: a truncation stores a mark with no text (the covered entries are
+        left out, nothing stands for them)."""
+        return bool(self.text)
+
+    @property
     def cost(self) -> int:
-        return self.token_count + MESSAGE_OVERHEAD
+        return self.token_count + MESSAGE_OVERHEAD if self.sent else 0
 
 
 @dataclass(frozen=True)
@@ -50,7 +56,7 @@ class Snapshot:
     read_count: int | None = None
     # The newest entry read (id, sequence): what a summary of this snapshot covers through.
     newest: tuple[str, int] | None = None
-    # Tool results `clearing.clear` replaced by a placeholder, and the load's tokens before it.
+    # Tool results `clearing.replay` replaced by a placeholder, and the load's tokens before it.
     cleared: tuple[history_pb2.ClearedToolResult, ...] = ()
     tokens_before_clearing: int | None = None
     strategy: int = history_pb2.COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE
@@ -116,10 +122,21 @@ class Snapshot:
         summary = self.summary.cost if self.summary else 0
         return summary + sum(u.tokens for u in self.units if not u.orphan)
 
+    @cached_property
+    def turn_count(self) -> int:
+        """Turns among the entries read (MAX_LOADED_TURNS at most, but when the read is over it)."""
+        return len({entry.turn_id for entry in self.entries})
+
+    @property
+    def at_turn_cap(self) -> bool:
+        """The read reached MAX_LOADED_TURNS turns after the summary: compaction starts, as it does
+        at the threshold, so the oldest turns leave in one chunk rather than one a turn."""
+        return self.more_entries or self.turn_count >= MAX_LOADED_TURNS
+
     @property
     def needs_compression(self) -> bool:
         tokens = self.sendable_tokens
-        return tokens > 0 and tokens >= self.budget.threshold
+        return (tokens > 0 and tokens >= self.budget.threshold) or self.at_turn_cap
 
 
 @dataclass
@@ -145,6 +162,7 @@ def report_for(
         decision=decision,  # type: ignore[arg-type]
         budget_tokens=snapshot.budget.tokens,
         threshold_tokens=snapshot.budget.threshold,
+        low_water_tokens=snapshot.budget.low_water,
         summary_target_tokens=snapshot.budget.target,
         tokens_before=(
             snapshot.loaded_tokens
@@ -203,14 +221,56 @@ def _sendable_entries(units: Iterable[Unit]) -> list[history_pb2.ConversationEnt
 
 def full(snapshot: Snapshot, diagnostics: Sequence[history_pb2.HistoryDiagnostic] = ()) -> LoadResult:
     """The stored summary (if any) and every loaded entry but orphans (cleared results as placeholders)."""
-    use = history_pb2.SUMMARY_USE_REUSED if snapshot.summary else history_pb2.SUMMARY_USE_NONE
+    sent = snapshot.summary is not None and snapshot.summary.sent
+    use = history_pb2.SUMMARY_USE_REUSED if sent else history_pb2.SUMMARY_USE_NONE
     decision = history_pb2.HISTORY_DECISION_CLEARED if snapshot.cleared else history_pb2.HISTORY_DECISION_FULL
     report = report_for(snapshot, decision, use)
     report.diagnostics.extend(diagnostics)
-    messages = [summary_message(snapshot.summary.text)] if snapshot.summary else []
+    messages = [summary_message(snapshot.summary.text)] if snapshot.summary is not None and sent else []
     kept = _sendable_entries(snapshot.units)
     messages.extend(to_chat_message(e) for e in kept)
     return finish(report, messages, kept, snapshot.sendable_tokens, snapshot)
+
+
+@dataclass(frozen=True)
+class Split:
+    """Where a compaction cuts the history: the units it summarizes (or leaves out), and the newest
+    whole turns it keeps as they are, which fit under the low-water mark beside the summary."""
+
+    older: tuple[Unit, ...]
+    kept: tuple[Unit, ...]
+
+    @property
+    def older_entries(self) -> list[history_pb2.ConversationEntry]:
+        return _sendable_entries(self.older)
+
+    @property
+    def kept_entries(self) -> list[history_pb2.ConversationEntry]:
+        return _sendable_entries(self.kept)
+
+    @property
+    def older_tokens(self) -> int:
+        return sum(unit.tokens for unit in self.older if not unit.orphan)
+
+    @property
+    def kept_tokens(self) -> int:
+        return sum(unit.tokens for unit in self.kept if not unit.orphan)
+
+
+def split(snapshot: Snapshot, head_tokens: int) -> Split:
+    """The newest whole turns that fit under the low-water mark with `head_tokens` before them (the
+    summary that will stand for the rest) and are at most LOW_WATER_TURNS; the rest is older.
+    A turn starts at a user entry; the kept part never starts on a tool result."""
+    units = snapshot.units
+    room = snapshot.budget.low_water - head_tokens
+    starts = [i for i, unit in enumerate(units) if unit.entries[0].role == history_pb2.ENTRY_ROLE_USER]
+    cut, used, turns = len(units), 0, 0
+    for start in reversed(starts):
+        tokens = sum(unit.tokens for unit in units[start:cut] if not unit.orphan)
+        if used + tokens > room or turns == LOW_WATER_TURNS:
+            break
+        cut, used, turns = start, used + tokens, turns + 1
+    return Split(tuple(units[:cut]), tuple(units[cut:]))
 
 
 def summarized(
@@ -218,25 +278,32 @@ def summarized(
     summary: StoredSummary,
     summarizer: str,
     diagnostics: Sequence[history_pb2.HistoryDiagnostic] = (),
+    kept: Split | None = None,
 ) -> LoadResult:
-    """One system message: the new summary, which covers every loaded entry."""
+    """The new summary, which covers the older part of what was loaded, then the newest whole turns
+    it left as they are (`kept`; none: it covers every loaded entry)."""
     report = report_for(
         snapshot, history_pb2.HISTORY_DECISION_SUMMARIZED, history_pb2.SUMMARY_USE_CREATED, summarizer
     )
     report.diagnostics.extend(diagnostics)
     report.summary_covers_through_entry_id = summary.covers_through_entry_id
-    return finish(report, [summary_message(summary.text)], [], summary.cost, snapshot)
+    entries = kept.kept_entries if kept is not None else []
+    messages = [summary_message(summary.text)] if summary.sent else []
+    messages.extend(to_chat_message(entry) for entry in entries)
+    tokens = summary.cost + (kept.kept_tokens if kept is not None else 0)
+    return finish(report, messages, entries, tokens, snapshot)
 
 
-def summary_rejection(candidate_cost: int, snapshot: Snapshot) -> str | None:
-    """Why a new summary (its message cost, overhead included) must not be used; None when it may."""
+def summary_rejection(candidate_cost: int, snapshot: Snapshot, replaced: int | None = None) -> str | None:
+    """Why a new summary (its message cost, overhead included) must not be used; None when it may.
+    `replaced`: the tokens it stands for (None: everything loaded)."""
     limit = snapshot.budget.summary_limit
     if candidate_cost > limit:
         return (
             f"summary costs {candidate_cost} tokens, over {limit} "
             f"(1.5x the target of {snapshot.budget.target})"
         )
-    replaced = snapshot.sendable_tokens
+    replaced = snapshot.sendable_tokens if replaced is None else replaced
     if candidate_cost >= replaced:
         return f"summary costs {candidate_cost} tokens, not less than the {replaced} it would replace"
     return None

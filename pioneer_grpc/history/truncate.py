@@ -154,7 +154,7 @@ def _cut_turn(
 def _summary_head(
     snapshot: Snapshot, report: history_pb2.HistoryDecisionReport
 ) -> tuple[list[chat_pb2.ChatMessage], int]:
-    if snapshot.summary is None:
+    if snapshot.summary is None or not snapshot.summary.sent:
         return [], 0
     if snapshot.summary.cost <= snapshot.budget.tokens:
         return [summary_message(snapshot.summary.text)], snapshot.summary.cost

@@ -32,6 +32,27 @@ class RegistryError(ValueError):
 
 
 @dataclass(frozen=True)
+class Prices:
+    """A model's input prices in USD per million tokens ([sources] says where each is from)."""
+
+    input: float
+    cache_read: float
+    cache_write: float
+
+
+PRICE_KEYS = ("input_price", "cache_read_price", "cache_write_price")
+
+
+def _prices(where: str, prefix: str, raw: Mapping[str, Any]) -> Prices | None:
+    given = [raw.get(key) for key in PRICE_KEYS]
+    if all(value is None for value in given):
+        return None
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in given):
+        raise RegistryError(f"{where}: models.{prefix} needs all of {', '.join(PRICE_KEYS)}, non-negative")
+    return Prices(*(float(v) for v in given))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
 class ModelInfo:
     prefix: str
     provider: str
@@ -43,6 +64,9 @@ class ModelInfo:
     cache_min_tokens: int | None = None
     temperature: bool = True
     media: frozenset[str] = DEFAULT_MEDIA
+    # USD per million input tokens: sent uncached, read from the provider's prompt cache, written to
+    # it (what a cached prefix costs the first time); None where the registry has no price.
+    prices: Prices | None = None
 
     @property
     def response_reserve(self) -> int:
@@ -85,6 +109,7 @@ def _entry(where: str, prefix: str, raw: Mapping[str, Any]) -> ModelInfo:
         cache_min_tokens=cache_min,
         temperature=temperature,
         media=frozenset(media),
+        prices=_prices(where, prefix, raw),
     )
 
 

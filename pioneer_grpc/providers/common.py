@@ -18,6 +18,7 @@ from pioneer_grpc.caps.history import MAX_ARGUMENTS_DEPTH
 from pioneer_grpc.caps.json_text import LONE_SURROGATE, lone_surrogate_in
 from pioneer_grpc.compiler.boundary import CACHE_BOUNDARY
 from pioneer_grpc.providers import body_json
+from pioneer_grpc.providers.cache_points import CacheMinimum
 from pioneer_grpc.providers.conversation import Notice, RenderedPrefix
 from pioneer_grpc.v1 import chat_pb2, prompt_pb2
 
@@ -30,18 +31,15 @@ DEFAULT_BOUNDARY_MARKER = CACHE_BOUNDARY
 # which a person would recognise (and paste).
 BOUNDARY_MARKERS = (DEFAULT_BOUNDARY_MARKER, DEFAULT_BOUNDARY_MARKER.strip())
 
-# Stable text below this size is not worth an Anthropic breakpoint: the API
-# does not cache prefixes under 1,024 tokens (2,048 on Haiku), about 4 chars each.
-DEFAULT_ANTHROPIC_MIN_CACHE_CHARS = 4096
 DEFAULT_CACHE_KEY_PREFIX = "pioneer-"
+# The character rule of a model the registry gives no minimum.
+DEFAULT_CACHE_MINIMUM = CacheMinimum()
 # OpenAI caps prompt_cache_key at 64 characters; the key is prefix + 32 hex digits.
 MAX_CACHE_KEY_PREFIX_CHARS = 32
 CACHE_KEY_FINGERPRINT_CHARS = 32
 # Anthropic requires max_tokens; this is what a request that leaves it unset gets
 # (plus the thinking budget when extended thinking is on).
 DEFAULT_ANTHROPIC_MAX_TOKENS = 4096
-# Anthropic accepts at most four cache_control breakpoints per request.
-MAX_ANTHROPIC_BREAKPOINTS = 4
 
 # Thinking budget for an effort level, where a provider takes a budget rather
 # than an effort (Anthropic, Gemini). Anthropic's minimum budget is 1,024.
@@ -63,11 +61,13 @@ EFFORT_NAMES: dict[int, str] = {
 class Options:
     """RenderOptions with the server defaults filled in."""
 
-    anthropic_min_cache_chars: int = DEFAULT_ANTHROPIC_MIN_CACHE_CHARS
+    # None: a breakpoint's prefix is measured against the model's minimum in tokens.
+    anthropic_min_cache_chars: int | None = None
     cache_key_prefix: str = DEFAULT_CACHE_KEY_PREFIX
-    # Whether the stable prompt meets the model's cache minimum in tokens, when
-    # the caller counted it (service/cache_fit.py); None: by anthropic_min_cache_chars.
-    anthropic_stable_cacheable: bool | None = None
+    # The compiled prompt's dynamic half after the conversation (DynamicContextPlacement).
+    dynamic_after: bool = True
+    # The thread OpenAI's prompt_cache_key is derived from; None: the stable prompt.
+    cache_thread_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -102,9 +102,14 @@ class Prepared:
     # The conversation's first messages, rendered before `request`'s, which follow them.
     prefix: RenderedPrefix | None = None
     # The text of the caller's system messages that open the conversation (taken out
-    # of `request`), sent right after the compiled prompt; none when there is a
-    # compiled prompt, which then carries them at the end of its dynamic half.
+    # of `request`), sent right after the compiled prompt; none when the dynamic half
+    # goes before the conversation, which then carries them at its end.
     leading_system: tuple[str, ...] = ()
+    # The dynamic half when it goes after the conversation (`dynamic` is then empty):
+    # each renderer puts it after the newest user turn (runtime_block).
+    runtime: str = ""
+    # The smallest prefix a cache breakpoint may end (Anthropic, Bedrock).
+    cache_minimum: CacheMinimum = DEFAULT_CACHE_MINIMUM
 
     def message_path(self, index: int) -> str:
         origin = self.origins[index] if index < len(self.origins) else index
@@ -112,13 +117,19 @@ class Prepared:
 
     @property
     def cache_key(self) -> str | None:
-        """`prompt_cache_key` for OpenAI: prefix + sha256(stable text)[:32]; None without stable text.
-
-        For the compiler's output this is the manifest's fingerprint_stable, cut.
+        """`prompt_cache_key` for OpenAI: prefix + 32 hex digits of sha256 of the thread id, so
+        every round of a thread routes to the same cache (OpenAI combines the key with the
+        prompt's first tokens to pick a machine); without a thread, of the stable text (the
+        manifest's fingerprint_stable, cut); None without either.
         """
-        if not self.stable:
+        thread = self.options.cache_thread_id
+        if thread:
+            source = b"thread:" + thread.encode("utf-8")
+        elif self.stable:
+            source = self.stable.encode("utf-8")
+        else:
             return None
-        digest = hashlib.sha256(self.stable.encode("utf-8")).hexdigest()
+        digest = hashlib.sha256(source).hexdigest()
         return self.options.cache_key_prefix + digest[:CACHE_KEY_FINGERPRINT_CHARS]
 
 
@@ -227,8 +238,20 @@ def system_messages(prepared: Prepared) -> list[str]:
 
 
 def prompt_halves(prepared: Prepared) -> list[str]:
-    """The system text before the conversation: the compiled prompt's halves, then the caller's."""
+    """The system text before the conversation: the compiled prompt's halves (its dynamic half
+    unless it goes after the conversation), then the caller's."""
     return [text for text in (prepared.stable, prepared.dynamic, *prepared.leading_system) if text]
+
+
+# What frames the dynamic half where it rides in a user turn (Anthropic, Bedrock, Gemini), so
+# the model reads it as the system's facts for this request, not as something the user wrote.
+RUNTIME_OPEN = "<runtime-context>\nSet by the system for this request (not written by the user):\n\n"
+RUNTIME_CLOSE = "\n</runtime-context>"
+
+
+def runtime_block(prepared: Prepared) -> str:
+    """The dynamic half as the text that follows the newest user turn; "" when it goes before."""
+    return f"{RUNTIME_OPEN}{prepared.runtime}{RUNTIME_CLOSE}" if prepared.runtime else ""
 
 
 def take_leading_system(request: chat_pb2.ChatRequest) -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 
 from pioneer_grpc.errors import InvalidArgument
@@ -73,22 +73,17 @@ def render_prepared(
     *,
     path: str = "chat_request",
     options_path: str = "options",
-    anthropic_stable_cacheable: bool | None = None,
     capped_parts: bool = False,
     prefix: RenderedPrefix | None = None,
     models: Registry | None = None,
 ) -> tuple[JSON, int, tuple[Notice, ...]]:
     """render_body, plus the notices of what the provider rules adapted.
 
-    `anthropic_stable_cacheable`: the caller's answer to whether the stable
-    prompt meets the model's cache minimum in tokens; None leaves it to
-    `anthropic_min_cache_chars`. `capped_parts`, `prefix`: see `validate.prepare`.
+    `capped_parts`, `prefix`: see `validate.prepare`. `models`: the registry whose
+    minimum cacheable tokens decide the cache breakpoints (providers/cache_points.py)
+    and whose entries say what a model takes; the packaged one when None.
     """
     prepared = prepare(provider, request, options, path, options_path, capped_parts, prefix, models)
-    if anthropic_stable_cacheable is not None:
-        prepared = replace(
-            prepared, options=replace(prepared.options, anthropic_stable_cacheable=anthropic_stable_cacheable)
-        )
     body, breakpoints = SPECS[provider].render(prepared)
     return body, breakpoints, prepared.notices
 
@@ -100,7 +95,6 @@ def render(
     *,
     path: str = "chat_request",
     options_path: str = "options",
-    anthropic_stable_cacheable: bool | None = None,
     capped_parts: bool = False,
     models: Registry | None = None,
 ) -> RenderedRequest:
@@ -116,7 +110,6 @@ def render(
         options,
         path=path,
         options_path=options_path,
-        anthropic_stable_cacheable=anthropic_stable_cacheable,
         capped_parts=capped_parts,
         models=models,
     )
@@ -134,7 +127,6 @@ def render_after(
     source_bytes: int,
     path: str = "chat_request",
     options_path: str = "options",
-    anthropic_stable_cacheable: bool | None = None,
     models: Registry | None = None,
 ) -> RenderedBody:
     """`render(provider, whole(), ...)` with capped parts, rendering only what follows `prefix`;
@@ -153,7 +145,6 @@ def render_after(
         options=options,
         path=path,
         options_path=options_path,
-        anthropic_stable_cacheable=anthropic_stable_cacheable,
         capped_parts=True,
         models=models,
     )

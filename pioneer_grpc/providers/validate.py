@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pioneer_grpc.caps import violations_of
 from pioneer_grpc.caps.chat import MAX_MESSAGES
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.models.registry import Registry, packaged_registry
 from pioneer_grpc.providers import model_fit, provider_rules
+from pioneer_grpc.providers.cache_points import CacheMinimum
 from pioneer_grpc.providers.common import (
     DEFAULT_BOUNDARY_MARKER,
     MAX_CACHE_KEY_PREFIX_CHARS,
@@ -60,7 +61,7 @@ def resolve_options(
         if options.anthropic_min_cache_chars < 0:
             violations.append(FieldViolation(f"{path}.anthropic_min_cache_chars", "must not be negative"))
         else:
-            resolved = Options(options.anthropic_min_cache_chars, resolved.cache_key_prefix)
+            resolved = replace(resolved, anthropic_min_cache_chars=options.anthropic_min_cache_chars)
     if options.HasField("cache_key_prefix"):
         prefix = options.cache_key_prefix
         if len(prefix) > MAX_CACHE_KEY_PREFIX_CHARS or not CACHE_KEY_PREFIX_RE.fullmatch(prefix):
@@ -71,8 +72,28 @@ def resolve_options(
                 )
             )
         else:
-            resolved = Options(resolved.anthropic_min_cache_chars, prefix)
+            resolved = replace(resolved, cache_key_prefix=prefix)
+    placement = options.dynamic_context_placement
+    if placement not in chat_pb2.DynamicContextPlacement.values():
+        violations.append(
+            FieldViolation(f"{path}.dynamic_context_placement", f"unknown placement {placement}")
+        )
+    elif placement == chat_pb2.DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION:
+        resolved = replace(resolved, dynamic_after=False)
+    if options.prompt_cache_thread_id:
+        resolved = replace(resolved, cache_thread_id=options.prompt_cache_thread_id)
     return resolved, violations
+
+
+def cache_minimum(spec: ProviderSpec, registry: Registry, model: str, options: Options) -> CacheMinimum:
+    """The smallest prefix a breakpoint may end for `model`: the caller's characters, else the
+    registry's minimum in the model's tokens, else DEFAULT_ANTHROPIC_MIN_CACHE_CHARS characters."""
+    if options.anthropic_min_cache_chars is not None:
+        return CacheMinimum(chars=options.anthropic_min_cache_chars)
+    info = registry.lookup(spec.registry_model(model)) if model else None
+    if info is None or info.cache_min_tokens is None:
+        return CacheMinimum()
+    return CacheMinimum(tokens=info.cache_min_tokens, tokenizer=info.tokenizer)
 
 
 def _check_tools(
@@ -263,6 +284,7 @@ class _HeadChecks:
     tools: tuple[Tool, ...]
     resolved: Options
     fit: model_fit.ModelFit
+    minimum: CacheMinimum
 
 
 @dataclass(frozen=True)
@@ -329,6 +351,7 @@ def _checked_head(
     _check_choice(request, path, violations)
     resolved, option_violations = resolve_options(options, options_path)
     violations.extend(option_violations)
+    minimum = cache_minimum(spec, registry, request.model, resolved)
     if not request.model:
         violations.append(FieldViolation(f"{path}.model", "must not be empty"))
     elif spec.model_id is not None and not spec.model_id.fullmatch(request.model):
@@ -344,7 +367,7 @@ def _checked_head(
     later.extend(provider_rules.request_violations(spec, request, path, reasoning=takes.reasoning))
     later.extend(model_fit.violations(spec, request, takes, path))
     fit = model_fit.fit(spec, request, takes, path)
-    checks = _HeadChecks(spec, tuple(violations), tuple(later), tuple(tools), resolved, fit)
+    checks = _HeadChecks(spec, tuple(violations), tuple(later), tuple(tools), resolved, fit, minimum)
     return _Head(registry, over, options_over, checks)
 
 
@@ -421,7 +444,14 @@ def prepare(
     else:
         leading = tuple(take_leading_system(adapted.request))
         leading_origins, origins = origins[: len(leading)], origins[len(leading) :]
-    dynamic, leading, merged = _merge_leading_system(stable, dynamic, leading, leading_origins, path)
+    runtime = ""
+    merged: list[Notice] = []
+    if resolved.dynamic_after and _ends_with_user_turn(adapted.request):
+        # The caller's opening system text (a summary of earlier conversation, say) stays
+        # before the conversation, apart from the dynamic half that follows it.
+        runtime, dynamic = dynamic, ""
+    else:
+        dynamic, leading, merged = _merge_leading_system(stable, dynamic, leading, leading_origins, path)
     return Prepared(
         request=adapted.request,
         options=resolved,
@@ -439,7 +469,18 @@ def prepare(
         origins=origins,
         prefix=prefix,
         leading_system=leading,
+        runtime=runtime,
+        cache_minimum=head.checks.minimum,
     )
+
+
+def _ends_with_user_turn(request: chat_pb2.ChatRequest) -> bool:
+    """Whether the request's last message but system ones is the user's or a tool result: the
+    newest user turn ends the conversation, and the dynamic half can follow it."""
+    for message in reversed(request.messages):
+        if message.role != chat_pb2.CHAT_ROLE_SYSTEM:
+            return message.role in (chat_pb2.CHAT_ROLE_USER, chat_pb2.CHAT_ROLE_TOOL)
+    return False
 
 
 def _merge_leading_system(

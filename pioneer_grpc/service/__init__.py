@@ -18,7 +18,6 @@ directly.
     compile.py             prompt compilation (and its manifest on a turn), bootstrap seeding
     manifests.py           a turn's manifest, watches, diffs
     provider.py            rendering a ChatRequest for one provider, off the event loop
-    cache_fit.py           whether Anthropic's stable prompt is worth a cache breakpoint
     turn.py                PrepareTurn: one provider round
     observe.py             span attributes and metrics of a round's steps
 """

@@ -23,6 +23,7 @@ from pioneer_grpc.events.recorder import ManifestRecorder
 from pioneer_grpc.history.summarizers import Summarizer
 from pioneer_grpc.models.registry import Registry, packaged_registry
 from pioneer_grpc.service.load_cache import LoadCache
+from pioneer_grpc.service.prefix_breaks import RoundPrefixes
 from pioneer_grpc.store.runner import TransactionRunner
 from pioneer_grpc.telemetry import Telemetry
 
@@ -44,6 +45,8 @@ class ServiceContext:
     compile_cache: CompileCache = field(init=False)
     # Answers of recent full-history loads, reused while the thread's history state is unchanged.
     load_cache: LoadCache = field(default_factory=LoadCache)
+    # What made each thread's last round's body, for the next round's PrefixBreak.
+    round_prefixes: RoundPrefixes = field(default_factory=RoundPrefixes)
     # What the server knows of each model (window, output limit, tokenizer, cache minimum).
     models: Registry = field(default_factory=packaged_registry)
     # The providers' count-tokens endpoints that have a key configured (none: estimates only).

@@ -37,6 +37,7 @@ from pioneer_grpc.history.budget import (
     DEFAULT_MAX_CONTEXT_TOKENS,
     DEFAULT_RESPONSE_RESERVE_TOKENS,
     config_violations,
+    policy_violations,
 )
 from pioneer_grpc.history.clearing import compaction_violations
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation, thread_id_violation
@@ -79,9 +80,13 @@ CONFIG_PATHS = (
     "summary_model",
     "compaction_strategy",
     "keep_tool_results",
+    "compaction_trigger_percent",
+    "compaction_low_water_percent",
+    "clear_at_least_percent",
+    "dynamic_context_placement",
 )
 # Optional fields whose default (None) the store resolves.
-_OPTIONAL_PATHS = ("keep_tool_results",)
+_OPTIONAL_PATHS = thread_store.OPTIONAL_SETTINGS
 _INT_PATHS = {
     "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
     "response_reserve_tokens": DEFAULT_RESPONSE_RESERVE_TOKENS,
@@ -125,20 +130,39 @@ async def create_thread(
         model=config.model,
         summary_model=config.summary_model,
         compaction_strategy=config.compaction_strategy,
-        keep_tool_results=config.keep_tool_results if config.HasField("keep_tool_results") else None,
+        dynamic_context_placement=config.dynamic_context_placement,
+        **{name: getattr(config, name) if config.HasField(name) else None for name in _OPTIONAL_PATHS},
     )
     _check(
         [
             thread_id_violation(thread_id) if thread_id else None,
             *violations_of(config, "config"),
             *config_violations(settings.max_context_tokens, settings.response_reserve_tokens),
-            *compaction_violations(settings.compaction_strategy, settings.keep_tool_results),
+            *_settings_violations(settings.__dict__),
         ]
     )
     thread_id = thread_id or f"thr_{uuid.uuid4().hex}"
     work = _unit(thread_store.create_thread_in, thread_id, settings)
     (row, entries), _ = await ctx.runner.transact(nothing, work)
     return thread_store.thread_message(row, entries)
+
+
+def _settings_violations(settings: dict[str, Any]) -> list[FieldViolation]:
+    """What is wrong with a thread's compaction settings and placement (budget aside)."""
+    placement = settings["dynamic_context_placement"]
+    return [
+        *compaction_violations(settings["compaction_strategy"], settings["keep_tool_results"]),
+        *policy_violations(
+            settings["compaction_trigger_percent"],
+            settings["compaction_low_water_percent"],
+            settings["clear_at_least_percent"],
+        ),
+        *(
+            [FieldViolation("config.dynamic_context_placement", f"unknown placement {placement}")]
+            if placement not in chat_pb2.DynamicContextPlacement.values()
+            else []
+        ),
+    ]
 
 
 def _unit(use: Callable[..., Any], *args: Any) -> Callable[[Connection, None], Any]:
@@ -205,7 +229,7 @@ async def update_thread(
         _check(
             [
                 *config_violations(merged["max_context_tokens"], merged["response_reserve_tokens"]),
-                *compaction_violations(merged["compaction_strategy"], merged["keep_tool_results"]),
+                *_settings_violations(merged),
             ]
         )
         return changes

@@ -111,7 +111,13 @@ def _snapshot_of(
     attached = token_fit.with_attachments(ctx.models, state.model, read.entries)
     tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
     snapshot = decide.Snapshot.read(
-        Budget.of(state.max_context_tokens, state.response_reserve_tokens),
+        Budget.of(
+            state.max_context_tokens,
+            state.response_reserve_tokens,
+            state.compaction_trigger_percent,
+            state.compaction_low_water_percent,
+            state.clear_at_least_percent,
+        ),
         _stored(read.summary, summary_tokens, tokenizer),
         read.entries,
         more_entries=read.more,
@@ -319,38 +325,31 @@ async def _full_load(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) 
 async def over_threshold(
     ctx: ServiceContext, thread_id: str, exclude_turn_id: str, dry_run: bool, read: OverThreshold
 ) -> CachedLoad | decide.LoadResult:
-    """A load over the threshold: clear, truncate or defer without a summarizer when the strategy
-    says so (kept, like a full answer), else compress under the thread's lock."""
+    """A load at the threshold or the turn cap: clear or defer without a summarizer when the strategy
+    says so (kept, like a full answer), else compact under the thread's lock (a summary, or the
+    truncate strategy's mark)."""
     snapshot = read.snapshot
-    # Clearing, truncation and a deferred compaction are pure functions of what was read: cacheable.
-    # A history cleared enough is kept current by the turns completed after it (history_current.py).
+    # Clearing and a deferred compaction are pure functions of what was read: cacheable. A history
+    # cleared enough is kept current by the turns completed after it (history_current.py).
     found = await compaction.settled(ctx, snapshot, dry_run)
     if found is not None:
         if dry_run:
             return found.result
         cleared = found.ready if found.cleared_enough and not read.key else None
-        # A truncation by the strategy is kept current by the whole turns completed after it too.
-        truncated = (
-            not read.key
-            and snapshot.strategy == history_pb2.COMPACTION_STRATEGY_TRUNCATE
-            and found.ready is snapshot
-            and found.result.report.decision == history_pb2.HISTORY_DECISION_TRUNCATED
-        )
         return ctx.load_cache.store(
             thread_id,
             read.key,
             read.state,
             snapshot,
             found.result,
-            extendable=cleared is not None or truncated,
+            extendable=cleared is not None,
             cleared=cleared,
-            truncated=truncated,
         )
     wait = _summarizer_deadline(ctx)
     async with compression_lock(ctx.engine, thread_id, wait) as held:
         if not held:
             return decide.truncated(
-                await compaction.prepared(snapshot),
+                (await compaction.prepared(snapshot)).snapshot,
                 history_pb2.SUMMARY_USE_NONE,
                 ctx.summarizer.name,
                 [

@@ -8,7 +8,6 @@ from functools import partial
 
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.providers.render import RenderedRequest, render
-from pioneer_grpc.service.cache_fit import anthropic_stable_cacheable
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
 
@@ -18,11 +17,6 @@ async def render_chat(
     options: provider_service_pb2.RenderOptions | None,
     models: Registry | None = None,
 ) -> RenderedRequest:
-    """With `models`, Anthropic's stable breakpoint goes by the model's cache minimum in tokens,
-    and what the model takes is the server's registry's word (else the packaged registry's)."""
-    cacheable = (
-        None if models is None else await anthropic_stable_cacheable(models, provider, chat_request, options)
-    )
-    return await asyncio.to_thread(
-        partial(render, provider, chat_request, options, anthropic_stable_cacheable=cacheable, models=models)
-    )
+    """With `models`, cache breakpoints go by the model's minimum in tokens, and what the model
+    takes, by the server's registry (else the packaged registry's)."""
+    return await asyncio.to_thread(partial(render, provider, chat_request, options, models=models))

@@ -62,8 +62,7 @@ from pioneer_grpc.providers.prefix import cut_prefix, extend_prefix, render_pref
 from pioneer_grpc.providers.render import RenderedBody, RenderedRequest, render_after
 from pioneer_grpc.providers.validate import tool_rule_violations
 from pioneer_grpc.remembered import Remembered
-from pioneer_grpc.service import history_load, observe, rendered_rounds, token_fit
-from pioneer_grpc.service.cache_fit import anthropic_stable_cacheable_blocking
+from pioneer_grpc.service import history_load, observe, prefix_breaks, rendered_rounds, token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.store import append as append_store
@@ -274,6 +273,8 @@ class _Round:
     rendered: RenderedBody | None = None
     # Set by `_encoded`, beside the commit: the provider body written as JSON text.
     encoded: RenderedRequest | None = None
+    # The thread's DynamicContextPlacement, as its state was read.
+    placement: int = 0
 
 
 class _Unsettled(Exception):
@@ -283,6 +284,8 @@ class _Unsettled(Exception):
         super().__init__("history over the threshold")
         self.over = over
 
+
+_BEFORE = chat_pb2.DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION
 
 # Times a round settles a history over the threshold before giving up on a thread that keeps changing.
 _SETTLE_ATTEMPTS = 3
@@ -398,7 +401,33 @@ def _round(
     if isinstance(history, history_load.OverThreshold):
         raise _Unsettled(history)  # rolls the round back; prepare_turn settles it and runs it again
     is_settled = settled is not None and history is settled.result
-    return _Round(model, history, current, repaired.diagnostics, recorded, left_out, is_settled)
+    return _Round(
+        model,
+        history,
+        current,
+        repaired.diagnostics,
+        recorded,
+        left_out,
+        is_settled,
+        placement=read.state.dynamic_context_placement,
+    )
+
+
+def _render_options(
+    request: turn_service_pb2.PrepareTurnRequest, placement: int
+) -> provider_service_pb2.RenderOptions:
+    """The round's render options: the request's, the thread's placement of the dynamic half where
+    the request leaves it unset, and the thread's id for OpenAI's prompt_cache_key."""
+    given = request.render_options
+    if given.dynamic_context_placement and given.HasField("prompt_cache_thread_id"):
+        return given
+    options = provider_service_pb2.RenderOptions()
+    options.CopyFrom(given)
+    if not options.dynamic_context_placement:
+        options.dynamic_context_placement = placement  # type: ignore[assignment]
+    if not options.HasField("prompt_cache_thread_id"):
+        options.prompt_cache_thread_id = request.thread_id
+    return options
 
 
 def _finished(
@@ -444,20 +473,16 @@ def _finished(
     )
     attributes = observe.render_attributes(ctx, request.provider, done.model)
     with _named_as_request_fields(), ctx.telemetry.span("pioneer.provider.render", attributes):
-        cacheable = anthropic_stable_cacheable_blocking(
-            ctx.models, request.provider, own, request.render_options
-        )
         rendered = render_after(
             prefix,
             request.provider,
             own,
             whole,
-            request.render_options,
+            _render_options(request, done.placement),
             # The whole request's encoded size, without joining it.
             source_bytes=own.ByteSize() + sum(map(len, framed)),
             path=path,
             options_path="render_options",
-            anthropic_stable_cacheable=cacheable,
             models=ctx.models,
         )
     # Notices name the request's own fields, as violations do.
@@ -550,6 +575,12 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     report.diagnostics.extend(history_load.left_out(*done.left_out))
     head = before[0].head
     head.model = done.model
+    placement = _render_options(request, done.placement).dynamic_context_placement
+    current = prefix_breaks.round_prefix(request, head, done.model, placement == _BEFORE, history, report)
+    key = (request.turn_id, len(done.current))
+    broke = prefix_breaks.observed(ctx.round_prefixes, request.thread_id, key, current)
+    if broke is not None:
+        report.prefix_break.CopyFrom(broke)
     prepared = PreparedTurn(head, done.framed, done.current, report, recorded.event_id)
     prepared.rendered = done.encoded
     if ctx.config.keep_rendered_requests:  # off by default: then the round pays nothing for it

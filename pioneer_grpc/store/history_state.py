@@ -44,6 +44,10 @@ class HistoryState:
     compaction_strategy: int
     keep_tool_results: int | None
     compaction_failed_sequence: int | None
+    compaction_trigger_percent: int | None
+    compaction_low_water_percent: int | None
+    clear_at_least_percent: int | None
+    dynamic_context_placement: int
     summary_id: int | None
     completed_count: int
     completed_max_id: int | None
@@ -67,7 +71,7 @@ def _state_read(thread_id: BindParameter[str], exclude_turn_id: BindParameter[st
             .scalar_subquery()
         )
 
-    return select(
+    columns: list[Any] = [
         ThreadRow.max_context_tokens,
         ThreadRow.response_reserve_tokens,
         ThreadRow.model,
@@ -75,6 +79,10 @@ def _state_read(thread_id: BindParameter[str], exclude_turn_id: BindParameter[st
         ThreadRow.compaction_strategy,
         ThreadRow.keep_tool_results,
         ThreadRow.compaction_failed_sequence,
+        ThreadRow.compaction_trigger_percent,
+        ThreadRow.compaction_low_water_percent,
+        ThreadRow.clear_at_least_percent,
+        ThreadRow.dynamic_context_placement,
         select(func.max(SummaryRow.id))
         .where(SummaryRow.thread_id == ThreadRow.thread_id)
         .scalar_subquery()
@@ -85,7 +93,8 @@ def _state_read(thread_id: BindParameter[str], exclude_turn_id: BindParameter[st
         ThreadRow.open_turns,
         of_excluded(False).label("excluded_open"),
         of_excluded(True).label("excluded_completed"),
-    ).where(ThreadRow.thread_id == thread_id)
+    ]
+    return select(*columns).where(ThreadRow.thread_id == thread_id)
 
 
 # Bounded above too, by a constant no sequence exceeds: with `after` alone PostgreSQL plans the

@@ -56,6 +56,13 @@ class ThreadRow(Base):
     # Completed entries: kept by every completion in its own transaction (migration 0011), so the
     # history state (store/history_state.py) need not count them.
     completed_entries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Compaction's trigger and low-water mark and clearing's least, in percent of the budget;
+    # NULL means the default (migration 0014).
+    compaction_trigger_percent: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    compaction_low_water_percent: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    clear_at_least_percent: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # pioneer.v1.DynamicContextPlacement value; 0 (unspecified) means the default.
+    dynamic_context_placement: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class TurnRow(Base):

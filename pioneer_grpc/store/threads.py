@@ -32,6 +32,21 @@ class ThreadSettings:
     compaction_strategy: int = 0
     # None means the default.
     keep_tool_results: int | None = None
+    # Percent of the budget; None means the default.
+    compaction_trigger_percent: int | None = None
+    compaction_low_water_percent: int | None = None
+    clear_at_least_percent: int | None = None
+    # pioneer.v1.DynamicContextPlacement; 0 means the default.
+    dynamic_context_placement: int = 0
+
+
+# ThreadConfig's optional fields the store keeps as NULL when unset.
+OPTIONAL_SETTINGS = (
+    "keep_tool_results",
+    "compaction_trigger_percent",
+    "compaction_low_water_percent",
+    "clear_at_least_percent",
+)
 
 
 def thread_not_found(thread_id: str) -> NotFound:
@@ -141,6 +156,10 @@ def settings_of(row: Any) -> ThreadSettings:
         row.summary_model,
         row.compaction_strategy,
         row.keep_tool_results,
+        row.compaction_trigger_percent,
+        row.compaction_low_water_percent,
+        row.clear_at_least_percent,
+        row.dynamic_context_placement,
     )
 
 
@@ -153,12 +172,15 @@ def thread_message(row: Any, entries: int) -> history_pb2.Thread:
             model=row.model,
             summary_model=row.summary_model,
             compaction_strategy=row.compaction_strategy,
+            dynamic_context_placement=row.dynamic_context_placement,
         ),
         entry_count=entries,
     )
-    # As set: unset means the default (the history report names the strategy a load applied).
-    if row.keep_tool_results is not None:
-        thread.config.keep_tool_results = row.keep_tool_results
+    # As set: unset means the default (the history report names what a load applied).
+    for name in OPTIONAL_SETTINGS:
+        value = getattr(row, name)
+        if value is not None:
+            setattr(thread.config, name, value)
     thread.create_time.FromDatetime(as_utc(row.created_at))
     thread.update_time.FromDatetime(as_utc(row.updated_at))
     return thread

@@ -34,6 +34,12 @@ class ReasoningEffort(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     REASONING_EFFORT_LOW: _ClassVar[ReasoningEffort]
     REASONING_EFFORT_MEDIUM: _ClassVar[ReasoningEffort]
     REASONING_EFFORT_HIGH: _ClassVar[ReasoningEffort]
+
+class DynamicContextPlacement(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DYNAMIC_CONTEXT_PLACEMENT_UNSPECIFIED: _ClassVar[DynamicContextPlacement]
+    DYNAMIC_CONTEXT_PLACEMENT_AFTER_CONVERSATION: _ClassVar[DynamicContextPlacement]
+    DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION: _ClassVar[DynamicContextPlacement]
 CHAT_ROLE_UNSPECIFIED: ChatRole
 CHAT_ROLE_SYSTEM: ChatRole
 CHAT_ROLE_USER: ChatRole
@@ -49,6 +55,9 @@ REASONING_EFFORT_MINIMAL: ReasoningEffort
 REASONING_EFFORT_LOW: ReasoningEffort
 REASONING_EFFORT_MEDIUM: ReasoningEffort
 REASONING_EFFORT_HIGH: ReasoningEffort
+DYNAMIC_CONTEXT_PLACEMENT_UNSPECIFIED: DynamicContextPlacement
+DYNAMIC_CONTEXT_PLACEMENT_AFTER_CONVERSATION: DynamicContextPlacement
+DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION: DynamicContextPlacement
 
 class MediaPart(_message.Message):
     __slots__ = ("mime_type", "data", "uri", "filename")

@@ -49,6 +49,19 @@ class SummaryUse(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SUMMARY_USE_REUSED: _ClassVar[SummaryUse]
     SUMMARY_USE_CREATED: _ClassVar[SummaryUse]
     SUMMARY_USE_FAILED: _ClassVar[SummaryUse]
+
+class PrefixBreakCause(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PREFIX_BREAK_CAUSE_UNSPECIFIED: _ClassVar[PrefixBreakCause]
+    PREFIX_BREAK_CAUSE_SECTION: _ClassVar[PrefixBreakCause]
+    PREFIX_BREAK_CAUSE_SUMMARY: _ClassVar[PrefixBreakCause]
+    PREFIX_BREAK_CAUSE_CLEARING: _ClassVar[PrefixBreakCause]
+    PREFIX_BREAK_CAUSE_TURN_CAP: _ClassVar[PrefixBreakCause]
+    PREFIX_BREAK_CAUSE_TRUNCATION: _ClassVar[PrefixBreakCause]
+    PREFIX_BREAK_CAUSE_TOOLS: _ClassVar[PrefixBreakCause]
+    PREFIX_BREAK_CAUSE_MODEL: _ClassVar[PrefixBreakCause]
+    PREFIX_BREAK_CAUSE_RENDERING: _ClassVar[PrefixBreakCause]
+    PREFIX_BREAK_CAUSE_HISTORY: _ClassVar[PrefixBreakCause]
 COMPACTION_STRATEGY_UNSPECIFIED: CompactionStrategy
 COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE: CompactionStrategy
 COMPACTION_STRATEGY_SUMMARIZE: CompactionStrategy
@@ -71,22 +84,40 @@ SUMMARY_USE_NONE: SummaryUse
 SUMMARY_USE_REUSED: SummaryUse
 SUMMARY_USE_CREATED: SummaryUse
 SUMMARY_USE_FAILED: SummaryUse
+PREFIX_BREAK_CAUSE_UNSPECIFIED: PrefixBreakCause
+PREFIX_BREAK_CAUSE_SECTION: PrefixBreakCause
+PREFIX_BREAK_CAUSE_SUMMARY: PrefixBreakCause
+PREFIX_BREAK_CAUSE_CLEARING: PrefixBreakCause
+PREFIX_BREAK_CAUSE_TURN_CAP: PrefixBreakCause
+PREFIX_BREAK_CAUSE_TRUNCATION: PrefixBreakCause
+PREFIX_BREAK_CAUSE_TOOLS: PrefixBreakCause
+PREFIX_BREAK_CAUSE_MODEL: PrefixBreakCause
+PREFIX_BREAK_CAUSE_RENDERING: PrefixBreakCause
+PREFIX_BREAK_CAUSE_HISTORY: PrefixBreakCause
 
 class ThreadConfig(_message.Message):
-    __slots__ = ("max_context_tokens", "response_reserve_tokens", "model", "summary_model", "compaction_strategy", "keep_tool_results")
+    __slots__ = ("max_context_tokens", "response_reserve_tokens", "model", "summary_model", "compaction_strategy", "keep_tool_results", "compaction_trigger_percent", "compaction_low_water_percent", "clear_at_least_percent", "dynamic_context_placement")
     MAX_CONTEXT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_RESERVE_TOKENS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_MODEL_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_STRATEGY_FIELD_NUMBER: _ClassVar[int]
     KEEP_TOOL_RESULTS_FIELD_NUMBER: _ClassVar[int]
+    COMPACTION_TRIGGER_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    COMPACTION_LOW_WATER_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    CLEAR_AT_LEAST_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    DYNAMIC_CONTEXT_PLACEMENT_FIELD_NUMBER: _ClassVar[int]
     max_context_tokens: int
     response_reserve_tokens: int
     model: str
     summary_model: str
     compaction_strategy: CompactionStrategy
     keep_tool_results: int
-    def __init__(self, max_context_tokens: _Optional[int] = ..., response_reserve_tokens: _Optional[int] = ..., model: _Optional[str] = ..., summary_model: _Optional[str] = ..., compaction_strategy: _Optional[_Union[CompactionStrategy, str]] = ..., keep_tool_results: _Optional[int] = ...) -> None: ...
+    compaction_trigger_percent: int
+    compaction_low_water_percent: int
+    clear_at_least_percent: int
+    dynamic_context_placement: _chat_pb2.DynamicContextPlacement
+    def __init__(self, max_context_tokens: _Optional[int] = ..., response_reserve_tokens: _Optional[int] = ..., model: _Optional[str] = ..., summary_model: _Optional[str] = ..., compaction_strategy: _Optional[_Union[CompactionStrategy, str]] = ..., keep_tool_results: _Optional[int] = ..., compaction_trigger_percent: _Optional[int] = ..., compaction_low_water_percent: _Optional[int] = ..., clear_at_least_percent: _Optional[int] = ..., dynamic_context_placement: _Optional[_Union[_chat_pb2.DynamicContextPlacement, str]] = ...) -> None: ...
 
 class Thread(_message.Message):
     __slots__ = ("thread_id", "config", "create_time", "update_time", "entry_count")
@@ -167,7 +198,7 @@ class HistoryDiagnostic(_message.Message):
     def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ..., entry_id: _Optional[str] = ...) -> None: ...
 
 class HistoryDecisionReport(_message.Message):
-    __slots__ = ("decision", "budget_tokens", "threshold_tokens", "summary_target_tokens", "tokens_before", "tokens_after", "entries_loaded", "entries_kept", "entries_dropped", "summary_use", "summarizer", "summary_covers_through_entry_id", "diagnostics", "tokenizer", "cleared_tool_results", "cleared_tokens_saved", "compaction_strategy", "token_counts_exact", "model_known")
+    __slots__ = ("decision", "budget_tokens", "threshold_tokens", "summary_target_tokens", "tokens_before", "tokens_after", "entries_loaded", "entries_kept", "entries_dropped", "summary_use", "summarizer", "summary_covers_through_entry_id", "diagnostics", "tokenizer", "cleared_tool_results", "cleared_tokens_saved", "compaction_strategy", "token_counts_exact", "model_known", "low_water_tokens", "prefix_break")
     DECISION_FIELD_NUMBER: _ClassVar[int]
     BUDGET_TOKENS_FIELD_NUMBER: _ClassVar[int]
     THRESHOLD_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -187,6 +218,8 @@ class HistoryDecisionReport(_message.Message):
     COMPACTION_STRATEGY_FIELD_NUMBER: _ClassVar[int]
     TOKEN_COUNTS_EXACT_FIELD_NUMBER: _ClassVar[int]
     MODEL_KNOWN_FIELD_NUMBER: _ClassVar[int]
+    LOW_WATER_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_BREAK_FIELD_NUMBER: _ClassVar[int]
     decision: HistoryDecision
     budget_tokens: int
     threshold_tokens: int
@@ -206,7 +239,23 @@ class HistoryDecisionReport(_message.Message):
     compaction_strategy: CompactionStrategy
     token_counts_exact: bool
     model_known: bool
-    def __init__(self, decision: _Optional[_Union[HistoryDecision, str]] = ..., budget_tokens: _Optional[int] = ..., threshold_tokens: _Optional[int] = ..., summary_target_tokens: _Optional[int] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., entries_loaded: _Optional[int] = ..., entries_kept: _Optional[int] = ..., entries_dropped: _Optional[int] = ..., summary_use: _Optional[_Union[SummaryUse, str]] = ..., summarizer: _Optional[str] = ..., summary_covers_through_entry_id: _Optional[str] = ..., diagnostics: _Optional[_Iterable[_Union[HistoryDiagnostic, _Mapping]]] = ..., tokenizer: _Optional[str] = ..., cleared_tool_results: _Optional[_Iterable[_Union[ClearedToolResult, _Mapping]]] = ..., cleared_tokens_saved: _Optional[int] = ..., compaction_strategy: _Optional[_Union[CompactionStrategy, str]] = ..., token_counts_exact: _Optional[bool] = ..., model_known: _Optional[bool] = ...) -> None: ...
+    low_water_tokens: int
+    prefix_break: PrefixBreak
+    def __init__(self, decision: _Optional[_Union[HistoryDecision, str]] = ..., budget_tokens: _Optional[int] = ..., threshold_tokens: _Optional[int] = ..., summary_target_tokens: _Optional[int] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., entries_loaded: _Optional[int] = ..., entries_kept: _Optional[int] = ..., entries_dropped: _Optional[int] = ..., summary_use: _Optional[_Union[SummaryUse, str]] = ..., summarizer: _Optional[str] = ..., summary_covers_through_entry_id: _Optional[str] = ..., diagnostics: _Optional[_Iterable[_Union[HistoryDiagnostic, _Mapping]]] = ..., tokenizer: _Optional[str] = ..., cleared_tool_results: _Optional[_Iterable[_Union[ClearedToolResult, _Mapping]]] = ..., cleared_tokens_saved: _Optional[int] = ..., compaction_strategy: _Optional[_Union[CompactionStrategy, str]] = ..., token_counts_exact: _Optional[bool] = ..., model_known: _Optional[bool] = ..., low_water_tokens: _Optional[int] = ..., prefix_break: _Optional[_Union[PrefixBreak, _Mapping]] = ...) -> None: ...
+
+class PrefixBreak(_message.Message):
+    __slots__ = ("cause", "section_id", "entry_id", "tokens_invalidated", "tokens_kept")
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    SECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_INVALIDATED_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_KEPT_FIELD_NUMBER: _ClassVar[int]
+    cause: PrefixBreakCause
+    section_id: str
+    entry_id: str
+    tokens_invalidated: int
+    tokens_kept: int
+    def __init__(self, cause: _Optional[_Union[PrefixBreakCause, str]] = ..., section_id: _Optional[str] = ..., entry_id: _Optional[str] = ..., tokens_invalidated: _Optional[int] = ..., tokens_kept: _Optional[int] = ...) -> None: ...
 
 class ClearedToolResult(_message.Message):
     __slots__ = ("entry_id", "tool_call_id", "name", "tokens_before", "tokens_after")

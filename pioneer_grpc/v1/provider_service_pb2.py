@@ -26,7 +26,7 @@ from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior_
 from pioneer_grpc.v1 import chat_pb2 as pioneer_dot_v1_dot_chat__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!pioneer/v1/provider_service.proto\x12\npioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x15pioneer/v1/chat.proto\"\x89\x01\n\rRenderOptions\x12&\n\x19\x61nthropic_min_cache_chars\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x1d\n\x10\x63\x61\x63he_key_prefix\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x1c\n\x1a_anthropic_min_cache_charsB\x13\n\x11_cache_key_prefix\"\xac\x01\n\x18RenderChatRequestRequest\x12+\n\x08provider\x18\x01 \x01(\x0e\x32\x14.pioneer.v1.ProviderB\x03\xe0\x41\x02\x12\x32\n\x0c\x63hat_request\x18\x02 \x01(\x0b\x32\x17.pioneer.v1.ChatRequestB\x03\xe0\x41\x02\x12/\n\x07options\x18\x03 \x01(\x0b\x32\x19.pioneer.v1.RenderOptionsB\x03\xe0\x41\x01\"\x82\x01\n\x19RenderChatRequestResponse\x12\x11\n\tbody_json\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\x19\n\x11\x63\x61\x63he_breakpoints\x18\x03 \x01(\x05\x12)\n\x07notices\x18\x04 \x03(\x0b\x32\x18.pioneer.v1.RenderNotice\"<\n\x0cRenderNotice\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\r\n\x05\x66ield\x18\x03 \x01(\t*\xd6\x01\n\x08Provider\x12\x18\n\x14PROVIDER_UNSPECIFIED\x10\x00\x12$\n PROVIDER_OPENAI_CHAT_COMPLETIONS\x10\x01\x12\x1d\n\x19PROVIDER_OPENAI_RESPONSES\x10\x02\x12\x1f\n\x1bPROVIDER_ANTHROPIC_MESSAGES\x10\x03\x12$\n PROVIDER_GEMINI_GENERATE_CONTENT\x10\x04\x12$\n PROVIDER_AMAZON_BEDROCK_CONVERSE\x10\x05\x32s\n\x0fProviderService\x12`\n\x11RenderChatRequest\x12$.pioneer.v1.RenderChatRequestRequest\x1a%.pioneer.v1.RenderChatRequestResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!pioneer/v1/provider_service.proto\x12\npioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x15pioneer/v1/chat.proto\"\x96\x02\n\rRenderOptions\x12&\n\x19\x61nthropic_min_cache_chars\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x1d\n\x10\x63\x61\x63he_key_prefix\x18\x02 \x01(\tH\x01\x88\x01\x01\x12K\n\x19\x64ynamic_context_placement\x18\x03 \x01(\x0e\x32#.pioneer.v1.DynamicContextPlacementB\x03\xe0\x41\x01\x12#\n\x16prompt_cache_thread_id\x18\x04 \x01(\tH\x02\x88\x01\x01\x42\x1c\n\x1a_anthropic_min_cache_charsB\x13\n\x11_cache_key_prefixB\x19\n\x17_prompt_cache_thread_id\"\xac\x01\n\x18RenderChatRequestRequest\x12+\n\x08provider\x18\x01 \x01(\x0e\x32\x14.pioneer.v1.ProviderB\x03\xe0\x41\x02\x12\x32\n\x0c\x63hat_request\x18\x02 \x01(\x0b\x32\x17.pioneer.v1.ChatRequestB\x03\xe0\x41\x02\x12/\n\x07options\x18\x03 \x01(\x0b\x32\x19.pioneer.v1.RenderOptionsB\x03\xe0\x41\x01\"\x82\x01\n\x19RenderChatRequestResponse\x12\x11\n\tbody_json\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\x19\n\x11\x63\x61\x63he_breakpoints\x18\x03 \x01(\x05\x12)\n\x07notices\x18\x04 \x03(\x0b\x32\x18.pioneer.v1.RenderNotice\"<\n\x0cRenderNotice\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\r\n\x05\x66ield\x18\x03 \x01(\t*\xd6\x01\n\x08Provider\x12\x18\n\x14PROVIDER_UNSPECIFIED\x10\x00\x12$\n PROVIDER_OPENAI_CHAT_COMPLETIONS\x10\x01\x12\x1d\n\x19PROVIDER_OPENAI_RESPONSES\x10\x02\x12\x1f\n\x1bPROVIDER_ANTHROPIC_MESSAGES\x10\x03\x12$\n PROVIDER_GEMINI_GENERATE_CONTENT\x10\x04\x12$\n PROVIDER_AMAZON_BEDROCK_CONVERSE\x10\x05\x32s\n\x0fProviderService\x12`\n\x11RenderChatRequest\x12$.pioneer.v1.RenderChatRequestRequest\x1a%.pioneer.v1.RenderChatRequestResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,22 +34,24 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'pioneer.v1.provider_service
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'ZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1'
+  _globals['_RENDEROPTIONS'].fields_by_name['dynamic_context_placement']._loaded_options = None
+  _globals['_RENDEROPTIONS'].fields_by_name['dynamic_context_placement']._serialized_options = b'\340A\001'
   _globals['_RENDERCHATREQUESTREQUEST'].fields_by_name['provider']._loaded_options = None
   _globals['_RENDERCHATREQUESTREQUEST'].fields_by_name['provider']._serialized_options = b'\340A\002'
   _globals['_RENDERCHATREQUESTREQUEST'].fields_by_name['chat_request']._loaded_options = None
   _globals['_RENDERCHATREQUESTREQUEST'].fields_by_name['chat_request']._serialized_options = b'\340A\002'
   _globals['_RENDERCHATREQUESTREQUEST'].fields_by_name['options']._loaded_options = None
   _globals['_RENDERCHATREQUESTREQUEST'].fields_by_name['options']._serialized_options = b'\340A\001'
-  _globals['_PROVIDER']._serialized_start=616
-  _globals['_PROVIDER']._serialized_end=830
+  _globals['_PROVIDER']._serialized_start=757
+  _globals['_PROVIDER']._serialized_end=971
   _globals['_RENDEROPTIONS']._serialized_start=106
-  _globals['_RENDEROPTIONS']._serialized_end=243
-  _globals['_RENDERCHATREQUESTREQUEST']._serialized_start=246
-  _globals['_RENDERCHATREQUESTREQUEST']._serialized_end=418
-  _globals['_RENDERCHATREQUESTRESPONSE']._serialized_start=421
-  _globals['_RENDERCHATREQUESTRESPONSE']._serialized_end=551
-  _globals['_RENDERNOTICE']._serialized_start=553
-  _globals['_RENDERNOTICE']._serialized_end=613
-  _globals['_PROVIDERSERVICE']._serialized_start=832
-  _globals['_PROVIDERSERVICE']._serialized_end=947
+  _globals['_RENDEROPTIONS']._serialized_end=384
+  _globals['_RENDERCHATREQUESTREQUEST']._serialized_start=387
+  _globals['_RENDERCHATREQUESTREQUEST']._serialized_end=559
+  _globals['_RENDERCHATREQUESTRESPONSE']._serialized_start=562
+  _globals['_RENDERCHATREQUESTRESPONSE']._serialized_end=692
+  _globals['_RENDERNOTICE']._serialized_start=694
+  _globals['_RENDERNOTICE']._serialized_end=754
+  _globals['_PROVIDERSERVICE']._serialized_start=973
+  _globals['_PROVIDERSERVICE']._serialized_end=1088
 # @@protoc_insertion_point(module_scope)

@@ -25,12 +25,16 @@ PROVIDER_GEMINI_GENERATE_CONTENT: Provider
 PROVIDER_AMAZON_BEDROCK_CONVERSE: Provider
 
 class RenderOptions(_message.Message):
-    __slots__ = ("anthropic_min_cache_chars", "cache_key_prefix")
+    __slots__ = ("anthropic_min_cache_chars", "cache_key_prefix", "dynamic_context_placement", "prompt_cache_thread_id")
     ANTHROPIC_MIN_CACHE_CHARS_FIELD_NUMBER: _ClassVar[int]
     CACHE_KEY_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    DYNAMIC_CONTEXT_PLACEMENT_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_CACHE_THREAD_ID_FIELD_NUMBER: _ClassVar[int]
     anthropic_min_cache_chars: int
     cache_key_prefix: str
-    def __init__(self, anthropic_min_cache_chars: _Optional[int] = ..., cache_key_prefix: _Optional[str] = ...) -> None: ...
+    dynamic_context_placement: _chat_pb2.DynamicContextPlacement
+    prompt_cache_thread_id: str
+    def __init__(self, anthropic_min_cache_chars: _Optional[int] = ..., cache_key_prefix: _Optional[str] = ..., dynamic_context_placement: _Optional[_Union[_chat_pb2.DynamicContextPlacement, str]] = ..., prompt_cache_thread_id: _Optional[str] = ...) -> None: ...
 
 class RenderChatRequestRequest(_message.Message):
     __slots__ = ("provider", "chat_request", "options")

@@ -50,6 +50,10 @@ def _state(n: int) -> HistoryState:
         compaction_strategy=0,
         keep_tool_results=None,
         compaction_failed_sequence=None,
+        compaction_trigger_percent=None,
+        compaction_low_water_percent=None,
+        clear_at_least_percent=None,
+        dynamic_context_placement=0,
         summary_id=None,
         completed_count=n,
         completed_max_id=n,
@@ -93,7 +97,7 @@ def test_a_provider_rendering_kept_with_a_load_counts_against_the_bound():
     anthropic = provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES
     prefix = newest.rendered_prefix(anthropic, "chat_request", render_prefix)
     assert prefix is not None
-    assert prefix.rendered[0]["content"] == "z" * 20_000
+    assert prefix.rendered[0]["content"] == [{"type": "text", "text": "z" * 20_000}]
     # The rendering counts as the history's encoded size again: five answers' worth is
     # over the bound, so the least recently used answer went.
     assert cache.size_bytes == 4 * one

@@ -117,7 +117,9 @@ async def test_count_tokens_adds_sized_attachments(server):
 async def test_a_cleared_screenshot_result_still_costs_its_image(pg_server):
     """A placeholder keeps its result's artifact refs: clearing saves the text, not the image."""
     history = await pg_server.client()
-    await create(history, "t", config(12_000, 2_000, model="claude-sonnet-4-5", keep_tool_results=0))
+    cfg = config(12_000, 2_000, model="claude-sonnet-4-5", keep_tool_results=0)
+    cfg.clear_at_least_percent = 20  # clearing the one screenshot result is worth its cache break here
+    await create(history, "t", cfg)
     shot = common_pb2.ArtifactRef(
         artifact_id="shot-0",
         display_name="screen.png",

@@ -39,16 +39,24 @@ async def test_compaction_keeps_most_of_its_target_not_0_2_percent(pg_server):
     assert report.entries_loaded == 200
     assert report.decision == history_pb2.HISTORY_DECISION_SUMMARIZED
     assert report.summary_target_tokens == 11_200
-    [message] = response.messages
+    # The summary stands for the older turns; the newest whole turns that fit under the low-water
+    # mark (40% of the budget) beside it stay as they were.
+    message, *kept = response.messages
+    assert kept[0].role == chat_pb2.CHAT_ROLE_USER
+    first_kept = int(kept[0].content.split("src/module_")[1].split("/")[0])
+    assert 30 <= first_kept <= 45, first_kept
+    assert request_text(first_kept) == kept[0].content
+    assert report.tokens_after <= report.low_water_tokens == 33_600
     [tokens] = await count_tokens([message.content])
     # The old summarizer kept 172 tokens (0.2% of the conversation, 1.5% of its target).
     assert 0.6 * 11_200 <= tokens <= 11_200, tokens
     summary = message.content
-    assert request_text(49) in summary  # the latest request, and the turns before it as they were said
-    assert decision_text(49) in summary
-    assert decision_text(40) in summary
-    assert path(49) in summary
+    last = first_kept - 1
+    assert request_text(last) in summary  # the latest request it covers, the turns before as said
+    assert decision_text(last) in summary
+    assert path(last) in summary
     assert path(20) in summary  # file paths of older turns survive as items
+    assert request_text(first_kept) not in summary
     assert "Decisions:" in summary
 
 
@@ -62,10 +70,13 @@ async def test_old_tool_results_are_cleared_before_any_summary(pg_server):
     assert report.decision == history_pb2.HISTORY_DECISION_CLEARED
     assert report.compaction_strategy == CLEAR
     assert report.summary_use == history_pb2.SUMMARY_USE_NONE
-    # Every result but the newest 3 is cleared; each stays a valid answer to its call.
-    assert [c.entry_id for c in report.cleared_tool_results] == [f"r{i}" for i in range(9)]
+    # The oldest results are cleared, in one chunk at the turn that reached the threshold, down to
+    # the low-water mark (4,000); each stays a valid answer to its call.
+    cleared = [c.entry_id for c in report.cleared_tool_results]
+    assert cleared == [f"r{i}" for i in range(len(cleared))]
+    assert 3 <= len(cleared) < 9
     saved = sum(c.tokens_before - c.tokens_after for c in report.cleared_tool_results)
-    assert report.cleared_tokens_saved == saved > 6_000
+    assert report.cleared_tokens_saved == saved > 2_000
     assert report.tokens_after == report.tokens_before - saved < report.threshold_tokens
     assert codes(response) == ["tool_results_cleared"]
     tools = [m for m in response.messages if m.role == chat_pb2.CHAT_ROLE_TOOL]
@@ -75,6 +86,7 @@ async def test_old_tool_results_are_cleared_before_any_summary(pg_server):
         "[Result cleared to save context: 759 tokens of read_file output (call call-0). "
         "Call read_file again with the same arguments to see it.]"
     )
+    assert tools[len(cleared)].content.startswith(f"def helper_{len(cleared)}_0(value):")
     assert tools[-1].content.startswith("def helper_11_0(value):")
     chat = chat_pb2.ChatRequest(model="m", messages=response.messages)
     for provider in PROVIDERS:
@@ -106,15 +118,21 @@ async def test_the_thread_picks_the_strategy(pg_server):
     assert response.report.decision == history_pb2.HISTORY_DECISION_TRUNCATED
     assert response.report.summary_use == history_pb2.SUMMARY_USE_NONE
     assert response.messages[0].role == chat_pb2.CHAT_ROLE_USER
-    # keep_tool_results 0 clears every result (still whole pairs).
+    assert response.report.tokens_after <= response.report.low_water_tokens
+    # The truncation is kept as a mark (a summary row with no text), so later loads read only the
+    # turns after it: the same turns, round after round.
+    mark = (await history.get_thread_summary(thread_id="t")).summary
+    assert (mark.text, mark.summarizer) == ("", "truncate")
+    again = await load(history, "t")
+    assert again.report.decision == history_pb2.HISTORY_DECISION_FULL
+    assert list(again.messages) == list(response.messages)
+    # keep_tool_results 0 clears every result (still whole pairs) once clearing starts.
     await history.update_thread(
         pb.UpdateThreadRequest(
             thread_id="t",
             config=history_pb2.ThreadConfig(compaction_strategy=CLEAR, keep_tool_results=0),
         )
     )
-    response = await load(history, "t")
-    assert len(response.report.cleared_tool_results) == 12
     thread = (await history.get_thread(pb.GetThreadRequest(thread_id="t"))).thread
     assert (thread.config.compaction_strategy, thread.config.keep_tool_results) == (CLEAR, 0)
     error = await failure(

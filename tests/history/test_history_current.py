@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from pioneer_grpc.history.budget import MAX_LOADED_TURNS
+from pioneer_grpc.history.budget import LOW_WATER_TURNS, MAX_LOADED_TURNS
 from pioneer_grpc.store.entries import RowsRead
 from pioneer_grpc.v1 import common_pb2, history_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
@@ -194,10 +194,10 @@ async def _small(history, i: int) -> None:
     await turn(history, "t", turn_id, entry(f"u{i}", turn_id), entry(f"a{i}", turn_id, ASSISTANT))
 
 
-async def test_past_the_turn_limit_a_load_reads_the_new_turns_only_and_leaves_out_the_oldest(pg_server):
+async def test_at_the_turn_cap_the_history_is_compacted_once_and_the_turns_after_it_extend_it(pg_server):
     history = await pg_server.client()
     await create(history, "t", BIG)
-    await _turns(history, "t", range(2))  # two tool turns first: the cut passes tool pairs
+    await _turns(history, "t", range(2))  # two tool turns first
     for i in range(2, MAX_LOADED_TURNS - 1):
         await _small(history, i)
     first = await load(history, "t")
@@ -205,27 +205,24 @@ async def test_past_the_turn_limit_a_load_reads_the_new_turns_only_and_leaves_ou
     assert codes(first) == []
 
     for i in range(MAX_LOADED_TURNS - 1, MAX_LOADED_TURNS + 2):
-        await _small(history, i)  # 202 turns: the two oldest go
-    before = RowsRead.entries
+        await _small(history, i)  # 202 turns: the cap compacts, the newest 100 turns stay
     current = await load(history, "t")
-    assert RowsRead.entries - before == 6
-    assert codes(current) == ["turn_limit_reached"]
-    assert current.report.entries_kept == 2 * MAX_LOADED_TURNS
-    assert current.messages[0].content == "text of u2"
-    assert current == await _whole(pg_server, history, "t")
+    assert codes(current) == ["turn_limit_reached", "turn_cap_compacted"]
+    assert current.report.decision == history_pb2.HISTORY_DECISION_SUMMARIZED
+    assert current.messages[1].content == f"text of u{MAX_LOADED_TURNS + 2 - LOW_WATER_TURNS}"
+    assert len(current.messages) == 1 + 2 * LOW_WATER_TURNS
 
-    await load(history, "t")  # the whole read is kept: past the limit, it is extended too
     for i in range(MAX_LOADED_TURNS + 2, MAX_LOADED_TURNS + 4):
         await _small(history, i)
     before = RowsRead.entries
     later = await load(history, "t")
-    assert RowsRead.entries - before == 4
-    assert later.report.entries_kept == 2 * MAX_LOADED_TURNS
-    assert later.messages[0].content == "text of u4"
+    assert RowsRead.entries - before == 4  # the new turns' rows: the kept history extended
+    assert later.report.decision == history_pb2.HISTORY_DECISION_FULL
+    assert list(later.messages[: len(current.messages)]) == list(current.messages)
     assert later == await _whole(pg_server, history, "t")
 
 
-async def test_a_cleared_history_is_kept_current_and_clears_the_results_new_turns_push_back(pg_server):
+async def test_a_cleared_history_is_kept_current_with_the_new_turns_as_they_are(pg_server):
     history = await pg_server.client()
     await create(history, "t", config(12_000, 2_000, model="m"))
     for i in range(12):
@@ -233,19 +230,23 @@ async def test_a_cleared_history_is_kept_current_and_clears_the_results_new_turn
         await turn(history, "t", entries[0].turn_id, *entries)
     cleared = await load(history, "t")
     assert cleared.report.decision == history_pb2.HISTORY_DECISION_CLEARED
-    assert [c.entry_id for c in cleared.report.cleared_tool_results] == [f"r{i}" for i in range(9)]
+    ids = [c.entry_id for c in cleared.report.cleared_tool_results]
+    assert ids == [f"r{i}" for i in range(len(ids))]
 
-    for n, i in enumerate((12, 13), start=1):
+    kept = list(cleared.messages)
+    for i in (12, 13):
         entries = tool_turn(i, lines=40)
         await turn(history, "t", entries[0].turn_id, *entries)
         before = RowsRead.entries
         current = await load(history, "t")
         assert RowsRead.entries - before == 4
         assert current.report.decision == history_pb2.HISTORY_DECISION_CLEARED
-        # The newest 3 results stay whole; the one the new turn pushed back is cleared now.
-        assert [c.entry_id for c in current.report.cleared_tool_results] == [f"r{k}" for k in range(9 + n)]
+        # Nothing more is cleared until the threshold: the earlier messages stay byte for byte.
+        assert [c.entry_id for c in current.report.cleared_tool_results] == ids
+        assert list(current.messages[: len(kept)]) == kept
         assert codes(current) == ["tool_results_cleared"]
         assert current == await _whole(pg_server, history, "t")
+        kept = list(current.messages)
         await load(history, "t")  # the whole read kept again, cleared: the next turn extends it
 
 
@@ -350,13 +351,13 @@ async def test_turns_with_screenshots_and_documents_are_read_alone_and_counted_a
     assert current.report.tokens_before > text + 5 * 2 * 3_000
 
 
-async def test_past_the_turn_limit_the_notes_of_the_turns_that_leave_go_with_them(pg_server):
+async def test_at_the_turn_cap_the_notes_of_the_turns_that_leave_go_with_them(pg_server):
     history = await pg_server.client()
     await create(history, "t", config(2_000_000, 16_000, model="claude-sonnet-4-5"))
     for i in range(MAX_LOADED_TURNS):
         turn_id = f"turn-{i}"
         refs = [common_pb2.ArtifactRef(artifact_id=f"scan-{i}", display_name="s.jpg", mime_type="image/jpeg")]
-        noted = i in (0, 1, 5)
+        noted = i in (0, 1, 150)
         await turn(
             history,
             "t",
@@ -364,17 +365,17 @@ async def test_past_the_turn_limit_the_notes_of_the_turns_that_leave_go_with_the
             entry(f"u{i}", turn_id, artifact_refs=refs if noted else []),
             entry(f"a{i}", turn_id, ASSISTANT),
         )
-    first = await load(history, "t")
-    assert [d.entry_id for d in first.report.diagnostics] == ["u0", "u1", "u5"]
-    for i in range(MAX_LOADED_TURNS, MAX_LOADED_TURNS + 2):  # the two oldest turns leave
+    compacted = await load(history, "t")  # at the cap: the oldest 100 turns summarized
+    assert codes(compacted) == ["attachment_size_assumed"] * 3 + ["turn_cap_compacted"]
+    for i in range(MAX_LOADED_TURNS, MAX_LOADED_TURNS + 2):
         turn_id = f"turn-{i}"
         await turn(history, "t", turn_id, *_screenshot_turn(i, noted=True))
     before = RowsRead.entries
     current = await load(history, "t")
     assert RowsRead.entries - before == 8
-    assert codes(current) == ["turn_limit_reached", *["attachment_size_assumed"] * 3]
-    assert [d.entry_id for d in current.report.diagnostics[1:]] == [
-        "u5",
+    assert codes(current) == ["attachment_size_assumed"] * 3
+    assert [d.entry_id for d in current.report.diagnostics] == [
+        "u150",
         f"u{MAX_LOADED_TURNS}",
         f"u{MAX_LOADED_TURNS + 1}",
     ]
@@ -387,12 +388,13 @@ async def test_a_cleared_history_takes_turns_with_screenshots_without_a_whole_re
     mine = await (await server_factory(database_url=database_url)).client()
     other_server = await server_factory(database_url=database_url)
     theirs = await other_server.client()
-    # Threshold 5,600: each result's 150 lines put the history over it in its third turn; clearing
-    # all but the newest result brings it back under, so every load from then on is cleared.
-    await create(mine, "t", config(8_000, 1_000, model="claude-sonnet-4-5", keep_tool_results=1))
+    # Threshold 12,000: a turn is about 1,900 tokens, so the seventh puts the history over it;
+    # clearing down to the low-water mark (4,500) brings it back under, and the next turns are
+    # appended to the cleared history as they are.
+    await create(mine, "t", config(16_000, 1_000, model="claude-sonnet-4-5", keep_tool_results=1))
     scan = common_pb2.ArtifactRef(artifact_id="scan", display_name="s.jpg", mime_type="image/jpeg")
     extended = 0
-    for i in range(8):
+    for i in range(10):
         entries = _screenshot_turn(i, noted=False)
         del entries[0].artifact_refs[:]
         if i == 0:
@@ -404,7 +406,7 @@ async def test_a_cleared_history_takes_turns_with_screenshots_without_a_whole_re
         cleared = current.report.decision == history_pb2.HISTORY_DECISION_CLEARED
         extended += cleared and RowsRead.entries - before == len(entries)
         assert current == await _whole(other_server, theirs, "t"), f"turn {i}"
-    assert extended >= 5
+    assert extended >= 2
     first = current.report.diagnostics[0]
     assert (first.code, first.entry_id) == ("attachment_size_assumed", "u0")
-    assert len(current.report.cleared_tool_results) == 7
+    assert current.report.cleared_tool_results

@@ -12,7 +12,7 @@ import pytest
 from pioneer_grpc.history import diagnostics as codes
 from pioneer_grpc.history import encodings
 from pioneer_grpc.history.budget import Budget, config_violations
-from pioneer_grpc.history.clearing import clear
+from pioneer_grpc.history.clearing import replay
 from pioneer_grpc.history.entries import content_hash
 from pioneer_grpc.history.repair import repair
 from pioneer_grpc.history.snapshot import Snapshot
@@ -33,9 +33,10 @@ def test_a_result_without_a_placeholder_count_does_not_stop_the_newer_ones():
     for i in range(3):
         result = entry(f"r{i}", TOOL, tokens=500, answers=f"c{i}")
         entries += [entry(f"a{i}", ASSISTANT, calls=(f"c{i}",)), result]
-    cleared = clear(
-        Snapshot(budget=Budget(10_000), summary=None, entries=tuple(entries)), 0, {"r1": 9, "r2": 9}
-    )
+    # Budget 1,800: the threshold (1,440) reached, clearing goes down to the low water mark (720).
+    cleared = replay(
+        Snapshot(budget=Budget(1_800), summary=None, entries=tuple(entries)), 0, {"r1": 9, "r2": 9}
+    ).snapshot
     assert [c.entry_id for c in cleared.cleared] == ["r1", "r2"]
 
 

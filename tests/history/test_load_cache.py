@@ -73,7 +73,7 @@ async def test_appends_completions_settings_and_summaries_are_seen(pg_server, re
 
 def test_an_extension_keeps_the_encoding_and_framing_of_what_it_keeps_only():
     cache = LoadCache()
-    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
+    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, None, None, 0, None, 6, 6)
     snapshot = Snapshot(budget=Budget(900), summary=None, entries=())
     messages = [chat_pb2.ChatMessage(content=f"message {i}" * (i + 1)) for i in range(6)]
     first = _stored(cache, messages)
@@ -107,7 +107,7 @@ def _turn_messages(i: int) -> list[chat_pb2.ChatMessage]:
 
 def test_an_extended_answer_extends_the_rendered_prefix_of_the_answer_it_extends():
     cache = LoadCache()
-    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
+    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, None, None, 0, None, 6, 6)
     snapshot = Snapshot(budget=Budget(900), summary=None, entries=())
     anthropic = provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES
     calls: list[tuple[str, int]] = []
@@ -198,7 +198,7 @@ class _Renders:
         return answer.rendered_prefix(self.provider, "chat_request", self.build, self.extend, slide, cut)
 
 
-_STATE = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
+_STATE = HistoryState(1_000, 100, "m", "", 0, None, None, None, None, None, 0, None, 6, 6)
 _SNAPSHOT = Snapshot(budget=Budget(900), summary=None, entries=())
 
 
@@ -260,7 +260,7 @@ def test_a_history_sliding_past_the_turn_limit_renders_only_the_turns_that_leave
 
 def test_turns_completed_one_after_another_add_their_records_as_parts_never_copying_the_kept_ones():
     cache = LoadCache()
-    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
+    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, None, None, 0, None, 6, 6)
     snapshot = Snapshot(budget=Budget(900), summary=None, entries=())
     number = 2
     messages = _turn_messages(0)
@@ -286,7 +286,7 @@ def test_turns_that_leave_are_cut_from_the_first_part_the_later_parts_kept_as_th
     records off the first part (the summary's record stays first): the later parts are the
     kept ones, not copies."""
     cache = LoadCache()
-    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, 6, 6)
+    state = HistoryState(1_000, 100, "m", "", 0, None, None, None, None, None, 0, None, 6, 6)
     snapshot = Snapshot(budget=Budget(900), summary=None, entries=())
     number = 2
     head = [chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_SYSTEM, content="Summary: ...")] if summary else []

@@ -81,22 +81,26 @@ async def test_at_threshold_one_summary_message_then_reuse_with_newer_entries(pg
     assert first.report.decision == history_pb2.HISTORY_DECISION_SUMMARIZED
     assert first.report.summary_use == history_pb2.SUMMARY_USE_CREATED
     assert first.report.summarizer == "extractive"
-    assert first.report.summary_covers_through_entry_id == "a3"
-    [message] = first.messages
+    # Down to the low-water mark (400): the summary (target 100) stands for the three older turns,
+    # the newest turn (200 tokens) stays beside it as it was.
+    assert first.report.summary_covers_through_entry_id == "a2"
+    message, *kept = first.messages
     assert message.role == chat_pb2.CHAT_ROLE_SYSTEM
     assert message.content.startswith("Summary of earlier conversation:\n")
-    assert first.report.tokens_after <= 150  # within 1.5x the target
+    assert [m.content for m in kept] == [WORDS_96, WORDS_96]
+    assert first.report.tokens_after <= 150 + 200  # within 1.5x the target, and the turn kept
     stored = (await history.get_thread_summary(pb.GetThreadSummaryRequest(thread_id="t"))).summary
-    assert (stored.covers_through_entry_id, stored.summarizer, stored.model) == ("a3", "extractive", "m")
-    assert stored.token_count + 4 == first.report.tokens_after
+    assert (stored.covers_through_entry_id, stored.summarizer, stored.model) == ("a2", "extractive", "m")
+    assert stored.token_count + 4 + 200 == first.report.tokens_after
 
     await fill(history, "t", 1, start=4)
     second = await load(history, "t")
     assert second.report.decision == history_pb2.HISTORY_DECISION_FULL
     assert second.report.summary_use == history_pb2.SUMMARY_USE_REUSED
-    assert [m.content for m in second.messages[1:]] == [WORDS_96, WORDS_96]
+    assert [m.content for m in second.messages[1:]] == [WORDS_96] * 4
     assert second.messages[0].content == message.content
-    assert second.report.entries_loaded == 2
+    assert list(second.messages[:3]) == list(first.messages)  # the same bytes, a turn appended
+    assert second.report.entries_loaded == 4
     # Entries are never deleted by a load.
     assert (await history.get_thread(pb.GetThreadRequest(thread_id="t"))).thread.entry_count == 10
 

@@ -397,11 +397,17 @@ async def test_the_load_cap_counts_turns_not_messages(pg_server):
     assert response.report.entries_loaded == 600
     assert response.messages[0].content == "text of u0"
     assert codes(response) == []
-    # Past 200 turns the oldest are not read, and the report says so.
+    # Past 200 turns the oldest are not read, and the report says so; the cap compacts the history
+    # as the threshold would: a summary of the older turns read, the newest 100 turns kept.
     for i in range(120, 205):
         await turn(
             history, "t", f"turn-{i}", entry(f"u{i}", f"turn-{i}"), entry(f"f{i}", f"turn-{i}", ASSISTANT)
         )
     response = await load(history, "t")
-    assert codes(response) == ["turn_limit_reached"]
-    assert response.messages[0].content == "text of u5"
+    assert codes(response) == ["turn_limit_reached", "turn_cap_compacted"]
+    assert response.report.decision == history_pb2.HISTORY_DECISION_SUMMARIZED
+    assert response.messages[0].content.startswith("Summary of earlier conversation:")
+    assert response.messages[1].content == "text of u105"
+    again = await load(history, "t")
+    assert again.report.decision == history_pb2.HISTORY_DECISION_FULL
+    assert list(again.messages) == list(response.messages)

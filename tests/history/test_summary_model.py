@@ -12,7 +12,9 @@ from tests.history.fake_openai import FakeOpenAI, completion
 from tests.history.rpc import codes, config, create, load
 from tests.history.test_load_rpc import fill
 
+# Low water 0: the summary alone stands for every turn loaded (the seed's policy).
 SMALL = config(2_000, 1_000, model="main-model", summary_model="small-model")
+SMALL.compaction_low_water_percent = 0
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc
 from google.protobuf import field_mask_pb2
 
+from pioneer_grpc.v1 import chat_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.rpc import config, entry, failure
 
@@ -121,7 +122,8 @@ async def test_update_rejects_a_merged_budget_that_is_invalid_and_changes_nothin
         (
             "update_mask.paths[1]",
             "unknown path 'colour'; use max_context_tokens, response_reserve_tokens, model, summary_model, "
-            "compaction_strategy, keep_tool_results",
+            "compaction_strategy, keep_tool_results, compaction_trigger_percent, "
+            "compaction_low_water_percent, clear_at_least_percent, dynamic_context_placement",
         )
     ]
     cfg = (await history.get_thread(thread_id="u")).thread.config
@@ -164,3 +166,44 @@ async def test_clearing_a_budget_field_goes_back_to_the_models_default(pg_server
         )
     )
     assert reply.thread.config.max_context_tokens == 200_000
+
+
+async def test_compaction_marks_and_placement_are_kept_checked_and_reset(pg_server):
+    history = await pg_server.client()
+    marks = config(50_000, 5_000)
+    marks.compaction_trigger_percent = 70
+    marks.compaction_low_water_percent = 30
+    marks.clear_at_least_percent = 15
+    marks.dynamic_context_placement = chat_pb2.DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION
+    thread = (await history.create_thread(thread_id="t-marks", config=marks)).thread
+    got = (await history.get_thread(thread_id="t-marks")).thread
+    for stored in (thread.config, got.config):
+        assert (
+            stored.compaction_trigger_percent,
+            stored.compaction_low_water_percent,
+            stored.clear_at_least_percent,
+            stored.dynamic_context_placement,
+        ) == (70, 30, 15, chat_pb2.DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION)
+    # A low-water mark at or over the trigger, and a percent out of range, are refused.
+    bad = config()
+    bad.compaction_low_water_percent = 70
+    bad.clear_at_least_percent = 101
+    error = await failure(history.update_thread(pb.UpdateThreadRequest(thread_id="t-marks", config=bad)))
+    assert error.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert error.violations == [
+        ("config.compaction_low_water_percent", "must be 0 to below the trigger (70), got 70"),
+        ("config.clear_at_least_percent", "must be 0 to 100, got 101"),
+    ]
+    # Masked but unset: back to the defaults (unset on the thread).
+    reply = await history.update_thread(
+        pb.UpdateThreadRequest(
+            thread_id="t-marks",
+            config=config(),
+            update_mask=field_mask_pb2.FieldMask(
+                paths=["compaction_low_water_percent", "dynamic_context_placement"]
+            ),
+        )
+    )
+    assert not reply.thread.config.HasField("compaction_low_water_percent")
+    assert reply.thread.config.compaction_trigger_percent == 70
+    assert reply.thread.config.dynamic_context_placement == chat_pb2.DYNAMIC_CONTEXT_PLACEMENT_UNSPECIFIED

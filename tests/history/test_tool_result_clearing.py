@@ -8,14 +8,15 @@ from pioneer_grpc.history.budget import Budget
 from pioneer_grpc.history.clearing import (
     DEFAULT_KEEP_TOOL_RESULTS,
     DEFAULT_STRATEGY,
+    Cleared,
     candidates,
-    clear,
     compaction_violations,
     effective_keep,
     effective_strategy,
     placeholder,
     placeholder_text,
     placeholder_texts,
+    replay,
     saved,
 )
 from pioneer_grpc.history.render import entry_text
@@ -96,52 +97,100 @@ def test_every_stored_result_but_the_newest_keep_is_a_candidate():
     assert texts["r0"] == entry_text(placeholder(entries[2]))
 
 
-def test_clearing_replaces_old_results_and_records_what_it_saved():
-    entries = thread(4)
-    before = snap(entries)
-    after = clear(before, 2, {"r0": 40, "r1": 41, "r2": 42})
+def turns(count: int, tokens: int = 500) -> list[history_pb2.ConversationEntry]:
+    """`count` turns of a user request, a call and its result of `tokens` tokens, and an answer."""
+    out = []
+    for i in range(count):
+        out += [
+            entry(f"u{i}", USER, tokens=10, turn=f"t{i}"),
+            entry(f"a{i}", ASSISTANT, tokens=10, calls=(f"c{i}",), turn=f"t{i}"),
+            result(f"r{i}", f"c{i}", tokens),
+            entry(f"f{i}", ASSISTANT, tokens=10, turn=f"t{i}"),
+        ]
+        out[-2].turn_id = f"t{i}"
+    return out
+
+
+# Budget 10,000: threshold 8,000 (80%), low water 4,000 (40%), clearing must free 2,000 (20%).
+BUDGET = Budget(10_000, low_water_percent=40, clear_at_least_percent=20)
+PLACEHOLDERS = {f"r{i}": 40 for i in range(100)}
+
+
+def replayed(entries, keep: int = 3, placeholders=PLACEHOLDERS, budget: Budget = BUDGET) -> Cleared:
+    return replay(Snapshot(budget=budget, summary=None, entries=tuple(entries)), keep, placeholders)
+
+
+def test_under_the_threshold_nothing_is_cleared():
+    entries = turns(14)  # 14 x 546 = 7,644 tokens
+    found = replayed(entries)
+    assert not found.insufficient
+    assert found.snapshot.cleared == ()
+
+
+def test_at_the_threshold_the_oldest_results_are_cleared_down_to_the_low_water_mark():
+    entries = turns(15)  # 8,190 tokens: the 15th turn reaches the threshold
+    before = Snapshot(budget=BUDGET, summary=None, entries=tuple(entries))
+    found = replayed(entries)
+    after = found.snapshot
+    assert not found.insufficient
+    # Each clearing saves 460; 8,190 - 9 x 460 = 4,050 > 4,000, so ten go (never the newest three).
+    assert [c.entry_id for c in after.cleared] == [f"r{i}" for i in range(10)]
+    assert (after.cleared[0].tokens_before, after.cleared[0].tokens_after) == (500, 40)
+    assert after.sendable_tokens == before.sendable_tokens - 10 * 460
+    assert after.tokens_before_clearing == before.loaded_tokens
+    assert saved(after) == 4600
     by_id = {e.entry_id: e for e in after.entries}
     assert by_id["r0"].content.startswith("[Result cleared")
-    assert (by_id["r0"].token_count, by_id["r1"].token_count) == (40, 41)
-    assert by_id["r2"].content == "x" * 500
-    assert [e.entry_id for e in after.entries] == [e.entry_id for e in entries]
-    assert [(c.entry_id, c.tool_call_id, c.name, c.tokens_before, c.tokens_after) for c in after.cleared] == [
-        ("r0", "c0", "read_file", 500, 40),
-        ("r1", "c1", "read_file", 500, 41),
-    ]
-    assert after.tokens_before_clearing == before.loaded_tokens
-    assert saved(after) == 460 + 459
-    assert after.loaded_tokens == before.loaded_tokens - saved(after)
+    assert by_id["r10"].content == "x" * 500
+
+
+def test_the_history_then_grows_byte_for_byte_until_the_threshold_again():
+    # Every read of the grown history clears exactly what the first clearing did, until the next
+    # one: the kept turns' bytes never change in between.
+    first = replayed(turns(15)).snapshot
+    for count in range(16, 24):
+        grown = replayed(turns(count)).snapshot
+        assert grown.entries[: len(first.entries)] == first.entries, count
+        assert [c.entry_id for c in grown.cleared] == [c.entry_id for c in first.cleared]
+    # 3,590 + 8 x 546 = 7,958; at 24 turns 8,504 reaches it again: the next chunk goes.
+    later = replayed(turns(24)).snapshot
+    assert len(later.cleared) == 20
+    assert later.entries[:20] == first.entries[:20]
+
+
+def test_clearing_that_frees_too_little_or_not_enough_is_insufficient():
+    # Results of 50 tokens: clearing saves 10 each, never the 2,000 it must free.
+    small = turns(160, tokens=50)
+    found = replayed(small)
+    assert found.insufficient
+    # Clearing 2,000 and more but not under the threshold: insufficient too.
+    entries = turns(15)
+    assert replayed(entries, keep=14).insufficient
+    assert not replayed(entries, keep=3).insufficient
 
 
 def test_a_result_the_placeholder_would_not_shrink_is_kept():
-    entries = thread(3, tokens=50)
-    before = snap(entries, attached_tokens={"r1": 20})
-    after = clear(before, 0, {"r0": 50, "r1": 30, "r2": 29})
-    # r0: 50 >= 50; r1: 30 + 20 attached >= 50; r2: 29 < 50.
-    assert [c.entry_id for c in after.cleared] == ["r2"]
-    assert clear(before, 0, {"r0": 50}) is before
-    assert clear(before, 0, {}) is before
-
-
-def test_a_synthesized_result_is_left_as_it_is():
-    synth = history_pb2.ConversationEntry(role=TOOL, tool_call_id="c0", content="interrupted", token_count=9)
-    entries = [*thread(2), synth]
-    after = clear(snap(entries), 0, {"r0": 5, "r1": 5})
-    assert after.entries[-1] is synth
+    entries = turns(15)
+    placeholders = {**PLACEHOLDERS, "r0": 500, "r1": 600}
+    found = replayed(entries, placeholders=placeholders)
+    ids = [c.entry_id for c in found.snapshot.cleared]
+    assert ids[:2] == ["r2", "r3"] and "r0" not in ids and "r1" not in ids
+    attached = Snapshot(budget=BUDGET, summary=None, entries=tuple(entries), attached_tokens={"r2": 470})
+    # r2: 40 + 470 attached >= 500: not cleared.
+    assert "r2" not in [c.entry_id for c in replay(attached, 3, PLACEHOLDERS).snapshot.cleared]
 
 
 def test_a_full_load_after_clearing_reports_the_cleared_results():
-    entries = thread(4)
-    cleared = clear(snap(entries), 1, {"r0": 40, "r1": 40, "r2": 40})
+    entries = turns(15)
+    cleared = replayed(entries).snapshot
     loaded = full(cleared)
     report = loaded.report
     assert report.decision == history_pb2.HISTORY_DECISION_CLEARED
-    assert [c.entry_id for c in report.cleared_tool_results] == ["r0", "r1", "r2"]
-    assert report.cleared_tokens_saved == 3 * 460
-    assert report.tokens_before == snap(entries).loaded_tokens
+    assert [c.entry_id for c in report.cleared_tool_results] == [f"r{i}" for i in range(10)]
+    assert report.cleared_tokens_saved == 10 * 460
+    assert report.tokens_before == Snapshot(budget=BUDGET, summary=None, entries=tuple(entries)).loaded_tokens
     assert report.tokens_after == cleared.sendable_tokens
-    assert report.entries_kept == report.entries_loaded == 9
+    assert report.entries_kept == report.entries_loaded == 60
     assert report.entries_dropped == 0
     assert loaded.messages[2].content.startswith("[Result cleared")
     assert full(snap(entries)).report.decision == history_pb2.HISTORY_DECISION_FULL
@@ -161,6 +210,7 @@ def test_a_load_report_carries_budget_summary_repairs_and_orphans():
     )
     report = report_for(snapshot, history_pb2.HISTORY_DECISION_FULL, history_pb2.SUMMARY_USE_REUSED, "x")
     assert (report.budget_tokens, report.threshold_tokens, report.summary_target_tokens) == (1000, 800, 100)
+    assert report.low_water_tokens == 300
     assert report.entries_loaded == 3
     assert report.summary_covers_through_entry_id == "e0"
     assert (report.summarizer, report.tokenizer, report.token_counts_exact, report.model_known) == (

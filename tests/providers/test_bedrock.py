@@ -145,8 +145,10 @@ def bedrock_strict(body: dict[str, Any]) -> None:
     check.done()
 
 
-def rendered(req: chat_pb2.ChatRequest) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    out = render(BEDROCK, req)
+def rendered(
+    req: chat_pb2.ChatRequest, options: provider_service_pb2.RenderOptions | None = None
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    out = render(BEDROCK, req, options)
     body = json.loads(out.body_json)
     bedrock_strict(body)
     check_types(body, req.model)
@@ -181,20 +183,49 @@ def test_the_validators_can_fail() -> None:
         check_types({"messages": [{"role": "user", "content": [{"text": "hi", "cache": 1}]}]}, MODEL)
 
 
-def test_cache_points_at_the_boundary_and_after_the_tools() -> None:
-    body, notices = rendered(_bedrock_case("tools_auto"))
+CACHE_POINT = {"cachePoint": {"type": "default"}}
+
+
+def test_cache_points_at_the_boundary_after_the_tools_and_on_the_conversation() -> None:
+    # Every prefix is long enough at 10 characters: all four checkpoints are placed.
+    body, notices = rendered(_bedrock_case("tool_round_trip"), P.RenderOptions(anthropic_min_cache_chars=10))
     system = body["system"]
     assert "text" in system[0]
-    assert system[1] == {"cachePoint": {"type": "default"}}
+    assert system[1] == CACHE_POINT
     assert "cachePoint" not in json.dumps(system[2:])
-    assert body["toolConfig"]["tools"][-1] == {"cachePoint": {"type": "default"}}
-    assert body["toolConfig"]["toolChoice"] == {"auto": {}}
-    assert out_breakpoints("tools_auto") == 2
+    assert body["toolConfig"]["tools"][-1] == CACHE_POINT
+    marked = [
+        (i, m["content"].index(CACHE_POINT))
+        for i, m in enumerate(body["messages"])
+        if CACHE_POINT in m["content"]
+    ]
+    # The last block of the newest user turn, before the runtime context, and of the user turn
+    # before the newest assistant message (the previous round's newest anchor).
+    last = len(body["messages"]) - 1
+    assert [i for i, _ in marked] == [last - 2, last]
+    assert body["messages"][last]["content"][marked[-1][1] + 1]["text"].startswith("<runtime-context>")
+    assert (
+        render(
+            BEDROCK, _bedrock_case("tool_round_trip"), P.RenderOptions(anthropic_min_cache_chars=10)
+        ).cache_breakpoints
+        == 4
+    )
     assert notices == []
 
 
-def out_breakpoints(case: str) -> int:
-    return render(BEDROCK, _bedrock_case(case)).cache_breakpoints
+def test_no_cache_point_where_the_prefix_is_under_the_models_minimum() -> None:
+    # claude-sonnet-4-5 caches from 1,024 tokens: the tools alone do not reach it, the tools and
+    # the stable prompt do (and so does the conversation after them).
+    body, _ = rendered(_bedrock_case("tools_auto"))
+    assert body["system"][1] == CACHE_POINT
+    assert CACHE_POINT not in body["toolConfig"]["tools"]
+    assert body["messages"][-1]["content"][1] == CACHE_POINT
+    assert body["toolConfig"]["toolChoice"] == {"auto": {}}
+    assert render(BEDROCK, _bedrock_case("tools_auto")).cache_breakpoints == 2
+    # Without the compiled prompt nothing reaches it: no checkpoint at all.
+    bare = _bedrock_case("tools_auto")
+    bare.ClearField("compiled_prompt")
+    assert render(BEDROCK, bare).cache_breakpoints == 0
 
 
 def test_tool_use_and_results_with_media_and_an_error_mark() -> None:
@@ -267,7 +298,7 @@ def test_tool_choice_none_and_history_tools() -> None:
     del req.tools[:]
     req.ClearField("tool_choice")
     body, notices = rendered(req)
-    assert [t["toolSpec"]["name"] for t in body["toolConfig"]["tools"][:-1]] == ["get_weather", "list_files"]
+    assert [t["toolSpec"]["name"] for t in body["toolConfig"]["tools"]] == ["get_weather", "list_files"]
     assert "toolChoice" not in body["toolConfig"]
     assert ("tools_declared_for_history", "chat_request.tools") in notices
 

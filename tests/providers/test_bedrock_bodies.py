@@ -16,6 +16,7 @@ from google.protobuf import json_format
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.providers import render
 from pioneer_grpc.providers.apis.bedrock import path_for, registry_model
+from pioneer_grpc.providers.common import RUNTIME_CLOSE, RUNTIME_OPEN
 from pioneer_grpc.providers.conversation import Notice
 from pioneer_grpc.providers.prefix import render_prefix
 from pioneer_grpc.providers.render import render_after
@@ -85,26 +86,46 @@ def test_the_registry_name_is_the_model_id_without_profile_and_vendor(model: str
 
 
 def test_the_system_halves_in_order_with_the_cache_point_between() -> None:
-    body, _, breakpoints = _body(build("plain_compiled", provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES))
+    request = build("plain_compiled", provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES)
+    body, _, breakpoints = _body(request)
+    # The summary (an opening system message) stays before the conversation; the dynamic half ends
+    # the newest user turn, after its checkpoint.
+    assert body["system"] == [
+        {"text": stable_text()},
+        CACHE_POINT,
+        {"text": "Summary of earlier conversation:\nThe user plans a trip."},
+    ]
+    last = body["messages"][-1]["content"]
+    assert last[-2] == CACHE_POINT
+    assert last[-1] == {"text": f"{RUNTIME_OPEN}{dynamic_text()}{RUNTIME_CLOSE}"}
+    assert body["inferenceConfig"] == {"maxTokens": 1024, "temperature": pytest.approx(0.2)}
+    assert breakpoints == 3  # the stable half and both conversation anchors
+    before = provider_service_pb2.RenderOptions(
+        dynamic_context_placement=chat_pb2.DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION
+    )
+    body, _, breakpoints = _body(request, before)
     assert body["system"] == [
         {"text": stable_text()},
         CACHE_POINT,
         # The leading system message joins the dynamic half.
         {"text": dynamic_text() + "\n\nSummary of earlier conversation:\nThe user plans a trip."},
     ]
-    assert body["inferenceConfig"] == {"maxTokens": 1024, "temperature": pytest.approx(0.2)}
-    assert breakpoints == 1
+    assert "runtime-context" not in json.dumps(body["messages"])
 
 
-def test_the_callers_count_decides_the_cache_point_over_the_length() -> None:
+def test_the_models_minimum_in_tokens_decides_the_cache_points() -> None:
+    # The compiled prompt of plain_compiled is over 1,024 tokens (claude-sonnet-4-6) and under
+    # 4,096 (claude-haiku-4-5): a checkpoint after it for the one, none anywhere for the other.
     request = build("plain_compiled", provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES)
-    body, _, breakpoints = _body(request, anthropic_stable_cacheable=False)
+    request.model = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+    body, _, breakpoints = _body(request)
     assert CACHE_POINT not in body["system"]
+    assert "cachePoint" not in json.dumps(body["messages"])
     assert breakpoints == 0
-    short = build("short_stable", provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES)
-    body, _, breakpoints = _body(short, anthropic_stable_cacheable=True)
+    request.model = "us.anthropic.claude-sonnet-4-6"
+    body, _, breakpoints = _body(request)
     assert body["system"][1] == CACHE_POINT
-    assert breakpoints == 1
+    assert breakpoints == 3  # the stable half and both conversation anchors
 
 
 def test_a_stable_half_of_exactly_the_minimum_length_gets_the_cache_point() -> None:

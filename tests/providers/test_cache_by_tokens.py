@@ -1,16 +1,21 @@
-"""Anthropic's stable breakpoint is placed by the model's cache minimum in tokens (the model registry)."""
+"""Anthropic's breakpoints are placed by the model's cache minimum in tokens (the model registry),
+the same way by the server and by `pioneer-grpc render`."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-from google.protobuf import struct_pb2
+from google.protobuf import json_format, struct_pb2
 
 from pioneer_grpc.compiler.compile import compile_prompt
 from pioneer_grpc.compiler.seed import ensure_bootstrap_files
 from pioneer_grpc.history.tokens import count_blocking
-from pioneer_grpc.service.cache_fit import _tools_text
+from pioneer_grpc.providers import cache_points, render_body
 from pioneer_grpc.v1 import chat_pb2, prompt_pb2, provider_service_pb2
 from tests.conftest import ServerHandle
 
@@ -80,7 +85,11 @@ def test_the_default_prompt_with_tools_is_between_the_two_minimums(tmp_path: Pat
     request = _request(tmp_path, "claude-sonnet-4-5")
     stable = request.compiled_prompt.stable_system_text
     assert len(stable) < 4_096  # the character rule would place no breakpoint
-    tokens = sum(count_blocking([stable, _tools_text(request)], "claude_estimate"))
+    body, _ = render_body(P.PROVIDER_ANTHROPIC_MESSAGES, request)
+    tools = [
+        cache_points.json_text({k: v for k, v in t.items() if k != "cache_control"}) for t in body["tools"]
+    ]
+    tokens = sum(count_blocking([stable, *tools], "claude_estimate"))
     assert 1_024 <= tokens < 4_096
 
 
@@ -106,5 +115,31 @@ async def test_the_callers_character_minimum_still_wins(server: ServerHandle, tm
 async def test_a_model_without_a_published_minimum_keeps_the_character_rule(
     server: ServerHandle, tmp_path: Path
 ):
-    # claude-opus-5 has no cache_min_tokens in the registry; the stable block is under 4,096 characters.
-    assert "cache_control" not in (await _system(server, _request(tmp_path, "claude-opus-5")))[0]
+    # claude-opus-5 has no cache_min_tokens in the registry: 4,096 characters of the prefix, which
+    # the stable block alone does not hold and the tools before it with it do.
+    assert "cache_control" not in (await _system(server, _request(tmp_path, "claude-opus-5", tools=False)))[0]
+    assert "cache_control" in (await _system(server, _request(tmp_path, "claude-opus-5")))[0]
+
+
+async def test_the_cli_prints_the_body_the_server_renders(server: ServerHandle, tmp_path: Path):
+    # One decision: the stable prompt of about 4,250 characters with the tools gets the same
+    # breakpoints from `pioneer-grpc render` as from RenderChatRequest (they disagreed once).
+    request = _request(tmp_path, "claude-sonnet-4-5")
+    request.compiled_prompt.stable_system_text += "\n" + "x" * (
+        4_250 - len(request.compiled_prompt.stable_system_text)
+    )
+    path = tmp_path / "request.json"
+    path.write_text(json_format.MessageToJson(request))
+    cli = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "pioneer_grpc.cli", "render", "--provider", "anthropic", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PIONEER_CONFIG": ""},
+    )
+    client = await server.client()
+    reply = await client.render_chat_request(provider=P.PROVIDER_ANTHROPIC_MESSAGES, chat_request=request)
+    assert cli.stdout.rstrip("\n") == reply.body_json
+    assert f"(cache breakpoints: {reply.cache_breakpoints})" in cli.stderr
+    assert reply.cache_breakpoints == 2

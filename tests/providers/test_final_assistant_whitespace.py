@@ -110,7 +110,12 @@ def test_an_earlier_assistant_message_and_a_final_user_message_keep_their_whites
     out = render(provider, request)
     body = _checked(provider, out.body_json)
     assert body["messages"][1]["content"] == _text(provider, "Sunny. ")
-    assert body["messages"][2]["content"] == _text(provider, "And Porto?  ")
+    # A user turn is a list of blocks on both (Anthropic's breakpoints move without reshaping it).
+    assert (
+        body["messages"][2]["content"] == [{"text": "And Porto?  "}]
+        if provider == BEDROCK
+        else [{"type": "text", "text": "And Porto?  "}]
+    )
     assert out.notices == ()
 
 

@@ -180,6 +180,8 @@ def _message_differences(session: Session, text: str) -> list[str]:
     spec, request = SPECS[session.provider], session.request
     fields: list[str] = []
     started = False
+    last = [m.role for m in request.messages if m.role != chat_pb2.CHAT_ROLE_SYSTEM][-1:]
+    ends_with_user = last in ([chat_pb2.CHAT_ROLE_USER], [chat_pb2.CHAT_ROLE_TOOL])
     for i, message in enumerate(request.messages):
         where = f"chat_request.messages[{i}]"
         words = message.content.split()
@@ -197,7 +199,9 @@ def _message_differences(session: Session, text: str) -> list[str]:
         if message.is_error and not spec.tool_result_error:
             fields.append(f"{where}.is_error")
         if message.role == chat_pb2.CHAT_ROLE_SYSTEM:
-            merged = not started and request.HasField("compiled_prompt")
+            # The dynamic half goes after a conversation that ends with the user's turn; else it
+            # goes before it, and the opening system text joins it.
+            merged = not started and request.HasField("compiled_prompt") and not ends_with_user
             if merged or (started and spec.system_apart):
                 fields.append(where)  # merged into the compiled prompt, or moved apart
         started = started or message.role != chat_pb2.CHAT_ROLE_SYSTEM

@@ -184,7 +184,7 @@ def test_a_cap_without_a_pattern_says_any() -> None:
 
 def test_anthropic_says_which_participant_name_was_not_sent() -> None:
     body, notices = sent(ANTHROPIC, request(ANTHROPIC, messages=[{**USER, "name": "ana"}]))
-    assert body["messages"] == [{"role": "user", "content": "Weather in Lisbon?"}]
+    assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "Weather in Lisbon?"}]}]
     assert notices == [
         (
             "participant_name_dropped",
@@ -327,7 +327,9 @@ def test_anthropic_leaves_a_final_user_message_and_a_trimmed_assistant_message_a
     body, notices = sent(
         ANTHROPIC, request(ANTHROPIC, messages=[{**USER, "content": "Weather in Lisbon?  "}])
     )
-    assert body["messages"] == [{"role": "user", "content": "Weather in Lisbon?  "}]
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Weather in Lisbon?  "}]}
+    ]
     assert notices == []
     messages = [USER, {"role": "CHAT_ROLE_ASSISTANT", "content": "The forecast:"}]
     body, notices = sent(ANTHROPIC, request(ANTHROPIC, messages=messages))

@@ -1,5 +1,5 @@
 """render_after takes every argument render takes, whether it renders after the prefix or the whole
-conversation: options, the caller's field paths, the registry, the caller's cache answer, capped parts."""
+conversation: options, the caller's field paths, the registry, capped parts."""
 
 from __future__ import annotations
 
@@ -64,16 +64,25 @@ def test_render_options_reach_the_body(tail: str) -> None:
 
 
 @pytest.mark.parametrize("tail", list(TAILS))
-def test_the_callers_cache_answer_decides_the_anthropic_breakpoints(tail: str) -> None:
+def test_the_cache_minimum_decides_the_anthropic_breakpoints(tail: str) -> None:
     bodies = {}
-    for cacheable in (True, False):
-        after, scratch = after_and_scratch(
-            ANTHROPIC, TAILS[tail], COMPILED, anthropic_stable_cacheable=cacheable
-        )
+    for chars in (0, 10**9):
+        options = P.RenderOptions(anthropic_min_cache_chars=chars)
+        after, scratch = after_and_scratch(ANTHROPIC, TAILS[tail], COMPILED, options=options)
         assert after == scratch
         assert isinstance(after, RenderedRequest)
-        bodies[cacheable] = after
-    assert bodies[True].cache_breakpoints == bodies[False].cache_breakpoints + 1
+        bodies[chars] = after
+    assert bodies[0].cache_breakpoints == 4
+    assert bodies[10**9].cache_breakpoints == 0
+
+
+@pytest.mark.parametrize("provider", [OPENAI, ANTHROPIC])
+@pytest.mark.parametrize("tail", list(TAILS))
+def test_the_dynamic_placement_reaches_the_body(provider: int, tail: str) -> None:
+    for placement in (1, 2):
+        options = P.RenderOptions(dynamic_context_placement=placement)  # type: ignore[arg-type]
+        after, scratch = after_and_scratch(provider, TAILS[tail], COMPILED, options=options)
+        assert after == scratch
 
 
 @pytest.mark.parametrize("tail", list(TAILS))

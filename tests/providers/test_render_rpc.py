@@ -48,7 +48,7 @@ async def test_renders_what_the_core_renders(server: ServerHandle, provider_name
     assert response.path == expected.path
     assert response.cache_breakpoints == expected.cache_breakpoints
     if provider == P.PROVIDER_ANTHROPIC_MESSAGES:
-        assert response.cache_breakpoints == 2
+        assert response.cache_breakpoints == 4  # the tools, the stable block, two on the conversation
 
 
 async def test_default_options_when_unset(server: ServerHandle) -> None:

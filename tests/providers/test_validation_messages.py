@@ -55,6 +55,18 @@ def test_options_are_resolved_field_by_field() -> None:
         Options(),
         [FieldViolation("options.anthropic_min_cache_chars", "must not be negative")],
     )
+    before = P.RenderOptions(
+        dynamic_context_placement=chat_pb2.DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION,
+        prompt_cache_thread_id="thr-1",
+    )
+    assert resolve_options(before) == (Options(dynamic_after=False, cache_thread_id="thr-1"), [])
+    after = P.RenderOptions(dynamic_context_placement=chat_pb2.DYNAMIC_CONTEXT_PLACEMENT_AFTER_CONVERSATION)
+    assert resolve_options(after) == (Options(), [])
+    unknown = P.RenderOptions(dynamic_context_placement=7)  # type: ignore[arg-type]
+    assert resolve_options(unknown) == (
+        Options(),
+        [FieldViolation("options.dynamic_context_placement", "unknown placement 7")],
+    )
 
 
 def test_prepare_names_option_fields_under_options() -> None:
@@ -270,10 +282,20 @@ def test_anthropic_thinking_budget_bounds() -> None:
 # --- the caller's opening system text and the compiled prompt ----------------------------------
 
 
+def test_opening_system_text_stays_apart_from_a_dynamic_half_after_the_conversation() -> None:
+    messages = [{"role": "CHAT_ROLE_SYSTEM", "content": "Answer in Celsius."}, USER]
+    compiled = {"stableSystemText": "You are Pioneer.", "dynamicSystemText": "Local time: 10:00."}
+    prepared = prepare(CHAT, request(CHAT, messages=messages, compiledPrompt=compiled))
+    assert (prepared.dynamic, prepared.runtime) == ("", "Local time: 10:00.")
+    assert prepared.leading_system == ("Answer in Celsius.",)
+    assert prepared.notices == ()
+
+
 def test_opening_system_text_joins_a_compiled_prompt_with_a_stable_half_only() -> None:
     messages = [{"role": "CHAT_ROLE_SYSTEM", "content": "Answer in Celsius."}, USER]
     req = request(CHAT, messages=messages, compiledPrompt={"stableSystemText": "You are Pioneer."})
-    prepared = prepare(CHAT, req)
+    before = P.RenderOptions(dynamic_context_placement=chat_pb2.DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION)
+    prepared = prepare(CHAT, req, before)
     assert prepared.dynamic == "Answer in Celsius."
     assert prepared.leading_system == ()
     assert [(n.code, n.message, n.field) for n in prepared.notices] == [

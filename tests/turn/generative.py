@@ -399,12 +399,18 @@ class Conversation:
         each round (providers/prefix.py): this is what it must come to.
         """
         name = PROVIDERS[provider]
+        # As PrepareTurn renders a round: OpenAI's prompt_cache_key from the thread's id.
+        render_options = provider_service_pb2.RenderOptions()
+        if options.get("render_options") is not None:
+            render_options.CopyFrom(options["render_options"])
+        if not render_options.HasField("prompt_cache_thread_id"):
+            render_options.prompt_cache_thread_id = self.thread_id
         try:
             scratch = await self.client.render_chat_request(
                 provider_service_pb2.RenderChatRequestRequest(
                     provider=provider,  # type: ignore[arg-type]
                     chat_request=reply.chat_request,
-                    options=options.get("render_options"),
+                    options=render_options,
                 )
             )
         except RpcFailure as error:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import grpc
@@ -88,7 +89,11 @@ async def test_first_round_returns_request_manifest_and_anthropic_body(server):
     body = json.loads(reply.provider_body_json)
     assert reply.provider_path == "/v1/messages"
     assert body["system"][0]["text"] == chat.compiled_prompt.stable_system_text
-    assert body["messages"] == [{"role": "user", "content": "What's the weather in Oslo?"}]
+    [message] = body["messages"]
+    # The user's text, then the dynamic half as a marked block ending the turn.
+    assert message["content"][0]["text"] == "What's the weather in Oslo?"
+    assert message["content"][1]["text"].startswith("<runtime-context>\n")
+    assert chat.compiled_prompt.dynamic_system_text in message["content"][1]["text"]
     assert MARKER not in reply.provider_body_json
 
 
@@ -125,8 +130,11 @@ async def test_later_rounds_of_a_turn_carry_its_tool_call_and_result(server):
     assert roles == [chat_pb2.CHAT_ROLE_USER, chat_pb2.CHAT_ROLE_ASSISTANT, chat_pb2.CHAT_ROLE_TOOL]
     assert reply.chat_request.messages[1].tool_calls[0].id == "call_1"
     body = json.loads(reply.provider_body_json)
-    assert [m["role"] for m in body["messages"]] == ["system", "system", "user", "assistant", "tool"]
-    assert body["prompt_cache_key"] == "pioneer-" + reply.manifest.fingerprint_stable[:32]
+    # The stable half, the conversation, then the dynamic half (runtime facts) after it.
+    assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "tool", "system"]
+    assert body["messages"][-1]["content"] == reply.chat_request.compiled_prompt.dynamic_system_text
+    # Every round of the thread gets the same key, whatever its prompt.
+    assert body["prompt_cache_key"] == "pioneer-" + hashlib.sha256(b"thread:t-tools").hexdigest()[:32]
     # The same turn's repeated entry ids are no-ops: three entries, not four.
     assert await c.entry_count("t-tools") == 3
 

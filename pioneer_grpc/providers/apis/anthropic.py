@@ -1,15 +1,16 @@
 """Anthropic Messages (`POST /v1/messages`).
 
-Caching: `system` is a list of text blocks: the stable half, the dynamic half,
-then the text of any system-role messages (hoisted there: the top-level field
-works with every model, system messages inside `messages` are a recent
-addition). Breakpoints (`cache_control: {"type": "ephemeral"}`) go on
-- the last tool definition (tools precede system in the cached prefix), and
-- the stable block, when the prefix up to it meets the model's minimum
-  cacheable size: in tokens, by the model registry, when the caller counted it
-  (service/cache_fit.py); else when it is at least `anthropic_min_cache_chars`
-  long. A breakpoint below the minimum only costs a cache write never read.
-That is at most two of the four breakpoints the API allows.
+Caching (providers/cache_points.py): `system` is a list of text blocks: the
+stable half, then the text of any system-role messages (hoisted there: the
+top-level field works with every model, system messages inside `messages` are a
+recent addition), the dynamic half among them only when it goes before the
+conversation. Otherwise the dynamic half is a marked text block ending the
+newest user turn (common.runtime_block), after the anchor that caches the turn.
+Breakpoints (`cache_control: {"type": "ephemeral"}`, the last key of its block)
+go on the last tool definition, the stable block and two blocks of the
+conversation, each only where the prefix up to it meets the model's minimum:
+at most the four the API allows. User turns are always block lists, so a
+breakpoint moving on adds or removes that key and nothing else.
 
 `max_tokens` is required: an unset value becomes 4,096 (plus the thinking
 budget when extended thinking is on). `temperature` is not sent: the current
@@ -22,10 +23,9 @@ from __future__ import annotations
 import base64
 
 from pioneer_grpc.errors import InvalidArgument
-from pioneer_grpc.providers import provider_rules
+from pioneer_grpc.providers import cache_points, provider_rules
 from pioneer_grpc.providers.common import (
     JSON,
-    MAX_ANTHROPIC_BREAKPOINTS,
     Media,
     Prepared,
     all_text,
@@ -34,6 +34,7 @@ from pioneer_grpc.providers.common import (
     message_text,
     parse_arguments,
     resolve_media,
+    runtime_block,
     system_messages,
 )
 from pioneer_grpc.providers.spec import PLAIN_NAME, ProviderSpec
@@ -77,11 +78,9 @@ def _document(m: Media, field: str) -> JSON:
     return block
 
 
-def _user_content(prepared: Prepared, index: int) -> str | list[JSON]:
+def _user_content(prepared: Prepared, index: int) -> list[JSON]:
     message = prepared.request.messages[index]
     text = message_text(prepared, message)
-    if not message.content_parts:
-        return text
     # Anthropic refuses text blocks without non-whitespace text.
     blocks: list[JSON] = [{"type": "text", "text": text}] if text.strip() else []
     for j, part in enumerate(message.content_parts):
@@ -176,40 +175,82 @@ def _tool_choice(prepared: Prepared) -> JSON | None:
     return choice
 
 
+def _block_text(block: JSON) -> str:
+    """What a content block costs, as cache_points counts it (images and documents: nothing)."""
+    kind = block.get("type")
+    if kind == "tool_use":
+        return f"{block['name']}{cache_points.json_text(block['input'])}"
+    if kind == "tool_result":
+        content = block.get("content", "")
+        if isinstance(content, str):
+            return content
+        return "".join(_block_text(inner) for inner in content)
+    text = block.get("text", "")
+    return text if isinstance(text, str) else ""
+
+
+def _takes_breakpoint(block: JSON) -> bool:
+    return block.get("type") in {"text", "image", "document", "tool_use", "tool_result"}
+
+
+def _marked(content: list[JSON], index: int) -> list[JSON]:
+    out = list(content)
+    out[index] = {**content[index], "cache_control": dict(EPHEMERAL)}
+    return out
+
+
+LAYOUT = cache_points.Layout(_block_text, _takes_breakpoint, _marked)
+
+
+def _with_runtime(messages: list[JSON], text: str) -> None:
+    """The runtime context as a text block ending the newest user turn (after its tool results,
+    where Anthropic wants text): a copy of that message, which a kept prefix may share."""
+    last = messages[-1]
+    messages[-1] = {**last, "content": [*last["content"], {"type": "text", "text": text}]}
+
+
+def _tools(prepared: Prepared) -> list[JSON]:
+    tools: list[JSON] = []
+    for tool in prepared.tools:
+        item: JSON = {"name": tool.name}
+        if tool.description:
+            item["description"] = tool.description
+        item["input_schema"] = tool.schema
+        tools.append(item)
+    return tools
+
+
 def render(prepared: Prepared) -> tuple[JSON, int]:
     request = prepared.request
     budget, max_tokens = anthropic_thinking(request)
-    breakpoints = 0
     body: JSON = {"model": request.model, "max_tokens": max_tokens}
 
-    system: list[JSON] = []
-    if prepared.stable:
-        stable: JSON = {"type": "text", "text": prepared.stable}
-        cacheable = prepared.options.anthropic_stable_cacheable
-        if cacheable is None:
-            cacheable = len(prepared.stable) >= prepared.options.anthropic_min_cache_chars
-        if cacheable:
-            stable["cache_control"] = dict(EPHEMERAL)
-            breakpoints += 1
-        system.append(stable)
-    if prepared.dynamic:
-        system.append({"type": "text", "text": prepared.dynamic})
-    system.extend({"type": "text", "text": text} for text in prepared.leading_system if text)
-    system.extend({"type": "text", "text": text} for text in system_messages(prepared))
+    texts = [prepared.stable, prepared.dynamic, *prepared.leading_system, *system_messages(prepared)]
+    system: list[JSON] = [{"type": "text", "text": text} for text in texts if text]
+    messages = _messages(prepared)
+    tools = _tools(prepared)
+    cache_tools, cache_stable, breakpoints = cache_points.place(
+        prepared.cache_minimum,
+        LAYOUT,
+        [cache_points.json_text(tool) for tool in tools],
+        [block["text"] for block in system],
+        0 if prepared.stable else None,
+        messages,
+    )
+    if cache_stable:
+        system[0]["cache_control"] = dict(EPHEMERAL)
+        breakpoints += 1
+    runtime = runtime_block(prepared)
+    if runtime:
+        _with_runtime(messages, runtime)
     if system:
         body["system"] = system
-    body["messages"] = _messages(prepared)
+    body["messages"] = messages
 
-    if prepared.tools:
-        tools: list[JSON] = []
-        for tool in prepared.tools:
-            item: JSON = {"name": tool.name}
-            if tool.description:
-                item["description"] = tool.description
-            item["input_schema"] = tool.schema
-            tools.append(item)
-        tools[-1]["cache_control"] = dict(EPHEMERAL)
-        breakpoints += 1
+    if tools:
+        if cache_tools:
+            tools[-1]["cache_control"] = dict(EPHEMERAL)
+            breakpoints += 1
         body["tools"] = tools
     choice = _tool_choice(prepared)
     if choice is not None:
@@ -218,7 +259,7 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
         body["thinking"] = {"type": "disabled"}
     elif budget is not None:
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
-    assert breakpoints <= MAX_ANTHROPIC_BREAKPOINTS
+    assert breakpoints <= cache_points.MAX_BREAKPOINTS
     return body, breakpoints
 
 

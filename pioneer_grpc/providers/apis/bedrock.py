@@ -1,10 +1,13 @@
 """Amazon Bedrock Converse (`POST /model/{modelId}/converse`): its spec, rules and renderer.
 
 The model is in the path (URL-encoded: an ARN holds `:` and `/`), never in the body.
-Caching: `system` holds the stable half, a `cachePoint` block when the stable text
-is worth caching (as for Anthropic: `anthropic_min_cache_chars`, or the caller's
-count), then the dynamic half and any system text; the tool list ends with a
-`cachePoint` too. That is at most two of the four cache checkpoints Converse allows.
+Caching (providers/cache_points.py, as for Anthropic): `system` holds the stable
+half, then any system text (the dynamic half among it only when it goes before the
+conversation; otherwise it is a marked text block ending the newest user turn). A
+`cachePoint` block follows the last tool, the stable text and two blocks of the
+conversation, each only where the prefix up to it meets the model's minimum: at
+most the four checkpoints Converse allows, each a block of its own, so placing or
+moving one changes no other byte.
 
 Messages alternate between user and assistant: tool results are `toolResult`
 blocks of a user message (with `status: error` for a result marked as an error,
@@ -28,7 +31,7 @@ from typing import Any
 from urllib.parse import quote
 
 from pioneer_grpc.errors import InvalidArgument
-from pioneer_grpc.providers import provider_rules
+from pioneer_grpc.providers import cache_points, provider_rules
 from pioneer_grpc.providers.common import (
     JSON,
     Media,
@@ -39,6 +42,7 @@ from pioneer_grpc.providers.common import (
     parse_arguments,
     prompt_halves,
     resolve_media,
+    runtime_block,
     system_messages,
 )
 from pioneer_grpc.providers.conversation import Notice
@@ -257,7 +261,6 @@ def _tool_config(prepared: Prepared, messages: list[JSON]) -> JSON | None:
             spec["description"] = tool.description
         spec["inputSchema"] = {"json": tool.schema}
         tools.append({"toolSpec": spec})
-    tools.append(dict(CACHE_POINT))
     config: JSON = {"tools": tools}
     if mode == chat_pb2.TOOL_CHOICE_MODE_AUTO:
         config["toolChoice"] = {"auto": {}}
@@ -268,24 +271,53 @@ def _tool_config(prepared: Prepared, messages: list[JSON]) -> JSON | None:
     return config
 
 
+def _block_text(block: JSON) -> str:
+    """What a content block costs, as cache_points counts it (images and documents: nothing)."""
+    if "toolUse" in block:
+        use = block["toolUse"]
+        return f"{use['name']}{cache_points.json_text(use['input'])}"
+    if "toolResult" in block:
+        return "".join(_block_text(inner) for inner in block["toolResult"]["content"])
+    text = block.get("text", "")
+    return text if isinstance(text, str) else ""
+
+
+def _takes_breakpoint(block: JSON) -> bool:
+    return not block.keys().isdisjoint({"text", "image", "document", "toolUse", "toolResult"})
+
+
+def _marked(content: list[JSON], index: int) -> list[JSON]:
+    return [*content[: index + 1], dict(CACHE_POINT), *content[index + 1 :]]
+
+
+LAYOUT = cache_points.Layout(_block_text, _takes_breakpoint, _marked)
+
+
 def render(prepared: Prepared) -> tuple[JSON, int]:
     request = prepared.request
-    breakpoints = 0
     body: JSON = {}
-    system: list[JSON] = []
-    halves = prompt_halves(prepared)
-    if prepared.stable:
-        system.append({"text": halves.pop(0)})
-        cacheable = prepared.options.anthropic_stable_cacheable
-        if cacheable is None:
-            cacheable = len(prepared.stable) >= prepared.options.anthropic_min_cache_chars
-        if cacheable:
-            system.append(dict(CACHE_POINT))
-            breakpoints += 1
-    system.extend({"text": text} for text in [*halves, *system_messages(prepared)])
+    texts = [*prompt_halves(prepared), *system_messages(prepared)]
+    messages = _messages(prepared)
+    config = _tool_config(prepared, messages)
+    tools = config["tools"] if config is not None else []
+    cache_tools, cache_stable, breakpoints = cache_points.place(
+        prepared.cache_minimum,
+        LAYOUT,
+        [cache_points.json_text(tool) for tool in tools],
+        texts,
+        0 if prepared.stable else None,
+        messages,
+    )
+    system: list[JSON] = [{"text": text} for text in texts]
+    if cache_stable:
+        system.insert(1, dict(CACHE_POINT))
+        breakpoints += 1
     if system:
         body["system"] = system
-    messages = _messages(prepared)
+    runtime = runtime_block(prepared)
+    if runtime:
+        last = messages[-1]
+        messages[-1] = {**last, "content": [*last["content"], {"text": runtime}]}
     body["messages"] = messages
     inference: JSON = {}
     if request.HasField("max_tokens"):
@@ -294,10 +326,12 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
         inference["temperature"] = request.temperature
     if inference:
         body["inferenceConfig"] = inference
-    config = _tool_config(prepared, messages)
     if config is not None:
+        if cache_tools:
+            tools.append(dict(CACHE_POINT))
+            breakpoints += 1
         body["toolConfig"] = config
-        breakpoints += 1
+    assert breakpoints <= cache_points.MAX_BREAKPOINTS
     return body, breakpoints
 
 

@@ -1,8 +1,14 @@
 """Gemini generateContent (`POST /v1beta/models/{model}:generateContent`).
 
-The model is in the path, never in the body. Caching: `systemInstruction` has
-two text parts, stable then dynamic (then any system-role messages), so the
-stable text is an exact prefix for Gemini's implicit caching. Tool schemas go
+The model is in the path, never in the body. Caching: Gemini 2.5 and later
+cache implicitly, reading the longest prefix a recent request shared (at least
+2,048 tokens on 2.5 Flash and Pro); nothing in the body asks for it.
+`systemInstruction` holds the stable half first (then any system-role
+messages), an exact prefix; the dynamic half is a marked user content after the
+conversation (its own content: Gemini takes a function response turn only with
+function responses in it), or the second part of `systemInstruction` when it
+goes before the conversation. docs/providers.md says what explicit
+`cachedContents` would add. Tool schemas go
 in `parametersJsonSchema`, which takes JSON schema as is (`parameters` takes
 only an OpenAPI subset). Tool results are `functionResponse` parts with
 `{"output": text}`, the documented key for a function's output; results of
@@ -25,6 +31,7 @@ from pioneer_grpc.providers.common import (
     parse_arguments,
     prompt_halves,
     resolve_media,
+    runtime_block,
     system_messages,
     thinking_budget,
     tool_name_for_call,
@@ -139,7 +146,11 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
     system = [*prompt_halves(prepared), *system_messages(prepared)]
     if system:
         body["systemInstruction"] = {"parts": [{"text": text} for text in system]}
-    body["contents"] = _contents(prepared)
+    contents = _contents(prepared)
+    runtime = runtime_block(prepared)
+    if runtime:
+        contents.append({"role": "user", "parts": [{"text": runtime}]})
+    body["contents"] = contents
     if prepared.tools:
         declarations: list[JSON] = []
         for tool in prepared.tools:

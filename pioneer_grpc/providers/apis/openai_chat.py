@@ -1,10 +1,14 @@
 """OpenAI Chat Completions (`POST /v1/chat/completions`).
 
-Caching: the compiled prompt goes out as two system messages, stable first, so
-the stable one is a byte-identical prefix across rounds; `prompt_cache_key`
-(prefix + stable fingerprint) routes rounds sharing that prefix to the same
-cache. Two messages rather than one message with two parts, because how parts
-are joined is not documented while message boundaries are.
+Caching (automatic prefix caching: prompts of 1,024 tokens and more, read in
+steps of 128): the stable half is the first system message, a byte-identical
+prefix across rounds; the dynamic half is a system message after the
+conversation (or right after the stable one when it goes before the
+conversation), so a changed runtime fact re-sends only itself.
+`prompt_cache_key` (prefix + a digest of the thread, else of the stable text)
+routes a thread's rounds to the same cache. Messages rather than one message
+with parts, because how parts are joined is not documented while message
+boundaries are.
 """
 
 from __future__ import annotations
@@ -72,6 +76,8 @@ def _messages(prepared: Prepared) -> list[JSON]:
     if prepared.prefix is not None:
         out.extend(prepared.prefix.rendered)
     out.extend(rendered_messages(prepared))
+    if prepared.runtime:
+        out.append({"role": "system", "content": prepared.runtime})
     return out
 
 

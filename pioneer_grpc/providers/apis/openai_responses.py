@@ -1,9 +1,11 @@
 """OpenAI Responses (`POST /v1/responses`).
 
-Caching: the compiled prompt is the first input items, one system message per
-half, stable first. `instructions` is not used: the two halves must stay two
-separately framed items so the stable one is an exact prefix. `prompt_cache_key`
-is prefix + stable fingerprint, as for Chat Completions.
+Caching, as for Chat Completions: the stable half is the first input item, a
+system message; the dynamic half is a system message after the conversation (or
+right after the stable one when it goes before it). `instructions` is not used:
+the halves must stay separately framed items so the stable one is an exact
+prefix. `prompt_cache_key` is prefix + a digest of the thread, else of the
+stable text, as for Chat Completions.
 
 Function tools are sent with `"strict": false`: the field is required and strict
 mode would reject ordinary schemas (it needs every property required and
@@ -71,6 +73,8 @@ def _input(prepared: Prepared) -> list[JSON]:
     if prepared.prefix is not None:
         items.extend(prepared.prefix.rendered)
     items.extend(rendered_items(prepared))
+    if prepared.runtime:
+        items.append({"role": "system", "content": prepared.runtime})
     return items
 
 

@@ -1286,6 +1286,53 @@ impl ReasoningEffort {
         }
     }
 }
+/// DynamicContextPlacement is where a provider body carries the compiled
+/// prompt's dynamic half (runtime facts: the date and time, retry instructions,
+/// skills, memory recall). The manifest and the compiled payload list the
+/// sections in the same order either way: stable first, then dynamic.
+#[allow(clippy::all)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum DynamicContextPlacement {
+    /// The server's default: AFTER_CONVERSATION.
+    Unspecified = 0,
+    /// After the conversation, so a changed runtime fact re-sends only itself:
+    /// a trailing system message (OpenAI Chat Completions and Responses), a
+    /// marked runtime-context block at the end of the newest user turn
+    /// (Anthropic, Bedrock), a marked runtime-context user content after the
+    /// conversation (Gemini). A body whose conversation does not end with a user
+    /// turn carries it before the conversation, as BEFORE_CONVERSATION does.
+    AfterConversation = 1,
+    /// Right after the stable half, before the conversation (the placement before
+    /// this option existed): any change to it re-sends the whole conversation.
+    BeforeConversation = 2,
+}
+impl DynamicContextPlacement {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "DYNAMIC_CONTEXT_PLACEMENT_UNSPECIFIED",
+            Self::AfterConversation => "DYNAMIC_CONTEXT_PLACEMENT_AFTER_CONVERSATION",
+            Self::BeforeConversation => "DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "DYNAMIC_CONTEXT_PLACEMENT_UNSPECIFIED" => Some(Self::Unspecified),
+            "DYNAMIC_CONTEXT_PLACEMENT_AFTER_CONVERSATION" => {
+                Some(Self::AfterConversation)
+            }
+            "DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION" => {
+                Some(Self::BeforeConversation)
+            }
+            _ => None,
+        }
+    }
+}
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct EchoRequest {
@@ -1446,6 +1493,27 @@ pub struct ThreadConfig {
     /// clears every older result; at most 1,000.
     #[prost(int32, optional, tag = "6")]
     pub keep_tool_results: ::core::option::Option<i32>,
+    /// Percent of the budget at which a load compacts the history (the
+    /// threshold). Unset means 80 (the seed's policy); 1 to 100.
+    #[prost(int32, optional, tag = "7")]
+    pub compaction_trigger_percent: ::core::option::Option<i32>,
+    /// Percent of the budget a compaction brings the history down to, so that it
+    /// then stays byte-identical (and cached by the provider) for many turns: a
+    /// summary keeps the newest whole turns that fit beside it, a truncation the
+    /// newest whole turns that fit, clearing stops there. Unset means 30; 0 to
+    /// below compaction_trigger_percent (0: a summary alone, as the seed's policy).
+    #[prost(int32, optional, tag = "8")]
+    pub compaction_low_water_percent: ::core::option::Option<i32>,
+    /// Percent of the budget that clearing old tool results must free for it to
+    /// be worth its cache break (Anthropic's clear_at_least); when clearing cannot
+    /// free that much, the history is summarized instead. Unset means 40; 0 to 100.
+    #[prost(int32, optional, tag = "9")]
+    pub clear_at_least_percent: ::core::option::Option<i32>,
+    /// Where provider bodies of this thread's rounds carry the compiled prompt's
+    /// dynamic half. UNSPECIFIED (also what Thread.config shows when it was never
+    /// set) means AFTER_CONVERSATION; a round's RenderOptions may override it.
+    #[prost(enumeration = "DynamicContextPlacement", tag = "10")]
+    pub dynamic_context_placement: i32,
 }
 /// Thread is a conversation.
 #[allow(clippy::all)]
@@ -1579,7 +1647,7 @@ pub struct HistoryDecisionReport {
     /// max_context_tokens - response_reserve_tokens.
     #[prost(int32, tag = "2")]
     pub budget_tokens: i32,
-    /// 80% of the budget.
+    /// Where compaction starts: compaction_trigger_percent of the budget (80%).
     #[prost(int32, tag = "3")]
     pub threshold_tokens: i32,
     /// 10% of the budget: what a summary aims for.
@@ -1626,8 +1694,10 @@ pub struct HistoryDecisionReport {
     /// surrogate as U+FFFD (the message says what, per call).
     /// Compaction:
     /// tool_results_cleared: old tool results were replaced by placeholders.
-    /// clearing_insufficient: clearing left the history over the threshold; it
-    /// was summarized.
+    /// clearing_insufficient: clearing could not free clear_at_least_percent of
+    /// the budget or bring the history under the threshold; it was summarized.
+    /// turn_cap_compacted: 200 completed turns follow the summary; the older ones
+    /// were summarized (or left out: truncate), the newest 100 at most kept.
     /// compression_pending: dry run over the threshold.
     /// summarizer_failed, summary_rejected: no new summary; truncated instead.
     /// summary_lock_timeout: another load kept the thread's compression lock.
@@ -1671,6 +1741,46 @@ pub struct HistoryDecisionReport {
     /// budget then came from the defaults (128,000 / 16,000) and counts are cl100k_base.
     #[prost(bool, tag = "19")]
     pub model_known: bool,
+    /// What a compaction brings the history down to:
+    /// compaction_low_water_percent of the budget.
+    #[prost(int32, tag = "20")]
+    pub low_water_tokens: i32,
+    /// PrepareTurn only: set when this round's body cannot reuse the provider's
+    /// cached prefix of the thread's previous round on this server, and why.
+    /// Unset when it can, on the thread's first round, and after a restart.
+    #[prost(message, optional, tag = "21")]
+    pub prefix_break: ::core::option::Option<PrefixBreak>,
+}
+/// PrefixBreak says where and why a round's provider body stopped being the
+/// previous round's body followed by new messages: the provider's prompt cache
+/// serves nothing after that point. Plain values, so a round's record can keep it.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PrefixBreak {
+    #[prost(enumeration = "PrefixBreakCause", tag = "1")]
+    pub cause: i32,
+    /// SECTION: the id of the first compiled-prompt section that changed (a
+    /// stable one; a dynamic one too when the thread places the dynamic half
+    /// before the conversation).
+    #[prost(string, tag = "2")]
+    pub section_id: ::prost::alloc::string::String,
+    /// SUMMARY, CLEARING, TURN_CAP, TRUNCATION, HISTORY: the first entry of the
+    /// previous round's history that this round sends differently or not at all
+    /// (empty when that is the summary).
+    #[prost(string, tag = "3")]
+    pub entry_id: ::prost::alloc::string::String,
+    /// Tokens of history (in the report's tokenizer) the provider cached and
+    /// cannot serve this round: the previous round's history from the break on;
+    /// for a break before the history (a section, the tools, the model, the
+    /// rendering), this round's whole history. The system prompt and the tool
+    /// definitions are not counted.
+    #[prost(int32, tag = "4")]
+    pub tokens_invalidated: i32,
+    /// Tokens of the previous round's history before the break, which the
+    /// provider can still serve from its cache (0 when the break is before the
+    /// history: a section, the tools, the model).
+    #[prost(int32, tag = "5")]
+    pub tokens_kept: i32,
 }
 /// ClearedToolResult is one tool result whose content a load replaced by a placeholder.
 #[allow(clippy::all)]
@@ -1711,20 +1821,25 @@ pub struct Turn {
     #[prost(message, optional, tag = "7")]
     pub update_time: ::core::option::Option<::prost_types::Timestamp>,
 }
-/// CompactionStrategy is how a load brings a history over the threshold (80% of
-/// the budget) back under it.
+/// CompactionStrategy is how a load brings a history at the threshold (80% of
+/// the budget unless ThreadConfig.compaction_trigger_percent says otherwise), or
+/// at 200 completed turns after its summary, down to the low-water mark
+/// (ThreadConfig.compaction_low_water_percent).
 #[allow(clippy::all)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum CompactionStrategy {
     Unspecified = 0,
-    /// Replace tool results older than the newest keep_tool_results by a short
-    /// placeholder (the call/result pair stays valid and the placeholder says how
-    /// to get the content again); summarize only if still over the threshold.
+    /// Replace the oldest tool results (never the newest keep_tool_results) by a
+    /// short placeholder (the call/result pair stays valid and the placeholder
+    /// says how to get the content again) down to the low-water mark, when that
+    /// frees at least clear_at_least_percent of the budget; otherwise summarize.
     ClearThenSummarize = 1,
-    /// Summarize at once (the original's behaviour).
+    /// Summarize the older turns at once, keeping the newest whole turns that fit
+    /// under the low-water mark beside the summary.
     Summarize = 2,
-    /// Never summarize: keep the newest whole turns that fit the budget.
+    /// Never summarize: keep the newest whole turns that fit under the low-water
+    /// mark (the stored summary, if any, stays before them).
     Truncate = 3,
 }
 impl CompactionStrategy {
@@ -1896,6 +2011,69 @@ impl SummaryUse {
             "SUMMARY_USE_REUSED" => Some(Self::Reused),
             "SUMMARY_USE_CREATED" => Some(Self::Created),
             "SUMMARY_USE_FAILED" => Some(Self::Failed),
+            _ => None,
+        }
+    }
+}
+/// PrefixBreakCause is what changed first in a round's body.
+#[allow(clippy::all)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum PrefixBreakCause {
+    Unspecified = 0,
+    /// A section of the compiled prompt (PrefixBreak.section_id).
+    Section = 1,
+    /// A new summary replaced the older history.
+    Summary = 2,
+    /// More old tool results were cleared.
+    Clearing = 3,
+    /// The thread reached 200 completed turns after its summary and was compacted.
+    TurnCap = 4,
+    /// The oldest turns were left out to fit (the truncate strategy, or a failed
+    /// or deferred summary).
+    Truncation = 5,
+    /// The tool definitions changed.
+    Tools = 6,
+    /// The model changed (each model has its own cache).
+    Model = 7,
+    /// The body is rendered for another provider API, or with the dynamic half
+    /// placed elsewhere.
+    Rendering = 8,
+    /// The history changed otherwise (a setting, a repair, another writer).
+    History = 9,
+}
+impl PrefixBreakCause {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "PREFIX_BREAK_CAUSE_UNSPECIFIED",
+            Self::Section => "PREFIX_BREAK_CAUSE_SECTION",
+            Self::Summary => "PREFIX_BREAK_CAUSE_SUMMARY",
+            Self::Clearing => "PREFIX_BREAK_CAUSE_CLEARING",
+            Self::TurnCap => "PREFIX_BREAK_CAUSE_TURN_CAP",
+            Self::Truncation => "PREFIX_BREAK_CAUSE_TRUNCATION",
+            Self::Tools => "PREFIX_BREAK_CAUSE_TOOLS",
+            Self::Model => "PREFIX_BREAK_CAUSE_MODEL",
+            Self::Rendering => "PREFIX_BREAK_CAUSE_RENDERING",
+            Self::History => "PREFIX_BREAK_CAUSE_HISTORY",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "PREFIX_BREAK_CAUSE_UNSPECIFIED" => Some(Self::Unspecified),
+            "PREFIX_BREAK_CAUSE_SECTION" => Some(Self::Section),
+            "PREFIX_BREAK_CAUSE_SUMMARY" => Some(Self::Summary),
+            "PREFIX_BREAK_CAUSE_CLEARING" => Some(Self::Clearing),
+            "PREFIX_BREAK_CAUSE_TURN_CAP" => Some(Self::TurnCap),
+            "PREFIX_BREAK_CAUSE_TRUNCATION" => Some(Self::Truncation),
+            "PREFIX_BREAK_CAUSE_TOOLS" => Some(Self::Tools),
+            "PREFIX_BREAK_CAUSE_MODEL" => Some(Self::Model),
+            "PREFIX_BREAK_CAUSE_RENDERING" => Some(Self::Rendering),
+            "PREFIX_BREAK_CAUSE_HISTORY" => Some(Self::History),
             _ => None,
         }
     }
@@ -3305,14 +3483,31 @@ pub mod prompt_compiler_service_client {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RenderOptions {
-    /// No Anthropic cache breakpoint when the stable text is shorter than this
-    /// many characters (server default when unset).
+    /// Anthropic and Bedrock: a cache breakpoint goes only where the body before
+    /// it holds at least this many characters. Unset: at least the model's
+    /// minimum cacheable tokens from the server's model registry (counted in the
+    /// model's tokenizer), or 4,096 characters for a model without one.
+    /// Errors: negative is INVALID_ARGUMENT.
     #[prost(int32, optional, tag = "1")]
     pub anthropic_min_cache_chars: ::core::option::Option<i32>,
-    /// Prefix of the OpenAI prompt_cache_key (server default when unset).
+    /// Prefix of the OpenAI prompt_cache_key (server default "pioneer-" when unset);
+    /// at most 32 characters of \[A-Za-z0-9\_.:-\] (INVALID_ARGUMENT otherwise).
     /// Cap: at most 200 characters.
     #[prost(string, optional, tag = "2")]
     pub cache_key_prefix: ::core::option::Option<::prost::alloc::string::String>,
+    /// Where the dynamic half of the compiled prompt goes. UNSPECIFIED: in
+    /// RenderChatRequest AFTER_CONVERSATION; in PrepareTurn the thread's
+    /// ThreadConfig.dynamic_context_placement.
+    #[prost(enumeration = "DynamicContextPlacement", tag = "3")]
+    pub dynamic_context_placement: i32,
+    /// The thread whose rounds the body belongs to: the OpenAI prompt_cache_key
+    /// is derived from it (prefix + 32 hex digits of its SHA-256), so every round
+    /// of the thread routes to the same cache whatever else changes. PrepareTurn
+    /// uses its own thread_id when unset; RenderChatRequest without it derives the
+    /// key from the stable prompt's fingerprint.
+    /// Cap: at most 200 characters.
+    #[prost(string, optional, tag = "4")]
+    pub prompt_cache_thread_id: ::core::option::Option<::prost::alloc::string::String>,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -3333,7 +3528,10 @@ pub struct RenderChatRequestResponse {
     /// The provider path the body goes to, e.g. "/v1/chat/completions".
     #[prost(string, tag = "2")]
     pub path: ::prost::alloc::string::String,
-    /// Number of cache breakpoints placed (Anthropic cache_control blocks).
+    /// Number of cache breakpoints placed (Anthropic cache_control markers,
+    /// Bedrock cachePoint blocks): on the last tool, the stable system text and up
+    /// to two on the conversation, each only where the body before it meets the
+    /// model's minimum cacheable size; at most 4.
     #[prost(int32, tag = "3")]
     pub cache_breakpoints: i32,
     /// What the server changed to meet the provider's rules instead of failing;

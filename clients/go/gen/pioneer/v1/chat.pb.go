@@ -194,6 +194,68 @@ func (ReasoningEffort) EnumDescriptor() ([]byte, []int) {
 	return file_pioneer_v1_chat_proto_rawDescGZIP(), []int{2}
 }
 
+// DynamicContextPlacement is where a provider body carries the compiled
+// prompt's dynamic half (runtime facts: the date and time, retry instructions,
+// skills, memory recall). The manifest and the compiled payload list the
+// sections in the same order either way: stable first, then dynamic.
+type DynamicContextPlacement int32
+
+const (
+	// The server's default: AFTER_CONVERSATION.
+	DynamicContextPlacement_DYNAMIC_CONTEXT_PLACEMENT_UNSPECIFIED DynamicContextPlacement = 0
+	// After the conversation, so a changed runtime fact re-sends only itself:
+	// a trailing system message (OpenAI Chat Completions and Responses), a
+	// marked runtime-context block at the end of the newest user turn
+	// (Anthropic, Bedrock), a marked runtime-context user content after the
+	// conversation (Gemini). A body whose conversation does not end with a user
+	// turn carries it before the conversation, as BEFORE_CONVERSATION does.
+	DynamicContextPlacement_DYNAMIC_CONTEXT_PLACEMENT_AFTER_CONVERSATION DynamicContextPlacement = 1
+	// Right after the stable half, before the conversation (the placement before
+	// this option existed): any change to it re-sends the whole conversation.
+	DynamicContextPlacement_DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION DynamicContextPlacement = 2
+)
+
+// Enum value maps for DynamicContextPlacement.
+var (
+	DynamicContextPlacement_name = map[int32]string{
+		0: "DYNAMIC_CONTEXT_PLACEMENT_UNSPECIFIED",
+		1: "DYNAMIC_CONTEXT_PLACEMENT_AFTER_CONVERSATION",
+		2: "DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION",
+	}
+	DynamicContextPlacement_value = map[string]int32{
+		"DYNAMIC_CONTEXT_PLACEMENT_UNSPECIFIED":         0,
+		"DYNAMIC_CONTEXT_PLACEMENT_AFTER_CONVERSATION":  1,
+		"DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION": 2,
+	}
+)
+
+func (x DynamicContextPlacement) Enum() *DynamicContextPlacement {
+	p := new(DynamicContextPlacement)
+	*p = x
+	return p
+}
+
+func (x DynamicContextPlacement) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DynamicContextPlacement) Descriptor() protoreflect.EnumDescriptor {
+	return file_pioneer_v1_chat_proto_enumTypes[3].Descriptor()
+}
+
+func (DynamicContextPlacement) Type() protoreflect.EnumType {
+	return &file_pioneer_v1_chat_proto_enumTypes[3]
+}
+
+func (x DynamicContextPlacement) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DynamicContextPlacement.Descriptor instead.
+func (DynamicContextPlacement) EnumDescriptor() ([]byte, []int) {
+	return file_pioneer_v1_chat_proto_rawDescGZIP(), []int{3}
+}
+
 // MediaPart is a non-text content part: inline bytes or a URI.
 type MediaPart struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -932,7 +994,11 @@ const file_pioneer_v1_chat_proto_rawDesc = "" +
 	"\x18REASONING_EFFORT_MINIMAL\x10\x01\x12\x18\n" +
 	"\x14REASONING_EFFORT_LOW\x10\x02\x12\x1b\n" +
 	"\x17REASONING_EFFORT_MEDIUM\x10\x03\x12\x19\n" +
-	"\x15REASONING_EFFORT_HIGH\x10\x04BJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
+	"\x15REASONING_EFFORT_HIGH\x10\x04*\xa9\x01\n" +
+	"\x17DynamicContextPlacement\x12)\n" +
+	"%DYNAMIC_CONTEXT_PLACEMENT_UNSPECIFIED\x10\x00\x120\n" +
+	",DYNAMIC_CONTEXT_PLACEMENT_AFTER_CONVERSATION\x10\x01\x121\n" +
+	"-DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION\x10\x02BJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
 
 var (
 	file_pioneer_v1_chat_proto_rawDescOnce sync.Once
@@ -946,41 +1012,42 @@ func file_pioneer_v1_chat_proto_rawDescGZIP() []byte {
 	return file_pioneer_v1_chat_proto_rawDescData
 }
 
-var file_pioneer_v1_chat_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_pioneer_v1_chat_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
 var file_pioneer_v1_chat_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_pioneer_v1_chat_proto_goTypes = []any{
 	(ChatRole)(0),                 // 0: pioneer.v1.ChatRole
 	(ToolChoiceMode)(0),           // 1: pioneer.v1.ToolChoiceMode
 	(ReasoningEffort)(0),          // 2: pioneer.v1.ReasoningEffort
-	(*MediaPart)(nil),             // 3: pioneer.v1.MediaPart
-	(*ContentPart)(nil),           // 4: pioneer.v1.ContentPart
-	(*ChatMessage)(nil),           // 5: pioneer.v1.ChatMessage
-	(*ToolDefinition)(nil),        // 6: pioneer.v1.ToolDefinition
-	(*ToolChoice)(nil),            // 7: pioneer.v1.ToolChoice
-	(*Reasoning)(nil),             // 8: pioneer.v1.Reasoning
-	(*ChatRequest)(nil),           // 9: pioneer.v1.ChatRequest
-	(*ToolCall)(nil),              // 10: pioneer.v1.ToolCall
-	(*ArtifactRef)(nil),           // 11: pioneer.v1.ArtifactRef
-	(*structpb.Struct)(nil),       // 12: google.protobuf.Struct
-	(*CompiledPromptPayload)(nil), // 13: pioneer.v1.CompiledPromptPayload
+	(DynamicContextPlacement)(0),  // 3: pioneer.v1.DynamicContextPlacement
+	(*MediaPart)(nil),             // 4: pioneer.v1.MediaPart
+	(*ContentPart)(nil),           // 5: pioneer.v1.ContentPart
+	(*ChatMessage)(nil),           // 6: pioneer.v1.ChatMessage
+	(*ToolDefinition)(nil),        // 7: pioneer.v1.ToolDefinition
+	(*ToolChoice)(nil),            // 8: pioneer.v1.ToolChoice
+	(*Reasoning)(nil),             // 9: pioneer.v1.Reasoning
+	(*ChatRequest)(nil),           // 10: pioneer.v1.ChatRequest
+	(*ToolCall)(nil),              // 11: pioneer.v1.ToolCall
+	(*ArtifactRef)(nil),           // 12: pioneer.v1.ArtifactRef
+	(*structpb.Struct)(nil),       // 13: google.protobuf.Struct
+	(*CompiledPromptPayload)(nil), // 14: pioneer.v1.CompiledPromptPayload
 }
 var file_pioneer_v1_chat_proto_depIdxs = []int32{
-	3,  // 0: pioneer.v1.ContentPart.image:type_name -> pioneer.v1.MediaPart
-	3,  // 1: pioneer.v1.ContentPart.file:type_name -> pioneer.v1.MediaPart
-	3,  // 2: pioneer.v1.ContentPart.audio:type_name -> pioneer.v1.MediaPart
-	3,  // 3: pioneer.v1.ContentPart.video:type_name -> pioneer.v1.MediaPart
+	4,  // 0: pioneer.v1.ContentPart.image:type_name -> pioneer.v1.MediaPart
+	4,  // 1: pioneer.v1.ContentPart.file:type_name -> pioneer.v1.MediaPart
+	4,  // 2: pioneer.v1.ContentPart.audio:type_name -> pioneer.v1.MediaPart
+	4,  // 3: pioneer.v1.ContentPart.video:type_name -> pioneer.v1.MediaPart
 	0,  // 4: pioneer.v1.ChatMessage.role:type_name -> pioneer.v1.ChatRole
-	4,  // 5: pioneer.v1.ChatMessage.content_parts:type_name -> pioneer.v1.ContentPart
-	10, // 6: pioneer.v1.ChatMessage.tool_calls:type_name -> pioneer.v1.ToolCall
-	11, // 7: pioneer.v1.ChatMessage.artifact_refs:type_name -> pioneer.v1.ArtifactRef
-	12, // 8: pioneer.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
+	5,  // 5: pioneer.v1.ChatMessage.content_parts:type_name -> pioneer.v1.ContentPart
+	11, // 6: pioneer.v1.ChatMessage.tool_calls:type_name -> pioneer.v1.ToolCall
+	12, // 7: pioneer.v1.ChatMessage.artifact_refs:type_name -> pioneer.v1.ArtifactRef
+	13, // 8: pioneer.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
 	1,  // 9: pioneer.v1.ToolChoice.mode:type_name -> pioneer.v1.ToolChoiceMode
 	2,  // 10: pioneer.v1.Reasoning.effort:type_name -> pioneer.v1.ReasoningEffort
-	5,  // 11: pioneer.v1.ChatRequest.messages:type_name -> pioneer.v1.ChatMessage
-	6,  // 12: pioneer.v1.ChatRequest.tools:type_name -> pioneer.v1.ToolDefinition
-	7,  // 13: pioneer.v1.ChatRequest.tool_choice:type_name -> pioneer.v1.ToolChoice
-	8,  // 14: pioneer.v1.ChatRequest.reasoning:type_name -> pioneer.v1.Reasoning
-	13, // 15: pioneer.v1.ChatRequest.compiled_prompt:type_name -> pioneer.v1.CompiledPromptPayload
+	6,  // 11: pioneer.v1.ChatRequest.messages:type_name -> pioneer.v1.ChatMessage
+	7,  // 12: pioneer.v1.ChatRequest.tools:type_name -> pioneer.v1.ToolDefinition
+	8,  // 13: pioneer.v1.ChatRequest.tool_choice:type_name -> pioneer.v1.ToolChoice
+	9,  // 14: pioneer.v1.ChatRequest.reasoning:type_name -> pioneer.v1.Reasoning
+	14, // 15: pioneer.v1.ChatRequest.compiled_prompt:type_name -> pioneer.v1.CompiledPromptPayload
 	16, // [16:16] is the sub-list for method output_type
 	16, // [16:16] is the sub-list for method input_type
 	16, // [16:16] is the sub-list for extension type_name
@@ -1014,7 +1081,7 @@ func file_pioneer_v1_chat_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pioneer_v1_chat_proto_rawDesc), len(file_pioneer_v1_chat_proto_rawDesc)),
-			NumEnums:      3,
+			NumEnums:      4,
 			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -23,19 +23,24 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// CompactionStrategy is how a load brings a history over the threshold (80% of
-// the budget) back under it.
+// CompactionStrategy is how a load brings a history at the threshold (80% of
+// the budget unless ThreadConfig.compaction_trigger_percent says otherwise), or
+// at 200 completed turns after its summary, down to the low-water mark
+// (ThreadConfig.compaction_low_water_percent).
 type CompactionStrategy int32
 
 const (
 	CompactionStrategy_COMPACTION_STRATEGY_UNSPECIFIED CompactionStrategy = 0
-	// Replace tool results older than the newest keep_tool_results by a short
-	// placeholder (the call/result pair stays valid and the placeholder says how
-	// to get the content again); summarize only if still over the threshold.
+	// Replace the oldest tool results (never the newest keep_tool_results) by a
+	// short placeholder (the call/result pair stays valid and the placeholder
+	// says how to get the content again) down to the low-water mark, when that
+	// frees at least clear_at_least_percent of the budget; otherwise summarize.
 	CompactionStrategy_COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE CompactionStrategy = 1
-	// Summarize at once (the original's behaviour).
+	// Summarize the older turns at once, keeping the newest whole turns that fit
+	// under the low-water mark beside the summary.
 	CompactionStrategy_COMPACTION_STRATEGY_SUMMARIZE CompactionStrategy = 2
-	// Never summarize: keep the newest whole turns that fit the budget.
+	// Never summarize: keep the newest whole turns that fit under the low-water
+	// mark (the stored summary, if any, stays before them).
 	CompactionStrategy_COMPACTION_STRATEGY_TRUNCATE CompactionStrategy = 3
 )
 
@@ -307,6 +312,88 @@ func (SummaryUse) EnumDescriptor() ([]byte, []int) {
 	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{4}
 }
 
+// PrefixBreakCause is what changed first in a round's body.
+type PrefixBreakCause int32
+
+const (
+	PrefixBreakCause_PREFIX_BREAK_CAUSE_UNSPECIFIED PrefixBreakCause = 0
+	// A section of the compiled prompt (PrefixBreak.section_id).
+	PrefixBreakCause_PREFIX_BREAK_CAUSE_SECTION PrefixBreakCause = 1
+	// A new summary replaced the older history.
+	PrefixBreakCause_PREFIX_BREAK_CAUSE_SUMMARY PrefixBreakCause = 2
+	// More old tool results were cleared.
+	PrefixBreakCause_PREFIX_BREAK_CAUSE_CLEARING PrefixBreakCause = 3
+	// The thread reached 200 completed turns after its summary and was compacted.
+	PrefixBreakCause_PREFIX_BREAK_CAUSE_TURN_CAP PrefixBreakCause = 4
+	// The oldest turns were left out to fit (the truncate strategy, or a failed
+	// or deferred summary).
+	PrefixBreakCause_PREFIX_BREAK_CAUSE_TRUNCATION PrefixBreakCause = 5
+	// The tool definitions changed.
+	PrefixBreakCause_PREFIX_BREAK_CAUSE_TOOLS PrefixBreakCause = 6
+	// The model changed (each model has its own cache).
+	PrefixBreakCause_PREFIX_BREAK_CAUSE_MODEL PrefixBreakCause = 7
+	// The body is rendered for another provider API, or with the dynamic half
+	// placed elsewhere.
+	PrefixBreakCause_PREFIX_BREAK_CAUSE_RENDERING PrefixBreakCause = 8
+	// The history changed otherwise (a setting, a repair, another writer).
+	PrefixBreakCause_PREFIX_BREAK_CAUSE_HISTORY PrefixBreakCause = 9
+)
+
+// Enum value maps for PrefixBreakCause.
+var (
+	PrefixBreakCause_name = map[int32]string{
+		0: "PREFIX_BREAK_CAUSE_UNSPECIFIED",
+		1: "PREFIX_BREAK_CAUSE_SECTION",
+		2: "PREFIX_BREAK_CAUSE_SUMMARY",
+		3: "PREFIX_BREAK_CAUSE_CLEARING",
+		4: "PREFIX_BREAK_CAUSE_TURN_CAP",
+		5: "PREFIX_BREAK_CAUSE_TRUNCATION",
+		6: "PREFIX_BREAK_CAUSE_TOOLS",
+		7: "PREFIX_BREAK_CAUSE_MODEL",
+		8: "PREFIX_BREAK_CAUSE_RENDERING",
+		9: "PREFIX_BREAK_CAUSE_HISTORY",
+	}
+	PrefixBreakCause_value = map[string]int32{
+		"PREFIX_BREAK_CAUSE_UNSPECIFIED": 0,
+		"PREFIX_BREAK_CAUSE_SECTION":     1,
+		"PREFIX_BREAK_CAUSE_SUMMARY":     2,
+		"PREFIX_BREAK_CAUSE_CLEARING":    3,
+		"PREFIX_BREAK_CAUSE_TURN_CAP":    4,
+		"PREFIX_BREAK_CAUSE_TRUNCATION":  5,
+		"PREFIX_BREAK_CAUSE_TOOLS":       6,
+		"PREFIX_BREAK_CAUSE_MODEL":       7,
+		"PREFIX_BREAK_CAUSE_RENDERING":   8,
+		"PREFIX_BREAK_CAUSE_HISTORY":     9,
+	}
+)
+
+func (x PrefixBreakCause) Enum() *PrefixBreakCause {
+	p := new(PrefixBreakCause)
+	*p = x
+	return p
+}
+
+func (x PrefixBreakCause) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PrefixBreakCause) Descriptor() protoreflect.EnumDescriptor {
+	return file_pioneer_v1_history_proto_enumTypes[5].Descriptor()
+}
+
+func (PrefixBreakCause) Type() protoreflect.EnumType {
+	return &file_pioneer_v1_history_proto_enumTypes[5]
+}
+
+func (x PrefixBreakCause) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PrefixBreakCause.Descriptor instead.
+func (PrefixBreakCause) EnumDescriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{5}
+}
+
 // ThreadConfig is the per-thread model and budget configuration.
 type ThreadConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -327,8 +414,25 @@ type ThreadConfig struct {
 	// Tool results that clearing keeps whole, newest first. Unset means 3; 0
 	// clears every older result; at most 1,000.
 	KeepToolResults *int32 `protobuf:"varint,6,opt,name=keep_tool_results,json=keepToolResults,proto3,oneof" json:"keep_tool_results,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Percent of the budget at which a load compacts the history (the
+	// threshold). Unset means 80 (the seed's policy); 1 to 100.
+	CompactionTriggerPercent *int32 `protobuf:"varint,7,opt,name=compaction_trigger_percent,json=compactionTriggerPercent,proto3,oneof" json:"compaction_trigger_percent,omitempty"`
+	// Percent of the budget a compaction brings the history down to, so that it
+	// then stays byte-identical (and cached by the provider) for many turns: a
+	// summary keeps the newest whole turns that fit beside it, a truncation the
+	// newest whole turns that fit, clearing stops there. Unset means 30; 0 to
+	// below compaction_trigger_percent (0: a summary alone, as the seed's policy).
+	CompactionLowWaterPercent *int32 `protobuf:"varint,8,opt,name=compaction_low_water_percent,json=compactionLowWaterPercent,proto3,oneof" json:"compaction_low_water_percent,omitempty"`
+	// Percent of the budget that clearing old tool results must free for it to
+	// be worth its cache break (Anthropic's clear_at_least); when clearing cannot
+	// free that much, the history is summarized instead. Unset means 40; 0 to 100.
+	ClearAtLeastPercent *int32 `protobuf:"varint,9,opt,name=clear_at_least_percent,json=clearAtLeastPercent,proto3,oneof" json:"clear_at_least_percent,omitempty"`
+	// Where provider bodies of this thread's rounds carry the compiled prompt's
+	// dynamic half. UNSPECIFIED (also what Thread.config shows when it was never
+	// set) means AFTER_CONVERSATION; a round's RenderOptions may override it.
+	DynamicContextPlacement DynamicContextPlacement `protobuf:"varint,10,opt,name=dynamic_context_placement,json=dynamicContextPlacement,proto3,enum=pioneer.v1.DynamicContextPlacement" json:"dynamic_context_placement,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *ThreadConfig) Reset() {
@@ -401,6 +505,34 @@ func (x *ThreadConfig) GetKeepToolResults() int32 {
 		return *x.KeepToolResults
 	}
 	return 0
+}
+
+func (x *ThreadConfig) GetCompactionTriggerPercent() int32 {
+	if x != nil && x.CompactionTriggerPercent != nil {
+		return *x.CompactionTriggerPercent
+	}
+	return 0
+}
+
+func (x *ThreadConfig) GetCompactionLowWaterPercent() int32 {
+	if x != nil && x.CompactionLowWaterPercent != nil {
+		return *x.CompactionLowWaterPercent
+	}
+	return 0
+}
+
+func (x *ThreadConfig) GetClearAtLeastPercent() int32 {
+	if x != nil && x.ClearAtLeastPercent != nil {
+		return *x.ClearAtLeastPercent
+	}
+	return 0
+}
+
+func (x *ThreadConfig) GetDynamicContextPlacement() DynamicContextPlacement {
+	if x != nil {
+		return x.DynamicContextPlacement
+	}
+	return DynamicContextPlacement_DYNAMIC_CONTEXT_PLACEMENT_UNSPECIFIED
 }
 
 // Thread is a conversation.
@@ -846,7 +978,7 @@ type HistoryDecisionReport struct {
 	Decision HistoryDecision        `protobuf:"varint,1,opt,name=decision,proto3,enum=pioneer.v1.HistoryDecision" json:"decision,omitempty"`
 	// max_context_tokens - response_reserve_tokens.
 	BudgetTokens int32 `protobuf:"varint,2,opt,name=budget_tokens,json=budgetTokens,proto3" json:"budget_tokens,omitempty"`
-	// 80% of the budget.
+	// Where compaction starts: compaction_trigger_percent of the budget (80%).
 	ThresholdTokens int32 `protobuf:"varint,3,opt,name=threshold_tokens,json=thresholdTokens,proto3" json:"threshold_tokens,omitempty"`
 	// 10% of the budget: what a summary aims for.
 	SummaryTargetTokens int32 `protobuf:"varint,4,opt,name=summary_target_tokens,json=summaryTargetTokens,proto3" json:"summary_target_tokens,omitempty"`
@@ -888,8 +1020,10 @@ type HistoryDecisionReport struct {
 	// Compaction:
 	//
 	//	tool_results_cleared: old tool results were replaced by placeholders.
-	//	clearing_insufficient: clearing left the history over the threshold; it
-	//	  was summarized.
+	//	clearing_insufficient: clearing could not free clear_at_least_percent of
+	//	  the budget or bring the history under the threshold; it was summarized.
+	//	turn_cap_compacted: 200 completed turns follow the summary; the older ones
+	//	  were summarized (or left out: truncate), the newest 100 at most kept.
 	//	compression_pending: dry run over the threshold.
 	//	summarizer_failed, summary_rejected: no new summary; truncated instead.
 	//	summary_lock_timeout: another load kept the thread's compression lock.
@@ -929,7 +1063,14 @@ type HistoryDecisionReport struct {
 	TokenCountsExact bool `protobuf:"varint,18,opt,name=token_counts_exact,json=tokenCountsExact,proto3" json:"token_counts_exact,omitempty"`
 	// False when the thread's model is not in the server's model registry: its
 	// budget then came from the defaults (128,000 / 16,000) and counts are cl100k_base.
-	ModelKnown    bool `protobuf:"varint,19,opt,name=model_known,json=modelKnown,proto3" json:"model_known,omitempty"`
+	ModelKnown bool `protobuf:"varint,19,opt,name=model_known,json=modelKnown,proto3" json:"model_known,omitempty"`
+	// What a compaction brings the history down to:
+	// compaction_low_water_percent of the budget.
+	LowWaterTokens int32 `protobuf:"varint,20,opt,name=low_water_tokens,json=lowWaterTokens,proto3" json:"low_water_tokens,omitempty"`
+	// PrepareTurn only: set when this round's body cannot reuse the provider's
+	// cached prefix of the thread's previous round on this server, and why.
+	// Unset when it can, on the thread's first round, and after a restart.
+	PrefixBreak   *PrefixBreak `protobuf:"bytes,21,opt,name=prefix_break,json=prefixBreak,proto3" json:"prefix_break,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1097,6 +1238,113 @@ func (x *HistoryDecisionReport) GetModelKnown() bool {
 	return false
 }
 
+func (x *HistoryDecisionReport) GetLowWaterTokens() int32 {
+	if x != nil {
+		return x.LowWaterTokens
+	}
+	return 0
+}
+
+func (x *HistoryDecisionReport) GetPrefixBreak() *PrefixBreak {
+	if x != nil {
+		return x.PrefixBreak
+	}
+	return nil
+}
+
+// PrefixBreak says where and why a round's provider body stopped being the
+// previous round's body followed by new messages: the provider's prompt cache
+// serves nothing after that point. Plain values, so a round's record can keep it.
+type PrefixBreak struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Cause PrefixBreakCause       `protobuf:"varint,1,opt,name=cause,proto3,enum=pioneer.v1.PrefixBreakCause" json:"cause,omitempty"`
+	// SECTION: the id of the first compiled-prompt section that changed (a
+	// stable one; a dynamic one too when the thread places the dynamic half
+	// before the conversation).
+	SectionId string `protobuf:"bytes,2,opt,name=section_id,json=sectionId,proto3" json:"section_id,omitempty"`
+	// SUMMARY, CLEARING, TURN_CAP, TRUNCATION, HISTORY: the first entry of the
+	// previous round's history that this round sends differently or not at all
+	// (empty when that is the summary).
+	EntryId string `protobuf:"bytes,3,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	// Tokens of history (in the report's tokenizer) the provider cached and
+	// cannot serve this round: the previous round's history from the break on;
+	// for a break before the history (a section, the tools, the model, the
+	// rendering), this round's whole history. The system prompt and the tool
+	// definitions are not counted.
+	TokensInvalidated int32 `protobuf:"varint,4,opt,name=tokens_invalidated,json=tokensInvalidated,proto3" json:"tokens_invalidated,omitempty"`
+	// Tokens of the previous round's history before the break, which the
+	// provider can still serve from its cache (0 when the break is before the
+	// history: a section, the tools, the model).
+	TokensKept    int32 `protobuf:"varint,5,opt,name=tokens_kept,json=tokensKept,proto3" json:"tokens_kept,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrefixBreak) Reset() {
+	*x = PrefixBreak{}
+	mi := &file_pioneer_v1_history_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrefixBreak) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrefixBreak) ProtoMessage() {}
+
+func (x *PrefixBreak) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrefixBreak.ProtoReflect.Descriptor instead.
+func (*PrefixBreak) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PrefixBreak) GetCause() PrefixBreakCause {
+	if x != nil {
+		return x.Cause
+	}
+	return PrefixBreakCause_PREFIX_BREAK_CAUSE_UNSPECIFIED
+}
+
+func (x *PrefixBreak) GetSectionId() string {
+	if x != nil {
+		return x.SectionId
+	}
+	return ""
+}
+
+func (x *PrefixBreak) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *PrefixBreak) GetTokensInvalidated() int32 {
+	if x != nil {
+		return x.TokensInvalidated
+	}
+	return 0
+}
+
+func (x *PrefixBreak) GetTokensKept() int32 {
+	if x != nil {
+		return x.TokensKept
+	}
+	return 0
+}
+
 // ClearedToolResult is one tool result whose content a load replaced by a placeholder.
 type ClearedToolResult struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -1113,7 +1361,7 @@ type ClearedToolResult struct {
 
 func (x *ClearedToolResult) Reset() {
 	*x = ClearedToolResult{}
-	mi := &file_pioneer_v1_history_proto_msgTypes[6]
+	mi := &file_pioneer_v1_history_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1125,7 +1373,7 @@ func (x *ClearedToolResult) String() string {
 func (*ClearedToolResult) ProtoMessage() {}
 
 func (x *ClearedToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_proto_msgTypes[6]
+	mi := &file_pioneer_v1_history_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1138,7 +1386,7 @@ func (x *ClearedToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClearedToolResult.ProtoReflect.Descriptor instead.
 func (*ClearedToolResult) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{6}
+	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ClearedToolResult) GetEntryId() string {
@@ -1195,7 +1443,7 @@ type Turn struct {
 
 func (x *Turn) Reset() {
 	*x = Turn{}
-	mi := &file_pioneer_v1_history_proto_msgTypes[7]
+	mi := &file_pioneer_v1_history_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1207,7 +1455,7 @@ func (x *Turn) String() string {
 func (*Turn) ProtoMessage() {}
 
 func (x *Turn) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_proto_msgTypes[7]
+	mi := &file_pioneer_v1_history_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1220,7 +1468,7 @@ func (x *Turn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Turn.ProtoReflect.Descriptor instead.
 func (*Turn) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{7}
+	return file_pioneer_v1_history_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Turn) GetThreadId() string {
@@ -1277,17 +1525,25 @@ var File_pioneer_v1_history_proto protoreflect.FileDescriptor
 const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\n" +
 	"\x18pioneer/v1/history.proto\x12\n" +
-	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15pioneer/v1/chat.proto\x1a\x17pioneer/v1/common.proto\"\x8e\x03\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15pioneer/v1/chat.proto\x1a\x17pioneer/v1/common.proto\"\x92\x06\n" +
 	"\fThreadConfig\x121\n" +
 	"\x12max_context_tokens\x18\x01 \x01(\x05H\x00R\x10maxContextTokens\x88\x01\x01\x12;\n" +
 	"\x17response_reserve_tokens\x18\x02 \x01(\x05H\x01R\x15responseReserveTokens\x88\x01\x01\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12(\n" +
 	"\rsummary_model\x18\x04 \x01(\tB\x03\xe0A\x01R\fsummaryModel\x12T\n" +
 	"\x13compaction_strategy\x18\x05 \x01(\x0e2\x1e.pioneer.v1.CompactionStrategyB\x03\xe0A\x01R\x12compactionStrategy\x12/\n" +
-	"\x11keep_tool_results\x18\x06 \x01(\x05H\x02R\x0fkeepToolResults\x88\x01\x01B\x15\n" +
+	"\x11keep_tool_results\x18\x06 \x01(\x05H\x02R\x0fkeepToolResults\x88\x01\x01\x12A\n" +
+	"\x1acompaction_trigger_percent\x18\a \x01(\x05H\x03R\x18compactionTriggerPercent\x88\x01\x01\x12D\n" +
+	"\x1ccompaction_low_water_percent\x18\b \x01(\x05H\x04R\x19compactionLowWaterPercent\x88\x01\x01\x128\n" +
+	"\x16clear_at_least_percent\x18\t \x01(\x05H\x05R\x13clearAtLeastPercent\x88\x01\x01\x12d\n" +
+	"\x19dynamic_context_placement\x18\n" +
+	" \x01(\x0e2#.pioneer.v1.DynamicContextPlacementB\x03\xe0A\x01R\x17dynamicContextPlacementB\x15\n" +
 	"\x13_max_context_tokensB\x1a\n" +
 	"\x18_response_reserve_tokensB\x14\n" +
-	"\x12_keep_tool_results\"\x86\x02\n" +
+	"\x12_keep_tool_resultsB\x1d\n" +
+	"\x1b_compaction_trigger_percentB\x1f\n" +
+	"\x1d_compaction_low_water_percentB\x19\n" +
+	"\x17_clear_at_least_percent\"\x86\x02\n" +
 	"\x06Thread\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\bR\bthreadId\x120\n" +
 	"\x06config\x18\x02 \x01(\v2\x18.pioneer.v1.ThreadConfigR\x06config\x12@\n" +
@@ -1336,7 +1592,7 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1e\n" +
 	"\bentry_id\x18\x03 \x01(\tH\x00R\aentryId\x88\x01\x01B\v\n" +
-	"\t_entry_id\"\xb0\a\n" +
+	"\t_entry_id\"\x96\b\n" +
 	"\x15HistoryDecisionReport\x127\n" +
 	"\bdecision\x18\x01 \x01(\x0e2\x1b.pioneer.v1.HistoryDecisionR\bdecision\x12#\n" +
 	"\rbudget_tokens\x18\x02 \x01(\x05R\fbudgetTokens\x12)\n" +
@@ -1361,7 +1617,17 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\x13compaction_strategy\x18\x11 \x01(\x0e2\x1e.pioneer.v1.CompactionStrategyR\x12compactionStrategy\x12,\n" +
 	"\x12token_counts_exact\x18\x12 \x01(\bR\x10tokenCountsExact\x12\x1f\n" +
 	"\vmodel_known\x18\x13 \x01(\bR\n" +
-	"modelKnown\"\xac\x01\n" +
+	"modelKnown\x12(\n" +
+	"\x10low_water_tokens\x18\x14 \x01(\x05R\x0elowWaterTokens\x12:\n" +
+	"\fprefix_break\x18\x15 \x01(\v2\x17.pioneer.v1.PrefixBreakR\vprefixBreak\"\xcb\x01\n" +
+	"\vPrefixBreak\x122\n" +
+	"\x05cause\x18\x01 \x01(\x0e2\x1c.pioneer.v1.PrefixBreakCauseR\x05cause\x12\x1d\n" +
+	"\n" +
+	"section_id\x18\x02 \x01(\tR\tsectionId\x12\x19\n" +
+	"\bentry_id\x18\x03 \x01(\tR\aentryId\x12-\n" +
+	"\x12tokens_invalidated\x18\x04 \x01(\x05R\x11tokensInvalidated\x12\x1f\n" +
+	"\vtokens_kept\x18\x05 \x01(\x05R\n" +
+	"tokensKept\"\xac\x01\n" +
 	"\x11ClearedToolResult\x12\x19\n" +
 	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12 \n" +
 	"\ftool_call_id\x18\x02 \x01(\tR\n" +
@@ -1408,7 +1674,18 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\x10SUMMARY_USE_NONE\x10\x01\x12\x16\n" +
 	"\x12SUMMARY_USE_REUSED\x10\x02\x12\x17\n" +
 	"\x13SUMMARY_USE_CREATED\x10\x03\x12\x16\n" +
-	"\x12SUMMARY_USE_FAILED\x10\x04BJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
+	"\x12SUMMARY_USE_FAILED\x10\x04*\xd9\x02\n" +
+	"\x10PrefixBreakCause\x12\"\n" +
+	"\x1ePREFIX_BREAK_CAUSE_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aPREFIX_BREAK_CAUSE_SECTION\x10\x01\x12\x1e\n" +
+	"\x1aPREFIX_BREAK_CAUSE_SUMMARY\x10\x02\x12\x1f\n" +
+	"\x1bPREFIX_BREAK_CAUSE_CLEARING\x10\x03\x12\x1f\n" +
+	"\x1bPREFIX_BREAK_CAUSE_TURN_CAP\x10\x04\x12!\n" +
+	"\x1dPREFIX_BREAK_CAUSE_TRUNCATION\x10\x05\x12\x1c\n" +
+	"\x18PREFIX_BREAK_CAUSE_TOOLS\x10\x06\x12\x1c\n" +
+	"\x18PREFIX_BREAK_CAUSE_MODEL\x10\a\x12 \n" +
+	"\x1cPREFIX_BREAK_CAUSE_RENDERING\x10\b\x12\x1e\n" +
+	"\x1aPREFIX_BREAK_CAUSE_HISTORY\x10\tBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
 
 var (
 	file_pioneer_v1_history_proto_rawDescOnce sync.Once
@@ -1422,51 +1699,57 @@ func file_pioneer_v1_history_proto_rawDescGZIP() []byte {
 	return file_pioneer_v1_history_proto_rawDescData
 }
 
-var file_pioneer_v1_history_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_pioneer_v1_history_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_pioneer_v1_history_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_pioneer_v1_history_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_pioneer_v1_history_proto_goTypes = []any{
 	(CompactionStrategy)(0),       // 0: pioneer.v1.CompactionStrategy
 	(EntryRole)(0),                // 1: pioneer.v1.EntryRole
 	(TurnStatus)(0),               // 2: pioneer.v1.TurnStatus
 	(HistoryDecision)(0),          // 3: pioneer.v1.HistoryDecision
 	(SummaryUse)(0),               // 4: pioneer.v1.SummaryUse
-	(*ThreadConfig)(nil),          // 5: pioneer.v1.ThreadConfig
-	(*Thread)(nil),                // 6: pioneer.v1.Thread
-	(*ConversationEntry)(nil),     // 7: pioneer.v1.ConversationEntry
-	(*ThreadSummary)(nil),         // 8: pioneer.v1.ThreadSummary
-	(*HistoryDiagnostic)(nil),     // 9: pioneer.v1.HistoryDiagnostic
-	(*HistoryDecisionReport)(nil), // 10: pioneer.v1.HistoryDecisionReport
-	(*ClearedToolResult)(nil),     // 11: pioneer.v1.ClearedToolResult
-	(*Turn)(nil),                  // 12: pioneer.v1.Turn
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
-	(*ToolCall)(nil),              // 14: pioneer.v1.ToolCall
-	(*ArtifactRef)(nil),           // 15: pioneer.v1.ArtifactRef
-	(*ContentPart)(nil),           // 16: pioneer.v1.ContentPart
+	(PrefixBreakCause)(0),         // 5: pioneer.v1.PrefixBreakCause
+	(*ThreadConfig)(nil),          // 6: pioneer.v1.ThreadConfig
+	(*Thread)(nil),                // 7: pioneer.v1.Thread
+	(*ConversationEntry)(nil),     // 8: pioneer.v1.ConversationEntry
+	(*ThreadSummary)(nil),         // 9: pioneer.v1.ThreadSummary
+	(*HistoryDiagnostic)(nil),     // 10: pioneer.v1.HistoryDiagnostic
+	(*HistoryDecisionReport)(nil), // 11: pioneer.v1.HistoryDecisionReport
+	(*PrefixBreak)(nil),           // 12: pioneer.v1.PrefixBreak
+	(*ClearedToolResult)(nil),     // 13: pioneer.v1.ClearedToolResult
+	(*Turn)(nil),                  // 14: pioneer.v1.Turn
+	(DynamicContextPlacement)(0),  // 15: pioneer.v1.DynamicContextPlacement
+	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(*ToolCall)(nil),              // 17: pioneer.v1.ToolCall
+	(*ArtifactRef)(nil),           // 18: pioneer.v1.ArtifactRef
+	(*ContentPart)(nil),           // 19: pioneer.v1.ContentPart
 }
 var file_pioneer_v1_history_proto_depIdxs = []int32{
 	0,  // 0: pioneer.v1.ThreadConfig.compaction_strategy:type_name -> pioneer.v1.CompactionStrategy
-	5,  // 1: pioneer.v1.Thread.config:type_name -> pioneer.v1.ThreadConfig
-	13, // 2: pioneer.v1.Thread.create_time:type_name -> google.protobuf.Timestamp
-	13, // 3: pioneer.v1.Thread.update_time:type_name -> google.protobuf.Timestamp
-	1,  // 4: pioneer.v1.ConversationEntry.role:type_name -> pioneer.v1.EntryRole
-	14, // 5: pioneer.v1.ConversationEntry.tool_calls:type_name -> pioneer.v1.ToolCall
-	15, // 6: pioneer.v1.ConversationEntry.artifact_refs:type_name -> pioneer.v1.ArtifactRef
-	13, // 7: pioneer.v1.ConversationEntry.create_time:type_name -> google.protobuf.Timestamp
-	16, // 8: pioneer.v1.ConversationEntry.content_parts:type_name -> pioneer.v1.ContentPart
-	13, // 9: pioneer.v1.ThreadSummary.create_time:type_name -> google.protobuf.Timestamp
-	3,  // 10: pioneer.v1.HistoryDecisionReport.decision:type_name -> pioneer.v1.HistoryDecision
-	4,  // 11: pioneer.v1.HistoryDecisionReport.summary_use:type_name -> pioneer.v1.SummaryUse
-	9,  // 12: pioneer.v1.HistoryDecisionReport.diagnostics:type_name -> pioneer.v1.HistoryDiagnostic
-	11, // 13: pioneer.v1.HistoryDecisionReport.cleared_tool_results:type_name -> pioneer.v1.ClearedToolResult
-	0,  // 14: pioneer.v1.HistoryDecisionReport.compaction_strategy:type_name -> pioneer.v1.CompactionStrategy
-	2,  // 15: pioneer.v1.Turn.status:type_name -> pioneer.v1.TurnStatus
-	13, // 16: pioneer.v1.Turn.create_time:type_name -> google.protobuf.Timestamp
-	13, // 17: pioneer.v1.Turn.update_time:type_name -> google.protobuf.Timestamp
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	15, // 1: pioneer.v1.ThreadConfig.dynamic_context_placement:type_name -> pioneer.v1.DynamicContextPlacement
+	6,  // 2: pioneer.v1.Thread.config:type_name -> pioneer.v1.ThreadConfig
+	16, // 3: pioneer.v1.Thread.create_time:type_name -> google.protobuf.Timestamp
+	16, // 4: pioneer.v1.Thread.update_time:type_name -> google.protobuf.Timestamp
+	1,  // 5: pioneer.v1.ConversationEntry.role:type_name -> pioneer.v1.EntryRole
+	17, // 6: pioneer.v1.ConversationEntry.tool_calls:type_name -> pioneer.v1.ToolCall
+	18, // 7: pioneer.v1.ConversationEntry.artifact_refs:type_name -> pioneer.v1.ArtifactRef
+	16, // 8: pioneer.v1.ConversationEntry.create_time:type_name -> google.protobuf.Timestamp
+	19, // 9: pioneer.v1.ConversationEntry.content_parts:type_name -> pioneer.v1.ContentPart
+	16, // 10: pioneer.v1.ThreadSummary.create_time:type_name -> google.protobuf.Timestamp
+	3,  // 11: pioneer.v1.HistoryDecisionReport.decision:type_name -> pioneer.v1.HistoryDecision
+	4,  // 12: pioneer.v1.HistoryDecisionReport.summary_use:type_name -> pioneer.v1.SummaryUse
+	10, // 13: pioneer.v1.HistoryDecisionReport.diagnostics:type_name -> pioneer.v1.HistoryDiagnostic
+	13, // 14: pioneer.v1.HistoryDecisionReport.cleared_tool_results:type_name -> pioneer.v1.ClearedToolResult
+	0,  // 15: pioneer.v1.HistoryDecisionReport.compaction_strategy:type_name -> pioneer.v1.CompactionStrategy
+	12, // 16: pioneer.v1.HistoryDecisionReport.prefix_break:type_name -> pioneer.v1.PrefixBreak
+	5,  // 17: pioneer.v1.PrefixBreak.cause:type_name -> pioneer.v1.PrefixBreakCause
+	2,  // 18: pioneer.v1.Turn.status:type_name -> pioneer.v1.TurnStatus
+	16, // 19: pioneer.v1.Turn.create_time:type_name -> google.protobuf.Timestamp
+	16, // 20: pioneer.v1.Turn.update_time:type_name -> google.protobuf.Timestamp
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_history_proto_init() }
@@ -1484,8 +1767,8 @@ func file_pioneer_v1_history_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pioneer_v1_history_proto_rawDesc), len(file_pioneer_v1_history_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   8,
+			NumEnums:      6,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -85,14 +85,29 @@ func (Provider) EnumDescriptor() ([]byte, []int) {
 // RenderOptions tune provider-side caching.
 type RenderOptions struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// No Anthropic cache breakpoint when the stable text is shorter than this
-	// many characters (server default when unset).
+	// Anthropic and Bedrock: a cache breakpoint goes only where the body before
+	// it holds at least this many characters. Unset: at least the model's
+	// minimum cacheable tokens from the server's model registry (counted in the
+	// model's tokenizer), or 4,096 characters for a model without one.
+	// Errors: negative is INVALID_ARGUMENT.
 	AnthropicMinCacheChars *int32 `protobuf:"varint,1,opt,name=anthropic_min_cache_chars,json=anthropicMinCacheChars,proto3,oneof" json:"anthropic_min_cache_chars,omitempty"`
-	// Prefix of the OpenAI prompt_cache_key (server default when unset).
+	// Prefix of the OpenAI prompt_cache_key (server default "pioneer-" when unset);
+	// at most 32 characters of [A-Za-z0-9_.:-] (INVALID_ARGUMENT otherwise).
 	// Cap: at most 200 characters.
 	CacheKeyPrefix *string `protobuf:"bytes,2,opt,name=cache_key_prefix,json=cacheKeyPrefix,proto3,oneof" json:"cache_key_prefix,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Where the dynamic half of the compiled prompt goes. UNSPECIFIED: in
+	// RenderChatRequest AFTER_CONVERSATION; in PrepareTurn the thread's
+	// ThreadConfig.dynamic_context_placement.
+	DynamicContextPlacement DynamicContextPlacement `protobuf:"varint,3,opt,name=dynamic_context_placement,json=dynamicContextPlacement,proto3,enum=pioneer.v1.DynamicContextPlacement" json:"dynamic_context_placement,omitempty"`
+	// The thread whose rounds the body belongs to: the OpenAI prompt_cache_key
+	// is derived from it (prefix + 32 hex digits of its SHA-256), so every round
+	// of the thread routes to the same cache whatever else changes. PrepareTurn
+	// uses its own thread_id when unset; RenderChatRequest without it derives the
+	// key from the stable prompt's fingerprint.
+	// Cap: at most 200 characters.
+	PromptCacheThreadId *string `protobuf:"bytes,4,opt,name=prompt_cache_thread_id,json=promptCacheThreadId,proto3,oneof" json:"prompt_cache_thread_id,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *RenderOptions) Reset() {
@@ -135,6 +150,20 @@ func (x *RenderOptions) GetAnthropicMinCacheChars() int32 {
 func (x *RenderOptions) GetCacheKeyPrefix() string {
 	if x != nil && x.CacheKeyPrefix != nil {
 		return *x.CacheKeyPrefix
+	}
+	return ""
+}
+
+func (x *RenderOptions) GetDynamicContextPlacement() DynamicContextPlacement {
+	if x != nil {
+		return x.DynamicContextPlacement
+	}
+	return DynamicContextPlacement_DYNAMIC_CONTEXT_PLACEMENT_UNSPECIFIED
+}
+
+func (x *RenderOptions) GetPromptCacheThreadId() string {
+	if x != nil && x.PromptCacheThreadId != nil {
+		return *x.PromptCacheThreadId
 	}
 	return ""
 }
@@ -205,7 +234,10 @@ type RenderChatRequestResponse struct {
 	BodyJson string `protobuf:"bytes,1,opt,name=body_json,json=bodyJson,proto3" json:"body_json,omitempty"`
 	// The provider path the body goes to, e.g. "/v1/chat/completions".
 	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
-	// Number of cache breakpoints placed (Anthropic cache_control blocks).
+	// Number of cache breakpoints placed (Anthropic cache_control markers,
+	// Bedrock cachePoint blocks): on the last tool, the stable system text and up
+	// to two on the conversation, each only where the body before it meets the
+	// model's minimum cacheable size; at most 4.
 	CacheBreakpoints int32 `protobuf:"varint,3,opt,name=cache_breakpoints,json=cacheBreakpoints,proto3" json:"cache_breakpoints,omitempty"`
 	// What the server changed to meet the provider's rules instead of failing;
 	// empty when the body says exactly what the request said.
@@ -356,12 +388,15 @@ var File_pioneer_v1_provider_service_proto protoreflect.FileDescriptor
 const file_pioneer_v1_provider_service_proto_rawDesc = "" +
 	"\n" +
 	"!pioneer/v1/provider_service.proto\x12\n" +
-	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x15pioneer/v1/chat.proto\"\xb1\x01\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x15pioneer/v1/chat.proto\"\xec\x02\n" +
 	"\rRenderOptions\x12>\n" +
 	"\x19anthropic_min_cache_chars\x18\x01 \x01(\x05H\x00R\x16anthropicMinCacheChars\x88\x01\x01\x12-\n" +
-	"\x10cache_key_prefix\x18\x02 \x01(\tH\x01R\x0ecacheKeyPrefix\x88\x01\x01B\x1c\n" +
+	"\x10cache_key_prefix\x18\x02 \x01(\tH\x01R\x0ecacheKeyPrefix\x88\x01\x01\x12d\n" +
+	"\x19dynamic_context_placement\x18\x03 \x01(\x0e2#.pioneer.v1.DynamicContextPlacementB\x03\xe0A\x01R\x17dynamicContextPlacement\x128\n" +
+	"\x16prompt_cache_thread_id\x18\x04 \x01(\tH\x02R\x13promptCacheThreadId\x88\x01\x01B\x1c\n" +
 	"\x1a_anthropic_min_cache_charsB\x13\n" +
-	"\x11_cache_key_prefix\"\xcc\x01\n" +
+	"\x11_cache_key_prefixB\x19\n" +
+	"\x17_prompt_cache_thread_id\"\xcc\x01\n" +
 	"\x18RenderChatRequestRequest\x125\n" +
 	"\bprovider\x18\x01 \x01(\x0e2\x14.pioneer.v1.ProviderB\x03\xe0A\x02R\bprovider\x12?\n" +
 	"\fchat_request\x18\x02 \x01(\v2\x17.pioneer.v1.ChatRequestB\x03\xe0A\x02R\vchatRequest\x128\n" +
@@ -405,20 +440,22 @@ var file_pioneer_v1_provider_service_proto_goTypes = []any{
 	(*RenderChatRequestRequest)(nil),  // 2: pioneer.v1.RenderChatRequestRequest
 	(*RenderChatRequestResponse)(nil), // 3: pioneer.v1.RenderChatRequestResponse
 	(*RenderNotice)(nil),              // 4: pioneer.v1.RenderNotice
-	(*ChatRequest)(nil),               // 5: pioneer.v1.ChatRequest
+	(DynamicContextPlacement)(0),      // 5: pioneer.v1.DynamicContextPlacement
+	(*ChatRequest)(nil),               // 6: pioneer.v1.ChatRequest
 }
 var file_pioneer_v1_provider_service_proto_depIdxs = []int32{
-	0, // 0: pioneer.v1.RenderChatRequestRequest.provider:type_name -> pioneer.v1.Provider
-	5, // 1: pioneer.v1.RenderChatRequestRequest.chat_request:type_name -> pioneer.v1.ChatRequest
-	1, // 2: pioneer.v1.RenderChatRequestRequest.options:type_name -> pioneer.v1.RenderOptions
-	4, // 3: pioneer.v1.RenderChatRequestResponse.notices:type_name -> pioneer.v1.RenderNotice
-	2, // 4: pioneer.v1.ProviderService.RenderChatRequest:input_type -> pioneer.v1.RenderChatRequestRequest
-	3, // 5: pioneer.v1.ProviderService.RenderChatRequest:output_type -> pioneer.v1.RenderChatRequestResponse
-	5, // [5:6] is the sub-list for method output_type
-	4, // [4:5] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	5, // 0: pioneer.v1.RenderOptions.dynamic_context_placement:type_name -> pioneer.v1.DynamicContextPlacement
+	0, // 1: pioneer.v1.RenderChatRequestRequest.provider:type_name -> pioneer.v1.Provider
+	6, // 2: pioneer.v1.RenderChatRequestRequest.chat_request:type_name -> pioneer.v1.ChatRequest
+	1, // 3: pioneer.v1.RenderChatRequestRequest.options:type_name -> pioneer.v1.RenderOptions
+	4, // 4: pioneer.v1.RenderChatRequestResponse.notices:type_name -> pioneer.v1.RenderNotice
+	2, // 5: pioneer.v1.ProviderService.RenderChatRequest:input_type -> pioneer.v1.RenderChatRequestRequest
+	3, // 6: pioneer.v1.ProviderService.RenderChatRequest:output_type -> pioneer.v1.RenderChatRequestResponse
+	6, // [6:7] is the sub-list for method output_type
+	5, // [5:6] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_provider_service_proto_init() }
