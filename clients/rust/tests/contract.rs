@@ -1248,6 +1248,7 @@ async fn render_chat_request_for_each_provider() {
                     options: Some(v1::RenderOptions {
                         anthropic_min_cache_chars: Some(1),
                         cache_key_prefix: Some("rs-contract".into()),
+                        ..Default::default()
                     }),
                 }),
             "RenderChatRequest"
