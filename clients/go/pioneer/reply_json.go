@@ -40,7 +40,7 @@ func (e *ReplyError) Error() string {
 }
 
 // The readers below raise a *ReplyError by panicking with it; EntriesOfResponse
-// recovers it and returns it, as encoding/json does inside its decoder.
+// recovers it and returns it (encoding/json reports its encoder's errors the same way).
 func fail(code, path, format string, args ...any) {
 	panic(&ReplyError{Code: code, Path: path, Message: fmt.Sprintf(format, args...)})
 }
