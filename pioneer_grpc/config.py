@@ -28,6 +28,9 @@ from pioneer_grpc.store.engine import (
     is_sqlite,
 )
 
+# The runtime home when none is configured (the first run of `serve` seeds Pioneer's files there).
+DEFAULT_HOME = Path("~") / ".pioneer"
+
 
 class ConfigError(ValueError):
     """A configuration value is invalid; the message says which and why."""
@@ -36,7 +39,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Config:
     listen: str = "127.0.0.1:50051"
-    home: Path = field(default_factory=lambda: Path.home() / ".pioneer")
+    home: Path = field(default_factory=lambda: Path(os.path.expanduser(DEFAULT_HOME)))
     # Extra runtime homes a compile's workspace_root may resolve into (besides `home`).
     extra_homes: tuple[Path, ...] = ()
     database_url: str = ""
@@ -92,6 +95,13 @@ class Config:
     # How bootstrap headings name the home and the extra homes (in order; unlabelled: their path).
     home_label: str = DEFAULT_HOME_LABEL
     extra_home_labels: tuple[str, ...] = ()
+    # Whether compiles read SOUL.md and IDENTITY.md when a request does not say: auto (only while the
+    # built-in persona is in effect), read, skip (docs/persona.md).
+    identity_files: str = "auto"
+    # Create Pioneer's SOUL.md and IDENTITY.md in the home at start when missing. None: the
+    # `serve` command decides (yes at its default home, ~/.pioneer: a first run); a server
+    # started any other way, or on another home, seeds nothing unless this is true.
+    seed_bootstrap_files: bool | None = None
     # HOST:PORT of the contract over HTTP/JSON (Connect protocol) and the console page; empty: off.
     http_listen: str = ""
     # Host header names the HTTP listener answers ("*.example.com" for a domain's names, "*" for any);
@@ -129,7 +139,16 @@ class Config:
             persona_source=source,
             home_label=self.home_label,
             extra_home_labels=self.extra_home_labels,
+            identity_files=IDENTITY_FILES[self.identity_files],
         )
+
+    @property
+    def seeds_bootstrap_files(self) -> bool:
+        return self.seed_bootstrap_files is True
+
+
+# identity_files: what a compile does when a request does not say (None: as the persona says).
+IDENTITY_FILES: dict[str, bool | None] = {"auto": None, "read": True, "skip": False}
 
 
 # The Identity section's source when the persona is configured as text (a file is named by its path).
@@ -303,6 +322,8 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "persona_file": _path,
     "home_label": _label,
     "extra_home_labels": _labels,
+    "identity_files": _choice(*IDENTITY_FILES),
+    "seed_bootstrap_files": _bool,
     "http_listen": lambda raw: _listen(raw) if str(raw) else "",
     "http_allowed_hosts": _host_patterns,
     "http_header_timeout_seconds": _positive_float,

@@ -1,18 +1,34 @@
 #!/usr/bin/env bash
 # Everything `make test` runs, in order, with PostgreSQL started and removed here.
-set -euo pipefail
+# Every suite runs even when one before it failed; the run fails at the end, naming each failed one.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 
+failed=()
+# step NAME CMD...: runs CMD; a failure is recorded under NAME and the next step runs all the same.
+step() {
+  local name=$1
+  shift
+  echo "== $name"
+  if ! "$@"; then
+    echo "-- FAILED: $name"
+    failed+=("$name")
+  fi
+}
+
+missing=()
 for tool in go cargo; do
-  command -v "$tool" >/dev/null || { echo "make test: '$tool' is required (Go and Rust contract tests)"; exit 1; }
+  command -v "$tool" >/dev/null || missing+=("$tool")
 done
+if ((${#missing[@]})); then
+  echo "make test: ${missing[*]} missing (the Go and Rust contract tests need go and cargo)"
+  failed+=("tools: ${missing[*]} missing")
+fi
 
-echo "== lint: ruff, mypy, buf lint, buf breaking, go vet, clippy"
-make --no-print-directory lint go-vet rust-clippy
+step "lint: ruff, mypy, buf lint, buf breaking, go vet, clippy" make --no-print-directory lint go-vet rust-clippy
 
-echo "== generated stubs match protos/ (Python, Go, Rust)"
-make --no-print-directory proto-check
+step "generated stubs match protos/ (Python, Go, Rust)" make --no-print-directory proto-check
 
 # Under /tmp: the postgres user must be able to reach it whatever the clone's parents allow.
 pg_dir=$(mktemp -d /tmp/pioneer-pg.XXXXXX)
@@ -20,24 +36,36 @@ pg_port=$($PY scripts/free_port.py)
 cleanup() { bash scripts/pg.sh stop "$pg_dir" || true; }
 trap cleanup EXIT
 echo "== PostgreSQL on 127.0.0.1:$pg_port"
-PIONEER_TEST_PG_URL=$(bash scripts/pg.sh start "$pg_dir" "$pg_port")
-export PIONEER_TEST_PG_URL
+if PIONEER_TEST_PG_URL=$(bash scripts/pg.sh start "$pg_dir" "$pg_port"); then
+  export PIONEER_TEST_PG_URL
+else
+  echo "-- FAILED: PostgreSQL did not start (the PostgreSQL tests fail or skip)"
+  failed+=("PostgreSQL start")
+fi
 
-echo "== grpcurl (the Python tests call it against a live server)"
-make --no-print-directory grpcurl
+step "grpcurl (the Python tests call it against a live server)" make --no-print-directory grpcurl
 
 echo "== Chromium for the console's browser test"
-PIONEER_CHROMIUM=$(bash scripts/chromium.sh)
-export PIONEER_CHROMIUM
+if PIONEER_CHROMIUM=$(bash scripts/chromium.sh); then
+  export PIONEER_CHROMIUM
+else
+  echo "-- FAILED: no Chromium (the console's browser test fails or skips)"
+  failed+=("Chromium")
+fi
 
-echo "== the TypeScript/JavaScript contract client: npm packages and stubs (clients/ts)"
-bash scripts/ts_client.sh >/dev/null
+step "the TypeScript/JavaScript contract client: npm packages and stubs (clients/ts)" \
+  bash -c 'bash scripts/ts_client.sh >/dev/null'
 
-echo "== Python tests (SQLite and PostgreSQL)"
-.venv/bin/pytest -q -p no:cacheprovider
+step "Python tests (SQLite and PostgreSQL)" .venv/bin/pytest -q -p no:cacheprovider
 
-echo "== Go and Rust contract tests against a live server"
-make --no-print-directory test-contract
+step "Go and Rust contract tests against a live server" make --no-print-directory test-contract
 
-echo "== the Python example agent loop against a live server"
-bash scripts/with_server.sh .venv/bin/python examples/agent_loop.py
+step "the Python example agent loop against a live server" \
+  bash scripts/with_server.sh .venv/bin/python examples/agent_loop.py
+
+if ((${#failed[@]})); then
+  echo "== make test FAILED: ${#failed[@]} of its parts failed:"
+  printf '   - %s\n' "${failed[@]}"
+  exit 1
+fi
+echo "== make test passed: every part"

@@ -10,7 +10,7 @@ port=$("$py" "$root/scripts/free_port.py")
 home=$(mktemp -d)
 export PIONEER_ADDR="127.0.0.1:$port" PIONEER_TOKEN="contract-$(date +%s)-$$" PIONEER_HOME="$home"
 "$root/.venv/bin/pioneer-grpc" serve --listen "$PIONEER_ADDR" --home "$home" --token "$PIONEER_TOKEN" \
-  ${PIONEER_SERVE_ARGS:-} >"$home/server.log" 2>&1 &
+  --seed-bootstrap-files ${PIONEER_SERVE_ARGS:-} >"$home/server.log" 2>&1 &
 pid=$!
 cleanup() {
   if kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid"; fi

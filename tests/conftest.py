@@ -150,6 +150,13 @@ async def server(server_factory: ServerFactory) -> ServerHandle:
 
 
 @pytest.fixture
+async def seeded_server(server_factory: ServerFactory) -> ServerHandle:
+    """A server on SQLite whose home holds Pioneer's SOUL.md and IDENTITY.md, as `serve`'s first run
+    at its default home leaves them (a server seeds nothing unless told to)."""
+    return await server_factory(seed_bootstrap_files=True)
+
+
+@pytest.fixture
 async def pg_server(database_url: str, server_factory: ServerFactory) -> ServerHandle:
     # database_url is set up first so it is torn down last, after the server stopped.
     """A server on each database backend (SQLite and PostgreSQL)."""

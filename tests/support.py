@@ -8,13 +8,14 @@ import os
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import grpc
 import pytest
 
 from pioneer_grpc.client import RpcFailure
 from pioneer_grpc.client.errors import failure_from
+from pioneer_grpc.store.engine import PoolState, pool_state
 
 
 def unavailable_here(reason: str) -> NoReturn:
@@ -81,3 +82,14 @@ async def failure(call: Awaitable[object]) -> Failure:
     except (grpc.RpcError, RpcFailure) as error:
         return decoded(error)
     raise AssertionError("the call succeeded")
+
+
+async def pool_at_rest(server: Any) -> PoolState:
+    """The pool of a test server (tests/conftest.py ServerHandle) once no health probe is under way.
+
+    The probe draws a connection from the same pool every health_probe_seconds; whenever it ran
+    at the moment a test looked, the pool showed one connection checked out that no RPC left.
+    Nothing runs between the probe's end and the read (no await), so the read is exact.
+    """
+    await server.running.database_health.idle()
+    return pool_state(server.ctx.engine)

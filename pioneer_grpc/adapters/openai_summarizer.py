@@ -82,9 +82,11 @@ class OpenAISummarizer:
             headers["authorization"] = f"Bearer {key}"
         body = self.body(request)
         url = f"{self.base_url}/chat/completions"
+        made = 0  # requests sent, which a refusal not worth retrying cuts short
         async with httpx.AsyncClient(timeout=self.timeout_seconds) as client:
             last = ""
             for attempt in range(self.retries + 1):
+                made += 1
                 if attempt:
                     await asyncio.sleep(self.first_backoff_seconds * 2 ** (attempt - 1))
                 try:
@@ -100,7 +102,7 @@ class OpenAISummarizer:
                 last = f"HTTP {response.status_code}: {response.text[:300]}"
                 if not _retryable(response.status_code):
                     break
-        tries = "try" if self.retries == 0 else f"{self.retries + 1} tries"
+        tries = "1 try" if made == 1 else f"{made} tries"
         raise SummarizerError(f"summary model {request.model!r} failed after {tries}: {last}")
 
 

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from pioneer_grpc import __version__
@@ -16,9 +17,9 @@ from pioneer_grpc.cli import history as cli_history
 from pioneer_grpc.cli import render as cli_render
 from pioneer_grpc.cli import watch as cli_watch
 from pioneer_grpc.cli.persona import add_persona_flags
-from pioneer_grpc.config import ConfigError, load_config
+from pioneer_grpc.config import Config, ConfigError, load_config
 from pioneer_grpc.store.engine import is_sqlite
-from pioneer_grpc.telemetry.logs import log_handler
+from pioneer_grpc.telemetry.logs import announce, log_handler
 
 
 def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -112,25 +113,39 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "RESOURCE_EXHAUSTED; default: the descriptor limit minus 256, shared by the listeners)",
     )
     serve.add_argument("--workers", help="processes serving the one port: a number, or auto (one per core)")
+    serve.add_argument(
+        "--seed-bootstrap-files",
+        action="store_const",
+        const=True,
+        help="create Pioneer's SOUL.md and IDENTITY.md in the home when missing "
+        "(default: only at the default home, ~/.pioneer)",
+    )
     serve.set_defaults(func=_serve)
 
 
-async def _run_until_signal(config_flags: dict[str, object], config_file: Path | None) -> int:
+async def _run_until_signal(config: Config) -> int:
     from pioneer_grpc.server.app import start_server
     from pioneer_grpc.server.heap import freeze_start_up
 
-    config = load_config(config_flags, config_file=config_file)
-    # One start-up line: printed here; logged too only where logs are read by machines (json).
+    # One start-up line on stdout (a JSON line with --log-format json); logged too where logs are
+    # read by machines (json), with the home.
     running = await start_server(config, announce=config.log_format == "json")
     freeze_start_up()
-    print(f"pioneer-grpc {__version__} serving on {running.address}", flush=True)
+    announce(
+        config.log_format,
+        f"pioneer-grpc {__version__} serving on {running.address}",
+        event="serving",
+        address=running.address,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
-    logging.getLogger(__name__).info("stopping: draining for up to %ss", config.grace_seconds)
+    log = logging.getLogger(__name__)
+    log.info("stopping: draining for up to %ss", config.grace_seconds, extra={"event": "stopping"})
     await running.stop()
+    log.info("stopped", extra={"event": "stopped"})
     return exits.OK
 
 
@@ -140,6 +155,9 @@ def _serve(args: argparse.Namespace) -> int:
         config = load_config(flags, config_file=args.config)
     except ConfigError as exc:
         return exits.fail("serve", f"configuration error: {exc}", exits.USAGE)
+    if config.seed_bootstrap_files is None:
+        # Pioneer's own SOUL.md and IDENTITY.md are a first run's at the default home, not a team's.
+        config = replace(config, seed_bootstrap_files=config.home == Config().home)
     from pioneer_grpc.server.app import StartupError
     from pioneer_grpc.server.logs import configure_logging
 
@@ -159,7 +177,7 @@ def _serve(args: argparse.Namespace) -> int:
         except (StartupError, OSError) as exc:
             return exits.fail("serve", f"cannot start: {exc}", exits.FAILURE)
     try:
-        return asyncio.run(_run_until_signal(flags, args.config))
+        return asyncio.run(_run_until_signal(config))
     except (StartupError, OSError) as exc:
         return exits.fail("serve", f"cannot start: {exc}", exits.FAILURE)
 

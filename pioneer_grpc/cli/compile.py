@@ -21,13 +21,14 @@ from google.protobuf import json_format
 from pioneer_grpc.cli import exits
 from pioneer_grpc.cli.persona import add_persona_flags
 from pioneer_grpc.compiler import compile_prompt
+from pioneer_grpc.compiler.bootstrap import USER_FILE
 from pioneer_grpc.config import ConfigError, load_config
 from pioneer_grpc.errors import InvalidArgument, PioneerError
 from pioneer_grpc.v1 import prompt_pb2
 
 VISIBLE_BOUNDARY = "──── cache boundary ────"
 # Flags that are settings of the server configuration (None when not given).
-CONFIG_FLAGS = ("home", "persona", "persona_file", "home_label")
+CONFIG_FLAGS = ("home", "persona", "persona_file", "home_label", "identity_files")
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -71,15 +72,23 @@ def run(args: argparse.Namespace) -> int:
         for file_name, why in MISSING_FILE_HINTS.items():
             if diagnostic.code == "missing_file" and f"`{file_name}`" in diagnostic.message:
                 print(f"  {why.format(home=config.homes[0])}", file=sys.stderr)
+    # A missing USER.md is no diagnostic (it is optional); a person trying the CLI still learns of it.
+    user = [e for e in payload.manifest.source_manifest if e.file == USER_FILE]
+    if user and user[0].status == prompt_pb2.SOURCE_STATUS_MISSING:
+        print(f"note: {USER_HINT.format(home=config.homes[0])}", file=sys.stderr)
     return exits.OK
 
 
 # What each bootstrap file is for, printed under its missing_file diagnostic.
 MISSING_FILE_HINTS = {
     "SOUL.md": "SOUL.md (the Soul Core section) says who the assistant is underneath its tasks; "
-    "`pioneer-grpc serve` writes a default one into {home} when it starts.",
+    "`pioneer-grpc serve` writes Pioneer's into its default home (~/.pioneer) when it starts, or into "
+    "{home} with --seed-bootstrap-files.",
     "IDENTITY.md": "IDENTITY.md (the Identity Core section) names the assistant and its role; "
-    "`pioneer-grpc serve` writes a default one into {home} when it starts.",
-    "USER.md": "USER.md is optional: what the assistant should know about you (name, role, preferences), "
-    "added to the prompt as the User Persona section. Nothing writes it; create {home}/USER.md to use it.",
+    "`pioneer-grpc serve` writes Pioneer's into its default home (~/.pioneer) when it starts, or into "
+    "{home} with --seed-bootstrap-files.",
 }
+USER_HINT = (
+    "USER.md is optional: what the assistant should know about you (name, role, preferences), "
+    "added to the prompt as the User Persona section. Nothing writes it; create {home}/USER.md to use it."
+)

@@ -14,3 +14,8 @@ def add_persona_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--home-label", help="how bootstrap headings name the runtime home (default ~/.pioneer)"
     )
+    parser.add_argument(
+        "--identity-files",
+        choices=["auto", "read", "skip"],
+        help="read SOUL.md and IDENTITY.md: auto (default: only with the built-in persona), read, skip",
+    )

@@ -3,10 +3,12 @@
 Files are read from the workspace root in that order, each within the per-file
 limit, then the total budget is spent in the same order. SOUL.md and IDENTITY.md
 render even when empty (the reminder still applies); USER.md renders only with
-content. Nothing here raises: every problem becomes a diagnostic and a source
-manifest entry. A heading names its file by its home's label (settings.py), so it
-reads the same on every machine; diagnostics and the source manifest keep the
-path read on this one.
+content. SOUL.md and IDENTITY.md are the assistant's identity: a team with its own
+persona does not have them read (compile.reads_identity_files). Nothing here
+raises: every problem becomes a diagnostic and a source manifest entry (a missing
+USER.md only the entry: it is optional, and missing is its usual state). A heading
+names its file by its home's label (settings.py), so it reads the same on every
+machine; diagnostics and the source manifest keep the path read on this one.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ EVOLVE_REMINDER = "This file is yours to evolve. As you learn who you are, updat
 class BootstrapFile:
     name: str
     section_id: str
-    # Rendered when empty, followed by the reminder line.
+    # Rendered when empty, followed by the reminder line; the assistant's identity (SOUL.md,
+    # IDENTITY.md), read only as compile.reads_identity_files says. USER.md is neither: optional.
     evolvable: bool
 
 
@@ -76,17 +79,26 @@ def filter_bootstrap_files(workspace: Path, log: CompileLog) -> None:
 
 
 def load_bootstrap_sections(
-    workspace: Path, homes: Homes, limits: Limits, log: CompileLog, home_labels: Sequence[str]
+    workspace: Path,
+    homes: Homes,
+    limits: Limits,
+    log: CompileLog,
+    home_labels: Sequence[str],
+    identity_files: bool = True,
 ) -> list[prompt_pb2.PromptSection]:
+    """The bootstrap sections; `identity_files` False leaves SOUL.md and IDENTITY.md unread."""
     sections: list[prompt_pb2.PromptSection] = []
     remaining = limits.max_chars_total
     for spec in BOOTSTRAP_FILES:
+        if spec.evolvable and not identity_files:
+            continue
         path = workspace / spec.name
         shown = str(path)
         read = read_bounded(path, limits.max_chars_per_file, homes)
         if read.status is not ReadStatus.LOADED:
             if read.status is ReadStatus.MISSING:
-                log.missing_file(spec.name, shown)
+                if spec.evolvable:  # a missing USER.md is its normal state
+                    log.missing_file(spec.name, shown)
             elif read.status is ReadStatus.OUTSIDE_ROOT:
                 log.file_outside_root(spec.name, shown, read.detail)
             else:

@@ -121,6 +121,17 @@ def _identity(
     return _builtin(ids.IDENTITY_BASE, settings.persona, source)
 
 
+def reads_identity_files(request: prompt_pb2.PromptCompileInput, settings: CompileSettings) -> bool:
+    """Whether SOUL.md and IDENTITY.md are read: as the request says, else as the server says, else
+    only while the built-in persona is in effect (any other persona, or none, is the team's own)."""
+    if request.HasField("identity_files"):
+        return request.identity_files
+    if settings.identity_files is not None:
+        return settings.identity_files
+    own = request.HasField("persona") or request.omit_persona or settings.persona != DEFAULT_SETTINGS.persona
+    return not own
+
+
 def _stable_sections(
     request: prompt_pb2.PromptCompileInput,
     settings: CompileSettings,
@@ -135,7 +146,9 @@ def _stable_sections(
         _builtin(ids.ASSISTANT_SAFETY, policies.SAFETY),
     ]
     if ids.profile_includes(profile, ids.SOUL_CORE):
-        found += load_bootstrap_sections(workspace, homes, limits, log, settings.home_labels())
+        found += load_bootstrap_sections(
+            workspace, homes, limits, log, settings.home_labels(), reads_identity_files(request, settings)
+        )
     else:
         filter_bootstrap_files(workspace, log)
     if request.include_tool_recovery_policy:

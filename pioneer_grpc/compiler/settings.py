@@ -1,7 +1,10 @@
 """What a server sets for all its compiles: the persona, and how bootstrap headings name the home.
 
 The persona is the Identity section's text, the first stable section; a request
-replaces it with `persona` or leaves the section out with `omit_persona`.
+replaces it with `persona` or leaves the section out with `omit_persona`. While
+the built-in persona is in effect, SOUL.md and IDENTITY.md are read too; another
+persona is a team's own identity, and they are not (unless `identity_files` or
+the request's field says to read them).
 
 A bootstrap heading names its file relative to the runtime home it lies in,
 `### SOUL.md (~/.pioneer/SOUL.md)`, not by the home's absolute path: two
@@ -30,6 +33,9 @@ class CompileSettings:
     home_label: str = DEFAULT_HOME_LABEL
     # How headings name the extra runtime homes, in order; a home without a label shows its path.
     extra_home_labels: tuple[str, ...] = ()
+    # Whether SOUL.md and IDENTITY.md are read when a request does not say (identity_files):
+    # None reads them only while the built-in persona is in effect.
+    identity_files: bool | None = None
 
     def home_labels(self) -> tuple[str, ...]:
         return (self.home_label, *self.extra_home_labels)

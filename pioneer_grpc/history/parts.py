@@ -1,11 +1,13 @@
 """Content parts on entries: which an entry may carry, how they are stored, and what they count as.
 
-A user entry or a tool result may carry text, image and file (document) parts,
-each inline (bytes and mime type) or by reference (a URI). They are stored as
-sent (one serialized blob a row) and loaded into ChatMessage.content_parts.
-For budgets an image or document part counts as an ArtifactRef would
-(models/attachments.py): an inline image by the size its header states, an
-inline PDF by its bytes, a reference by the rule's default.
+A user entry or a tool result may carry text, image, file (document), audio and
+video parts, the kinds a ChatRequest message carries, each inline (bytes and mime
+type) or by reference (a URI). They are stored as sent (one serialized blob a row)
+and loaded into ChatMessage.content_parts, so PrepareTurn renders them as
+RenderChatRequest does. For budgets an image or document part counts as an
+ArtifactRef would (models/attachments.py): an inline image by the size its header
+states, an inline PDF by its bytes, a reference by the rule's default; audio and
+video have no published rule that needs no duration, and count as nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from pioneer_grpc.errors import FieldViolation
 from pioneer_grpc.v1 import chat_pb2, common_pb2, history_pb2
 
 CARRIERS = (history_pb2.ENTRY_ROLE_USER, history_pb2.ENTRY_ROLE_TOOL)
-MEDIA = ("image", "file")
+MEDIA = ("image", "file", "audio", "video")
+# Kinds whose mime type must be of their family: the family, and what the kind is called.
+_MIME_FAMILY = {
+    "image": ("image/", "an image's"),
+    "audio": ("audio/", "an audio"),
+    "video": ("video/", "a video"),
+}
 
 
 def parts_violations(entry: history_pb2.ConversationEntry, path: str) -> list[FieldViolation]:
@@ -50,7 +58,7 @@ def _part_violations(part: chat_pb2.ContentPart, at: str) -> list[FieldViolation
     if kind == "text":
         return []
     if kind not in MEDIA:
-        return [FieldViolation(at, f"a part is text, image or file{f', not {kind}' if kind else ''}")]
+        return [FieldViolation(at, "a part is text, image, file, audio or video")]
     media: chat_pb2.MediaPart = getattr(part, kind)
     source = media.WhichOneof("source")
     found: list[FieldViolation] = []
@@ -65,10 +73,9 @@ def _part_violations(part: chat_pb2.ContentPart, at: str) -> list[FieldViolation
                 f"at most {MAX_INLINE_PART_BYTES:,} bytes inline (got {len(media.data):,}): send a uri",
             )
         )
-    if kind == "image" and media.mime_type and not media.mime_type.startswith("image/"):
-        found.append(
-            FieldViolation(f"{at}.image.mime_type", f"an image's mime type, not {media.mime_type!r}")
-        )
+    family, called = _MIME_FAMILY.get(kind, ("", ""))
+    if family and media.mime_type and not media.mime_type.startswith(family):
+        found.append(FieldViolation(f"{at}.{kind}.mime_type", f"{called} mime type, not {media.mime_type!r}"))
     return found
 
 

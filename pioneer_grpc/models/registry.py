@@ -2,6 +2,7 @@
 
 registry = load_registry(Path("my-models.toml"))   # or load_registry() for the packaged one
 info = registry.lookup("claude-sonnet-4-5-20250929")  # longest prefix match, None if unknown
+model_key("us.anthropic.claude-sonnet-4.5-20250929-v1:0")  # "claude-sonnet-4-5": how names compare
 info.context_window, info.response_reserve, info.tokenizer
 rule = registry.image_rule("gpt-4o-mini")               # how its images are counted (models/attachments.py)
 takes = registry.takes("o3")                            # what the model accepts (Takes)
@@ -9,6 +10,8 @@ takes = registry.takes("o3")                            # what the model accepts
 
 from __future__ import annotations
 
+import functools
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -146,6 +149,8 @@ class Takes:
     media: frozenset[str]
     forced_tool_choice: bool
     chat_completions_tools: bool
+    # A [tool_rules] entry names the model (its forced_tool_choice is the registry's word, not a default).
+    tool_rule: bool = False
 
 
 def _image_rule(where: str, prefix: str, raw: Mapping[str, Any]) -> ImageRule:
@@ -187,7 +192,11 @@ def _read(path: Path) -> tuple[dict[str, ModelInfo], dict[str, ImageRule], dict[
     tool_rules = {
         prefix: _tool_rule(str(path), prefix, raw) for prefix, raw in _table(path, data, "tool_rules").items()
     }
-    return models, images, tool_rules
+    return (
+        _keyed(path, "models", models),
+        _keyed(path, "images", images),
+        _keyed(path, "tool_rules", tool_rules),
+    )
 
 
 # How a provider's images are counted when [images] names no rule for the model.
@@ -199,14 +208,71 @@ PROVIDER_IMAGE_RULES = {
 assert {rule.kind for rule in PROVIDER_IMAGE_RULES.values()} <= set(RULES)
 
 
+# Before a model's own name: a Bedrock cross-region inference profile, then the model's vendor
+# (us.anthropic.claude-..., anthropic.claude-..., amazon.nova-...).
+_PROFILE_AND_VENDOR = re.compile(
+    r"^(?:(?:us|us-gov|eu|apac|jp|au|ca|global)\.)?"
+    r"(?:(?:anthropic|amazon|meta|mistral|cohere|ai21|openai|deepseek|qwen|google|writer)\.)?"
+)
+# After it: a Bedrock version (-v1:0, -v1:0:200k), a Vertex AI version (@20241022, @001).
+_VERSION = re.compile(r"(?:@[a-z0-9._-]+|-v\d+(?::[a-z0-9]+)+)$")
+# A release date in the name: -20250929 (Anthropic), -2024-08-06 (OpenAI).
+_DATE = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})(?=$|-)")
+# A version written with a dot (claude-sonnet-4.5, gpt-4.1): the same as with a dash.
+_DOTTED = re.compile(r"(?<=\d)\.(?=\d)")
+# What may follow a prefix in a longer name (gpt-4o is not a gpt-4).
+_AFTER_PREFIX = frozenset("-_:")
+
+
+@functools.lru_cache(maxsize=1024)  # every round looks its model up a few times; models are few
+def model_key(model: str) -> str:
+    """`model` as the registry compares names; every lookup goes through it, and so do the keys.
+
+    Lower case; a path's or ARN's last part (`models/gemini-2.5-pro`, `.../inference-profile/
+    eu.anthropic...`); without a Bedrock inference profile and vendor, a Bedrock or Vertex AI
+    version suffix (`-v1:0`, `@20250929`) and a release date; dots between digits as dashes. So
+    `us.anthropic.claude-sonnet-4-5-20250929-v1:0`, `claude-sonnet-4.5` and
+    `claude-sonnet-4-5@20250929` are all `claude-sonnet-4-5`.
+    """
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    name = _PROFILE_AND_VENDOR.sub("", name, count=1)
+    name = _VERSION.sub("", name)
+    name = _DATE.sub("", name)
+    return _DOTTED.sub("-", name)
+
+
+def _keyed(where: Path, table_name: str, table: Mapping[str, Any]) -> dict[str, Any]:
+    """A registry table by model_key of each prefix; two prefixes of one key are an error."""
+    keyed: dict[str, Any] = {}
+    named: dict[str, str] = {}
+    for prefix, value in table.items():
+        key = model_key(prefix)
+        if not key:
+            raise RegistryError(f"model registry {where}: {table_name}.{prefix} names no model")
+        if key in keyed:
+            raise RegistryError(
+                f"model registry {where}: {table_name}.{named[key]} and {table_name}.{prefix} name the "
+                f"same models ({key})"
+            )
+        keyed[key], named[key] = value, prefix
+    return keyed
+
+
 def _longest_prefix(table: Mapping[str, Any], model: str) -> str | None:
-    name = model.removeprefix("models/")
-    matches = [prefix for prefix in table if name.startswith(prefix)]
+    """The longest key of `table` that `model_key(model)` is, or starts with where a part of the name
+    ends (at - _ or :, or a key that ends with one)."""
+    name = model_key(model)
+    matches = [
+        key
+        for key in table
+        if name.startswith(key) and (len(name) == len(key) or {key[-1], name[len(key)]} & _AFTER_PREFIX)
+    ]
     return max(matches, key=len) if matches else None
 
 
 @dataclass(frozen=True)
 class Registry:
+    # Each table by model_key of its prefix (ModelInfo.prefix keeps the prefix as written).
     models: Mapping[str, ModelInfo]
     # OpenAI models whose images are counted with other constants or by patches, by prefix.
     images: Mapping[str, ImageRule] = field(default_factory=dict)
@@ -214,7 +280,7 @@ class Registry:
     tool_rules: Mapping[str, ToolRule] = field(default_factory=dict)
 
     def lookup(self, model: str) -> ModelInfo | None:
-        """The entry whose prefix is the longest one `model` starts with ("models/" ignored)."""
+        """The entry whose prefix is the longest one `model` starts with, both as model_key has them."""
         prefix = _longest_prefix(self.models, model)
         return None if prefix is None else self.models[prefix]
 
@@ -243,6 +309,7 @@ class Registry:
                 frozenset(MEDIA_KINDS),
                 rule.forced_tool_choice,
                 rule.chat_completions_tools,
+                prefix is not None,
             )
         return Takes(
             True,
@@ -252,6 +319,7 @@ class Registry:
             info.media,
             rule.forced_tool_choice,
             rule.chat_completions_tools,
+            prefix is not None,
         )
 
 

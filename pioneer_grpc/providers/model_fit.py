@@ -43,20 +43,41 @@ class ModelFit:
 
 
 def takes_for(spec: ProviderSpec, registry: Registry, model: str) -> Takes:
-    return registry.takes(spec.registry_model(model))
+    """What `model` takes (the registry reads every provider's model ids alike: models/registry.py
+    model_key)."""
+    return registry.takes(model)
+
+
+def reasoning_asked(reasoning: chat_pb2.Reasoning) -> bool:
+    """Whether a request asks anything of reasoning (an unset or empty Reasoning asks nothing)."""
+    return bool(reasoning.disabled or reasoning.effort or reasoning.HasField("budget_tokens"))
+
+
+def takes_forced_choice(spec: ProviderSpec, takes: Takes) -> bool:
+    """Whether a required or named tool choice may reach the model: never when its [tool_rules]
+    entry says no; where the API forces only the models that support it (Converse), only when the
+    registry says this one does (a model of the API's family, or a [tool_rules] entry)."""
+    if not takes.forced_tool_choice:
+        return False
+    if spec.forced_choice_per_model:
+        return takes.tool_rule or (takes.known and takes.family in spec.families)
+    return True
 
 
 def violations(
     spec: ProviderSpec, request: chat_pb2.ChatRequest, takes: Takes, path: str
 ) -> list[FieldViolation]:
     found: list[FieldViolation] = []
-    if request.tools and request.tool_choice.mode in FORCING and not takes.forced_tool_choice:
-        found.append(
-            FieldViolation(
-                f"{path}.tool_choice.mode",
-                f"{request.model} takes no required or named tool choice: use auto (or none)",
+    if request.tools and request.tool_choice.mode in FORCING and not takes_forced_choice(spec, takes):
+        if takes.forced_tool_choice:
+            why = (
+                f"{spec.name} forces a tool call only for the models that support it, and the model "
+                f"registry does not say {request.model!r} does (a [tool_rules] entry with "
+                "forced_tool_choice = true in models_file says so): use auto (or none)"
             )
-        )
+        else:
+            why = f"{request.model} takes no required or named tool choice: use auto (or none)"
+        found.append(FieldViolation(f"{path}.tool_choice.mode", why))
     if request.tools and spec.name == "openai-chat" and not takes.chat_completions_tools:
         found.append(
             FieldViolation(
@@ -89,7 +110,7 @@ def fit(spec: ProviderSpec, request: chat_pb2.ChatRequest, takes: Takes, path: s
             )
         )
     reasoning = request.reasoning
-    asked = reasoning.disabled or reasoning.effort or reasoning.HasField("budget_tokens")
+    asked = reasoning_asked(reasoning)
     send_reasoning = send_budget = True
     if asked and not takes.reasoning:
         send_reasoning = False

@@ -29,10 +29,6 @@ Adapter = Callable[["Adapted", list[int], str], None]
 RequestRule = Callable[[chat_pb2.ChatRequest, str, bool], list[FieldViolation]]
 
 
-def _same(model: str) -> str:
-    return model
-
-
 def _concatenated(prefix: Sequence[Any], own: list[Any]) -> list[Any]:
     return [*prefix, *own]
 
@@ -77,8 +73,9 @@ class ProviderSpec:
     request_rules: RequestRule | None = None
     adapt: Adapter | None = None
     adapt_messages: Adapter | None = None
-    # The model id as the registry names it (Bedrock: without region and vendor prefixes).
-    registry_model: Callable[[str], str] = _same
+    # Whether the API forces a tool call (a required or named tool choice) only for the models that
+    # support it (Converse): a forced choice then needs the registry to say the model takes it.
+    forced_choice_per_model: bool = False
     # Whether the API takes a thinking budget in tokens (else an effort level), and the
     # smallest budget it takes, which must stay below max_tokens (None: no such rule).
     thinking_budget: bool = False

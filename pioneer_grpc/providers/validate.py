@@ -90,7 +90,7 @@ def cache_minimum(spec: ProviderSpec, registry: Registry, model: str, options: O
     registry's minimum in the model's tokens, else DEFAULT_ANTHROPIC_MIN_CACHE_CHARS characters."""
     if options.anthropic_min_cache_chars is not None:
         return CacheMinimum(chars=options.anthropic_min_cache_chars)
-    info = registry.lookup(spec.registry_model(model)) if model else None
+    info = registry.lookup(model) if model else None
     if info is None or info.cache_min_tokens is None:
         return CacheMinimum()
     return CacheMinimum(tokens=info.cache_min_tokens, tokenizer=info.tokenizer)

@@ -296,10 +296,11 @@ async def migrate_reachable(engine: AsyncEngine) -> None:
 
 async def build_context(config: Config, telemetry: Telemetry | None = None) -> ServiceContext:
     await asyncio.to_thread(config.home.mkdir, parents=True, exist_ok=True)
-    created = await asyncio.to_thread(ensure_bootstrap_files, config.home)
-    for name, path, was_created in created:
-        if was_created:
-            log.info("seeded %s at %s", name, path)
+    if config.seeds_bootstrap_files:
+        created = await asyncio.to_thread(ensure_bootstrap_files, config.home)
+        for name, path, was_created in created:
+            if was_created:
+                log.info("seeded %s at %s", name, path)
     engine = create_engine(config.effective_database_url, config.sqlite_synchronous)
     await migrate_reachable(engine)
     runner = TransactionRunner(engine)

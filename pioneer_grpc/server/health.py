@@ -60,6 +60,12 @@ class DatabaseHealth:
         """Probe now: an RPC just met a database failure."""
         self._wake.set()
 
+    async def idle(self) -> None:
+        """Returns once no probe is under way (the probe's connection is back in the pool)."""
+        probe = self._probe
+        if probe is not None and not probe.done():
+            await asyncio.wait({probe})
+
     async def close(self) -> None:
         self.serving = False
         for task in (self._task, self._probe):

@@ -1,14 +1,22 @@
 """`serve --workers N`: N server processes on one port, each with its own event loop.
 
 The supervisor (this module, in the process the user started) prepares the
-store once (migrations, bootstrap files), reserves the port with SO_REUSEPORT
+store once (migrations, and the bootstrap files when it seeds them), reserves the port with SO_REUSEPORT
 (so `:0` becomes one concrete port every worker shares), starts N worker
 processes (spawned, never forked: gRPC does not survive a fork), says
 "serving on" once all N answer, and stops them all on SIGTERM or SIGINT. The
 kernel spreads new connections across the workers.
 
 A worker that dies is logged (its number, pid, and the signal or exit code) and
-started again; the others keep serving meanwhile. A worker that dies again soon
+started again; the others keep serving meanwhile. With --log-format json every
+supervisor event is a JSON line: the start-up line on stdout, and on stderr each
+worker's end (ERROR), its serving again (INFO), stopping and stopped.
+
+With --metrics-listen the supervisor serves the one endpoint there
+(telemetry/worker_metrics.py): every worker's counters and histograms as
+totals, a dead worker's counts included, each live worker's gauges by a
+`worker` label, and the restarts. Workers serve theirs on loopback ports only
+the supervisor reads. A worker that dies again soon
 after it started waits longer each time (RESTART_BACKOFF_SECONDS, doubling up to
 RESTART_BACKOFF_MAX_SECONDS); one that served for STABLE_SECONDS starts over at
 no wait.
@@ -42,6 +50,7 @@ import ctypes.util
 import logging
 import multiprocessing
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -57,6 +66,13 @@ import setproctitle
 
 from pioneer_grpc import __version__
 from pioneer_grpc.config import Config
+from pioneer_grpc.telemetry.logs import announce
+from pioneer_grpc.telemetry.worker_metrics import (
+    MULTIPROC_ENV,
+    WorkerTotals,
+    aggregate_registry,
+    fresh_directory,
+)
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +106,8 @@ async def _prepare_store(config: Config) -> None:
     from pioneer_grpc.store.engine import create_engine
 
     await asyncio.to_thread(config.home.mkdir, parents=True, exist_ok=True)
-    await asyncio.to_thread(ensure_bootstrap_files, config.home)
+    if config.seeds_bootstrap_files:
+        await asyncio.to_thread(ensure_bootstrap_files, config.home)
     engine = create_engine(config.effective_database_url, config.sqlite_synchronous)
     try:
         await migrate_reachable(engine)
@@ -119,27 +136,25 @@ def _worker_main(config: Config, number: int, total: int, supervisor: int, ready
     asyncio.run(_worker(config, ready))
 
 
-def _worker_config(config: Config, address: str, index: int) -> Config:
-    """The worker's own settings: the shared port; its own metrics port (the given one + its index)."""
-    metrics = config.metrics_listen
-    if metrics:
-        host, _, port = metrics.rpartition(":")
-        metrics = f"{host}:{int(port) + index}" if int(port) else metrics
-    return replace(config, listen=address, metrics_listen=metrics)
+def _worker_config(config: Config, address: str) -> Config:
+    """The worker's own settings: the shared port; its metrics (when on) on a loopback port of its own,
+    which it reports when ready and only the supervisor reads."""
+    return replace(config, listen=address, metrics_listen="127.0.0.1:0" if config.metrics_listen else "")
 
 
 async def _worker(config: Config, ready: Connection) -> None:
     from pioneer_grpc.server.app import start_server
     from pioneer_grpc.server.heap import freeze_start_up
 
-    running = await start_server(config)
+    running = await start_server(config, announce=False)
     freeze_start_up()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    metrics_port = running.ctx.telemetry.metrics_port or 0
     with contextlib.suppress(OSError):  # the supervisor is gone: the stop below follows
-        ready.send_bytes(b"ready")
+        ready.send_bytes(f"ready {metrics_port}".encode())
     ready.close()
     await stop.wait()
     await running.stop()
@@ -174,15 +189,18 @@ class _Slot:
     serving: bool = False
     quick_deaths: int = 0
     restart_at: float | None = None
+    # Started again after it ended (not its first start).
+    restarting: bool = False
 
 
 class _Supervisor:
-    def __init__(self, config: Config, address: str) -> None:
+    def __init__(self, config: Config, address: str, totals: WorkerTotals | None = None) -> None:
         self.total = config.workers
         self.context: SpawnContext = multiprocessing.get_context("spawn")
         self.slots = [
-            _Slot(number=i + 1, config=_worker_config(config, address, i)) for i in range(config.workers)
+            _Slot(number=i + 1, config=_worker_config(config, address)) for i in range(config.workers)
         ]
+        self.totals = totals or WorkerTotals(config.workers)
         self.stop = threading.Event()
         self.grace = config.grace_seconds
         # Restarted workers say when they serve; those of the first start are announced together.
@@ -197,6 +215,8 @@ class _Supervisor:
         )
         process.start()
         sender.close()
+        if slot.restarting:
+            self.totals.restarted(slot.number)
         slot.process, slot.ready = process, receiver
         slot.started_at, slot.serving, slot.restart_at = time.monotonic(), False, None
 
@@ -216,13 +236,21 @@ class _Supervisor:
         try:
             if not slot.ready.poll():
                 return
-            slot.ready.recv_bytes()
+            said = slot.ready.recv_bytes().decode()
         except (EOFError, OSError):
             pass  # ended before it was ready: its sentinel reports it
         else:
             slot.serving = True
-            if self.announce:
-                log.warning("worker %d/%d (pid %d) serving", slot.number, self.total, slot.process.pid)
+            metrics_port = int(said.split()[1]) if len(said.split()) > 1 else 0
+            self.totals.serving(slot.number, metrics_port)
+            if self.announce:  # back after it ended: the service is whole again
+                log.info(
+                    "worker %d/%d (pid %d) serving",
+                    slot.number,
+                    self.total,
+                    slot.process.pid,
+                    extra={"event": "worker_serving", "worker": slot.number, "worker_pid": slot.process.pid},
+                )
         slot.ready.close()
         slot.ready = None
 
@@ -233,6 +261,7 @@ class _Supervisor:
         if process is None or process.is_alive():
             return False
         process.join()
+        self.totals.ended(slot.number)
         lived = now - slot.started_at
         slot.quick_deaths = slot.quick_deaths + 1 if lived < STABLE_SECONDS else 0
         delay = restart_delay(slot.quick_deaths)
@@ -244,11 +273,18 @@ class _Supervisor:
             how_it_ended(process.exitcode),
             lived,
             "the start fails" if starting else f"restarting it in {delay:.1f} s",
+            extra={
+                "event": "worker_ended",
+                "worker": slot.number,
+                "worker_pid": process.pid,
+                "exit": how_it_ended(process.exitcode),
+            },
         )
         if slot.ready is not None:
             slot.ready.close()
         slot.process, slot.ready, slot.serving = None, None, False
         slot.restart_at = now + delay
+        slot.restarting = True
         return True
 
     def start_all(self) -> bool:
@@ -298,13 +334,36 @@ class _Supervisor:
                 process.join()
 
 
+def _serve_metrics(config: Config, totals: WorkerTotals) -> tuple[Any, str] | None:
+    """The one metrics endpoint, and the directory of the workers' files; None when metrics are off.
+
+    Sets PROMETHEUS_MULTIPROC_DIR for the workers spawned after it. prometheus_client reads it when
+    first imported, which this process did already (telemetry imports it): the supervisor's own
+    values stay in memory."""
+    if not config.metrics_listen:
+        return None
+    from pioneer_grpc.telemetry.metrics_http import serve_metrics
+
+    directory = fresh_directory()
+    os.environ[MULTIPROC_ENV] = directory
+    token = config.token if config.metrics_require_token else ""
+    host, _, port = config.metrics_listen.rpartition(":")
+    server, _thread = serve_metrics(
+        aggregate_registry(directory, totals, config.token), host.strip("[]"), int(port), token
+    )
+    log.info("metrics of every worker on http://%s/metrics", config.metrics_listen)
+    return server, directory
+
+
 def serve_workers(config: Config) -> int:
     """Runs until SIGTERM/SIGINT (exit 0); exit 1 when a worker fails to start."""
     setproctitle.setproctitle(f"pioneer-grpc serve: supervisor ({config.workers} workers) {config.listen}")
     asyncio.run(_prepare_store(config))
     holder, address = _reserve(config.listen)
     setproctitle.setproctitle(f"pioneer-grpc serve: supervisor ({config.workers} workers) {address}")
-    supervisor = _Supervisor(config, address)
+    totals = WorkerTotals(config.workers)
+    metrics = _serve_metrics(config, totals)
+    supervisor = _Supervisor(config, address, totals)
 
     def on_signal(_signum: int, _frame: Any) -> None:
         supervisor.stop.set()
@@ -315,12 +374,32 @@ def serve_workers(config: Config) -> int:
         if not supervisor.start_all():
             if supervisor.stop.is_set():
                 return 0
-            print("pioneer-grpc serve: a worker failed to start", file=sys.stderr)
+            log.error("a worker failed to start", extra={"event": "start_failed"})
             return 1
         holder.close()
-        print(f"pioneer-grpc {__version__} serving on {address} ({config.workers} workers)", flush=True)
+        announce(
+            config.log_format,
+            f"pioneer-grpc {__version__} serving on {address} ({config.workers} workers)",
+            event="serving",
+            address=address,
+            workers=config.workers,
+        )
         supervisor.run()
         return 0
     finally:
         holder.close()
+        if supervisor.stop.is_set():
+            log.info(
+                "stopping: %d workers, up to %ss each",
+                config.workers,
+                config.grace_seconds,
+                extra={"event": "stopping"},
+            )
         supervisor.stop_all()
+        if metrics is not None:
+            server, directory = metrics
+            server.shutdown()
+            server.server_close()
+            shutil.rmtree(directory, ignore_errors=True)
+        if supervisor.stop.is_set():
+            log.info("stopped", extra={"event": "stopped"})

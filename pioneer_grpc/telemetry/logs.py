@@ -71,3 +71,14 @@ def log_handler(log_format: str) -> logging.Handler:
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     return handler
+
+
+def announce(log_format: str, message: str, **fields: Any) -> None:
+    """The start-up line on stdout (what a person or a script waits for): as written with the `text`
+    format; with `json`, a log line like every other one (the fields become keys of their own)."""
+    line = message
+    if log_format == "json":
+        record = logging.LogRecord("pioneer_grpc.server", logging.INFO, __file__, 0, message, (), None)
+        record.__dict__.update(fields)
+        line = JsonFormatter().format(record)
+    print(line, flush=True)

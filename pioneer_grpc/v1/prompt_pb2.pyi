@@ -328,7 +328,7 @@ class DynamicSection(_message.Message):
     def __init__(self, id: _Optional[str] = ..., title: _Optional[str] = ..., content: _Optional[str] = ..., max_chars: _Optional[int] = ..., truncated: _Optional[bool] = ..., hook_source: _Optional[_Union[HookSource, _Mapping]] = ...) -> None: ...
 
 class PromptCompileInput(_message.Message):
-    __slots__ = ("workspace_root", "profile", "skills_prompt", "retry_instruction", "include_tool_recovery_policy", "include_task_orchestration_policy", "continue_generation_hint", "dynamic_context", "extra_system", "limits", "skills", "memory_recall", "agents_md", "thread_context", "hidden_tool_domains", "permissions", "dynamic_sections", "hook_sources", "persona", "omit_persona")
+    __slots__ = ("workspace_root", "profile", "skills_prompt", "retry_instruction", "include_tool_recovery_policy", "include_task_orchestration_policy", "continue_generation_hint", "dynamic_context", "extra_system", "limits", "skills", "memory_recall", "agents_md", "thread_context", "hidden_tool_domains", "permissions", "dynamic_sections", "hook_sources", "persona", "omit_persona", "identity_files")
     WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
     PROFILE_FIELD_NUMBER: _ClassVar[int]
     SKILLS_PROMPT_FIELD_NUMBER: _ClassVar[int]
@@ -349,6 +349,7 @@ class PromptCompileInput(_message.Message):
     HOOK_SOURCES_FIELD_NUMBER: _ClassVar[int]
     PERSONA_FIELD_NUMBER: _ClassVar[int]
     OMIT_PERSONA_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FILES_FIELD_NUMBER: _ClassVar[int]
     workspace_root: str
     profile: PromptProfile
     skills_prompt: str
@@ -369,7 +370,8 @@ class PromptCompileInput(_message.Message):
     hook_sources: _containers.RepeatedCompositeFieldContainer[HookSource]
     persona: str
     omit_persona: bool
-    def __init__(self, workspace_root: _Optional[str] = ..., profile: _Optional[_Union[PromptProfile, str]] = ..., skills_prompt: _Optional[str] = ..., retry_instruction: _Optional[str] = ..., include_tool_recovery_policy: _Optional[bool] = ..., include_task_orchestration_policy: _Optional[bool] = ..., continue_generation_hint: _Optional[bool] = ..., dynamic_context: _Optional[str] = ..., extra_system: _Optional[str] = ..., limits: _Optional[_Union[PromptLimits, _Mapping]] = ..., skills: _Optional[_Union[SkillsInput, _Mapping]] = ..., memory_recall: _Optional[_Union[MemoryRecall, _Mapping]] = ..., agents_md: _Optional[_Union[AgentsMdSource, _Mapping]] = ..., thread_context: _Optional[_Iterable[_Union[ThreadContextSnippet, _Mapping]]] = ..., hidden_tool_domains: _Optional[_Iterable[_Union[HiddenToolDomain, _Mapping]]] = ..., permissions: _Optional[_Union[PermissionProfile, _Mapping]] = ..., dynamic_sections: _Optional[_Iterable[_Union[DynamicSection, _Mapping]]] = ..., hook_sources: _Optional[_Iterable[_Union[HookSource, _Mapping]]] = ..., persona: _Optional[str] = ..., omit_persona: _Optional[bool] = ...) -> None: ...
+    identity_files: bool
+    def __init__(self, workspace_root: _Optional[str] = ..., profile: _Optional[_Union[PromptProfile, str]] = ..., skills_prompt: _Optional[str] = ..., retry_instruction: _Optional[str] = ..., include_tool_recovery_policy: _Optional[bool] = ..., include_task_orchestration_policy: _Optional[bool] = ..., continue_generation_hint: _Optional[bool] = ..., dynamic_context: _Optional[str] = ..., extra_system: _Optional[str] = ..., limits: _Optional[_Union[PromptLimits, _Mapping]] = ..., skills: _Optional[_Union[SkillsInput, _Mapping]] = ..., memory_recall: _Optional[_Union[MemoryRecall, _Mapping]] = ..., agents_md: _Optional[_Union[AgentsMdSource, _Mapping]] = ..., thread_context: _Optional[_Iterable[_Union[ThreadContextSnippet, _Mapping]]] = ..., hidden_tool_domains: _Optional[_Iterable[_Union[HiddenToolDomain, _Mapping]]] = ..., permissions: _Optional[_Union[PermissionProfile, _Mapping]] = ..., dynamic_sections: _Optional[_Iterable[_Union[DynamicSection, _Mapping]]] = ..., hook_sources: _Optional[_Iterable[_Union[HookSource, _Mapping]]] = ..., persona: _Optional[str] = ..., omit_persona: _Optional[bool] = ..., identity_files: _Optional[bool] = ...) -> None: ...
 
 class PromptSection(_message.Message):
     __slots__ = ("id", "stability", "title", "content", "sources", "fingerprint")

@@ -70,10 +70,10 @@ class TurnServiceServicer:
         Safe to retry: entries are idempotent by entry_id, and a repeat of the same
         compile for the same turn returns the turn's existing manifest event
         instead of publishing another. Every error below stores nothing (no entry,
-        turn or manifest), except one from rendering the provider body (with
-        `provider` set: INVALID_ARGUMENT naming chat_request fields), which comes
-        after the round committed: its entries and manifest stay, and a retry
-        repeats them as no-ops.
+        turn or manifest), one from rendering the provider body included (with
+        `provider` set: INVALID_ARGUMENT naming chat_request fields): the body is
+        rendered inside the round, so a refusal rolls it back and the corrected
+        request can be sent again with the same entry ids.
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names each field,
         nothing stored), MODEL_REQUIRED (no model here nor on the thread);

@@ -11,7 +11,6 @@ import grpc
 from grpc_health.v1 import health_pb2
 from sqlalchemy import event
 
-from pioneer_grpc.store.engine import pool_state
 from pioneer_grpc.store.work import drain
 from pioneer_grpc.v1 import (
     history_pb2,
@@ -23,6 +22,7 @@ from pioneer_grpc.v1 import (
 )
 from tests.builders import entry
 from tests.chaos.conftest import health_status
+from tests.support import pool_at_rest
 
 CANCELS = 200
 MAX_CALLS = 4_000
@@ -142,7 +142,7 @@ async def test_cancel_storm_leaves_nothing_behind(pg_server):
 
     # The work of cancelled calls has ended; every connection is back, none was leaked.
     assert await drain(30) == 0
-    state = pool_state(pg_server.ctx.engine)
+    state = await pool_at_rest(pg_server)
     assert state.checked_out == 0, state
     assert state.open <= state.size + state.max_overflow, state
     if pg_server.ctx.engine.dialect.name == "sqlite":

@@ -56,7 +56,8 @@ async def start(
         "--home",
         str(tmp_path / "home"),
     ]
-    args += ["--grace-seconds", "0.5", "--log-level", "WARNING", "--database-url", database_url]
+    # INFO: a worker serving again after a restart is logged at INFO (an access line per RPC comes too).
+    args += ["--grace-seconds", "0.5", "--log-level", "INFO", "--database-url", database_url]
     with log.open("wb") as stderr:
         proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE, stderr=stderr)
     started.append(proc)

@@ -69,9 +69,11 @@ def test_diagnostics_go_to_stderr(home: Path, tmp_path: Path, capsys: pytest.Cap
     assert [line for line in err.splitlines() if not line.startswith("  ")] == [
         "diagnostic missing_file: bootstrap file `SOUL.md` is missing",
         "diagnostic missing_file: bootstrap file `IDENTITY.md` is missing",
-        "diagnostic missing_file: bootstrap file `USER.md` is missing",
+        "note: USER.md is optional: what the assistant should know about you (name, role, "
+        "preferences), added to the prompt as the User Persona section. Nothing writes it; "
+        f"create {home}/USER.md to use it.",
     ]
-    assert len(err.splitlines()) == 6
+    assert len(err.splitlines()) == 5
 
 
 def test_bad_input_names_each_field_and_exits_2(

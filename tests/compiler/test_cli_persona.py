@@ -70,7 +70,11 @@ def test_persona_file_and_home_label_flags(
     assert run(*argv) == 0
     out = printed(capsys)
     assert out.startswith(f"## Identity\n{SCOUT}\n\n## Safety\n")
-    assert "### SOUL.md (/srv/SOUL.md)" in out
+    # A persona is the team's identity: SOUL.md and IDENTITY.md are not read unless asked for.
+    assert "SOUL.md" not in out and "IDENTITY.md" not in out
+    assert "### USER.md (/srv/USER.md)" in out
+    assert run(*argv, "--identity-files", "read") == 0
+    assert "### SOUL.md (/srv/SOUL.md)" in printed(capsys)
     assert run("compile", str(source), "--home", str(home), "--persona", "") == 0
     assert printed(capsys).startswith("## Safety\n")
 

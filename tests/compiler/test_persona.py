@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pioneer_grpc.compiler import CompileSettings, compile_prompt
 from pioneer_grpc.compiler.cache import CompileCache
 from pioneer_grpc.compiler.render import policies
+from pioneer_grpc.compiler.seed import IDENTITY_SEED, SOUL_SEED, ensure_bootstrap_files
 from pioneer_grpc.compiler.text import sanitize
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.v1 import prompt_pb2
@@ -42,10 +43,12 @@ def test_the_seed_text_is_the_default_persona(home: Path, profile: int) -> None:
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_a_request_persona_replaces_the_identity_text_and_only_it(home: Path, profile: int) -> None:
+    """With its identity files asked for (they are not read with a persona by default)."""
     write_home(home)
     default = compile_prompt(full_profile_input(profile), [home])
     request = full_profile_input(profile)
     request.persona = f"\r\n  {SCOUT}\r\n"
+    request.identity_files = True
     payload = compile_prompt(request, [home])
     assert identity(payload).content == SCOUT
     assert list(identity(payload).sources) == ["input.persona"]
@@ -66,6 +69,7 @@ def test_omit_persona_leaves_the_identity_section_out(home: Path, profile: int) 
     default = compile_prompt(full_profile_input(profile), [home])
     request = full_profile_input(profile)
     request.omit_persona = True
+    request.identity_files = True
     payload = compile_prompt(request, [home])
     assert "identity_base" not in payload.manifest.section_ids
     assert list(payload.manifest.section_ids) == list(default.manifest.section_ids)[1:]
@@ -155,9 +159,75 @@ def test_any_persona_is_the_identity_section_and_changes_nothing_else(
     default = compile_prompt(full_profile_input(), [shared_home])
     request = full_profile_input()
     request.persona = persona
+    request.identity_files = True
     payload = compile_prompt(request, [shared_home])
     assert identity(payload).content == sanitize(persona)
     assert payload.sections[1:] == default.sections[1:]
     assert payload.dynamic_system_text == default.dynamic_system_text
     changed = sanitize(persona) != policies.IDENTITY_BASE
     assert (payload.manifest.fingerprint_stable != default.manifest.fingerprint_stable) == changed
+
+
+# Every line of Pioneer's own SOUL.md and IDENTITY.md ("- Name: Pioneer", "SOUL: who you are ...").
+SEEDED_LINES = [line for line in (SOUL_SEED + IDENTITY_SEED).splitlines() if line.strip()]
+TEAM_PERSONAS = ["request persona", "server persona", "persona file", "omit persona", "empty server persona"]
+
+
+def _team(how: str) -> tuple[prompt_pb2.PromptCompileInput, CompileSettings]:
+    """A full-profile input and the server settings of a team that brings its own persona `how`."""
+    request = full_profile_input()
+    settings = CompileSettings()
+    if how == "request persona":
+        request.persona = SCOUT
+    elif how == "server persona":
+        settings = CompileSettings(persona=SCOUT, persona_source="server persona")
+    elif how == "persona file":
+        settings = CompileSettings(persona=SCOUT, persona_source="/etc/scout/persona.md")
+    elif how == "omit persona":
+        request.omit_persona = True
+    else:
+        settings = CompileSettings(persona="")
+    return request, settings
+
+
+@pytest.mark.parametrize("how", TEAM_PERSONAS)
+@pytest.mark.parametrize("profile", PROFILES)
+def test_a_team_persona_prompt_holds_no_seeded_text(home: Path, profile: int, how: str) -> None:
+    """With Pioneer's files seeded in the workspace (a first run's), a team's persona is the only identity."""
+    write_home(home)
+    ensure_bootstrap_files(home / "seeded")
+    request, settings = _team(how)
+    request.profile = profile  # type: ignore[assignment]
+    request.workspace_root = "seeded"
+    payload = compile_prompt(request, [home], settings=settings)
+    assert [line for line in SEEDED_LINES if line in payload.full_system_text] == []
+    assert {"soul_core", "identity_core"}.isdisjoint(payload.manifest.section_ids)
+    # Neither read nor reported missing (the none profile says it filters every file, as ever).
+    said = {d.code for d in payload.manifest.diagnostics if d.file.endswith(("SOUL.md", "IDENTITY.md"))}
+    assert said <= ({"file_filtered_by_profile"} if profile == prompt_pb2.PROMPT_PROFILE_NONE else set())
+    assert not [e for e in payload.manifest.source_manifest if e.file in ("SOUL.md", "IDENTITY.md")]
+    # The team can still ask for them (its own SOUL.md, say): then they are read as before.
+    request.identity_files = True
+    asked = compile_prompt(request, [home], settings=settings)
+    if profile != prompt_pb2.PROMPT_PROFILE_NONE:
+        assert "- Name: Pioneer" in asked.full_system_text
+        assert {"soul_core", "identity_core"} <= set(asked.manifest.section_ids)
+
+
+def test_the_built_in_persona_reads_the_files_unless_told_not_to(home: Path) -> None:
+    write_home(home)
+    read = compile_prompt(full_profile_input(), [home])
+    assert {"soul_core", "identity_core", "user_persona"} <= set(read.manifest.section_ids)
+    request = full_profile_input()
+    request.identity_files = False
+    skipped = compile_prompt(request, [home])
+    assert "soul_core" not in skipped.manifest.section_ids
+    assert "user_persona" in skipped.manifest.section_ids  # USER.md is the user's, read either way
+    # The server's setting decides when the request does not; a request's own field wins.
+    never = CompileSettings(identity_files=False)
+    assert (
+        "soul_core" not in compile_prompt(full_profile_input(), [home], settings=never).manifest.section_ids
+    )
+    always = CompileSettings(persona=SCOUT, identity_files=True)
+    assert "soul_core" in compile_prompt(full_profile_input(), [home], settings=always).manifest.section_ids
+    assert "soul_core" not in compile_prompt(request, [home], settings=always).manifest.section_ids

@@ -82,8 +82,10 @@ async def test_the_default_server_keeps_the_seed_persona(server) -> None:
 async def test_replicas_with_homes_at_different_paths_share_the_stable_fingerprint(
     server_factory, tmp_path
 ) -> None:
-    first = await server_factory(home=tmp_path / "a" / "home")
-    second = await server_factory(home=tmp_path / "replica-two" / "srv" / ".pioneer")
+    first = await server_factory(home=tmp_path / "a" / "home", seed_bootstrap_files=True)
+    second = await server_factory(
+        home=tmp_path / "replica-two" / "srv" / ".pioneer", seed_bootstrap_files=True
+    )
     one = (await compile_on(first, prompt_pb2.PromptCompileInput())).payload
     two = (await compile_on(second, prompt_pb2.PromptCompileInput())).payload
     assert "### SOUL.md (~/.pioneer/SOUL.md)" in one.stable_system_text
@@ -114,3 +116,25 @@ async def test_persona_caps_through_the_server(server) -> None:
     prepared = await failure(prepare_on(server, "t-bad", both))
     assert prepared.code == grpc.StatusCode.INVALID_ARGUMENT
     assert prepared.violations == [("compile_input.omit_persona", "cannot be set together with persona")]
+
+
+async def test_a_team_persona_round_carries_none_of_pioneers_seeded_text(server_factory, tmp_path) -> None:
+    """Pioneer's SOUL.md and IDENTITY.md seeded in the home: a request's persona, and a server's, leave
+    them out of the round's prompt and its provider body; no turn reports USER.md missing."""
+    from pioneer_grpc.compiler.seed import IDENTITY_SEED, SOUL_SEED
+
+    seeded = [line for line in (SOUL_SEED + IDENTITY_SEED).splitlines() if line.strip()]
+    by_request = await server_factory(home=tmp_path / "a", seed_bootstrap_files=True)
+    by_server = await server_factory(home=tmp_path / "b", seed_bootstrap_files=True, persona=SCOUT)
+    for server, compile_input in (
+        (by_request, prompt_pb2.PromptCompileInput(persona=SCOUT)),
+        (by_server, prompt_pb2.PromptCompileInput()),
+    ):
+        assert (server.home / "SOUL.md").exists()
+        reply = await prepare_on(server, "t-team", compile_input)
+        body = json.loads(reply.provider_body_json)
+        assert [line for line in seeded if line in reply.provider_body_json] == []
+        assert body["system"]
+        assert {"soul_core", "identity_core"}.isdisjoint(reply.manifest.section_ids)
+        assert [d.code for d in reply.manifest.diagnostics] == []
+        assert SCOUT in reply.chat_request.compiled_prompt.stable_system_text

@@ -39,6 +39,10 @@ def test_serve_compiles_with_the_persona_file_and_home_labels(tmp_path) -> None:
         str(extra),
         "--extra-home-label",
         "~/shared",
+        # The team's persona, and its own SOUL.md read too (a persona alone leaves them unread).
+        "--identity-files",
+        "read",
+        "--seed-bootstrap-files",
     ]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:

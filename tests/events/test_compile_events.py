@@ -44,7 +44,8 @@ async def test_a_compile_naming_a_turn_is_stored_streamed_and_diffable(pg_server
     await observer.cancel()
 
 
-async def test_an_edited_bootstrap_file_is_named_as_the_cache_break(server) -> None:
+async def test_an_edited_bootstrap_file_is_named_as_the_cache_break(seeded_server) -> None:
+    server = seeded_server
     before = await compile_turn(server.channel(), "agent", "turn-1", "same")
     soul = server.home / "SOUL.md"
     await asyncio.to_thread(soul.write_text, "A different soul.\n")

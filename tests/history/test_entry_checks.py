@@ -150,7 +150,7 @@ def test_each_media_part_needs_a_source_a_mime_type_and_a_bounded_size():
     found = parts_violations(
         with_parts(
             chat_pb2.ContentPart(text="fine"),
-            chat_pb2.ContentPart(audio=chat_pb2.MediaPart(uri="gs://a")),
+            chat_pb2.ContentPart(audio=chat_pb2.MediaPart(mime_type="image/png", uri="gs://a")),
             chat_pb2.ContentPart(image=chat_pb2.MediaPart(mime_type="image/png")),
             image(PNG),
             document(b"%" * big),
@@ -160,15 +160,19 @@ def test_each_media_part_needs_a_source_a_mime_type_and_a_bounded_size():
         "e",
     )
     assert pairs(found) == [
-        ("e.content_parts[1]", "a part is text, image or file, not audio"),
+        ("e.content_parts[1].audio.mime_type", "an audio mime type, not 'image/png'"),
         ("e.content_parts[2].image", "needs data (inline bytes) or uri"),
         ("e.content_parts[3].image.mime_type", "inline data needs its mime type"),
         ("e.content_parts[4].file.data", "at most 5,000,000 bytes inline (got 5,000,001): send a uri"),
         ("e.content_parts[5].image.mime_type", "an image's mime type, not 'text/plain'"),
-        ("e.content_parts[6]", "a part is text, image or file"),
+        ("e.content_parts[6]", "a part is text, image, file, audio or video"),
     ]
     assert parts_violations(with_parts(document(b"%" * MAX_INLINE_PART_BYTES)), "e") == []
     assert parts_violations(with_parts(image(uri="gs://b/x", mime="image/webp")), "e") == []
+    # Audio and video, as a ChatRequest message carries them.
+    audio = chat_pb2.ContentPart(audio=chat_pb2.MediaPart(mime_type="audio/wav", data=b"RIFF"))
+    video = chat_pb2.ContentPart(video=chat_pb2.MediaPart(uri="gs://b/clip.mp4", mime_type="video/mp4"))
+    assert parts_violations(with_parts(audio, video), "e") == []
 
 
 def test_parts_are_stored_as_one_blob_and_read_back():

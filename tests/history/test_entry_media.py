@@ -16,7 +16,7 @@ from pioneer_grpc.caps.history import MAX_ENTRY_PARTS, MAX_INLINE_PART_BYTES
 from pioneer_grpc.history import tokens
 from pioneer_grpc.history.render import entry_counted_texts
 from pioneer_grpc.providers.render import render
-from pioneer_grpc.v1 import chat_pb2, history_pb2, turn_service_pb2
+from pioneer_grpc.v1 import chat_pb2, history_pb2, provider_service_pb2, turn_service_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from tests.history.rpc import ASSISTANT, TOOL, USER, entry, failure, load, tool_call
 from tests.history.test_poisoned_threads import PROVIDERS
@@ -131,7 +131,9 @@ async def test_part_caps_and_rules_name_every_field(pg_server):
             "e4",
             "turn-1",
             USER,
-            content_parts=[chat_pb2.ContentPart(audio=chat_pb2.MediaPart(uri="https://a"))],
+            content_parts=[
+                chat_pb2.ContentPart(audio=chat_pb2.MediaPart(mime_type="text/plain", uri="https://a"))
+            ],
         ),
         entry("e5", "turn-1", USER, content_parts=[image(mime="")]),
         entry("e6", "turn-1", USER, content_parts=[chat_pb2.ContentPart(image=chat_pb2.MediaPart())]),
@@ -142,7 +144,7 @@ async def test_part_caps_and_rules_name_every_field(pg_server):
         "entries[0].content_parts[0].image.data",
         "entries[1].content_parts[0].image.mime_type",
         "entries[2].content_parts",
-        "entries[3].content_parts[0]",
+        "entries[3].content_parts[0].audio.mime_type",
         "entries[4].content_parts[0].image.mime_type",
         "entries[5].content_parts[0].image",
     ]
@@ -217,3 +219,40 @@ async def test_count_tokens_counts_content_parts_as_a_load_counts_them(pg_server
     with_pdf.CopyFrom(bare_first)
     with_pdf.content_parts.add(file=pdf)
     assert (await count(with_pdf)).token_counts == (await count(bare_first)).token_counts
+
+
+def _audio() -> chat_pb2.ContentPart:
+    return chat_pb2.ContentPart(
+        audio=chat_pb2.MediaPart(mime_type="audio/wav", data=b"RIFF\x24\x00\x00\x00WAVE")
+    )
+
+
+async def test_audio_in_a_user_message_renders_as_render_chat_request_renders_it(pg_server):
+    """PrepareTurn takes the media kinds a ChatRequest takes: Gemini (which reads audio) gets it
+    inline; a Claude model (which does not) gets a line of text and a notice; RenderChatRequest of
+    the round's chat_request gives the very same body and notices."""
+    c = Client(pg_server)
+    for thread, model, provider in (
+        ("t-gemini", "gemini-2.5-flash", provider_service_pb2.PROVIDER_GEMINI_GENERATE_CONTENT),
+        ("t-claude", "claude-sonnet-4-5", provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES),
+    ):
+        await c.thread(thread, model=model)
+        reply = await c.prepare_turn(
+            turn_service_pb2.PrepareTurnRequest(
+                thread_id=thread,
+                turn_id="turn-1",
+                new_entries=[entry("u1", "", USER, "What is said here?", content_parts=[_audio()])],
+                compile_input=compile_input(),
+                provider=provider,
+            )
+        )
+        scratch = await c.render_chat_request(
+            provider_service_pb2.RenderChatRequestRequest(provider=provider, chat_request=reply.chat_request)
+        )
+        assert reply.provider_body_json == scratch.body_json
+        assert [n.code for n in reply.provider_notices] == [n.code for n in scratch.notices]
+        if model.startswith("gemini"):
+            assert '"mimeType":"audio/wav"' in reply.provider_body_json
+            assert [n.code for n in reply.provider_notices] == []
+        else:
+            assert [n.code for n in reply.provider_notices] == ["media_not_sent"]

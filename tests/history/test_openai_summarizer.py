@@ -68,9 +68,11 @@ async def test_a_retry_can_succeed(fake):
 async def test_client_errors_are_not_retried(fake):
     fake.reply = lambda body: (400, {"error": "bad model"})
     summarizer = OpenAISummarizer(fake.base_url, retries=3, first_backoff_seconds=0.01)
-    with pytest.raises(SummarizerError, match="HTTP 400"):
+    with pytest.raises(SummarizerError, match="HTTP 400") as raised:
         await summarizer.summarize(request())
     assert len(fake.requests) == 1
+    # The message counts the requests made, not the ones allowed.
+    assert "failed after 1 try: HTTP 400" in str(raised.value)
 
 
 async def test_timeout(fake):

@@ -8,7 +8,13 @@ import pytest
 
 from pioneer_grpc.config import ConfigError, load_config
 from pioneer_grpc.history.tokens import TOKENIZERS
-from pioneer_grpc.models.registry import PROVIDERS, RegistryError, load_registry, packaged_registry
+from pioneer_grpc.models.registry import (
+    PROVIDERS,
+    RegistryError,
+    load_registry,
+    model_key,
+    packaged_registry,
+)
 
 
 def test_every_packaged_entry_is_complete_and_dated():
@@ -38,6 +44,70 @@ def test_the_longest_prefix_wins(model: str, prefix: str, tokenizer: str):
     info = packaged_registry().lookup(model)
     assert info is not None
     assert (info.prefix, info.tokenizer) == (prefix, tokenizer)
+
+
+@pytest.mark.parametrize(
+    ("model", "key"),
+    [
+        ("claude-sonnet-4.5", "claude-sonnet-4-5"),
+        ("claude-opus-5.5", "claude-opus-5-5"),
+        ("Claude-Sonnet-4-5", "claude-sonnet-4-5"),
+        ("us.anthropic.claude-3-7-sonnet-20250219-v1:0", "claude-3-7-sonnet"),
+        ("anthropic.claude-3-haiku-20240307-v1:0:200k", "claude-3-haiku"),
+        (
+            "arn:aws:bedrock:us-east-1:123456789012:inference-profile/eu.anthropic.claude-sonnet-4-5-v1:0",
+            "claude-sonnet-4-5",
+        ),
+        (
+            "arn:aws:bedrock:us-east-1:123456789012:imported-model/team/anthropic.claude-3-haiku-v1:0",
+            "claude-3-haiku",
+        ),
+        ("global.anthropic.claude-opus-4-1-20250805-v1:0", "claude-opus-4-1"),
+        ("claude-sonnet-4-5@20250929", "claude-sonnet-4-5"),
+        ("gpt-4o-2024-08-06", "gpt-4o"),
+        ("gpt-4.1-mini-2025-04-14", "gpt-4-1-mini"),
+        ("models/gemini-2.5-pro", "gemini-2-5-pro"),
+        ("anthropic/claude-sonnet-4.5", "claude-sonnet-4-5"),
+    ],
+)
+def test_a_model_name_is_compared_as_its_key(model: str, key: str):
+    assert model_key(model) == key
+
+
+@pytest.mark.parametrize(
+    ("model", "prefix"),
+    [
+        ("claude-sonnet-4.5", "claude-sonnet-4-5"),
+        ("claude-opus-4.1", "claude-opus-4-1"),
+        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"),
+        ("eu.anthropic.claude-opus-4-20250514-v1:0", "claude-opus-4"),
+        ("gpt-4-1-mini", "gpt-4.1"),
+        # A prefix ends at a separator: gpt-4-1106-preview is a GPT-4, not a GPT-4.1.
+        ("gpt-4-1106-preview", "gpt-4"),
+    ],
+)
+def test_dotted_and_bedrock_names_find_their_entry(model: str, prefix: str):
+    info = packaged_registry().lookup(model)
+    assert info is not None, model
+    assert info.prefix == prefix
+
+
+def test_a_tool_rule_applies_to_the_dotted_name_too():
+    registry = packaged_registry()
+    assert not registry.takes("claude-opus-5.5").forced_tool_choice
+    assert not registry.takes("us.anthropic.claude-opus-5-5-20260101-v1:0").forced_tool_choice
+    assert registry.takes("claude-opus-5.5").known  # claude-opus-5's window and tokenizer
+    assert registry.takes("claude-opus-5").forced_tool_choice
+
+
+def test_two_prefixes_of_one_model_in_a_file_are_refused(tmp_path: Path):
+    path = tmp_path / "models.toml"
+    path.write_text(
+        _entry().replace("[models.x]", '[models."m-4.5"]')
+        + _entry().replace("[models.x]", '[models."m-4-5"]')
+    )
+    with pytest.raises(RegistryError, match="name the same models"):
+        load_registry(path)
 
 
 def test_an_unknown_model_is_none():
@@ -119,3 +189,17 @@ def test_an_operator_file_adds_tool_rules(tmp_path: Path):
     path = tmp_path / "models.toml"
     path.write_text("[tool_rules.house-]\nforced_tool_choice = false\n")
     assert not load_registry(path).takes("house-7").forced_tool_choice
+
+
+def test_the_service_reads_a_bedrock_or_dotted_name_as_the_renderers_do():
+    from pioneer_grpc.service.history import model_budget
+    from pioneer_grpc.service.token_fit import counting_for
+
+    registry = packaged_registry()
+    sonnet = registry.models[model_key("claude-sonnet-4-5")]
+    bedrock = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    # A new thread's window, and its tokenizer, from the model's entry, not the defaults.
+    assert model_budget(registry, bedrock) == (sonnet.context_window, sonnet.response_reserve)
+    assert model_budget(registry, "claude-sonnet-4.5") == (sonnet.context_window, sonnet.response_reserve)
+    assert counting_for(registry, bedrock).tokenizer == "claude_estimate"
+    assert counting_for(registry, "claude-sonnet-4.5").known

@@ -49,6 +49,10 @@ class Conformance:
     temperature_sent: Callable[[Body], bool]
     # Whether the body carries `reasoning` as asked (on, off, a budget).
     reasoning_as_asked: Callable[[Body, chat_pb2.Reasoning], bool]
+    # Whether the body lets the model call a tool (tools declared, and no choice that forbids it),
+    # and whether it makes the model call one (a required or named choice).
+    callable_tools: Callable[[Body], bool]
+    forced_tool: Callable[[Body], bool]
 
 
 OPENAI_MODELS = (
@@ -89,6 +93,23 @@ def _gemini_reasoning(body: Body, reasoning: chat_pb2.Reasoning) -> bool:
     return budget is not None and (budget > 0) == _is_on(reasoning)
 
 
+def _openai_callable(body: Body) -> bool:
+    return bool(body.get("tools")) and body.get("tool_choice") != "none"
+
+
+def _openai_forced(body: Body) -> bool:
+    choice = body.get("tool_choice")
+    return choice == "required" or isinstance(choice, dict)
+
+
+def _anthropic_callable(body: Body) -> bool:
+    return bool(body.get("tools")) and body.get("tool_choice", {}).get("type") != "none"
+
+
+def _gemini_calling(body: Body) -> str:
+    return str(body.get("toolConfig", {}).get("functionCallingConfig", {}).get("mode", "AUTO"))
+
+
 _BUILT_IN = (
     Conformance(
         P.PROVIDER_OPENAI_CHAT_COMPLETIONS,
@@ -98,6 +119,8 @@ _BUILT_IN = (
         lambda body: [c["id"] for m in body["messages"] for c in m.get("tool_calls", [])],
         lambda body: "temperature" in body,
         _openai_reasoning,
+        _openai_callable,
+        _openai_forced,
     ),
     Conformance(
         P.PROVIDER_OPENAI_RESPONSES,
@@ -107,6 +130,8 @@ _BUILT_IN = (
         lambda body: [i["call_id"] for i in body["input"] if i.get("type") == "function_call"],
         lambda body: "temperature" in body,
         _openai_reasoning,
+        _openai_callable,
+        _openai_forced,
     ),
     Conformance(
         P.PROVIDER_ANTHROPIC_MESSAGES,
@@ -124,6 +149,8 @@ _BUILT_IN = (
         lambda body, reasoning: (
             body.get("thinking", {}).get("type") == ("enabled" if _is_on(reasoning) else "disabled")
         ),
+        _anthropic_callable,
+        lambda body: body.get("tool_choice", {}).get("type") in ("any", "tool"),
     ),
     Conformance(
         P.PROVIDER_GEMINI_GENERATE_CONTENT,
@@ -141,6 +168,8 @@ _BUILT_IN = (
         ],
         lambda body: "temperature" in body.get("generationConfig", {}),
         _gemini_reasoning,
+        lambda body: bool(body.get("tools")) and _gemini_calling(body) != "NONE",
+        lambda body: _gemini_calling(body) == "ANY",
     ),
 )
 

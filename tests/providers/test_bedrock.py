@@ -340,4 +340,7 @@ CONFORMANCE = Conformance(
     lambda body: "temperature" in body.get("inferenceConfig", {}),
     # Converse sends no reasoning setting (the renderer leaves it out, with a notice).
     lambda body, reasoning: False,
+    # Converse has no tool choice none: declared tools can be called.
+    lambda body: "toolConfig" in body,
+    lambda body: bool(set(body.get("toolConfig", {}).get("toolChoice", {})) & {"any", "tool"}),
 )

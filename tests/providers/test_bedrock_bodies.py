@@ -15,7 +15,7 @@ from google.protobuf import json_format
 
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.providers import render
-from pioneer_grpc.providers.apis.bedrock import path_for, registry_model
+from pioneer_grpc.providers.apis.bedrock import path_for
 from pioneer_grpc.providers.common import RUNTIME_CLOSE, RUNTIME_OPEN
 from pioneer_grpc.providers.conversation import Notice
 from pioneer_grpc.providers.prefix import render_prefix
@@ -65,24 +65,6 @@ def test_the_path_escapes_every_character_of_an_arn() -> None:
     assert path_for(arn) == (
         "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Acustom-model%2FX7%2Fabc/converse"
     )
-
-
-@pytest.mark.parametrize(
-    ("model", "expected"),
-    [
-        ("us.anthropic.claude-3-7-sonnet-20250219-v1:0", "claude-3-7-sonnet-20250219-v1:0"),
-        (
-            "arn:aws:bedrock:us-east-1:123456789012:inference-profile/eu.anthropic.claude-sonnet-4-5-v1:0",
-            "claude-sonnet-4-5-v1:0",
-        ),
-        (
-            "arn:aws:bedrock:us-east-1:123456789012:imported-model/team/anthropic.claude-3-haiku-v1:0",
-            "claude-3-haiku-v1:0",
-        ),
-    ],
-)
-def test_the_registry_name_is_the_model_id_without_profile_and_vendor(model: str, expected: str) -> None:
-    assert registry_model(model) == expected
 
 
 def test_the_system_halves_in_order_with_the_cache_point_between() -> None:
@@ -163,8 +145,9 @@ def test_reasoning_and_parallel_false_are_left_out_with_their_notices() -> None:
     )
 
 
-def test_tool_choice_none_says_whether_the_tools_were_sent() -> None:
-    _, notices, _ = _body(build("tools_none", provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES))
+def test_tool_choice_none_sends_no_tools_when_the_conversation_holds_no_call() -> None:
+    body, notices, _ = _body(build("tools_none", provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES))
+    assert "toolConfig" not in body  # nothing the model could call
     assert notices == (
         Notice(
             "tool_choice_none_unsupported",
@@ -172,18 +155,18 @@ def test_tool_choice_none_says_whether_the_tools_were_sent() -> None:
             "chat_request.tool_choice.mode",
         ),
     )
+
+
+def test_tool_choice_none_on_a_conversation_with_tool_calls_is_refused() -> None:
+    # Converse needs the tools declared for the calls in the history, and its toolChoice
+    # (auto, any, tool) cannot stop the model calling one: none cannot be kept.
     request = build("tool_round_trip", provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES)
     request.model = MODEL
     request.tool_choice.mode = chat_pb2.TOOL_CHOICE_MODE_NONE
-    body, notices, _ = _body(request)
-    assert "toolChoice" not in body["toolConfig"]
-    assert notices == (
-        Notice(
-            "tool_choice_none_unsupported",
-            "Converse has no tool choice none: tools were sent with no choice",
-            "chat_request.tool_choice.mode",
-        ),
-    )
+    [violation] = _refusal(request)
+    assert violation.field == "chat_request.tool_choice.mode"
+    assert "Converse has no tool choice none" in violation.description
+    assert "use auto" in violation.description
 
 
 def test_tools_called_in_the_history_are_declared_with_a_notice_naming_them() -> None:
@@ -196,10 +179,60 @@ def test_tools_called_in_the_history_are_declared_with_a_notice_naming_them() ->
         Notice(
             "tools_declared_for_history",
             "Converse refuses tool calls in the history without tools declared: "
-            "get_weather, list_files declared (with no tool choice: Converse has no none)",
+            "get_weather, list_files declared, with no tool choice (Converse has no none): "
+            "the model may call them",
             "chat_request.tools",
         ),
     )
+
+
+@pytest.mark.parametrize("reasoning", [None, {}], ids=["unset", "empty"])
+def test_no_reasoning_asked_is_no_notice(reasoning: dict[str, Any] | None) -> None:
+    request = _request({"messages": [_user("hi")]})
+    if reasoning is not None:
+        request.reasoning.SetInParent()  # set, asking nothing: as PrepareTurn builds every round
+    _, notices, _ = _body(request)
+    assert notices == ()
+
+
+@pytest.mark.parametrize(
+    ("model", "forced"),
+    [
+        (MODEL, True),  # a Claude model the registry knows
+        ("anthropic.claude-3-haiku-20240307-v1:0", True),
+        ("amazon.nova-pro-v1:0", False),  # the registry does not say it takes one
+        ("meta.llama3-1-70b-instruct-v1:0", False),
+        ("us.anthropic.claude-opus-5-5-20260101-v1:0", False),  # its [tool_rules] entry says no
+    ],
+)
+@pytest.mark.parametrize("mode", ["TOOL_CHOICE_MODE_REQUIRED", "TOOL_CHOICE_MODE_TOOL"])
+def test_a_forced_choice_reaches_only_a_model_the_registry_says_takes_one(
+    model: str, forced: bool, mode: str
+) -> None:
+    choice: dict[str, Any] = {"mode": mode}
+    if mode == "TOOL_CHOICE_MODE_TOOL":
+        choice["toolName"] = "get_weather"
+    request = _request({"messages": [_user("hi")], "tools": [WEATHER], "toolChoice": choice})
+    request.model = model
+    if forced:
+        body, _, _ = _body(request)
+        assert set(body["toolConfig"]["toolChoice"]) == {"any" if mode.endswith("REQUIRED") else "tool"}
+    else:
+        [violation] = _refusal(request)
+        assert violation.field == "chat_request.tool_choice.mode"
+
+
+def test_a_models_file_can_say_a_model_takes_a_forced_choice(tmp_path: Any) -> None:
+    from pioneer_grpc.models.registry import load_registry
+
+    path = tmp_path / "models.toml"
+    path.write_text('[tool_rules."nova-pro"]\nforced_tool_choice = true\n')
+    request = _request(
+        {"messages": [_user("hi")], "tools": [WEATHER], "toolChoice": {"mode": "TOOL_CHOICE_MODE_REQUIRED"}}
+    )
+    request.model = "us.amazon.nova-pro-v1:0"
+    out = render(BEDROCK, request, models=load_registry(path))
+    assert json.loads(out.body_json)["toolConfig"]["toolChoice"] == {"any": {}}
 
 
 def test_tools_called_in_a_rendered_prefix_are_declared_by_name() -> None:

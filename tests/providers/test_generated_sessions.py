@@ -6,8 +6,10 @@ a participant name), an assistant message calling tools with ids numbered from c
 every turn (as local servers and open-weight models issue them), the tool results
 (sometimes a screenshot or a PDF, sometimes marked as an error, sometimes missing:
 an interrupted call), for models that reason and models that do not, models of
-another family and models the registry does not know, with or without a compiled
-prompt, system messages, temperature, reasoning settings and tool choices.
+another family and models the registry does not know (the conformance's models, and
+every model and tool-rule family of the registry, as written, with a dotted version, and
+as Bedrock names them), with or without a compiled prompt, system messages,
+temperature, reasoning settings and tool choices (none, auto, required, a named tool).
 
 Every body must pass the provider's SDK request types and its conversation rules
 (each provider's Conformance: tests/providers/conformance.py),
@@ -16,6 +18,13 @@ be named by a notice on the field: a text or a media part missing from the body,
 call id sent as another, a temperature or reasoning setting not sent as asked, a
 participant name, an error mark, a system message moved or merged, the model. A
 media part is named by one notice at most.
+
+And each model's tool rules are kept: tool choice none never leaves a callable tool in
+the body; a required or named choice reaches only a model that takes one (by the
+registry's facts: a [tool_rules] family that refuses it, Anthropic's extended thinking,
+Converse forcing only the Claude models the registry knows), and is sent as asked to
+every other. A round that cannot keep its choice is refused on `tool_choice.mode`, and
+only such a round is (tools on Chat Completions for a Responses-only family: on `tools`).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import base64
 import json
 import os
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +41,8 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 
+from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.models.registry import packaged_registry
 from pioneer_grpc.providers import render
 from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
@@ -131,6 +143,27 @@ def _result(w: Writer, call: dict[str, str]) -> dict[str, Any]:
     return result
 
 
+def _registry_models(provider: int) -> tuple[Model, ...]:
+    """Every model and tool-rule family of the registry, named as written, with a dotted version
+    (claude-sonnet-4.5) and, for Bedrock, as an inference profile and a vendor id name it."""
+    registry, spec = packaged_registry(), SPECS[provider]
+    names = [info.prefix for info in registry.models.values()] + list(registry.tool_rules)
+    found: dict[str, Model] = {}
+    for name in names:
+        variants = [name, re.sub(r"(?<=\d)-(?=\d+$)", ".", name)]
+        if provider == P.PROVIDER_AMAZON_BEDROCK_CONVERSE:
+            variants = [f"us.anthropic.{name}-20250101-v1:0", f"anthropic.{variants[-1]}-v1:0"]
+        for model in variants:
+            takes = registry.takes(model)
+            notice = ""
+            if not takes.known:
+                notice = "unknown_model"
+            elif takes.family not in spec.families:
+                notice = "model_family_mismatch"
+            found[model] = Model(model, takes.reasoning, notice=notice)
+    return tuple(found.values())
+
+
 def _settings(rng: random.Random, d: dict[str, Any]) -> None:
     reasoning = rng.choice([None, None, "effort", "budget", "disabled"])
     if reasoning == "effort":
@@ -139,12 +172,13 @@ def _settings(rng: random.Random, d: dict[str, Any]) -> None:
         d["reasoning"] = {"budgetTokens": 2048}
     elif reasoning == "disabled":
         d["reasoning"] = {"disabled": True}
-    if rng.random() < 0.4:
+    if rng.random() < 0.5:
         d["tools"] = TOOLS
         modes = ["TOOL_CHOICE_MODE_UNSPECIFIED", "TOOL_CHOICE_MODE_AUTO", "TOOL_CHOICE_MODE_NONE"]
-        if reasoning is None:  # Anthropic refuses a forced choice with thinking
-            modes.append("TOOL_CHOICE_MODE_REQUIRED")
+        modes += ["TOOL_CHOICE_MODE_NONE", "TOOL_CHOICE_MODE_REQUIRED", "TOOL_CHOICE_MODE_TOOL"]
         d["toolChoice"] = {"mode": rng.choice(modes)}
+        if d["toolChoice"]["mode"] == "TOOL_CHOICE_MODE_TOOL":
+            d["toolChoice"]["toolName"] = rng.choice(TOOLS)["name"]
         if rng.random() < 0.2:
             d["parallelToolCalls"] = False
     if rng.random() < 0.3:
@@ -156,7 +190,10 @@ def _settings(rng: random.Random, d: dict[str, Any]) -> None:
 def _session(number: int, provider: int) -> Session:
     rng = random.Random(SEED * 1_000_003 + number)
     w = Writer(rng, number)
-    model = rng.choice(conformances()[provider].models)
+    if rng.random() < 0.5:
+        model = rng.choice(conformances()[provider].models)
+    else:
+        model = rng.choice(_registry_models(provider))
     messages: list[dict[str, Any]] = []
     if rng.random() < 0.3:
         messages.append({"role": "CHAT_ROLE_SYSTEM", "content": f"Be brief. {w.token()}"})
@@ -231,12 +268,74 @@ def _differences(session: Session, body: dict[str, Any], text: str) -> list[str]
     return fields
 
 
+FORCING = (chat_pb2.TOOL_CHOICE_MODE_REQUIRED, chat_pb2.TOOL_CHOICE_MODE_TOOL)
+
+
+def _can_force(session: Session) -> bool:
+    """Whether the model may be made to call a tool, by the registry's facts and the APIs' rules."""
+    request, provider = session.request, session.provider
+    takes = packaged_registry().takes(request.model)
+    if not takes.forced_tool_choice:
+        return False  # its family's [tool_rules] entry says it takes none
+    reasoning = request.reasoning
+    thinking = takes.reasoning and bool(reasoning.effort or reasoning.HasField("budget_tokens"))
+    if provider == P.PROVIDER_ANTHROPIC_MESSAGES and thinking:
+        return False  # Anthropic: only auto or none with extended thinking
+    if provider == P.PROVIDER_AMAZON_BEDROCK_CONVERSE:
+        # Converse forces only models that support it: a Claude model the registry knows, or a
+        # model a [tool_rules] entry says takes one.
+        return takes.tool_rule or (takes.known and takes.family == "anthropic")
+    return True
+
+
+def _refused_on(session: Session) -> str | None:
+    """The field a render must refuse the session on; None: it must render."""
+    request, provider = session.request, session.provider
+    if not request.tools:
+        return None
+    takes = packaged_registry().takes(request.model)
+    if provider == P.PROVIDER_OPENAI_CHAT_COMPLETIONS and not takes.chat_completions_tools:
+        return "chat_request.tools"
+    mode = request.tool_choice.mode
+    if mode in FORCING and not _can_force(session):
+        return "chat_request.tool_choice.mode"
+    holds_calls = any(m.tool_calls or m.role == chat_pb2.CHAT_ROLE_TOOL for m in request.messages)
+    if (
+        provider == P.PROVIDER_AMAZON_BEDROCK_CONVERSE
+        and mode == chat_pb2.TOOL_CHOICE_MODE_NONE
+        and holds_calls
+    ):
+        return "chat_request.tool_choice.mode"  # its tools must be declared, and Converse has no none
+    return None
+
+
+def _check_tool_rules(session: Session, body: dict[str, Any]) -> None:
+    conformance, request = conformances()[session.provider], session.request
+    if not request.tools:
+        return
+    mode = request.tool_choice.mode
+    if mode == chat_pb2.TOOL_CHOICE_MODE_NONE:
+        assert not conformance.callable_tools(body), "tool choice none left a callable tool"
+    if conformance.forced_tool(body):
+        assert _can_force(session), f"a forced choice reached {request.model}, which takes none"
+    if mode in FORCING:
+        assert conformance.forced_tool(body), "a forced choice the model takes was not sent"
+
+
 def _check(session: Session) -> None:
-    out = render(session.provider, session.request)  # type: ignore[arg-type]
+    refused_on = _refused_on(session)
+    try:
+        out = render(session.provider, session.request)  # type: ignore[arg-type]
+    except InvalidArgument as refusal:
+        fields = [v.field for v in refusal.violations]
+        assert refused_on is not None and refused_on in fields, f"refused, and need not be: {refusal}"
+        return
+    assert refused_on is None, f"rendered, but {refused_on} cannot be kept for {session.request.model}"
     body = json.loads(out.body_json)
     conformance = conformances()[session.provider]
     conformance.strict(body)
     conformance.sdk_types(body, session.request.model)
+    _check_tool_rules(session, body)
     noticed = [n.field for n in out.notices]
     for where in _differences(session, body, out.body_json):
         assert any(f == where or f.startswith(where + ".") for f in noticed), (
@@ -253,6 +352,13 @@ def _features(session: Session) -> set[str]:
     messages = session.request.messages
     ids = [c.id for m in messages for c in m.tool_calls]
     found = {"reasoning model" if session.model.reasons else "model without reasoning"}
+    mode = session.request.tool_choice.mode if session.request.tools else None
+    if mode == chat_pb2.TOOL_CHOICE_MODE_NONE:
+        found.add("tool choice none")
+    if mode in FORCING:
+        found.add("forced choice refused" if _refused_on(session) else "forced choice sent")
+    if "." in session.request.model.split("-", 1)[-1] or "anthropic." in session.request.model:
+        found.add("dotted or Bedrock model name")
     if session.model.notice:
         found.add(session.model.notice)
     if len(ids) != len(set(ids)):
@@ -284,4 +390,6 @@ def test_generated_sessions(provider: int) -> None:
     # The generator writes what the test is about, in every run.
     wanted = {"reasoning model", "model without reasoning", "unknown_model", "call id used again"}
     wanted |= {"media in a tool result", "media from the user", "error mark"}
+    wanted |= {"tool choice none", "forced choice sent", "dotted or Bedrock model name"}
     assert {feature for feature in wanted if seen[feature] >= 20} == wanted, seen
+    assert seen["forced choice refused"] >= 5, seen  # the few families that take none, and thinking

@@ -150,8 +150,13 @@ def test_compile_says_what_each_missing_bootstrap_file_is_for(
     path.write_text("{}", encoding="utf-8")
     assert main(["compile", str(path), "--home", str(home)]) == exits.OK
     err = capsys.readouterr().err.splitlines()
-    at = err.index("diagnostic missing_file: bootstrap file `USER.md` is missing")
-    assert err[at + 1] == (
-        "  USER.md is optional: what the assistant should know about you (name, role, preferences), added "
-        f"to the prompt as the User Persona section. Nothing writes it; create {home}/USER.md to use it."
+    at = err.index("diagnostic missing_file: bootstrap file `SOUL.md` is missing")
+    assert err[at + 1].startswith("  SOUL.md (the Soul Core section) says who the assistant is")
+    assert "--seed-bootstrap-files" in err[at + 1]
+    # USER.md is optional, so its absence is no diagnostic; the CLI still says what it is for.
+    assert not any("`USER.md`" in line for line in err)
+    assert err[-1] == (
+        "note: USER.md is optional: what the assistant should know about you (name, role, preferences), "
+        "added to the prompt as the User Persona section. Nothing writes it; "
+        f"create {home}/USER.md to use it."
     )

@@ -48,7 +48,8 @@ def test_serve_answers_health_and_exits_zero_on_sigterm(tmp_path):
             proc.kill()
     out = proc.stdout.read().decode() if proc.stdout else ""
     assert f"serving on {address}" in out
-    assert (tmp_path / "home" / "SOUL.md").exists()
+    # A home given (here by PIONEER_HOME) is a team's: no Pioneer SOUL.md is seeded into it.
+    assert not (tmp_path / "home" / "SOUL.md").exists()
 
 
 def test_bad_configuration_fails_start_with_a_clear_message(tmp_path):

@@ -29,7 +29,6 @@ from pioneer_grpc.service import turn
 from pioneer_grpc.service.history_load import load_history
 from pioneer_grpc.service.turn import prepare_turn
 from pioneer_grpc.store import summaries, threads
-from pioneer_grpc.store.engine import pool_state
 from pioneer_grpc.store.models import EntryRow, ManifestEventRow, SummaryRow, ThreadRow, TurnRow
 from pioneer_grpc.store.runner import nothing
 from pioneer_grpc.store.work import drain
@@ -37,7 +36,7 @@ from pioneer_grpc.v1 import history_pb2, prompt_pb2, turn_service_pb2
 from tests.history.agent_turns import tool_turn
 from tests.history.rpc import config, create, load
 from tests.history.rpc import turn as complete
-from tests.support import failure
+from tests.support import failure, pool_at_rest
 
 USER = history_pb2.ENTRY_ROLE_USER
 STORE = Path(pioneer_grpc.store.__file__).parent
@@ -123,9 +122,16 @@ async def _no_lock_or_connection_left(server: Any, history: Any, failed: bool = 
     connection of its own: then the pool is not looked at."""
     assert await drain(5.0) == 0
     if not failed:
-        assert pool_state(server.ctx.engine).checked_out == 0
+        assert (await pool_at_rest(server)).checked_out == 0
     entries = tool_turn(99, lines=1)
     await complete(history, "t", entries[0].turn_id, *entries)  # a write right after goes through
+
+
+@pytest.fixture
+async def probed_server(database_url: str, server_factory: Any) -> Any:
+    """pg_server whose health probe is nearly always under way: each check that no connection is
+    left behind must see past the probe's own (tests/support.py pool_at_rest)."""
+    return await server_factory(database_url=database_url, health_probe_seconds=0.005)
 
 
 async def test_a_compaction_that_fails_halfway_stores_nothing(pg_server, monkeypatch):
@@ -145,7 +151,8 @@ async def test_a_compaction_that_fails_halfway_stores_nothing(pg_server, monkeyp
     assert await _mark(pg_server, "t") is None
 
 
-async def test_a_compaction_cancelled_in_its_unit_ends_whole(pg_server, monkeypatch):
+async def test_a_compaction_cancelled_in_its_unit_ends_whole(probed_server, monkeypatch):
+    pg_server = probed_server
     history = await _over_threshold(pg_server)
     loop = asyncio.get_running_loop()
     caller = asyncio.create_task(load_history(pg_server.ctx, "t"))
@@ -189,7 +196,8 @@ async def test_a_manifest_record_that_fails_halfway_stores_nothing(pg_server, mo
     assert await _recorded(pg_server) == (1, 1, 1, event_id)
 
 
-async def test_a_manifest_record_cancelled_in_its_unit_ends_whole(pg_server, monkeypatch):
+async def test_a_manifest_record_cancelled_in_its_unit_ends_whole(probed_server, monkeypatch):
+    pg_server = probed_server
     observer = pg_server.ctx.hub.subscribe("m", capacity=10)
     loop = asyncio.get_running_loop()
     caller = asyncio.create_task(pg_server.ctx.manifests.record("m", "turn-1", _manifest()))
@@ -203,7 +211,7 @@ async def test_a_manifest_record_cancelled_in_its_unit_ends_whole(pg_server, mon
     assert event_id > 0  # PostgreSQL drew it at commit: the commit happened
     assert observer.pending == 1  # published before the caller saw its cancellation
     assert await drain(5.0) == 0
-    assert pool_state(pg_server.ctx.engine).checked_out == 0
+    assert (await pool_at_rest(pg_server)).checked_out == 0
     monkeypatch.undo()
     # A retry finds the turn holding this manifest: the same event, nothing written again.
     assert await pg_server.ctx.manifests.record("m", "turn-1", _manifest()) == event_id

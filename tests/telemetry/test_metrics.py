@@ -48,7 +48,9 @@ TURNS = {"grpc_service": "pioneer.v1.TurnService", "grpc_method": "PrepareTurn"}
 
 
 async def test_three_rounds_and_one_soul_edit_move_the_counters_by_exactly_that(database_url, server_factory):
-    server = await server_factory(database_url=database_url, metrics_listen="127.0.0.1:0")
+    server = await server_factory(
+        database_url=database_url, metrics_listen="127.0.0.1:0", seed_bootstrap_files=True
+    )
     # Reuse a compile at once (no settling period), so the second round is a cache hit.
     server.ctx.compile_cache.settle_ns = 0
     rounds = Rounds(await server.client())

@@ -42,7 +42,7 @@ async def traced_server(server_factory, exporter, monkeypatch):
 
     original = shared.start_server
     monkeypatch.setattr(shared, "start_server", lambda config: original(config, tracer_provider=provider))
-    return await server_factory()
+    return await server_factory(seed_bootstrap_files=True)  # the test edits the seeded SOUL.md
 
 
 def _every_value(span: ReadableSpan) -> list[str]:

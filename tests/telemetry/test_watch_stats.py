@@ -23,7 +23,8 @@ async def _three_rounds_with_a_soul_edit(server) -> None:
     await rounds.compile_on("agent", "turn-3", "Date: 2026-11-30")
 
 
-async def test_each_round_says_how_the_cache_fared_and_the_table_sums_up(server):
+async def test_each_round_says_how_the_cache_fared_and_the_table_sums_up(seeded_server):
+    server = seeded_server
     await _three_rounds_with_a_soul_edit(server)
     out = io.StringIO()
     status = await asyncio.wait_for(follow(server.address, count=4, out=out, stats=WatchStats()), 10)
@@ -42,7 +43,8 @@ async def test_each_round_says_how_the_cache_fared_and_the_table_sums_up(server)
     ]
 
 
-async def test_json_stats(server):
+async def test_json_stats(seeded_server):
+    server = seeded_server
     await _three_rounds_with_a_soul_edit(server)
     out = io.StringIO()
     await asyncio.wait_for(
@@ -58,7 +60,8 @@ async def test_json_stats(server):
     }
 
 
-async def test_the_table_is_printed_once_caught_up(server):
+async def test_the_table_is_printed_once_caught_up(seeded_server):
+    server = seeded_server
     await _three_rounds_with_a_soul_edit(server)
     out = io.StringIO()
     following = asyncio.create_task(follow(server.address, count=5, out=out, stats=WatchStats()))

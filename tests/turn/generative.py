@@ -97,6 +97,8 @@ def _joins_results_and_text(message: dict[str, Any]) -> bool:
 
 
 CHECKS = {**STRICT, P.PROVIDER_AMAZON_BEDROCK_CONVERSE: _bedrock}
+# A round that may be refused: Bedrock tool choice none, refused once the conversation holds a tool call.
+MAYBE_REFUSED = "bedrock_choice_none_after_tool_calls"
 TOOL_NAMES = ("read_file", "grep", "run_tests", "write_file")
 WORDS = (
     "the parser fails on src/app/main.py line 42; decided to keep the retry loop; user prefers tabs; "
@@ -353,7 +355,14 @@ class Conversation:
         )
         thinking = "reasoning" in options and not options["reasoning"].disabled
         hostile = provider == P.PROVIDER_ANTHROPIC_MESSAGES and "tools" in options and forced and thinking
-        return options, "anthropic_forced_choice_with_thinking" if hostile else ""
+        if hostile:
+            return options, "anthropic_forced_choice_with_thinking"
+        none = options.get("tool_choice", chat_pb2.ToolChoice()).mode == chat_pb2.TOOL_CHOICE_MODE_NONE
+        if provider == P.PROVIDER_AMAZON_BEDROCK_CONVERSE and "tools" in options and none:
+            # Refused once the conversation holds a tool call (Converse cannot forbid calling a tool
+            # it must declare for one); taken before.
+            return options, MAYBE_REFUSED
+        return options, ""
 
     async def prepare(
         self, turn: str, entries: list[history_pb2.ConversationEntry], provider: int, entries_kind: str = ""
@@ -380,7 +389,11 @@ class Conversation:
                     round_kind = ""
                     continue
                 return True
-            if round_kind:
+            if round_kind == MAYBE_REFUSED:
+                body = json.loads(reply.provider_body_json)
+                if "toolConfig" in body:
+                    self.stats.fail("tool_choice_none_left_a_callable_tool", f"{PROVIDERS[provider]}")
+            elif round_kind:
                 self.stats.fail("hostile_round_accepted", f"{PROVIDERS[provider]} {round_kind}")
             if entries_kind:
                 self.stats.accepted_hostile[entries_kind] += 1

@@ -175,3 +175,51 @@ async def test_media_in_tool_results_gets_one_notice_each_after_a_kept_prefix_as
         await mine.complete_turn(
             history_service_pb2.CompleteTurnRequest(thread_id="t-media", turn_id=turn_id)
         )
+
+
+BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+
+
+async def test_a_bedrock_round_that_asks_no_reasoning_gets_no_reasoning_notice(server):
+    c = Client(server)
+    await c.thread("t-bedrock", model=BEDROCK_MODEL)
+    reply = await c.prepare_turn(
+        turn_service_pb2.PrepareTurnRequest(
+            thread_id="t-bedrock",
+            turn_id="turn-1",
+            new_entries=[user_entry("u1", "Weather in Oslo?")],
+            compile_input=compile_input(),
+            tools=[weather_tool()],
+            provider=P.PROVIDER_AMAZON_BEDROCK_CONVERSE,
+        )
+    )
+    assert [(n.code, n.field) for n in reply.provider_notices] == []
+    assert "toolConfig" in json.loads(reply.provider_body_json)
+
+
+async def test_bedrock_tool_choice_none_after_a_tool_call_is_refused_and_stores_nothing(server):
+    """A loop that uses none to force the final answer: Converse cannot forbid a call (its tools must be
+    declared for the calls in the history), so the round is refused rather than left callable."""
+    c = Client(server)
+    await c.thread("t-none", model=BEDROCK_MODEL)
+    request = turn_service_pb2.PrepareTurnRequest(
+        thread_id="t-none",
+        turn_id="turn-1",
+        new_entries=[
+            user_entry("u1", "Weather in Oslo?"),
+            entry("a1", role=ASSISTANT, content="", tool_calls=[tool_call("call_0", "get_weather")]),
+            entry("r1", role=TOOL, content="12 C", tool_call_id="call_0", name="get_weather"),
+        ],
+        compile_input=compile_input(),
+        tools=[weather_tool()],
+        tool_choice=chat_pb2.ToolChoice(mode=chat_pb2.TOOL_CHOICE_MODE_NONE),
+        provider=P.PROVIDER_AMAZON_BEDROCK_CONVERSE,
+    )
+    with pytest.raises(RpcFailure) as info:
+        await c.prepare_turn(request)
+    assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert bad_fields(info.value) == ["tool_choice.mode"]
+    assert await c.entry_count("t-none") == 0
+    request.tool_choice.mode = chat_pb2.TOOL_CHOICE_MODE_AUTO
+    reply = await c.prepare_turn(request)
+    assert json.loads(reply.provider_body_json)["toolConfig"]["toolChoice"] == {"auto": {}}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import grpc
 import pytest
@@ -245,3 +246,23 @@ async def test_a_refused_round_over_the_threshold_stores_only_the_summary_a_load
     assert done.history_report.summary_use == history_pb2.SUMMARY_USE_REUSED
     assert done.chat_request.messages[0].content.startswith("Summary of earlier conversation:\n")
     assert done.chat_request.messages[-1].content == "What did we change?"
+
+
+def _prepare_turn_comment() -> str:
+    """The comment above `rpc PrepareTurn` in turn_service.proto, as one line of text."""
+    proto = Path(__file__).resolve().parents[2] / "protos" / "pioneer" / "v1" / "turn_service.proto"
+    lines = proto.read_text().splitlines()
+    end = next(i for i, line in enumerate(lines) if line.strip().startswith("rpc PrepareTurn("))
+    start = end
+    while lines[start - 1].strip().startswith("//"):
+        start -= 1
+    return " ".join(line.strip().removeprefix("//").strip() for line in lines[start:end])
+
+
+def test_the_contract_says_a_refused_body_stores_nothing():
+    comment = _prepare_turn_comment()
+    assert "Every error below stores nothing" in comment
+    # What the test above shows: rendering the body is inside the round, so its refusal stores nothing.
+    assert "after the round committed" not in comment
+    assert "entries and manifest stay" not in comment
+    assert "rendering the provider body" in comment

@@ -15,6 +15,7 @@ import grpc
 from google.protobuf import struct_pb2
 
 from pioneer_grpc.client import AsyncClient, ConnectOptions, user_entry
+from pioneer_grpc.compiler.seed import ensure_bootstrap_files
 from pioneer_grpc.v1 import (
     chat_pb2,
     common_pb2,
@@ -88,7 +89,9 @@ class AgentLoop:
         await self.client.complete_turn(thread_id=THREAD, turn_id=turn_id, metadata=self.metadata)
 
     async def two_turns(self) -> None:
-        """Turn 1 with a tool round, SOUL.md edited, turn 2's first round."""
+        """Turn 1 with a tool round, SOUL.md edited, turn 2's first round (on a home holding Pioneer's
+        SOUL.md and IDENTITY.md, as `serve`'s first run at its default home leaves them)."""
+        ensure_bootstrap_files(self.home)
         await self.client.create_thread(
             thread_id=THREAD, config=history_pb2.ThreadConfig(model=MODEL), metadata=self.metadata
         )

@@ -9,70 +9,17 @@ under the test's tmp path, or under $PIONEER_CONSOLE_SCREENSHOTS when set.
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
-import tempfile
-from pathlib import Path
 
 import grpc
-import pytest
 
 from pioneer_grpc.config import Config
 from pioneer_grpc.server.app import start_server
 from pioneer_grpc.v1 import history_pb2
-from tests.support import unavailable_here
 from tests.web.agent_loop import THREAD, AgentLoop
+from tests.web.browser import WAIT_MS
 
-CHROMIUM = os.environ.get("PIONEER_CHROMIUM", "/usr/bin/chromium")
 TOKEN = "console-token"
-# Waits for what the page shows; generous because two cores are shared, never a fixed sleep.
-WAIT_MS = 30_000
-
-
-def _chromium() -> str:
-    if Path(CHROMIUM).exists():
-        return CHROMIUM
-    unavailable_here(f"{CHROMIUM} is missing: `make test` installs Debian's chromium (scripts/chromium.sh)")
-
-
-@pytest.fixture
-def screenshots(tmp_path: Path) -> Path:
-    where = Path(os.environ.get("PIONEER_CONSOLE_SCREENSHOTS") or tmp_path / "screenshots")
-    where.mkdir(parents=True, exist_ok=True)
-    return where
-
-
-@pytest.fixture
-async def browser():
-    """A fresh Chromium profile per test (Playwright's persistent context over a new directory)."""
-    executable = _chromium()
-    from playwright.async_api import async_playwright
-
-    profile = tempfile.mkdtemp(prefix="pioneer-chromium-")
-    try:
-        async with async_playwright() as playwright:
-            context = await playwright.chromium.launch_persistent_context(
-                profile,
-                executable_path=executable,
-                headless=True,
-                viewport={"width": 1500, "height": 1100},
-                args=[
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                    "--no-first-run",
-                ],
-            )
-            try:
-                yield context
-            finally:
-                await context.close()
-    finally:
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 async def test_console_shows_threads_cache_breaks_decisions_and_live_rounds(
@@ -99,12 +46,17 @@ async def test_console_shows_threads_cache_breaks_decisions_and_live_rounds(
     await page.screenshot(path=str(screenshots / "1-threads.png"), full_page=True)
 
     await thread.click()
-    # The thread's cache-break table: three manifests so far (turn 1, its tool round with the same
-    # manifest records none, turn 2), one break, on soul_core.
-    await expect(page.get_by_test_id("rounds-count")).to_have_text("2", timeout=WAIT_MS)
+    # The thread's counts: three rounds so far but two manifest events (turn 1's tool round compiled
+    # the same prompt as its first round and recorded none), one break, on soul_core.
+    await expect(page.get_by_test_id("events-count")).to_have_text("2", timeout=WAIT_MS)
     await expect(page.get_by_test_id("breaks-count")).to_have_text("1")
     await expect(page.get_by_test_id("breaks-by-section")).to_have_text("soul_core ×1")
     await expect(page.locator('[data-testid="turn-item"]')).to_have_count(2)
+    # The turn whose manifest broke the cache is marked in the list, with the section.
+    await expect(page.get_by_test_id("turn-break")).to_have_count(1)
+    await expect(
+        page.locator('[data-testid="turn-item"][data-turn="turn-2"]').get_by_test_id("turn-break")
+    ).to_have_text("break: soul_core")
     await page.screenshot(path=str(screenshots / "2-thread.png"), full_page=True)
 
     await page.locator('[data-testid="turn-item"][data-turn="turn-2"]').click()
@@ -121,11 +73,20 @@ async def test_console_shows_threads_cache_breaks_decisions_and_live_rounds(
     decision = kept.first.get_by_test_id("decision")
     await expect(decision.locator('[data-field="decision"]')).to_have_text("full")
     await expect(decision.locator('[data-field="tokens before"]')).to_have_text(
-        str(turn_2_report.tokens_before)
+        f"{turn_2_report.tokens_before:,}"
     )
     await expect(decision.locator('[data-field="tokens after"]')).to_have_text(
-        str(turn_2_report.tokens_after)
+        f"{turn_2_report.tokens_after:,}"
     )
+    # The server's account of where this round's body stopped being the last one's plus new
+    # messages: SOUL.md changed, so at the soul_core section.
+    assert turn_2_report.prefix_break.cause == history_pb2.PREFIX_BREAK_CAUSE_SECTION
+    prefix_break = turn_2_report.prefix_break
+    await expect(decision.locator('[data-field="prefix break"]')).to_have_text(
+        f"section soul_core: {prefix_break.tokens_invalidated:,} tokens of history invalidated, "
+        f"{prefix_break.tokens_kept:,} kept"
+    )
+    await expect(kept.first.get_by_test_id("prefix-break")).to_have_text("prefix break: section soul_core")
     # Turn 1's four entries came as history, then turn 2's question.
     await expect(kept.first.get_by_test_id("message")).to_have_count(5)
     await expect(
@@ -138,7 +99,7 @@ async def test_console_shows_threads_cache_breaks_decisions_and_live_rounds(
     await loop.live_round()
     await expect(rounds).to_have_count(2, timeout=WAIT_MS)
     await expect(kept).to_have_count(2, timeout=WAIT_MS)
-    await expect(page.get_by_test_id("rounds-count")).to_have_text("3")
+    await expect(page.get_by_test_id("events-count")).to_have_text("3")
     await expect(rounds.nth(1).get_by_test_id("cache-break")).to_have_count(0)
     await page.screenshot(path=str(screenshots / "4-live.png"), full_page=True)
     assert {"1-threads.png", "2-thread.png", "3-turn.png", "4-live.png"} <= {
@@ -162,7 +123,7 @@ async def test_console_says_when_rounds_are_not_kept(server_factory, browser, sc
     # The manifest view needs nothing kept: turn 1's sections and fingerprints are there.
     await expect(page.get_by_test_id("manifest-round")).to_have_count(1, timeout=WAIT_MS)
     await expect(page.locator('tr[data-section="soul_core"]')).to_have_count(1)
-    await expect(page.get_by_test_id("rounds-count")).to_have_text("2")
+    await expect(page.get_by_test_id("events-count")).to_have_text("2")
     await page.screenshot(path=str(screenshots / "5-not-kept.png"), full_page=True)
 
 
@@ -246,7 +207,7 @@ async def test_console_resumes_after_the_server_restarts(server_factory, browser
         await page.goto(f"http://{config.http_listen}/")
         await page.locator(f'[data-testid="thread"][data-thread="{THREAD}"]').click(timeout=WAIT_MS)
         await page.locator('[data-testid="turn-item"][data-turn="turn-2"]').click(timeout=WAIT_MS)
-        await expect(page.get_by_test_id("rounds-count")).to_have_text("2", timeout=WAIT_MS)
+        await expect(page.get_by_test_id("events-count")).to_have_text("2", timeout=WAIT_MS)
         await expect(page.get_by_test_id("live")).to_have_text("live")
     finally:
         await channel.close()
@@ -255,7 +216,7 @@ async def test_console_resumes_after_the_server_restarts(server_factory, browser
     # The same database and HTTP address, a new process state: the page was never reloaded.
     second = await server_factory(home=home, http_listen=config.http_listen, keep_rendered_requests=True)
     await AgentLoop(second.channel(), (), home).live_round()
-    await expect(page.get_by_test_id("rounds-count")).to_have_text("3", timeout=WAIT_MS)
+    await expect(page.get_by_test_id("events-count")).to_have_text("3", timeout=WAIT_MS)
     await expect(page.get_by_test_id("manifest-round")).to_have_count(2, timeout=WAIT_MS)
     await expect(page.get_by_test_id("kept-round")).to_have_count(2, timeout=WAIT_MS)
     await expect(page.get_by_test_id("live")).to_have_text("live")

@@ -225,7 +225,7 @@ func TestEnsureBootstrapFiles(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s not reported: %v", name, resp.GetFiles())
 		}
-		// The server seeds both at start, so this call finds them.
+		// The server seeds both at start (--seed-bootstrap-files), so this call finds them.
 		if f.GetCreated() {
 			t.Errorf("%s reported created although the server seeded it at start", name)
 		}

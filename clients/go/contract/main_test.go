@@ -117,7 +117,7 @@ func startOwnServer() (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "serve", "--listen", addr, "--home", home, "--token", token)
+	cmd := exec.Command(bin, "serve", "--listen", addr, "--home", home, "--token", token, "--seed-bootstrap-files")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return nil, err

@@ -601,7 +601,7 @@ async fn ensure_bootstrap_files_reports_the_seeded_files() {
         );
         assert!(!names.contains("USER.md"), "USER.md is never created");
         for file in &reply.files {
-            // The server seeds the files at start, so nothing is created now.
+            // The server seeds the files at start (--seed-bootstrap-files): nothing is created now.
             assert!(!file.created, "round {round}: {} created again", file.name);
             if let Some(home) = &home {
                 let path = std::path::Path::new(&file.path);
@@ -1001,8 +1001,9 @@ async fn complete_turn_then_load_budgeted_history() {
     );
 }
 
-/// Over 80% of the budget a summary replaces the loaded entries; it is stored,
-/// and the next load reuses it instead of calling the summary model again.
+/// Over 80% of the budget a summary replaces the older entries (the newest turns under the
+/// low-water mark stay beside it); it is stored, and the next load reuses it instead of
+/// calling the summary model again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_over_the_threshold_is_summarized_once() {
     let mut c = setup!();
@@ -1092,11 +1093,23 @@ async fn history_over_the_threshold_is_summarized_once() {
     );
     assert_eq!(report.entries_loaded, 2 * TURNS);
     assert!(report.tokens_after < report.tokens_before);
-    assert_eq!(report.summary_covers_through_entry_id, last_entry);
+    // The summary stands for the older turns; the newest whole turns that fit under the
+    // low-water mark (30% of the budget) stay beside it, so the body keeps their bytes.
+    assert_eq!(report.low_water_tokens, 300, "{report:?}");
+    let covered: i32 = report
+        .summary_covers_through_entry_id
+        .strip_prefix('a')
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("covers through an answer: {report:?}"));
+    assert!(
+        (1..TURNS).contains(&covered),
+        "the summary covers some turns, not the newest: {report:?}"
+    );
+    let kept = (TURNS - covered) as usize;
     assert_eq!(
         first.messages.len(),
-        1,
-        "one summary message replaces the entries"
+        1 + 2 * kept,
+        "the summary, then the turns after the ones it covers"
     );
     assert_eq!(first.messages[0].role, v1::ChatRole::System as i32);
     assert!(
@@ -1106,13 +1119,34 @@ async fn history_over_the_threshold_is_summarized_once() {
         "{:?}",
         first.messages[0].content
     );
+    assert!(
+        first.messages[1]
+            .content
+            .starts_with(&format!("Question {}:", covered + 1)),
+        "{:?}",
+        first.messages[1].content
+    );
+    assert_eq!(
+        first.messages.last().map(|m| m.content.as_str()),
+        Some(
+            format!(
+                "Answer {TURNS}: the retry policy lives in providers/retry.rs; its backoff is \
+                 configured in deploy/values.yaml under provider.retry.backoff_ms."
+            )
+            .as_str()
+        )
+    );
 
     let stored = summary(&mut c)
         .await
         .expect("GetThreadSummary")
         .expect("a stored summary");
     assert_eq!(stored.thread_id, id);
-    assert_eq!(stored.covers_through_entry_id, last_entry);
+    assert_eq!(
+        stored.covers_through_entry_id,
+        report.summary_covers_through_entry_id
+    );
+    assert_ne!(stored.covers_through_entry_id, last_entry);
     assert!(!stored.text.is_empty() && stored.token_count > 0);
     assert!(first.messages[0].content.contains(&stored.text));
     assert_eq!(stored.summarizer, report.summarizer);

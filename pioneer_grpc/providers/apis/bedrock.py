@@ -15,12 +15,18 @@ and image and document blocks beside its text), and consecutive messages of one
 role are sent as one message (a notice says so for assistant messages). Media go
 as base64 `bytes` or an `s3Location` (an `s3://` uri); Converse takes no URL.
 
-Adapted, each with a notice: reasoning is not sent (Converse takes it only
-through model-specific fields); `parallel_tool_calls=false` and tool choice
-`none` have no Converse form (with `none`, tools are not sent unless the
-conversation already holds tool calls, which Converse only takes with tools
-declared); tools called in the history are declared when the round has none;
-trailing whitespace is trimmed from a final assistant message.
+Adapted, each with a notice: reasoning asked for is not sent (Converse takes it
+only through model-specific fields); `parallel_tool_calls=false` has no Converse
+form; tool choice `none` neither, so its tools are not sent; trailing whitespace
+is trimmed from a final assistant message.
+
+Tools called in the history are declared when the round has none (Converse
+refuses tool calls without tools declared), with a notice: the model may call
+them. Refused (INVALID_ARGUMENT naming the field): tool choice `none` on a
+conversation that holds tool calls, since its tools must then be declared and
+Converse's toolChoice (auto, any, tool) cannot forbid calling one; a required or
+named tool choice for a model the registry does not say takes one
+(model_fit.takes_forced_choice): Converse forces only the models that support it.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from typing import Any
 from urllib.parse import quote
 
 from pioneer_grpc.errors import InvalidArgument
-from pioneer_grpc.providers import cache_points, provider_rules
+from pioneer_grpc.providers import cache_points, model_fit, provider_rules
 from pioneer_grpc.providers.common import (
     JSON,
     Media,
@@ -65,8 +71,6 @@ DOCUMENT_FORMATS = {
 }
 # A document name: letters, digits, single spaces, hyphens, parentheses and square brackets.
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9\-()\[\] ]+")
-# Inference profiles and vendors before the model's own id: us.anthropic.claude-... -> claude-...
-_MODEL_PREFIX = re.compile(r"^(?:(?:us|eu|apac|jp|au|ca|us-gov|global)\.)?(?:[a-z][a-z0-9]*\.)?")
 
 REASONING_NOT_SENT = "reasoning_not_sent"
 CHOICE_NONE_NOT_SENT = "tool_choice_none_unsupported"
@@ -74,12 +78,6 @@ CHOICE_NONE_NOT_SENT = "tool_choice_none_unsupported"
 
 def path_for(model: str) -> str:
     return f"/model/{quote(model, safe='')}/converse"
-
-
-def registry_model(model: str) -> str:
-    """`us.anthropic.claude-3-7-sonnet-20250219-v1:0` as the registry names it (claude-3-7-sonnet-...)."""
-    tail = model.rsplit("/", 1)[-1]  # an ARN ends with the model or profile id
-    return _MODEL_PREFIX.sub("", tail, count=1)
 
 
 # --- rules -----------------------------------------------------------------------------------
@@ -98,21 +96,24 @@ def adapt(adapted: Adapted, origins: list[int], path: str) -> None:
     request = adapted.request
     merges(adapted, origins, path)
     if request.HasField("reasoning"):
+        asked = model_fit.reasoning_asked(request.reasoning)
         request.ClearField("reasoning")
-        adapted.notices.append(
-            Notice(
-                REASONING_NOT_SENT,
-                "Converse takes reasoning settings only through model-specific fields: they were not sent",
-                f"{path}.reasoning",
-            )
-        )
+        if asked:
+            why = "Converse takes reasoning settings only through model-specific fields: they were not sent"
+            adapted.notices.append(Notice(REASONING_NOT_SENT, why, f"{path}.reasoning"))
     called, results = _history(adapted)
     if request.tools and request.tool_choice.mode == chat_pb2.TOOL_CHOICE_MODE_NONE:
-        rest = "tools were sent with no choice" if called or results else "the tools were not sent"
+        if called or results:
+            raise InvalidArgument.field(
+                f"{path}.tool_choice.mode",
+                "Converse has no tool choice none, and this conversation holds tool calls, which it "
+                "takes only with the tools declared, so the model could call one: use auto (and answer "
+                "a call), or render the round for a provider with none",
+            )
         adapted.notices.append(
             Notice(
                 CHOICE_NONE_NOT_SENT,
-                f"Converse has no tool choice none: {rest}",
+                "Converse has no tool choice none: the tools were not sent",
                 f"{path}.tool_choice.mode",
             )
         )
@@ -122,7 +123,8 @@ def adapt(adapted: Adapted, origins: list[int], path: str) -> None:
             Notice(
                 provider_rules.TOOLS_DECLARED,
                 "Converse refuses tool calls in the history without tools declared: "
-                f"{', '.join(adapted.history_tools)} declared (with no tool choice: Converse has no none)",
+                f"{', '.join(adapted.history_tools)} declared, with no tool choice (Converse has no none): "
+                "the model may call them",
                 f"{path}.tools",
             )
         )
@@ -352,9 +354,9 @@ SPEC = ProviderSpec(
     max_call_id_chars=64,
     adapt=adapt,
     adapt_messages=merges,
-    registry_model=registry_model,
     # Reasoning is not sent (adapt); a budget is no reason for a notice of its own.
     thinking_budget=True,
     tool_result_media=frozenset({"image", "file"}),
     tool_result_error=True,
+    forced_choice_per_model=True,
 )

@@ -7,6 +7,7 @@ calls, which ask for the bearer token when one is configured.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
 from importlib import resources
 from typing import Any
@@ -46,6 +47,24 @@ async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[byt
     await send({"type": "http.response.body", "body": body})
 
 
+def one_message_a_turn(send: Send) -> Send:
+    """`send` for a streamed answer: after each of its messages the call waits one turn of the loop.
+
+    A server stream (a watch's backlog) would otherwise write all its messages in one turn, and a
+    connection its client reset meanwhile is told to uvicorn only on the next turn: every write in
+    between reaches a closed socket, and asyncio logs a WARNING for each ("socket.send() raised
+    exception.", hundreds for a closed browser tab). With a turn between two messages, the loss
+    reaches the call before its next message and ends it; gRPC's edge writes a stream this way too.
+    """
+
+    async def sending(message: MutableMapping[str, Any]) -> None:
+        await send(message)
+        if message.get("more_body", False):
+            await asyncio.sleep(0)
+
+    return sending
+
+
 class WebApp:
     """Routes `/pioneer.v1.<Service>/<Method>` to its Connect application; GETs of console files."""
 
@@ -59,7 +78,7 @@ class WebApp:
         path: str = scope["path"]
         service = self._services.get("/" + path.split("/", 2)[1]) if path.count("/") >= 2 else None
         if service is not None:
-            await service(scope, receive, send)
+            await service(scope, receive, one_message_a_turn(send))
             return
         asset = self._assets.get(path)
         if asset is None:

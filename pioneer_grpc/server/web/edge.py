@@ -129,7 +129,10 @@ class EdgeInterceptor:
         elapsed = time.perf_counter() - call.started
         service, _, method = call.method.lstrip("/").partition("/")
         self._telemetry.metrics.rpc_handled(service, method, code, elapsed)
-        access_log.info(
+        # Here CANCELLED is a client that went away (a closed tab ending its watch, a page navigating
+        # off with calls in flight): routine, and nothing an operator can act on. It is still counted.
+        access_log.log(
+            logging.DEBUG if code == "CANCELLED" else logging.INFO,
             "rpc %s code=%s duration_ms=%.1f protocol=connect",
             call.method,
             code,

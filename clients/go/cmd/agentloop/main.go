@@ -3,7 +3,8 @@
 // tool call and its result (text and a screenshot, a PNG made here), and
 // CompleteTurn with the final answer. A stand-in answers for the model with
 // OpenAI Chat Completions responses; pioneer.EntriesOfResponse turns each into the
-// entry to store, the provider's usage and why the model stopped.
+// entry to store, the provider's usage and why the model stopped. It imports only
+// the module's public packages, so a copy builds in a module of your own.
 //
 //	go run ./cmd/agentloop -addr 127.0.0.1:50051 -token "$PIONEER_TOKEN" -rounds 3
 package main
@@ -23,10 +24,10 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	pioneerv1 "github.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1"
-	"github.com/pioneer-grpc/pioneer-grpc/clients/go/internal/sample"
 	"github.com/pioneer-grpc/pioneer-grpc/clients/go/pioneer"
 )
 
@@ -66,7 +67,7 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 	fmt.Printf("thread %s\n", threadID)
 
 	// Sent on every round: the server keeps no tools between rounds.
-	tools := []*pioneerv1.ToolDefinition{sample.ReadFileTool(), screenshotTool()}
+	tools := []*pioneerv1.ToolDefinition{readFileTool(), screenshotTool()}
 	// Each PrepareTurn also renders the body for this provider (provider_body_json).
 	const provider = pioneerv1.Provider_PROVIDER_OPENAI_CHAT_COMPLETIONS
 	for round := 1; round <= rounds; round++ {
@@ -76,7 +77,7 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 				ThreadId:     threadID,
 				TurnId:       turn,
 				NewEntries:   entries,
-				CompileInput: sample.FullCompileInput(round),
+				CompileInput: compileInput(round),
 				Tools:        tools,
 				ToolChoice:   &pioneerv1.ToolChoice{Mode: pioneerv1.ToolChoiceMode_TOOL_CHOICE_MODE_AUTO},
 				Provider:     provider,
@@ -93,7 +94,7 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 		prep, err := prepare(&pioneerv1.ConversationEntry{
 			EntryId: turn + ".user",
 			Role:    pioneerv1.EntryRole_ENTRY_ROLE_USER,
-			Content: sample.UserMessage(round),
+			Content: fmt.Sprintf("Round %d: please check the Go client and tell me what is left.", round),
 		})
 		if err != nil {
 			return fmt.Errorf("round %d: prepare turn: %w", round, err)
@@ -103,7 +104,8 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 		//    entry to store ("<turn>.r1": a retried round stores nothing twice). Models
 		//    number their calls: call_0 again in every turn is fine. The call and its result
 		//    go in one request; a call sent without its result is refused and stored nowhere.
-		called, err := pioneer.EntriesOfResponse(provider, standIn(prep, round), turn, 1)
+		answer := fmt.Sprintf("Round %d: the tests pass; next I will update the README.", round)
+		called, err := pioneer.EntriesOfResponse(provider, standIn(prep, answer), turn, 1)
 		if err != nil {
 			return fmt.Errorf("round %d: the model's reply: %w", round, err)
 		}
@@ -130,7 +132,7 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 		}
 
 		// 3. The final answer is stored and the turn completed in one call (safe to retry).
-		answered, err := pioneer.EntriesOfResponse(provider, standIn(prep, round), turn, 2)
+		answered, err := pioneer.EntriesOfResponse(provider, standIn(prep, answer), turn, 2)
 		if err != nil {
 			return fmt.Errorf("round %d: the model's answer: %w", round, err)
 		}
@@ -169,13 +171,29 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 	return nil
 }
 
+// compileInput is what the loop asks the prompt compiler for: the full profile, the tool recovery
+// policy, and a dynamic half that changes every round (the stable half, and the provider's prompt
+// cache with it, stays the same).
+func compileInput(round int) *pioneerv1.PromptCompileInput {
+	return &pioneerv1.PromptCompileInput{
+		Profile:                   pioneerv1.PromptProfile_PROMPT_PROFILE_FULL,
+		IncludeToolRecoveryPolicy: true,
+		DynamicContext:            proto.String(fmt.Sprintf("Round %d of the example conversation.", round)),
+		DynamicSections: []*pioneerv1.DynamicSection{{
+			Id:      "workspace.git_status",
+			Title:   proto.String("Git Status"),
+			Content: fmt.Sprintf("On branch main; %d files changed.", round),
+		}},
+	}
+}
+
 // standIn answers for the model as OpenAI Chat Completions would to the body
 // PrepareTurn rendered (a real loop POSTs prep.GetProviderBodyJson() to
 // prep.GetProviderPath() and reads the response): a call of the screenshot tool
 // until its result is in the conversation, then the answer.
-func standIn(prep *pioneerv1.PrepareTurnResponse, round int) []byte {
+func standIn(prep *pioneerv1.PrepareTurnResponse, answer string) []byte {
 	messages := prep.GetChatRequest().GetMessages()
-	message := map[string]any{"role": "assistant", "content": sample.AssistantReply(round), "refusal": nil}
+	message := map[string]any{"role": "assistant", "content": answer, "refusal": nil}
 	finish := "stop"
 	if len(messages) == 0 || messages[len(messages)-1].GetRole() != pioneerv1.ChatRole_CHAT_ROLE_TOOL {
 		message["content"] = nil
@@ -199,6 +217,19 @@ func standIn(prep *pioneerv1.PrepareTurnResponse, round int) []byte {
 		panic(err)
 	}
 	return body
+}
+
+// readFileTool is a tool with an object JSON schema of its arguments.
+func readFileTool() *pioneerv1.ToolDefinition {
+	params, err := structpb.NewStruct(map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"path": map[string]any{"type": "string"}},
+		"required":   []any{"path"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return &pioneerv1.ToolDefinition{Name: "read_file", Description: "A UTF-8 file of the workspace.", Parameters: params}
 }
 
 // screenshotTool is a tool whose result carries an image.

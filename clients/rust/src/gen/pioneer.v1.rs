@@ -481,6 +481,15 @@ pub struct PromptCompileInput {
     /// persona is. Not together with persona.
     #[prost(bool, tag = "20")]
     pub omit_persona: bool,
+    /// Whether SOUL.md and IDENTITY.md (the Soul Core and Identity Core sections)
+    /// are read from the workspace. Unset: as the server's identity_files setting
+    /// says, by default only while the built-in persona is in effect; a persona
+    /// (this request's or the server's) or omit_persona is the team's own
+    /// identity, and the files are then neither read nor reported missing. true
+    /// reads them whatever the persona; false never does. USER.md is read either
+    /// way (docs/persona.md).
+    #[prost(bool, optional, tag = "21")]
+    pub identity_files: ::core::option::Option<bool>,
 }
 /// PromptSection is one rendered section.
 #[allow(clippy::all)]
@@ -1109,7 +1118,12 @@ pub struct ChatMessage {
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ToolDefinition {
-    /// \[A-Za-z0-9\_-\], at most 64 characters (128 for Anthropic and Gemini), unique.
+    /// Unique in the request. What each provider API takes as a tool name
+    /// (providers/apis/\*.py): openai-chat, openai-responses, bedrock-converse:
+    /// \[A-Za-z0-9\_-\], at most 64 characters; anthropic: \[A-Za-z0-9\_-\], at most 128
+    /// characters; gemini: \[A-Za-z0-9\_.:-\] starting with a letter or \_, at most 64
+    /// characters (the Gemini API's FunctionDeclaration.name reference;
+    /// Vertex AI documents 128 for its own API, not this one).
     /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
     pub name: ::prost::alloc::string::String,
@@ -1588,16 +1602,19 @@ pub struct ConversationEntry {
     /// Output only.
     #[prost(message, optional, tag = "14")]
     pub create_time: ::core::option::Option<::prost_types::Timestamp>,
-    /// Text, images and documents after `content`, on a user entry or a tool
-    /// result (a screenshot a tool took): text, image or file parts (a file is a
-    /// document, e.g. application/pdf), each by reference (MediaPart.uri: an
-    /// https:// URL, or the id of an artifact uploaded to the provider, its file
-    /// id) or inline (MediaPart.data, with mime_type). Stored as sent and loaded
-    /// into ChatMessage.content_parts. History budgets count each image and
+    /// Text and media after `content`, on a user entry or a tool result (a
+    /// screenshot a tool took): text, image, file, audio or video parts, the kinds
+    /// a ChatMessage carries (a file is a document, e.g. application/pdf; an image,
+    /// audio or video part's mime_type is image/*, audio/* or video/\*), each by
+    /// reference (MediaPart.uri: an https:// URL, or the id of an artifact uploaded
+    /// to the provider, its file id) or inline (MediaPart.data, with mime_type).
+    /// Stored as sent and loaded into ChatMessage.content_parts, so a round renders
+    /// them as RenderChatRequest does. History budgets count each image and
     /// document by the thread model's provider rule (see ArtifactRef.width_px): an
     /// inline PNG, JPEG or GIF by the size in its header, an inline PDF by its
     /// bytes, anything else by the rule's default (reported as
-    /// attachment_size_assumed). Metadata-only artifacts stay in artifact_refs.
+    /// attachment_size_assumed); audio and video count as nothing (their published
+    /// rules count seconds). Metadata-only artifacts stay in artifact_refs.
     /// Inline data: at most 5,000,000 bytes a part and 10,000,000 bytes an entry.
     /// Cap: at most 16 items.
     #[prost(message, repeated, tag = "15")]
@@ -3920,10 +3937,10 @@ pub mod turn_service_client {
         /// Safe to retry: entries are idempotent by entry_id, and a repeat of the same
         /// compile for the same turn returns the turn's existing manifest event
         /// instead of publishing another. Every error below stores nothing (no entry,
-        /// turn or manifest), except one from rendering the provider body (with
-        /// `provider` set: INVALID_ARGUMENT naming chat_request fields), which comes
-        /// after the round committed: its entries and manifest stay, and a retry
-        /// repeats them as no-ops.
+        /// turn or manifest), one from rendering the provider body included (with
+        /// `provider` set: INVALID_ARGUMENT naming chat_request fields): the body is
+        /// rendered inside the round, so a refusal rolls it back and the corrected
+        /// request can be sent again with the same entry ids.
         ///
         /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names each field,
         /// nothing stored), MODEL_REQUIRED (no model here nor on the thread);

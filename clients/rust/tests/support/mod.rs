@@ -89,7 +89,7 @@ fn start_own_server() -> Result<Server, String> {
     // The shell runs the server and stops it (then removes the home) once its
     // stdin reaches EOF, i.e. when this process exits however it exits.
     let script = r#"server="$1"; listen="$2"; home="$3"; token="$4"; log="$5"
-"$server" serve --listen "$listen" --home "$home" --token "$token" >"$log" 2>&1 &
+"$server" serve --listen "$listen" --home "$home" --token "$token" --seed-bootstrap-files >"$log" 2>&1 &
 pid=$!
 cat >/dev/null
 kill -TERM "$pid" 2>/dev/null
@@ -508,6 +508,7 @@ pub fn full_input() -> v1::PromptCompileInput {
         hook_sources: vec![context_hook],
         persona: None,
         omit_persona: false,
+        identity_files: None,
     }
 }
 

@@ -621,7 +621,12 @@ func (x *ChatMessage) GetIsError() bool {
 // ToolDefinition is a model-visible tool. Tools travel here, never as prompt prose.
 type ToolDefinition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// [A-Za-z0-9_-], at most 64 characters (128 for Anthropic and Gemini), unique.
+	// Unique in the request. What each provider API takes as a tool name
+	// (providers/apis/*.py): openai-chat, openai-responses, bedrock-converse:
+	// [A-Za-z0-9_-], at most 64 characters; anthropic: [A-Za-z0-9_-], at most 128
+	// characters; gemini: [A-Za-z0-9_.:-] starting with a letter or _, at most 64
+	// characters (the Gemini API's FunctionDeclaration.name reference;
+	// Vertex AI documents 128 for its own API, not this one).
 	// Cap: at most 200 characters.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Cap: at most 10,000 characters.

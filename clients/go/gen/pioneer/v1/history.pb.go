@@ -655,16 +655,19 @@ type ConversationEntry struct {
 	Completed bool `protobuf:"varint,13,opt,name=completed,proto3" json:"completed,omitempty"`
 	// Output only.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
-	// Text, images and documents after `content`, on a user entry or a tool
-	// result (a screenshot a tool took): text, image or file parts (a file is a
-	// document, e.g. application/pdf), each by reference (MediaPart.uri: an
-	// https:// URL, or the id of an artifact uploaded to the provider, its file
-	// id) or inline (MediaPart.data, with mime_type). Stored as sent and loaded
-	// into ChatMessage.content_parts. History budgets count each image and
+	// Text and media after `content`, on a user entry or a tool result (a
+	// screenshot a tool took): text, image, file, audio or video parts, the kinds
+	// a ChatMessage carries (a file is a document, e.g. application/pdf; an image,
+	// audio or video part's mime_type is image/*, audio/* or video/*), each by
+	// reference (MediaPart.uri: an https:// URL, or the id of an artifact uploaded
+	// to the provider, its file id) or inline (MediaPart.data, with mime_type).
+	// Stored as sent and loaded into ChatMessage.content_parts, so a round renders
+	// them as RenderChatRequest does. History budgets count each image and
 	// document by the thread model's provider rule (see ArtifactRef.width_px): an
 	// inline PNG, JPEG or GIF by the size in its header, an inline PDF by its
 	// bytes, anything else by the rule's default (reported as
-	// attachment_size_assumed). Metadata-only artifacts stay in artifact_refs.
+	// attachment_size_assumed); audio and video count as nothing (their published
+	// rules count seconds). Metadata-only artifacts stay in artifact_refs.
 	// Inline data: at most 5,000,000 bytes a part and 10,000,000 bytes an entry.
 	// Cap: at most 16 items.
 	ContentParts  []*ContentPart `protobuf:"bytes,15,rep,name=content_parts,json=contentParts,proto3" json:"content_parts,omitempty"`

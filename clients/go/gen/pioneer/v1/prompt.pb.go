@@ -1829,7 +1829,15 @@ type PromptCompileInput struct {
 	Persona *string `protobuf:"bytes,19,opt,name=persona,proto3,oneof" json:"persona,omitempty"`
 	// Leaves the Identity section out of this compile, whatever the server's
 	// persona is. Not together with persona.
-	OmitPersona   bool `protobuf:"varint,20,opt,name=omit_persona,json=omitPersona,proto3" json:"omit_persona,omitempty"`
+	OmitPersona bool `protobuf:"varint,20,opt,name=omit_persona,json=omitPersona,proto3" json:"omit_persona,omitempty"`
+	// Whether SOUL.md and IDENTITY.md (the Soul Core and Identity Core sections)
+	// are read from the workspace. Unset: as the server's identity_files setting
+	// says, by default only while the built-in persona is in effect; a persona
+	// (this request's or the server's) or omit_persona is the team's own
+	// identity, and the files are then neither read nor reported missing. true
+	// reads them whatever the persona; false never does. USER.md is read either
+	// way (docs/persona.md).
+	IdentityFiles *bool `protobuf:"varint,21,opt,name=identity_files,json=identityFiles,proto3,oneof" json:"identity_files,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2000,6 +2008,13 @@ func (x *PromptCompileInput) GetPersona() string {
 func (x *PromptCompileInput) GetOmitPersona() bool {
 	if x != nil {
 		return x.OmitPersona
+	}
+	return false
+}
+
+func (x *PromptCompileInput) GetIdentityFiles() bool {
+	if x != nil && x.IdentityFiles != nil {
+		return *x.IdentityFiles
 	}
 	return false
 }
@@ -2681,7 +2696,8 @@ const file_pioneer_v1_prompt_proto_rawDesc = "" +
 	"\x06_titleB\f\n" +
 	"\n" +
 	"_max_charsB\x0e\n" +
-	"\f_hook_source\"\xda\t\n" +
+	"\f_hook_source\"\x9e\n" +
+	"\n" +
 	"\x12PromptCompileInput\x12*\n" +
 	"\x0eworkspace_root\x18\x01 \x01(\tB\x03\xe0A\x01R\rworkspaceRoot\x123\n" +
 	"\aprofile\x18\x02 \x01(\x0e2\x19.pioneer.v1.PromptProfileR\aprofile\x12(\n" +
@@ -2703,7 +2719,8 @@ const file_pioneer_v1_prompt_proto_rawDesc = "" +
 	"\x10dynamic_sections\x18\x11 \x03(\v2\x1a.pioneer.v1.DynamicSectionR\x0fdynamicSections\x129\n" +
 	"\fhook_sources\x18\x12 \x03(\v2\x16.pioneer.v1.HookSourceR\vhookSources\x12\"\n" +
 	"\apersona\x18\x13 \x01(\tB\x03\xe0A\x01H\x05R\apersona\x88\x01\x01\x12&\n" +
-	"\fomit_persona\x18\x14 \x01(\bB\x03\xe0A\x01R\vomitPersonaB\x10\n" +
+	"\fomit_persona\x18\x14 \x01(\bB\x03\xe0A\x01R\vomitPersona\x12/\n" +
+	"\x0eidentity_files\x18\x15 \x01(\bB\x03\xe0A\x01H\x06R\ridentityFiles\x88\x01\x01B\x10\n" +
 	"\x0e_skills_promptB\x14\n" +
 	"\x12_retry_instructionB\x12\n" +
 	"\x10_dynamic_contextB\x0f\n" +
@@ -2711,7 +2728,8 @@ const file_pioneer_v1_prompt_proto_rawDesc = "" +
 	"\n" +
 	"_agents_mdB\n" +
 	"\n" +
-	"\b_persona\"\xc7\x01\n" +
+	"\b_personaB\x11\n" +
+	"\x0f_identity_files\"\xc7\x01\n" +
 	"\rPromptSection\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12:\n" +
 	"\tstability\x18\x02 \x01(\x0e2\x1c.pioneer.v1.SectionStabilityR\tstability\x12\x14\n" +

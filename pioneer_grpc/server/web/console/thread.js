@@ -1,0 +1,194 @@
+// The thread pane: what the thread is (GetThread), its counts from the rounds model, and its turns
+// (ListTurns, oldest first, a page at a time), each a link to the turn's view, marked when one of
+// its manifest events broke the prefix cache.
+//
+// A timeline of rounds goes here next: a view of `rounds` (ThreadRounds) on a time axis, with a
+// "breaks only" filter that is rounds.breaks() instead of rounds.events.
+
+import { call } from "./rpc.js";
+import { byId, el, enumName, timeEl } from "./dom.js";
+import * as route from "./route.js";
+import * as units from "./units.js";
+
+const TURN_PAGE = 100;
+
+export class ThreadPane {
+  constructor() {
+    this.threadId = "";
+    this.turns = new TurnList();
+  }
+
+  show(threadId) {
+    this.threadId = threadId;
+    byId("thread-hint").hidden = true;
+    byId("thread").hidden = false;
+    byId("thread-title").textContent = threadId;
+    byId("thread-meta").replaceChildren();
+    this.turns.open(threadId);
+  }
+
+  hide() {
+    this.threadId = "";
+    byId("thread").hidden = true;
+    byId("thread-hint").hidden = false;
+    this.turns.open("");
+  }
+
+  async describe(threadId) {
+    const { thread } = await call("HistoryService", "GetThread", { threadId });
+    if (threadId !== this.threadId || !thread) return null;
+    const config = thread.config || {};
+    byId("thread-meta").replaceChildren(
+      config.model ? el("span", { "data-field": "model" }, config.model) : null,
+      el("span", { "data-field": "entries" }, units.counted(thread.entryCount, "stored entry", "stored entries")),
+      config.maxContextTokens ? el("span", {}, `window ${units.count(config.maxContextTokens)} tokens`) : null,
+      el("span", {}, "created ", timeEl(thread.createTime)),
+      el("span", {}, "updated ", timeEl(thread.updateTime)),
+    );
+    return thread;
+  }
+
+  // The counts table (what each number counts is in its heading's tooltip), and the break markers
+  // of `turnId`'s item, or of every turn's when none is named.
+  renderCounts(rounds, turnId) {
+    const bySection = rounds.breaksBySection().map(([id, n]) => `${id} ×${n}`);
+    byId("counts").replaceChildren(
+      el(
+        "tr",
+        { "data-testid": "counts-row" },
+        el("td", { "data-testid": "events-count" }, units.count(rounds.events.length)),
+        el("td", { "data-testid": "breaks-count" }, units.count(rounds.breaks().length)),
+        el("td", { "data-testid": "breaks-by-section" }, bySection.join(", ") || "none"),
+      ),
+    );
+    byId("counts-status").textContent = rounds.caughtUp ? "" : "reading the thread's events…";
+    for (const id of turnId ? [turnId] : rounds.turns()) {
+      this.turns.mark(id, rounds.breaksBySection(rounds.forTurn(id)).map(([section]) => section));
+    }
+  }
+}
+
+class TurnList {
+  constructor() {
+    this.list = byId("turns");
+    this.moreButton = byId("more-turns");
+    this.threadId = "";
+    this.pageToken = "";
+    // The token that fetched the last page read: read again to find turns begun since.
+    this.lastPageToken = "";
+    this.selected = "";
+    this.info = new Map();
+    this.breaks = new Map();
+    this.onError = () => {};
+    this.moreButton.addEventListener("click", () => this.more().catch((error) => this.onError(error)));
+  }
+
+  open(threadId) {
+    this.threadId = threadId;
+    this.pageToken = "";
+    this.lastPageToken = "";
+    this.selected = "";
+    this.info = new Map();
+    this.breaks = new Map();
+    this.list.replaceChildren();
+    this.moreButton.hidden = true;
+  }
+
+  has(turnId) {
+    return this.info.has(turnId);
+  }
+
+  get complete() {
+    return !this.pageToken;
+  }
+
+  async load(pageToken) {
+    const threadId = this.threadId;
+    const answer = await call("HistoryService", "ListTurns", { threadId, pageSize: TURN_PAGE, pageToken });
+    if (threadId !== this.threadId) return false;
+    this.lastPageToken = pageToken;
+    this.pageToken = answer.nextPageToken || "";
+    this.moreButton.hidden = !this.pageToken;
+    for (const turn of answer.turns || []) {
+      const known = this.info.has(turn.turnId);
+      this.info.set(turn.turnId, turn);
+      const item = this.item(turn);
+      if (known) this.list.querySelector(`[data-turn="${CSS.escape(turn.turnId)}"]`)?.replaceWith(item);
+      else this.list.append(item);
+    }
+    return true;
+  }
+
+  async more() {
+    if (!this.complete) await this.load(this.pageToken);
+  }
+
+  // Pages on until `turnId` is listed (a link to a turn further down); false if the thread has none.
+  async find(turnId) {
+    if (!this.list.children.length && !(await this.load(""))) return false;
+    while (!this.has(turnId) && !this.complete) {
+      if (!(await this.load(this.pageToken))) return false;
+    }
+    return this.has(turnId);
+  }
+
+  // After a live event: the last page read is read again, so the newest turns' counts and status
+  // are current and a turn begun since is listed (when every page before it is).
+  async refresh() {
+    if (this.complete) await this.load(this.lastPageToken);
+  }
+
+  item(turn) {
+    const id = turn.turnId;
+    const breaks = this.breaks.get(id) || [];
+    return el(
+      "li",
+      {
+        class: "pick" + (id === this.selected ? " selected" : "") + (breaks.length ? " has-break" : ""),
+        "data-turn": id,
+        "data-testid": "turn-item",
+      },
+      el(
+        "a",
+        { href: route.href({ thread: this.threadId, turn: id }) },
+        el("span", { class: "name" }, id, breaks.length ? breakBadge(breaks) : null),
+        el(
+          "span",
+          { class: "meta" },
+          `${enumName(turn.status, "TURN_STATUS_")} · ${units.counted(turn.entryCount, "entry", "entries")} · `,
+          timeEl(turn.createTime, { ms: false, zone: false }),
+        ),
+      ),
+    );
+  }
+
+  mark(turnId, sections) {
+    const before = (this.breaks.get(turnId) || []).join();
+    this.breaks.set(turnId, sections);
+    const turn = this.info.get(turnId);
+    if (turn && before !== sections.join()) {
+      this.list.querySelector(`[data-turn="${CSS.escape(turnId)}"]`)?.replaceWith(this.item(turn));
+    }
+  }
+
+  select(turnId) {
+    this.selected = turnId;
+    let picked = null;
+    for (const item of this.list.children) {
+      item.classList.remove("selected");
+      if (item.dataset.turn === turnId) picked = item;
+    }
+    if (!picked) return;
+    // Scrolled to while in the list's flow: once selected it sticks to an edge, always "in view".
+    picked.scrollIntoView({ block: "nearest" });
+    picked.classList.add("selected");
+  }
+}
+
+function breakBadge(sections) {
+  return el(
+    "span",
+    { class: "badge break", "data-testid": "turn-break", title: "a manifest event of this turn broke the prefix cache" },
+    `break: ${sections.join(", ")}`,
+  );
+}
