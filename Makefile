@@ -111,7 +111,7 @@ test: $(STAMP)
 
 # The use cases on the in-memory store (tests/fast), the port's contract on it, the small unit tests:
 # no server, no database, no subprocess.
-FAST_TESTS := tests/fast tests/store/contract tests/models tests/test_remembered.py
+FAST_TESTS := tests/fast tests/store/contract tests/models tests/test_remembered.py tests/test_no_identity_keys.py
 test-fast: $(STAMP)
 	$(VENV)/bin/pytest -q -p no:cacheprovider $(FAST_TESTS) -k "not sqlite and not postgres"
 

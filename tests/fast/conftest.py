@@ -8,7 +8,7 @@ extractive one, and no provider's count-tokens endpoint is configured.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,36 +23,7 @@ from pioneer_grpc.models.registry import packaged_registry
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.store.memory import MemoryStore
 from tests.ci_guard import pytest_runtest_makereport  # noqa: F401  (under CI=true a skip fails)
-
-
-class Crossings:
-    """Every call a use case makes into the store (`concern.method`), in order."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    def clear(self) -> None:
-        self.calls.clear()
-
-
-def counted(store: MemoryStore, crossings: Crossings) -> MemoryStore:
-    """`store` with each method of each concern counted as it is called (the store's own calls
-    between its parts are not: they call the parts' methods on the instances it holds)."""
-    for concern in ("threads", "entries", "turns", "history", "rounds", "manifests", "listing", "rendered"):
-        part = getattr(store, concern)
-        for name in dir(type(part)):
-            if name.startswith("_") or not callable(getattr(part, name)):
-                continue
-            setattr(part, name, _counting(getattr(part, name), f"{concern}.{name}", crossings))
-    return store
-
-
-def _counting(method: Callable[..., Any], name: str, crossings: Crossings) -> Callable[..., Any]:
-    def call(*args: Any, **kwargs: Any) -> Any:
-        crossings.calls.append(name)
-        return method(*args, **kwargs)
-
-    return call
+from tests.crossings import Crossings, counted
 
 
 @pytest.fixture
