@@ -84,7 +84,7 @@ class Authority:
         try:
             tenants = load_tenants(self._path)
         except TenantsError as exc:
-            log.error("tenants file not reloaded, the one loaded before stays in effect: %s", exc)
+            log.error("tenants file not reloaded, the one loaded before stays in effect: %s", exc.one_line)
             return False
         self._tenants = tenants
         self._rates.configure(tenants.limits)

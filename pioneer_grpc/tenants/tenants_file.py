@@ -42,6 +42,12 @@ ROLES = ", ".join(role.value for role in Role)
 class TenantsError(ValueError):
     """The tenants file cannot be used; the message names the file, and each line and what is wrong."""
 
+    @property
+    def one_line(self) -> str:
+        """The message on one line (a log line): the problems joined by '; '."""
+        head, *problems = str(self).splitlines()
+        return f"{head} {'; '.join(p.strip() for p in problems)}" if problems else head
+
 
 @dataclass(frozen=True)
 class _Entry:
