@@ -53,9 +53,9 @@ def _request(write: bool):
     return "ListThreads", history_service_pb2.ListThreadsRequest(page_size=5)
 
 
-async def _over_grpc(handle, token: str, write: bool) -> Answer:
+async def _over_grpc(handle, token: str, write: bool, channel: grpc.aio.Channel | None = None) -> Answer:
     method, request = _request(write)
-    stub = history_service_pb2_grpc.HistoryServiceStub(handle.channel())
+    stub = history_service_pb2_grpc.HistoryServiceStub(channel or handle.channel())
     try:
         await getattr(stub, method)(request, metadata=(("authorization", f"Bearer {token}"),))
     except grpc.aio.AioRpcError as err:
@@ -175,14 +175,18 @@ async def test_the_tenant_s_rate_is_shared_by_both_edges_and_answers_retry_info(
 async def test_the_caller_is_on_the_call_s_access_line_and_in_its_context(served, caplog):
     handle, client = served
     caplog.set_level(logging.INFO, logger="pioneer_grpc.access")
-    await _over_grpc(handle, AGENT, False)
+    channel = handle.channel()
+    await _over_grpc(handle, AGENT, False, channel)
     await _over_http(client, ADMIN, False)
+    # On the connections the calls before used: nothing of their caller stays with the connection.
+    await _over_grpc(handle, "a-token-nobody-was-given", False, channel)
+    await _over_http(client, "a-token-nobody-was-given", False)
     tenants = [
         (getattr(r, "tenant", None), "protocol=connect" in r.getMessage())
         for r in caplog.records
         if r.name == "pioneer_grpc.access" and "ListThreads" in r.getMessage()
     ]
-    assert tenants == [("acme", False), ("ops", True)]
+    assert tenants == [("acme", False), ("ops", True), (None, False), (None, True)]
     # Outside a call: the open caller, as a server without tokens serves everyone.
     assert CALLER.get() is None
     assert current_caller() == Caller("default", Role.AGENT)
