@@ -101,13 +101,12 @@ class AuthInterceptor(ServerInterceptor):
         caller = self._authority.caller_of(given_bytes)
         if caller is None:
             return _INVALID
+        # grpc.aio runs the method's handler in the task that looked it up: the handler sees this.
+        CALLER.set(caller)
         try:
             self._authority.admit(caller, details.method)
         except errors.PioneerError as exc:
-            CALLER.set(caller)
             return _refusing(exc)
-        # grpc.aio runs the method's handler in the task that looked it up: the handler sees this.
-        CALLER.set(caller)
         return await continuation(details)
 
 
