@@ -28,6 +28,7 @@ documents cost their JSON here (none in the loops measured).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,6 +196,15 @@ class PrefixCache:
         return total, self.minimum + (shared - self.minimum) // self.step * self.step, 0
 
 
+BLOCKS: dict[int, Callable[[dict[str, Any], Counter], list[Block]]] = {
+    P.PROVIDER_ANTHROPIC_MESSAGES: anthropic_blocks,
+    P.PROVIDER_AMAZON_BEDROCK_CONVERSE: bedrock_blocks,
+    P.PROVIDER_OPENAI_CHAT_COMPLETIONS: openai_blocks,
+    P.PROVIDER_OPENAI_RESPONSES: openai_blocks,
+    P.PROVIDER_GEMINI_GENERATE_CONTENT: gemini_blocks,
+}
+
+
 class PathModel:
     """One thread's rounds on one provider path: its caching rules and its model's prices."""
 
@@ -209,13 +219,7 @@ class PathModel:
             self.cache = PrefixCache(info.cache_min_tokens or 0)
         else:
             self.cache = PrefixCache(OPENAI_MINIMUM, OPENAI_STEP)
-        self.blocks = {
-            P.PROVIDER_ANTHROPIC_MESSAGES: anthropic_blocks,
-            P.PROVIDER_AMAZON_BEDROCK_CONVERSE: bedrock_blocks,
-            P.PROVIDER_OPENAI_CHAT_COMPLETIONS: openai_blocks,
-            P.PROVIDER_OPENAI_RESPONSES: openai_blocks,
-            P.PROVIDER_GEMINI_GENERATE_CONTENT: gemini_blocks,
-        }[provider]
+        self.blocks = BLOCKS[provider]
 
     def observe(self, body: dict[str, Any]) -> PathRound:
         total, read, write = self.cache.round(self.blocks(body, self.count))
@@ -232,7 +236,10 @@ def input_cost(prices: Prices, total: int, read: int, write: int) -> float:
 
 
 def expected_round(
-    provider: int, info: ModelInfo, previous: dict[str, Any] | None, body: dict[str, Any]
+    provider: int,
+    info: ModelInfo,
+    previous: dict[str, Any] | None,
+    body: dict[str, Any],
 ) -> PathRound:
     """What the provider's cache is expected to serve of `body`, the round after `previous`.
 
