@@ -71,6 +71,7 @@ _REQUESTS: CapTable = {
         "model": NAME,
     },
     "pioneer.v1.RenderOptions": {"cache_key_prefix": NAME, "prompt_cache_thread_id": ID},
+    "pioneer.v1.ListRoundUsageRequest": {"thread_id": ID, "page_size": Cap(max_value=h.MAX_ROUND_USAGE_PAGE)},
 }
 
 _HISTORY: CapTable = {

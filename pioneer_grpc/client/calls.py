@@ -365,6 +365,25 @@ class SyncCalls:
             metadata,
         )
 
+    def list_round_usage(
+        self,
+        request: manifest_service_pb2.ListRoundUsageRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> manifest_service_pb2.ListRoundUsageResponse:
+        """/pioneer.v1.ManifestService/ListRoundUsage -> ListRoundUsageResponse"""
+        return self._unary(
+            RPCS["list_round_usage"],
+            manifest_service_pb2.ListRoundUsageResponse,
+            request,
+            fields,
+            timeout,
+            metadata,
+        )
+
     def render_chat_request(
         self,
         request: provider_service_pb2.RenderChatRequestRequest | None = None,
@@ -728,6 +747,25 @@ class AsyncCalls:
         return await self._unary(
             RPCS["list_rendered_rounds"],
             manifest_service_pb2.ListRenderedRoundsResponse,
+            request,
+            fields,
+            timeout,
+            metadata,
+        )
+
+    async def list_round_usage(
+        self,
+        request: manifest_service_pb2.ListRoundUsageRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> manifest_service_pb2.ListRoundUsageResponse:
+        """/pioneer.v1.ManifestService/ListRoundUsage -> ListRoundUsageResponse"""
+        return await self._unary(
+            RPCS["list_round_usage"],
+            manifest_service_pb2.ListRoundUsageResponse,
             request,
             fields,
             timeout,

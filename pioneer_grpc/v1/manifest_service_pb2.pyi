@@ -5,6 +5,7 @@ from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from pioneer_grpc.v1 import prompt_pb2 as _prompt_pb2
 from pioneer_grpc.v1 import chat_pb2 as _chat_pb2
 from pioneer_grpc.v1 import history_pb2 as _history_pb2
+from pioneer_grpc.v1 import usage_pb2 as _usage_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -184,3 +185,17 @@ class ListRenderedRoundsResponse(_message.Message):
     max_total_bytes: int
     max_age_seconds: int
     def __init__(self, kept: _Optional[bool] = ..., rounds: _Optional[_Iterable[_Union[RenderedRound, _Mapping]]] = ..., max_rounds_per_thread: _Optional[int] = ..., max_total_bytes: _Optional[int] = ..., max_age_seconds: _Optional[int] = ...) -> None: ...
+
+class ListRoundUsageRequest(_message.Message):
+    __slots__ = ("thread_id", "page_size")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    page_size: int
+    def __init__(self, thread_id: _Optional[str] = ..., page_size: _Optional[int] = ...) -> None: ...
+
+class ListRoundUsageResponse(_message.Message):
+    __slots__ = ("rounds",)
+    ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    rounds: _containers.RepeatedCompositeFieldContainer[_usage_pb2.RoundUsage]
+    def __init__(self, rounds: _Optional[_Iterable[_Union[_usage_pb2.RoundUsage, _Mapping]]] = ...) -> None: ...

@@ -457,9 +457,13 @@ type CompleteTurnRequest struct {
 	//
 	// Each needs entry_id and role; turn_id may be left empty (it is this
 	// request's turn_id) and must otherwise equal it.
-	Entries       []*ConversationEntry `protobuf:"bytes,3,rep,name=entries,proto3" json:"entries,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Entries []*ConversationEntry `protobuf:"bytes,3,rep,name=entries,proto3" json:"entries,omitempty"`
+	// The usage the provider reported for the body of this turn's last round
+	// (its latest PrepareTurn), as PrepareTurnRequest.previous_round_usage, with
+	// the same caps and errors; recorded before the turn is completed.
+	PreviousRoundUsage *ProviderUsage `protobuf:"bytes,4,opt,name=previous_round_usage,json=previousRoundUsage,proto3" json:"previous_round_usage,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *CompleteTurnRequest) Reset() {
@@ -509,6 +513,13 @@ func (x *CompleteTurnRequest) GetTurnId() string {
 func (x *CompleteTurnRequest) GetEntries() []*ConversationEntry {
 	if x != nil {
 		return x.Entries
+	}
+	return nil
+}
+
+func (x *CompleteTurnRequest) GetPreviousRoundUsage() *ProviderUsage {
+	if x != nil {
+		return x.PreviousRoundUsage
 	}
 	return nil
 }
@@ -1306,7 +1317,7 @@ var File_pioneer_v1_history_service_proto protoreflect.FileDescriptor
 const file_pioneer_v1_history_service_proto_rawDesc = "" +
 	"\n" +
 	" pioneer/v1/history_service.proto\x12\n" +
-	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a google/protobuf/field_mask.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\"n\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a google/protobuf/field_mask.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\x1a\x16pioneer/v1/usage.proto\"n\n" +
 	"\x13CreateThreadRequest\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x01R\bthreadId\x125\n" +
 	"\x06config\x18\x02 \x01(\v2\x18.pioneer.v1.ThreadConfigB\x03\xe0A\x01R\x06config\"B\n" +
@@ -1331,11 +1342,12 @@ const file_pioneer_v1_history_service_proto_rawDesc = "" +
 	"\x15AppendEntriesResponse\x127\n" +
 	"\aentries\x18\x01 \x03(\v2\x1d.pioneer.v1.ConversationEntryR\aentries\x12#\n" +
 	"\rcreated_count\x18\x02 \x01(\x05R\fcreatedCount\x12%\n" +
-	"\x0eexisting_count\x18\x03 \x01(\x05R\rexistingCount\"\x93\x01\n" +
+	"\x0eexisting_count\x18\x03 \x01(\x05R\rexistingCount\"\xe5\x01\n" +
 	"\x13CompleteTurnRequest\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12\x1c\n" +
 	"\aturn_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x06turnId\x12<\n" +
-	"\aentries\x18\x03 \x03(\v2\x1d.pioneer.v1.ConversationEntryB\x03\xe0A\x01R\aentries\"\x96\x01\n" +
+	"\aentries\x18\x03 \x03(\v2\x1d.pioneer.v1.ConversationEntryB\x03\xe0A\x01R\aentries\x12P\n" +
+	"\x14previous_round_usage\x18\x04 \x01(\v2\x19.pioneer.v1.ProviderUsageB\x03\xe0A\x01R\x12previousRoundUsage\"\x96\x01\n" +
 	"\x14CompleteTurnResponse\x122\n" +
 	"\x15completed_entry_count\x18\x01 \x01(\x05R\x13completedEntryCount\x12#\n" +
 	"\rcreated_count\x18\x02 \x01(\x05R\fcreatedCount\x12%\n" +
@@ -1439,10 +1451,11 @@ var file_pioneer_v1_history_service_proto_goTypes = []any{
 	(*Thread)(nil),                          // 23: pioneer.v1.Thread
 	(*fieldmaskpb.FieldMask)(nil),           // 24: google.protobuf.FieldMask
 	(*ConversationEntry)(nil),               // 25: pioneer.v1.ConversationEntry
-	(*ChatMessage)(nil),                     // 26: pioneer.v1.ChatMessage
-	(*HistoryDecisionReport)(nil),           // 27: pioneer.v1.HistoryDecisionReport
-	(*ThreadSummary)(nil),                   // 28: pioneer.v1.ThreadSummary
-	(*Turn)(nil),                            // 29: pioneer.v1.Turn
+	(*ProviderUsage)(nil),                   // 26: pioneer.v1.ProviderUsage
+	(*ChatMessage)(nil),                     // 27: pioneer.v1.ChatMessage
+	(*HistoryDecisionReport)(nil),           // 28: pioneer.v1.HistoryDecisionReport
+	(*ThreadSummary)(nil),                   // 29: pioneer.v1.ThreadSummary
+	(*Turn)(nil),                            // 30: pioneer.v1.Turn
 }
 var file_pioneer_v1_history_service_proto_depIdxs = []int32{
 	22, // 0: pioneer.v1.CreateThreadRequest.config:type_name -> pioneer.v1.ThreadConfig
@@ -1454,40 +1467,41 @@ var file_pioneer_v1_history_service_proto_depIdxs = []int32{
 	25, // 6: pioneer.v1.AppendEntriesRequest.entries:type_name -> pioneer.v1.ConversationEntry
 	25, // 7: pioneer.v1.AppendEntriesResponse.entries:type_name -> pioneer.v1.ConversationEntry
 	25, // 8: pioneer.v1.CompleteTurnRequest.entries:type_name -> pioneer.v1.ConversationEntry
-	26, // 9: pioneer.v1.LoadConversationHistoryResponse.messages:type_name -> pioneer.v1.ChatMessage
-	27, // 10: pioneer.v1.LoadConversationHistoryResponse.report:type_name -> pioneer.v1.HistoryDecisionReport
-	28, // 11: pioneer.v1.GetThreadSummaryResponse.summary:type_name -> pioneer.v1.ThreadSummary
-	26, // 12: pioneer.v1.CountTokensRequest.messages:type_name -> pioneer.v1.ChatMessage
-	23, // 13: pioneer.v1.ListThreadsResponse.threads:type_name -> pioneer.v1.Thread
-	29, // 14: pioneer.v1.ListTurnsResponse.turns:type_name -> pioneer.v1.Turn
-	25, // 15: pioneer.v1.ListEntriesResponse.entries:type_name -> pioneer.v1.ConversationEntry
-	0,  // 16: pioneer.v1.HistoryService.CreateThread:input_type -> pioneer.v1.CreateThreadRequest
-	2,  // 17: pioneer.v1.HistoryService.GetThread:input_type -> pioneer.v1.GetThreadRequest
-	4,  // 18: pioneer.v1.HistoryService.UpdateThread:input_type -> pioneer.v1.UpdateThreadRequest
-	6,  // 19: pioneer.v1.HistoryService.AppendEntries:input_type -> pioneer.v1.AppendEntriesRequest
-	8,  // 20: pioneer.v1.HistoryService.CompleteTurn:input_type -> pioneer.v1.CompleteTurnRequest
-	10, // 21: pioneer.v1.HistoryService.LoadConversationHistory:input_type -> pioneer.v1.LoadConversationHistoryRequest
-	12, // 22: pioneer.v1.HistoryService.GetThreadSummary:input_type -> pioneer.v1.GetThreadSummaryRequest
-	14, // 23: pioneer.v1.HistoryService.CountTokens:input_type -> pioneer.v1.CountTokensRequest
-	16, // 24: pioneer.v1.HistoryService.ListThreads:input_type -> pioneer.v1.ListThreadsRequest
-	18, // 25: pioneer.v1.HistoryService.ListTurns:input_type -> pioneer.v1.ListTurnsRequest
-	20, // 26: pioneer.v1.HistoryService.ListEntries:input_type -> pioneer.v1.ListEntriesRequest
-	1,  // 27: pioneer.v1.HistoryService.CreateThread:output_type -> pioneer.v1.CreateThreadResponse
-	3,  // 28: pioneer.v1.HistoryService.GetThread:output_type -> pioneer.v1.GetThreadResponse
-	5,  // 29: pioneer.v1.HistoryService.UpdateThread:output_type -> pioneer.v1.UpdateThreadResponse
-	7,  // 30: pioneer.v1.HistoryService.AppendEntries:output_type -> pioneer.v1.AppendEntriesResponse
-	9,  // 31: pioneer.v1.HistoryService.CompleteTurn:output_type -> pioneer.v1.CompleteTurnResponse
-	11, // 32: pioneer.v1.HistoryService.LoadConversationHistory:output_type -> pioneer.v1.LoadConversationHistoryResponse
-	13, // 33: pioneer.v1.HistoryService.GetThreadSummary:output_type -> pioneer.v1.GetThreadSummaryResponse
-	15, // 34: pioneer.v1.HistoryService.CountTokens:output_type -> pioneer.v1.CountTokensResponse
-	17, // 35: pioneer.v1.HistoryService.ListThreads:output_type -> pioneer.v1.ListThreadsResponse
-	19, // 36: pioneer.v1.HistoryService.ListTurns:output_type -> pioneer.v1.ListTurnsResponse
-	21, // 37: pioneer.v1.HistoryService.ListEntries:output_type -> pioneer.v1.ListEntriesResponse
-	27, // [27:38] is the sub-list for method output_type
-	16, // [16:27] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	26, // 9: pioneer.v1.CompleteTurnRequest.previous_round_usage:type_name -> pioneer.v1.ProviderUsage
+	27, // 10: pioneer.v1.LoadConversationHistoryResponse.messages:type_name -> pioneer.v1.ChatMessage
+	28, // 11: pioneer.v1.LoadConversationHistoryResponse.report:type_name -> pioneer.v1.HistoryDecisionReport
+	29, // 12: pioneer.v1.GetThreadSummaryResponse.summary:type_name -> pioneer.v1.ThreadSummary
+	27, // 13: pioneer.v1.CountTokensRequest.messages:type_name -> pioneer.v1.ChatMessage
+	23, // 14: pioneer.v1.ListThreadsResponse.threads:type_name -> pioneer.v1.Thread
+	30, // 15: pioneer.v1.ListTurnsResponse.turns:type_name -> pioneer.v1.Turn
+	25, // 16: pioneer.v1.ListEntriesResponse.entries:type_name -> pioneer.v1.ConversationEntry
+	0,  // 17: pioneer.v1.HistoryService.CreateThread:input_type -> pioneer.v1.CreateThreadRequest
+	2,  // 18: pioneer.v1.HistoryService.GetThread:input_type -> pioneer.v1.GetThreadRequest
+	4,  // 19: pioneer.v1.HistoryService.UpdateThread:input_type -> pioneer.v1.UpdateThreadRequest
+	6,  // 20: pioneer.v1.HistoryService.AppendEntries:input_type -> pioneer.v1.AppendEntriesRequest
+	8,  // 21: pioneer.v1.HistoryService.CompleteTurn:input_type -> pioneer.v1.CompleteTurnRequest
+	10, // 22: pioneer.v1.HistoryService.LoadConversationHistory:input_type -> pioneer.v1.LoadConversationHistoryRequest
+	12, // 23: pioneer.v1.HistoryService.GetThreadSummary:input_type -> pioneer.v1.GetThreadSummaryRequest
+	14, // 24: pioneer.v1.HistoryService.CountTokens:input_type -> pioneer.v1.CountTokensRequest
+	16, // 25: pioneer.v1.HistoryService.ListThreads:input_type -> pioneer.v1.ListThreadsRequest
+	18, // 26: pioneer.v1.HistoryService.ListTurns:input_type -> pioneer.v1.ListTurnsRequest
+	20, // 27: pioneer.v1.HistoryService.ListEntries:input_type -> pioneer.v1.ListEntriesRequest
+	1,  // 28: pioneer.v1.HistoryService.CreateThread:output_type -> pioneer.v1.CreateThreadResponse
+	3,  // 29: pioneer.v1.HistoryService.GetThread:output_type -> pioneer.v1.GetThreadResponse
+	5,  // 30: pioneer.v1.HistoryService.UpdateThread:output_type -> pioneer.v1.UpdateThreadResponse
+	7,  // 31: pioneer.v1.HistoryService.AppendEntries:output_type -> pioneer.v1.AppendEntriesResponse
+	9,  // 32: pioneer.v1.HistoryService.CompleteTurn:output_type -> pioneer.v1.CompleteTurnResponse
+	11, // 33: pioneer.v1.HistoryService.LoadConversationHistory:output_type -> pioneer.v1.LoadConversationHistoryResponse
+	13, // 34: pioneer.v1.HistoryService.GetThreadSummary:output_type -> pioneer.v1.GetThreadSummaryResponse
+	15, // 35: pioneer.v1.HistoryService.CountTokens:output_type -> pioneer.v1.CountTokensResponse
+	17, // 36: pioneer.v1.HistoryService.ListThreads:output_type -> pioneer.v1.ListThreadsResponse
+	19, // 37: pioneer.v1.HistoryService.ListTurns:output_type -> pioneer.v1.ListTurnsResponse
+	21, // 38: pioneer.v1.HistoryService.ListEntries:output_type -> pioneer.v1.ListEntriesResponse
+	28, // [28:39] is the sub-list for method output_type
+	17, // [17:28] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_history_service_proto_init() }
@@ -1497,6 +1511,7 @@ func file_pioneer_v1_history_service_proto_init() {
 	}
 	file_pioneer_v1_chat_proto_init()
 	file_pioneer_v1_history_proto_init()
+	file_pioneer_v1_usage_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
