@@ -51,6 +51,7 @@ from pioneer_grpc.store.port import (
     RenderedBounds,
     RoundAsk,
     RoundCommit,
+    RoundUsageRecord,
     StoredEntry,
     SummaryRead,
     SummaryToStore,
@@ -141,6 +142,7 @@ class _Tables:
     summary_counts: dict[tuple[int, str], int] = field(default_factory=dict)
     events: dict[int, _Event] = field(default_factory=dict)
     kept: dict[int, _Kept] = field(default_factory=dict)
+    usage: list[RoundUsageRecord] = field(default_factory=list)
     next_entry: int = 1
     next_summary: int = 1
     next_event: int = 1
@@ -163,6 +165,7 @@ class MemoryStore:
         self.manifests = _Manifests(self)
         self.listing = _Listing(self)
         self.rendered = _Rendered(self)
+        self.usage = _Usage(self)
 
     async def probe(self, reclaim: bool = False) -> None:
         return None
@@ -819,3 +822,21 @@ class _Rendered(_Part):
             for _, row in sorted(self.t.kept.items())
             if (row.thread_id, row.turn_id) == (thread_id, turn_id) and row.created_at >= not_before
         ]
+
+
+class _Usage(_Part):
+    async def record(self, usage: RoundUsageRecord) -> None:
+        def same(row: RoundUsageRecord) -> bool:
+            return (row.thread_id, row.turn_id, row.manifest_event_id, row.turn_message_count) == (
+                usage.thread_id,
+                usage.turn_id,
+                usage.manifest_event_id,
+                usage.turn_message_count,
+            )
+
+        async with self.s._lock:
+            self.t.usage[:] = [row for row in self.t.usage if not same(row)]
+            self.t.usage.append(usage)
+
+    async def thread_rounds(self, thread_id: str, limit: int) -> list[RoundUsageRecord]:
+        return [row for row in reversed(self.t.usage) if row.thread_id == thread_id][:limit]

@@ -30,6 +30,7 @@ from pioneer_grpc.store import entries as entry_store
 from pioneer_grpc.store import listing as listing_store
 from pioneer_grpc.store import manifests as manifest_store
 from pioneer_grpc.store import rendered_rounds as rendered_store
+from pioneer_grpc.store import round_usage as usage_store
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
 from pioneer_grpc.store import token_counts
@@ -54,6 +55,7 @@ from pioneer_grpc.store.port import (
     RenderedBounds,
     RoundAsk,
     RoundCommit,
+    RoundUsageRecord,
     SummaryRead,
     SummaryToStore,
     TurnManifest,
@@ -122,6 +124,7 @@ class SqlStore:
         self.manifests = _Manifests(self)
         self.listing = _Listing(self)
         self.rendered = _Rendered(self)
+        self.usage = _Usage(self)
         self._closed = False
 
     async def probe(self, reclaim: bool = False) -> None:
@@ -520,6 +523,14 @@ class _Rendered(_Part):
         return await self.runner.read(
             lambda conn: rendered_store.turn_rounds(conn, thread_id, turn_id, not_before)
         )
+
+
+class _Usage(_Part):
+    async def record(self, usage: RoundUsageRecord) -> None:
+        await _transact(self.runner, lambda conn: usage_store.record(conn, usage))
+
+    async def thread_rounds(self, thread_id: str, limit: int) -> list[RoundUsageRecord]:
+        return await self.runner.read(lambda conn: usage_store.thread_rounds(conn, thread_id, limit))
 
 
 def open_store(engine: AsyncEngine, tokenizer_of: Callable[[str], str]) -> SqlStore:
