@@ -69,7 +69,11 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
         self, request: pb.CompleteTurnRequest, context: grpc.aio.ServicerContext
     ) -> pb.CompleteTurnResponse:
         outcome = await history_ops.complete_turn(
-            self.ctx, request.thread_id, request.turn_id, list(request.entries)
+            self.ctx,
+            request.thread_id,
+            request.turn_id,
+            list(request.entries),
+            request.previous_round_usage if request.HasField("previous_round_usage") else None,
         )
         return pb.CompleteTurnResponse(
             completed_entry_count=outcome.completed_entry_count,

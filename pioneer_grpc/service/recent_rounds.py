@@ -1,0 +1,62 @@
+"""Each thread's last round this server prepared, as much as a loop's report of its usage needs.
+
+Kept with the same retry rule as the prefix breaks (service/prefix_breaks.py): a PrepareTurn sent
+again is the same round. The body is the rendered JSON (a reference: rendered JSON is never
+written in place); the round's body before it rides along, so each thread holds at most two.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pioneer_grpc.v1 import history_pb2
+
+MAX_THREADS = 1024
+# Bodies above this are not kept for the expected side (a round at its caps is megabytes).
+MAX_KEPT_BODY_SOURCE_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SeenRound:
+    """A round this server prepared, as much as its usage needs."""
+
+    turn_id: str
+    turn_message_count: int
+    manifest_event_id: int
+    provider: int
+    model: str
+    prefix_break: history_pb2.PrefixBreak | None
+    body: dict[str, Any] | None
+    # The body of the thread's round before this one (None: not known, or none).
+    body_before: dict[str, Any] | None = None
+
+
+class RecentRounds:
+    """Each thread's last round (with the one before it), least recently used thread first out."""
+
+    def __init__(self, size: int = MAX_THREADS) -> None:
+        self._size = size
+        self._items: OrderedDict[str, tuple[SeenRound, SeenRound | None]] = OrderedDict()
+
+    def last(self, thread_id: str) -> SeenRound | None:
+        found = self._items.get(thread_id)
+        return None if found is None else found[0]
+
+    def swap(self, thread_id: str, current: SeenRound) -> SeenRound | None:
+        """Keeps `current` as the thread's last round; the round before it (None: not known)."""
+        found = self._items.pop(thread_id, None)
+        key = (current.turn_id, current.turn_message_count)
+        if found is None:
+            previous = None
+        elif (found[0].turn_id, found[0].turn_message_count) == key:
+            previous = found[1]  # the same round again
+        else:
+            previous = found[0]
+        if previous is not None and previous.body is not None and current.body is not None:
+            current = replace(current, body_before=previous.body)
+        self._items[thread_id] = (current, previous)
+        while len(self._items) > self._size:
+            self._items.popitem(last=False)
+        return previous
