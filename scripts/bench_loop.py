@@ -23,7 +23,7 @@ oldest one out of the history a load reads: one loop's step ratios against the s
 `--past-window-only` measures that figure alone (SQLite unless --backend names another);
 `--screenshots-only` the loop with a screenshot in each tool result alone (a shape among SHAPES).
 And labelled the same way, the loop truncating: that thread over its threshold with the truncate
-strategy, so that every load truncates (docs/performance-past-the-window.md); `--truncating-only`
+strategy, so that every load truncates (docs/performance.md); `--truncating-only`
 measures it alone.
 """
 
