@@ -23,8 +23,8 @@ extending what was kept: one loop's step ratios against the same-bytes echo.
 `--past-window-only` measures that figure alone (SQLite unless --backend names another);
 `--screenshots-only` the loop with a screenshot in each tool result alone (a shape among SHAPES).
 And labelled the same way, the loop truncating: that thread over its threshold with the truncate
-strategy, so that every load truncates (docs/performance.md); `--truncating-only`
-measures it alone.
+strategy, its first load storing a mark down to the low-water mark (docs/performance.md);
+`--truncating-only` measures it alone.
 """
 
 from __future__ import annotations
