@@ -9,6 +9,7 @@ import { call } from "./rpc.js";
 import { byId, el, enumName, timeEl } from "./dom.js";
 import * as route from "./route.js";
 import * as units from "./units.js";
+import { loadRoundUsage, roundUsageRows } from "./rounds.js";
 
 const TURN_PAGE = 100;
 
@@ -45,7 +46,16 @@ export class ThreadPane {
       el("span", {}, "created ", timeEl(thread.createTime)),
       el("span", {}, "updated ", timeEl(thread.updateTime)),
     );
+    await this.renderUsage(threadId);
     return thread;
+  }
+
+  // The rounds whose usage the loop reported: expected against reported, the cost, the breaks.
+  async renderUsage(threadId) {
+    const rounds = await loadRoundUsage(call, threadId);
+    if (threadId !== this.threadId) return;
+    byId("round-usage-table").hidden = rounds.length === 0;
+    byId("round-usage").replaceChildren(...roundUsageRows(rounds, el));
   }
 
   // The counts table (what each number counts is in its heading's tooltip), and the break markers
