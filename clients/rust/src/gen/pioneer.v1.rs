@@ -2584,7 +2584,7 @@ pub struct CompleteTurnRequest {
     pub entries: ::prost::alloc::vec::Vec<ConversationEntry>,
     /// The usage the provider reported for the body of this turn's last round
     /// (its latest PrepareTurn), as PrepareTurnRequest.previous_round_usage, with
-    /// the same caps and errors; recorded before the turn is completed.
+    /// the same caps and errors; recorded once the turn is completed.
     #[prost(message, optional, tag = "4")]
     pub previous_round_usage: ::core::option::Option<ProviderUsage>,
 }

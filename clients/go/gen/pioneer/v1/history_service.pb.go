@@ -460,7 +460,7 @@ type CompleteTurnRequest struct {
 	Entries []*ConversationEntry `protobuf:"bytes,3,rep,name=entries,proto3" json:"entries,omitempty"`
 	// The usage the provider reported for the body of this turn's last round
 	// (its latest PrepareTurn), as PrepareTurnRequest.previous_round_usage, with
-	// the same caps and errors; recorded before the turn is completed.
+	// the same caps and errors; recorded once the turn is completed.
 	PreviousRoundUsage *ProviderUsage `protobuf:"bytes,4,opt,name=previous_round_usage,json=previousRoundUsage,proto3" json:"previous_round_usage,omitempty"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
