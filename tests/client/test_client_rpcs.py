@@ -113,6 +113,8 @@ async def test_the_async_client_calls_every_rpc(server_factory):
         assert not diff.stable_changed
         # Off unless the server keeps rendered requests.
         assert not (await call("list_rendered_rounds", thread_id="t", turn_id="u1")).kept
+        # No loop reported usage here: no round to list.
+        assert not (await call("list_round_usage", thread_id="t")).rounds
         stream = client.watch_manifests(thread_id="t")
         called.add("watch_manifests")
         event = await anext(stream)
