@@ -100,7 +100,7 @@ def openai_forced(body: Body) -> bool:
 def tests_of(spec: ProviderSpec) -> str:
     """The module declaring the Conformance of the provider whose renderer module holds `spec`:
     tests/providers/<renderer module>/conformance.py."""
-    return f"tests.providers.{spec.render.__module__.rsplit('.', 1)[1]}.conformance"
+    return f"tests.providers.{spec.render.__module__.rsplit('.', 1)[-1]}.conformance"
 
 
 def conformances_of(specs: Mapping[int, ProviderSpec]) -> dict[int, Conformance]:
