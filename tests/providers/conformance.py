@@ -61,6 +61,9 @@ class Conformance:
     # What the SDK put on the wire, in the body's terms (what the SDK adds or spells its own way
     # undone: the provider's tests say exactly what).
     wire_as_body: Callable[[Any, Body], Any] = lambda wire, body: wire
+    # The notices (code, field) of its render of the case `tool_result_media` (tests/providers/cases.py):
+    # what of the tool results it cannot carry as given.
+    tool_result_media_notices: tuple[tuple[str, str], ...] = ()
     # Cases of tests/providers/cases.py the provider refuses (their golden file holds the refusal).
     refused_cases: frozenset[str] = frozenset()
 

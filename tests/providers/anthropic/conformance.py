@@ -50,4 +50,5 @@ CONFORMANCE = Conformance(
     case_model="claude-sonnet-4-6",
     stable_block=lambda body: body["system"][0],
     sdk_send=_send,
+    tool_result_media_notices=(("tool_call_id_rewritten", "chat_request.messages[6].tool_calls[0].id"),),
 )
