@@ -1,10 +1,13 @@
 """An agent loop on pioneer-grpc with the Python client: two turns, one with a tool round.
 
 The model is a stand-in that answers from the ChatRequest (call a tool when the
-user asks for files, answer once the tool result is there); replace `fake_model`
-with a provider call that sends `prepared.provider_body_json` to `provider_path`.
-The tool returns a screenshot of the folder (a small PNG made here) with its
-text, as a browser or computer-use tool would.
+user asks for files, answer once the tool result is there) with a response body of
+OpenAI's Responses API; replace `fake_model` with a provider call that POSTs
+`prepared.provider_body_json` to `provider_path` and returns the response's JSON.
+`entries_of_response` turns that response into the entries to store, its usage and
+why the model stopped, whichever of the five provider APIs answered. The tool
+returns a screenshot of the folder (a small PNG made here) with its text, as a
+browser or computer-use tool would.
 
     PIONEER_ADDR=127.0.0.1:50051 PIONEER_TOKEN=... python examples/agent_loop.py
 """
@@ -17,16 +20,17 @@ import struct
 import sys
 import uuid
 import zlib
+from typing import Any
 
 from pioneer_grpc.client import (
-    ChatMessage,
+    STOP_TOOL_USE,
     ChatRequest,
     Client,
     Provider,
     ThreadConfig,
     ToolCall,
     chat_role,
-    entries_of_reply,
+    entries_of_response,
     image_part,
     tool,
     tool_result_entry,
@@ -34,6 +38,8 @@ from pioneer_grpc.client import (
     user_entry,
 )
 from pioneer_grpc.v1 import chat_pb2
+
+PROVIDER = Provider.PROVIDER_OPENAI_RESPONSES
 
 TOOLS = [
     tool(
@@ -44,16 +50,52 @@ TOOLS = [
 ]
 
 
-def fake_model(request: ChatRequest) -> ChatMessage:
+def fake_model(request: ChatRequest, body_json: str) -> dict[str, Any]:
+    """What POST /v1/responses with `body_json` would answer: a function call or a message."""
     last = request.messages[-1]
     if last.role == chat_pb2.CHAT_ROLE_TOOL:
         images = sum(1 for part in last.content_parts if part.HasField("image"))
-        text = f"The folder holds: {last.content} ({images} screenshot)."
-        return ChatMessage(role=chat_pb2.CHAT_ROLE_ASSISTANT, content=text)
-    if "files" in last.content:
-        call = ToolCall(id=f"call_{uuid.uuid4().hex[:8]}", name="list_files", arguments='{"folder": "."}')
-        return ChatMessage(role=chat_pb2.CHAT_ROLE_ASSISTANT, tool_calls=[call])
-    return ChatMessage(role=chat_pb2.CHAT_ROLE_ASSISTANT, content=f"You said: {last.content}")
+        output = [_message(f"The folder holds: {last.content} ({images} screenshot).")]
+    elif "files" in last.content:
+        call_id = f"call_{uuid.uuid4().hex[:8]}"
+        output = [
+            {
+                "type": "function_call",
+                "id": f"fc_{call_id}",
+                "call_id": call_id,
+                "name": "list_files",
+                "arguments": '{"folder": "."}',
+                "status": "completed",
+            }
+        ]
+    else:
+        output = [_message(f"You said: {last.content}")]
+    # A stand-in's usage: about four characters a token, none of it from the cache.
+    usage = {
+        "input_tokens": len(body_json) // 4,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 20,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": len(body_json) // 4 + 20,
+    }
+    return {
+        "id": f"resp_{uuid.uuid4().hex}",
+        "object": "response",
+        "status": "completed",
+        "model": "gpt-4.1-mini",
+        "output": output,
+        "usage": usage,
+    }
+
+
+def _message(text: str) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "id": f"msg_{uuid.uuid4().hex}",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
 
 
 def run_tool(call: ToolCall) -> tuple[str, bytes]:
@@ -93,22 +135,27 @@ def run_turn(client: Client, thread_id: str, turn_id: str, text: str) -> str:
             new_entries=new_entries,
             tools=TOOLS,  # every round: the server keeps no tools between rounds
             # The body to POST to the provider comes back too (provider_body_json, provider_path).
-            provider=Provider.PROVIDER_OPENAI_RESPONSES,
+            provider=PROVIDER,
         )
-        reply = fake_model(prepared.chat_request)
-        reply_entry = entries_of_reply(f"{turn_id}.r{round_number}", reply)
-        if not reply.tool_calls:
+        response = fake_model(prepared.chat_request, prepared.provider_body_json)
+        # The model's reply as the entry to store (id f"{turn_id}.r{round_number}": a retried
+        # round stores nothing twice), why it stopped, and reply.usage: what the provider
+        # counted, cache reads included, in one meaning for every provider (ProviderUsage).
+        reply = entries_of_response(PROVIDER, response, turn_id, round_number)
+        if reply.stop != STOP_TOOL_USE:
+            if not reply.entries:  # a filter, or max_tokens inside the reasoning: nothing to store
+                raise RuntimeError(f"turn {turn_id}: the model stopped ({reply.provider_stop_reason})")
             # Stored and completed in one transaction; the same call again is a no-op.
-            client.complete_turn(thread_id=thread_id, turn_id=turn_id, entries=[reply_entry])
-            return reply.content
+            client.complete_turn(thread_id=thread_id, turn_id=turn_id, entries=reply.entries)
+            return reply.entries[0].content
         # A tool round inside the turn: the call and its results (text and screenshot) go in
         # together with the next round; a call sent without its results is refused, stored nowhere.
         results = []
-        for call in reply.tool_calls:
+        for call in reply.entries[0].tool_calls:
             text, png = run_tool(call)
             entry_id = f"{turn_id}.r{round_number}.{call.id}"
             results.append(tool_result_entry(entry_id, call, text, parts=[image_part(png)]))
-        new_entries = [reply_entry, *results]
+        new_entries = [*reply.entries, *results]
     raise RuntimeError(f"turn {turn_id} did not finish in 4 rounds")
 
 

@@ -10,6 +10,9 @@ the author of a ChatMessage, what load_conversation_history and prepare_turn ret
 render_chat_request takes. They number the same roles differently: convert with
 chat_role() / entry_role(), print with role_name().
 
+A provider's response becomes the entries to append, its usage and why the model
+stopped with entries_of_response(provider, response_json, turn_id, round_number).
+
 Needs only grpcio, protobuf and googleapis-common-protos: it is shipped alone as
 the `pioneer-grpc-client` distribution (clients/python), without the server.
 """
@@ -56,17 +59,41 @@ from pioneer_grpc.client.helpers import (
     user_entry,
 )
 from pioneer_grpc.client.methods import RPCS
+from pioneer_grpc.client.replies import (
+    STOP_CONTENT_FILTER,
+    STOP_CONTEXT_WINDOW_EXCEEDED,
+    STOP_END_TURN,
+    STOP_MAX_TOKENS,
+    STOP_OTHER,
+    STOP_PAUSE_TURN,
+    STOP_REFUSAL,
+    STOP_STOP_SEQUENCE,
+    STOP_TOOL_USE,
+    ProviderReply,
+    entries_of_response,
+)
+from pioneer_grpc.client.reply_json import ReplyError
 from pioneer_grpc.client.sync import Client
 from pioneer_grpc.v1.chat_pb2 import ChatMessage, ChatRequest, ToolChoice, ToolDefinition
 from pioneer_grpc.v1.common_pb2 import ToolCall
 from pioneer_grpc.v1.history_pb2 import ConversationEntry, ThreadConfig
 from pioneer_grpc.v1.prompt_pb2 import PromptCompileInput
 from pioneer_grpc.v1.provider_service_pb2 import Provider
+from pioneer_grpc.v1.usage_pb2 import ProviderUsage
 
 __all__ = [
     "DEFAULT_ADDRESS",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "RPCS",
+    "STOP_CONTENT_FILTER",
+    "STOP_CONTEXT_WINDOW_EXCEEDED",
+    "STOP_END_TURN",
+    "STOP_MAX_TOKENS",
+    "STOP_OTHER",
+    "STOP_PAUSE_TURN",
+    "STOP_REFUSAL",
+    "STOP_STOP_SEQUENCE",
+    "STOP_TOOL_USE",
     "AbortedError",
     "AlreadyExistsError",
     "AsyncClient",
@@ -85,6 +112,9 @@ __all__ = [
     "PermissionDeniedError",
     "PromptCompileInput",
     "Provider",
+    "ProviderReply",
+    "ProviderUsage",
+    "ReplyError",
     "ResourceExhaustedError",
     "RpcFailure",
     "ThreadConfig",
@@ -102,6 +132,7 @@ __all__ = [
     "assistant_entry",
     "chat_role",
     "entries_of_reply",
+    "entries_of_response",
     "entry_role",
     "event_ref",
     "image_part",

@@ -4,8 +4,10 @@
 //! budgeted history loaded, the system prompt compiled, the ChatRequest back),
 //! PrepareTurn with the model's tool call and its result (text and a screenshot,
 //! a PNG made here), and CompleteTurn with the final answer. A stand-in answers
-//! for the model; a real loop sends each ChatRequest (or, with `provider` set,
-//! the provider body) to its model.
+//! for the model with Anthropic Messages responses; a real loop POSTs each
+//! round's provider body to the provider. `replies::entries_of_response` turns
+//! each response into the entry to store, the provider's usage and why the model
+//! stopped.
 //!
 //! ```sh
 //! PIONEER_ADDR=127.0.0.1:50051 PIONEER_TOKEN=secret cargo run --example agentloop
@@ -14,8 +16,13 @@
 
 use std::error::Error;
 
+use pioneer_grpc_client::replies::{entries_of_response_value, STOP_TOOL_USE};
 use pioneer_grpc_client::tonic::Status;
 use pioneer_grpc_client::{connect, status, v1, Options};
+use serde_json::{json, Value};
+
+/// Each PrepareTurn also renders the body for this provider (`provider_body_json`).
+const PROVIDER: v1::Provider = v1::Provider::AnthropicMessages;
 
 const QUESTIONS: [&str; 4] = [
     "Which files does the release touch?",
@@ -105,6 +112,36 @@ fn entry(entry_id: String, role: v1::EntryRole, content: String) -> v1::Conversa
     }
 }
 
+/// Answers for the model as Anthropic's Messages API would to the body PrepareTurn
+/// rendered: a call of the screenshot tool until its result is in the conversation,
+/// then the answer. Models number their calls: the same id again every turn is fine.
+fn stand_in(prepared: &v1::PrepareTurnResponse, answer: &str) -> Value {
+    let messages = prepared
+        .chat_request
+        .as_ref()
+        .map_or(&[][..], |r| &r.messages[..]);
+    let answered = messages
+        .last()
+        .is_some_and(|m| m.role == v1::ChatRole::Tool as i32);
+    let (content, stop) = if answered {
+        (json!([{"type": "text", "text": answer}]), "end_turn")
+    } else {
+        let call = json!({"type": "tool_use", "id": "toolu_screenshot_0", "name": "screenshot", "input": {}});
+        (
+            json!([{"type": "text", "text": "Let me look at the window."}, call]),
+            "tool_use",
+        )
+    };
+    // A stand-in's count: about four characters a token, the prompt's start read from the cache.
+    let input = prepared.provider_body_json.len() / 4;
+    json!({
+        "id": "msg_stand_in", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": content, "stop_reason": stop, "stop_sequence": null,
+        "usage": {"input_tokens": input / 10, "cache_read_input_tokens": input - input / 10,
+                  "cache_creation_input_tokens": 0, "output_tokens": 24},
+    })
+}
+
 /// Stands in for what a screenshot tool returns: a white grayscale PNG of the size
 /// (zlib with stored blocks, so no compression library is needed).
 fn screenshot_png(width: u32, height: u32) -> Vec<u8> {
@@ -180,7 +217,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
             config: Some(v1::ThreadConfig {
                 max_context_tokens: Some(32_000),
                 response_reserve_tokens: Some(4_000),
-                model: "gpt-4o-mini".into(),
+                model: "claude-sonnet-4-5".into(),
                 summary_model: String::new(),
                 ..Default::default()
             }),
@@ -208,34 +245,37 @@ async fn main() -> Result<(), Box<dyn Error>> {
                 mode: v1::ToolChoiceMode::Auto as i32,
                 tool_name: String::new(),
             }),
+            provider: PROVIDER as i32,
             ..Default::default()
         };
-        // 1. The user's message.
-        clients
+        // 1. The user's message: stored, history loaded, prompt compiled, body rendered.
+        let prepared = clients
             .turn
             .prepare_turn(request(vec![entry(
-                format!("{turn_id}-user"),
+                format!("{turn_id}.user"),
                 v1::EntryRole::User,
                 question.into(),
             )]))
             .await
-            .map_err(rpc("PrepareTurn"))?;
+            .map_err(rpc("PrepareTurn"))?
+            .into_inner();
 
-        // 2. The model (a stand-in) calls the screenshot tool; the call and its result go
-        //    in one request. Models number their calls: call_0 again every turn is fine.
-        let call = v1::ToolCall {
-            id: "call_0".into(),
-            name: "screenshot".into(),
-            arguments: "{}".into(),
-        };
-        let mut asked = entry(
-            format!("{turn_id}-call"),
-            v1::EntryRole::Assistant,
-            String::new(),
-        );
-        asked.tool_calls = vec![call.clone()];
+        // 2. The model (a stand-in) calls the screenshot tool. Its response becomes the
+        //    entry to store ("<turn>.r1": a retried round stores nothing twice); the call
+        //    and its result go in one request.
+        let answer = format!("Round {round}: here is a stand-in answer to {question:?}");
+        let called =
+            entries_of_response_value(PROVIDER, &stand_in(&prepared, &answer), &turn_id, 1)?;
+        if called.stop != STOP_TOOL_USE {
+            return Err(format!(
+                "the model stopped ({}), no tool call",
+                called.provider_stop_reason
+            )
+            .into());
+        }
+        let call = called.entries[0].tool_calls[0].clone();
         let mut result = entry(
-            format!("{turn_id}-result"),
+            format!("{turn_id}.r1.{}", call.id),
             v1::EntryRole::Tool,
             "the workspace window, 64 x 48".into(),
         );
@@ -248,9 +288,11 @@ async fn main() -> Result<(), Box<dyn Error>> {
                 ..Default::default()
             })),
         }];
+        let mut new_entries = called.entries;
+        new_entries.push(result);
         let prepared = clients
             .turn
-            .prepare_turn(request(vec![asked, result]))
+            .prepare_turn(request(new_entries))
             .await
             .map_err(rpc("PrepareTurn"))?
             .into_inner();
@@ -262,17 +304,18 @@ async fn main() -> Result<(), Box<dyn Error>> {
             .len();
 
         // 3. The final answer, stored and the turn completed in one call (safe to retry).
-        let reply = format!("Round {round}: here is a stand-in answer to {question:?}");
+        let answered =
+            entries_of_response_value(PROVIDER, &stand_in(&prepared, &answer), &turn_id, 2)?;
+        if answered.entries.is_empty() {
+            let why = answered.provider_stop_reason;
+            return Err(format!("the model stopped ({why}) with nothing to store").into());
+        }
         let done = clients
             .history
             .complete_turn(v1::CompleteTurnRequest {
                 thread_id: thread_id.clone(),
                 turn_id: turn_id.clone(),
-                entries: vec![entry(
-                    format!("{turn_id}-answer"),
-                    v1::EntryRole::Assistant,
-                    reply,
-                )],
+                entries: answered.entries,
             })
             .await
             .map_err(rpc("CompleteTurn"))?
@@ -284,7 +327,6 @@ async fn main() -> Result<(), Box<dyn Error>> {
             )
             .into());
         }
-
         let report = prepared.history_report.unwrap_or_default();
         let decision = v1::HistoryDecision::try_from(report.decision)
             .map(|d| d.as_str_name())
@@ -308,6 +350,13 @@ async fn main() -> Result<(), Box<dyn Error>> {
             } else {
                 ""
             },
+        );
+        // The provider's usage in one meaning for every provider: input counts cache reads too.
+        let usage = answered.usage.unwrap_or_default();
+        println!(
+            "  usage: the answer read {} of {} input tokens from the cache",
+            usage.cache_read_input_tokens.unwrap_or(0),
+            usage.input_tokens,
         );
         previous_stable = manifest.fingerprint_stable;
     }

@@ -6,6 +6,8 @@
 //!   service sharing one HTTP/2 channel, a bearer-token interceptor, a default
 //!   per-call deadline and keepalive.
 //! * [`helpers`]: role conversion, JSON schema to `Struct`, tool definitions, manifest refs.
+//! * [`replies`]: a provider's response (Anthropic, OpenAI Chat and Responses, Gemini,
+//!   Bedrock) as the entries to append, its usage and why the model stopped.
 //! * [`status`]: `google.rpc` error details (`BadRequest` field violations)
 //!   decoded from a [`tonic::Status`].
 //!
@@ -31,6 +33,8 @@
 
 mod client;
 pub mod helpers;
+pub mod replies;
+mod reply_json;
 pub mod status;
 
 pub use client::{

@@ -1,8 +1,10 @@
 // Command agentloop is a minimal agent loop against pioneer-grpc. Each turn is
 // three calls: PrepareTurn with the user's message, PrepareTurn with the model's
 // tool call and its result (text and a screenshot, a PNG made here), and
-// CompleteTurn with the final answer. A stand-in answers for the model. It imports
-// only the module's public packages, so a copy builds in a module of your own.
+// CompleteTurn with the final answer. A stand-in answers for the model with
+// OpenAI Chat Completions responses; pioneer.EntriesOfResponse turns each into the
+// entry to store, the provider's usage and why the model stopped. It imports only
+// the module's public packages, so a copy builds in a module of your own.
 //
 //	go run ./cmd/agentloop -addr 127.0.0.1:50051 -token "$PIONEER_TOKEN" -rounds 3
 package main
@@ -12,6 +14,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"image"
@@ -65,6 +68,8 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 
 	// Sent on every round: the server keeps no tools between rounds.
 	tools := []*pioneerv1.ToolDefinition{readFileTool(), screenshotTool()}
+	// Each PrepareTurn also renders the body for this provider (provider_body_json).
+	const provider = pioneerv1.Provider_PROVIDER_OPENAI_CHAT_COMPLETIONS
 	for round := 1; round <= rounds; round++ {
 		turn := fmt.Sprintf("turn-%d-%s", round, randomHex(3))
 		prepare := func(entries ...*pioneerv1.ConversationEntry) (*pioneerv1.PrepareTurnResponse, error) {
@@ -75,6 +80,7 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 				CompileInput: compileInput(round),
 				Tools:        tools,
 				ToolChoice:   &pioneerv1.ToolChoice{Mode: pioneerv1.ToolChoiceMode_TOOL_CHOICE_MODE_AUTO},
+				Provider:     provider,
 			})
 			if vs := pioneer.FieldViolations(err); len(vs) > 0 {
 				for _, v := range vs {
@@ -84,54 +90,59 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 			return prep, err
 		}
 
-		// 1. The user's message: stored, history loaded, prompt compiled, ChatRequest back.
-		if _, err := prepare(&pioneerv1.ConversationEntry{
-			EntryId: turn + "-user",
+		// 1. The user's message: stored, history loaded, prompt compiled, ChatRequest and body back.
+		prep, err := prepare(&pioneerv1.ConversationEntry{
+			EntryId: turn + ".user",
 			Role:    pioneerv1.EntryRole_ENTRY_ROLE_USER,
 			Content: fmt.Sprintf("Round %d: please check the Go client and tell me what is left.", round),
-		}); err != nil {
+		})
+		if err != nil {
 			return fmt.Errorf("round %d: prepare turn: %w", round, err)
 		}
 
-		// 2. The model (a stand-in here) calls the screenshot tool. Models number their
-		//    calls: call_0 again in every turn is fine. The call and its result go in
-		//    one request; a call sent without its result is refused and stored nowhere.
-		call := &pioneerv1.ToolCall{Id: "call_0", Name: "screenshot", Arguments: "{}"}
+		// 2. The model (a stand-in here) calls the screenshot tool. Its response becomes the
+		//    entry to store ("<turn>.r1": a retried round stores nothing twice). Models
+		//    number their calls: call_0 again in every turn is fine. The call and its result
+		//    go in one request; a call sent without its result is refused and stored nowhere.
+		answer := fmt.Sprintf("Round %d: the tests pass; next I will update the README.", round)
+		called, err := pioneer.EntriesOfResponse(provider, standIn(prep, answer), turn, 1)
+		if err != nil {
+			return fmt.Errorf("round %d: the model's reply: %w", round, err)
+		}
+		if called.Stop != pioneer.StopToolUse {
+			return fmt.Errorf("round %d: the model stopped (%s), no tool call", round, called.ProviderStopReason)
+		}
+		call := called.Entries[0].GetToolCalls()[0]
 		shot, err := screenshotPNG(64, 48)
 		if err != nil {
 			return err
 		}
-		prep, err := prepare(
-			&pioneerv1.ConversationEntry{
-				EntryId:   turn + "-call",
-				Role:      pioneerv1.EntryRole_ENTRY_ROLE_ASSISTANT,
-				ToolCalls: []*pioneerv1.ToolCall{call},
-			},
-			&pioneerv1.ConversationEntry{
-				EntryId:    turn + "-result",
-				Role:       pioneerv1.EntryRole_ENTRY_ROLE_TOOL,
-				ToolCallId: call.GetId(),
-				Name:       call.GetName(),
-				Content:    "the workspace window, 64 x 48",
-				ContentParts: []*pioneerv1.ContentPart{{Part: &pioneerv1.ContentPart_Image{
-					Image: &pioneerv1.MediaPart{MimeType: "image/png", Source: &pioneerv1.MediaPart_Data{Data: shot}},
-				}}},
-			},
-		)
+		prep, err = prepare(append(called.Entries, &pioneerv1.ConversationEntry{
+			EntryId:    fmt.Sprintf("%s.r1.%s", turn, call.GetId()),
+			Role:       pioneerv1.EntryRole_ENTRY_ROLE_TOOL,
+			ToolCallId: call.GetId(),
+			Name:       call.GetName(),
+			Content:    "the workspace window, 64 x 48",
+			ContentParts: []*pioneerv1.ContentPart{{Part: &pioneerv1.ContentPart_Image{
+				Image: &pioneerv1.MediaPart{MimeType: "image/png", Source: &pioneerv1.MediaPart_Data{Data: shot}},
+			}}},
+		})...)
 		if err != nil {
 			return fmt.Errorf("round %d: prepare the tool round: %w", round, err)
 		}
 
 		// 3. The final answer is stored and the turn completed in one call (safe to retry).
-		reply := fmt.Sprintf("Round %d: the tests pass; next I will update the README.", round)
+		answered, err := pioneer.EntriesOfResponse(provider, standIn(prep, answer), turn, 2)
+		if err != nil {
+			return fmt.Errorf("round %d: the model's answer: %w", round, err)
+		}
+		if len(answered.Entries) == 0 {
+			return fmt.Errorf("round %d: the model stopped (%s) with nothing to store", round, answered.ProviderStopReason)
+		}
 		done, err := c.History.CompleteTurn(ctx, &pioneerv1.CompleteTurnRequest{
 			ThreadId: threadID,
 			TurnId:   turn,
-			Entries: []*pioneerv1.ConversationEntry{{
-				EntryId: turn + "-answer",
-				Role:    pioneerv1.EntryRole_ENTRY_ROLE_ASSISTANT,
-				Content: reply,
-			}},
+			Entries:  answered.Entries,
 		})
 		if err != nil {
 			return fmt.Errorf("round %d: complete turn: %w", round, err)
@@ -151,7 +162,11 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 		fmt.Printf("  manifest  stable %s  dynamic %s  full %s  (%d sections, event %d)\n",
 			short(m.GetFingerprintStable()), short(m.GetFingerprintDynamic()), short(m.GetFingerprintFull()),
 			len(m.GetSectionIds()), prep.GetManifestEventId())
-		fmt.Printf("  reply     %q\n", reply)
+		fmt.Printf("  reply     %q\n", answered.Entries[0].GetContent())
+		// The provider's usage in one meaning for every provider: input counts cache reads too.
+		u := answered.Usage
+		fmt.Printf("  usage     %d input tokens (%d from the cache), %d output\n",
+			u.GetInputTokens(), u.GetCacheReadInputTokens(), u.GetOutputTokens())
 	}
 	return nil
 }
@@ -170,6 +185,38 @@ func compileInput(round int) *pioneerv1.PromptCompileInput {
 			Content: fmt.Sprintf("On branch main; %d files changed.", round),
 		}},
 	}
+}
+
+// standIn answers for the model as OpenAI Chat Completions would to the body
+// PrepareTurn rendered (a real loop POSTs prep.GetProviderBodyJson() to
+// prep.GetProviderPath() and reads the response): a call of the screenshot tool
+// until its result is in the conversation, then the answer.
+func standIn(prep *pioneerv1.PrepareTurnResponse, answer string) []byte {
+	messages := prep.GetChatRequest().GetMessages()
+	message := map[string]any{"role": "assistant", "content": answer, "refusal": nil}
+	finish := "stop"
+	if len(messages) == 0 || messages[len(messages)-1].GetRole() != pioneerv1.ChatRole_CHAT_ROLE_TOOL {
+		message["content"] = nil
+		message["tool_calls"] = []any{map[string]any{
+			"id": "call_0", "type": "function",
+			"function": map[string]any{"name": "screenshot", "arguments": "{}"},
+		}}
+		finish = "tool_calls"
+	}
+	prompt := len(prep.GetProviderBodyJson()) / 4 // a stand-in's count: about four characters a token
+	body, err := json.Marshal(map[string]any{
+		"id": "chatcmpl-" + randomHex(8), "object": "chat.completion", "created": time.Now().Unix(),
+		"model":   "gpt-4o-mini",
+		"choices": []any{map[string]any{"index": 0, "message": message, "finish_reason": finish}},
+		"usage": map[string]any{
+			"prompt_tokens": prompt, "completion_tokens": 20, "total_tokens": prompt + 20,
+			"prompt_tokens_details": map[string]any{"cached_tokens": 0},
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return body
 }
 
 // readFileTool is a tool with an object JSON schema of its arguments.

@@ -3976,3 +3976,74 @@ pub mod turn_service_client {
         }
     }
 }
+/// ProviderUsage is the usage a provider reported for one response, in one
+/// meaning for every provider: input_tokens counts every input token of the
+/// request, cached or not, and the cache and reasoning fields are parts of
+/// input_tokens and output_tokens, never added to them. So
+/// cache_read_input_tokens / input_tokens is the share of the input the
+/// provider's prompt cache served, on every provider.
+///
+/// Providers count differently; the clients' `entries_of_response` functions
+/// (Python, Go, Rust, TypeScript) map each provider's figures here, and
+/// docs/providers.md lists the mapping:
+/// Anthropic Messages: its input_tokens leaves out cache reads and writes, so
+/// input_tokens = input_tokens + cache_read_input_tokens +
+/// cache_creation_input_tokens.
+/// Bedrock Converse: its inputTokens leaves them out too, so input_tokens =
+/// inputTokens + cacheReadInputTokens + cacheWriteInputTokens.
+/// OpenAI Chat Completions: prompt_tokens holds prompt_tokens_details.cached_tokens
+/// and .cache_write_tokens (its breakdown of the prompt).
+/// OpenAI Responses: input_tokens holds input_tokens_details.cached_tokens and
+/// .cache_write_tokens.
+/// Gemini generateContent: promptTokenCount holds cachedContentTokenCount;
+/// input_tokens = promptTokenCount + toolUsePromptTokenCount, output_tokens =
+/// candidatesTokenCount + thoughtsTokenCount (the thoughts are billed as
+/// output and counted apart from the candidates).
+#[allow(clippy::all)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ProviderUsage {
+    /// Every input token the provider counted for the request: not cached, read
+    /// from its prompt cache, and written to it. Anthropic: input_tokens +
+    /// cache_read_input_tokens + cache_creation_input_tokens. Bedrock: inputTokens
+    ///
+    /// * cacheReadInputTokens + cacheWriteInputTokens. OpenAI Chat: prompt_tokens.
+    ///   OpenAI Responses: input_tokens. Gemini: promptTokenCount +
+    ///   toolUsePromptTokenCount.
+    ///   Cap: from 0 to 2,147,483,647.
+    #[prost(int32, tag = "1")]
+    pub input_tokens: i32,
+    /// The part of input_tokens read from the provider's prompt cache (billed at
+    /// about a tenth). Anthropic: cache_read_input_tokens. Bedrock:
+    /// cacheReadInputTokens. OpenAI Chat: prompt_tokens_details.cached_tokens.
+    /// OpenAI Responses: input_tokens_details.cached_tokens. Gemini:
+    /// cachedContentTokenCount (0 when left out: its JSON omits zero counts).
+    /// Unset when the provider's response did not report it.
+    /// Cap: from 0 to input_tokens.
+    #[prost(int32, optional, tag = "2")]
+    pub cache_read_input_tokens: ::core::option::Option<i32>,
+    /// The part of input_tokens written to the provider's prompt cache (billed
+    /// above the uncached price where the provider charges for writes).
+    /// Anthropic: cache_creation_input_tokens. Bedrock: cacheWriteInputTokens.
+    /// OpenAI Chat: prompt_tokens_details.cache_write_tokens. OpenAI Responses:
+    /// input_tokens_details.cache_write_tokens. Unset for Gemini, whose responses
+    /// report no cache writes (an explicit cachedContents cache is made by a call
+    /// of its own), and wherever the response leaves the figure out.
+    /// Cap: from 0 to input_tokens.
+    #[prost(int32, optional, tag = "3")]
+    pub cache_write_input_tokens: ::core::option::Option<i32>,
+    /// Every output token the provider counted, reasoning included. Anthropic:
+    /// output_tokens. Bedrock: outputTokens. OpenAI Chat: completion_tokens.
+    /// OpenAI Responses: output_tokens. Gemini: candidatesTokenCount +
+    /// thoughtsTokenCount.
+    /// Cap: from 0 to 2,147,483,647.
+    #[prost(int32, tag = "4")]
+    pub output_tokens: i32,
+    /// The part of output_tokens the model spent reasoning. Anthropic:
+    /// output_tokens_details.thinking_tokens. OpenAI Chat:
+    /// completion_tokens_details.reasoning_tokens. OpenAI Responses:
+    /// output_tokens_details.reasoning_tokens. Gemini: thoughtsTokenCount.
+    /// Unset when the response did not report it (Bedrock never does).
+    /// Cap: from 0 to output_tokens.
+    #[prost(int32, optional, tag = "5")]
+    pub reasoning_output_tokens: ::core::option::Option<i32>,
+}
