@@ -27,6 +27,7 @@ from pioneer_grpc.store.engine import (
     is_postgres,
     is_sqlite,
 )
+from pioneer_grpc.tenants.tenants_file import TenantsError, load_tenants
 
 # The runtime home when none is configured (the first run of `serve` seeds Pioneer's files there).
 DEFAULT_HOME = Path("~") / ".pioneer"
@@ -48,6 +49,9 @@ class Config:
     sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS
     max_message_bytes: int = 16 * 1024 * 1024
     token: str = ""
+    # TOML file mapping token digests to a tenant and a role, with per-tenant rate limits
+    # (pioneer_grpc/tenants/tenants_file.py); reloaded on SIGHUP. Not together with `token`.
+    tenants_file: Path | None = None
     tls_cert: Path | None = None
     tls_key: Path | None = None
     grace_seconds: float = 5.0
@@ -294,6 +298,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "sqlite_synchronous": lambda raw: _choice(*SQLITE_SYNCHRONOUS)(str(raw).upper()),
     "max_message_bytes": _positive_int,
     "token": str,
+    "tenants_file": _path,
     "tls_cert": _path,
     "tls_key": _path,
     "grace_seconds": _non_negative_float,
@@ -434,6 +439,16 @@ def _checked(config: Config) -> Config:
     for tls_file in (config.tls_cert, config.tls_key):
         if tls_file is not None and not tls_file.is_file():
             raise ConfigError(f"TLS file {tls_file} does not exist")
+    if config.token and config.tenants_file is not None:
+        raise ConfigError(
+            "--token and --tenants (tenants_file) are both set: use one. To keep the token, add its "
+            'sha256 to the tenants file as a [[token]] with tenant = "default" and role = "agent"'
+        )
+    if config.tenants_file is not None:
+        try:
+            load_tenants(config.tenants_file)
+        except TenantsError as exc:
+            raise ConfigError(str(exc)) from exc
     if config.models_file is not None:
         try:
             load_registry(config.models_file)

@@ -126,6 +126,21 @@ class ResourceExhausted(PioneerError):
     default_reason = "RESOURCE_EXHAUSTED"
 
 
+class RateLimited(ResourceExhausted):
+    """A caller's request rate is used up; a call is taken again after `retry_delay_seconds`."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_delay_seconds: float,
+        reason: str = "",
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message, reason=reason, metadata=metadata)
+        self.retry_delay_seconds = retry_delay_seconds
+
+
 class Aborted(PioneerError):
     """A concurrency conflict, e.g. a lock wait ran out; retrying the whole call is safe."""
 

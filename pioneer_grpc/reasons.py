@@ -31,6 +31,8 @@ WORKSPACE_UNUSABLE = "WORKSPACE_UNUSABLE"
 WORKSPACE_OUTSIDE_HOME = "WORKSPACE_OUTSIDE_HOME"
 PATH_OUTSIDE_WORKSPACE = "PATH_OUTSIDE_WORKSPACE"
 NO_RUNTIME_HOME = "NO_RUNTIME_HOME"
+# The token's role (viewer) may only read, and the method writes (metadata: role, tenant, method).
+ROLE_MAY_NOT_WRITE = "ROLE_MAY_NOT_WRITE"
 
 # INVALID_ARGUMENT (BadRequest lists the fields)
 INVALID_ARGUMENT = "INVALID_ARGUMENT"
@@ -41,6 +43,8 @@ INVALID_PAGE_TOKEN = "INVALID_PAGE_TOKEN"
 OBSERVER_TOO_SLOW = "OBSERVER_TOO_SLOW"
 # The server holds max_connections connections: retry later, or on a connection already open.
 TOO_MANY_CONNECTIONS = "TOO_MANY_CONNECTIONS"
+# The tenant's requests per second (tenants file) are used up: RetryInfo says when to retry.
+TENANT_RATE_LIMITED = "TENANT_RATE_LIMITED"
 
 # UNAVAILABLE
 SHUTTING_DOWN = "SHUTTING_DOWN"

@@ -47,6 +47,12 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     serve.add_argument("--max-message-bytes", type=int)
     serve.add_argument("--token", help="require 'authorization: Bearer TOKEN' on every RPC but health")
+    serve.add_argument(
+        "--tenants",
+        dest="tenants_file",
+        help="TOML file of token digests, tenants, roles and rate limits, reloaded on SIGHUP "
+        "(instead of --token; docs/operating.md)",
+    )
     serve.add_argument("--tls-cert", help="PEM certificate chain")
     serve.add_argument("--tls-key", help="PEM private key")
     serve.add_argument("--grace-seconds", type=float, help="graceful stop period (default 5)")
@@ -141,6 +147,7 @@ async def _run_until_signal(config: Config) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, running.reload_tenants)
     await stop.wait()
     log = logging.getLogger(__name__)
     log.info("stopping: draining for up to %ss", config.grace_seconds, extra={"event": "stopping"})

@@ -50,6 +50,7 @@ from pioneer_grpc.store.migrate import migrate
 from pioneer_grpc.store.runner import TransactionRunner
 from pioneer_grpc.store.work import drain as drain_database_work
 from pioneer_grpc.telemetry import Metrics, Telemetry, tracing
+from pioneer_grpc.tenants import Authority
 from pioneer_grpc.v1 import (
     echo_service_pb2,
     echo_service_pb2_grpc,
@@ -136,6 +137,15 @@ class RunningServer:
     database_health: DatabaseHealth
     # The contract over HTTP/JSON and the console (--http-listen); None when off.
     http: HttpListener | None = None
+    # Who each token is (--token or --tenants); None: a server that requires no token.
+    authority: Authority | None = None
+
+    def reload_tenants(self) -> bool:
+        """What SIGHUP calls: reads the tenants file again (a bad one leaves the old one in effect)."""
+        if self.authority is None:
+            log.info("nothing to reload: the server requires no token")
+            return False
+        return self.authority.reload()
 
     @property
     def address(self) -> str:
@@ -373,6 +383,7 @@ async def _start_http(
     on_database_failure: Callable[[], None],
     sock: socket.socket,
     max_connections: int,
+    authority: Authority | None,
 ) -> HttpListener:
     from pioneer_grpc.server.web import serve as web_serve
     from pioneer_grpc.server.web.app import web_app
@@ -387,7 +398,7 @@ async def _start_http(
         idle_seconds=config.http_idle_timeout_seconds,
     )
     tls = (config.tls_cert, config.tls_key) if config.tls_cert and config.tls_key else None
-    app = web_app(ctx, servicers, on_database_failure, KNOWN_METHODS)
+    app = web_app(ctx, servicers, on_database_failure, KNOWN_METHODS, authority)
     listener = await web_serve.start_listener(app, sock, config.grace_seconds, limits, ctx.telemetry, tls)
     log.info("HTTP/JSON (Connect) and console on %s", listener.url)
     if listens_everywhere(config.http_listen) and not config.http_allowed_hosts:
@@ -444,8 +455,10 @@ async def _start(
         interceptors.append(ObservabilityInterceptor(telemetry, KNOWN_METHODS))
     # Outside auth, so rejected calls get an id and an access line too.
     interceptors.append(RequestInterceptor(database_health.poke, KNOWN_METHODS, connections.admit))
-    if config.token:
-        interceptors.append(AuthInterceptor(config.token))
+    # Loaded and checked with the configuration; read again here, as a reload would.
+    authority = Authority.of(config.token, config.tenants_file)
+    if authority is not None:
+        interceptors.append(AuthInterceptor(authority))
     server = grpc.aio.server(
         interceptors=interceptors,
         options=[
@@ -485,10 +498,17 @@ async def _start(
     await database_health.set_all(True)
     database_health.start()
     running = RunningServer(
-        server=server, ctx=ctx, health=health_servicer, port=port, database_health=database_health
+        server=server,
+        ctx=ctx,
+        health=health_servicer,
+        port=port,
+        database_health=database_health,
+        authority=authority,
     )
     if http_socket is not None:
-        running.http = await _start_http(ctx, servicers, database_health.poke, http_socket, per_listener)
+        running.http = await _start_http(
+            ctx, servicers, database_health.poke, http_socket, per_listener, authority
+        )
     if announce:
         log.info("pioneer-grpc serving on %s (home %s)", running.address, config.home)
     return running

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
+import math
 import traceback
 
 import grpc
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, duration_pb2
 from google.protobuf.message import Message
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
@@ -58,6 +59,10 @@ def rpc_status_of(exc: errors.PioneerError) -> status_pb2.Status:
         )
     info = error_details_pb2.ErrorInfo(reason=exc.reason, domain=errors.ERROR_DOMAIN, metadata=exc.metadata)
     status.details.append(_packed(info))
+    if isinstance(exc, errors.RateLimited):
+        delay = duration_pb2.Duration()
+        delay.FromNanoseconds(max(1, math.ceil(exc.retry_delay_seconds * 1e9)))
+        status.details.append(_packed(error_details_pb2.RetryInfo(retry_delay=delay)))
     return status
 
 

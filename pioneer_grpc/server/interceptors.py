@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import asyncio
-import hmac
 import inspect
 import logging
 import time
@@ -38,6 +37,7 @@ from pioneer_grpc.server.logs import (
 )
 from pioneer_grpc.server.methods import logged_name
 from pioneer_grpc.store.failures import INFRASTRUCTURE_REASONS
+from pioneer_grpc.tenants import CALLER, Authority
 
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 # Request fields named on the RPC's log lines (as thread_id and turn_id).
@@ -61,17 +61,28 @@ _INVALID = _rejecting_handler("invalid bearer token")
 _TWICE = _rejecting_handler("more than one authorization header: send exactly one")
 
 
+def _refusing(exc: errors.PioneerError) -> grpc.RpcMethodHandler:
+    """Answers the domain error (RequestInterceptor maps it: its status, details and access line)."""
+
+    async def refuse(_request: Any, _context: grpc.aio.ServicerContext) -> None:
+        raise exc
+
+    return grpc.unary_unary_rpc_method_handler(refuse)
+
+
 class AuthInterceptor(ServerInterceptor):
     """Requires exactly one `authorization: Bearer <token>` on every RPC but health checks.
 
-    The header's value is compared as bytes and never decoded, logged or kept;
-    a call carrying it twice is refused whatever the values (no first- or
-    last-wins for a credential). Nothing is looked up by method name before
-    the token matched.
+    The token names its caller (tenants/): a viewer's write is PERMISSION_DENIED,
+    a call past its tenant's rate RESOURCE_EXHAUSTED with RetryInfo; an admitted
+    call runs with `CALLER` set. The header's value is hashed and never decoded,
+    logged or kept; a call carrying it twice is refused whatever the values (no
+    first- or last-wins for a credential). Nothing is looked up by method name
+    before the token matched.
     """
 
-    def __init__(self, token: str) -> None:
-        self._expected = f"Bearer {token}".encode()
+    def __init__(self, authority: Authority) -> None:
+        self._authority = authority
 
     async def intercept_service(
         self,
@@ -87,8 +98,15 @@ class AuthInterceptor(ServerInterceptor):
             return _TWICE
         value = given[0]
         given_bytes = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else bytes(value)
-        if not hmac.compare_digest(given_bytes, self._expected):
+        caller = self._authority.caller_of(given_bytes)
+        if caller is None:
             return _INVALID
+        # grpc.aio runs the method's handler in the task that looked it up: the handler sees this.
+        CALLER.set(caller)
+        try:
+            self._authority.admit(caller, details.method)
+        except errors.PioneerError as exc:
+            return _refusing(exc)
         return await continuation(details)
 
 
@@ -219,6 +237,7 @@ class _Rpc:
             self.code = "DEADLINE_EXCEEDED"
         level = logging.DEBUG if self.method.startswith(HEALTH_PREFIX) else logging.INFO
         elapsed_ms = (time.perf_counter() - self.started) * 1000
+        caller = CALLER.get()
         access_log.log(
             level,
             "rpc %s code=%s duration_ms=%.1f",
@@ -231,6 +250,7 @@ class _Rpc:
                 "code": self.code,
                 "duration_ms": round(elapsed_ms, 1),
                 **({"reason": self.reason} if self.reason else {}),
+                **({"tenant": caller.tenant} if caller is not None else {}),
             },
         )
 

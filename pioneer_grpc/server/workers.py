@@ -4,8 +4,8 @@ The supervisor (this module, in the process the user started) prepares the
 store once (migrations, and the bootstrap files when it seeds them), reserves the port with SO_REUSEPORT
 (so `:0` becomes one concrete port every worker shares), starts N worker
 processes (spawned, never forked: gRPC does not survive a fork), says
-"serving on" once all N answer, and stops them all on SIGTERM or SIGINT. The
-kernel spreads new connections across the workers.
+"serving on" once all N answer, stops them all on SIGTERM or SIGINT, and passes
+SIGHUP on to each (each reloads the tenants file). The kernel spreads new connections across the workers.
 
 A worker that dies is logged (its number, pid, and the signal or exit code) and
 started again; the others keep serving meanwhile. With --log-format json every
@@ -152,6 +152,7 @@ async def _worker(config: Config, ready: Connection) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, running.reload_tenants)
     metrics_port = running.ctx.telemetry.metrics_port or 0
     with contextlib.suppress(OSError):  # the supervisor is gone: the stop below follows
         ready.send_bytes(f"ready {metrics_port}".encode())
@@ -205,6 +206,14 @@ class _Supervisor:
         self.grace = config.grace_seconds
         # Restarted workers say when they serve; those of the first start are announced together.
         self.announce = False
+
+    def hang_up(self) -> None:
+        """SIGHUP to every serving worker: each reloads the tenants file itself (one still starting
+        reads the file as it starts, and would die of a SIGHUP before its handler is in place)."""
+        for slot in self.slots:
+            if slot.serving and slot.process is not None and slot.process.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(slot.process.pid, signal.SIGHUP)
 
     def spawn(self, slot: _Slot) -> None:
         receiver, sender = self.context.Pipe(duplex=False)
@@ -368,8 +377,12 @@ def serve_workers(config: Config) -> int:
     def on_signal(_signum: int, _frame: Any) -> None:
         supervisor.stop.set()
 
+    def on_hangup(_signum: int, _frame: Any) -> None:
+        supervisor.hang_up()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
+    signal.signal(signal.SIGHUP, on_hangup)
     try:
         if not supervisor.start_all():
             if supervisor.stop.is_set():

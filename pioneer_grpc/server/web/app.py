@@ -11,6 +11,7 @@ from pioneer_grpc.server.web.gate import AllowedHosts, Gate, default_allowed_hos
 from pioneer_grpc.server.web.services import connect_applications
 from pioneer_grpc.server.web.transcode import JsonInThreads
 from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.tenants import Authority
 
 
 def web_app(
@@ -18,10 +19,12 @@ def web_app(
     servicers: dict[str, Any],
     on_database_failure: Callable[[], None],
     known_methods: frozenset[str],
+    authority: Authority | None = None,
 ) -> App:
-    """`servicers`: full service name -> the instance the gRPC server also serves."""
+    """`servicers`: full service name -> the instance the gRPC server also serves; `authority`: who
+    each token is (None: no token required)."""
     config = ctx.config
-    edge = EdgeInterceptor(ctx.telemetry, config.token)
+    edge = EdgeInterceptor(ctx.telemetry, authority)
     services = connect_applications(
         servicers,
         Answering(ctx.telemetry, on_database_failure),
@@ -30,6 +33,4 @@ def web_app(
     )
     app = WebApp(dict(services), console_assets())
     hosts = AllowedHosts(config.http_allowed_hosts or default_allowed_hosts(config.http_listen))
-    return Gate(
-        JsonInThreads(app, config.token, config.max_message_bytes), hosts, ctx.telemetry, known_methods
-    )
+    return Gate(JsonInThreads(app, authority, config.max_message_bytes), hosts, ctx.telemetry, known_methods)

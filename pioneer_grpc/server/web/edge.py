@@ -13,8 +13,8 @@ the request id.
 
 from __future__ import annotations
 
-import hmac
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -36,6 +36,7 @@ from pioneer_grpc.server.logs import REQUEST_ID, REQUEST_ID_HEADER, request_id_f
 from pioneer_grpc.server.web.details import readable_detail
 from pioneer_grpc.store.failures import INFRASTRUCTURE_REASONS
 from pioneer_grpc.telemetry import SpanScope, Telemetry
+from pioneer_grpc.tenants import CALLER, Authority
 
 access_log = logging.getLogger("pioneer_grpc.access")
 _PROPAGATOR = TraceContextTextMapPropagator()
@@ -74,11 +75,16 @@ class _Call:
 
 
 class EdgeInterceptor:
-    """Request id, bearer auth, access log and metrics of every HTTP call (before its body is read)."""
+    """Request id, bearer auth, access log and metrics of every HTTP call (before its body is read).
 
-    def __init__(self, telemetry: Telemetry, token: str) -> None:
+    The token names its caller (tenants/), admitted as on gRPC: a viewer's write
+    is 403 PERMISSION_DENIED, a call past its tenant's rate 429 RESOURCE_EXHAUSTED
+    with RetryInfo and Retry-After; an admitted call runs with `CALLER` set.
+    """
+
+    def __init__(self, telemetry: Telemetry, authority: Authority | None) -> None:
         self._telemetry = telemetry
-        self._expected = f"Bearer {token}".encode() if token else b""
+        self._authority = authority
 
     async def on_start(self, ctx: RequestContext[Any, Any]) -> _Call:
         method = ctx.method
@@ -89,14 +95,16 @@ class EdgeInterceptor:
         )
         REQUEST_ID.set(call.request_id)
         ctx.response_headers[REQUEST_ID_HEADER] = call.request_id
-        if self._expected:
-            rejection = self._rejection(ctx.request_headers.getall("authorization"))
+        if self._authority is not None:
+            rejection = self._rejection(self._authority, call.method, ctx)
             if rejection is not None:
                 self._end(call, rejection)
                 raise rejection
         return call
 
-    def _rejection(self, given: Sequence[str]) -> ConnectError | None:
+    @staticmethod
+    def _rejection(authority: Authority, method: str, ctx: RequestContext[Any, Any]) -> ConnectError | None:
+        given: Sequence[str] = ctx.request_headers.getall("authorization")
         if not given:
             return ConnectError(
                 Code.UNAUTHENTICATED, "missing bearer token: send header 'authorization: Bearer <token>'"
@@ -104,8 +112,17 @@ class EdgeInterceptor:
         if len(given) > 1:
             # As on gRPC: no first- or last-wins for a credential.
             return ConnectError(Code.UNAUTHENTICATED, "more than one authorization header: send exactly one")
-        if not hmac.compare_digest(given[0].encode("utf-8", "surrogateescape"), self._expected):
+        caller = authority.caller_of(given[0].encode("utf-8", "surrogateescape"))
+        if caller is None:
             return ConnectError(Code.UNAUTHENTICATED, "invalid bearer token")
+        CALLER.set(caller)
+        try:
+            authority.admit(caller, method)
+        except errors.RateLimited as exc:
+            ctx.response_headers["retry-after"] = str(max(1, math.ceil(exc.retry_delay_seconds)))
+            return connect_error(rpc_status_of(exc))
+        except errors.PioneerError as exc:
+            return connect_error(rpc_status_of(exc))
         return None
 
     async def on_end(self, call: _Call, ctx: RequestContext[Any, Any], error: Exception | None) -> None:
@@ -137,7 +154,12 @@ class EdgeInterceptor:
             call.method,
             code,
             elapsed * 1000,
-            extra={"method": call.method, "code": code, "duration_ms": round(elapsed * 1000, 1)},
+            extra={
+                "method": call.method,
+                "code": code,
+                "duration_ms": round(elapsed * 1000, 1),
+                **({"tenant": caller.tenant} if (caller := CALLER.get()) is not None else {}),
+            },
         )
 
 

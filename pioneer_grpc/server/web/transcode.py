@@ -8,7 +8,7 @@ decodes large messages off the loop, wire.py). So a unary JSON call reaches the
 runtime as `application/proto`, which it reads with protobuf's C parser, and its
 binary answer is written as JSON in a thread too. What the client sends and gets
 is unchanged. A body that does not parse, goes past the size cap, is compressed,
-or comes without the configured token (or with two authorization headers) reaches
+or comes without a known token (or with two authorization headers) reaches
 the runtime as it was sent, so its
 answer (and the order of the checks: the token before the body) stays the runtime's.
 """
@@ -16,7 +16,6 @@ answer (and the order of the checks: the token before the body) stays the runtim
 from __future__ import annotations
 
 import asyncio
-import hmac
 from collections.abc import MutableMapping
 from functools import lru_cache
 from typing import Any
@@ -26,6 +25,7 @@ from google.protobuf.message import Message
 
 from pioneer_grpc.server.web.asgi import App, Receive, Scope, Send
 from pioneer_grpc.server.web.codec import CompactJSONCodec, check_object
+from pioneer_grpc.tenants import Authority
 
 _JSON_TYPES = (b"application/json", b"application/json; charset=utf-8")
 _CODEC = CompactJSONCodec()
@@ -109,9 +109,9 @@ async def _read(receive: Receive, limit: int) -> tuple[bytes, bool]:
 class JsonInThreads:
     """Wraps the Connect applications: unary JSON in and out through binary, transcoded off the loop."""
 
-    def __init__(self, app: App, token: str, max_bytes: int) -> None:
+    def __init__(self, app: App, authority: Authority | None, max_bytes: int) -> None:
         self._app = app
-        self._expected = f"Bearer {token}".encode() if token else b""
+        self._authority = authority
         self._max_bytes = max_bytes
 
     def _transcodes(self, scope: Scope) -> tuple[type[Message], type[Message]] | None:
@@ -121,9 +121,8 @@ class JsonInThreads:
             return None
         if _header(scope, b"content-encoding") not in (None, b"identity"):
             return None
-        if self._expected and not hmac.compare_digest(
-            _header(scope, b"authorization") or b"", self._expected
-        ):
+        authority = self._authority
+        if authority is not None and authority.caller_of(_header(scope, b"authorization") or b"") is None:
             return None
         return message_classes(scope["path"])
 
