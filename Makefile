@@ -13,7 +13,7 @@ GRPCURL_VERSION ?= v1.9.4
 CONTRACT_IMAGE := protos/contract-image.binpb
 export PATH := $(TOOLS_BIN):$(VENV)/bin:/usr/local/go/bin:$(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: help venv run test test-python test-contract proto proto-check proto-check-python \
+.PHONY: help venv run test test-fast test-python test-contract proto proto-check proto-check-python \
         contract-image lint bench bench-telemetry soak clean grpcurl mutate
 
 help:
@@ -22,7 +22,10 @@ help:
 	@echo "                       the server's own dependencies into .venv"
 	@echo "  make test            every test: lint, buf, stubs, Python (SQLite+PostgreSQL), Go and Rust contract tests"
 	@echo "Parts of make test:"
-	@echo "  make test-python     the Python tests alone (SQLite; PostgreSQL too when PIONEER_TEST_PG_URL is set)"
+	@echo "  make test-fast       the fast tier, first in make test (under a minute): every use case on the"
+	@echo "                       in-memory store, the store port's contract on it, the small unit tests"
+	@echo "  make test-python     the Python tests alone, on both cores (SQLite; PostgreSQL too when"
+	@echo "                       PIONEER_TEST_PG_URL is set)"
 	@echo "  make test-contract   the Go and Rust contract tests against a server started for them"
 	@echo "  make lint            ruff, mypy --strict, import contracts, buf lint, buf breaking"
 	@echo "  make proto-check     the committed Python, Go and Rust stubs match protos/ (proto-check-python: Python only)"
@@ -106,10 +109,20 @@ lint: $(STAMP)
 test: $(STAMP)
 	bash scripts/test_all.sh
 
+# The use cases on the in-memory store (tests/fast), the port's contract on it, the small unit tests:
+# no server, no database, no subprocess.
+FAST_TESTS := tests/fast tests/store/contract tests/models tests/test_remembered.py tests/test_no_identity_keys.py
+test-fast: $(STAMP)
+	$(VENV)/bin/pytest -q -p no:cacheprovider $(FAST_TESTS) -k "not sqlite and not postgres"
+
+# Both cores: tests are shared out as the workers free up, and an idle one takes over the other's
+# queue (worksteal), so a slow test near the end does not leave a core waiting.
+PYTEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 test-python: $(STAMP)
 	@if command -v go >/dev/null; then $(MAKE) --no-print-directory grpcurl; \
 	else echo "-- no Go on this machine: the grpcurl tests (README, walkthrough, error details) will skip"; fi
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q $(PYTEST_PARALLEL)
 
 test-contract: $(STAMP)
 	bash scripts/with_server.sh $(MAKE) --no-print-directory go-test rust-test

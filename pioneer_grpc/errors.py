@@ -151,3 +151,19 @@ class Unavailable(PioneerError):
     """A dependency (database, summary model) cannot be reached right now; retrying is safe."""
 
     default_reason = "UNAVAILABLE"
+
+
+def describe(error: BaseException) -> str:
+    """A log-safe line for an error: its class and, for a database failure, the driver's class, code
+    and SQL; never its message or parameters, which may quote conversation content."""
+    parts = [type(error).__name__]
+    orig = getattr(error, "orig", None)
+    if orig is not None:
+        parts.append(type(orig).__name__)
+        code = getattr(orig, "sqlstate", None) or getattr(orig, "sqlite_errorname", None)
+        if code:
+            parts.append(str(code))
+    statement = getattr(error, "statement", None)
+    if statement:
+        parts.append("in: " + " ".join(str(statement).split())[:200])
+    return " ".join(parts)

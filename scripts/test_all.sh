@@ -26,6 +26,9 @@ if ((${#missing[@]})); then
   failed+=("tools: ${missing[*]} missing")
 fi
 
+step "the fast tier: every use case on the in-memory store, the store port's contract on it" \
+  make --no-print-directory test-fast
+
 step "lint: ruff, mypy, buf lint, buf breaking, go vet, clippy" make --no-print-directory lint go-vet rust-clippy
 
 step "generated stubs match protos/ (Python, Go, Rust)" make --no-print-directory proto-check
@@ -56,7 +59,8 @@ fi
 step "the TypeScript/JavaScript contract client: npm packages and stubs (clients/ts)" \
   bash -c 'bash scripts/ts_client.sh >/dev/null'
 
-step "Python tests (SQLite and PostgreSQL)" .venv/bin/pytest -q -p no:cacheprovider
+step "Python tests (SQLite and PostgreSQL), on both cores" \
+  .venv/bin/pytest -q -p no:cacheprovider -n 2 --dist worksteal
 
 step "Go and Rust contract tests against a live server" make --no-print-directory test-contract
 

@@ -2,41 +2,65 @@
 
 `database_url` is parametrised over SQLite and PostgreSQL. PostgreSQL comes from
 PIONEER_TEST_PG_URL (set by `make test`, which starts a throwaway cluster); each
-test gets a database of its own. Under CI=true a missing PostgreSQL fails, as does
-any other skip (tests/ci_guard.py).
+test gets a database of its own, already migrated to head (tests/databases.py), as
+does each server started on its home's default database; `empty_database_url` is
+one with nothing in it, for the migration tests. Under CI=true a missing PostgreSQL
+fails, as does any other skip (tests/ci_guard.py).
 """
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
+from hypothesis import settings
 
 from pioneer_grpc.client import AsyncClient
 from pioneer_grpc.config import Config
 from pioneer_grpc.server.app import RunningServer, start_server
+from pioneer_grpc.store.engine import default_database_url
 from tests.ci_guard import pytest_runtest_makereport  # noqa: F401  (the hook: a skip under CI=true fails)
+from tests.databases import (
+    PG_URL_ENV,
+    drop_templates,
+    fresh_postgres_database,
+    migrated_sqlite,
+    require_postgres,
+)
 
-PG_URL_ENV = "PIONEER_TEST_PG_URL"
+__all__ = ["PG_URL_ENV", "fresh_postgres_database", "require_postgres"]
+
+# The property tests draw the same examples in every run (each test seeds its own draw), as many as
+# each one's settings ask, and keep no example database between runs: a run's outcome and its time
+# are the tree's, not the machine's history.
+settings.register_profile("pioneer", derandomize=True, database=None)
+settings.load_profile("pioneer")
 
 
-def require_postgres() -> str:
-    url = os.environ.get(PG_URL_ENV)
-    if url:
-        return url
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{PG_URL_ENV} is not set: under CI the PostgreSQL tests must run (use `make test`)")
-    pytest.skip(f"{PG_URL_ENV} not set; `make test` starts PostgreSQL")
+@pytest.fixture(scope="session", autouse=True)
+def _templates_dropped() -> Iterator[None]:
+    yield
+    drop_templates()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A database of this test's own on each backend, migrated to head."""
+    if request.param == "sqlite":
+        await migrated_sqlite(tmp_path / "test.db")
+        yield f"sqlite+aiosqlite:///{tmp_path / 'test.db'}"
+        return
+    async with fresh_postgres_database(migrated=True) as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A database of this test's own on each backend, with nothing in it (not even the tables)."""
     if request.param == "sqlite":
         yield f"sqlite+aiosqlite:///{tmp_path / 'test.db'}"
         return
@@ -46,37 +70,10 @@ async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncI
 
 @pytest.fixture
 async def postgres_url() -> AsyncIterator[str]:
-    """A fresh database on the test cluster, for tests that only make sense on PostgreSQL (replicas)."""
-    async with fresh_postgres_database() as url:
+    """A fresh database on the test cluster, migrated to head, for tests that only make sense on
+    PostgreSQL (replicas)."""
+    async with fresh_postgres_database(migrated=True) as url:
         yield url
-
-
-class fresh_postgres_database:
-    """Creates an empty database on the test cluster and drops it afterwards."""
-
-    def __init__(self) -> None:
-        self.admin_url = require_postgres()
-        self.name = "t_" + uuid.uuid4().hex[:16]
-
-    async def __aenter__(self) -> str:
-        import asyncpg
-
-        conn = await asyncpg.connect(self.admin_url.replace("postgresql+asyncpg", "postgresql"))
-        try:
-            await conn.execute(f'CREATE DATABASE "{self.name}"')
-        finally:
-            await conn.close()
-        base = self.admin_url.rsplit("/", 1)[0]
-        return f"{base}/{self.name}"
-
-    async def __aexit__(self, *exc: object) -> None:
-        import asyncpg
-
-        conn = await asyncpg.connect(self.admin_url.replace("postgresql+asyncpg", "postgresql"))
-        try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-        finally:
-            await conn.close()
 
 
 @dataclass
@@ -134,6 +131,9 @@ async def server_factory(tmp_path: Path) -> AsyncIterator[ServerFactory]:
     async def start(**overrides: Any) -> ServerHandle:
         home = overrides.pop("home", None) or tmp_path / f"home{len(handles)}"
         config = replace(Config(listen="127.0.0.1:0", home=home, grace_seconds=0.5), **overrides)
+        if not config.database_url:
+            default = default_database_url(home).removeprefix("sqlite+aiosqlite:///")
+            await migrated_sqlite(Path(default), unless_present=True)
         handle = ServerHandle(await start_server(config), token=config.token)
         handles.append(handle)
         return handle

@@ -92,4 +92,4 @@ async def pool_at_rest(server: Any) -> PoolState:
     Nothing runs between the probe's end and the read (no await), so the read is exact.
     """
     await server.running.database_health.idle()
-    return pool_state(server.ctx.engine)
+    return pool_state(server.ctx.store.engine)

@@ -1,6 +1,6 @@
-"""Durable manifest events: recorded with the turn, read back by id, fanned out to observers.
+"""Durable manifest events fanned out to live observers (the store records and reads them).
 
-On SQLite the recorder pokes the in-process hub after commit; on PostgreSQL every
+A use case hands the in-process hub each event it committed; on PostgreSQL every
 replica's hub is also poked by LISTEN/NOTIFY carrying only the event id, and reads
-the rows itself.
+the rows itself (through the store's port).
 """

@@ -27,9 +27,7 @@ import contextlib
 import logging
 from collections import deque
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
-from pioneer_grpc.events.queries import events_after, newest_event_id
+from pioneer_grpc.store.port import Manifests
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 
 log = logging.getLogger(__name__)
@@ -104,8 +102,9 @@ class Subscription:
 
 
 class ManifestHub:
-    def __init__(self, engine: AsyncEngine, *, poll_seconds: float = 5.0, page_size: int = 500) -> None:
-        self._engine = engine
+    def __init__(self, manifests: Manifests, *, poll_seconds: float = 5.0, page_size: int = 500) -> None:
+        """`manifests`: the store's, which the events are read from."""
+        self._manifests = manifests
         self._poll_seconds = poll_seconds
         self._page_size = page_size
         self._subscriptions: set[Subscription] = set()
@@ -120,7 +119,7 @@ class ManifestHub:
         self.last_event_id = 0
 
     async def start(self) -> None:
-        self.last_event_id = await newest_event_id(self._engine)
+        self.last_event_id = await self._manifests.newest_event_id()
         self._task = asyncio.create_task(self._run(), name="manifest-hub")
 
     def poke(self, event_id: int | None = None) -> None:
@@ -166,8 +165,8 @@ class ManifestHub:
 
         The server cancels open streams when it stops but does not wait for
         them; one cancelled inside a database read still holds a connection
-        until that read returns. Waiting here keeps the engine from being
-        disposed under it (which leaves the read's task pending for ever).
+        until that read returns. Waiting here keeps the store from being
+        closed under it (which leaves the read's task pending for ever).
         """
         self._closed = True
         for subscription in self._subscriptions:
@@ -202,7 +201,7 @@ class ManifestHub:
         """With nobody subscribed, moves past the newest committed event without reading the rows."""
         if self._subscriptions:
             return False
-        newest = poked_id or await newest_event_id(self._engine)
+        newest = poked_id or await self._manifests.newest_event_id()
         if self._subscriptions:
             # One subscribed during the read: its own last read of the table may predate
             # what this one saw, so those events must reach it from here.
@@ -212,7 +211,7 @@ class ManifestHub:
 
     async def _dispatch_new(self) -> None:
         while True:
-            events = await events_after(self._engine, self.last_event_id, limit=self._page_size)
+            events = await self._manifests.events_after(self.last_event_id, limit=self._page_size)
             # No await from here to the end of the loop body: a subscription
             # registered at any await point sees either all of a page or none.
             for event in events:

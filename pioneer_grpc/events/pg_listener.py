@@ -17,7 +17,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy.engine import make_url
 
-from pioneer_grpc.events.recorder import NOTIFY_CHANNEL
+from pioneer_grpc.store.manifests import NOTIFY_CHANNEL
 
 log = logging.getLogger(__name__)
 # Shown in pg_stat_activity, so an operator can tell these connections apart.

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from pioneer_grpc import reasons
 from pioneer_grpc.errors import ResourceExhausted, Unavailable
 from pioneer_grpc.events.hub import ManifestHub, Subscription, SubscriptionClosed, SubscriptionOverflow
-from pioneer_grpc.events.queries import events_after, newest_event_id
 from pioneer_grpc.store.clock import now
+from pioneer_grpc.store.port import Manifests
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 
 PAGE_SIZE = 500
@@ -26,7 +24,7 @@ class ManifestWatch:
     def __init__(
         self,
         hub: ManifestHub,
-        engine: AsyncEngine,
+        manifests: Manifests,
         *,
         thread_id: str,
         after_event_id: int,
@@ -36,7 +34,7 @@ class ManifestWatch:
         queue_bytes: int = 0,
     ) -> None:
         self._hub = hub
-        self._engine = engine
+        self._manifests = manifests
         self._thread_id = thread_id
         self._live_only = live_only
         # 0 disables heartbeats.
@@ -58,7 +56,7 @@ class ManifestWatch:
             if self._live_only:
                 self._subscription = self._subscribe()
                 # The table, not the hub: the hub may not have read the newest commits yet.
-                self.cursor = await newest_event_id(self._engine)
+                self.cursor = await self._manifests.newest_event_id()
             else:
                 async for response in self._backlog():
                     yield response
@@ -100,7 +98,9 @@ class ManifestWatch:
 
     async def _backlog(self) -> AsyncIterator[service_pb2.WatchManifestsResponse]:
         while True:
-            events = await events_after(self._engine, self.cursor, thread_id=self._thread_id, limit=PAGE_SIZE)
+            events = await self._manifests.events_after(
+                self.cursor, thread_id=self._thread_id, limit=PAGE_SIZE
+            )
             for event in events:
                 self.cursor = event.event_id
                 yield service_pb2.WatchManifestsResponse(event=event)

@@ -1,20 +1,16 @@
-"""Start the recorder, the hub and (on PostgreSQL) the listener as one unit."""
+"""Start the hub and (on PostgreSQL) the listener as one unit."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from pioneer_grpc.events.hub import ManifestHub
-from pioneer_grpc.events.pg_listener import PgEventListener, asyncpg_dsn
-from pioneer_grpc.events.recorder import ManifestRecorder
-from pioneer_grpc.store.runner import TransactionRunner
+from pioneer_grpc.events.pg_listener import PgEventListener
+from pioneer_grpc.store.port import Manifests
 
 
 @dataclass
 class ManifestEvents:
-    recorder: ManifestRecorder
     hub: ManifestHub
     listener: PgEventListener | None
 
@@ -25,18 +21,21 @@ class ManifestEvents:
 
 
 async def start_manifest_events(
-    engine: AsyncEngine, runner: TransactionRunner, *, poll_seconds: float | None = None
+    manifests: Manifests, *, listen_dsn: str | None = None, poll_seconds: float | None = None
 ) -> ManifestEvents:
-    """`poll_seconds`: how often the hub reads new events unprompted (default: its slow safety net)."""
-    hub = ManifestHub(engine) if poll_seconds is None else ManifestHub(engine, poll_seconds=poll_seconds)
+    """The hub reading the store's events; with `listen_dsn` (PostgreSQL), the listener that pokes it
+    when any replica commits one. `poll_seconds`: how often the hub reads new events unprompted
+    (default: its slow safety net)."""
+    hub = (
+        ManifestHub(manifests) if poll_seconds is None else ManifestHub(manifests, poll_seconds=poll_seconds)
+    )
     await hub.start()
-    recorder = ManifestRecorder(runner, engine.dialect.name == "postgresql", on_committed=hub.publish)
     listener = None
-    if engine.dialect.name == "postgresql":
-        listener = PgEventListener(asyncpg_dsn(engine.url.render_as_string(hide_password=False)), hub.poke)
+    if listen_dsn is not None:
+        listener = PgEventListener(listen_dsn, hub.poke)
         try:
             await listener.start()
         except BaseException:
             await hub.close()
             raise
-    return ManifestEvents(recorder=recorder, hub=hub, listener=listener)
+    return ManifestEvents(hub=hub, listener=listener)

@@ -64,9 +64,9 @@ async def load_encoding(tokenizer: str = TOKENIZER) -> tiktoken.Encoding:
 
 
 class EncodingNotLoaded(Exception):
-    """A count inside a unit of work needs an encoding this process has not loaded: loading it there
-    (a third of a second) would hold the unit's thread, on PostgreSQL the event loop, meanwhile.
-    The unit rolls back; `with_encodings` loads it off the event loop and runs the unit again."""
+    """A count on the event loop needs an encoding this process has not loaded: loading it there
+    (a third of a second) would hold the event loop meanwhile. The work stops;
+    `with_encodings` loads it off the event loop and runs the work again."""
 
     def __init__(self, tokenizer: str) -> None:
         super().__init__(f"the encoding of {tokenizer} is not loaded")
@@ -80,9 +80,10 @@ T = TypeVar("T")
 
 
 async def with_encodings(attempt: Callable[[], Awaitable[T]]) -> T:
-    """`attempt()` (a unit of work: store/runner.py) with no encoding loaded inside it: one it
-    needs is loaded off the event loop once it raised EncodingNotLoaded, and it runs again (once
-    per encoding at most: a loaded one stays loaded)."""
+    """`attempt()` (blocking work on the event loop: a use case's decision, service/history_load.py
+    `blocking`) with no encoding loaded inside it: one it needs is loaded off the event loop once
+    it raised EncodingNotLoaded, and it runs again (once per encoding at most: a loaded one stays
+    loaded)."""
     for _ in EXACT_TOKENIZERS:
         try:
             return await _refusing_loads(attempt)

@@ -11,14 +11,16 @@ takes = registry.takes("o3")                            # what the model accepts
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pioneer_grpc.history.tokens import TOKENIZERS
+from pioneer_grpc.history.tokens import TOKENIZER, TOKENIZERS
 from pioneer_grpc.models.attachments import ANTHROPIC, GEMINI, OPENAI_PATCHES, OPENAI_TILES, RULES, ImageRule
 
 PACKAGED = Path(__file__).with_name("registry.toml")
@@ -279,10 +281,28 @@ class Registry:
     # Model families with a tool rule of their own, by prefix.
     tool_rules: Mapping[str, ToolRule] = field(default_factory=dict)
 
+    @cached_property
+    def key(self) -> bytes:
+        """What the registry holds, as a digest: registries with equal entries have equal keys, and
+        any difference gives another. What a cache worked out with one registry is kept under it,
+        so an answer worked out with one is never given for another (an object's id would be: a
+        registry made where a freed one was gets its id)."""
+        tables = (
+            sorted((prefix, _canonical(info)) for prefix, info in self.models.items()),
+            sorted((prefix, astuple(rule)) for prefix, rule in self.images.items()),
+            sorted((prefix, astuple(rule)) for prefix, rule in self.tool_rules.items()),
+        )
+        return hashlib.sha256(repr(tables).encode()).digest()
+
     def lookup(self, model: str) -> ModelInfo | None:
         """The entry whose prefix is the longest one `model` starts with, both as model_key has them."""
         prefix = _longest_prefix(self.models, model)
         return None if prefix is None else self.models[prefix]
+
+    def tokenizer_of(self, model: str) -> str:
+        """The tokenizer `model` counts in; cl100k_base for a model the registry does not know."""
+        info = self.lookup(model)
+        return TOKENIZER if info is None else info.tokenizer
 
     def image_rule(self, model: str) -> ImageRule:
         """How `model` counts images: [images] by longest prefix, else its provider's rule.
@@ -321,6 +341,11 @@ class Registry:
             rule.chat_completions_tools,
             prefix is not None,
         )
+
+
+def _canonical(info: ModelInfo) -> tuple[object, ...]:
+    """The entry's fields in one order, its media sorted (a set's order is not the same in every run)."""
+    return tuple(sorted(value) if isinstance(value, frozenset) else value for value in astuple(info))
 
 
 def load_registry(override: Path | None = None) -> Registry:

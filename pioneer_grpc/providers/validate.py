@@ -289,7 +289,6 @@ class _HeadChecks:
 
 @dataclass(frozen=True)
 class _Head:
-    registry: Registry
     # The caps of the request's own fields (but the compiled prompt's), and the options'.
     over: tuple[FieldViolation, ...]
     options_over: tuple[FieldViolation, ...]
@@ -315,7 +314,7 @@ def _head_checked(
     encoded = own.SerializeToString(deterministic=True)
     key = b"\0".join(
         [
-            b"%d:%d:%d" % (provider, id(registry), len(encoded)),
+            b"%d:%d:" % (provider, len(encoded)) + registry.key,
             path.encode(),
             options_path.encode(),
             encoded,
@@ -323,7 +322,7 @@ def _head_checked(
         ]
     )
     found = _heads.get(key)
-    if found is None or found.registry is not registry:
+    if found is None:
         found = _checked_head(provider, own, options, path, options_path, registry)
         _heads.put(key, found)
     return found
@@ -340,7 +339,7 @@ def _checked_head(
     over = tuple(violations_of(request, path))
     options_over = tuple(violations_of(options, options_path)) if options else ()
     if over or options_over:
-        return _Head(registry, over, options_over, None)
+        return _Head(over, options_over, None)
     violations: list[FieldViolation] = []
     found = spec_for(provider)
     if found is None:
@@ -368,7 +367,7 @@ def _checked_head(
     later.extend(model_fit.violations(spec, request, takes, path))
     fit = model_fit.fit(spec, request, takes, path)
     checks = _HeadChecks(spec, tuple(violations), tuple(later), tuple(tools), resolved, fit, minimum)
-    return _Head(registry, over, options_over, checks)
+    return _Head(over, options_over, checks)
 
 
 def prepare(

@@ -26,6 +26,7 @@ from pioneer_grpc.adapters import build_summarizer
 from pioneer_grpc.adapters.count_tokens import build_token_counter
 from pioneer_grpc.compiler.seed import ensure_bootstrap_files
 from pioneer_grpc.config import Config
+from pioneer_grpc.events.pg_listener import asyncpg_dsn
 from pioneer_grpc.events.wiring import start_manifest_events
 from pioneer_grpc.models.registry import load_registry
 from pioneer_grpc.server.certificates import validity
@@ -45,10 +46,9 @@ from pioneer_grpc.server.servicers.manifest import ManifestServicer
 from pioneer_grpc.server.servicers.provider import ProviderServicer
 from pioneer_grpc.server.servicers.turn import TurnServicer
 from pioneer_grpc.service.context import ServiceContext
-from pioneer_grpc.store.engine import create_engine, session_factory
+from pioneer_grpc.store.engine import POOL_WAIT_SECONDS, create_engine
 from pioneer_grpc.store.migrate import migrate
-from pioneer_grpc.store.runner import TransactionRunner
-from pioneer_grpc.store.work import drain as drain_database_work
+from pioneer_grpc.store.sql import open_store
 from pioneer_grpc.telemetry import Metrics, Telemetry, tracing
 from pioneer_grpc.tenants import Authority
 from pioneer_grpc.v1 import (
@@ -70,9 +70,6 @@ if TYPE_CHECKING:
     from pioneer_grpc.server.web.serve import HttpListener
 
 log = logging.getLogger(__name__)
-# Upper bound on waiting for database work at stop (each unit is bounded by the engine's timeouts).
-DRAIN_SECONDS = 30.0
-
 # Field tags and lengths around the largest content a message may carry (e.g. Echo's 16 MiB payload).
 MESSAGE_FRAMING_BYTES = 4096
 
@@ -177,9 +174,8 @@ class RunningServer:
             await self.server.stop(grace)
         for hook in reversed(self.ctx.on_shutdown):
             await hook()
-        # Work of cancelled RPCs may still be finishing; the engine must outlive it.
-        await drain_database_work(DRAIN_SECONDS)
-        await self.ctx.engine.dispose()
+        # Work of cancelled RPCs may still be finishing: the store waits for it, then closes.
+        await self.ctx.store.close()
 
 
 def _passing_bytes(serializer: Callable[[Any], bytes] | None) -> Callable[[Any], bytes]:
@@ -313,19 +309,24 @@ async def build_context(config: Config, telemetry: Telemetry | None = None) -> S
                 log.info("seeded %s at %s", name, path)
     engine = create_engine(config.effective_database_url, config.sqlite_synchronous)
     await migrate_reachable(engine)
-    runner = TransactionRunner(engine)
-    # Other workers' SQLite commits reach this process only by reading the events table.
-    poll = WORKER_POLL_SECONDS if config.workers > 1 and engine.dialect.name == "sqlite" else None
-    events = await start_manifest_events(engine, runner, poll_seconds=poll)
+    models = load_registry(config.models_file)
+    store = open_store(engine, models.tokenizer_of)
+    # Other workers' SQLite commits reach this process only by reading the events table; on
+    # PostgreSQL every replica's commits are announced on a connection of the listener's own.
+    postgres = engine.dialect.name == "postgresql"
+    poll = WORKER_POLL_SECONDS if config.workers > 1 and not postgres else None
+    dsn = asyncpg_dsn(engine.url.render_as_string(hide_password=False)) if postgres else None
+    try:
+        events = await start_manifest_events(store.manifests, listen_dsn=dsn, poll_seconds=poll)
+    except BaseException:
+        await store.close()
+        raise
     telemetry = telemetry or Telemetry()
     telemetry.metrics.watch_observers(lambda: events.hub.observer_count, events.hub.observer_lags)
     ctx = ServiceContext(
         config=config,
-        models=load_registry(config.models_file),
-        engine=engine,
-        runner=runner,
-        sessions=session_factory(engine),
-        manifests=events.recorder,
+        models=models,
+        store=store,
         hub=events.hub,
         summarizer=build_summarizer(
             config.summarizer,
@@ -346,7 +347,6 @@ async def build_context(config: Config, telemetry: Telemetry | None = None) -> S
     if ctx.token_counter is not None:
         ctx.on_shutdown.append(ctx.token_counter.close)
     ctx.on_shutdown.append(telemetry.close)
-    ctx.on_shutdown.append(runner.close)
     ctx.on_shutdown.append(events.close)
     return ctx
 
@@ -354,7 +354,7 @@ async def build_context(config: Config, telemetry: Telemetry | None = None) -> S
 async def _release(ctx: ServiceContext) -> None:
     for hook in reversed(ctx.on_shutdown):
         await hook()
-    await ctx.engine.dispose()
+    await ctx.store.close()
 
 
 async def start_server(
@@ -442,7 +442,12 @@ async def _start(
         raise
     health_servicer = health.aio.HealthServicer()
     database_health = DatabaseHealth(
-        ctx.engine, health_servicer, ["", *SERVICE_NAMES], config.health_probe_seconds
+        ctx.store.probe,
+        health_servicer,
+        ["", *SERVICE_NAMES],
+        config.health_probe_seconds,
+        # As long as any RPC may wait for a connection.
+        probe_wait_seconds=float(POOL_WAIT_SECONDS),
     )
     # Bound below the descriptor limit, so a connection beyond it can still be answered.
     per_listener = config.max_connections or max(

@@ -13,7 +13,6 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from pioneer_grpc import errors
-from pioneer_grpc.store import failures
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +66,9 @@ def rpc_status_of(exc: errors.PioneerError) -> status_pb2.Status:
 
 
 def domain_error_of(exc: Exception) -> errors.PioneerError | None:
-    """The domain error `exc` is or stands for (a database failure that escaped store/work.py)."""
-    if isinstance(exc, errors.PioneerError):
-        return exc
-    return failures.domain_error(exc)
+    """The domain error `exc` is, or None (a bug: INTERNAL). The store names its failures as domain
+    errors at its own boundary (store/failures.py), so none reaches here as a driver's class."""
+    return exc if isinstance(exc, errors.PioneerError) else None
 
 
 def internal_status(method: str, exc: BaseException, request_id: str) -> grpc.Status:
@@ -80,7 +78,7 @@ def internal_status(method: str, exc: BaseException, request_id: str) -> grpc.St
 def internal_rpc_status(method: str, exc: BaseException, request_id: str) -> status_pb2.Status:
     """INTERNAL is a bug. Logged with its stack but not its message, which may quote request content."""
     frames = "".join(traceback.format_tb(exc.__traceback__))
-    log.error("unexpected %s in %s: %s\n%s", type(exc).__name__, method, failures.describe(exc), frames)
+    log.error("unexpected %s in %s: %s\n%s", type(exc).__name__, method, errors.describe(exc), frames)
     status = status_pb2.Status(
         code=code_pb2.INTERNAL,
         message=f"internal error in {method}; the server log has the details under request id {request_id}",

@@ -1,6 +1,7 @@
 """Health follows the database: NOT_SERVING while it cannot be written, SERVING again once it can.
 
-A background task probes every `interval` seconds (store/probe.py), and at once
+A background task probes every `interval` seconds (the store's probe, given by the
+wiring: a PioneerError when the database cannot be written), and at once
 when an RPC met an infrastructure failure (`poke`). A probe that has not
 answered within PROBE_WAIT_SECONDS counts as failed (on SQLite it queues behind
 the RPCs for the one connection: a busy store is not a broken one); a new one
@@ -12,32 +13,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from grpc_health.v1 import health, health_pb2
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pioneer_grpc.errors import PioneerError
-from pioneer_grpc.store.engine import POOL_WAIT_SECONDS
-from pioneer_grpc.store.failures import describe, domain_error
-from pioneer_grpc.store.probe import check_writable
+from pioneer_grpc.errors import PioneerError, describe
 
 log = logging.getLogger(__name__)
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
-# As long as any RPC may wait for a connection.
-PROBE_WAIT_SECONDS = float(POOL_WAIT_SECONDS)
+# Probe(reclaim): returns once the database took a write; `reclaim` after a failed one.
+Probe = Callable[[bool], Awaitable[None]]
 
 
 class DatabaseHealth:
     def __init__(
         self,
-        engine: AsyncEngine,
+        probe: Probe,
         servicer: health.aio.HealthServicer,
         names: Sequence[str],
         interval: float,
+        probe_wait_seconds: float,
     ) -> None:
-        self._engine = engine
+        """`probe_wait_seconds`: as long as any RPC may wait for the database."""
+        self._check = probe
+        self._probe_wait = probe_wait_seconds
         self._servicer = servicer
         self._names = list(names)
         self._interval = interval
@@ -91,11 +91,9 @@ class DatabaseHealth:
 
     async def probe(self) -> bool:
         if self._probe is None or self._probe.done():
-            # After a failure the WAL is truncated first (store/probe.py): space freed meanwhile stays free.
-            self._probe = asyncio.create_task(
-                check_writable(self._engine, reclaim=not self._last_ok), name="database-probe"
-            )
-        done, _ = await asyncio.wait({self._probe}, timeout=max(self._interval, PROBE_WAIT_SECONDS))
+            # After a failure the store reclaims first (SQLite's WAL): space freed meanwhile stays free.
+            self._probe = asyncio.create_task(self._checked(not self._last_ok), name="database-probe")
+        done, _ = await asyncio.wait({self._probe}, timeout=max(self._interval, self._probe_wait))
         if not done:
             self._last_ok = False
             return False
@@ -103,7 +101,9 @@ class DatabaseHealth:
         self._last_ok = error is None
         if error is None:
             return True
-        mapped = error if isinstance(error, PioneerError) else domain_error(error)
-        reason = mapped.reason if mapped is not None else "unexpected"
+        reason = error.reason if isinstance(error, PioneerError) else "unexpected"
         log.debug("database probe failed (%s): %s", reason, describe(error))
         return False
+
+    async def _checked(self, reclaim: bool) -> None:
+        await self._check(reclaim)

@@ -5,9 +5,9 @@
   response's initial metadata and set for every log line of the RPC;
 - request bytes that do not decode are INVALID_ARGUMENT, not a traceback; large
   requests are decoded in a worker thread, a piece at a time;
-- a `pioneer_grpc.errors.PioneerError` (or a database failure store/failures.py
-  names) becomes its canonical status with details; anything else is INTERNAL
-  carrying the request id;
+- a `pioneer_grpc.errors.PioneerError` (the store names its failures as these at
+  its own boundary) becomes its canonical status with details; anything else is
+  INTERNAL carrying the request id;
 - one access line is logged: method, code, duration, id.
 """
 
@@ -36,7 +36,6 @@ from pioneer_grpc.server.logs import (
     request_id_from,
 )
 from pioneer_grpc.server.methods import logged_name
-from pioneer_grpc.store.failures import INFRASTRUCTURE_REASONS
 from pioneer_grpc.tenants import CALLER, Authority
 
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
@@ -187,7 +186,7 @@ class _Rpc:
 
     def status_for(self, exc: Exception) -> grpc.Status:
         mapped = domain_error_of(exc)
-        if mapped is not None and mapped.reason in INFRASTRUCTURE_REASONS:
+        if mapped is not None and mapped.reason in reasons.INFRASTRUCTURE_REASONS:
             self.on_database_failure()
         self.reason = "INTERNAL" if mapped is None else mapped.reason
         status = internal_status(self.method, exc, self.request_id) if mapped is None else to_status(mapped)

@@ -1,12 +1,13 @@
 """Use cases: what each RPC does, free of any transport.
 
 A use case takes the ServiceContext and domain messages (the generated
-protobuf types are the domain), owns its transactions, returns domain messages
-and raises `pioneer_grpc.errors`. The gRPC servicers in `server/` only convert
+protobuf types are the domain), reaches storage only through the store's port
+(`ctx.store`, store/port.py: a round goes down once to open and once to commit),
+returns domain messages and raises `pioneer_grpc.errors`. The gRPC servicers in `server/` only convert
 requests and responses and delegate here; the CLI and tests may call these
 directly.
 
-    context.py             ServiceContext: configuration, the database, the long-lived services
+    context.py             ServiceContext: configuration, the store, the long-lived services
     history.py             threads, appends, turn completion, summaries, token counts
     history_load.py        LoadConversationHistory: read, decide, compress under the thread's lock
     history_compaction.py  compaction of a history over its threshold, as the thread's strategy says
@@ -19,5 +20,6 @@ directly.
     manifests.py           a turn's manifest, watches, diffs
     provider.py            rendering a ChatRequest for one provider, off the event loop
     turn.py                PrepareTurn: one provider round
-    observe.py             span attributes and metrics of a round's steps
+    observe.py             span attributes and metrics of a round's steps; a manifest recorded and published
+    ending.py              work a cancelled caller cannot cut short (a round's commit and its event)
 """

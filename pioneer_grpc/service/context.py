@@ -1,4 +1,4 @@
-"""What every use case is given: configuration, the database, and the long-lived services.
+"""What every use case is given: configuration, the store, and the long-lived services.
 
 One context per running server, built by `server/app.py` (or by a test). What
 depends on a server's data (kept histories, compiled prompts) lives here, so two
@@ -13,31 +13,25 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
-
 from pioneer_grpc.adapters.count_tokens import ProviderTokenCounter
 from pioneer_grpc.compiler.cache import CompileCache
 from pioneer_grpc.config import Config
 from pioneer_grpc.events.hub import ManifestHub
-from pioneer_grpc.events.recorder import ManifestRecorder
 from pioneer_grpc.history.summarizers import Summarizer
 from pioneer_grpc.models.registry import Registry, packaged_registry
 from pioneer_grpc.service.load_cache import LoadCache
 from pioneer_grpc.service.prefix_breaks import RoundPrefixes
-from pioneer_grpc.store.runner import TransactionRunner
+from pioneer_grpc.service.token_fit import SeenModels
+from pioneer_grpc.store.port import Store
 from pioneer_grpc.telemetry import Telemetry
 
 
 @dataclass
 class ServiceContext:
     config: Config
-    engine: AsyncEngine
-    # Whole transactions as one synchronous function (one thread hop on SQLite): PrepareTurn's round.
-    runner: TransactionRunner
-    sessions: async_sessionmaker[AsyncSession]
-    # Persists a compile's manifest on its turn and publishes the event.
-    manifests: ManifestRecorder
-    # Fan-out of manifest events to live observers.
+    # Every read and write of the use cases (store/port.py): SQLite, PostgreSQL, or in memory.
+    store: Store
+    # Fan-out of manifest events to live observers: each committed event is handed to it.
     hub: ManifestHub
     summarizer: Summarizer
     # Compiled prompts of recent inputs, reused while nothing they read has changed; compiles
@@ -45,6 +39,8 @@ class ServiceContext:
     compile_cache: CompileCache = field(init=False)
     # Answers of recent full-history loads, reused while the thread's history state is unchanged.
     load_cache: LoadCache = field(default_factory=LoadCache)
+    # Each thread's model as this server's last append or round found it: what to count new entries in.
+    seen_models: SeenModels = field(default_factory=SeenModels)
     # What made each thread's last round's body, for the next round's PrefixBreak.
     round_prefixes: RoundPrefixes = field(default_factory=RoundPrefixes)
     # What the server knows of each model (window, output limit, tokenizer, cache minimum).

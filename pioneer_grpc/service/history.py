@@ -15,13 +15,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
-from types import SimpleNamespace
-from typing import Any
-
-from sqlalchemy.engine import Connection
 
 from pioneer_grpc.adapters.count_tokens import CountFailed, Endpoint
 from pioneer_grpc.caps import text_violation, violations_of, violations_of_each
@@ -32,7 +27,7 @@ from pioneer_grpc.caps.history import (
     MAX_MASK_PATHS,
 )
 from pioneer_grpc.caps.table import CONTENT
-from pioneer_grpc.errors import FieldViolation, InvalidArgument
+from pioneer_grpc.errors import Aborted, FieldViolation, InvalidArgument
 from pioneer_grpc.history.budget import (
     DEFAULT_MAX_CONTEXT_TOKENS,
     DEFAULT_RESPONSE_RESERVE_TOKENS,
@@ -41,7 +36,7 @@ from pioneer_grpc.history.budget import (
 )
 from pioneer_grpc.history.clearing import compaction_violations
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation, thread_id_violation
-from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations, named_call_ids
+from pioneer_grpc.history.entry_rules import call_violations, content_violations
 from pioneer_grpc.history.parts import media_refs
 from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
 from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, count_blocking
@@ -49,14 +44,15 @@ from pioneer_grpc.models.attachments import attachment_tokens
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service import token_fit
 from pioneer_grpc.service.context import ServiceContext
-from pioneer_grpc.service.history_load import LoadAnswer, load_history, load_history_result
-from pioneer_grpc.store import append as append_store
-from pioneer_grpc.store import completion
-from pioneer_grpc.store import entries as entry_store
-from pioneer_grpc.store import round as round_store
-from pioneer_grpc.store import summaries as summary_store
-from pioneer_grpc.store import threads as thread_store
-from pioneer_grpc.store.runner import OnLoop, nothing
+from pioneer_grpc.service.history_load import LoadAnswer, blocking, load_history, load_history_result
+from pioneer_grpc.store.port import (
+    OPTIONAL_SETTINGS,
+    AppendBatch,
+    AppendOutcome,
+    Conflict,
+    NewEntry,
+    Recount,
+)
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 
@@ -86,7 +82,7 @@ CONFIG_PATHS = (
     "dynamic_context_placement",
 )
 # Optional fields whose default (None) the store resolves.
-_OPTIONAL_PATHS = thread_store.OPTIONAL_SETTINGS
+_OPTIONAL_PATHS = OPTIONAL_SETTINGS
 _INT_PATHS = {
     "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
     "response_reserve_tokens": DEFAULT_RESPONSE_RESERVE_TOKENS,
@@ -94,10 +90,11 @@ _INT_PATHS = {
 
 
 _check = InvalidArgument.raise_if
-# Up to this encoded size an append's `prepare` (checks, hashes, counts) runs on the event loop on
-# PostgreSQL rather than hop to a worker thread (store/runner.py, OnLoop), as a small round's does:
-# it then takes well under a millisecond, less than the hop.
+# Up to this encoded size an append's checks, hashes and counts run on the event loop rather than hop
+# to a worker thread, as a small round's do: they then take well under a millisecond, less than the hop.
 _ON_LOOP_BATCH_BYTES = 32 * 1024
+# Times UpdateThread reads the thread again when another update changed it meanwhile.
+_UPDATE_ATTEMPTS = 8
 _log = logging.getLogger(__name__)
 
 
@@ -122,7 +119,7 @@ async def create_thread(
     for a model the registry does not know, from the original's defaults.
     """
     window, reserve = model_budget(ctx.models, config.model)
-    settings = thread_store.ThreadSettings(
+    resolved = history_pb2.ThreadConfig(
         max_context_tokens=config.max_context_tokens if config.HasField("max_context_tokens") else window,
         response_reserve_tokens=(
             config.response_reserve_tokens if config.HasField("response_reserve_tokens") else reserve
@@ -131,31 +128,37 @@ async def create_thread(
         summary_model=config.summary_model,
         compaction_strategy=config.compaction_strategy,
         dynamic_context_placement=config.dynamic_context_placement,
-        **{name: getattr(config, name) if config.HasField(name) else None for name in _OPTIONAL_PATHS},
     )
+    for name in _OPTIONAL_PATHS:
+        if config.HasField(name):
+            setattr(resolved, name, getattr(config, name))
     _check(
         [
             thread_id_violation(thread_id) if thread_id else None,
             *violations_of(config, "config"),
-            *config_violations(settings.max_context_tokens, settings.response_reserve_tokens),
-            *_settings_violations(settings.__dict__),
+            *config_violations(resolved.max_context_tokens, resolved.response_reserve_tokens),
+            *_settings_violations(resolved),
         ]
     )
-    thread_id = thread_id or f"thr_{uuid.uuid4().hex}"
-    work = _unit(thread_store.create_thread_in, thread_id, settings)
-    (row, entries), _ = await ctx.runner.transact(nothing, work)
-    return thread_store.thread_message(row, entries)
+    thread = await ctx.store.threads.create(thread_id or f"thr_{uuid.uuid4().hex}", resolved)
+    ctx.seen_models.put(thread.thread_id, thread.config.model)
+    return thread
 
 
-def _settings_violations(settings: dict[str, Any]) -> list[FieldViolation]:
+def _optional(config: history_pb2.ThreadConfig, name: str) -> int | None:
+    value: int | None = getattr(config, name) if config.HasField(name) else None
+    return value
+
+
+def _settings_violations(config: history_pb2.ThreadConfig) -> list[FieldViolation]:
     """What is wrong with a thread's compaction settings and placement (budget aside)."""
-    placement = settings["dynamic_context_placement"]
+    placement = config.dynamic_context_placement
     return [
-        *compaction_violations(settings["compaction_strategy"], settings["keep_tool_results"]),
+        *compaction_violations(config.compaction_strategy, _optional(config, "keep_tool_results")),
         *policy_violations(
-            settings["compaction_trigger_percent"],
-            settings["compaction_low_water_percent"],
-            settings["clear_at_least_percent"],
+            _optional(config, "compaction_trigger_percent"),
+            _optional(config, "compaction_low_water_percent"),
+            _optional(config, "clear_at_least_percent"),
         ),
         *(
             [FieldViolation("config.dynamic_context_placement", f"unknown placement {placement}")]
@@ -165,19 +168,11 @@ def _settings_violations(settings: dict[str, Any]) -> list[FieldViolation]:
     ]
 
 
-def _unit(use: Callable[..., Any], *args: Any) -> Callable[[Connection, None], Any]:
-    """`use(conn, *args)` as the work of a unit of the store's runner."""
-    return lambda conn, _: use(conn, *args)
-
-
 async def get_thread(ctx: ServiceContext, thread_id: str) -> history_pb2.Thread:
     _check([thread_id_violation(thread_id)])
-    row, entries = await ctx.runner.read(partial(_thread, thread_id))
-    return thread_store.thread_message(row, entries)
-
-
-def _thread(thread_id: str, conn: Connection) -> tuple[Any, int]:
-    return thread_store.thread_in(conn, thread_id)
+    thread = await ctx.store.threads.get(thread_id)
+    ctx.seen_models.put(thread_id, thread.config.model)
+    return thread
 
 
 def _mask_paths(config: history_pb2.ThreadConfig, paths: Sequence[str]) -> list[str]:
@@ -212,33 +207,49 @@ async def update_thread(
     """
     _check([thread_id_violation(thread_id), *violations_of(config, "config")])
     masked = _mask_paths(config, paths)
-
-    def changes_for(current: thread_store.ThreadSettings) -> dict[str, Any]:
-        changes: dict[str, Any] = {
-            p: getattr(config, p) for p in masked if p not in _INT_PATHS and p not in _OPTIONAL_PATHS
-        }
-        for path in masked:
-            if path in _OPTIONAL_PATHS:
-                changes[path] = getattr(config, path) if config.HasField(path) else None
-        budget = model_budget(ctx.models, changes.get("model", current.model))
-        defaults = dict(zip(_INT_PATHS, budget, strict=True))
-        for path in masked:
-            if path in _INT_PATHS:
-                changes[path] = getattr(config, path) if config.HasField(path) else defaults[path]
-        merged = {**current.__dict__, **changes}
-        _check(
-            [
-                *config_violations(merged["max_context_tokens"], merged["response_reserve_tokens"]),
-                *_settings_violations(merged),
-            ]
-        )
-        return changes
-
     # A move to a model of another family recounts nothing here: the first load in the
-    # new tokenizer counts what it reads, once, and stores it (service/load_counts.py).
-    work = _unit(thread_store.update_thread_in, thread_id, changes_for)
-    (row, entries), _ = await ctx.runner.transact(nothing, work)
-    return thread_store.thread_message(row, entries)
+    # new tokenizer counts what it reads, once, and the store keeps it (service/load_counts.py).
+    for _ in range(_UPDATE_ATTEMPTS):
+        current = (await ctx.store.threads.get(thread_id)).config
+        updated = await ctx.store.threads.update(thread_id, _merged(ctx, current, config, masked), current)
+        if not isinstance(updated, Conflict):
+            ctx.seen_models.put(thread_id, updated.config.model)
+            return updated
+    raise Aborted(
+        f"thread {thread_id!r} kept changing while this update was made; nothing was changed: send it again"
+    )
+
+
+def _merged(
+    ctx: ServiceContext,
+    current: history_pb2.ThreadConfig,
+    config: history_pb2.ThreadConfig,
+    masked: Sequence[str],
+) -> history_pb2.ThreadConfig:
+    """`current` with the masked fields of `config` (a masked but unset field back to its model's
+    default); INVALID_ARGUMENT when the result is not a valid budget."""
+    merged = history_pb2.ThreadConfig()
+    merged.CopyFrom(current)
+    for path in masked:
+        if path not in _INT_PATHS and path not in _OPTIONAL_PATHS:
+            setattr(merged, path, getattr(config, path))
+        elif path in _OPTIONAL_PATHS:
+            if config.HasField(path):
+                setattr(merged, path, getattr(config, path))
+            else:
+                merged.ClearField(path)
+    budget = model_budget(ctx.models, merged.model)
+    defaults = dict(zip(_INT_PATHS, budget, strict=True))
+    for path in masked:
+        if path in _INT_PATHS:
+            setattr(merged, path, getattr(config, path) if config.HasField(path) else defaults[path])
+    _check(
+        [
+            *config_violations(merged.max_context_tokens, merged.response_reserve_tokens),
+            *_settings_violations(merged),
+        ]
+    )
+    return merged
 
 
 async def append_entries(
@@ -249,152 +260,45 @@ async def append_entries(
     *,
     with_entries: bool = True,
     complete_turn_id: str = "",
-) -> entry_store.AppendOutcome:
+) -> AppendOutcome:
     """Stores the batch in one transaction, idempotent by entry_id; tokens are counted here, once.
 
     Refuses (INVALID_ARGUMENT, fields named `{prefix}[i]...`, nothing stored) what
     would make a later round fail: see `history/entry_rules.py`. Checking, hashing
-    and counting are the unit of work's `prepare`, before its transaction and off the
-    event loop unless the batch is small (one at its caps is megabytes of text). Without `with_entries`
-    the outcome carries the counts only (nothing is read back). With
+    and counting come first, off the event loop unless the batch is small (one at its caps
+    is megabytes of text), in the tokenizer of the model the thread was last seen with;
+    the store asks for them again in another when the thread's model counts in it. Without
+    `with_entries` the outcome carries the counts only (nothing is read back). With
     `complete_turn_id` that turn is completed in the same transaction.
     """
-    counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, thread_id)
-    counted_model = token_fit.likely_model(ctx.load_cache, thread_id)
-    checked = partial(_checked_and_counted, thread_id, entries, prefix, counted_in)
-    work = partial(
-        _append_in, ctx, thread_id, entries, prefix, with_entries, counted_in, counted_model, complete_turn_id
-    )
-    try:
-        with ctx.telemetry.span(
-            "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
-        ):
-            outcome, _ = await ctx.runner.transact(checked, work, on_loop=_on_loop(entries))
-            return outcome
-    except _ContentRefused as refused:
-        # Rejected anyway: read the thread's calls too, so every violation is named at once.
-        stored = await ctx.runner.read(partial(_stored_calls, thread_id, entries))
-        _check([*refused.violations, *call_violations(entries, stored, prefix)])
-        raise AssertionError("unreachable: content violations are refused") from None
-
-
-def _on_loop(entries: Sequence[history_pb2.ConversationEntry]) -> OnLoop[entry_store.AppendOutcome]:
-    return OnLoop(prepare=sum(entry.ByteSize() for entry in entries) <= _ON_LOOP_BATCH_BYTES)
-
-
-class _ContentRefused(Exception):
-    """The batch breaks content rules: refused before its transaction began, with the calls' rules
-    still to check against what the thread stores."""
-
-    def __init__(self, violations: list[FieldViolation]) -> None:
-        super().__init__("content rules")
-        self.violations = violations
-
-
-def _checked_and_counted(
-    thread_id: str, entries: Sequence[history_pb2.ConversationEntry], prefix: str, tokenizer: str
-) -> list[entry_store.NewEntry]:
-    """The append's `prepare` (blocking): every check that needs no stored row, then the entries
-    hashed and counted."""
-    content = _checked_content(thread_id, entries, prefix)
-    if content:
-        raise _ContentRefused(content)
-    return _hashed_and_counted(entries, tokenizer)
-
-
-def _stored_calls(
-    thread_id: str, entries: Sequence[history_pb2.ConversationEntry], conn: Connection
-) -> StoredCalls:
-    return entry_store.stored_calls_in(conn, thread_id, entries)
-
-
-def _append_in(
-    ctx: ServiceContext,
-    thread_id: str,
-    entries: Sequence[history_pb2.ConversationEntry],
-    prefix: str,
-    with_entries: bool,
-    counted_in: str,
-    counted_model: str | None,
-    complete_turn_id: str,
-    conn: Connection,
-    counted: list[entry_store.NewEntry],
-) -> entry_store.AppendOutcome:
-    """The append's unit of work: the thread locked, the batch's turns locked or created, the
-    entries stored by the append a round makes (store/append.py); with `complete_turn_id`, that
-    turn completed in the same transaction (store/completion.py)."""
-    # The thread locked, then the batch's turns with their entries; the thread's calls of the batch's
-    # ids read with the first turn, in the lock's statement. On PostgreSQL a batch of one turn is
-    # inserted by that statement too, when the thread's model is the one it was counted for.
-    turn_ids = list(dict.fromkeys(e.turn_id for e in entries))
-    turns: dict[str, round_store.LockedTurn] = {}
-    batch = append_store.batch_of(thread_id, counted, counted_in) if entries else None
-    carried = batch if ctx.manifests.postgres and len(turn_ids) == 1 and counted_model else None
-    inserted = None
-    if turn_ids:
-        # On PostgreSQL that statement completes the turn too, when it inserts the batch.
-        locked, turns[turn_ids[0]], inserted = round_store.lock_thread_and_turn(
-            conn,
-            thread_id,
-            turn_ids[0],
-            named_call_ids(entries),
-            carried,
-            counted_model,
-            complete=turn_ids == [complete_turn_id],
-        )
-    else:
-        locked = round_store.lock_thread(conn, thread_id)
-    for turn_id in turn_ids[1:]:
-        turns[turn_id] = round_store.lock_turn_with_entries(conn, thread_id, turn_id, ())
-    batch = token_fit.in_thread_tokenizer(ctx.models, thread_id, locked.model, batch, counted_in, inserted)
-
-    def check(stored: StoredCalls) -> None:
-        _check(call_violations(entries, stored, prefix))
-
-    created = []
-    if batch is not None:
-        created = append_store.append_rows(
-            conn,
-            thread_id,
-            {turn_id: turn.record for turn_id, turn in turns.items()},
-            batch,
-            check,
-            {turn_id: turn.entries for turn_id, turn in turns.items()},
-            next(iter(turns.values())).thread_calls,
-            inserted,
-        )
-    ids = [entry.entry_id for entry in entries]
-    completed = 0
-    if complete_turn_id:  # by the lock's statement, or now, after the append
-        by_lock = turns[complete_turn_id].completed
-        completed = (
-            completion.completed_under_lock(conn, thread_id, complete_turn_id) if by_lock is None else by_lock
-        )
-    outcome = entry_store.AppendOutcome([], len(created), len(ids) - len(created), completed)
-    if with_entries:
-        outcome.entries.extend(_answered_entries(conn, thread_id, ids, created, complete_turn_id))
+    counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, ctx.seen_models, thread_id)
+    counted_model = token_fit.likely_model(ctx.load_cache, ctx.seen_models, thread_id)
+    small = sum(entry.ByteSize() for entry in entries) <= _ON_LOOP_BATCH_BYTES
+    with ctx.telemetry.span(
+        "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
+    ):
+        content = await blocking(lambda: _checked_content(thread_id, entries, prefix), off_loop=not small)
+        if content:
+            # Refused anyway: read the thread's calls too, so every violation is named at once.
+            stored = await ctx.store.entries.stored_calls(thread_id, entries)
+            _check([*content, *call_violations(entries, stored, prefix)])
+        counted = await blocking(lambda: _hashed_and_counted(entries, counted_in), off_loop=not small)
+        options = (prefix, with_entries, complete_turn_id)
+        batch = AppendBatch(thread_id, counted, counted_in, counted_model, *options)
+        outcome = await ctx.store.entries.append(batch)
+        if isinstance(outcome, Recount):
+            # The thread's model counts in another tokenizer than the guess: counted again in it.
+            tokenizer = token_fit.counting_for(ctx.models, outcome.model).tokenizer
+            recounted = await blocking(lambda: token_fit.recounted(counted, tokenizer), off_loop=not small)
+            batch = AppendBatch(thread_id, recounted, tokenizer, outcome.model, *options)
+            outcome = await ctx.store.entries.append(batch)
+        if isinstance(outcome, Recount):
+            raise Aborted(
+                f"the model of thread {thread_id!r} kept changing while these entries were counted; "
+                "nothing was stored: send them again"
+            )
+    ctx.seen_models.put(thread_id, outcome.model)
     return outcome
-
-
-def _answered_entries(
-    conn: Connection,
-    thread_id: str,
-    ids: Sequence[str],
-    created: Sequence[tuple[int, dict[str, Any]]],
-    complete_turn_id: str,
-) -> list[history_pb2.ConversationEntry]:
-    """The batch's entries as stored, in its order: those it created from the rows as written (what a
-    read of them gives, tests/history/test_append_answer.py), those stored before read back."""
-    by_id: dict[str, history_pb2.ConversationEntry] = {}
-    for sequence, row in created:
-        # The turn completed in this transaction has its entries completed, as a read would see them.
-        completed = row["completed"] or row["turn_id"] == complete_turn_id
-        row_read = SimpleNamespace(**{**row, "completed": completed}, id=sequence)
-        by_id.setdefault(row["entry_id"], entry_store.entry_message(row_read))
-    stored = [entry_id for entry_id in dict.fromkeys(ids) if entry_id not in by_id]
-    if stored:
-        by_id.update((e.entry_id, e) for e in entry_store.stored_entries_in(conn, thread_id, stored))
-    return [by_id[entry_id] for entry_id in ids]
 
 
 def _checked_content(
@@ -406,18 +310,16 @@ def _checked_content(
     return content_violations(entries, prefix)
 
 
-def _hashed_and_counted(
-    entries: Sequence[history_pb2.ConversationEntry], tokenizer: str
-) -> list[entry_store.NewEntry]:
+def _hashed_and_counted(entries: Sequence[history_pb2.ConversationEntry], tokenizer: str) -> list[NewEntry]:
     """Each entry with its content hash and token count in `tokenizer`. Blocking."""
     texts_per_entry = [entry_counted_texts(entry) for entry in entries]
     counts = count_blocking([text for texts in texts_per_entry for text in texts], tokenizer)
-    new_entries: list[entry_store.NewEntry] = []
+    new_entries: list[NewEntry] = []
     offset = 0
     for entry, texts in zip(entries, texts_per_entry, strict=True):
         tokens = sum(counts[offset : offset + len(texts)])
         offset += len(texts)
-        new_entries.append(entry_store.NewEntry(entry, content_hash(entry), tokens))
+        new_entries.append(NewEntry(entry, content_hash(entry), tokens))
     return new_entries
 
 
@@ -426,18 +328,13 @@ async def complete_turn(
     thread_id: str,
     turn_id: str,
     entries: Sequence[history_pb2.ConversationEntry] = (),
-) -> entry_store.AppendOutcome:
+) -> AppendOutcome:
     """Appends `entries` (AppendEntries' rules; an empty turn_id is `turn_id`) and marks the turn's
-    entries completed, in one unit of work (store/completion.py); the outcome has the counts only.
-    NotFound for an unknown turn (one the entries do not start)."""
+    entries completed, in one transaction; the outcome has the counts only. NotFound for an unknown
+    turn (one the entries do not start)."""
     _check([thread_id_violation(thread_id), id_violation("turn_id", turn_id, "turn_id")])
     if not entries:
-        # One statement alone on PostgreSQL, and only when it wrote nothing a transaction.
-        alone = await ctx.runner.alone(partial(_completed_alone, thread_id, turn_id))
-        if alone is not None:
-            return entry_store.AppendOutcome([], 0, 0, alone)
-        count, _ = await ctx.runner.transact(nothing, partial(_complete_turn, thread_id, turn_id))
-        return entry_store.AppendOutcome([], 0, 0, count)
+        return AppendOutcome([], 0, 0, await ctx.store.turns.complete(thread_id, turn_id))
     if len(entries) <= MAX_ENTRIES_PER_APPEND:  # else the append names the cap
         _check(
             [
@@ -455,23 +352,9 @@ async def complete_turn(
     return await append_entries(ctx, thread_id, own, with_entries=False, complete_turn_id=turn_id)
 
 
-def _completed_alone(thread_id: str, turn_id: str, conn: Connection) -> int | None:
-    return completion.completed_alone(conn, thread_id, turn_id)
-
-
-def _complete_turn(thread_id: str, turn_id: str, conn: Connection, _: None) -> int:
-    return completion.complete_turn_in(conn, thread_id, turn_id)
-
-
 async def get_summary(ctx: ServiceContext, thread_id: str) -> history_pb2.ThreadSummary | None:
     _check([thread_id_violation(thread_id)])
-    row = await ctx.runner.read(partial(_latest_summary, thread_id))
-    return None if row is None else summary_store.summary_message(row)
-
-
-def _latest_summary(thread_id: str, conn: Connection) -> Any:
-    thread_store.thread_in(conn, thread_id)  # NotFound for an unknown thread
-    return summary_store.latest_summary_in(conn, thread_id)
+    return await ctx.store.history.latest_summary(thread_id)
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,8 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, replace
-from functools import partial
 
 from opentelemetry.trace import Span
-from sqlalchemy.engine import Connection
 
 from pioneer_grpc.history import clearing, decide
 from pioneer_grpc.history import diagnostics as codes
@@ -42,10 +40,7 @@ from pioneer_grpc.history.render import summary_text
 from pioneer_grpc.history.summarizers import Summarizer, SummarizerError, SummaryRequest
 from pioneer_grpc.history.tokens import count_tokens
 from pioneer_grpc.service.context import ServiceContext
-from pioneer_grpc.store import summaries as summary_store
-from pioneer_grpc.store import threads as thread_store
-from pioneer_grpc.store.history_state import HistoryRead, history_read_in
-from pioneer_grpc.store.runner import nothing
+from pioneer_grpc.store.port import HistoryRead, SummaryToStore
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import history_pb2
 
@@ -251,14 +246,16 @@ async def compress(
         _summarized(ctx, span, summarizer.name, seconds, failure)
     if candidate is None or failure:
         code = codes.SUMMARY_REJECTED if failure == "rejected" else codes.SUMMARIZER_FAILED
-        await ctx.runner.transact(nothing, partial(_failed, thread_id, snapshot.covers_through[1]))
+        # The thread marked with the newest entry the failed compaction covered.
+        await ctx.store.history.mark_compaction_failed(thread_id, snapshot.covers_through[1])
         return decide.truncated(
             fallback,
             history_pb2.SUMMARY_USE_FAILED,
             summarizer.name,
             [*notes, decide.diagnostic(code, message)],
         )
-    read, _ = await ctx.runner.transact(nothing, partial(_stored, thread_id, exclude_turn_id, candidate))
+    # The summary stored and the mark of a failed compaction cleared, both or neither.
+    read = await ctx.store.history.store_summary(thread_id, _to_store(candidate), exclude_turn_id)
     _kept_summarized(ctx, thread_id, snapshot, candidate, read, parts)
     return decide.summarized(snapshot, candidate, summarizer.name, [*notes, *_cap_note(snapshot)], parts)
 
@@ -282,7 +279,7 @@ async def _truncate(
         model=previous.model if previous else "",
         tokenizer=snapshot.tokenizer,
     )
-    read, _ = await ctx.runner.transact(nothing, partial(_stored, thread_id, exclude_turn_id, mark))
+    read = await ctx.store.history.store_summary(thread_id, _to_store(mark), exclude_turn_id)
     _kept_summarized(ctx, thread_id, snapshot, mark, read, parts)
     result = decide.summarized(snapshot, mark, "", _cap_note(snapshot), parts)
     result.report.decision = history_pb2.HISTORY_DECISION_TRUNCATED
@@ -348,27 +345,13 @@ def _kept_summarized(
     ctx.load_cache.store(thread_id, "", read.state, summarized, decide.full(summarized), extendable=True)
 
 
-def _failed(thread_id: str, failed_sequence: int, conn: Connection, _: None) -> None:
-    """A failed compaction's unit of work: the thread marked with the newest entry it covered."""
-    thread_store.mark_compaction_in(conn, thread_id, failed_sequence)
-
-
-def _stored(
-    thread_id: str, exclude_turn_id: str, candidate: decide.StoredSummary, conn: Connection, _: None
-) -> HistoryRead:
-    """A compaction's unit of work: the mark of a failed one cleared (the thread row first, the
-    lock order of every write), and the summary stored. Both or neither. Returns the history
-    state it leaves."""
-    thread_store.mark_compaction_in(conn, thread_id, None)
-    summary_store.add_summary_in(
-        conn,
-        thread_id,
+def _to_store(candidate: decide.StoredSummary) -> SummaryToStore:
+    return SummaryToStore(
         text=candidate.text,
         token_count=candidate.token_count,
+        tokenizer=candidate.tokenizer,
         covers_through_entry_id=candidate.covers_through_entry_id,
         covers_through_sequence=candidate.covers_through_sequence,
         model=candidate.model,
         summarizer=candidate.summarizer,
-        tokenizer=candidate.tokenizer,
     )
-    return history_read_in(conn, thread_id, exclude_turn_id)

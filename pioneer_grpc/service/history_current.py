@@ -38,7 +38,7 @@ from pioneer_grpc.service import history_compaction as compaction
 from pioneer_grpc.service import token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
-from pioneer_grpc.store.history_state import HistoryRead, HistoryState
+from pioneer_grpc.store.port import HistoryRead, HistoryState
 from pioneer_grpc.v1 import history_pb2
 
 

@@ -1,24 +1,28 @@
 """LoadConversationHistory: read, decide, and compress under the thread's lock.
 
-A load reads the thread's budget, its newest summary and the newest 200
-completed turns after that summary, repaired (history/repair.py). Under the
-threshold it answers at once. Over it, what needs no summarizer is settled
-first (clearing old tool results, the truncate strategy, a deferred compaction:
-service/history_compaction.py); otherwise it takes the thread's compression
-lock, re-reads (another load, maybe on another replica, may have stored a
-summary meanwhile, which is then reused), and asks the summarizer. The
-summarizer's failures never reach the caller: they become a truncated answer
-with a diagnostic.
+A load asks the store once (store/port.py `History.read`) for the thread's state, with
+what this server keeps for the thread: when the state is the one an answer is kept
+for, that answer is the answer; when only completed turns were added, the kept answer
+is brought current with them (history_current.py); otherwise the store reads the
+budget, the newest summary and the newest 200 completed turns after it, repaired
+(history/repair.py). Under the threshold it answers at once. Over it, what needs no
+summarizer is settled first (clearing old tool results, the truncate strategy, a
+deferred compaction: service/history_compaction.py); otherwise it takes the thread's
+compression lock, reads again (another load, maybe on another replica, may have stored
+a summary meanwhile, which is then reused), and asks the summarizer. The summarizer's
+failures never reach the caller: they become a truncated answer with a diagnostic.
+
+The decisions are pure and run on the event loop, or in a worker thread when a whole
+history was read; no storage is reached in between.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
-from typing import Any
-
-from sqlalchemy.engine import Connection
+from typing import TypeVar
 
 from pioneer_grpc.caps import ID, text_violation
 from pioneer_grpc.errors import InvalidArgument
@@ -27,20 +31,20 @@ from pioneer_grpc.history import diagnostics as codes
 from pioneer_grpc.history.budget import MAX_LOADED_TURNS, Budget
 from pioneer_grpc.history.clearing import effective_keep, effective_strategy
 from pioneer_grpc.history.entries import thread_id_violation
+from pioneer_grpc.history.tokens import with_encodings
 from pioneer_grpc.service import history_compaction as compaction
 from pioneer_grpc.service import history_current, load_counts, observe, token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
-from pioneer_grpc.store import entries as entry_store
-from pioneer_grpc.store import summaries as summary_store
-from pioneer_grpc.store.history_state import (
-    NO_ENTRIES,
+from pioneer_grpc.store.port import (
+    Extendable,
+    HistoryAsk,
     HistoryRead,
     HistoryState,
-    history_read_in,
+    KeptCounts,
+    SummaryRead,
+    WholeRead,
 )
-from pioneer_grpc.store.locks import compression_lock
-from pioneer_grpc.store.runner import nothing
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 
@@ -48,6 +52,7 @@ log = logging.getLogger(__name__)
 
 # Slack on top of the summarizer's own worst case (timeout x tries + backoff) before a waiter gives up.
 LOCK_SLACK_SECONDS = 10.0
+T = TypeVar("T")
 
 
 def _summarizer_deadline(ctx: ServiceContext) -> float:
@@ -55,60 +60,43 @@ def _summarizer_deadline(ctx: ServiceContext) -> float:
     return ctx.config.summarizer_timeout_seconds * tries + 0.5 * 2.0**tries + LOCK_SLACK_SECONDS
 
 
-def _stored(row: Any, token_count: int | None, tokenizer: str) -> decide.StoredSummary | None:
-    """The summary row as the load uses it, its count in `tokenizer` (load_counts)."""
-    if row is None or token_count is None:
+async def blocking(work: Callable[[], T], off_loop: bool) -> T:
+    """`work()` (blocking, pure) on the event loop, or in a worker thread when `off_loop` (it reads a
+    whole history, or a large request); an encoding it needs and this process has not loaded yet
+    is loaded off the event loop first, and it runs again (history/tokens.py `with_encodings`)."""
+    if off_loop:
+        return await asyncio.to_thread(work)
+
+    async def attempt() -> T:
+        return work()
+
+    return await with_encodings(attempt)
+
+
+def _stored(
+    summary: SummaryRead | None, token_count: int | None, tokenizer: str
+) -> decide.StoredSummary | None:
+    """The summary as the load uses it, its count in `tokenizer` (load_counts)."""
+    if summary is None or token_count is None:
         return None
     return decide.StoredSummary(
-        text=row.text,
+        text=summary.text,
         token_count=token_count,
-        covers_through_entry_id=row.covers_through_entry_id,
-        covers_through_sequence=row.covers_through_sequence,
-        summarizer=row.summarizer,
-        model=row.model,
+        covers_through_entry_id=summary.covers_through_entry_id,
+        covers_through_sequence=summary.covers_through_sequence,
+        summarizer=summary.summarizer,
+        model=summary.model,
         tokenizer=tokenizer,
     )
 
 
-@dataclass(frozen=True)
-class _Read:
-    """What a load read: the summary row (None without one), the entries after it, whether more exist."""
-
-    summary: Any
-    entries: list[history_pb2.ConversationEntry]
-    more: bool
-
-
-async def read_snapshot(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) -> decide.Snapshot:
-    """The thread read whole, in a unit of work of the store's runner (the counts a load makes
-    in another tokenizer are stored)."""
-
-    def work(conn: Connection, _: None) -> decide.Snapshot:
-        state = history_read_in(conn, thread_id).state
-        return _snapshot_on(ctx, conn, thread_id, exclude_turn_id, state)
-
-    snapshot, _ = await ctx.runner.transact(nothing, work)
-    return snapshot
-
-
-def _snapshot_on(
-    ctx: ServiceContext, conn: Connection, thread_id: str, exclude_turn_id: str, state: HistoryState
-) -> decide.Snapshot:
-    """What a load leaving out `exclude_turn_id` reads, after `state` was read on `conn`."""
-    summary = None if state.summary_id is None else summary_store.summary_by_id_in(conn, state.summary_id)
-    after = summary.covers_through_sequence if summary is not None else 0
-    excluded = exclude_turn_id
-    entries, more = entry_store.completed_entries_in(conn, thread_id, after, excluded, MAX_LOADED_TURNS)
-    tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
-    summary_tokens = load_counts.fill_in(conn, tokenizer, entries, summary)
-    return _snapshot_of(ctx, state, _Read(summary, entries, more), summary_tokens)
-
-
-def _snapshot_of(
-    ctx: ServiceContext, state: HistoryState, read: _Read, summary_tokens: int | None
-) -> decide.Snapshot:
-    """The snapshot of a read whose counts are in the thread model's tokenizer, attachments added."""
-    attached = token_fit.with_attachments(ctx.models, state.model, read.entries)
+def snapshot_of(
+    ctx: ServiceContext, state: HistoryState, whole: WholeRead
+) -> tuple[decide.Snapshot, KeptCounts]:
+    """What a load decides from, of the whole history read with `state`, counted in the thread model's
+    tokenizer, attachments added; and the counts made for it, for the store to keep. Blocking."""
+    summary_tokens, counts = load_counts.fill_in(whole)
+    attached = token_fit.with_attachments(ctx.models, state.model, whole.entries)
     tokenizer = token_fit.counting_for(ctx.models, state.model).tokenizer
     snapshot = decide.Snapshot.read(
         Budget.of(
@@ -118,9 +106,9 @@ def _snapshot_of(
             state.compaction_low_water_percent,
             state.clear_at_least_percent,
         ),
-        _stored(read.summary, summary_tokens, tokenizer),
-        read.entries,
-        more_entries=read.more,
+        _stored(whole.summary, summary_tokens, tokenizer),
+        whole.entries,
+        more_entries=whole.more,
         model=state.model,
         summary_model=state.summary_model,
         strategy=effective_strategy(state.compaction_strategy),
@@ -129,7 +117,16 @@ def _snapshot_of(
         attachment_notes=attached.notes,
         attached_tokens=attached.tokens,
     )
-    return token_fit.counted(ctx.models, snapshot)
+    return token_fit.counted(ctx.models, snapshot), counts
+
+
+async def read_snapshot(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) -> decide.Snapshot:
+    """The thread read whole (the counts a load makes in another tokenizer are kept)."""
+    read = await ctx.store.history.read(HistoryAsk(thread_id, exclude_turn_id, max_turns=MAX_LOADED_TURNS))
+    assert read.whole is not None
+    snapshot, counts = await asyncio.to_thread(snapshot_of, ctx, read.state, read.whole)
+    await ctx.store.history.keep_counts(counts)
+    return snapshot
 
 
 @dataclass(frozen=True)
@@ -141,101 +138,103 @@ class OverThreshold:
     key: str
 
 
-def full_load_on(
-    ctx: ServiceContext, conn: Connection, thread_id: str, key: str, state: HistoryState
-) -> CachedLoad | OverThreshold:
-    """The full load of the thread leaving out turn `key` (a turn with completed entries, else ""),
-    on a synchronous connection (store/runner.py), `state` read before on it; kept when under the
-    threshold. The one full load of a round and of LoadConversationHistory.
+def full_load_of(
+    ctx: ServiceContext, thread_id: str, read: HistoryRead
+) -> tuple[CachedLoad | OverThreshold, KeptCounts | None]:
+    """The full load of the thread as `read` read it whole, leaving out its key turn (a turn with
+    completed entries, else ""); kept when under the threshold; and counts to keep. The one full
+    load of a round and of LoadConversationHistory. Blocking.
 
-    When the thread moved on between `state` and the reads, what is kept pairs newer rows
+    When the thread moved on between the state and the rows read, what is kept pairs newer rows
     with an older state: it is never found again, and never extended (history_current.py).
     """
-    cached = ctx.load_cache.find(thread_id, key, state)
+    whole = read.whole
+    assert whole is not None
+    cached = ctx.load_cache.find(thread_id, whole.key, read.state)
     if cached is not None:
-        return cached
-    snapshot = _snapshot_on(ctx, conn, thread_id, key, state)
+        return cached, None
+    snapshot, counts = snapshot_of(ctx, read.state, whole)
     if snapshot.needs_compression:
-        return OverThreshold(snapshot, state, key)
+        return OverThreshold(snapshot, read.state, whole.key), counts
     result = decide.full(snapshot)
-    return ctx.load_cache.store(thread_id, key, state, snapshot, result, extendable=not key)
+    kept = ctx.load_cache.store(thread_id, whole.key, read.state, snapshot, result, extendable=not whole.key)
+    return kept, counts
 
 
-def kept_through(ctx: ServiceContext, thread_id: str) -> int:
-    """The sequence after which a state read asks for completed entries: the newest of the thread's
-    kept history that later entries may extend (none asked for without one)."""
-    return _through(ctx.load_cache.extendable(thread_id))
-
-
-def _through(base: CachedLoad | None) -> int:
-    return NO_ENTRIES if base is None else base.through
-
-
-def kept_on(
-    ctx: ServiceContext,
-    conn: Connection,
-    thread_id: str,
-    exclude_turn_id: str,
-    read: HistoryRead | None = None,
-) -> tuple[CachedLoad | None, HistoryRead]:
-    """The kept answer for the thread as it is now, if any, and what the state statement read.
-
-    One statement reads the state and the entries completed after the kept history's
-    newest; those extend it when they are all that changed (history_current.py). `read`,
-    made earlier in the transaction (a round's, with the thread's lock), is used when it
-    asked for what this would ask.
-    """
+def history_ask(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) -> HistoryAsk:
+    """What a load leaving out `exclude_turn_id` asks of the store, given what this server keeps: the
+    states of its kept answers, and the one later completed entries may extend."""
     base = ctx.load_cache.extendable(thread_id)
-    after = _through(base)
-    if read is None or (read.exclude_turn_id, read.after) != (exclude_turn_id, after):
-        read = history_read_in(conn, thread_id, exclude_turn_id, after)
+    return HistoryAsk(
+        thread_id,
+        exclude_turn_id,
+        known=ctx.load_cache.states(thread_id, exclude_turn_id),
+        extend=None if base is None else Extendable(base.state, base.through),
+        max_turns=MAX_LOADED_TURNS,
+    )
+
+
+def whole_ask(thread_id: str, exclude_turn_id: str) -> HistoryAsk:
+    """A read of the whole history, whatever is kept."""
+    return HistoryAsk(thread_id, exclude_turn_id, max_turns=MAX_LOADED_TURNS)
+
+
+def kept_of(
+    ctx: ServiceContext, thread_id: str, exclude_turn_id: str, read: HistoryRead
+) -> CachedLoad | None:
+    """The kept answer for the thread as `read` found it, if any: kept for its state, or the kept
+    history brought current by the entries completed since, when those are all `read` holds and all
+    that changed (history_current.py)."""
     found = ctx.load_cache.find(thread_id, exclude_turn_id, read.state)
-    if found is None and base is not None:
+    base = ctx.load_cache.extendable(thread_id)
+    if found is None and base is not None and read.after == base.through:
         current = history_current.extended(ctx, thread_id, base, read)
         if current is not None and current.serves(exclude_turn_id):
             found = current
-    return found, read
+    return found
 
 
 @dataclass(frozen=True)
 class Settled:
-    """A load over the threshold answered outside a transaction (a summarizer may have been asked),
-    and the thread's history state after it: the answer while the state is that one."""
+    """A load over the threshold answered outside the round (a summarizer may have been asked), and
+    the thread's history state after it: the answer while the state is that one."""
 
     state: HistoryState
     result: CachedLoad | decide.LoadResult
 
 
 async def settle(ctx: ServiceContext, thread_id: str, exclude_turn_id: str, read: OverThreshold) -> Settled:
-    """`over_threshold`'s answer to `read`, and the state it leaves (read in one statement after it)."""
+    """`over_threshold`'s answer to `read`, and the state it leaves (read after it)."""
     result = await over_threshold(ctx, thread_id, exclude_turn_id, False, read)
-
-    def state_on(conn: Connection) -> HistoryState:
-        return history_read_in(conn, thread_id, exclude_turn_id, NO_ENTRIES).state
-
-    return Settled(await ctx.runner.read(state_on), result)
+    after = await ctx.store.history.read(HistoryAsk(thread_id, exclude_turn_id, whole=False))
+    return Settled(after.state, result)
 
 
-def history_on(
+def history_of(
     ctx: ServiceContext,
-    conn: Connection,
     thread_id: str,
     exclude_turn_id: str,
+    read: HistoryRead,
     settled: Settled | None = None,
-    read: HistoryRead | None = None,
-) -> tuple[CachedLoad | OverThreshold | decide.LoadResult, tuple[int, int]]:
-    """The history a load leaving out `exclude_turn_id` answers (kept, brought current, or read whole;
-    `settled` where the thread's state is still the one it was settled in), and the (entries, turns)
-    of other turns not completed that it leaves out. `read` as `kept_on` takes it."""
-    found, read = kept_on(ctx, conn, thread_id, exclude_turn_id, read)
+) -> tuple[CachedLoad | OverThreshold | decide.LoadResult | None, KeptCounts | None]:
+    """The history a load leaving out `exclude_turn_id` answers from `read` (kept, brought current,
+    or read whole; `settled` where the thread's state is still the one it was settled in), and the
+    counts to keep. None when `read` holds too little (a kept answer was dropped meanwhile, or could
+    not be brought current): read whole, then ask again. Blocking."""
+    found = kept_of(ctx, thread_id, exclude_turn_id, read)
     if settled is not None and settled.state == read.state:
-        return settled.result, read.left_out
+        return settled.result, None
     if found is None:
         # Leaving out a turn without completed entries changes nothing: the answer that excludes
-        # nothing serves every such turn.
+        # nothing serves every such turn (kept for this state: brought current above, say, though
+        # it does not serve the turn as the answer of a read that held every turn would).
         key = exclude_turn_id if read.excluded_completed else ""
-        return full_load_on(ctx, conn, thread_id, key, read.state), read.left_out
-    return found, read.left_out
+        found = ctx.load_cache.find(thread_id, key, read.state)
+    if found is not None:
+        return found, None
+    if read.whole is None:
+        return None, None
+    return full_load_of(ctx, thread_id, read)
 
 
 async def load_history(
@@ -287,10 +286,7 @@ async def load_history_result(
         [thread_id_violation(thread_id), text_violation("exclude_turn_id", exclude_turn_id, ID)]
     )
     with ctx.telemetry.span("pioneer.history.load", {tracing.THREAD_ID: thread_id}) as span:
-        kept, incomplete = await ctx.runner.read(partial(_kept_answer_on, ctx, thread_id, exclude_turn_id))
-        found: CachedLoad | OverThreshold | None = kept
-        if found is None:
-            found = await _full_load(ctx, thread_id, exclude_turn_id)
+        found, incomplete = await _loaded(ctx, thread_id, exclude_turn_id)
         if isinstance(found, CachedLoad):
             result: CachedLoad | decide.LoadResult = found
             report = found.result.report
@@ -301,25 +297,24 @@ async def load_history_result(
     return LoadAnswer(result, left_out(*incomplete))
 
 
-def _kept_answer_on(
-    ctx: ServiceContext, thread_id: str, exclude_turn_id: str, conn: Connection
-) -> tuple[CachedLoad | None, tuple[int, int]]:
-    """The answer kept for the thread's state (brought current if it can be), if any, and what a
-    load leaves out: one statement, in one hop to the store's thread on SQLite (store/runner.py)."""
-    found, read = kept_on(ctx, conn, thread_id, exclude_turn_id)
+async def _loaded(
+    ctx: ServiceContext, thread_id: str, exclude_turn_id: str
+) -> tuple[CachedLoad | OverThreshold, tuple[int, int]]:
+    """The kept or full answer, and what the load leaves out: one read of the store (and a second,
+    whole, only when a kept answer could not be brought current after all)."""
+    read = await ctx.store.history.read(history_ask(ctx, thread_id, exclude_turn_id))
+    found, counts = await blocking(
+        lambda: history_of(ctx, thread_id, exclude_turn_id, read), off_loop=read.whole is not None
+    )
+    if found is None:
+        read = await ctx.store.history.read(whole_ask(thread_id, exclude_turn_id))
+        found, counts = await blocking(
+            lambda: history_of(ctx, thread_id, exclude_turn_id, read), off_loop=True
+        )
+    if counts:
+        await ctx.store.history.keep_counts(counts)
+    assert found is not None and not isinstance(found, decide.LoadResult)  # only a settled answer is one
     return found, read.left_out
-
-
-async def _full_load(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) -> CachedLoad | OverThreshold:
-    """Read whole, in a transaction of the store's runner: a load may store the counts it made."""
-
-    def work(conn: Connection, _: None) -> CachedLoad | OverThreshold:
-        found = history_on(ctx, conn, thread_id, exclude_turn_id)[0]
-        assert not isinstance(found, decide.LoadResult)  # only a settled answer is one
-        return found
-
-    found, _ = await ctx.runner.transact(nothing, work)
-    return found
 
 
 async def over_threshold(
@@ -346,7 +341,7 @@ async def over_threshold(
             cleared=cleared,
         )
     wait = _summarizer_deadline(ctx)
-    async with compression_lock(ctx.engine, thread_id, wait) as held:
+    async with ctx.store.history.compression_lock(thread_id, wait) as held:
         if not held:
             return decide.truncated(
                 (await compaction.prepared(snapshot)).snapshot,

@@ -12,8 +12,6 @@ from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.history.entries import thread_id_violation
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.paging import PageSize, decode_token, encode_token
-from pioneer_grpc.store import listing
-from pioneer_grpc.store.work import database_work
 from pioneer_grpc.v1 import history_pb2, history_service_pb2
 
 THREAD_PAGE = PageSize(default=50, maximum=1000)
@@ -31,7 +29,6 @@ def _order_violation(order_by: str) -> FieldViolation | None:
     return FieldViolation("order_by", f'must be empty (by thread_id) or "{NEWEST_FIRST}"')
 
 
-@database_work
 async def list_threads(
     ctx: ServiceContext, request: history_service_pb2.ListThreadsRequest
 ) -> tuple[list[history_pb2.Thread], str]:
@@ -41,8 +38,7 @@ async def list_threads(
     if request.order_by:
         return await _threads_newest_first(ctx, size, page_token)
     after = decode_token(page_token, "threads")
-    async with ctx.sessions() as session, session.begin():
-        threads, more = await listing.threads_page(session, None if after is None else str(after[0]), size)
+    threads, more = await ctx.store.listing.threads(None if after is None else str(after[0]), size)
     return threads, encode_token("threads", [threads[-1].thread_id]) if more else ""
 
 
@@ -52,15 +48,13 @@ async def _threads_newest_first(
     scope = "threads:newest"
     after = decode_token(page_token, scope)
     position = None if after is None else (datetime.fromisoformat(str(after[0])), str(after[1]))
-    async with ctx.sessions() as session, session.begin():
-        threads, more = await listing.threads_newest_page(session, position, size)
+    threads, more = await ctx.store.listing.threads_newest(position, size)
     if not more:
         return threads, ""
     last = threads[-1]
     return threads, encode_token(scope, [last.create_time.ToDatetime(tzinfo=UTC).isoformat(), last.thread_id])
 
 
-@database_work
 async def list_turns(
     ctx: ServiceContext, request: history_service_pb2.ListTurnsRequest
 ) -> tuple[list[history_pb2.Turn], str]:
@@ -70,15 +64,13 @@ async def list_turns(
     scope = f"turns:{thread_id}"
     after = decode_token(page_token, scope)
     position = None if after is None else (datetime.fromisoformat(str(after[0])), str(after[1]))
-    async with ctx.sessions() as session, session.begin():
-        turns, more = await listing.turns_page(session, thread_id, position, size)
+    turns, more = await ctx.store.listing.turns(thread_id, position, size)
     if not more:
         return turns, ""
     last = turns[-1]
     return turns, encode_token(scope, [last.create_time.ToDatetime(tzinfo=UTC).isoformat(), last.turn_id])
 
 
-@database_work
 async def list_entries(
     ctx: ServiceContext, request: history_service_pb2.ListEntriesRequest
 ) -> tuple[list[history_pb2.ConversationEntry], str]:
@@ -88,8 +80,7 @@ async def list_entries(
     size = ENTRY_PAGE.of(page_size)
     scope = f"entries:{thread_id}:{turn_id}"
     after = decode_token(page_token, scope)
-    async with ctx.sessions() as session, session.begin():
-        entries, more = await listing.entries_page(
-            session, thread_id, turn_id, 0 if after is None else int(after[0]), size
-        )
+    entries, more = await ctx.store.listing.entries(
+        thread_id, turn_id, 0 if after is None else int(after[0]), size
+    )
     return entries, encode_token(scope, [entries[-1].sequence]) if more else ""

@@ -27,7 +27,7 @@ from functools import partial
 
 from pioneer_grpc.history.decide import LoadResult, Snapshot
 from pioneer_grpc.providers.conversation import RenderedPrefix
-from pioneer_grpc.store.history_state import HistoryState
+from pioneer_grpc.store.port import HistoryState
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 from pioneer_grpc.wire import repeated_records
 
@@ -277,6 +277,13 @@ class LoadCache:
         with self._lock:
             found = self._items.get((thread_id, ""))
         return found if found is not None and found.snapshot is not None else None
+
+    def states(self, thread_id: str, exclude_turn_id: str) -> tuple[HistoryState, ...]:
+        """The states of the answers `find` may give for the thread leaving out the turn: a read that
+        finds one of them needs nothing more from the store (store/port.py HistoryAsk.known)."""
+        with self._lock:
+            found = (self._items.get((thread_id, "")), self._items.get((thread_id, exclude_turn_id)))
+        return tuple(dict.fromkeys(answer.state for answer in found if answer is not None))
 
     def find(self, thread_id: str, exclude_turn_id: str, state: HistoryState) -> CachedLoad | None:
         with self._lock:

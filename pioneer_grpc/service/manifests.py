@@ -6,11 +6,11 @@ import asyncio
 
 from pioneer_grpc.caps import ID, text_violation, violations_of
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
-from pioneer_grpc.events.queries import TurnManifest, event_by_id, turn_manifest
 from pioneer_grpc.events.watch import ManifestWatch
 from pioneer_grpc.history.entries import id_violation
 from pioneer_grpc.manifests.diff import diff_manifests
 from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.store.port import TurnManifest
 from pioneer_grpc.v1 import manifest_service_pb2, prompt_pb2
 
 
@@ -22,7 +22,7 @@ def _require_turn(thread_id: str, turn_id: str, prefix: str = "") -> None:
 
 async def get_turn_manifest(ctx: ServiceContext, thread_id: str, turn_id: str) -> TurnManifest:
     _require_turn(thread_id, turn_id)
-    return await turn_manifest(ctx.engine, thread_id, turn_id)
+    return await ctx.store.manifests.turn_manifest(thread_id, turn_id)
 
 
 def open_watch(ctx: ServiceContext, thread_id: str, after_event_id: int, live_only: bool) -> ManifestWatch:
@@ -35,7 +35,7 @@ def open_watch(ctx: ServiceContext, thread_id: str, after_event_id: int, live_on
     )
     return ManifestWatch(
         ctx.hub,
-        ctx.engine,
+        ctx.store.manifests,
         thread_id=thread_id,
         after_event_id=after_event_id,
         live_only=live_only,
@@ -75,8 +75,8 @@ async def _resolve(
     if kind == "event_id":
         if ref.event_id <= 0:
             raise InvalidArgument.field(f"{field}.event_id", "must be a positive event id")
-        return (await event_by_id(ctx.engine, ref.event_id)).manifest
+        return (await ctx.store.manifests.event(ref.event_id)).manifest
     if kind == "turn":
         _require_turn(ref.turn.thread_id, ref.turn.turn_id, prefix=f"{field}.turn.")
-        return (await turn_manifest(ctx.engine, ref.turn.thread_id, ref.turn.turn_id)).manifest
+        return (await ctx.store.manifests.turn_manifest(ref.turn.thread_id, ref.turn.turn_id)).manifest
     raise InvalidArgument.field(field, "must name a turn, an event id or an inline manifest")

@@ -10,6 +10,9 @@ from opentelemetry.trace import Span
 
 from pioneer_grpc.providers.specs import spec_for
 from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.service.ending import to_the_end
+from pioneer_grpc.store.manifests import prepare_manifest
+from pioneer_grpc.store.port import Recorded
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import history_pb2, prompt_pb2
 
@@ -94,18 +97,41 @@ def history_loaded(ctx: ServiceContext, span: Span, report: history_pb2.HistoryD
 async def record_manifest(
     ctx: ServiceContext, thread_id: str, turn_id: str, manifest: prompt_pb2.PromptManifest
 ) -> int:
-    """Records the manifest on its turn (an event); counts the round and names a cache break."""
+    """Records the manifest on its turn (an event, handed to the live observers once committed);
+    counts the round and names a cache break."""
     if not ctx.telemetry.enabled:
-        return await ctx.manifests.record(thread_id, turn_id, manifest)
+        return await _recorded(ctx, thread_id, turn_id, manifest)
     rpc_span = ctx.telemetry.current_span()
     with ctx.telemetry.span("pioneer.manifest.record") as span:
-        event_id = await ctx.manifests.record(thread_id, turn_id, manifest)
+        event_id = await _recorded(ctx, thread_id, turn_id, manifest)
         if span.is_recording():
             span.set_attributes(
                 {tracing.MANIFEST_EVENT_ID: event_id, tracing.FINGERPRINT_STABLE: manifest.fingerprint_stable}
             )
         manifest_recorded(ctx, thread_id, manifest, (span, rpc_span))
     return event_id
+
+
+async def _recorded(
+    ctx: ServiceContext, thread_id: str, turn_id: str, manifest: prompt_pb2.PromptManifest
+) -> int:
+    """The thread and the turn created when missing. A caller cancelled meanwhile still has its
+    committed event handed to the live observers before it sees the cancellation, not at the hub's
+    next poll."""
+    prepared = prepare_manifest(thread_id, turn_id, manifest)
+
+    async def committed() -> int:
+        recorded = await ctx.store.manifests.record(prepared)
+        published(ctx, recorded)
+        return recorded.event_id
+
+    return await to_the_end(committed())
+
+
+def published(ctx: ServiceContext, recorded: Recorded) -> None:
+    """Hands a committed new event to the live observers (nothing for a repeat)."""
+    if recorded.event is not None:
+        ctx.hub.publish(recorded.event)
 
 
 def manifest_recorded(

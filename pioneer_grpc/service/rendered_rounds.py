@@ -19,8 +19,7 @@ from pioneer_grpc.errors import InvalidArgument, PioneerError
 from pioneer_grpc.history.entries import id_violation, thread_id_violation
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.store import clock
-from pioneer_grpc.store import rendered_rounds as store
-from pioneer_grpc.store.work import database_work
+from pioneer_grpc.store.port import RenderedBounds
 from pioneer_grpc.v1 import manifest_service_pb2, turn_service_pb2
 
 if TYPE_CHECKING:
@@ -29,9 +28,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def bounds(ctx: ServiceContext) -> store.Bounds:
+def bounds(ctx: ServiceContext) -> RenderedBounds:
     config = ctx.config
-    return store.Bounds(
+    return RenderedBounds(
         rounds_per_thread=config.kept_rounds_per_thread,
         total_bytes=config.kept_bytes_total,
         max_age=timedelta(seconds=config.kept_max_age_seconds),
@@ -61,20 +60,13 @@ async def keep(
         log.warning("a rendered round of %d bytes is larger than kept_bytes_total; not kept", len(data))
         return
     try:
-        await _store(ctx, request.thread_id, request.turn_id, prepared.manifest_event_id, data, limits)
+        await ctx.store.rendered.keep(
+            request.thread_id, request.turn_id, prepared.manifest_event_id, data, clock.now(), limits
+        )
     except PioneerError as exc:
         log.warning("a rendered round was not kept: %s", exc.reason)
 
 
-@database_work
-async def _store(
-    ctx: ServiceContext, thread_id: str, turn_id: str, event_id: int, data: bytes, limits: store.Bounds
-) -> None:
-    async with ctx.sessions() as session, session.begin():
-        await store.keep(session, thread_id, turn_id, event_id, data, clock.now(), limits)
-
-
-@database_work
 async def list_rendered_rounds(
     ctx: ServiceContext, request: manifest_service_pb2.ListRenderedRoundsRequest
 ) -> manifest_service_pb2.ListRenderedRoundsResponse:
@@ -95,8 +87,7 @@ async def list_rendered_rounds(
     if not config.keep_rendered_requests:
         return response
     not_before = clock.now() - timedelta(seconds=config.kept_max_age_seconds)
-    async with ctx.sessions() as session, session.begin():
-        kept = await store.turn_rounds(session, request.thread_id, request.turn_id, not_before)
+    kept = await ctx.store.rendered.turn_rounds(request.thread_id, request.turn_id, not_before)
     for found in kept:
         record = response.rounds.add()
         record.MergeFromString(found.round_pb)

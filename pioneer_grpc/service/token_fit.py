@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from pioneer_grpc.history import decide
@@ -16,7 +16,7 @@ from pioneer_grpc.history.tokens import TOKENIZER, count_blocking, is_exact
 from pioneer_grpc.models.attachments import attachment_tokens
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service.load_cache import LoadCache
-from pioneer_grpc.store.append import Batch, batch_of
+from pioneer_grpc.store.port import NewEntry
 from pioneer_grpc.v1 import history_pb2
 
 
@@ -72,9 +72,10 @@ def with_attachments(
     return Attached(tuple(notes), added)
 
 
-class _LastSeenModels:
-    """Each thread's model as its last append or round found it under the thread's lock (the
-    latest threads only): a guess for counting before the next one's transaction."""
+class SeenModels:
+    """Each thread's model as this server's last append or round to it found it (the latest threads
+    only): a guess for counting a batch before the store reads the model. Owned by the context, so
+    two servers in one process never guess from each other's threads."""
 
     MAX_THREADS = 4096
 
@@ -94,41 +95,22 @@ class _LastSeenModels:
                 self._models.popitem(last=False)
 
 
-_last_seen = _LastSeenModels()
-
-
-def in_thread_tokenizer(
-    models: Registry,
-    thread_id: str,
-    thread_model: str,
-    batch: Batch | None,
-    counted_in: str,
-    inserted: dict[str, int] | None = None,
-) -> Batch | None:
-    """`batch` counted in the tokenizer of the thread's model. Its entries were counted in
-    `counted_in` before the transaction, the tokenizer of the model the thread was last seen
-    with: counted again, and the batch built again, when the model changed since and nothing of
-    the batch is stored yet (`inserted` None; a statement inserts only for the model it was
-    counted for). Blocking."""
-    _last_seen.put(thread_id, thread_model)
-    tokenizer = counting_for(models, thread_model).tokenizer
-    if batch is None or inserted is not None or tokenizer == counted_in:
-        return batch
-    recounted = [
+def recounted(entries: Sequence[NewEntry], tokenizer: str) -> list[NewEntry]:
+    """`entries` counted again in `tokenizer` (the store found the thread counting in it). Blocking."""
+    return [
         replace(new, token_count=sum(count_blocking(entry_counted_texts(new.entry), tokenizer)))
-        for new in batch.new_entries
+        for new in entries
     ]
-    return batch_of(thread_id, recounted, tokenizer)
 
 
-def likely_tokenizer(models: Registry, load_cache: LoadCache, thread_id: str) -> str:
-    """The tokenizer of the thread's model as its kept history last saw it, else as this process's
-    last append or round to it saw it (cl100k_base for a thread neither has seen): what to count new
-    entries in before the transaction that reads the model. A wrong guess costs a second count."""
-    model = likely_model(load_cache, thread_id)
+def likely_tokenizer(models: Registry, load_cache: LoadCache, seen: SeenModels, thread_id: str) -> str:
+    """The tokenizer of the thread's model as its kept history last saw it, else as this server's last
+    append or round to it saw it (cl100k_base for a thread neither has seen): what to count new
+    entries in before the store reads the model. A wrong guess costs a second count."""
+    model = likely_model(load_cache, seen, thread_id)
     return TOKENIZER if model is None else counting_for(models, model).tokenizer
 
 
-def likely_model(load_cache: LoadCache, thread_id: str) -> str | None:
+def likely_model(load_cache: LoadCache, seen: SeenModels, thread_id: str) -> str | None:
     """The thread's model as `likely_tokenizer` guesses it; None for a thread not seen."""
-    return load_cache.model_of(thread_id) or _last_seen.get(thread_id)
+    return load_cache.model_of(thread_id) or seen.get(thread_id)

@@ -1,28 +1,34 @@
 """PrepareTurn: one call per provider round for an agent loop.
 
 Order matters for "nothing stored on bad input": everything that can be
-rejected without the database (the compile input, the entries, the tools) is
-checked first; the compile and the new entries' token counts (in the tokenizer of
-the thread's model as its kept history last saw it, else cl100k_base) run before
-the transaction (on SQLite in the store's own thread, see store/runner.py). Then
-one transaction: lock the thread (its model), lock or create the turn, read the
-turn's own entries so far, check the batch's tool calls against the store and
-append (counted again first when the model's tokenizer is another one), load the
-budgeted history leaving out the turn in progress (the kept one,
-brought current by the turns completed since: service/history_current.py), and
-record the manifest (the turn's existing event when it already holds this same
-manifest); then, still before the commit and off the event loop (the runner's
-`then`), render the provider body. A rejection anywhere in it rolls everything
-back: a turn whose latest tool calls have no result yet (FAILED_PRECONDITION), a
-body the provider rules refuse (INVALID_ARGUMENT). A failed round stores nothing
-and publishes no event. Only the body's encoding (the bulk of a large body's
-bytes, which cannot fail) is left for after the commit, out of the thread's lock.
+rejected without storage (the compile input, the entries, the tools) is checked
+first, and the compile and the new entries' token counts (in the tokenizer of
+the thread's model as this server last saw it, else cl100k_base) are made
+before the store is asked anything. Then the round goes down into the store
+twice (store/port.py `Rounds`):
+
+    opened = await store.rounds.open(ask)     # the thread's history state and what its kept
+                                              # history needs, the turn, its entries, the
+                                              # thread's calls and entries the batch names
+    ... the pure cores, no storage in between: the entries counted again when the thread's
+        model counts in another tokenizer, the append's checks (the history rules, repeats, a
+        completed turn), the turn's own entries repaired, its latest tool calls answered,
+        the budgeted history leaving out the turn in progress (the kept one, brought current
+        by the turns completed since: service/history_current.py), the provider body rendered
+    committed = await store.rounds.commit(plan)   # the turn, its new entries, the manifest on
+                                                  # it and the event: only on the thread `open`
+                                                  # read, else nothing and the round runs again
+
+A rejection anywhere (a turn whose latest tool calls have no result yet,
+FAILED_PRECONDITION; a body the provider rules refuse, INVALID_ARGUMENT) comes
+before the commit: a failed round stores nothing and publishes no event. The
+body's encoding (the bulk of a large body's bytes, which cannot fail) runs
+beside the commit.
 
 A history over the threshold is settled (cleared, truncated or compressed, as a
-load would) between two attempts of the transaction: the first rolls back when
-it finds one, the history is settled outside any transaction (a summarizer may
-be asked), and the round runs again with that answer while the thread's history
-is still the one it settled.
+load would) between two rounds: the first stops before its commit when it finds
+one, the history is settled (a summarizer may be asked), and the round runs again
+with that answer while the thread's history is still the one it settled.
 
 The history comes back encoded, shared between rounds while the thread's
 history is unchanged and extended (not encoded again) when turns complete; the
@@ -32,25 +38,16 @@ messages copied and encoded again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import asyncio
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
-
-from sqlalchemy.engine import Connection
 
 from pioneer_grpc import reasons
 from pioneer_grpc.caps import violations_of
 from pioneer_grpc.compiler.validate import input_violations, known_valid
 from pioneer_grpc.errors import Aborted, FailedPrecondition, FieldViolation, InvalidArgument
-from pioneer_grpc.events.recorder import (
-    PreparedManifest,
-    Recorded,
-    id_setting,
-    numbered,
-    prepare_manifest,
-)
-from pioneer_grpc.events.round_opened import round_opened
 from pioneer_grpc.history import decide
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations, named_call_ids
@@ -64,12 +61,20 @@ from pioneer_grpc.providers.validate import tool_rule_violations
 from pioneer_grpc.remembered import Remembered
 from pioneer_grpc.service import history_load, observe, prefix_breaks, rendered_rounds, token_fit
 from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.service.ending import to_the_end
 from pioneer_grpc.service.load_cache import CachedLoad
-from pioneer_grpc.store import append as append_store
-from pioneer_grpc.store import entries as entry_store
-from pioneer_grpc.store import round as round_store
-from pioneer_grpc.store.runner import OnLoop
-from pioneer_grpc.store.work import run_to_end
+from pioneer_grpc.store.entries import as_loaded, entry_conflict, turn_completed
+from pioneer_grpc.store.manifests import prepare_manifest
+from pioneer_grpc.store.port import (
+    Conflict,
+    KeptCounts,
+    NewEntry,
+    OpenedRound,
+    PreparedManifest,
+    Recorded,
+    RoundAsk,
+    RoundCommit,
+)
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2, prompt_pb2, provider_service_pb2, turn_service_pb2
 from pioneer_grpc.wire import repeated_records
@@ -165,7 +170,7 @@ def _checked_request(
     skip: tuple[str, ...] = ("compile_input",) if input_known_valid else ()
     head = _chat_request(request, request.model, [])
     # The registry decides which tool rules apply to the model: a server's own models file keys apart.
-    head_key = b"%d:%d:" % (request.provider, id(models)) + head.SerializeToString(deterministic=True)
+    head_key = b"%d:" % request.provider + models.key + head.SerializeToString(deterministic=True)
     clean_head = _known_clean_heads.get(head_key) is not None
     if clean_head:
         skip += _TOP_LEVEL
@@ -240,16 +245,14 @@ MESSAGES_FIELD = chat_pb2.ChatRequest.DESCRIPTOR.fields_by_name["messages"].numb
 
 @dataclass(frozen=True)
 class _Before:
-    """What the round needs before its transaction: the ChatRequest without messages, its compiled
-    prompt filled in; the new entries; the manifest to record."""
+    """What the round needs before storage: the ChatRequest without messages, its compiled prompt
+    filled in; the new entries; the manifest to record."""
 
     head: chat_pb2.ChatRequest
-    new_entries: list[entry_store.NewEntry]
+    new_entries: list[NewEntry]
     manifest: PreparedManifest
-    # The tokenizer `new_entries` were counted in: that of `counted_model` (None: cl100k_base),
-    # the model the thread was last seen with.
+    # The tokenizer `new_entries` were counted in: that of the model the thread was last seen with.
     counted_in: str
-    counted_model: str | None
 
     @property
     def payload(self) -> prompt_pb2.CompiledPromptPayload:
@@ -262,10 +265,14 @@ class _Round:
     history: CachedLoad | decide.LoadResult
     current: list[chat_pb2.ChatMessage]
     repairs: list[history_pb2.HistoryDiagnostic]
-    recorded: Recorded
     # Entries of other turns not completed, left out of history: (entries, turns).
-    left_out: tuple[int, int] = (0, 0)
-    # Whether `history` was settled before the transaction (its load observed then).
+    left_out: tuple[int, int]
+    # The batch's entries to create (those the thread does not hold), counted in `tokenizer`.
+    created: list[NewEntry]
+    tokenizer: str
+    # Counts the history's load made in another tokenizer, to keep.
+    counts: KeptCounts | None = None
+    # Whether `history` was settled before the round (its load observed then).
     settled: bool = False
     # Set by `_finished`, before the commit: the history framed as ChatRequest.messages (in parts
     # to join), and the provider body when the request names a provider.
@@ -278,36 +285,31 @@ class _Round:
 
 
 class _Unsettled(Exception):
-    """The round found a history over the threshold: rolled back, to settle it outside the transaction."""
+    """The round found a history over the threshold: it stops before its commit, to settle it."""
 
     def __init__(self, over: history_load.OverThreshold) -> None:
         super().__init__("history over the threshold")
         self.over = over
 
 
+class _ReadWhole(Exception):
+    """The kept history could not serve the round after all: open it again, reading the history whole."""
+
+
+# Times a round is opened again (the thread changed before its commit, a history over the threshold
+# was settled, the kept history could not serve) before giving up on a thread that keeps changing.
+_ROUND_ATTEMPTS = 8
+
 _BEFORE = chat_pb2.DYNAMIC_CONTEXT_PLACEMENT_BEFORE_CONVERSATION
 
-# Times a round settles a history over the threshold before giving up on a thread that keeps changing.
-_SETTLE_ATTEMPTS = 3
-
 # Up to these sizes a round's blocking steps run on the event loop rather than hop to a worker
-# thread (store/runner.py, OnLoop; `prepare` and `then` on PostgreSQL only): each is then well
-# under a millisecond, less than the hop. The request's encoded size bounds what `prepare` checks,
-# hashes and counts; the turn's own messages bound what `then` renders (the history's part is
-# rendered once and kept); the body's source size bounds what `beside` writes as JSON.
+# thread: each is then well under a millisecond, less than the hop. The request's encoded size
+# bounds what the checks, hashes and counts look at; the turn's own entries bound what the render
+# does each round (the history's part is rendered once and kept); the body's source size bounds
+# what its JSON writes. A history read whole is decided in a worker thread.
 _ON_LOOP_REQUEST_BYTES = 32 * 1024
 _ON_LOOP_OWN_BYTES = 32 * 1024
 _ON_LOOP_BODY_BYTES = 2 * 1024 * 1024
-
-
-def _on_loop(request: turn_service_pb2.PrepareTurnRequest) -> OnLoop[_Round]:
-    def then(done: _Round) -> bool:
-        return sum(m.ByteSize() for m in done.current) <= _ON_LOOP_OWN_BYTES
-
-    def beside(done: _Round) -> bool:
-        return done.rendered is None or done.rendered.source_bytes <= _ON_LOOP_BODY_BYTES
-
-    return OnLoop(request.ByteSize() <= _ON_LOOP_REQUEST_BYTES, then, beside)
 
 
 def _before_round(
@@ -316,8 +318,8 @@ def _before_round(
     entries: list[history_pb2.ConversationEntry],
     head: chat_pb2.ChatRequest,
 ) -> _Before:
-    """Blocking work before the transaction: compile into `head`, count and hash the new entries,
-    encode the manifest."""
+    """Blocking work before storage: compile into `head`, count and hash the new entries, encode the
+    manifest."""
     payload = head.compiled_prompt
     with _named_as_request_fields(), ctx.telemetry.span("pioneer.compile") as span:
         hit = ctx.compile_cache.compile_into(
@@ -328,89 +330,117 @@ def _before_round(
             turn_id=request.turn_id,
         )
         observe.compiled(ctx, span, hit, payload.manifest)
-    counted_model = token_fit.likely_model(ctx.load_cache, request.thread_id)
-    counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, request.thread_id)
+    counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, ctx.seen_models, request.thread_id)
     new_entries = [
-        entry_store.NewEntry(
-            entry, content_hash(entry), sum(count_blocking(entry_counted_texts(entry), counted_in))
-        )
+        NewEntry(entry, content_hash(entry), sum(count_blocking(entry_counted_texts(entry), counted_in)))
         for entry in entries
     ]
     manifest = prepare_manifest(request.thread_id, request.turn_id, payload.manifest)
-    return _Before(head, new_entries, manifest, counted_in, counted_model)
+    return _Before(head, new_entries, manifest, counted_in)
 
 
-def _round(
-    ctx: ServiceContext,
-    request: turn_service_pb2.PrepareTurnRequest,
-    settled: history_load.Settled | None,
-    conn: Connection,
-    before: _Before,
-) -> _Round:
-    """Every read and write of the round, in one transaction (store/round.py says the order)."""
+def _ask(
+    ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest, before: _Before, whole: bool
+) -> RoundAsk:
+    """What the round reads: the history leaving out its turn (all of it when `whole`), the turn, the
+    thread's calls and entries the batch names."""
     thread_id, turn_id = request.thread_id, request.turn_id
     entries = [new.entry for new in before.new_entries]
-    # Counted before the transaction in the tokenizer of the model the thread was last seen with.
-    batch = append_store.batch_of(thread_id, before.new_entries, before.counted_in) if entries else None
-    with ctx.telemetry.span("pioneer.manifest.record") as span:
-        # The thread locked with the history's state (read before the turn's writes, which change
-        # nothing it reads: the turn's own entries are not completed, and it leaves out their turn),
-        # then the turn locked with its entries and the manifest recorded on it: one statement on
-        # PostgreSQL, which inserts the batch too; what follows and fails rolls all back.
-        opened = round_opened(
-            conn,
-            before.manifest,
-            history_load.kept_through(ctx, thread_id),
-            named_call_ids(entries),
-            batch,
-            before.counted_model,
-            postgres=ctx.manifests.postgres,
-        )
-        recorded = opened.recorded
-        if span.is_recording():
-            span.set_attribute(tracing.FINGERPRINT_STABLE, before.payload.manifest.fingerprint_stable)
-            if recorded.event_id > 0:  # else PostgreSQL draws it at commit; the RPC's span gets it
-                span.set_attribute(tracing.MANIFEST_EVENT_ID, recorded.event_id)
-    read, turn = opened.read, opened.turn
-    model = request.model or read.state.model
+    history = (
+        history_load.whole_ask(thread_id, turn_id)
+        if whole
+        else history_load.history_ask(ctx, thread_id, turn_id)
+    )
+    return RoundAsk(
+        thread_id,
+        turn_id,
+        history,
+        tuple(named_call_ids(entries)),
+        tuple(dict.fromkeys(entry.entry_id for entry in entries)),
+    )
+
+
+def _appended(
+    thread_id: str, turn_id: str, new_entries: list[NewEntry], tokenizer: str, opened: OpenedRound
+) -> tuple[list[history_pb2.ConversationEntry], list[NewEntry]]:
+    """The turn's entries once the batch is appended, as a read gives them, and the batch's entries to
+    create; refused as an append refuses them (store/port.py AppendBatch), on what the round read."""
+    entries = [new.entry for new in new_entries]
+    own = list(opened.turn_entries)
+    if not entries:
+        return own, []
+    stored = StoredCalls()
+    stored.turns = {turn_id: list(own)} if own else {}
+    wanted = {entry.entry_id for entry in entries}
+    stored.stored_entry_ids = {entry.entry_id for entry in own} & wanted
+    stored.thread_calls = opened.thread_calls
+    if len(stored.stored_entry_ids) < len(wanted):
+        InvalidArgument.raise_if(call_violations(entries, stored, "new_entries"))
+    first: dict[str, NewEntry] = {}
+    for new in new_entries:
+        earlier = first.setdefault(new.entry.entry_id, new)
+        held = opened.stored.get(new.entry.entry_id)
+        if held is not None and held.content_hash != new.content_hash:
+            raise entry_conflict(thread_id, held.entry, new.entry)
+        if held is None and earlier.content_hash != new.content_hash:
+            raise entry_conflict(thread_id, earlier.entry, new.entry)
+    created = [new for entry_id, new in first.items() if entry_id not in opened.stored]
+    if created and opened.turn is not None and opened.turn.status == history_pb2.TURN_STATUS_COMPLETED:
+        raise turn_completed(thread_id, created[0].entry)
+    return [*own, *(as_loaded(thread_id, new, tokenizer) for new in created)], created
+
+
+def _decided(
+    ctx: ServiceContext,
+    request: turn_service_pb2.PrepareTurnRequest,
+    before: _Before,
+    opened: OpenedRound,
+    settled: history_load.Settled | None,
+) -> _Round:
+    """Everything the round decides on what `open` read, with no storage in between (the pure cores);
+    its provider body rendered, so a body the provider rules refuse stops the round. Blocking."""
+    thread_id, turn_id = request.thread_id, request.turn_id
+    model = request.model or opened.model
     if not model:
         raise InvalidArgument.field(
             "model", "set the model here or on the thread (UpdateThread)", reason=reasons.MODEL_REQUIRED
         )
-    batch = token_fit.in_thread_tokenizer(
-        ctx.models, thread_id, read.state.model, batch, before.counted_in, opened.inserted
-    )
-    own = list(turn.entries)
-
-    def check(stored: StoredCalls) -> None:
-        InvalidArgument.raise_if(call_violations(entries, stored, "new_entries"))
-
-    if batch is not None:
+    ctx.seen_models.put(thread_id, opened.model)
+    tokenizer = token_fit.counting_for(ctx.models, opened.model).tokenizer
+    new_entries = before.new_entries
+    if tokenizer != before.counted_in:  # the thread counts in another tokenizer than the guess
+        new_entries = token_fit.recounted(new_entries, tokenizer)
+    if new_entries:
         with ctx.telemetry.span(
-            "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
+            "pioneer.history.append",
+            {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(new_entries)},
         ):
-            own += round_store.insert_turn_entries(
-                conn, thread_id, turn_id, batch, check, turn, opened.inserted
-            )
+            own, created = _appended(thread_id, turn_id, new_entries, tokenizer, opened)
+    else:
+        own, created = list(opened.turn_entries), []
     # The turn's own entries, repaired like history; its latest calls must have their results.
     repaired = repair(own, close_at_end=False)
     current = [to_chat_message(entry) for entry in repaired.entries]
     if repaired.pending:
-        raise _pending_error(turn_id, repaired.pending)  # rolls the round back: nothing is stored
-    history, left_out = history_load.history_on(ctx, conn, thread_id, turn_id, settled, read)
+        raise _pending_error(turn_id, repaired.pending)  # before the commit: nothing is stored
+    history, counts = history_load.history_of(ctx, thread_id, turn_id, opened.history, settled)
+    if history is None:
+        raise _ReadWhole
     if isinstance(history, history_load.OverThreshold):
-        raise _Unsettled(history)  # rolls the round back; prepare_turn settles it and runs it again
-    is_settled = settled is not None and history is settled.result
-    return _Round(
+        raise _Unsettled(history)  # before the commit; prepare_turn settles it and runs the round again
+    done = _Round(
         model,
         history,
         current,
         repaired.diagnostics,
-        recorded,
-        left_out,
-        is_settled,
-        placement=read.state.dynamic_context_placement,
+        opened.history.left_out,
+        created,
+        tokenizer,
+        counts,
+        settled is not None and history is settled.result,
+        placement=opened.history.state.dynamic_context_placement,
     )
+    return _finished(ctx, request, before.head, done)
 
 
 def _render_options(
@@ -436,8 +466,8 @@ def _finished(
     head: chat_pb2.ChatRequest,
     done: _Round,
 ) -> _Round:
-    """The round with its history framed and its provider body rendered: the runner's `then`, before
-    the commit and off the event loop, so a body the provider rules refuse rolls the round back.
+    """The round with its history framed and its provider body rendered, before the commit, so a
+    body the provider rules refuse stores nothing.
 
     The history's part of the body (checked, paired, adapted, rendered) is kept with the
     cached load and shared by every round until the history changes; only the turn's own
@@ -495,73 +525,91 @@ def _report_of(history: CachedLoad | decide.LoadResult) -> history_pb2.HistoryDe
 
 
 async def _committed_round(
-    ctx: ServiceContext,
-    request: turn_service_pb2.PrepareTurnRequest,
-    prepare: Callable[[], _Before],
-    then: Callable[[_Round], _Round],
-) -> tuple[_Round, str | None]:
-    """The round's transaction, committed; run again after settling a history over the threshold."""
+    ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest, before: _Before
+) -> tuple[_Round, Recorded]:
+    """The round, opened and committed; opened again when the thread changed before the commit, after
+    settling a history over the threshold, or to read the history whole. Its event handed to the
+    live observers once committed."""
     settled: history_load.Settled | None = None
-    on_loop = _on_loop(request)
-    for attempt in range(_SETTLE_ATTEMPTS + 1):
+    whole = False
+    small = request.ByteSize() <= _ON_LOOP_REQUEST_BYTES
+    for _ in range(_ROUND_ATTEMPTS):
+        opened = await ctx.store.rounds.open(_ask(ctx, request, before, whole))
+        own_bytes = sum(entry.ByteSize() for entry in opened.turn_entries) + request.ByteSize()
+        off_loop = not small or own_bytes > _ON_LOOP_OWN_BYTES or opened.history.whole is not None
         try:
-            done, committed_id = await ctx.runner.transact(
-                prepare,
-                partial(_round, ctx, request, settled),
-                _event_id_setting,
-                then=then,
-                beside=_encoded,
-                on_loop=on_loop,
+            done = await history_load.blocking(
+                partial(_decided, ctx, request, before, opened, settled), off_loop=off_loop
             )
-            return done, committed_id
+        except _ReadWhole:
+            whole = True
+            continue
         except _Unsettled as unsettled:
-            if attempt == _SETTLE_ATTEMPTS:
-                raise Aborted(
-                    f"the history of thread {request.thread_id!r} kept changing while this round settled it; "
-                    "nothing of this request was stored: send it again"
-                ) from None
             with ctx.telemetry.span("pioneer.history.load", {tracing.THREAD_ID: request.thread_id}) as span:
                 settled = await history_load.settle(ctx, request.thread_id, request.turn_id, unsettled.over)
                 observe.history_loaded(ctx, span, _report_of(settled.result))
-    raise AssertionError("unreachable: the last attempt returns or raises")
+            continue
+        with ctx.telemetry.span("pioneer.manifest.record") as span:
+            committed = await _committed(ctx, request, before, opened, done)
+            if committed is None:
+                continue  # the thread changed since the round was opened: nothing was written
+            done, recorded = committed
+            if span.is_recording():
+                span.set_attributes(
+                    {
+                        tracing.FINGERPRINT_STABLE: before.payload.manifest.fingerprint_stable,
+                        tracing.MANIFEST_EVENT_ID: recorded.event_id,
+                    }
+                )
+        observe.published(ctx, recorded)
+        return done, recorded
+    raise Aborted(
+        f"the history of thread {request.thread_id!r} kept changing while this round was made; "
+        "nothing of this request was stored: send it again"
+    )
 
 
-def _encoded(done: _Round) -> _Round:
-    """The runner's `beside`: the body written as JSON text while the round commits (the bulk of a
-    large body, so out of the transaction; it cannot fail)."""
-    return done if done.rendered is None else replace(done, encoded=done.rendered.encoded())
-
-
-def _event_id_setting(done: _Round) -> str:
-    return id_setting(done.recorded)
+async def _committed(
+    ctx: ServiceContext,
+    request: turn_service_pb2.PrepareTurnRequest,
+    before: _Before,
+    opened: OpenedRound,
+    done: _Round,
+) -> tuple[_Round, Recorded] | None:
+    """The round's one commit, the body written as JSON beside it; None on a Conflict."""
+    plan = RoundCommit(
+        request.thread_id,
+        request.turn_id,
+        opened.version,
+        None if opened.turn is None else opened.turn.status,
+        before.manifest,
+        done.created,
+        done.tokenizer,
+        opens_turn=not opened.turn_entries,
+        counts=done.counts,
+    )
+    under_way = ctx.store.rounds.commit(plan)
+    await under_way.sent
+    if done.rendered is not None:
+        small = done.rendered.source_bytes <= _ON_LOOP_BODY_BYTES
+        encoded = done.rendered.encoded() if small else await asyncio.to_thread(done.rendered.encoded)
+        done = replace(done, encoded=encoded)
+    outcome = await under_way
+    return None if isinstance(outcome, Conflict) else (done, outcome)
 
 
 async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest) -> PreparedTurn:
     observe.turn_started(ctx, request.thread_id, request.turn_id, request.model)
-    before: list[_Before] = []
-
-    def prepare() -> _Before:
-        # Off the event loop: a request at its caps is megabytes to check, hash and count.
-        if not before:  # once, though a round over the threshold runs its transaction again
-            before.append(_before_round(ctx, request, *_checked_request(request, ctx.models)))
-        return before[0]
-
-    def then(done: _Round) -> _Round:
-        return _finished(ctx, request, before[0].head, done)
-
-    async def committed() -> tuple[_Round, Recorded]:
-        # Published even when the caller is cancelled meanwhile: the event is committed.
-        done, committed_id = await _committed_round(ctx, request, prepare, then)
-        recorded = numbered(done.recorded, committed_id)
-        ctx.manifests.published(recorded)
-        return done, recorded
-
-    done, recorded = await run_to_end(committed())
-    if recorded is not done.recorded:
-        ctx.telemetry.current_span().set_attribute(tracing.MANIFEST_EVENT_ID, recorded.event_id)
+    small = request.ByteSize() <= _ON_LOOP_REQUEST_BYTES
+    # A request at its caps is megabytes to check, hash and count: off the event loop.
+    before = await history_load.blocking(
+        lambda: _before_round(ctx, request, *_checked_request(request, ctx.models)), off_loop=not small
+    )
+    # Published even when the caller is cancelled meanwhile: the event is committed.
+    done, recorded = await to_the_end(_committed_round(ctx, request, before))
     if recorded.event is not None:
         # Counted once committed; a retry that recorded nothing new is not another round.
-        observe.manifest_recorded(ctx, request.thread_id, before[0].payload.manifest)
+        observe.manifest_recorded(ctx, request.thread_id, before.payload.manifest)
     if not request.model:
         observe.model_chosen(ctx, done.model)  # the thread's
     history = done.history
@@ -573,7 +621,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     report.diagnostics.extend(done.repairs)
     # As LoadConversationHistory says: other turns not completed are left out of history.
     report.diagnostics.extend(history_load.left_out(*done.left_out))
-    head = before[0].head
+    head = before.head
     head.model = done.model
     placement = _render_options(request, done.placement).dynamic_context_placement
     current = prefix_breaks.round_prefix(request, head, done.model, placement == _BEFORE, history, report)

@@ -3,20 +3,16 @@
 With `synchronous=FULL` every commit waits for the disk; the runner's one thread
 commits for every caller in the process, so under load the callers queue behind
 each other's fsyncs. A unit that arrives while another runs waits in a queue; the
-thread then takes every unit waiting (up to MAX_UNITS) as one batch: each one's
-`prepare` first (outside the transaction), then one transaction in which each
-unit runs inside a SAVEPOINT of its own, then one COMMIT. A unit that raises is
-rolled back to its savepoint and answered with its error; the others go on. A
-failure that leaves no savepoint to roll back to, or a failing COMMIT, fails
-every unit of the batch, and nothing of it is stored. Each caller is answered
-once the batch committed: nothing is acknowledged before it is durable. A unit
-alone is a batch of one on the same path, without a savepoint (its failure is
-the transaction's). Each unit runs in its caller's context (its trace span).
-A unit's `beside` (store/runner.py) begins on its caller's event loop as the
-batch's COMMIT begins, and runs while this thread commits.
+thread then takes every unit waiting (up to MAX_UNITS) as one batch: one transaction
+in which each unit runs inside a SAVEPOINT of its own, then one COMMIT. A unit that
+raises is rolled back to its savepoint and answered with its error; the others go
+on. A failure that leaves no savepoint to roll back to, or a failing COMMIT, fails
+every unit of the batch, and nothing of it is stored. Each caller is answered once
+the batch committed: nothing is acknowledged before it is durable. A unit alone is
+a batch of one on the same path, without a savepoint (its failure is the
+transaction's). Each unit runs in its caller's context (its trace span).
 
-Callers are answered with one wake-up of their event loop per batch, and their
-`beside` begun with one more.
+Callers are answered with one wake-up of their event loop per batch.
 """
 
 from __future__ import annotations
@@ -31,7 +27,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from pioneer_grpc.store.work import UnitFuture, begun_beside, outcome, unread
+from pioneer_grpc.store.work import UnitFuture
 from pioneer_grpc.store.worker import Worker
 
 # A batch's units answer only once all of them ran: bounded, so the first waits for few others.
@@ -40,45 +36,19 @@ MAX_UNITS = 16
 
 @dataclass
 class Unit:
-    prepare: Callable[[], Any]
-    work: Callable[[Connection, Any], Any]
-    then: Callable[[Any], Any] | None
-    beside: Callable[[Any], Any] | None
-    beside_small: Callable[[Any], bool]
+    work: Callable[[Connection], Any]
     loop: asyncio.AbstractEventLoop
     future: UnitFuture[Any]
     context: contextvars.Context = field(default_factory=contextvars.copy_context)
-    prepared: Any = None
     result: Any = None
     error: BaseException | None = None
-    # `beside`'s outcome, set on the caller's loop once begun there.
-    begun: asyncio.Future[Any] | None = None
 
     def run(self, conn: Connection) -> None:
-        result = self.work(conn, self.prepared)
-        self.result = result if self.then is None else self.then(result)
-
-    def begin_beside(self) -> None:
-        """On the caller's loop: `beside` begun on the result (store/work.py `begun_beside`)."""
-        assert self.beside is not None
-        try:
-            self.begun = begun_beside(self.beside, self.result, self.beside_small(self.result))
-        except Exception as exc:  # it must not fail; if it does, its caller hears it
-            self.begun = self.loop.create_future()
-            self.begun.set_exception(exc)
+        self.result = self.work(conn)
 
     def answer(self) -> None:
-        """On the caller's loop, once the batch committed (or failed): its caller answered, when
-        `beside` ended too."""
-        begun = self.begun
-        if self.error is not None or begun is None:
-            if begun is not None:
-                unread(begun)
-            self.future.end(self.result, self.error)
-        elif begun.done():
-            self.future.end(*outcome(begun))
-        else:
-            begun.add_done_callback(lambda ended: self.future.end(*outcome(ended)))
+        """On the caller's loop, once the batch committed (or failed): its caller answered."""
+        self.future.end(self.result, self.error)
 
 
 def settle(answers: list[tuple[UnitFuture[Any], Any, BaseException | None]]) -> None:
@@ -90,12 +60,6 @@ def answer_units(units: list[Unit]) -> None:
     """On their callers' loop: each unit's caller answered (`Unit.answer`)."""
     for unit in units:
         unit.answer()
-
-
-def begin_beside(units: list[Unit]) -> None:
-    """On their callers' loop: each unit's `beside` begun, in its caller's context."""
-    for unit in units:
-        unit.context.run(unit.begin_beside)
 
 
 def _by_loop(units: list[Unit], call: Callable[[list[Unit]], None]) -> None:
@@ -115,11 +79,6 @@ def _post(units: list[Unit]) -> None:
     _by_loop(units, answer_units)
 
 
-def _begin_beside(units: list[Unit]) -> None:
-    """The `beside` of each unit that ran, begun before the COMMIT."""
-    _by_loop([unit for unit in units if unit.error is None and unit.beside is not None], begin_beside)
-
-
 class Batches:
     """The queue in front of the SQLite thread. `connection()` is the thread's connection as a
     context manager (given back to the pool when what runs inside it raises)."""
@@ -131,16 +90,9 @@ class Batches:
         self._waiting: list[Unit] = []
         self._scheduled = False
 
-    def submit(
-        self,
-        prepare: Callable[[], Any],
-        work: Callable[[Connection, Any], Any],
-        then: Callable[[Any], Any] | None,
-        beside: Callable[[Any], Any] | None,
-        beside_small: Callable[[Any], bool],
-    ) -> UnitFuture[Any]:
+    def submit(self, work: Callable[[Connection], Any]) -> UnitFuture[Any]:
         loop = asyncio.get_running_loop()
-        unit = Unit(prepare, work, then, beside, beside_small, loop, UnitFuture(loop=loop))
+        unit = Unit(work, loop, UnitFuture(loop=loop))
         with self._lock:
             self._waiting.append(unit)
             schedule = not self._scheduled
@@ -166,18 +118,10 @@ class Batches:
                     pass
 
     def _run(self, batch: list[Unit]) -> None:
-        ready = []
-        for unit in batch:
-            try:
-                unit.prepared = unit.context.run(unit.prepare)
-                ready.append(unit)
-            except BaseException as exc:
-                unit.error = exc
         try:
-            if ready:
-                self._together(ready)
+            self._together(batch)
         except BaseException as exc:
-            for unit in ready:
+            for unit in batch:
                 if unit.error is None:
                     unit.error = exc
         _post(batch)
@@ -201,4 +145,3 @@ class Batches:
                         savepoint.rollback()  # what raises here fails the whole batch
                     else:
                         savepoint.commit()
-            _begin_beside(ready)

@@ -12,8 +12,8 @@ already there must carry the same content hash.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import bindparam, func, select
@@ -33,23 +33,10 @@ from pioneer_grpc.history.parts import parse_parts, parts_blob
 from pioneer_grpc.store.clock import as_utc
 from pioneer_grpc.store.driver import Direct
 from pioneer_grpc.store.models import EntryRow, ToolCallRow
+from pioneer_grpc.store.port import AppendOutcome, NewEntry
 from pioneer_grpc.v1 import history_pb2
 
-
-@dataclass(frozen=True)
-class NewEntry:
-    entry: history_pb2.ConversationEntry
-    content_hash: str
-    token_count: int
-
-
-@dataclass(frozen=True)
-class AppendOutcome:
-    entries: list[history_pb2.ConversationEntry]
-    created_count: int
-    existing_count: int
-    # With `complete_turn_id`: how many entries the completed turn has.
-    completed_entry_count: int = 0
+__all__ = ["AppendOutcome", "NewEntry"]
 
 
 ENTRY_COLUMNS = (
@@ -188,6 +175,21 @@ def entry_values(thread_id: str, new: NewEntry, tokenizer: str, moment: datetime
     }
 
 
+def held_entry(row: Any) -> history_pb2.ConversationEntry:
+    """A row selected with HELD_COLUMNS as the entry a repeat is checked against: its client fields
+    (as a load reads them, with its reasoning)."""
+    entry = loaded_entry(row)
+    if row.reasoning_content is not None:
+        entry.reasoning_content = row.reasoning_content
+    return entry
+
+
+def as_loaded(thread_id: str, new: NewEntry, tokenizer: str) -> history_pb2.ConversationEntry:
+    """A new entry as a load reads it back once stored (what `loaded_entry` makes of its row); its
+    sequence is not drawn yet (0)."""
+    return loaded_entry(SimpleNamespace(**entry_values(thread_id, new, tokenizer, datetime.min), id=0))
+
+
 # The columns `entry_values` gives, in its order (an INSERT compiled once names them).
 ENTRY_VALUE_KEYS = tuple(entry_values("", NewEntry(history_pb2.ConversationEntry(), "", 0), "", datetime.min))
 
@@ -216,7 +218,10 @@ _TURNS_ENTRIES = (
     )
     .order_by(EntryRow.id)
 )
-# Call ids one statement asks for: a round names one or a few; a batch at its caps, thousands.
+# What a repeat is checked against (`held_entry`): a load's columns, the reasoning and the hash.
+HELD_COLUMNS = (*LOAD_COLUMNS, EntryRow.reasoning_content, EntryRow.content_hash)
+# Call ids (or entry ids) one statement asks for: a round names one or a few; a batch at its caps,
+# thousands.
 THREAD_CALLS_CHUNK = 64
 # By number of call ids: the statement (the SQL an expanding IN list of that many renders).
 _THREAD_CALLS: dict[int, Direct] = {}
@@ -234,6 +239,33 @@ def _thread_calls(count: int) -> Direct:
             .order_by(ToolCallRow.call_id, ToolCallRow.entry_id)
         )
         found = _THREAD_CALLS.setdefault(count, Direct(statement))
+    return found
+
+
+# By number of entry ids: the statement reading those the thread holds (`held_in`).
+_HELD: dict[int, Direct] = {}
+
+
+def _held(count: int) -> Direct:
+    found = _HELD.get(count)
+    if found is None:
+        statement = select(*HELD_COLUMNS).where(
+            EntryRow.thread_id == bindparam("thread_id"),
+            EntryRow.entry_id.in_([bindparam(f"entry_id_{i}") for i in range(count)]),
+        )
+        found = _HELD.setdefault(count, Direct(statement))
+    return found
+
+
+def held_in(conn: Connection, thread_id: str, entry_ids: Sequence[str]) -> dict[str, Any]:
+    """The rows (HELD_COLUMNS) of the entries of `entry_ids` the thread holds, in any turn, by entry id:
+    a statement per THREAD_CALLS_CHUNK ids, on the driver as `thread_calls_in`'s."""
+    found: dict[str, Any] = {}
+    ids = list(dict.fromkeys(entry_ids))
+    for start in range(0, len(ids), THREAD_CALLS_CHUNK):
+        chunk = ids[start : start + THREAD_CALLS_CHUNK]
+        params = {"thread_id": thread_id, **{f"entry_id_{i}": entry_id for i, entry_id in enumerate(chunk)}}
+        found.update((row.entry_id, row) for row in _held(len(chunk)).rows(conn, params))
     return found
 
 

@@ -15,28 +15,19 @@ from collections.abc import Callable
 
 from sqlalchemy import exc as sa_exc
 
-from pioneer_grpc.errors import Aborted, PioneerError, ResourceExhausted, Unavailable
-
-DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
-DATABASE_BUSY = "DATABASE_BUSY"
-DATABASE_TIMEOUT = "DATABASE_TIMEOUT"
-DISK_FULL = "DISK_FULL"
-LOCK_TIMEOUT = "LOCK_TIMEOUT"
-TRANSACTION_CONFLICT = "TRANSACTION_CONFLICT"
-
-# Every reason this module gives: the database, not the request, is at fault.
-INFRASTRUCTURE_REASONS = frozenset(
-    {
-        DATABASE_UNAVAILABLE,
-        DATABASE_BUSY,
-        DATABASE_TIMEOUT,
-        DISK_FULL,
-        LOCK_TIMEOUT,
-        TRANSACTION_CONFLICT,
-        "DATABASE_OUT_OF_MEMORY",
-        "DATABASE_RESOURCES",
-    }
+from pioneer_grpc.errors import Aborted, PioneerError, ResourceExhausted, Unavailable, describe
+from pioneer_grpc.reasons import (
+    DATABASE_BUSY,
+    DATABASE_OUT_OF_MEMORY,
+    DATABASE_RESOURCES,
+    DATABASE_TIMEOUT,
+    DATABASE_UNAVAILABLE,
+    DISK_FULL,
+    LOCK_TIMEOUT,
+    TRANSACTION_CONFLICT,
 )
+
+__all__ = ["describe", "domain_error", "unit_timed_out"]
 _RETRY = "; retrying is safe"
 _Make = Callable[[str], PioneerError]
 
@@ -61,7 +52,7 @@ def _disk_full(code: str) -> ResourceExhausted:
 # PostgreSQL SQLSTATEs by exact code, then by class (first two characters).
 _PG_CODES: dict[str, _Make] = {
     "53100": _disk_full,
-    "53200": lambda c: ResourceExhausted(f"database out of memory ({c})", reason="DATABASE_OUT_OF_MEMORY"),
+    "53200": lambda c: ResourceExhausted(f"database out of memory ({c})", reason=DATABASE_OUT_OF_MEMORY),
     "53300": lambda c: _unavailable("has too many connections", c, DATABASE_BUSY),
     "55P03": lambda c: _unavailable("lock wait timed out", c, LOCK_TIMEOUT),
     "57014": lambda c: _unavailable("statement timed out", c, DATABASE_TIMEOUT),
@@ -73,7 +64,7 @@ _PG_CLASSES: dict[str, _Make] = {
     "08": lambda c: _unavailable("connection failed", c),
     "57": lambda c: _unavailable("is shutting down or starting", c),
     "58": lambda c: _unavailable("system error", c),
-    "53": lambda c: ResourceExhausted(f"database out of resources ({c})", reason="DATABASE_RESOURCES"),
+    "53": lambda c: ResourceExhausted(f"database out of resources ({c})", reason=DATABASE_RESOURCES),
 }
 # sqlite3 extended error names by prefix.
 _SQLITE_PREFIXES: tuple[tuple[str, _Make], ...] = (
@@ -149,18 +140,3 @@ def domain_error(error: BaseException) -> PioneerError | None:
     if _is_connection_loss(error):
         return _unavailable("connection was lost", "connection_lost")
     return _driver_error(error)
-
-
-def describe(error: BaseException) -> str:
-    """A log-safe line for a database error: classes, code and SQL, never its parameters or message."""
-    parts = [type(error).__name__]
-    orig = getattr(error, "orig", None)
-    if orig is not None:
-        parts.append(type(orig).__name__)
-        code = getattr(orig, "sqlstate", None) or getattr(orig, "sqlite_errorname", None)
-        if code:
-            parts.append(str(code))
-    statement = getattr(error, "statement", None)
-    if statement:
-        parts.append("in: " + " ".join(str(statement).split())[:200])
-    return " ".join(parts)

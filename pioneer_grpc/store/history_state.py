@@ -11,15 +11,14 @@ and the count and largest id read with them say whether they are all that change
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     BindParameter,
-    Boolean,
     ColumnElement,
     Select,
+    String,
     bindparam,
     func,
     literal_column,
@@ -31,29 +30,11 @@ from sqlalchemy.orm import aliased
 from pioneer_grpc.store.driver import Direct, postgresql_text
 from pioneer_grpc.store.entries import LOAD_COLUMNS, RowsRead, loaded_entry
 from pioneer_grpc.store.models import EntryRow, SummaryRow, ThreadRow
+from pioneer_grpc.store.port import NO_ENTRIES, HistoryRead, HistoryState
 from pioneer_grpc.store.threads import thread_not_found
-from pioneer_grpc.v1 import history_pb2
 
 
-@dataclass(frozen=True)
-class HistoryState:
-    max_context_tokens: int
-    response_reserve_tokens: int
-    model: str
-    summary_model: str
-    compaction_strategy: int
-    keep_tool_results: int | None
-    compaction_failed_sequence: int | None
-    compaction_trigger_percent: int | None
-    compaction_low_water_percent: int | None
-    clear_at_least_percent: int | None
-    dynamic_context_placement: int
-    summary_id: int | None
-    completed_count: int
-    completed_max_id: int | None
-
-
-def _state_read(thread_id: BindParameter[str], exclude_turn_id: BindParameter[str]) -> Select[Any]:
+def state_read(thread_id: BindParameter[str], exclude_turn_id: BindParameter[str]) -> Select[Any]:
     """The thread's state (`HistoryState`), then what a load leaves out besides `exclude_turn_id`
     (the thread's open counts, migration 0006, less that turn's open entries) and whether that
     turn has completed entries: one row, none for an unknown thread."""
@@ -119,7 +100,7 @@ _NEWER = aliased(EntryRow, name="newer")
 # Built once: constructing it costs about 1 ms of Python, executing it about 0.06 ms, and every
 # load and every round runs it.
 _READ = (
-    _state_read(bindparam("thread_id"), bindparam("exclude_turn_id"))
+    state_read(bindparam("thread_id"), bindparam("exclude_turn_id"))
     .add_columns(*(getattr(_NEWER, column.key) for column in LOAD_COLUMNS))
     .select_from(
         ThreadRow.__table__.outerjoin(_NEWER, _newer(_NEWER, ThreadRow.thread_id, bindparam("after")))
@@ -129,22 +110,6 @@ _READ = (
 _STATE_FIELDS = tuple(HistoryState.__dataclass_fields__)
 # Every load and round runs it.
 _DIRECT = Direct(_READ)
-# `after` when no entry is wanted: larger than any sequence.
-NO_ENTRIES = 2**62
-
-
-@dataclass(frozen=True)
-class HistoryRead:
-    # What was asked: the turn left out, and the sequence after which completed entries were read.
-    exclude_turn_id: str
-    after: int
-    state: HistoryState
-    # Entries of turns not completed but the excluded turn's: what a load leaves out (entries, turns).
-    left_out: tuple[int, int]
-    # Whether the excluded turn has completed entries (leaving it out changes what a load reads).
-    excluded_completed: bool
-    # The completed entries after the sequence asked for, oldest first.
-    newer: list[history_pb2.ConversationEntry]
 
 
 def history_read_in(
@@ -152,11 +117,18 @@ def history_read_in(
 ) -> HistoryRead:
     """The thread's history state, what a load leaves out besides `exclude_turn_id`, and the
     completed entries after sequence `after`: one statement (NotFound for an unknown thread)."""
+    return history_read_and_row(conn, thread_id, exclude_turn_id, after)[0]
+
+
+def history_read_and_row(
+    conn: Connection, thread_id: str, exclude_turn_id: str = "", after: int = NO_ENTRIES
+) -> tuple[HistoryRead, Any]:
+    """`history_read_in`, and the statement's first row (the thread's open counts as stored)."""
     params = {"thread_id": thread_id, "exclude_turn_id": exclude_turn_id, "after": after}
     rows = _DIRECT.rows(conn, params)
     if not rows:
         raise thread_not_found(thread_id)
-    return history_read_from(rows[0], rows, exclude_turn_id, after)
+    return history_read_from(rows[0], rows, exclude_turn_id, after), rows[0]
 
 
 # Whether the row of `threads` a statement locked is the one its snapshot read. The snapshot is
@@ -167,35 +139,35 @@ def history_read_in(
 # read changed either.
 FRESH = "(threads.xmin = (SELECT seen.xmin FROM threads AS seen WHERE seen.thread_id = threads.thread_id))"
 
-# PostgreSQL, as SQL for a textual statement: `_READ`'s one row without its entries, the thread's
-# row locked for the transaction, with `fresh` (`FRESH`); `:b_thread_id` the thread, `:b_turn_id`
-# the turn left out. A CTE of a round's one statement (events/round_opened.py), which reads the
-# newer entries beside it (`newer_entries`); `history_read_from` makes its answer.
-_LOCKED_STATE = (
-    _state_read(bindparam("b_thread_id"), bindparam("b_turn_id"))
-    .add_columns(literal_column(FRESH, Boolean).label("fresh"))
-    .with_for_update(of=ThreadRow.__table__)
+# PostgreSQL, as SQL for a textual statement: `_READ`'s one row without its entries, and the thread
+# row's version (its `xmin`: each write of the row makes a new one, and every write of what a
+# history read reads writes the row, as FRESH says); `:b_thread_id` the thread, `:b_turn_id` the
+# turn left out. The head of a round's opening statement (store/postgres.py), which reads the newer
+# entries beside it (`newer_entries`); `history_read_from` makes its answer.
+_VERSIONED_STATE = state_read(bindparam("b_thread_id"), bindparam("b_turn_id")).add_columns(
+    literal_column("CAST(threads.xmin AS text)", String).label("version")
 )
-LOCKED_STATE = postgresql_text(_LOCKED_STATE)
+VERSIONED_STATE = postgresql_text(_VERSIONED_STATE)
 # Its columns' names, in its order.
-LOCKED_STATE_NAMES = tuple(column.name for column in _LOCKED_STATE.selected_columns)
+VERSIONED_STATE_NAMES = tuple(column.name for column in _VERSIONED_STATE.selected_columns)
 
 
-def newer_entries(*first: str) -> str:
+def newer_entries(first: tuple[str, ...], last: tuple[str, ...] = ()) -> str:
     """PostgreSQL, as SQL for a textual statement: a SELECT of the expressions `first`, then the
     completed entries of the thread `:b_thread_id` after sequence `:b_after` as `_READ` reads
-    them (LOAD_COLUMNS, the same bounds), in no order."""
+    them (LOAD_COLUMNS, the same bounds), then the expressions `last`, in no order."""
     entry = aliased(EntryRow, name="e")
     return postgresql_text(
         select(
             *(literal_column(expression) for expression in first),
             *(getattr(entry, column.key) for column in LOAD_COLUMNS),
+            *(literal_column(expression) for expression in last),
         ).where(_newer(entry, bindparam("b_thread_id"), bindparam("b_after")))
     )
 
 
 def history_read_from(row: Any, newer_rows: list[Any], exclude_turn_id: str, after: int) -> HistoryRead:
-    """The `HistoryRead` of a row with `LOCKED_STATE_NAMES` and the rows of the completed entries
+    """The `HistoryRead` of a row with `VERSIONED_STATE_NAMES` and the rows of the completed entries
     after `after` (LOAD_COLUMNS; a row whose `id` is None is none), read by one statement."""
     state = HistoryState(**{name: getattr(row, name) for name in _STATE_FIELDS})
     excluded = int(row.excluded_open)

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select, tuple_
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.engine import Connection
 
 from pioneer_grpc.store.clock import as_utc
 from pioneer_grpc.store.entries import ENTRY_COLUMNS, entry_message
@@ -20,25 +20,29 @@ from pioneer_grpc.store.threads import thread_message, thread_not_found
 from pioneer_grpc.v1 import history_pb2
 
 
-async def threads_page(
-    session: AsyncSession, after_thread_id: str | None, size: int
+def threads_page(
+    conn: Connection, after_thread_id: str | None, size: int
 ) -> tuple[list[history_pb2.Thread], bool]:
     """Threads by id after `after_thread_id`, and whether more follow."""
     count = select(func.count()).where(EntryRow.thread_id == ThreadRow.thread_id).scalar_subquery()
-    query = select(ThreadRow, count.label("entries")).order_by(ThreadRow.thread_id).limit(size + 1)
+    query = (
+        select(*ThreadRow.__table__.columns, count.label("entries"))
+        .order_by(ThreadRow.thread_id)
+        .limit(size + 1)
+    )
     if after_thread_id is not None:
         query = query.where(ThreadRow.thread_id > after_thread_id)
-    rows = (await session.execute(query)).all()
-    return [thread_message(row[0], row[1]) for row in rows[:size]], len(rows) > size
+    rows = conn.execute(query).all()
+    return [thread_message(row, row.entries) for row in rows[:size]], len(rows) > size
 
 
-async def threads_newest_page(
-    session: AsyncSession, after: tuple[datetime, str] | None, size: int
+def threads_newest_page(
+    conn: Connection, after: tuple[datetime, str] | None, size: int
 ) -> tuple[list[history_pb2.Thread], bool]:
     """Threads newest first, by (creation time, thread id) descending, after `after`."""
     count = select(func.count()).where(EntryRow.thread_id == ThreadRow.thread_id).scalar_subquery()
     query = (
-        select(ThreadRow, count.label("entries"))
+        select(*ThreadRow.__table__.columns, count.label("entries"))
         .order_by(ThreadRow.created_at.desc(), ThreadRow.thread_id.desc())
         .limit(size + 1)
     )
@@ -47,12 +51,12 @@ async def threads_newest_page(
         # A row comparison, which SQLite and PostgreSQL both answer as a seek into
         # ix_threads_created_at (the OR of two conditions was a filter over the rows before it).
         query = query.where(tuple_(ThreadRow.created_at, ThreadRow.thread_id) < tuple_(moment, thread_id))
-    rows = (await session.execute(query)).all()
-    return [thread_message(row[0], row[1]) for row in rows[:size]], len(rows) > size
+    rows = conn.execute(query).all()
+    return [thread_message(row, row.entries) for row in rows[:size]], len(rows) > size
 
 
-async def _require_thread(session: AsyncSession, thread_id: str) -> None:
-    if await session.scalar(select(ThreadRow.thread_id).where(ThreadRow.thread_id == thread_id)) is None:
+def _require_thread(conn: Connection, thread_id: str) -> None:
+    if conn.execute(select(ThreadRow.thread_id).where(ThreadRow.thread_id == thread_id)).first() is None:
         raise thread_not_found(thread_id)
 
 
@@ -69,11 +73,11 @@ def turn_message(row: Any) -> history_pb2.Turn:
     return turn
 
 
-async def turns_page(
-    session: AsyncSession, thread_id: str, after: tuple[datetime, str] | None, size: int
+def turns_page(
+    conn: Connection, thread_id: str, after: tuple[datetime, str] | None, size: int
 ) -> tuple[list[history_pb2.Turn], bool]:
     """A thread's turns by (creation time, turn id) after `after`, and whether more follow."""
-    await _require_thread(session, thread_id)
+    _require_thread(conn, thread_id)
     count = (
         select(func.count())
         .where(EntryRow.thread_id == TurnRow.thread_id, EntryRow.turn_id == TurnRow.turn_id)
@@ -98,15 +102,15 @@ async def turns_page(
         query = query.where(
             or_(TurnRow.created_at > moment, and_(TurnRow.created_at == moment, TurnRow.turn_id > turn_id))
         )
-    rows = (await session.execute(query)).all()
+    rows = conn.execute(query).all()
     return [turn_message(row) for row in rows[:size]], len(rows) > size
 
 
-async def entries_page(
-    session: AsyncSession, thread_id: str, turn_id: str, after_sequence: int, size: int
+def entries_page(
+    conn: Connection, thread_id: str, turn_id: str, after_sequence: int, size: int
 ) -> tuple[list[history_pb2.ConversationEntry], bool]:
     """A thread's entries (of one turn, when named) by sequence after `after_sequence`."""
-    await _require_thread(session, thread_id)
+    _require_thread(conn, thread_id)
     query = (
         select(*ENTRY_COLUMNS)
         .where(EntryRow.thread_id == thread_id, EntryRow.id > after_sequence)
@@ -115,5 +119,5 @@ async def entries_page(
     )
     if turn_id:
         query = query.where(EntryRow.turn_id == turn_id)
-    rows = (await session.execute(query)).all()
+    rows = conn.execute(query).all()
     return [entry_message(row) for row in rows[:size]], len(rows) > size

@@ -1,6 +1,6 @@
 """The per-thread compression lock: one summarizer call per thread at a time.
 
-Two layers. In the process, an asyncio.Lock per (engine, thread) queues loads
+Two layers. In the process, an asyncio.Lock per (database, thread) queues loads
 of one thread without touching the database. Across processes: on SQLite (the
 workers of `serve --workers N` share the file) a byte-range lock per thread in a
 lock file next to the database, tried without blocking and retried with backoff;
@@ -47,10 +47,10 @@ class _LocalLocks:
     """asyncio.Locks by key, forgotten once nobody holds or waits for them."""
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[int, str], _Entry] = {}
+        self._entries: dict[tuple[str, str], _Entry] = {}
 
     @asynccontextmanager
-    async def hold(self, key: tuple[int, str], wait_seconds: float) -> AsyncIterator[bool]:
+    async def hold(self, key: tuple[str, str], wait_seconds: float) -> AsyncIterator[bool]:
         entry = self._entries.setdefault(key, _Entry(asyncio.Lock()))
         entry.users += 1
         try:
@@ -174,7 +174,9 @@ async def compression_lock(engine: AsyncEngine, thread_id: str, wait_seconds: fl
     by a cancelled load is still released.
     """
     deadline = time.monotonic() + wait_seconds
-    async with LOCAL_LOCKS.hold((id(engine), thread_id), wait_seconds) as held:
+    # By the database's URL (its password hidden): engines of one database share the thread's lock.
+    database = engine.url.render_as_string(hide_password=True)
+    async with LOCAL_LOCKS.hold((database, thread_id), wait_seconds) as held:
         lock_file = _sqlite_lock_file(engine)
         if held and lock_file is not None:
             async with _across_sqlite_workers(lock_file, thread_id, deadline) as across:

@@ -34,9 +34,10 @@ from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pioneer_grpc.errors import ResourceExhausted
+from pioneer_grpc.errors import PioneerError, ResourceExhausted, Unavailable
+from pioneer_grpc.reasons import DISK_FULL
 from pioneer_grpc.store.engine import JOURNAL_SIZE_LIMIT_BYTES
-from pioneer_grpc.store.failures import DISK_FULL, domain_error
+from pioneer_grpc.store.failures import domain_error
 
 log = logging.getLogger(__name__)
 
@@ -139,3 +140,17 @@ async def check_writable(engine: AsyncEngine, reclaim: bool = False) -> None:
     if path is not None:
         await _checkpoint(engine, "PASSIVE")
         await asyncio.to_thread(remake_reserve, path, free)
+
+
+async def probe_writable(engine: AsyncEngine, reclaim: bool = False) -> None:
+    """`check_writable`, its failures named as every store failure is (store/failures.py): a
+    PioneerError, UNAVAILABLE for one no mapping knows."""
+    try:
+        await check_writable(engine, reclaim)
+    except PioneerError:
+        raise
+    except Exception as exc:
+        mapped = domain_error(exc)
+        if mapped is None:
+            raise Unavailable("database probe failed", reason="DATABASE_UNAVAILABLE") from exc
+        raise mapped from exc

@@ -13,14 +13,26 @@ a DELETE, takes the database's one write lock. Nothing here is ever logged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from sqlalchemy import BigInteger, DateTime, Index, Integer, LargeBinary, String, delete, func, select, text
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    delete,
+    func,
+    insert,
+    select,
+    text,
+)
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapped, mapped_column
 
 from pioneer_grpc.store.models import Base, Id
+from pioneer_grpc.store.port import KeptRound, RenderedBounds
 
 # Any constant of its own: the advisory lock every keep takes on PostgreSQL.
 _KEEP_LOCK_KEY = 0x50494F4E4B455054
@@ -45,42 +57,26 @@ class RenderedRoundRow(Base):
     round_pb: Mapped[bytes] = mapped_column(LargeBinary)
 
 
-@dataclass(frozen=True)
-class Bounds:
-    rounds_per_thread: int
-    total_bytes: int
-    max_age: timedelta
-
-
-@dataclass(frozen=True)
-class KeptRound:
-    round: int
-    created_at: datetime
-    round_pb: bytes
-
-
-async def keep(
-    session: AsyncSession,
+def keep(
+    conn: Connection,
     thread_id: str,
     turn_id: str,
     manifest_event_id: int,
     round_pb: bytes,
     moment: datetime,
-    bounds: Bounds,
+    bounds: RenderedBounds,
 ) -> None:
     """Stores one round and applies the bounds, in the caller's transaction (which must be fresh)."""
-    if session.get_bind().dialect.name == "postgresql":
-        await session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _KEEP_LOCK_KEY})
-    await session.execute(
-        delete(RenderedRoundRow).where(RenderedRoundRow.created_at < moment - bounds.max_age)
-    )
-    last = await session.scalar(
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _KEEP_LOCK_KEY})
+    conn.execute(delete(RenderedRoundRow).where(RenderedRoundRow.created_at < moment - bounds.max_age))
+    last = conn.scalar(
         select(func.max(RenderedRoundRow.round)).where(
             RenderedRoundRow.thread_id == thread_id, RenderedRoundRow.turn_id == turn_id
         )
     )
-    session.add(
-        RenderedRoundRow(
+    conn.execute(
+        insert(RenderedRoundRow).values(
             thread_id=thread_id,
             turn_id=turn_id,
             round=(last or 0) + 1,
@@ -90,20 +86,19 @@ async def keep(
             round_pb=round_pb,
         )
     )
-    await session.flush()
     beyond = (
         select(RenderedRoundRow.id)
         .where(RenderedRoundRow.thread_id == thread_id)
         .order_by(RenderedRoundRow.id.desc())
         .offset(bounds.rounds_per_thread)
     )
-    await session.execute(delete(RenderedRoundRow).where(RenderedRoundRow.id.in_(beyond.scalar_subquery())))
-    total = await session.scalar(select(func.coalesce(func.sum(RenderedRoundRow.kept_bytes), 0)))
+    conn.execute(delete(RenderedRoundRow).where(RenderedRoundRow.id.in_(beyond.scalar_subquery())))
+    total = conn.scalar(select(func.coalesce(func.sum(RenderedRoundRow.kept_bytes), 0)))
     if total is None or total <= bounds.total_bytes:
         return
     excess = total - bounds.total_bytes
     cutoff = None
-    rows = await session.execute(
+    rows = conn.execute(
         select(RenderedRoundRow.id, RenderedRoundRow.kept_bytes).order_by(RenderedRoundRow.id)
     )
     for row_id, size in rows:
@@ -112,14 +107,12 @@ async def keep(
         if excess <= 0:
             break
     if cutoff is not None:
-        await session.execute(delete(RenderedRoundRow).where(RenderedRoundRow.id <= cutoff))
+        conn.execute(delete(RenderedRoundRow).where(RenderedRoundRow.id <= cutoff))
 
 
-async def turn_rounds(
-    session: AsyncSession, thread_id: str, turn_id: str, not_before: datetime
-) -> list[KeptRound]:
+def turn_rounds(conn: Connection, thread_id: str, turn_id: str, not_before: datetime) -> list[KeptRound]:
     """The turn's kept rounds, oldest first, younger than `not_before`."""
-    rows = await session.execute(
+    rows = conn.execute(
         select(RenderedRoundRow.round, RenderedRoundRow.created_at, RenderedRoundRow.round_pb)
         .where(
             RenderedRoundRow.thread_id == thread_id,
@@ -131,5 +124,5 @@ async def turn_rounds(
     return [KeptRound(r.round, r.created_at, r.round_pb) for r in rows]
 
 
-async def total_bytes(session: AsyncSession) -> int:
-    return int(await session.scalar(select(func.coalesce(func.sum(RenderedRoundRow.kept_bytes), 0))) or 0)
+def total_bytes(conn: Connection) -> int:
+    return int(conn.scalar(select(func.coalesce(func.sum(RenderedRoundRow.kept_bytes), 0))) or 0)

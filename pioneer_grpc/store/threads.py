@@ -7,7 +7,6 @@ the same statements for SQLite and PostgreSQL.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ from pioneer_grpc import reasons
 from pioneer_grpc.errors import AlreadyExists, NotFound
 from pioneer_grpc.store.clock import as_utc, now
 from pioneer_grpc.store.models import EntryRow, ThreadRow
+from pioneer_grpc.store.port import OPTIONAL_SETTINGS
 from pioneer_grpc.v1 import history_pb2
 
 
@@ -38,15 +38,6 @@ class ThreadSettings:
     clear_at_least_percent: int | None = None
     # pioneer.v1.DynamicContextPlacement; 0 means the default.
     dynamic_context_placement: int = 0
-
-
-# ThreadConfig's optional fields the store keeps as NULL when unset.
-OPTIONAL_SETTINGS = (
-    "keep_tool_results",
-    "compaction_trigger_percent",
-    "compaction_low_water_percent",
-    "clear_at_least_percent",
-)
 
 
 def thread_not_found(thread_id: str) -> NotFound:
@@ -122,18 +113,21 @@ def thread_in(conn: Connection, thread_id: str) -> tuple[Any, int]:
     return row, int(row.entry_count)
 
 
-def update_thread_in(
-    conn: Connection, thread_id: str, changes_for: Callable[[ThreadSettings], dict[str, Any]]
-) -> tuple[Any, int]:
-    """UpdateThread's unit of work: `changes_for(current settings)` (which may raise to reject, and
-    then nothing changes) applied to the locked row; the row as stored and its entry count."""
+def update_thread_if(
+    thread_id: str, settings: ThreadSettings, expected: ThreadSettings, conn: Connection
+) -> tuple[Any, int] | None:
+    """UpdateThread's unit of work: the locked thread's settings set to `settings` (its compaction mark
+    cleared: new settings deserve a new try at compaction) when they are `expected`; the row as stored
+    and its entry count, or None, changing nothing, when they are not."""
     locked = conn.execute(_LOCK, {"b_thread_id": thread_id}).first()
     if locked is None:
         raise thread_not_found(thread_id)
-    changes = changes_for(settings_of(locked))
-    # New settings deserve a new try at compaction.
+    if settings_of(locked) != expected:
+        return None
     conn.execute(
-        update(ThreadRow).where(_BY_ID).values(**changes, compaction_failed_sequence=None, updated_at=now()),
+        update(ThreadRow)
+        .where(_BY_ID)
+        .values(**settings.__dict__, compaction_failed_sequence=None, updated_at=now()),
         {"b_thread_id": thread_id},
     )
     return thread_in(conn, thread_id)

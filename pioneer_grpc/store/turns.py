@@ -9,7 +9,6 @@ transaction of a round (store/runner.py), on either database.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.dialects import postgresql, sqlite
@@ -19,6 +18,7 @@ from pioneer_grpc.history.budget import DEFAULT_MAX_CONTEXT_TOKENS, DEFAULT_RESP
 from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.driver import POSTGRESQL, SQLITE, Direct
 from pioneer_grpc.store.models import ThreadRow, TurnRow
+from pioneer_grpc.store.port import TurnRecord
 from pioneer_grpc.v1 import history_pb2
 
 
@@ -48,15 +48,6 @@ def ensure_thread_in(conn: Connection, thread_id: str) -> None:
     """Creates the thread with the default budget unless it exists (a manifest recorded on a thread
     no call created)."""
     conn.execute(_new_thread(conn, thread_id))
-
-
-@dataclass(frozen=True)
-class TurnRecord:
-    """The turn row as `lock_turn` left it: what a round needs to know about its turn."""
-
-    status: int
-    manifest_json: str | None
-    event_id: int | None
 
 
 def _lock_turn_statement(dialect: Any) -> Any:

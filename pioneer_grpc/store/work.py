@@ -74,38 +74,6 @@ class UnitFuture(asyncio.Future[T]):
         self.set_exception(unit_timed_out(UNIT_SECONDS))
 
 
-def begun_beside(beside: Callable[[T], T], result: T, small: bool) -> asyncio.Future[T]:
-    """`beside(result)` begun on the running event loop, to run while the unit's COMMIT is under
-    way: on the loop itself when `small` (it runs once the loop is free: while the COMMIT is
-    awaited, or its thread commits), else in a worker thread. Its outcome, as a future."""
-    loop = asyncio.get_running_loop()
-    if not small:
-        return asyncio.ensure_future(asyncio.to_thread(beside, result))
-    future: asyncio.Future[T] = loop.create_future()
-
-    def run() -> None:
-        try:
-            future.set_result(beside(result))
-        except Exception as exc:
-            future.set_exception(exc)
-
-    loop.call_soon(run)
-    return future
-
-
-def unread(future: asyncio.Future[Any]) -> None:
-    """`future`'s outcome is not wanted (its unit failed): read when it ends, so none is logged."""
-    future.add_done_callback(lambda ended: ended.cancelled() or ended.exception())
-
-
-def outcome(future: asyncio.Future[T]) -> tuple[T | None, BaseException | None]:
-    """An ended future's (result, None) or (None, error)."""
-    if future.cancelled():
-        return None, asyncio.CancelledError()
-    error = future.exception()
-    return (None, error) if error is not None else (future.result(), None)
-
-
 def _following(work: Awaitable[T]) -> UnitFuture[T]:
     """A UnitFuture that ends as `work` (a coroutine, run as a task of its own) ends."""
     task = asyncio.ensure_future(work)

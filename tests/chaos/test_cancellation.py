@@ -106,7 +106,7 @@ async def test_cancel_storm_leaves_nothing_behind(pg_server):
     # open another): every unit of database work must run to its end instead (store/work.py).
     invalidated: list[BaseException | None] = []
     event.listen(
-        pg_server.ctx.engine.sync_engine.pool, "invalidate", lambda _c, _r, exc: invalidated.append(exc)
+        pg_server.ctx.store.engine.sync_engine.pool, "invalidate", lambda _c, _r, exc: invalidated.append(exc)
     )
 
     def interrupted() -> int:
@@ -145,9 +145,9 @@ async def test_cancel_storm_leaves_nothing_behind(pg_server):
     state = await pool_at_rest(pg_server)
     assert state.checked_out == 0, state
     assert state.open <= state.size + state.max_overflow, state
-    if pg_server.ctx.engine.dialect.name == "sqlite":
+    if pg_server.ctx.store.engine.dialect.name == "sqlite":
         assert state.open == state.size == 1, state
         # The pool's one and the transaction runner's own (store/runner.py). (A replaced
         # connection would leave a third: SQLite defers closing its descriptor while another
         # connection of the process holds a lock on the file.)
-        assert _open_files_of(str(pg_server.ctx.engine.url.database)) <= 2
+        assert _open_files_of(str(pg_server.ctx.store.engine.url.database)) <= 2

@@ -8,8 +8,8 @@ from google.protobuf import struct_pb2
 
 from pioneer_grpc import reasons
 from pioneer_grpc.providers.specs import SPECS
+from pioneer_grpc.reasons import INFRASTRUCTURE_REASONS
 from pioneer_grpc.server.health import DatabaseHealth
-from pioneer_grpc.store.failures import INFRASTRUCTURE_REASONS
 from pioneer_grpc.v1 import chat_pb2, history_pb2, provider_service_pb2
 from tests.chaos.conftest import health_status
 from tests.support import failure

@@ -12,7 +12,7 @@ from pioneer_grpc.events.hub import Subscription, SubscriptionOverflow
 from pioneer_grpc.history.decide import LoadResult
 from pioneer_grpc.providers.prefix import render_prefix
 from pioneer_grpc.service.load_cache import LoadCache
-from pioneer_grpc.store.history_state import HistoryState
+from pioneer_grpc.store.port import HistoryState
 from pioneer_grpc.v1 import chat_pb2, history_pb2, manifest_service_pb2, provider_service_pb2
 
 

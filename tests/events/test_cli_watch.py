@@ -13,6 +13,7 @@ from dataclasses import replace
 from pioneer_grpc.cli.watch import follow
 from pioneer_grpc.config import Config
 from pioneer_grpc.server.app import start_server
+from pioneer_grpc.service.observe import record_manifest
 from tests.events.helpers import compile_turn, eventually, numbered_manifest
 
 LINE = re.compile(
@@ -47,8 +48,9 @@ async def test_lines_show_each_event_once_backlog_then_live(server) -> None:
 
 
 async def test_json_lines_filtered_by_thread_and_after(server) -> None:
-    record = server.ctx.manifests.record
-    ids = [await record(f"t{n % 2}", f"turn-{n}", numbered_manifest(n)) for n in range(6)]
+    ids = [
+        await record_manifest(server.ctx, f"t{n % 2}", f"turn-{n}", numbered_manifest(n)) for n in range(6)
+    ]
     out = io.StringIO()
     status = await asyncio.wait_for(
         follow(server.address, thread_id="t1", after=ids[1], as_json=True, count=2, out=out), 10
@@ -70,13 +72,13 @@ async def test_a_server_restart_loses_and_repeats_nothing(tmp_path) -> None:
     running = await start_server(config)
     out, err = io.StringIO(), io.StringIO()
     following = asyncio.create_task(follow(running.address, count=4, out=out, err=err))
-    ids = [await running.ctx.manifests.record("t", f"turn-{n}", numbered_manifest(n)) for n in range(2)]
+    ids = [await record_manifest(running.ctx, "t", f"turn-{n}", numbered_manifest(n)) for n in range(2)]
     await eventually(lambda: len(out.getvalue().splitlines()) == 2)
     await running.stop()
     # Committed while nobody serves: the backlog after the last printed id must bring it.
     restarted = await start_server(config)
     try:
-        ids += [await restarted.ctx.manifests.record("t", f"turn-{n}", numbered_manifest(n)) for n in (2, 3)]
+        ids += [await record_manifest(restarted.ctx, "t", f"turn-{n}", numbered_manifest(n)) for n in (2, 3)]
         assert await asyncio.wait_for(following, 20) == 0
     finally:
         await restarted.stop(0.2)
@@ -87,7 +89,7 @@ async def test_a_server_restart_loses_and_repeats_nothing(tmp_path) -> None:
 
 
 async def test_module_entry_point_prints_and_exits_after_count(server) -> None:
-    ids = [await server.ctx.manifests.record("t", f"turn-{n}", numbered_manifest(n)) for n in range(2)]
+    ids = [await record_manifest(server.ctx, "t", f"turn-{n}", numbered_manifest(n)) for n in range(2)]
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

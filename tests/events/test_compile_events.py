@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 
-from pioneer_grpc.events.queries import newest_event_id
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from pioneer_grpc.v1 import manifest_service_pb2_grpc as service_grpc
 from pioneer_grpc.v1 import prompt_compiler_service_pb2 as compiler_pb2
@@ -68,4 +67,4 @@ async def test_a_compile_without_a_turn_records_nothing(server) -> None:
     stub = compiler_grpc.PromptCompilerServiceStub(server.channel())
     request = compiler_pb2.CompilePromptRequest(input=prompt_pb2.PromptCompileInput())
     assert (await stub.CompilePrompt(request)).manifest_event_id == 0
-    assert await newest_event_id(server.ctx.engine) == 0
+    assert await server.ctx.store.manifests.newest_event_id() == 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncpg
 from sqlalchemy import text
 
+from pioneer_grpc.service.observe import record_manifest
 from tests.events.helpers import numbered_manifest
 
 
@@ -24,11 +25,11 @@ async def test_each_commit_hands_its_own_drawn_id_over_even_where_notices_are_of
         await admin.close()
     handle = await server_factory(database_url=postgres_url)
 
-    ids = [await handle.ctx.manifests.record("t", f"turn-{n}", numbered_manifest(n)) for n in range(1, 4)]
+    ids = [await record_manifest(handle.ctx, "t", f"turn-{n}", numbered_manifest(n)) for n in range(1, 4)]
     # A repeat draws nothing and answers the turn's id.
-    ids.append(await handle.ctx.manifests.record("t", "turn-2", numbered_manifest(2)))
+    ids.append(await record_manifest(handle.ctx, "t", "turn-2", numbered_manifest(2)))
 
-    async with handle.ctx.engine.connect() as conn:
+    async with handle.ctx.store.engine.connect() as conn:
         stored = dict((await conn.execute(text("SELECT turn_id, manifest_event_id FROM turns"))).all())
         events = (await conn.execute(text("SELECT id FROM manifest_events ORDER BY id"))).scalars().all()
         sent = await conn.scalar(text("SHOW client_min_messages"))

@@ -16,6 +16,7 @@ import asyncio
 import asyncpg
 from sqlalchemy import text
 
+from pioneer_grpc.service.observe import record_manifest
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from tests.events.helpers import Observer, numbered_manifest
 
@@ -49,7 +50,7 @@ async def wait_until_an_insert_sleeps(url: str) -> None:
 
 async def _server_with(statements: list[str], postgres_url, server_factory):
     handle = await server_factory(database_url=postgres_url)
-    async with handle.ctx.engine.begin() as conn:
+    async with handle.ctx.store.engine.begin() as conn:
         for statement in statements:
             await conn.execute(text(statement))
     return handle
@@ -60,9 +61,9 @@ async def _slow_then_fast(handle, postgres_url) -> tuple[Observer, int, int, boo
     whether the slow one was still pending when the fast one returned)."""
     observer = Observer(handle.channel(), service_pb2.WatchManifestsRequest()).start()
     await observer.wait_live()
-    slow = asyncio.create_task(handle.ctx.manifests.record("slow", "turn-1", numbered_manifest(1)))
+    slow = asyncio.create_task(record_manifest(handle.ctx, "slow", "turn-1", numbered_manifest(1)))
     await wait_until_an_insert_sleeps(postgres_url)
-    fast_id = await handle.ctx.manifests.record("fast", "turn-1", numbered_manifest(2))
+    fast_id = await record_manifest(handle.ctx, "fast", "turn-1", numbered_manifest(2))
     pending = not slow.done()
     return observer, await slow, fast_id, pending
 
@@ -74,7 +75,7 @@ async def test_a_late_commit_of_a_smaller_id_still_reaches_observers(postgres_ur
     assert slow_id < fast_id
     assert await observer.wait_for_count(2, within=10) == [slow_id, fast_id]
     # Events arrive in order: once a later one has, no repeat of the first two is still on its way.
-    last_id = await handle.ctx.manifests.record("fast", "turn-2", numbered_manifest(3))
+    last_id = await record_manifest(handle.ctx, "fast", "turn-2", numbered_manifest(3))
     assert await observer.wait_for_count(3, within=10) == [slow_id, fast_id, last_id]
     await observer.cancel()
 
@@ -88,7 +89,7 @@ async def test_a_transaction_slow_before_its_commit_holds_up_no_other_event(
     assert slow_was_pending
     assert 0 < fast_id < slow_id
     assert await observer.wait_for_count(2, within=10) == [fast_id, slow_id]
-    async with handle.ctx.engine.connect() as conn:
+    async with handle.ctx.store.engine.connect() as conn:
         pointers = dict((await conn.execute(text("SELECT thread_id, manifest_event_id FROM turns"))).all())
         stored = (await conn.execute(text("SELECT id FROM manifest_events ORDER BY id"))).scalars().all()
     assert pointers == {"slow": slow_id, "fast": fast_id}
@@ -120,7 +121,7 @@ async def test_an_event_of_the_previous_release_and_one_numbered_at_commit_keep_
                 " VALUES ('older', 'turn-1', $1, now()) RETURNING id",
                 numbered_manifest(1).SerializeToString(),
             )
-            newer = asyncio.create_task(handle.ctx.manifests.record("newer", "turn-1", numbered_manifest(2)))
+            newer = asyncio.create_task(record_manifest(handle.ctx, "newer", "turn-1", numbered_manifest(2)))
             await wait_for_an_advisory_lock_wait(older)
             assert not newer.done()
         await older.execute("NOTIFY pioneer_manifest_events")

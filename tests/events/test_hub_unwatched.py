@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pioneer_grpc.events import hub as hub_module
 from pioneer_grpc.events.hub import ManifestHub
+from pioneer_grpc.service.observe import record_manifest
 from tests.events.helpers import eventually, numbered_manifest
 
 
@@ -18,17 +18,21 @@ async def test_an_unwatched_hub_reads_no_rows_and_a_later_subscriber_gets_what_f
     server, monkeypatch
 ) -> None:
     reads: list[int] = []
-    original = hub_module.events_after
+    manifests = server.ctx.store.manifests
+    original = manifests.events_after
 
-    async def counted(engine: Any, after_id: int, **kwargs: Any) -> Any:
+    async def counted(after_id: int, **kwargs: Any) -> Any:
         reads.append(after_id)
-        return await original(engine, after_id, **kwargs)
+        return await original(after_id, **kwargs)
 
-    monkeypatch.setattr(hub_module, "events_after", counted)
-    # A hub of its own: the server's recorder does not publish to it, as another worker's would not.
-    hub = ManifestHub(server.ctx.engine, poll_seconds=0.05)
+    monkeypatch.setattr(manifests, "events_after", counted)
+    # A hub of its own: the server's rounds do not publish to it, as another worker's would not.
+    hub = ManifestHub(manifests, poll_seconds=0.05)
     await hub.start()
-    record = server.ctx.manifests.record
+
+    async def record(thread_id: str, turn_id: str, manifest: Any) -> int:
+        return await record_manifest(server.ctx, thread_id, turn_id, manifest)
+
     try:
         named = [await record("t", f"turn-{i}", numbered_manifest(i)) for i in range(3)]
         hub.poke(named[-1])  # a NOTIFY naming the newest

@@ -7,7 +7,7 @@ from pathlib import Path
 from google.protobuf import json_format
 
 from pioneer_grpc.compiler import compile_prompt
-from pioneer_grpc.events.manifest_json import manifest_json
+from pioneer_grpc.store.manifest_json import manifest_json
 from pioneer_grpc.v1 import prompt_pb2
 from tests.compiler.inputs import full_profile_input, write_home
 

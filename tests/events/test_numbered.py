@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pioneer_grpc.events.recorder import Recorded, numbered
+from pioneer_grpc.store.manifests import numbered
+from pioneer_grpc.store.port import Recorded
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 
 

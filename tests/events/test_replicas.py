@@ -21,6 +21,7 @@ import grpc
 from pioneer_grpc.events import wiring
 from pioneer_grpc.events.hub import ManifestHub
 from pioneer_grpc.events.pg_listener import APPLICATION_NAME
+from pioneer_grpc.service.observe import record_manifest
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from tests.events.helpers import Observer, compile_turn, numbered_manifest
 
@@ -155,7 +156,7 @@ async def test_a_lost_listen_connection_reconnects_and_catches_up(
     reader = await server_factory(database_url=postgres_url)
     observer = Observer(reader.channel(), service_pb2.WatchManifestsRequest()).start()
     await observer.wait_live()
-    first = await writer.ctx.manifests.record("t", "turn-1", numbered_manifest(1))
+    first = await record_manifest(writer.ctx, "t", "turn-1", numbered_manifest(1))
     assert await observer.wait_for_count(1) == [first]
 
     admin = await asyncpg.connect(plain(postgres_url))
@@ -167,7 +168,7 @@ async def test_a_lost_listen_connection_reconnects_and_catches_up(
             await listeners_once(admin, lambda pids: not pids)
             # Committed while no replica listens (the writer's pool keeps its open connection):
             # only the catch-up read after reconnecting can deliver it.
-            missed = await writer.ctx.manifests.record("t", "turn-2", numbered_manifest(2))
+            missed = await record_manifest(writer.ctx, "t", "turn-2", numbered_manifest(2))
         assert await observer.wait_for_count(2, within=30) == [first, missed]
         after = await listeners_once(admin, lambda pids: len(pids) == 2 and not pids & before)
     finally:
@@ -175,6 +176,6 @@ async def test_a_lost_listen_connection_reconnects_and_catches_up(
     assert len(after) == 2
     assert not after & before
     # Both replicas listen again: the notification alone delivers the next one.
-    later = await writer.ctx.manifests.record("t", "turn-3", numbered_manifest(3))
+    later = await record_manifest(writer.ctx, "t", "turn-3", numbered_manifest(3))
     assert await observer.wait_for_count(3, within=30) == [first, missed, later]
     await observer.cancel()

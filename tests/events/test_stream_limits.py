@@ -12,8 +12,9 @@ import pytest
 
 from pioneer_grpc.config import Config
 from pioneer_grpc.events.hub import ManifestHub, Subscription, SubscriptionOverflow
-from pioneer_grpc.events.queries import EVENTS
 from pioneer_grpc.server.app import start_server
+from pioneer_grpc.service.observe import record_manifest
+from pioneer_grpc.store.manifests import EVENTS
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from pioneer_grpc.v1 import manifest_service_pb2_grpc as service_grpc
 from tests.events.helpers import Observer, eventually, numbered_manifest
@@ -46,11 +47,11 @@ async def test_an_observer_that_does_not_read_is_ended_and_resumes_without_loss(
 
     produced = []
     for n in range(400):
-        produced.append(await handle.ctx.manifests.record("t", f"turn-{n}", padded_manifest(n)))
+        produced.append(await record_manifest(handle.ctx, "t", f"turn-{n}", padded_manifest(n)))
         if handle.ctx.hub.observer_count == 0:
             break
     assert handle.ctx.hub.observer_count == 0, "the stalled observer never overflowed"
-    produced += [await handle.ctx.manifests.record("t", f"later-{n}", padded_manifest(n)) for n in range(3)]
+    produced += [await record_manifest(handle.ctx, "t", f"later-{n}", padded_manifest(n)) for n in range(3)]
 
     received = []
     with pytest.raises(grpc.aio.AioRpcError) as caught:
@@ -83,7 +84,7 @@ async def test_shutdown_ends_open_streams_promptly_and_quietly(database_url, tmp
         observers = [Observer(channel, request).start() for request in requests]
         for observer in observers:
             await observer.wait_live()
-        await running.ctx.manifests.record("t0", "turn-1", numbered_manifest(1))
+        await record_manifest(running.ctx, "t0", "turn-1", numbered_manifest(1))
         await observers[0].wait_for_count(1)
 
         started = asyncio.get_running_loop().time()
@@ -113,14 +114,14 @@ async def test_cancelling_observers_leaves_no_subscription_and_logs_nothing(serv
         await observer.wait_live()
     await asyncio.gather(*(o.cancel() for o in observers))
     await eventually(lambda: server.ctx.hub.observer_count == 0, within=5)
-    await server.ctx.manifests.record("t", "turn-1", numbered_manifest(1))
+    await record_manifest(server.ctx, "t", "turn-1", numbered_manifest(1))
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info] == []
 
 
 async def test_streams_cancelled_mid_backlog_are_finished_before_the_server_stops(tmp_path) -> None:
     running = await start_server(Config(listen="127.0.0.1:0", home=tmp_path / "home", grace_seconds=0.2))
     payload = numbered_manifest(0).SerializeToString()
-    async with running.ctx.engine.begin() as conn:
+    async with running.ctx.store.engine.begin() as conn:
         await conn.execute(
             EVENTS.insert(),
             [
@@ -154,7 +155,7 @@ async def test_streams_cancelled_mid_backlog_are_finished_before_the_server_stop
 
 
 async def test_hub_close_waits_for_a_cancelled_stream_that_is_still_finishing(server) -> None:
-    hub = ManifestHub(server.ctx.engine)
+    hub = ManifestHub(server.ctx.store.manifests)
     await hub.start()
     finished = asyncio.Event()
     started = asyncio.Event()

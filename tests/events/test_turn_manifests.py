@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from pioneer_grpc.client import event_ref, inline_ref, turn_ref
 from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.service.observe import record_manifest
 from pioneer_grpc.store.models import ManifestEventRow, ThreadRow, TurnRow
 from pioneer_grpc.v1 import history_pb2, prompt_pb2
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
@@ -25,10 +26,10 @@ async def test_record_persists_the_manifest_on_a_new_turn_and_appends_an_event(p
         version="0.3.1",
     )
     compiled.profile = prompt_pb2.PROMPT_PROFILE_MINIMAL
-    event_id = await pg_server.ctx.manifests.record("thread-a", "turn-1", compiled)
+    event_id = await record_manifest(pg_server.ctx, "thread-a", "turn-1", compiled)
     assert event_id >= 1
 
-    async with pg_server.ctx.sessions() as session:
+    async with pg_server.ctx.store.sessions() as session:
         thread = await session.get(ThreadRow, "thread-a")
         turn = await session.get(TurnRow, ("thread-a", "turn-1"))
         event = await session.get(ManifestEventRow, event_id)
@@ -52,7 +53,7 @@ async def test_record_persists_the_manifest_on_a_new_turn_and_appends_an_event(p
 
 
 async def test_each_round_appends_an_event_and_the_turn_keeps_the_latest(pg_server) -> None:
-    ids = [await pg_server.ctx.manifests.record("t", "turn-1", numbered_manifest(n)) for n in range(3)]
+    ids = [await record_manifest(pg_server.ctx, "t", "turn-1", numbered_manifest(n)) for n in range(3)]
     assert ids == sorted(ids)
     assert len(set(ids)) == 3
     response = await (await pg_server.client()).get_turn_manifest(thread_id="t", turn_id="turn-1")
@@ -60,14 +61,14 @@ async def test_each_round_appends_an_event_and_the_turn_keeps_the_latest(pg_serv
     assert response.status == history_pb2.TURN_STATUS_IN_PROGRESS
     assert response.manifest.fingerprint_dynamic == numbered_manifest(2).fingerprint_dynamic
     assert (response.manifest.thread_id, response.manifest.turn_id) == ("t", "turn-1")
-    async with pg_server.ctx.sessions() as session:
+    async with pg_server.ctx.store.sessions() as session:
         rows = (await session.scalars(select(ManifestEventRow.id).order_by(ManifestEventRow.id))).all()
     assert list(rows) == ids
 
 
 async def test_an_existing_turn_keeps_its_status(pg_server) -> None:
     now = datetime.now(UTC)
-    async with pg_server.ctx.sessions() as session, session.begin():
+    async with pg_server.ctx.store.sessions() as session, session.begin():
         session.add(
             ThreadRow(
                 thread_id="t",
@@ -88,8 +89,8 @@ async def test_an_existing_turn_keeps_its_status(pg_server) -> None:
                 updated_at=now,
             )
         )
-    await pg_server.ctx.manifests.record("t", "done", numbered_manifest(1))
-    async with pg_server.ctx.sessions() as session:
+    await record_manifest(pg_server.ctx, "t", "done", numbered_manifest(1))
+    async with pg_server.ctx.store.sessions() as session:
         thread = await session.get(ThreadRow, "t")
         turn = await session.get(TurnRow, ("t", "done"))
     assert (thread.max_context_tokens, thread.model) == (9000, "m")
@@ -98,8 +99,8 @@ async def test_an_existing_turn_keeps_its_status(pg_server) -> None:
 
 async def test_get_turn_manifest_not_found_cases(pg_server) -> None:
     now = datetime.now(UTC)
-    await pg_server.ctx.manifests.record("t", "compiled", numbered_manifest(1))
-    async with pg_server.ctx.sessions() as session, session.begin():
+    await record_manifest(pg_server.ctx, "t", "compiled", numbered_manifest(1))
+    async with pg_server.ctx.store.sessions() as session, session.begin():
         session.add(
             TurnRow(
                 thread_id="t",
@@ -127,7 +128,7 @@ async def test_get_turn_manifest_not_found_cases(pg_server) -> None:
 async def test_record_rejects_bad_ids(server) -> None:
     for thread_id, turn_id, field in [("", "u", "thread_id"), ("t", "x" * 201, "turn_id")]:
         with pytest.raises(InvalidArgument) as caught:
-            await server.ctx.manifests.record(thread_id, turn_id, numbered_manifest(1))
+            await record_manifest(server.ctx, thread_id, turn_id, numbered_manifest(1))
         assert [v.field for v in caught.value.violations] == [field]
 
 
@@ -137,8 +138,8 @@ async def test_diff_by_turn_event_and_inline_manifest(pg_server) -> None:
         [("identity", STABLE, "v2"), ("dynamic_context", DYNAMIC, "a")],
         diagnostics=[("file_truncated", "SOUL.md cut")],
     )
-    base_id = await pg_server.ctx.manifests.record("t", "turn-1", base)
-    await pg_server.ctx.manifests.record("t", "turn-2", target)
+    base_id = await record_manifest(pg_server.ctx, "t", "turn-1", base)
+    await record_manifest(pg_server.ctx, "t", "turn-2", target)
     manifests = await pg_server.client()
     refs = [(event_ref(base_id), turn_ref("t", "turn-2")), (inline_ref(base), inline_ref(target))]
     for base_ref, target_ref in refs:

@@ -9,7 +9,8 @@ import grpc
 import pytest
 from sqlalchemy import select
 
-from pioneer_grpc.events.queries import EVENTS
+from pioneer_grpc.service.observe import record_manifest
+from pioneer_grpc.store.manifests import EVENTS
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from tests.events.helpers import Observer, eventually, numbered_manifest
 
@@ -20,7 +21,7 @@ def watch(handle, **request: object) -> Observer:
 
 async def record(handle, count: int, thread_id: str = "t", start: int = 0) -> list[int]:
     return [
-        await handle.ctx.manifests.record(thread_id, f"turn-{n}", numbered_manifest(n))
+        await record_manifest(handle.ctx, thread_id, f"turn-{n}", numbered_manifest(n))
         for n in range(start, start + count)
     ]
 
@@ -125,7 +126,7 @@ async def test_backlog_pages_are_seamless(server, count: int) -> None:
     # Rows written in one batch: the backlog read does not care how they got there.
     now = datetime.now(UTC)
     payload = numbered_manifest(0).SerializeToString()
-    async with server.ctx.engine.begin() as conn:
+    async with server.ctx.store.engine.begin() as conn:
         await conn.execute(
             EVENTS.insert(),
             [

@@ -88,8 +88,8 @@ async def test_a_history_reusing_call_ids_renders_for_every_provider(pg_server):
         render(provider, chat)
 
 
-async def test_the_migration_keeps_every_stored_call_and_frees_repeats(database_url):
-    engine = create_async_engine(database_url)
+async def test_the_migration_keeps_every_stored_call_and_frees_repeats(empty_database_url):
+    engine = create_async_engine(empty_database_url)
     try:
         async with engine.begin() as conn:
             await conn.run_sync(_alembic, "0008_threads_created")

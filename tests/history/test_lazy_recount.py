@@ -58,7 +58,7 @@ async def _stored(server, thread_id: str) -> list[tuple[str, str, int]]:
         "JOIN conversation_entries e ON e.id = c.entry_sequence WHERE e.thread_id = :t "
         "ORDER BY e.id, c.tokenizer"
     )
-    async with server.ctx.engine.connect() as conn:
+    async with server.ctx.store.engine.connect() as conn:
         return [tuple(row) for row in await conn.execute(query, {"t": thread_id})]
 
 
@@ -81,7 +81,7 @@ async def test_a_switch_to_claude_recounts_once_on_load_and_a_switch_back_reuses
     assert stored == expected
 
     # Later loads read the stored counts: make them recognisable, change the history, load again.
-    async with pg_server.ctx.engine.begin() as conn:
+    async with pg_server.ctx.store.engine.begin() as conn:
         await conn.execute(text("UPDATE entry_token_counts SET token_count = token_count + 1000"))
     new = entry("u-new", "turn-new", content="one more")
     await turn(history, "t", "turn-new", new)
@@ -139,7 +139,7 @@ async def test_a_summary_stored_without_its_tokenizer_is_counted_once_per_tokeni
     await create(history, "t", config(model="gpt-4o"))
     await _fill(history, "t")
     summary = "The user asked about counting tokens once; the server stores counts."
-    async with pg_server.ctx.engine.begin() as conn:
+    async with pg_server.ctx.store.engine.begin() as conn:
         covered = (
             await conn.execute(
                 text("SELECT id FROM conversation_entries WHERE entry_id = 'a0' AND thread_id = 't'")
@@ -159,7 +159,7 @@ async def test_a_summary_stored_without_its_tokenizer_is_counted_once_per_tokeni
         return count + tokens.MESSAGE_OVERHEAD
 
     async def summary_counts() -> list[tuple[str, int]]:
-        async with pg_server.ctx.engine.connect() as conn:
+        async with pg_server.ctx.store.engine.connect() as conn:
             rows = await conn.execute(
                 text("SELECT tokenizer, token_count FROM summary_token_counts ORDER BY tokenizer")
             )

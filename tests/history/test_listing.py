@@ -75,7 +75,7 @@ async def test_threads_newest_first_page_through_ties(pg_server):
     for i in range(9):
         await create(history, f"t{i}")
     # t2..t6 share one creation time (as threads created within the clock's resolution would).
-    async with pg_server.ctx.sessions() as session, session.begin():
+    async with pg_server.ctx.store.sessions() as session, session.begin():
         moment = await session.scalar(select(ThreadRow.created_at).where(ThreadRow.thread_id == "t4"))
         tied = ThreadRow.thread_id.in_([f"t{i}" for i in range(2, 7)])
         await session.execute(update(ThreadRow).where(tied).values(created_at=moment))

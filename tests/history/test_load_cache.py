@@ -10,7 +10,7 @@ from pioneer_grpc.providers.prefix import cut_prefix, extend_prefix, render_pref
 from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.service.load_cache import FRAMED_PARTS, LoadCache
 from pioneer_grpc.store import entries as entry_store
-from pioneer_grpc.store.history_state import HistoryState
+from pioneer_grpc.store.port import HistoryState
 from pioneer_grpc.v1 import chat_pb2, common_pb2, history_pb2, provider_service_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
 from pioneer_grpc.wire import repeated_records

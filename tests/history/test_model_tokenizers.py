@@ -116,9 +116,10 @@ async def test_count_tokens_answers_in_the_models_tokenizer(pg_server):
 async def test_appends_to_a_thread_nobody_loaded_count_again_only_when_its_model_is_new(
     pg_server, monkeypatch
 ):
-    """Entries are counted before the transaction in the tokenizer the thread's model was last seen
-    with, and again inside it only when that guess was wrong: the first append to a thread, and the
-    first after its model changed; not every append to a thread whose history nobody loaded."""
+    """Entries are counted before the store is asked in the tokenizer the thread's model was last seen
+    with, and again only when that guess was wrong: the first append to a thread another server
+    made, and the first after another server changed its model; not every append to a thread whose
+    history nobody loaded. A thread this server made or changed is seen as it made it."""
     from pioneer_grpc.service import token_fit
 
     recounted: list[str] = []
@@ -131,6 +132,7 @@ async def test_appends_to_a_thread_nobody_loaded_count_again_only_when_its_model
     monkeypatch.setattr(token_fit, "count_blocking", recording)
     history = await pg_server.client()
     await create(history, "t-guess", config(model="gpt-4o"))
+    pg_server.ctx.seen_models = token_fit.SeenModels()  # as though another worker made the thread
 
     async def append(entry_id: str) -> history_pb2.ConversationEntry:
         found = await history.append_entries(
@@ -142,8 +144,9 @@ async def test_appends_to_a_thread_nobody_loaded_count_again_only_when_its_model
 
     first = await append("e1")
     assert recounted == ["o200k_base"]  # the guess for a thread never seen: cl100k_base
+    recounted.clear()
     assert [(await append(f"e{i}")).token_count for i in (2, 3)] == [first.token_count] * 2
-    assert recounted == ["o200k_base"]
+    assert recounted == []  # counted before the store is asked, once each, in the thread's
     await history.update_thread(
         pb.UpdateThreadRequest(
             thread_id="t-guess",
@@ -154,4 +157,11 @@ async def test_appends_to_a_thread_nobody_loaded_count_again_only_when_its_model
     switched = await append("e4")
     assert switched.tokenizer == "claude_estimate"
     await append("e5")
-    assert recounted == ["o200k_base", "claude_estimate"]
+    assert recounted == []  # this server changed the model: it counted in the new one at once
+    current = (await pg_server.ctx.store.threads.get("t-guess")).config
+    back = history_pb2.ThreadConfig()
+    back.CopyFrom(current)
+    back.model = "gpt-4o"
+    await pg_server.ctx.store.threads.update("t-guess", back, current)  # another server changes it back
+    await append("e6")
+    assert recounted == ["o200k_base"]

@@ -42,13 +42,13 @@ async def counted(server, exclude: str = "") -> tuple[int, int]:
     query = select(func.count(), func.count(EntryRow.turn_id.distinct())).where(
         EntryRow.thread_id == THREAD, EntryRow.completed.is_(False), EntryRow.turn_id != exclude
     )
-    async with server.ctx.engine.connect() as conn:
+    async with server.ctx.store.engine.connect() as conn:
         entries, turns = (await conn.execute(query)).one()
     return int(entries), int(turns)
 
 
 async def kept(server) -> tuple[int, int]:
-    async with server.ctx.engine.connect() as conn:
+    async with server.ctx.store.engine.connect() as conn:
         row = (
             await conn.execute(
                 select(ThreadRow.open_entries, ThreadRow.open_turns).where(ThreadRow.thread_id == THREAD)
@@ -75,7 +75,7 @@ async def completed_counts(server) -> tuple[int, int]:
     """(the thread row's completed count, its completed entries counted from the rows)."""
     kept_count = select(ThreadRow.completed_entries).where(ThreadRow.thread_id == THREAD).scalar_subquery()
     rows = select(func.count()).where(EntryRow.thread_id == THREAD, EntryRow.completed.is_(True))
-    async with server.ctx.engine.connect() as conn:
+    async with server.ctx.store.engine.connect() as conn:
         row = (await conn.execute(select(kept_count, rows.scalar_subquery()))).one()
     return int(row[0]), int(row[1])
 
@@ -185,8 +185,8 @@ def _alembic(connection, revision: str) -> None:
     command.upgrade(config, revision)
 
 
-async def test_the_migration_counts_what_a_thread_already_has_open(database_url):
-    engine = create_async_engine(database_url)
+async def test_the_migration_counts_what_a_thread_already_has_open(empty_database_url):
+    engine = create_async_engine(empty_database_url)
     try:
         async with engine.begin() as conn:
             await conn.run_sync(_alembic, "0005")

@@ -18,9 +18,6 @@ from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.service.history import content_hash
 from pioneer_grpc.store import append as append_store
 from pioneer_grpc.store import entries as entry_store
-from pioneer_grpc.store import round as round_store
-from pioneer_grpc.store.completion import complete_turn_in
-from pioneer_grpc.store.runner import nothing
 from pioneer_grpc.store.turns import lock_turn
 from pioneer_grpc.v1 import chat_pb2, history_pb2, provider_service_pb2, turn_service_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
@@ -56,14 +53,17 @@ async def store_as_an_older_version_did(server, thread_id: str, turn_id: str, *e
     """Writes entries through the store alone (no append rules) and completes their turn."""
     new = [entry_store.NewEntry(e, content_hash(e), 5) for e in entries]
 
-    def write(conn, _) -> None:
-        round_store.lock_thread(conn, thread_id)
+    store = server.ctx.store
+
+    def write(conn) -> None:
+        store.lock_thread(conn, thread_id)
         turns = {turn_id: lock_turn(conn, thread_id, turn_id)}
         batch = append_store.batch_of(thread_id, new, "cl100k_base")
-        append_store.append_rows(conn, thread_id, turns, batch, lambda stored: None)
-        complete_turn_in(conn, thread_id, turn_id)
+        insert = lambda *args: store.inserted(conn, *args)  # noqa: E731
+        append_store.append_rows(conn, thread_id, turns, batch, lambda stored: None, insert)
+        store.completed_under_lock(conn, thread_id, turn_id)
 
-    await server.ctx.runner.transact(nothing, write)
+    await store.runner.transact(write)
 
 
 def renders_for_every_provider(messages) -> None:

@@ -114,7 +114,7 @@ async def test_concurrent_loads_compress_once(server_factory, database_url, fake
 
 @pytest.mark.postgres
 async def test_two_replicas_compress_once(server_factory, fake):
-    async with fresh_postgres_database() as url:
+    async with fresh_postgres_database(migrated=True) as url:
         fake.reply = lambda body: 0.3
         one = await (await openai_server(server_factory, url, fake)).client()
         two = await (await openai_server(server_factory, url, fake)).client()

@@ -12,7 +12,6 @@ import grpc
 from sqlalchemy import select
 
 from pioneer_grpc.caps.history import MAX_ENTRIES_PER_APPEND
-from pioneer_grpc.store import completion
 from pioneer_grpc.store.models import EntryRow, ManifestEventRow, ThreadRow, ToolCallRow, TurnRow
 from pioneer_grpc.v1 import chat_pb2, history_pb2, provider_service_pb2, turn_service_pb2
 from pioneer_grpc.v1 import history_service_pb2 as pb
@@ -24,7 +23,7 @@ async def stored_rows(server, thread_id: str, updated: bool) -> list[tuple]:
     """Every row of the thread in every table an append, round or completion writes
     (without the update times unless `updated`)."""
     rows: list[tuple] = []
-    async with server.ctx.sessions() as session:
+    async with server.ctx.store.sessions() as session:
         for table in (ThreadRow, TurnRow, EntryRow, ToolCallRow, ManifestEventRow):
             columns = [c.key for c in table.__table__.columns if updated or c.key != "updated_at"]
             found = await session.execute(select(table).where(table.thread_id == thread_id))
@@ -114,10 +113,11 @@ async def test_complete_turn_with_entries_completes_under_the_appends_lock(pg_se
     takes CompleteTurn's own path (a statement alone on PostgreSQL, the lock then the completion
     on SQLite)."""
     relocks: list[str] = []
-    lock_thread, completed_alone = completion.lock_thread, completion.completed_alone
-    monkeypatch.setattr(completion, "lock_thread", lambda *a: relocks.append("lock") or lock_thread(*a))
+    store = pg_server.ctx.store
+    complete_in, completed_alone = store.complete_in, store.completed_alone
+    monkeypatch.setattr(store, "complete_in", lambda *a, **k: relocks.append("lock") or complete_in(*a, **k))
     monkeypatch.setattr(
-        completion, "completed_alone", lambda *a: relocks.append("alone") or completed_alone(*a)
+        store, "completed_alone", lambda *a, **k: relocks.append("alone") or completed_alone(*a, **k)
     )
     c = Client(pg_server)
     await c.thread("t")
@@ -127,7 +127,7 @@ async def test_complete_turn_with_entries_completes_under_the_appends_lock(pg_se
     assert (done.completed_entry_count, done.created_count, relocks) == (4, 1, [])
     await prepare(c, "turn-2", bare("u2", USER, "And Bergen?"))
     done = await complete(c, "turn-2")  # without entries: CompleteTurn's own path
-    own_path = ["alone"] if pg_server.ctx.manifests.postgres else ["alone", "lock"]
+    own_path = ["alone"] if pg_server.ctx.store.postgres else ["alone", "lock"]
     assert (done.completed_entry_count, relocks) == (1, own_path)
 
 

@@ -48,7 +48,7 @@ def _append(thread_id: str, n: int) -> history_service_pb2.AppendEntriesRequest:
 async def test_connections_closed_by_the_server_are_replaced_before_use(postgres_url, server_factory):
     server = await server_factory(database_url=postgres_url, health_probe_seconds=3600)
     client = await server.client()
-    engine = server.ctx.engine
+    engine = server.ctx.store.engine
     returned = _returned(engine)
     await client.create_thread(thread_id="t")
     # Several at once, so the pool holds several connections.

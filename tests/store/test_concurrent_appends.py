@@ -33,7 +33,7 @@ async def test_twenty_concurrent_writers(pg_server):
     responses = await asyncio.gather(*(writer(w) for w in range(WRITERS)))
     assert sum(r.created_count for r in responses) == SHARED + WRITERS * OWN
     assert sum(r.existing_count for r in responses) == (WRITERS - 1) * SHARED
-    async with ctx.sessions() as session:
+    async with ctx.store.sessions() as session:
         rows = (
             await session.execute(select(EntryRow.entry_id, EntryRow.id).where(EntryRow.thread_id == "t"))
         ).all()
@@ -59,7 +59,7 @@ async def test_a_rejected_batch_leaves_earlier_entries_intact(pg_server):
         await history_ops.append_entries(ctx, "t", [entry("e2", "turn-1"), changed])
     again = await history_ops.append_entries(ctx, "t", [entry("e1", "turn-1")])
     assert again.entries[0] == first.entries[0]
-    async with ctx.sessions() as session:
+    async with ctx.store.sessions() as session:
         count = await session.scalar(
             select(func.count()).select_from(EntryRow).where(EntryRow.thread_id == "t")
         )
@@ -101,7 +101,7 @@ async def test_concurrent_completions_that_carry_answers(pg_server):
             (1, 0),
         ]
     assert [(o.completed_entry_count, o.created_count) for o in outcomes[2 * TURNS :]] == [(1, 1)] * NEW_TURNS
-    async with ctx.sessions() as session:
+    async with ctx.store.sessions() as session:
         open_rows = await session.scalar(
             select(func.count()).where(EntryRow.thread_id == "t", EntryRow.completed.is_(False))
         )

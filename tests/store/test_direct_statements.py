@@ -17,14 +17,21 @@ from typing import Any
 import pytest
 from sqlalchemy import bindparam, create_engine, select
 
-from pioneer_grpc.events import recorder
-from pioneer_grpc.store import append, completion, history_state, round, turns
+from pioneer_grpc.store import history_state, manifests, sql, sqlite, turns
 from pioneer_grpc.store.driver import SQLITE, Direct
-from pioneer_grpc.store.entries import THREAD_CALLS_CHUNK, NewEntry, entry_values, thread_calls_in
+from pioneer_grpc.store.entries import (
+    HELD_COLUMNS,
+    THREAD_CALLS_CHUNK,
+    NewEntry,
+    entry_values,
+    held_entry,
+    held_in,
+    thread_calls_in,
+)
 from pioneer_grpc.store.models import Base, EntryRow, ThreadRow, ToolCallRow, TurnRow
 from pioneer_grpc.v1 import history_pb2
 
-MODULES = (round, append, turns, history_state, completion, recorder)
+MODULES = (sqlite, sql, turns, history_state, manifests)
 MOMENT = datetime(2026, 11, 30, 12, 34, 56, 789012, tzinfo=UTC)
 LATER = datetime(2026, 12, 1, 8, 0, 1, 5, tzinfo=UTC)
 T = {"b_thread_id": "t"}
@@ -46,14 +53,18 @@ def _new_entry(entry_id: str) -> dict[str, Any]:
 
 # (module, name) -> the parameters of each run, in order, on the same database.
 CASES: dict[tuple[str, str], list[dict[str, Any]]] = {
-    ("round", "_LOCK_THREAD_SQLITE"): [T, {"b_thread_id": "nosuch"}],
-    ("append", "_TOUCH_THREAD"): [{**T, "b_updated_at": LATER, "b_entries": 2, "b_turns": 1}],
-    ("append", "_INSERT_ENTRY_SQLITE"): [_new_entry("e9"), _new_entry("e9"), _new_entry("e1")],
-    ("append", "_INSERT_CALL_SQLITE"): [
+    ("sqlite", "_LOCK_THREAD"): [T, {"b_thread_id": "nosuch"}],
+    ("sqlite", "_TOUCH_THREAD"): [{**T, "b_updated_at": LATER, "b_entries": 2, "b_turns": 1}],
+    ("sqlite", "_INSERT_ENTRY"): [_new_entry("e9"), _new_entry("e9"), _new_entry("e1")],
+    ("sqlite", "_INSERT_CALL"): [
         {"thread_id": "t", "call_id": "c9", "entry_id": "e3"},
         {"thread_id": "t", "call_id": "c1", "entry_id": "e3"},
     ],
-    ("round", "_TURN_ENTRIES"): [{"thread_id": "t", "turn_id": "u1"}, {"thread_id": "t", "turn_id": "x"}],
+    ("sqlite", "_TURN_ENTRIES"): [{"thread_id": "t", "turn_id": "u1"}, {"thread_id": "t", "turn_id": "x"}],
+    ("sqlite", "_TURN_ROW"): [{"thread_id": "t", "turn_id": turn} for turn in ("u1", "u2", "x")],
+    ("sqlite", "_VERSION"): [
+        {"thread_id": thread, "turn_id": turn} for thread, turn in (("t", "u1"), ("t", "x"), ("nosuch", "u1"))
+    ],
     ("turns", "_LOCK_TURN_SQLITE"): [
         {"thread_id": "t", "turn_id": turn, "status": 1, "created_at": LATER, "updated_at": LATER}
         for turn in ("u1", "new")
@@ -63,18 +74,18 @@ CASES: dict[tuple[str, str], list[dict[str, Any]]] = {
         for exclude, after in (("", 0), ("u2", 1), ("u1", history_state.NO_ENTRIES), ("", 0))
     ]
     + [{"thread_id": "nosuch", "exclude_turn_id": "", "after": 0}],
-    ("completion", "_TURN_STATUS"): [{**T, "b_turn_id": "u2"}, {**T, "b_turn_id": "x"}],
-    ("completion", "_COMPLETE_TURN"): [
+    ("sqlite", "_TURN_STATUS"): [{**T, "b_turn_id": "u2"}, {**T, "b_turn_id": "x"}],
+    ("sqlite", "_COMPLETE_TURN"): [
         {**T, "b_turn_id": turn, "b_status": history_pb2.TURN_STATUS_COMPLETED, "b_updated_at": LATER}
         for turn in ("u2", "u2", "x")
     ],
-    ("completion", "_COMPLETE_ENTRIES"): [{**T, "b_turn_id": "u2"}, {**T, "b_turn_id": "x"}],
-    ("completion", "_TURN_ENTRY_COUNT"): [{**T, "b_turn_id": "u1"}, {**T, "b_turn_id": "x"}],
-    ("completion", "_LESS_OPEN"): [{**T, "b_entries": 1, "b_turns": 1}],
-    ("recorder", "_INSERT_EVENT_SQLITE"): [
+    ("sqlite", "_COMPLETE_ENTRIES"): [{**T, "b_turn_id": "u2"}, {**T, "b_turn_id": "x"}],
+    ("sqlite", "_TURN_ENTRY_COUNT"): [{**T, "b_turn_id": "u1"}, {**T, "b_turn_id": "x"}],
+    ("sqlite", "_LESS_OPEN"): [{**T, "b_entries": 1, "b_turns": 1}],
+    ("manifests", "_INSERT_EVENT_SQLITE"): [
         {**T, "b_turn_id": "u2", "b_manifest_pb": b"\x08\x01", "b_created_at": LATER}
     ],
-    ("recorder", "_UPDATE_TURN"): [
+    ("manifests", "_UPDATE_TURN_SQLITE"): [
         {
             **T,
             "b_turn_id": "u2",
@@ -219,3 +230,25 @@ def test_thread_calls_in_chunks_finds_what_one_expanding_statement_does(count, s
     assert sorted(found) == known
     if count > 5:
         assert found["c005"] == "e9"
+
+
+@pytest.mark.parametrize("count", [1, 2, THREAD_CALLS_CHUNK + 1])
+def test_held_in_chunks_finds_what_one_expanding_statement_does(count, seeded, tmp_path):
+    """The entries a round asks for (any turn), read a chunk of ids at a time on the driver: the rows
+    one SQLAlchemy statement with an expanding IN list reads."""
+    path = tmp_path / "held.db"
+    shutil.copy(seeded, path)
+    engine = create_engine(f"sqlite:///{path}")
+    asked = [*(f"x{n}" for n in range(count - 1)), "e2", "e3", "e2"]
+    expanding = select(*HELD_COLUMNS).where(
+        EntryRow.thread_id == bindparam("thread_id"), EntryRow.entry_id.in_(bindparam("ids", expanding=True))
+    )
+    with engine.connect() as conn:
+        found = held_in(conn, "t", asked)
+        expected = {
+            row.entry_id: tuple(row) for row in conn.execute(expanding, {"thread_id": "t", "ids": asked})
+        }
+    engine.dispose()
+    assert {entry_id: tuple(row) for entry_id, row in found.items()} == expected
+    assert sorted(found) == ["e2", "e3"]
+    assert held_entry(found["e2"]).reasoning_content == "why"

@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import bindparam, create_engine, select
 from sqlalchemy.dialects import sqlite
 
-from pioneer_grpc.store.append import _INSERT_ENTRY_SQLITE
 from pioneer_grpc.store.driver import Direct
 from pioneer_grpc.store.models import Base, EntryRow, ThreadRow
-from pioneer_grpc.store.round import _TURN_ENTRIES
+from pioneer_grpc.store.sqlite import _INSERT_ENTRY as _INSERT_ENTRY_SQLITE
+from pioneer_grpc.store.sqlite import _TURN_ENTRIES
 
 
 def _insert_thread(conn, moment: datetime) -> None:

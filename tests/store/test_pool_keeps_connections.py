@@ -10,7 +10,7 @@ from sqlalchemy import event, text
 from sqlalchemy.util import await_only
 
 from pioneer_grpc.store.engine import PG_MAX_OVERFLOW, PG_POOL_SIZE, create_engine, pool_state
-from pioneer_grpc.store.runner import TransactionRunner, nothing
+from pioneer_grpc.store.runner import TransactionRunner
 
 pytestmark = pytest.mark.postgres
 
@@ -27,11 +27,11 @@ async def test_connections_opened_for_units_at_once_are_kept_for_the_next_ones(p
         for _ in range(WAVES):
             together = asyncio.Barrier(AT_ONCE)
 
-            def work(conn, _prepared, together=together):
+            def work(conn, together=together):
                 conn.execute(text("SELECT 1"))
                 await_only(together.wait())  # every unit holds its connection at once
 
-            await asyncio.gather(*(runner.transact(nothing, work) for _ in range(AT_ONCE)))
+            await asyncio.gather(*(runner.transact(work) for _ in range(AT_ONCE)))
         state = pool_state(engine)
     finally:
         await runner.close()

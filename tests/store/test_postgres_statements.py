@@ -1,11 +1,14 @@
-"""Every PostgreSQL statement that does in one round trip what SQLite does in several gives the answer
-and leaves the rows the separate statements give and leave, on real PostgreSQL; and every statement
-`Direct` runs straight on asyncpg gives and leaves what SQLAlchemy's execution of it does.
+"""PostgreSQL's own statements (store/postgres.py): each that does in one round trip what SQLite's
+store does in several gives the answer and leaves the rows SQLite's statements give and leave, on
+real PostgreSQL; every statement `Direct` runs straight on asyncpg gives and leaves what
+SQLAlchemy's execution of it does; and what a statement that waited for the thread's lock does.
 
 Each case runs on two copies of one seeded, migrated database: once the one
-statement (`one`), once the separate statements SQLite runs (`separately`, which
-`Direct` executes through SQLAlchemy on PostgreSQL); the answers (or the errors)
-and every table afterwards must be equal. The clock is fixed, so timestamps compare.
+statement (`one`, PostgreSQL's store), once the separate statements SQLite's store
+runs (`separately`, which `Direct` executes through SQLAlchemy on PostgreSQL); the
+answers (or the errors) and every table afterwards must be equal. The clock is
+fixed, so timestamps compare. The stores' whole answers, rounds included, are held
+equal by the contract suite (tests/store/contract/).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from datetime import UTC, datetime
@@ -26,18 +30,44 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from pioneer_grpc.errors import InvalidArgument, NotFound, PioneerError
-from pioneer_grpc.events import recorder, round_opened
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, named_call_ids
-from pioneer_grpc.store import append, completion, driver, history_state, round, summaries, threads, turns
+from pioneer_grpc.store import (
+    append,
+    driver,
+    history_state,
+    manifests,
+    postgres,
+    sql,
+    sqlite,
+    summaries,
+    threads,
+    turns,
+)
 from pioneer_grpc.store.driver import POSTGRESQL, Direct
 from pioneer_grpc.store.engine import create_engine as engine_for
 from pioneer_grpc.store.entries import THREAD_CALLS_CHUNK, NewEntry, entry_values, thread_calls_in
 from pioneer_grpc.store.migrate import migrate
 from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow, TurnRow
-from pioneer_grpc.store.runner import TransactionRunner, nothing
+from pioneer_grpc.store.port import (
+    Conflict,
+    HistoryAsk,
+    PreparedManifest,
+    Recorded,
+    RoundAsk,
+    RoundCommit,
+)
+from pioneer_grpc.store.runner import TransactionRunner
 from pioneer_grpc.v1 import chat_pb2, common_pb2, history_pb2, prompt_pb2
-from tests.conftest import require_postgres
-from tests.store.test_direct_statements import _EXPANDING_THREAD_CALLS, MOMENT, _entry, directs
+from tests.databases import require_postgres
+from tests.store.test_direct_statements import _EXPANDING_THREAD_CALLS, MOMENT, _entry
+
+# The two stores' statements, without an engine: each method here runs on the connection it is given.
+PG = postgres.PostgresStore.__new__(postgres.PostgresStore)
+LITE = sqlite.SqliteStore.__new__(sqlite.SqliteStore)
+PG.tokenizer_of = LITE.tokenizer_of = lambda model: "cl100k_base"
+# Whose statements this file runs on asyncpg (every one of them is run by a case below).
+MODULES = (postgres, sql, turns, history_state, manifests)
+CLOCKED = (postgres, sqlite, append, turns, manifests)
 
 pytestmark = pytest.mark.postgres
 LATER = datetime(2026, 12, 1, 8, 0, 1, 5, tzinfo=UTC)
@@ -152,19 +182,27 @@ def _inserted_by_statements(
         "b_entries": len(created),
         "b_turns": len(opened & set(fresh_turns)),
     }
-    conn.execute(append._TOUCH_THREAD.statement, touch)
+    conn.execute(sqlite._TOUCH_THREAD.statement, touch)
     for call in calls:
         if call["entry_id"] in created:
             conn.execute(insert_call, call)
     return created
 
 
+def _recorded_in_one(conn: Connection, columns: dict[str, Any]) -> int:
+    """PostgreSQL's record: the event with a provisional id and the turn's columns, one statement."""
+    event_id: int = manifests._RECORD_PG.first(conn, columns).id
+    return event_id
+
+
 def _recorded_by_statements(conn: Connection, columns: dict[str, Any]) -> int:
-    """`recorder.recorded_in_one` as SQLAlchemy's INSERT with a provisional id, then the turn's UPDATE."""
-    provisional = recorder._INSERT_EVENT.values(id=-func.nextval("manifest_events_provisional_id_seq"))
+    """`_recorded_in_one` as SQLAlchemy's INSERT with a provisional id, then the turn's UPDATE (SQLite's)."""
+    provisional = manifests._INSERT_EVENT_SQLITE.statement.values(
+        id=-func.nextval("manifest_events_provisional_id_seq")
+    )
     event = {name: columns[name] for name in ("b_thread_id", "b_turn_id", "b_manifest_pb")}
     event_id: int = conn.execute(provisional, {**event, "b_created_at": columns["b_updated_at"]}).scalar_one()
-    conn.execute(recorder._UPDATE_TURN.statement, {**columns, "b_event_id": event_id})
+    conn.execute(manifests._UPDATE_TURN_SQLITE.statement, {**columns, "b_event_id": event_id})
     return event_id
 
 
@@ -183,58 +221,9 @@ def _manifest_columns(turn_id: str, fingerprint: str) -> dict[str, Any]:
     }
 
 
-def _prepared(turn_id: str, fingerprint: str, thread_id: str = "t") -> recorder.PreparedManifest:
+def _prepared(turn_id: str, fingerprint: str, thread_id: str = "t") -> PreparedManifest:
     manifest = prompt_pb2.PromptManifest(compiler_version="v1", fingerprint_full=fingerprint)
-    return recorder.prepare_manifest(thread_id, turn_id, manifest)
-
-
-def _provisional_as_minus_one(turn: Any, found: recorder.Recorded) -> tuple[Any, recorder.Recorded]:
-    """A turn and its record with a provisional (negative) event id as -1: the one statement also
-    draws a provisional number it does not use, so the numbers differ; never their use."""
-    if found.event_id > 0:
-        return turn, found
-    event = type(found.event)()
-    event.CopyFrom(found.event)
-    event.event_id = -1
-    record = turns.TurnRecord(turn.record.status, turn.record.manifest_json, -1)
-    return dataclasses.replace(turn, record=record), recorder.Recorded(-1, event)
-
-
-def _round_writes(in_one: bool) -> Way:
-    """A round's first statements and its writes of `new` (NewEntry) to the manifest's turn, as
-    `_round` makes them: the thread locked with the history read (the completed entries after
-    `after`), the turn recorded and the entries inserted in one statement (`in_one`, when they were
-    counted for the thread's model: `counted_model`), or SQLite's statements, then the entries
-    inserted after the checks; its answer, what was read, the turn, its record, the entries created."""
-
-    def writes(
-        conn: Connection,
-        prepared: recorder.PreparedManifest,
-        new: list[NewEntry],
-        after: int = 0,
-        counted_model: str = "m",
-    ) -> Any:
-        entries = [n.entry for n in new]
-        batch = append.batch_of(prepared.thread_id, new, "cl100k_base") if new else None
-        call_ids = named_call_ids(entries)
-        if in_one:
-            opened = round_opened.round_opened_in_one(conn, prepared, after, call_ids, batch, counted_model)
-        else:
-            opened = round_opened.round_opened(
-                conn, prepared, after, call_ids, batch, counted_model, postgres=False
-            )
-
-        def check(stored: StoredCalls) -> None:
-            InvalidArgument.raise_if(call_violations(entries, stored, "new_entries"))
-
-        created = []
-        if batch is not None:
-            created = round.insert_turn_entries(
-                conn, prepared.thread_id, prepared.turn_id, batch, check, opened.turn, opened.inserted
-            )
-        return (opened.read, *_provisional_as_minus_one(opened.turn, opened.recorded), created)
-
-    return writes
+    return manifests.prepare_manifest(thread_id, turn_id, manifest)
 
 
 def _new(*entries: tuple[str, str, dict[str, Any]]) -> list[NewEntry]:
@@ -261,18 +250,22 @@ _STORED_E3 = [
 ]
 
 
+def _turn(locked: sql.LockedTurn) -> tuple[Any, ...]:
+    """A locked turn as a comparable value."""
+    return locked.record, locked.entries, locked.thread_calls, locked.completed
+
+
 def _locked_then_turn(conn: Connection, thread_id: str, turn_id: str, call_ids: list[str]) -> Any:
-    """`round.lock_thread_and_turn` as SQLite's statements: the lock, then the turn's."""
-    return round.lock_thread(conn, thread_id), round.turn_locked_separately(
-        conn, thread_id, turn_id, call_ids
-    )
+    """`lock_thread_and_turn` as SQLite's statements: the lock, then the turn's."""
+    model, turn, _ = LITE.lock_thread_and_turn(conn, thread_id, turn_id, call_ids, None, None, False)
+    return model, _turn(turn)
 
 
 def _lock_and_turn(conn: Connection, thread_id: str, turn_id: str, call_ids: list[str]) -> Any:
-    """`round.lock_thread_and_turn` without a batch: the thread and the turn."""
-    locked, turn, inserted = round.lock_thread_and_turn(conn, thread_id, turn_id, call_ids)
+    """PostgreSQL's `lock_thread_and_turn` without a batch: the thread's model and the turn."""
+    model, turn, inserted = PG.lock_thread_and_turn(conn, thread_id, turn_id, call_ids, None, None, False)
     assert inserted is None
-    return locked, turn
+    return model, _turn(turn)
 
 
 def _appends(in_one: bool, complete: bool = False) -> Way:
@@ -286,59 +279,65 @@ def _appends(in_one: bool, complete: bool = False) -> Way:
         entries = [n.entry for n in new]
         turn_id = entries[0].turn_id
         batch = append.batch_of("t", new, "cl100k_base")
-        inserted = None
-        if in_one:
-            locked, turn, inserted = round.lock_thread_and_turn(
-                conn, "t", turn_id, named_call_ids(entries), batch, counted_model, complete=complete
-            )
-        else:
-            locked, turn = _locked_then_turn(conn, "t", turn_id, named_call_ids(entries))
+        store = PG if in_one else LITE
+        locked, turn, inserted = store.lock_thread_and_turn(
+            conn, "t", turn_id, named_call_ids(entries), batch, counted_model, complete
+        )
 
         def check(stored: StoredCalls) -> None:
             InvalidArgument.raise_if(call_violations(entries, stored, "entries"))
 
         turns = {turn_id: turn.record}
+        # SQLite's inserts a row at a time; its INSERT ... ON CONFLICT as PostgreSQL's.
+        insert = functools.partial(PG.inserted if in_one else _inserted_by_statements, conn)
         created = append.append_rows(
-            conn, "t", turns, batch, check, {turn_id: turn.entries}, turn.thread_calls, inserted
+            conn, "t", turns, batch, check, insert, {turn_id: turn.entries}, turn.thread_calls, inserted
         )
-        answer = (
-            locked,
-            dataclasses.replace(turn, completed=None),
-            [(n, row["entry_id"]) for n, row in created],
-        )
+        answer = (locked, _turn(turn)[:3], [(n, row["entry_id"]) for n, row in created])
         if not complete:
             return answer
         completed = turn.completed
         if completed is None:
-            complete_now = completion.completed_in_one if in_one else completion.completed_separately
-            completed = complete_now(conn, "t", turn_id)
+            completed = store.completed_under_lock(conn, "t", turn_id)
         return (*answer, completed)
 
     return appends
 
 
 def _locked_then_completed(conn: Connection, thread_id: str, turn_id: str) -> int:
-    """`completion.complete_turn_in` as SQLite's statements: the lock, then the completion's."""
-    round.lock_thread(conn, thread_id)
-    return completion.completed_separately(conn, thread_id, turn_id)
+    """`complete_in` as SQLite's statements: the lock, then the completion's."""
+    return LITE.complete_in(conn, thread_id, turn_id)
+
+
+def _opened(store: sql.SqlStore) -> Way:
+    """A round's reads (`open_round_in`), all but the version (each store's own kind)."""
+
+    def opened(conn: Connection, turn_id: str, after: int, call_ids: list[str], entry_ids: list[str]) -> Any:
+        history = HistoryAsk("t", turn_id, extend=None, whole=after == 0, max_turns=1)
+        ask = RoundAsk("t", turn_id, history, tuple(call_ids), tuple(entry_ids))
+        found = store.open_round_in(conn, ask)
+        read = dataclasses.replace(found.history, after=after)
+        return read, found.turn, found.turn_entries, found.thread_calls, found.stored
+
+    return opened
 
 
 Way = Callable[..., Any]
 # name -> (the one statement, the separate statements, the arguments of each run in order on one database)
 CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
     "complete_turn": (
-        completion.completed_in_one,
-        completion.completed_separately,
+        PG.completed_under_lock,
+        LITE.completed_under_lock,
         [("t", "u2"), ("t", "u2"), ("t", "u1"), ("t", "empty"), ("t", "nosuch"), ("nosuch", "u1")],
     ),
     "lock_and_complete_turn": (
-        completion.complete_turn_in,
+        PG.complete_in,
         _locked_then_completed,
         [("t", "u2"), ("t", "u2"), ("t", "u1"), ("t", "empty"), ("t", "nosuch"), ("nosuch", "u1")],
     ),
     "lock_turn_with_entries": (
-        round.turn_locked_in_one,
-        round.turn_locked_separately,
+        lambda *args: _turn(PG.lock_turn_with_entries(*args)),
+        lambda *args: _turn(LITE.lock_turn_with_entries(*args)),
         [
             ("t", "u2", ["c1", "c9"]),
             ("t", "new", []),
@@ -347,35 +346,19 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
             ("t", "empty", ["c1", "zz"]),
         ],
     ),
-    "round_writes": (
-        _round_writes(in_one=True),
-        _round_writes(in_one=False),
+    "open_round": (
+        _opened(PG),
+        _opened(LITE),
         [
-            (_prepared("u2", "f1"), [], 1),  # a round without entries, the history read after 1
-            (_prepared("u2", "f1"), [], history_state.NO_ENTRIES),  # the same manifest: no new event
-            (_prepared("new", "f1"), []),  # a new turn
-            (_prepared("empty", "f3"), []),
-            (_prepared("u1", "f4"), []),  # a completed turn
-            (_prepared("u2", "f1", "nosuch"), []),  # NotFound
-            (_prepared("r1", "f1"), _ASKED),  # a new turn's first entry
-            (_prepared("r1", "f1"), _ASKED),  # repeated: nothing created, no new event
-            (_prepared("u2", "f2"), _CALLED),  # a call and its result in a turn with entries
-            (_prepared("u2", "f2"), []),  # a round without entries
-            # Counted for another model than the thread's: inserted by the append either way.
-            (_prepared("r2", "f1"), _new(("n6", "r2", {"role": USER, "content": "z"})), 0, "other"),
-            (_prepared("u2", "f3"), _CALLED[:1]),  # stored already: nothing created
-            # Refused after the insert either way: a repeat with other content, a completed turn.
-            (_prepared("u2", "f2"), _new(("n2", "u2", {"role": USER, "content": "x"}))),
-            (_prepared("u1", "f4"), _new(("n4", "u1", {"role": USER, "content": "y"}))),
-            # Refused by the call checks: one statement inserted first, and rolls back.
-            (
-                _prepared("u2", "f5"),
-                _new(("n5", "u2", {"role": TOOL, "tool_call_id": "zz", "content": "?"})),
-            ),
+            ("u2", 0, ["c1", "c9"], ["e3", "e1", "zz"]),  # the whole history read (one turn at most)
+            ("u2", 1, [], []),  # the completed entries after 1
+            ("new", 0, ["c1"], ["e4"]),  # a turn not created yet
+            ("u1", 2, [], ["e1", "e2"]),  # a completed turn
+            ("empty", 0, [], []),
         ],
     ),
     "record_manifest": (
-        recorder.recorded_in_one,
+        _recorded_in_one,
         _recorded_by_statements,
         [
             (_manifest_columns("u2", "f1"),),
@@ -432,7 +415,7 @@ CASES: dict[str, tuple[Way, Way, list[tuple[Any, ...]]]] = {
         ],
     ),
     "append": (
-        append.inserted_in_one,
+        PG.inserted,
         _inserted_by_statements,
         [
             ("t", _batch(_BATCH, _BATCH_CALLS), ["new"]),
@@ -540,7 +523,7 @@ async def _run_on_copy(
 
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_one_statement_gives_and_leaves_what_the_separate_ones_do(case, template, monkeypatch):
-    for module in (completion, round, append, turns, recorder, round_opened):
+    for module in CLOCKED:
         monkeypatch.setattr(module, "now", lambda: LATER)
     one, separately, runs = CASES[case]
     answers_one, tables_one = await _run_on_copy(template, one, runs)
@@ -551,9 +534,9 @@ async def test_one_statement_gives_and_leaves_what_the_separate_ones_do(case, te
 
 async def test_the_comparison_sees_what_a_statement_changes(template, monkeypatch):
     """The comparison can fail: completing a turn changes the tables it compares."""
-    monkeypatch.setattr(completion, "now", lambda: LATER)
-    _, before = await _run_on_copy(template, completion.completed_in_one, [])
-    answers, after = await _run_on_copy(template, completion.completed_in_one, [("t", "u2")])
+    monkeypatch.setattr(postgres, "now", lambda: LATER)
+    _, before = await _run_on_copy(template, PG.completed_under_lock, [])
+    answers, after = await _run_on_copy(template, PG.completed_under_lock, [("t", "u2")])
     assert answers == [2]
     assert before != after
 
@@ -590,7 +573,17 @@ def _through_sqlalchemy(self: Direct, conn: Connection, params: Mapping[str, Any
 # Every statement `Direct` runs on asyncpg is run by one of these: name -> (the function, the
 # arguments of each run in order on one database).
 DIRECT_CASES: dict[str, tuple[Way, list[tuple[Any, ...]]]] = {
-    "lock_thread": (round.lock_thread, [("t",), ("nosuch",)]),
+    "lock_thread": (PG.lock_thread, [("t",), ("nosuch",)]),
+    "commit_round": (
+        lambda conn, *args: _provisional_as_minus_one(PG.commit_in(conn, _commit(conn, *args))),
+        [
+            ("u2", "f1", ["e3"], "0"),  # another version: nothing written
+            ("u2", "f1", ["n1"], None),
+            ("u2", "f1", ["n1"], None),  # the same manifest: no new event, the entry held already
+            ("new", "f2", ["n2", "n3"], None),
+            ("u1", "f3", [], None),  # the turn not in the status the round read: nothing written
+        ],
+    ),
     "lock_turn": (turns.lock_turn, [("t", "u2"), ("t", "new"), ("t", "new")]),
     "history_read": (
         history_state.history_read_in,
@@ -600,9 +593,49 @@ DIRECT_CASES: dict[str, tuple[Way, list[tuple[Any, ...]]]] = {
 }
 
 
+def _commit(
+    conn: Connection, turn_id: str, fingerprint: str, entry_ids: list[str], version: str | None
+) -> RoundCommit:
+    """A round's commit of new entries `entry_ids` to the turn (in progress as the round read it), on
+    the thread's row as it is (its version read here) unless `version` names another."""
+    new = [n for n in (*_ASKED, *_CALLED) if n.entry.entry_id in entry_ids]
+    if version is None:
+        version = conn.execute(
+            text("SELECT CAST(xmin AS text) FROM threads WHERE thread_id = 't'")
+        ).scalar_one()
+    return RoundCommit(
+        "t",
+        turn_id,
+        version,
+        IN_PROGRESS,
+        _prepared(turn_id, fingerprint),
+        [dataclasses.replace(n, entry=_in_turn(n.entry, turn_id)) for n in new],
+        "cl100k_base",
+        opens_turn=turn_id == "new",
+    )
+
+
+def _in_turn(entry: history_pb2.ConversationEntry, turn_id: str) -> history_pb2.ConversationEntry:
+    moved = history_pb2.ConversationEntry()
+    moved.CopyFrom(entry)
+    moved.turn_id = turn_id
+    return moved
+
+
+def _provisional_as_minus_one(found: Recorded | Conflict) -> Any:
+    """A commit's answer with a provisional (negative) event id as -1: the statement draws a
+    provisional number for its upsert's proposed row too, so the numbers differ; never their use."""
+    if isinstance(found, Conflict) or found.event_id > 0 or found.event is None:
+        return found
+    event = type(found.event)()
+    event.CopyFrom(found.event)
+    event.event_id = -1
+    return Recorded(-1, event)
+
+
 @pytest.mark.parametrize("case", sorted(DIRECT_CASES))
 async def test_direct_on_asyncpg_gives_and_leaves_what_sqlalchemy_does(case, template, monkeypatch):
-    for module in (completion, round, append, turns, recorder, round_opened):
+    for module in CLOCKED:
         monkeypatch.setattr(module, "now", lambda: LATER)
     function, runs = DIRECT_CASES[case]
     answers_direct, tables_direct = await _run_on_copy(template, function, runs)
@@ -623,8 +656,19 @@ async def test_every_direct_statement_for_postgres_runs_on_asyncpg_in_a_case(tem
     monkeypatch.setattr(driver, "_on_asyncpg", recorded)
     for function, runs in DIRECT_CASES.values():
         await _run_on_copy(template, function, runs)
-    every = directs(POSTGRESQL)
+    every = _directs(POSTGRESQL)
     assert {name for name, direct in every.items() if id(direct._pg) in ran} == set(every)
+
+
+def _directs(dialect: str) -> dict[tuple[str, str], Direct]:
+    """Every `Direct` of MODULES compiled for `dialect`, by (module, name)."""
+    found = {}
+    for module in MODULES:
+        short = module.__name__.rsplit(".", 1)[1]
+        for name, value in vars(module).items():
+            if isinstance(value, Direct) and dialect in value.dialects:
+                found[short, name] = value
+    return found
 
 
 @contextlib.asynccontextmanager
@@ -657,26 +701,24 @@ async def test_a_direct_statement_first_in_a_unit_runs_in_its_transaction(templa
     async with _runner_on_copy(template) as (runner, raw):
         before = await _tables(raw)
 
-        def fails(conn: Connection, _: None) -> None:
-            assert completion.completed_in_one(conn, "t", "u2") == 2  # the unit's first statement
+        def fails(conn: Connection) -> None:
+            assert PG.completed_under_lock(conn, "t", "u2") == 2  # the unit's first statement
             raise RuntimeError("the unit fails after a direct write")
 
         with pytest.raises(RuntimeError):
-            await runner.transact(nothing, fails)
+            await runner.transact(fails)
         assert await _tables(raw) == before
 
-        def transaction_ids(conn: Connection, _: None) -> tuple[int, int, int]:
+        def transaction_ids(conn: Connection) -> tuple[int, int, int]:
             direct = _TRANSACTION_ID.first(conn, {}).id
             through = conn.execute(text("SELECT txid_current()")).scalar_one()
             return direct, through, _TRANSACTION_ID.first(conn, {}).id
 
-        first, second, third = (await runner.transact(nothing, transaction_ids))[0]
+        first, second, third = (await runner.transact(transaction_ids))[0]
         assert first == second == third
-        again, _, _ = (await runner.transact(nothing, transaction_ids))[0]
+        again, _, _ = (await runner.transact(transaction_ids))[0]
         assert again != first  # each unit a transaction of its own
-        committed = await runner.transact(
-            nothing, lambda conn, _: completion.completed_in_one(conn, "t", "u2")
-        )
+        committed = await runner.transact(lambda conn: PG.completed_under_lock(conn, "t", "u2"))
         assert committed[0] == 2
         assert await _tables(raw) != before
 
@@ -727,7 +769,7 @@ async def _read_while_held(
     try:
         async with engine.connect() as held:
             await held.begin()
-            await held.run_sync(lambda conn: round.lock_thread(conn, "t"))
+            await held.run_sync(lambda conn: PG.lock_thread(conn, "t"))
             await held.run_sync(holder)
 
             async def reading() -> Any:
@@ -761,11 +803,11 @@ async def _read_while_held(
 
 
 def _completes_u2(conn: Connection) -> None:
-    assert completion.completed_in_one(conn, "t", "u2") == 2
+    assert PG.completed_under_lock(conn, "t", "u2") == 2
 
 
 def _appends_to_u2(conn: Connection) -> None:
-    assert append.inserted_in_one(conn, "t", _batch(_rows(("e20", "u2", {"content": "more"}))), [])
+    assert PG.inserted(conn, "t", _batch(_rows(("e20", "u2", {"content": "more"}))), [])
 
 
 def _stores_a_summary(conn: Connection) -> None:
@@ -777,75 +819,62 @@ def _stores_a_summary(conn: Connection) -> None:
 CHANGES = {"complete": _completes_u2, "append": _appends_to_u2, "summary": _stores_a_summary}
 
 
-def _opened(conn: Connection, thread_id: str, turn_id: str, after: int) -> Any:
-    """A round's one statement without entries: what it read, the turn's entries and calls."""
-    opened = round_opened.round_opened_in_one(conn, _prepared(turn_id, "f1", thread_id), after, ["c1"])
-    return opened.read, opened.turn.entries, opened.turn.thread_calls
-
-
-@pytest.mark.parametrize("change", sorted(CHANGES))
-async def test_the_round_that_waited_for_a_change_reads_again(change, template):
-    """A round's statement that waited for the thread's lock while its holder changed what it reads
-    read from before that commit: the round reads the history and the turn again, and answers
-    what a round after both reads."""
-    answer, after = await _read_while_held(template, CHANGES[change], _opened, "t", "u2", 0)
-    assert answer == after
-    read, entries, calls = answer
-    expected = {"complete": ["e3", "e4"], "append": ["e3", "e4", "e20"], "summary": ["e3", "e4"]}[change]
-    assert [entry.entry_id for entry in entries] == expected
-    assert calls == {"c1": "e4"}
-    assert read.state.summary_id == (1 if change == "summary" else None)
-
-
-async def test_the_round_read_after_a_wait_sees_what_the_holder_committed(template):
-    (read, _, _), _ = await _read_while_held(template, _completes_u2, _opened, "t", "new", 0)
-    assert [entry.entry_id for entry in read.newer] == ["e1", "e2", "e3", "e4"]
-    assert (read.state.completed_count, read.state.completed_max_id) == (2, 4)  # the seed counted none
-
-
-def _round_inserted_and_counted(conn: Connection, thread_id: str, new: list[NewEntry]) -> Any:
-    """Whether the round's statement inserted the batch, the entries created, the thread's open
-    entries and turns after."""
-    batch = append.batch_of(thread_id, new, "cl100k_base")
-    opened = round_opened.round_opened_in_one(conn, _prepared("r1", "f1", thread_id), 0, [], batch, "m")
-    created = round.insert_turn_entries(
-        conn, thread_id, "r1", batch, lambda _: None, opened.turn, opened.inserted
-    )
-    counts = conn.execute(
-        text("SELECT open_entries, open_turns FROM threads WHERE thread_id = :t"), {"t": thread_id}
-    ).one()
-    return opened.inserted is not None, [entry.entry_id for entry in created], tuple(counts)
+async def _committed_after_a_wait(template: tuple[str, str], holder: Way) -> tuple[Any, Any]:
+    """A round opened on a copy, then its commit statement started while another transaction holds
+    the thread's lock and runs `holder(conn)`, that transaction committed once the commit waits;
+    the commit's answer, and the turn's entries after."""
+    admin_url, name = await _copy(template)
+    engine = engine_for(_on(admin_url, name))
+    store = postgres.PostgresStore(engine, lambda model: "cl100k_base")
+    try:
+        ask = RoundAsk("t", "r1", HistoryAsk("t", "r1", whole=False))
+        opened = await store.rounds.open(ask)
+        commit = RoundCommit(
+            "t", "r1", opened.version, None, _prepared("r1", "f1"), _ASKED, "cl100k_base", opens_turn=True
+        )
+        async with engine.connect() as held:
+            await held.begin()
+            await held.run_sync(lambda conn: PG.lock_thread(conn, "t"))
+            await held.run_sync(holder)
+            async with engine.connect() as watch, asyncio.timeout(60):
+                await watch.execution_options(isolation_level="AUTOCOMMIT")
+                waiting = text(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                )
+                committing = store.rounds.commit(commit)
+                while not (await watch.execute(waiting)).scalar_one():
+                    assert not committing.done.done(), await committing
+                    await asyncio.sleep(0.01)
+            await held.commit()
+            answer = await committing
+        entries = await store.runner.read(
+            lambda conn: [
+                row[0]
+                for row in conn.execute(
+                    text("SELECT entry_id FROM conversation_entries WHERE turn_id = 'r1'")
+                )
+            ]
+        )
+        return answer, entries
+    finally:
+        await store.close()
+        await _drop(admin_url, name)
 
 
 @pytest.mark.parametrize("change", sorted({**CHANGES, "nothing": lambda conn: None}))
-async def test_the_round_that_waited_for_a_change_leaves_the_batch_to_the_append(change, template):
-    """A round's statement, carrying the batch, waited for the thread's lock: when its holder
-    changed the thread, it inserts nothing (what it read predates that commit) and the append's
-    own statement inserts the batch; when the holder changed nothing, the statement inserts it.
-    Either way the thread counts it as opened."""
+async def test_a_round_commit_that_waited_for_a_change_writes_nothing(change, template):
+    """A round's commit statement that waited for the thread's lock while its holder changed the
+    thread finds another version once it has the lock, and writes nothing (the round opens again);
+    when the holder changed nothing, it writes the round."""
     holder = {**CHANGES, "nothing": lambda conn: None}[change]
-    answer, _ = await _read_while_held(template, holder, _round_inserted_and_counted, "t", _ASKED)
-    opened = {"complete": (1, 1), "append": (4, 2), "summary": (3, 2), "nothing": (3, 2)}[change]
-    assert answer == (change == "nothing", ["n1"], opened)
-
-
-def _inserted_by_the_round(
-    conn: Connection, new: list[NewEntry], counted_model: str
-) -> dict[str, int] | None:
-    entries = [n.entry for n in new]
-    batch = append.batch_of("t", new, "cl100k_base")
-    prepared = _prepared(entries[0].turn_id, "f1")
-    return round_opened.round_opened_in_one(conn, prepared, 0, [], batch, counted_model).inserted
-
-
-async def test_the_round_inserts_a_batch_counted_for_the_thread_model_only(template):
-    """The round's statement inserts a batch counted for the thread's model (its sequences
-    answered), and leaves one counted for another to the append."""
-    answers, tables = await _run_on_copy(
-        template, _inserted_by_the_round, [(_ASKED, "m"), (_new(("n6", "r2", {"role": USER})), "other")]
-    )
-    assert answers == [{"n1": 5}, None]
-    assert [row[2] for row in tables["conversation_entries"]] == ["e1", "e2", "e3", "e4", "n1"]
+    answer, entries = await _committed_after_a_wait(template, holder)
+    if change == "nothing":
+        assert isinstance(answer, Recorded) and answer.event_id > 0
+        assert entries == ["n1"]
+    else:
+        assert answer == Conflict()
+        assert entries == []
 
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
@@ -856,14 +885,14 @@ async def test_the_append_lock_that_waited_for_a_change_reads_the_turn_again(cha
     holder = CHANGES[change]
     answer, after = await _read_while_held(template, holder, _lock_and_turn, "t", "u2", ["c1"])
     assert answer == after
-    locked, turn = answer
+    model, (record, entries, _, _) = answer
     expected = {"complete": ["e3", "e4"], "append": ["e3", "e4", "e20"], "summary": ["e3", "e4"]}[change]
-    assert [entry.entry_id for entry in turn.entries] == expected
+    assert [entry.entry_id for entry in entries] == expected
     done = change == "complete"
-    assert turn.record.status == (
+    assert record.status == (
         history_pb2.TURN_STATUS_COMPLETED if done else history_pb2.TURN_STATUS_IN_PROGRESS
     )
-    assert locked.model == "m"
+    assert model == "m"
 
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
@@ -881,9 +910,18 @@ def _appended_and_counted(conn: Connection, thread_id: str, new: list[NewEntry])
     """Whether the lock's statement inserted the batch, the entries created, the thread's open
     entries and turns after."""
     batch = append.batch_of(thread_id, new, "cl100k_base")
-    _, turn, inserted = round.lock_thread_and_turn(conn, thread_id, "r1", [], batch, "m")
+    _, turn, inserted = PG.lock_thread_and_turn(conn, thread_id, "r1", [], batch, "m", False)
+    insert = functools.partial(PG.inserted, conn)
     created = append.append_rows(
-        conn, thread_id, {"r1": turn.record}, batch, lambda _: None, {"r1": turn.entries}, {}, inserted
+        conn,
+        thread_id,
+        {"r1": turn.record},
+        batch,
+        lambda _: None,
+        insert,
+        {"r1": turn.entries},
+        {},
+        inserted,
     )
     counts = conn.execute(
         text("SELECT open_entries, open_turns FROM threads WHERE thread_id = :t"), {"t": thread_id}
@@ -894,7 +932,7 @@ def _appended_and_counted(conn: Connection, thread_id: str, new: list[NewEntry])
 def _inserted_by_the_lock(conn: Connection, new: list[NewEntry], counted_model: str) -> dict[str, int] | None:
     entries = [n.entry for n in new]
     batch = append.batch_of("t", new, "cl100k_base")
-    return round.lock_thread_and_turn(conn, "t", entries[0].turn_id, [], batch, counted_model)[2]
+    return PG.lock_thread_and_turn(conn, "t", entries[0].turn_id, [], batch, counted_model, False)[2]
 
 
 async def test_the_lock_inserts_a_batch_counted_for_the_thread_model_only(template):
@@ -913,9 +951,7 @@ def _completed_by_the_lock(conn: Connection, turn_id: str, new: list[NewEntry], 
     completed (None: it left the completion to the caller), the status it answers the turn with;
     then the turn's status and open entries, and the thread's counts."""
     batch = append.batch_of("t", new, "cl100k_base")
-    _, turn, inserted = round.lock_thread_and_turn(
-        conn, "t", turn_id, [], batch, counted_model, complete=True
-    )
+    _, turn, inserted = PG.lock_thread_and_turn(conn, "t", turn_id, [], batch, counted_model, True)
     left = conn.execute(
         text(
             "SELECT status, (SELECT count(*) FROM conversation_entries"
@@ -949,7 +985,7 @@ async def test_the_lock_completes_the_turn_when_it_inserts_the_batch(template):
 
 
 def _completes_empty(conn: Connection) -> None:
-    assert completion.completed_in_one(conn, "t", "empty") == 0
+    assert PG.completed_under_lock(conn, "t", "empty") == 0
 
 
 async def test_the_lock_that_waited_for_a_turn_completed_without_entries_completes_nothing(template):
@@ -961,7 +997,7 @@ async def test_the_lock_that_waited_for_a_turn_completed_without_entries_complet
 
     def locked(conn: Connection) -> Any:
         batch = append.batch_of("t", new, "cl100k_base")
-        _, turn, inserted = round.lock_thread_and_turn(conn, "t", "empty", [], batch, "m", complete=True)
+        _, turn, inserted = PG.lock_thread_and_turn(conn, "t", "empty", [], batch, "m", True)
         stored = conn.execute(text("SELECT count(*) FROM conversation_entries WHERE turn_id = 'empty'"))
         return inserted, turn.completed, turn.record.status, stored.scalar_one()
 
@@ -1003,7 +1039,7 @@ async def test_the_completion_alone_that_waited_for_a_change_writes_nothing(chan
 def _alone_and_left(conn: Connection, thread_id: str, turn_id: str) -> tuple[int | None, int, int]:
     """`completed_alone`'s answer, then the turn's status and how many of its entries are open (a
     turn the statement did not complete is completed after, as CompleteTurn does)."""
-    count = completion.completed_alone(conn, thread_id, turn_id)
+    count = PG.completed_alone(conn, thread_id, turn_id)
     left = _left(conn, thread_id, turn_id)
     return count, *left
 
@@ -1017,18 +1053,18 @@ async def test_a_statement_alone_is_a_transaction_of_its_own(template):
             lambda conn: (_TRANSACTION_ID.first(conn, {}).id, _TRANSACTION_ID.first(conn, {}).id)
         )
         assert first != second
-        assert await runner.alone(lambda conn: completion.completed_alone(conn, "t", "u2")) == 2
+        assert await runner.alone(lambda conn: PG.completed_alone(conn, "t", "u2")) == 2
         status = "SELECT status FROM turns WHERE thread_id = 't' AND turn_id = 'u2'"
         assert await raw.fetchval(status) == COMPLETED  # committed: another session sees it
-        assert await runner.alone(lambda conn: completion.completed_alone(conn, "t", "u2")) == 2
-        assert await runner.alone(lambda conn: completion.completed_alone(conn, "t", "nosuch")) is None
+        assert await runner.alone(lambda conn: PG.completed_alone(conn, "t", "u2")) == 2
+        assert await runner.alone(lambda conn: PG.completed_alone(conn, "t", "nosuch")) is None
         with pytest.raises(NotFound):
-            await runner.alone(lambda conn: completion.completed_alone(conn, "nosuch", "u1"))
+            await runner.alone(lambda conn: PG.completed_alone(conn, "nosuch", "u1"))
 
 
 def _completed_and_left(conn: Connection, thread_id: str, turn_id: str) -> tuple[int, int, int]:
     """`complete_turn_in`'s answer, then the turn's status and how many of its entries are open."""
-    count = completion.complete_turn_in(conn, thread_id, turn_id)
+    count = PG.complete_in(conn, thread_id, turn_id)
     return count, *_left(conn, thread_id, turn_id)
 
 

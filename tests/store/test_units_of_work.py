@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import errno
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,13 +25,11 @@ from sqlalchemy.engine import Connection
 
 import pioneer_grpc.store
 from pioneer_grpc.errors import ResourceExhausted
-from pioneer_grpc.events import recorder
-from pioneer_grpc.service import turn
 from pioneer_grpc.service.history_load import load_history
+from pioneer_grpc.service.observe import record_manifest
 from pioneer_grpc.service.turn import prepare_turn
-from pioneer_grpc.store import summaries, threads
+from pioneer_grpc.store import manifests, summaries, threads
 from pioneer_grpc.store.models import EntryRow, ManifestEventRow, SummaryRow, ThreadRow, TurnRow
-from pioneer_grpc.store.runner import nothing
 from pioneer_grpc.store.work import drain
 from pioneer_grpc.v1 import history_pb2, prompt_pb2, turn_service_pb2
 from tests.history.agent_turns import tool_turn
@@ -70,7 +69,7 @@ async def _value(server: Any, statement: Any) -> Any:
     def read(conn: Connection) -> Any:
         return conn.execute(statement).scalar()
 
-    return await server.ctx.runner.read(read)
+    return await server.ctx.store.runner.read(read)
 
 
 async def _mark(server: Any, thread_id: str) -> int | None:
@@ -83,10 +82,10 @@ async def _summaries(server: Any, thread_id: str) -> int:
 
 
 async def _set_mark(server: Any, thread_id: str, sequence: int) -> None:
-    def work(conn: Connection, _: None) -> None:
+    def work(conn: Connection) -> None:
         threads.mark_compaction_in(conn, thread_id, sequence)
 
-    await server.ctx.runner.transact(nothing, work)
+    await server.ctx.store.runner.transact(work)
 
 
 def _then(original: Callable[..., Any], after: Callable[[], None]) -> Callable[..., Any]:
@@ -185,14 +184,14 @@ async def _recorded(server: Any) -> tuple[int, int, int, int | None]:
 
 async def test_a_manifest_record_that_fails_halfway_stores_nothing(pg_server, monkeypatch):
     # The thread, the turn and the event are written, then the unit fails.
-    monkeypatch.setattr(recorder, "record_in", _then(recorder.record_in, _disk_full))
+    monkeypatch.setattr(manifests, "record_in", _then(manifests.record_in, _disk_full))
     with pytest.raises(ResourceExhausted):
-        await pg_server.ctx.manifests.record("m", "turn-1", _manifest())
+        await record_manifest(pg_server.ctx, "m", "turn-1", _manifest())
     assert await _recorded(pg_server) == (0, 0, 0, None)
     assert await drain(5.0) == 0
 
     monkeypatch.undo()
-    event_id = await pg_server.ctx.manifests.record("m", "turn-1", _manifest())
+    event_id = await record_manifest(pg_server.ctx, "m", "turn-1", _manifest())
     assert await _recorded(pg_server) == (1, 1, 1, event_id)
 
 
@@ -200,9 +199,9 @@ async def test_a_manifest_record_cancelled_in_its_unit_ends_whole(probed_server,
     pg_server = probed_server
     observer = pg_server.ctx.hub.subscribe("m", capacity=10)
     loop = asyncio.get_running_loop()
-    caller = asyncio.create_task(pg_server.ctx.manifests.record("m", "turn-1", _manifest()))
+    caller = asyncio.create_task(record_manifest(pg_server.ctx, "m", "turn-1", _manifest()))
     cancel = _then(lambda: None, lambda: loop.call_soon_threadsafe(caller.cancel))
-    monkeypatch.setattr(recorder, "record_in", _then(recorder.record_in, cancel))
+    monkeypatch.setattr(manifests, "record_in", _then(manifests.record_in, cancel))
     with pytest.raises(asyncio.CancelledError):
         await caller
     made, turns, events, event_id = await _recorded(pg_server)
@@ -214,7 +213,7 @@ async def test_a_manifest_record_cancelled_in_its_unit_ends_whole(probed_server,
     assert (await pool_at_rest(pg_server)).checked_out == 0
     monkeypatch.undo()
     # A retry finds the turn holding this manifest: the same event, nothing written again.
-    assert await pg_server.ctx.manifests.record("m", "turn-1", _manifest()) == event_id
+    assert await record_manifest(pg_server.ctx, "m", "turn-1", _manifest()) == event_id
     assert (await _recorded(pg_server))[2] == 1
 
 
@@ -232,7 +231,9 @@ async def test_a_round_cancelled_in_its_unit_ends_whole_and_publishes_its_event(
     loop = asyncio.get_running_loop()
     caller = asyncio.create_task(prepare_turn(pg_server.ctx, request))
     cancel = _then(lambda: None, lambda: loop.call_soon_threadsafe(caller.cancel))
-    monkeypatch.setattr(turn, "round_opened", _then(turn.round_opened, cancel))
+    # Inside the round's commit, before its writes: the module of the store's own commit.
+    commits_in = sys.modules[type(pg_server.ctx.store).__module__]
+    monkeypatch.setattr(commits_in, "batch_of", _then(commits_in.batch_of, cancel))
     with pytest.raises(asyncio.CancelledError):
         await caller
     made, turns, events, event_id = await _recorded(pg_server)

@@ -21,6 +21,7 @@ from sqlalchemy import select
 from pioneer_grpc.history.entries import parse_artifact_refs, parse_tool_calls
 from pioneer_grpc.history.render import to_chat_message
 from pioneer_grpc.service import history as history_ops
+from pioneer_grpc.service.observe import record_manifest
 from pioneer_grpc.store.entries import RowsRead
 from pioneer_grpc.store.models import EntryRow, ManifestEventRow, ThreadRow, TurnRow
 from pioneer_grpc.v1 import (
@@ -111,8 +112,8 @@ async def reference_round(
     await history_ops.append_entries(ctx, REFERENCE, entries)
     ctx.load_cache.clear()
     history, report = await history_ops.load_history(ctx, REFERENCE, exclude_turn_id=turn)
-    await ctx.manifests.record(REFERENCE, turn, compiled.manifest)
-    async with ctx.sessions() as session:
+    await record_manifest(ctx, REFERENCE, turn, compiled.manifest)
+    async with ctx.store.sessions() as session:
         query = select(EntryRow).where(EntryRow.thread_id == REFERENCE, EntryRow.turn_id == turn)
         current = [
             history_pb2.ConversationEntry(
@@ -135,7 +136,7 @@ def normalised(value: Any, thread_id: str) -> Any:
 
 
 async def rows(server, thread_id: str) -> dict[str, Any]:
-    async with server.ctx.sessions() as session:
+    async with server.ctx.store.sessions() as session:
         thread = (
             await session.execute(select(ThreadRow).where(ThreadRow.thread_id == thread_id))
         ).scalar_one()
@@ -245,7 +246,7 @@ async def test_a_retried_round_returns_the_same_event_and_publishes_no_other(pg_
 
 async def test_a_repeated_compile_on_a_turn_is_one_event(pg_server):
     compiled = pg_server.ctx.compile_cache.compile(compile_input(), pg_server.ctx.config.homes)
-    first = await pg_server.ctx.manifests.record("t", "turn-1", compiled.manifest)
-    assert await pg_server.ctx.manifests.record("t", "turn-1", compiled.manifest) == first
-    async with pg_server.ctx.sessions() as session:
+    first = await record_manifest(pg_server.ctx, "t", "turn-1", compiled.manifest)
+    assert await record_manifest(pg_server.ctx, "t", "turn-1", compiled.manifest) == first
+    async with pg_server.ctx.store.sessions() as session:
         assert len((await session.scalars(select(ManifestEventRow.id))).all()) == 1

@@ -21,7 +21,7 @@ async def rounds_of(handle, turn_id: str) -> manifest_service_pb2.ListRenderedRo
 
 
 async def stored_rows(handle) -> int:
-    async with handle.ctx.sessions() as session:
+    async with handle.ctx.store.sessions() as session:
         return int(await session.scalar(select(func.count()).select_from(RenderedRoundRow)))
 
 
@@ -83,7 +83,7 @@ async def test_total_bytes_bound_and_age(server_factory):
     handle = await server_factory(keep_rendered_requests=True, kept_bytes_total=bound)
     loop = AgentLoop(handle.channel(), handle.metadata(), handle.home)
     await loop.two_turns()
-    async with handle.ctx.sessions() as session:
+    async with handle.ctx.store.sessions() as session:
         total = int(await session.scalar(select(func.sum(RenderedRoundRow.kept_bytes))))
     assert 0 < total <= bound
     assert await stored_rows(handle) == 2

@@ -30,11 +30,10 @@ from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from pioneer_grpc import errors
+from pioneer_grpc import errors, reasons
 from pioneer_grpc.server.errors import domain_error_of, internal_rpc_status, rpc_status_of
 from pioneer_grpc.server.logs import REQUEST_ID, REQUEST_ID_HEADER, request_id_from
 from pioneer_grpc.server.web.details import readable_detail
-from pioneer_grpc.store.failures import INFRASTRUCTURE_REASONS
 from pioneer_grpc.telemetry import SpanScope, Telemetry
 from pioneer_grpc.tenants import CALLER, Authority
 
@@ -197,7 +196,7 @@ class Answering:
             # A generated base servicer's method nobody overrode, as the gRPC edge answers it.
             return ConnectError(Code.UNIMPLEMENTED, f"{method} is not implemented")
         mapped = domain_error_of(exc)
-        if mapped is not None and mapped.reason in INFRASTRUCTURE_REASONS:
+        if mapped is not None and mapped.reason in reasons.INFRASTRUCTURE_REASONS:
             self._on_database_failure()
         if mapped is None:
             return connect_error(internal_rpc_status(method, exc, REQUEST_ID.get()))

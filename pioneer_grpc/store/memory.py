@@ -1,0 +1,821 @@
+"""The store port in memory: what the fast tests run the use cases on.
+
+It keeps the rows the SQL stores keep (threads, turns, entries, tool calls, summaries,
+counts, events, rendered rounds) in dictionaries and answers every method as they do:
+tests/store/contract/ runs one suite against it, SQLite and PostgreSQL. Nothing survives
+the process; one asyncio lock serialises its writes, as a database's lock would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from types import SimpleNamespace
+from typing import Any, cast
+
+from google.protobuf import json_format
+
+from pioneer_grpc import reasons
+from pioneer_grpc.errors import AlreadyExists, InvalidArgument, NotFound
+from pioneer_grpc.history.budget import DEFAULT_MAX_CONTEXT_TOKENS, DEFAULT_RESPONSE_RESERVE_TOKENS
+from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, named_call_ids
+from pioneer_grpc.store.clock import now
+from pioneer_grpc.store.entries import (
+    entry_conflict,
+    entry_message,
+    entry_values,
+    held_entry,
+    loaded_entry,
+    turn_completed,
+)
+from pioneer_grpc.store.manifests import new_event
+from pioneer_grpc.store.port import (
+    OPTIONAL_SETTINGS,
+    AppendBatch,
+    AppendOutcome,
+    CommitUnderWay,
+    Conflict,
+    HistoryAsk,
+    HistoryRead,
+    HistoryState,
+    KeptCounts,
+    KeptRound,
+    NewEntry,
+    OpenedRound,
+    PreparedManifest,
+    Recorded,
+    Recount,
+    RenderedBounds,
+    RoundAsk,
+    RoundCommit,
+    StoredEntry,
+    SummaryRead,
+    SummaryToStore,
+    TurnManifest,
+    TurnRecord,
+    WholeRead,
+    newer_is_all,
+)
+from pioneer_grpc.store.threads import thread_not_found, turn_not_found
+from pioneer_grpc.v1 import history_pb2, prompt_pb2
+from pioneer_grpc.v1 import manifest_service_pb2 as manifest_pb2
+
+IN_PROGRESS = history_pb2.TURN_STATUS_IN_PROGRESS
+COMPLETED = history_pb2.TURN_STATUS_COMPLETED
+_SETTINGS = (
+    "max_context_tokens",
+    "response_reserve_tokens",
+    "model",
+    "summary_model",
+    "compaction_strategy",
+    *OPTIONAL_SETTINGS,
+    "dynamic_context_placement",
+)
+
+
+@dataclass
+class _Thread:
+    thread_id: str
+    max_context_tokens: int
+    response_reserve_tokens: int
+    model: str
+    summary_model: str
+    compaction_strategy: int
+    keep_tool_results: int | None
+    created_at: datetime
+    updated_at: datetime
+    compaction_failed_sequence: int | None = None
+    compaction_trigger_percent: int | None = None
+    compaction_low_water_percent: int | None = None
+    clear_at_least_percent: int | None = None
+    dynamic_context_placement: int = 0
+    open_entries: int = 0
+    open_turns: int = 0
+    completed_entries: int = 0
+    # Moved by every write of what a round reads: the version a round's commit checks.
+    version: int = 0
+
+
+@dataclass
+class _Turn:
+    status: int
+    created_at: datetime
+    updated_at: datetime
+    manifest_json: str | None = None
+    event_id: int | None = None
+
+
+@dataclass
+class _Event:
+    id: int
+    thread_id: str
+    turn_id: str
+    manifest_pb: bytes
+    created_at: datetime
+
+
+@dataclass
+class _Kept:
+    id: int
+    thread_id: str
+    turn_id: str
+    round: int
+    created_at: datetime
+    round_pb: bytes
+
+
+@dataclass
+class _Tables:
+    threads: dict[str, _Thread] = field(default_factory=dict)
+    turns: dict[tuple[str, str], _Turn] = field(default_factory=dict)
+    # By sequence (the global id), as rows: `entry_values` plus `id`.
+    entries: dict[int, SimpleNamespace] = field(default_factory=dict)
+    by_entry_id: dict[tuple[str, str], int] = field(default_factory=dict)
+    # (thread, call id) -> entry ids that made it.
+    calls: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    summaries: dict[int, SimpleNamespace] = field(default_factory=dict)
+    entry_counts: dict[tuple[int, str], int] = field(default_factory=dict)
+    summary_counts: dict[tuple[int, str], int] = field(default_factory=dict)
+    events: dict[int, _Event] = field(default_factory=dict)
+    kept: dict[int, _Kept] = field(default_factory=dict)
+    next_entry: int = 1
+    next_summary: int = 1
+    next_event: int = 1
+    next_kept: int = 1
+
+
+class MemoryStore:
+    """`tokenizer_of(model)`: the tokenizer a model counts in (the model registry's)."""
+
+    def __init__(self, tokenizer_of: Callable[[str], str]) -> None:
+        self._t = _Tables()
+        self._lock = asyncio.Lock()
+        self._tokenizer_of = tokenizer_of
+        self._compressing: dict[str, asyncio.Lock] = {}
+        self.threads = _Threads(self)
+        self.entries = _Entries(self)
+        self.turns = _Turns(self)
+        self.history = _History(self)
+        self.rounds = _Rounds(self)
+        self.manifests = _Manifests(self)
+        self.listing = _Listing(self)
+        self.rendered = _Rendered(self)
+
+    async def probe(self, reclaim: bool = False) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    # ---- rows, as the SQL stores read them ----
+
+    def thread(self, thread_id: str) -> _Thread:
+        found = self._t.threads.get(thread_id)
+        if found is None:
+            raise thread_not_found(thread_id)
+        return found
+
+    def thread_message(self, thread: _Thread) -> history_pb2.Thread:
+        message = history_pb2.Thread(
+            thread_id=thread.thread_id,
+            config=history_pb2.ThreadConfig(
+                max_context_tokens=thread.max_context_tokens,
+                response_reserve_tokens=thread.response_reserve_tokens,
+                model=thread.model,
+                summary_model=thread.summary_model,
+                compaction_strategy=cast(Any, thread.compaction_strategy),
+                dynamic_context_placement=cast(Any, thread.dynamic_context_placement),
+            ),
+            entry_count=sum(1 for row in self._t.entries.values() if row.thread_id == thread.thread_id),
+        )
+        for name in OPTIONAL_SETTINGS:
+            value = getattr(thread, name)
+            if value is not None:
+                setattr(message.config, name, value)
+        message.create_time.FromDatetime(thread.created_at)
+        message.update_time.FromDatetime(thread.updated_at)
+        return message
+
+    def rows_of(self, thread_id: str) -> list[SimpleNamespace]:
+        return [row for _, row in sorted(self._t.entries.items()) if row.thread_id == thread_id]
+
+    def turn_rows(self, thread_id: str, turn_id: str) -> list[SimpleNamespace]:
+        return [row for row in self.rows_of(thread_id) if row.turn_id == turn_id]
+
+    def state(self, thread: _Thread) -> HistoryState:
+        summaries = [s.id for s in self._t.summaries.values() if s.thread_id == thread.thread_id]
+        completed = [row.id for row in self.rows_of(thread.thread_id) if row.completed]
+        return HistoryState(
+            max_context_tokens=thread.max_context_tokens,
+            response_reserve_tokens=thread.response_reserve_tokens,
+            model=thread.model,
+            summary_model=thread.summary_model,
+            compaction_strategy=thread.compaction_strategy,
+            keep_tool_results=thread.keep_tool_results,
+            compaction_failed_sequence=thread.compaction_failed_sequence,
+            compaction_trigger_percent=thread.compaction_trigger_percent,
+            compaction_low_water_percent=thread.compaction_low_water_percent,
+            clear_at_least_percent=thread.clear_at_least_percent,
+            dynamic_context_placement=thread.dynamic_context_placement,
+            summary_id=max(summaries, default=None),
+            completed_count=thread.completed_entries,
+            completed_max_id=max(completed, default=None),
+        )
+
+    def read(self, ask: HistoryAsk) -> HistoryRead:
+        thread = self.thread(ask.thread_id)
+        rows = self.rows_of(ask.thread_id)
+        excluded = [row for row in rows if row.turn_id == ask.exclude_turn_id]
+        excluded_open = sum(1 for row in excluded if not row.completed)
+        newer = [loaded_entry(row) for row in rows if row.completed and row.id > ask.after]
+        read = HistoryRead(
+            ask.exclude_turn_id,
+            ask.after,
+            self.state(thread),
+            (thread.open_entries - excluded_open, thread.open_turns - (1 if excluded_open else 0)),
+            any(row.completed for row in excluded),
+            newer,
+        )
+        if read.state in ask.known:
+            return read
+        if ask.extend is not None and newer_is_all(ask.extend.state, read.state, newer):
+            return read
+        if not ask.whole:
+            return read
+        return replace(read, whole=self.whole(ask.thread_id, read, ask.max_turns))
+
+    def whole(self, thread_id: str, read: HistoryRead, max_turns: int) -> WholeRead:
+        state = read.state
+        key = read.exclude_turn_id if read.excluded_completed else ""
+        tokenizer = self._tokenizer_of(state.model)
+        summary = None
+        if state.summary_id is not None:
+            row = self._t.summaries[state.summary_id]
+            count = row.token_count
+            counted_in = row.tokenizer
+            if counted_in != tokenizer and (row.id, tokenizer) in self._t.summary_counts:
+                count, counted_in = self._t.summary_counts[(row.id, tokenizer)], tokenizer
+            summary = SummaryRead(
+                row.id,
+                row.text,
+                count,
+                counted_in,
+                row.covers_through_entry_id,
+                row.covers_through_sequence,
+                row.summarizer,
+                row.model,
+            )
+        after = summary.covers_through_sequence if summary is not None else 0
+        rows = [
+            row
+            for row in self.rows_of(thread_id)
+            if row.completed and row.id > after and (not key or row.turn_id != key)
+        ]
+        firsts: dict[str, int] = {}
+        for row in rows:
+            firsts.setdefault(row.turn_id, row.id)
+        newest = sorted(firsts.values(), reverse=True)[: max_turns + 1]
+        more = len(newest) > max_turns
+        if more:
+            rows = [row for row in rows if row.id >= newest[max_turns - 1]]
+        entries = []
+        for row in rows:
+            entry = loaded_entry(row)
+            if entry.tokenizer != tokenizer and (row.id, tokenizer) in self._t.entry_counts:
+                entry.token_count = self._t.entry_counts[(row.id, tokenizer)]
+                entry.tokenizer = tokenizer
+            entries.append(entry)
+        return WholeRead(tokenizer, key, summary, entries, more)
+
+    def keep_counts(self, counts: KeptCounts) -> None:
+        for sequence, count in counts.entries.items():
+            if sequence in self._t.entries:
+                self._t.entry_counts.setdefault((sequence, counts.tokenizer), count)
+        if counts.summary is not None and counts.summary[0] in self._t.summaries:
+            self._t.summary_counts.setdefault((counts.summary[0], counts.tokenizer), counts.summary[1])
+
+    def lock_turn(self, thread_id: str, turn_id: str, moment: datetime) -> _Turn:
+        """Creates the turn (in progress) unless it exists; an existing one is touched."""
+        turn = self._t.turns.get((thread_id, turn_id))
+        if turn is None:
+            turn = self._t.turns[(thread_id, turn_id)] = _Turn(IN_PROGRESS, moment, moment)
+        else:
+            turn.updated_at = moment
+        return turn
+
+    def thread_calls(self, thread_id: str, call_ids: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for call_id in sorted(set(call_ids)):
+            made = self._t.calls.get((thread_id, call_id))
+            if made:
+                found[call_id] = sorted(made)[-1]  # the last of call_id, entry_id order, as the SQL's
+        return found
+
+    def insert(
+        self,
+        thread_id: str,
+        entries: Sequence[NewEntry],
+        tokenizer: str,
+        fresh: Sequence[str],
+        moment: datetime,
+    ) -> dict[str, int]:
+        """The entries not stored yet, their calls, the thread's open counts; sequence by entry id."""
+        created: dict[str, int] = {}
+        opened: set[str] = set()
+        for new in entries:
+            key = (thread_id, new.entry.entry_id)
+            if key in self._t.by_entry_id:
+                continue
+            sequence = self._t.next_entry
+            self._t.next_entry += 1
+            values = entry_values(thread_id, new, tokenizer, moment)
+            self._t.entries[sequence] = SimpleNamespace(**values, id=sequence)
+            self._t.by_entry_id[key] = sequence
+            created[new.entry.entry_id] = sequence
+            opened.add(new.entry.turn_id)
+            for call in new.entry.tool_calls:
+                made = self._t.calls.setdefault((thread_id, call.id), [])
+                if new.entry.entry_id not in made:
+                    made.append(new.entry.entry_id)
+        if created:
+            thread = self._t.threads[thread_id]
+            thread.updated_at = moment
+            thread.open_entries += len(created)
+            thread.open_turns += len(opened & set(fresh))
+            thread.version += 1
+        return created
+
+    def complete(self, thread_id: str, turn_id: str) -> int:
+        turn = self._t.turns.get((thread_id, turn_id))
+        rows = self.turn_rows(thread_id, turn_id)
+        if turn is None:
+            raise turn_not_found(thread_id, turn_id)
+        if turn.status == COMPLETED:
+            return len(rows)
+        turn.status = COMPLETED
+        turn.updated_at = now()
+        for row in rows:
+            row.completed = True
+        if rows:
+            thread = self._t.threads[thread_id]
+            thread.open_entries -= len(rows)
+            thread.open_turns -= 1
+            thread.completed_entries += len(rows)
+            thread.version += 1
+        return len(rows)
+
+    def record(self, prepared: PreparedManifest, turn: _Turn) -> Recorded:
+        if turn.event_id is not None and turn.manifest_json == prepared.as_json:
+            return Recorded(turn.event_id, None)
+        created = now()
+        event_id = self._t.next_event
+        self._t.next_event += 1
+        self._t.events[event_id] = _Event(
+            event_id, prepared.thread_id, prepared.turn_id, prepared.encoded, created
+        )
+        turn.manifest_json, turn.event_id, turn.updated_at = prepared.as_json, event_id, created
+        return Recorded(event_id, new_event(event_id, prepared, created))
+
+    def version(self, thread_id: str, turn_id: str) -> tuple[int, int]:
+        thread = self.thread(thread_id)
+        turn = self._t.turns.get((thread_id, turn_id))
+        return thread.version, IN_PROGRESS if turn is None else turn.status
+
+
+def _config_of(thread: _Thread) -> dict[str, Any]:
+    return {name: getattr(thread, name) for name in _SETTINGS}
+
+
+def _settings(config: history_pb2.ThreadConfig) -> dict[str, Any]:
+    return {
+        name: (getattr(config, name) if config.HasField(name) else None)
+        if name in OPTIONAL_SETTINGS
+        else getattr(config, name)
+        for name in _SETTINGS
+    }
+
+
+class _Part:
+    def __init__(self, store: MemoryStore) -> None:
+        self.s = store
+
+    @property
+    def t(self) -> _Tables:
+        return self.s._t
+
+
+class _Threads(_Part):
+    async def create(self, thread_id: str, config: history_pb2.ThreadConfig) -> history_pb2.Thread:
+        async with self.s._lock:
+            settings = _settings(config)
+            found = self.t.threads.get(thread_id)
+            if found is None:
+                moment = now()
+                found = self.t.threads[thread_id] = _Thread(
+                    thread_id, **settings, created_at=moment, updated_at=moment
+                )
+                return self.s.thread_message(found)
+            stored = _config_of(found)
+            differing = [name for name in _SETTINGS if stored[name] != settings[name]]
+            if differing:
+                raise AlreadyExists(
+                    f"thread {thread_id!r} already exists with a different {', '.join(differing)}",
+                    reason=reasons.THREAD_CONFLICT,
+                    metadata={"thread_id": thread_id, "differing_fields": ",".join(differing)},
+                )
+            return self.s.thread_message(found)
+
+    async def get(self, thread_id: str) -> history_pb2.Thread:
+        return self.s.thread_message(self.s.thread(thread_id))
+
+    async def update(
+        self, thread_id: str, config: history_pb2.ThreadConfig, expected: history_pb2.ThreadConfig
+    ) -> history_pb2.Thread | Conflict:
+        async with self.s._lock:
+            thread = self.s.thread(thread_id)
+            if _config_of(thread) != _settings(expected):
+                return Conflict()
+            for name, value in _settings(config).items():
+                setattr(thread, name, value)
+            thread.compaction_failed_sequence = None
+            thread.updated_at = now()
+            thread.version += 1
+            return self.s.thread_message(thread)
+
+
+class _Entries(_Part):
+    async def append(self, batch: AppendBatch) -> AppendOutcome | Recount:
+        async with self.s._lock:
+            return self._append(batch)
+
+    def _append(self, batch: AppendBatch) -> AppendOutcome | Recount:
+        """As the SQL stores append: every check against what is held first (a refusal changes
+        nothing, as their transaction rolls back), then the writes."""
+        thread_id = batch.thread_id
+        thread = self.s.thread(thread_id)
+        entries = [new.entry for new in batch.entries]
+        if entries and self.s._tokenizer_of(thread.model) != batch.tokenizer:
+            return Recount(thread.model)
+        turn_ids = list(dict.fromkeys(entry.turn_id for entry in entries))
+        held = {
+            turn_id: [loaded_entry(row) for row in self.s.turn_rows(thread_id, turn_id)]
+            for turn_id in turn_ids
+        }
+        stored = StoredCalls()
+        stored.turns = {turn_id: found for turn_id, found in held.items() if found}
+        wanted = {entry.entry_id for entry in entries}
+        stored.stored_entry_ids = {e.entry_id for found in stored.turns.values() for e in found} & wanted
+        stored.thread_calls = self.s.thread_calls(thread_id, named_call_ids(entries))
+        if len(stored.stored_entry_ids) < len(wanted):
+            InvalidArgument.raise_if(call_violations(entries, stored, batch.prefix))
+        self._check_repeats(thread_id, batch)
+        moment = now()
+        for turn_id in turn_ids:
+            self.s.lock_turn(thread_id, turn_id, moment)
+        fresh = [turn_id for turn_id in turn_ids if not stored.turns.get(turn_id)]
+        created = self.s.insert(thread_id, batch.entries, batch.tokenizer, fresh, moment)
+        completed = 0
+        if batch.complete_turn_id:
+            completed = self.s.complete(thread_id, batch.complete_turn_id)
+        ids = [entry.entry_id for entry in entries]
+        answered: list[history_pb2.ConversationEntry] = []
+        if batch.with_entries:
+            answered = [entry_message(self.t.entries[self.t.by_entry_id[(thread_id, i)]]) for i in ids]
+        return AppendOutcome(answered, len(created), len(ids) - len(created), completed, thread.model)
+
+    def _check_repeats(self, thread_id: str, batch: AppendBatch) -> None:
+        """An entry held (or earlier in the batch) must be sent with its content; a new entry of a
+        completed turn is refused."""
+        first: dict[str, NewEntry] = {}
+        for new in batch.entries:
+            first.setdefault(new.entry.entry_id, new)
+        for new in batch.entries:
+            sequence = self.t.by_entry_id.get((thread_id, new.entry.entry_id))
+            if sequence is not None:
+                row = self.t.entries[sequence]
+                if row.content_hash != new.content_hash:
+                    raise entry_conflict(thread_id, entry_message(row), new.entry)
+            elif (
+                first[new.entry.entry_id] is not new
+                and first[new.entry.entry_id].content_hash != new.content_hash
+            ):
+                earlier = first[new.entry.entry_id]
+                row = SimpleNamespace(**entry_values(thread_id, earlier, batch.tokenizer, now()), id=0)
+                raise entry_conflict(thread_id, entry_message(row), new.entry)
+        for entry_id, new in first.items():
+            turn = self.t.turns.get((thread_id, new.entry.turn_id))
+            if (
+                (thread_id, entry_id) not in self.t.by_entry_id
+                and turn is not None
+                and turn.status == COMPLETED
+            ):
+                raise turn_completed(thread_id, new.entry)
+
+    async def stored_calls(
+        self, thread_id: str, entries: Sequence[history_pb2.ConversationEntry]
+    ) -> StoredCalls:
+        turn_ids = list(dict.fromkeys(e.turn_id for e in entries))
+        stored = StoredCalls()
+        for turn_id in turn_ids:
+            found = [loaded_entry(row) for row in self.s.turn_rows(thread_id, turn_id)]
+            if found:
+                stored.turns[turn_id] = found
+        wanted = {e.entry_id for e in entries}
+        stored.stored_entry_ids = {e.entry_id for turn in stored.turns.values() for e in turn} & wanted
+        stored.thread_calls = self.s.thread_calls(thread_id, named_call_ids(entries))
+        return stored
+
+
+class _Turns(_Part):
+    async def complete(self, thread_id: str, turn_id: str) -> int:
+        async with self.s._lock:
+            self.s.thread(thread_id)
+            return self.s.complete(thread_id, turn_id)
+
+
+class _History(_Part):
+    async def read(self, ask: HistoryAsk) -> HistoryRead:
+        return self.s.read(ask)
+
+    async def keep_counts(self, counts: KeptCounts) -> None:
+        async with self.s._lock:
+            self.s.keep_counts(counts)
+
+    async def latest_summary(self, thread_id: str) -> history_pb2.ThreadSummary | None:
+        self.s.thread(thread_id)
+        rows = [row for row in self.t.summaries.values() if row.thread_id == thread_id]
+        if not rows:
+            return None
+        row = max(rows, key=lambda found: found.id)
+        summary = history_pb2.ThreadSummary(
+            thread_id=row.thread_id,
+            text=row.text,
+            covers_through_entry_id=row.covers_through_entry_id,
+            covers_through_sequence=row.covers_through_sequence,
+            token_count=row.token_count,
+            model=row.model,
+            summarizer=row.summarizer,
+        )
+        summary.create_time.FromDatetime(row.created_at)
+        return summary
+
+    async def store_summary(
+        self, thread_id: str, summary: SummaryToStore, exclude_turn_id: str
+    ) -> HistoryRead:
+        async with self.s._lock:
+            thread = self.s.thread(thread_id)
+            thread.compaction_failed_sequence = None
+            summary_id = self.t.next_summary
+            self.t.next_summary += 1
+            self.t.summaries[summary_id] = SimpleNamespace(
+                id=summary_id, thread_id=thread_id, created_at=now(), **summary.__dict__
+            )
+            thread.version += 1
+            return self.s.read(HistoryAsk(thread_id, exclude_turn_id, whole=False))
+
+    async def mark_compaction_failed(self, thread_id: str, through_sequence: int) -> None:
+        async with self.s._lock:
+            thread = self.t.threads.get(thread_id)
+            if thread is not None and thread.compaction_failed_sequence != through_sequence:
+                thread.compaction_failed_sequence = through_sequence
+                thread.version += 1
+
+    @asynccontextmanager
+    async def compression_lock(self, thread_id: str, wait_seconds: float) -> AsyncIterator[bool]:
+        lock = self.s._compressing.setdefault(thread_id, asyncio.Lock())
+        try:
+            async with asyncio.timeout(wait_seconds):
+                await lock.acquire()
+        except TimeoutError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            lock.release()
+
+
+class _Rounds(_Part):
+    async def open(self, ask: RoundAsk) -> OpenedRound:
+        read = self.s.read(ask.history)
+        thread_id, turn_id = ask.thread_id, ask.turn_id
+        turn = self.t.turns.get((thread_id, turn_id))
+        record = None if turn is None else TurnRecord(turn.status, turn.manifest_json, turn.event_id)
+        stored: dict[str, StoredEntry] = {}
+        for entry_id in ask.entry_ids:
+            sequence = self.t.by_entry_id.get((thread_id, entry_id))
+            if sequence is not None:
+                row = self.t.entries[sequence]
+                stored[entry_id] = StoredEntry(held_entry(row), row.content_hash)
+        return OpenedRound(
+            read,
+            record,
+            [loaded_entry(row) for row in self.s.turn_rows(thread_id, turn_id)],
+            self.s.thread_calls(thread_id, ask.call_ids),
+            stored,
+            self.s.version(thread_id, turn_id),
+        )
+
+    def commit(self, commit: RoundCommit) -> CommitUnderWay:
+        sent: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        sent.set_result(None)
+        return CommitUnderWay(sent, asyncio.ensure_future(self._commit(commit)))
+
+    async def _commit(self, commit: RoundCommit) -> Recorded | Conflict:
+        async with self.s._lock:
+            thread_id, turn_id = commit.thread_id, commit.turn_id
+            if commit.version != self.s.version(thread_id, turn_id):
+                return Conflict()
+            moment = now()
+            turn = self.s.lock_turn(thread_id, turn_id, moment)
+            recorded = self.s.record(commit.manifest, turn)
+            fresh = [turn_id] if commit.opens_turn else []
+            self.s.insert(thread_id, commit.entries, commit.tokenizer, fresh, moment)
+            if commit.counts:
+                self.s.keep_counts(commit.counts)
+            return recorded
+
+
+class _Manifests(_Part):
+    async def record(self, prepared: PreparedManifest) -> Recorded:
+        async with self.s._lock:
+            moment = now()
+            if prepared.thread_id not in self.t.threads:
+                self.t.threads[prepared.thread_id] = _Thread(
+                    prepared.thread_id,
+                    DEFAULT_MAX_CONTEXT_TOKENS,
+                    DEFAULT_RESPONSE_RESERVE_TOKENS,
+                    "",
+                    "",
+                    0,
+                    None,
+                    moment,
+                    moment,
+                )
+            turn = self.s.lock_turn(prepared.thread_id, prepared.turn_id, moment)
+            return self.s.record(prepared, turn)
+
+    async def turn_manifest(self, thread_id: str, turn_id: str) -> TurnManifest:
+        turn = self.t.turns.get((thread_id, turn_id))
+        if turn is None:
+            if thread_id not in self.t.threads:
+                raise NotFound(
+                    f"thread {thread_id!r} not found",
+                    reason=reasons.THREAD_NOT_FOUND,
+                    metadata={"thread_id": thread_id},
+                )
+            raise NotFound(
+                f"turn {turn_id!r} not found in thread {thread_id!r}",
+                reason=reasons.TURN_NOT_FOUND,
+                metadata={"thread_id": thread_id, "turn_id": turn_id},
+            )
+        if turn.manifest_json is None:
+            raise NotFound(
+                f"turn {turn_id!r} of thread {thread_id!r} has no manifest yet: no compile named it",
+                reason=reasons.TURN_MANIFEST_NOT_FOUND,
+                metadata={"thread_id": thread_id, "turn_id": turn_id},
+            )
+        manifest = json_format.Parse(
+            turn.manifest_json, prompt_pb2.PromptManifest(), ignore_unknown_fields=True
+        )
+        return TurnManifest(manifest, turn.status, turn.event_id or 0)
+
+    async def event(self, event_id: int) -> manifest_pb2.ManifestEvent:
+        found = self.t.events.get(event_id)
+        if found is None:
+            raise NotFound(
+                f"manifest event {event_id} not found",
+                reason=reasons.MANIFEST_EVENT_NOT_FOUND,
+                metadata={"event_id": str(event_id)},
+            )
+        return _event_message(found)
+
+    async def events_after(
+        self, after_id: int, *, thread_id: str = "", limit: int = 500
+    ) -> list[manifest_pb2.ManifestEvent]:
+        found = [
+            event
+            for event_id, event in sorted(self.t.events.items())
+            if event_id > after_id and (not thread_id or event.thread_id == thread_id)
+        ]
+        return [_event_message(event) for event in found[:limit]]
+
+    async def newest_event_id(self) -> int:
+        return max(self.t.events, default=0)
+
+
+def _event_message(event: _Event) -> manifest_pb2.ManifestEvent:
+    message = manifest_pb2.ManifestEvent(
+        event_id=event.id,
+        thread_id=event.thread_id,
+        turn_id=event.turn_id,
+        manifest=prompt_pb2.PromptManifest.FromString(event.manifest_pb),
+    )
+    message.create_time.FromDatetime(event.created_at)
+    return message
+
+
+class _Listing(_Part):
+    async def threads(self, after_thread_id: str | None, size: int) -> tuple[list[history_pb2.Thread], bool]:
+        found = sorted(
+            (
+                thread
+                for thread in self.t.threads.values()
+                if after_thread_id is None or thread.thread_id > after_thread_id
+            ),
+            key=lambda thread: thread.thread_id,
+        )
+        return [self.s.thread_message(thread) for thread in found[:size]], len(found) > size
+
+    async def threads_newest(
+        self, after: tuple[datetime, str] | None, size: int
+    ) -> tuple[list[history_pb2.Thread], bool]:
+        found = sorted(
+            (
+                thread
+                for thread in self.t.threads.values()
+                if after is None or (thread.created_at, thread.thread_id) < after
+            ),
+            key=lambda thread: (thread.created_at, thread.thread_id),
+            reverse=True,
+        )
+        return [self.s.thread_message(thread) for thread in found[:size]], len(found) > size
+
+    async def turns(
+        self, thread_id: str, after: tuple[datetime, str] | None, size: int
+    ) -> tuple[list[history_pb2.Turn], bool]:
+        self.s.thread(thread_id)
+        found = sorted(
+            (
+                (turn.created_at, found_turn_id, turn)
+                for (found_thread_id, found_turn_id), turn in self.t.turns.items()
+                if found_thread_id == thread_id
+                and (after is None or (turn.created_at, found_turn_id) > after)
+            ),
+            key=lambda item: (item[0], item[1]),
+        )
+        turns = []
+        for created_at, turn_id, turn in found[:size]:
+            message = history_pb2.Turn(
+                thread_id=thread_id,
+                turn_id=turn_id,
+                status=cast(Any, turn.status),
+                entry_count=len(self.s.turn_rows(thread_id, turn_id)),
+                manifest_event_id=turn.event_id or 0,
+            )
+            message.create_time.FromDatetime(created_at)
+            message.update_time.FromDatetime(turn.updated_at)
+            turns.append(message)
+        return turns, len(found) > size
+
+    async def entries(
+        self, thread_id: str, turn_id: str, after_sequence: int, size: int
+    ) -> tuple[list[history_pb2.ConversationEntry], bool]:
+        self.s.thread(thread_id)
+        rows = [
+            row
+            for row in self.s.rows_of(thread_id)
+            if row.id > after_sequence and (not turn_id or row.turn_id == turn_id)
+        ]
+        return [entry_message(row) for row in rows[:size]], len(rows) > size
+
+
+class _Rendered(_Part):
+    async def keep(
+        self,
+        thread_id: str,
+        turn_id: str,
+        event_id: int,
+        round_pb: bytes,
+        moment: datetime,
+        bounds: RenderedBounds,
+    ) -> None:
+        async with self.s._lock:
+            kept = self.t.kept
+            for kept_id in [k for k, row in kept.items() if row.created_at < moment - bounds.max_age]:
+                del kept[kept_id]
+            last = max(
+                (row.round for row in kept.values() if (row.thread_id, row.turn_id) == (thread_id, turn_id)),
+                default=0,
+            )
+            kept_id = self.t.next_kept
+            self.t.next_kept += 1
+            kept[kept_id] = _Kept(kept_id, thread_id, turn_id, last + 1, moment, round_pb)
+            of_thread = sorted((k for k, row in kept.items() if row.thread_id == thread_id), reverse=True)
+            for beyond in of_thread[bounds.rounds_per_thread :]:
+                del kept[beyond]
+            total = sum(len(row.round_pb) for row in kept.values())
+            for oldest in sorted(kept):
+                if total <= bounds.total_bytes:
+                    break
+                total -= len(kept.pop(oldest).round_pb)
+
+    async def turn_rounds(self, thread_id: str, turn_id: str, not_before: datetime) -> list[KeptRound]:
+        return [
+            KeptRound(row.round, row.created_at, row.round_pb)
+            for _, row in sorted(self.t.kept.items())
+            if (row.thread_id, row.turn_id) == (thread_id, turn_id) and row.created_at >= not_before
+        ]

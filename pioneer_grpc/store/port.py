@@ -1,0 +1,539 @@
+"""The store port: what the use cases ask of storage, one interface per concern.
+
+The use cases (service/) reach storage only through a `Store`: SQLite and PostgreSQL
+implement it (store/sql.py, store/sqlite.py, store/postgres.py), and so does an
+in-memory fake (store/memory.py) that the fast tests run the use cases on. One
+contract suite (tests/store/contract/) runs every method against all three.
+
+    thread = await store.threads.create("t-1", config)
+    outcome = await store.entries.append(AppendBatch("t-1", counted, tokenizer, model))
+    opened = await store.rounds.open(RoundAsk(...))       # everything a round needs, in one call
+    committed = await store.rounds.commit(RoundCommit(...))  # or a Conflict: open again
+
+Every method is data in, data out: no method calls back into its caller. A round is
+optimistic: `open` reads without holding anything, the use case decides with no
+storage in between, and `commit` writes only if the thread is still as `open` read
+it (its `version`), else it answers Conflict and writes nothing. The implementations
+keep what makes a round fast (one statement to open it on PostgreSQL, one to commit;
+commits batched in SQLite's one thread) inside themselves.
+
+Errors: a method raises only `pioneer_grpc.errors` (NotFound, AlreadyExists, ...;
+a failing database as UNAVAILABLE or RESOURCE_EXHAUSTED, store/failures.py): driver
+exceptions never leave an implementation.
+
+Messages are the contract's (history_pb2.Thread, ConversationEntry, ...): the store
+answers with them rather than with a second set of classes that mirror them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from pioneer_grpc.history.entry_rules import StoredCalls
+from pioneer_grpc.v1 import history_pb2, prompt_pb2
+from pioneer_grpc.v1 import manifest_service_pb2 as manifest_pb2
+
+__all__ = [
+    "NO_ENTRIES",
+    "OPTIONAL_SETTINGS",
+    "AppendBatch",
+    "AppendOutcome",
+    "CommitUnderWay",
+    "Conflict",
+    "Extendable",
+    "HistoryAsk",
+    "HistoryRead",
+    "HistoryState",
+    "KeptCounts",
+    "KeptRound",
+    "NewEntry",
+    "OpenedRound",
+    "PreparedManifest",
+    "Recorded",
+    "Recount",
+    "RenderedBounds",
+    "RoundAsk",
+    "RoundCommit",
+    "Store",
+    "StoredCalls",
+    "StoredEntry",
+    "SummaryRead",
+    "SummaryToStore",
+    "TurnManifest",
+    "TurnRecord",
+    "WholeRead",
+]
+
+
+# ---- what the methods take and give ----------------------------------------------------------
+
+# ThreadConfig's optional fields the store keeps as NULL (None) when unset: the default.
+OPTIONAL_SETTINGS = (
+    "keep_tool_results",
+    "compaction_trigger_percent",
+    "compaction_low_water_percent",
+    "clear_at_least_percent",
+)
+
+# `after` when no entry is wanted: larger than any sequence.
+NO_ENTRIES = 2**62
+
+
+@dataclass(frozen=True)
+class HistoryState:
+    max_context_tokens: int
+    response_reserve_tokens: int
+    model: str
+    summary_model: str
+    compaction_strategy: int
+    keep_tool_results: int | None
+    compaction_failed_sequence: int | None
+    compaction_trigger_percent: int | None
+    compaction_low_water_percent: int | None
+    clear_at_least_percent: int | None
+    dynamic_context_placement: int
+    summary_id: int | None
+    completed_count: int
+    completed_max_id: int | None
+
+
+@dataclass(frozen=True)
+class SummaryRead:
+    """The thread's newest summary as a load reads it, its count in the tokenizer asked for when the
+    store holds one (else as stored, in `tokenizer`)."""
+
+    summary_id: int
+    text: str
+    token_count: int
+    tokenizer: str
+    covers_through_entry_id: str
+    covers_through_sequence: int
+    summarizer: str
+    model: str
+
+
+@dataclass(frozen=True)
+class WholeRead:
+    """What a load of the whole history reads: the newest summary, and the completed entries after it
+    of the newest turns (`more`: older ones exist), oldest first, leaving out turn `key` ("" when
+    leaving out the excluded turn changes nothing). Counts are in `tokenizer` (the thread model's)
+    where the store holds them; an entry or summary whose `tokenizer` is another is still to count."""
+
+    tokenizer: str
+    key: str
+    summary: SummaryRead | None
+    entries: list[history_pb2.ConversationEntry]
+    more: bool
+
+
+@dataclass(frozen=True)
+class HistoryRead:
+    # What was asked: the turn left out, and the sequence after which completed entries were read.
+    exclude_turn_id: str
+    after: int
+    state: HistoryState
+    # Entries of turns not completed but the excluded turn's: what a load leaves out (entries, turns).
+    left_out: tuple[int, int]
+    # Whether the excluded turn has completed entries (leaving it out changes what a load reads).
+    excluded_completed: bool
+    # The completed entries after the sequence asked for, oldest first.
+    newer: list[history_pb2.ConversationEntry]
+    # The whole history, when it was asked for and read (store/port.py HistoryAsk).
+    whole: WholeRead | None = None
+
+
+# The state's fields that only completed entries move: the rest change with a setting or a summary.
+_MOVED_BY_ENTRIES = ("completed_count", "completed_max_id")
+_SETTINGS = tuple(f.name for f in fields(HistoryState) if f.name not in _MOVED_BY_ENTRIES)
+
+
+def newer_is_all(kept: HistoryState, state: HistoryState, newer: list[history_pb2.ConversationEntry]) -> bool:
+    """Whether completed entries `newer` (read after a kept answer's newest, with `state`) are all that
+    changed since the answer's state `kept`: its settings and summary as they were, and the count and
+    largest id of completed entries moved by them exactly (entries are never deleted)."""
+    if not newer or any(getattr(kept, name) != getattr(state, name) for name in _SETTINGS):
+        return False
+    return (
+        state.completed_count == kept.completed_count + len(newer)
+        and newer[-1].sequence == state.completed_max_id
+    )
+
+
+@dataclass(frozen=True)
+class NewEntry:
+    """An entry to append, hashed and counted by the use case (in the batch's tokenizer)."""
+
+    entry: history_pb2.ConversationEntry
+    content_hash: str
+    token_count: int
+
+
+@dataclass(frozen=True)
+class AppendOutcome:
+    entries: list[history_pb2.ConversationEntry]
+    created_count: int
+    existing_count: int
+    # With `complete_turn_id`: how many entries the completed turn has.
+    completed_entry_count: int = 0
+    # The thread's model as the append found it.
+    model: str = ""
+
+
+@dataclass(frozen=True)
+class AppendBatch:
+    """AppendEntries' (and CompleteTurn's) batch: `entries` counted in `tokenizer`, the tokenizer of
+    `model`, the model the use case expects the thread to have (None: it does not know).
+
+    The store refuses (INVALID_ARGUMENT, fields named `{prefix}[i]...`) what the history
+    rules refuse against what it holds (history/entry_rules.py `call_violations`), an entry
+    stored with other content (ALREADY_EXISTS), a new entry of a completed turn
+    (FAILED_PRECONDITION); and answers Recount, storing nothing, when the thread's model
+    counts in another tokenizer than `tokenizer`. With `complete_turn_id` that turn is
+    completed in the same transaction; without `with_entries` the outcome has counts only."""
+
+    thread_id: str
+    entries: Sequence[NewEntry]
+    tokenizer: str
+    model: str | None
+    prefix: str = "entries"
+    with_entries: bool = True
+    complete_turn_id: str = ""
+
+
+@dataclass(frozen=True)
+class Recount:
+    """The batch was counted for another model than the thread's: nothing was stored. Count it again
+    in `model`'s tokenizer and append again."""
+
+    model: str
+
+
+@dataclass(frozen=True)
+class Extendable:
+    """A kept answer that completed entries after `through` extend: the state it was kept with."""
+
+    state: HistoryState
+    through: int
+
+
+@dataclass(frozen=True)
+class HistoryAsk:
+    """What a load asks of a thread's history (`History.read`, and a round's `Rounds.open`).
+
+    The store reads the thread's state, what a load leaves out besides `exclude_turn_id`,
+    and the completed entries after `extend.through` (none without `extend`). When the
+    state is one of `known` (the caller keeps an answer for it) that is all. Else, when
+    `extend` is given and the entries read are all that changed since its state, that is
+    all too. Else, with `whole`, it reads what a load of the whole history reads
+    (`HistoryRead.whole`): the newest summary and the completed entries after it of the
+    newest `max_turns` turns, the counts in the tokenizer of the thread's model where it
+    holds them.
+    """
+
+    thread_id: str
+    exclude_turn_id: str = ""
+    known: tuple[HistoryState, ...] = ()
+    extend: Extendable | None = None
+    whole: bool = True
+    max_turns: int = 200
+
+    @property
+    def after(self) -> int:
+        return self.extend.through if self.extend is not None else NO_ENTRIES
+
+
+@dataclass(frozen=True)
+class KeptCounts:
+    """Counts a load made in `tokenizer` for what it read counted in another: entries by sequence, and
+    the summary's (id, count). Stored once; later reads give them."""
+
+    tokenizer: str
+    entries: Mapping[int, int] = field(default_factory=dict)
+    summary: tuple[int, int] | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.entries) or self.summary is not None
+
+
+@dataclass(frozen=True)
+class SummaryToStore:
+    text: str
+    token_count: int
+    tokenizer: str
+    covers_through_entry_id: str
+    covers_through_sequence: int
+    model: str
+    summarizer: str
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """A turn's row as a round needs it."""
+
+    status: int
+    manifest_json: str | None
+    event_id: int | None
+
+
+@dataclass(frozen=True)
+class StoredEntry:
+    """An entry the thread holds, as an append checks a repeat against it: its client fields (as a
+    load reads them, with its reasoning) and its content hash."""
+
+    entry: history_pb2.ConversationEntry
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class PreparedManifest:
+    """A manifest as it will be stored on its turn and as its event: encoded before any storage."""
+
+    thread_id: str
+    turn_id: str
+    manifest: prompt_pb2.PromptManifest
+    encoded: bytes
+    as_json: str
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A manifest recorded on its turn: the event id, and the new event to publish (None when the turn
+    held this very manifest already: nothing was written)."""
+
+    event_id: int
+    event: manifest_pb2.ManifestEvent | None
+
+
+@dataclass(frozen=True)
+class RoundAsk:
+    """What a PrepareTurn round reads: the history leaving out its turn (`history`), its turn, which of
+    `call_ids` the thread's entries made, and which of `entry_ids` it holds."""
+
+    thread_id: str
+    turn_id: str
+    history: HistoryAsk
+    call_ids: tuple[str, ...] = ()
+    entry_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class OpenedRound:
+    """Everything a round needs, as one read found it; `version` is what `commit` checks."""
+
+    history: HistoryRead
+    # The turn's row; None when no such turn exists yet.
+    turn: TurnRecord | None
+    # The turn's entries, oldest first, as a load reads them.
+    turn_entries: list[history_pb2.ConversationEntry]
+    # Call id -> an entry of the thread that made it, for the call ids asked for.
+    thread_calls: dict[str, str]
+    # The entries asked for that the thread holds, in any turn, by entry id.
+    stored: dict[str, StoredEntry]
+    version: object
+
+    @property
+    def model(self) -> str:
+        return self.history.state.model
+
+
+@dataclass(frozen=True)
+class RoundCommit:
+    """A round's writes, made only when the thread is as the round's `open` read it (`version`, and its
+    turn's status): the turn created or touched, `entries` appended to it (counted in `tokenizer`;
+    `opens_turn` when the turn held none), the manifest recorded on it, and counts a load made."""
+
+    thread_id: str
+    turn_id: str
+    version: object
+    turn_status: int | None
+    manifest: PreparedManifest
+    entries: Sequence[NewEntry] = ()
+    tokenizer: str = ""
+    opens_turn: bool = False
+    counts: KeptCounts | None = None
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """The thread changed since the round was opened: nothing was written. Open it again."""
+
+
+@dataclass(frozen=True)
+class CommitUnderWay:
+    """A round's commit, begun: `sent` once the store is at it (work done meanwhile runs beside it, as
+    the body's JSON does), then awaited for its outcome."""
+
+    sent: asyncio.Future[None]
+    done: asyncio.Future[Recorded | Conflict]
+
+    def __await__(self) -> Generator[Any, None, Recorded | Conflict]:
+        return self.done.__await__()
+
+
+@dataclass(frozen=True)
+class TurnManifest:
+    manifest: prompt_pb2.PromptManifest
+    status: int
+    event_id: int
+
+
+@dataclass(frozen=True)
+class RenderedBounds:
+    rounds_per_thread: int
+    total_bytes: int
+    max_age: timedelta
+
+
+@dataclass(frozen=True)
+class KeptRound:
+    round: int
+    created_at: datetime
+    round_pb: bytes
+
+
+# ---- one interface per concern ---------------------------------------------------------------
+
+
+class Threads(Protocol):
+    async def create(self, thread_id: str, config: history_pb2.ThreadConfig) -> history_pb2.Thread:
+        """The new thread; the stored one when it exists with this config (a retried create);
+        ALREADY_EXISTS naming the settings that differ otherwise. `config` has every setting
+        resolved (`keep_tool_results` unset: the default)."""
+        ...
+
+    async def get(self, thread_id: str) -> history_pb2.Thread: ...
+
+    async def update(
+        self, thread_id: str, config: history_pb2.ThreadConfig, expected: history_pb2.ThreadConfig
+    ) -> history_pb2.Thread | Conflict:
+        """Sets the thread's config to `config` (its compaction mark cleared), when it is `expected`;
+        Conflict otherwise, changing nothing."""
+        ...
+
+
+class Entries(Protocol):
+    async def append(self, batch: AppendBatch) -> AppendOutcome | Recount: ...
+
+    async def stored_calls(
+        self, thread_id: str, entries: Sequence[history_pb2.ConversationEntry]
+    ) -> StoredCalls:
+        """What the thread holds for the entries' tool calls (their turns' entries, the thread's calls
+        of the ids they name): to name every violation of a batch refused anyway. An unknown thread
+        holds nothing."""
+        ...
+
+
+class Turns(Protocol):
+    async def complete(self, thread_id: str, turn_id: str) -> int:
+        """Completes the turn and its entries (again: a no-op); how many entries it has."""
+        ...
+
+
+class History(Protocol):
+    async def read(self, ask: HistoryAsk) -> HistoryRead: ...
+
+    async def keep_counts(self, counts: KeptCounts) -> None: ...
+
+    async def latest_summary(self, thread_id: str) -> history_pb2.ThreadSummary | None: ...
+
+    async def store_summary(
+        self, thread_id: str, summary: SummaryToStore, exclude_turn_id: str
+    ) -> HistoryRead:
+        """Stores the summary and clears the compaction mark, in one transaction; the state after it
+        (leaving out `exclude_turn_id`)."""
+        ...
+
+    async def mark_compaction_failed(self, thread_id: str, through_sequence: int) -> None: ...
+
+    def compression_lock(self, thread_id: str, wait_seconds: float) -> AbstractAsyncContextManager[bool]:
+        """Held while this caller may compress the thread (one at a time, across processes and
+        replicas); yields False when `wait_seconds` ran out first."""
+        ...
+
+
+class Rounds(Protocol):
+    async def open(self, ask: RoundAsk) -> OpenedRound: ...
+
+    def commit(self, commit: RoundCommit) -> CommitUnderWay:
+        """Begins the commit (on the running event loop); it runs to its end even when whoever
+        awaits it is cancelled."""
+        ...
+
+
+class Manifests(Protocol):
+    async def record(self, prepared: PreparedManifest) -> Recorded:
+        """The manifest on its turn (thread and turn created when missing) and as a new event."""
+        ...
+
+    async def turn_manifest(self, thread_id: str, turn_id: str) -> TurnManifest: ...
+
+    async def event(self, event_id: int) -> manifest_pb2.ManifestEvent: ...
+
+    async def events_after(
+        self, after_id: int, *, thread_id: str = "", limit: int = 500
+    ) -> list[manifest_pb2.ManifestEvent]: ...
+
+    async def newest_event_id(self) -> int: ...
+
+
+class Listing(Protocol):
+    async def threads(
+        self, after_thread_id: str | None, size: int
+    ) -> tuple[list[history_pb2.Thread], bool]: ...
+
+    async def threads_newest(
+        self, after: tuple[datetime, str] | None, size: int
+    ) -> tuple[list[history_pb2.Thread], bool]: ...
+
+    async def turns(
+        self, thread_id: str, after: tuple[datetime, str] | None, size: int
+    ) -> tuple[list[history_pb2.Turn], bool]: ...
+
+    async def entries(
+        self, thread_id: str, turn_id: str, after_sequence: int, size: int
+    ) -> tuple[list[history_pb2.ConversationEntry], bool]: ...
+
+
+class RenderedRounds(Protocol):
+    async def keep(
+        self,
+        thread_id: str,
+        turn_id: str,
+        event_id: int,
+        round_pb: bytes,
+        moment: datetime,
+        bounds: RenderedBounds,
+    ) -> None: ...
+
+    async def turn_rounds(self, thread_id: str, turn_id: str, not_before: datetime) -> list[KeptRound]: ...
+
+
+class Store(Protocol):
+    @property
+    def threads(self) -> Threads: ...
+    @property
+    def entries(self) -> Entries: ...
+    @property
+    def turns(self) -> Turns: ...
+    @property
+    def history(self) -> History: ...
+    @property
+    def rounds(self) -> Rounds: ...
+    @property
+    def manifests(self) -> Manifests: ...
+    @property
+    def listing(self) -> Listing: ...
+    @property
+    def rendered(self) -> RenderedRounds: ...
+
+    async def probe(self, reclaim: bool = False) -> None:
+        """Returns once the store took a write; raises what it met otherwise. `reclaim` after a
+        failed probe: give back space the store may hold (SQLite's WAL)."""
+        ...
+
+    async def close(self) -> None: ...
