@@ -637,6 +637,8 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     prepared = PreparedTurn(head, done.framed, done.current, report, recorded.event_id)
     prepared.rendered = done.encoded
     body = done.rendered
+    if body is not None and body.source_bytes > MAX_KEPT_BODY_SOURCE_BYTES:
+        body = None
     seen = SeenRound(
         request.turn_id,
         len(done.current),
@@ -644,7 +646,8 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
         request.provider,
         done.model,
         broke,
-        None if body is None or body.source_bytes > MAX_KEPT_BODY_SOURCE_BYTES else body.body,
+        None if body is None else body.body,
+        0 if body is None else body.source_bytes,
     )
     previous = ctx.recent_rounds.swap(request.thread_id, seen)
     if usage is not None:
