@@ -25,6 +25,7 @@ from pioneer_grpc.providers.common import (
     message_text,
     prompt_halves,
     resolve_media,
+    result_text,
 )
 from pioneer_grpc.providers.spec import ProviderSpec
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
@@ -112,7 +113,11 @@ def rendered_messages(prepared: Prepared) -> list[JSON]:
                 ]
         else:
             out.append(
-                {"role": "tool", "tool_call_id": message.tool_call_id, "content": all_text(prepared, message)}
+                {
+                    "role": "tool",
+                    "tool_call_id": message.tool_call_id,
+                    "content": result_text(prepared, message),
+                }
             )
             media = _media_parts(prepared, index)
             if media:

@@ -1109,8 +1109,11 @@ pub struct ChatMessage {
     #[prost(message, repeated, tag = "8")]
     pub artifact_refs: ::prost::alloc::vec::Vec<ArtifactRef>,
     /// On a tool message: the result reports that the tool failed. Sent where the
-    /// provider has a field for it (Anthropic `is_error`, Bedrock `status`);
-    /// elsewhere the result goes as it is, and a RenderNotice says the mark was not sent.
+    /// provider has a field for it (Anthropic tool_result `is_error`, Bedrock
+    /// toolResult `status: "error"`); OpenAI Chat and Responses have none, so the
+    /// result's text starts with "Tool error:", and Gemini's functionResponse
+    /// carries it under `response.error` (the key its API names for a failed call)
+    /// instead of `response.output`; a RenderNotice tool_error_in_content says so.
     #[prost(bool, tag = "9")]
     pub is_error: bool,
 }
@@ -1619,6 +1622,14 @@ pub struct ConversationEntry {
     /// Cap: at most 16 items.
     #[prost(message, repeated, tag = "15")]
     pub content_parts: ::prost::alloc::vec::Vec<ContentPart>,
+    /// On a tool entry: the result reports that the tool failed (INVALID_ARGUMENT on
+    /// any other role). Stored with the entry and part of what a repeat must match;
+    /// loaded into ChatMessage.is_error, so a round sends it as RenderChatRequest
+    /// does: Anthropic tool_result `is_error`, Bedrock toolResult `status: "error"`;
+    /// OpenAI Chat, OpenAI Responses and Gemini have no such field, so the mark goes
+    /// in the result itself (tool_error_in_content says how).
+    #[prost(bool, tag = "16")]
+    pub is_error: bool,
 }
 /// ThreadSummary is the stored compression of a thread's earlier entries.
 #[allow(clippy::all)]
@@ -3570,7 +3581,7 @@ pub struct RenderNotice {
     /// system_message_moved (Anthropic, Gemini, Bedrock), participant_name_dropped,
     /// reasoning_content_not_sent, trailing_whitespace_trimmed (Anthropic, Bedrock).
     /// Tool results: tool_result_media_moved (Chat Completions),
-    /// tool_error_not_marked. Tools: parallel_tool_calls_unsupported (Gemini,
+    /// tool_error_in_content (OpenAI Chat, OpenAI Responses, Gemini). Tools: parallel_tool_calls_unsupported (Gemini,
     /// Bedrock), tools_declared_for_history (Anthropic, Bedrock),
     /// tool_choice_none_unsupported (Bedrock). The model (by the model registry):
     /// unknown_model, model_family_mismatch, reasoning_not_sent,
