@@ -12,34 +12,21 @@ from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.providers import render
 from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
-from tests.providers.cases import PDF, PNG, PROVIDERS, SCREENSHOT, build
+from tests.providers.cases import PDF, PNG, PROVIDERS, SCREENSHOT, build, rendered_cases
 from tests.providers.conformance import conformances
 from tests.providers.strict import STRICT
 
 P = provider_service_pb2
-NOTICES = {
-    "openai-chat": [
-        ("tool_result_media_moved", "chat_request.messages[2].content_parts[0].image"),
-        ("tool_result_media_moved", "chat_request.messages[2].content_parts[1].file"),
-        ("tool_error_in_content", "chat_request.messages[3].is_error"),
-        ("tool_call_id_rewritten", "chat_request.messages[6].tool_calls[0].id"),
-        ("tool_result_media_moved", "chat_request.messages[7].content_parts[0].image"),
-    ],
-    "openai-responses": [
-        ("tool_error_in_content", "chat_request.messages[3].is_error"),
-        ("tool_call_id_rewritten", "chat_request.messages[6].tool_calls[0].id"),
-    ],
-    "anthropic": [("tool_call_id_rewritten", "chat_request.messages[6].tool_calls[0].id")],
-    "gemini": [("tool_error_in_content", "chat_request.messages[3].is_error")],
-}
 
 
-@pytest.mark.parametrize("name", list(PROVIDERS))
+@pytest.mark.parametrize("name", [name for case, name in rendered_cases() if case == "tool_result_media"])
 def test_each_change_to_a_tool_result_is_noticed(name: str) -> None:
     provider = PROVIDERS[name]
     out = render(provider, build("tool_result_media", provider))  # type: ignore[arg-type]
-    STRICT[provider](json.loads(out.body_json))
-    assert [(n.code, n.field) for n in out.notices] == NOTICES[name]
+    conformances()[provider].strict(json.loads(out.body_json))
+    assert [(n.code, n.field) for n in out.notices] == list(
+        conformances()[provider].tool_result_media_notices
+    )
 
 
 def test_chat_completions_sends_tool_result_media_after_the_turns_results() -> None:
