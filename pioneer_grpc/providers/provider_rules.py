@@ -57,7 +57,7 @@ PARALLEL_UNSUPPORTED = "parallel_tool_calls_unsupported"
 ASSISTANT_MERGED = "assistant_messages_merged"
 NAME_DROPPED = "participant_name_dropped"
 CALL_NAME_REWRITTEN = "tool_call_name_rewritten"
-ERROR_NOT_MARKED = "tool_error_not_marked"
+ERROR_IN_CONTENT = "tool_error_in_content"
 SYSTEM_MOVED = "system_message_moved"
 SYSTEM_MERGED = "system_message_merged"
 REASONING_CONTENT_NOT_SENT = "reasoning_content_not_sent"
@@ -207,8 +207,8 @@ def _result_notices(
     if message.is_error and not spec.tool_result_error:
         notices.append(
             Notice(
-                ERROR_NOT_MARKED,
-                f"{spec.name} has no field marking a tool result as an error: the result was sent as it is",
+                ERROR_IN_CONTENT,
+                f"{spec.name} has no field marking a tool result as an error: {spec.tool_error_in_content}",
                 f"{field}.is_error",
             )
         )

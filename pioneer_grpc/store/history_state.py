@@ -20,6 +20,7 @@ from sqlalchemy import (
     Select,
     String,
     bindparam,
+    cast,
     func,
     literal_column,
     select,
@@ -28,7 +29,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
 
 from pioneer_grpc.store.driver import Direct, postgresql_text
-from pioneer_grpc.store.entries import LOAD_COLUMNS, RowsRead, loaded_entry
+from pioneer_grpc.store.entries import RowsRead, load_columns, loaded_entry
 from pioneer_grpc.store.models import EntryRow, SummaryRow, ThreadRow
 from pioneer_grpc.store.port import NO_ENTRIES, HistoryRead, HistoryState
 from pioneer_grpc.store.threads import thread_not_found
@@ -70,6 +71,7 @@ def state_read(thread_id: BindParameter[str], exclude_turn_id: BindParameter[str
         .label("summary_id"),
         ThreadRow.completed_entries.label("completed_count"),
         select(func.max(EntryRow.id)).where(completed).scalar_subquery().label("completed_max_id"),
+        cast(ThreadRow.created_at, String).label("created"),
         ThreadRow.open_entries,
         ThreadRow.open_turns,
         of_excluded(False).label("excluded_open"),
@@ -101,7 +103,7 @@ _NEWER = aliased(EntryRow, name="newer")
 # load and every round runs it.
 _READ = (
     state_read(bindparam("thread_id"), bindparam("exclude_turn_id"))
-    .add_columns(*(getattr(_NEWER, column.key) for column in LOAD_COLUMNS))
+    .add_columns(*load_columns(_NEWER))
     .select_from(
         ThreadRow.__table__.outerjoin(_NEWER, _newer(_NEWER, ThreadRow.thread_id, bindparam("after")))
     )
@@ -160,7 +162,7 @@ def newer_entries(first: tuple[str, ...], last: tuple[str, ...] = ()) -> str:
     return postgresql_text(
         select(
             *(literal_column(expression) for expression in first),
-            *(getattr(entry, column.key) for column in LOAD_COLUMNS),
+            *load_columns(entry),
             *(literal_column(expression) for expression in last),
         ).where(_newer(entry, bindparam("b_thread_id"), bindparam("b_after")))
     )

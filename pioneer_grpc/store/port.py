@@ -100,6 +100,9 @@ class HistoryState:
     summary_id: int | None
     completed_count: int
     completed_max_id: int | None
+    # The thread's creation time as the database holds it: a thread deleted and created again
+    # under its id is another state, so no kept answer of the one before serves it, on any server.
+    created: str = ""
 
 
 @dataclass(frozen=True)
@@ -448,6 +451,11 @@ class Threads(Protocol):
         Conflict otherwise, changing nothing."""
         ...
 
+    async def delete(self, thread_id: str) -> bool:
+        """Deletes the thread and every row stored for it, in one transaction; whether it existed.
+        Its id may be created again from scratch."""
+        ...
+
 
 class Entries(Protocol):
     async def append(self, batch: AppendBatch) -> AppendOutcome | Recount: ...
@@ -464,6 +472,13 @@ class Entries(Protocol):
 class Turns(Protocol):
     async def complete(self, thread_id: str, turn_id: str) -> int:
         """Completes the turn and its entries (again: a no-op); how many entries it has."""
+        ...
+
+    async def abandon(self, thread_id: str, turn_id: str, allow_missing: bool = False) -> int | None:
+        """Drops a turn not completed, in one transaction: its entries (their calls and counts),
+        its manifest, events and kept rounds; the thread's open counts follow. How many entries it
+        had; None for a turn that does not exist with `allow_missing` (NotFound without).
+        FailedPrecondition TURN_COMPLETED for a completed turn, which stays as it is."""
         ...
 
 

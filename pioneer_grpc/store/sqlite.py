@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, true, update
+from sqlalchemy import String, bindparam, cast, func, select, true, update
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
@@ -170,6 +170,7 @@ _VERSION = Direct(
         ThreadRow.completed_entries.label("completed_count"),
         ThreadRow.open_entries,
         ThreadRow.open_turns,
+        cast(ThreadRow.created_at, String).label("created"),
         select(TurnRow.status)
         .where(TurnRow.thread_id == ThreadRow.thread_id, TurnRow.turn_id == bindparam("turn_id"))
         .scalar_subquery()
@@ -190,7 +191,9 @@ def _version_of(row: Any, turn_status: int | None) -> tuple[Any, ...]:
         row.dynamic_context_placement,
     )
     counts = row.summary_id, int(row.completed_count), int(row.open_entries), int(row.open_turns)
-    return (*state, *settings, *policy, *counts, IN_PROGRESS if turn_status is None else turn_status)
+    # The creation time: a thread deleted and created again meanwhile is not the one the round read.
+    status = IN_PROGRESS if turn_status is None else turn_status
+    return (*state, *settings, *policy, *counts, row.created, status)
 
 
 class SqliteStore(SqlStore):

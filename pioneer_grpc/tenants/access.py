@@ -23,6 +23,8 @@ METHOD_ACCESS: dict[str, Access] = {
     "/pioneer.v1.HistoryService/UpdateThread": W,
     "/pioneer.v1.HistoryService/AppendEntries": W,
     "/pioneer.v1.HistoryService/CompleteTurn": W,
+    "/pioneer.v1.HistoryService/AbandonTurn": W,
+    "/pioneer.v1.HistoryService/DeleteThread": W,
     # Reads a thread; may write its summary back (compaction), which is the server's doing.
     "/pioneer.v1.HistoryService/LoadConversationHistory": R,
     "/pioneer.v1.HistoryService/GetThreadSummary": R,

@@ -29,7 +29,7 @@ from pioneer_grpc.v1 import history_pb2 as pioneer_dot_v1_dot_history__pb2
 from pioneer_grpc.v1 import usage_pb2 as pioneer_dot_v1_dot_usage__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n pioneer/v1/history_service.proto\x12\npioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a google/protobuf/field_mask.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\x1a\x16pioneer/v1/usage.proto\"\\\n\x13\x43reateThreadRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x01\x12-\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x18.pioneer.v1.ThreadConfigB\x03\xe0\x41\x01\":\n\x14\x43reateThreadResponse\x12\"\n\x06thread\x18\x01 \x01(\x0b\x32\x12.pioneer.v1.Thread\"*\n\x10GetThreadRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\"7\n\x11GetThreadResponse\x12\"\n\x06thread\x18\x01 \x01(\x0b\x32\x12.pioneer.v1.Thread\"\x92\x01\n\x13UpdateThreadRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12-\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x18.pioneer.v1.ThreadConfigB\x03\xe0\x41\x02\x12\x34\n\x0bupdate_mask\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskB\x03\xe0\x41\x01\":\n\x14UpdateThreadResponse\x12\"\n\x06thread\x18\x01 \x01(\x0b\x32\x12.pioneer.v1.Thread\"}\n\x14\x41ppendEntriesRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x33\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x1d.pioneer.v1.ConversationEntryB\x03\xe0\x41\x02\x12\x18\n\x0b\x63ounts_only\x18\x03 \x01(\x08\x42\x03\xe0\x41\x01\"v\n\x15\x41ppendEntriesResponse\x12.\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1d.pioneer.v1.ConversationEntry\x12\x15\n\rcreated_count\x18\x02 \x01(\x05\x12\x16\n\x0e\x65xisting_count\x18\x03 \x01(\x05\"\xb6\x01\n\x13\x43ompleteTurnRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x14\n\x07turn_id\x18\x02 \x01(\tB\x03\xe0\x41\x02\x12\x33\n\x07\x65ntries\x18\x03 \x03(\x0b\x32\x1d.pioneer.v1.ConversationEntryB\x03\xe0\x41\x01\x12<\n\x14previous_round_usage\x18\x04 \x01(\x0b\x32\x19.pioneer.v1.ProviderUsageB\x03\xe0\x41\x01\"d\n\x14\x43ompleteTurnResponse\x12\x1d\n\x15\x63ompleted_entry_count\x18\x01 \x01(\x05\x12\x15\n\rcreated_count\x18\x02 \x01(\x05\x12\x16\n\x0e\x65xisting_count\x18\x03 \x01(\x05\"l\n\x1eLoadConversationHistoryRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x1c\n\x0f\x65xclude_turn_id\x18\x02 \x01(\tB\x03\xe0\x41\x01\x12\x14\n\x07\x64ry_run\x18\x03 \x01(\x08\x42\x03\xe0\x41\x01\"\x7f\n\x1fLoadConversationHistoryResponse\x12)\n\x08messages\x18\x01 \x03(\x0b\x32\x17.pioneer.v1.ChatMessage\x12\x31\n\x06report\x18\x02 \x01(\x0b\x32!.pioneer.v1.HistoryDecisionReport\"1\n\x17GetThreadSummaryRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\"F\n\x18GetThreadSummaryResponse\x12*\n\x07summary\x18\x01 \x01(\x0b\x32\x19.pioneer.v1.ThreadSummary\"g\n\x12\x43ountTokensRequest\x12\x12\n\x05texts\x18\x01 \x03(\tB\x03\xe0\x41\x01\x12.\n\x08messages\x18\x02 \x03(\x0b\x32\x17.pioneer.v1.ChatMessageB\x03\xe0\x41\x01\x12\r\n\x05model\x18\x03 \x01(\t\"|\n\x13\x43ountTokensResponse\x12\x14\n\x0ctoken_counts\x18\x01 \x03(\x05\x12\x14\n\x0ctotal_tokens\x18\x02 \x01(\x05\x12\x11\n\ttokenizer\x18\x03 \x01(\t\x12\r\n\x05\x65xact\x18\x04 \x01(\x08\x12\x17\n\x0f\x66\x61llback_reason\x18\x05 \x01(\t\"\\\n\x12ListThreadsRequest\x12\x16\n\tpage_size\x18\x01 \x01(\x05\x42\x03\xe0\x41\x01\x12\x17\n\npage_token\x18\x02 \x01(\tB\x03\xe0\x41\x01\x12\x15\n\x08order_by\x18\x03 \x01(\tB\x03\xe0\x41\x01\"S\n\x13ListThreadsResponse\x12#\n\x07threads\x18\x01 \x03(\x0b\x32\x12.pioneer.v1.Thread\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"[\n\x10ListTurnsRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x16\n\tpage_size\x18\x02 \x01(\x05\x42\x03\xe0\x41\x01\x12\x17\n\npage_token\x18\x03 \x01(\tB\x03\xe0\x41\x01\"M\n\x11ListTurnsResponse\x12\x1f\n\x05turns\x18\x01 \x03(\x0b\x32\x10.pioneer.v1.Turn\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"s\n\x12ListEntriesRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x14\n\x07turn_id\x18\x02 \x01(\tB\x03\xe0\x41\x01\x12\x16\n\tpage_size\x18\x03 \x01(\x05\x42\x03\xe0\x41\x01\x12\x17\n\npage_token\x18\x04 \x01(\tB\x03\xe0\x41\x01\"^\n\x13ListEntriesResponse\x12.\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1d.pioneer.v1.ConversationEntry\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\xb6\x07\n\x0eHistoryService\x12Q\n\x0c\x43reateThread\x12\x1f.pioneer.v1.CreateThreadRequest\x1a .pioneer.v1.CreateThreadResponse\x12H\n\tGetThread\x12\x1c.pioneer.v1.GetThreadRequest\x1a\x1d.pioneer.v1.GetThreadResponse\x12Q\n\x0cUpdateThread\x12\x1f.pioneer.v1.UpdateThreadRequest\x1a .pioneer.v1.UpdateThreadResponse\x12T\n\rAppendEntries\x12 .pioneer.v1.AppendEntriesRequest\x1a!.pioneer.v1.AppendEntriesResponse\x12Q\n\x0c\x43ompleteTurn\x12\x1f.pioneer.v1.CompleteTurnRequest\x1a .pioneer.v1.CompleteTurnResponse\x12r\n\x17LoadConversationHistory\x12*.pioneer.v1.LoadConversationHistoryRequest\x1a+.pioneer.v1.LoadConversationHistoryResponse\x12]\n\x10GetThreadSummary\x12#.pioneer.v1.GetThreadSummaryRequest\x1a$.pioneer.v1.GetThreadSummaryResponse\x12N\n\x0b\x43ountTokens\x12\x1e.pioneer.v1.CountTokensRequest\x1a\x1f.pioneer.v1.CountTokensResponse\x12N\n\x0bListThreads\x12\x1e.pioneer.v1.ListThreadsRequest\x1a\x1f.pioneer.v1.ListThreadsResponse\x12H\n\tListTurns\x12\x1c.pioneer.v1.ListTurnsRequest\x1a\x1d.pioneer.v1.ListTurnsResponse\x12N\n\x0bListEntries\x12\x1e.pioneer.v1.ListEntriesRequest\x1a\x1f.pioneer.v1.ListEntriesResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n pioneer/v1/history_service.proto\x12\npioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a google/protobuf/field_mask.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\x1a\x16pioneer/v1/usage.proto\"\\\n\x13\x43reateThreadRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x01\x12-\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x18.pioneer.v1.ThreadConfigB\x03\xe0\x41\x01\":\n\x14\x43reateThreadResponse\x12\"\n\x06thread\x18\x01 \x01(\x0b\x32\x12.pioneer.v1.Thread\"*\n\x10GetThreadRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\"7\n\x11GetThreadResponse\x12\"\n\x06thread\x18\x01 \x01(\x0b\x32\x12.pioneer.v1.Thread\"\x92\x01\n\x13UpdateThreadRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12-\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x18.pioneer.v1.ThreadConfigB\x03\xe0\x41\x02\x12\x34\n\x0bupdate_mask\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskB\x03\xe0\x41\x01\":\n\x14UpdateThreadResponse\x12\"\n\x06thread\x18\x01 \x01(\x0b\x32\x12.pioneer.v1.Thread\"}\n\x14\x41ppendEntriesRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x33\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x1d.pioneer.v1.ConversationEntryB\x03\xe0\x41\x02\x12\x18\n\x0b\x63ounts_only\x18\x03 \x01(\x08\x42\x03\xe0\x41\x01\"v\n\x15\x41ppendEntriesResponse\x12.\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1d.pioneer.v1.ConversationEntry\x12\x15\n\rcreated_count\x18\x02 \x01(\x05\x12\x16\n\x0e\x65xisting_count\x18\x03 \x01(\x05\"\xb6\x01\n\x13\x43ompleteTurnRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x14\n\x07turn_id\x18\x02 \x01(\tB\x03\xe0\x41\x02\x12\x33\n\x07\x65ntries\x18\x03 \x03(\x0b\x32\x1d.pioneer.v1.ConversationEntryB\x03\xe0\x41\x01\x12<\n\x14previous_round_usage\x18\x04 \x01(\x0b\x32\x19.pioneer.v1.ProviderUsageB\x03\xe0\x41\x01\"d\n\x14\x43ompleteTurnResponse\x12\x1d\n\x15\x63ompleted_entry_count\x18\x01 \x01(\x05\x12\x15\n\rcreated_count\x18\x02 \x01(\x05\x12\x16\n\x0e\x65xisting_count\x18\x03 \x01(\x05\"^\n\x12\x41\x62\x61ndonTurnRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x14\n\x07turn_id\x18\x02 \x01(\tB\x03\xe0\x41\x02\x12\x1a\n\rallow_missing\x18\x03 \x01(\x08\x42\x03\xe0\x41\x01\"E\n\x13\x41\x62\x61ndonTurnResponse\x12\x11\n\tabandoned\x18\x01 \x01(\x08\x12\x1b\n\x13\x64ropped_entry_count\x18\x02 \x01(\x05\"I\n\x13\x44\x65leteThreadRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x1a\n\rallow_missing\x18\x02 \x01(\x08\x42\x03\xe0\x41\x01\"\'\n\x14\x44\x65leteThreadResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\"l\n\x1eLoadConversationHistoryRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x1c\n\x0f\x65xclude_turn_id\x18\x02 \x01(\tB\x03\xe0\x41\x01\x12\x14\n\x07\x64ry_run\x18\x03 \x01(\x08\x42\x03\xe0\x41\x01\"\x7f\n\x1fLoadConversationHistoryResponse\x12)\n\x08messages\x18\x01 \x03(\x0b\x32\x17.pioneer.v1.ChatMessage\x12\x31\n\x06report\x18\x02 \x01(\x0b\x32!.pioneer.v1.HistoryDecisionReport\"1\n\x17GetThreadSummaryRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\"F\n\x18GetThreadSummaryResponse\x12*\n\x07summary\x18\x01 \x01(\x0b\x32\x19.pioneer.v1.ThreadSummary\"g\n\x12\x43ountTokensRequest\x12\x12\n\x05texts\x18\x01 \x03(\tB\x03\xe0\x41\x01\x12.\n\x08messages\x18\x02 \x03(\x0b\x32\x17.pioneer.v1.ChatMessageB\x03\xe0\x41\x01\x12\r\n\x05model\x18\x03 \x01(\t\"|\n\x13\x43ountTokensResponse\x12\x14\n\x0ctoken_counts\x18\x01 \x03(\x05\x12\x14\n\x0ctotal_tokens\x18\x02 \x01(\x05\x12\x11\n\ttokenizer\x18\x03 \x01(\t\x12\r\n\x05\x65xact\x18\x04 \x01(\x08\x12\x17\n\x0f\x66\x61llback_reason\x18\x05 \x01(\t\"\\\n\x12ListThreadsRequest\x12\x16\n\tpage_size\x18\x01 \x01(\x05\x42\x03\xe0\x41\x01\x12\x17\n\npage_token\x18\x02 \x01(\tB\x03\xe0\x41\x01\x12\x15\n\x08order_by\x18\x03 \x01(\tB\x03\xe0\x41\x01\"S\n\x13ListThreadsResponse\x12#\n\x07threads\x18\x01 \x03(\x0b\x32\x12.pioneer.v1.Thread\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"[\n\x10ListTurnsRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x16\n\tpage_size\x18\x02 \x01(\x05\x42\x03\xe0\x41\x01\x12\x17\n\npage_token\x18\x03 \x01(\tB\x03\xe0\x41\x01\"M\n\x11ListTurnsResponse\x12\x1f\n\x05turns\x18\x01 \x03(\x0b\x32\x10.pioneer.v1.Turn\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"s\n\x12ListEntriesRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x14\n\x07turn_id\x18\x02 \x01(\tB\x03\xe0\x41\x01\x12\x16\n\tpage_size\x18\x03 \x01(\x05\x42\x03\xe0\x41\x01\x12\x17\n\npage_token\x18\x04 \x01(\tB\x03\xe0\x41\x01\"^\n\x13ListEntriesResponse\x12.\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1d.pioneer.v1.ConversationEntry\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\xd9\x08\n\x0eHistoryService\x12Q\n\x0c\x43reateThread\x12\x1f.pioneer.v1.CreateThreadRequest\x1a .pioneer.v1.CreateThreadResponse\x12H\n\tGetThread\x12\x1c.pioneer.v1.GetThreadRequest\x1a\x1d.pioneer.v1.GetThreadResponse\x12Q\n\x0cUpdateThread\x12\x1f.pioneer.v1.UpdateThreadRequest\x1a .pioneer.v1.UpdateThreadResponse\x12Q\n\x0c\x44\x65leteThread\x12\x1f.pioneer.v1.DeleteThreadRequest\x1a .pioneer.v1.DeleteThreadResponse\x12T\n\rAppendEntries\x12 .pioneer.v1.AppendEntriesRequest\x1a!.pioneer.v1.AppendEntriesResponse\x12Q\n\x0c\x43ompleteTurn\x12\x1f.pioneer.v1.CompleteTurnRequest\x1a .pioneer.v1.CompleteTurnResponse\x12N\n\x0b\x41\x62\x61ndonTurn\x12\x1e.pioneer.v1.AbandonTurnRequest\x1a\x1f.pioneer.v1.AbandonTurnResponse\x12r\n\x17LoadConversationHistory\x12*.pioneer.v1.LoadConversationHistoryRequest\x1a+.pioneer.v1.LoadConversationHistoryResponse\x12]\n\x10GetThreadSummary\x12#.pioneer.v1.GetThreadSummaryRequest\x1a$.pioneer.v1.GetThreadSummaryResponse\x12N\n\x0b\x43ountTokens\x12\x1e.pioneer.v1.CountTokensRequest\x1a\x1f.pioneer.v1.CountTokensResponse\x12N\n\x0bListThreads\x12\x1e.pioneer.v1.ListThreadsRequest\x1a\x1f.pioneer.v1.ListThreadsResponse\x12H\n\tListTurns\x12\x1c.pioneer.v1.ListTurnsRequest\x1a\x1d.pioneer.v1.ListTurnsResponse\x12N\n\x0bListEntries\x12\x1e.pioneer.v1.ListEntriesRequest\x1a\x1f.pioneer.v1.ListEntriesResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -63,6 +63,16 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_COMPLETETURNREQUEST'].fields_by_name['entries']._serialized_options = b'\340A\001'
   _globals['_COMPLETETURNREQUEST'].fields_by_name['previous_round_usage']._loaded_options = None
   _globals['_COMPLETETURNREQUEST'].fields_by_name['previous_round_usage']._serialized_options = b'\340A\001'
+  _globals['_ABANDONTURNREQUEST'].fields_by_name['thread_id']._loaded_options = None
+  _globals['_ABANDONTURNREQUEST'].fields_by_name['thread_id']._serialized_options = b'\340A\002'
+  _globals['_ABANDONTURNREQUEST'].fields_by_name['turn_id']._loaded_options = None
+  _globals['_ABANDONTURNREQUEST'].fields_by_name['turn_id']._serialized_options = b'\340A\002'
+  _globals['_ABANDONTURNREQUEST'].fields_by_name['allow_missing']._loaded_options = None
+  _globals['_ABANDONTURNREQUEST'].fields_by_name['allow_missing']._serialized_options = b'\340A\001'
+  _globals['_DELETETHREADREQUEST'].fields_by_name['thread_id']._loaded_options = None
+  _globals['_DELETETHREADREQUEST'].fields_by_name['thread_id']._serialized_options = b'\340A\002'
+  _globals['_DELETETHREADREQUEST'].fields_by_name['allow_missing']._loaded_options = None
+  _globals['_DELETETHREADREQUEST'].fields_by_name['allow_missing']._serialized_options = b'\340A\001'
   _globals['_LOADCONVERSATIONHISTORYREQUEST'].fields_by_name['thread_id']._loaded_options = None
   _globals['_LOADCONVERSATIONHISTORYREQUEST'].fields_by_name['thread_id']._serialized_options = b'\340A\002'
   _globals['_LOADCONVERSATIONHISTORYREQUEST'].fields_by_name['exclude_turn_id']._loaded_options = None
@@ -115,30 +125,38 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_COMPLETETURNREQUEST']._serialized_end=1082
   _globals['_COMPLETETURNRESPONSE']._serialized_start=1084
   _globals['_COMPLETETURNRESPONSE']._serialized_end=1184
-  _globals['_LOADCONVERSATIONHISTORYREQUEST']._serialized_start=1186
-  _globals['_LOADCONVERSATIONHISTORYREQUEST']._serialized_end=1294
-  _globals['_LOADCONVERSATIONHISTORYRESPONSE']._serialized_start=1296
-  _globals['_LOADCONVERSATIONHISTORYRESPONSE']._serialized_end=1423
-  _globals['_GETTHREADSUMMARYREQUEST']._serialized_start=1425
-  _globals['_GETTHREADSUMMARYREQUEST']._serialized_end=1474
-  _globals['_GETTHREADSUMMARYRESPONSE']._serialized_start=1476
-  _globals['_GETTHREADSUMMARYRESPONSE']._serialized_end=1546
-  _globals['_COUNTTOKENSREQUEST']._serialized_start=1548
-  _globals['_COUNTTOKENSREQUEST']._serialized_end=1651
-  _globals['_COUNTTOKENSRESPONSE']._serialized_start=1653
-  _globals['_COUNTTOKENSRESPONSE']._serialized_end=1777
-  _globals['_LISTTHREADSREQUEST']._serialized_start=1779
-  _globals['_LISTTHREADSREQUEST']._serialized_end=1871
-  _globals['_LISTTHREADSRESPONSE']._serialized_start=1873
-  _globals['_LISTTHREADSRESPONSE']._serialized_end=1956
-  _globals['_LISTTURNSREQUEST']._serialized_start=1958
-  _globals['_LISTTURNSREQUEST']._serialized_end=2049
-  _globals['_LISTTURNSRESPONSE']._serialized_start=2051
-  _globals['_LISTTURNSRESPONSE']._serialized_end=2128
-  _globals['_LISTENTRIESREQUEST']._serialized_start=2130
-  _globals['_LISTENTRIESREQUEST']._serialized_end=2245
-  _globals['_LISTENTRIESRESPONSE']._serialized_start=2247
-  _globals['_LISTENTRIESRESPONSE']._serialized_end=2341
-  _globals['_HISTORYSERVICE']._serialized_start=2344
-  _globals['_HISTORYSERVICE']._serialized_end=3294
+  _globals['_ABANDONTURNREQUEST']._serialized_start=1186
+  _globals['_ABANDONTURNREQUEST']._serialized_end=1280
+  _globals['_ABANDONTURNRESPONSE']._serialized_start=1282
+  _globals['_ABANDONTURNRESPONSE']._serialized_end=1351
+  _globals['_DELETETHREADREQUEST']._serialized_start=1353
+  _globals['_DELETETHREADREQUEST']._serialized_end=1426
+  _globals['_DELETETHREADRESPONSE']._serialized_start=1428
+  _globals['_DELETETHREADRESPONSE']._serialized_end=1467
+  _globals['_LOADCONVERSATIONHISTORYREQUEST']._serialized_start=1469
+  _globals['_LOADCONVERSATIONHISTORYREQUEST']._serialized_end=1577
+  _globals['_LOADCONVERSATIONHISTORYRESPONSE']._serialized_start=1579
+  _globals['_LOADCONVERSATIONHISTORYRESPONSE']._serialized_end=1706
+  _globals['_GETTHREADSUMMARYREQUEST']._serialized_start=1708
+  _globals['_GETTHREADSUMMARYREQUEST']._serialized_end=1757
+  _globals['_GETTHREADSUMMARYRESPONSE']._serialized_start=1759
+  _globals['_GETTHREADSUMMARYRESPONSE']._serialized_end=1829
+  _globals['_COUNTTOKENSREQUEST']._serialized_start=1831
+  _globals['_COUNTTOKENSREQUEST']._serialized_end=1934
+  _globals['_COUNTTOKENSRESPONSE']._serialized_start=1936
+  _globals['_COUNTTOKENSRESPONSE']._serialized_end=2060
+  _globals['_LISTTHREADSREQUEST']._serialized_start=2062
+  _globals['_LISTTHREADSREQUEST']._serialized_end=2154
+  _globals['_LISTTHREADSRESPONSE']._serialized_start=2156
+  _globals['_LISTTHREADSRESPONSE']._serialized_end=2239
+  _globals['_LISTTURNSREQUEST']._serialized_start=2241
+  _globals['_LISTTURNSREQUEST']._serialized_end=2332
+  _globals['_LISTTURNSRESPONSE']._serialized_start=2334
+  _globals['_LISTTURNSRESPONSE']._serialized_end=2411
+  _globals['_LISTENTRIESREQUEST']._serialized_start=2413
+  _globals['_LISTENTRIESREQUEST']._serialized_end=2528
+  _globals['_LISTENTRIESRESPONSE']._serialized_start=2530
+  _globals['_LISTENTRIESRESPONSE']._serialized_end=2624
+  _globals['_HISTORYSERVICE']._serialized_start=2627
+  _globals['_HISTORYSERVICE']._serialized_end=3740
 # @@protoc_insertion_point(module_scope)

@@ -95,6 +95,38 @@ class CompleteTurnResponse(_message.Message):
     existing_count: int
     def __init__(self, completed_entry_count: _Optional[int] = ..., created_count: _Optional[int] = ..., existing_count: _Optional[int] = ...) -> None: ...
 
+class AbandonTurnRequest(_message.Message):
+    __slots__ = ("thread_id", "turn_id", "allow_missing")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_MISSING_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    turn_id: str
+    allow_missing: bool
+    def __init__(self, thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., allow_missing: _Optional[bool] = ...) -> None: ...
+
+class AbandonTurnResponse(_message.Message):
+    __slots__ = ("abandoned", "dropped_entry_count")
+    ABANDONED_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_ENTRY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    abandoned: bool
+    dropped_entry_count: int
+    def __init__(self, abandoned: _Optional[bool] = ..., dropped_entry_count: _Optional[int] = ...) -> None: ...
+
+class DeleteThreadRequest(_message.Message):
+    __slots__ = ("thread_id", "allow_missing")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_MISSING_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    allow_missing: bool
+    def __init__(self, thread_id: _Optional[str] = ..., allow_missing: _Optional[bool] = ...) -> None: ...
+
+class DeleteThreadResponse(_message.Message):
+    __slots__ = ("deleted",)
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    deleted: bool
+    def __init__(self, deleted: _Optional[bool] = ...) -> None: ...
+
 class LoadConversationHistoryRequest(_message.Message):
     __slots__ = ("thread_id", "exclude_turn_id", "dry_run")
     THREAD_ID_FIELD_NUMBER: _ClassVar[int]

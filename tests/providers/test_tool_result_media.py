@@ -59,6 +59,29 @@ def test_anthropic_marks_the_error_and_keeps_media_inside_the_result() -> None:
     assert second["is_error"] is True
 
 
+def test_openai_and_gemini_carry_the_error_mark_in_the_result_itself() -> None:
+    chat = json.loads(
+        render(
+            P.PROVIDER_OPENAI_CHAT_COMPLETIONS, build("tool_result_media", P.PROVIDER_OPENAI_CHAT_COMPLETIONS)
+        ).body_json
+    )
+    tools = [m for m in chat["messages"] if m["role"] == "tool"]
+    assert not tools[0]["content"].startswith("Tool error:")
+    assert tools[1]["content"].startswith("Tool error:\n")
+    provider = P.PROVIDER_OPENAI_RESPONSES
+    items = json.loads(render(provider, build("tool_result_media", provider)).body_json)["input"]
+    outputs = [i["output"] for i in items if i.get("type") == "function_call_output"]
+    assert isinstance(outputs[0], list) and outputs[0][0] != {"type": "input_text", "text": "Tool error:"}
+    assert str(outputs[1]).startswith("Tool error:\n")
+    provider = P.PROVIDER_GEMINI_GENERATE_CONTENT
+    contents = json.loads(render(provider, build("tool_result_media", provider)).body_json)["contents"]
+    responses = [
+        p["functionResponse"]["response"] for c in contents for p in c["parts"] if "functionResponse" in p
+    ]
+    assert "output" in responses[0] and "error" not in responses[0]
+    assert "error" in responses[1] and "output" not in responses[1]
+
+
 # A media part of a tool result, by what the model reads (the registry's `media`) and what the API
 # takes in a tool result. Where the model does not read the kind, a line of text stands for the part
 # in the result (media_not_sent) and nothing is moved; where it does, the API takes the part in the

@@ -108,7 +108,8 @@ def rendered_messages(prepared: Prepared) -> list[JSON]:
             function_response: JSON = {
                 "id": message.tool_call_id,
                 "name": tool_name_for_call(request, index),
-                "response": {"output": all_text(prepared, message)},
+                # The key the Gemini API names for a failed call's details (ChatMessage.is_error).
+                "response": {"error" if message.is_error else "output": all_text(prepared, message)},
             }
             media = [part for part in _user_parts(prepared, index) if "text" not in part]
             if media:
@@ -218,6 +219,7 @@ SPEC = ProviderSpec(
     provider=provider_service_pb2.PROVIDER_GEMINI_GENERATE_CONTENT,
     name="gemini",
     telemetry_name="gcp.gemini",
+    tool_error_in_content="the result went under functionResponse.response.error instead of .output",
     families=frozenset({"gemini"}),
     render=render,
     path=path_for,

@@ -24,6 +24,7 @@ from pioneer_grpc.providers.common import (
     message_text,
     prompt_halves,
     resolve_media,
+    result_text,
 )
 from pioneer_grpc.providers.conversation import Notice
 from pioneer_grpc.providers.provider_rules import NAME_DROPPED, Adapted
@@ -113,7 +114,11 @@ def rendered_messages(prepared: Prepared) -> list[JSON]:
                 ]
         else:
             out.append(
-                {"role": "tool", "tool_call_id": message.tool_call_id, "content": all_text(prepared, message)}
+                {
+                    "role": "tool",
+                    "tool_call_id": message.tool_call_id,
+                    "content": result_text(prepared, message),
+                }
             )
             media = _media_parts(prepared, index)
             if media:

@@ -95,5 +95,5 @@ CONFORMANCE = Conformance(
     stable_block=lambda body: body["systemInstruction"]["parts"][0],
     sdk_send=_send,
     wire_as_body=_as_body,
-    tool_result_media_notices=(("tool_error_not_marked", "chat_request.messages[3].is_error"),),
+    tool_result_media_notices=(("tool_error_in_content", "chat_request.messages[3].is_error"),),
 )

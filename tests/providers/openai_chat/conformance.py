@@ -39,7 +39,7 @@ CONFORMANCE = Conformance(
     tool_result_media_notices=(
         ("tool_result_media_moved", "chat_request.messages[2].content_parts[0].image"),
         ("tool_result_media_moved", "chat_request.messages[2].content_parts[1].file"),
-        ("tool_error_not_marked", "chat_request.messages[3].is_error"),
+        ("tool_error_in_content", "chat_request.messages[3].is_error"),
         ("tool_call_id_rewritten", "chat_request.messages[6].tool_calls[0].id"),
         ("tool_result_media_moved", "chat_request.messages[7].content_parts[0].image"),
     ),

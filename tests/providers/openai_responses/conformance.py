@@ -37,7 +37,7 @@ CONFORMANCE = Conformance(
     stable_block=lambda body: body["input"][0],
     sdk_send=_send,
     tool_result_media_notices=(
-        ("tool_error_not_marked", "chat_request.messages[3].is_error"),
+        ("tool_error_in_content", "chat_request.messages[3].is_error"),
         ("tool_call_id_rewritten", "chat_request.messages[6].tool_calls[0].id"),
     ),
 )

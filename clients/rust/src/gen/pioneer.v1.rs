@@ -1109,8 +1109,11 @@ pub struct ChatMessage {
     #[prost(message, repeated, tag = "8")]
     pub artifact_refs: ::prost::alloc::vec::Vec<ArtifactRef>,
     /// On a tool message: the result reports that the tool failed. Sent where the
-    /// provider has a field for it (Anthropic `is_error`, Bedrock `status`);
-    /// elsewhere the result goes as it is, and a RenderNotice says the mark was not sent.
+    /// provider has a field for it (Anthropic tool_result `is_error`, Bedrock
+    /// toolResult `status: "error"`); OpenAI Chat and Responses have none, so the
+    /// result's text starts with "Tool error:", and Gemini's functionResponse
+    /// carries it under `response.error` (the key its API names for a failed call)
+    /// instead of `response.output`; a RenderNotice tool_error_in_content says so.
     #[prost(bool, tag = "9")]
     pub is_error: bool,
 }
@@ -1619,6 +1622,14 @@ pub struct ConversationEntry {
     /// Cap: at most 16 items.
     #[prost(message, repeated, tag = "15")]
     pub content_parts: ::prost::alloc::vec::Vec<ContentPart>,
+    /// On a tool entry: the result reports that the tool failed (INVALID_ARGUMENT on
+    /// any other role). Stored with the entry and part of what a repeat must match;
+    /// loaded into ChatMessage.is_error, so a round sends it as RenderChatRequest
+    /// does: Anthropic tool_result `is_error`, Bedrock toolResult `status: "error"`;
+    /// OpenAI Chat, OpenAI Responses and Gemini have no such field, so the mark goes
+    /// in the result itself (tool_error_in_content says how).
+    #[prost(bool, tag = "16")]
+    pub is_error: bool,
 }
 /// ThreadSummary is the stored compression of a thread's earlier entries.
 #[allow(clippy::all)]
@@ -2169,7 +2180,7 @@ pub struct RenderNotice {
     /// system_message_moved (Anthropic, Gemini, Bedrock), participant_name_dropped,
     /// reasoning_content_not_sent, trailing_whitespace_trimmed (Anthropic, Bedrock).
     /// Tool results: tool_result_media_moved (Chat Completions),
-    /// tool_error_not_marked. Tools: parallel_tool_calls_unsupported (Gemini,
+    /// tool_error_in_content (OpenAI Chat, OpenAI Responses, Gemini). Tools: parallel_tool_calls_unsupported (Gemini,
     /// Bedrock), tools_declared_for_history (Anthropic, Bedrock),
     /// tool_choice_none_unsupported (Bedrock). The model (by the model registry):
     /// unknown_model, model_family_mismatch, reasoning_not_sent,
@@ -2603,6 +2614,46 @@ pub struct CompleteTurnResponse {
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AbandonTurnRequest {
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "1")]
+    pub thread_id: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "2")]
+    pub turn_id: ::prost::alloc::string::String,
+    /// A turn that does not exist (abandoned already) is no error (AIP-135's allow_missing).
+    #[prost(bool, tag = "3")]
+    pub allow_missing: bool,
+}
+#[allow(clippy::all)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AbandonTurnResponse {
+    /// False when the turn did not exist (allow_missing).
+    #[prost(bool, tag = "1")]
+    pub abandoned: bool,
+    /// The entries dropped with it.
+    #[prost(int32, tag = "2")]
+    pub dropped_entry_count: i32,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteThreadRequest {
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "1")]
+    pub thread_id: ::prost::alloc::string::String,
+    /// A thread that does not exist (deleted already) is no error (AIP-135).
+    #[prost(bool, tag = "2")]
+    pub allow_missing: bool,
+}
+#[allow(clippy::all)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteThreadResponse {
+    /// False when the thread did not exist (allow_missing).
+    #[prost(bool, tag = "1")]
+    pub deleted: bool,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct LoadConversationHistoryRequest {
     /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
@@ -2943,6 +2994,41 @@ pub mod history_service_client {
                 .insert(GrpcMethod::new("pioneer.v1.HistoryService", "UpdateThread"));
             self.inner.unary(req, path, codec).await
         }
+        /// Deletes a thread and everything stored for it (entries, turns, tool calls,
+        /// summaries, token counts, manifests and their events, kept rendered rounds)
+        /// in one transaction: all of it or none. Observers watching the thread get a
+        /// final event (ManifestEvent.thread_deleted) from the server that deleted it,
+        /// and their stream ends. Every server's kept history of the thread stops
+        /// serving at once: the thread's history state carries its creation time, so a
+        /// thread created again under the same id starts from scratch (AIP-135).
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
+        /// such thread, or deleted already: with allow_missing the answer is success,
+        /// deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+        pub async fn delete_thread(
+            &mut self,
+            request: impl tonic::IntoRequest<super::DeleteThreadRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteThreadResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/pioneer.v1.HistoryService/DeleteThread",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("pioneer.v1.HistoryService", "DeleteThread"));
+            self.inner.unary(req, path, codec).await
+        }
         /// Appends entries, idempotent by entry_id: a repeat with identical content is
         /// a no-op, with different content ALREADY_EXISTS. Tokens are counted here, once.
         /// INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
@@ -3019,6 +3105,42 @@ pub mod history_service_client {
             let mut req = request.into_request();
             req.extensions_mut()
                 .insert(GrpcMethod::new("pioneer.v1.HistoryService", "CompleteTurn"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Drops a turn that is not completed (a round whose model call failed for
+        /// good): its entries, their tool calls and counts, its manifest and its kept
+        /// rendered rounds, in one transaction. The next load and PrepareTurn read the
+        /// thread as if the turn had never happened, and its turn_id may be used again
+        /// from scratch. Manifest events already streamed to observers stay delivered.
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
+        /// TURN_NOT_FOUND (no entry or compile named the turn, or it was abandoned
+        /// already: with allow_missing the answer is success, abandoned false);
+        /// FAILED_PRECONDITION TURN_COMPLETED (a completed turn is history: never
+        /// dropped; metadata turn_id; do not retry). Idempotent with allow_missing:
+        /// safe to retry after a timeout.
+        pub async fn abandon_turn(
+            &mut self,
+            request: impl tonic::IntoRequest<super::AbandonTurnRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::AbandonTurnResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/pioneer.v1.HistoryService/AbandonTurn",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("pioneer.v1.HistoryService", "AbandonTurn"));
             self.inner.unary(req, path, codec).await
         }
         /// Loads the newest 200 completed turns after the summary, plus the summary,
@@ -3250,6 +3372,10 @@ pub struct ManifestEvent {
     pub manifest: ::core::option::Option<PromptManifest>,
     #[prost(message, optional, tag = "5")]
     pub create_time: ::core::option::Option<::prost_types::Timestamp>,
+    /// The thread was deleted (DeleteThread): the last event a watch of the thread
+    /// gets before its stream ends; event_id is 0, turn_id and manifest unset.
+    #[prost(bool, tag = "6")]
+    pub thread_deleted: bool,
 }
 /// Heartbeat keeps an idle stream alive and tells the newest id known.
 #[allow(clippy::all)]

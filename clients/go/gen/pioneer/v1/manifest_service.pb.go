@@ -261,12 +261,15 @@ func (x *WatchManifestsRequest) GetLiveOnly() bool {
 
 // ManifestEvent is one durable manifest event.
 type ManifestEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	EventId       int64                  `protobuf:"varint,1,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
-	ThreadId      string                 `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
-	TurnId        string                 `protobuf:"bytes,3,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
-	Manifest      *PromptManifest        `protobuf:"bytes,4,opt,name=manifest,proto3" json:"manifest,omitempty"`
-	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	EventId    int64                  `protobuf:"varint,1,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
+	ThreadId   string                 `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	TurnId     string                 `protobuf:"bytes,3,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	Manifest   *PromptManifest        `protobuf:"bytes,4,opt,name=manifest,proto3" json:"manifest,omitempty"`
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// The thread was deleted (DeleteThread): the last event a watch of the thread
+	// gets before its stream ends; event_id is 0, turn_id and manifest unset.
+	ThreadDeleted bool `protobuf:"varint,6,opt,name=thread_deleted,json=threadDeleted,proto3" json:"thread_deleted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -334,6 +337,13 @@ func (x *ManifestEvent) GetCreateTime() *timestamppb.Timestamp {
 		return x.CreateTime
 	}
 	return nil
+}
+
+func (x *ManifestEvent) GetThreadDeleted() bool {
+	if x != nil {
+		return x.ThreadDeleted
+	}
+	return false
 }
 
 // Heartbeat keeps an idle stream alive and tells the newest id known.
@@ -1207,14 +1217,15 @@ const file_pioneer_v1_manifest_service_proto_rawDesc = "" +
 	"\x15WatchManifestsRequest\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x01R\bthreadId\x12)\n" +
 	"\x0eafter_event_id\x18\x02 \x01(\x03B\x03\xe0A\x01R\fafterEventId\x12 \n" +
-	"\tlive_only\x18\x03 \x01(\bB\x03\xe0A\x01R\bliveOnly\"\xd5\x01\n" +
+	"\tlive_only\x18\x03 \x01(\bB\x03\xe0A\x01R\bliveOnly\"\xfc\x01\n" +
 	"\rManifestEvent\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\x03R\aeventId\x12\x1b\n" +
 	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x17\n" +
 	"\aturn_id\x18\x03 \x01(\tR\x06turnId\x126\n" +
 	"\bmanifest\x18\x04 \x01(\v2\x1a.pioneer.v1.PromptManifestR\bmanifest\x12;\n" +
 	"\vcreate_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTime\"_\n" +
+	"createTime\x12%\n" +
+	"\x0ethread_deleted\x18\x06 \x01(\bR\rthreadDeleted\"_\n" +
 	"\tHeartbeat\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\"\n" +
 	"\rlast_event_id\x18\x02 \x01(\x03R\vlastEventId\"\x8a\x01\n" +
