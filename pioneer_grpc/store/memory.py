@@ -385,7 +385,8 @@ class MemoryStore:
                     if not made:
                         del self._t.calls[call]
 
-    def drop_events_and_kept(self, dropped: Callable[[_Event | _Kept], bool]) -> None:
+    def drop_events_and_kept(self, dropped: Callable[[_Event | _Kept | RoundUsageRecord], bool]) -> None:
+        """Drops the events, kept rounds and round usage `dropped` names (a turn's, or a thread's)."""
         for event_id in [i for i, row in self._t.events.items() if dropped(row)]:
             del self._t.events[event_id]
         for kept_id in [i for i, row in self._t.kept.items() if dropped(row)]:

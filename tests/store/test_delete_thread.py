@@ -30,6 +30,7 @@ from pioneer_grpc.store.port import (
     RenderedBounds,
     RoundAsk,
     RoundCommit,
+    RoundUsageRecord,
     Store,
     SummaryToStore,
 )
@@ -53,7 +54,7 @@ BOUNDS = RenderedBounds(rounds_per_thread=10, total_bytes=1 << 20, max_age=timed
 
 async def _everything(store: Store, thread_id: str) -> None:
     """A row of the thread in every table: entries, calls, a summary, counts in another
-    tokenizer for both, a turn with its manifest and event, a kept rendered round."""
+    tokenizer for both, a turn with its manifest and event, a kept rendered round, its usage."""
     await store.threads.create(thread_id, config())
     await turn(store, thread_id, "u1", user("q1", "u1"), call("c1", "u1", "k1"), result("r1", "u1", "k1"))
     await turn(store, thread_id, "u2", user("q2", "u2"), answer("a2", "u2"))
@@ -80,6 +81,31 @@ async def _everything(store: Store, thread_id: str) -> None:
     )
     event_id = recorded.event_id  # type: ignore[union-attr]
     await store.rendered.keep(thread_id, "u3", event_id, b"round", datetime.now(UTC), BOUNDS)
+    await store.usage.record(
+        RoundUsageRecord(
+            thread_id,
+            "u3",
+            event_id,
+            1,
+            1,
+            "claude-sonnet-4-5",
+            100,
+            90,
+            0,
+            7,
+            None,
+            100,
+            90,
+            0,
+            0.0001,
+            0.0001,
+            0,
+            "",
+            0,
+            0,
+            datetime.now(UTC),
+        )
+    )
 
 
 async def _rows(store: SqlStore, thread_id: str) -> dict[str, int]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from pioneer_grpc import reasons
 from pioneer_grpc.errors import FailedPrecondition, NotFound
-from pioneer_grpc.store.port import HistoryAsk, RoundAsk, RoundCommit, Store
+from pioneer_grpc.store.port import HistoryAsk, RoundAsk, RoundCommit, RoundUsageRecord, Store
 from tests.store.contract.rows import (
     CL100K,
     answer,
@@ -98,3 +100,23 @@ async def test_a_deleted_thread_is_gone_and_its_id_starts_again_from_scratch(sto
     await turn(store, "t", "u1", user("q1", "u1", "new"), answer("a1", "u1"))
     whole = (await store.history.read(HistoryAsk("t"))).whole
     assert whole is not None and [e.content for e in whole.entries] == ["new", "done"]
+
+
+def _usage(turn_id: str) -> RoundUsageRecord:
+    return RoundUsageRecord(
+        "t", turn_id, 1, 1, 1, "claude-sonnet-4-5", 100, 90, 0, 7, None,
+        100, 90, 0, 0.0001, 0.0001, 0, "", 0, 0, datetime.now(UTC),
+    )  # fmt: skip
+
+
+async def test_the_usage_of_dropped_rounds_goes_with_them(store: Store) -> None:
+    await store.threads.create("t", config())
+    await _round(store, "u1", user("q1", "u1"))
+    await _round(store, "u2", user("q2", "u2"))
+    await store.usage.record(_usage("u1"))
+    await store.usage.record(_usage("u2"))
+    await store.turns.abandon("t", "u2")
+    assert [row.turn_id for row in await store.usage.thread_rounds("t", 10)] == ["u1"]
+    assert await store.threads.delete("t") is True
+    await store.threads.create("t", config())
+    assert await store.usage.thread_rounds("t", 10) == []
