@@ -30,6 +30,7 @@ async def abandon_turn(
 ) -> Abandoned:
     InvalidArgument.raise_if([thread_id_violation(thread_id), id_violation("turn_id", turn_id, "turn_id")])
     dropped = await ctx.store.turns.abandon(thread_id, turn_id, allow_missing)
+    ctx.recent_rounds.forget(thread_id, turn_id)
     return Abandoned(dropped is not None, dropped or 0)
 
 
@@ -40,6 +41,7 @@ async def delete_thread(ctx: ServiceContext, thread_id: str, allow_missing: bool
     ctx.load_cache.forget(thread_id)
     ctx.seen_models.forget(thread_id)
     ctx.round_prefixes.forget(thread_id)
+    ctx.recent_rounds.forget(thread_id)
     if deleted:
         ctx.hub.end_thread(thread_id)
     elif not allow_missing:

@@ -57,6 +57,14 @@ class RecentRounds:
     def kept_bytes(self) -> int:
         return self._bytes
 
+    def forget(self, thread_id: str, turn_id: str | None = None) -> None:
+        """Drops what is kept of the thread (deleted), or only when its last round was `turn_id`'s
+        (abandoned): a thread or turn made again under the same id has had no round yet."""
+        found = self._items.get(thread_id)
+        if found is not None and turn_id in (None, found[0].turn_id):
+            del self._items[thread_id]
+            self._bytes -= found[0].kept_bytes
+
     def last(self, thread_id: str) -> SeenRound | None:
         found = self._items.get(thread_id)
         return None if found is None else found[0]

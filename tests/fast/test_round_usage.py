@@ -8,7 +8,7 @@ from pioneer_grpc import reasons
 from pioneer_grpc.errors import FailedPrecondition, InvalidArgument, NotFound
 from pioneer_grpc.models.registry import packaged_registry
 from pioneer_grpc.providers.cache_model import input_cost
-from pioneer_grpc.service import history, round_usage
+from pioneer_grpc.service import history, lifecycle, round_usage
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.turn import prepare_turn
 from pioneer_grpc.telemetry import Telemetry
@@ -137,6 +137,23 @@ async def test_usage_on_a_turn_without_a_round_is_a_failed_precondition(ctx: Ser
     assert await ctx.store.listing.entries("t", "u9", 0, 10) == ([], False)
     with pytest.raises(NotFound):
         await round_usage.list_round_usage(ctx, manifest_service_pb2.ListRoundUsageRequest(thread_id="none"))
+
+
+async def test_a_thread_or_turn_made_again_under_its_id_has_had_no_round(ctx: ServiceContext) -> None:
+    await _thread(ctx, turns=1)
+    await prepare_turn(ctx, _request("u1", user("q", "", "Hi")))
+    await lifecycle.abandon_turn(ctx, "t", "u1")
+    assert ctx.recent_rounds.last("t") is None and ctx.recent_rounds.kept_bytes == 0
+    with pytest.raises(FailedPrecondition) as refused:
+        await prepare_turn(ctx, _request("u1", user("q", "", "Hi"), previous_round_usage=USAGE))
+    assert refused.value.reason == reasons.NO_PREVIOUS_ROUND
+    await prepare_turn(ctx, _request("u1", user("q", "", "Hi")))
+    await lifecycle.delete_thread(ctx, "t")
+    assert ctx.recent_rounds.last("t") is None and ctx.recent_rounds.kept_bytes == 0
+    await _thread(ctx, turns=1)
+    with pytest.raises(FailedPrecondition) as refused:
+        await prepare_turn(ctx, _request("u1", user("q", "", "Hi"), previous_round_usage=USAGE))
+    assert refused.value.reason == reasons.NO_PREVIOUS_ROUND
 
 
 async def test_the_counters_take_each_part_by_provider_and_bounded_model(ctx: ServiceContext) -> None:
