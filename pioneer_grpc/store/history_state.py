@@ -34,6 +34,33 @@ from pioneer_grpc.store.models import EntryRow, SummaryRow, ThreadRow
 from pioneer_grpc.store.port import NO_ENTRIES, HistoryRead, HistoryState
 from pioneer_grpc.store.threads import thread_not_found
 
+# The thread row's settings a load depends on, in HistoryState's order: what the state read and
+# SQLite's round version (store/sqlite.py) both compare, so a new setting is added here once.
+SETTINGS: tuple[Any, ...] = (
+    ThreadRow.max_context_tokens,
+    ThreadRow.response_reserve_tokens,
+    ThreadRow.model,
+    ThreadRow.summary_model,
+    ThreadRow.compaction_strategy,
+    ThreadRow.keep_tool_results,
+    ThreadRow.compaction_failed_sequence,
+    ThreadRow.compaction_trigger_percent,
+    ThreadRow.compaction_low_water_percent,
+    ThreadRow.clear_at_least_percent,
+    ThreadRow.dynamic_context_placement,
+)
+SETTING_NAMES = tuple(column.key for column in SETTINGS)
+
+
+def newest_summary_id() -> Any:
+    """The thread's newest summary's id, as a column of a query over the thread row."""
+    return (
+        select(func.max(SummaryRow.id))
+        .where(SummaryRow.thread_id == ThreadRow.thread_id)
+        .scalar_subquery()
+        .label("summary_id")
+    )
+
 
 def state_read(thread_id: BindParameter[str], exclude_turn_id: BindParameter[str]) -> Select[Any]:
     """The thread's state (`HistoryState`), then what a load leaves out besides `exclude_turn_id`
@@ -54,21 +81,8 @@ def state_read(thread_id: BindParameter[str], exclude_turn_id: BindParameter[str
         )
 
     columns: list[Any] = [
-        ThreadRow.max_context_tokens,
-        ThreadRow.response_reserve_tokens,
-        ThreadRow.model,
-        ThreadRow.summary_model,
-        ThreadRow.compaction_strategy,
-        ThreadRow.keep_tool_results,
-        ThreadRow.compaction_failed_sequence,
-        ThreadRow.compaction_trigger_percent,
-        ThreadRow.compaction_low_water_percent,
-        ThreadRow.clear_at_least_percent,
-        ThreadRow.dynamic_context_placement,
-        select(func.max(SummaryRow.id))
-        .where(SummaryRow.thread_id == ThreadRow.thread_id)
-        .scalar_subquery()
-        .label("summary_id"),
+        *SETTINGS,
+        newest_summary_id(),
         ThreadRow.completed_entries.label("completed_count"),
         select(func.max(EntryRow.id)).where(completed).scalar_subquery().label("completed_max_id"),
         cast(ThreadRow.created_at, String).label("created"),
