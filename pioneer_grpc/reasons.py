@@ -18,9 +18,15 @@ TURN_MANIFEST_NOT_FOUND = "TURN_MANIFEST_NOT_FOUND"
 # ALREADY_EXISTS (metadata names the resource and the fields that differ)
 THREAD_CONFLICT = "THREAD_CONFLICT"
 ENTRY_CONFLICT = "ENTRY_CONFLICT"
+# A fork or import names a thread id that is taken: choose another, or delete that thread first.
+THREAD_EXISTS = "THREAD_EXISTS"
 
 # FAILED_PRECONDITION
 TURN_COMPLETED = "TURN_COMPLETED"
+# A fork names a turn still open: complete it (or fork at an earlier one).
+TURN_NOT_COMPLETED = "TURN_NOT_COMPLETED"
+# INVALID_ARGUMENT: an import stream whose format version this server does not know (docs/export-format.md).
+UNSUPPORTED_EXPORT_VERSION = "UNSUPPORTED_EXPORT_VERSION"
 # The turn's latest tool calls have no results yet: append them, then retry.
 TOOL_RESULTS_PENDING = "TOOL_RESULTS_PENDING"
 # The workspace root cannot hold the files (a file is in its place, no permission, a read-only or full

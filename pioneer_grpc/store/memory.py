@@ -32,6 +32,7 @@ from pioneer_grpc.store.entries import (
     turn_completed,
 )
 from pioneer_grpc.store.manifests import new_event
+from pioneer_grpc.store.memory_copies import MemoryCopies
 from pioneer_grpc.store.port import (
     OPTIONAL_SETTINGS,
     AppendBatch,
@@ -167,6 +168,7 @@ class MemoryStore:
         self.listing = _Listing(self)
         self.rendered = _Rendered(self)
         self.usage = _Usage(self)
+        self.copies = MemoryCopies(self)
 
     async def probe(self, reclaim: bool = False) -> None:
         return None

@@ -32,11 +32,14 @@ from collections.abc import Generator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pioneer_grpc.history.entry_rules import StoredCalls
 from pioneer_grpc.v1 import history_pb2, prompt_pb2
 from pioneer_grpc.v1 import manifest_service_pb2 as manifest_pb2
+
+if TYPE_CHECKING:
+    from pioneer_grpc.store.copy_port import Copies
 
 __all__ = [
     "NO_ENTRIES",
@@ -590,6 +593,8 @@ class Store(Protocol):
     def rendered(self) -> RenderedRounds: ...
     @property
     def usage(self) -> RoundUsage: ...
+    @property
+    def copies(self) -> Copies: ...
 
     async def probe(self, reclaim: bool = False) -> None:
         """Returns once the store took a write; raises what it met otherwise. `reclaim` after a

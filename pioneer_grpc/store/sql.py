@@ -35,6 +35,7 @@ from pioneer_grpc.store import round_usage as usage_store
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
 from pioneer_grpc.store.append import Batch, batch_of
+from pioneer_grpc.store.copies import SqlCopies
 from pioneer_grpc.store.engine import session_factory
 from pioneer_grpc.store.history_state import history_read_in
 from pioneer_grpc.store.locks import compression_lock
@@ -125,6 +126,7 @@ class SqlStore:
         self.listing = _Listing(self)
         self.rendered = _Rendered(self)
         self.usage = _Usage(self)
+        self.copies = SqlCopies(self.runner)
         self._closed = False
 
     async def probe(self, reclaim: bool = False) -> None:
