@@ -35,6 +35,9 @@ MAX_COUNT_MESSAGES = 1_000
 MAX_PAGE_TOKEN_CHARS = 1_000
 # UpdateThread's update_mask.paths.
 MAX_MASK_PATHS = 16
+# ImportThread: bytes per message, and of the whole stream (held in memory until it is checked).
+MAX_IMPORT_CHUNK_BYTES = 2 * 1024 * 1024
+MAX_IMPORT_BYTES = 256 * 1024 * 1024
 # Content parts (text, image, file) on one entry, and the inline bytes of one part and of
 # one entry: Anthropic takes images up to 5 MB each, and an entry is sent on every later
 # round of its thread until a summary covers it.

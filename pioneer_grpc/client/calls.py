@@ -176,6 +176,58 @@ class SyncCalls:
             RPCS["abandon_turn"], history_service_pb2.AbandonTurnResponse, request, fields, timeout, metadata
         )
 
+    def fork_thread(
+        self,
+        request: history_service_pb2.ForkThreadRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> history_service_pb2.ForkThreadResponse:
+        """/pioneer.v1.HistoryService/ForkThread -> ForkThreadResponse"""
+        return self._unary(
+            RPCS["fork_thread"], history_service_pb2.ForkThreadResponse, request, fields, timeout, metadata
+        )
+
+    def export_thread(
+        self,
+        request: history_service_pb2.ExportThreadRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> Iterator[history_service_pb2.ExportThreadResponse]:
+        """/pioneer.v1.HistoryService/ExportThread -> a stream of ExportThreadResponse"""
+        return self._stream(
+            RPCS["export_thread"],
+            history_service_pb2.ExportThreadResponse,
+            request,
+            fields,
+            timeout,
+            metadata,
+        )
+
+    def import_thread(
+        self,
+        request: history_service_pb2.ImportThreadRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> history_service_pb2.ImportThreadResponse:
+        """/pioneer.v1.HistoryService/ImportThread -> ImportThreadResponse"""
+        return self._unary(
+            RPCS["import_thread"],
+            history_service_pb2.ImportThreadResponse,
+            request,
+            fields,
+            timeout,
+            metadata,
+        )
+
     def load_conversation_history(
         self,
         request: history_service_pb2.LoadConversationHistoryRequest | None = None,
@@ -595,6 +647,58 @@ class AsyncCalls:
         """/pioneer.v1.HistoryService/AbandonTurn -> AbandonTurnResponse"""
         return await self._unary(
             RPCS["abandon_turn"], history_service_pb2.AbandonTurnResponse, request, fields, timeout, metadata
+        )
+
+    async def fork_thread(
+        self,
+        request: history_service_pb2.ForkThreadRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> history_service_pb2.ForkThreadResponse:
+        """/pioneer.v1.HistoryService/ForkThread -> ForkThreadResponse"""
+        return await self._unary(
+            RPCS["fork_thread"], history_service_pb2.ForkThreadResponse, request, fields, timeout, metadata
+        )
+
+    def export_thread(
+        self,
+        request: history_service_pb2.ExportThreadRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> AsyncIterator[history_service_pb2.ExportThreadResponse]:
+        """/pioneer.v1.HistoryService/ExportThread -> a stream of ExportThreadResponse"""
+        return self._stream(
+            RPCS["export_thread"],
+            history_service_pb2.ExportThreadResponse,
+            request,
+            fields,
+            timeout,
+            metadata,
+        )
+
+    async def import_thread(
+        self,
+        request: history_service_pb2.ImportThreadRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> history_service_pb2.ImportThreadResponse:
+        """/pioneer.v1.HistoryService/ImportThread -> ImportThreadResponse"""
+        return await self._unary(
+            RPCS["import_thread"],
+            history_service_pb2.ImportThreadResponse,
+            request,
+            fields,
+            timeout,
+            metadata,
         )
 
     async def load_conversation_history(

@@ -175,7 +175,9 @@ async def get_thread(ctx: ServiceContext, thread_id: str) -> history_pb2.Thread:
     return thread
 
 
-def _mask_paths(config: history_pb2.ThreadConfig, paths: Sequence[str]) -> list[str]:
+def _mask_paths(
+    config: history_pb2.ThreadConfig, paths: Sequence[str], mask: str = "update_mask"
+) -> list[str]:
     if not paths:
         return [
             p
@@ -184,18 +186,40 @@ def _mask_paths(config: history_pb2.ThreadConfig, paths: Sequence[str]) -> list[
         ]
     if len(paths) > MAX_MASK_PATHS:
         raise InvalidArgument.field(
-            "update_mask.paths", f"at most {MAX_MASK_PATHS} items (got {len(paths):,})"
+            f"{mask}.paths", f"at most {MAX_MASK_PATHS} items (got {len(paths):,})"
         )
     named = [p.removeprefix("config.") for p in paths]
     known = ", ".join(CONFIG_PATHS)
     _check(
         [
-            FieldViolation(f"update_mask.paths[{i}]", f"unknown path {p!r}; use {known}")
+            FieldViolation(f"{mask}.paths[{i}]", f"unknown path {p!r}; use {known}")
             for i, p in enumerate(named)
             if p not in CONFIG_PATHS
         ]
     )
     return named
+
+
+def config_with(
+    ctx: ServiceContext,
+    current: history_pb2.ThreadConfig,
+    config: history_pb2.ThreadConfig,
+    paths: Sequence[str],
+    mask: str,
+) -> history_pb2.ThreadConfig:
+    """`current` with the fields of `config` that `paths` (field `mask`) name, as UpdateThread sets them;
+    INVALID_ARGUMENT when the result is not a valid budget."""
+    _check(violations_of(config, "config"))
+    return _merged(ctx, current, config, _mask_paths(config, paths, mask))
+
+
+def stored_config_violations(config: history_pb2.ThreadConfig, prefix: str) -> list[FieldViolation]:
+    """What is wrong with a config every setting of which is resolved (an imported thread's)."""
+    return [
+        *violations_of(config, prefix),
+        *config_violations(config.max_context_tokens, config.response_reserve_tokens),
+        *_settings_violations(config),
+    ]
 
 
 async def update_thread(

@@ -24,7 +24,7 @@ from sqlalchemy.engine import Connection
 from pioneer_grpc import reasons
 from pioneer_grpc.errors import AlreadyExists, FailedPrecondition
 from pioneer_grpc.store.clock import as_utc, now
-from pioneer_grpc.store.copy_port import CopiedEntry, CopiedSummary, CopiedTurn, Fork, ThreadCopy
+from pioneer_grpc.store.copy_port import CopiedEntry, CopiedSummary, CopiedTurn, Fork, ThreadCopy, Written
 from pioneer_grpc.store.entries import ENTRY_COLUMNS, entry_message, entry_values
 from pioneer_grpc.store.models import (
     EntryCountRow,
@@ -120,7 +120,7 @@ def read_copy_in(conn: Connection, thread_id: str, through_turn_id: str = "") ->
     if through_turn_id:
         through = _through(conn, thread_id, through_turn_id)
         entries_where += [EntryRow.completed.is_(True), EntryRow.id <= through]
-        summaries_where.append(SummaryRow.covers_through_sequence <= through)
+        summaries_where += _summaries_then(conn, thread_id, through)
     entry_rows = conn.execute(
         select(*ENTRY_COLUMNS, EntryRow.content_hash).where(*entries_where).order_by(EntryRow.id)
     ).all()
@@ -187,6 +187,19 @@ def _through(conn: Connection, thread_id: str, turn_id: str) -> int:
     return int(last or 0)
 
 
+def _summaries_then(conn: Connection, thread_id: str, through: int) -> list[Any]:
+    """Which summaries a fork through sequence `through` holds: those covering no later entry that
+    the source held when it stored its next entry (a summary stored later, covering only the fork's
+    part, was not in the body the source sent next, and would change the fork's)."""
+    next_stored = conn.execute(
+        select(func.min(EntryRow.created_at)).where(EntryRow.thread_id == thread_id, EntryRow.id > through)
+    ).scalar()
+    held = [SummaryRow.covers_through_sequence <= through]
+    if next_stored is not None:
+        held.append(SummaryRow.created_at <= next_stored)
+    return held
+
+
 def _counts(conn: Connection, statement: Any) -> dict[int, dict[str, int]]:
     found: dict[int, dict[str, int]] = defaultdict(dict)
     for key, tokenizer, count in conn.execute(statement):
@@ -211,10 +224,10 @@ def _insert_thread(conn: Connection) -> Any:
     return dialect.insert(ThreadRow).on_conflict_do_nothing(index_elements=["thread_id"])
 
 
-def write_copy_in(conn: Connection, thread_id: str, copy: ThreadCopy, fresh: bool = False) -> Any:
+def write_copy_in(conn: Connection, thread_id: str, copy: ThreadCopy, fresh: bool = False) -> Written:
     """Stores `copy` as thread `thread_id`; `fresh`: the thread created now (a fork), else at the
     copy's times (its turns, entries and summaries keep theirs either way: listings order by them).
-    The thread as stored (Thread message)."""
+    What was stored."""
     entries = copy.entries
     open_turns = {e.entry.turn_id for e in entries if not e.entry.completed}
     moment = now()
@@ -265,7 +278,8 @@ def write_copy_in(conn: Connection, thread_id: str, copy: ThreadCopy, fresh: boo
             .where(ThreadRow.thread_id == thread_id)
             .values(compaction_failed_sequence=sequences[copy.compaction_failed_entry_id])
         )
-    return thread_message(*thread_in(conn, thread_id))
+    thread = thread_message(*thread_in(conn, thread_id))
+    return Written(thread, len(copy.turns), len(copy.summaries))
 
 
 def _insert_entries(conn: Connection, thread_id: str, entries: Sequence[CopiedEntry]) -> dict[str, int]:
@@ -316,8 +330,8 @@ def _insert_summaries(
 # ---- fork -------------------------------------------------------------------------------------
 
 
-def fork_in(conn: Connection, fork: Fork) -> Any:
-    """ForkThread's unit of work: the new thread (Thread message), or None when the source's config
+def fork_in(conn: Connection, fork: Fork) -> Written | None:
+    """ForkThread's unit of work: the new thread as stored, or None when the source's config
     is not `fork.expected` (nothing written)."""
     copy = read_copy_in(conn, fork.source_thread_id, fork.turn_id)
     if settings_from(copy.config) != settings_from(fork.expected):
@@ -344,10 +358,10 @@ class SqlCopies:
         copy, _ = await self.runner.transact(partial(read_copy_in, thread_id=thread_id))
         return copy
 
-    async def write(self, thread_id: str, copy: ThreadCopy) -> history_pb2.Thread:
-        thread, _ = await self.runner.transact(lambda conn: write_copy_in(conn, thread_id, copy))
-        return thread  # type: ignore[no-any-return]
+    async def write(self, thread_id: str, copy: ThreadCopy) -> Written:
+        written, _ = await self.runner.transact(lambda conn: write_copy_in(conn, thread_id, copy))
+        return written
 
-    async def fork(self, fork: Fork) -> history_pb2.Thread | Conflict:
+    async def fork(self, fork: Fork) -> Written | Conflict:
         forked, _ = await self.runner.transact(lambda conn: fork_in(conn, fork))
         return Conflict() if forked is None else forked

@@ -68,6 +68,15 @@ class ThreadCopy:
 
 
 @dataclass(frozen=True)
+class Written:
+    """A copy as stored: the thread, and how many turns and summaries it holds."""
+
+    thread: history_pb2.Thread
+    turn_count: int
+    summary_count: int
+
+
+@dataclass(frozen=True)
 class Fork:
     """ForkThread's copy: thread `source_thread_id` up to and including its completed turn `turn_id`,
     written as `thread_id` with `config`, when the source's config is still `expected`."""
@@ -84,12 +93,12 @@ class Copies(Protocol):
         """The whole thread as one snapshot; NotFound for an unknown thread."""
         ...
 
-    async def write(self, thread_id: str, copy: ThreadCopy) -> history_pb2.Thread:
+    async def write(self, thread_id: str, copy: ThreadCopy) -> Written:
         """Stores `copy` as thread `thread_id` in one transaction (all of it or none), its creation and
         update times kept; ALREADY_EXISTS THREAD_EXISTS when the id is taken, writing nothing."""
         ...
 
-    async def fork(self, fork: Fork) -> history_pb2.Thread | Conflict:
+    async def fork(self, fork: Fork) -> Written | Conflict:
         """In one transaction: reads the source's completed entries through the last entry of its
         completed turn (their turns, their counts, the summaries covering no later entry) and writes
         them as the new thread. NOT_FOUND THREAD_NOT_FOUND / TURN_NOT_FOUND, FAILED_PRECONDITION

@@ -15,12 +15,11 @@ from pioneer_grpc.store.copies import (
     thread_exists,
     turn_not_completed,
 )
-from pioneer_grpc.store.copy_port import CopiedEntry, CopiedSummary, CopiedTurn, Fork, ThreadCopy
+from pioneer_grpc.store.copy_port import CopiedEntry, CopiedSummary, CopiedTurn, Fork, ThreadCopy, Written
 from pioneer_grpc.store.entries import entry_message, entry_values
 from pioneer_grpc.store.port import Conflict, NewEntry
 from pioneer_grpc.store.summaries import summary_message
 from pioneer_grpc.store.threads import ThreadSettings, turn_not_found
-from pioneer_grpc.v1 import history_pb2
 
 if TYPE_CHECKING:
     from pioneer_grpc.store.memory import MemoryStore
@@ -34,11 +33,11 @@ class MemoryCopies:
         async with self.s._lock:
             return self._read(thread_id, "")
 
-    async def write(self, thread_id: str, copy: ThreadCopy) -> history_pb2.Thread:
+    async def write(self, thread_id: str, copy: ThreadCopy) -> Written:
         async with self.s._lock:
             return self._write(thread_id, copy, fresh=False)
 
-    async def fork(self, fork: Fork) -> history_pb2.Thread | Conflict:
+    async def fork(self, fork: Fork) -> Written | Conflict:
         async with self.s._lock:
             copy = self._read(fork.source_thread_id, fork.turn_id)
             if settings_from(copy.config) != settings_from(fork.expected):
@@ -65,8 +64,13 @@ class MemoryCopies:
         )
         if through_turn_id:
             through = self._through(thread_id, through_turn_id)
+            later = [row.created_at for row in rows if row.id > through]
             rows = [row for row in rows if row.completed and row.id <= through]
-            summaries = [s for s in summaries if s.covers_through_sequence <= through]
+            summaries = [
+                s
+                for s in summaries
+                if s.covers_through_sequence <= through and (not later or s.created_at <= min(later))
+            ]
             kept = {row.turn_id for row in rows} | {through_turn_id}
             turns = [(tid, turn) for tid, turn in turns if tid in kept and turn.status == COMPLETED]
         entries = [
@@ -107,7 +111,7 @@ class MemoryCopies:
         earlier: list[int] = [row.id for row in rows if row.created_at <= turn.created_at]
         return max(earlier, default=0)
 
-    def _write(self, thread_id: str, copy: ThreadCopy, fresh: bool) -> history_pb2.Thread:
+    def _write(self, thread_id: str, copy: ThreadCopy, fresh: bool) -> Written:
         from pioneer_grpc.store.memory import _Thread, _Turn
 
         t = self.s._t
@@ -170,7 +174,7 @@ class MemoryCopies:
                 t.summary_counts[(summary_id, tokenizer)] = count
         if copy.compaction_failed_entry_id:
             thread.compaction_failed_sequence = sequences[copy.compaction_failed_entry_id]
-        return self.s.thread_message(thread)
+        return Written(self.s.thread_message(thread), len(copy.turns), len(copy.summaries))
 
 
 def _settings(thread: object) -> ThreadSettings:

@@ -25,6 +25,9 @@ METHOD_ACCESS: dict[str, Access] = {
     "/pioneer.v1.HistoryService/CompleteTurn": W,
     "/pioneer.v1.HistoryService/AbandonTurn": W,
     "/pioneer.v1.HistoryService/DeleteThread": W,
+    "/pioneer.v1.HistoryService/ForkThread": W,
+    "/pioneer.v1.HistoryService/ExportThread": R,
+    "/pioneer.v1.HistoryService/ImportThread": W,
     # Reads a thread; may write its summary back (compaction), which is the server's doing.
     "/pioneer.v1.HistoryService/LoadConversationHistory": R,
     "/pioneer.v1.HistoryService/GetThreadSummary": R,

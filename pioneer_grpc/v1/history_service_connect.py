@@ -21,10 +21,10 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .history_service_pb2 import AbandonTurnRequest, AbandonTurnResponse, AppendEntriesRequest, AppendEntriesResponse, CompleteTurnRequest, CompleteTurnResponse, CountTokensRequest, CountTokensResponse, CreateThreadRequest, CreateThreadResponse, DeleteThreadRequest, DeleteThreadResponse, GetThreadRequest, GetThreadResponse, GetThreadSummaryRequest, GetThreadSummaryResponse, ListEntriesRequest, ListEntriesResponse, ListThreadsRequest, ListThreadsResponse, ListTurnsRequest, ListTurnsResponse, LoadConversationHistoryRequest, LoadConversationHistoryResponse, UpdateThreadRequest, UpdateThreadResponse
+from .history_service_pb2 import AbandonTurnRequest, AbandonTurnResponse, AppendEntriesRequest, AppendEntriesResponse, CompleteTurnRequest, CompleteTurnResponse, CountTokensRequest, CountTokensResponse, CreateThreadRequest, CreateThreadResponse, DeleteThreadRequest, DeleteThreadResponse, ExportThreadRequest, ExportThreadResponse, ForkThreadRequest, ForkThreadResponse, GetThreadRequest, GetThreadResponse, GetThreadSummaryRequest, GetThreadSummaryResponse, ImportThreadRequest, ImportThreadResponse, ListEntriesRequest, ListEntriesResponse, ListThreadsRequest, ListThreadsResponse, ListTurnsRequest, ListTurnsResponse, LoadConversationHistoryRequest, LoadConversationHistoryResponse, UpdateThreadRequest, UpdateThreadResponse
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, Iterable, Mapping
+    from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
 
     from connectrpc.codec import Codec
     from connectrpc.compression import Compression
@@ -149,6 +149,59 @@ class HistoryService(Protocol):
         FAILED_PRECONDITION TURN_COMPLETED (a completed turn is history: never
         dropped; metadata turn_id; do not retry). Idempotent with allow_missing:
         safe to retry after a timeout.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def fork_thread(self, request: ForkThreadRequest, ctx: RequestContext[ForkThreadRequest, ForkThreadResponse], /) -> ForkThreadResponse:
+        """
+        Copies a thread up to and including one of its completed turns into a new
+        thread, in one transaction: the completed entries through that turn's last
+        entry (with their content parts, tool calls, counts and creation times),
+        their turns, and the summaries that cover no later entry. Its config is the
+        source's, with the fields of config_mask taken from config (another model,
+        to replay the thread against it). Manifests, kept rendered rounds and round
+        usage are not copied. The source is only read. The fork's first PrepareTurn
+        renders the bytes the source's did for the turn after source_turn_id, so a
+        provider's cache serves them still (OpenAI's prompt_cache_key derives from
+        the thread id: send RenderOptions.prompt_cache_thread_id = the source's id).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (bad id, unknown mask path, bad
+        budget); NOT_FOUND THREAD_NOT_FOUND (no source), TURN_NOT_FOUND;
+        FAILED_PRECONDITION TURN_NOT_COMPLETED (complete the turn or fork at an
+        earlier one); ALREADY_EXISTS THREAD_EXISTS (thread_id is taken; nothing was
+        written); ABORTED (the source's config kept changing; send it again). Safe
+        to retry with a thread_id of your own: THREAD_EXISTS then means an earlier
+        try landed (GetThread reads it).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def export_thread(self, request: ExportThreadRequest, ctx: RequestContext[ExportThreadRequest, ExportThreadResponse], /) -> AsyncIterator[ExportThreadResponse]:
+        """
+        Streams a thread as JSON Lines (docs/export-format.md): a header line with
+        its config, then its turns, entries (with their content parts, media
+        included) and summaries, then a closing line with their counts. The chunks,
+        concatenated, are the stream; a line may span chunks. What is not
+        completed is exported as it is. Read as one snapshot.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        Read only: always safe to retry.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def import_thread(self, request: AsyncIterator[ImportThreadRequest], ctx: RequestContext[ImportThreadRequest, ImportThreadResponse], /) -> ImportThreadResponse:
+        """
+        Stores a thread from an export stream, under the first message's
+        thread_id or, when empty, the export's. All or nothing: nothing is written
+        until the whole stream, closing line included, is read and checked, and
+        then in one transaction; a cancelled or broken call leaves nothing.
+        Sequences are drawn again; creation times are kept.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a line that is not the format's:
+        BadRequest names `line[n]`), UNSUPPORTED_EXPORT_VERSION (a header version
+        this server does not read; BadRequest names line[1].version); RESOURCE_EXHAUSTED
+        (the stream is over its cap); ALREADY_EXISTS THREAD_EXISTS (nothing was
+        written). Safe to retry: THREAD_EXISTS after a timeout means an earlier
+        try landed.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -299,6 +352,39 @@ class HistoryServiceASGIApplication(ConnectASGIApplication[HistoryService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.abandon_turn,
+                ),
+                "/pioneer.v1.HistoryService/ForkThread": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ForkThread",
+                        service_name="pioneer.v1.HistoryService",
+                        input=ForkThreadRequest,
+                        output=ForkThreadResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.fork_thread,
+                ),
+                "/pioneer.v1.HistoryService/ExportThread": Endpoint.server_stream(
+                    method=MethodInfo(
+                        name="ExportThread",
+                        service_name="pioneer.v1.HistoryService",
+                        input=ExportThreadRequest,
+                        output=ExportThreadResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.SERVER_STREAM,
+                    ),
+                    function=svc.export_thread,
+                ),
+                "/pioneer.v1.HistoryService/ImportThread": Endpoint.client_stream(
+                    method=MethodInfo(
+                        name="ImportThread",
+                        service_name="pioneer.v1.HistoryService",
+                        input=ImportThreadRequest,
+                        output=ImportThreadResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.CLIENT_STREAM,
+                    ),
+                    function=svc.import_thread,
                 ),
                 "/pioneer.v1.HistoryService/LoadConversationHistory": Endpoint.unary(
                     method=MethodInfo(
@@ -637,6 +723,110 @@ class HistoryServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def fork_thread(
+        self,
+        request: ForkThreadRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ForkThreadResponse:
+        """
+        Copies a thread up to and including one of its completed turns into a new
+        thread, in one transaction: the completed entries through that turn's last
+        entry (with their content parts, tool calls, counts and creation times),
+        their turns, and the summaries that cover no later entry. Its config is the
+        source's, with the fields of config_mask taken from config (another model,
+        to replay the thread against it). Manifests, kept rendered rounds and round
+        usage are not copied. The source is only read. The fork's first PrepareTurn
+        renders the bytes the source's did for the turn after source_turn_id, so a
+        provider's cache serves them still (OpenAI's prompt_cache_key derives from
+        the thread id: send RenderOptions.prompt_cache_thread_id = the source's id).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (bad id, unknown mask path, bad
+        budget); NOT_FOUND THREAD_NOT_FOUND (no source), TURN_NOT_FOUND;
+        FAILED_PRECONDITION TURN_NOT_COMPLETED (complete the turn or fork at an
+        earlier one); ALREADY_EXISTS THREAD_EXISTS (thread_id is taken; nothing was
+        written); ABORTED (the source's config kept changing; send it again). Safe
+        to retry with a thread_id of your own: THREAD_EXISTS then means an earlier
+        try landed (GetThread reads it).
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ForkThread",
+                service_name="pioneer.v1.HistoryService",
+                input=ForkThreadRequest,
+                output=ForkThreadResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def export_thread(
+        self,
+        request: ExportThreadRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> AsyncIterator[ExportThreadResponse]:
+        """
+        Streams a thread as JSON Lines (docs/export-format.md): a header line with
+        its config, then its turns, entries (with their content parts, media
+        included) and summaries, then a closing line with their counts. The chunks,
+        concatenated, are the stream; a line may span chunks. What is not
+        completed is exported as it is. Read as one snapshot.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        Read only: always safe to retry.
+        """
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="ExportThread",
+                service_name="pioneer.v1.HistoryService",
+                input=ExportThreadRequest,
+                output=ExportThreadResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.SERVER_STREAM,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def import_thread(
+        self,
+        request: AsyncIterator[ImportThreadRequest],
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ImportThreadResponse:
+        """
+        Stores a thread from an export stream, under the first message's
+        thread_id or, when empty, the export's. All or nothing: nothing is written
+        until the whole stream, closing line included, is read and checked, and
+        then in one transaction; a cancelled or broken call leaves nothing.
+        Sequences are drawn again; creation times are kept.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a line that is not the format's:
+        BadRequest names `line[n]`), UNSUPPORTED_EXPORT_VERSION (a header version
+        this server does not read; BadRequest names line[1].version); RESOURCE_EXHAUSTED
+        (the stream is over its cap); ALREADY_EXISTS THREAD_EXISTS (nothing was
+        written). Safe to retry: THREAD_EXISTS after a timeout means an earlier
+        try landed.
+        """
+        return await self.execute_client_stream(
+            request=request,
+            method=MethodInfo(
+                name="ImportThread",
+                service_name="pioneer.v1.HistoryService",
+                input=ImportThreadRequest,
+                output=ImportThreadResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.CLIENT_STREAM,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
     async def load_conversation_history(
         self,
         request: LoadConversationHistoryRequest,
@@ -912,6 +1102,59 @@ class HistoryServiceSync(Protocol):
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
+    def fork_thread(self, request: ForkThreadRequest, ctx: RequestContext[ForkThreadRequest, ForkThreadResponse], /) -> ForkThreadResponse:
+        """
+        Copies a thread up to and including one of its completed turns into a new
+        thread, in one transaction: the completed entries through that turn's last
+        entry (with their content parts, tool calls, counts and creation times),
+        their turns, and the summaries that cover no later entry. Its config is the
+        source's, with the fields of config_mask taken from config (another model,
+        to replay the thread against it). Manifests, kept rendered rounds and round
+        usage are not copied. The source is only read. The fork's first PrepareTurn
+        renders the bytes the source's did for the turn after source_turn_id, so a
+        provider's cache serves them still (OpenAI's prompt_cache_key derives from
+        the thread id: send RenderOptions.prompt_cache_thread_id = the source's id).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (bad id, unknown mask path, bad
+        budget); NOT_FOUND THREAD_NOT_FOUND (no source), TURN_NOT_FOUND;
+        FAILED_PRECONDITION TURN_NOT_COMPLETED (complete the turn or fork at an
+        earlier one); ALREADY_EXISTS THREAD_EXISTS (thread_id is taken; nothing was
+        written); ABORTED (the source's config kept changing; send it again). Safe
+        to retry with a thread_id of your own: THREAD_EXISTS then means an earlier
+        try landed (GetThread reads it).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def export_thread(self, request: ExportThreadRequest, ctx: RequestContext[ExportThreadRequest, ExportThreadResponse], /) -> Iterator[ExportThreadResponse]:
+        """
+        Streams a thread as JSON Lines (docs/export-format.md): a header line with
+        its config, then its turns, entries (with their content parts, media
+        included) and summaries, then a closing line with their counts. The chunks,
+        concatenated, are the stream; a line may span chunks. What is not
+        completed is exported as it is. Read as one snapshot.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        Read only: always safe to retry.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def import_thread(self, request: Iterator[ImportThreadRequest], ctx: RequestContext[ImportThreadRequest, ImportThreadResponse], /) -> ImportThreadResponse:
+        """
+        Stores a thread from an export stream, under the first message's
+        thread_id or, when empty, the export's. All or nothing: nothing is written
+        until the whole stream, closing line included, is read and checked, and
+        then in one transaction; a cancelled or broken call leaves nothing.
+        Sequences are drawn again; creation times are kept.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a line that is not the format's:
+        BadRequest names `line[n]`), UNSUPPORTED_EXPORT_VERSION (a header version
+        this server does not read; BadRequest names line[1].version); RESOURCE_EXHAUSTED
+        (the stream is over its cap); ALREADY_EXISTS THREAD_EXISTS (nothing was
+        written). Safe to retry: THREAD_EXISTS after a timeout means an earlier
+        try landed.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
     def load_conversation_history(self, request: LoadConversationHistoryRequest, ctx: RequestContext[LoadConversationHistoryRequest, LoadConversationHistoryResponse], /) -> LoadConversationHistoryResponse:
         """
         Loads the newest 200 completed turns after the summary, plus the summary,
@@ -1057,6 +1300,39 @@ class HistoryServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.abandon_turn,
+                ),
+                "/pioneer.v1.HistoryService/ForkThread": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ForkThread",
+                        service_name="pioneer.v1.HistoryService",
+                        input=ForkThreadRequest,
+                        output=ForkThreadResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.fork_thread,
+                ),
+                "/pioneer.v1.HistoryService/ExportThread": EndpointSync.server_stream(
+                    method=MethodInfo(
+                        name="ExportThread",
+                        service_name="pioneer.v1.HistoryService",
+                        input=ExportThreadRequest,
+                        output=ExportThreadResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.SERVER_STREAM,
+                    ),
+                    function=service.export_thread,
+                ),
+                "/pioneer.v1.HistoryService/ImportThread": EndpointSync.client_stream(
+                    method=MethodInfo(
+                        name="ImportThread",
+                        service_name="pioneer.v1.HistoryService",
+                        input=ImportThreadRequest,
+                        output=ImportThreadResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.CLIENT_STREAM,
+                    ),
+                    function=service.import_thread,
                 ),
                 "/pioneer.v1.HistoryService/LoadConversationHistory": EndpointSync.unary(
                     method=MethodInfo(
@@ -1391,6 +1667,110 @@ class HistoryServiceClientSync(ConnectClientSync):
                 output=AbandonTurnResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def fork_thread(
+        self,
+        request: ForkThreadRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ForkThreadResponse:
+        """
+        Copies a thread up to and including one of its completed turns into a new
+        thread, in one transaction: the completed entries through that turn's last
+        entry (with their content parts, tool calls, counts and creation times),
+        their turns, and the summaries that cover no later entry. Its config is the
+        source's, with the fields of config_mask taken from config (another model,
+        to replay the thread against it). Manifests, kept rendered rounds and round
+        usage are not copied. The source is only read. The fork's first PrepareTurn
+        renders the bytes the source's did for the turn after source_turn_id, so a
+        provider's cache serves them still (OpenAI's prompt_cache_key derives from
+        the thread id: send RenderOptions.prompt_cache_thread_id = the source's id).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (bad id, unknown mask path, bad
+        budget); NOT_FOUND THREAD_NOT_FOUND (no source), TURN_NOT_FOUND;
+        FAILED_PRECONDITION TURN_NOT_COMPLETED (complete the turn or fork at an
+        earlier one); ALREADY_EXISTS THREAD_EXISTS (thread_id is taken; nothing was
+        written); ABORTED (the source's config kept changing; send it again). Safe
+        to retry with a thread_id of your own: THREAD_EXISTS then means an earlier
+        try landed (GetThread reads it).
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ForkThread",
+                service_name="pioneer.v1.HistoryService",
+                input=ForkThreadRequest,
+                output=ForkThreadResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def export_thread(
+        self,
+        request: ExportThreadRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> Iterator[ExportThreadResponse]:
+        """
+        Streams a thread as JSON Lines (docs/export-format.md): a header line with
+        its config, then its turns, entries (with their content parts, media
+        included) and summaries, then a closing line with their counts. The chunks,
+        concatenated, are the stream; a line may span chunks. What is not
+        completed is exported as it is. Read as one snapshot.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        Read only: always safe to retry.
+        """
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="ExportThread",
+                service_name="pioneer.v1.HistoryService",
+                input=ExportThreadRequest,
+                output=ExportThreadResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.SERVER_STREAM,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def import_thread(
+        self,
+        request: Iterator[ImportThreadRequest],
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ImportThreadResponse:
+        """
+        Stores a thread from an export stream, under the first message's
+        thread_id or, when empty, the export's. All or nothing: nothing is written
+        until the whole stream, closing line included, is read and checked, and
+        then in one transaction; a cancelled or broken call leaves nothing.
+        Sequences are drawn again; creation times are kept.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a line that is not the format's:
+        BadRequest names `line[n]`), UNSUPPORTED_EXPORT_VERSION (a header version
+        this server does not read; BadRequest names line[1].version); RESOURCE_EXHAUSTED
+        (the stream is over its cap); ALREADY_EXISTS THREAD_EXISTS (nothing was
+        written). Safe to retry: THREAD_EXISTS after a timeout means an earlier
+        try landed.
+        """
+        return self.execute_client_stream(
+            request=request,
+            method=MethodInfo(
+                name="ImportThread",
+                service_name="pioneer.v1.HistoryService",
+                input=ImportThreadRequest,
+                output=ImportThreadResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.CLIENT_STREAM,
             ),
             headers=headers,
             timeout_ms=timeout_ms,

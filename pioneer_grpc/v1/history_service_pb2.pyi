@@ -127,6 +127,60 @@ class DeleteThreadResponse(_message.Message):
     deleted: bool
     def __init__(self, deleted: _Optional[bool] = ...) -> None: ...
 
+class ForkThreadRequest(_message.Message):
+    __slots__ = ("source_thread_id", "source_turn_id", "thread_id", "config", "config_mask")
+    SOURCE_THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_MASK_FIELD_NUMBER: _ClassVar[int]
+    source_thread_id: str
+    source_turn_id: str
+    thread_id: str
+    config: _history_pb2.ThreadConfig
+    config_mask: _field_mask_pb2.FieldMask
+    def __init__(self, source_thread_id: _Optional[str] = ..., source_turn_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., config: _Optional[_Union[_history_pb2.ThreadConfig, _Mapping]] = ..., config_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
+
+class ForkThreadResponse(_message.Message):
+    __slots__ = ("thread", "turn_count", "summary_count")
+    THREAD_FIELD_NUMBER: _ClassVar[int]
+    TURN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    thread: _history_pb2.Thread
+    turn_count: int
+    summary_count: int
+    def __init__(self, thread: _Optional[_Union[_history_pb2.Thread, _Mapping]] = ..., turn_count: _Optional[int] = ..., summary_count: _Optional[int] = ...) -> None: ...
+
+class ExportThreadRequest(_message.Message):
+    __slots__ = ("thread_id",)
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    def __init__(self, thread_id: _Optional[str] = ...) -> None: ...
+
+class ExportThreadResponse(_message.Message):
+    __slots__ = ("chunk",)
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    chunk: bytes
+    def __init__(self, chunk: _Optional[bytes] = ...) -> None: ...
+
+class ImportThreadRequest(_message.Message):
+    __slots__ = ("thread_id", "chunk")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    chunk: bytes
+    def __init__(self, thread_id: _Optional[str] = ..., chunk: _Optional[bytes] = ...) -> None: ...
+
+class ImportThreadResponse(_message.Message):
+    __slots__ = ("thread", "turn_count", "summary_count")
+    THREAD_FIELD_NUMBER: _ClassVar[int]
+    TURN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    thread: _history_pb2.Thread
+    turn_count: int
+    summary_count: int
+    def __init__(self, thread: _Optional[_Union[_history_pb2.Thread, _Mapping]] = ..., turn_count: _Optional[int] = ..., summary_count: _Optional[int] = ...) -> None: ...
+
 class LoadConversationHistoryRequest(_message.Message):
     __slots__ = ("thread_id", "exclude_turn_id", "dry_run")
     THREAD_ID_FIELD_NUMBER: _ClassVar[int]

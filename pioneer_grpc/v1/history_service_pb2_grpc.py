@@ -83,6 +83,21 @@ class HistoryServiceStub:
                 request_serializer=pioneer_dot_v1_dot_history__service__pb2.AbandonTurnRequest.SerializeToString,
                 response_deserializer=pioneer_dot_v1_dot_history__service__pb2.AbandonTurnResponse.FromString,
                 _registered_method=True)
+        self.ForkThread = channel.unary_unary(
+                '/pioneer.v1.HistoryService/ForkThread',
+                request_serializer=pioneer_dot_v1_dot_history__service__pb2.ForkThreadRequest.SerializeToString,
+                response_deserializer=pioneer_dot_v1_dot_history__service__pb2.ForkThreadResponse.FromString,
+                _registered_method=True)
+        self.ExportThread = channel.unary_stream(
+                '/pioneer.v1.HistoryService/ExportThread',
+                request_serializer=pioneer_dot_v1_dot_history__service__pb2.ExportThreadRequest.SerializeToString,
+                response_deserializer=pioneer_dot_v1_dot_history__service__pb2.ExportThreadResponse.FromString,
+                _registered_method=True)
+        self.ImportThread = channel.stream_unary(
+                '/pioneer.v1.HistoryService/ImportThread',
+                request_serializer=pioneer_dot_v1_dot_history__service__pb2.ImportThreadRequest.SerializeToString,
+                response_deserializer=pioneer_dot_v1_dot_history__service__pb2.ImportThreadResponse.FromString,
+                _registered_method=True)
         self.LoadConversationHistory = channel.unary_unary(
                 '/pioneer.v1.HistoryService/LoadConversationHistory',
                 request_serializer=pioneer_dot_v1_dot_history__service__pb2.LoadConversationHistoryRequest.SerializeToString,
@@ -237,6 +252,62 @@ class HistoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ForkThread(self, request, context):
+        """Copies a thread up to and including one of its completed turns into a new
+        thread, in one transaction: the completed entries through that turn's last
+        entry (with their content parts, tool calls, counts and creation times),
+        their turns, and the summaries that cover no later entry. Its config is the
+        source's, with the fields of config_mask taken from config (another model,
+        to replay the thread against it). Manifests, kept rendered rounds and round
+        usage are not copied. The source is only read. The fork's first PrepareTurn
+        renders the bytes the source's did for the turn after source_turn_id, so a
+        provider's cache serves them still (OpenAI's prompt_cache_key derives from
+        the thread id: send RenderOptions.prompt_cache_thread_id = the source's id).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (bad id, unknown mask path, bad
+        budget); NOT_FOUND THREAD_NOT_FOUND (no source), TURN_NOT_FOUND;
+        FAILED_PRECONDITION TURN_NOT_COMPLETED (complete the turn or fork at an
+        earlier one); ALREADY_EXISTS THREAD_EXISTS (thread_id is taken; nothing was
+        written); ABORTED (the source's config kept changing; send it again). Safe
+        to retry with a thread_id of your own: THREAD_EXISTS then means an earlier
+        try landed (GetThread reads it).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExportThread(self, request, context):
+        """Streams a thread as JSON Lines (docs/export-format.md): a header line with
+        its config, then its turns, entries (with their content parts, media
+        included) and summaries, then a closing line with their counts. The chunks,
+        concatenated, are the stream; a line may span chunks. What is not
+        completed is exported as it is. Read as one snapshot.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        Read only: always safe to retry.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ImportThread(self, request_iterator, context):
+        """Stores a thread from an export stream, under the first message's
+        thread_id or, when empty, the export's. All or nothing: nothing is written
+        until the whole stream, closing line included, is read and checked, and
+        then in one transaction; a cancelled or broken call leaves nothing.
+        Sequences are drawn again; creation times are kept.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a line that is not the format's:
+        BadRequest names `line[n]`), UNSUPPORTED_EXPORT_VERSION (a header version
+        this server does not read; BadRequest names line[1].version); RESOURCE_EXHAUSTED
+        (the stream is over its cap); ALREADY_EXISTS THREAD_EXISTS (nothing was
+        written). Safe to retry: THREAD_EXISTS after a timeout means an earlier
+        try landed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def LoadConversationHistory(self, request, context):
         """Loads the newest 200 completed turns after the summary, plus the summary,
         under the thread's budget. What older versions stored and a provider would
@@ -337,6 +408,21 @@ def add_HistoryServiceServicer_to_server(servicer, server):
                     servicer.AbandonTurn,
                     request_deserializer=pioneer_dot_v1_dot_history__service__pb2.AbandonTurnRequest.FromString,
                     response_serializer=pioneer_dot_v1_dot_history__service__pb2.AbandonTurnResponse.SerializeToString,
+            ),
+            'ForkThread': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForkThread,
+                    request_deserializer=pioneer_dot_v1_dot_history__service__pb2.ForkThreadRequest.FromString,
+                    response_serializer=pioneer_dot_v1_dot_history__service__pb2.ForkThreadResponse.SerializeToString,
+            ),
+            'ExportThread': grpc.unary_stream_rpc_method_handler(
+                    servicer.ExportThread,
+                    request_deserializer=pioneer_dot_v1_dot_history__service__pb2.ExportThreadRequest.FromString,
+                    response_serializer=pioneer_dot_v1_dot_history__service__pb2.ExportThreadResponse.SerializeToString,
+            ),
+            'ImportThread': grpc.stream_unary_rpc_method_handler(
+                    servicer.ImportThread,
+                    request_deserializer=pioneer_dot_v1_dot_history__service__pb2.ImportThreadRequest.FromString,
+                    response_serializer=pioneer_dot_v1_dot_history__service__pb2.ImportThreadResponse.SerializeToString,
             ),
             'LoadConversationHistory': grpc.unary_unary_rpc_method_handler(
                     servicer.LoadConversationHistory,
@@ -572,6 +658,87 @@ class HistoryService:
             '/pioneer.v1.HistoryService/AbandonTurn',
             pioneer_dot_v1_dot_history__service__pb2.AbandonTurnRequest.SerializeToString,
             pioneer_dot_v1_dot_history__service__pb2.AbandonTurnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForkThread(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pioneer.v1.HistoryService/ForkThread',
+            pioneer_dot_v1_dot_history__service__pb2.ForkThreadRequest.SerializeToString,
+            pioneer_dot_v1_dot_history__service__pb2.ForkThreadResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportThread(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/pioneer.v1.HistoryService/ExportThread',
+            pioneer_dot_v1_dot_history__service__pb2.ExportThreadRequest.SerializeToString,
+            pioneer_dot_v1_dot_history__service__pb2.ExportThreadResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ImportThread(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/pioneer.v1.HistoryService/ImportThread',
+            pioneer_dot_v1_dot_history__service__pb2.ImportThreadRequest.SerializeToString,
+            pioneer_dot_v1_dot_history__service__pb2.ImportThreadResponse.FromString,
             options,
             channel_credentials,
             insecure,

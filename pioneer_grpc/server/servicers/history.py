@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import grpc
 
@@ -10,8 +11,8 @@ from pioneer_grpc import wire
 from pioneer_grpc.caps import text_violation
 from pioneer_grpc.caps.table import CAPS
 from pioneer_grpc.errors import InvalidArgument
+from pioneer_grpc.service import copies, lifecycle, listing
 from pioneer_grpc.service import history as history_ops
-from pioneer_grpc.service import lifecycle, listing
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.v1 import history_pb2, history_service_pb2_grpc
@@ -96,6 +97,44 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
     ) -> pb.DeleteThreadResponse:
         deleted = await lifecycle.delete_thread(self.ctx, request.thread_id, request.allow_missing)
         return pb.DeleteThreadResponse(deleted=deleted)
+
+    async def ForkThread(
+        self, request: pb.ForkThreadRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ForkThreadResponse:
+        forked = await copies.fork_thread(
+            self.ctx,
+            request.source_thread_id,
+            request.source_turn_id,
+            request.thread_id,
+            request.config,
+            list(request.config_mask.paths),
+        )
+        return pb.ForkThreadResponse(
+            thread=forked.thread, turn_count=forked.turn_count, summary_count=forked.summary_count
+        )
+
+    async def ExportThread(
+        self, request: pb.ExportThreadRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.ExportThreadResponse]:
+        for chunk in await copies.export_thread(self.ctx, request.thread_id):
+            yield pb.ExportThreadResponse(chunk=chunk)
+
+    async def ImportThread(
+        self, requests: AsyncIterator[pb.ImportThreadRequest], context: grpc.aio.ServicerContext
+    ) -> pb.ImportThreadResponse:
+        first = await anext(requests, None)
+        thread_id = first.thread_id if first is not None else ""
+
+        async def chunks() -> AsyncIterator[bytes]:
+            if first is not None:
+                yield first.chunk
+            async for request in requests:
+                yield request.chunk
+
+        imported = await copies.import_thread(self.ctx, thread_id, chunks())
+        return pb.ImportThreadResponse(
+            thread=imported.thread, turn_count=imported.turn_count, summary_count=imported.summary_count
+        )
 
     async def LoadConversationHistory(
         self, request: pb.LoadConversationHistoryRequest, context: grpc.aio.ServicerContext

@@ -120,7 +120,9 @@ async def test_a_copy_written_elsewhere_reads_and_loads_as_its_source(store: Sto
     assert [e.entry.entry_id for e in copy.entries][-1] == "q4" and not copy.entries[-1].entry.completed
     assert copy.entries[0].entry.content_parts[0].image.data == PNG
     assert copy.compaction_failed_entry_id == "r3"
-    thread = await store.copies.write("copy", copy)
+    written = await store.copies.write("copy", copy)
+    assert (written.turn_count, written.summary_count) == (4, 1)
+    thread = written.thread
     assert thread.entry_count == 10 and thread.config == copy.config
     assert thread.create_time.ToDatetime() == copy.created_at.replace(tzinfo=None)
     assert _copy_plain(await store.copies.read("copy")) == _copy_plain(copy)
@@ -177,8 +179,9 @@ async def test_a_fork_holds_the_source_through_its_turn_as_a_load_read_it_then(s
     other.CopyFrom(source)
     other.summary_model = "another"
     forked = await store.copies.fork(Fork("t", "u2", "f", other, source))
-    assert isinstance(forked, history_pb2.Thread)
-    assert forked.entry_count == 5 and forked.config.summary_model == "another"
+    assert not isinstance(forked, Conflict)
+    assert forked.thread.entry_count == 5 and forked.thread.config.summary_model == "another"
+    assert (forked.turn_count, forked.summary_count) == (2, 1)
     fork_copy = await store.copies.read("f")
     assert [t.turn_id for t in fork_copy.turns] == ["u1", "u2"]
     assert [s.summary.text for s in fork_copy.summaries] == ["so far"]

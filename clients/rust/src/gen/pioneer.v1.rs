@@ -2654,6 +2654,75 @@ pub struct DeleteThreadResponse {
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ForkThreadRequest {
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "1")]
+    pub source_thread_id: ::prost::alloc::string::String,
+    /// The last turn copied: a completed turn of the source.
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "2")]
+    pub source_turn_id: ::prost::alloc::string::String,
+    /// The new thread's id; empty = the server generates one.
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "3")]
+    pub thread_id: ::prost::alloc::string::String,
+    /// Settings that differ from the source's (the fields config_mask names).
+    #[prost(message, optional, tag = "4")]
+    pub config: ::core::option::Option<ThreadConfig>,
+    /// Paths in ThreadConfig taken from config, e.g. "model"; empty = every field
+    /// set in config (none when config is unset).
+    /// Cap: at most 16 paths, each at most 200 characters.
+    #[prost(message, optional, tag = "5")]
+    pub config_mask: ::core::option::Option<::prost_types::FieldMask>,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ForkThreadResponse {
+    #[prost(message, optional, tag = "1")]
+    pub thread: ::core::option::Option<Thread>,
+    #[prost(int32, tag = "2")]
+    pub turn_count: i32,
+    #[prost(int32, tag = "3")]
+    pub summary_count: i32,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ExportThreadRequest {
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "1")]
+    pub thread_id: ::prost::alloc::string::String,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ExportThreadResponse {
+    /// A piece of the JSON Lines stream, at most 1 MiB.
+    #[prost(bytes = "vec", tag = "1")]
+    pub chunk: ::prost::alloc::vec::Vec<u8>,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ImportThreadRequest {
+    /// The thread's id, read from the first message only; empty = the export's.
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "1")]
+    pub thread_id: ::prost::alloc::string::String,
+    /// The next piece of the JSON Lines stream, in order.
+    /// Cap: at most 2 MiB per message, 256 MiB in all.
+    #[prost(bytes = "vec", tag = "2")]
+    pub chunk: ::prost::alloc::vec::Vec<u8>,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ImportThreadResponse {
+    #[prost(message, optional, tag = "1")]
+    pub thread: ::core::option::Option<Thread>,
+    #[prost(int32, tag = "2")]
+    pub turn_count: i32,
+    #[prost(int32, tag = "3")]
+    pub summary_count: i32,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct LoadConversationHistoryRequest {
     /// Cap: at most 200 characters.
     #[prost(string, tag = "1")]
@@ -3142,6 +3211,118 @@ pub mod history_service_client {
             req.extensions_mut()
                 .insert(GrpcMethod::new("pioneer.v1.HistoryService", "AbandonTurn"));
             self.inner.unary(req, path, codec).await
+        }
+        /// Copies a thread up to and including one of its completed turns into a new
+        /// thread, in one transaction: the completed entries through that turn's last
+        /// entry (with their content parts, tool calls, counts and creation times),
+        /// their turns, and the summaries that cover no later entry. Its config is the
+        /// source's, with the fields of config_mask taken from config (another model,
+        /// to replay the thread against it). Manifests, kept rendered rounds and round
+        /// usage are not copied. The source is only read. The fork's first PrepareTurn
+        /// renders the bytes the source's did for the turn after source_turn_id, so a
+        /// provider's cache serves them still (OpenAI's prompt_cache_key derives from
+        /// the thread id: send RenderOptions.prompt_cache_thread_id = the source's id).
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (bad id, unknown mask path, bad
+        /// budget); NOT_FOUND THREAD_NOT_FOUND (no source), TURN_NOT_FOUND;
+        /// FAILED_PRECONDITION TURN_NOT_COMPLETED (complete the turn or fork at an
+        /// earlier one); ALREADY_EXISTS THREAD_EXISTS (thread_id is taken; nothing was
+        /// written); ABORTED (the source's config kept changing; send it again). Safe
+        /// to retry with a thread_id of your own: THREAD_EXISTS then means an earlier
+        /// try landed (GetThread reads it).
+        pub async fn fork_thread(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ForkThreadRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ForkThreadResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/pioneer.v1.HistoryService/ForkThread",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("pioneer.v1.HistoryService", "ForkThread"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Streams a thread as JSON Lines (docs/export-format.md): a header line with
+        /// its config, then its turns, entries (with their content parts, media
+        /// included) and summaries, then a closing line with their counts. The chunks,
+        /// concatenated, are the stream; a line may span chunks. What is not
+        /// completed is exported as it is. Read as one snapshot.
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        /// Read only: always safe to retry.
+        pub async fn export_thread(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ExportThreadRequest>,
+        ) -> std::result::Result<
+            tonic::Response<tonic::codec::Streaming<super::ExportThreadResponse>>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/pioneer.v1.HistoryService/ExportThread",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("pioneer.v1.HistoryService", "ExportThread"));
+            self.inner.server_streaming(req, path, codec).await
+        }
+        /// Stores a thread from an export stream, under the first message's
+        /// thread_id or, when empty, the export's. All or nothing: nothing is written
+        /// until the whole stream, closing line included, is read and checked, and
+        /// then in one transaction; a cancelled or broken call leaves nothing.
+        /// Sequences are drawn again; creation times are kept.
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a line that is not the format's:
+        /// BadRequest names `line[n]`), UNSUPPORTED_EXPORT_VERSION (a header version
+        /// this server does not read; BadRequest names line\[1\].version); RESOURCE_EXHAUSTED
+        /// (the stream is over its cap); ALREADY_EXISTS THREAD_EXISTS (nothing was
+        /// written). Safe to retry: THREAD_EXISTS after a timeout means an earlier
+        /// try landed.
+        pub async fn import_thread(
+            &mut self,
+            request: impl tonic::IntoStreamingRequest<
+                Message = super::ImportThreadRequest,
+            >,
+        ) -> std::result::Result<
+            tonic::Response<super::ImportThreadResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/pioneer.v1.HistoryService/ImportThread",
+            );
+            let mut req = request.into_streaming_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("pioneer.v1.HistoryService", "ImportThread"));
+            self.inner.client_streaming(req, path, codec).await
         }
         /// Loads the newest 200 completed turns after the summary, plus the summary,
         /// under the thread's budget. What older versions stored and a provider would

@@ -803,6 +803,357 @@ func (x *DeleteThreadResponse) GetDeleted() bool {
 	return false
 }
 
+type ForkThreadRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	SourceThreadId string `protobuf:"bytes,1,opt,name=source_thread_id,json=sourceThreadId,proto3" json:"source_thread_id,omitempty"`
+	// The last turn copied: a completed turn of the source.
+	// Cap: at most 200 characters.
+	SourceTurnId string `protobuf:"bytes,2,opt,name=source_turn_id,json=sourceTurnId,proto3" json:"source_turn_id,omitempty"`
+	// The new thread's id; empty = the server generates one.
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,3,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// Settings that differ from the source's (the fields config_mask names).
+	Config *ThreadConfig `protobuf:"bytes,4,opt,name=config,proto3" json:"config,omitempty"`
+	// Paths in ThreadConfig taken from config, e.g. "model"; empty = every field
+	// set in config (none when config is unset).
+	// Cap: at most 16 paths, each at most 200 characters.
+	ConfigMask    *fieldmaskpb.FieldMask `protobuf:"bytes,5,opt,name=config_mask,json=configMask,proto3" json:"config_mask,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkThreadRequest) Reset() {
+	*x = ForkThreadRequest{}
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkThreadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkThreadRequest) ProtoMessage() {}
+
+func (x *ForkThreadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkThreadRequest.ProtoReflect.Descriptor instead.
+func (*ForkThreadRequest) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ForkThreadRequest) GetSourceThreadId() string {
+	if x != nil {
+		return x.SourceThreadId
+	}
+	return ""
+}
+
+func (x *ForkThreadRequest) GetSourceTurnId() string {
+	if x != nil {
+		return x.SourceTurnId
+	}
+	return ""
+}
+
+func (x *ForkThreadRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *ForkThreadRequest) GetConfig() *ThreadConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *ForkThreadRequest) GetConfigMask() *fieldmaskpb.FieldMask {
+	if x != nil {
+		return x.ConfigMask
+	}
+	return nil
+}
+
+type ForkThreadResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Thread        *Thread                `protobuf:"bytes,1,opt,name=thread,proto3" json:"thread,omitempty"`
+	TurnCount     int32                  `protobuf:"varint,2,opt,name=turn_count,json=turnCount,proto3" json:"turn_count,omitempty"`
+	SummaryCount  int32                  `protobuf:"varint,3,opt,name=summary_count,json=summaryCount,proto3" json:"summary_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkThreadResponse) Reset() {
+	*x = ForkThreadResponse{}
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkThreadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkThreadResponse) ProtoMessage() {}
+
+func (x *ForkThreadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkThreadResponse.ProtoReflect.Descriptor instead.
+func (*ForkThreadResponse) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ForkThreadResponse) GetThread() *Thread {
+	if x != nil {
+		return x.Thread
+	}
+	return nil
+}
+
+func (x *ForkThreadResponse) GetTurnCount() int32 {
+	if x != nil {
+		return x.TurnCount
+	}
+	return 0
+}
+
+func (x *ForkThreadResponse) GetSummaryCount() int32 {
+	if x != nil {
+		return x.SummaryCount
+	}
+	return 0
+}
+
+type ExportThreadRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ThreadId      string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportThreadRequest) Reset() {
+	*x = ExportThreadRequest{}
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportThreadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportThreadRequest) ProtoMessage() {}
+
+func (x *ExportThreadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportThreadRequest.ProtoReflect.Descriptor instead.
+func (*ExportThreadRequest) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ExportThreadRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+type ExportThreadResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A piece of the JSON Lines stream, at most 1 MiB.
+	Chunk         []byte `protobuf:"bytes,1,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportThreadResponse) Reset() {
+	*x = ExportThreadResponse{}
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportThreadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportThreadResponse) ProtoMessage() {}
+
+func (x *ExportThreadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportThreadResponse.ProtoReflect.Descriptor instead.
+func (*ExportThreadResponse) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ExportThreadResponse) GetChunk() []byte {
+	if x != nil {
+		return x.Chunk
+	}
+	return nil
+}
+
+type ImportThreadRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The thread's id, read from the first message only; empty = the export's.
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// The next piece of the JSON Lines stream, in order.
+	// Cap: at most 2 MiB per message, 256 MiB in all.
+	Chunk         []byte `protobuf:"bytes,2,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportThreadRequest) Reset() {
+	*x = ImportThreadRequest{}
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportThreadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportThreadRequest) ProtoMessage() {}
+
+func (x *ImportThreadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportThreadRequest.ProtoReflect.Descriptor instead.
+func (*ImportThreadRequest) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ImportThreadRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *ImportThreadRequest) GetChunk() []byte {
+	if x != nil {
+		return x.Chunk
+	}
+	return nil
+}
+
+type ImportThreadResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Thread        *Thread                `protobuf:"bytes,1,opt,name=thread,proto3" json:"thread,omitempty"`
+	TurnCount     int32                  `protobuf:"varint,2,opt,name=turn_count,json=turnCount,proto3" json:"turn_count,omitempty"`
+	SummaryCount  int32                  `protobuf:"varint,3,opt,name=summary_count,json=summaryCount,proto3" json:"summary_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportThreadResponse) Reset() {
+	*x = ImportThreadResponse{}
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportThreadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportThreadResponse) ProtoMessage() {}
+
+func (x *ImportThreadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportThreadResponse.ProtoReflect.Descriptor instead.
+func (*ImportThreadResponse) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ImportThreadResponse) GetThread() *Thread {
+	if x != nil {
+		return x.Thread
+	}
+	return nil
+}
+
+func (x *ImportThreadResponse) GetTurnCount() int32 {
+	if x != nil {
+		return x.TurnCount
+	}
+	return 0
+}
+
+func (x *ImportThreadResponse) GetSummaryCount() int32 {
+	if x != nil {
+		return x.SummaryCount
+	}
+	return 0
+}
+
 type LoadConversationHistoryRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Cap: at most 200 characters.
@@ -818,7 +1169,7 @@ type LoadConversationHistoryRequest struct {
 
 func (x *LoadConversationHistoryRequest) Reset() {
 	*x = LoadConversationHistoryRequest{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[14]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -830,7 +1181,7 @@ func (x *LoadConversationHistoryRequest) String() string {
 func (*LoadConversationHistoryRequest) ProtoMessage() {}
 
 func (x *LoadConversationHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[14]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -843,7 +1194,7 @@ func (x *LoadConversationHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadConversationHistoryRequest.ProtoReflect.Descriptor instead.
 func (*LoadConversationHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{14}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *LoadConversationHistoryRequest) GetThreadId() string {
@@ -877,7 +1228,7 @@ type LoadConversationHistoryResponse struct {
 
 func (x *LoadConversationHistoryResponse) Reset() {
 	*x = LoadConversationHistoryResponse{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[15]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -889,7 +1240,7 @@ func (x *LoadConversationHistoryResponse) String() string {
 func (*LoadConversationHistoryResponse) ProtoMessage() {}
 
 func (x *LoadConversationHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[15]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -902,7 +1253,7 @@ func (x *LoadConversationHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadConversationHistoryResponse.ProtoReflect.Descriptor instead.
 func (*LoadConversationHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{15}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LoadConversationHistoryResponse) GetMessages() []*ChatMessage {
@@ -929,7 +1280,7 @@ type GetThreadSummaryRequest struct {
 
 func (x *GetThreadSummaryRequest) Reset() {
 	*x = GetThreadSummaryRequest{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[16]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -941,7 +1292,7 @@ func (x *GetThreadSummaryRequest) String() string {
 func (*GetThreadSummaryRequest) ProtoMessage() {}
 
 func (x *GetThreadSummaryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[16]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -954,7 +1305,7 @@ func (x *GetThreadSummaryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreadSummaryRequest.ProtoReflect.Descriptor instead.
 func (*GetThreadSummaryRequest) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{16}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetThreadSummaryRequest) GetThreadId() string {
@@ -974,7 +1325,7 @@ type GetThreadSummaryResponse struct {
 
 func (x *GetThreadSummaryResponse) Reset() {
 	*x = GetThreadSummaryResponse{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[17]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -986,7 +1337,7 @@ func (x *GetThreadSummaryResponse) String() string {
 func (*GetThreadSummaryResponse) ProtoMessage() {}
 
 func (x *GetThreadSummaryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[17]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -999,7 +1350,7 @@ func (x *GetThreadSummaryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreadSummaryResponse.ProtoReflect.Descriptor instead.
 func (*GetThreadSummaryResponse) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{17}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetThreadSummaryResponse) GetSummary() *ThreadSummary {
@@ -1031,7 +1382,7 @@ type CountTokensRequest struct {
 
 func (x *CountTokensRequest) Reset() {
 	*x = CountTokensRequest{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[18]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1043,7 +1394,7 @@ func (x *CountTokensRequest) String() string {
 func (*CountTokensRequest) ProtoMessage() {}
 
 func (x *CountTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[18]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1056,7 +1407,7 @@ func (x *CountTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountTokensRequest.ProtoReflect.Descriptor instead.
 func (*CountTokensRequest) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{18}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CountTokensRequest) GetTexts() []string {
@@ -1101,7 +1452,7 @@ type CountTokensResponse struct {
 
 func (x *CountTokensResponse) Reset() {
 	*x = CountTokensResponse{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[19]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1113,7 +1464,7 @@ func (x *CountTokensResponse) String() string {
 func (*CountTokensResponse) ProtoMessage() {}
 
 func (x *CountTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[19]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1126,7 +1477,7 @@ func (x *CountTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountTokensResponse.ProtoReflect.Descriptor instead.
 func (*CountTokensResponse) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{19}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CountTokensResponse) GetTokenCounts() []int32 {
@@ -1182,7 +1533,7 @@ type ListThreadsRequest struct {
 
 func (x *ListThreadsRequest) Reset() {
 	*x = ListThreadsRequest{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[20]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1194,7 +1545,7 @@ func (x *ListThreadsRequest) String() string {
 func (*ListThreadsRequest) ProtoMessage() {}
 
 func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[20]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1207,7 +1558,7 @@ func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadsRequest) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{20}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListThreadsRequest) GetPageSize() int32 {
@@ -1242,7 +1593,7 @@ type ListThreadsResponse struct {
 
 func (x *ListThreadsResponse) Reset() {
 	*x = ListThreadsResponse{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[21]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1605,7 @@ func (x *ListThreadsResponse) String() string {
 func (*ListThreadsResponse) ProtoMessage() {}
 
 func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[21]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1267,7 +1618,7 @@ func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadsResponse) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{21}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListThreadsResponse) GetThreads() []*Thread {
@@ -1299,7 +1650,7 @@ type ListTurnsRequest struct {
 
 func (x *ListTurnsRequest) Reset() {
 	*x = ListTurnsRequest{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[22]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1311,7 +1662,7 @@ func (x *ListTurnsRequest) String() string {
 func (*ListTurnsRequest) ProtoMessage() {}
 
 func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[22]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1324,7 +1675,7 @@ func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTurnsRequest.ProtoReflect.Descriptor instead.
 func (*ListTurnsRequest) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{22}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListTurnsRequest) GetThreadId() string {
@@ -1359,7 +1710,7 @@ type ListTurnsResponse struct {
 
 func (x *ListTurnsResponse) Reset() {
 	*x = ListTurnsResponse{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[23]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +1722,7 @@ func (x *ListTurnsResponse) String() string {
 func (*ListTurnsResponse) ProtoMessage() {}
 
 func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[23]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +1735,7 @@ func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTurnsResponse.ProtoReflect.Descriptor instead.
 func (*ListTurnsResponse) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{23}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListTurnsResponse) GetTurns() []*Turn {
@@ -1419,7 +1770,7 @@ type ListEntriesRequest struct {
 
 func (x *ListEntriesRequest) Reset() {
 	*x = ListEntriesRequest{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[24]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1431,7 +1782,7 @@ func (x *ListEntriesRequest) String() string {
 func (*ListEntriesRequest) ProtoMessage() {}
 
 func (x *ListEntriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[24]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1444,7 +1795,7 @@ func (x *ListEntriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEntriesRequest.ProtoReflect.Descriptor instead.
 func (*ListEntriesRequest) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{24}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListEntriesRequest) GetThreadId() string {
@@ -1486,7 +1837,7 @@ type ListEntriesResponse struct {
 
 func (x *ListEntriesResponse) Reset() {
 	*x = ListEntriesResponse{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[25]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1849,7 @@ func (x *ListEntriesResponse) String() string {
 func (*ListEntriesResponse) ProtoMessage() {}
 
 func (x *ListEntriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[25]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1862,7 @@ func (x *ListEntriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEntriesResponse.ProtoReflect.Descriptor instead.
 func (*ListEntriesResponse) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{25}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListEntriesResponse) GetEntries() []*ConversationEntry {
@@ -1579,7 +1930,31 @@ const file_pioneer_v1_history_service_proto_rawDesc = "" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12(\n" +
 	"\rallow_missing\x18\x02 \x01(\bB\x03\xe0A\x01R\fallowMissing\"0\n" +
 	"\x14DeleteThreadResponse\x12\x18\n" +
-	"\adeleted\x18\x01 \x01(\bR\adeleted\"\x8d\x01\n" +
+	"\adeleted\x18\x01 \x01(\bR\adeleted\"\x88\x02\n" +
+	"\x11ForkThreadRequest\x12-\n" +
+	"\x10source_thread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0esourceThreadId\x12)\n" +
+	"\x0esource_turn_id\x18\x02 \x01(\tB\x03\xe0A\x02R\fsourceTurnId\x12 \n" +
+	"\tthread_id\x18\x03 \x01(\tB\x03\xe0A\x01R\bthreadId\x125\n" +
+	"\x06config\x18\x04 \x01(\v2\x18.pioneer.v1.ThreadConfigB\x03\xe0A\x01R\x06config\x12@\n" +
+	"\vconfig_mask\x18\x05 \x01(\v2\x1a.google.protobuf.FieldMaskB\x03\xe0A\x01R\n" +
+	"configMask\"\x84\x01\n" +
+	"\x12ForkThreadResponse\x12*\n" +
+	"\x06thread\x18\x01 \x01(\v2\x12.pioneer.v1.ThreadR\x06thread\x12\x1d\n" +
+	"\n" +
+	"turn_count\x18\x02 \x01(\x05R\tturnCount\x12#\n" +
+	"\rsummary_count\x18\x03 \x01(\x05R\fsummaryCount\"7\n" +
+	"\x13ExportThreadRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\",\n" +
+	"\x14ExportThreadResponse\x12\x14\n" +
+	"\x05chunk\x18\x01 \x01(\fR\x05chunk\"R\n" +
+	"\x13ImportThreadRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x01R\bthreadId\x12\x19\n" +
+	"\x05chunk\x18\x02 \x01(\fB\x03\xe0A\x01R\x05chunk\"\x86\x01\n" +
+	"\x14ImportThreadResponse\x12*\n" +
+	"\x06thread\x18\x01 \x01(\v2\x12.pioneer.v1.ThreadR\x06thread\x12\x1d\n" +
+	"\n" +
+	"turn_count\x18\x02 \x01(\x05R\tturnCount\x12#\n" +
+	"\rsummary_count\x18\x03 \x01(\x05R\fsummaryCount\"\x8d\x01\n" +
 	"\x1eLoadConversationHistoryRequest\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12+\n" +
 	"\x0fexclude_turn_id\x18\x02 \x01(\tB\x03\xe0A\x01R\rexcludeTurnId\x12\x1c\n" +
@@ -1625,7 +2000,8 @@ const file_pioneer_v1_history_service_proto_rawDesc = "" +
 	"page_token\x18\x04 \x01(\tB\x03\xe0A\x01R\tpageToken\"v\n" +
 	"\x13ListEntriesResponse\x127\n" +
 	"\aentries\x18\x01 \x03(\v2\x1d.pioneer.v1.ConversationEntryR\aentries\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xd9\b\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xd0\n" +
+	"\n" +
 	"\x0eHistoryService\x12Q\n" +
 	"\fCreateThread\x12\x1f.pioneer.v1.CreateThreadRequest\x1a .pioneer.v1.CreateThreadResponse\x12H\n" +
 	"\tGetThread\x12\x1c.pioneer.v1.GetThreadRequest\x1a\x1d.pioneer.v1.GetThreadResponse\x12Q\n" +
@@ -1633,7 +2009,11 @@ const file_pioneer_v1_history_service_proto_rawDesc = "" +
 	"\fDeleteThread\x12\x1f.pioneer.v1.DeleteThreadRequest\x1a .pioneer.v1.DeleteThreadResponse\x12T\n" +
 	"\rAppendEntries\x12 .pioneer.v1.AppendEntriesRequest\x1a!.pioneer.v1.AppendEntriesResponse\x12Q\n" +
 	"\fCompleteTurn\x12\x1f.pioneer.v1.CompleteTurnRequest\x1a .pioneer.v1.CompleteTurnResponse\x12N\n" +
-	"\vAbandonTurn\x12\x1e.pioneer.v1.AbandonTurnRequest\x1a\x1f.pioneer.v1.AbandonTurnResponse\x12r\n" +
+	"\vAbandonTurn\x12\x1e.pioneer.v1.AbandonTurnRequest\x1a\x1f.pioneer.v1.AbandonTurnResponse\x12K\n" +
+	"\n" +
+	"ForkThread\x12\x1d.pioneer.v1.ForkThreadRequest\x1a\x1e.pioneer.v1.ForkThreadResponse\x12S\n" +
+	"\fExportThread\x12\x1f.pioneer.v1.ExportThreadRequest\x1a .pioneer.v1.ExportThreadResponse0\x01\x12S\n" +
+	"\fImportThread\x12\x1f.pioneer.v1.ImportThreadRequest\x1a .pioneer.v1.ImportThreadResponse(\x01\x12r\n" +
 	"\x17LoadConversationHistory\x12*.pioneer.v1.LoadConversationHistoryRequest\x1a+.pioneer.v1.LoadConversationHistoryResponse\x12]\n" +
 	"\x10GetThreadSummary\x12#.pioneer.v1.GetThreadSummaryRequest\x1a$.pioneer.v1.GetThreadSummaryResponse\x12N\n" +
 	"\vCountTokens\x12\x1e.pioneer.v1.CountTokensRequest\x1a\x1f.pioneer.v1.CountTokensResponse\x12N\n" +
@@ -1653,7 +2033,7 @@ func file_pioneer_v1_history_service_proto_rawDescGZIP() []byte {
 	return file_pioneer_v1_history_service_proto_rawDescData
 }
 
-var file_pioneer_v1_history_service_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_pioneer_v1_history_service_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_pioneer_v1_history_service_proto_goTypes = []any{
 	(*CreateThreadRequest)(nil),             // 0: pioneer.v1.CreateThreadRequest
 	(*CreateThreadResponse)(nil),            // 1: pioneer.v1.CreateThreadResponse
@@ -1669,77 +2049,93 @@ var file_pioneer_v1_history_service_proto_goTypes = []any{
 	(*AbandonTurnResponse)(nil),             // 11: pioneer.v1.AbandonTurnResponse
 	(*DeleteThreadRequest)(nil),             // 12: pioneer.v1.DeleteThreadRequest
 	(*DeleteThreadResponse)(nil),            // 13: pioneer.v1.DeleteThreadResponse
-	(*LoadConversationHistoryRequest)(nil),  // 14: pioneer.v1.LoadConversationHistoryRequest
-	(*LoadConversationHistoryResponse)(nil), // 15: pioneer.v1.LoadConversationHistoryResponse
-	(*GetThreadSummaryRequest)(nil),         // 16: pioneer.v1.GetThreadSummaryRequest
-	(*GetThreadSummaryResponse)(nil),        // 17: pioneer.v1.GetThreadSummaryResponse
-	(*CountTokensRequest)(nil),              // 18: pioneer.v1.CountTokensRequest
-	(*CountTokensResponse)(nil),             // 19: pioneer.v1.CountTokensResponse
-	(*ListThreadsRequest)(nil),              // 20: pioneer.v1.ListThreadsRequest
-	(*ListThreadsResponse)(nil),             // 21: pioneer.v1.ListThreadsResponse
-	(*ListTurnsRequest)(nil),                // 22: pioneer.v1.ListTurnsRequest
-	(*ListTurnsResponse)(nil),               // 23: pioneer.v1.ListTurnsResponse
-	(*ListEntriesRequest)(nil),              // 24: pioneer.v1.ListEntriesRequest
-	(*ListEntriesResponse)(nil),             // 25: pioneer.v1.ListEntriesResponse
-	(*ThreadConfig)(nil),                    // 26: pioneer.v1.ThreadConfig
-	(*Thread)(nil),                          // 27: pioneer.v1.Thread
-	(*fieldmaskpb.FieldMask)(nil),           // 28: google.protobuf.FieldMask
-	(*ConversationEntry)(nil),               // 29: pioneer.v1.ConversationEntry
-	(*ProviderUsage)(nil),                   // 30: pioneer.v1.ProviderUsage
-	(*ChatMessage)(nil),                     // 31: pioneer.v1.ChatMessage
-	(*HistoryDecisionReport)(nil),           // 32: pioneer.v1.HistoryDecisionReport
-	(*ThreadSummary)(nil),                   // 33: pioneer.v1.ThreadSummary
-	(*Turn)(nil),                            // 34: pioneer.v1.Turn
+	(*ForkThreadRequest)(nil),               // 14: pioneer.v1.ForkThreadRequest
+	(*ForkThreadResponse)(nil),              // 15: pioneer.v1.ForkThreadResponse
+	(*ExportThreadRequest)(nil),             // 16: pioneer.v1.ExportThreadRequest
+	(*ExportThreadResponse)(nil),            // 17: pioneer.v1.ExportThreadResponse
+	(*ImportThreadRequest)(nil),             // 18: pioneer.v1.ImportThreadRequest
+	(*ImportThreadResponse)(nil),            // 19: pioneer.v1.ImportThreadResponse
+	(*LoadConversationHistoryRequest)(nil),  // 20: pioneer.v1.LoadConversationHistoryRequest
+	(*LoadConversationHistoryResponse)(nil), // 21: pioneer.v1.LoadConversationHistoryResponse
+	(*GetThreadSummaryRequest)(nil),         // 22: pioneer.v1.GetThreadSummaryRequest
+	(*GetThreadSummaryResponse)(nil),        // 23: pioneer.v1.GetThreadSummaryResponse
+	(*CountTokensRequest)(nil),              // 24: pioneer.v1.CountTokensRequest
+	(*CountTokensResponse)(nil),             // 25: pioneer.v1.CountTokensResponse
+	(*ListThreadsRequest)(nil),              // 26: pioneer.v1.ListThreadsRequest
+	(*ListThreadsResponse)(nil),             // 27: pioneer.v1.ListThreadsResponse
+	(*ListTurnsRequest)(nil),                // 28: pioneer.v1.ListTurnsRequest
+	(*ListTurnsResponse)(nil),               // 29: pioneer.v1.ListTurnsResponse
+	(*ListEntriesRequest)(nil),              // 30: pioneer.v1.ListEntriesRequest
+	(*ListEntriesResponse)(nil),             // 31: pioneer.v1.ListEntriesResponse
+	(*ThreadConfig)(nil),                    // 32: pioneer.v1.ThreadConfig
+	(*Thread)(nil),                          // 33: pioneer.v1.Thread
+	(*fieldmaskpb.FieldMask)(nil),           // 34: google.protobuf.FieldMask
+	(*ConversationEntry)(nil),               // 35: pioneer.v1.ConversationEntry
+	(*ProviderUsage)(nil),                   // 36: pioneer.v1.ProviderUsage
+	(*ChatMessage)(nil),                     // 37: pioneer.v1.ChatMessage
+	(*HistoryDecisionReport)(nil),           // 38: pioneer.v1.HistoryDecisionReport
+	(*ThreadSummary)(nil),                   // 39: pioneer.v1.ThreadSummary
+	(*Turn)(nil),                            // 40: pioneer.v1.Turn
 }
 var file_pioneer_v1_history_service_proto_depIdxs = []int32{
-	26, // 0: pioneer.v1.CreateThreadRequest.config:type_name -> pioneer.v1.ThreadConfig
-	27, // 1: pioneer.v1.CreateThreadResponse.thread:type_name -> pioneer.v1.Thread
-	27, // 2: pioneer.v1.GetThreadResponse.thread:type_name -> pioneer.v1.Thread
-	26, // 3: pioneer.v1.UpdateThreadRequest.config:type_name -> pioneer.v1.ThreadConfig
-	28, // 4: pioneer.v1.UpdateThreadRequest.update_mask:type_name -> google.protobuf.FieldMask
-	27, // 5: pioneer.v1.UpdateThreadResponse.thread:type_name -> pioneer.v1.Thread
-	29, // 6: pioneer.v1.AppendEntriesRequest.entries:type_name -> pioneer.v1.ConversationEntry
-	29, // 7: pioneer.v1.AppendEntriesResponse.entries:type_name -> pioneer.v1.ConversationEntry
-	29, // 8: pioneer.v1.CompleteTurnRequest.entries:type_name -> pioneer.v1.ConversationEntry
-	30, // 9: pioneer.v1.CompleteTurnRequest.previous_round_usage:type_name -> pioneer.v1.ProviderUsage
-	31, // 10: pioneer.v1.LoadConversationHistoryResponse.messages:type_name -> pioneer.v1.ChatMessage
-	32, // 11: pioneer.v1.LoadConversationHistoryResponse.report:type_name -> pioneer.v1.HistoryDecisionReport
-	33, // 12: pioneer.v1.GetThreadSummaryResponse.summary:type_name -> pioneer.v1.ThreadSummary
-	31, // 13: pioneer.v1.CountTokensRequest.messages:type_name -> pioneer.v1.ChatMessage
-	27, // 14: pioneer.v1.ListThreadsResponse.threads:type_name -> pioneer.v1.Thread
-	34, // 15: pioneer.v1.ListTurnsResponse.turns:type_name -> pioneer.v1.Turn
-	29, // 16: pioneer.v1.ListEntriesResponse.entries:type_name -> pioneer.v1.ConversationEntry
-	0,  // 17: pioneer.v1.HistoryService.CreateThread:input_type -> pioneer.v1.CreateThreadRequest
-	2,  // 18: pioneer.v1.HistoryService.GetThread:input_type -> pioneer.v1.GetThreadRequest
-	4,  // 19: pioneer.v1.HistoryService.UpdateThread:input_type -> pioneer.v1.UpdateThreadRequest
-	12, // 20: pioneer.v1.HistoryService.DeleteThread:input_type -> pioneer.v1.DeleteThreadRequest
-	6,  // 21: pioneer.v1.HistoryService.AppendEntries:input_type -> pioneer.v1.AppendEntriesRequest
-	8,  // 22: pioneer.v1.HistoryService.CompleteTurn:input_type -> pioneer.v1.CompleteTurnRequest
-	10, // 23: pioneer.v1.HistoryService.AbandonTurn:input_type -> pioneer.v1.AbandonTurnRequest
-	14, // 24: pioneer.v1.HistoryService.LoadConversationHistory:input_type -> pioneer.v1.LoadConversationHistoryRequest
-	16, // 25: pioneer.v1.HistoryService.GetThreadSummary:input_type -> pioneer.v1.GetThreadSummaryRequest
-	18, // 26: pioneer.v1.HistoryService.CountTokens:input_type -> pioneer.v1.CountTokensRequest
-	20, // 27: pioneer.v1.HistoryService.ListThreads:input_type -> pioneer.v1.ListThreadsRequest
-	22, // 28: pioneer.v1.HistoryService.ListTurns:input_type -> pioneer.v1.ListTurnsRequest
-	24, // 29: pioneer.v1.HistoryService.ListEntries:input_type -> pioneer.v1.ListEntriesRequest
-	1,  // 30: pioneer.v1.HistoryService.CreateThread:output_type -> pioneer.v1.CreateThreadResponse
-	3,  // 31: pioneer.v1.HistoryService.GetThread:output_type -> pioneer.v1.GetThreadResponse
-	5,  // 32: pioneer.v1.HistoryService.UpdateThread:output_type -> pioneer.v1.UpdateThreadResponse
-	13, // 33: pioneer.v1.HistoryService.DeleteThread:output_type -> pioneer.v1.DeleteThreadResponse
-	7,  // 34: pioneer.v1.HistoryService.AppendEntries:output_type -> pioneer.v1.AppendEntriesResponse
-	9,  // 35: pioneer.v1.HistoryService.CompleteTurn:output_type -> pioneer.v1.CompleteTurnResponse
-	11, // 36: pioneer.v1.HistoryService.AbandonTurn:output_type -> pioneer.v1.AbandonTurnResponse
-	15, // 37: pioneer.v1.HistoryService.LoadConversationHistory:output_type -> pioneer.v1.LoadConversationHistoryResponse
-	17, // 38: pioneer.v1.HistoryService.GetThreadSummary:output_type -> pioneer.v1.GetThreadSummaryResponse
-	19, // 39: pioneer.v1.HistoryService.CountTokens:output_type -> pioneer.v1.CountTokensResponse
-	21, // 40: pioneer.v1.HistoryService.ListThreads:output_type -> pioneer.v1.ListThreadsResponse
-	23, // 41: pioneer.v1.HistoryService.ListTurns:output_type -> pioneer.v1.ListTurnsResponse
-	25, // 42: pioneer.v1.HistoryService.ListEntries:output_type -> pioneer.v1.ListEntriesResponse
-	30, // [30:43] is the sub-list for method output_type
-	17, // [17:30] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	32, // 0: pioneer.v1.CreateThreadRequest.config:type_name -> pioneer.v1.ThreadConfig
+	33, // 1: pioneer.v1.CreateThreadResponse.thread:type_name -> pioneer.v1.Thread
+	33, // 2: pioneer.v1.GetThreadResponse.thread:type_name -> pioneer.v1.Thread
+	32, // 3: pioneer.v1.UpdateThreadRequest.config:type_name -> pioneer.v1.ThreadConfig
+	34, // 4: pioneer.v1.UpdateThreadRequest.update_mask:type_name -> google.protobuf.FieldMask
+	33, // 5: pioneer.v1.UpdateThreadResponse.thread:type_name -> pioneer.v1.Thread
+	35, // 6: pioneer.v1.AppendEntriesRequest.entries:type_name -> pioneer.v1.ConversationEntry
+	35, // 7: pioneer.v1.AppendEntriesResponse.entries:type_name -> pioneer.v1.ConversationEntry
+	35, // 8: pioneer.v1.CompleteTurnRequest.entries:type_name -> pioneer.v1.ConversationEntry
+	36, // 9: pioneer.v1.CompleteTurnRequest.previous_round_usage:type_name -> pioneer.v1.ProviderUsage
+	32, // 10: pioneer.v1.ForkThreadRequest.config:type_name -> pioneer.v1.ThreadConfig
+	34, // 11: pioneer.v1.ForkThreadRequest.config_mask:type_name -> google.protobuf.FieldMask
+	33, // 12: pioneer.v1.ForkThreadResponse.thread:type_name -> pioneer.v1.Thread
+	33, // 13: pioneer.v1.ImportThreadResponse.thread:type_name -> pioneer.v1.Thread
+	37, // 14: pioneer.v1.LoadConversationHistoryResponse.messages:type_name -> pioneer.v1.ChatMessage
+	38, // 15: pioneer.v1.LoadConversationHistoryResponse.report:type_name -> pioneer.v1.HistoryDecisionReport
+	39, // 16: pioneer.v1.GetThreadSummaryResponse.summary:type_name -> pioneer.v1.ThreadSummary
+	37, // 17: pioneer.v1.CountTokensRequest.messages:type_name -> pioneer.v1.ChatMessage
+	33, // 18: pioneer.v1.ListThreadsResponse.threads:type_name -> pioneer.v1.Thread
+	40, // 19: pioneer.v1.ListTurnsResponse.turns:type_name -> pioneer.v1.Turn
+	35, // 20: pioneer.v1.ListEntriesResponse.entries:type_name -> pioneer.v1.ConversationEntry
+	0,  // 21: pioneer.v1.HistoryService.CreateThread:input_type -> pioneer.v1.CreateThreadRequest
+	2,  // 22: pioneer.v1.HistoryService.GetThread:input_type -> pioneer.v1.GetThreadRequest
+	4,  // 23: pioneer.v1.HistoryService.UpdateThread:input_type -> pioneer.v1.UpdateThreadRequest
+	12, // 24: pioneer.v1.HistoryService.DeleteThread:input_type -> pioneer.v1.DeleteThreadRequest
+	6,  // 25: pioneer.v1.HistoryService.AppendEntries:input_type -> pioneer.v1.AppendEntriesRequest
+	8,  // 26: pioneer.v1.HistoryService.CompleteTurn:input_type -> pioneer.v1.CompleteTurnRequest
+	10, // 27: pioneer.v1.HistoryService.AbandonTurn:input_type -> pioneer.v1.AbandonTurnRequest
+	14, // 28: pioneer.v1.HistoryService.ForkThread:input_type -> pioneer.v1.ForkThreadRequest
+	16, // 29: pioneer.v1.HistoryService.ExportThread:input_type -> pioneer.v1.ExportThreadRequest
+	18, // 30: pioneer.v1.HistoryService.ImportThread:input_type -> pioneer.v1.ImportThreadRequest
+	20, // 31: pioneer.v1.HistoryService.LoadConversationHistory:input_type -> pioneer.v1.LoadConversationHistoryRequest
+	22, // 32: pioneer.v1.HistoryService.GetThreadSummary:input_type -> pioneer.v1.GetThreadSummaryRequest
+	24, // 33: pioneer.v1.HistoryService.CountTokens:input_type -> pioneer.v1.CountTokensRequest
+	26, // 34: pioneer.v1.HistoryService.ListThreads:input_type -> pioneer.v1.ListThreadsRequest
+	28, // 35: pioneer.v1.HistoryService.ListTurns:input_type -> pioneer.v1.ListTurnsRequest
+	30, // 36: pioneer.v1.HistoryService.ListEntries:input_type -> pioneer.v1.ListEntriesRequest
+	1,  // 37: pioneer.v1.HistoryService.CreateThread:output_type -> pioneer.v1.CreateThreadResponse
+	3,  // 38: pioneer.v1.HistoryService.GetThread:output_type -> pioneer.v1.GetThreadResponse
+	5,  // 39: pioneer.v1.HistoryService.UpdateThread:output_type -> pioneer.v1.UpdateThreadResponse
+	13, // 40: pioneer.v1.HistoryService.DeleteThread:output_type -> pioneer.v1.DeleteThreadResponse
+	7,  // 41: pioneer.v1.HistoryService.AppendEntries:output_type -> pioneer.v1.AppendEntriesResponse
+	9,  // 42: pioneer.v1.HistoryService.CompleteTurn:output_type -> pioneer.v1.CompleteTurnResponse
+	11, // 43: pioneer.v1.HistoryService.AbandonTurn:output_type -> pioneer.v1.AbandonTurnResponse
+	15, // 44: pioneer.v1.HistoryService.ForkThread:output_type -> pioneer.v1.ForkThreadResponse
+	17, // 45: pioneer.v1.HistoryService.ExportThread:output_type -> pioneer.v1.ExportThreadResponse
+	19, // 46: pioneer.v1.HistoryService.ImportThread:output_type -> pioneer.v1.ImportThreadResponse
+	21, // 47: pioneer.v1.HistoryService.LoadConversationHistory:output_type -> pioneer.v1.LoadConversationHistoryResponse
+	23, // 48: pioneer.v1.HistoryService.GetThreadSummary:output_type -> pioneer.v1.GetThreadSummaryResponse
+	25, // 49: pioneer.v1.HistoryService.CountTokens:output_type -> pioneer.v1.CountTokensResponse
+	27, // 50: pioneer.v1.HistoryService.ListThreads:output_type -> pioneer.v1.ListThreadsResponse
+	29, // 51: pioneer.v1.HistoryService.ListTurns:output_type -> pioneer.v1.ListTurnsResponse
+	31, // 52: pioneer.v1.HistoryService.ListEntries:output_type -> pioneer.v1.ListEntriesResponse
+	37, // [37:53] is the sub-list for method output_type
+	21, // [21:37] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_history_service_proto_init() }
@@ -1756,7 +2152,7 @@ func file_pioneer_v1_history_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pioneer_v1_history_service_proto_rawDesc), len(file_pioneer_v1_history_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,6 +26,9 @@ const (
 	HistoryService_AppendEntries_FullMethodName           = "/pioneer.v1.HistoryService/AppendEntries"
 	HistoryService_CompleteTurn_FullMethodName            = "/pioneer.v1.HistoryService/CompleteTurn"
 	HistoryService_AbandonTurn_FullMethodName             = "/pioneer.v1.HistoryService/AbandonTurn"
+	HistoryService_ForkThread_FullMethodName              = "/pioneer.v1.HistoryService/ForkThread"
+	HistoryService_ExportThread_FullMethodName            = "/pioneer.v1.HistoryService/ExportThread"
+	HistoryService_ImportThread_FullMethodName            = "/pioneer.v1.HistoryService/ImportThread"
 	HistoryService_LoadConversationHistory_FullMethodName = "/pioneer.v1.HistoryService/LoadConversationHistory"
 	HistoryService_GetThreadSummary_FullMethodName        = "/pioneer.v1.HistoryService/GetThreadSummary"
 	HistoryService_CountTokens_FullMethodName             = "/pioneer.v1.HistoryService/CountTokens"
@@ -123,6 +126,47 @@ type HistoryServiceClient interface {
 	// dropped; metadata turn_id; do not retry). Idempotent with allow_missing:
 	// safe to retry after a timeout.
 	AbandonTurn(ctx context.Context, in *AbandonTurnRequest, opts ...grpc.CallOption) (*AbandonTurnResponse, error)
+	// Copies a thread up to and including one of its completed turns into a new
+	// thread, in one transaction: the completed entries through that turn's last
+	// entry (with their content parts, tool calls, counts and creation times),
+	// their turns, and the summaries that cover no later entry. Its config is the
+	// source's, with the fields of config_mask taken from config (another model,
+	// to replay the thread against it). Manifests, kept rendered rounds and round
+	// usage are not copied. The source is only read. The fork's first PrepareTurn
+	// renders the bytes the source's did for the turn after source_turn_id, so a
+	// provider's cache serves them still (OpenAI's prompt_cache_key derives from
+	// the thread id: send RenderOptions.prompt_cache_thread_id = the source's id).
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (bad id, unknown mask path, bad
+	// budget); NOT_FOUND THREAD_NOT_FOUND (no source), TURN_NOT_FOUND;
+	// FAILED_PRECONDITION TURN_NOT_COMPLETED (complete the turn or fork at an
+	// earlier one); ALREADY_EXISTS THREAD_EXISTS (thread_id is taken; nothing was
+	// written); ABORTED (the source's config kept changing; send it again). Safe
+	// to retry with a thread_id of your own: THREAD_EXISTS then means an earlier
+	// try landed (GetThread reads it).
+	ForkThread(ctx context.Context, in *ForkThreadRequest, opts ...grpc.CallOption) (*ForkThreadResponse, error)
+	// Streams a thread as JSON Lines (docs/export-format.md): a header line with
+	// its config, then its turns, entries (with their content parts, media
+	// included) and summaries, then a closing line with their counts. The chunks,
+	// concatenated, are the stream; a line may span chunks. What is not
+	// completed is exported as it is. Read as one snapshot.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+	// Read only: always safe to retry.
+	ExportThread(ctx context.Context, in *ExportThreadRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExportThreadResponse], error)
+	// Stores a thread from an export stream, under the first message's
+	// thread_id or, when empty, the export's. All or nothing: nothing is written
+	// until the whole stream, closing line included, is read and checked, and
+	// then in one transaction; a cancelled or broken call leaves nothing.
+	// Sequences are drawn again; creation times are kept.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a line that is not the format's:
+	// BadRequest names `line[n]`), UNSUPPORTED_EXPORT_VERSION (a header version
+	// this server does not read; BadRequest names line[1].version); RESOURCE_EXHAUSTED
+	// (the stream is over its cap); ALREADY_EXISTS THREAD_EXISTS (nothing was
+	// written). Safe to retry: THREAD_EXISTS after a timeout means an earlier
+	// try landed.
+	ImportThread(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ImportThreadRequest, ImportThreadResponse], error)
 	// Loads the newest 200 completed turns after the summary, plus the summary,
 	// under the thread's budget. What older versions stored and a provider would
 	// reject is repaired and reported (HistoryDecisionReport.diagnostics): a call
@@ -235,6 +279,48 @@ func (c *historyServiceClient) AbandonTurn(ctx context.Context, in *AbandonTurnR
 	}
 	return out, nil
 }
+
+func (c *historyServiceClient) ForkThread(ctx context.Context, in *ForkThreadRequest, opts ...grpc.CallOption) (*ForkThreadResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ForkThreadResponse)
+	err := c.cc.Invoke(ctx, HistoryService_ForkThread_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *historyServiceClient) ExportThread(ctx context.Context, in *ExportThreadRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExportThreadResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &HistoryService_ServiceDesc.Streams[0], HistoryService_ExportThread_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExportThreadRequest, ExportThreadResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HistoryService_ExportThreadClient = grpc.ServerStreamingClient[ExportThreadResponse]
+
+func (c *historyServiceClient) ImportThread(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ImportThreadRequest, ImportThreadResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &HistoryService_ServiceDesc.Streams[1], HistoryService_ImportThread_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ImportThreadRequest, ImportThreadResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HistoryService_ImportThreadClient = grpc.ClientStreamingClient[ImportThreadRequest, ImportThreadResponse]
 
 func (c *historyServiceClient) LoadConversationHistory(ctx context.Context, in *LoadConversationHistoryRequest, opts ...grpc.CallOption) (*LoadConversationHistoryResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -385,6 +471,47 @@ type HistoryServiceServer interface {
 	// dropped; metadata turn_id; do not retry). Idempotent with allow_missing:
 	// safe to retry after a timeout.
 	AbandonTurn(context.Context, *AbandonTurnRequest) (*AbandonTurnResponse, error)
+	// Copies a thread up to and including one of its completed turns into a new
+	// thread, in one transaction: the completed entries through that turn's last
+	// entry (with their content parts, tool calls, counts and creation times),
+	// their turns, and the summaries that cover no later entry. Its config is the
+	// source's, with the fields of config_mask taken from config (another model,
+	// to replay the thread against it). Manifests, kept rendered rounds and round
+	// usage are not copied. The source is only read. The fork's first PrepareTurn
+	// renders the bytes the source's did for the turn after source_turn_id, so a
+	// provider's cache serves them still (OpenAI's prompt_cache_key derives from
+	// the thread id: send RenderOptions.prompt_cache_thread_id = the source's id).
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (bad id, unknown mask path, bad
+	// budget); NOT_FOUND THREAD_NOT_FOUND (no source), TURN_NOT_FOUND;
+	// FAILED_PRECONDITION TURN_NOT_COMPLETED (complete the turn or fork at an
+	// earlier one); ALREADY_EXISTS THREAD_EXISTS (thread_id is taken; nothing was
+	// written); ABORTED (the source's config kept changing; send it again). Safe
+	// to retry with a thread_id of your own: THREAD_EXISTS then means an earlier
+	// try landed (GetThread reads it).
+	ForkThread(context.Context, *ForkThreadRequest) (*ForkThreadResponse, error)
+	// Streams a thread as JSON Lines (docs/export-format.md): a header line with
+	// its config, then its turns, entries (with their content parts, media
+	// included) and summaries, then a closing line with their counts. The chunks,
+	// concatenated, are the stream; a line may span chunks. What is not
+	// completed is exported as it is. Read as one snapshot.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+	// Read only: always safe to retry.
+	ExportThread(*ExportThreadRequest, grpc.ServerStreamingServer[ExportThreadResponse]) error
+	// Stores a thread from an export stream, under the first message's
+	// thread_id or, when empty, the export's. All or nothing: nothing is written
+	// until the whole stream, closing line included, is read and checked, and
+	// then in one transaction; a cancelled or broken call leaves nothing.
+	// Sequences are drawn again; creation times are kept.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a line that is not the format's:
+	// BadRequest names `line[n]`), UNSUPPORTED_EXPORT_VERSION (a header version
+	// this server does not read; BadRequest names line[1].version); RESOURCE_EXHAUSTED
+	// (the stream is over its cap); ALREADY_EXISTS THREAD_EXISTS (nothing was
+	// written). Safe to retry: THREAD_EXISTS after a timeout means an earlier
+	// try landed.
+	ImportThread(grpc.ClientStreamingServer[ImportThreadRequest, ImportThreadResponse]) error
 	// Loads the newest 200 completed turns after the summary, plus the summary,
 	// under the thread's budget. What older versions stored and a provider would
 	// reject is repaired and reported (HistoryDecisionReport.diagnostics): a call
@@ -448,6 +575,15 @@ func (UnimplementedHistoryServiceServer) CompleteTurn(context.Context, *Complete
 }
 func (UnimplementedHistoryServiceServer) AbandonTurn(context.Context, *AbandonTurnRequest) (*AbandonTurnResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AbandonTurn not implemented")
+}
+func (UnimplementedHistoryServiceServer) ForkThread(context.Context, *ForkThreadRequest) (*ForkThreadResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ForkThread not implemented")
+}
+func (UnimplementedHistoryServiceServer) ExportThread(*ExportThreadRequest, grpc.ServerStreamingServer[ExportThreadResponse]) error {
+	return status.Error(codes.Unimplemented, "method ExportThread not implemented")
+}
+func (UnimplementedHistoryServiceServer) ImportThread(grpc.ClientStreamingServer[ImportThreadRequest, ImportThreadResponse]) error {
+	return status.Error(codes.Unimplemented, "method ImportThread not implemented")
 }
 func (UnimplementedHistoryServiceServer) LoadConversationHistory(context.Context, *LoadConversationHistoryRequest) (*LoadConversationHistoryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method LoadConversationHistory not implemented")
@@ -614,6 +750,42 @@ func _HistoryService_AbandonTurn_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HistoryService_ForkThread_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForkThreadRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HistoryServiceServer).ForkThread(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HistoryService_ForkThread_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HistoryServiceServer).ForkThread(ctx, req.(*ForkThreadRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HistoryService_ExportThread_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ExportThreadRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(HistoryServiceServer).ExportThread(m, &grpc.GenericServerStream[ExportThreadRequest, ExportThreadResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HistoryService_ExportThreadServer = grpc.ServerStreamingServer[ExportThreadResponse]
+
+func _HistoryService_ImportThread_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(HistoryServiceServer).ImportThread(&grpc.GenericServerStream[ImportThreadRequest, ImportThreadResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HistoryService_ImportThreadServer = grpc.ClientStreamingServer[ImportThreadRequest, ImportThreadResponse]
+
 func _HistoryService_LoadConversationHistory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(LoadConversationHistoryRequest)
 	if err := dec(in); err != nil {
@@ -758,6 +930,10 @@ var HistoryService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _HistoryService_AbandonTurn_Handler,
 		},
 		{
+			MethodName: "ForkThread",
+			Handler:    _HistoryService_ForkThread_Handler,
+		},
+		{
 			MethodName: "LoadConversationHistory",
 			Handler:    _HistoryService_LoadConversationHistory_Handler,
 		},
@@ -782,6 +958,17 @@ var HistoryService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _HistoryService_ListEntries_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "ExportThread",
+			Handler:       _HistoryService_ExportThread_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ImportThread",
+			Handler:       _HistoryService_ImportThread_Handler,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "pioneer/v1/history_service.proto",
 }
