@@ -31,7 +31,7 @@ streams) and `metadata` (extra (key, value) pairs sent with the call).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any
 
 from google.protobuf.message import Message
@@ -65,6 +65,16 @@ class SyncCalls:
         metadata: Metadata,
     ) -> Iterator[R]:
         raise NotImplementedError
+
+    def _upload(
+        self,
+        rpc: Rpc,
+        returns: type[R],
+        requests: Iterable[Message],
+        deadline: Timeout,
+        metadata: Metadata,
+    ) -> R:
+        raise NotImplementedError
 '''
 
 ASYNC_BASES = '''
@@ -93,6 +103,16 @@ class AsyncCalls:
         metadata: Metadata,
     ) -> AsyncIterator[R]:
         raise NotImplementedError
+
+    async def _upload(
+        self,
+        rpc: Rpc,
+        returns: type[R],
+        requests: AsyncIterable[Message] | Iterable[Message],
+        deadline: Timeout,
+        metadata: Metadata,
+    ) -> R:
+        raise NotImplementedError
 '''
 
 
@@ -104,7 +124,32 @@ def _qualified(cls: type) -> str:
     return f"{_module(cls)}.{cls.__name__}"
 
 
+def _upload_method(rpc: Rpc, asynchronous: bool) -> str:
+    request, response = _qualified(rpc.request), _qualified(rpc.response)
+    requests = f"Iterable[{request}]"
+    if asynchronous:
+        requests = f"(\n            AsyncIterable[{request}]\n            | Iterable[{request}]\n        )"
+    prefix, call = ("async def", "await self._upload") if asynchronous else ("def", "self._upload")
+    args = [f'RPCS["{rpc.name}"]', response, "requests", "timeout", "metadata"]
+    return f'''
+    {prefix} {rpc.name}(
+        self,
+        requests: {requests},
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+    ) -> {response}:
+        """{rpc.path}: a stream of {rpc.request.__name__} -> {rpc.response.__name__}"""
+        return {call}(
+            {", ".join(args)}
+        )
+'''
+
+
 def _method(rpc: Rpc, asynchronous: bool) -> str:
+    if rpc.client_streaming:
+        return _upload_method(rpc, asynchronous)
     request, response = _qualified(rpc.request), _qualified(rpc.response)
     if rpc.server_streaming:
         kind = "AsyncIterator" if asynchronous else "Iterator"

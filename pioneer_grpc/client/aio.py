@@ -9,7 +9,7 @@ async with await AsyncClient.connect("127.0.0.1:50051") as client:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -31,6 +31,8 @@ class AsyncClient(AsyncCalls):
         self._calls: dict[str, Any] = {}
         for rpc in RPCS.values():
             make = channel.unary_stream if rpc.server_streaming else channel.unary_unary
+            if rpc.client_streaming:
+                make = channel.stream_unary
             self._calls[rpc.name] = make(
                 rpc.path,
                 request_serializer=rpc.request.SerializeToString,
@@ -79,6 +81,25 @@ class AsyncClient(AsyncCalls):
         try:
             response: R = await self._calls[rpc.name](
                 message, timeout=seconds, metadata=self.options.call_metadata(metadata)
+            )
+        except grpc.RpcError as error:
+            raise failure_from(error, rpc.path) from None
+        return response
+
+    async def _upload(
+        self,
+        rpc: Rpc,
+        returns: type[R],
+        requests: AsyncIterable[Message] | Iterable[Message],
+        deadline: Timeout,
+        metadata: Metadata,
+    ) -> R:
+        # No deadline unless given: an upload takes as long as its stream.
+        seconds = None if deadline is DEFAULT else deadline
+        stream = requests if isinstance(requests, AsyncIterable) else iter(requests)
+        try:
+            response: R = await self._calls[rpc.name](
+                stream, timeout=seconds, metadata=self.options.call_metadata(metadata)
             )
         except grpc.RpcError as error:
             raise failure_from(error, rpc.path) from None

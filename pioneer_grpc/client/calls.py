@@ -10,7 +10,7 @@ streams) and `metadata` (extra (key, value) pairs sent with the call).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any, TypeVar
 
 from google.protobuf.message import Message
@@ -51,6 +51,16 @@ class SyncCalls:
         deadline: Timeout,
         metadata: Metadata,
     ) -> Iterator[R]:
+        raise NotImplementedError
+
+    def _upload(
+        self,
+        rpc: Rpc,
+        returns: type[R],
+        requests: Iterable[Message],
+        deadline: Timeout,
+        metadata: Metadata,
+    ) -> R:
         raise NotImplementedError
 
     def create_thread(
@@ -211,21 +221,15 @@ class SyncCalls:
 
     def import_thread(
         self,
-        request: history_service_pb2.ImportThreadRequest | None = None,
+        requests: Iterable[history_service_pb2.ImportThreadRequest],
         /,
         *,
         timeout: Timeout = DEFAULT,
         metadata: Metadata = (),
-        **fields: Any,
     ) -> history_service_pb2.ImportThreadResponse:
-        """/pioneer.v1.HistoryService/ImportThread -> ImportThreadResponse"""
-        return self._unary(
-            RPCS["import_thread"],
-            history_service_pb2.ImportThreadResponse,
-            request,
-            fields,
-            timeout,
-            metadata,
+        """/pioneer.v1.HistoryService/ImportThread: a stream of ImportThreadRequest -> ImportThreadResponse"""
+        return self._upload(
+            RPCS["import_thread"], history_service_pb2.ImportThreadResponse, requests, timeout, metadata
         )
 
     def load_conversation_history(
@@ -526,6 +530,16 @@ class AsyncCalls:
     ) -> AsyncIterator[R]:
         raise NotImplementedError
 
+    async def _upload(
+        self,
+        rpc: Rpc,
+        returns: type[R],
+        requests: AsyncIterable[Message] | Iterable[Message],
+        deadline: Timeout,
+        metadata: Metadata,
+    ) -> R:
+        raise NotImplementedError
+
     async def create_thread(
         self,
         request: history_service_pb2.CreateThreadRequest | None = None,
@@ -684,21 +698,18 @@ class AsyncCalls:
 
     async def import_thread(
         self,
-        request: history_service_pb2.ImportThreadRequest | None = None,
+        requests: (
+            AsyncIterable[history_service_pb2.ImportThreadRequest]
+            | Iterable[history_service_pb2.ImportThreadRequest]
+        ),
         /,
         *,
         timeout: Timeout = DEFAULT,
         metadata: Metadata = (),
-        **fields: Any,
     ) -> history_service_pb2.ImportThreadResponse:
-        """/pioneer.v1.HistoryService/ImportThread -> ImportThreadResponse"""
-        return await self._unary(
-            RPCS["import_thread"],
-            history_service_pb2.ImportThreadResponse,
-            request,
-            fields,
-            timeout,
-            metadata,
+        """/pioneer.v1.HistoryService/ImportThread: a stream of ImportThreadRequest -> ImportThreadResponse"""
+        return await self._upload(
+            RPCS["import_thread"], history_service_pb2.ImportThreadResponse, requests, timeout, metadata
         )
 
     async def load_conversation_history(

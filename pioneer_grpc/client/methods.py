@@ -49,6 +49,8 @@ class Rpc:
     request: type[Message]
     response: type[Message]
     server_streaming: bool
+    # The request is a stream of messages (ImportThread): the method takes an iterable of them.
+    client_streaming: bool = False
 
     def build(self, request: Message | None, fields: dict[str, Any]) -> Message:
         if request is not None and fields:
@@ -74,6 +76,7 @@ def _rpc(service: ServiceDescriptor, method: MethodDescriptor) -> Rpc:
         request=message_factory.GetMessageClass(method.input_type),
         response=message_factory.GetMessageClass(method.output_type),
         server_streaming=method.server_streaming,
+        client_streaming=method.client_streaming,
     )
 
 

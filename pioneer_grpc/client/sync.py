@@ -6,7 +6,7 @@ with Client.connect("127.0.0.1:50051", token="secret") as client:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -28,6 +28,8 @@ class Client(SyncCalls):
         self._calls: dict[str, Any] = {}
         for rpc in RPCS.values():
             make = channel.unary_stream if rpc.server_streaming else channel.unary_unary
+            if rpc.client_streaming:
+                make = channel.stream_unary
             self._calls[rpc.name] = make(
                 rpc.path,
                 request_serializer=rpc.request.SerializeToString,
@@ -76,6 +78,24 @@ class Client(SyncCalls):
         try:
             response: R = self._calls[rpc.name](
                 message, timeout=seconds, metadata=self.options.call_metadata(metadata)
+            )
+        except grpc.RpcError as error:
+            raise failure_from(error, rpc.path) from None
+        return response
+
+    def _upload(
+        self,
+        rpc: Rpc,
+        returns: type[R],
+        requests: Iterable[Message],
+        deadline: Timeout,
+        metadata: Metadata,
+    ) -> R:
+        # No deadline unless given: an upload takes as long as its stream.
+        seconds = None if deadline is DEFAULT else deadline
+        try:
+            response: R = self._calls[rpc.name](
+                iter(requests), timeout=seconds, metadata=self.options.call_metadata(metadata)
             )
         except grpc.RpcError as error:
             raise failure_from(error, rpc.path) from None
