@@ -16,13 +16,15 @@ import os
 
 import grpc
 
-from pioneer_grpc.cli import exits
+from pioneer_grpc.cli import exits, thread_files
 from pioneer_grpc.cli.address import add_address_argument
 from pioneer_grpc.v1 import history_service_pb2, history_service_pb2_grpc
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser("threads", help="manage stored threads (delete)", description=__doc__)
+    parser = subparsers.add_parser(
+        "threads", help="manage stored threads (delete, export, import)", description=__doc__
+    )
     verbs = parser.add_subparsers(dest="verb", required=True)
     delete = verbs.add_parser(
         "delete",
@@ -37,6 +39,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--allow-missing", action="store_true", help="a thread that does not exist is no error"
     )
     delete.set_defaults(func=run_delete)
+    thread_files.add_verbs(verbs)
     return parser
 
 

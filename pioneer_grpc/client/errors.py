@@ -121,6 +121,18 @@ class TurnCompleted(FailedPreconditionError):
     pass
 
 
+class ThreadExists(AlreadyExistsError):
+    """A fork or import named a thread id that is taken."""
+
+
+class TurnNotCompleted(FailedPreconditionError):
+    """A fork named a turn that is still open."""
+
+
+class UnsupportedExportVersion(InvalidArgumentError):
+    """An import stream of a format version the server does not read."""
+
+
 class WorkspaceOutsideHome(PermissionDeniedError):
     pass
 
@@ -145,6 +157,9 @@ BY_REASON: dict[str, type[RpcFailure]] = {
     reasons.THREAD_CONFLICT: ThreadConflict,
     reasons.ENTRY_CONFLICT: EntryConflict,
     reasons.TURN_COMPLETED: TurnCompleted,
+    reasons.THREAD_EXISTS: ThreadExists,
+    reasons.TURN_NOT_COMPLETED: TurnNotCompleted,
+    reasons.UNSUPPORTED_EXPORT_VERSION: UnsupportedExportVersion,
     reasons.WORKSPACE_OUTSIDE_HOME: WorkspaceOutsideHome,
 }
 

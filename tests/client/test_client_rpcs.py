@@ -18,6 +18,7 @@ from pioneer_grpc.client import (
     Provider,
     ThreadConfig,
     ThreadConflict,
+    ThreadExists,
     ThreadNotFound,
     ToolCall,
     TurnCompleted,
@@ -29,6 +30,7 @@ from pioneer_grpc.client import (
     user_entry,
 )
 from pioneer_grpc.v1 import chat_pb2
+from pioneer_grpc.v1.history_service_pb2 import ImportThreadRequest
 
 TOKEN = "client-secret"
 
@@ -138,6 +140,20 @@ async def test_the_async_client_calls_every_rpc(server_factory):
         assert opened.created_count == 1
         abandoned = await call("abandon_turn", thread_id="t", turn_id="u3")
         assert (abandoned.abandoned, abandoned.dropped_entry_count) == (True, 1)
+        forked = await call("fork_thread", source_thread_id="t", source_turn_id="u1", thread_id="fork")
+        assert (forked.thread.entry_count, forked.turn_count) == (3, 1)
+        exported = b"".join([r.chunk async for r in client.export_thread(thread_id="fork")])
+        called.add("export_thread")
+        imported = await call(
+            "import_thread",
+            [
+                ImportThreadRequest(thread_id="copy", chunk=exported[:100]),
+                ImportThreadRequest(chunk=exported[100:]),
+            ],
+        )
+        assert imported.thread.entry_count == 3
+        with pytest.raises(ThreadExists):
+            await client.import_thread([ImportThreadRequest(chunk=exported)])
         assert (await call("delete_thread", thread_id="t")).deleted
         assert not (await call("delete_thread", thread_id="t", allow_missing=True)).deleted
     assert called == set(RPCS)
@@ -207,6 +223,10 @@ async def test_the_sync_client_calls_unary_and_streaming_rpcs(server):
             events = client.watch_manifests(thread_id="s")
             first = next(events)
             events.close()
+            client.complete_turn(thread_id="s", turn_id="u1")
+            exported = b"".join(r.chunk for r in client.export_thread(thread_id="s"))
+            copied = client.import_thread(iter([ImportThreadRequest(thread_id="s2", chunk=exported)]))
+            assert copied.thread.entry_count == 1
             return [prepared.manifest_event_id, first.event.event_id]
 
     expected, seen = await asyncio.to_thread(run)
