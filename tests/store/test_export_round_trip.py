@@ -37,7 +37,7 @@ H = history_pb2
 # Threads per store: all 2,000 in memory; on each database a seeded share of them, so the suite
 # stays within its time (every thread is drawn either way: the draw does not depend on the store).
 THREADS = 2_000
-ON_DATABASE = 200
+ON_DATABASE = 60
 MODELS = ["claude-sonnet-4-5", "gpt-4o", "gemini-2.5-pro"]
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
