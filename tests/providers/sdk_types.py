@@ -7,9 +7,12 @@ Each provider's tests folder checks its body with its own SDK's types
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from functools import cache
+from typing import Any
 
 import typing_extensions
-from pydantic import ConfigDict
+from pydantic import ConfigDict, TypeAdapter
 
 
 def forbid_extra(prefixes: tuple[str, ...]) -> None:
@@ -20,3 +23,22 @@ def forbid_extra(prefixes: tuple[str, ...]) -> None:
             for value in list(vars(module).values()):
                 if typing_extensions.is_typeddict(value) and "__pydantic_config__" not in value.__dict__:
                     value.__pydantic_config__ = ConfigDict(extra="forbid")
+
+
+def request_types(
+    load: Callable[[], Any], prefixes: tuple[str, ...]
+) -> Callable[[dict[str, Any], str], None]:
+    """A check of a body against the request TypedDict `load` imports (on first use, so the SDK is
+    imported only by the tests that check), every TypedDict under `prefixes` forbidding extra keys.
+    It raises a pydantic ValidationError when the types refuse the body."""
+
+    @cache
+    def adapter() -> TypeAdapter[Any]:
+        params = load()
+        forbid_extra(prefixes)
+        return TypeAdapter(params)
+
+    def check(body: dict[str, Any], model: str) -> None:
+        adapter().validate_python(body)
+
+    return check

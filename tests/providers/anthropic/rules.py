@@ -25,13 +25,10 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cache
 from typing import Any
 
-from pydantic import TypeAdapter
-
 from tests.providers.conformance import Body
-from tests.providers.sdk_types import forbid_extra
+from tests.providers.sdk_types import request_types
 from tests.providers.strict import Check, nonblank
 
 ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
@@ -161,17 +158,13 @@ def strict(body: dict[str, Any]) -> None:
     check.done()
 
 
-@cache
-def _request() -> TypeAdapter[Any]:
+def _request_params() -> Any:
     from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
-    forbid_extra(("anthropic.types",))
-    return TypeAdapter(MessageCreateParamsNonStreaming)
+    return MessageCreateParamsNonStreaming
 
 
-def check_types(body: Body, model: str) -> None:
-    """Raises (a pydantic ValidationError) when the SDK's request types refuse the body."""
-    _request().validate_python(body)
+check_types = request_types(_request_params, ("anthropic.types",))
 
 
 # Bodies written by hand that each break one rule (tests/providers/test_strict_validators.py shows

@@ -20,13 +20,10 @@ Conversation rules (`strict`, `/v1/chat/completions`), in their strictest readin
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
-from pydantic import TypeAdapter
-
 from tests.providers.conformance import Body
-from tests.providers.sdk_types import forbid_extra
+from tests.providers.sdk_types import request_types
 from tests.providers.strict import OPENAI_NAME, Check, json_object_text, nonblank, openai_parts_ok
 
 CHAT_KEYS = {
@@ -111,17 +108,13 @@ def strict(body: dict[str, Any]) -> None:
     check.done()
 
 
-@cache
-def _request() -> TypeAdapter[Any]:
+def _request_params() -> Any:
     from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
-    forbid_extra(("openai.types",))
-    return TypeAdapter(CompletionCreateParamsNonStreaming)
+    return CompletionCreateParamsNonStreaming
 
 
-def check_types(body: Body, model: str) -> None:
-    """Raises (a pydantic ValidationError) when the SDK's request types refuse the body."""
-    _request().validate_python(body)
+check_types = request_types(_request_params, ("openai.types",))
 
 
 # Bodies written by hand that each break one rule (tests/providers/test_strict_validators.py shows
