@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import typing
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -34,7 +34,13 @@ def test_calls_py_is_what_the_generator_writes_from_the_services():
 def test_every_method_returns_its_rpcs_response_class(client):
     for name, rpc in RPCS.items():
         hints = typing.get_type_hints(getattr(client, name))
-        assert hints["request"] == rpc.request | None, name
+        if rpc.client_streaming:
+            uploads = Iterable[rpc.request]
+            if client is AsyncClient:
+                uploads = AsyncIterable[rpc.request] | uploads
+            assert hints["requests"] == uploads, name
+        else:
+            assert hints["request"] == rpc.request | None, name
         if rpc.server_streaming:
             stream = Iterator if client is Client else AsyncIterator
             assert hints["return"] == stream[rpc.response], name
