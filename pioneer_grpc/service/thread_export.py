@@ -215,11 +215,9 @@ class _Reader:
         )
 
 
-def _violations(reader: _Reader, thread_id: str) -> list[FieldViolation]:
+def _violations(reader: _Reader) -> list[FieldViolation]:
     found: list[FieldViolation] = []
     header = reader.header or {}
-    if thread_id:
-        found += [v for v in [thread_id_violation(thread_id)] if v is not None]
     turn_ids = {t.turn_id for t in reader.turns}
     if len(turn_ids) != len(reader.turns):
         found.append(FieldViolation("turns", "a turn_id is repeated"))
@@ -261,8 +259,11 @@ def import_copy(stream: bytes, thread_id: str = "") -> tuple[ThreadCopy, str]:
     except _Bad as exc:
         raise InvalidArgument.field("line[1]", exc.description) from None
     InvalidArgument.raise_if(
-        [*_violations(reader, target), *violations_of(config, "header.config")]
-        + ([thread_id_violation(target)] if not thread_id else [])
+        [
+            thread_id_violation(target, "thread_id" if thread_id else "line[1].thread_id"),
+            *_violations(reader),
+            *violations_of(config, "header.config"),
+        ]
     )
     copy = ThreadCopy(
         config,
