@@ -91,7 +91,7 @@ def append_ctes(fresh_turns: str, guard: str = "true", complete_turn: bool = Fal
         )
         SELECT :b_thread_id, {_BATCH_NAMES}, :b_tokenizer, {completed}, :b_moment FROM batch WHERE {guard}
         ORDER BY ord
-        ON CONFLICT (thread_id, entry_id) DO NOTHING
+        ON CONFLICT (thread_id, entry_id, tenant) DO NOTHING
         RETURNING id, entry_id, turn_id
     ), calls AS (
         INSERT INTO tool_calls (thread_id, call_id, entry_id)
@@ -100,7 +100,7 @@ def append_ctes(fresh_turns: str, guard: str = "true", complete_turn: bool = Fal
             WITH ORDINALITY AS c(call_id, entry_id, ord)
         WHERE c.entry_id IN (SELECT entry_id FROM created)
         ORDER BY c.ord
-        ON CONFLICT (thread_id, call_id, entry_id) DO NOTHING
+        ON CONFLICT (thread_id, call_id, entry_id, tenant) DO NOTHING
     )"""
     opened = f"(SELECT count(DISTINCT turn_id) FROM created WHERE turn_id = ANY({fresh_turns}))"
     if not complete_turn:
@@ -205,7 +205,7 @@ def _insert_turn(source: str) -> str:
     return f"""
         INSERT INTO turns (thread_id, turn_id, status, created_at, updated_at)
         SELECT :b_thread_id, :b_turn_id, :b_status, :b_moment, :b_moment FROM {source}
-        ON CONFLICT (thread_id, turn_id) DO UPDATE SET updated_at = excluded.updated_at
+        ON CONFLICT (thread_id, turn_id, tenant) DO UPDATE SET updated_at = excluded.updated_at
         RETURNING status, prompt_manifest_json, manifest_event_id"""
 
 
@@ -221,7 +221,7 @@ _INSERT_COMPLETING_TURN = f"""
             CASE WHEN {LOCKED_GUARD} THEN CAST(:b_completed AS integer) ELSE CAST(:b_status AS integer) END,
             :b_moment, :b_moment
         FROM locked
-        ON CONFLICT (thread_id, turn_id) DO UPDATE SET
+        ON CONFLICT (thread_id, turn_id, tenant) DO UPDATE SET
             updated_at = excluded.updated_at,
             status = CASE WHEN excluded.status = :b_completed THEN excluded.status ELSE turns.status END
         WHERE turns.status <> :b_completed OR excluded.status <> :b_completed
@@ -447,7 +447,7 @@ _COMMIT_ROUND = Direct(
             :b_compiler_version, :b_profile, :b_stable, :b_dynamic, :b_full,
             -nextval('manifest_events_provisional_id_seq')
         FROM go WHERE go.ok
-        ON CONFLICT (thread_id, turn_id) DO UPDATE SET
+        ON CONFLICT (thread_id, turn_id, tenant) DO UPDATE SET
             updated_at = excluded.updated_at,
             prompt_manifest_json = excluded.prompt_manifest_json,
             prompt_compiler_version = excluded.prompt_compiler_version,

@@ -31,7 +31,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapped, mapped_column
 
-from pioneer_grpc.store.models import Base, Id
+from pioneer_grpc.store.models import Base, Id, tenant_column
 from pioneer_grpc.store.port import KeptRound, RenderedBounds
 
 # Any constant of its own: the advisory lock every keep takes on PostgreSQL.
@@ -47,6 +47,7 @@ class RenderedRoundRow(Base):
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     thread_id: Mapped[str] = mapped_column(String(200))
+    tenant: Mapped[str] = tenant_column()
     turn_id: Mapped[str] = mapped_column(String(200))
     # 1, 2, ... within the turn, in the order the rounds were kept.
     round: Mapped[int] = mapped_column(Integer)

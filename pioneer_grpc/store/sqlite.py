@@ -83,13 +83,16 @@ _TOUCH_THREAD = Direct(
 # A row at a time: a round appends one or a few.
 _INSERT_ENTRY = Direct(
     sqlite.insert(EntryRow)
-    .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
+    .on_conflict_do_nothing(index_elements=["thread_id", "entry_id", "tenant"])
     .returning(EntryRow.id, EntryRow.entry_id),
     column_keys=ENTRY_VALUE_KEYS,
     dialects=(SQLITE,),
 )
 _INSERT_CALL = Direct(
-    sqlite.insert(ToolCallRow).on_conflict_do_nothing(index_elements=["thread_id", "call_id", "entry_id"]),
+    # RETURNING a column of its own: else SQLAlchemy would return the key's server default (tenant).
+    sqlite.insert(ToolCallRow)
+    .on_conflict_do_nothing(index_elements=["thread_id", "call_id", "entry_id", "tenant"])
+    .returning(ToolCallRow.call_id),
     column_keys=("thread_id", "call_id", "entry_id"),
     dialects=(SQLITE,),
 )

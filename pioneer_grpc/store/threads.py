@@ -74,7 +74,11 @@ _LOCK = update(ThreadRow).where(_BY_ID).values(updated_at=ThreadRow.updated_at).
 def _insert(conn: Connection) -> Any:
     """The dialect's INSERT of a thread that does nothing when the id is taken, returning the row."""
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    return dialect.insert(ThreadRow).on_conflict_do_nothing(index_elements=["thread_id"]).returning(*_COLUMNS)
+    return (
+        dialect.insert(ThreadRow)
+        .on_conflict_do_nothing(index_elements=["thread_id", "tenant"])
+        .returning(*_COLUMNS)
+    )
 
 
 def create_thread_in(conn: Connection, thread_id: str, settings: ThreadSettings) -> tuple[Any, int]:

@@ -40,7 +40,7 @@ def _new_thread(conn: Connection, thread_id: str) -> Any:
             created_at=moment,
             updated_at=moment,
         )
-        .on_conflict_do_nothing(index_elements=["thread_id"])
+        .on_conflict_do_nothing(index_elements=["thread_id", "tenant"])
     )
 
 
@@ -53,7 +53,7 @@ def ensure_thread_in(conn: Connection, thread_id: str) -> None:
 def _lock_turn_statement(dialect: Any) -> Any:
     statement = dialect.insert(TurnRow.__table__)
     return statement.on_conflict_do_update(
-        index_elements=["thread_id", "turn_id"], set_={"updated_at": statement.excluded.updated_at}
+        index_elements=["thread_id", "turn_id", "tenant"], set_={"updated_at": statement.excluded.updated_at}
     ).returning(TurnRow.status, TurnRow.prompt_manifest_json, TurnRow.manifest_event_id)
 
 

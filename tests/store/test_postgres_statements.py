@@ -161,11 +161,11 @@ def _inserted_by_statements(
     """`append.inserted_separately` with PostgreSQL's INSERT ... ON CONFLICT built by SQLAlchemy."""
     insert_entry = (
         postgresql.insert(EntryRow)
-        .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
+        .on_conflict_do_nothing(index_elements=["thread_id", "entry_id", "tenant"])
         .returning(EntryRow.id, EntryRow.entry_id)
     )
     insert_call = postgresql.insert(ToolCallRow).on_conflict_do_nothing(
-        index_elements=["thread_id", "call_id", "entry_id"]
+        index_elements=["thread_id", "call_id", "entry_id", "tenant"]
     )
     rows, calls, moment = batch.rows, batch.calls, batch.moment
     created = {}
