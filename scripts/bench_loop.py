@@ -16,15 +16,15 @@ exact tiktoken counter, in process, on the same thread's messages.
 
 Beside them, labelled (not the headline): one loop's echoes sent where its PrepareTurns go
 (the first one's bytes right after a CompleteTurn, the inside one's right after the first
-PrepareTurn), against the same echoes sent back to back right after; and the loop past its
-window. A thread seeded with MAX_LOADED_TURNS completed turns (smaller ones, about as many
-tokens as the realistic thread in all), so that every turn the loop completes pushes the
-oldest one out of the history a load reads: one loop's step ratios against the same-bytes echo.
+PrepareTurn), against the same echoes sent back to back right after; and the loop at its
+turn cap. A thread seeded with MAX_LOADED_TURNS completed turns (smaller ones, about as many
+tokens as the realistic thread in all), which its first load compacts, the loop's turns then
+extending what was kept: one loop's step ratios against the same-bytes echo.
 `--past-window-only` measures that figure alone (SQLite unless --backend names another);
 `--screenshots-only` the loop with a screenshot in each tool result alone (a shape among SHAPES).
 And labelled the same way, the loop truncating: that thread over its threshold with the truncate
-strategy, so that every load truncates (docs/performance-past-the-window.md); `--truncating-only`
-measures it alone.
+strategy, its first load storing a mark down to the low-water mark (docs/performance.md);
+`--truncating-only` measures it alone.
 """
 
 from __future__ import annotations

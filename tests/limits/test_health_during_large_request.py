@@ -6,8 +6,7 @@ so the event loop and the GIL are never held for the whole message at once
 (pioneer_grpc/wire.py, providers/body_json.py). The test asserts behaviour: health checks
 complete with SERVING before the large call is over, the large request was
 decoded and its answer encoded off the event loop, and the answer is whole.
-Timings are printed (`pytest -s`), not asserted; `scripts/measure_health_latency.py`
-measures them with the server in a process of its own.
+Timings are printed (`pytest -s`), not asserted.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A value over about 2 kB is compressed before it is stored, by default with pglz:
 every round stores its manifest twice (the turn's JSON, about 9 kB in the agent
 loop's benchmark, and the event's encoded copy) and every append its entries'
 texts, and pglz took about 0.1 ms of the server's time for each such JSON, lz4 a
-quarter of it for about the same size (docs/postgres-statements.md). Only new
+quarter of it for about the same size. Only new
 values are written with lz4; stored ones stay as they are, and every value reads
 the same either way.
 
