@@ -128,6 +128,7 @@ def run_turn(client: Client, thread_id: str, turn_id: str, text: str) -> str:
     sends `tools` again: the server keeps none between rounds.
     """
     new_entries = [user_entry(f"{turn_id}.user", text)]
+    usage = None  # the provider's usage of the turn's previous round, handed on with the next call
     for round_number in range(1, 5):
         prepared = client.prepare_turn(
             thread_id=thread_id,
@@ -136,6 +137,9 @@ def run_turn(client: Client, thread_id: str, turn_id: str, text: str) -> str:
             tools=TOOLS,  # every round: the server keeps no tools between rounds
             # The body to POST to the provider comes back too (provider_body_json, provider_path).
             provider=PROVIDER,
+            # Stored with the round before (ListRoundUsage, the console): what the provider's cache
+            # served against what the server expected of the body it rendered, and the cost.
+            previous_round_usage=usage,
         )
         response = fake_model(prepared.chat_request, prepared.provider_body_json)
         # The model's reply as the entry to store (id f"{turn_id}.r{round_number}": a retried
@@ -146,7 +150,9 @@ def run_turn(client: Client, thread_id: str, turn_id: str, text: str) -> str:
             if not reply.entries:  # a filter, or max_tokens inside the reasoning: nothing to store
                 raise RuntimeError(f"turn {turn_id}: the model stopped ({reply.provider_stop_reason})")
             # Stored and completed in one transaction; the same call again is a no-op.
-            client.complete_turn(thread_id=thread_id, turn_id=turn_id, entries=reply.entries)
+            client.complete_turn(
+                thread_id=thread_id, turn_id=turn_id, entries=reply.entries, previous_round_usage=reply.usage
+            )
             return reply.entries[0].content
         # A tool round inside the turn: the call and its results (text and screenshot) go in
         # together with the next round; a call sent without its results is refused, stored nowhere.
@@ -156,6 +162,7 @@ def run_turn(client: Client, thread_id: str, turn_id: str, text: str) -> str:
             entry_id = f"{turn_id}.r{round_number}.{call.id}"
             results.append(tool_result_entry(entry_id, call, text, parts=[image_part(png)]))
         new_entries = [*reply.entries, *results]
+        usage = reply.usage
     raise RuntimeError(f"turn {turn_id} did not finish in 4 rounds")
 
 

@@ -26,6 +26,8 @@ TOOL_RESULTS_PENDING = "TOOL_RESULTS_PENDING"
 # The workspace root cannot hold the files (a file is in its place, no permission, a read-only or full
 # disk); metadata names the errno. Not retryable unchanged: fix the folder first.
 WORKSPACE_UNUSABLE = "WORKSPACE_UNUSABLE"
+# previous_round_usage on a turn that has had no round yet: nothing to record it on.
+NO_PREVIOUS_ROUND = "NO_PREVIOUS_ROUND"
 
 # PERMISSION_DENIED
 WORKSPACE_OUTSIDE_HOME = "WORKSPACE_OUTSIDE_HOME"

@@ -22,7 +22,17 @@ class Crossings:
 def counted(store: S, crossings: Crossings) -> S:
     """`store` (any implementation of the port) with each method of each concern counted as the
     use cases call it."""
-    for concern in ("threads", "entries", "turns", "history", "rounds", "manifests", "listing", "rendered"):
+    for concern in (
+        "threads",
+        "entries",
+        "turns",
+        "history",
+        "rounds",
+        "manifests",
+        "listing",
+        "rendered",
+        "usage",
+    ):
         part = getattr(store, concern)
         for name in dir(type(part)):
             if name.startswith("_") or not inspect.isfunction(getattr(type(part), name)):

@@ -47,6 +47,8 @@ _REQUESTS: CapTable = {
         "turn_id": ID,
         "entries": _items(h.MAX_ENTRIES_PER_APPEND),
     },
+    "pioneer.v1.AbandonTurnRequest": {"thread_id": ID, "turn_id": ID},
+    "pioneer.v1.DeleteThreadRequest": {"thread_id": ID},
     "pioneer.v1.LoadConversationHistoryRequest": {"thread_id": ID, "exclude_turn_id": ID},
     "pioneer.v1.GetThreadSummaryRequest": {"thread_id": ID},
     "pioneer.v1.ListThreadsRequest": {"page_token": PAGE_TOKEN, "order_by": NAME},
@@ -71,6 +73,7 @@ _REQUESTS: CapTable = {
         "model": NAME,
     },
     "pioneer.v1.RenderOptions": {"cache_key_prefix": NAME, "prompt_cache_thread_id": ID},
+    "pioneer.v1.ListRoundUsageRequest": {"thread_id": ID, "page_size": Cap(max_value=h.MAX_ROUND_USAGE_PAGE)},
 }
 
 _HISTORY: CapTable = {

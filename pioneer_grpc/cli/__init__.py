@@ -15,6 +15,7 @@ from pioneer_grpc.cli import compile as cli_compile
 from pioneer_grpc.cli import exits
 from pioneer_grpc.cli import history as cli_history
 from pioneer_grpc.cli import render as cli_render
+from pioneer_grpc.cli import threads as cli_threads
 from pioneer_grpc.cli import watch as cli_watch
 from pioneer_grpc.cli.persona import add_persona_flags
 from pioneer_grpc.config import Config, ConfigError, load_config
@@ -197,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_compile.add_parser(subparsers)
     cli_render.add_parser(subparsers)
     cli_history.add_parser(subparsers)
+    cli_threads.add_parser(subparsers)
     cli_watch.add_parser(subparsers)
     return parser
 

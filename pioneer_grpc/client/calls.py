@@ -105,6 +105,25 @@ class SyncCalls:
             metadata,
         )
 
+    def delete_thread(
+        self,
+        request: history_service_pb2.DeleteThreadRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> history_service_pb2.DeleteThreadResponse:
+        """/pioneer.v1.HistoryService/DeleteThread -> DeleteThreadResponse"""
+        return self._unary(
+            RPCS["delete_thread"],
+            history_service_pb2.DeleteThreadResponse,
+            request,
+            fields,
+            timeout,
+            metadata,
+        )
+
     def append_entries(
         self,
         request: history_service_pb2.AppendEntriesRequest | None = None,
@@ -141,6 +160,20 @@ class SyncCalls:
             fields,
             timeout,
             metadata,
+        )
+
+    def abandon_turn(
+        self,
+        request: history_service_pb2.AbandonTurnRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> history_service_pb2.AbandonTurnResponse:
+        """/pioneer.v1.HistoryService/AbandonTurn -> AbandonTurnResponse"""
+        return self._unary(
+            RPCS["abandon_turn"], history_service_pb2.AbandonTurnResponse, request, fields, timeout, metadata
         )
 
     def load_conversation_history(
@@ -365,6 +398,25 @@ class SyncCalls:
             metadata,
         )
 
+    def list_round_usage(
+        self,
+        request: manifest_service_pb2.ListRoundUsageRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> manifest_service_pb2.ListRoundUsageResponse:
+        """/pioneer.v1.ManifestService/ListRoundUsage -> ListRoundUsageResponse"""
+        return self._unary(
+            RPCS["list_round_usage"],
+            manifest_service_pb2.ListRoundUsageResponse,
+            request,
+            fields,
+            timeout,
+            metadata,
+        )
+
     def render_chat_request(
         self,
         request: provider_service_pb2.RenderChatRequestRequest | None = None,
@@ -474,6 +526,25 @@ class AsyncCalls:
             metadata,
         )
 
+    async def delete_thread(
+        self,
+        request: history_service_pb2.DeleteThreadRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> history_service_pb2.DeleteThreadResponse:
+        """/pioneer.v1.HistoryService/DeleteThread -> DeleteThreadResponse"""
+        return await self._unary(
+            RPCS["delete_thread"],
+            history_service_pb2.DeleteThreadResponse,
+            request,
+            fields,
+            timeout,
+            metadata,
+        )
+
     async def append_entries(
         self,
         request: history_service_pb2.AppendEntriesRequest | None = None,
@@ -510,6 +581,20 @@ class AsyncCalls:
             fields,
             timeout,
             metadata,
+        )
+
+    async def abandon_turn(
+        self,
+        request: history_service_pb2.AbandonTurnRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> history_service_pb2.AbandonTurnResponse:
+        """/pioneer.v1.HistoryService/AbandonTurn -> AbandonTurnResponse"""
+        return await self._unary(
+            RPCS["abandon_turn"], history_service_pb2.AbandonTurnResponse, request, fields, timeout, metadata
         )
 
     async def load_conversation_history(
@@ -728,6 +813,25 @@ class AsyncCalls:
         return await self._unary(
             RPCS["list_rendered_rounds"],
             manifest_service_pb2.ListRenderedRoundsResponse,
+            request,
+            fields,
+            timeout,
+            metadata,
+        )
+
+    async def list_round_usage(
+        self,
+        request: manifest_service_pb2.ListRoundUsageRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> manifest_service_pb2.ListRoundUsageResponse:
+        """/pioneer.v1.ManifestService/ListRoundUsage -> ListRoundUsageResponse"""
+        return await self._unary(
+            RPCS["list_round_usage"],
+            manifest_service_pb2.ListRoundUsageResponse,
             request,
             fields,
             timeout,

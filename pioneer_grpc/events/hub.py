@@ -142,6 +142,15 @@ class ManifestHub:
         self._subscriptions.add(subscription)
         return subscription
 
+    def end_thread(self, thread_id: str) -> None:
+        """The thread was deleted here: each watch of it gets a last event saying so, then ends."""
+        final = service_pb2.WatchManifestsResponse(
+            event=service_pb2.ManifestEvent(thread_id=thread_id, thread_deleted=True)
+        )
+        for subscription in list(self._subscriptions):
+            if subscription.thread_id == thread_id:
+                subscription.offer(final)
+
     def unsubscribe(self, subscription: Subscription) -> None:
         self._subscriptions.discard(subscription)
 

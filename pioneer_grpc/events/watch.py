@@ -69,6 +69,9 @@ class ManifestWatch:
                 live = await self._subscription.next(self._heartbeat_seconds)
                 if live is None:
                     yield self._heartbeat()
+                elif live.event.thread_deleted:
+                    yield live
+                    return
                 elif live.event.event_id > self.cursor:
                     self.cursor = live.event.event_id
                     yield live

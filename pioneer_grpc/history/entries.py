@@ -49,10 +49,7 @@ def entry_violations(
                 violations.append(found)
         if entry.role not in ROLE_NAMES:
             violations.append(FieldViolation(f"{path}.role", "role must be user, assistant, tool or system"))
-        if entry.role == history_pb2.ENTRY_ROLE_TOOL:
-            found = id_violation(f"{path}.tool_call_id", entry.tool_call_id, "a tool entry's tool_call_id")
-            if found is not None:
-                violations.append(found)
+        violations += _tool_violations(entry, path)
         if entry.tool_calls and entry.role != history_pb2.ENTRY_ROLE_ASSISTANT:
             violations.append(FieldViolation(f"{path}.tool_calls", "only an assistant entry calls tools"))
         for j, call in enumerate(entry.tool_calls):
@@ -65,6 +62,16 @@ def entry_violations(
             violations.append(FieldViolation(f"{path}.name", f"longer than {MAX_ID_CHARS} characters"))
         violations += parts_violations(entry, path)
     return violations + _twice(entries, prefix)
+
+
+def _tool_violations(entry: history_pb2.ConversationEntry, path: str) -> list[FieldViolation]:
+    """A tool entry's call id; the failure mark, which only a tool entry (a tool's result) carries."""
+    if entry.role == history_pb2.ENTRY_ROLE_TOOL:
+        found = id_violation(f"{path}.tool_call_id", entry.tool_call_id, "a tool entry's tool_call_id")
+        return [] if found is None else [found]
+    if entry.is_error:
+        return [FieldViolation(f"{path}.is_error", "only a tool entry (a tool's result) fails")]
+    return []
 
 
 def _twice(entries: list[history_pb2.ConversationEntry], prefix: str) -> list[FieldViolation]:
@@ -133,6 +140,8 @@ def content_hash(entry: history_pb2.ConversationEntry) -> str:
     blob = parts_blob(entry)
     if blob is not None:  # absent without parts: the hashes of entries stored before parts stay
         canonical["content_parts"] = hashlib.sha256(blob).hexdigest()
+    if entry.is_error:  # absent when false: the hashes of entries stored before the mark stay
+        canonical["is_error"] = True
     text = json.dumps(canonical, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -148,6 +157,7 @@ CLIENT_FIELDS = (
     "artifact_refs",
     "reasoning_content",
     "content_parts",
+    "is_error",
 )
 
 

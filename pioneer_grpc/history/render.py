@@ -78,6 +78,7 @@ def to_chat_message(entry: history_pb2.ConversationEntry, content: str | None = 
         tool_calls=entry.tool_calls,
         artifact_refs=entry.artifact_refs,
         content_parts=entry.content_parts,
+        is_error=entry.is_error,
     )
 
 

@@ -215,6 +215,18 @@ def all_text(prepared: Prepared, message: chat_pb2.ChatMessage) -> str:
     return text_of(message)
 
 
+# The first line of a failed tool result's text where the API has no field marking it (ChatMessage.is_error).
+TOOL_ERROR_LINE = "Tool error:"
+
+
+def result_text(prepared: Prepared, message: chat_pb2.ChatMessage) -> str:
+    """A tool result's text; a failed one's after TOOL_ERROR_LINE, for APIs with no error field."""
+    text = all_text(prepared, message)
+    if not message.is_error:
+        return text
+    return f"{TOOL_ERROR_LINE}\n{text}" if text else TOOL_ERROR_LINE
+
+
 def text_of(message: chat_pb2.ChatMessage) -> str:
     """`all_text` of a message on its own."""
     texts = [_content_text(message)]

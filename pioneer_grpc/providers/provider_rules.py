@@ -1,13 +1,14 @@
-"""Rules one provider documents and the others do not, decided before rendering.
+"""The stages of provider rules every provider goes through, decided before rendering.
+
+What one provider documents and the others do not lives in that provider's module
+of providers/apis/ (its `request_rules`, `adapt` and `adapt_messages`, named by its
+SPEC) with the notices it gives; this module runs them in order and holds the
+stages and helpers several providers share.
 
 Rejected (INVALID_ARGUMENT naming the field): what would change the meaning of
 the request if adapted.
-- Anthropic: tool_choice `any` or a named tool with extended thinking (only
-  auto and none are allowed with thinking).
-- Anthropic, Gemini: a conversation that starts with an assistant message
-  (Anthropic: "first message must use the user role"; Gemini: a function call
-  turn must follow a user turn).
-- Gemini: a tool name that does not start with a letter or an underscore.
+- Every provider whose spec says `user_first`: a conversation that starts with an
+  assistant message (`message_violations`).
 
 Adapted, each with a notice:
 - Every provider: a tool call name in the history outside the provider's tool name
@@ -18,18 +19,13 @@ Adapted, each with a notice:
   rejected: the caller can rename it; a call the model made earlier cannot be.)
 - Every provider whose spec says so: a call id outside its pattern, or used again
   where ids must be unique in the conversation, is rewritten, the same way in the
-  call and its result (`_call_ids`).
-- Anthropic: thinking is turned off for a round that continues an
-  assistant turn (a tool loop or a prefill), because that turn's signed thinking
-  blocks cannot be sent back; tools called in the history are declared (with
-  tool_choice none) when the round has no tools, since Anthropic refuses
-  tool_use blocks without tool definitions; temperature is not sent; trailing
-  whitespace is trimmed from a final assistant message (its content or its last
-  text part: `trim_final_assistant`; Bedrock Converse does the same).
-- Gemini: parallel_tool_calls=false cannot be expressed and is not sent;
-  consecutive assistant messages become one model turn (a function call turn
-  must follow a user or function response turn).
-- OpenAI Chat Completions: a participant `name` outside [A-Za-z0-9_-] is not sent.
+  call and its result (`_call_ids`); a participant name, reasoning text, a later
+  system message, an error mark or media a tool result cannot carry, each as the
+  spec says (`_message_notices`, `_result_notices`).
+- Shared by the providers' own rules: trailing whitespace trimmed from a final
+  assistant message (`trim_final_assistant`: Anthropic, Bedrock), a notice on each
+  assistant message sent as one with the one before it (`assistant_merges`: Gemini,
+  Bedrock), the tools called in the history (`tools_called`).
 """
 
 from __future__ import annotations
@@ -41,21 +37,19 @@ from dataclasses import dataclass, field
 
 from pioneer_grpc.errors import FieldViolation
 from pioneer_grpc.providers import model_fit
-from pioneer_grpc.providers.common import media_of, thinking_budget
+from pioneer_grpc.providers.common import media_of
 from pioneer_grpc.providers.conversation import Notice, Paired, RenderedPrefix
 from pioneer_grpc.providers.model_fit import ModelFit
 from pioneer_grpc.providers.spec import PLAIN_NAME, ProviderSpec
 from pioneer_grpc.v1 import chat_pb2
 
 NAME_RE = PLAIN_NAME
-GEMINI_NAME_START_RE = re.compile(r"[A-Za-z_]")
 FORCING_CHOICES = {chat_pb2.TOOL_CHOICE_MODE_REQUIRED, chat_pb2.TOOL_CHOICE_MODE_TOOL}
 HISTORY_TOOL_DESCRIPTION = "Called earlier in this conversation; not available this round."
 # Hex digits of a name's SHA-256 that end a history call name cut to the provider's limit.
 NAME_DIGEST_CHARS = 12
 
 ID_REWRITTEN = "tool_call_id_rewritten"
-THINKING_OFF = "thinking_off_in_tool_loop"
 TOOLS_DECLARED = "tools_declared_for_history"
 TEMPERATURE_NOT_SENT = model_fit.TEMPERATURE_NOT_SENT
 WHITESPACE_TRIMMED = "trailing_whitespace_trimmed"
@@ -63,38 +57,11 @@ PARALLEL_UNSUPPORTED = "parallel_tool_calls_unsupported"
 ASSISTANT_MERGED = "assistant_messages_merged"
 NAME_DROPPED = "participant_name_dropped"
 CALL_NAME_REWRITTEN = "tool_call_name_rewritten"
-ERROR_NOT_MARKED = "tool_error_not_marked"
+ERROR_IN_CONTENT = "tool_error_in_content"
 SYSTEM_MOVED = "system_message_moved"
 SYSTEM_MERGED = "system_message_merged"
 REASONING_CONTENT_NOT_SENT = "reasoning_content_not_sent"
 RESULT_MEDIA_MOVED = "tool_result_media_moved"
-
-
-def anthropic_thinking_on(request: chat_pb2.ChatRequest) -> bool:
-    return thinking_budget(request.reasoning) is not None
-
-
-def anthropic_request_rules(
-    request: chat_pb2.ChatRequest, path: str, reasoning: bool
-) -> list[FieldViolation]:
-    thinking = reasoning and anthropic_thinking_on(request)
-    if request.tools and request.tool_choice.mode in FORCING_CHOICES and thinking:
-        return [
-            FieldViolation(
-                f"{path}.tool_choice.mode",
-                "Anthropic allows only auto or none with extended thinking: "
-                "turn reasoning off (reasoning.disabled) or let the model choose",
-            )
-        ]
-    return []
-
-
-def gemini_request_rules(request: chat_pb2.ChatRequest, path: str, reasoning: bool) -> list[FieldViolation]:
-    return [
-        FieldViolation(f"{path}.tools[{i}].name", "Gemini needs it to start with a letter or _")
-        for i, tool in enumerate(request.tools)
-        if tool.name and not GEMINI_NAME_START_RE.match(tool.name)
-    ]
 
 
 def request_violations(
@@ -240,8 +207,8 @@ def _result_notices(
     if message.is_error and not spec.tool_result_error:
         notices.append(
             Notice(
-                ERROR_NOT_MARKED,
-                f"{spec.name} has no field marking a tool result as an error: the result was sent as it is",
+                ERROR_IN_CONTENT,
+                f"{spec.name} has no field marking a tool result as an error: {spec.tool_error_in_content}",
                 f"{field}.is_error",
             )
         )
@@ -256,53 +223,6 @@ def _result_notices(
                     f"{field}.content_parts[{j}].{found[0]}",
                 )
             )
-
-
-def _continues_assistant_turn(messages: list[chat_pb2.ChatMessage]) -> bool:
-    """True when the last user message with text of its own is followed by an assistant message."""
-    for message in reversed(messages):
-        if message.role == chat_pb2.CHAT_ROLE_ASSISTANT:
-            return True
-        if message.role == chat_pb2.CHAT_ROLE_USER:
-            return False
-    return False
-
-
-def anthropic_adapt(adapted: Adapted, origins: list[int], path: str) -> None:
-    request = adapted.request
-    if anthropic_thinking_on(request) and _continues_assistant_turn(list(request.messages)):
-        request.reasoning.Clear()
-        request.reasoning.disabled = True
-        adapted.notices.append(
-            Notice(
-                THINKING_OFF,
-                "extended thinking was turned off for this round: it continues an assistant turn "
-                "(a tool loop or a prefill) whose thinking blocks cannot be sent back to Anthropic",
-                f"{path}.reasoning",
-            )
-        )
-    called = dict.fromkeys(adapted.prefix.called if adapted.prefix is not None else ())
-    called.update(tools_called(request.messages))
-    has_results = (adapted.prefix is not None and adapted.prefix.has_results) or has_tool_results(
-        request.messages
-    )
-    if not request.tools and (called or has_results):
-        adapted.history_tools = list(called) or ["tool"]
-        adapted.notices.append(
-            Notice(
-                TOOLS_DECLARED,
-                "Anthropic refuses tool calls in the history without tool definitions: "
-                f"{', '.join(adapted.history_tools)} declared with tool_choice none",
-                f"{path}.tools",
-            )
-        )
-    if request.HasField("temperature"):
-        adapted.notices.append(
-            Notice(TEMPERATURE_NOT_SENT, "the Messages API takes no temperature here", f"{path}.temperature")
-        )
-    trim_final_assistant(
-        adapted, origins, path, "Anthropic refuses a final assistant message ending in whitespace"
-    )
 
 
 def trim_final_assistant(adapted: Adapted, origins: list[int], path: str, why: str) -> None:
@@ -327,30 +247,6 @@ def trim_final_assistant(adapted: Adapted, origins: list[int], path: str, why: s
         adapted.notices.append(Notice(WHITESPACE_TRIMMED, why, f"{field}.content"))
 
 
-def gemini_adapt(adapted: Adapted, origins: list[int], path: str) -> None:
-    request = adapted.request
-    if request.tools and request.HasField("parallel_tool_calls") and not request.parallel_tool_calls:
-        adapted.notices.append(
-            Notice(
-                PARALLEL_UNSUPPORTED,
-                "Gemini has no switch for parallel function calls: the model may return several "
-                "calls at once; parallel_tool_calls=false was not sent",
-                f"{path}.parallel_tool_calls",
-            )
-        )
-    gemini_merges(adapted, origins, path)
-
-
-def gemini_merges(adapted: Adapted, origins: list[int], path: str) -> None:
-    assistant_merges(
-        adapted,
-        origins,
-        path,
-        "sent in one model turn with the assistant message before it "
-        "(Gemini needs a function call turn to follow a user or function response turn)",
-    )
-
-
 def assistant_merges(adapted: Adapted, origins: list[int], path: str, why: str) -> None:
     """A notice on each assistant message sent as one with the assistant message before it.
 
@@ -365,21 +261,6 @@ def assistant_merges(adapted: Adapted, origins: list[int], path: str, why: str) 
         if previous == chat_pb2.CHAT_ROLE_ASSISTANT and message.role == chat_pb2.CHAT_ROLE_ASSISTANT:
             adapted.notices.append(Notice(ASSISTANT_MERGED, why, f"{path}.messages[{origin}]"))
         previous = message.role
-
-
-def openai_chat_names(adapted: Adapted, origins: list[int], path: str) -> None:
-    if adapted.prefix is not None:
-        adapted.notices.extend(adapted.prefix.message_notices)
-    for message, origin in zip(adapted.request.messages, origins, strict=True):
-        if message.role != chat_pb2.CHAT_ROLE_TOOL and message.name and not NAME_RE.fullmatch(message.name):
-            adapted.notices.append(
-                Notice(
-                    NAME_DROPPED,
-                    f"OpenAI takes participant names of [A-Za-z0-9_-] only: {message.name!r} was not sent",
-                    f"{path}.messages[{origin}].name",
-                )
-            )
-            message.name = ""
 
 
 def _sent_call_name(name: str, chars: str, max_chars: int) -> str:

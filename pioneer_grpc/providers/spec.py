@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pioneer_grpc.errors import FieldViolation
-from pioneer_grpc.providers.common import JSON, Prepared
+from pioneer_grpc.providers.common import JSON, TOOL_ERROR_LINE, Prepared
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
 if TYPE_CHECKING:
@@ -91,6 +91,8 @@ class ProviderSpec:
     participant_names: bool = False
     # Whether a tool result may say it is an error (Anthropic is_error, Bedrock status).
     tool_result_error: bool = False
+    # Without such a field: how the mark goes in the result itself (the tool_error_in_content notice).
+    tool_error_in_content: str = f"the result's text starts with a line {TOOL_ERROR_LINE!r}"
 
     @property
     def tool_name(self) -> re.Pattern[str]:

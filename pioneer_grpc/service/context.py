@@ -21,6 +21,7 @@ from pioneer_grpc.history.summarizers import Summarizer
 from pioneer_grpc.models.registry import Registry, packaged_registry
 from pioneer_grpc.service.load_cache import LoadCache
 from pioneer_grpc.service.prefix_breaks import RoundPrefixes
+from pioneer_grpc.service.recent_rounds import RecentRounds
 from pioneer_grpc.service.token_fit import SeenModels
 from pioneer_grpc.store.port import Store
 from pioneer_grpc.telemetry import Telemetry
@@ -43,6 +44,8 @@ class ServiceContext:
     seen_models: SeenModels = field(default_factory=SeenModels)
     # What made each thread's last round's body, for the next round's PrefixBreak.
     round_prefixes: RoundPrefixes = field(default_factory=RoundPrefixes)
+    # Each thread's last round here, for the usage a loop reports of it with its next call.
+    recent_rounds: RecentRounds = field(default_factory=RecentRounds)
     # What the server knows of each model (window, output limit, tokenizer, cache minimum).
     models: Registry = field(default_factory=packaged_registry)
     # The providers' count-tokens endpoints that have a key configured (none: estimates only).

@@ -42,7 +42,7 @@ from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
 from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, count_blocking
 from pioneer_grpc.models.attachments import attachment_tokens
 from pioneer_grpc.models.registry import Registry
-from pioneer_grpc.service import token_fit
+from pioneer_grpc.service import round_usage, token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.history_load import LoadAnswer, blocking, load_history, load_history_result
 from pioneer_grpc.store.port import (
@@ -54,7 +54,7 @@ from pioneer_grpc.store.port import (
     Recount,
 )
 from pioneer_grpc.telemetry import tracing
-from pioneer_grpc.v1 import chat_pb2, history_pb2
+from pioneer_grpc.v1 import chat_pb2, history_pb2, usage_pb2
 
 __all__ = [
     "LoadAnswer",
@@ -328,11 +328,30 @@ async def complete_turn(
     thread_id: str,
     turn_id: str,
     entries: Sequence[history_pb2.ConversationEntry] = (),
+    usage: usage_pb2.ProviderUsage | None = None,
 ) -> AppendOutcome:
     """Appends `entries` (AppendEntries' rules; an empty turn_id is `turn_id`) and marks the turn's
     entries completed, in one transaction; the outcome has the counts only. NotFound for an unknown
-    turn (one the entries do not start)."""
-    _check([thread_id_violation(thread_id), id_violation("turn_id", turn_id, "turn_id")])
+    turn (one the entries do not start). `usage`, the provider's for the turn's last round, is
+    recorded once the turn is completed (service/round_usage.py)."""
+    _check(
+        [
+            thread_id_violation(thread_id),
+            id_violation("turn_id", turn_id, "turn_id"),
+            *(round_usage.usage_violations(usage, "previous_round_usage") if usage is not None else ()),
+        ]
+    )
+    if usage is None:
+        return await _complete_turn(ctx, thread_id, turn_id, entries)
+    await round_usage.turn_has_round(ctx, thread_id, turn_id)
+    outcome = await _complete_turn(ctx, thread_id, turn_id, entries)
+    await round_usage.record(ctx, thread_id, turn_id, ctx.recent_rounds.last(thread_id), usage)
+    return outcome
+
+
+async def _complete_turn(
+    ctx: ServiceContext, thread_id: str, turn_id: str, entries: Sequence[history_pb2.ConversationEntry]
+) -> AppendOutcome:
     if not entries:
         return AppendOutcome([], 0, 0, await ctx.store.turns.complete(thread_id, turn_id))
     if len(entries) <= MAX_ENTRIES_PER_APPEND:  # else the append names the cap

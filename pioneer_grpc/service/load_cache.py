@@ -398,6 +398,13 @@ class LoadCache:
             old, _ = self._items.popitem(last=False)
             self.size_bytes -= self._sizes.pop(old)
 
+    def forget(self, thread_id: str) -> None:
+        """Drops every answer of the thread (it was deleted here)."""
+        with self._lock:
+            for key in [key for key in self._items if key[0] == thread_id]:
+                del self._items[key]
+                self.size_bytes -= self._sizes.pop(key)
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()

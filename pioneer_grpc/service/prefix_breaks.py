@@ -35,6 +35,9 @@ class RoundPrefixes:
         self._size = size
         self._items: OrderedDict[str, tuple[RoundKey, RoundPrefix, RoundPrefix | None]] = OrderedDict()
 
+    def forget(self, thread_id: str) -> None:
+        self._items.pop(thread_id, None)
+
     def swap(self, thread_id: str, key: RoundKey, current: RoundPrefix) -> RoundPrefix | None:
         """Keeps `current` as the thread's last round; the round before it (None: not known)."""
         found = self._items.pop(thread_id, None)

@@ -87,6 +87,10 @@ class SeenModels:
         with self._lock:
             return self._models.get(thread_id)
 
+    def forget(self, thread_id: str) -> None:
+        with self._lock:
+            self._models.pop(thread_id, None)
+
     def put(self, thread_id: str, model: str) -> None:
         with self._lock:
             self._models[thread_id] = model

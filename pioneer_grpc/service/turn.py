@@ -59,10 +59,11 @@ from pioneer_grpc.providers.prefix import cut_prefix, extend_prefix, render_pref
 from pioneer_grpc.providers.render import RenderedBody, RenderedRequest, render_after
 from pioneer_grpc.providers.validate import tool_rule_violations
 from pioneer_grpc.remembered import Remembered
-from pioneer_grpc.service import history_load, observe, prefix_breaks, rendered_rounds, token_fit
+from pioneer_grpc.service import history_load, observe, prefix_breaks, rendered_rounds, round_usage, token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.ending import to_the_end
 from pioneer_grpc.service.load_cache import CachedLoad
+from pioneer_grpc.service.recent_rounds import MAX_KEPT_BODY_SOURCE_BYTES, SeenRound
 from pioneer_grpc.store.entries import as_loaded, entry_conflict, turn_completed
 from pioneer_grpc.store.manifests import prepare_manifest
 from pioneer_grpc.store.port import (
@@ -600,6 +601,10 @@ async def _committed(
 
 async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest) -> PreparedTurn:
     observe.turn_started(ctx, request.thread_id, request.turn_id, request.model)
+    usage = request.previous_round_usage if request.HasField("previous_round_usage") else None
+    if usage is not None:  # checked before anything is stored
+        InvalidArgument.raise_if(round_usage.usage_violations(usage, "previous_round_usage"))
+        await round_usage.turn_has_round(ctx, request.thread_id, request.turn_id)
     small = request.ByteSize() <= _ON_LOOP_REQUEST_BYTES
     # A request at its caps is megabytes to check, hash and count: off the event loop.
     before = await history_load.blocking(
@@ -631,6 +636,22 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
         report.prefix_break.CopyFrom(broke)
     prepared = PreparedTurn(head, done.framed, done.current, report, recorded.event_id)
     prepared.rendered = done.encoded
+    body = done.rendered
+    if body is not None and body.source_bytes > MAX_KEPT_BODY_SOURCE_BYTES:
+        body = None
+    seen = SeenRound(
+        request.turn_id,
+        len(done.current),
+        recorded.event_id,
+        request.provider,
+        done.model,
+        broke,
+        None if body is None else body.body,
+        0 if body is None else body.source_bytes,
+    )
+    previous = ctx.recent_rounds.swap(request.thread_id, seen)
+    if usage is not None:
+        await round_usage.record(ctx, request.thread_id, request.turn_id, previous, usage)
     if ctx.config.keep_rendered_requests:  # off by default: then the round pays nothing for it
         await rendered_rounds.keep(ctx, request, prepared)
     return prepared

@@ -16,7 +16,7 @@ from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import Integer, bindparam, func, select, type_coerce
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc import reasons
@@ -55,6 +55,7 @@ ENTRY_COLUMNS = (
     EntryRow.completed,
     EntryRow.created_at,
     EntryRow.content_parts_pb,
+    EntryRow.is_error,
 )
 
 
@@ -74,6 +75,7 @@ def entry_message(row: Any) -> history_pb2.ConversationEntry:
         token_count=row.token_count,
         tokenizer=row.tokenizer,
         completed=row.completed,
+        is_error=bool(row.is_error),
     )
     if row.reasoning_content is not None:
         entry.reasoning_content = row.reasoning_content
@@ -167,6 +169,7 @@ def entry_values(thread_id: str, new: NewEntry, tokenizer: str, moment: datetime
         "artifact_refs_json": artifact_refs_json(entry),
         "reasoning_content": entry.reasoning_content if entry.HasField("reasoning_content") else None,
         "content_parts_pb": parts_blob(entry),
+        "is_error": entry.is_error,
         "content_hash": new.content_hash,
         "token_count": new.token_count,
         "tokenizer": tokenizer,
@@ -195,20 +198,32 @@ ENTRY_VALUE_KEYS = tuple(entry_values("", NewEntry(history_pb2.ConversationEntry
 
 
 # What a history load needs of an entry: no timestamps or reasoning.
-LOAD_COLUMNS = (
-    EntryRow.id,
-    EntryRow.entry_id,
-    EntryRow.turn_id,
-    EntryRow.role,
-    EntryRow.content,
-    EntryRow.tool_calls_json,
-    EntryRow.tool_call_id,
-    EntryRow.name,
-    EntryRow.artifact_refs_json,
-    EntryRow.token_count,
-    EntryRow.tokenizer,
-    EntryRow.content_parts_pb,
+_LOAD_NAMES = (
+    "id",
+    "entry_id",
+    "turn_id",
+    "role",
+    "content",
+    "tool_calls_json",
+    "tool_call_id",
+    "name",
+    "artifact_refs_json",
+    "token_count",
+    "tokenizer",
+    "content_parts_pb",
 )
+
+
+def load_columns(entry: Any) -> tuple[Any, ...]:
+    """LOAD_COLUMNS of `entry` (EntryRow or an alias of it). `is_error` as an integer: a statement
+    run straight on the driver (store/driver.py) converts no column (0 or 1 on SQLite)."""
+    return (
+        *(getattr(entry, name) for name in _LOAD_NAMES),
+        type_coerce(entry.is_error, Integer).label("is_error"),
+    )
+
+
+LOAD_COLUMNS = load_columns(EntryRow)
 
 _TURNS_ENTRIES = (
     select(*LOAD_COLUMNS)
@@ -297,6 +312,7 @@ def loaded_entry(row: Any) -> history_pb2.ConversationEntry:
         token_count=row.token_count,
         tokenizer=row.tokenizer,
         completed=True,
+        is_error=bool(row.is_error),
     )
     if row.tool_calls_json != "[]":
         entry.tool_calls.extend(parse_tool_calls(row.tool_calls_json))

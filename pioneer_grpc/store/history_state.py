@@ -20,6 +20,7 @@ from sqlalchemy import (
     Select,
     String,
     bindparam,
+    cast,
     func,
     literal_column,
     select,
@@ -28,10 +29,37 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
 
 from pioneer_grpc.store.driver import Direct, postgresql_text
-from pioneer_grpc.store.entries import LOAD_COLUMNS, RowsRead, loaded_entry
+from pioneer_grpc.store.entries import RowsRead, load_columns, loaded_entry
 from pioneer_grpc.store.models import EntryRow, SummaryRow, ThreadRow
 from pioneer_grpc.store.port import NO_ENTRIES, HistoryRead, HistoryState
 from pioneer_grpc.store.threads import thread_not_found
+
+# The thread row's settings a load depends on, in HistoryState's order: what the state read and
+# SQLite's round version (store/sqlite.py) both compare, so a new setting is added here once.
+SETTINGS: tuple[Any, ...] = (
+    ThreadRow.max_context_tokens,
+    ThreadRow.response_reserve_tokens,
+    ThreadRow.model,
+    ThreadRow.summary_model,
+    ThreadRow.compaction_strategy,
+    ThreadRow.keep_tool_results,
+    ThreadRow.compaction_failed_sequence,
+    ThreadRow.compaction_trigger_percent,
+    ThreadRow.compaction_low_water_percent,
+    ThreadRow.clear_at_least_percent,
+    ThreadRow.dynamic_context_placement,
+)
+SETTING_NAMES = tuple(column.key for column in SETTINGS)
+
+
+def newest_summary_id() -> Any:
+    """The thread's newest summary's id, as a column of a query over the thread row."""
+    return (
+        select(func.max(SummaryRow.id))
+        .where(SummaryRow.thread_id == ThreadRow.thread_id)
+        .scalar_subquery()
+        .label("summary_id")
+    )
 
 
 def state_read(thread_id: BindParameter[str], exclude_turn_id: BindParameter[str]) -> Select[Any]:
@@ -53,23 +81,11 @@ def state_read(thread_id: BindParameter[str], exclude_turn_id: BindParameter[str
         )
 
     columns: list[Any] = [
-        ThreadRow.max_context_tokens,
-        ThreadRow.response_reserve_tokens,
-        ThreadRow.model,
-        ThreadRow.summary_model,
-        ThreadRow.compaction_strategy,
-        ThreadRow.keep_tool_results,
-        ThreadRow.compaction_failed_sequence,
-        ThreadRow.compaction_trigger_percent,
-        ThreadRow.compaction_low_water_percent,
-        ThreadRow.clear_at_least_percent,
-        ThreadRow.dynamic_context_placement,
-        select(func.max(SummaryRow.id))
-        .where(SummaryRow.thread_id == ThreadRow.thread_id)
-        .scalar_subquery()
-        .label("summary_id"),
+        *SETTINGS,
+        newest_summary_id(),
         ThreadRow.completed_entries.label("completed_count"),
         select(func.max(EntryRow.id)).where(completed).scalar_subquery().label("completed_max_id"),
+        cast(ThreadRow.created_at, String).label("created"),
         ThreadRow.open_entries,
         ThreadRow.open_turns,
         of_excluded(False).label("excluded_open"),
@@ -101,7 +117,7 @@ _NEWER = aliased(EntryRow, name="newer")
 # load and every round runs it.
 _READ = (
     state_read(bindparam("thread_id"), bindparam("exclude_turn_id"))
-    .add_columns(*(getattr(_NEWER, column.key) for column in LOAD_COLUMNS))
+    .add_columns(*load_columns(_NEWER))
     .select_from(
         ThreadRow.__table__.outerjoin(_NEWER, _newer(_NEWER, ThreadRow.thread_id, bindparam("after")))
     )
@@ -160,7 +176,7 @@ def newer_entries(first: tuple[str, ...], last: tuple[str, ...] = ()) -> str:
     return postgresql_text(
         select(
             *(literal_column(expression) for expression in first),
-            *(getattr(entry, column.key) for column in LOAD_COLUMNS),
+            *load_columns(entry),
             *(literal_column(expression) for expression in last),
         ).where(_newer(entry, bindparam("b_thread_id"), bindparam("b_after")))
     )

@@ -19,7 +19,7 @@ from typing import Any, cast
 from google.protobuf import json_format
 
 from pioneer_grpc import reasons
-from pioneer_grpc.errors import AlreadyExists, InvalidArgument, NotFound
+from pioneer_grpc.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from pioneer_grpc.history.budget import DEFAULT_MAX_CONTEXT_TOKENS, DEFAULT_RESPONSE_RESERVE_TOKENS
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, named_call_ids
 from pioneer_grpc.store.clock import now
@@ -51,6 +51,7 @@ from pioneer_grpc.store.port import (
     RenderedBounds,
     RoundAsk,
     RoundCommit,
+    RoundUsageRecord,
     StoredEntry,
     SummaryRead,
     SummaryToStore,
@@ -141,10 +142,12 @@ class _Tables:
     summary_counts: dict[tuple[int, str], int] = field(default_factory=dict)
     events: dict[int, _Event] = field(default_factory=dict)
     kept: dict[int, _Kept] = field(default_factory=dict)
+    usage: list[RoundUsageRecord] = field(default_factory=list)
     next_entry: int = 1
     next_summary: int = 1
     next_event: int = 1
     next_kept: int = 1
+    next_version: int = 0
 
 
 class MemoryStore:
@@ -163,6 +166,7 @@ class MemoryStore:
         self.manifests = _Manifests(self)
         self.listing = _Listing(self)
         self.rendered = _Rendered(self)
+        self.usage = _Usage(self)
 
     async def probe(self, reclaim: bool = False) -> None:
         return None
@@ -223,6 +227,7 @@ class MemoryStore:
             summary_id=max(summaries, default=None),
             completed_count=thread.completed_entries,
             completed_max_id=max(completed, default=None),
+            created=thread.created_at.isoformat(),
         )
 
     def read(self, ask: HistoryAsk) -> HistoryRead:
@@ -367,6 +372,65 @@ class MemoryStore:
             thread.version += 1
         return len(rows)
 
+    def drop_entries(self, sequences: list[int]) -> None:
+        """The entries of `sequences`, their calls and their counts in other tokenizers."""
+        for sequence in sequences:
+            row = self._t.entries.pop(sequence)
+            self._t.by_entry_id.pop((row.thread_id, row.entry_id), None)
+            for counted in [key for key in self._t.entry_counts if key[0] == sequence]:
+                del self._t.entry_counts[counted]
+            for call, made in list(self._t.calls.items()):
+                if call[0] == row.thread_id and row.entry_id in made:
+                    made.remove(row.entry_id)
+                    if not made:
+                        del self._t.calls[call]
+
+    def drop_events_and_kept(self, dropped: Callable[[_Event | _Kept | RoundUsageRecord], bool]) -> None:
+        """Drops the events, kept rounds and round usage `dropped` names (a turn's, or a thread's)."""
+        for event_id in [i for i, row in self._t.events.items() if dropped(row)]:
+            del self._t.events[event_id]
+        for kept_id in [i for i, row in self._t.kept.items() if dropped(row)]:
+            del self._t.kept[kept_id]
+        self._t.usage[:] = [row for row in self._t.usage if not dropped(row)]
+
+    def abandon(self, thread_id: str, turn_id: str, allow_missing: bool) -> int | None:
+        thread = self.thread(thread_id)
+        turn = self._t.turns.get((thread_id, turn_id))
+        if turn is None:
+            if allow_missing:
+                return None
+            raise turn_not_found(thread_id, turn_id)
+        if turn.status == COMPLETED:
+            raise FailedPrecondition(
+                f"turn {turn_id!r} of thread {thread_id!r} is completed: it is history, never dropped",
+                reason=reasons.TURN_COMPLETED,
+                metadata={"thread_id": thread_id, "turn_id": turn_id},
+            )
+        rows = self.turn_rows(thread_id, turn_id)
+        self.drop_entries([row.id for row in rows])
+        del self._t.turns[(thread_id, turn_id)]
+        self.drop_events_and_kept(lambda row: (row.thread_id, row.turn_id) == (thread_id, turn_id))
+        if rows:
+            thread.open_entries -= len(rows)
+            thread.open_turns -= 1
+        thread.updated_at = now()
+        thread.version += 1
+        return len(rows)
+
+    def delete(self, thread_id: str) -> bool:
+        if self._t.threads.pop(thread_id, None) is None:
+            return False
+        self.drop_entries([s for s, row in self._t.entries.items() if row.thread_id == thread_id])
+        for turn in [k for k in self._t.turns if k[0] == thread_id]:
+            del self._t.turns[turn]
+        for summary_id in [i for i, row in self._t.summaries.items() if row.thread_id == thread_id]:
+            del self._t.summaries[summary_id]
+            for counted in [k for k in self._t.summary_counts if k[0] == summary_id]:
+                del self._t.summary_counts[counted]
+        self.drop_events_and_kept(lambda row: row.thread_id == thread_id)
+        self._compressing.pop(thread_id, None)
+        return True
+
     def record(self, prepared: PreparedManifest, turn: _Turn) -> Recorded:
         if turn.event_id is not None and turn.manifest_json == prepared.as_json:
             return Recorded(turn.event_id, None)
@@ -408,6 +472,10 @@ class _Part:
 
 
 class _Threads(_Part):
+    async def delete(self, thread_id: str) -> bool:
+        async with self.s._lock:
+            return self.s.delete(thread_id)
+
     async def create(self, thread_id: str, config: history_pb2.ThreadConfig) -> history_pb2.Thread:
         async with self.s._lock:
             settings = _settings(config)
@@ -417,6 +485,9 @@ class _Threads(_Part):
                 found = self.t.threads[thread_id] = _Thread(
                     thread_id, **settings, created_at=moment, updated_at=moment
                 )
+                # Above any version a thread of this id had before it was deleted.
+                self.t.next_version += 1_000_000
+                found.version = self.t.next_version
                 return self.s.thread_message(found)
             stored = _config_of(found)
             differing = [name for name in _SETTINGS if stored[name] != settings[name]]
@@ -534,6 +605,10 @@ class _Turns(_Part):
         async with self.s._lock:
             self.s.thread(thread_id)
             return self.s.complete(thread_id, turn_id)
+
+    async def abandon(self, thread_id: str, turn_id: str, allow_missing: bool = False) -> int | None:
+        async with self.s._lock:
+            return self.s.abandon(thread_id, turn_id, allow_missing)
 
 
 class _History(_Part):
@@ -655,6 +730,8 @@ class _Manifests(_Part):
                     moment,
                     moment,
                 )
+                self.t.next_version += 1_000_000
+                self.t.threads[prepared.thread_id].version = self.t.next_version
             turn = self.s.lock_turn(prepared.thread_id, prepared.turn_id, moment)
             return self.s.record(prepared, turn)
 
@@ -819,3 +896,21 @@ class _Rendered(_Part):
             for _, row in sorted(self.t.kept.items())
             if (row.thread_id, row.turn_id) == (thread_id, turn_id) and row.created_at >= not_before
         ]
+
+
+class _Usage(_Part):
+    async def record(self, usage: RoundUsageRecord) -> None:
+        def same(row: RoundUsageRecord) -> bool:
+            return (row.thread_id, row.turn_id, row.manifest_event_id, row.turn_message_count) == (
+                usage.thread_id,
+                usage.turn_id,
+                usage.manifest_event_id,
+                usage.turn_message_count,
+            )
+
+        async with self.s._lock:
+            self.t.usage[:] = [row for row in self.t.usage if not same(row)]
+            self.t.usage.append(usage)
+
+    async def thread_rounds(self, thread_id: str, limit: int) -> list[RoundUsageRecord]:
+        return [row for row in reversed(self.t.usage) if row.thread_id == thread_id][:limit]

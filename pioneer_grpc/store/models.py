@@ -27,6 +27,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -139,6 +140,8 @@ class EntryRow(Base):
     # Content parts (text, images, documents) serialized as ChatMessage.content_parts; NULL
     # without any (migration 0008).
     content_parts_pb: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    # A tool result that reports its tool failed (ConversationEntry.is_error; migration 0017).
+    is_error: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # sha256 of the entry's canonical content: an idempotent repeat must match it.
     content_hash: Mapped[str] = mapped_column(String(64))
     # Counted once at append with `tokenizer` (the thread model's then); counts in other

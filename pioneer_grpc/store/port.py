@@ -100,6 +100,9 @@ class HistoryState:
     summary_id: int | None
     completed_count: int
     completed_max_id: int | None
+    # The thread's creation time as the database holds it: a thread deleted and created again
+    # under its id is another state, so no kept answer of the one before serves it, on any server.
+    created: str = ""
 
 
 @dataclass(frozen=True)
@@ -396,6 +399,39 @@ class KeptRound:
     round_pb: bytes
 
 
+@dataclass(frozen=True)
+class RoundUsageRecord:
+    """A round's usage as the provider reported it, against what the server expected of its body.
+
+    A round is (thread, turn, manifest event, turn messages): rounds of a turn that compile the same
+    prompt share their event and differ in how many of the turn's own messages they sent (0: not
+    known, the round was prepared elsewhere). None: not known. The prefix break's cause is a
+    PrefixBreakCause (0: the prefix held, or not known); its detail is the section or entry id.
+    """
+
+    thread_id: str
+    turn_id: str
+    manifest_event_id: int
+    turn_message_count: int
+    provider: int
+    model: str
+    input_tokens: int
+    cache_read_input_tokens: int | None
+    cache_write_input_tokens: int | None
+    output_tokens: int
+    reasoning_output_tokens: int | None
+    expected_input_tokens: int | None
+    expected_cache_read_input_tokens: int | None
+    expected_cache_write_input_tokens: int | None
+    expected_input_cost_usd: float | None
+    reported_input_cost_usd: float | None
+    break_cause: int
+    break_detail: str
+    break_tokens_invalidated: int
+    break_tokens_kept: int
+    reported_at: datetime
+
+
 # ---- one interface per concern ---------------------------------------------------------------
 
 
@@ -415,6 +451,11 @@ class Threads(Protocol):
         Conflict otherwise, changing nothing."""
         ...
 
+    async def delete(self, thread_id: str) -> bool:
+        """Deletes the thread and every row stored for it, in one transaction; whether it existed.
+        Its id may be created again from scratch."""
+        ...
+
 
 class Entries(Protocol):
     async def append(self, batch: AppendBatch) -> AppendOutcome | Recount: ...
@@ -431,6 +472,13 @@ class Entries(Protocol):
 class Turns(Protocol):
     async def complete(self, thread_id: str, turn_id: str) -> int:
         """Completes the turn and its entries (again: a no-op); how many entries it has."""
+        ...
+
+    async def abandon(self, thread_id: str, turn_id: str, allow_missing: bool = False) -> int | None:
+        """Drops a turn not completed, in one transaction: its entries (their calls and counts),
+        its manifest, events and kept rounds; the thread's open counts follow. How many entries it
+        had; None for a turn that does not exist with `allow_missing` (NotFound without).
+        FailedPrecondition TURN_COMPLETED for a completed turn, which stays as it is."""
         ...
 
 
@@ -513,6 +561,16 @@ class RenderedRounds(Protocol):
     async def turn_rounds(self, thread_id: str, turn_id: str, not_before: datetime) -> list[KeptRound]: ...
 
 
+class RoundUsage(Protocol):
+    async def record(self, usage: RoundUsageRecord) -> None:
+        """Stores a round's usage; the same round reported again replaces it."""
+        ...
+
+    async def thread_rounds(self, thread_id: str, limit: int) -> list[RoundUsageRecord]:
+        """The thread's reported rounds, newest report first, at most `limit`."""
+        ...
+
+
 class Store(Protocol):
     @property
     def threads(self) -> Threads: ...
@@ -530,6 +588,8 @@ class Store(Protocol):
     def listing(self) -> Listing: ...
     @property
     def rendered(self) -> RenderedRounds: ...
+    @property
+    def usage(self) -> RoundUsage: ...
 
     async def probe(self, reclaim: bool = False) -> None:
         """Returns once the store took a write; raises what it met otherwise. `reclaim` after a

@@ -65,6 +65,7 @@ _BATCH_COLUMNS = (
     ("artifact_refs_json", "text"),
     ("reasoning_content", "text"),
     ("content_parts_pb", "bytea"),
+    ("is_error", "boolean"),
     ("content_hash", "varchar"),
     ("token_count", "integer"),
 )

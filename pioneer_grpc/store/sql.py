@@ -27,12 +27,13 @@ from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, named_call_ids
 from pioneer_grpc.store import append as append_store
 from pioneer_grpc.store import entries as entry_store
+from pioneer_grpc.store import lifecycle, token_counts
 from pioneer_grpc.store import listing as listing_store
 from pioneer_grpc.store import manifests as manifest_store
 from pioneer_grpc.store import rendered_rounds as rendered_store
+from pioneer_grpc.store import round_usage as usage_store
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
-from pioneer_grpc.store import token_counts
 from pioneer_grpc.store.append import Batch, batch_of
 from pioneer_grpc.store.engine import session_factory
 from pioneer_grpc.store.history_state import history_read_in
@@ -54,6 +55,7 @@ from pioneer_grpc.store.port import (
     RenderedBounds,
     RoundAsk,
     RoundCommit,
+    RoundUsageRecord,
     SummaryRead,
     SummaryToStore,
     TurnManifest,
@@ -122,6 +124,7 @@ class SqlStore:
         self.manifests = _Manifests(self)
         self.listing = _Listing(self)
         self.rendered = _Rendered(self)
+        self.usage = _Usage(self)
         self._closed = False
 
     async def probe(self, reclaim: bool = False) -> None:
@@ -359,6 +362,10 @@ class _Threads(_Part):
         found = await _transact(self.runner, lambda conn: work(conn))
         return Conflict() if found is None else thread_store.thread_message(*found)
 
+    async def delete(self, thread_id: str) -> bool:
+        deleted: bool = await _transact(self.runner, partial(lifecycle.delete_thread_in, thread_id=thread_id))
+        return deleted
+
 
 def _create(thread_id: str, settings: thread_store.ThreadSettings, conn: Connection) -> tuple[Any, int]:
     return thread_store.create_thread_in(conn, thread_id, settings)
@@ -393,6 +400,13 @@ class _Turns(_Part):
             self.runner, partial(self.store.complete_in, thread_id=thread_id, turn_id=turn_id)
         )
         return count
+
+    async def abandon(self, thread_id: str, turn_id: str, allow_missing: bool = False) -> int | None:
+        work = partial(
+            lifecycle.abandon_turn_in, thread_id=thread_id, turn_id=turn_id, allow_missing=allow_missing
+        )
+        dropped: int | None = await _transact(self.runner, work)
+        return dropped
 
 
 class _History(_Part):
@@ -520,6 +534,14 @@ class _Rendered(_Part):
         return await self.runner.read(
             lambda conn: rendered_store.turn_rounds(conn, thread_id, turn_id, not_before)
         )
+
+
+class _Usage(_Part):
+    async def record(self, usage: RoundUsageRecord) -> None:
+        await _transact(self.runner, lambda conn: usage_store.record(conn, usage))
+
+    async def thread_rounds(self, thread_id: str, limit: int) -> list[RoundUsageRecord]:
+        return await self.runner.read(lambda conn: usage_store.thread_rounds(conn, thread_id, limit))
 
 
 def open_store(engine: AsyncEngine, tokenizer_of: Callable[[str], str]) -> SqlStore:

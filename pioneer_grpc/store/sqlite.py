@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, true, update
+from sqlalchemy import String, bindparam, cast, func, select, true, update
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
@@ -35,9 +35,9 @@ from pioneer_grpc.store.entries import (
     loaded_entry,
     thread_calls_in,
 )
-from pioneer_grpc.store.history_state import history_read_and_row
+from pioneer_grpc.store.history_state import SETTING_NAMES, SETTINGS, history_read_and_row, newest_summary_id
 from pioneer_grpc.store.manifests import record_in
-from pioneer_grpc.store.models import EntryRow, SummaryRow, ThreadRow, ToolCallRow, TurnRow
+from pioneer_grpc.store.models import EntryRow, ThreadRow, ToolCallRow, TurnRow
 from pioneer_grpc.store.port import (
     Conflict,
     OpenedRound,
@@ -155,24 +155,12 @@ def turn_entries_lean(conn: Connection, thread_id: str, turn_id: str) -> list[hi
 # of them (entries are never deleted, so a count never moves back to an earlier value unseen).
 _VERSION = Direct(
     select(
-        ThreadRow.max_context_tokens,
-        ThreadRow.response_reserve_tokens,
-        ThreadRow.model,
-        ThreadRow.summary_model,
-        ThreadRow.compaction_strategy,
-        ThreadRow.keep_tool_results,
-        ThreadRow.compaction_failed_sequence,
-        ThreadRow.compaction_trigger_percent,
-        ThreadRow.compaction_low_water_percent,
-        ThreadRow.clear_at_least_percent,
-        ThreadRow.dynamic_context_placement,
-        select(func.max(SummaryRow.id))
-        .where(SummaryRow.thread_id == ThreadRow.thread_id)
-        .scalar_subquery()
-        .label("summary_id"),
+        *SETTINGS,
+        newest_summary_id(),
         ThreadRow.completed_entries.label("completed_count"),
         ThreadRow.open_entries,
         ThreadRow.open_turns,
+        cast(ThreadRow.created_at, String).label("created"),
         select(TurnRow.status)
         .where(TurnRow.thread_id == ThreadRow.thread_id, TurnRow.turn_id == bindparam("turn_id"))
         .scalar_subquery()
@@ -184,16 +172,11 @@ _VERSION = Direct(
 
 def _version_of(row: Any, turn_status: int | None) -> tuple[Any, ...]:
     """A round's version from a row with _VERSION's columns (the state read's have them too)."""
-    state = row.max_context_tokens, row.response_reserve_tokens, row.model, row.summary_model
-    settings = row.compaction_strategy, row.keep_tool_results, row.compaction_failed_sequence
-    policy = (
-        row.compaction_trigger_percent,
-        row.compaction_low_water_percent,
-        row.clear_at_least_percent,
-        row.dynamic_context_placement,
-    )
+    settings = tuple(getattr(row, name) for name in SETTING_NAMES)
     counts = row.summary_id, int(row.completed_count), int(row.open_entries), int(row.open_turns)
-    return (*state, *settings, *policy, *counts, IN_PROGRESS if turn_status is None else turn_status)
+    # The creation time: a thread deleted and created again meanwhile is not the one the round read.
+    status = IN_PROGRESS if turn_status is None else turn_status
+    return (*settings, *counts, row.created, status)
 
 
 class SqliteStore(SqlStore):

@@ -40,6 +40,11 @@ class NoMetrics:
     def summary_call(self, summarizer: str, seconds: float, failure: str) -> None:
         pass
 
+    def provider_usage(
+        self, provider: str, model: str, read: int, write: int, uncached: int, output: int
+    ) -> None:
+        pass
+
     def compile_cache(self, hit: bool) -> None:
         pass
 
@@ -140,6 +145,19 @@ class Metrics(NoMetrics):
             ["section_id"],
             registry=r,
         )
+        self._provider_input = Counter(
+            "pioneer_provider_input_tokens",
+            "Input tokens providers reported for rounds' bodies (a loop's previous_round_usage), by provider "
+            "API, model (registry name, or other) and kind: cache_read, cache_write, uncached.",
+            ["provider", "model", "kind"],
+            registry=r,
+        )
+        self._provider_output = Counter(
+            "pioneer_provider_output_tokens",
+            "Output tokens providers reported for rounds' bodies, by provider API and model.",
+            ["provider", "model"],
+            registry=r,
+        )
         # process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... of this process.
         ProcessCollector(registry=r)
         frozen = Gauge(
@@ -207,6 +225,13 @@ class Metrics(NoMetrics):
         if count:
             self._cleared.inc(count)
             self._cleared_tokens.inc(tokens_saved)
+
+    def provider_usage(
+        self, provider: str, model: str, read: int, write: int, uncached: int, output: int
+    ) -> None:
+        for kind, tokens in (("cache_read", read), ("cache_write", write), ("uncached", uncached)):
+            self._provider_input.labels(provider, model, kind).inc(tokens)
+        self._provider_output.labels(provider, model).inc(output)
 
     def summary_call(self, summarizer: str, seconds: float, failure: str) -> None:
         self._summary_calls.labels(summarizer).inc()

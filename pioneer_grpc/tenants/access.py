@@ -23,6 +23,8 @@ METHOD_ACCESS: dict[str, Access] = {
     "/pioneer.v1.HistoryService/UpdateThread": W,
     "/pioneer.v1.HistoryService/AppendEntries": W,
     "/pioneer.v1.HistoryService/CompleteTurn": W,
+    "/pioneer.v1.HistoryService/AbandonTurn": W,
+    "/pioneer.v1.HistoryService/DeleteThread": W,
     # Reads a thread; may write its summary back (compaction), which is the server's doing.
     "/pioneer.v1.HistoryService/LoadConversationHistory": R,
     "/pioneer.v1.HistoryService/GetThreadSummary": R,
@@ -34,6 +36,7 @@ METHOD_ACCESS: dict[str, Access] = {
     "/pioneer.v1.ManifestService/WatchManifests": R,
     "/pioneer.v1.ManifestService/DiffManifests": R,
     "/pioneer.v1.ManifestService/ListRenderedRounds": R,
+    "/pioneer.v1.ManifestService/ListRoundUsage": R,
     # Records the compile's manifest on its turn.
     "/pioneer.v1.PromptCompilerService/CompilePrompt": W,
     # Creates files in the runtime home.

@@ -134,7 +134,7 @@ class Thread(_message.Message):
     def __init__(self, thread_id: _Optional[str] = ..., config: _Optional[_Union[ThreadConfig, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., entry_count: _Optional[int] = ...) -> None: ...
 
 class ConversationEntry(_message.Message):
-    __slots__ = ("entry_id", "turn_id", "role", "content", "tool_calls", "tool_call_id", "name", "artifact_refs", "reasoning_content", "sequence", "token_count", "tokenizer", "completed", "create_time", "content_parts")
+    __slots__ = ("entry_id", "turn_id", "role", "content", "tool_calls", "tool_call_id", "name", "artifact_refs", "reasoning_content", "sequence", "token_count", "tokenizer", "completed", "create_time", "content_parts", "is_error")
     ENTRY_ID_FIELD_NUMBER: _ClassVar[int]
     TURN_ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -150,6 +150,7 @@ class ConversationEntry(_message.Message):
     COMPLETED_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     CONTENT_PARTS_FIELD_NUMBER: _ClassVar[int]
+    IS_ERROR_FIELD_NUMBER: _ClassVar[int]
     entry_id: str
     turn_id: str
     role: EntryRole
@@ -165,7 +166,8 @@ class ConversationEntry(_message.Message):
     completed: bool
     create_time: _timestamp_pb2.Timestamp
     content_parts: _containers.RepeatedCompositeFieldContainer[_chat_pb2.ContentPart]
-    def __init__(self, entry_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., role: _Optional[_Union[EntryRole, str]] = ..., content: _Optional[str] = ..., tool_calls: _Optional[_Iterable[_Union[_common_pb2.ToolCall, _Mapping]]] = ..., tool_call_id: _Optional[str] = ..., name: _Optional[str] = ..., artifact_refs: _Optional[_Iterable[_Union[_common_pb2.ArtifactRef, _Mapping]]] = ..., reasoning_content: _Optional[str] = ..., sequence: _Optional[int] = ..., token_count: _Optional[int] = ..., tokenizer: _Optional[str] = ..., completed: _Optional[bool] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_parts: _Optional[_Iterable[_Union[_chat_pb2.ContentPart, _Mapping]]] = ...) -> None: ...
+    is_error: bool
+    def __init__(self, entry_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., role: _Optional[_Union[EntryRole, str]] = ..., content: _Optional[str] = ..., tool_calls: _Optional[_Iterable[_Union[_common_pb2.ToolCall, _Mapping]]] = ..., tool_call_id: _Optional[str] = ..., name: _Optional[str] = ..., artifact_refs: _Optional[_Iterable[_Union[_common_pb2.ArtifactRef, _Mapping]]] = ..., reasoning_content: _Optional[str] = ..., sequence: _Optional[int] = ..., token_count: _Optional[int] = ..., tokenizer: _Optional[str] = ..., completed: _Optional[bool] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_parts: _Optional[_Iterable[_Union[_chat_pb2.ContentPart, _Mapping]]] = ..., is_error: _Optional[bool] = ...) -> None: ...
 
 class ThreadSummary(_message.Message):
     __slots__ = ("thread_id", "text", "covers_through_entry_id", "covers_through_sequence", "token_count", "model", "create_time", "summarizer")

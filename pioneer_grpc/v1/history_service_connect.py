@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .history_service_pb2 import AppendEntriesRequest, AppendEntriesResponse, CompleteTurnRequest, CompleteTurnResponse, CountTokensRequest, CountTokensResponse, CreateThreadRequest, CreateThreadResponse, GetThreadRequest, GetThreadResponse, GetThreadSummaryRequest, GetThreadSummaryResponse, ListEntriesRequest, ListEntriesResponse, ListThreadsRequest, ListThreadsResponse, ListTurnsRequest, ListTurnsResponse, LoadConversationHistoryRequest, LoadConversationHistoryResponse, UpdateThreadRequest, UpdateThreadResponse
+from .history_service_pb2 import AbandonTurnRequest, AbandonTurnResponse, AppendEntriesRequest, AppendEntriesResponse, CompleteTurnRequest, CompleteTurnResponse, CountTokensRequest, CountTokensResponse, CreateThreadRequest, CreateThreadResponse, DeleteThreadRequest, DeleteThreadResponse, GetThreadRequest, GetThreadResponse, GetThreadSummaryRequest, GetThreadSummaryResponse, ListEntriesRequest, ListEntriesResponse, ListThreadsRequest, ListThreadsResponse, ListTurnsRequest, ListTurnsResponse, LoadConversationHistoryRequest, LoadConversationHistoryResponse, UpdateThreadRequest, UpdateThreadResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -79,6 +79,22 @@ class HistoryService(Protocol):
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
+    async def delete_thread(self, request: DeleteThreadRequest, ctx: RequestContext[DeleteThreadRequest, DeleteThreadResponse], /) -> DeleteThreadResponse:
+        """
+        Deletes a thread and everything stored for it (entries, turns, tool calls,
+        summaries, token counts, manifests and their events, kept rendered rounds)
+        in one transaction: all of it or none. Observers watching the thread get a
+        final event (ManifestEvent.thread_deleted) from the server that deleted it,
+        and their stream ends. Every server's kept history of the thread stops
+        serving at once: the thread's history state carries its creation time, so a
+        thread created again under the same id starts from scratch (AIP-135).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
+        such thread, or deleted already: with allow_missing the answer is success,
+        deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
     async def append_entries(self, request: AppendEntriesRequest, ctx: RequestContext[AppendEntriesRequest, AppendEntriesResponse], /) -> AppendEntriesResponse:
         """
         Appends entries, idempotent by entry_id: a repeat with identical content is
@@ -116,6 +132,23 @@ class HistoryService(Protocol):
         retry); FAILED_PRECONDITION TURN_COMPLETED (a new entry for a turn completed
         before: start a new turn). Idempotent: safe to retry the same request (the
         stored entries are no-ops, the turn stays completed).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def abandon_turn(self, request: AbandonTurnRequest, ctx: RequestContext[AbandonTurnRequest, AbandonTurnResponse], /) -> AbandonTurnResponse:
+        """
+        Drops a turn that is not completed (a round whose model call failed for
+        good): its entries, their tool calls and counts, its manifest and its kept
+        rendered rounds, in one transaction. The next load and PrepareTurn read the
+        thread as if the turn had never happened, and its turn_id may be used again
+        from scratch. Manifest events already streamed to observers stay delivered.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
+        TURN_NOT_FOUND (no entry or compile named the turn, or it was abandoned
+        already: with allow_missing the answer is success, abandoned false);
+        FAILED_PRECONDITION TURN_COMPLETED (a completed turn is history: never
+        dropped; metadata turn_id; do not retry). Idempotent with allow_missing:
+        safe to retry after a timeout.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -223,6 +256,17 @@ class HistoryServiceASGIApplication(ConnectASGIApplication[HistoryService]):
                     ),
                     function=svc.update_thread,
                 ),
+                "/pioneer.v1.HistoryService/DeleteThread": Endpoint.unary(
+                    method=MethodInfo(
+                        name="DeleteThread",
+                        service_name="pioneer.v1.HistoryService",
+                        input=DeleteThreadRequest,
+                        output=DeleteThreadResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.delete_thread,
+                ),
                 "/pioneer.v1.HistoryService/AppendEntries": Endpoint.unary(
                     method=MethodInfo(
                         name="AppendEntries",
@@ -244,6 +288,17 @@ class HistoryServiceASGIApplication(ConnectASGIApplication[HistoryService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.complete_turn,
+                ),
+                "/pioneer.v1.HistoryService/AbandonTurn": Endpoint.unary(
+                    method=MethodInfo(
+                        name="AbandonTurn",
+                        service_name="pioneer.v1.HistoryService",
+                        input=AbandonTurnRequest,
+                        output=AbandonTurnResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.abandon_turn,
                 ),
                 "/pioneer.v1.HistoryService/LoadConversationHistory": Endpoint.unary(
                     method=MethodInfo(
@@ -441,6 +496,39 @@ class HistoryServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def delete_thread(
+        self,
+        request: DeleteThreadRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DeleteThreadResponse:
+        """
+        Deletes a thread and everything stored for it (entries, turns, tool calls,
+        summaries, token counts, manifests and their events, kept rendered rounds)
+        in one transaction: all of it or none. Observers watching the thread get a
+        final event (ManifestEvent.thread_deleted) from the server that deleted it,
+        and their stream ends. Every server's kept history of the thread stops
+        serving at once: the thread's history state carries its creation time, so a
+        thread created again under the same id starts from scratch (AIP-135).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
+        such thread, or deleted already: with allow_missing the answer is success,
+        deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DeleteThread",
+                service_name="pioneer.v1.HistoryService",
+                input=DeleteThreadRequest,
+                output=DeleteThreadResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
     async def append_entries(
         self,
         request: AppendEntriesRequest,
@@ -509,6 +597,40 @@ class HistoryServiceClient(ConnectClient):
                 service_name="pioneer.v1.HistoryService",
                 input=CompleteTurnRequest,
                 output=CompleteTurnResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def abandon_turn(
+        self,
+        request: AbandonTurnRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> AbandonTurnResponse:
+        """
+        Drops a turn that is not completed (a round whose model call failed for
+        good): its entries, their tool calls and counts, its manifest and its kept
+        rendered rounds, in one transaction. The next load and PrepareTurn read the
+        thread as if the turn had never happened, and its turn_id may be used again
+        from scratch. Manifest events already streamed to observers stay delivered.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
+        TURN_NOT_FOUND (no entry or compile named the turn, or it was abandoned
+        already: with allow_missing the answer is success, abandoned false);
+        FAILED_PRECONDITION TURN_COMPLETED (a completed turn is history: never
+        dropped; metadata turn_id; do not retry). Idempotent with allow_missing:
+        safe to retry after a timeout.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="AbandonTurn",
+                service_name="pioneer.v1.HistoryService",
+                input=AbandonTurnRequest,
+                output=AbandonTurnResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),
@@ -717,6 +839,22 @@ class HistoryServiceSync(Protocol):
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
+    def delete_thread(self, request: DeleteThreadRequest, ctx: RequestContext[DeleteThreadRequest, DeleteThreadResponse], /) -> DeleteThreadResponse:
+        """
+        Deletes a thread and everything stored for it (entries, turns, tool calls,
+        summaries, token counts, manifests and their events, kept rendered rounds)
+        in one transaction: all of it or none. Observers watching the thread get a
+        final event (ManifestEvent.thread_deleted) from the server that deleted it,
+        and their stream ends. Every server's kept history of the thread stops
+        serving at once: the thread's history state carries its creation time, so a
+        thread created again under the same id starts from scratch (AIP-135).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
+        such thread, or deleted already: with allow_missing the answer is success,
+        deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
     def append_entries(self, request: AppendEntriesRequest, ctx: RequestContext[AppendEntriesRequest, AppendEntriesResponse], /) -> AppendEntriesResponse:
         """
         Appends entries, idempotent by entry_id: a repeat with identical content is
@@ -754,6 +892,23 @@ class HistoryServiceSync(Protocol):
         retry); FAILED_PRECONDITION TURN_COMPLETED (a new entry for a turn completed
         before: start a new turn). Idempotent: safe to retry the same request (the
         stored entries are no-ops, the turn stays completed).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def abandon_turn(self, request: AbandonTurnRequest, ctx: RequestContext[AbandonTurnRequest, AbandonTurnResponse], /) -> AbandonTurnResponse:
+        """
+        Drops a turn that is not completed (a round whose model call failed for
+        good): its entries, their tool calls and counts, its manifest and its kept
+        rendered rounds, in one transaction. The next load and PrepareTurn read the
+        thread as if the turn had never happened, and its turn_id may be used again
+        from scratch. Manifest events already streamed to observers stay delivered.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
+        TURN_NOT_FOUND (no entry or compile named the turn, or it was abandoned
+        already: with allow_missing the answer is success, abandoned false);
+        FAILED_PRECONDITION TURN_COMPLETED (a completed turn is history: never
+        dropped; metadata turn_id; do not retry). Idempotent with allow_missing:
+        safe to retry after a timeout.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -859,6 +1014,17 @@ class HistoryServiceWSGIApplication(ConnectWSGIApplication):
                     ),
                     function=service.update_thread,
                 ),
+                "/pioneer.v1.HistoryService/DeleteThread": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="DeleteThread",
+                        service_name="pioneer.v1.HistoryService",
+                        input=DeleteThreadRequest,
+                        output=DeleteThreadResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.delete_thread,
+                ),
                 "/pioneer.v1.HistoryService/AppendEntries": EndpointSync.unary(
                     method=MethodInfo(
                         name="AppendEntries",
@@ -880,6 +1046,17 @@ class HistoryServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.complete_turn,
+                ),
+                "/pioneer.v1.HistoryService/AbandonTurn": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="AbandonTurn",
+                        service_name="pioneer.v1.HistoryService",
+                        input=AbandonTurnRequest,
+                        output=AbandonTurnResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.abandon_turn,
                 ),
                 "/pioneer.v1.HistoryService/LoadConversationHistory": EndpointSync.unary(
                     method=MethodInfo(
@@ -1077,6 +1254,39 @@ class HistoryServiceClientSync(ConnectClientSync):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    def delete_thread(
+        self,
+        request: DeleteThreadRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DeleteThreadResponse:
+        """
+        Deletes a thread and everything stored for it (entries, turns, tool calls,
+        summaries, token counts, manifests and their events, kept rendered rounds)
+        in one transaction: all of it or none. Observers watching the thread get a
+        final event (ManifestEvent.thread_deleted) from the server that deleted it,
+        and their stream ends. Every server's kept history of the thread stops
+        serving at once: the thread's history state carries its creation time, so a
+        thread created again under the same id starts from scratch (AIP-135).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
+        such thread, or deleted already: with allow_missing the answer is success,
+        deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DeleteThread",
+                service_name="pioneer.v1.HistoryService",
+                input=DeleteThreadRequest,
+                output=DeleteThreadResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
     def append_entries(
         self,
         request: AppendEntriesRequest,
@@ -1145,6 +1355,40 @@ class HistoryServiceClientSync(ConnectClientSync):
                 service_name="pioneer.v1.HistoryService",
                 input=CompleteTurnRequest,
                 output=CompleteTurnResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def abandon_turn(
+        self,
+        request: AbandonTurnRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> AbandonTurnResponse:
+        """
+        Drops a turn that is not completed (a round whose model call failed for
+        good): its entries, their tool calls and counts, its manifest and its kept
+        rendered rounds, in one transaction. The next load and PrepareTurn read the
+        thread as if the turn had never happened, and its turn_id may be used again
+        from scratch. Manifest events already streamed to observers stay delivered.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
+        TURN_NOT_FOUND (no entry or compile named the turn, or it was abandoned
+        already: with allow_missing the answer is success, abandoned false);
+        FAILED_PRECONDITION TURN_COMPLETED (a completed turn is history: never
+        dropped; metadata turn_id; do not retry). Idempotent with allow_missing:
+        safe to retry after a timeout.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="AbandonTurn",
+                service_name="pioneer.v1.HistoryService",
+                input=AbandonTurnRequest,
+                output=AbandonTurnResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

@@ -2,6 +2,7 @@ from google.api import field_behavior_pb2 as _field_behavior_pb2
 from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from pioneer_grpc.v1 import chat_pb2 as _chat_pb2
 from pioneer_grpc.v1 import history_pb2 as _history_pb2
+from pioneer_grpc.v1 import usage_pb2 as _usage_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -73,14 +74,16 @@ class AppendEntriesResponse(_message.Message):
     def __init__(self, entries: _Optional[_Iterable[_Union[_history_pb2.ConversationEntry, _Mapping]]] = ..., created_count: _Optional[int] = ..., existing_count: _Optional[int] = ...) -> None: ...
 
 class CompleteTurnRequest(_message.Message):
-    __slots__ = ("thread_id", "turn_id", "entries")
+    __slots__ = ("thread_id", "turn_id", "entries", "previous_round_usage")
     THREAD_ID_FIELD_NUMBER: _ClassVar[int]
     TURN_ID_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_ROUND_USAGE_FIELD_NUMBER: _ClassVar[int]
     thread_id: str
     turn_id: str
     entries: _containers.RepeatedCompositeFieldContainer[_history_pb2.ConversationEntry]
-    def __init__(self, thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[_history_pb2.ConversationEntry, _Mapping]]] = ...) -> None: ...
+    previous_round_usage: _usage_pb2.ProviderUsage
+    def __init__(self, thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[_history_pb2.ConversationEntry, _Mapping]]] = ..., previous_round_usage: _Optional[_Union[_usage_pb2.ProviderUsage, _Mapping]] = ...) -> None: ...
 
 class CompleteTurnResponse(_message.Message):
     __slots__ = ("completed_entry_count", "created_count", "existing_count")
@@ -91,6 +94,38 @@ class CompleteTurnResponse(_message.Message):
     created_count: int
     existing_count: int
     def __init__(self, completed_entry_count: _Optional[int] = ..., created_count: _Optional[int] = ..., existing_count: _Optional[int] = ...) -> None: ...
+
+class AbandonTurnRequest(_message.Message):
+    __slots__ = ("thread_id", "turn_id", "allow_missing")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_MISSING_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    turn_id: str
+    allow_missing: bool
+    def __init__(self, thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., allow_missing: _Optional[bool] = ...) -> None: ...
+
+class AbandonTurnResponse(_message.Message):
+    __slots__ = ("abandoned", "dropped_entry_count")
+    ABANDONED_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_ENTRY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    abandoned: bool
+    dropped_entry_count: int
+    def __init__(self, abandoned: _Optional[bool] = ..., dropped_entry_count: _Optional[int] = ...) -> None: ...
+
+class DeleteThreadRequest(_message.Message):
+    __slots__ = ("thread_id", "allow_missing")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_MISSING_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    allow_missing: bool
+    def __init__(self, thread_id: _Optional[str] = ..., allow_missing: _Optional[bool] = ...) -> None: ...
+
+class DeleteThreadResponse(_message.Message):
+    __slots__ = ("deleted",)
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    deleted: bool
+    def __init__(self, deleted: _Optional[bool] = ...) -> None: ...
 
 class LoadConversationHistoryRequest(_message.Message):
     __slots__ = ("thread_id", "exclude_turn_id", "dry_run")

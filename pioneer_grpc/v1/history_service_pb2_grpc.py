@@ -63,6 +63,11 @@ class HistoryServiceStub:
                 request_serializer=pioneer_dot_v1_dot_history__service__pb2.UpdateThreadRequest.SerializeToString,
                 response_deserializer=pioneer_dot_v1_dot_history__service__pb2.UpdateThreadResponse.FromString,
                 _registered_method=True)
+        self.DeleteThread = channel.unary_unary(
+                '/pioneer.v1.HistoryService/DeleteThread',
+                request_serializer=pioneer_dot_v1_dot_history__service__pb2.DeleteThreadRequest.SerializeToString,
+                response_deserializer=pioneer_dot_v1_dot_history__service__pb2.DeleteThreadResponse.FromString,
+                _registered_method=True)
         self.AppendEntries = channel.unary_unary(
                 '/pioneer.v1.HistoryService/AppendEntries',
                 request_serializer=pioneer_dot_v1_dot_history__service__pb2.AppendEntriesRequest.SerializeToString,
@@ -72,6 +77,11 @@ class HistoryServiceStub:
                 '/pioneer.v1.HistoryService/CompleteTurn',
                 request_serializer=pioneer_dot_v1_dot_history__service__pb2.CompleteTurnRequest.SerializeToString,
                 response_deserializer=pioneer_dot_v1_dot_history__service__pb2.CompleteTurnResponse.FromString,
+                _registered_method=True)
+        self.AbandonTurn = channel.unary_unary(
+                '/pioneer.v1.HistoryService/AbandonTurn',
+                request_serializer=pioneer_dot_v1_dot_history__service__pb2.AbandonTurnRequest.SerializeToString,
+                response_deserializer=pioneer_dot_v1_dot_history__service__pb2.AbandonTurnResponse.FromString,
                 _registered_method=True)
         self.LoadConversationHistory = channel.unary_unary(
                 '/pioneer.v1.HistoryService/LoadConversationHistory',
@@ -150,6 +160,23 @@ class HistoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteThread(self, request, context):
+        """Deletes a thread and everything stored for it (entries, turns, tool calls,
+        summaries, token counts, manifests and their events, kept rendered rounds)
+        in one transaction: all of it or none. Observers watching the thread get a
+        final event (ManifestEvent.thread_deleted) from the server that deleted it,
+        and their stream ends. Every server's kept history of the thread stops
+        serving at once: the thread's history state carries its creation time, so a
+        thread created again under the same id starts from scratch (AIP-135).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
+        such thread, or deleted already: with allow_missing the answer is success,
+        deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def AppendEntries(self, request, context):
         """Appends entries, idempotent by entry_id: a repeat with identical content is
         a no-op, with different content ALREADY_EXISTS. Tokens are counted here, once.
@@ -187,6 +214,24 @@ class HistoryServiceServicer:
         retry); FAILED_PRECONDITION TURN_COMPLETED (a new entry for a turn completed
         before: start a new turn). Idempotent: safe to retry the same request (the
         stored entries are no-ops, the turn stays completed).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AbandonTurn(self, request, context):
+        """Drops a turn that is not completed (a round whose model call failed for
+        good): its entries, their tool calls and counts, its manifest and its kept
+        rendered rounds, in one transaction. The next load and PrepareTurn read the
+        thread as if the turn had never happened, and its turn_id may be used again
+        from scratch. Manifest events already streamed to observers stay delivered.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
+        TURN_NOT_FOUND (no entry or compile named the turn, or it was abandoned
+        already: with allow_missing the answer is success, abandoned false);
+        FAILED_PRECONDITION TURN_COMPLETED (a completed turn is history: never
+        dropped; metadata turn_id; do not retry). Idempotent with allow_missing:
+        safe to retry after a timeout.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -273,6 +318,11 @@ def add_HistoryServiceServicer_to_server(servicer, server):
                     request_deserializer=pioneer_dot_v1_dot_history__service__pb2.UpdateThreadRequest.FromString,
                     response_serializer=pioneer_dot_v1_dot_history__service__pb2.UpdateThreadResponse.SerializeToString,
             ),
+            'DeleteThread': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteThread,
+                    request_deserializer=pioneer_dot_v1_dot_history__service__pb2.DeleteThreadRequest.FromString,
+                    response_serializer=pioneer_dot_v1_dot_history__service__pb2.DeleteThreadResponse.SerializeToString,
+            ),
             'AppendEntries': grpc.unary_unary_rpc_method_handler(
                     servicer.AppendEntries,
                     request_deserializer=pioneer_dot_v1_dot_history__service__pb2.AppendEntriesRequest.FromString,
@@ -282,6 +332,11 @@ def add_HistoryServiceServicer_to_server(servicer, server):
                     servicer.CompleteTurn,
                     request_deserializer=pioneer_dot_v1_dot_history__service__pb2.CompleteTurnRequest.FromString,
                     response_serializer=pioneer_dot_v1_dot_history__service__pb2.CompleteTurnResponse.SerializeToString,
+            ),
+            'AbandonTurn': grpc.unary_unary_rpc_method_handler(
+                    servicer.AbandonTurn,
+                    request_deserializer=pioneer_dot_v1_dot_history__service__pb2.AbandonTurnRequest.FromString,
+                    response_serializer=pioneer_dot_v1_dot_history__service__pb2.AbandonTurnResponse.SerializeToString,
             ),
             'LoadConversationHistory': grpc.unary_unary_rpc_method_handler(
                     servicer.LoadConversationHistory,
@@ -420,6 +475,33 @@ class HistoryService:
             _registered_method=True)
 
     @staticmethod
+    def DeleteThread(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pioneer.v1.HistoryService/DeleteThread',
+            pioneer_dot_v1_dot_history__service__pb2.DeleteThreadRequest.SerializeToString,
+            pioneer_dot_v1_dot_history__service__pb2.DeleteThreadResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def AppendEntries(request,
             target,
             options=(),
@@ -463,6 +545,33 @@ class HistoryService:
             '/pioneer.v1.HistoryService/CompleteTurn',
             pioneer_dot_v1_dot_history__service__pb2.CompleteTurnRequest.SerializeToString,
             pioneer_dot_v1_dot_history__service__pb2.CompleteTurnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AbandonTurn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pioneer.v1.HistoryService/AbandonTurn',
+            pioneer_dot_v1_dot_history__service__pb2.AbandonTurnRequest.SerializeToString,
+            pioneer_dot_v1_dot_history__service__pb2.AbandonTurnResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .manifest_service_pb2 import DiffManifestsRequest, DiffManifestsResponse, GetTurnManifestRequest, GetTurnManifestResponse, ListRenderedRoundsRequest, ListRenderedRoundsResponse, WatchManifestsRequest, WatchManifestsResponse
+from .manifest_service_pb2 import DiffManifestsRequest, DiffManifestsResponse, GetTurnManifestRequest, GetTurnManifestResponse, ListRenderedRoundsRequest, ListRenderedRoundsResponse, ListRoundUsageRequest, ListRoundUsageResponse, WatchManifestsRequest, WatchManifestsResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
@@ -93,6 +93,17 @@ class ManifestService(Protocol):
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
+    async def list_round_usage(self, request: ListRoundUsageRequest, ctx: RequestContext[ListRoundUsageRequest, ListRoundUsageResponse], /) -> ListRoundUsageResponse:
+        """
+        The thread's rounds whose usage a loop reported (PrepareTurnRequest and
+        CompleteTurnRequest previous_round_usage), newest first: per round what
+        the provider reported against what was expected from its cache, the cost,
+        and the prefix break. At most page_size rounds (default 50, at most 500).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
 
 class ManifestServiceASGIApplication(ConnectASGIApplication[ManifestService]):
     def __init__(
@@ -150,6 +161,17 @@ class ManifestServiceASGIApplication(ConnectASGIApplication[ManifestService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.list_rendered_rounds,
+                ),
+                "/pioneer.v1.ManifestService/ListRoundUsage": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListRoundUsage",
+                        service_name="pioneer.v1.ManifestService",
+                        input=ListRoundUsageRequest,
+                        output=ListRoundUsageResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.list_round_usage,
                 ),
             },
             interceptors=interceptors,
@@ -312,6 +334,34 @@ class ManifestServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def list_round_usage(
+        self,
+        request: ListRoundUsageRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ListRoundUsageResponse:
+        """
+        The thread's rounds whose usage a loop reported (PrepareTurnRequest and
+        CompleteTurnRequest previous_round_usage), newest first: per round what
+        the provider reported against what was expected from its cache, the cost,
+        and the prefix break. At most page_size rounds (default 50, at most 500).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListRoundUsage",
+                service_name="pioneer.v1.ManifestService",
+                input=ListRoundUsageRequest,
+                output=ListRoundUsageResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
 
 class ManifestServiceSync(Protocol):
     """
@@ -366,6 +416,17 @@ class ManifestServiceSync(Protocol):
         says whether this server keeps them at all.
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT. Read only: always safe to retry.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def list_round_usage(self, request: ListRoundUsageRequest, ctx: RequestContext[ListRoundUsageRequest, ListRoundUsageResponse], /) -> ListRoundUsageResponse:
+        """
+        The thread's rounds whose usage a loop reported (PrepareTurnRequest and
+        CompleteTurnRequest previous_round_usage), newest first: per round what
+        the provider reported against what was expected from its cache, the cost,
+        and the prefix break. At most page_size rounds (default 50, at most 500).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -424,6 +485,17 @@ class ManifestServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.list_rendered_rounds,
+                ),
+                "/pioneer.v1.ManifestService/ListRoundUsage": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListRoundUsage",
+                        service_name="pioneer.v1.ManifestService",
+                        input=ListRoundUsageRequest,
+                        output=ListRoundUsageResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.list_round_usage,
                 ),
             },
             interceptors=interceptors,
@@ -580,6 +652,34 @@ class ManifestServiceClientSync(ConnectClientSync):
                 service_name="pioneer.v1.ManifestService",
                 input=ListRenderedRoundsRequest,
                 output=ListRenderedRoundsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def list_round_usage(
+        self,
+        request: ListRoundUsageRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ListRoundUsageResponse:
+        """
+        The thread's rounds whose usage a loop reported (PrepareTurnRequest and
+        CompleteTurnRequest previous_round_usage), newest first: per round what
+        the provider reported against what was expected from its cache, the cost,
+        and the prefix break. At most page_size rounds (default 50, at most 500).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListRoundUsage",
+                service_name="pioneer.v1.ManifestService",
+                input=ListRoundUsageRequest,
+                output=ListRoundUsageResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

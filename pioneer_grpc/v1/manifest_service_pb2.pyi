@@ -5,6 +5,7 @@ from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from pioneer_grpc.v1 import prompt_pb2 as _prompt_pb2
 from pioneer_grpc.v1 import chat_pb2 as _chat_pb2
 from pioneer_grpc.v1 import history_pb2 as _history_pb2
+from pioneer_grpc.v1 import usage_pb2 as _usage_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -56,18 +57,20 @@ class WatchManifestsRequest(_message.Message):
     def __init__(self, thread_id: _Optional[str] = ..., after_event_id: _Optional[int] = ..., live_only: _Optional[bool] = ...) -> None: ...
 
 class ManifestEvent(_message.Message):
-    __slots__ = ("event_id", "thread_id", "turn_id", "manifest", "create_time")
+    __slots__ = ("event_id", "thread_id", "turn_id", "manifest", "create_time", "thread_deleted")
     EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     THREAD_ID_FIELD_NUMBER: _ClassVar[int]
     TURN_ID_FIELD_NUMBER: _ClassVar[int]
     MANIFEST_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    THREAD_DELETED_FIELD_NUMBER: _ClassVar[int]
     event_id: int
     thread_id: str
     turn_id: str
     manifest: _prompt_pb2.PromptManifest
     create_time: _timestamp_pb2.Timestamp
-    def __init__(self, event_id: _Optional[int] = ..., thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., manifest: _Optional[_Union[_prompt_pb2.PromptManifest, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    thread_deleted: bool
+    def __init__(self, event_id: _Optional[int] = ..., thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., manifest: _Optional[_Union[_prompt_pb2.PromptManifest, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., thread_deleted: _Optional[bool] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ("time", "last_event_id")
@@ -184,3 +187,17 @@ class ListRenderedRoundsResponse(_message.Message):
     max_total_bytes: int
     max_age_seconds: int
     def __init__(self, kept: _Optional[bool] = ..., rounds: _Optional[_Iterable[_Union[RenderedRound, _Mapping]]] = ..., max_rounds_per_thread: _Optional[int] = ..., max_total_bytes: _Optional[int] = ..., max_age_seconds: _Optional[int] = ...) -> None: ...
+
+class ListRoundUsageRequest(_message.Message):
+    __slots__ = ("thread_id", "page_size")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    page_size: int
+    def __init__(self, thread_id: _Optional[str] = ..., page_size: _Optional[int] = ...) -> None: ...
+
+class ListRoundUsageResponse(_message.Message):
+    __slots__ = ("rounds",)
+    ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    rounds: _containers.RepeatedCompositeFieldContainer[_usage_pb2.RoundUsage]
+    def __init__(self, rounds: _Optional[_Iterable[_Union[_usage_pb2.RoundUsage, _Mapping]]] = ...) -> None: ...

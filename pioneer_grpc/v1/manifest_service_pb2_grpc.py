@@ -64,6 +64,11 @@ class ManifestServiceStub:
                 request_serializer=pioneer_dot_v1_dot_manifest__service__pb2.ListRenderedRoundsRequest.SerializeToString,
                 response_deserializer=pioneer_dot_v1_dot_manifest__service__pb2.ListRenderedRoundsResponse.FromString,
                 _registered_method=True)
+        self.ListRoundUsage = channel.unary_unary(
+                '/pioneer.v1.ManifestService/ListRoundUsage',
+                request_serializer=pioneer_dot_v1_dot_manifest__service__pb2.ListRoundUsageRequest.SerializeToString,
+                response_deserializer=pioneer_dot_v1_dot_manifest__service__pb2.ListRoundUsageResponse.FromString,
+                _registered_method=True)
 
 
 class ManifestServiceServicer:
@@ -126,6 +131,18 @@ class ManifestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListRoundUsage(self, request, context):
+        """The thread's rounds whose usage a loop reported (PrepareTurnRequest and
+        CompleteTurnRequest previous_round_usage), newest first: per round what
+        the provider reported against what was expected from its cache, the cost,
+        and the prefix break. At most page_size rounds (default 50, at most 500).
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ManifestServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -148,6 +165,11 @@ def add_ManifestServiceServicer_to_server(servicer, server):
                     servicer.ListRenderedRounds,
                     request_deserializer=pioneer_dot_v1_dot_manifest__service__pb2.ListRenderedRoundsRequest.FromString,
                     response_serializer=pioneer_dot_v1_dot_manifest__service__pb2.ListRenderedRoundsResponse.SerializeToString,
+            ),
+            'ListRoundUsage': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRoundUsage,
+                    request_deserializer=pioneer_dot_v1_dot_manifest__service__pb2.ListRoundUsageRequest.FromString,
+                    response_serializer=pioneer_dot_v1_dot_manifest__service__pb2.ListRoundUsageResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -268,6 +290,33 @@ class ManifestService:
             '/pioneer.v1.ManifestService/ListRenderedRounds',
             pioneer_dot_v1_dot_manifest__service__pb2.ListRenderedRoundsRequest.SerializeToString,
             pioneer_dot_v1_dot_manifest__service__pb2.ListRenderedRoundsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRoundUsage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pioneer.v1.ManifestService/ListRoundUsage',
+            pioneer_dot_v1_dot_manifest__service__pb2.ListRoundUsageRequest.SerializeToString,
+            pioneer_dot_v1_dot_manifest__service__pb2.ListRoundUsageResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -27,9 +27,10 @@ from pioneer_grpc.v1 import chat_pb2 as pioneer_dot_v1_dot_chat__pb2
 from pioneer_grpc.v1 import history_pb2 as pioneer_dot_v1_dot_history__pb2
 from pioneer_grpc.v1 import prompt_pb2 as pioneer_dot_v1_dot_prompt__pb2
 from pioneer_grpc.v1 import provider_service_pb2 as pioneer_dot_v1_dot_provider__service__pb2
+from pioneer_grpc.v1 import usage_pb2 as pioneer_dot_v1_dot_usage__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dpioneer/v1/turn_service.proto\x12\npioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\x1a\x17pioneer/v1/prompt.proto\x1a!pioneer/v1/provider_service.proto\"\xee\x04\n\x12PrepareTurnRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x14\n\x07turn_id\x18\x02 \x01(\tB\x03\xe0\x41\x02\x12\x37\n\x0bnew_entries\x18\x03 \x03(\x0b\x32\x1d.pioneer.v1.ConversationEntryB\x03\xe0\x41\x01\x12:\n\rcompile_input\x18\x04 \x01(\x0b\x32\x1e.pioneer.v1.PromptCompileInputB\x03\xe0\x41\x01\x12.\n\x05tools\x18\x05 \x03(\x0b\x32\x1a.pioneer.v1.ToolDefinitionB\x03\xe0\x41\x01\x12\x30\n\x0btool_choice\x18\x06 \x01(\x0b\x32\x16.pioneer.v1.ToolChoiceB\x03\xe0\x41\x01\x12 \n\x13parallel_tool_calls\x18\x07 \x01(\x08H\x00\x88\x01\x01\x12\x12\n\x05model\x18\x08 \x01(\tB\x03\xe0\x41\x01\x12\x18\n\x0btemperature\x18\t \x01(\x01H\x01\x88\x01\x01\x12\x17\n\nmax_tokens\x18\n \x01(\x05H\x02\x88\x01\x01\x12-\n\treasoning\x18\x0b \x01(\x0b\x32\x15.pioneer.v1.ReasoningB\x03\xe0\x41\x01\x12+\n\x08provider\x18\x0c \x01(\x0e\x32\x14.pioneer.v1.ProviderB\x03\xe0\x41\x01\x12\x36\n\x0erender_options\x18\r \x01(\x0b\x32\x19.pioneer.v1.RenderOptionsB\x03\xe0\x41\x01\x12\x1f\n\x12provider_body_only\x18\x0e \x01(\x08\x42\x03\xe0\x41\x01\x42\x16\n\x14_parallel_tool_callsB\x0e\n\x0c_temperatureB\r\n\x0b_max_tokens\"\xaf\x02\n\x13PrepareTurnResponse\x12-\n\x0c\x63hat_request\x18\x01 \x01(\x0b\x32\x17.pioneer.v1.ChatRequest\x12\x39\n\x0ehistory_report\x18\x02 \x01(\x0b\x32!.pioneer.v1.HistoryDecisionReport\x12,\n\x08manifest\x18\x03 \x01(\x0b\x32\x1a.pioneer.v1.PromptManifest\x12\x19\n\x11manifest_event_id\x18\x04 \x01(\x03\x12\x1a\n\x12provider_body_json\x18\x05 \x01(\t\x12\x15\n\rprovider_path\x18\x06 \x01(\t\x12\x32\n\x10provider_notices\x18\x07 \x03(\x0b\x32\x18.pioneer.v1.RenderNotice2]\n\x0bTurnService\x12N\n\x0bPrepareTurn\x12\x1e.pioneer.v1.PrepareTurnRequest\x1a\x1f.pioneer.v1.PrepareTurnResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dpioneer/v1/turn_service.proto\x12\npioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\x1a\x17pioneer/v1/prompt.proto\x1a!pioneer/v1/provider_service.proto\x1a\x16pioneer/v1/usage.proto\"\xac\x05\n\x12PrepareTurnRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x14\n\x07turn_id\x18\x02 \x01(\tB\x03\xe0\x41\x02\x12\x37\n\x0bnew_entries\x18\x03 \x03(\x0b\x32\x1d.pioneer.v1.ConversationEntryB\x03\xe0\x41\x01\x12:\n\rcompile_input\x18\x04 \x01(\x0b\x32\x1e.pioneer.v1.PromptCompileInputB\x03\xe0\x41\x01\x12.\n\x05tools\x18\x05 \x03(\x0b\x32\x1a.pioneer.v1.ToolDefinitionB\x03\xe0\x41\x01\x12\x30\n\x0btool_choice\x18\x06 \x01(\x0b\x32\x16.pioneer.v1.ToolChoiceB\x03\xe0\x41\x01\x12 \n\x13parallel_tool_calls\x18\x07 \x01(\x08H\x00\x88\x01\x01\x12\x12\n\x05model\x18\x08 \x01(\tB\x03\xe0\x41\x01\x12\x18\n\x0btemperature\x18\t \x01(\x01H\x01\x88\x01\x01\x12\x17\n\nmax_tokens\x18\n \x01(\x05H\x02\x88\x01\x01\x12-\n\treasoning\x18\x0b \x01(\x0b\x32\x15.pioneer.v1.ReasoningB\x03\xe0\x41\x01\x12+\n\x08provider\x18\x0c \x01(\x0e\x32\x14.pioneer.v1.ProviderB\x03\xe0\x41\x01\x12\x36\n\x0erender_options\x18\r \x01(\x0b\x32\x19.pioneer.v1.RenderOptionsB\x03\xe0\x41\x01\x12\x1f\n\x12provider_body_only\x18\x0e \x01(\x08\x42\x03\xe0\x41\x01\x12<\n\x14previous_round_usage\x18\x0f \x01(\x0b\x32\x19.pioneer.v1.ProviderUsageB\x03\xe0\x41\x01\x42\x16\n\x14_parallel_tool_callsB\x0e\n\x0c_temperatureB\r\n\x0b_max_tokens\"\xaf\x02\n\x13PrepareTurnResponse\x12-\n\x0c\x63hat_request\x18\x01 \x01(\x0b\x32\x17.pioneer.v1.ChatRequest\x12\x39\n\x0ehistory_report\x18\x02 \x01(\x0b\x32!.pioneer.v1.HistoryDecisionReport\x12,\n\x08manifest\x18\x03 \x01(\x0b\x32\x1a.pioneer.v1.PromptManifest\x12\x19\n\x11manifest_event_id\x18\x04 \x01(\x03\x12\x1a\n\x12provider_body_json\x18\x05 \x01(\t\x12\x15\n\rprovider_path\x18\x06 \x01(\t\x12\x32\n\x10provider_notices\x18\x07 \x03(\x0b\x32\x18.pioneer.v1.RenderNotice2]\n\x0bTurnService\x12N\n\x0bPrepareTurn\x12\x1e.pioneer.v1.PrepareTurnRequest\x1a\x1f.pioneer.v1.PrepareTurnResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -59,10 +60,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PREPARETURNREQUEST'].fields_by_name['render_options']._serialized_options = b'\340A\001'
   _globals['_PREPARETURNREQUEST'].fields_by_name['provider_body_only']._loaded_options = None
   _globals['_PREPARETURNREQUEST'].fields_by_name['provider_body_only']._serialized_options = b'\340A\001'
-  _globals['_PREPARETURNREQUEST']._serialized_start=188
-  _globals['_PREPARETURNREQUEST']._serialized_end=810
-  _globals['_PREPARETURNRESPONSE']._serialized_start=813
-  _globals['_PREPARETURNRESPONSE']._serialized_end=1116
-  _globals['_TURNSERVICE']._serialized_start=1118
-  _globals['_TURNSERVICE']._serialized_end=1211
+  _globals['_PREPARETURNREQUEST'].fields_by_name['previous_round_usage']._loaded_options = None
+  _globals['_PREPARETURNREQUEST'].fields_by_name['previous_round_usage']._serialized_options = b'\340A\001'
+  _globals['_PREPARETURNREQUEST']._serialized_start=212
+  _globals['_PREPARETURNREQUEST']._serialized_end=896
+  _globals['_PREPARETURNRESPONSE']._serialized_start=899
+  _globals['_PREPARETURNRESPONSE']._serialized_end=1202
+  _globals['_TURNSERVICE']._serialized_start=1204
+  _globals['_TURNSERVICE']._serialized_end=1297
 # @@protoc_insertion_point(module_scope)

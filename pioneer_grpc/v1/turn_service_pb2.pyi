@@ -3,6 +3,7 @@ from pioneer_grpc.v1 import chat_pb2 as _chat_pb2
 from pioneer_grpc.v1 import history_pb2 as _history_pb2
 from pioneer_grpc.v1 import prompt_pb2 as _prompt_pb2
 from pioneer_grpc.v1 import provider_service_pb2 as _provider_service_pb2
+from pioneer_grpc.v1 import usage_pb2 as _usage_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -12,7 +13,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class PrepareTurnRequest(_message.Message):
-    __slots__ = ("thread_id", "turn_id", "new_entries", "compile_input", "tools", "tool_choice", "parallel_tool_calls", "model", "temperature", "max_tokens", "reasoning", "provider", "render_options", "provider_body_only")
+    __slots__ = ("thread_id", "turn_id", "new_entries", "compile_input", "tools", "tool_choice", "parallel_tool_calls", "model", "temperature", "max_tokens", "reasoning", "provider", "render_options", "provider_body_only", "previous_round_usage")
     THREAD_ID_FIELD_NUMBER: _ClassVar[int]
     TURN_ID_FIELD_NUMBER: _ClassVar[int]
     NEW_ENTRIES_FIELD_NUMBER: _ClassVar[int]
@@ -27,6 +28,7 @@ class PrepareTurnRequest(_message.Message):
     PROVIDER_FIELD_NUMBER: _ClassVar[int]
     RENDER_OPTIONS_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_BODY_ONLY_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_ROUND_USAGE_FIELD_NUMBER: _ClassVar[int]
     thread_id: str
     turn_id: str
     new_entries: _containers.RepeatedCompositeFieldContainer[_history_pb2.ConversationEntry]
@@ -41,7 +43,8 @@ class PrepareTurnRequest(_message.Message):
     provider: _provider_service_pb2.Provider
     render_options: _provider_service_pb2.RenderOptions
     provider_body_only: bool
-    def __init__(self, thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., new_entries: _Optional[_Iterable[_Union[_history_pb2.ConversationEntry, _Mapping]]] = ..., compile_input: _Optional[_Union[_prompt_pb2.PromptCompileInput, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[_chat_pb2.ToolDefinition, _Mapping]]] = ..., tool_choice: _Optional[_Union[_chat_pb2.ToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., model: _Optional[str] = ..., temperature: _Optional[float] = ..., max_tokens: _Optional[int] = ..., reasoning: _Optional[_Union[_chat_pb2.Reasoning, _Mapping]] = ..., provider: _Optional[_Union[_provider_service_pb2.Provider, str]] = ..., render_options: _Optional[_Union[_provider_service_pb2.RenderOptions, _Mapping]] = ..., provider_body_only: _Optional[bool] = ...) -> None: ...
+    previous_round_usage: _usage_pb2.ProviderUsage
+    def __init__(self, thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., new_entries: _Optional[_Iterable[_Union[_history_pb2.ConversationEntry, _Mapping]]] = ..., compile_input: _Optional[_Union[_prompt_pb2.PromptCompileInput, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[_chat_pb2.ToolDefinition, _Mapping]]] = ..., tool_choice: _Optional[_Union[_chat_pb2.ToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., model: _Optional[str] = ..., temperature: _Optional[float] = ..., max_tokens: _Optional[int] = ..., reasoning: _Optional[_Union[_chat_pb2.Reasoning, _Mapping]] = ..., provider: _Optional[_Union[_provider_service_pb2.Provider, str]] = ..., render_options: _Optional[_Union[_provider_service_pb2.RenderOptions, _Mapping]] = ..., provider_body_only: _Optional[bool] = ..., previous_round_usage: _Optional[_Union[_usage_pb2.ProviderUsage, _Mapping]] = ...) -> None: ...
 
 class PrepareTurnResponse(_message.Message):
     __slots__ = ("chat_request", "history_report", "manifest", "manifest_event_id", "provider_body_json", "provider_path", "provider_notices")

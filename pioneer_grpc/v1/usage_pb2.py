@@ -22,9 +22,12 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
+from pioneer_grpc.v1 import history_pb2 as pioneer_dot_v1_dot_history__pb2
+from pioneer_grpc.v1 import provider_service_pb2 as pioneer_dot_v1_dot_provider__service__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16pioneer/v1/usage.proto\x12\npioneer.v1\"\x84\x02\n\rProviderUsage\x12\x14\n\x0cinput_tokens\x18\x01 \x01(\x05\x12$\n\x17\x63\x61\x63he_read_input_tokens\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12%\n\x18\x63\x61\x63he_write_input_tokens\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x15\n\routput_tokens\x18\x04 \x01(\x05\x12$\n\x17reasoning_output_tokens\x18\x05 \x01(\x05H\x02\x88\x01\x01\x42\x1a\n\x18_cache_read_input_tokensB\x1b\n\x19_cache_write_input_tokensB\x1a\n\x18_reasoning_output_tokensBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16pioneer/v1/usage.proto\x12\npioneer.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18pioneer/v1/history.proto\x1a!pioneer/v1/provider_service.proto\"\x84\x02\n\rProviderUsage\x12\x14\n\x0cinput_tokens\x18\x01 \x01(\x05\x12$\n\x17\x63\x61\x63he_read_input_tokens\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12%\n\x18\x63\x61\x63he_write_input_tokens\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x15\n\routput_tokens\x18\x04 \x01(\x05\x12$\n\x17reasoning_output_tokens\x18\x05 \x01(\x05H\x02\x88\x01\x01\x42\x1a\n\x18_cache_read_input_tokensB\x1b\n\x19_cache_write_input_tokensB\x1a\n\x18_reasoning_output_tokens\"\x84\x05\n\nRoundUsage\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x19\n\x11manifest_event_id\x18\x02 \x01(\x03\x12\x1a\n\x12turn_message_count\x18\x03 \x01(\x05\x12&\n\x08provider\x18\x04 \x01(\x0e\x32\x14.pioneer.v1.Provider\x12\r\n\x05model\x18\x05 \x01(\t\x12+\n\x08reported\x18\x06 \x01(\x0b\x32\x19.pioneer.v1.ProviderUsage\x12\"\n\x15\x65xpected_input_tokens\x18\x07 \x01(\x05H\x00\x88\x01\x01\x12-\n expected_cache_read_input_tokens\x18\x08 \x01(\x05H\x01\x88\x01\x01\x12.\n!expected_cache_write_input_tokens\x18\t \x01(\x05H\x02\x88\x01\x01\x12$\n\x17\x65xpected_input_cost_usd\x18\n \x01(\x01H\x03\x88\x01\x01\x12$\n\x17reported_input_cost_usd\x18\x0b \x01(\x01H\x04\x88\x01\x01\x12-\n\x0cprefix_break\x18\x0c \x01(\x0b\x32\x17.pioneer.v1.PrefixBreak\x12/\n\x0breport_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x18\n\x16_expected_input_tokensB#\n!_expected_cache_read_input_tokensB$\n\"_expected_cache_write_input_tokensB\x1a\n\x18_expected_input_cost_usdB\x1a\n\x18_reported_input_cost_usdBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,6 +35,8 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'pioneer.v1.usage_pb2', _glo
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'ZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1'
-  _globals['_PROVIDERUSAGE']._serialized_start=39
-  _globals['_PROVIDERUSAGE']._serialized_end=299
+  _globals['_PROVIDERUSAGE']._serialized_start=133
+  _globals['_PROVIDERUSAGE']._serialized_end=393
+  _globals['_ROUNDUSAGE']._serialized_start=396
+  _globals['_ROUNDUSAGE']._serialized_end=1040
 # @@protoc_insertion_point(module_scope)

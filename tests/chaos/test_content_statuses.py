@@ -7,6 +7,7 @@ import pytest
 from google.protobuf import struct_pb2
 
 from pioneer_grpc import reasons
+from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.reasons import INFRASTRUCTURE_REASONS
 from pioneer_grpc.server.health import DatabaseHealth
 from pioneer_grpc.v1 import chat_pb2, history_pb2, provider_service_pb2
@@ -14,12 +15,7 @@ from tests.chaos.conftest import health_status
 from tests.support import failure
 
 P = provider_service_pb2
-PROVIDERS = [
-    P.PROVIDER_OPENAI_CHAT_COMPLETIONS,
-    P.PROVIDER_OPENAI_RESPONSES,
-    P.PROVIDER_ANTHROPIC_MESSAGES,
-    P.PROVIDER_GEMINI_GENERATE_CONTENT,
-]
+PROVIDERS = list(SPECS)
 
 
 async def _refusal(call) -> tuple[grpc.StatusCode, str, str]:
@@ -65,7 +61,7 @@ async def test_rendering_a_lone_surrogate_is_invalid_argument_or_rendered(server
         ],
     )
     call = client.render_chat_request(provider=provider, chat_request=request)
-    if provider in (P.PROVIDER_ANTHROPIC_MESSAGES, P.PROVIDER_GEMINI_GENERATE_CONTENT):
+    if SPECS[provider].parsed_arguments:  # Anthropic, Gemini, Bedrock: arguments go as a JSON object
         code, _, message = await _refusal(call)
         assert code == grpc.StatusCode.INVALID_ARGUMENT
         assert "messages[1].tool_calls[0].arguments" in message

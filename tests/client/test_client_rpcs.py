@@ -113,6 +113,8 @@ async def test_the_async_client_calls_every_rpc(server_factory):
         assert not diff.stable_changed
         # Off unless the server keeps rendered requests.
         assert not (await call("list_rendered_rounds", thread_id="t", turn_id="u1")).kept
+        # No loop reported usage here: no round to list.
+        assert not (await call("list_round_usage", thread_id="t")).rounds
         stream = client.watch_manifests(thread_id="t")
         called.add("watch_manifests")
         event = await anext(stream)
@@ -130,6 +132,14 @@ async def test_the_async_client_calls_every_rpc(server_factory):
         # A message above grpc's 4 MiB default passes: the client matches the server's 16 MiB.
         big = b"x" * (8 * 1024 * 1024)
         assert (await call("echo", payload=big)).payload == big
+        opened = await call(
+            "append_entries", thread_id="t", entries=[user_entry("u3.user", "hi", turn_id="u3")]
+        )
+        assert opened.created_count == 1
+        abandoned = await call("abandon_turn", thread_id="t", turn_id="u3")
+        assert (abandoned.abandoned, abandoned.dropped_entry_count) == (True, 1)
+        assert (await call("delete_thread", thread_id="t")).deleted
+        assert not (await call("delete_thread", thread_id="t", allow_missing=True)).deleted
     assert called == set(RPCS)
 
 

@@ -6,6 +6,8 @@ import asyncio
 import sys
 from pathlib import Path
 
+from pioneer_grpc.client import AsyncClient, ConnectOptions
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -27,3 +29,13 @@ async def test_the_example_agent_loop_runs(server_factory):
         " CHAT_ROLE_ASSISTANT",
         "stable prefix changed between turns: False",
     ]
+    # Each round's usage went with the next call on its turn: three rounds, each with what the
+    # provider (the stand-in) reported beside what was expected of the body the server rendered.
+    client = AsyncClient(server.channel(), ConnectOptions())
+    threads = await client.list_threads(metadata=server.metadata())
+    [thread] = threads.threads
+    answer = await client.list_round_usage(thread_id=thread.thread_id, metadata=server.metadata())
+    rounds = sorted(answer.rounds, key=lambda r: (r.turn_id, r.turn_message_count))
+    assert [r.turn_message_count for r in rounds] == [1, 3, 1]
+    assert all(r.reported.input_tokens > 0 and r.HasField("expected_input_tokens") for r in rounds)
+    assert all(r.HasField("reported_input_cost_usd") for r in rounds)

@@ -7,7 +7,8 @@ import pytest
 from pioneer_grpc.artifacts import append_artifact_block, message_header
 from pioneer_grpc.history.render import entry_text, to_chat_message
 from pioneer_grpc.providers.render import render
-from pioneer_grpc.v1 import chat_pb2, common_pb2, history_pb2, provider_service_pb2
+from pioneer_grpc.providers.specs import SPECS
+from pioneer_grpc.v1 import chat_pb2, common_pb2, history_pb2
 
 REFS = [
     common_pb2.ArtifactRef(
@@ -51,15 +52,7 @@ def test_appending_the_block_again_changes_nothing():
     assert append_artifact_block(block_only, header, REFS) == BLOCK
 
 
-@pytest.mark.parametrize(
-    "provider",
-    [
-        provider_service_pb2.PROVIDER_OPENAI_CHAT_COMPLETIONS,
-        provider_service_pb2.PROVIDER_OPENAI_RESPONSES,
-        provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
-        provider_service_pb2.PROVIDER_GEMINI_GENERATE_CONTENT,
-    ],
-)
+@pytest.mark.parametrize("provider", list(SPECS), ids=[spec.name for spec in SPECS.values()])
 def test_every_provider_body_carries_a_history_block_once(provider):
     history_message = to_chat_message(user_entry())
     request = chat_pb2.ChatRequest(model="gemini-2.0-flash", messages=[history_message])

@@ -4,28 +4,54 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 
 from google.protobuf import json_format
 
+from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.v1 import chat_pb2, prompt_pb2, provider_service_pb2
 
 P = provider_service_pb2
 MARKER = "\n<!-- PIONEER_PROMT_CACHE_BOUNDARY -->\n"
 MARKER_CORE = MARKER.strip()
 
-PROVIDERS: dict[str, int] = {
-    "openai-chat": P.PROVIDER_OPENAI_CHAT_COMPLETIONS,
-    "openai-responses": P.PROVIDER_OPENAI_RESPONSES,
-    "anthropic": P.PROVIDER_ANTHROPIC_MESSAGES,
-    "gemini": P.PROVIDER_GEMINI_GENERATE_CONTENT,
-}
-MODELS: dict[int, str] = {
-    P.PROVIDER_OPENAI_CHAT_COMPLETIONS: "gpt-5",
-    P.PROVIDER_OPENAI_RESPONSES: "gpt-5",
-    P.PROVIDER_ANTHROPIC_MESSAGES: "claude-sonnet-4-6",
-    P.PROVIDER_GEMINI_GENERATE_CONTENT: "gemini-2.5-flash",
-}
+# Every registered provider, by its CLI name (providers/specs.py): a provider is in every matrix
+# built from these by being registered.
+PROVIDERS: dict[str, int] = {spec.name: provider for provider, spec in SPECS.items()}
+
+
+class _CaseModels(Mapping[int, str]):
+    """The model each provider renders the cases for: its Conformance's `case_model` (read when
+    first asked, as the conformance modules import this one)."""
+
+    def __getitem__(self, provider: int) -> str:
+        from tests.providers.conformance import conformances
+
+        return conformances()[provider].case_model
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(SPECS)
+
+    def __len__(self) -> int:
+        return len(SPECS)
+
+
+MODELS: Mapping[int, str] = _CaseModels()
+
+
+def rendered_cases() -> list[tuple[str, str]]:
+    """(case, provider name) for every registered provider and every case it renders."""
+    return [
+        (case, name) for name, provider in PROVIDERS.items() for case in CASES if not refused(case, provider)
+    ]
+
+
+def refused(case: str, provider: int) -> bool:
+    """Whether `provider` refuses `case` (its Conformance says so; its golden file holds the refusal)."""
+    from tests.providers.conformance import conformances
+
+    return case in conformances()[provider].refused_cases
+
 
 # A 1x1 transparent PNG.
 PNG = base64.b64decode(

@@ -5,8 +5,8 @@ OpenAI and Anthropic: pydantic TypeAdapters over the SDKs' request param TypedDi
 MessageCreateParamsNonStreaming), every TypedDict of the SDKs' types given
 `extra="forbid"`. Gemini: the google-genai pydantic models (which forbid unknown
 keys themselves) over the contents and the config, read from JSON as the SDK reads
-them. A provider added since checks its body with its own SDK's types in its test
-module (tests/providers/conformance.py finds them).
+them. A provider added since checks its body with its own SDK's types in its tests
+folder (tests/providers/<provider>/conformance.py; tests/providers/conformance.py finds them).
 """
 
 from __future__ import annotations

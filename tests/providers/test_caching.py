@@ -22,9 +22,11 @@ from tests.providers.cases import (
     build,
     compiled,
     dynamic_text,
+    refused,
     stable_text,
     tool_round_trip,
 )
+from tests.providers.conformance import conformances
 
 P = provider_service_pb2
 
@@ -35,13 +37,17 @@ def body_of(provider: int, request: chat_pb2.ChatRequest, **options: Any) -> tup
 
 
 def stable_block(provider: int, body: dict[str, Any]) -> Any:
-    if provider == P.PROVIDER_OPENAI_CHAT_COMPLETIONS:
-        return body["messages"][0]
-    if provider == P.PROVIDER_OPENAI_RESPONSES:
-        return body["input"][0]
-    if provider == P.PROVIDER_ANTHROPIC_MESSAGES:
-        return body["system"][0]
-    return body["systemInstruction"]["parts"][0]
+    return conformances()[provider].stable_block(body)
+
+
+# Every registered provider and every case it renders (a case it refuses has its refusal in its
+# golden file: tests/providers/test_golden.py).
+RENDERED = [
+    pytest.param(case, provider, id=f"{case}-{name}")
+    for name, provider in PROVIDERS.items()
+    for case in CASES
+    if not refused(case, provider)
+]
 
 
 def test_marker_constant_matches_the_compiler() -> None:
@@ -50,8 +56,7 @@ def test_marker_constant_matches_the_compiler() -> None:
     assert boundary.CACHE_BOUNDARY == DEFAULT_BOUNDARY_MARKER == MARKER
 
 
-@pytest.mark.parametrize("provider", list(PROVIDERS.values()))
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize(("case", "provider"), RENDERED)
 def test_marker_never_in_a_body_and_breakpoints_within_limit(case: str, provider: int) -> None:
     _, body_json, breakpoints = body_of(provider, build(case, provider))
     assert MARKER_CORE not in body_json
@@ -294,7 +299,7 @@ def _round_of(provider: int, parallel: int, rounds: int) -> list[chat_pb2.ChatRe
     """The requests of an agent loop's rounds: each adds the model's `parallel` tool calls and their
     results (and a new turn each third round), the clock in the dynamic half changing every round."""
     request = tool_round_trip()
-    request.model = MODELS.get(provider, "us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+    request.model = MODELS[provider]
     out = []
     for n in range(rounds):
         request = chat_pb2.ChatRequest.FromString(request.SerializeToString())
@@ -339,7 +344,7 @@ def _without_runtime(provider: int, body: dict[str, Any]) -> tuple[dict[str, Any
     return body, conversation
 
 
-@pytest.mark.parametrize("provider", [*PROVIDERS.values(), P.PROVIDER_AMAZON_BEDROCK_CONVERSE])
+@pytest.mark.parametrize("provider", list(PROVIDERS.values()))
 def test_a_changed_runtime_fact_leaves_the_earlier_body_as_it_was(provider: int) -> None:
     # Round after round the clock changes; every body but its runtime context is the previous
     # body followed by new messages.
@@ -388,12 +393,15 @@ def test_without_a_compiled_prompt_system_messages_map_normally(provider: int) -
         assert body["input"][0] == {"role": "system", "content": "Be brief."}
     elif provider == P.PROVIDER_ANTHROPIC_MESSAGES:
         assert body["system"] == [{"type": "text", "text": "Be brief."}]
-    else:
+    elif provider == P.PROVIDER_GEMINI_GENERATE_CONTENT:
         assert body["systemInstruction"] == {"parts": [{"text": "Be brief."}]}
+    elif provider == P.PROVIDER_AMAZON_BEDROCK_CONVERSE:
+        assert body["system"] == [{"text": "Be brief."}]
+    block = stable_block(provider, body)
+    assert block.get("content", block.get("text")) == "Be brief."
 
 
-@pytest.mark.parametrize("provider", list(PROVIDERS.values()))
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize(("case", "provider"), RENDERED)
 def test_rendering_is_deterministic(case: str, provider: int) -> None:
     first = render(provider, build(case, provider)).body_json
     # A request that went over the wire and back renders to the same bytes.

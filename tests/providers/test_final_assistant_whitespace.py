@@ -20,8 +20,8 @@ from pioneer_grpc.providers import render
 from pioneer_grpc.providers.prefix import render_prefix
 from pioneer_grpc.providers.render import render_after
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
+from tests.providers.bedrock.conformance import bedrock_strict, check_types
 from tests.providers.strict import STRICT
-from tests.providers.test_bedrock import bedrock_strict, check_types
 
 P = provider_service_pb2
 BEDROCK = P.PROVIDER_AMAZON_BEDROCK_CONVERSE

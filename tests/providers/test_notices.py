@@ -9,9 +9,10 @@ import pytest
 from google.protobuf import json_format
 
 from pioneer_grpc.providers import render
+from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 from tests.providers.cases import MODELS, PROVIDERS
-from tests.providers.strict import STRICT
+from tests.providers.conformance import conformances
 
 P = provider_service_pb2
 ALL = list(PROVIDERS.values())
@@ -21,14 +22,14 @@ USER = {"role": "CHAT_ROLE_USER", "content": "Hi"}
 def notices(provider: int, messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
     request = json_format.ParseDict({"model": MODELS[provider], "messages": messages}, chat_pb2.ChatRequest())
     out = render(provider, request)  # type: ignore[arg-type]
-    STRICT[provider](json.loads(out.body_json))
+    conformances()[provider].strict(json.loads(out.body_json))
     return [(n.code, n.field) for n in out.notices]
 
 
 @pytest.mark.parametrize("provider", ALL)
 def test_a_participant_name_is_sent_or_named(provider: int) -> None:
     found = notices(provider, [{**USER, "name": "alice"}])
-    if provider == P.PROVIDER_OPENAI_CHAT_COMPLETIONS:
+    if SPECS[provider].participant_names:  # OpenAI Chat Completions
         assert found == []
     else:
         assert found == [("participant_name_dropped", "chat_request.messages[0].name")]
@@ -43,7 +44,7 @@ def test_a_mid_conversation_system_message_is_named_where_it_moves(provider: int
         USER,
     ]
     found = notices(provider, messages)
-    if provider in (P.PROVIDER_ANTHROPIC_MESSAGES, P.PROVIDER_GEMINI_GENERATE_CONTENT):
+    if SPECS[provider].system_apart:  # Anthropic, Gemini, Bedrock
         assert found == [("system_message_moved", "chat_request.messages[2]")]
     else:
         assert found == []  # OpenAI keeps it in place

@@ -14,12 +14,7 @@ from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 from tests.providers.test_render_after import HISTORY, assistant, chat, result, user
 
 P = provider_service_pb2
-RENDERERS = [
-    P.PROVIDER_OPENAI_CHAT_COMPLETIONS,
-    P.PROVIDER_OPENAI_RESPONSES,
-    P.PROVIDER_ANTHROPIC_MESSAGES,
-    P.PROVIDER_GEMINI_GENERATE_CONTENT,
-]
+RENDERERS = list(specs.SPECS)
 # A system message between a call and its result: where system text goes apart from the messages, it
 # does not end the assistant's turn, so the result still answers the call.
 SYSTEM_BETWEEN = [

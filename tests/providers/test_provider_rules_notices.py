@@ -245,8 +245,9 @@ def test_tool_result_media_and_error_marks_word_for_word() -> None:
         ("tool_result_media_moved", moved.format("image"), "chat_request.messages[2].content_parts[0].image"),
         ("tool_result_media_moved", moved.format("file"), "chat_request.messages[2].content_parts[1].file"),
         (
-            "tool_error_not_marked",
-            "openai-chat has no field marking a tool result as an error: the result was sent as it is",
+            "tool_error_in_content",
+            "openai-chat has no field marking a tool result as an error: "
+            "the result's text starts with a line 'Tool error:'",
             "chat_request.messages[3].is_error",
         ),
         (

@@ -17,15 +17,10 @@ from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 from tests.providers.cases import MODELS, PDF, PNG, WEATHER, compiled, dynamic_text
 from tests.providers.conformance import conformances
-from tests.providers.sdk_types import check_sdk_types
 
 P = provider_service_pb2
-PROVIDERS = {
-    "anthropic": P.PROVIDER_ANTHROPIC_MESSAGES,
-    "openai-chat": P.PROVIDER_OPENAI_CHAT_COMPLETIONS,
-    "openai-responses": P.PROVIDER_OPENAI_RESPONSES,
-    "gemini": P.PROVIDER_GEMINI_GENERATE_CONTENT,
-}
+# Every registered provider, by name.
+PROVIDERS = {spec.name: provider for provider, spec in SPECS.items()}
 
 
 def user(text: str, *parts: dict[str, Any], refs: int = 0) -> dict[str, Any]:
@@ -137,7 +132,7 @@ def test_the_body_after_a_rendered_prefix_is_the_body_from_scratch(
     scratch, after, wholes = both(provider, HISTORY, TAILS[tail], ROUNDS[round_fields])
     assert after.body == scratch.body
     assert after == scratch
-    check_sdk_types(provider, json.loads(after.body), MODELS[provider])
+    conformances()[provider].sdk_types(json.loads(after.body), MODELS[provider])
     # Only a round that does not start with a user message renders the whole conversation.
     assert wholes == (0 if TAILS[tail][0]["role"] == "CHAT_ROLE_USER" else 1)
 
@@ -157,15 +152,18 @@ def test_a_prefix_renders_the_history_and_its_notices(provider: int) -> None:
         )
     }
     assert "interrupted_tool_call_answered" in codes
-    # Gemini takes `web.search` as it is.
-    assert ("tool_call_name_rewritten" in codes) == (provider != P.PROVIDER_GEMINI_GENERATE_CONTENT)
+    # Gemini takes `web.search` as it is: a name of the provider's tool name characters stays.
+    assert ("tool_call_name_rewritten" in codes) == (
+        SPECS[provider].tool_name.fullmatch("web.search") is None
+    )
     if provider == P.PROVIDER_ANTHROPIC_MESSAGES:
         assert "tool_call_id_rewritten" in codes
         # The whitespace of an assistant message that is not the last stays.
         assert {"role": "assistant", "content": "Lisbon 18°C, Porto 15°C.  "} in prefix.rendered
 
 
-USER_FIRST = {P.PROVIDER_ANTHROPIC_MESSAGES, P.PROVIDER_GEMINI_GENERATE_CONTENT}
+# Anthropic, Gemini, Bedrock: the conversation starts with a user message.
+USER_FIRST = {provider for provider, spec in SPECS.items() if spec.user_first}
 ALL = set(PROVIDERS.values())
 
 

@@ -12,6 +12,7 @@ from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.providers import apis, render
 from pioneer_grpc.providers.specs import BY_NAME, REFUSED, SPECS, specs_in
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
+from tests.providers.cases import MODELS
 from tests.providers.conformance import conformances
 
 P = provider_service_pb2
@@ -39,10 +40,7 @@ def test_a_refused_or_unknown_provider_is_named_and_never_rendered(provider: int
 @pytest.mark.parametrize("name", list(BY_NAME))
 def test_each_spec_renders_a_plain_request_to_its_path(name: str) -> None:
     spec = BY_NAME[name]
-    family = sorted(spec.families)[0]
-    model = {"openai": "gpt-5", "anthropic": "claude-sonnet-4-6", "gemini": "gemini-2.5-flash"}.get(
-        family, "m"
-    )
+    model = MODELS[spec.provider]
     request = chat_pb2.ChatRequest(
         model=model, messages=[chat_pb2.ChatMessage(role=chat_pb2.CHAT_ROLE_USER, content="hi")]
     )

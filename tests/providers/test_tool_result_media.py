@@ -12,34 +12,21 @@ from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.providers import render
 from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
-from tests.providers.cases import PDF, PNG, PROVIDERS, SCREENSHOT, build
+from tests.providers.cases import PDF, PNG, PROVIDERS, SCREENSHOT, build, rendered_cases
 from tests.providers.conformance import conformances
 from tests.providers.strict import STRICT
 
 P = provider_service_pb2
-NOTICES = {
-    "openai-chat": [
-        ("tool_result_media_moved", "chat_request.messages[2].content_parts[0].image"),
-        ("tool_result_media_moved", "chat_request.messages[2].content_parts[1].file"),
-        ("tool_error_not_marked", "chat_request.messages[3].is_error"),
-        ("tool_call_id_rewritten", "chat_request.messages[6].tool_calls[0].id"),
-        ("tool_result_media_moved", "chat_request.messages[7].content_parts[0].image"),
-    ],
-    "openai-responses": [
-        ("tool_error_not_marked", "chat_request.messages[3].is_error"),
-        ("tool_call_id_rewritten", "chat_request.messages[6].tool_calls[0].id"),
-    ],
-    "anthropic": [("tool_call_id_rewritten", "chat_request.messages[6].tool_calls[0].id")],
-    "gemini": [("tool_error_not_marked", "chat_request.messages[3].is_error")],
-}
 
 
-@pytest.mark.parametrize("name", list(PROVIDERS))
+@pytest.mark.parametrize("name", [name for case, name in rendered_cases() if case == "tool_result_media"])
 def test_each_change_to_a_tool_result_is_noticed(name: str) -> None:
     provider = PROVIDERS[name]
     out = render(provider, build("tool_result_media", provider))  # type: ignore[arg-type]
-    STRICT[provider](json.loads(out.body_json))
-    assert [(n.code, n.field) for n in out.notices] == NOTICES[name]
+    conformances()[provider].strict(json.loads(out.body_json))
+    assert [(n.code, n.field) for n in out.notices] == list(
+        conformances()[provider].tool_result_media_notices
+    )
 
 
 def test_chat_completions_sends_tool_result_media_after_the_turns_results() -> None:
@@ -70,6 +57,29 @@ def test_anthropic_marks_the_error_and_keeps_media_inside_the_result() -> None:
     assert [b["type"] for b in first["content"]] == ["text", "image", "document"]
     assert "is_error" not in first
     assert second["is_error"] is True
+
+
+def test_openai_and_gemini_carry_the_error_mark_in_the_result_itself() -> None:
+    chat = json.loads(
+        render(
+            P.PROVIDER_OPENAI_CHAT_COMPLETIONS, build("tool_result_media", P.PROVIDER_OPENAI_CHAT_COMPLETIONS)
+        ).body_json
+    )
+    tools = [m for m in chat["messages"] if m["role"] == "tool"]
+    assert not tools[0]["content"].startswith("Tool error:")
+    assert tools[1]["content"].startswith("Tool error:\n")
+    provider = P.PROVIDER_OPENAI_RESPONSES
+    items = json.loads(render(provider, build("tool_result_media", provider)).body_json)["input"]
+    outputs = [i["output"] for i in items if i.get("type") == "function_call_output"]
+    assert isinstance(outputs[0], list) and outputs[0][0] != {"type": "input_text", "text": "Tool error:"}
+    assert str(outputs[1]).startswith("Tool error:\n")
+    provider = P.PROVIDER_GEMINI_GENERATE_CONTENT
+    contents = json.loads(render(provider, build("tool_result_media", provider)).body_json)["contents"]
+    responses = [
+        p["functionResponse"]["response"] for c in contents for p in c["parts"] if "functionResponse" in p
+    ]
+    assert "output" in responses[0] and "error" not in responses[0]
+    assert "error" in responses[1] and "output" not in responses[1]
 
 
 # A media part of a tool result, by what the model reads (the registry's `media`) and what the API

@@ -10,6 +10,7 @@ from google.protobuf import json_format
 
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.providers import render
+from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 from tests.providers.cases import LIST_FILES, PROVIDERS, WEATHER
 
@@ -97,10 +98,15 @@ def test_empty_parameters_mean_no_arguments(provider: int) -> None:
 
 @pytest.mark.parametrize("provider", ALL)
 def test_named_choice_must_exist(provider: int) -> None:
+    # Where the API forces a call only for the models that support it (Converse), a forced choice for
+    # a model the registry does not say takes one ("m") is refused too.
+    forced = ["chat_request.tool_choice.mode"] if SPECS[provider].forced_choice_per_model else []
     req = request(tools=[WEATHER], toolChoice={"mode": "TOOL_CHOICE_MODE_TOOL", "toolName": "get_time"})
-    assert "get_time" in only(provider, req, "chat_request.tool_choice.tool_name")
+    found = violations(provider, req)
+    assert list(found) == ["chat_request.tool_choice.tool_name", *forced]
+    assert "get_time" in found["chat_request.tool_choice.tool_name"]
     req = request(tools=[WEATHER], toolChoice={"mode": "TOOL_CHOICE_MODE_TOOL"})
-    only(provider, req, "chat_request.tool_choice.tool_name")
+    assert list(violations(provider, req)) == ["chat_request.tool_choice.tool_name", *forced]
     req = request(toolChoice={"mode": "TOOL_CHOICE_MODE_TOOL", "toolName": "get_weather"})
     only(provider, req, "chat_request.tool_choice.tool_name")
 
@@ -131,11 +137,13 @@ def test_tool_rules_are_reported_first_and_together(provider: int) -> None:
         tools=[{"name": "bad name"}, {"name": "t", "parameters": {"type": "array"}}],
         toolChoice={"mode": "TOOL_CHOICE_MODE_TOOL", "toolName": "nope"},
     )
+    forced = ["chat_request.tool_choice.mode"] if SPECS[provider].forced_choice_per_model else []
     assert list(violations(provider, req)) == [
         "chat_request.tools[0].name",
         "chat_request.tools[1].parameters",
         "chat_request.tool_choice.tool_name",
         "chat_request.model",
+        *forced,
     ]
 
 

@@ -66,7 +66,7 @@ def test_bad_configuration_fails_start_with_a_clear_message(tmp_path):
 def test_every_subcommand_is_wired():
     proc = subprocess.run([str(SCRIPT), "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
-    assert "{serve,compile,render,history,watch}" in proc.stdout
+    assert "{serve,compile,render,history,threads,watch}" in proc.stdout
 
 
 def test_start_up_says_serving_once_and_alembic_stays_quiet(tmp_path):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pioneer_grpc.config import load_config
+from pioneer_grpc.providers.specs import BY_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -29,7 +30,7 @@ def test_compile_runs_the_sample_input(tmp_path):
     assert "Open files" in payload["dynamicSystemText"]
 
 
-@pytest.mark.parametrize("provider", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+@pytest.mark.parametrize("provider", list(BY_NAME))
 def test_render_runs_the_sample_chat_request_for_every_provider(provider):
     done = cli("render", "--provider", provider, str(EXAMPLES / "chat_request.json"))
     assert done.returncode == 0, done.stderr

@@ -89,6 +89,7 @@ def test_converted_parameters_are_written_as_sqlalchemy_writes_them(tmp_path):
         "artifact_refs_json": "[]",
         "reasoning_content": None,
         "content_parts_pb": b"\x00\xffparts",
+        "is_error": True,
         "content_hash": "h",
         "token_count": 3,
         "tokenizer": "cl100k_base",

@@ -23,7 +23,7 @@ rejection, after which the clean version is sent, as a fixed client would. A
 hostile step the server accepts is stored, and from then on every round must
 still render a body the provider accepts. Everything else must succeed. Each
 body goes through the strict validator of its provider (for Converse, also its
-SDK's request types, tests/providers/test_bedrock.py); a sample is kept for the
+SDK's request types, tests/providers/bedrock/conformance.py); a sample is kept for the
 official SDKs (see test_generative_rounds.py).
 """
 
@@ -40,6 +40,7 @@ from google.protobuf import struct_pb2
 from pydantic import ValidationError
 
 from pioneer_grpc.client import AsyncClient, RpcFailure
+from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.v1 import (
     chat_pb2,
     common_pb2,
@@ -49,9 +50,11 @@ from pioneer_grpc.v1 import (
     provider_service_pb2,
     turn_service_pb2,
 )
+from tests.providers.bedrock.conformance import bedrock_strict, check_types
+from tests.providers.cases import MODELS as CASE_MODELS
 from tests.providers.cases import PDF, PNG
-from tests.providers.strict import STRICT, StrictViolation
-from tests.providers.test_bedrock import bedrock_strict, check_types
+from tests.providers.conformance import conformances
+from tests.providers.strict import StrictViolation
 from tests.support import decoded
 
 P = provider_service_pb2
@@ -60,20 +63,9 @@ USER, ASSISTANT, TOOL = (
     history_pb2.ENTRY_ROLE_ASSISTANT,
     history_pb2.ENTRY_ROLE_TOOL,
 )
-PROVIDERS = {
-    P.PROVIDER_OPENAI_CHAT_COMPLETIONS: "openai-chat",
-    P.PROVIDER_OPENAI_RESPONSES: "openai-responses",
-    P.PROVIDER_ANTHROPIC_MESSAGES: "anthropic",
-    P.PROVIDER_GEMINI_GENERATE_CONTENT: "gemini",
-    P.PROVIDER_AMAZON_BEDROCK_CONVERSE: "bedrock-converse",
-}
-MODELS = {
-    P.PROVIDER_OPENAI_CHAT_COMPLETIONS: "gpt-5",
-    P.PROVIDER_OPENAI_RESPONSES: "gpt-5",
-    P.PROVIDER_ANTHROPIC_MESSAGES: "claude-sonnet-4-6",
-    P.PROVIDER_GEMINI_GENERATE_CONTENT: "gemini-2.5-flash",
-    P.PROVIDER_AMAZON_BEDROCK_CONVERSE: "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-}
+# Every registered provider (providers/specs.py), and the model it plays conversations with.
+PROVIDERS = {provider: spec.name for provider, spec in SPECS.items()}
+MODELS = CASE_MODELS
 
 
 def _bedrock(body: dict[str, Any]) -> None:
@@ -96,7 +88,8 @@ def _joins_results_and_text(message: dict[str, Any]) -> bool:
     return "toolResult" in kinds and kinds[-1] != "toolResult"
 
 
-CHECKS = {**STRICT, P.PROVIDER_AMAZON_BEDROCK_CONVERSE: _bedrock}
+# Each provider's conversation rules (its Conformance's), and for Converse its SDK's request types too.
+CHECKS = {P.PROVIDER_AMAZON_BEDROCK_CONVERSE: _bedrock}
 # A round that may be refused: Bedrock tool choice none, refused once the conversation holds a tool call.
 MAYBE_REFUSED = "bedrock_choice_none_after_tool_calls"
 TOOL_NAMES = ("read_file", "grep", "run_tests", "write_file")
@@ -472,7 +465,7 @@ class Conversation:
             self.stats.notices[notice.code] += 1
         body = json.loads(reply.provider_body_json)
         try:
-            CHECKS[provider](body)
+            CHECKS.get(provider, conformances()[provider].strict)(body)
         except StrictViolation as violation:
             where = "+".join(sorted(self.stored_hostile)) or "a clean conversation"
             for rule in sorted(violation.rules):

@@ -7,7 +7,7 @@ each PrepareTurn renders the thread's history as it stands at that round, and a
 run renders at least 2,000 such histories (PIONEER_GENERATIVE_HISTORIES).
 Every body PrepareTurn returns passes the strict validator of its provider
 (tests/providers/strict.py; Converse's rules and request types in
-tests/providers/test_bedrock.py); one body in PIONEER_GENERATIVE_SDK_EVERY
+tests/providers/bedrock/conformance.py); one body in PIONEER_GENERATIVE_SDK_EVERY
 (default 10) per provider also goes through that provider's official SDK to a
 recording loopback server, which must receive exactly our body at our path (as
 in tests/providers/test_sdk_acceptance.py; for Converse, botocore's
@@ -18,7 +18,6 @@ The run prints its counts (pytest -s).
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
 import random
@@ -28,17 +27,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import anthropic
-import botocore.session
-import openai
 import pytest
-from botocore.config import Config
-from google import genai
-from google.genai import types as genai_types
 
 from tests.conftest import ServerFactory, fresh_postgres_database
+from tests.providers.conformance import conformances
 from tests.providers.fake_http import RecordingServer, recording_server
-from tests.providers.test_sdk_acceptance import gemini_spelling
 from tests.turn.generative import MODELS, PROVIDERS, Conversation, Stats
 
 SEED = os.environ.get("PIONEER_GENERATIVE_SEED", "12")
@@ -51,68 +44,16 @@ SHM = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
 
 class Sdks:
-    """One client per SDK, all pointed at the recording server."""
+    """Each provider's official SDK (its Conformance's `sdk_send`), pointed at the recording server."""
 
     def __init__(self, fake: RecordingServer) -> None:
         self.fake = fake
-        self.openai = openai.OpenAI(base_url=f"{fake.base_url}/v1", api_key="test", max_retries=0)
-        self.anthropic = anthropic.Anthropic(base_url=fake.base_url, api_key="test", max_retries=0)
-        self.gemini = genai.Client(
-            api_key="test", http_options=genai_types.HttpOptions(base_url=fake.base_url, api_version="v1beta")
-        )
-        self.bedrock = botocore.session.Session().create_client(
-            "bedrock-runtime",
-            region_name="us-east-1",
-            endpoint_url=fake.base_url,
-            aws_access_key_id="test",
-            aws_secret_access_key="test",
-            config=Config(retries={"total_max_attempts": 1}),
-        )
 
     def send(self, provider: int, body: dict[str, Any]) -> dict[str, Any]:
-        """What the SDK put on the wire for our body (Gemini keys in lowerCamelCase)."""
-        name = PROVIDERS[provider]
-        if name == "openai-chat":
-            self.openai.chat.completions.create(**body)
-        elif name == "openai-responses":
-            self.openai.responses.create(**body)
-        elif name == "anthropic":
-            self.anthropic.messages.create(**body)
-        elif name == "bedrock-converse":
-            self.bedrock.converse(modelId=MODELS[provider], **blobs_as_bytes(body))
-        else:
-            contents = [genai_types.Content.model_validate_json(json.dumps(c)) for c in body["contents"]]
-            config: dict[str, Any] = {
-                k: body[k] for k in ("systemInstruction", "tools", "toolConfig") if k in body
-            }
-            config.update(body.get("generationConfig", {}))
-            self.gemini.models.generate_content(
-                model=MODELS[provider],
-                contents=contents,  # type: ignore[arg-type]
-                config=genai_types.GenerateContentConfig.model_validate_json(json.dumps(config)),
-            )
-        wire = self.fake.last().json()
-        if name == "gemini":
-            wire = gemini_spelling(wire)
-            if "generationConfig" not in body:
-                wire.pop("generationConfig", None)
-        return wire
-
-
-def blobs_as_bytes(body: dict[str, Any]) -> dict[str, Any]:
-    """The body as botocore takes it: the base64 `bytes` of image and document sources as bytes
-    (botocore sends them base64 again); tool inputs and schemas are left as they are."""
-
-    def block(b: dict[str, Any]) -> dict[str, Any]:
-        kind = next(iter(b), "")
-        if kind in ("image", "document") and "bytes" in b[kind].get("source", {}):
-            return {kind: {**b[kind], "source": {"bytes": base64.b64decode(b[kind]["source"]["bytes"])}}}
-        if kind == "toolResult":
-            return {kind: {**b[kind], "content": [block(inner) for inner in b[kind].get("content", [])]}}
-        return b
-
-    messages = [{**m, "content": [block(b) for b in m["content"]]} for m in body["messages"]]
-    return {**body, "messages": messages}
+        """What the SDK put on the wire for our body, in the body's terms (Gemini keys in lowerCamelCase)."""
+        conformance = conformances()[provider]
+        conformance.sdk_send(self.fake.base_url, body, MODELS[provider])
+        return conformance.wire_as_body(self.fake.last().json(), body)  # type: ignore[no-any-return]
 
 
 def sdk_round_trips(stats: Stats) -> dict[str, int]:

@@ -10,6 +10,7 @@ import pytest
 
 from pioneer_grpc.providers import prefix as prefix_module
 from pioneer_grpc.providers.conversation import RenderedPrefix
+from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.service import turn as turn_module
 from pioneer_grpc.v1 import (
     chat_pb2,
@@ -20,22 +21,18 @@ from pioneer_grpc.v1 import (
 )
 from tests.history.agent_turns import decision_text, tool_turn
 from tests.history.rpc import config
-from tests.providers.sdk_types import check_sdk_types
+from tests.providers.cases import MODELS
+from tests.providers.conformance import conformances
 from tests.turn.test_prepare_turn import Client, compile_input
 
 P = provider_service_pb2
 TURNS = 6
-# Every provider whose prefix is kept, with a model of its own.
+# Every registered provider (each keeps its prefix: tests/providers/test_prefix_boundary.py), with the
+# model its shared cases use.
 EVERY_PREFIX_PROVIDER = pytest.mark.parametrize(
     ("provider", "model"),
-    [
-        (P.PROVIDER_ANTHROPIC_MESSAGES, "claude-sonnet-4-5"),
-        (P.PROVIDER_OPENAI_CHAT_COMPLETIONS, "gpt-5"),
-        (P.PROVIDER_OPENAI_RESPONSES, "gpt-5"),
-        (P.PROVIDER_GEMINI_GENERATE_CONTENT, "gemini-2.5-flash"),
-        (P.PROVIDER_AMAZON_BEDROCK_CONVERSE, "anthropic.claude-3-5-sonnet-20241022-v2:0"),
-    ],
-    ids=["anthropic", "openai-chat", "openai-responses", "gemini", "bedrock"],
+    [(provider, MODELS[provider]) for provider in SPECS],
+    ids=[spec.name for spec in SPECS.values()],
 )
 
 
@@ -105,16 +102,7 @@ def _round(i: int, provider: int) -> turn_service_pb2.PrepareTurnRequest:
     )
 
 
-@pytest.mark.parametrize(
-    ("provider", "model"),
-    [
-        (P.PROVIDER_ANTHROPIC_MESSAGES, "claude-sonnet-4-5"),
-        (P.PROVIDER_OPENAI_CHAT_COMPLETIONS, "gpt-5"),
-        (P.PROVIDER_OPENAI_RESPONSES, "gpt-5"),
-        (P.PROVIDER_GEMINI_GENERATE_CONTENT, "gemini-2.5-flash"),
-    ],
-    ids=["anthropic", "openai-chat", "openai-responses", "gemini"],
-)
+@EVERY_PREFIX_PROVIDER
 async def test_the_first_round_after_a_completed_turn_renders_that_turn_only(
     database_url, server_factory, monkeypatch, provider, model
 ):
@@ -145,7 +133,7 @@ async def test_the_first_round_after_a_completed_turn_renders_that_turn_only(
         assert again.provider_body_json.encode() == reply.provider_body_json.encode()
         assert list(again.provider_notices) == list(reply.provider_notices)
         body = json.loads(reply.provider_body_json)
-        check_sdk_types(provider, body, model)
+        conformances()[provider].sdk_types(body, model)
         # Both servers render after a prefix: the body must still carry every kept turn.
         texts = "\n".join(_strings(body))
         assert all(decision_text(j) in texts for j in range(i)), i

@@ -234,28 +234,37 @@ async fn main() -> Result<(), Box<dyn Error>> {
     for round in 1..=rounds {
         let turn_id = format!("turn-{round}");
         let question = QUESTIONS[(round as usize - 1) % QUESTIONS.len()];
-        // Every round sends the tools again: the server keeps none between rounds.
-        let request = |new_entries: Vec<v1::ConversationEntry>| v1::PrepareTurnRequest {
-            thread_id: thread_id.clone(),
-            turn_id: turn_id.clone(),
-            new_entries,
-            compile_input: Some(compile_input(round)),
-            tools: vec![read_file_tool(), screenshot_tool()],
-            tool_choice: Some(v1::ToolChoice {
-                mode: v1::ToolChoiceMode::Auto as i32,
-                tool_name: String::new(),
-            }),
-            provider: PROVIDER as i32,
-            ..Default::default()
+        // Every round sends the tools again: the server keeps none between rounds. `usage` is what
+        // the provider reported for the turn's previous round (None on its first): stored with
+        // that round beside what the server expected its cache to serve (ListRoundUsage).
+        let request = |new_entries: Vec<v1::ConversationEntry>,
+                       usage: Option<v1::ProviderUsage>| {
+            v1::PrepareTurnRequest {
+                thread_id: thread_id.clone(),
+                turn_id: turn_id.clone(),
+                new_entries,
+                compile_input: Some(compile_input(round)),
+                tools: vec![read_file_tool(), screenshot_tool()],
+                tool_choice: Some(v1::ToolChoice {
+                    mode: v1::ToolChoiceMode::Auto as i32,
+                    tool_name: String::new(),
+                }),
+                provider: PROVIDER as i32,
+                previous_round_usage: usage,
+                ..Default::default()
+            }
         };
         // 1. The user's message: stored, history loaded, prompt compiled, body rendered.
         let prepared = clients
             .turn
-            .prepare_turn(request(vec![entry(
-                format!("{turn_id}.user"),
-                v1::EntryRole::User,
-                question.into(),
-            )]))
+            .prepare_turn(request(
+                vec![entry(
+                    format!("{turn_id}.user"),
+                    v1::EntryRole::User,
+                    question.into(),
+                )],
+                None,
+            ))
             .await
             .map_err(rpc("PrepareTurn"))?
             .into_inner();
@@ -292,7 +301,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         new_entries.push(result);
         let prepared = clients
             .turn
-            .prepare_turn(request(new_entries))
+            .prepare_turn(request(new_entries, called.usage))
             .await
             .map_err(rpc("PrepareTurn"))?
             .into_inner();
@@ -316,6 +325,8 @@ async fn main() -> Result<(), Box<dyn Error>> {
                 thread_id: thread_id.clone(),
                 turn_id: turn_id.clone(),
                 entries: answered.entries,
+                // The answer's round's usage, stored with it.
+                previous_round_usage: answered.usage,
             })
             .await
             .map_err(rpc("CompleteTurn"))?

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import base64
 
-from pioneer_grpc.errors import InvalidArgument
-from pioneer_grpc.providers import cache_points, provider_rules
+from pioneer_grpc.errors import FieldViolation, InvalidArgument
+from pioneer_grpc.providers import cache_points
 from pioneer_grpc.providers.common import (
     JSON,
     Media,
@@ -36,6 +36,17 @@ from pioneer_grpc.providers.common import (
     resolve_media,
     runtime_block,
     system_messages,
+    thinking_budget,
+)
+from pioneer_grpc.providers.conversation import Notice
+from pioneer_grpc.providers.provider_rules import (
+    FORCING_CHOICES,
+    TEMPERATURE_NOT_SENT,
+    TOOLS_DECLARED,
+    Adapted,
+    has_tool_results,
+    tools_called,
+    trim_final_assistant,
 )
 from pioneer_grpc.providers.spec import PLAIN_NAME, ProviderSpec
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
@@ -43,6 +54,7 @@ from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 PATH = "/v1/messages"
 EPHEMERAL: JSON = {"type": "ephemeral"}
 IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
+THINKING_OFF = "thinking_off_in_tool_loop"
 
 
 def _image(m: Media, field: str) -> JSON:
@@ -263,6 +275,70 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
     return body, breakpoints
 
 
+def thinking_on(request: chat_pb2.ChatRequest) -> bool:
+    return thinking_budget(request.reasoning) is not None
+
+
+def request_rules(request: chat_pb2.ChatRequest, path: str, reasoning: bool) -> list[FieldViolation]:
+    thinking = reasoning and thinking_on(request)
+    if request.tools and request.tool_choice.mode in FORCING_CHOICES and thinking:
+        return [
+            FieldViolation(
+                f"{path}.tool_choice.mode",
+                "Anthropic allows only auto or none with extended thinking: "
+                "turn reasoning off (reasoning.disabled) or let the model choose",
+            )
+        ]
+    return []
+
+
+def _continues_assistant_turn(messages: list[chat_pb2.ChatMessage]) -> bool:
+    """True when the last user message with text of its own is followed by an assistant message."""
+    for message in reversed(messages):
+        if message.role == chat_pb2.CHAT_ROLE_ASSISTANT:
+            return True
+        if message.role == chat_pb2.CHAT_ROLE_USER:
+            return False
+    return False
+
+
+def adapt(adapted: Adapted, origins: list[int], path: str) -> None:
+    request = adapted.request
+    if thinking_on(request) and _continues_assistant_turn(list(request.messages)):
+        request.reasoning.Clear()
+        request.reasoning.disabled = True
+        adapted.notices.append(
+            Notice(
+                THINKING_OFF,
+                "extended thinking was turned off for this round: it continues an assistant turn "
+                "(a tool loop or a prefill) whose thinking blocks cannot be sent back to Anthropic",
+                f"{path}.reasoning",
+            )
+        )
+    called = dict.fromkeys(adapted.prefix.called if adapted.prefix is not None else ())
+    called.update(tools_called(request.messages))
+    has_results = (adapted.prefix is not None and adapted.prefix.has_results) or has_tool_results(
+        request.messages
+    )
+    if not request.tools and (called or has_results):
+        adapted.history_tools = list(called) or ["tool"]
+        adapted.notices.append(
+            Notice(
+                TOOLS_DECLARED,
+                "Anthropic refuses tool calls in the history without tool definitions: "
+                f"{', '.join(adapted.history_tools)} declared with tool_choice none",
+                f"{path}.tools",
+            )
+        )
+    if request.HasField("temperature"):
+        adapted.notices.append(
+            Notice(TEMPERATURE_NOT_SENT, "the Messages API takes no temperature here", f"{path}.temperature")
+        )
+    trim_final_assistant(
+        adapted, origins, path, "Anthropic refuses a final assistant message ending in whitespace"
+    )
+
+
 SPEC = ProviderSpec(
     provider=provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES,
     name="anthropic",
@@ -276,8 +352,8 @@ SPEC = ProviderSpec(
     system_apart=True,
     parsed_arguments=True,
     call_id=PLAIN_NAME,
-    request_rules=provider_rules.anthropic_request_rules,
-    adapt=provider_rules.anthropic_adapt,
+    request_rules=request_rules,
+    adapt=adapt,
     thinking_budget=True,
     min_thinking_budget=1024,
     tool_result_media=frozenset({"image", "file"}),

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import re
 
-from pioneer_grpc.errors import InvalidArgument
-from pioneer_grpc.providers import provider_rules
+from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.providers.common import (
     JSON,
     Prepared,
@@ -36,10 +35,13 @@ from pioneer_grpc.providers.common import (
     thinking_budget,
     tool_name_for_call,
 )
+from pioneer_grpc.providers.conversation import Notice
+from pioneer_grpc.providers.provider_rules import PARALLEL_UNSUPPORTED, Adapted, assistant_merges
 from pioneer_grpc.providers.spec import ProviderSpec
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
 MODEL_ID = re.compile(r"(models/)?[A-Za-z0-9._-]+")
+NAME_START = re.compile(r"[A-Za-z_]")
 
 
 def path_for(model: str) -> str:
@@ -106,7 +108,8 @@ def rendered_messages(prepared: Prepared) -> list[JSON]:
             function_response: JSON = {
                 "id": message.tool_call_id,
                 "name": tool_name_for_call(request, index),
-                "response": {"output": all_text(prepared, message)},
+                # The key the Gemini API names for a failed call's details (ChatMessage.is_error).
+                "response": {"error" if message.is_error else "output": all_text(prepared, message)},
             }
             media = [part for part in _user_parts(prepared, index) if "text" not in part]
             if media:
@@ -180,10 +183,43 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
     return body, 0
 
 
+def request_rules(request: chat_pb2.ChatRequest, path: str, reasoning: bool) -> list[FieldViolation]:
+    return [
+        FieldViolation(f"{path}.tools[{i}].name", "Gemini needs it to start with a letter or _")
+        for i, tool in enumerate(request.tools)
+        if tool.name and not NAME_START.match(tool.name)
+    ]
+
+
+def adapt(adapted: Adapted, origins: list[int], path: str) -> None:
+    request = adapted.request
+    if request.tools and request.HasField("parallel_tool_calls") and not request.parallel_tool_calls:
+        adapted.notices.append(
+            Notice(
+                PARALLEL_UNSUPPORTED,
+                "Gemini has no switch for parallel function calls: the model may return several "
+                "calls at once; parallel_tool_calls=false was not sent",
+                f"{path}.parallel_tool_calls",
+            )
+        )
+    merges(adapted, origins, path)
+
+
+def merges(adapted: Adapted, origins: list[int], path: str) -> None:
+    assistant_merges(
+        adapted,
+        origins,
+        path,
+        "sent in one model turn with the assistant message before it "
+        "(Gemini needs a function call turn to follow a user or function response turn)",
+    )
+
+
 SPEC = ProviderSpec(
     provider=provider_service_pb2.PROVIDER_GEMINI_GENERATE_CONTENT,
     name="gemini",
     telemetry_name="gcp.gemini",
+    tool_error_in_content="the result went under functionResponse.response.error instead of .output",
     families=frozenset({"gemini"}),
     render=render,
     path=path_for,
@@ -198,9 +234,9 @@ SPEC = ProviderSpec(
     parsed_arguments=True,
     # Gemini pairs a function response with the calls of the model turn before it.
     unique_call_ids=False,
-    request_rules=provider_rules.gemini_request_rules,
-    adapt=provider_rules.gemini_adapt,
-    adapt_messages=provider_rules.gemini_merges,
+    request_rules=request_rules,
+    adapt=adapt,
+    adapt_messages=merges,
     thinking_budget=True,
     result_needs_name=True,
     tool_result_media=frozenset({"image", "file", "audio", "video"}),

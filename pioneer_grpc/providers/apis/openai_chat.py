@@ -14,7 +14,6 @@ boundaries are.
 from __future__ import annotations
 
 from pioneer_grpc.errors import InvalidArgument
-from pioneer_grpc.providers import provider_rules
 from pioneer_grpc.providers.common import (
     EFFORT_NAMES,
     JSON,
@@ -25,8 +24,11 @@ from pioneer_grpc.providers.common import (
     message_text,
     prompt_halves,
     resolve_media,
+    result_text,
 )
-from pioneer_grpc.providers.spec import ProviderSpec
+from pioneer_grpc.providers.conversation import Notice
+from pioneer_grpc.providers.provider_rules import NAME_DROPPED, Adapted
+from pioneer_grpc.providers.spec import PLAIN_NAME, ProviderSpec
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 
 PATH = "/v1/chat/completions"
@@ -112,7 +114,11 @@ def rendered_messages(prepared: Prepared) -> list[JSON]:
                 ]
         else:
             out.append(
-                {"role": "tool", "tool_call_id": message.tool_call_id, "content": all_text(prepared, message)}
+                {
+                    "role": "tool",
+                    "tool_call_id": message.tool_call_id,
+                    "content": result_text(prepared, message),
+                }
             )
             media = _media_parts(prepared, index)
             if media:
@@ -177,6 +183,25 @@ def render(prepared: Prepared) -> tuple[JSON, int]:
     return body, 0
 
 
+def participant_names_as_sent(adapted: Adapted, origins: list[int], path: str) -> None:
+    if adapted.prefix is not None:
+        adapted.notices.extend(adapted.prefix.message_notices)
+    for message, origin in zip(adapted.request.messages, origins, strict=True):
+        if (
+            message.role != chat_pb2.CHAT_ROLE_TOOL
+            and message.name
+            and not PLAIN_NAME.fullmatch(message.name)
+        ):
+            adapted.notices.append(
+                Notice(
+                    NAME_DROPPED,
+                    f"OpenAI takes participant names of [A-Za-z0-9_-] only: {message.name!r} was not sent",
+                    f"{path}.messages[{origin}].name",
+                )
+            )
+            message.name = ""
+
+
 SPEC = ProviderSpec(
     provider=provider_service_pb2.PROVIDER_OPENAI_CHAT_COMPLETIONS,
     name="openai-chat",
@@ -186,6 +211,6 @@ SPEC = ProviderSpec(
     path=lambda model: PATH,
     render_messages=rendered_messages,
     participant_names=True,
-    adapt=provider_rules.openai_chat_names,
-    adapt_messages=provider_rules.openai_chat_names,
+    adapt=participant_names_as_sent,
+    adapt_messages=participant_names_as_sent,
 )

@@ -18,6 +18,7 @@ from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.providers.common import (
     EFFORT_NAMES,
     JSON,
+    TOOL_ERROR_LINE,
     Prepared,
     all_text,
     arguments_text,
@@ -25,6 +26,7 @@ from pioneer_grpc.providers.common import (
     message_text,
     prompt_halves,
     resolve_media,
+    result_text,
 )
 from pioneer_grpc.providers.spec import ProviderSpec
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
@@ -105,9 +107,12 @@ def rendered_items(prepared: Prepared) -> list[JSON]:
                     }
                 )
         else:
-            output: str | list[JSON] = all_text(prepared, message)
+            output: str | list[JSON] = result_text(prepared, message)
             if any(media_of(part) for part in message.content_parts):
-                output = _user_content(prepared, index)  # input_text, input_image, input_file
+                parts = _user_content(prepared, index)  # input_text, input_image, input_file
+                output = parts
+                if message.is_error and isinstance(parts, list):
+                    output = [{"type": "input_text", "text": TOOL_ERROR_LINE}, *parts]
             items.append({"type": "function_call_output", "call_id": message.tool_call_id, "output": output})
     return items
 

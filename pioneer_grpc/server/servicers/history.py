@@ -11,7 +11,7 @@ from pioneer_grpc.caps import text_violation
 from pioneer_grpc.caps.table import CAPS
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.service import history as history_ops
-from pioneer_grpc.service import listing
+from pioneer_grpc.service import lifecycle, listing
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.v1 import history_pb2, history_service_pb2_grpc
@@ -69,13 +69,33 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
         self, request: pb.CompleteTurnRequest, context: grpc.aio.ServicerContext
     ) -> pb.CompleteTurnResponse:
         outcome = await history_ops.complete_turn(
-            self.ctx, request.thread_id, request.turn_id, list(request.entries)
+            self.ctx,
+            request.thread_id,
+            request.turn_id,
+            list(request.entries),
+            request.previous_round_usage if request.HasField("previous_round_usage") else None,
         )
         return pb.CompleteTurnResponse(
             completed_entry_count=outcome.completed_entry_count,
             created_count=outcome.created_count,
             existing_count=outcome.existing_count,
         )
+
+    async def AbandonTurn(
+        self, request: pb.AbandonTurnRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AbandonTurnResponse:
+        outcome = await lifecycle.abandon_turn(
+            self.ctx, request.thread_id, request.turn_id, request.allow_missing
+        )
+        return pb.AbandonTurnResponse(
+            abandoned=outcome.abandoned, dropped_entry_count=outcome.dropped_entry_count
+        )
+
+    async def DeleteThread(
+        self, request: pb.DeleteThreadRequest, context: grpc.aio.ServicerContext
+    ) -> pb.DeleteThreadResponse:
+        deleted = await lifecycle.delete_thread(self.ctx, request.thread_id, request.allow_missing)
+        return pb.DeleteThreadResponse(deleted=deleted)
 
     async def LoadConversationHistory(
         self, request: pb.LoadConversationHistoryRequest, context: grpc.aio.ServicerContext

@@ -7,7 +7,7 @@ from contextlib import aclosing
 
 import grpc
 
-from pioneer_grpc.service import manifests, rendered_rounds
+from pioneer_grpc.service import manifests, rendered_rounds, round_usage
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from pioneer_grpc.v1 import manifest_service_pb2_grpc as service_grpc
@@ -46,3 +46,8 @@ class ManifestServicer(service_grpc.ManifestServiceServicer):
         self, request: service_pb2.ListRenderedRoundsRequest, context: grpc.aio.ServicerContext
     ) -> service_pb2.ListRenderedRoundsResponse:
         return await rendered_rounds.list_rendered_rounds(self.ctx, request)
+
+    async def ListRoundUsage(
+        self, request: service_pb2.ListRoundUsageRequest, context: grpc.aio.ServicerContext
+    ) -> service_pb2.ListRoundUsageResponse:
+        return await round_usage.list_round_usage(self.ctx, request)

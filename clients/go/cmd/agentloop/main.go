@@ -72,15 +72,18 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 	const provider = pioneerv1.Provider_PROVIDER_OPENAI_CHAT_COMPLETIONS
 	for round := 1; round <= rounds; round++ {
 		turn := fmt.Sprintf("turn-%d-%s", round, randomHex(3))
-		prepare := func(entries ...*pioneerv1.ConversationEntry) (*pioneerv1.PrepareTurnResponse, error) {
+		// usage: what the provider reported for the turn's previous round (nil on its first), stored
+		// with that round beside what the server expected its cache to serve (ListRoundUsage).
+		prepare := func(usage *pioneerv1.ProviderUsage, entries ...*pioneerv1.ConversationEntry) (*pioneerv1.PrepareTurnResponse, error) {
 			prep, err := c.Turns.PrepareTurn(ctx, &pioneerv1.PrepareTurnRequest{
-				ThreadId:     threadID,
-				TurnId:       turn,
-				NewEntries:   entries,
-				CompileInput: compileInput(round),
-				Tools:        tools,
-				ToolChoice:   &pioneerv1.ToolChoice{Mode: pioneerv1.ToolChoiceMode_TOOL_CHOICE_MODE_AUTO},
-				Provider:     provider,
+				ThreadId:           threadID,
+				TurnId:             turn,
+				NewEntries:         entries,
+				CompileInput:       compileInput(round),
+				Tools:              tools,
+				ToolChoice:         &pioneerv1.ToolChoice{Mode: pioneerv1.ToolChoiceMode_TOOL_CHOICE_MODE_AUTO},
+				Provider:           provider,
+				PreviousRoundUsage: usage,
 			})
 			if vs := pioneer.FieldViolations(err); len(vs) > 0 {
 				for _, v := range vs {
@@ -91,7 +94,7 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 		}
 
 		// 1. The user's message: stored, history loaded, prompt compiled, ChatRequest and body back.
-		prep, err := prepare(&pioneerv1.ConversationEntry{
+		prep, err := prepare(nil, &pioneerv1.ConversationEntry{
 			EntryId: turn + ".user",
 			Role:    pioneerv1.EntryRole_ENTRY_ROLE_USER,
 			Content: fmt.Sprintf("Round %d: please check the Go client and tell me what is left.", round),
@@ -117,7 +120,7 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 		if err != nil {
 			return err
 		}
-		prep, err = prepare(append(called.Entries, &pioneerv1.ConversationEntry{
+		prep, err = prepare(called.Usage, append(called.Entries, &pioneerv1.ConversationEntry{
 			EntryId:    fmt.Sprintf("%s.r1.%s", turn, call.GetId()),
 			Role:       pioneerv1.EntryRole_ENTRY_ROLE_TOOL,
 			ToolCallId: call.GetId(),
@@ -143,6 +146,8 @@ func run(ctx context.Context, addr, token, threadID, model string, rounds int) e
 			ThreadId: threadID,
 			TurnId:   turn,
 			Entries:  answered.Entries,
+			// The answer's round's usage, stored with it.
+			PreviousRoundUsage: answered.Usage,
 		})
 		if err != nil {
 			return fmt.Errorf("round %d: complete turn: %w", round, err)

@@ -1109,8 +1109,11 @@ pub struct ChatMessage {
     #[prost(message, repeated, tag = "8")]
     pub artifact_refs: ::prost::alloc::vec::Vec<ArtifactRef>,
     /// On a tool message: the result reports that the tool failed. Sent where the
-    /// provider has a field for it (Anthropic `is_error`, Bedrock `status`);
-    /// elsewhere the result goes as it is, and a RenderNotice says the mark was not sent.
+    /// provider has a field for it (Anthropic tool_result `is_error`, Bedrock
+    /// toolResult `status: "error"`); OpenAI Chat and Responses have none, so the
+    /// result's text starts with "Tool error:", and Gemini's functionResponse
+    /// carries it under `response.error` (the key its API names for a failed call)
+    /// instead of `response.output`; a RenderNotice tool_error_in_content says so.
     #[prost(bool, tag = "9")]
     pub is_error: bool,
 }
@@ -1619,6 +1622,14 @@ pub struct ConversationEntry {
     /// Cap: at most 16 items.
     #[prost(message, repeated, tag = "15")]
     pub content_parts: ::prost::alloc::vec::Vec<ContentPart>,
+    /// On a tool entry: the result reports that the tool failed (INVALID_ARGUMENT on
+    /// any other role). Stored with the entry and part of what a repeat must match;
+    /// loaded into ChatMessage.is_error, so a round sends it as RenderChatRequest
+    /// does: Anthropic tool_result `is_error`, Bedrock toolResult `status: "error"`;
+    /// OpenAI Chat, OpenAI Responses and Gemini have no such field, so the mark goes
+    /// in the result itself (tool_error_in_content says how).
+    #[prost(bool, tag = "16")]
+    pub is_error: bool,
 }
 /// ThreadSummary is the stored compression of a thread's earlier entries.
 #[allow(clippy::all)]
@@ -2095,6 +2106,400 @@ impl PrefixBreakCause {
         }
     }
 }
+/// RenderOptions tune provider-side caching.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RenderOptions {
+    /// Anthropic and Bedrock: a cache breakpoint goes only where the body before
+    /// it holds at least this many characters. Unset: at least the model's
+    /// minimum cacheable tokens from the server's model registry (counted in the
+    /// model's tokenizer), or 4,096 characters for a model without one.
+    /// Errors: negative is INVALID_ARGUMENT.
+    #[prost(int32, optional, tag = "1")]
+    pub anthropic_min_cache_chars: ::core::option::Option<i32>,
+    /// Prefix of the OpenAI prompt_cache_key (server default "pioneer-" when unset);
+    /// at most 32 characters of \[A-Za-z0-9\_.:-\] (INVALID_ARGUMENT otherwise).
+    /// Cap: at most 200 characters.
+    #[prost(string, optional, tag = "2")]
+    pub cache_key_prefix: ::core::option::Option<::prost::alloc::string::String>,
+    /// Where the dynamic half of the compiled prompt goes. UNSPECIFIED: in
+    /// RenderChatRequest AFTER_CONVERSATION; in PrepareTurn the thread's
+    /// ThreadConfig.dynamic_context_placement.
+    #[prost(enumeration = "DynamicContextPlacement", tag = "3")]
+    pub dynamic_context_placement: i32,
+    /// The thread whose rounds the body belongs to: the OpenAI prompt_cache_key
+    /// is derived from it (prefix + 32 hex digits of its SHA-256), so every round
+    /// of the thread routes to the same cache whatever else changes. PrepareTurn
+    /// uses its own thread_id when unset; RenderChatRequest without it derives the
+    /// key from the stable prompt's fingerprint.
+    /// Cap: at most 200 characters.
+    #[prost(string, optional, tag = "4")]
+    pub prompt_cache_thread_id: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RenderChatRequestRequest {
+    #[prost(enumeration = "Provider", tag = "1")]
+    pub provider: i32,
+    #[prost(message, optional, tag = "2")]
+    pub chat_request: ::core::option::Option<ChatRequest>,
+    #[prost(message, optional, tag = "3")]
+    pub options: ::core::option::Option<RenderOptions>,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RenderChatRequestResponse {
+    /// The exact JSON body to send, UTF-8.
+    #[prost(string, tag = "1")]
+    pub body_json: ::prost::alloc::string::String,
+    /// The provider path the body goes to, e.g. "/v1/chat/completions".
+    #[prost(string, tag = "2")]
+    pub path: ::prost::alloc::string::String,
+    /// Number of cache breakpoints placed (Anthropic cache_control markers,
+    /// Bedrock cachePoint blocks): on the last tool, the stable system text and up
+    /// to two on the conversation, each only where the body before it meets the
+    /// model's minimum cacheable size; at most 4.
+    #[prost(int32, tag = "3")]
+    pub cache_breakpoints: i32,
+    /// What the server changed to meet the provider's rules instead of failing;
+    /// empty when the body says exactly what the request said.
+    #[prost(message, repeated, tag = "4")]
+    pub notices: ::prost::alloc::vec::Vec<RenderNotice>,
+}
+/// RenderNotice is one adaptation the server made so the provider accepts the
+/// body: the request field it concerns and what was done. A rule that cannot be
+/// met by adapting is an INVALID_ARGUMENT naming the field instead.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RenderNotice {
+    /// Conversation: interrupted_tool_call_answered (a call with no result got
+    /// one saying it was interrupted), tool_call_name_rewritten,
+    /// tool_call_id_rewritten (an id outside the provider's pattern, or used again
+    /// where ids must be unique in the conversation), assistant_messages_merged
+    /// (Gemini, Bedrock), system_message_merged (into the compiled prompt),
+    /// system_message_moved (Anthropic, Gemini, Bedrock), participant_name_dropped,
+    /// reasoning_content_not_sent, trailing_whitespace_trimmed (Anthropic, Bedrock).
+    /// Tool results: tool_result_media_moved (Chat Completions),
+    /// tool_error_in_content (OpenAI Chat, OpenAI Responses, Gemini). Tools: parallel_tool_calls_unsupported (Gemini,
+    /// Bedrock), tools_declared_for_history (Anthropic, Bedrock),
+    /// tool_choice_none_unsupported (Bedrock). The model (by the model registry):
+    /// unknown_model, model_family_mismatch, reasoning_not_sent,
+    /// thinking_budget_not_sent, thinking_off_in_tool_loop (Anthropic),
+    /// temperature_not_sent, media_not_sent. The list grows; a client treats an
+    /// unknown code as a notice like the others.
+    #[prost(string, tag = "1")]
+    pub code: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub message: ::prost::alloc::string::String,
+    /// The request field, e.g. "chat_request.messages\[3\].tool_calls\[0\]".
+    #[prost(string, tag = "3")]
+    pub field: ::prost::alloc::string::String,
+}
+/// Provider is a provider API shape.
+#[allow(clippy::all)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum Provider {
+    Unspecified = 0,
+    OpenaiChatCompletions = 1,
+    OpenaiResponses = 2,
+    AnthropicMessages = 3,
+    GeminiGenerateContent = 4,
+    /// Amazon Bedrock Converse (`POST /model/{modelId}/converse`).
+    AmazonBedrockConverse = 5,
+}
+impl Provider {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "PROVIDER_UNSPECIFIED",
+            Self::OpenaiChatCompletions => "PROVIDER_OPENAI_CHAT_COMPLETIONS",
+            Self::OpenaiResponses => "PROVIDER_OPENAI_RESPONSES",
+            Self::AnthropicMessages => "PROVIDER_ANTHROPIC_MESSAGES",
+            Self::GeminiGenerateContent => "PROVIDER_GEMINI_GENERATE_CONTENT",
+            Self::AmazonBedrockConverse => "PROVIDER_AMAZON_BEDROCK_CONVERSE",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "PROVIDER_UNSPECIFIED" => Some(Self::Unspecified),
+            "PROVIDER_OPENAI_CHAT_COMPLETIONS" => Some(Self::OpenaiChatCompletions),
+            "PROVIDER_OPENAI_RESPONSES" => Some(Self::OpenaiResponses),
+            "PROVIDER_ANTHROPIC_MESSAGES" => Some(Self::AnthropicMessages),
+            "PROVIDER_GEMINI_GENERATE_CONTENT" => Some(Self::GeminiGenerateContent),
+            "PROVIDER_AMAZON_BEDROCK_CONVERSE" => Some(Self::AmazonBedrockConverse),
+            _ => None,
+        }
+    }
+}
+/// Generated client implementations.
+pub mod provider_service_client {
+    #![allow(
+        unused_variables,
+        dead_code,
+        missing_docs,
+        clippy::wildcard_imports,
+        clippy::let_unit_value,
+    )]
+    use tonic::codegen::*;
+    use tonic::codegen::http::Uri;
+    /// ProviderService renders a ChatRequest into one provider's request body.
+    ///
+    /// Request limits: a field marked "Cap:" is refused past its cap, and every
+    /// request string is refused when it holds a NUL character (PostgreSQL text
+    /// cannot store one). Both are checked before any work and answered with
+    /// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
+    #[derive(Debug, Clone)]
+    pub struct ProviderServiceClient<T> {
+        inner: tonic::client::Grpc<T>,
+    }
+    impl ProviderServiceClient<tonic::transport::Channel> {
+        /// Attempt to create a new client by connecting to a given endpoint.
+        pub async fn connect<D>(dst: D) -> Result<Self, tonic::transport::Error>
+        where
+            D: TryInto<tonic::transport::Endpoint>,
+            D::Error: Into<StdError>,
+        {
+            let conn = tonic::transport::Endpoint::new(dst)?.connect().await?;
+            Ok(Self::new(conn))
+        }
+    }
+    impl<T> ProviderServiceClient<T>
+    where
+        T: tonic::client::GrpcService<tonic::body::Body>,
+        T::Error: Into<StdError>,
+        T::ResponseBody: Body<Data = Bytes> + std::marker::Send + 'static,
+        <T::ResponseBody as Body>::Error: Into<StdError> + std::marker::Send,
+    {
+        pub fn new(inner: T) -> Self {
+            let inner = tonic::client::Grpc::new(inner);
+            Self { inner }
+        }
+        pub fn with_origin(inner: T, origin: Uri) -> Self {
+            let inner = tonic::client::Grpc::with_origin(inner, origin);
+            Self { inner }
+        }
+        pub fn with_interceptor<F>(
+            inner: T,
+            interceptor: F,
+        ) -> ProviderServiceClient<InterceptedService<T, F>>
+        where
+            F: tonic::service::Interceptor,
+            T::ResponseBody: Default,
+            T: tonic::codegen::Service<
+                http::Request<tonic::body::Body>,
+                Response = http::Response<
+                    <T as tonic::client::GrpcService<tonic::body::Body>>::ResponseBody,
+                >,
+            >,
+            <T as tonic::codegen::Service<
+                http::Request<tonic::body::Body>,
+            >>::Error: Into<StdError> + std::marker::Send + std::marker::Sync,
+        {
+            ProviderServiceClient::new(InterceptedService::new(inner, interceptor))
+        }
+        /// Compress requests with the given encoding.
+        ///
+        /// This requires the server to support it otherwise it might respond with an
+        /// error.
+        #[must_use]
+        pub fn send_compressed(mut self, encoding: CompressionEncoding) -> Self {
+            self.inner = self.inner.send_compressed(encoding);
+            self
+        }
+        /// Enable decompressing responses.
+        #[must_use]
+        pub fn accept_compressed(mut self, encoding: CompressionEncoding) -> Self {
+            self.inner = self.inner.accept_compressed(encoding);
+            self
+        }
+        /// Limits the maximum size of a decoded message.
+        ///
+        /// Default: `4MB`
+        #[must_use]
+        pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
+            self.inner = self.inner.max_decoding_message_size(limit);
+            self
+        }
+        /// Limits the maximum size of an encoded message.
+        ///
+        /// Default: `usize::MAX`
+        #[must_use]
+        pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
+            self.inner = self.inner.max_encoding_message_size(limit);
+            self
+        }
+        /// Checks the provider's documented conversation rules first (every tool call
+        /// answered before the next user or assistant message, unique call ids,
+        /// results naming their call's tool, JSON-object arguments where the provider
+        /// parses them, tool choice allowed with the reasoning asked for...): what
+        /// cannot be met truthfully is INVALID_ARGUMENT naming the field, what the
+        /// server adapts is listed in the response's notices.
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names chat_request.\*
+        /// fields the provider cannot take); UNAUTHENTICATED. Pure: always safe to retry.
+        pub async fn render_chat_request(
+            &mut self,
+            request: impl tonic::IntoRequest<super::RenderChatRequestRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::RenderChatRequestResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/pioneer.v1.ProviderService/RenderChatRequest",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new("pioneer.v1.ProviderService", "RenderChatRequest"),
+                );
+            self.inner.unary(req, path, codec).await
+        }
+    }
+}
+/// ProviderUsage is the usage a provider reported for one response, in one
+/// meaning for every provider: input_tokens counts every input token of the
+/// request, cached or not, and the cache and reasoning fields are parts of
+/// input_tokens and output_tokens, never added to them. So
+/// cache_read_input_tokens / input_tokens is the share of the input the
+/// provider's prompt cache served, on every provider.
+///
+/// Providers count differently; the clients' `entries_of_response` functions
+/// (Python, Go, Rust, TypeScript) map each provider's figures here, and
+/// docs/providers.md lists the mapping:
+/// Anthropic Messages: its input_tokens leaves out cache reads and writes, so
+/// input_tokens = input_tokens + cache_read_input_tokens +
+/// cache_creation_input_tokens.
+/// Bedrock Converse: its inputTokens leaves them out too, so input_tokens =
+/// inputTokens + cacheReadInputTokens + cacheWriteInputTokens.
+/// OpenAI Chat Completions: prompt_tokens holds prompt_tokens_details.cached_tokens
+/// and .cache_write_tokens (its breakdown of the prompt).
+/// OpenAI Responses: input_tokens holds input_tokens_details.cached_tokens and
+/// .cache_write_tokens.
+/// Gemini generateContent: promptTokenCount holds cachedContentTokenCount;
+/// input_tokens = promptTokenCount + toolUsePromptTokenCount, output_tokens =
+/// candidatesTokenCount + thoughtsTokenCount (the thoughts are billed as
+/// output and counted apart from the candidates).
+#[allow(clippy::all)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ProviderUsage {
+    /// Every input token the provider counted for the request: not cached, read
+    /// from its prompt cache, and written to it. Anthropic: input_tokens +
+    /// cache_read_input_tokens + cache_creation_input_tokens. Bedrock: inputTokens
+    ///
+    /// * cacheReadInputTokens + cacheWriteInputTokens. OpenAI Chat: prompt_tokens.
+    ///   OpenAI Responses: input_tokens. Gemini: promptTokenCount +
+    ///   toolUsePromptTokenCount.
+    ///   Cap: from 0 to 2,147,483,647.
+    #[prost(int32, tag = "1")]
+    pub input_tokens: i32,
+    /// The part of input_tokens read from the provider's prompt cache (billed at
+    /// about a tenth). Anthropic: cache_read_input_tokens. Bedrock:
+    /// cacheReadInputTokens. OpenAI Chat: prompt_tokens_details.cached_tokens.
+    /// OpenAI Responses: input_tokens_details.cached_tokens. Gemini:
+    /// cachedContentTokenCount (0 when left out: its JSON omits zero counts).
+    /// Unset when the provider's response did not report it.
+    /// Cap: from 0 to 2,147,483,647.
+    /// With cache_write_input_tokens, at most input_tokens (else
+    /// INVALID_ARGUMENT naming this field).
+    #[prost(int32, optional, tag = "2")]
+    pub cache_read_input_tokens: ::core::option::Option<i32>,
+    /// The part of input_tokens written to the provider's prompt cache (billed
+    /// above the uncached price where the provider charges for writes).
+    /// Anthropic: cache_creation_input_tokens. Bedrock: cacheWriteInputTokens.
+    /// OpenAI Chat: prompt_tokens_details.cache_write_tokens. OpenAI Responses:
+    /// input_tokens_details.cache_write_tokens. Unset for Gemini, whose responses
+    /// report no cache writes (an explicit cachedContents cache is made by a call
+    /// of its own), and wherever the response leaves the figure out.
+    /// Cap: from 0 to 2,147,483,647.
+    /// With cache_read_input_tokens, at most input_tokens (else
+    /// INVALID_ARGUMENT naming this field).
+    #[prost(int32, optional, tag = "3")]
+    pub cache_write_input_tokens: ::core::option::Option<i32>,
+    /// Every output token the provider counted, reasoning included. Anthropic:
+    /// output_tokens. Bedrock: outputTokens. OpenAI Chat: completion_tokens.
+    /// OpenAI Responses: output_tokens. Gemini: candidatesTokenCount +
+    /// thoughtsTokenCount.
+    /// Cap: from 0 to 2,147,483,647.
+    #[prost(int32, tag = "4")]
+    pub output_tokens: i32,
+    /// The part of output_tokens the model spent reasoning. Anthropic:
+    /// output_tokens_details.thinking_tokens. OpenAI Chat:
+    /// completion_tokens_details.reasoning_tokens. OpenAI Responses:
+    /// output_tokens_details.reasoning_tokens. Gemini: thoughtsTokenCount.
+    /// Unset when the response did not report it (Bedrock never does).
+    /// Cap: from 0 to 2,147,483,647.
+    /// At most output_tokens (else INVALID_ARGUMENT naming this field).
+    #[prost(int32, optional, tag = "5")]
+    pub reasoning_output_tokens: ::core::option::Option<i32>,
+}
+/// RoundUsage is one PrepareTurn round whose usage a loop reported: what the
+/// provider said (reported), against what the server expected the provider's
+/// prompt cache to serve of the body it rendered, and what each costs at the
+/// model registry's prices. Stored with the round: the same after a restart
+/// and on every worker.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RoundUsage {
+    #[prost(string, tag = "1")]
+    pub turn_id: ::prost::alloc::string::String,
+    /// The manifest event of the round's compiled prompt (PrepareTurnResponse's
+    /// manifest_event_id). Rounds of a turn that compile the same prompt share it;
+    /// turn_message_count tells them apart.
+    #[prost(int64, tag = "2")]
+    pub manifest_event_id: i64,
+    /// How many of the turn's own messages the round sent (1 for a first round
+    /// of one user message, 3 after a tool call and its result, ...); 0 when the
+    /// server that recorded the usage had not prepared the round itself (after a
+    /// restart, or on another worker).
+    #[prost(int32, tag = "3")]
+    pub turn_message_count: i32,
+    /// The provider API the body was rendered for; unset (PROVIDER_UNSPECIFIED)
+    /// when the round named none or the server did not prepare it itself.
+    #[prost(enumeration = "Provider", tag = "4")]
+    pub provider: i32,
+    #[prost(string, tag = "5")]
+    pub model: ::prost::alloc::string::String,
+    #[prost(message, optional, tag = "6")]
+    pub reported: ::core::option::Option<ProviderUsage>,
+    /// From the body the server rendered, with the provider's caching rules
+    /// (the provider cache model of make bench), taking the thread's round
+    /// before it as cached. Unset where not known: no provider named, a round
+    /// this server did not prepare, or a model without registry prices.
+    #[prost(int32, optional, tag = "7")]
+    pub expected_input_tokens: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "8")]
+    pub expected_cache_read_input_tokens: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "9")]
+    pub expected_cache_write_input_tokens: ::core::option::Option<i32>,
+    /// Input cost in USD at the registry's prices for the model (input, cache
+    /// read, cache write per million tokens): expected from the figures above,
+    /// reported from `reported`. Output is not priced. Unset when the model has
+    /// no prices in the registry.
+    #[prost(double, optional, tag = "10")]
+    pub expected_input_cost_usd: ::core::option::Option<f64>,
+    #[prost(double, optional, tag = "11")]
+    pub reported_input_cost_usd: ::core::option::Option<f64>,
+    /// The round's prefix break against the thread's round before it (as its
+    /// history report said); unset when its prefix held or it was not known.
+    #[prost(message, optional, tag = "12")]
+    pub prefix_break: ::core::option::Option<PrefixBreak>,
+    #[prost(message, optional, tag = "13")]
+    pub report_time: ::core::option::Option<::prost_types::Timestamp>,
+}
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct CreateThreadRequest {
@@ -2188,6 +2593,11 @@ pub struct CompleteTurnRequest {
     /// request's turn_id) and must otherwise equal it.
     #[prost(message, repeated, tag = "3")]
     pub entries: ::prost::alloc::vec::Vec<ConversationEntry>,
+    /// The usage the provider reported for the body of this turn's last round
+    /// (its latest PrepareTurn), as PrepareTurnRequest.previous_round_usage, with
+    /// the same caps and errors; recorded once the turn is completed.
+    #[prost(message, optional, tag = "4")]
+    pub previous_round_usage: ::core::option::Option<ProviderUsage>,
 }
 #[allow(clippy::all)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
@@ -2201,6 +2611,46 @@ pub struct CompleteTurnResponse {
     pub created_count: i32,
     #[prost(int32, tag = "3")]
     pub existing_count: i32,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AbandonTurnRequest {
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "1")]
+    pub thread_id: ::prost::alloc::string::String,
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "2")]
+    pub turn_id: ::prost::alloc::string::String,
+    /// A turn that does not exist (abandoned already) is no error (AIP-135's allow_missing).
+    #[prost(bool, tag = "3")]
+    pub allow_missing: bool,
+}
+#[allow(clippy::all)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AbandonTurnResponse {
+    /// False when the turn did not exist (allow_missing).
+    #[prost(bool, tag = "1")]
+    pub abandoned: bool,
+    /// The entries dropped with it.
+    #[prost(int32, tag = "2")]
+    pub dropped_entry_count: i32,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteThreadRequest {
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "1")]
+    pub thread_id: ::prost::alloc::string::String,
+    /// A thread that does not exist (deleted already) is no error (AIP-135).
+    #[prost(bool, tag = "2")]
+    pub allow_missing: bool,
+}
+#[allow(clippy::all)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteThreadResponse {
+    /// False when the thread did not exist (allow_missing).
+    #[prost(bool, tag = "1")]
+    pub deleted: bool,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -2544,6 +2994,41 @@ pub mod history_service_client {
                 .insert(GrpcMethod::new("pioneer.v1.HistoryService", "UpdateThread"));
             self.inner.unary(req, path, codec).await
         }
+        /// Deletes a thread and everything stored for it (entries, turns, tool calls,
+        /// summaries, token counts, manifests and their events, kept rendered rounds)
+        /// in one transaction: all of it or none. Observers watching the thread get a
+        /// final event (ManifestEvent.thread_deleted) from the server that deleted it,
+        /// and their stream ends. Every server's kept history of the thread stops
+        /// serving at once: the thread's history state carries its creation time, so a
+        /// thread created again under the same id starts from scratch (AIP-135).
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
+        /// such thread, or deleted already: with allow_missing the answer is success,
+        /// deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+        pub async fn delete_thread(
+            &mut self,
+            request: impl tonic::IntoRequest<super::DeleteThreadRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteThreadResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/pioneer.v1.HistoryService/DeleteThread",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("pioneer.v1.HistoryService", "DeleteThread"));
+            self.inner.unary(req, path, codec).await
+        }
         /// Appends entries, idempotent by entry_id: a repeat with identical content is
         /// a no-op, with different content ALREADY_EXISTS. Tokens are counted here, once.
         /// INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
@@ -2620,6 +3105,42 @@ pub mod history_service_client {
             let mut req = request.into_request();
             req.extensions_mut()
                 .insert(GrpcMethod::new("pioneer.v1.HistoryService", "CompleteTurn"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Drops a turn that is not completed (a round whose model call failed for
+        /// good): its entries, their tool calls and counts, its manifest and its kept
+        /// rendered rounds, in one transaction. The next load and PrepareTurn read the
+        /// thread as if the turn had never happened, and its turn_id may be used again
+        /// from scratch. Manifest events already streamed to observers stay delivered.
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
+        /// TURN_NOT_FOUND (no entry or compile named the turn, or it was abandoned
+        /// already: with allow_missing the answer is success, abandoned false);
+        /// FAILED_PRECONDITION TURN_COMPLETED (a completed turn is history: never
+        /// dropped; metadata turn_id; do not retry). Idempotent with allow_missing:
+        /// safe to retry after a timeout.
+        pub async fn abandon_turn(
+            &mut self,
+            request: impl tonic::IntoRequest<super::AbandonTurnRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::AbandonTurnResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/pioneer.v1.HistoryService/AbandonTurn",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("pioneer.v1.HistoryService", "AbandonTurn"));
             self.inner.unary(req, path, codec).await
         }
         /// Loads the newest 200 completed turns after the summary, plus the summary,
@@ -2851,6 +3372,10 @@ pub struct ManifestEvent {
     pub manifest: ::core::option::Option<PromptManifest>,
     #[prost(message, optional, tag = "5")]
     pub create_time: ::core::option::Option<::prost_types::Timestamp>,
+    /// The thread was deleted (DeleteThread): the last event a watch of the thread
+    /// gets before its stream ends; event_id is 0, turn_id and manifest unset.
+    #[prost(bool, tag = "6")]
+    pub thread_deleted: bool,
 }
 /// Heartbeat keeps an idle stream alive and tells the newest id known.
 #[allow(clippy::all)]
@@ -3008,6 +3533,24 @@ pub struct ListRenderedRoundsResponse {
     pub max_total_bytes: i64,
     #[prost(int64, tag = "5")]
     pub max_age_seconds: i64,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ListRoundUsageRequest {
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "1")]
+    pub thread_id: ::prost::alloc::string::String,
+    /// 0 = 50.
+    /// Cap: from 0 to 500.
+    #[prost(int32, tag = "2")]
+    pub page_size: i32,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ListRoundUsageResponse {
+    /// Newest first.
+    #[prost(message, repeated, tag = "1")]
+    pub rounds: ::prost::alloc::vec::Vec<RoundUsage>,
 }
 /// SectionChangeKind is how a section differs between two manifests.
 #[allow(clippy::all)]
@@ -3271,6 +3814,36 @@ pub mod manifest_service_client {
                 );
             self.inner.unary(req, path, codec).await
         }
+        /// The thread's rounds whose usage a loop reported (PrepareTurnRequest and
+        /// CompleteTurnRequest previous_round_usage), newest first: per round what
+        /// the provider reported against what was expected from its cache, the cost,
+        /// and the prefix break. At most page_size rounds (default 50, at most 500).
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        pub async fn list_round_usage(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ListRoundUsageRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListRoundUsageResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/pioneer.v1.ManifestService/ListRoundUsage",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("pioneer.v1.ManifestService", "ListRoundUsage"));
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 #[allow(clippy::all)]
@@ -3496,270 +4069,6 @@ pub mod prompt_compiler_service_client {
         }
     }
 }
-/// RenderOptions tune provider-side caching.
-#[allow(clippy::all)]
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct RenderOptions {
-    /// Anthropic and Bedrock: a cache breakpoint goes only where the body before
-    /// it holds at least this many characters. Unset: at least the model's
-    /// minimum cacheable tokens from the server's model registry (counted in the
-    /// model's tokenizer), or 4,096 characters for a model without one.
-    /// Errors: negative is INVALID_ARGUMENT.
-    #[prost(int32, optional, tag = "1")]
-    pub anthropic_min_cache_chars: ::core::option::Option<i32>,
-    /// Prefix of the OpenAI prompt_cache_key (server default "pioneer-" when unset);
-    /// at most 32 characters of \[A-Za-z0-9\_.:-\] (INVALID_ARGUMENT otherwise).
-    /// Cap: at most 200 characters.
-    #[prost(string, optional, tag = "2")]
-    pub cache_key_prefix: ::core::option::Option<::prost::alloc::string::String>,
-    /// Where the dynamic half of the compiled prompt goes. UNSPECIFIED: in
-    /// RenderChatRequest AFTER_CONVERSATION; in PrepareTurn the thread's
-    /// ThreadConfig.dynamic_context_placement.
-    #[prost(enumeration = "DynamicContextPlacement", tag = "3")]
-    pub dynamic_context_placement: i32,
-    /// The thread whose rounds the body belongs to: the OpenAI prompt_cache_key
-    /// is derived from it (prefix + 32 hex digits of its SHA-256), so every round
-    /// of the thread routes to the same cache whatever else changes. PrepareTurn
-    /// uses its own thread_id when unset; RenderChatRequest without it derives the
-    /// key from the stable prompt's fingerprint.
-    /// Cap: at most 200 characters.
-    #[prost(string, optional, tag = "4")]
-    pub prompt_cache_thread_id: ::core::option::Option<::prost::alloc::string::String>,
-}
-#[allow(clippy::all)]
-#[derive(Clone, PartialEq, ::prost::Message)]
-pub struct RenderChatRequestRequest {
-    #[prost(enumeration = "Provider", tag = "1")]
-    pub provider: i32,
-    #[prost(message, optional, tag = "2")]
-    pub chat_request: ::core::option::Option<ChatRequest>,
-    #[prost(message, optional, tag = "3")]
-    pub options: ::core::option::Option<RenderOptions>,
-}
-#[allow(clippy::all)]
-#[derive(Clone, PartialEq, ::prost::Message)]
-pub struct RenderChatRequestResponse {
-    /// The exact JSON body to send, UTF-8.
-    #[prost(string, tag = "1")]
-    pub body_json: ::prost::alloc::string::String,
-    /// The provider path the body goes to, e.g. "/v1/chat/completions".
-    #[prost(string, tag = "2")]
-    pub path: ::prost::alloc::string::String,
-    /// Number of cache breakpoints placed (Anthropic cache_control markers,
-    /// Bedrock cachePoint blocks): on the last tool, the stable system text and up
-    /// to two on the conversation, each only where the body before it meets the
-    /// model's minimum cacheable size; at most 4.
-    #[prost(int32, tag = "3")]
-    pub cache_breakpoints: i32,
-    /// What the server changed to meet the provider's rules instead of failing;
-    /// empty when the body says exactly what the request said.
-    #[prost(message, repeated, tag = "4")]
-    pub notices: ::prost::alloc::vec::Vec<RenderNotice>,
-}
-/// RenderNotice is one adaptation the server made so the provider accepts the
-/// body: the request field it concerns and what was done. A rule that cannot be
-/// met by adapting is an INVALID_ARGUMENT naming the field instead.
-#[allow(clippy::all)]
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct RenderNotice {
-    /// Conversation: interrupted_tool_call_answered (a call with no result got
-    /// one saying it was interrupted), tool_call_name_rewritten,
-    /// tool_call_id_rewritten (an id outside the provider's pattern, or used again
-    /// where ids must be unique in the conversation), assistant_messages_merged
-    /// (Gemini, Bedrock), system_message_merged (into the compiled prompt),
-    /// system_message_moved (Anthropic, Gemini, Bedrock), participant_name_dropped,
-    /// reasoning_content_not_sent, trailing_whitespace_trimmed (Anthropic, Bedrock).
-    /// Tool results: tool_result_media_moved (Chat Completions),
-    /// tool_error_not_marked. Tools: parallel_tool_calls_unsupported (Gemini,
-    /// Bedrock), tools_declared_for_history (Anthropic, Bedrock),
-    /// tool_choice_none_unsupported (Bedrock). The model (by the model registry):
-    /// unknown_model, model_family_mismatch, reasoning_not_sent,
-    /// thinking_budget_not_sent, thinking_off_in_tool_loop (Anthropic),
-    /// temperature_not_sent, media_not_sent. The list grows; a client treats an
-    /// unknown code as a notice like the others.
-    #[prost(string, tag = "1")]
-    pub code: ::prost::alloc::string::String,
-    #[prost(string, tag = "2")]
-    pub message: ::prost::alloc::string::String,
-    /// The request field, e.g. "chat_request.messages\[3\].tool_calls\[0\]".
-    #[prost(string, tag = "3")]
-    pub field: ::prost::alloc::string::String,
-}
-/// Provider is a provider API shape.
-#[allow(clippy::all)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
-#[repr(i32)]
-pub enum Provider {
-    Unspecified = 0,
-    OpenaiChatCompletions = 1,
-    OpenaiResponses = 2,
-    AnthropicMessages = 3,
-    GeminiGenerateContent = 4,
-    /// Amazon Bedrock Converse (`POST /model/{modelId}/converse`).
-    AmazonBedrockConverse = 5,
-}
-impl Provider {
-    /// String value of the enum field names used in the ProtoBuf definition.
-    ///
-    /// The values are not transformed in any way and thus are considered stable
-    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
-    pub fn as_str_name(&self) -> &'static str {
-        match self {
-            Self::Unspecified => "PROVIDER_UNSPECIFIED",
-            Self::OpenaiChatCompletions => "PROVIDER_OPENAI_CHAT_COMPLETIONS",
-            Self::OpenaiResponses => "PROVIDER_OPENAI_RESPONSES",
-            Self::AnthropicMessages => "PROVIDER_ANTHROPIC_MESSAGES",
-            Self::GeminiGenerateContent => "PROVIDER_GEMINI_GENERATE_CONTENT",
-            Self::AmazonBedrockConverse => "PROVIDER_AMAZON_BEDROCK_CONVERSE",
-        }
-    }
-    /// Creates an enum from field names used in the ProtoBuf definition.
-    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
-        match value {
-            "PROVIDER_UNSPECIFIED" => Some(Self::Unspecified),
-            "PROVIDER_OPENAI_CHAT_COMPLETIONS" => Some(Self::OpenaiChatCompletions),
-            "PROVIDER_OPENAI_RESPONSES" => Some(Self::OpenaiResponses),
-            "PROVIDER_ANTHROPIC_MESSAGES" => Some(Self::AnthropicMessages),
-            "PROVIDER_GEMINI_GENERATE_CONTENT" => Some(Self::GeminiGenerateContent),
-            "PROVIDER_AMAZON_BEDROCK_CONVERSE" => Some(Self::AmazonBedrockConverse),
-            _ => None,
-        }
-    }
-}
-/// Generated client implementations.
-pub mod provider_service_client {
-    #![allow(
-        unused_variables,
-        dead_code,
-        missing_docs,
-        clippy::wildcard_imports,
-        clippy::let_unit_value,
-    )]
-    use tonic::codegen::*;
-    use tonic::codegen::http::Uri;
-    /// ProviderService renders a ChatRequest into one provider's request body.
-    ///
-    /// Request limits: a field marked "Cap:" is refused past its cap, and every
-    /// request string is refused when it holds a NUL character (PostgreSQL text
-    /// cannot store one). Both are checked before any work and answered with
-    /// INVALID_ARGUMENT, whose BadRequest names each field and its cap.
-    #[derive(Debug, Clone)]
-    pub struct ProviderServiceClient<T> {
-        inner: tonic::client::Grpc<T>,
-    }
-    impl ProviderServiceClient<tonic::transport::Channel> {
-        /// Attempt to create a new client by connecting to a given endpoint.
-        pub async fn connect<D>(dst: D) -> Result<Self, tonic::transport::Error>
-        where
-            D: TryInto<tonic::transport::Endpoint>,
-            D::Error: Into<StdError>,
-        {
-            let conn = tonic::transport::Endpoint::new(dst)?.connect().await?;
-            Ok(Self::new(conn))
-        }
-    }
-    impl<T> ProviderServiceClient<T>
-    where
-        T: tonic::client::GrpcService<tonic::body::Body>,
-        T::Error: Into<StdError>,
-        T::ResponseBody: Body<Data = Bytes> + std::marker::Send + 'static,
-        <T::ResponseBody as Body>::Error: Into<StdError> + std::marker::Send,
-    {
-        pub fn new(inner: T) -> Self {
-            let inner = tonic::client::Grpc::new(inner);
-            Self { inner }
-        }
-        pub fn with_origin(inner: T, origin: Uri) -> Self {
-            let inner = tonic::client::Grpc::with_origin(inner, origin);
-            Self { inner }
-        }
-        pub fn with_interceptor<F>(
-            inner: T,
-            interceptor: F,
-        ) -> ProviderServiceClient<InterceptedService<T, F>>
-        where
-            F: tonic::service::Interceptor,
-            T::ResponseBody: Default,
-            T: tonic::codegen::Service<
-                http::Request<tonic::body::Body>,
-                Response = http::Response<
-                    <T as tonic::client::GrpcService<tonic::body::Body>>::ResponseBody,
-                >,
-            >,
-            <T as tonic::codegen::Service<
-                http::Request<tonic::body::Body>,
-            >>::Error: Into<StdError> + std::marker::Send + std::marker::Sync,
-        {
-            ProviderServiceClient::new(InterceptedService::new(inner, interceptor))
-        }
-        /// Compress requests with the given encoding.
-        ///
-        /// This requires the server to support it otherwise it might respond with an
-        /// error.
-        #[must_use]
-        pub fn send_compressed(mut self, encoding: CompressionEncoding) -> Self {
-            self.inner = self.inner.send_compressed(encoding);
-            self
-        }
-        /// Enable decompressing responses.
-        #[must_use]
-        pub fn accept_compressed(mut self, encoding: CompressionEncoding) -> Self {
-            self.inner = self.inner.accept_compressed(encoding);
-            self
-        }
-        /// Limits the maximum size of a decoded message.
-        ///
-        /// Default: `4MB`
-        #[must_use]
-        pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
-            self.inner = self.inner.max_decoding_message_size(limit);
-            self
-        }
-        /// Limits the maximum size of an encoded message.
-        ///
-        /// Default: `usize::MAX`
-        #[must_use]
-        pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
-            self.inner = self.inner.max_encoding_message_size(limit);
-            self
-        }
-        /// Checks the provider's documented conversation rules first (every tool call
-        /// answered before the next user or assistant message, unique call ids,
-        /// results naming their call's tool, JSON-object arguments where the provider
-        /// parses them, tool choice allowed with the reasoning asked for...): what
-        /// cannot be met truthfully is INVALID_ARGUMENT naming the field, what the
-        /// server adapts is listed in the response's notices.
-        ///
-        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (BadRequest names chat_request.\*
-        /// fields the provider cannot take); UNAUTHENTICATED. Pure: always safe to retry.
-        pub async fn render_chat_request(
-            &mut self,
-            request: impl tonic::IntoRequest<super::RenderChatRequestRequest>,
-        ) -> std::result::Result<
-            tonic::Response<super::RenderChatRequestResponse>,
-            tonic::Status,
-        > {
-            self.inner
-                .ready()
-                .await
-                .map_err(|e| {
-                    tonic::Status::unknown(
-                        format!("Service was not ready: {}", e.into()),
-                    )
-                })?;
-            let codec = tonic_prost::ProstCodec::default();
-            let path = http::uri::PathAndQuery::from_static(
-                "/pioneer.v1.ProviderService/RenderChatRequest",
-            );
-            let mut req = request.into_request();
-            req.extensions_mut()
-                .insert(
-                    GrpcMethod::new("pioneer.v1.ProviderService", "RenderChatRequest"),
-                );
-            self.inner.unary(req, path, codec).await
-        }
-    }
-}
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct PrepareTurnRequest {
@@ -3804,6 +4113,22 @@ pub struct PrepareTurnRequest {
     /// the event id are still returned. Without a provider: INVALID_ARGUMENT.
     #[prost(bool, tag = "14")]
     pub provider_body_only: bool,
+    /// The usage the provider reported for the body of this turn's previous
+    /// round: the latest PrepareTurn of the same thread_id and turn_id before
+    /// this request (the loop's `entries_of_response` fills it from the
+    /// provider's response). Stored with that round, beside what the server
+    /// expected the provider's cache to serve of the body it rendered
+    /// (ManifestService.ListRoundUsage reads both back). Unset: nothing is
+    /// recorded. A retry that reports the same round again replaces its usage.
+    /// Caps: ProviderUsage's (cache_read_input_tokens and
+    /// cache_write_input_tokens together at most input_tokens, reasoning at
+    /// most output_tokens); past them INVALID_ARGUMENT names the field
+    /// (previous_round_usage.cache_read_input_tokens, ...) and nothing is stored.
+    /// FAILED_PRECONDITION NO_PREVIOUS_ROUND when the turn has had no round yet
+    /// (the first PrepareTurn of a turn reports the turn before's last round on
+    /// that turn's CompleteTurn instead).
+    #[prost(message, optional, tag = "15")]
+    pub previous_round_usage: ::core::option::Option<ProviderUsage>,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -3975,75 +4300,4 @@ pub mod turn_service_client {
             self.inner.unary(req, path, codec).await
         }
     }
-}
-/// ProviderUsage is the usage a provider reported for one response, in one
-/// meaning for every provider: input_tokens counts every input token of the
-/// request, cached or not, and the cache and reasoning fields are parts of
-/// input_tokens and output_tokens, never added to them. So
-/// cache_read_input_tokens / input_tokens is the share of the input the
-/// provider's prompt cache served, on every provider.
-///
-/// Providers count differently; the clients' `entries_of_response` functions
-/// (Python, Go, Rust, TypeScript) map each provider's figures here, and
-/// docs/providers.md lists the mapping:
-/// Anthropic Messages: its input_tokens leaves out cache reads and writes, so
-/// input_tokens = input_tokens + cache_read_input_tokens +
-/// cache_creation_input_tokens.
-/// Bedrock Converse: its inputTokens leaves them out too, so input_tokens =
-/// inputTokens + cacheReadInputTokens + cacheWriteInputTokens.
-/// OpenAI Chat Completions: prompt_tokens holds prompt_tokens_details.cached_tokens
-/// and .cache_write_tokens (its breakdown of the prompt).
-/// OpenAI Responses: input_tokens holds input_tokens_details.cached_tokens and
-/// .cache_write_tokens.
-/// Gemini generateContent: promptTokenCount holds cachedContentTokenCount;
-/// input_tokens = promptTokenCount + toolUsePromptTokenCount, output_tokens =
-/// candidatesTokenCount + thoughtsTokenCount (the thoughts are billed as
-/// output and counted apart from the candidates).
-#[allow(clippy::all)]
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct ProviderUsage {
-    /// Every input token the provider counted for the request: not cached, read
-    /// from its prompt cache, and written to it. Anthropic: input_tokens +
-    /// cache_read_input_tokens + cache_creation_input_tokens. Bedrock: inputTokens
-    ///
-    /// * cacheReadInputTokens + cacheWriteInputTokens. OpenAI Chat: prompt_tokens.
-    ///   OpenAI Responses: input_tokens. Gemini: promptTokenCount +
-    ///   toolUsePromptTokenCount.
-    ///   Cap: from 0 to 2,147,483,647.
-    #[prost(int32, tag = "1")]
-    pub input_tokens: i32,
-    /// The part of input_tokens read from the provider's prompt cache (billed at
-    /// about a tenth). Anthropic: cache_read_input_tokens. Bedrock:
-    /// cacheReadInputTokens. OpenAI Chat: prompt_tokens_details.cached_tokens.
-    /// OpenAI Responses: input_tokens_details.cached_tokens. Gemini:
-    /// cachedContentTokenCount (0 when left out: its JSON omits zero counts).
-    /// Unset when the provider's response did not report it.
-    /// Cap: from 0 to input_tokens.
-    #[prost(int32, optional, tag = "2")]
-    pub cache_read_input_tokens: ::core::option::Option<i32>,
-    /// The part of input_tokens written to the provider's prompt cache (billed
-    /// above the uncached price where the provider charges for writes).
-    /// Anthropic: cache_creation_input_tokens. Bedrock: cacheWriteInputTokens.
-    /// OpenAI Chat: prompt_tokens_details.cache_write_tokens. OpenAI Responses:
-    /// input_tokens_details.cache_write_tokens. Unset for Gemini, whose responses
-    /// report no cache writes (an explicit cachedContents cache is made by a call
-    /// of its own), and wherever the response leaves the figure out.
-    /// Cap: from 0 to input_tokens.
-    #[prost(int32, optional, tag = "3")]
-    pub cache_write_input_tokens: ::core::option::Option<i32>,
-    /// Every output token the provider counted, reasoning included. Anthropic:
-    /// output_tokens. Bedrock: outputTokens. OpenAI Chat: completion_tokens.
-    /// OpenAI Responses: output_tokens. Gemini: candidatesTokenCount +
-    /// thoughtsTokenCount.
-    /// Cap: from 0 to 2,147,483,647.
-    #[prost(int32, tag = "4")]
-    pub output_tokens: i32,
-    /// The part of output_tokens the model spent reasoning. Anthropic:
-    /// output_tokens_details.thinking_tokens. OpenAI Chat:
-    /// completion_tokens_details.reasoning_tokens. OpenAI Responses:
-    /// output_tokens_details.reasoning_tokens. Gemini: thoughtsTokenCount.
-    /// Unset when the response did not report it (Bedrock never does).
-    /// Cap: from 0 to output_tokens.
-    #[prost(int32, optional, tag = "5")]
-    pub reasoning_output_tokens: ::core::option::Option<i32>,
 }

@@ -96,6 +96,12 @@ window.addEventListener("hashchange", () => {
   if (app.signedIn) show(route.parse()).catch(showError);
 });
 
+// The thread pane deleted its thread: back to the list, which no longer holds it.
+window.addEventListener("thread-deleted", () => {
+  location.hash = "";
+  threads.reload().catch(showError);
+});
+
 async function show(view) {
   showError(null);
   if (!view.thread) {

@@ -70,3 +70,51 @@ export class ThreadRounds {
     return [...counted.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
   }
 }
+
+// The thread's rounds whose provider usage the loop reported (ListRoundUsage, newest first): per
+// round what the server expected the provider's cache to read of the body it rendered against what
+// the provider reported, the input cost of each at the registry's prices, and, marked, the cause of
+// a round's prefix break.
+export async function loadRoundUsage(call, threadId) {
+  const answer = await call("ManifestService", "ListRoundUsage", { threadId });
+  return answer.rounds || [];
+}
+
+function tokens(value) {
+  return value === undefined || value === null ? "–" : Number(value).toLocaleString("en-US");
+}
+
+function usd(value) {
+  return value === undefined || value === null ? "–" : `$${Number(value).toFixed(4)}`;
+}
+
+function share(read, input) {
+  if (read === undefined || read === null || !Number(input)) return "";
+  return ` (${Math.round((100 * Number(read)) / Number(input))}%)`;
+}
+
+export function breakCause(round) {
+  const cause = round.prefixBreak?.cause;
+  if (!cause || cause === "PREFIX_BREAK_CAUSE_UNSPECIFIED") return "";
+  const name = String(cause).replace("PREFIX_BREAK_CAUSE_", "").toLowerCase().replaceAll("_", " ");
+  const detail = round.prefixBreak.sectionId || round.prefixBreak.entryId || "";
+  return detail ? `${name}: ${detail}` : name;
+}
+
+export function roundUsageRows(rounds, el) {
+  return rounds.map((round) => {
+    const reported = round.reported || {};
+    const cause = breakCause(round);
+    const invalidated = round.prefixBreak?.tokensInvalidated;
+    return el(
+      "tr",
+      { "data-testid": "round-usage-row", "data-event-id": round.manifestEventId || "0", class: cause ? "broke" : "" },
+      el("td", {}, `${round.turnId} · ${round.turnMessageCount || "?"}`),
+      el("td", { "data-testid": "expected-read" }, tokens(round.expectedCacheReadInputTokens) + share(round.expectedCacheReadInputTokens, round.expectedInputTokens)),
+      el("td", { "data-testid": "reported-read" }, tokens(reported.cacheReadInputTokens) + share(reported.cacheReadInputTokens, reported.inputTokens)),
+      el("td", { "data-testid": "expected-cost" }, usd(round.expectedInputCostUsd)),
+      el("td", { "data-testid": "reported-cost" }, usd(round.reportedInputCostUsd)),
+      el("td", { "data-testid": "break-cause" }, cause ? `${cause}${invalidated ? ` (${tokens(invalidated)} tokens)` : ""}` : ""),
+    );
+  });
+}

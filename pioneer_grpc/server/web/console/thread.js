@@ -9,6 +9,7 @@ import { call } from "./rpc.js";
 import { byId, el, enumName, timeEl } from "./dom.js";
 import * as route from "./route.js";
 import * as units from "./units.js";
+import { loadRoundUsage, roundUsageRows } from "./rounds.js";
 
 const TURN_PAGE = 100;
 
@@ -44,8 +45,30 @@ export class ThreadPane {
       config.maxContextTokens ? el("span", {}, `window ${units.count(config.maxContextTokens)} tokens`) : null,
       el("span", {}, "created ", timeEl(thread.createTime)),
       el("span", {}, "updated ", timeEl(thread.updateTime)),
+      el("button", { type: "button", "data-testid": "delete-thread", onclick: () => this.remove(threadId) }, "Delete thread"),
     );
+    await this.renderUsage(threadId);
     return thread;
+  }
+
+  // The rounds whose usage the loop reported: expected against reported, the cost, the breaks.
+  async renderUsage(threadId) {
+    const rounds = await loadRoundUsage(call, threadId);
+    if (threadId !== this.threadId) return;
+    byId("round-usage-table").hidden = rounds.length === 0;
+    byId("round-usage").replaceChildren(...roundUsageRows(rounds, el));
+  }
+
+  // DeleteThread, once confirmed: a viewer's token is refused by the server (the error is shown).
+  async remove(threadId) {
+    if (!confirm(`Delete thread ${threadId} and everything stored for it? This cannot be undone.`)) return;
+    try {
+      await call("HistoryService", "DeleteThread", { threadId, allowMissing: true });
+    } catch (error) {
+      byId("thread-meta").append(el("span", { class: "failed", "data-testid": "delete-error" }, `not deleted: ${error.message}`));
+      return;
+    }
+    window.dispatchEvent(new CustomEvent("thread-deleted", { detail: threadId }));
   }
 
   // The counts table (what each number counts is in its heading's tooltip), and the break markers

@@ -220,7 +220,14 @@ export class TurnPane {
       ),
       el("h4", {}, "History decision"),
       decisionView(round.historyReport || {}),
-      el("h4", {}, `Messages the model received (${units.count(messages.length)})`),
+      el(
+        "h4",
+        {},
+        `Messages the model received (${units.count(messages.length)})`,
+        failedCount(messages)
+          ? el("span", { "data-field": "failed-results" }, ` · ${units.counted(failedCount(messages), "failed tool result", "failed tool results")}`)
+          : null,
+      ),
       messages.map(messageView),
       el("h4", {}, "Compiled system prompt"),
       promptView(round.compiledPrompt || {}),
@@ -307,12 +314,17 @@ function decisionView(report) {
   return el("div", {}, grid, diagnostics.length ? el("ul", { "data-testid": "left-out" }, diagnostics) : null);
 }
 
+function failedCount(messages) {
+  return messages.filter((m) => m.isError).length;
+}
+
 function messageView(message) {
   const calls = (message.toolCalls || []).map((c) => el("div", {}, el("code", {}, `${c.name}(${c.arguments || ""})`)));
   return el(
     "div",
     { class: "message", "data-testid": "message" },
     el("span", { class: "role" }, enumName(message.role, "CHAT_ROLE_"), message.name ? ` · ${message.name}` : ""),
+    message.isError ? el("span", { class: "failed", "data-testid": "tool-error" }, " · tool failed") : null,
     message.content ? clipped(message.content) : null,
     calls,
   );

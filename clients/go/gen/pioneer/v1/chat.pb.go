@@ -518,8 +518,11 @@ type ChatMessage struct {
 	// Cap: at most 64 items.
 	ArtifactRefs []*ArtifactRef `protobuf:"bytes,8,rep,name=artifact_refs,json=artifactRefs,proto3" json:"artifact_refs,omitempty"`
 	// On a tool message: the result reports that the tool failed. Sent where the
-	// provider has a field for it (Anthropic `is_error`, Bedrock `status`);
-	// elsewhere the result goes as it is, and a RenderNotice says the mark was not sent.
+	// provider has a field for it (Anthropic tool_result `is_error`, Bedrock
+	// toolResult `status: "error"`); OpenAI Chat and Responses have none, so the
+	// result's text starts with "Tool error:", and Gemini's functionResponse
+	// carries it under `response.error` (the key its API names for a failed call)
+	// instead of `response.output`; a RenderNotice tool_error_in_content says so.
 	IsError       bool `protobuf:"varint,9,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -670,7 +670,14 @@ type ConversationEntry struct {
 	// rules count seconds). Metadata-only artifacts stay in artifact_refs.
 	// Inline data: at most 5,000,000 bytes a part and 10,000,000 bytes an entry.
 	// Cap: at most 16 items.
-	ContentParts  []*ContentPart `protobuf:"bytes,15,rep,name=content_parts,json=contentParts,proto3" json:"content_parts,omitempty"`
+	ContentParts []*ContentPart `protobuf:"bytes,15,rep,name=content_parts,json=contentParts,proto3" json:"content_parts,omitempty"`
+	// On a tool entry: the result reports that the tool failed (INVALID_ARGUMENT on
+	// any other role). Stored with the entry and part of what a repeat must match;
+	// loaded into ChatMessage.is_error, so a round sends it as RenderChatRequest
+	// does: Anthropic tool_result `is_error`, Bedrock toolResult `status: "error"`;
+	// OpenAI Chat, OpenAI Responses and Gemini have no such field, so the mark goes
+	// in the result itself (tool_error_in_content says how).
+	IsError       bool `protobuf:"varint,16,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -808,6 +815,13 @@ func (x *ConversationEntry) GetContentParts() []*ContentPart {
 		return x.ContentParts
 	}
 	return nil
+}
+
+func (x *ConversationEntry) GetIsError() bool {
+	if x != nil {
+		return x.IsError
+	}
+	return false
 }
 
 // ThreadSummary is the stored compression of a thread's earlier entries.
@@ -1555,7 +1569,7 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\vupdate_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\n" +
 	"updateTime\x12$\n" +
 	"\ventry_count\x18\x05 \x01(\x03B\x03\xe0A\x03R\n" +
-	"entryCount\"\x94\x05\n" +
+	"entryCount\"\xaf\x05\n" +
 	"\x11ConversationEntry\x12\x1e\n" +
 	"\bentry_id\x18\x01 \x01(\tB\x03\xe0A\x02R\aentryId\x12\x17\n" +
 	"\aturn_id\x18\x02 \x01(\tR\x06turnId\x12.\n" +
@@ -1576,7 +1590,8 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\tcompleted\x18\r \x01(\bB\x03\xe0A\x03R\tcompleted\x12@\n" +
 	"\vcreate_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\n" +
 	"createTime\x12<\n" +
-	"\rcontent_parts\x18\x0f \x03(\v2\x17.pioneer.v1.ContentPartR\fcontentPartsB\x14\n" +
+	"\rcontent_parts\x18\x0f \x03(\v2\x17.pioneer.v1.ContentPartR\fcontentParts\x12\x19\n" +
+	"\bis_error\x18\x10 \x01(\bR\aisErrorB\x14\n" +
 	"\x12_reasoning_content\"\xc3\x02\n" +
 	"\rThreadSummary\x12\x1b\n" +
 	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12\x12\n" +

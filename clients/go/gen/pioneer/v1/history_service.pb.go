@@ -457,9 +457,13 @@ type CompleteTurnRequest struct {
 	//
 	// Each needs entry_id and role; turn_id may be left empty (it is this
 	// request's turn_id) and must otherwise equal it.
-	Entries       []*ConversationEntry `protobuf:"bytes,3,rep,name=entries,proto3" json:"entries,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Entries []*ConversationEntry `protobuf:"bytes,3,rep,name=entries,proto3" json:"entries,omitempty"`
+	// The usage the provider reported for the body of this turn's last round
+	// (its latest PrepareTurn), as PrepareTurnRequest.previous_round_usage, with
+	// the same caps and errors; recorded once the turn is completed.
+	PreviousRoundUsage *ProviderUsage `protobuf:"bytes,4,opt,name=previous_round_usage,json=previousRoundUsage,proto3" json:"previous_round_usage,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *CompleteTurnRequest) Reset() {
@@ -509,6 +513,13 @@ func (x *CompleteTurnRequest) GetTurnId() string {
 func (x *CompleteTurnRequest) GetEntries() []*ConversationEntry {
 	if x != nil {
 		return x.Entries
+	}
+	return nil
+}
+
+func (x *CompleteTurnRequest) GetPreviousRoundUsage() *ProviderUsage {
+	if x != nil {
+		return x.PreviousRoundUsage
 	}
 	return nil
 }
@@ -576,6 +587,222 @@ func (x *CompleteTurnResponse) GetExistingCount() int32 {
 	return 0
 }
 
+type AbandonTurnRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// Cap: at most 200 characters.
+	TurnId string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	// A turn that does not exist (abandoned already) is no error (AIP-135's allow_missing).
+	AllowMissing  bool `protobuf:"varint,3,opt,name=allow_missing,json=allowMissing,proto3" json:"allow_missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AbandonTurnRequest) Reset() {
+	*x = AbandonTurnRequest{}
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AbandonTurnRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AbandonTurnRequest) ProtoMessage() {}
+
+func (x *AbandonTurnRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AbandonTurnRequest.ProtoReflect.Descriptor instead.
+func (*AbandonTurnRequest) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *AbandonTurnRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *AbandonTurnRequest) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+func (x *AbandonTurnRequest) GetAllowMissing() bool {
+	if x != nil {
+		return x.AllowMissing
+	}
+	return false
+}
+
+type AbandonTurnResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when the turn did not exist (allow_missing).
+	Abandoned bool `protobuf:"varint,1,opt,name=abandoned,proto3" json:"abandoned,omitempty"`
+	// The entries dropped with it.
+	DroppedEntryCount int32 `protobuf:"varint,2,opt,name=dropped_entry_count,json=droppedEntryCount,proto3" json:"dropped_entry_count,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *AbandonTurnResponse) Reset() {
+	*x = AbandonTurnResponse{}
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AbandonTurnResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AbandonTurnResponse) ProtoMessage() {}
+
+func (x *AbandonTurnResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AbandonTurnResponse.ProtoReflect.Descriptor instead.
+func (*AbandonTurnResponse) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AbandonTurnResponse) GetAbandoned() bool {
+	if x != nil {
+		return x.Abandoned
+	}
+	return false
+}
+
+func (x *AbandonTurnResponse) GetDroppedEntryCount() int32 {
+	if x != nil {
+		return x.DroppedEntryCount
+	}
+	return 0
+}
+
+type DeleteThreadRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// A thread that does not exist (deleted already) is no error (AIP-135).
+	AllowMissing  bool `protobuf:"varint,2,opt,name=allow_missing,json=allowMissing,proto3" json:"allow_missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteThreadRequest) Reset() {
+	*x = DeleteThreadRequest{}
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteThreadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteThreadRequest) ProtoMessage() {}
+
+func (x *DeleteThreadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteThreadRequest.ProtoReflect.Descriptor instead.
+func (*DeleteThreadRequest) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DeleteThreadRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *DeleteThreadRequest) GetAllowMissing() bool {
+	if x != nil {
+		return x.AllowMissing
+	}
+	return false
+}
+
+type DeleteThreadResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when the thread did not exist (allow_missing).
+	Deleted       bool `protobuf:"varint,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteThreadResponse) Reset() {
+	*x = DeleteThreadResponse{}
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteThreadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteThreadResponse) ProtoMessage() {}
+
+func (x *DeleteThreadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteThreadResponse.ProtoReflect.Descriptor instead.
+func (*DeleteThreadResponse) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *DeleteThreadResponse) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
 type LoadConversationHistoryRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Cap: at most 200 characters.
@@ -591,7 +818,7 @@ type LoadConversationHistoryRequest struct {
 
 func (x *LoadConversationHistoryRequest) Reset() {
 	*x = LoadConversationHistoryRequest{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[10]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -603,7 +830,7 @@ func (x *LoadConversationHistoryRequest) String() string {
 func (*LoadConversationHistoryRequest) ProtoMessage() {}
 
 func (x *LoadConversationHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[10]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -616,7 +843,7 @@ func (x *LoadConversationHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadConversationHistoryRequest.ProtoReflect.Descriptor instead.
 func (*LoadConversationHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{10}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *LoadConversationHistoryRequest) GetThreadId() string {
@@ -650,7 +877,7 @@ type LoadConversationHistoryResponse struct {
 
 func (x *LoadConversationHistoryResponse) Reset() {
 	*x = LoadConversationHistoryResponse{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[11]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -662,7 +889,7 @@ func (x *LoadConversationHistoryResponse) String() string {
 func (*LoadConversationHistoryResponse) ProtoMessage() {}
 
 func (x *LoadConversationHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[11]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -675,7 +902,7 @@ func (x *LoadConversationHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadConversationHistoryResponse.ProtoReflect.Descriptor instead.
 func (*LoadConversationHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{11}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LoadConversationHistoryResponse) GetMessages() []*ChatMessage {
@@ -702,7 +929,7 @@ type GetThreadSummaryRequest struct {
 
 func (x *GetThreadSummaryRequest) Reset() {
 	*x = GetThreadSummaryRequest{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[12]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -714,7 +941,7 @@ func (x *GetThreadSummaryRequest) String() string {
 func (*GetThreadSummaryRequest) ProtoMessage() {}
 
 func (x *GetThreadSummaryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[12]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -727,7 +954,7 @@ func (x *GetThreadSummaryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreadSummaryRequest.ProtoReflect.Descriptor instead.
 func (*GetThreadSummaryRequest) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{12}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetThreadSummaryRequest) GetThreadId() string {
@@ -747,7 +974,7 @@ type GetThreadSummaryResponse struct {
 
 func (x *GetThreadSummaryResponse) Reset() {
 	*x = GetThreadSummaryResponse{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[13]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +986,7 @@ func (x *GetThreadSummaryResponse) String() string {
 func (*GetThreadSummaryResponse) ProtoMessage() {}
 
 func (x *GetThreadSummaryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[13]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +999,7 @@ func (x *GetThreadSummaryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreadSummaryResponse.ProtoReflect.Descriptor instead.
 func (*GetThreadSummaryResponse) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{13}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetThreadSummaryResponse) GetSummary() *ThreadSummary {
@@ -804,7 +1031,7 @@ type CountTokensRequest struct {
 
 func (x *CountTokensRequest) Reset() {
 	*x = CountTokensRequest{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[14]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -816,7 +1043,7 @@ func (x *CountTokensRequest) String() string {
 func (*CountTokensRequest) ProtoMessage() {}
 
 func (x *CountTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[14]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -829,7 +1056,7 @@ func (x *CountTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountTokensRequest.ProtoReflect.Descriptor instead.
 func (*CountTokensRequest) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{14}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CountTokensRequest) GetTexts() []string {
@@ -874,7 +1101,7 @@ type CountTokensResponse struct {
 
 func (x *CountTokensResponse) Reset() {
 	*x = CountTokensResponse{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[15]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -886,7 +1113,7 @@ func (x *CountTokensResponse) String() string {
 func (*CountTokensResponse) ProtoMessage() {}
 
 func (x *CountTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[15]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -899,7 +1126,7 @@ func (x *CountTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountTokensResponse.ProtoReflect.Descriptor instead.
 func (*CountTokensResponse) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{15}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CountTokensResponse) GetTokenCounts() []int32 {
@@ -955,7 +1182,7 @@ type ListThreadsRequest struct {
 
 func (x *ListThreadsRequest) Reset() {
 	*x = ListThreadsRequest{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[16]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1194,7 @@ func (x *ListThreadsRequest) String() string {
 func (*ListThreadsRequest) ProtoMessage() {}
 
 func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[16]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1207,7 @@ func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadsRequest) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{16}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListThreadsRequest) GetPageSize() int32 {
@@ -1015,7 +1242,7 @@ type ListThreadsResponse struct {
 
 func (x *ListThreadsResponse) Reset() {
 	*x = ListThreadsResponse{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[17]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1027,7 +1254,7 @@ func (x *ListThreadsResponse) String() string {
 func (*ListThreadsResponse) ProtoMessage() {}
 
 func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[17]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1040,7 +1267,7 @@ func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadsResponse) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{17}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListThreadsResponse) GetThreads() []*Thread {
@@ -1072,7 +1299,7 @@ type ListTurnsRequest struct {
 
 func (x *ListTurnsRequest) Reset() {
 	*x = ListTurnsRequest{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[18]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +1311,7 @@ func (x *ListTurnsRequest) String() string {
 func (*ListTurnsRequest) ProtoMessage() {}
 
 func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[18]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +1324,7 @@ func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTurnsRequest.ProtoReflect.Descriptor instead.
 func (*ListTurnsRequest) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{18}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListTurnsRequest) GetThreadId() string {
@@ -1132,7 +1359,7 @@ type ListTurnsResponse struct {
 
 func (x *ListTurnsResponse) Reset() {
 	*x = ListTurnsResponse{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[19]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1144,7 +1371,7 @@ func (x *ListTurnsResponse) String() string {
 func (*ListTurnsResponse) ProtoMessage() {}
 
 func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[19]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1157,7 +1384,7 @@ func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTurnsResponse.ProtoReflect.Descriptor instead.
 func (*ListTurnsResponse) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{19}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListTurnsResponse) GetTurns() []*Turn {
@@ -1192,7 +1419,7 @@ type ListEntriesRequest struct {
 
 func (x *ListEntriesRequest) Reset() {
 	*x = ListEntriesRequest{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[20]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1204,7 +1431,7 @@ func (x *ListEntriesRequest) String() string {
 func (*ListEntriesRequest) ProtoMessage() {}
 
 func (x *ListEntriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[20]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1217,7 +1444,7 @@ func (x *ListEntriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEntriesRequest.ProtoReflect.Descriptor instead.
 func (*ListEntriesRequest) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{20}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListEntriesRequest) GetThreadId() string {
@@ -1259,7 +1486,7 @@ type ListEntriesResponse struct {
 
 func (x *ListEntriesResponse) Reset() {
 	*x = ListEntriesResponse{}
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[21]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1271,7 +1498,7 @@ func (x *ListEntriesResponse) String() string {
 func (*ListEntriesResponse) ProtoMessage() {}
 
 func (x *ListEntriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_history_service_proto_msgTypes[21]
+	mi := &file_pioneer_v1_history_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1284,7 +1511,7 @@ func (x *ListEntriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEntriesResponse.ProtoReflect.Descriptor instead.
 func (*ListEntriesResponse) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{21}
+	return file_pioneer_v1_history_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListEntriesResponse) GetEntries() []*ConversationEntry {
@@ -1306,7 +1533,7 @@ var File_pioneer_v1_history_service_proto protoreflect.FileDescriptor
 const file_pioneer_v1_history_service_proto_rawDesc = "" +
 	"\n" +
 	" pioneer/v1/history_service.proto\x12\n" +
-	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a google/protobuf/field_mask.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\"n\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a google/protobuf/field_mask.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\x1a\x16pioneer/v1/usage.proto\"n\n" +
 	"\x13CreateThreadRequest\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x01R\bthreadId\x125\n" +
 	"\x06config\x18\x02 \x01(\v2\x18.pioneer.v1.ThreadConfigB\x03\xe0A\x01R\x06config\"B\n" +
@@ -1331,15 +1558,28 @@ const file_pioneer_v1_history_service_proto_rawDesc = "" +
 	"\x15AppendEntriesResponse\x127\n" +
 	"\aentries\x18\x01 \x03(\v2\x1d.pioneer.v1.ConversationEntryR\aentries\x12#\n" +
 	"\rcreated_count\x18\x02 \x01(\x05R\fcreatedCount\x12%\n" +
-	"\x0eexisting_count\x18\x03 \x01(\x05R\rexistingCount\"\x93\x01\n" +
+	"\x0eexisting_count\x18\x03 \x01(\x05R\rexistingCount\"\xe5\x01\n" +
 	"\x13CompleteTurnRequest\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12\x1c\n" +
 	"\aturn_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x06turnId\x12<\n" +
-	"\aentries\x18\x03 \x03(\v2\x1d.pioneer.v1.ConversationEntryB\x03\xe0A\x01R\aentries\"\x96\x01\n" +
+	"\aentries\x18\x03 \x03(\v2\x1d.pioneer.v1.ConversationEntryB\x03\xe0A\x01R\aentries\x12P\n" +
+	"\x14previous_round_usage\x18\x04 \x01(\v2\x19.pioneer.v1.ProviderUsageB\x03\xe0A\x01R\x12previousRoundUsage\"\x96\x01\n" +
 	"\x14CompleteTurnResponse\x122\n" +
 	"\x15completed_entry_count\x18\x01 \x01(\x05R\x13completedEntryCount\x12#\n" +
 	"\rcreated_count\x18\x02 \x01(\x05R\fcreatedCount\x12%\n" +
-	"\x0eexisting_count\x18\x03 \x01(\x05R\rexistingCount\"\x8d\x01\n" +
+	"\x0eexisting_count\x18\x03 \x01(\x05R\rexistingCount\"~\n" +
+	"\x12AbandonTurnRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12\x1c\n" +
+	"\aturn_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x06turnId\x12(\n" +
+	"\rallow_missing\x18\x03 \x01(\bB\x03\xe0A\x01R\fallowMissing\"c\n" +
+	"\x13AbandonTurnResponse\x12\x1c\n" +
+	"\tabandoned\x18\x01 \x01(\bR\tabandoned\x12.\n" +
+	"\x13dropped_entry_count\x18\x02 \x01(\x05R\x11droppedEntryCount\"a\n" +
+	"\x13DeleteThreadRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12(\n" +
+	"\rallow_missing\x18\x02 \x01(\bB\x03\xe0A\x01R\fallowMissing\"0\n" +
+	"\x14DeleteThreadResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\bR\adeleted\"\x8d\x01\n" +
 	"\x1eLoadConversationHistoryRequest\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12+\n" +
 	"\x0fexclude_turn_id\x18\x02 \x01(\tB\x03\xe0A\x01R\rexcludeTurnId\x12\x1c\n" +
@@ -1385,13 +1625,15 @@ const file_pioneer_v1_history_service_proto_rawDesc = "" +
 	"page_token\x18\x04 \x01(\tB\x03\xe0A\x01R\tpageToken\"v\n" +
 	"\x13ListEntriesResponse\x127\n" +
 	"\aentries\x18\x01 \x03(\v2\x1d.pioneer.v1.ConversationEntryR\aentries\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xb6\a\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xd9\b\n" +
 	"\x0eHistoryService\x12Q\n" +
 	"\fCreateThread\x12\x1f.pioneer.v1.CreateThreadRequest\x1a .pioneer.v1.CreateThreadResponse\x12H\n" +
 	"\tGetThread\x12\x1c.pioneer.v1.GetThreadRequest\x1a\x1d.pioneer.v1.GetThreadResponse\x12Q\n" +
-	"\fUpdateThread\x12\x1f.pioneer.v1.UpdateThreadRequest\x1a .pioneer.v1.UpdateThreadResponse\x12T\n" +
+	"\fUpdateThread\x12\x1f.pioneer.v1.UpdateThreadRequest\x1a .pioneer.v1.UpdateThreadResponse\x12Q\n" +
+	"\fDeleteThread\x12\x1f.pioneer.v1.DeleteThreadRequest\x1a .pioneer.v1.DeleteThreadResponse\x12T\n" +
 	"\rAppendEntries\x12 .pioneer.v1.AppendEntriesRequest\x1a!.pioneer.v1.AppendEntriesResponse\x12Q\n" +
-	"\fCompleteTurn\x12\x1f.pioneer.v1.CompleteTurnRequest\x1a .pioneer.v1.CompleteTurnResponse\x12r\n" +
+	"\fCompleteTurn\x12\x1f.pioneer.v1.CompleteTurnRequest\x1a .pioneer.v1.CompleteTurnResponse\x12N\n" +
+	"\vAbandonTurn\x12\x1e.pioneer.v1.AbandonTurnRequest\x1a\x1f.pioneer.v1.AbandonTurnResponse\x12r\n" +
 	"\x17LoadConversationHistory\x12*.pioneer.v1.LoadConversationHistoryRequest\x1a+.pioneer.v1.LoadConversationHistoryResponse\x12]\n" +
 	"\x10GetThreadSummary\x12#.pioneer.v1.GetThreadSummaryRequest\x1a$.pioneer.v1.GetThreadSummaryResponse\x12N\n" +
 	"\vCountTokens\x12\x1e.pioneer.v1.CountTokensRequest\x1a\x1f.pioneer.v1.CountTokensResponse\x12N\n" +
@@ -1411,7 +1653,7 @@ func file_pioneer_v1_history_service_proto_rawDescGZIP() []byte {
 	return file_pioneer_v1_history_service_proto_rawDescData
 }
 
-var file_pioneer_v1_history_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_pioneer_v1_history_service_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_pioneer_v1_history_service_proto_goTypes = []any{
 	(*CreateThreadRequest)(nil),             // 0: pioneer.v1.CreateThreadRequest
 	(*CreateThreadResponse)(nil),            // 1: pioneer.v1.CreateThreadResponse
@@ -1423,71 +1665,81 @@ var file_pioneer_v1_history_service_proto_goTypes = []any{
 	(*AppendEntriesResponse)(nil),           // 7: pioneer.v1.AppendEntriesResponse
 	(*CompleteTurnRequest)(nil),             // 8: pioneer.v1.CompleteTurnRequest
 	(*CompleteTurnResponse)(nil),            // 9: pioneer.v1.CompleteTurnResponse
-	(*LoadConversationHistoryRequest)(nil),  // 10: pioneer.v1.LoadConversationHistoryRequest
-	(*LoadConversationHistoryResponse)(nil), // 11: pioneer.v1.LoadConversationHistoryResponse
-	(*GetThreadSummaryRequest)(nil),         // 12: pioneer.v1.GetThreadSummaryRequest
-	(*GetThreadSummaryResponse)(nil),        // 13: pioneer.v1.GetThreadSummaryResponse
-	(*CountTokensRequest)(nil),              // 14: pioneer.v1.CountTokensRequest
-	(*CountTokensResponse)(nil),             // 15: pioneer.v1.CountTokensResponse
-	(*ListThreadsRequest)(nil),              // 16: pioneer.v1.ListThreadsRequest
-	(*ListThreadsResponse)(nil),             // 17: pioneer.v1.ListThreadsResponse
-	(*ListTurnsRequest)(nil),                // 18: pioneer.v1.ListTurnsRequest
-	(*ListTurnsResponse)(nil),               // 19: pioneer.v1.ListTurnsResponse
-	(*ListEntriesRequest)(nil),              // 20: pioneer.v1.ListEntriesRequest
-	(*ListEntriesResponse)(nil),             // 21: pioneer.v1.ListEntriesResponse
-	(*ThreadConfig)(nil),                    // 22: pioneer.v1.ThreadConfig
-	(*Thread)(nil),                          // 23: pioneer.v1.Thread
-	(*fieldmaskpb.FieldMask)(nil),           // 24: google.protobuf.FieldMask
-	(*ConversationEntry)(nil),               // 25: pioneer.v1.ConversationEntry
-	(*ChatMessage)(nil),                     // 26: pioneer.v1.ChatMessage
-	(*HistoryDecisionReport)(nil),           // 27: pioneer.v1.HistoryDecisionReport
-	(*ThreadSummary)(nil),                   // 28: pioneer.v1.ThreadSummary
-	(*Turn)(nil),                            // 29: pioneer.v1.Turn
+	(*AbandonTurnRequest)(nil),              // 10: pioneer.v1.AbandonTurnRequest
+	(*AbandonTurnResponse)(nil),             // 11: pioneer.v1.AbandonTurnResponse
+	(*DeleteThreadRequest)(nil),             // 12: pioneer.v1.DeleteThreadRequest
+	(*DeleteThreadResponse)(nil),            // 13: pioneer.v1.DeleteThreadResponse
+	(*LoadConversationHistoryRequest)(nil),  // 14: pioneer.v1.LoadConversationHistoryRequest
+	(*LoadConversationHistoryResponse)(nil), // 15: pioneer.v1.LoadConversationHistoryResponse
+	(*GetThreadSummaryRequest)(nil),         // 16: pioneer.v1.GetThreadSummaryRequest
+	(*GetThreadSummaryResponse)(nil),        // 17: pioneer.v1.GetThreadSummaryResponse
+	(*CountTokensRequest)(nil),              // 18: pioneer.v1.CountTokensRequest
+	(*CountTokensResponse)(nil),             // 19: pioneer.v1.CountTokensResponse
+	(*ListThreadsRequest)(nil),              // 20: pioneer.v1.ListThreadsRequest
+	(*ListThreadsResponse)(nil),             // 21: pioneer.v1.ListThreadsResponse
+	(*ListTurnsRequest)(nil),                // 22: pioneer.v1.ListTurnsRequest
+	(*ListTurnsResponse)(nil),               // 23: pioneer.v1.ListTurnsResponse
+	(*ListEntriesRequest)(nil),              // 24: pioneer.v1.ListEntriesRequest
+	(*ListEntriesResponse)(nil),             // 25: pioneer.v1.ListEntriesResponse
+	(*ThreadConfig)(nil),                    // 26: pioneer.v1.ThreadConfig
+	(*Thread)(nil),                          // 27: pioneer.v1.Thread
+	(*fieldmaskpb.FieldMask)(nil),           // 28: google.protobuf.FieldMask
+	(*ConversationEntry)(nil),               // 29: pioneer.v1.ConversationEntry
+	(*ProviderUsage)(nil),                   // 30: pioneer.v1.ProviderUsage
+	(*ChatMessage)(nil),                     // 31: pioneer.v1.ChatMessage
+	(*HistoryDecisionReport)(nil),           // 32: pioneer.v1.HistoryDecisionReport
+	(*ThreadSummary)(nil),                   // 33: pioneer.v1.ThreadSummary
+	(*Turn)(nil),                            // 34: pioneer.v1.Turn
 }
 var file_pioneer_v1_history_service_proto_depIdxs = []int32{
-	22, // 0: pioneer.v1.CreateThreadRequest.config:type_name -> pioneer.v1.ThreadConfig
-	23, // 1: pioneer.v1.CreateThreadResponse.thread:type_name -> pioneer.v1.Thread
-	23, // 2: pioneer.v1.GetThreadResponse.thread:type_name -> pioneer.v1.Thread
-	22, // 3: pioneer.v1.UpdateThreadRequest.config:type_name -> pioneer.v1.ThreadConfig
-	24, // 4: pioneer.v1.UpdateThreadRequest.update_mask:type_name -> google.protobuf.FieldMask
-	23, // 5: pioneer.v1.UpdateThreadResponse.thread:type_name -> pioneer.v1.Thread
-	25, // 6: pioneer.v1.AppendEntriesRequest.entries:type_name -> pioneer.v1.ConversationEntry
-	25, // 7: pioneer.v1.AppendEntriesResponse.entries:type_name -> pioneer.v1.ConversationEntry
-	25, // 8: pioneer.v1.CompleteTurnRequest.entries:type_name -> pioneer.v1.ConversationEntry
-	26, // 9: pioneer.v1.LoadConversationHistoryResponse.messages:type_name -> pioneer.v1.ChatMessage
-	27, // 10: pioneer.v1.LoadConversationHistoryResponse.report:type_name -> pioneer.v1.HistoryDecisionReport
-	28, // 11: pioneer.v1.GetThreadSummaryResponse.summary:type_name -> pioneer.v1.ThreadSummary
-	26, // 12: pioneer.v1.CountTokensRequest.messages:type_name -> pioneer.v1.ChatMessage
-	23, // 13: pioneer.v1.ListThreadsResponse.threads:type_name -> pioneer.v1.Thread
-	29, // 14: pioneer.v1.ListTurnsResponse.turns:type_name -> pioneer.v1.Turn
-	25, // 15: pioneer.v1.ListEntriesResponse.entries:type_name -> pioneer.v1.ConversationEntry
-	0,  // 16: pioneer.v1.HistoryService.CreateThread:input_type -> pioneer.v1.CreateThreadRequest
-	2,  // 17: pioneer.v1.HistoryService.GetThread:input_type -> pioneer.v1.GetThreadRequest
-	4,  // 18: pioneer.v1.HistoryService.UpdateThread:input_type -> pioneer.v1.UpdateThreadRequest
-	6,  // 19: pioneer.v1.HistoryService.AppendEntries:input_type -> pioneer.v1.AppendEntriesRequest
-	8,  // 20: pioneer.v1.HistoryService.CompleteTurn:input_type -> pioneer.v1.CompleteTurnRequest
-	10, // 21: pioneer.v1.HistoryService.LoadConversationHistory:input_type -> pioneer.v1.LoadConversationHistoryRequest
-	12, // 22: pioneer.v1.HistoryService.GetThreadSummary:input_type -> pioneer.v1.GetThreadSummaryRequest
-	14, // 23: pioneer.v1.HistoryService.CountTokens:input_type -> pioneer.v1.CountTokensRequest
-	16, // 24: pioneer.v1.HistoryService.ListThreads:input_type -> pioneer.v1.ListThreadsRequest
-	18, // 25: pioneer.v1.HistoryService.ListTurns:input_type -> pioneer.v1.ListTurnsRequest
-	20, // 26: pioneer.v1.HistoryService.ListEntries:input_type -> pioneer.v1.ListEntriesRequest
-	1,  // 27: pioneer.v1.HistoryService.CreateThread:output_type -> pioneer.v1.CreateThreadResponse
-	3,  // 28: pioneer.v1.HistoryService.GetThread:output_type -> pioneer.v1.GetThreadResponse
-	5,  // 29: pioneer.v1.HistoryService.UpdateThread:output_type -> pioneer.v1.UpdateThreadResponse
-	7,  // 30: pioneer.v1.HistoryService.AppendEntries:output_type -> pioneer.v1.AppendEntriesResponse
-	9,  // 31: pioneer.v1.HistoryService.CompleteTurn:output_type -> pioneer.v1.CompleteTurnResponse
-	11, // 32: pioneer.v1.HistoryService.LoadConversationHistory:output_type -> pioneer.v1.LoadConversationHistoryResponse
-	13, // 33: pioneer.v1.HistoryService.GetThreadSummary:output_type -> pioneer.v1.GetThreadSummaryResponse
-	15, // 34: pioneer.v1.HistoryService.CountTokens:output_type -> pioneer.v1.CountTokensResponse
-	17, // 35: pioneer.v1.HistoryService.ListThreads:output_type -> pioneer.v1.ListThreadsResponse
-	19, // 36: pioneer.v1.HistoryService.ListTurns:output_type -> pioneer.v1.ListTurnsResponse
-	21, // 37: pioneer.v1.HistoryService.ListEntries:output_type -> pioneer.v1.ListEntriesResponse
-	27, // [27:38] is the sub-list for method output_type
-	16, // [16:27] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	26, // 0: pioneer.v1.CreateThreadRequest.config:type_name -> pioneer.v1.ThreadConfig
+	27, // 1: pioneer.v1.CreateThreadResponse.thread:type_name -> pioneer.v1.Thread
+	27, // 2: pioneer.v1.GetThreadResponse.thread:type_name -> pioneer.v1.Thread
+	26, // 3: pioneer.v1.UpdateThreadRequest.config:type_name -> pioneer.v1.ThreadConfig
+	28, // 4: pioneer.v1.UpdateThreadRequest.update_mask:type_name -> google.protobuf.FieldMask
+	27, // 5: pioneer.v1.UpdateThreadResponse.thread:type_name -> pioneer.v1.Thread
+	29, // 6: pioneer.v1.AppendEntriesRequest.entries:type_name -> pioneer.v1.ConversationEntry
+	29, // 7: pioneer.v1.AppendEntriesResponse.entries:type_name -> pioneer.v1.ConversationEntry
+	29, // 8: pioneer.v1.CompleteTurnRequest.entries:type_name -> pioneer.v1.ConversationEntry
+	30, // 9: pioneer.v1.CompleteTurnRequest.previous_round_usage:type_name -> pioneer.v1.ProviderUsage
+	31, // 10: pioneer.v1.LoadConversationHistoryResponse.messages:type_name -> pioneer.v1.ChatMessage
+	32, // 11: pioneer.v1.LoadConversationHistoryResponse.report:type_name -> pioneer.v1.HistoryDecisionReport
+	33, // 12: pioneer.v1.GetThreadSummaryResponse.summary:type_name -> pioneer.v1.ThreadSummary
+	31, // 13: pioneer.v1.CountTokensRequest.messages:type_name -> pioneer.v1.ChatMessage
+	27, // 14: pioneer.v1.ListThreadsResponse.threads:type_name -> pioneer.v1.Thread
+	34, // 15: pioneer.v1.ListTurnsResponse.turns:type_name -> pioneer.v1.Turn
+	29, // 16: pioneer.v1.ListEntriesResponse.entries:type_name -> pioneer.v1.ConversationEntry
+	0,  // 17: pioneer.v1.HistoryService.CreateThread:input_type -> pioneer.v1.CreateThreadRequest
+	2,  // 18: pioneer.v1.HistoryService.GetThread:input_type -> pioneer.v1.GetThreadRequest
+	4,  // 19: pioneer.v1.HistoryService.UpdateThread:input_type -> pioneer.v1.UpdateThreadRequest
+	12, // 20: pioneer.v1.HistoryService.DeleteThread:input_type -> pioneer.v1.DeleteThreadRequest
+	6,  // 21: pioneer.v1.HistoryService.AppendEntries:input_type -> pioneer.v1.AppendEntriesRequest
+	8,  // 22: pioneer.v1.HistoryService.CompleteTurn:input_type -> pioneer.v1.CompleteTurnRequest
+	10, // 23: pioneer.v1.HistoryService.AbandonTurn:input_type -> pioneer.v1.AbandonTurnRequest
+	14, // 24: pioneer.v1.HistoryService.LoadConversationHistory:input_type -> pioneer.v1.LoadConversationHistoryRequest
+	16, // 25: pioneer.v1.HistoryService.GetThreadSummary:input_type -> pioneer.v1.GetThreadSummaryRequest
+	18, // 26: pioneer.v1.HistoryService.CountTokens:input_type -> pioneer.v1.CountTokensRequest
+	20, // 27: pioneer.v1.HistoryService.ListThreads:input_type -> pioneer.v1.ListThreadsRequest
+	22, // 28: pioneer.v1.HistoryService.ListTurns:input_type -> pioneer.v1.ListTurnsRequest
+	24, // 29: pioneer.v1.HistoryService.ListEntries:input_type -> pioneer.v1.ListEntriesRequest
+	1,  // 30: pioneer.v1.HistoryService.CreateThread:output_type -> pioneer.v1.CreateThreadResponse
+	3,  // 31: pioneer.v1.HistoryService.GetThread:output_type -> pioneer.v1.GetThreadResponse
+	5,  // 32: pioneer.v1.HistoryService.UpdateThread:output_type -> pioneer.v1.UpdateThreadResponse
+	13, // 33: pioneer.v1.HistoryService.DeleteThread:output_type -> pioneer.v1.DeleteThreadResponse
+	7,  // 34: pioneer.v1.HistoryService.AppendEntries:output_type -> pioneer.v1.AppendEntriesResponse
+	9,  // 35: pioneer.v1.HistoryService.CompleteTurn:output_type -> pioneer.v1.CompleteTurnResponse
+	11, // 36: pioneer.v1.HistoryService.AbandonTurn:output_type -> pioneer.v1.AbandonTurnResponse
+	15, // 37: pioneer.v1.HistoryService.LoadConversationHistory:output_type -> pioneer.v1.LoadConversationHistoryResponse
+	17, // 38: pioneer.v1.HistoryService.GetThreadSummary:output_type -> pioneer.v1.GetThreadSummaryResponse
+	19, // 39: pioneer.v1.HistoryService.CountTokens:output_type -> pioneer.v1.CountTokensResponse
+	21, // 40: pioneer.v1.HistoryService.ListThreads:output_type -> pioneer.v1.ListThreadsResponse
+	23, // 41: pioneer.v1.HistoryService.ListTurns:output_type -> pioneer.v1.ListTurnsResponse
+	25, // 42: pioneer.v1.HistoryService.ListEntries:output_type -> pioneer.v1.ListEntriesResponse
+	30, // [30:43] is the sub-list for method output_type
+	17, // [17:30] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_history_service_proto_init() }
@@ -1497,13 +1749,14 @@ func file_pioneer_v1_history_service_proto_init() {
 	}
 	file_pioneer_v1_chat_proto_init()
 	file_pioneer_v1_history_proto_init()
+	file_pioneer_v1_usage_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pioneer_v1_history_service_proto_rawDesc), len(file_pioneer_v1_history_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

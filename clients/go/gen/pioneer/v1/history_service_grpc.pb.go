@@ -22,8 +22,10 @@ const (
 	HistoryService_CreateThread_FullMethodName            = "/pioneer.v1.HistoryService/CreateThread"
 	HistoryService_GetThread_FullMethodName               = "/pioneer.v1.HistoryService/GetThread"
 	HistoryService_UpdateThread_FullMethodName            = "/pioneer.v1.HistoryService/UpdateThread"
+	HistoryService_DeleteThread_FullMethodName            = "/pioneer.v1.HistoryService/DeleteThread"
 	HistoryService_AppendEntries_FullMethodName           = "/pioneer.v1.HistoryService/AppendEntries"
 	HistoryService_CompleteTurn_FullMethodName            = "/pioneer.v1.HistoryService/CompleteTurn"
+	HistoryService_AbandonTurn_FullMethodName             = "/pioneer.v1.HistoryService/AbandonTurn"
 	HistoryService_LoadConversationHistory_FullMethodName = "/pioneer.v1.HistoryService/LoadConversationHistory"
 	HistoryService_GetThreadSummary_FullMethodName        = "/pioneer.v1.HistoryService/GetThreadSummary"
 	HistoryService_CountTokens_FullMethodName             = "/pioneer.v1.HistoryService/CountTokens"
@@ -64,6 +66,18 @@ type HistoryServiceClient interface {
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (unknown mask path, bad budget);
 	// NOT_FOUND THREAD_NOT_FOUND. Safe to retry: the same update sets the same values.
 	UpdateThread(ctx context.Context, in *UpdateThreadRequest, opts ...grpc.CallOption) (*UpdateThreadResponse, error)
+	// Deletes a thread and everything stored for it (entries, turns, tool calls,
+	// summaries, token counts, manifests and their events, kept rendered rounds)
+	// in one transaction: all of it or none. Observers watching the thread get a
+	// final event (ManifestEvent.thread_deleted) from the server that deleted it,
+	// and their stream ends. Every server's kept history of the thread stops
+	// serving at once: the thread's history state carries its creation time, so a
+	// thread created again under the same id starts from scratch (AIP-135).
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
+	// such thread, or deleted already: with allow_missing the answer is success,
+	// deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+	DeleteThread(ctx context.Context, in *DeleteThreadRequest, opts ...grpc.CallOption) (*DeleteThreadResponse, error)
 	// Appends entries, idempotent by entry_id: a repeat with identical content is
 	// a no-op, with different content ALREADY_EXISTS. Tokens are counted here, once.
 	// INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
@@ -96,6 +110,19 @@ type HistoryServiceClient interface {
 	// before: start a new turn). Idempotent: safe to retry the same request (the
 	// stored entries are no-ops, the turn stays completed).
 	CompleteTurn(ctx context.Context, in *CompleteTurnRequest, opts ...grpc.CallOption) (*CompleteTurnResponse, error)
+	// Drops a turn that is not completed (a round whose model call failed for
+	// good): its entries, their tool calls and counts, its manifest and its kept
+	// rendered rounds, in one transaction. The next load and PrepareTurn read the
+	// thread as if the turn had never happened, and its turn_id may be used again
+	// from scratch. Manifest events already streamed to observers stay delivered.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
+	// TURN_NOT_FOUND (no entry or compile named the turn, or it was abandoned
+	// already: with allow_missing the answer is success, abandoned false);
+	// FAILED_PRECONDITION TURN_COMPLETED (a completed turn is history: never
+	// dropped; metadata turn_id; do not retry). Idempotent with allow_missing:
+	// safe to retry after a timeout.
+	AbandonTurn(ctx context.Context, in *AbandonTurnRequest, opts ...grpc.CallOption) (*AbandonTurnResponse, error)
 	// Loads the newest 200 completed turns after the summary, plus the summary,
 	// under the thread's budget. What older versions stored and a provider would
 	// reject is repaired and reported (HistoryDecisionReport.diagnostics): a call
@@ -169,6 +196,16 @@ func (c *historyServiceClient) UpdateThread(ctx context.Context, in *UpdateThrea
 	return out, nil
 }
 
+func (c *historyServiceClient) DeleteThread(ctx context.Context, in *DeleteThreadRequest, opts ...grpc.CallOption) (*DeleteThreadResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteThreadResponse)
+	err := c.cc.Invoke(ctx, HistoryService_DeleteThread_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *historyServiceClient) AppendEntries(ctx context.Context, in *AppendEntriesRequest, opts ...grpc.CallOption) (*AppendEntriesResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AppendEntriesResponse)
@@ -183,6 +220,16 @@ func (c *historyServiceClient) CompleteTurn(ctx context.Context, in *CompleteTur
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CompleteTurnResponse)
 	err := c.cc.Invoke(ctx, HistoryService_CompleteTurn_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *historyServiceClient) AbandonTurn(ctx context.Context, in *AbandonTurnRequest, opts ...grpc.CallOption) (*AbandonTurnResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AbandonTurnResponse)
+	err := c.cc.Invoke(ctx, HistoryService_AbandonTurn_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -281,6 +328,18 @@ type HistoryServiceServer interface {
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (unknown mask path, bad budget);
 	// NOT_FOUND THREAD_NOT_FOUND. Safe to retry: the same update sets the same values.
 	UpdateThread(context.Context, *UpdateThreadRequest) (*UpdateThreadResponse, error)
+	// Deletes a thread and everything stored for it (entries, turns, tool calls,
+	// summaries, token counts, manifests and their events, kept rendered rounds)
+	// in one transaction: all of it or none. Observers watching the thread get a
+	// final event (ManifestEvent.thread_deleted) from the server that deleted it,
+	// and their stream ends. Every server's kept history of the thread stops
+	// serving at once: the thread's history state carries its creation time, so a
+	// thread created again under the same id starts from scratch (AIP-135).
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
+	// such thread, or deleted already: with allow_missing the answer is success,
+	// deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+	DeleteThread(context.Context, *DeleteThreadRequest) (*DeleteThreadResponse, error)
 	// Appends entries, idempotent by entry_id: a repeat with identical content is
 	// a no-op, with different content ALREADY_EXISTS. Tokens are counted here, once.
 	// INVALID_ARGUMENT (every violation named `entries[i]...`, nothing of the batch
@@ -313,6 +372,19 @@ type HistoryServiceServer interface {
 	// before: start a new turn). Idempotent: safe to retry the same request (the
 	// stored entries are no-ops, the turn stays completed).
 	CompleteTurn(context.Context, *CompleteTurnRequest) (*CompleteTurnResponse, error)
+	// Drops a turn that is not completed (a round whose model call failed for
+	// good): its entries, their tool calls and counts, its manifest and its kept
+	// rendered rounds, in one transaction. The next load and PrepareTurn read the
+	// thread as if the turn had never happened, and its turn_id may be used again
+	// from scratch. Manifest events already streamed to observers stay delivered.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND,
+	// TURN_NOT_FOUND (no entry or compile named the turn, or it was abandoned
+	// already: with allow_missing the answer is success, abandoned false);
+	// FAILED_PRECONDITION TURN_COMPLETED (a completed turn is history: never
+	// dropped; metadata turn_id; do not retry). Idempotent with allow_missing:
+	// safe to retry after a timeout.
+	AbandonTurn(context.Context, *AbandonTurnRequest) (*AbandonTurnResponse, error)
 	// Loads the newest 200 completed turns after the summary, plus the summary,
 	// under the thread's budget. What older versions stored and a provider would
 	// reject is repaired and reported (HistoryDecisionReport.diagnostics): a call
@@ -365,11 +437,17 @@ func (UnimplementedHistoryServiceServer) GetThread(context.Context, *GetThreadRe
 func (UnimplementedHistoryServiceServer) UpdateThread(context.Context, *UpdateThreadRequest) (*UpdateThreadResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateThread not implemented")
 }
+func (UnimplementedHistoryServiceServer) DeleteThread(context.Context, *DeleteThreadRequest) (*DeleteThreadResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteThread not implemented")
+}
 func (UnimplementedHistoryServiceServer) AppendEntries(context.Context, *AppendEntriesRequest) (*AppendEntriesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AppendEntries not implemented")
 }
 func (UnimplementedHistoryServiceServer) CompleteTurn(context.Context, *CompleteTurnRequest) (*CompleteTurnResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CompleteTurn not implemented")
+}
+func (UnimplementedHistoryServiceServer) AbandonTurn(context.Context, *AbandonTurnRequest) (*AbandonTurnResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AbandonTurn not implemented")
 }
 func (UnimplementedHistoryServiceServer) LoadConversationHistory(context.Context, *LoadConversationHistoryRequest) (*LoadConversationHistoryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method LoadConversationHistory not implemented")
@@ -464,6 +542,24 @@ func _HistoryService_UpdateThread_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HistoryService_DeleteThread_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteThreadRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HistoryServiceServer).DeleteThread(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HistoryService_DeleteThread_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HistoryServiceServer).DeleteThread(ctx, req.(*DeleteThreadRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _HistoryService_AppendEntries_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(AppendEntriesRequest)
 	if err := dec(in); err != nil {
@@ -496,6 +592,24 @@ func _HistoryService_CompleteTurn_Handler(srv interface{}, ctx context.Context, 
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(HistoryServiceServer).CompleteTurn(ctx, req.(*CompleteTurnRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HistoryService_AbandonTurn_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AbandonTurnRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HistoryServiceServer).AbandonTurn(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HistoryService_AbandonTurn_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HistoryServiceServer).AbandonTurn(ctx, req.(*AbandonTurnRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -628,12 +742,20 @@ var HistoryService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _HistoryService_UpdateThread_Handler,
 		},
 		{
+			MethodName: "DeleteThread",
+			Handler:    _HistoryService_DeleteThread_Handler,
+		},
+		{
 			MethodName: "AppendEntries",
 			Handler:    _HistoryService_AppendEntries_Handler,
 		},
 		{
 			MethodName: "CompleteTurn",
 			Handler:    _HistoryService_CompleteTurn_Handler,
+		},
+		{
+			MethodName: "AbandonTurn",
+			Handler:    _HistoryService_AbandonTurn_Handler,
 		},
 		{
 			MethodName: "LoadConversationHistory",

@@ -261,12 +261,15 @@ func (x *WatchManifestsRequest) GetLiveOnly() bool {
 
 // ManifestEvent is one durable manifest event.
 type ManifestEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	EventId       int64                  `protobuf:"varint,1,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
-	ThreadId      string                 `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
-	TurnId        string                 `protobuf:"bytes,3,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
-	Manifest      *PromptManifest        `protobuf:"bytes,4,opt,name=manifest,proto3" json:"manifest,omitempty"`
-	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	EventId    int64                  `protobuf:"varint,1,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
+	ThreadId   string                 `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	TurnId     string                 `protobuf:"bytes,3,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	Manifest   *PromptManifest        `protobuf:"bytes,4,opt,name=manifest,proto3" json:"manifest,omitempty"`
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// The thread was deleted (DeleteThread): the last event a watch of the thread
+	// gets before its stream ends; event_id is 0, turn_id and manifest unset.
+	ThreadDeleted bool `protobuf:"varint,6,opt,name=thread_deleted,json=threadDeleted,proto3" json:"thread_deleted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -334,6 +337,13 @@ func (x *ManifestEvent) GetCreateTime() *timestamppb.Timestamp {
 		return x.CreateTime
 	}
 	return nil
+}
+
+func (x *ManifestEvent) GetThreadDeleted() bool {
+	if x != nil {
+		return x.ThreadDeleted
+	}
+	return false
 }
 
 // Heartbeat keeps an idle stream alive and tells the newest id known.
@@ -1091,12 +1101,112 @@ func (x *ListRenderedRoundsResponse) GetMaxAgeSeconds() int64 {
 	return 0
 }
 
+type ListRoundUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// 0 = 50.
+	// Cap: from 0 to 500.
+	PageSize      int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRoundUsageRequest) Reset() {
+	*x = ListRoundUsageRequest{}
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRoundUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRoundUsageRequest) ProtoMessage() {}
+
+func (x *ListRoundUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRoundUsageRequest.ProtoReflect.Descriptor instead.
+func (*ListRoundUsageRequest) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListRoundUsageRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *ListRoundUsageRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+type ListRoundUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Newest first.
+	Rounds        []*RoundUsage `protobuf:"bytes,1,rep,name=rounds,proto3" json:"rounds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRoundUsageResponse) Reset() {
+	*x = ListRoundUsageResponse{}
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRoundUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRoundUsageResponse) ProtoMessage() {}
+
+func (x *ListRoundUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRoundUsageResponse.ProtoReflect.Descriptor instead.
+func (*ListRoundUsageResponse) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ListRoundUsageResponse) GetRounds() []*RoundUsage {
+	if x != nil {
+		return x.Rounds
+	}
+	return nil
+}
+
 var File_pioneer_v1_manifest_service_proto protoreflect.FileDescriptor
 
 const file_pioneer_v1_manifest_service_proto_rawDesc = "" +
 	"\n" +
 	"!pioneer/v1/manifest_service.proto\x12\n" +
-	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17pioneer/v1/prompt.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\"X\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17pioneer/v1/prompt.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\x1a\x16pioneer/v1/usage.proto\"X\n" +
 	"\x16GetTurnManifestRequest\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12\x1c\n" +
 	"\aturn_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x06turnId\"\x9c\x01\n" +
@@ -1107,14 +1217,15 @@ const file_pioneer_v1_manifest_service_proto_rawDesc = "" +
 	"\x15WatchManifestsRequest\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x01R\bthreadId\x12)\n" +
 	"\x0eafter_event_id\x18\x02 \x01(\x03B\x03\xe0A\x01R\fafterEventId\x12 \n" +
-	"\tlive_only\x18\x03 \x01(\bB\x03\xe0A\x01R\bliveOnly\"\xd5\x01\n" +
+	"\tlive_only\x18\x03 \x01(\bB\x03\xe0A\x01R\bliveOnly\"\xfc\x01\n" +
 	"\rManifestEvent\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\x03R\aeventId\x12\x1b\n" +
 	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x17\n" +
 	"\aturn_id\x18\x03 \x01(\tR\x06turnId\x126\n" +
 	"\bmanifest\x18\x04 \x01(\v2\x1a.pioneer.v1.PromptManifestR\bmanifest\x12;\n" +
 	"\vcreate_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTime\"_\n" +
+	"createTime\x12%\n" +
+	"\x0ethread_deleted\x18\x06 \x01(\bR\rthreadDeleted\"_\n" +
 	"\tHeartbeat\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\"\n" +
 	"\rlast_event_id\x18\x02 \x01(\x03R\vlastEventId\"\x8a\x01\n" +
@@ -1167,18 +1278,24 @@ const file_pioneer_v1_manifest_service_proto_rawDesc = "" +
 	"\x06rounds\x18\x02 \x03(\v2\x19.pioneer.v1.RenderedRoundR\x06rounds\x121\n" +
 	"\x15max_rounds_per_thread\x18\x03 \x01(\x05R\x12maxRoundsPerThread\x12&\n" +
 	"\x0fmax_total_bytes\x18\x04 \x01(\x03R\rmaxTotalBytes\x12&\n" +
-	"\x0fmax_age_seconds\x18\x05 \x01(\x03R\rmaxAgeSeconds*\xb8\x01\n" +
+	"\x0fmax_age_seconds\x18\x05 \x01(\x03R\rmaxAgeSeconds\"[\n" +
+	"\x15ListRoundUsageRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12 \n" +
+	"\tpage_size\x18\x02 \x01(\x05B\x03\xe0A\x01R\bpageSize\"H\n" +
+	"\x16ListRoundUsageResponse\x12.\n" +
+	"\x06rounds\x18\x01 \x03(\v2\x16.pioneer.v1.RoundUsageR\x06rounds*\xb8\x01\n" +
 	"\x11SectionChangeKind\x12#\n" +
 	"\x1fSECTION_CHANGE_KIND_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19SECTION_CHANGE_KIND_ADDED\x10\x01\x12\x1f\n" +
 	"\x1bSECTION_CHANGE_KIND_REMOVED\x10\x02\x12\x1f\n" +
 	"\x1bSECTION_CHANGE_KIND_CHANGED\x10\x03\x12\x1d\n" +
-	"\x19SECTION_CHANGE_KIND_MOVED\x10\x042\x83\x03\n" +
+	"\x19SECTION_CHANGE_KIND_MOVED\x10\x042\xdc\x03\n" +
 	"\x0fManifestService\x12Z\n" +
 	"\x0fGetTurnManifest\x12\".pioneer.v1.GetTurnManifestRequest\x1a#.pioneer.v1.GetTurnManifestResponse\x12Y\n" +
 	"\x0eWatchManifests\x12!.pioneer.v1.WatchManifestsRequest\x1a\".pioneer.v1.WatchManifestsResponse0\x01\x12T\n" +
 	"\rDiffManifests\x12 .pioneer.v1.DiffManifestsRequest\x1a!.pioneer.v1.DiffManifestsResponse\x12c\n" +
-	"\x12ListRenderedRounds\x12%.pioneer.v1.ListRenderedRoundsRequest\x1a&.pioneer.v1.ListRenderedRoundsResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
+	"\x12ListRenderedRounds\x12%.pioneer.v1.ListRenderedRoundsRequest\x1a&.pioneer.v1.ListRenderedRoundsResponse\x12W\n" +
+	"\x0eListRoundUsage\x12!.pioneer.v1.ListRoundUsageRequest\x1a\".pioneer.v1.ListRoundUsageResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
 
 var (
 	file_pioneer_v1_manifest_service_proto_rawDescOnce sync.Once
@@ -1193,7 +1310,7 @@ func file_pioneer_v1_manifest_service_proto_rawDescGZIP() []byte {
 }
 
 var file_pioneer_v1_manifest_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_pioneer_v1_manifest_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_pioneer_v1_manifest_service_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_pioneer_v1_manifest_service_proto_goTypes = []any{
 	(SectionChangeKind)(0),             // 0: pioneer.v1.SectionChangeKind
 	(*GetTurnManifestRequest)(nil),     // 1: pioneer.v1.GetTurnManifestRequest
@@ -1210,49 +1327,55 @@ var file_pioneer_v1_manifest_service_proto_goTypes = []any{
 	(*ListRenderedRoundsRequest)(nil),  // 12: pioneer.v1.ListRenderedRoundsRequest
 	(*RenderedRound)(nil),              // 13: pioneer.v1.RenderedRound
 	(*ListRenderedRoundsResponse)(nil), // 14: pioneer.v1.ListRenderedRoundsResponse
-	(*PromptManifest)(nil),             // 15: pioneer.v1.PromptManifest
-	(TurnStatus)(0),                    // 16: pioneer.v1.TurnStatus
-	(*timestamppb.Timestamp)(nil),      // 17: google.protobuf.Timestamp
-	(SectionStability)(0),              // 18: pioneer.v1.SectionStability
-	(*PromptDiagnostic)(nil),           // 19: pioneer.v1.PromptDiagnostic
-	(*CompiledPromptPayload)(nil),      // 20: pioneer.v1.CompiledPromptPayload
-	(*HistoryDecisionReport)(nil),      // 21: pioneer.v1.HistoryDecisionReport
-	(*ChatMessage)(nil),                // 22: pioneer.v1.ChatMessage
+	(*ListRoundUsageRequest)(nil),      // 15: pioneer.v1.ListRoundUsageRequest
+	(*ListRoundUsageResponse)(nil),     // 16: pioneer.v1.ListRoundUsageResponse
+	(*PromptManifest)(nil),             // 17: pioneer.v1.PromptManifest
+	(TurnStatus)(0),                    // 18: pioneer.v1.TurnStatus
+	(*timestamppb.Timestamp)(nil),      // 19: google.protobuf.Timestamp
+	(SectionStability)(0),              // 20: pioneer.v1.SectionStability
+	(*PromptDiagnostic)(nil),           // 21: pioneer.v1.PromptDiagnostic
+	(*CompiledPromptPayload)(nil),      // 22: pioneer.v1.CompiledPromptPayload
+	(*HistoryDecisionReport)(nil),      // 23: pioneer.v1.HistoryDecisionReport
+	(*ChatMessage)(nil),                // 24: pioneer.v1.ChatMessage
+	(*RoundUsage)(nil),                 // 25: pioneer.v1.RoundUsage
 }
 var file_pioneer_v1_manifest_service_proto_depIdxs = []int32{
-	15, // 0: pioneer.v1.GetTurnManifestResponse.manifest:type_name -> pioneer.v1.PromptManifest
-	16, // 1: pioneer.v1.GetTurnManifestResponse.status:type_name -> pioneer.v1.TurnStatus
-	15, // 2: pioneer.v1.ManifestEvent.manifest:type_name -> pioneer.v1.PromptManifest
-	17, // 3: pioneer.v1.ManifestEvent.create_time:type_name -> google.protobuf.Timestamp
-	17, // 4: pioneer.v1.Heartbeat.time:type_name -> google.protobuf.Timestamp
+	17, // 0: pioneer.v1.GetTurnManifestResponse.manifest:type_name -> pioneer.v1.PromptManifest
+	18, // 1: pioneer.v1.GetTurnManifestResponse.status:type_name -> pioneer.v1.TurnStatus
+	17, // 2: pioneer.v1.ManifestEvent.manifest:type_name -> pioneer.v1.PromptManifest
+	19, // 3: pioneer.v1.ManifestEvent.create_time:type_name -> google.protobuf.Timestamp
+	19, // 4: pioneer.v1.Heartbeat.time:type_name -> google.protobuf.Timestamp
 	4,  // 5: pioneer.v1.WatchManifestsResponse.event:type_name -> pioneer.v1.ManifestEvent
 	5,  // 6: pioneer.v1.WatchManifestsResponse.heartbeat:type_name -> pioneer.v1.Heartbeat
 	8,  // 7: pioneer.v1.ManifestRef.turn:type_name -> pioneer.v1.TurnRef
-	15, // 8: pioneer.v1.ManifestRef.manifest:type_name -> pioneer.v1.PromptManifest
+	17, // 8: pioneer.v1.ManifestRef.manifest:type_name -> pioneer.v1.PromptManifest
 	7,  // 9: pioneer.v1.DiffManifestsRequest.base:type_name -> pioneer.v1.ManifestRef
 	7,  // 10: pioneer.v1.DiffManifestsRequest.target:type_name -> pioneer.v1.ManifestRef
 	0,  // 11: pioneer.v1.SectionChange.kind:type_name -> pioneer.v1.SectionChangeKind
-	18, // 12: pioneer.v1.SectionChange.stability:type_name -> pioneer.v1.SectionStability
+	20, // 12: pioneer.v1.SectionChange.stability:type_name -> pioneer.v1.SectionStability
 	10, // 13: pioneer.v1.DiffManifestsResponse.changes:type_name -> pioneer.v1.SectionChange
-	19, // 14: pioneer.v1.DiffManifestsResponse.new_diagnostics:type_name -> pioneer.v1.PromptDiagnostic
-	17, // 15: pioneer.v1.RenderedRound.create_time:type_name -> google.protobuf.Timestamp
-	20, // 16: pioneer.v1.RenderedRound.compiled_prompt:type_name -> pioneer.v1.CompiledPromptPayload
-	21, // 17: pioneer.v1.RenderedRound.history_report:type_name -> pioneer.v1.HistoryDecisionReport
-	22, // 18: pioneer.v1.RenderedRound.messages:type_name -> pioneer.v1.ChatMessage
+	21, // 14: pioneer.v1.DiffManifestsResponse.new_diagnostics:type_name -> pioneer.v1.PromptDiagnostic
+	19, // 15: pioneer.v1.RenderedRound.create_time:type_name -> google.protobuf.Timestamp
+	22, // 16: pioneer.v1.RenderedRound.compiled_prompt:type_name -> pioneer.v1.CompiledPromptPayload
+	23, // 17: pioneer.v1.RenderedRound.history_report:type_name -> pioneer.v1.HistoryDecisionReport
+	24, // 18: pioneer.v1.RenderedRound.messages:type_name -> pioneer.v1.ChatMessage
 	13, // 19: pioneer.v1.ListRenderedRoundsResponse.rounds:type_name -> pioneer.v1.RenderedRound
-	1,  // 20: pioneer.v1.ManifestService.GetTurnManifest:input_type -> pioneer.v1.GetTurnManifestRequest
-	3,  // 21: pioneer.v1.ManifestService.WatchManifests:input_type -> pioneer.v1.WatchManifestsRequest
-	9,  // 22: pioneer.v1.ManifestService.DiffManifests:input_type -> pioneer.v1.DiffManifestsRequest
-	12, // 23: pioneer.v1.ManifestService.ListRenderedRounds:input_type -> pioneer.v1.ListRenderedRoundsRequest
-	2,  // 24: pioneer.v1.ManifestService.GetTurnManifest:output_type -> pioneer.v1.GetTurnManifestResponse
-	6,  // 25: pioneer.v1.ManifestService.WatchManifests:output_type -> pioneer.v1.WatchManifestsResponse
-	11, // 26: pioneer.v1.ManifestService.DiffManifests:output_type -> pioneer.v1.DiffManifestsResponse
-	14, // 27: pioneer.v1.ManifestService.ListRenderedRounds:output_type -> pioneer.v1.ListRenderedRoundsResponse
-	24, // [24:28] is the sub-list for method output_type
-	20, // [20:24] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	25, // 20: pioneer.v1.ListRoundUsageResponse.rounds:type_name -> pioneer.v1.RoundUsage
+	1,  // 21: pioneer.v1.ManifestService.GetTurnManifest:input_type -> pioneer.v1.GetTurnManifestRequest
+	3,  // 22: pioneer.v1.ManifestService.WatchManifests:input_type -> pioneer.v1.WatchManifestsRequest
+	9,  // 23: pioneer.v1.ManifestService.DiffManifests:input_type -> pioneer.v1.DiffManifestsRequest
+	12, // 24: pioneer.v1.ManifestService.ListRenderedRounds:input_type -> pioneer.v1.ListRenderedRoundsRequest
+	15, // 25: pioneer.v1.ManifestService.ListRoundUsage:input_type -> pioneer.v1.ListRoundUsageRequest
+	2,  // 26: pioneer.v1.ManifestService.GetTurnManifest:output_type -> pioneer.v1.GetTurnManifestResponse
+	6,  // 27: pioneer.v1.ManifestService.WatchManifests:output_type -> pioneer.v1.WatchManifestsResponse
+	11, // 28: pioneer.v1.ManifestService.DiffManifests:output_type -> pioneer.v1.DiffManifestsResponse
+	14, // 29: pioneer.v1.ManifestService.ListRenderedRounds:output_type -> pioneer.v1.ListRenderedRoundsResponse
+	16, // 30: pioneer.v1.ManifestService.ListRoundUsage:output_type -> pioneer.v1.ListRoundUsageResponse
+	26, // [26:31] is the sub-list for method output_type
+	21, // [21:26] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_manifest_service_proto_init() }
@@ -1263,6 +1386,7 @@ func file_pioneer_v1_manifest_service_proto_init() {
 	file_pioneer_v1_prompt_proto_init()
 	file_pioneer_v1_chat_proto_init()
 	file_pioneer_v1_history_proto_init()
+	file_pioneer_v1_usage_proto_init()
 	file_pioneer_v1_manifest_service_proto_msgTypes[5].OneofWrappers = []any{
 		(*WatchManifestsResponse_Event)(nil),
 		(*WatchManifestsResponse_Heartbeat)(nil),
@@ -1278,7 +1402,7 @@ func file_pioneer_v1_manifest_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pioneer_v1_manifest_service_proto_rawDesc), len(file_pioneer_v1_manifest_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

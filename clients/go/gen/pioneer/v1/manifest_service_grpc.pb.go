@@ -23,6 +23,7 @@ const (
 	ManifestService_WatchManifests_FullMethodName     = "/pioneer.v1.ManifestService/WatchManifests"
 	ManifestService_DiffManifests_FullMethodName      = "/pioneer.v1.ManifestService/DiffManifests"
 	ManifestService_ListRenderedRounds_FullMethodName = "/pioneer.v1.ManifestService/ListRenderedRounds"
+	ManifestService_ListRoundUsage_FullMethodName     = "/pioneer.v1.ManifestService/ListRoundUsage"
 )
 
 // ManifestServiceClient is the client API for ManifestService service.
@@ -67,6 +68,13 @@ type ManifestServiceClient interface {
 	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT. Read only: always safe to retry.
 	ListRenderedRounds(ctx context.Context, in *ListRenderedRoundsRequest, opts ...grpc.CallOption) (*ListRenderedRoundsResponse, error)
+	// The thread's rounds whose usage a loop reported (PrepareTurnRequest and
+	// CompleteTurnRequest previous_round_usage), newest first: per round what
+	// the provider reported against what was expected from its cache, the cost,
+	// and the prefix break. At most page_size rounds (default 50, at most 500).
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+	ListRoundUsage(ctx context.Context, in *ListRoundUsageRequest, opts ...grpc.CallOption) (*ListRoundUsageResponse, error)
 }
 
 type manifestServiceClient struct {
@@ -126,6 +134,16 @@ func (c *manifestServiceClient) ListRenderedRounds(ctx context.Context, in *List
 	return out, nil
 }
 
+func (c *manifestServiceClient) ListRoundUsage(ctx context.Context, in *ListRoundUsageRequest, opts ...grpc.CallOption) (*ListRoundUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRoundUsageResponse)
+	err := c.cc.Invoke(ctx, ManifestService_ListRoundUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ManifestServiceServer is the server API for ManifestService service.
 // All implementations must embed UnimplementedManifestServiceServer
 // for forward compatibility.
@@ -168,6 +186,13 @@ type ManifestServiceServer interface {
 	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT. Read only: always safe to retry.
 	ListRenderedRounds(context.Context, *ListRenderedRoundsRequest) (*ListRenderedRoundsResponse, error)
+	// The thread's rounds whose usage a loop reported (PrepareTurnRequest and
+	// CompleteTurnRequest previous_round_usage), newest first: per round what
+	// the provider reported against what was expected from its cache, the cost,
+	// and the prefix break. At most page_size rounds (default 50, at most 500).
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+	ListRoundUsage(context.Context, *ListRoundUsageRequest) (*ListRoundUsageResponse, error)
 	mustEmbedUnimplementedManifestServiceServer()
 }
 
@@ -189,6 +214,9 @@ func (UnimplementedManifestServiceServer) DiffManifests(context.Context, *DiffMa
 }
 func (UnimplementedManifestServiceServer) ListRenderedRounds(context.Context, *ListRenderedRoundsRequest) (*ListRenderedRoundsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListRenderedRounds not implemented")
+}
+func (UnimplementedManifestServiceServer) ListRoundUsage(context.Context, *ListRoundUsageRequest) (*ListRoundUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRoundUsage not implemented")
 }
 func (UnimplementedManifestServiceServer) mustEmbedUnimplementedManifestServiceServer() {}
 func (UnimplementedManifestServiceServer) testEmbeddedByValue()                         {}
@@ -276,6 +304,24 @@ func _ManifestService_ListRenderedRounds_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ManifestService_ListRoundUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRoundUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ManifestServiceServer).ListRoundUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ManifestService_ListRoundUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ManifestServiceServer).ListRoundUsage(ctx, req.(*ListRoundUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ManifestService_ServiceDesc is the grpc.ServiceDesc for ManifestService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -294,6 +340,10 @@ var ManifestService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListRenderedRounds",
 			Handler:    _ManifestService_ListRenderedRounds_Handler,
+		},
+		{
+			MethodName: "ListRoundUsage",
+			Handler:    _ManifestService_ListRoundUsage_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -317,7 +317,7 @@ type RenderNotice struct {
 	// system_message_moved (Anthropic, Gemini, Bedrock), participant_name_dropped,
 	// reasoning_content_not_sent, trailing_whitespace_trimmed (Anthropic, Bedrock).
 	// Tool results: tool_result_media_moved (Chat Completions),
-	// tool_error_not_marked. Tools: parallel_tool_calls_unsupported (Gemini,
+	// tool_error_in_content (OpenAI Chat, OpenAI Responses, Gemini). Tools: parallel_tool_calls_unsupported (Gemini,
 	// Bedrock), tools_declared_for_history (Anthropic, Bedrock),
 	// tool_choice_none_unsupported (Bedrock). The model (by the model registry):
 	// unknown_model, model_family_mismatch, reasoning_not_sent,

@@ -51,8 +51,23 @@ type PrepareTurnRequest struct {
 	// (the provider body is what the loop sends); the report, the manifest and
 	// the event id are still returned. Without a provider: INVALID_ARGUMENT.
 	ProviderBodyOnly bool `protobuf:"varint,14,opt,name=provider_body_only,json=providerBodyOnly,proto3" json:"provider_body_only,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The usage the provider reported for the body of this turn's previous
+	// round: the latest PrepareTurn of the same thread_id and turn_id before
+	// this request (the loop's `entries_of_response` fills it from the
+	// provider's response). Stored with that round, beside what the server
+	// expected the provider's cache to serve of the body it rendered
+	// (ManifestService.ListRoundUsage reads both back). Unset: nothing is
+	// recorded. A retry that reports the same round again replaces its usage.
+	// Caps: ProviderUsage's (cache_read_input_tokens and
+	// cache_write_input_tokens together at most input_tokens, reasoning at
+	// most output_tokens); past them INVALID_ARGUMENT names the field
+	// (previous_round_usage.cache_read_input_tokens, ...) and nothing is stored.
+	// FAILED_PRECONDITION NO_PREVIOUS_ROUND when the turn has had no round yet
+	// (the first PrepareTurn of a turn reports the turn before's last round on
+	// that turn's CompleteTurn instead).
+	PreviousRoundUsage *ProviderUsage `protobuf:"bytes,15,opt,name=previous_round_usage,json=previousRoundUsage,proto3" json:"previous_round_usage,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *PrepareTurnRequest) Reset() {
@@ -183,6 +198,13 @@ func (x *PrepareTurnRequest) GetProviderBodyOnly() bool {
 	return false
 }
 
+func (x *PrepareTurnRequest) GetPreviousRoundUsage() *ProviderUsage {
+	if x != nil {
+		return x.PreviousRoundUsage
+	}
+	return nil
+}
+
 type PrepareTurnResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Unset when the request asked for provider_body_only.
@@ -284,7 +306,7 @@ var File_pioneer_v1_turn_service_proto protoreflect.FileDescriptor
 const file_pioneer_v1_turn_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1dpioneer/v1/turn_service.proto\x12\n" +
-	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\x1a\x17pioneer/v1/prompt.proto\x1a!pioneer/v1/provider_service.proto\"\x95\x06\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\x1a\x17pioneer/v1/prompt.proto\x1a!pioneer/v1/provider_service.proto\x1a\x16pioneer/v1/usage.proto\"\xe7\x06\n" +
 	"\x12PrepareTurnRequest\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12\x1c\n" +
 	"\aturn_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x06turnId\x12C\n" +
@@ -303,7 +325,8 @@ const file_pioneer_v1_turn_service_proto_rawDesc = "" +
 	"\treasoning\x18\v \x01(\v2\x15.pioneer.v1.ReasoningB\x03\xe0A\x01R\treasoning\x125\n" +
 	"\bprovider\x18\f \x01(\x0e2\x14.pioneer.v1.ProviderB\x03\xe0A\x01R\bprovider\x12E\n" +
 	"\x0erender_options\x18\r \x01(\v2\x19.pioneer.v1.RenderOptionsB\x03\xe0A\x01R\rrenderOptions\x121\n" +
-	"\x12provider_body_only\x18\x0e \x01(\bB\x03\xe0A\x01R\x10providerBodyOnlyB\x16\n" +
+	"\x12provider_body_only\x18\x0e \x01(\bB\x03\xe0A\x01R\x10providerBodyOnly\x12P\n" +
+	"\x14previous_round_usage\x18\x0f \x01(\v2\x19.pioneer.v1.ProviderUsageB\x03\xe0A\x01R\x12previousRoundUsageB\x16\n" +
 	"\x14_parallel_tool_callsB\x0e\n" +
 	"\f_temperatureB\r\n" +
 	"\v_max_tokens\"\x97\x03\n" +
@@ -341,10 +364,11 @@ var file_pioneer_v1_turn_service_proto_goTypes = []any{
 	(*Reasoning)(nil),             // 6: pioneer.v1.Reasoning
 	(Provider)(0),                 // 7: pioneer.v1.Provider
 	(*RenderOptions)(nil),         // 8: pioneer.v1.RenderOptions
-	(*ChatRequest)(nil),           // 9: pioneer.v1.ChatRequest
-	(*HistoryDecisionReport)(nil), // 10: pioneer.v1.HistoryDecisionReport
-	(*PromptManifest)(nil),        // 11: pioneer.v1.PromptManifest
-	(*RenderNotice)(nil),          // 12: pioneer.v1.RenderNotice
+	(*ProviderUsage)(nil),         // 9: pioneer.v1.ProviderUsage
+	(*ChatRequest)(nil),           // 10: pioneer.v1.ChatRequest
+	(*HistoryDecisionReport)(nil), // 11: pioneer.v1.HistoryDecisionReport
+	(*PromptManifest)(nil),        // 12: pioneer.v1.PromptManifest
+	(*RenderNotice)(nil),          // 13: pioneer.v1.RenderNotice
 }
 var file_pioneer_v1_turn_service_proto_depIdxs = []int32{
 	2,  // 0: pioneer.v1.PrepareTurnRequest.new_entries:type_name -> pioneer.v1.ConversationEntry
@@ -354,17 +378,18 @@ var file_pioneer_v1_turn_service_proto_depIdxs = []int32{
 	6,  // 4: pioneer.v1.PrepareTurnRequest.reasoning:type_name -> pioneer.v1.Reasoning
 	7,  // 5: pioneer.v1.PrepareTurnRequest.provider:type_name -> pioneer.v1.Provider
 	8,  // 6: pioneer.v1.PrepareTurnRequest.render_options:type_name -> pioneer.v1.RenderOptions
-	9,  // 7: pioneer.v1.PrepareTurnResponse.chat_request:type_name -> pioneer.v1.ChatRequest
-	10, // 8: pioneer.v1.PrepareTurnResponse.history_report:type_name -> pioneer.v1.HistoryDecisionReport
-	11, // 9: pioneer.v1.PrepareTurnResponse.manifest:type_name -> pioneer.v1.PromptManifest
-	12, // 10: pioneer.v1.PrepareTurnResponse.provider_notices:type_name -> pioneer.v1.RenderNotice
-	0,  // 11: pioneer.v1.TurnService.PrepareTurn:input_type -> pioneer.v1.PrepareTurnRequest
-	1,  // 12: pioneer.v1.TurnService.PrepareTurn:output_type -> pioneer.v1.PrepareTurnResponse
-	12, // [12:13] is the sub-list for method output_type
-	11, // [11:12] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	9,  // 7: pioneer.v1.PrepareTurnRequest.previous_round_usage:type_name -> pioneer.v1.ProviderUsage
+	10, // 8: pioneer.v1.PrepareTurnResponse.chat_request:type_name -> pioneer.v1.ChatRequest
+	11, // 9: pioneer.v1.PrepareTurnResponse.history_report:type_name -> pioneer.v1.HistoryDecisionReport
+	12, // 10: pioneer.v1.PrepareTurnResponse.manifest:type_name -> pioneer.v1.PromptManifest
+	13, // 11: pioneer.v1.PrepareTurnResponse.provider_notices:type_name -> pioneer.v1.RenderNotice
+	0,  // 12: pioneer.v1.TurnService.PrepareTurn:input_type -> pioneer.v1.PrepareTurnRequest
+	1,  // 13: pioneer.v1.TurnService.PrepareTurn:output_type -> pioneer.v1.PrepareTurnResponse
+	13, // [13:14] is the sub-list for method output_type
+	12, // [12:13] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_turn_service_proto_init() }
@@ -376,6 +401,7 @@ func file_pioneer_v1_turn_service_proto_init() {
 	file_pioneer_v1_history_proto_init()
 	file_pioneer_v1_prompt_proto_init()
 	file_pioneer_v1_provider_service_proto_init()
+	file_pioneer_v1_usage_proto_init()
 	file_pioneer_v1_turn_service_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -9,6 +9,7 @@ package pioneerv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -61,7 +62,9 @@ type ProviderUsage struct {
 	// OpenAI Responses: input_tokens_details.cached_tokens. Gemini:
 	// cachedContentTokenCount (0 when left out: its JSON omits zero counts).
 	// Unset when the provider's response did not report it.
-	// Cap: from 0 to input_tokens.
+	// Cap: from 0 to 2,147,483,647.
+	// With cache_write_input_tokens, at most input_tokens (else
+	// INVALID_ARGUMENT naming this field).
 	CacheReadInputTokens *int32 `protobuf:"varint,2,opt,name=cache_read_input_tokens,json=cacheReadInputTokens,proto3,oneof" json:"cache_read_input_tokens,omitempty"`
 	// The part of input_tokens written to the provider's prompt cache (billed
 	// above the uncached price where the provider charges for writes).
@@ -70,7 +73,9 @@ type ProviderUsage struct {
 	// input_tokens_details.cache_write_tokens. Unset for Gemini, whose responses
 	// report no cache writes (an explicit cachedContents cache is made by a call
 	// of its own), and wherever the response leaves the figure out.
-	// Cap: from 0 to input_tokens.
+	// Cap: from 0 to 2,147,483,647.
+	// With cache_read_input_tokens, at most input_tokens (else
+	// INVALID_ARGUMENT naming this field).
 	CacheWriteInputTokens *int32 `protobuf:"varint,3,opt,name=cache_write_input_tokens,json=cacheWriteInputTokens,proto3,oneof" json:"cache_write_input_tokens,omitempty"`
 	// Every output token the provider counted, reasoning included. Anthropic:
 	// output_tokens. Bedrock: outputTokens. OpenAI Chat: completion_tokens.
@@ -83,7 +88,8 @@ type ProviderUsage struct {
 	// completion_tokens_details.reasoning_tokens. OpenAI Responses:
 	// output_tokens_details.reasoning_tokens. Gemini: thoughtsTokenCount.
 	// Unset when the response did not report it (Bedrock never does).
-	// Cap: from 0 to output_tokens.
+	// Cap: from 0 to 2,147,483,647.
+	// At most output_tokens (else INVALID_ARGUMENT naming this field).
 	ReasoningOutputTokens *int32 `protobuf:"varint,5,opt,name=reasoning_output_tokens,json=reasoningOutputTokens,proto3,oneof" json:"reasoning_output_tokens,omitempty"`
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
@@ -154,12 +160,176 @@ func (x *ProviderUsage) GetReasoningOutputTokens() int32 {
 	return 0
 }
 
+// RoundUsage is one PrepareTurn round whose usage a loop reported: what the
+// provider said (reported), against what the server expected the provider's
+// prompt cache to serve of the body it rendered, and what each costs at the
+// model registry's prices. Stored with the round: the same after a restart
+// and on every worker.
+type RoundUsage struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TurnId string                 `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	// The manifest event of the round's compiled prompt (PrepareTurnResponse's
+	// manifest_event_id). Rounds of a turn that compile the same prompt share it;
+	// turn_message_count tells them apart.
+	ManifestEventId int64 `protobuf:"varint,2,opt,name=manifest_event_id,json=manifestEventId,proto3" json:"manifest_event_id,omitempty"`
+	// How many of the turn's own messages the round sent (1 for a first round
+	// of one user message, 3 after a tool call and its result, ...); 0 when the
+	// server that recorded the usage had not prepared the round itself (after a
+	// restart, or on another worker).
+	TurnMessageCount int32 `protobuf:"varint,3,opt,name=turn_message_count,json=turnMessageCount,proto3" json:"turn_message_count,omitempty"`
+	// The provider API the body was rendered for; unset (PROVIDER_UNSPECIFIED)
+	// when the round named none or the server did not prepare it itself.
+	Provider Provider       `protobuf:"varint,4,opt,name=provider,proto3,enum=pioneer.v1.Provider" json:"provider,omitempty"`
+	Model    string         `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
+	Reported *ProviderUsage `protobuf:"bytes,6,opt,name=reported,proto3" json:"reported,omitempty"`
+	// From the body the server rendered, with the provider's caching rules
+	// (the provider cache model of make bench), taking the thread's round
+	// before it as cached. Unset where not known: no provider named, a round
+	// this server did not prepare, or a model without registry prices.
+	ExpectedInputTokens           *int32 `protobuf:"varint,7,opt,name=expected_input_tokens,json=expectedInputTokens,proto3,oneof" json:"expected_input_tokens,omitempty"`
+	ExpectedCacheReadInputTokens  *int32 `protobuf:"varint,8,opt,name=expected_cache_read_input_tokens,json=expectedCacheReadInputTokens,proto3,oneof" json:"expected_cache_read_input_tokens,omitempty"`
+	ExpectedCacheWriteInputTokens *int32 `protobuf:"varint,9,opt,name=expected_cache_write_input_tokens,json=expectedCacheWriteInputTokens,proto3,oneof" json:"expected_cache_write_input_tokens,omitempty"`
+	// Input cost in USD at the registry's prices for the model (input, cache
+	// read, cache write per million tokens): expected from the figures above,
+	// reported from `reported`. Output is not priced. Unset when the model has
+	// no prices in the registry.
+	ExpectedInputCostUsd *float64 `protobuf:"fixed64,10,opt,name=expected_input_cost_usd,json=expectedInputCostUsd,proto3,oneof" json:"expected_input_cost_usd,omitempty"`
+	ReportedInputCostUsd *float64 `protobuf:"fixed64,11,opt,name=reported_input_cost_usd,json=reportedInputCostUsd,proto3,oneof" json:"reported_input_cost_usd,omitempty"`
+	// The round's prefix break against the thread's round before it (as its
+	// history report said); unset when its prefix held or it was not known.
+	PrefixBreak   *PrefixBreak           `protobuf:"bytes,12,opt,name=prefix_break,json=prefixBreak,proto3" json:"prefix_break,omitempty"`
+	ReportTime    *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=report_time,json=reportTime,proto3" json:"report_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RoundUsage) Reset() {
+	*x = RoundUsage{}
+	mi := &file_pioneer_v1_usage_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RoundUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RoundUsage) ProtoMessage() {}
+
+func (x *RoundUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_usage_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RoundUsage.ProtoReflect.Descriptor instead.
+func (*RoundUsage) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_usage_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RoundUsage) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+func (x *RoundUsage) GetManifestEventId() int64 {
+	if x != nil {
+		return x.ManifestEventId
+	}
+	return 0
+}
+
+func (x *RoundUsage) GetTurnMessageCount() int32 {
+	if x != nil {
+		return x.TurnMessageCount
+	}
+	return 0
+}
+
+func (x *RoundUsage) GetProvider() Provider {
+	if x != nil {
+		return x.Provider
+	}
+	return Provider_PROVIDER_UNSPECIFIED
+}
+
+func (x *RoundUsage) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *RoundUsage) GetReported() *ProviderUsage {
+	if x != nil {
+		return x.Reported
+	}
+	return nil
+}
+
+func (x *RoundUsage) GetExpectedInputTokens() int32 {
+	if x != nil && x.ExpectedInputTokens != nil {
+		return *x.ExpectedInputTokens
+	}
+	return 0
+}
+
+func (x *RoundUsage) GetExpectedCacheReadInputTokens() int32 {
+	if x != nil && x.ExpectedCacheReadInputTokens != nil {
+		return *x.ExpectedCacheReadInputTokens
+	}
+	return 0
+}
+
+func (x *RoundUsage) GetExpectedCacheWriteInputTokens() int32 {
+	if x != nil && x.ExpectedCacheWriteInputTokens != nil {
+		return *x.ExpectedCacheWriteInputTokens
+	}
+	return 0
+}
+
+func (x *RoundUsage) GetExpectedInputCostUsd() float64 {
+	if x != nil && x.ExpectedInputCostUsd != nil {
+		return *x.ExpectedInputCostUsd
+	}
+	return 0
+}
+
+func (x *RoundUsage) GetReportedInputCostUsd() float64 {
+	if x != nil && x.ReportedInputCostUsd != nil {
+		return *x.ReportedInputCostUsd
+	}
+	return 0
+}
+
+func (x *RoundUsage) GetPrefixBreak() *PrefixBreak {
+	if x != nil {
+		return x.PrefixBreak
+	}
+	return nil
+}
+
+func (x *RoundUsage) GetReportTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ReportTime
+	}
+	return nil
+}
+
 var File_pioneer_v1_usage_proto protoreflect.FileDescriptor
 
 const file_pioneer_v1_usage_proto_rawDesc = "" +
 	"\n" +
 	"\x16pioneer/v1/usage.proto\x12\n" +
-	"pioneer.v1\"\xe3\x02\n" +
+	"pioneer.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18pioneer/v1/history.proto\x1a!pioneer/v1/provider_service.proto\"\xe3\x02\n" +
 	"\rProviderUsage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x05R\vinputTokens\x12:\n" +
 	"\x17cache_read_input_tokens\x18\x02 \x01(\x05H\x00R\x14cacheReadInputTokens\x88\x01\x01\x12<\n" +
@@ -168,7 +338,29 @@ const file_pioneer_v1_usage_proto_rawDesc = "" +
 	"\x17reasoning_output_tokens\x18\x05 \x01(\x05H\x02R\x15reasoningOutputTokens\x88\x01\x01B\x1a\n" +
 	"\x18_cache_read_input_tokensB\x1b\n" +
 	"\x19_cache_write_input_tokensB\x1a\n" +
-	"\x18_reasoning_output_tokensBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
+	"\x18_reasoning_output_tokens\"\xe1\x06\n" +
+	"\n" +
+	"RoundUsage\x12\x17\n" +
+	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12*\n" +
+	"\x11manifest_event_id\x18\x02 \x01(\x03R\x0fmanifestEventId\x12,\n" +
+	"\x12turn_message_count\x18\x03 \x01(\x05R\x10turnMessageCount\x120\n" +
+	"\bprovider\x18\x04 \x01(\x0e2\x14.pioneer.v1.ProviderR\bprovider\x12\x14\n" +
+	"\x05model\x18\x05 \x01(\tR\x05model\x125\n" +
+	"\breported\x18\x06 \x01(\v2\x19.pioneer.v1.ProviderUsageR\breported\x127\n" +
+	"\x15expected_input_tokens\x18\a \x01(\x05H\x00R\x13expectedInputTokens\x88\x01\x01\x12K\n" +
+	" expected_cache_read_input_tokens\x18\b \x01(\x05H\x01R\x1cexpectedCacheReadInputTokens\x88\x01\x01\x12M\n" +
+	"!expected_cache_write_input_tokens\x18\t \x01(\x05H\x02R\x1dexpectedCacheWriteInputTokens\x88\x01\x01\x12:\n" +
+	"\x17expected_input_cost_usd\x18\n" +
+	" \x01(\x01H\x03R\x14expectedInputCostUsd\x88\x01\x01\x12:\n" +
+	"\x17reported_input_cost_usd\x18\v \x01(\x01H\x04R\x14reportedInputCostUsd\x88\x01\x01\x12:\n" +
+	"\fprefix_break\x18\f \x01(\v2\x17.pioneer.v1.PrefixBreakR\vprefixBreak\x12;\n" +
+	"\vreport_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"reportTimeB\x18\n" +
+	"\x16_expected_input_tokensB#\n" +
+	"!_expected_cache_read_input_tokensB$\n" +
+	"\"_expected_cache_write_input_tokensB\x1a\n" +
+	"\x18_expected_input_cost_usdB\x1a\n" +
+	"\x18_reported_input_cost_usdBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
 
 var (
 	file_pioneer_v1_usage_proto_rawDescOnce sync.Once
@@ -182,16 +374,24 @@ func file_pioneer_v1_usage_proto_rawDescGZIP() []byte {
 	return file_pioneer_v1_usage_proto_rawDescData
 }
 
-var file_pioneer_v1_usage_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_pioneer_v1_usage_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_pioneer_v1_usage_proto_goTypes = []any{
-	(*ProviderUsage)(nil), // 0: pioneer.v1.ProviderUsage
+	(*ProviderUsage)(nil),         // 0: pioneer.v1.ProviderUsage
+	(*RoundUsage)(nil),            // 1: pioneer.v1.RoundUsage
+	(Provider)(0),                 // 2: pioneer.v1.Provider
+	(*PrefixBreak)(nil),           // 3: pioneer.v1.PrefixBreak
+	(*timestamppb.Timestamp)(nil), // 4: google.protobuf.Timestamp
 }
 var file_pioneer_v1_usage_proto_depIdxs = []int32{
-	0, // [0:0] is the sub-list for method output_type
-	0, // [0:0] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	2, // 0: pioneer.v1.RoundUsage.provider:type_name -> pioneer.v1.Provider
+	0, // 1: pioneer.v1.RoundUsage.reported:type_name -> pioneer.v1.ProviderUsage
+	3, // 2: pioneer.v1.RoundUsage.prefix_break:type_name -> pioneer.v1.PrefixBreak
+	4, // 3: pioneer.v1.RoundUsage.report_time:type_name -> google.protobuf.Timestamp
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_usage_proto_init() }
@@ -199,14 +399,17 @@ func file_pioneer_v1_usage_proto_init() {
 	if File_pioneer_v1_usage_proto != nil {
 		return
 	}
+	file_pioneer_v1_history_proto_init()
+	file_pioneer_v1_provider_service_proto_init()
 	file_pioneer_v1_usage_proto_msgTypes[0].OneofWrappers = []any{}
+	file_pioneer_v1_usage_proto_msgTypes[1].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pioneer_v1_usage_proto_rawDesc), len(file_pioneer_v1_usage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   1,
+			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,7 +1,7 @@
 """Amazon Bedrock Converse: exact paths, blocks, notices and refusals of the renderer.
 
 Each body here is also checked against the SDK's request types and Converse's
-conversation rules (tests/providers/test_bedrock.py).
+conversation rules (tests/providers/bedrock/conformance.py).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from pioneer_grpc.providers.conversation import Notice
 from pioneer_grpc.providers.prefix import render_prefix
 from pioneer_grpc.providers.render import render_after
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
+from tests.providers.bedrock.conformance import bedrock_strict, check_types
 from tests.providers.cases import PDF, PNG, build, dynamic_text, stable_text
-from tests.providers.test_bedrock import bedrock_strict, check_types
 
 BEDROCK = provider_service_pb2.PROVIDER_AMAZON_BEDROCK_CONVERSE
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"

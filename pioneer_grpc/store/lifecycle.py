@@ -1,0 +1,133 @@
+"""Dropping what a thread holds: an open turn (AbandonTurn) or the whole thread (DeleteThread).
+
+Each runs in one transaction that first writes the thread's row: on PostgreSQL the row lock
+orders it with appends and rounds of the thread (each writes that row first), on SQLite the
+first statement being a write takes the write lock before any read. Every row is deleted
+explicitly, children first: SQLite's foreign keys are not enforced, and the events, kept
+rounds and round usage have none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.engine import Connection
+
+from pioneer_grpc import reasons
+from pioneer_grpc.errors import FailedPrecondition
+from pioneer_grpc.store.clock import now
+from pioneer_grpc.store.models import (
+    EntryCountRow,
+    EntryRow,
+    ManifestEventRow,
+    SummaryCountRow,
+    SummaryRow,
+    ThreadRow,
+    ToolCallRow,
+    TurnRow,
+)
+from pioneer_grpc.store.rendered_rounds import RenderedRoundRow
+from pioneer_grpc.store.round_usage import RoundUsageRow
+from pioneer_grpc.store.threads import thread_not_found, turn_not_found
+from pioneer_grpc.v1 import history_pb2
+
+COMPLETED = history_pb2.TURN_STATUS_COMPLETED
+
+# Every table a thread's rows live in, children first, with how its rows of a thread are
+# named: tests/store/test_delete_thread.py checks a deleted thread leaves none in any table
+# of the schema, so a table added without a line here fails it.
+THREAD_ROWS: dict[str, Any] = {
+    "entry_token_counts": lambda t: EntryCountRow.entry_sequence.in_(
+        select(EntryRow.id).where(EntryRow.thread_id == t)
+    ),
+    "summary_token_counts": lambda t: SummaryCountRow.summary_id.in_(
+        select(SummaryRow.id).where(SummaryRow.thread_id == t)
+    ),
+    "tool_calls": lambda t: ToolCallRow.thread_id == t,
+    "conversation_entries": lambda t: EntryRow.thread_id == t,
+    "thread_summaries": lambda t: SummaryRow.thread_id == t,
+    "manifest_events": lambda t: ManifestEventRow.thread_id == t,
+    "rendered_rounds": lambda t: RenderedRoundRow.thread_id == t,
+    "round_usage": lambda t: RoundUsageRow.thread_id == t,
+    "turns": lambda t: TurnRow.thread_id == t,
+    "threads": lambda t: ThreadRow.thread_id == t,
+}
+_MODELS: dict[str, Any] = {
+    "entry_token_counts": EntryCountRow,
+    "summary_token_counts": SummaryCountRow,
+    "tool_calls": ToolCallRow,
+    "conversation_entries": EntryRow,
+    "thread_summaries": SummaryRow,
+    "manifest_events": ManifestEventRow,
+    "rendered_rounds": RenderedRoundRow,
+    "round_usage": RoundUsageRow,
+    "turns": TurnRow,
+    "threads": ThreadRow,
+}
+
+
+def _touch(conn: Connection, thread_id: str) -> bool:
+    """Writes the thread's row (the lock); whether it exists."""
+    touched = conn.execute(update(ThreadRow).where(ThreadRow.thread_id == thread_id).values(updated_at=now()))
+    return bool(touched.rowcount)
+
+
+def delete_thread_in(conn: Connection, thread_id: str) -> bool:
+    """Deletes the thread and every row stored for it; whether it existed."""
+    if not _touch(conn, thread_id):
+        return False
+    for table, where in THREAD_ROWS.items():
+        conn.execute(delete(_MODELS[table]).where(where(thread_id)))
+    return True
+
+
+def abandon_turn_in(conn: Connection, thread_id: str, turn_id: str, allow_missing: bool) -> int | None:
+    """Drops the open turn: its entries (their calls and counts), its row with its manifest, its
+    events and kept rounds; the thread's open counts follow. How many entries it had; None when
+    the turn does not exist and `allow_missing`."""
+    if not _touch(conn, thread_id):
+        raise thread_not_found(thread_id)
+    status = conn.execute(
+        select(TurnRow.status).where(TurnRow.thread_id == thread_id, TurnRow.turn_id == turn_id)
+    ).scalar()
+    if status is None:
+        if allow_missing:
+            return None
+        raise turn_not_found(thread_id, turn_id)
+    if status == COMPLETED:
+        raise FailedPrecondition(
+            f"turn {turn_id!r} of thread {thread_id!r} is completed: it is history, never dropped",
+            reason=reasons.TURN_COMPLETED,
+            metadata={"thread_id": thread_id, "turn_id": turn_id},
+        )
+    of_turn = (EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
+    entry_ids = select(EntryRow.entry_id).where(*of_turn)
+    conn.execute(
+        delete(EntryCountRow).where(EntryCountRow.entry_sequence.in_(select(EntryRow.id).where(*of_turn)))
+    )
+    conn.execute(
+        delete(ToolCallRow).where(ToolCallRow.thread_id == thread_id, ToolCallRow.entry_id.in_(entry_ids))
+    )
+    dropped = conn.execute(delete(EntryRow).where(*of_turn)).rowcount
+    conn.execute(
+        delete(ManifestEventRow).where(
+            ManifestEventRow.thread_id == thread_id, ManifestEventRow.turn_id == turn_id
+        )
+    )
+    conn.execute(
+        delete(RenderedRoundRow).where(
+            RenderedRoundRow.thread_id == thread_id, RenderedRoundRow.turn_id == turn_id
+        )
+    )
+    conn.execute(
+        delete(RoundUsageRow).where(RoundUsageRow.thread_id == thread_id, RoundUsageRow.turn_id == turn_id)
+    )
+    conn.execute(delete(TurnRow).where(TurnRow.thread_id == thread_id, TurnRow.turn_id == turn_id))
+    if dropped:
+        conn.execute(
+            update(ThreadRow)
+            .where(ThreadRow.thread_id == thread_id)
+            .values(open_entries=ThreadRow.open_entries - dropped, open_turns=ThreadRow.open_turns - 1)
+        )
+    return int(dropped)
