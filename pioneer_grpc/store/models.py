@@ -6,7 +6,7 @@ autoincrement, so it orders a thread's entries without a per-thread counter.
 
 Every thread belongs to one tenant, and a thread id is unique within its tenant
 only: `tenant` is in the key of the thread table and of every table keyed by
-thread, and in their foreign keys (migration 0015), so a distributed PostgreSQL can
+thread, and in their foreign keys (migration 0018), so a distributed PostgreSQL can
 place a tenant's rows together by it (docs/scaling.md). It follows the thread id:
 a thread's rows are found by its id first, as before.
 """

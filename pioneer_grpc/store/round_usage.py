@@ -13,7 +13,7 @@ from sqlalchemy import BigInteger, DateTime, Float, Index, Integer, String, dele
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapped, mapped_column
 
-from pioneer_grpc.store.models import Base, Id
+from pioneer_grpc.store.models import Base, Id, tenant_column
 from pioneer_grpc.store.port import RoundUsageRecord
 
 
@@ -26,6 +26,7 @@ class RoundUsageRow(Base):
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     thread_id: Mapped[str] = mapped_column(String(200))
+    tenant: Mapped[str] = tenant_column()
     turn_id: Mapped[str] = mapped_column(String(200))
     manifest_event_id: Mapped[int] = mapped_column(BigInteger)
     turn_message_count: Mapped[int] = mapped_column(Integer)

@@ -1,12 +1,13 @@
 """Every table that holds a thread id holds its tenant, and every key or foreign key that names
 the thread names the tenant too: a table added later keyed by thread without its tenant fails
-here (docs/scaling.md, migration 0015)."""
+here (docs/scaling.md, migration 0018)."""
 
 from __future__ import annotations
 
 from sqlalchemy import ForeignKeyConstraint, PrimaryKeyConstraint, UniqueConstraint
 
 import pioneer_grpc.store.rendered_rounds  # noqa: F401  (its table joins the metadata)
+import pioneer_grpc.store.round_usage  # noqa: F401
 from pioneer_grpc.store.models import Base
 
 
@@ -24,6 +25,7 @@ def test_every_table_holding_a_thread_id_holds_its_tenant():
         "thread_summaries",
         "manifest_events",
         "rendered_rounds",
+        "round_usage",
     }
     missing = [t.name for t in tables if "tenant" not in t.columns]
     assert missing == []

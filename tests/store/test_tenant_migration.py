@@ -1,4 +1,4 @@
-"""Migration 0015 on a database holding threads: every row stays, each the default tenant's, and
+"""Migration 0018 on a database holding threads: every row stays, each the default tenant's, and
 afterwards two tenants may each hold a thread of the same id (SQLite with its foreign keys on,
 as the server opens it, and PostgreSQL)."""
 
@@ -24,6 +24,11 @@ _ENTRY = (
     "tool_call_id, name, artifact_refs_json, content_hash, token_count, tokenizer, completed, created_at) "
     "VALUES (:t, :e, 'u1', 1, 'x', '[]', '', '', '[]', 'h', 1, 'cl100k_base', true, :now)"
 )
+_USAGE = (
+    "INSERT INTO round_usage (thread_id, turn_id, manifest_event_id, turn_message_count, provider, model, "
+    "input_tokens, output_tokens, break_cause, break_detail, break_tokens_invalidated, break_tokens_kept, "
+    "reported_at) VALUES (:t, 'u1', 1, 1, 1, 'm', 10, 1, 0, '', 0, 0, :now)"
+)
 _SEEDED = [
     _THREAD,
     "INSERT INTO turns (thread_id, turn_id, status, created_at, updated_at) VALUES (:t, 'u1', 1, :now, :now)",
@@ -34,6 +39,7 @@ _SEEDED = [
     "INSERT INTO manifest_events (thread_id, turn_id, manifest_pb, created_at) VALUES (:t, 'u1', :pb, :now)",
     "INSERT INTO rendered_rounds (thread_id, turn_id, round, manifest_event_id, created_at, kept_bytes, "
     "round_pb) VALUES (:t, 'u1', 1, 1, :now, 1, :pb)",
+    _USAGE,
 ]
 _TABLES = (
     "threads",
@@ -43,6 +49,7 @@ _TABLES = (
     "thread_summaries",
     "manifest_events",
     "rendered_rounds",
+    "round_usage",
 )
 
 
@@ -50,7 +57,7 @@ async def test_existing_threads_become_the_default_tenants(empty_database_url):
     engine = create_engine(empty_database_url)
     try:
         async with engine.begin() as conn:
-            await conn.run_sync(_alembic, "0014_compaction_marks")
+            await conn.run_sync(_alembic, "0017_entry_is_error")
             for thread in ("t-1", "t-2"):
                 params = {"t": thread, "e": f"{thread}-e1", "now": MOMENT, "pb": b"\x01"}
                 for statement in _SEEDED:
@@ -61,11 +68,14 @@ async def test_existing_threads_become_the_default_tenants(empty_database_url):
                     "SELECT id, 'o200k_base', 7 FROM conversation_entries"
                 )
             )
+            await conn.execute(text("UPDATE conversation_entries SET is_error = true WHERE thread_id = 't-1'"))
             await conn.run_sync(_alembic, "head")
         async with engine.begin() as conn:
             for table in _TABLES:
                 found = (await conn.execute(text(f"SELECT tenant, thread_id FROM {table} ORDER BY 2"))).all()
                 assert [tuple(row) for row in found] == [("default", "t-1"), ("default", "t-2")], table
+            failed = await conn.execute(text("SELECT thread_id, is_error FROM conversation_entries ORDER BY 1"))
+            assert [tuple(row) for row in failed] == [("t-1", True), ("t-2", False)]
             counts = (await conn.execute(text("SELECT count(*) FROM entry_token_counts"))).scalar_one()
             assert counts == 2
             # Another tenant's thread of the same id, with its own entry of the same id.

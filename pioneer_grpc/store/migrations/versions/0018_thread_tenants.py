@@ -8,15 +8,15 @@ PostgreSQL alters the tables in place. SQLite cannot change a key in place: the
 tables are copied into new ones and swapped, the children dropped before their
 parents so that no ON DELETE CASCADE fires (foreign keys stay on).
 
-Revision ID: 0015_thread_tenants
-Revises: 0014_compaction_marks
+Revision ID: 0018_thread_tenants
+Revises: 0017_entry_is_error
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0015_thread_tenants"
-down_revision = "0014_compaction_marks"
+revision = "0018_thread_tenants"
+down_revision = "0017_entry_is_error"
 
 DEFAULT_TENANT = "default"
 
@@ -30,7 +30,7 @@ _KEYED_BY_THREAD: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None
 }
 _CHILDREN = ("turns", "conversation_entries", "tool_calls", "thread_summaries")
 # Tables with a thread id and no foreign key: a column only.
-_UNLINKED = ("manifest_events", "rendered_rounds")
+_UNLINKED = ("manifest_events", "rendered_rounds", "round_usage")
 # The indexes of the tables SQLite rebuilds, made again as they were.
 _INDEXES: dict[str, dict[str, tuple[str, ...]]] = {
     "threads": {"ix_threads_created_at": ("created_at", "thread_id")},
@@ -90,7 +90,7 @@ def _upgrade_by_copy() -> None:
     old = sa.MetaData()
     old.reflect(bind, only=[*_KEYED_BY_THREAD, *_COUNTS])
     new = sa.MetaData()
-    renamed = {name: f"{name}_0015" for name in (*_KEYED_BY_THREAD, *_COUNTS)}
+    renamed = {name: f"{name}_0018" for name in (*_KEYED_BY_THREAD, *_COUNTS)}
     for name in (*_KEYED_BY_THREAD, *_COUNTS):
         _copy_shape(old.tables[name], new, name, renamed)
     new.create_all(bind)
@@ -142,4 +142,4 @@ def _copy_shape(table: sa.Table, into: sa.MetaData, name: str, renamed: dict[str
 
 
 def downgrade() -> None:
-    raise NotImplementedError("0015 is not reversed: thread ids of two tenants may collide")
+    raise NotImplementedError("0018 is not reversed: thread ids of two tenants may collide")
