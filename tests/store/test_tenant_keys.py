@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from sqlalchemy import ForeignKeyConstraint, PrimaryKeyConstraint, UniqueConstraint
 
-import pioneer_grpc.store.rendered_rounds  # noqa: F401  (its table joins the metadata)
-import pioneer_grpc.store.round_usage  # noqa: F401
 from pioneer_grpc.store.models import Base
 
 

@@ -68,13 +68,16 @@ async def test_existing_threads_become_the_default_tenants(empty_database_url):
                     "SELECT id, 'o200k_base', 7 FROM conversation_entries"
                 )
             )
-            await conn.execute(text("UPDATE conversation_entries SET is_error = true WHERE thread_id = 't-1'"))
+            failing = "UPDATE conversation_entries SET is_error = true WHERE thread_id = 't-1'"
+            await conn.execute(text(failing))
             await conn.run_sync(_alembic, "head")
         async with engine.begin() as conn:
             for table in _TABLES:
                 found = (await conn.execute(text(f"SELECT tenant, thread_id FROM {table} ORDER BY 2"))).all()
                 assert [tuple(row) for row in found] == [("default", "t-1"), ("default", "t-2")], table
-            failed = await conn.execute(text("SELECT thread_id, is_error FROM conversation_entries ORDER BY 1"))
+            failed = await conn.execute(
+                text("SELECT thread_id, is_error FROM conversation_entries ORDER BY 1")
+            )
             assert [tuple(row) for row in failed] == [("t-1", True), ("t-2", False)]
             counts = (await conn.execute(text("SELECT count(*) FROM entry_token_counts"))).scalar_one()
             assert counts == 2

@@ -35,7 +35,7 @@ from pioneer_grpc.server.errors import domain_error_of, internal_rpc_status, rpc
 from pioneer_grpc.server.logs import REQUEST_ID, REQUEST_ID_HEADER, request_id_from
 from pioneer_grpc.server.web.details import readable_detail
 from pioneer_grpc.telemetry import SpanScope, Telemetry
-from pioneer_grpc.tenants import CALLER, Authority
+from pioneer_grpc.tenants import CALLER, TENANT_HEADER, Authority, acting, current_caller
 
 access_log = logging.getLogger("pioneer_grpc.access")
 _PROPAGATOR = TraceContextTextMapPropagator()
@@ -99,6 +99,10 @@ class EdgeInterceptor:
             if rejection is not None:
                 self._end(call, rejection)
                 raise rejection
+        rejection = _acting(ctx)
+        if rejection is not None:
+            self._end(call, rejection)
+            raise rejection
         return call
 
     @staticmethod
@@ -287,3 +291,17 @@ class _GrpcContext:
         callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             callback(self)
+
+
+def _acting(ctx: RequestContext[Any, Any]) -> ConnectError | None:
+    """The tenant the call acts in (TENANT_HEADER), as on gRPC (server/interceptors.py TenantInterceptor)."""
+    named: Sequence[str] = ctx.request_headers.getall(TENANT_HEADER)
+    if not named:
+        return None
+    try:
+        if len(named) > 1:
+            raise errors.InvalidArgument.field(TENANT_HEADER, "must be sent once")
+        CALLER.set(acting(current_caller(), named[0]))
+    except errors.PioneerError as exc:
+        return connect_error(rpc_status_of(exc))
+    return None
