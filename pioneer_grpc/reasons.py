@@ -50,6 +50,9 @@ OBSERVER_TOO_SLOW = "OBSERVER_TOO_SLOW"
 TOO_MANY_CONNECTIONS = "TOO_MANY_CONNECTIONS"
 # The tenant's requests per second (tenants file) are used up: RetryInfo says when to retry.
 TENANT_RATE_LIMITED = "TENANT_RATE_LIMITED"
+# The tenant holds as many threads, or as many bytes of entries, as the tenants file allows (a
+# QuotaFailure and the metadata give the cap and what is held).
+TENANT_QUOTA_EXCEEDED = "TENANT_QUOTA_EXCEEDED"
 
 # UNAVAILABLE
 SHUTTING_DOWN = "SHUTTING_DOWN"

@@ -464,6 +464,7 @@ async def _start(
     authority = Authority.of(config.token, config.tenants_file)
     if authority is not None:
         interceptors.append(AuthInterceptor(authority))
+        ctx.quota_of = authority.quota_of
     interceptors.append(TenantInterceptor())
     server = grpc.aio.server(
         interceptors=interceptors,

@@ -25,7 +25,7 @@ from pioneer_grpc.service.recent_rounds import RecentRounds
 from pioneer_grpc.service.token_fit import SeenModels
 from pioneer_grpc.store.port import Store
 from pioneer_grpc.telemetry import Telemetry
-from pioneer_grpc.tenants import current_caller
+from pioneer_grpc.tenants import Quota, current_caller
 
 
 @dataclass
@@ -54,6 +54,8 @@ class ServiceContext:
     token_counter: ProviderTokenCounter | None = None
     # Spans and metrics; inert unless the server was started with them.
     telemetry: Telemetry = field(default_factory=Telemetry)
+    # Each tenant's caps on threads and stored bytes (the tenants file in effect; None: no cap).
+    quota_of: Callable[[str], Quota | None] = lambda tenant: None
     # Run in reverse order when the server stops (after RPCs drained).
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 

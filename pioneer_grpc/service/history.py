@@ -42,7 +42,7 @@ from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
 from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, count_blocking
 from pioneer_grpc.models.attachments import attachment_tokens
 from pioneer_grpc.models.registry import Registry
-from pioneer_grpc.service import round_usage, token_fit
+from pioneer_grpc.service import quotas, round_usage, token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.history_load import LoadAnswer, blocking, load_history, load_history_result
 from pioneer_grpc.service.tenancy import thread_key
@@ -141,7 +141,9 @@ async def create_thread(
             *_settings_violations(resolved),
         ]
     )
-    thread = await ctx.store.threads.create(thread_id or f"thr_{uuid.uuid4().hex}", resolved)
+    thread_id = thread_id or f"thr_{uuid.uuid4().hex}"
+    await quotas.check_new_thread(ctx, thread_id)
+    thread = await ctx.store.threads.create(thread_id, resolved)
     ctx.seen_models.put(thread_key(thread.thread_id), thread.config.model)
     return thread
 
@@ -281,6 +283,7 @@ async def append_entries(
         "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
     ):
         content = await blocking(lambda: _checked_content(thread_id, entries, prefix), off_loop=not small)
+        await quotas.check_stored(ctx, thread_id, entries)
         if content:
             # Refused anyway: read the thread's calls too, so every violation is named at once.
             stored = await ctx.store.entries.stored_calls(thread_id, entries)

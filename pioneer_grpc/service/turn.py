@@ -59,7 +59,15 @@ from pioneer_grpc.providers.prefix import cut_prefix, extend_prefix, render_pref
 from pioneer_grpc.providers.render import RenderedBody, RenderedRequest, render_after
 from pioneer_grpc.providers.validate import tool_rule_violations
 from pioneer_grpc.remembered import Remembered
-from pioneer_grpc.service import history_load, observe, prefix_breaks, rendered_rounds, round_usage, token_fit
+from pioneer_grpc.service import (
+    history_load,
+    observe,
+    prefix_breaks,
+    quotas,
+    rendered_rounds,
+    round_usage,
+    token_fit,
+)
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.ending import to_the_end
 from pioneer_grpc.service.load_cache import CachedLoad
@@ -608,6 +616,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     if usage is not None:  # checked before anything is stored
         InvalidArgument.raise_if(round_usage.usage_violations(usage, "previous_round_usage"))
         await round_usage.turn_has_round(ctx, request.thread_id, request.turn_id)
+    await quotas.check_stored(ctx, request.thread_id, request.new_entries)
     small = request.ByteSize() <= _ON_LOOP_REQUEST_BYTES
     # A request at its caps is megabytes to check, hash and count: off the event loop.
     before = await history_load.blocking(

@@ -185,6 +185,17 @@ def entry_values(thread_id: str, new: NewEntry, tokenizer: str, moment: datetime
     }
 
 
+def stored_bytes(values: dict[str, Any]) -> int:
+    """The bytes an entry's row holds that a tenant's cap counts (content, tool calls, reasoning,
+    parts): what `STORED_BYTES` sums in SQL, from `entry_values`' row."""
+    return (
+        len(values["content"].encode())
+        + len(values["tool_calls_json"].encode())
+        + len((values["reasoning_content"] or "").encode())
+        + len(values["content_parts_pb"] or b"")
+    )
+
+
 def held_entry(row: Any) -> history_pb2.ConversationEntry:
     """A row selected with HELD_COLUMNS as the entry a repeat is checked against: its client fields
     (as a load reads them, with its reasoning)."""

@@ -30,6 +30,7 @@ from pioneer_grpc.store.entries import (
     entry_values,
     held_entry,
     loaded_entry,
+    stored_bytes,
     turn_completed,
 )
 from pioneer_grpc.store.manifests import new_event
@@ -502,6 +503,9 @@ class _Part:
 
 
 class _Threads(_Part):
+    async def tenant_usage(self) -> tuple[int, int]:
+        return len(self.t.threads), sum(stored_bytes(vars(row)) for row in self.t.entries.values())
+
     async def delete(self, thread_id: str) -> bool:
         async with self.s._lock:
             return self.s.delete(thread_id)

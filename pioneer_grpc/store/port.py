@@ -466,6 +466,11 @@ class Threads(Protocol):
         Its id may be created again from scratch."""
         ...
 
+    async def tenant_usage(self) -> tuple[int, int]:
+        """The view's tenant's threads, and the bytes its entries hold that a cap counts
+        (store/entries.py `stored_bytes`): what the tenants file's caps are checked against."""
+        ...
+
 
 class Entries(Protocol):
     async def append(self, batch: AppendBatch) -> AppendOutcome | Recount: ...

@@ -394,6 +394,13 @@ class _Threads(_Part):
         found = await _transact(self.runner, lambda conn: work(conn))
         return Conflict() if found is None else thread_store.thread_message(*found)
 
+    async def tenant_usage(self) -> tuple[int, int]:
+        tenant = self.tenant
+        found: tuple[int, int] = await self.runner.read(
+            lambda conn: thread_store.tenant_usage_in(conn, tenant)
+        )
+        return found
+
     async def delete(self, thread_id: str) -> bool:
         deleted: bool = await _transact(
             self.runner, partial(lifecycle.delete_thread_in, tenant=self.tenant, thread_id=thread_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import LargeBinary, bindparam, cast, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
@@ -148,6 +148,25 @@ def mark_compaction_in(conn: Connection, tenant: str, thread_id: str, failed_seq
         update(ThreadRow).where(_BY_ID).values(compaction_failed_sequence=bindparam("b_failed")),
         {"b_thread_id": thread_id, "b_tenant": tenant, "b_failed": failed_sequence},
     )
+
+
+def tenant_usage_in(conn: Connection, tenant: str) -> tuple[int, int]:
+    """The tenant's threads, and the bytes of its entries a cap counts (entries.stored_bytes)."""
+    threads = conn.execute(select(func.count()).select_from(ThreadRow).where(ThreadRow.tenant == tenant))
+
+    def size(column: Any) -> Any:
+        if conn.dialect.name == "postgresql":
+            return func.coalesce(func.octet_length(column), 0)
+        return func.coalesce(func.length(cast(column, LargeBinary)), 0)
+
+    held = (
+        size(EntryRow.content)
+        + size(EntryRow.tool_calls_json)
+        + size(EntryRow.reasoning_content)
+        + size(EntryRow.content_parts_pb)
+    )
+    stored = conn.execute(select(func.coalesce(func.sum(held), 0)).where(EntryRow.tenant == tenant))
+    return int(threads.scalar_one()), int(stored.scalar_one())
 
 
 def settings_of(row: Any) -> ThreadSettings:

@@ -18,7 +18,7 @@ from pioneer_grpc.tenants.callers import (
     Role,
     current_caller,
 )
-from pioneer_grpc.tenants.limits import RateLimit, RateLimits
+from pioneer_grpc.tenants.limits import Quota, RateLimit, RateLimits
 from pioneer_grpc.tenants.tenants_file import Tenants, TenantsError, load_tenants, parse_tenants
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "Access",
     "Authority",
     "Caller",
+    "Quota",
     "RateLimit",
     "RateLimits",
     "Role",

@@ -17,7 +17,7 @@ from pathlib import Path
 from pioneer_grpc import errors, reasons
 from pioneer_grpc.tenants.access import Access, access_of
 from pioneer_grpc.tenants.callers import TENANT_HEADER, Caller, Role
-from pioneer_grpc.tenants.limits import RateLimits
+from pioneer_grpc.tenants.limits import Quota, RateLimits
 from pioneer_grpc.tenants.tenants_file import TENANT_NAME, Tenants, TenantsError, load_tenants
 
 log = logging.getLogger(__name__)
@@ -45,6 +45,10 @@ class Authority:
     @property
     def tenants(self) -> Tenants:
         return self._tenants
+
+    def quota_of(self, tenant: str) -> Quota | None:
+        """The tenant's caps as the file in effect says (a reload applies to the next call)."""
+        return self._tenants.quotas.get(tenant)
 
     def caller_of(self, authorization: bytes) -> Caller | None:
         """The caller of an `authorization` header's value (`Bearer <token>`); None for any other."""

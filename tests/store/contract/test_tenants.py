@@ -138,3 +138,14 @@ def _renamed(answer: Any) -> Any:
     kind, reason, message, metadata = answer
     metadata = {k: ("t" if v == "missing" else v) for k, v in metadata.items()}
     return kind, reason, message.replace("'missing'", "'t'"), metadata
+
+
+async def test_a_tenants_usage_counts_its_threads_and_its_entries_bytes(store: Store) -> None:
+    acme, other = store.of_tenant("acme"), store.of_tenant("globex")
+    assert await acme.threads.tenant_usage() == (0, 0)
+    await acme.threads.create("t", config())
+    await acme.threads.create("u", config())
+    await acme.entries.append(batch("t", user("q1", "u1", "é" * 10)))  # 20 bytes, and "[]"
+    await other.threads.create("t", config())
+    assert await acme.threads.tenant_usage() == (2, 22)
+    assert await other.threads.tenant_usage() == (1, 0)
