@@ -34,6 +34,13 @@ class Caller:
     role: Role
     # An admin's call that named its tenant: it acts in that tenant alone.
     addressed: bool = False
+    # The token's own tenant when the call acts in another ("": `tenant`).
+    token_tenant: str = ""
+
+    @property
+    def of_token(self) -> str:
+        """The token's tenant, one the tenants file names: what metrics are labelled with."""
+        return self.token_tenant or self.tenant
 
     @property
     def every_tenant(self) -> bool:
@@ -45,7 +52,7 @@ class Caller:
         (PermissionError otherwise: the edge answers PERMISSION_DENIED)."""
         if self.role is not Role.ADMIN and tenant != self.tenant:
             raise PermissionError(tenant)
-        return Caller(tenant, self.role, addressed=True)
+        return Caller(tenant, self.role, addressed=True, token_tenant=self.of_token)
 
 
 # A server that requires no token serves everyone as this.

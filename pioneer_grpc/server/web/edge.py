@@ -148,7 +148,9 @@ class EdgeInterceptor:
         code = grpc_code_name(error)
         elapsed = time.perf_counter() - call.started
         service, _, method = call.method.lstrip("/").partition("/")
-        self._telemetry.metrics.rpc_handled(service, method, code, elapsed)
+        caller = CALLER.get()
+        tenant = "" if caller is None else caller.of_token
+        self._telemetry.metrics.rpc_handled(service, method, code, elapsed, tenant)
         # Here CANCELLED is a client that went away (a closed tab ending its watch, a page navigating
         # off with calls in flight): routine, and nothing an operator can act on. It is still counted.
         access_log.log(
