@@ -4,15 +4,18 @@
 # source: pioneer/v1/history.proto
 # Protobuf Python Version: 7.35.1
 """Generated protocol buffer code."""
-
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import descriptor_pool as _descriptor_pool
 from google.protobuf import runtime_version as _runtime_version
 from google.protobuf import symbol_database as _symbol_database
 from google.protobuf.internal import builder as _builder
-
 _runtime_version.ValidateProtobufRuntimeVersion(
-    _runtime_version.Domain.PUBLIC, 7, 35, 1, "", "pioneer/v1/history.proto"
+    _runtime_version.Domain.PUBLIC,
+    7,
+    35,
+    1,
+    '',
+    'pioneer/v1/history.proto'
 )
 # @@protoc_insertion_point(imports)
 
@@ -25,90 +28,86 @@ from pioneer_grpc.v1 import chat_pb2 as pioneer_dot_v1_dot_chat__pb2
 from pioneer_grpc.v1 import common_pb2 as pioneer_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(
-    b'\n\x18pioneer/v1/history.proto\x12\npioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15pioneer/v1/chat.proto\x1a\x17pioneer/v1/common.proto"\xcc\x04\n\x0cThreadConfig\x12\x1f\n\x12max_context_tokens\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12$\n\x17response_reserve_tokens\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\r\n\x05model\x18\x03 \x01(\t\x12\x1a\n\rsummary_model\x18\x04 \x01(\tB\x03\xe0\x41\x01\x12@\n\x13\x63ompaction_strategy\x18\x05 \x01(\x0e\x32\x1e.pioneer.v1.CompactionStrategyB\x03\xe0\x41\x01\x12\x1e\n\x11keep_tool_results\x18\x06 \x01(\x05H\x02\x88\x01\x01\x12\'\n\x1a\x63ompaction_trigger_percent\x18\x07 \x01(\x05H\x03\x88\x01\x01\x12)\n\x1c\x63ompaction_low_water_percent\x18\x08 \x01(\x05H\x04\x88\x01\x01\x12#\n\x16\x63lear_at_least_percent\x18\t \x01(\x05H\x05\x88\x01\x01\x12K\n\x19\x64ynamic_context_placement\x18\n \x01(\x0e\x32#.pioneer.v1.DynamicContextPlacementB\x03\xe0\x41\x01\x42\x15\n\x13_max_context_tokensB\x1a\n\x18_response_reserve_tokensB\x14\n\x12_keep_tool_resultsB\x1d\n\x1b_compaction_trigger_percentB\x1f\n\x1d_compaction_low_water_percentB\x19\n\x17_clear_at_least_percent"\xe5\x01\n\x06Thread\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x08\x12(\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x18.pioneer.v1.ThreadConfig\x12\x34\n\x0b\x63reate_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03\x12\x34\n\x0bupdate_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03\x12\x18\n\x0b\x65ntry_count\x18\x05 \x01(\x03\x42\x03\xe0\x41\x03\x12\x13\n\x06tenant\x18\x06 \x01(\tB\x03\xe0\x41\x03"\x83\x04\n\x11\x43onversationEntry\x12\x15\n\x08\x65ntry_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x0f\n\x07turn_id\x18\x02 \x01(\t\x12(\n\x04role\x18\x03 \x01(\x0e\x32\x15.pioneer.v1.EntryRoleB\x03\xe0\x41\x02\x12\x0f\n\x07\x63ontent\x18\x04 \x01(\t\x12(\n\ntool_calls\x18\x05 \x03(\x0b\x32\x14.pioneer.v1.ToolCall\x12\x14\n\x0ctool_call_id\x18\x06 \x01(\t\x12\x0c\n\x04name\x18\x07 \x01(\t\x12.\n\rartifact_refs\x18\x08 \x03(\x0b\x32\x17.pioneer.v1.ArtifactRef\x12\x1e\n\x11reasoning_content\x18\t \x01(\tH\x00\x88\x01\x01\x12\x15\n\x08sequence\x18\n \x01(\x03\x42\x03\xe0\x41\x03\x12\x18\n\x0btoken_count\x18\x0b \x01(\x05\x42\x03\xe0\x41\x03\x12\x16\n\ttokenizer\x18\x0c \x01(\tB\x03\xe0\x41\x03\x12\x16\n\tcompleted\x18\r \x01(\x08\x42\x03\xe0\x41\x03\x12\x34\n\x0b\x63reate_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03\x12.\n\rcontent_parts\x18\x0f \x03(\x0b\x32\x17.pioneer.v1.ContentPart\x12\x10\n\x08is_error\x18\x10 \x01(\x08\x42\x14\n\x12_reasoning_content"\xdb\x01\n\rThreadSummary\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x1f\n\x17\x63overs_through_entry_id\x18\x03 \x01(\t\x12\x1f\n\x17\x63overs_through_sequence\x18\x04 \x01(\x03\x12\x13\n\x0btoken_count\x18\x05 \x01(\x05\x12\r\n\x05model\x18\x06 \x01(\t\x12/\n\x0b\x63reate_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nsummarizer\x18\x08 \x01(\t"V\n\x11HistoryDiagnostic\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x15\n\x08\x65ntry_id\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\x0b\n\t_entry_id"\xcd\x05\n\x15HistoryDecisionReport\x12-\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0e\x32\x1b.pioneer.v1.HistoryDecision\x12\x15\n\rbudget_tokens\x18\x02 \x01(\x05\x12\x18\n\x10threshold_tokens\x18\x03 \x01(\x05\x12\x1d\n\x15summary_target_tokens\x18\x04 \x01(\x05\x12\x15\n\rtokens_before\x18\x05 \x01(\x05\x12\x14\n\x0ctokens_after\x18\x06 \x01(\x05\x12\x16\n\x0e\x65ntries_loaded\x18\x07 \x01(\x05\x12\x14\n\x0c\x65ntries_kept\x18\x08 \x01(\x05\x12\x17\n\x0f\x65ntries_dropped\x18\t \x01(\x05\x12+\n\x0bsummary_use\x18\n \x01(\x0e\x32\x16.pioneer.v1.SummaryUse\x12\x12\n\nsummarizer\x18\x0b \x01(\t\x12\'\n\x1fsummary_covers_through_entry_id\x18\x0c \x01(\t\x12\x32\n\x0b\x64iagnostics\x18\r \x03(\x0b\x32\x1d.pioneer.v1.HistoryDiagnostic\x12\x11\n\ttokenizer\x18\x0e \x01(\t\x12;\n\x14\x63leared_tool_results\x18\x0f \x03(\x0b\x32\x1d.pioneer.v1.ClearedToolResult\x12\x1c\n\x14\x63leared_tokens_saved\x18\x10 \x01(\x05\x12;\n\x13\x63ompaction_strategy\x18\x11 \x01(\x0e\x32\x1e.pioneer.v1.CompactionStrategy\x12\x1a\n\x12token_counts_exact\x18\x12 \x01(\x08\x12\x13\n\x0bmodel_known\x18\x13 \x01(\x08\x12\x18\n\x10low_water_tokens\x18\x14 \x01(\x05\x12-\n\x0cprefix_break\x18\x15 \x01(\x0b\x32\x17.pioneer.v1.PrefixBreak"\x91\x01\n\x0bPrefixBreak\x12+\n\x05\x63\x61use\x18\x01 \x01(\x0e\x32\x1c.pioneer.v1.PrefixBreakCause\x12\x12\n\nsection_id\x18\x02 \x01(\t\x12\x10\n\x08\x65ntry_id\x18\x03 \x01(\t\x12\x1a\n\x12tokens_invalidated\x18\x04 \x01(\x05\x12\x13\n\x0btokens_kept\x18\x05 \x01(\x05"v\n\x11\x43learedToolResult\x12\x10\n\x08\x65ntry_id\x18\x01 \x01(\t\x12\x14\n\x0ctool_call_id\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x15\n\rtokens_before\x18\x04 \x01(\x05\x12\x14\n\x0ctokens_after\x18\x05 \x01(\x05"\x87\x02\n\x04Turn\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x03\x12\x14\n\x07turn_id\x18\x02 \x01(\tB\x03\xe0\x41\x08\x12+\n\x06status\x18\x03 \x01(\x0e\x32\x16.pioneer.v1.TurnStatusB\x03\xe0\x41\x03\x12\x18\n\x0b\x65ntry_count\x18\x04 \x01(\x03\x42\x03\xe0\x41\x03\x12\x1e\n\x11manifest_event_id\x18\x05 \x01(\x03\x42\x03\xe0\x41\x03\x12\x34\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03\x12\x34\n\x0bupdate_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03*\xac\x01\n\x12\x43ompactionStrategy\x12#\n\x1f\x43OMPACTION_STRATEGY_UNSPECIFIED\x10\x00\x12,\n(COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE\x10\x01\x12!\n\x1d\x43OMPACTION_STRATEGY_SUMMARIZE\x10\x02\x12 \n\x1c\x43OMPACTION_STRATEGY_TRUNCATE\x10\x03*\x82\x01\n\tEntryRole\x12\x1a\n\x16\x45NTRY_ROLE_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x45NTRY_ROLE_USER\x10\x01\x12\x18\n\x14\x45NTRY_ROLE_ASSISTANT\x10\x02\x12\x13\n\x0f\x45NTRY_ROLE_TOOL\x10\x03\x12\x15\n\x11\x45NTRY_ROLE_SYSTEM\x10\x04*a\n\nTurnStatus\x12\x1b\n\x17TURN_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n\x17TURN_STATUS_IN_PROGRESS\x10\x01\x12\x19\n\x15TURN_STATUS_COMPLETED\x10\x02*\xad\x01\n\x0fHistoryDecision\x12 \n\x1cHISTORY_DECISION_UNSPECIFIED\x10\x00\x12\x19\n\x15HISTORY_DECISION_FULL\x10\x01\x12\x1f\n\x1bHISTORY_DECISION_SUMMARIZED\x10\x02\x12\x1e\n\x1aHISTORY_DECISION_TRUNCATED\x10\x03\x12\x1c\n\x18HISTORY_DECISION_CLEARED\x10\x04*\x88\x01\n\nSummaryUse\x12\x1b\n\x17SUMMARY_USE_UNSPECIFIED\x10\x00\x12\x14\n\x10SUMMARY_USE_NONE\x10\x01\x12\x16\n\x12SUMMARY_USE_REUSED\x10\x02\x12\x17\n\x13SUMMARY_USE_CREATED\x10\x03\x12\x16\n\x12SUMMARY_USE_FAILED\x10\x04*\xd9\x02\n\x10PrefixBreakCause\x12"\n\x1ePREFIX_BREAK_CAUSE_UNSPECIFIED\x10\x00\x12\x1e\n\x1aPREFIX_BREAK_CAUSE_SECTION\x10\x01\x12\x1e\n\x1aPREFIX_BREAK_CAUSE_SUMMARY\x10\x02\x12\x1f\n\x1bPREFIX_BREAK_CAUSE_CLEARING\x10\x03\x12\x1f\n\x1bPREFIX_BREAK_CAUSE_TURN_CAP\x10\x04\x12!\n\x1dPREFIX_BREAK_CAUSE_TRUNCATION\x10\x05\x12\x1c\n\x18PREFIX_BREAK_CAUSE_TOOLS\x10\x06\x12\x1c\n\x18PREFIX_BREAK_CAUSE_MODEL\x10\x07\x12 \n\x1cPREFIX_BREAK_CAUSE_RENDERING\x10\x08\x12\x1e\n\x1aPREFIX_BREAK_CAUSE_HISTORY\x10\tBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3'
-)
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18pioneer/v1/history.proto\x12\npioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15pioneer/v1/chat.proto\x1a\x17pioneer/v1/common.proto\"\xcc\x04\n\x0cThreadConfig\x12\x1f\n\x12max_context_tokens\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12$\n\x17response_reserve_tokens\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\r\n\x05model\x18\x03 \x01(\t\x12\x1a\n\rsummary_model\x18\x04 \x01(\tB\x03\xe0\x41\x01\x12@\n\x13\x63ompaction_strategy\x18\x05 \x01(\x0e\x32\x1e.pioneer.v1.CompactionStrategyB\x03\xe0\x41\x01\x12\x1e\n\x11keep_tool_results\x18\x06 \x01(\x05H\x02\x88\x01\x01\x12\'\n\x1a\x63ompaction_trigger_percent\x18\x07 \x01(\x05H\x03\x88\x01\x01\x12)\n\x1c\x63ompaction_low_water_percent\x18\x08 \x01(\x05H\x04\x88\x01\x01\x12#\n\x16\x63lear_at_least_percent\x18\t \x01(\x05H\x05\x88\x01\x01\x12K\n\x19\x64ynamic_context_placement\x18\n \x01(\x0e\x32#.pioneer.v1.DynamicContextPlacementB\x03\xe0\x41\x01\x42\x15\n\x13_max_context_tokensB\x1a\n\x18_response_reserve_tokensB\x14\n\x12_keep_tool_resultsB\x1d\n\x1b_compaction_trigger_percentB\x1f\n\x1d_compaction_low_water_percentB\x19\n\x17_clear_at_least_percent\"\xe5\x01\n\x06Thread\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x08\x12(\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x18.pioneer.v1.ThreadConfig\x12\x34\n\x0b\x63reate_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03\x12\x34\n\x0bupdate_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03\x12\x18\n\x0b\x65ntry_count\x18\x05 \x01(\x03\x42\x03\xe0\x41\x03\x12\x13\n\x06tenant\x18\x06 \x01(\tB\x03\xe0\x41\x03\"\x83\x04\n\x11\x43onversationEntry\x12\x15\n\x08\x65ntry_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x0f\n\x07turn_id\x18\x02 \x01(\t\x12(\n\x04role\x18\x03 \x01(\x0e\x32\x15.pioneer.v1.EntryRoleB\x03\xe0\x41\x02\x12\x0f\n\x07\x63ontent\x18\x04 \x01(\t\x12(\n\ntool_calls\x18\x05 \x03(\x0b\x32\x14.pioneer.v1.ToolCall\x12\x14\n\x0ctool_call_id\x18\x06 \x01(\t\x12\x0c\n\x04name\x18\x07 \x01(\t\x12.\n\rartifact_refs\x18\x08 \x03(\x0b\x32\x17.pioneer.v1.ArtifactRef\x12\x1e\n\x11reasoning_content\x18\t \x01(\tH\x00\x88\x01\x01\x12\x15\n\x08sequence\x18\n \x01(\x03\x42\x03\xe0\x41\x03\x12\x18\n\x0btoken_count\x18\x0b \x01(\x05\x42\x03\xe0\x41\x03\x12\x16\n\ttokenizer\x18\x0c \x01(\tB\x03\xe0\x41\x03\x12\x16\n\tcompleted\x18\r \x01(\x08\x42\x03\xe0\x41\x03\x12\x34\n\x0b\x63reate_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03\x12.\n\rcontent_parts\x18\x0f \x03(\x0b\x32\x17.pioneer.v1.ContentPart\x12\x10\n\x08is_error\x18\x10 \x01(\x08\x42\x14\n\x12_reasoning_content\"\xdb\x01\n\rThreadSummary\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x1f\n\x17\x63overs_through_entry_id\x18\x03 \x01(\t\x12\x1f\n\x17\x63overs_through_sequence\x18\x04 \x01(\x03\x12\x13\n\x0btoken_count\x18\x05 \x01(\x05\x12\r\n\x05model\x18\x06 \x01(\t\x12/\n\x0b\x63reate_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nsummarizer\x18\x08 \x01(\t\"V\n\x11HistoryDiagnostic\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x15\n\x08\x65ntry_id\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\x0b\n\t_entry_id\"\xcd\x05\n\x15HistoryDecisionReport\x12-\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0e\x32\x1b.pioneer.v1.HistoryDecision\x12\x15\n\rbudget_tokens\x18\x02 \x01(\x05\x12\x18\n\x10threshold_tokens\x18\x03 \x01(\x05\x12\x1d\n\x15summary_target_tokens\x18\x04 \x01(\x05\x12\x15\n\rtokens_before\x18\x05 \x01(\x05\x12\x14\n\x0ctokens_after\x18\x06 \x01(\x05\x12\x16\n\x0e\x65ntries_loaded\x18\x07 \x01(\x05\x12\x14\n\x0c\x65ntries_kept\x18\x08 \x01(\x05\x12\x17\n\x0f\x65ntries_dropped\x18\t \x01(\x05\x12+\n\x0bsummary_use\x18\n \x01(\x0e\x32\x16.pioneer.v1.SummaryUse\x12\x12\n\nsummarizer\x18\x0b \x01(\t\x12\'\n\x1fsummary_covers_through_entry_id\x18\x0c \x01(\t\x12\x32\n\x0b\x64iagnostics\x18\r \x03(\x0b\x32\x1d.pioneer.v1.HistoryDiagnostic\x12\x11\n\ttokenizer\x18\x0e \x01(\t\x12;\n\x14\x63leared_tool_results\x18\x0f \x03(\x0b\x32\x1d.pioneer.v1.ClearedToolResult\x12\x1c\n\x14\x63leared_tokens_saved\x18\x10 \x01(\x05\x12;\n\x13\x63ompaction_strategy\x18\x11 \x01(\x0e\x32\x1e.pioneer.v1.CompactionStrategy\x12\x1a\n\x12token_counts_exact\x18\x12 \x01(\x08\x12\x13\n\x0bmodel_known\x18\x13 \x01(\x08\x12\x18\n\x10low_water_tokens\x18\x14 \x01(\x05\x12-\n\x0cprefix_break\x18\x15 \x01(\x0b\x32\x17.pioneer.v1.PrefixBreak\"\x91\x01\n\x0bPrefixBreak\x12+\n\x05\x63\x61use\x18\x01 \x01(\x0e\x32\x1c.pioneer.v1.PrefixBreakCause\x12\x12\n\nsection_id\x18\x02 \x01(\t\x12\x10\n\x08\x65ntry_id\x18\x03 \x01(\t\x12\x1a\n\x12tokens_invalidated\x18\x04 \x01(\x05\x12\x13\n\x0btokens_kept\x18\x05 \x01(\x05\"v\n\x11\x43learedToolResult\x12\x10\n\x08\x65ntry_id\x18\x01 \x01(\t\x12\x14\n\x0ctool_call_id\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x15\n\rtokens_before\x18\x04 \x01(\x05\x12\x14\n\x0ctokens_after\x18\x05 \x01(\x05\"\x87\x02\n\x04Turn\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x03\x12\x14\n\x07turn_id\x18\x02 \x01(\tB\x03\xe0\x41\x08\x12+\n\x06status\x18\x03 \x01(\x0e\x32\x16.pioneer.v1.TurnStatusB\x03\xe0\x41\x03\x12\x18\n\x0b\x65ntry_count\x18\x04 \x01(\x03\x42\x03\xe0\x41\x03\x12\x1e\n\x11manifest_event_id\x18\x05 \x01(\x03\x42\x03\xe0\x41\x03\x12\x34\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03\x12\x34\n\x0bupdate_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03*\xac\x01\n\x12\x43ompactionStrategy\x12#\n\x1f\x43OMPACTION_STRATEGY_UNSPECIFIED\x10\x00\x12,\n(COMPACTION_STRATEGY_CLEAR_THEN_SUMMARIZE\x10\x01\x12!\n\x1d\x43OMPACTION_STRATEGY_SUMMARIZE\x10\x02\x12 \n\x1c\x43OMPACTION_STRATEGY_TRUNCATE\x10\x03*\x82\x01\n\tEntryRole\x12\x1a\n\x16\x45NTRY_ROLE_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x45NTRY_ROLE_USER\x10\x01\x12\x18\n\x14\x45NTRY_ROLE_ASSISTANT\x10\x02\x12\x13\n\x0f\x45NTRY_ROLE_TOOL\x10\x03\x12\x15\n\x11\x45NTRY_ROLE_SYSTEM\x10\x04*a\n\nTurnStatus\x12\x1b\n\x17TURN_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n\x17TURN_STATUS_IN_PROGRESS\x10\x01\x12\x19\n\x15TURN_STATUS_COMPLETED\x10\x02*\xad\x01\n\x0fHistoryDecision\x12 \n\x1cHISTORY_DECISION_UNSPECIFIED\x10\x00\x12\x19\n\x15HISTORY_DECISION_FULL\x10\x01\x12\x1f\n\x1bHISTORY_DECISION_SUMMARIZED\x10\x02\x12\x1e\n\x1aHISTORY_DECISION_TRUNCATED\x10\x03\x12\x1c\n\x18HISTORY_DECISION_CLEARED\x10\x04*\x88\x01\n\nSummaryUse\x12\x1b\n\x17SUMMARY_USE_UNSPECIFIED\x10\x00\x12\x14\n\x10SUMMARY_USE_NONE\x10\x01\x12\x16\n\x12SUMMARY_USE_REUSED\x10\x02\x12\x17\n\x13SUMMARY_USE_CREATED\x10\x03\x12\x16\n\x12SUMMARY_USE_FAILED\x10\x04*\xd9\x02\n\x10PrefixBreakCause\x12\"\n\x1ePREFIX_BREAK_CAUSE_UNSPECIFIED\x10\x00\x12\x1e\n\x1aPREFIX_BREAK_CAUSE_SECTION\x10\x01\x12\x1e\n\x1aPREFIX_BREAK_CAUSE_SUMMARY\x10\x02\x12\x1f\n\x1bPREFIX_BREAK_CAUSE_CLEARING\x10\x03\x12\x1f\n\x1bPREFIX_BREAK_CAUSE_TURN_CAP\x10\x04\x12!\n\x1dPREFIX_BREAK_CAUSE_TRUNCATION\x10\x05\x12\x1c\n\x18PREFIX_BREAK_CAUSE_TOOLS\x10\x06\x12\x1c\n\x18PREFIX_BREAK_CAUSE_MODEL\x10\x07\x12 \n\x1cPREFIX_BREAK_CAUSE_RENDERING\x10\x08\x12\x1e\n\x1aPREFIX_BREAK_CAUSE_HISTORY\x10\tBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
-_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, "pioneer.v1.history_pb2", _globals)
+_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'pioneer.v1.history_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-    _globals["DESCRIPTOR"]._loaded_options = None
-    _globals[
-        "DESCRIPTOR"
-    ]._serialized_options = b"ZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1"
-    _globals["_THREADCONFIG"].fields_by_name["summary_model"]._loaded_options = None
-    _globals["_THREADCONFIG"].fields_by_name["summary_model"]._serialized_options = b"\340A\001"
-    _globals["_THREADCONFIG"].fields_by_name["compaction_strategy"]._loaded_options = None
-    _globals["_THREADCONFIG"].fields_by_name["compaction_strategy"]._serialized_options = b"\340A\001"
-    _globals["_THREADCONFIG"].fields_by_name["dynamic_context_placement"]._loaded_options = None
-    _globals["_THREADCONFIG"].fields_by_name["dynamic_context_placement"]._serialized_options = b"\340A\001"
-    _globals["_THREAD"].fields_by_name["thread_id"]._loaded_options = None
-    _globals["_THREAD"].fields_by_name["thread_id"]._serialized_options = b"\340A\010"
-    _globals["_THREAD"].fields_by_name["create_time"]._loaded_options = None
-    _globals["_THREAD"].fields_by_name["create_time"]._serialized_options = b"\340A\003"
-    _globals["_THREAD"].fields_by_name["update_time"]._loaded_options = None
-    _globals["_THREAD"].fields_by_name["update_time"]._serialized_options = b"\340A\003"
-    _globals["_THREAD"].fields_by_name["entry_count"]._loaded_options = None
-    _globals["_THREAD"].fields_by_name["entry_count"]._serialized_options = b"\340A\003"
-    _globals["_THREAD"].fields_by_name["tenant"]._loaded_options = None
-    _globals["_THREAD"].fields_by_name["tenant"]._serialized_options = b"\340A\003"
-    _globals["_CONVERSATIONENTRY"].fields_by_name["entry_id"]._loaded_options = None
-    _globals["_CONVERSATIONENTRY"].fields_by_name["entry_id"]._serialized_options = b"\340A\002"
-    _globals["_CONVERSATIONENTRY"].fields_by_name["role"]._loaded_options = None
-    _globals["_CONVERSATIONENTRY"].fields_by_name["role"]._serialized_options = b"\340A\002"
-    _globals["_CONVERSATIONENTRY"].fields_by_name["sequence"]._loaded_options = None
-    _globals["_CONVERSATIONENTRY"].fields_by_name["sequence"]._serialized_options = b"\340A\003"
-    _globals["_CONVERSATIONENTRY"].fields_by_name["token_count"]._loaded_options = None
-    _globals["_CONVERSATIONENTRY"].fields_by_name["token_count"]._serialized_options = b"\340A\003"
-    _globals["_CONVERSATIONENTRY"].fields_by_name["tokenizer"]._loaded_options = None
-    _globals["_CONVERSATIONENTRY"].fields_by_name["tokenizer"]._serialized_options = b"\340A\003"
-    _globals["_CONVERSATIONENTRY"].fields_by_name["completed"]._loaded_options = None
-    _globals["_CONVERSATIONENTRY"].fields_by_name["completed"]._serialized_options = b"\340A\003"
-    _globals["_CONVERSATIONENTRY"].fields_by_name["create_time"]._loaded_options = None
-    _globals["_CONVERSATIONENTRY"].fields_by_name["create_time"]._serialized_options = b"\340A\003"
-    _globals["_TURN"].fields_by_name["thread_id"]._loaded_options = None
-    _globals["_TURN"].fields_by_name["thread_id"]._serialized_options = b"\340A\003"
-    _globals["_TURN"].fields_by_name["turn_id"]._loaded_options = None
-    _globals["_TURN"].fields_by_name["turn_id"]._serialized_options = b"\340A\010"
-    _globals["_TURN"].fields_by_name["status"]._loaded_options = None
-    _globals["_TURN"].fields_by_name["status"]._serialized_options = b"\340A\003"
-    _globals["_TURN"].fields_by_name["entry_count"]._loaded_options = None
-    _globals["_TURN"].fields_by_name["entry_count"]._serialized_options = b"\340A\003"
-    _globals["_TURN"].fields_by_name["manifest_event_id"]._loaded_options = None
-    _globals["_TURN"].fields_by_name["manifest_event_id"]._serialized_options = b"\340A\003"
-    _globals["_TURN"].fields_by_name["create_time"]._loaded_options = None
-    _globals["_TURN"].fields_by_name["create_time"]._serialized_options = b"\340A\003"
-    _globals["_TURN"].fields_by_name["update_time"]._loaded_options = None
-    _globals["_TURN"].fields_by_name["update_time"]._serialized_options = b"\340A\003"
-    _globals["_COMPACTIONSTRATEGY"]._serialized_start = 3060
-    _globals["_COMPACTIONSTRATEGY"]._serialized_end = 3232
-    _globals["_ENTRYROLE"]._serialized_start = 3235
-    _globals["_ENTRYROLE"]._serialized_end = 3365
-    _globals["_TURNSTATUS"]._serialized_start = 3367
-    _globals["_TURNSTATUS"]._serialized_end = 3464
-    _globals["_HISTORYDECISION"]._serialized_start = 3467
-    _globals["_HISTORYDECISION"]._serialized_end = 3640
-    _globals["_SUMMARYUSE"]._serialized_start = 3643
-    _globals["_SUMMARYUSE"]._serialized_end = 3779
-    _globals["_PREFIXBREAKCAUSE"]._serialized_start = 3782
-    _globals["_PREFIXBREAKCAUSE"]._serialized_end = 4127
-    _globals["_THREADCONFIG"]._serialized_start = 155
-    _globals["_THREADCONFIG"]._serialized_end = 743
-    _globals["_THREAD"]._serialized_start = 746
-    _globals["_THREAD"]._serialized_end = 975
-    _globals["_CONVERSATIONENTRY"]._serialized_start = 978
-    _globals["_CONVERSATIONENTRY"]._serialized_end = 1493
-    _globals["_THREADSUMMARY"]._serialized_start = 1496
-    _globals["_THREADSUMMARY"]._serialized_end = 1715
-    _globals["_HISTORYDIAGNOSTIC"]._serialized_start = 1717
-    _globals["_HISTORYDIAGNOSTIC"]._serialized_end = 1803
-    _globals["_HISTORYDECISIONREPORT"]._serialized_start = 1806
-    _globals["_HISTORYDECISIONREPORT"]._serialized_end = 2523
-    _globals["_PREFIXBREAK"]._serialized_start = 2526
-    _globals["_PREFIXBREAK"]._serialized_end = 2671
-    _globals["_CLEAREDTOOLRESULT"]._serialized_start = 2673
-    _globals["_CLEAREDTOOLRESULT"]._serialized_end = 2791
-    _globals["_TURN"]._serialized_start = 2794
-    _globals["_TURN"]._serialized_end = 3057
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'ZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1'
+  _globals['_THREADCONFIG'].fields_by_name['summary_model']._loaded_options = None
+  _globals['_THREADCONFIG'].fields_by_name['summary_model']._serialized_options = b'\340A\001'
+  _globals['_THREADCONFIG'].fields_by_name['compaction_strategy']._loaded_options = None
+  _globals['_THREADCONFIG'].fields_by_name['compaction_strategy']._serialized_options = b'\340A\001'
+  _globals['_THREADCONFIG'].fields_by_name['dynamic_context_placement']._loaded_options = None
+  _globals['_THREADCONFIG'].fields_by_name['dynamic_context_placement']._serialized_options = b'\340A\001'
+  _globals['_THREAD'].fields_by_name['thread_id']._loaded_options = None
+  _globals['_THREAD'].fields_by_name['thread_id']._serialized_options = b'\340A\010'
+  _globals['_THREAD'].fields_by_name['create_time']._loaded_options = None
+  _globals['_THREAD'].fields_by_name['create_time']._serialized_options = b'\340A\003'
+  _globals['_THREAD'].fields_by_name['update_time']._loaded_options = None
+  _globals['_THREAD'].fields_by_name['update_time']._serialized_options = b'\340A\003'
+  _globals['_THREAD'].fields_by_name['entry_count']._loaded_options = None
+  _globals['_THREAD'].fields_by_name['entry_count']._serialized_options = b'\340A\003'
+  _globals['_THREAD'].fields_by_name['tenant']._loaded_options = None
+  _globals['_THREAD'].fields_by_name['tenant']._serialized_options = b'\340A\003'
+  _globals['_CONVERSATIONENTRY'].fields_by_name['entry_id']._loaded_options = None
+  _globals['_CONVERSATIONENTRY'].fields_by_name['entry_id']._serialized_options = b'\340A\002'
+  _globals['_CONVERSATIONENTRY'].fields_by_name['role']._loaded_options = None
+  _globals['_CONVERSATIONENTRY'].fields_by_name['role']._serialized_options = b'\340A\002'
+  _globals['_CONVERSATIONENTRY'].fields_by_name['sequence']._loaded_options = None
+  _globals['_CONVERSATIONENTRY'].fields_by_name['sequence']._serialized_options = b'\340A\003'
+  _globals['_CONVERSATIONENTRY'].fields_by_name['token_count']._loaded_options = None
+  _globals['_CONVERSATIONENTRY'].fields_by_name['token_count']._serialized_options = b'\340A\003'
+  _globals['_CONVERSATIONENTRY'].fields_by_name['tokenizer']._loaded_options = None
+  _globals['_CONVERSATIONENTRY'].fields_by_name['tokenizer']._serialized_options = b'\340A\003'
+  _globals['_CONVERSATIONENTRY'].fields_by_name['completed']._loaded_options = None
+  _globals['_CONVERSATIONENTRY'].fields_by_name['completed']._serialized_options = b'\340A\003'
+  _globals['_CONVERSATIONENTRY'].fields_by_name['create_time']._loaded_options = None
+  _globals['_CONVERSATIONENTRY'].fields_by_name['create_time']._serialized_options = b'\340A\003'
+  _globals['_TURN'].fields_by_name['thread_id']._loaded_options = None
+  _globals['_TURN'].fields_by_name['thread_id']._serialized_options = b'\340A\003'
+  _globals['_TURN'].fields_by_name['turn_id']._loaded_options = None
+  _globals['_TURN'].fields_by_name['turn_id']._serialized_options = b'\340A\010'
+  _globals['_TURN'].fields_by_name['status']._loaded_options = None
+  _globals['_TURN'].fields_by_name['status']._serialized_options = b'\340A\003'
+  _globals['_TURN'].fields_by_name['entry_count']._loaded_options = None
+  _globals['_TURN'].fields_by_name['entry_count']._serialized_options = b'\340A\003'
+  _globals['_TURN'].fields_by_name['manifest_event_id']._loaded_options = None
+  _globals['_TURN'].fields_by_name['manifest_event_id']._serialized_options = b'\340A\003'
+  _globals['_TURN'].fields_by_name['create_time']._loaded_options = None
+  _globals['_TURN'].fields_by_name['create_time']._serialized_options = b'\340A\003'
+  _globals['_TURN'].fields_by_name['update_time']._loaded_options = None
+  _globals['_TURN'].fields_by_name['update_time']._serialized_options = b'\340A\003'
+  _globals['_COMPACTIONSTRATEGY']._serialized_start=3060
+  _globals['_COMPACTIONSTRATEGY']._serialized_end=3232
+  _globals['_ENTRYROLE']._serialized_start=3235
+  _globals['_ENTRYROLE']._serialized_end=3365
+  _globals['_TURNSTATUS']._serialized_start=3367
+  _globals['_TURNSTATUS']._serialized_end=3464
+  _globals['_HISTORYDECISION']._serialized_start=3467
+  _globals['_HISTORYDECISION']._serialized_end=3640
+  _globals['_SUMMARYUSE']._serialized_start=3643
+  _globals['_SUMMARYUSE']._serialized_end=3779
+  _globals['_PREFIXBREAKCAUSE']._serialized_start=3782
+  _globals['_PREFIXBREAKCAUSE']._serialized_end=4127
+  _globals['_THREADCONFIG']._serialized_start=155
+  _globals['_THREADCONFIG']._serialized_end=743
+  _globals['_THREAD']._serialized_start=746
+  _globals['_THREAD']._serialized_end=975
+  _globals['_CONVERSATIONENTRY']._serialized_start=978
+  _globals['_CONVERSATIONENTRY']._serialized_end=1493
+  _globals['_THREADSUMMARY']._serialized_start=1496
+  _globals['_THREADSUMMARY']._serialized_end=1715
+  _globals['_HISTORYDIAGNOSTIC']._serialized_start=1717
+  _globals['_HISTORYDIAGNOSTIC']._serialized_end=1803
+  _globals['_HISTORYDECISIONREPORT']._serialized_start=1806
+  _globals['_HISTORYDECISIONREPORT']._serialized_end=2523
+  _globals['_PREFIXBREAK']._serialized_start=2526
+  _globals['_PREFIXBREAK']._serialized_end=2671
+  _globals['_CLEAREDTOOLRESULT']._serialized_start=2673
+  _globals['_CLEAREDTOOLRESULT']._serialized_end=2791
+  _globals['_TURN']._serialized_start=2794
+  _globals['_TURN']._serialized_end=3057
 # @@protoc_insertion_point(module_scope)
