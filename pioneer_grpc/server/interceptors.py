@@ -272,7 +272,7 @@ class _Rpc:
                 "code": self.code,
                 "duration_ms": round(elapsed_ms, 1),
                 **({"reason": self.reason} if self.reason else {}),
-                **({"tenant": caller.tenant} if caller is not None else {}),
+                **(caller.log_fields() if caller is not None else {}),
             },
         )
 

@@ -10,6 +10,7 @@ bound what a tenant holds, not to the byte.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from pioneer_grpc import reasons
 from pioneer_grpc.errors import NotFound, QuotaExceeded
@@ -21,8 +22,6 @@ from pioneer_grpc.v1 import history_pb2
 
 
 def _entries_bytes(thread_id: str, entries: Sequence[history_pb2.ConversationEntry]) -> int:
-    from datetime import datetime
-
     return sum(
         stored_bytes(entry_values(thread_id, NewEntry(entry, "", 0), "", datetime.min)) for entry in entries
     )

@@ -37,6 +37,13 @@ class Caller:
     # The token's own tenant when the call acts in another ("": `tenant`).
     token_tenant: str = ""
 
+    def log_fields(self) -> dict[str, str]:
+        """The access line's fields: the token's tenant, and the tenant an admin's call acted in."""
+        fields = {"tenant": self.of_token}
+        if self.token_tenant:
+            fields["acting_tenant"] = self.tenant
+        return fields
+
     @property
     def of_token(self) -> str:
         """The token's tenant, one the tenants file names: what metrics are labelled with."""

@@ -163,7 +163,7 @@ class EdgeInterceptor:
                 "method": call.method,
                 "code": code,
                 "duration_ms": round(elapsed * 1000, 1),
-                **({"tenant": caller.tenant} if (caller := CALLER.get()) is not None else {}),
+                **(caller.log_fields() if (caller := CALLER.get()) is not None else {}),
             },
         )
 
