@@ -17,6 +17,7 @@ from pioneer_grpc.errors import Aborted, InvalidArgument, ResourceExhausted
 from pioneer_grpc.history.entries import id_violation, thread_id_violation
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.history import config_with, stored_config_violations
+from pioneer_grpc.service.tenancy import thread_key
 from pioneer_grpc.service.thread_export import export_lines, import_copy
 from pioneer_grpc.store.copy_port import Fork, Written
 from pioneer_grpc.store.port import Conflict
@@ -50,7 +51,7 @@ async def fork_thread(
             wanted = config_with(ctx, current, config, paths, "config_mask")
         forked = await ctx.store.copies.fork(Fork(source_thread_id, source_turn_id, target, wanted, current))
         if not isinstance(forked, Conflict):
-            ctx.seen_models.put(target, forked.thread.config.model)
+            ctx.seen_models.put(thread_key(target), forked.thread.config.model)
             return forked
     raise Aborted(
         f"thread {source_thread_id!r} kept changing its config while it was forked; nothing was written:"
@@ -95,5 +96,5 @@ async def import_thread(ctx: ServiceContext, thread_id: str, chunks: AsyncIterab
     copy, target = import_copy(bytes(stream), thread_id)
     InvalidArgument.raise_if(stored_config_violations(copy.config, "header.config"))
     written = await ctx.store.copies.write(target, copy)
-    ctx.seen_models.put(target, written.thread.config.model)
+    ctx.seen_models.put(thread_key(target), written.thread.config.model)
     return written

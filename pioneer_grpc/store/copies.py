@@ -97,10 +97,10 @@ def settings_from(config: history_pb2.ThreadConfig) -> ThreadSettings:
 # ---- read -------------------------------------------------------------------------------------
 
 
-def _thread_row(conn: Connection, thread_id: str) -> Any:
+def _thread_row(conn: Connection, tenant: str, thread_id: str) -> Any:
     found = conn.execute(
         select(*ThreadRow.__table__.columns)
-        .where(ThreadRow.thread_id == thread_id)
+        .where(ThreadRow.thread_id == thread_id, ThreadRow.tenant == tenant)
         .with_for_update(read=True)
     ).first()
     if found is None:
@@ -108,19 +108,19 @@ def _thread_row(conn: Connection, thread_id: str) -> Any:
     return found
 
 
-def read_copy_in(conn: Connection, thread_id: str, through_turn_id: str = "") -> ThreadCopy:
+def read_copy_in(conn: Connection, tenant: str, thread_id: str, through_turn_id: str = "") -> ThreadCopy:
     """The thread as one snapshot; with `through_turn_id`, ForkThread's part of it: the completed
     entries through the last entry of that completed turn, their turns and the summaries covering
     no later entry."""
-    row = _thread_row(conn, thread_id)
+    row = _thread_row(conn, tenant, thread_id)
     through: int | None = None
-    turns_where = [TurnRow.thread_id == thread_id]
-    entries_where = [EntryRow.thread_id == thread_id]
-    summaries_where = [SummaryRow.thread_id == thread_id]
+    turns_where = [TurnRow.thread_id == thread_id, TurnRow.tenant == tenant]
+    entries_where = [EntryRow.thread_id == thread_id, EntryRow.tenant == tenant]
+    summaries_where = [SummaryRow.thread_id == thread_id, SummaryRow.tenant == tenant]
     if through_turn_id:
-        through = _through(conn, thread_id, through_turn_id)
+        through = _through(conn, tenant, thread_id, through_turn_id)
         entries_where += [EntryRow.completed.is_(True), EntryRow.id <= through]
-        summaries_where += _summaries_then(conn, thread_id, through)
+        summaries_where += _summaries_then(conn, entries_where[:2], through)
     entry_rows = conn.execute(
         select(*ENTRY_COLUMNS, EntryRow.content_hash).where(*entries_where).order_by(EntryRow.id)
     ).all()
@@ -163,36 +163,35 @@ def read_copy_in(conn: Connection, thread_id: str, through_turn_id: str = "") ->
     )
 
 
-def _through(conn: Connection, thread_id: str, turn_id: str) -> int:
+def _through(conn: Connection, tenant: str, thread_id: str, turn_id: str) -> int:
     """The sequence a fork at `turn_id` copies through: its last entry's (for a turn without entries,
     the last entry stored before the turn was created)."""
     turn = conn.execute(
         select(TurnRow.status, TurnRow.created_at).where(
-            TurnRow.thread_id == thread_id, TurnRow.turn_id == turn_id
+            TurnRow.thread_id == thread_id, TurnRow.tenant == tenant, TurnRow.turn_id == turn_id
         )
     ).first()
     if turn is None:
         raise turn_not_found(thread_id, turn_id)
     if turn.status != COMPLETED:
         raise turn_not_completed(thread_id, turn_id)
+    of_entries = (EntryRow.thread_id == thread_id, EntryRow.tenant == tenant)
     last = conn.execute(
-        select(func.max(EntryRow.id)).where(EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
+        select(func.max(EntryRow.id)).where(*of_entries, EntryRow.turn_id == turn_id)
     ).scalar()
     if last is None:
         last = conn.execute(
-            select(func.max(EntryRow.id)).where(
-                EntryRow.thread_id == thread_id, EntryRow.created_at <= turn.created_at
-            )
+            select(func.max(EntryRow.id)).where(*of_entries, EntryRow.created_at <= turn.created_at)
         ).scalar()
     return int(last or 0)
 
 
-def _summaries_then(conn: Connection, thread_id: str, through: int) -> list[Any]:
+def _summaries_then(conn: Connection, of_entries: list[Any], through: int) -> list[Any]:
     """Which summaries a fork through sequence `through` holds: those covering no later entry that
     the source held when it stored its next entry (a summary stored later, covering only the fork's
     part, was not in the body the source sent next, and would change the fork's)."""
     next_stored = conn.execute(
-        select(func.min(EntryRow.created_at)).where(EntryRow.thread_id == thread_id, EntryRow.id > through)
+        select(func.min(EntryRow.created_at)).where(*of_entries, EntryRow.id > through)
     ).scalar()
     held = [SummaryRow.covers_through_sequence <= through]
     if next_stored is not None:
@@ -224,7 +223,9 @@ def _insert_thread(conn: Connection) -> Any:
     return dialect.insert(ThreadRow).on_conflict_do_nothing(index_elements=["thread_id"])
 
 
-def write_copy_in(conn: Connection, thread_id: str, copy: ThreadCopy, fresh: bool = False) -> Written:
+def write_copy_in(
+    conn: Connection, tenant: str, thread_id: str, copy: ThreadCopy, fresh: bool = False
+) -> Written:
     """Stores `copy` as thread `thread_id`; `fresh`: the thread created now (a fork), else at the
     copy's times (its turns, entries and summaries keep theirs either way: listings order by them).
     What was stored."""
@@ -233,6 +234,7 @@ def write_copy_in(conn: Connection, thread_id: str, copy: ThreadCopy, fresh: boo
     moment = now()
     values = {
         "thread_id": thread_id,
+        "tenant": tenant,
         **settings_from(copy.config).__dict__,
         "created_at": moment if fresh else copy.created_at,
         "updated_at": moment if fresh else copy.updated_at,
@@ -248,6 +250,7 @@ def write_copy_in(conn: Connection, thread_id: str, copy: ThreadCopy, fresh: boo
             [
                 {
                     "thread_id": thread_id,
+                    "tenant": tenant,
                     "turn_id": t.turn_id,
                     "status": t.status,
                     "created_at": t.created_at,
@@ -256,8 +259,8 @@ def write_copy_in(conn: Connection, thread_id: str, copy: ThreadCopy, fresh: boo
                 for t in copy.turns
             ],
         )
-    sequences = _insert_entries(conn, thread_id, entries)
-    summary_ids = _insert_summaries(conn, thread_id, copy.summaries, sequences)
+    sequences = _insert_entries(conn, tenant, thread_id, entries)
+    summary_ids = _insert_summaries(conn, tenant, thread_id, copy.summaries, sequences)
     counts = [
         {"entry_sequence": sequences[e.entry.entry_id], "tokenizer": tokenizer, "token_count": count}
         for e in entries
@@ -275,14 +278,16 @@ def write_copy_in(conn: Connection, thread_id: str, copy: ThreadCopy, fresh: boo
     if copy.compaction_failed_entry_id:
         conn.execute(
             update(ThreadRow)
-            .where(ThreadRow.thread_id == thread_id)
+            .where(ThreadRow.thread_id == thread_id, ThreadRow.tenant == tenant)
             .values(compaction_failed_sequence=sequences[copy.compaction_failed_entry_id])
         )
-    thread = thread_message(*thread_in(conn, thread_id))
+    thread = thread_message(*thread_in(conn, tenant, thread_id))
     return Written(thread, len(copy.turns), len(copy.summaries))
 
 
-def _insert_entries(conn: Connection, thread_id: str, entries: Sequence[CopiedEntry]) -> dict[str, int]:
+def _insert_entries(
+    conn: Connection, tenant: str, thread_id: str, entries: Sequence[CopiedEntry]
+) -> dict[str, int]:
     """The entries and their calls, in order; sequence by entry id."""
     if not entries:
         return {}
@@ -292,6 +297,7 @@ def _insert_entries(conn: Connection, thread_id: str, entries: Sequence[CopiedEn
         new = NewEntry(entry, copied.content_hash, entry.token_count)
         values = entry_values(thread_id, new, entry.tokenizer, entry.create_time.ToDatetime(tzinfo=UTC))
         values["completed"] = entry.completed
+        values["tenant"] = tenant
         rows.append(values)
     inserted = conn.execute(
         insert(EntryRow).returning(EntryRow.id, EntryRow.entry_id, sort_by_parameter_order=True), rows
@@ -301,19 +307,27 @@ def _insert_entries(conn: Connection, thread_id: str, entries: Sequence[CopiedEn
     if calls:
         conn.execute(
             insert(ToolCallRow),
-            [{"thread_id": thread_id, "call_id": c, "entry_id": e} for c, e in sorted(calls)],
+            [
+                {"thread_id": thread_id, "tenant": tenant, "call_id": c, "entry_id": e}
+                for c, e in sorted(calls)
+            ],
         )
     return sequences
 
 
 def _insert_summaries(
-    conn: Connection, thread_id: str, summaries: Sequence[CopiedSummary], sequences: dict[str, int]
+    conn: Connection,
+    tenant: str,
+    thread_id: str,
+    summaries: Sequence[CopiedSummary],
+    sequences: dict[str, int],
 ) -> list[int]:
     ids = []
     for copied in summaries:
         s = copied.summary
         values = {
             "thread_id": thread_id,
+            "tenant": tenant,
             "text": s.text,
             "covers_through_sequence": sequences[s.covers_through_entry_id],
             "covers_through_entry_id": s.covers_through_entry_id,
@@ -330,10 +344,10 @@ def _insert_summaries(
 # ---- fork -------------------------------------------------------------------------------------
 
 
-def fork_in(conn: Connection, fork: Fork) -> Written | None:
+def fork_in(conn: Connection, tenant: str, fork: Fork) -> Written | None:
     """ForkThread's unit of work: the new thread as stored, or None when the source's config
     is not `fork.expected` (nothing written)."""
-    copy = read_copy_in(conn, fork.source_thread_id, fork.turn_id)
+    copy = read_copy_in(conn, tenant, fork.source_thread_id, fork.turn_id)
     if settings_from(copy.config) != settings_from(fork.expected):
         return None
     forked = ThreadCopy(
@@ -345,23 +359,27 @@ def fork_in(conn: Connection, fork: Fork) -> Written | None:
         entries=copy.entries,
         summaries=copy.summaries,
     )
-    return write_copy_in(conn, fork.thread_id, forked, fresh=True)
+    return write_copy_in(conn, tenant, fork.thread_id, forked, fresh=True)
 
 
 class SqlCopies:
-    """The port's Copies on a SQL store's runner: each method one transaction."""
+    """The port's Copies on a SQL store (a tenant's view of it): each method one transaction, every
+    statement naming the view's tenant."""
 
-    def __init__(self, runner: TransactionRunner) -> None:
-        self.runner = runner
+    def __init__(self, store: Any) -> None:
+        self.runner: TransactionRunner = store.runner
+        self.tenant: str = store.tenant
 
     async def read(self, thread_id: str) -> ThreadCopy:
-        copy, _ = await self.runner.transact(partial(read_copy_in, thread_id=thread_id))
+        copy, _ = await self.runner.transact(partial(read_copy_in, tenant=self.tenant, thread_id=thread_id))
         return copy
 
     async def write(self, thread_id: str, copy: ThreadCopy) -> Written:
-        written, _ = await self.runner.transact(lambda conn: write_copy_in(conn, thread_id, copy))
+        written, _ = await self.runner.transact(
+            lambda conn: write_copy_in(conn, self.tenant, thread_id, copy)
+        )
         return written
 
     async def fork(self, fork: Fork) -> Written | Conflict:
-        forked, _ = await self.runner.transact(lambda conn: fork_in(conn, fork))
+        forked, _ = await self.runner.transact(lambda conn: fork_in(conn, self.tenant, fork))
         return Conflict() if forked is None else forked

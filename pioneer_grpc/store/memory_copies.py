@@ -124,8 +124,8 @@ class MemoryCopies:
             created_at=moment if fresh else copy.created_at,
             updated_at=moment if fresh else copy.updated_at,
         )
-        t.next_version += 1_000_000
-        thread.version = t.next_version
+        t.seq.version += 1_000_000
+        thread.version = t.seq.version
         entries = copy.entries
         thread.open_entries = sum(1 for e in entries if not e.entry.completed)
         thread.open_turns = len({e.entry.turn_id for e in entries if not e.entry.completed})
@@ -136,8 +136,8 @@ class MemoryCopies:
         sequences: dict[str, int] = {}
         for copied in entries:
             entry = copied.entry
-            sequence = t.next_entry
-            t.next_entry += 1
+            sequence = t.seq.entry
+            t.seq.entry += 1
             values = entry_values(
                 thread_id,
                 NewEntry(entry, copied.content_hash, entry.token_count),
@@ -156,8 +156,8 @@ class MemoryCopies:
                 t.entry_counts[(sequence, tokenizer)] = count
         for copied_summary in copy.summaries:
             s = copied_summary.summary
-            summary_id = t.next_summary
-            t.next_summary += 1
+            summary_id = t.seq.summary
+            t.seq.summary += 1
             t.summaries[summary_id] = SimpleNamespace(
                 id=summary_id,
                 thread_id=thread_id,
