@@ -220,7 +220,7 @@ def failed_entry_id(failed: int | None, entries: Sequence[CopiedEntry]) -> str:
 
 def _insert_thread(conn: Connection) -> Any:
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    return dialect.insert(ThreadRow).on_conflict_do_nothing(index_elements=["thread_id"])
+    return dialect.insert(ThreadRow).on_conflict_do_nothing(index_elements=["thread_id", "tenant"])
 
 
 def write_copy_in(
