@@ -148,7 +148,7 @@ async def ctx(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[S
 async def _context(store: Store, home: Path) -> ServiceContext:
     return ServiceContext(
         config=Config(listen="127.0.0.1:0", home=home),
-        store=store,
+        root_store=store,
         hub=ManifestHub(store.manifests, poll_seconds=3600),
         summarizer=build_summarizer("extractive"),
         models=packaged_registry(),
