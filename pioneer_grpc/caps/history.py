@@ -44,3 +44,5 @@ MAX_INLINE_ENTRY_BYTES = 10_000_000
 # ListRoundUsage: rounds per answer.
 MAX_ROUND_USAGE_PAGE = 500
 DEFAULT_ROUND_USAGE_PAGE = 50
+# ListThreadTimeline: rounds per page (a 1,000-round thread in one answer).
+MAX_TIMELINE_PAGE = 1000

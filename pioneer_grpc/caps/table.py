@@ -74,6 +74,11 @@ _REQUESTS: CapTable = {
     },
     "pioneer.v1.RenderOptions": {"cache_key_prefix": NAME, "prompt_cache_thread_id": ID},
     "pioneer.v1.ListRoundUsageRequest": {"thread_id": ID, "page_size": Cap(max_value=h.MAX_ROUND_USAGE_PAGE)},
+    "pioneer.v1.ListThreadTimelineRequest": {
+        "thread_id": ID,
+        "page_size": Cap(max_value=h.MAX_TIMELINE_PAGE),
+        "page_token": PAGE_TOKEN,
+    },
 }
 
 _HISTORY: CapTable = {

@@ -42,6 +42,7 @@ async def delete_thread(ctx: ServiceContext, thread_id: str, allow_missing: bool
     ctx.seen_models.forget(thread_id)
     ctx.round_prefixes.forget(thread_id)
     ctx.recent_rounds.forget(thread_id)
+    ctx.kept_texts.forget(thread_id)
     if deleted:
         ctx.hub.end_thread(thread_id)
     elif not allow_missing:

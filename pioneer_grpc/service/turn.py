@@ -59,7 +59,15 @@ from pioneer_grpc.providers.prefix import cut_prefix, extend_prefix, render_pref
 from pioneer_grpc.providers.render import RenderedBody, RenderedRequest, render_after
 from pioneer_grpc.providers.validate import tool_rule_violations
 from pioneer_grpc.remembered import Remembered
-from pioneer_grpc.service import history_load, observe, prefix_breaks, rendered_rounds, round_usage, token_fit
+from pioneer_grpc.service import (
+    history_load,
+    observe,
+    prefix_breaks,
+    rendered_rounds,
+    round_usage,
+    section_texts,
+    token_fit,
+)
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.ending import to_the_end
 from pioneer_grpc.service.load_cache import CachedLoad
@@ -612,6 +620,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     )
     # Published even when the caller is cancelled meanwhile: the event is committed.
     done, recorded = await to_the_end(_committed_round(ctx, request, before))
+    await section_texts.keep(ctx, request.thread_id, before.payload.sections)
     if recorded.event is not None:
         # Counted once committed; a retry that recorded nothing new is not another round.
         observe.manifest_recorded(ctx, request.thread_id, before.payload.manifest)
@@ -648,6 +657,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
         broke,
         None if body is None else body.body,
         0 if body is None else body.source_bytes,
+        history_decision=report.decision,
     )
     previous = ctx.recent_rounds.swap(request.thread_id, seen)
     if usage is not None:

@@ -29,6 +29,7 @@ from pioneer_grpc.store.models import (
 )
 from pioneer_grpc.store.rendered_rounds import RenderedRoundRow
 from pioneer_grpc.store.round_usage import RoundUsageRow
+from pioneer_grpc.store.section_texts import SectionTextRow
 from pioneer_grpc.store.threads import thread_not_found, turn_not_found
 from pioneer_grpc.v1 import history_pb2
 
@@ -50,6 +51,7 @@ THREAD_ROWS: dict[str, Any] = {
     "manifest_events": lambda t: ManifestEventRow.thread_id == t,
     "rendered_rounds": lambda t: RenderedRoundRow.thread_id == t,
     "round_usage": lambda t: RoundUsageRow.thread_id == t,
+    "section_texts": lambda t: SectionTextRow.thread_id == t,
     "turns": lambda t: TurnRow.thread_id == t,
     "threads": lambda t: ThreadRow.thread_id == t,
 }
@@ -62,6 +64,7 @@ _MODELS: dict[str, Any] = {
     "manifest_events": ManifestEventRow,
     "rendered_rounds": RenderedRoundRow,
     "round_usage": RoundUsageRow,
+    "section_texts": SectionTextRow,
     "turns": TurnRow,
     "threads": ThreadRow,
 }

@@ -9,7 +9,7 @@ the process; one asyncio lock serialises its writes, as a database's lock would.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -143,6 +143,8 @@ class _Tables:
     events: dict[int, _Event] = field(default_factory=dict)
     kept: dict[int, _Kept] = field(default_factory=dict)
     usage: list[RoundUsageRecord] = field(default_factory=list)
+    # (thread, fingerprint) -> the section's text.
+    texts: dict[tuple[str, str], str] = field(default_factory=dict)
     next_entry: int = 1
     next_summary: int = 1
     next_event: int = 1
@@ -428,6 +430,8 @@ class MemoryStore:
             for counted in [k for k in self._t.summary_counts if k[0] == summary_id]:
                 del self._t.summary_counts[counted]
         self.drop_events_and_kept(lambda row: row.thread_id == thread_id)
+        for key in [k for k in self._t.texts if k[0] == thread_id]:
+            del self._t.texts[key]
         self._compressing.pop(thread_id, None)
         return True
 
@@ -735,6 +739,15 @@ class _Manifests(_Part):
             turn = self.s.lock_turn(prepared.thread_id, prepared.turn_id, moment)
             return self.s.record(prepared, turn)
 
+    async def keep_texts(self, thread_id: str, texts: Mapping[str, str]) -> None:
+        async with self.s._lock:
+            if thread_id in self.t.threads:
+                for fingerprint, text in texts.items():
+                    self.t.texts.setdefault((thread_id, fingerprint), text)
+
+    async def texts(self, thread_id: str, fingerprints: Collection[str]) -> dict[str, str]:
+        return {f: self.t.texts[(thread_id, f)] for f in fingerprints if (thread_id, f) in self.t.texts}
+
     async def turn_manifest(self, thread_id: str, turn_id: str) -> TurnManifest:
         turn = self.t.turns.get((thread_id, turn_id))
         if turn is None:
@@ -914,3 +927,14 @@ class _Usage(_Part):
 
     async def thread_rounds(self, thread_id: str, limit: int) -> list[RoundUsageRecord]:
         return [row for row in reversed(self.t.usage) if row.thread_id == thread_id][:limit]
+
+    async def timeline(
+        self, thread_id: str, after_round: int, limit: int, breaks_only: bool
+    ) -> tuple[list[tuple[int, RoundUsageRecord]], int, int]:
+        rows = [row for row in self.t.usage if row.thread_id == thread_id]
+        found = [
+            (number, row)
+            for number, row in enumerate(rows, start=1)
+            if number > after_round and (row.break_cause or not breaks_only)
+        ]
+        return found[:limit], len(rows), sum(1 for row in rows if row.break_cause)

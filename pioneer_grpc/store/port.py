@@ -28,7 +28,7 @@ answers with them rather than with a second set of classes that mirror them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Collection, Generator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
@@ -430,6 +430,11 @@ class RoundUsageRecord:
     break_tokens_invalidated: int
     break_tokens_kept: int
     reported_at: datetime
+    # The entries a history break summarized, cleared or dropped (the first MAX_BREAK_ENTRIES), and
+    # how many there were; the round's HistoryDecision (0: not known).
+    break_entry_ids: tuple[str, ...] = ()
+    break_entry_count: int = 0
+    history_decision: int = 0
 
 
 # ---- one interface per concern ---------------------------------------------------------------
@@ -528,6 +533,15 @@ class Manifests(Protocol):
 
     async def newest_event_id(self) -> int: ...
 
+    async def keep_texts(self, thread_id: str, texts: Mapping[str, str]) -> None:
+        """Keeps each section text (by its fingerprint) the thread has not kept yet; nothing for a
+        thread that does not exist (store/section_texts.py)."""
+        ...
+
+    async def texts(self, thread_id: str, fingerprints: Collection[str]) -> dict[str, str]:
+        """The thread's kept texts of `fingerprints` (one not kept is left out)."""
+        ...
+
 
 class Listing(Protocol):
     async def threads(
@@ -568,6 +582,14 @@ class RoundUsage(Protocol):
 
     async def thread_rounds(self, thread_id: str, limit: int) -> list[RoundUsageRecord]:
         """The thread's reported rounds, newest report first, at most `limit`."""
+        ...
+
+    async def timeline(
+        self, thread_id: str, after_round: int, limit: int, breaks_only: bool
+    ) -> tuple[list[tuple[int, RoundUsageRecord]], int, int]:
+        """The thread's reported rounds oldest first, each with its number (from 1), after round
+        `after_round`, at most `limit`, only those whose prefix broke when `breaks_only`; and how
+        many rounds and breaks the thread has in all."""
         ...
 
 

@@ -12,7 +12,7 @@ errors (store/work.py): nothing above the store sees a driver's class.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -21,13 +21,14 @@ from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, named_call_ids
 from pioneer_grpc.store import append as append_store
 from pioneer_grpc.store import entries as entry_store
-from pioneer_grpc.store import lifecycle, token_counts
+from pioneer_grpc.store import lifecycle, section_texts, token_counts
 from pioneer_grpc.store import listing as listing_store
 from pioneer_grpc.store import manifests as manifest_store
 from pioneer_grpc.store import rendered_rounds as rendered_store
@@ -35,6 +36,7 @@ from pioneer_grpc.store import round_usage as usage_store
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
 from pioneer_grpc.store.append import Batch, batch_of
+from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.engine import session_factory
 from pioneer_grpc.store.history_state import history_read_in
 from pioneer_grpc.store.locks import compression_lock
@@ -488,6 +490,18 @@ class _Manifests(_Part):
     async def newest_event_id(self) -> int:
         return await self.runner.read(manifest_store.newest_event_id_in)
 
+    async def keep_texts(self, thread_id: str, texts: Mapping[str, str]) -> None:
+        if not texts:
+            return
+        created = now()
+        try:
+            await _transact(self.runner, lambda conn: section_texts.keep_in(conn, thread_id, texts, created))
+        except IntegrityError:  # the thread was deleted meanwhile: nothing to keep
+            return
+
+    async def texts(self, thread_id: str, fingerprints: Collection[str]) -> dict[str, str]:
+        return await self.runner.read(lambda conn: section_texts.texts_in(conn, thread_id, fingerprints))
+
 
 def _turn_manifest(thread_id: str, turn_id: str, conn: Connection) -> TurnManifest:
     return manifest_store.turn_manifest_in(conn, thread_id, turn_id)
@@ -542,6 +556,13 @@ class _Usage(_Part):
 
     async def thread_rounds(self, thread_id: str, limit: int) -> list[RoundUsageRecord]:
         return await self.runner.read(lambda conn: usage_store.thread_rounds(conn, thread_id, limit))
+
+    async def timeline(
+        self, thread_id: str, after_round: int, limit: int, breaks_only: bool
+    ) -> tuple[list[tuple[int, RoundUsageRecord]], int, int]:
+        return await self.runner.read(
+            lambda conn: usage_store.timeline(conn, thread_id, after_round, limit, breaks_only)
+        )
 
 
 def open_store(engine: AsyncEngine, tokenizer_of: Callable[[str], str]) -> SqlStore:

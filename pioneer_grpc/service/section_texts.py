@@ -1,0 +1,25 @@
+"""Each compiled section's text kept by its fingerprint, once per thread, for DiffManifests' lines.
+
+A round hands its compiled sections here after its commit; this server remembers, per thread, the
+fingerprints it has kept already, so a round whose sections are all known writes nothing and
+touches no database. A text is written the first time a thread's compile produces it (the store
+keeps it once: store/section_texts.py). The memory is per process and bounded: after a restart, on
+another worker, or once the thread fell out of it, the next round writes its texts again, which the
+store ignores as already kept. A round cancelled or failed before its texts are kept leaves them
+unknown here, so the next round writes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.v1 import prompt_pb2
+
+
+async def keep(ctx: ServiceContext, thread_id: str, sections: Iterable[prompt_pb2.PromptSection]) -> None:
+    """Keeps the texts of the round's sections the thread has not kept yet (nothing when all are)."""
+    texts = ctx.kept_texts.unknown(thread_id, sections)
+    if texts:
+        await ctx.store.manifests.keep_texts(thread_id, texts)
+        ctx.kept_texts.mark(thread_id, texts)
