@@ -9,6 +9,7 @@ the process; one asyncio lock serialises its writes, as a database's lock would.
 from __future__ import annotations
 
 import asyncio
+import operator
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -55,6 +56,7 @@ from pioneer_grpc.store.port import (
     StoredEntry,
     SummaryRead,
     SummaryToStore,
+    ThreadFilter,
     TurnManifest,
     TurnRecord,
     WholeRead,
@@ -809,27 +811,61 @@ def _event_message(event: _Event) -> manifest_pb2.ManifestEvent:
 
 
 class _Listing(_Part):
-    async def threads(self, after_thread_id: str | None, size: int) -> tuple[list[history_pb2.Thread], bool]:
+    def _matches(self, thread: _Thread, where: ThreadFilter | None) -> bool:
+        if where is None:
+            return True
+        if not all(text in thread.thread_id for text in where.id_contains):
+            return False
+        if where.model is not None and thread.model != where.model:
+            return False
+        compare = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+        if not all(compare[op](thread.updated_at, moment) for op, moment in where.updated):
+            return False
+        if where.has_cache_breaks is not None:
+            broke = any(r.thread_id == thread.thread_id and r.break_cause for r in self.t.usage)
+            return broke == where.has_cache_breaks
+        return True
+
+    async def threads(
+        self, after_thread_id: str | None, size: int, where: ThreadFilter | None = None
+    ) -> tuple[list[history_pb2.Thread], bool]:
         found = sorted(
             (
                 thread
                 for thread in self.t.threads.values()
-                if after_thread_id is None or thread.thread_id > after_thread_id
+                if (after_thread_id is None or thread.thread_id > after_thread_id)
+                and self._matches(thread, where)
             ),
             key=lambda thread: thread.thread_id,
         )
         return [self.s.thread_message(thread) for thread in found[:size]], len(found) > size
 
     async def threads_newest(
-        self, after: tuple[datetime, str] | None, size: int
+        self, after: tuple[datetime, str] | None, size: int, where: ThreadFilter | None = None
     ) -> tuple[list[history_pb2.Thread], bool]:
         found = sorted(
             (
                 thread
                 for thread in self.t.threads.values()
-                if after is None or (thread.created_at, thread.thread_id) < after
+                if (after is None or (thread.created_at, thread.thread_id) < after)
+                and self._matches(thread, where)
             ),
             key=lambda thread: (thread.created_at, thread.thread_id),
+            reverse=True,
+        )
+        return [self.s.thread_message(thread) for thread in found[:size]], len(found) > size
+
+    async def threads_updated(
+        self, after: tuple[datetime, str] | None, size: int, where: ThreadFilter | None = None
+    ) -> tuple[list[history_pb2.Thread], bool]:
+        found = sorted(
+            (
+                thread
+                for thread in self.t.threads.values()
+                if (after is None or (thread.updated_at, thread.thread_id) < after)
+                and self._matches(thread, where)
+            ),
+            key=lambda thread: (thread.updated_at, thread.thread_id),
             reverse=True,
         )
         return [self.s.thread_message(thread) for thread in found[:size]], len(found) > size

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Collection, Generator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -64,6 +64,7 @@ __all__ = [
     "StoredEntry",
     "SummaryRead",
     "SummaryToStore",
+    "ThreadFilter",
     "TurnManifest",
     "TurnRecord",
     "WholeRead",
@@ -543,14 +544,44 @@ class Manifests(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class ThreadFilter:
+    """What ListThreads' filter asks of a thread (service/thread_filter.py parses it): every id
+    substring, the model, whether a reported round broke the prefix, update time comparisons."""
+
+    id_contains: tuple[str, ...] = ()
+    model: str | None = None
+    has_cache_breaks: bool | None = None
+    # (operator, moment): "<", "<=", ">" or ">=".
+    updated: tuple[tuple[str, datetime], ...] = ()
+
+    def with_id(self, text: str) -> ThreadFilter:
+        return replace(self, id_contains=(*self.id_contains, text))
+
+    def with_model(self, model: str) -> ThreadFilter:
+        return replace(self, model=model)
+
+    def with_breaks(self, has: bool) -> ThreadFilter:
+        return replace(self, has_cache_breaks=has)
+
+    def with_time(self, op: str, moment: datetime) -> ThreadFilter:
+        return replace(self, updated=(*self.updated, (op, moment)))
+
+
 class Listing(Protocol):
     async def threads(
-        self, after_thread_id: str | None, size: int
+        self, after_thread_id: str | None, size: int, where: ThreadFilter | None = None
     ) -> tuple[list[history_pb2.Thread], bool]: ...
 
     async def threads_newest(
-        self, after: tuple[datetime, str] | None, size: int
+        self, after: tuple[datetime, str] | None, size: int, where: ThreadFilter | None = None
     ) -> tuple[list[history_pb2.Thread], bool]: ...
+
+    async def threads_updated(
+        self, after: tuple[datetime, str] | None, size: int, where: ThreadFilter | None = None
+    ) -> tuple[list[history_pb2.Thread], bool]:
+        """Threads most recently updated first, by (update time, thread id) descending."""
+        ...
 
     async def turns(
         self, thread_id: str, after: tuple[datetime, str] | None, size: int

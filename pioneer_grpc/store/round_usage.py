@@ -11,7 +11,20 @@ from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, Float, Index, Integer, String, Text, delete, func, insert, select
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    String,
+    Text,
+    delete,
+    func,
+    insert,
+    select,
+    text,
+)
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -24,6 +37,13 @@ class RoundUsageRow(Base):
     __table_args__ = (
         Index("ix_round_usage_round", "thread_id", "turn_id", "manifest_event_id", "turn_message_count"),
         Index("ix_round_usage_thread", "thread_id", "id"),
+        # ListThreads' has_cache_breaks: the threads with a round whose prefix broke (migration 0020).
+        Index(
+            "ix_round_usage_breaks",
+            "thread_id",
+            sqlite_where=text("break_cause <> 0"),
+            postgresql_where=text("break_cause <> 0"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)

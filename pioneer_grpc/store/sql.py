@@ -60,6 +60,7 @@ from pioneer_grpc.store.port import (
     RoundUsageRecord,
     SummaryRead,
     SummaryToStore,
+    ThreadFilter,
     TurnManifest,
     TurnRecord,
     WholeRead,
@@ -508,13 +509,26 @@ def _turn_manifest(thread_id: str, turn_id: str, conn: Connection) -> TurnManife
 
 
 class _Listing(_Part):
-    async def threads(self, after_thread_id: str | None, size: int) -> tuple[list[history_pb2.Thread], bool]:
-        return await self.runner.read(lambda conn: listing_store.threads_page(conn, after_thread_id, size))
+    async def threads(
+        self, after_thread_id: str | None, size: int, where: ThreadFilter | None = None
+    ) -> tuple[list[history_pb2.Thread], bool]:
+        return await self.runner.read(
+            lambda conn: listing_store.threads_page(conn, after_thread_id, size, where)
+        )
 
     async def threads_newest(
-        self, after: tuple[datetime, str] | None, size: int
+        self, after: tuple[datetime, str] | None, size: int, where: ThreadFilter | None = None
     ) -> tuple[list[history_pb2.Thread], bool]:
-        return await self.runner.read(lambda conn: listing_store.threads_newest_page(conn, after, size))
+        return await self.runner.read(
+            lambda conn: listing_store.threads_newest_page(conn, after, size, where)
+        )
+
+    async def threads_updated(
+        self, after: tuple[datetime, str] | None, size: int, where: ThreadFilter | None = None
+    ) -> tuple[list[history_pb2.Thread], bool]:
+        return await self.runner.read(
+            lambda conn: listing_store.threads_updated_page(conn, after, size, where)
+        )
 
     async def turns(
         self, thread_id: str, after: tuple[datetime, str] | None, size: int

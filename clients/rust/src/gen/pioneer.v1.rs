@@ -2749,12 +2749,26 @@ pub struct ListThreadsRequest {
     /// Cap: at most 1,000 characters.
     #[prost(string, tag = "2")]
     pub page_token: ::prost::alloc::string::String,
-    /// The order (AIP-132): empty = by thread_id; "create_time desc" = newest first
-    /// (ties by thread_id, descending). Anything else is INVALID_ARGUMENT. A page
-    /// token is bound to the order it was made with.
+    /// The order (AIP-132): empty = by thread_id; "create_time desc" = newest first;
+    /// "update_time desc" = most recently updated first (ties by thread_id,
+    /// descending). Anything else is INVALID_ARGUMENT. A page token is bound to the
+    /// order and the filter it was made with.
     /// Cap: at most 200 characters.
     #[prost(string, tag = "3")]
     pub order_by: ::prost::alloc::string::String,
+    /// Only the threads that match (AIP-160, this subset): terms joined by AND (or
+    /// by spaces, which mean AND), each one of
+    /// pioneer                                 the thread id contains "pioneer"
+    /// thread_id:"pio"                         the same (threads have no title)
+    /// model = "claude-sonnet-4-5"             the thread's model, exactly
+    /// has_cache_breaks = true                 a reported round broke its prefix
+    /// (= false: none did)
+    /// update_time > "2026-12-01T00:00:00Z"    also >=, \<, \<=; RFC 3339 with a zone
+    /// At most 8 terms. A filter it cannot read is INVALID_ARGUMENT with a field
+    /// violation on `filter` saying why. Empty = every thread.
+    /// Cap: at most 1,000 characters.
+    #[prost(string, tag = "4")]
+    pub filter: ::prost::alloc::string::String,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -3246,9 +3260,11 @@ pub mod history_service_client {
                 .insert(GrpcMethod::new("pioneer.v1.HistoryService", "CountTokens"));
             self.inner.unary(req, path, codec).await
         }
-        /// Lists threads by thread_id (or newest first, see order_by), a page at a time (AIP-158).
+        /// Lists threads by thread_id (or newest first, or most recently updated first,
+        /// see order_by), a page at a time (AIP-158), those matching `filter` (AIP-160).
         ///
-        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size),
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size, a filter or
+        /// order_by it cannot read, with a field violation naming it),
         /// INVALID_PAGE_TOKEN (a token not from this list). Read only: always safe to retry.
         pub async fn list_threads(
             &mut self,

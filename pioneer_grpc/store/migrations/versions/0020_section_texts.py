@@ -1,6 +1,7 @@
 """Section texts kept once per thread and fingerprint (DiffManifests shows the lines that changed),
 and per reported round the entries its history break summarized, cleared or dropped, and its history
-decision (the thread's timeline).
+decision (the thread's timeline). Indexes for ListThreads by update time, by model, and with cache
+breaks.
 
 Revision ID: 0020_section_texts
 Revises: 0017_entry_is_error
@@ -30,9 +31,18 @@ def upgrade() -> None:
         batch.add_column(sa.Column("break_entry_ids", sa.Text, nullable=False, server_default=""))
         batch.add_column(sa.Column("break_entry_count", sa.Integer, nullable=False, server_default="0"))
         batch.add_column(sa.Column("history_decision", sa.Integer, nullable=False, server_default="0"))
+    op.create_index("ix_threads_updated_at", "threads", ["updated_at", "thread_id"])
+    op.create_index("ix_threads_model_updated_at", "threads", ["model", "updated_at", "thread_id"])
+    broke = sa.text("break_cause <> 0")
+    op.create_index(
+        "ix_round_usage_breaks", "round_usage", ["thread_id"], sqlite_where=broke, postgresql_where=broke
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_round_usage_breaks", "round_usage")
+    op.drop_index("ix_threads_model_updated_at", "threads")
+    op.drop_index("ix_threads_updated_at", "threads")
     with op.batch_alter_table("round_usage") as batch:
         batch.drop_column("history_decision")
         batch.drop_column("break_entry_count")
