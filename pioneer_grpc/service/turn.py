@@ -585,7 +585,9 @@ async def _committed(
     opened: OpenedRound,
     done: _Round,
 ) -> tuple[_Round, Recorded] | None:
-    """The round's one commit, the body written as JSON beside it; None on a Conflict."""
+    """The round's one commit, the body written as JSON beside it; None on a Conflict. The section
+    texts the thread may not have kept go with it (service/section_texts.py)."""
+    texts = section_texts.unknown(ctx, request.thread_id, before.payload.sections)
     plan = RoundCommit(
         request.thread_id,
         request.turn_id,
@@ -596,6 +598,7 @@ async def _committed(
         done.tokenizer,
         opens_turn=not opened.turn_entries,
         counts=done.counts,
+        texts=texts,
     )
     under_way = ctx.store.rounds.commit(plan)
     await under_way.sent
@@ -604,7 +607,10 @@ async def _committed(
         encoded = done.rendered.encoded() if small else await asyncio.to_thread(done.rendered.encoded)
         done = replace(done, encoded=encoded)
     outcome = await under_way
-    return None if isinstance(outcome, Conflict) else (done, outcome)
+    if isinstance(outcome, Conflict):
+        return None
+    section_texts.kept(ctx, request.thread_id, texts)
+    return done, outcome
 
 
 async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest) -> PreparedTurn:
@@ -620,7 +626,6 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     )
     # Published even when the caller is cancelled meanwhile: the event is committed.
     done, recorded = await to_the_end(_committed_round(ctx, request, before))
-    await section_texts.keep(ctx, request.thread_id, before.payload.sections)
     if recorded.event is not None:
         # Counted once committed; a retry that recorded nothing new is not another round.
         observe.manifest_recorded(ctx, request.thread_id, before.payload.manifest)

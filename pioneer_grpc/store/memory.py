@@ -717,6 +717,8 @@ class _Rounds(_Part):
             self.s.insert(thread_id, commit.entries, commit.tokenizer, fresh, moment)
             if commit.counts:
                 self.s.keep_counts(commit.counts)
+            for fingerprint, text in commit.texts:
+                self.t.texts.setdefault((thread_id, fingerprint), text)
             return recorded
 
 

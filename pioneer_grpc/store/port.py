@@ -360,6 +360,9 @@ class RoundCommit:
     tokenizer: str = ""
     opens_turn: bool = False
     counts: KeptCounts | None = None
+    # (fingerprint, text) of the round's sections the thread may not have kept yet
+    # (store/section_texts.py): kept in the same transaction, each at most once.
+    texts: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

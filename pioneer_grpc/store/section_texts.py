@@ -1,10 +1,11 @@
 """Section texts kept by fingerprint, so a diff of two manifests can show the lines that changed.
 
 A manifest names each section's fingerprint (sha256 of its rendered text); the text itself is kept
-once per thread and fingerprint, the first time a compile of the thread produced it. A section that
-stays the same costs nothing after its first round; a text changing every round costs one row per
-round. Rows belong to their thread (a foreign key with ON DELETE CASCADE, and store/lifecycle.py
-THREAD_ROWS): a deleted thread leaves none behind, and no other thread's manifest refers to them.
+once per thread and fingerprint, the first time a compile of the thread produced it, written in the
+round's own transaction (RoundCommit.texts). A section that stays the same costs nothing after its
+first round; a text changing every round costs one row per round. Rows belong to their thread (a
+foreign key with ON DELETE CASCADE, and store/lifecycle.py THREAD_ROWS): a deleted thread leaves
+none behind, and no other thread's manifest refers to them.
 """
 
 from __future__ import annotations
@@ -12,13 +13,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from datetime import datetime
 
-from sqlalchemy import DateTime, ForeignKey, String, Text, literal, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import DateTime, ForeignKey, String, Text, select, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapped, mapped_column
 
-from pioneer_grpc.store.models import Base, ThreadRow
+from pioneer_grpc.store.models import Base
 
 
 class SectionTextRow(Base):
@@ -32,25 +31,26 @@ class SectionTextRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+# Built once; an INSERT ... SELECT from the thread's row, so a thread that is not there keeps nothing.
+_KEEP = text(
+    "INSERT INTO section_texts (thread_id, fingerprint, text, created_at) "
+    "SELECT thread_id, :fingerprint, :text, :created FROM threads WHERE thread_id = :thread_id "
+    "ON CONFLICT DO NOTHING"
+)
+
+
 def keep_in(conn: Connection, thread_id: str, texts: Mapping[str, str], created: datetime) -> None:
-    """Each text not kept yet for the thread; nothing when the thread does not exist. A thread deleted
-    between the select and the insert fails the foreign key: IntegrityError, for the caller."""
-    if not texts:
-        return
-    insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
-    for fingerprint, text in texts.items():
-        source = select(
-            ThreadRow.thread_id,
-            literal(fingerprint),
-            literal(text),
-            literal(created, DateTime(timezone=True)),
-        ).where(ThreadRow.thread_id == thread_id)
-        statement = (
-            insert(SectionTextRow)
-            .from_select(["thread_id", "fingerprint", "text", "created_at"], source)
-            .on_conflict_do_nothing()
+    """Each text not kept yet for the thread, in the caller's transaction; nothing when the thread
+    does not exist. A thread deleted between the select and the insert fails the foreign key:
+    IntegrityError, for the caller."""
+    if texts:
+        conn.execute(
+            _KEEP,
+            [
+                {"thread_id": thread_id, "fingerprint": fingerprint, "text": value, "created": created}
+                for fingerprint, value in texts.items()
+            ],
         )
-        conn.execute(statement)
 
 
 def texts_in(conn: Connection, thread_id: str, fingerprints: Collection[str]) -> dict[str, str]:

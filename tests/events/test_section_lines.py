@@ -59,20 +59,20 @@ async def test_a_changed_section_shows_its_lines_and_a_stable_one_costs_nothing(
     client = Client(pg_server)
     await client.thread("lines")
     writes: list[int] = []
-    keep = pg_server.ctx.store.manifests.keep_texts
+    commit = pg_server.ctx.store.rounds.commit
 
-    async def counted(thread_id, texts):
-        writes.append(len(texts))
-        await keep(thread_id, texts)
+    def counted(plan):
+        writes.append(len(plan.texts))
+        return commit(plan)
 
-    monkeypatch.setattr(pg_server.ctx.store.manifests, "keep_texts", counted)
+    monkeypatch.setattr(pg_server.ctx.store.rounds, "commit", counted)
     await _round(client, "lines", "t1", "Project: pioneer\nDate: 2026-11-29\nTeam: gateway")
     first_texts = await _text_rows(pg_server, "lines")
-    assert first_texts == writes[0] >= 3  # every section once
+    assert first_texts == writes[0] >= 3  # every section once, with the round's commit
     await _round(client, "lines", "t2", "Project: pioneer\nDate: 2026-11-29\nTeam: gateway")
-    assert len(writes) == 1  # the same sections: no write, no statement
+    assert writes[1:] == [0]  # the same sections: nothing to keep
     await _round(client, "lines", "t3", "Project: pioneer\nDate: 2026-11-30\nTeam: gateway")
-    assert writes[1:] == [1]  # only the changed section's new text
+    assert writes[2:] == [1]  # only the changed section's new text
     assert await _text_rows(pg_server, "lines") == first_texts + 1
 
     manifests = await pg_server.client()
