@@ -73,6 +73,8 @@ async def _seeded(url: str, seed: Any) -> Any:
 
 async def open_thread_figure(tmp: Path) -> dict[str, Any]:
     chromium()
+    from playwright.async_api import expect
+
     home = tmp / "open-home"
     home.mkdir()
     prepare_home(home)
@@ -97,11 +99,8 @@ async def open_thread_figure(tmp: Path) -> dict[str, Any]:
                 )
                 began = time.perf_counter()
                 await page.goto(f"http://127.0.0.1:{port}/#thread={LONG_THREAD}")
-                await page.wait_for_function(
-                    "document.querySelectorAll('[data-testid=timeline-break]').length === 20"
-                    " && document.querySelectorAll('[data-testid=turn-item]').length === 1000",
-                    timeout=60_000,
-                )
+                await expect(page.get_by_test_id("timeline-break")).to_have_count(20, timeout=60_000)
+                await expect(page.get_by_test_id("turn-item")).to_have_count(seeded.turns, timeout=60_000)
                 seconds.append(time.perf_counter() - began)
                 requests.append(sorted(calls))
                 await context.close()

@@ -281,6 +281,8 @@ async function onWatchMessage(rounds, message) {
     : null;
   if (app.rounds !== rounds) return;
   rounds.add(event, diff);
+  // The stored backlog is drawn once, at the heartbeat that follows it.
+  if (!rounds.caughtUp) return;
   threadPane.renderCounts(rounds, event.turnId);
   if (rounds.caughtUp) {
     // A live round: the thread's and its turn's counts moved, or a turn began.

@@ -17,6 +17,9 @@ export class ThreadRounds {
   constructor(threadId) {
     this.threadId = threadId;
     this.events = [];
+    // event id -> its place in `events`, and the break each event's stable half made (worked out once).
+    this.places = new Map();
+    this.breaksFound = new Map();
     this.diffs = new Map();
     this.byTurn = new Map();
     this.lastEventId = "0";
@@ -33,6 +36,7 @@ export class ThreadRounds {
   }
 
   add(event, diff) {
+    this.places.set(event.eventId, this.events.length);
     this.events.push(event);
     if (!this.byTurn.has(event.turnId)) this.byTurn.set(event.turnId, []);
     this.byTurn.get(event.turnId).push(event);
@@ -41,7 +45,7 @@ export class ThreadRounds {
   }
 
   previous(event) {
-    const index = this.events.findIndex((e) => e.eventId === event.eventId);
+    const index = this.places.get(event.eventId) ?? -1;
     return index > 0 ? this.events[index - 1] : null;
   }
 
@@ -52,8 +56,11 @@ export class ThreadRounds {
   breakSection(event) {
     const diff = this.diff(event);
     if (diff) return diff.cacheBreakSectionId || "";
-    const previous = this.previous(event);
-    return previous ? stableBreak(previous.manifest || {}, event.manifest || {}) : "";
+    if (!this.breaksFound.has(event.eventId)) {
+      const previous = this.previous(event);
+      this.breaksFound.set(event.eventId, previous ? stableBreak(previous.manifest || {}, event.manifest || {}) : "");
+    }
+    return this.breaksFound.get(event.eventId);
   }
 
   // The diffs of `events` not asked for yet, each against the thread's event before it, at once.

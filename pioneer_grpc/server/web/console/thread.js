@@ -46,8 +46,13 @@ export class ThreadPane {
   }
 
   async describe(threadId) {
+    // The timeline is asked for beside GetThread: on a long thread it is the longer answer.
+    const usage = this.renderUsage(threadId);
     const { thread } = await call("HistoryService", "GetThread", { threadId });
-    if (threadId !== this.threadId || !thread) return null;
+    if (threadId !== this.threadId || !thread) {
+      await usage.catch(() => {});
+      return null;
+    }
     const config = thread.config || {};
     byId("thread-meta").replaceChildren(
       config.model ? el("span", { "data-field": "model" }, config.model) : null,
@@ -57,7 +62,7 @@ export class ThreadPane {
       el("span", {}, "updated ", timeEl(thread.updateTime)),
       el("button", { type: "button", "data-testid": "delete-thread", onclick: () => this.remove(threadId) }, "Delete thread"),
     );
-    await this.renderUsage(threadId);
+    await usage;
     return thread;
   }
 
