@@ -73,7 +73,9 @@ class ManifestService(Protocol):
 
     async def diff_manifests(self, request: DiffManifestsRequest, ctx: RequestContext[DiffManifestsRequest, DiffManifestsResponse], /) -> DiffManifestsResponse:
         """
-        Compares two manifests and names the section that broke the prefix cache.
+        Compares two manifests and names the section that broke the prefix cache;
+        each added, removed or changed section comes with the lines that differ,
+        from the section texts the server keeps per thread (SectionChange.line_changes).
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
         MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
@@ -312,7 +314,9 @@ class ManifestServiceClient(ConnectClient):
         timeout_ms: int | None = None,
     ) -> DiffManifestsResponse:
         """
-        Compares two manifests and names the section that broke the prefix cache.
+        Compares two manifests and names the section that broke the prefix cache;
+        each added, removed or changed section comes with the lines that differ,
+        from the section texts the server keeps per thread (SectionChange.line_changes).
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
         MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
@@ -457,7 +461,9 @@ class ManifestServiceSync(Protocol):
 
     def diff_manifests(self, request: DiffManifestsRequest, ctx: RequestContext[DiffManifestsRequest, DiffManifestsResponse], /) -> DiffManifestsResponse:
         """
-        Compares two manifests and names the section that broke the prefix cache.
+        Compares two manifests and names the section that broke the prefix cache;
+        each added, removed or changed section comes with the lines that differ,
+        from the section texts the server keeps per thread (SectionChange.line_changes).
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
         MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
@@ -694,7 +700,9 @@ class ManifestServiceClientSync(ConnectClientSync):
         timeout_ms: int | None = None,
     ) -> DiffManifestsResponse:
         """
-        Compares two manifests and names the section that broke the prefix cache.
+        Compares two manifests and names the section that broke the prefix cache;
+        each added, removed or changed section comes with the lines that differ,
+        from the section texts the server keeps per thread (SectionChange.line_changes).
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
         MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,

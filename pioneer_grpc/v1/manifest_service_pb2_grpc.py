@@ -113,7 +113,9 @@ class ManifestServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DiffManifests(self, request, context):
-        """Compares two manifests and names the section that broke the prefix cache.
+        """Compares two manifests and names the section that broke the prefix cache;
+        each added, removed or changed section comes with the lines that differ,
+        from the section texts the server keeps per thread (SectionChange.line_changes).
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
         MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,

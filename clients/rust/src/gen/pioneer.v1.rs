@@ -3854,7 +3854,9 @@ pub mod manifest_service_client {
                 .insert(GrpcMethod::new("pioneer.v1.ManifestService", "WatchManifests"));
             self.inner.server_streaming(req, path, codec).await
         }
-        /// Compares two manifests and names the section that broke the prefix cache.
+        /// Compares two manifests and names the section that broke the prefix cache;
+        /// each added, removed or changed section comes with the lines that differ,
+        /// from the section texts the server keeps per thread (SectionChange.line_changes).
         ///
         /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
         /// MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,

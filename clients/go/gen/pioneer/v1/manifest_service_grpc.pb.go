@@ -55,7 +55,9 @@ type ManifestServiceClient interface {
 	// metadata resume_after_event_id: reconnect with after_event_id set to it to
 	// resume without loss or duplicates.
 	WatchManifests(ctx context.Context, in *WatchManifestsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchManifestsResponse], error)
-	// Compares two manifests and names the section that broke the prefix cache.
+	// Compares two manifests and names the section that broke the prefix cache;
+	// each added, removed or changed section comes with the lines that differ,
+	// from the section texts the server keeps per thread (SectionChange.line_changes).
 	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
 	// MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
@@ -194,7 +196,9 @@ type ManifestServiceServer interface {
 	// metadata resume_after_event_id: reconnect with after_event_id set to it to
 	// resume without loss or duplicates.
 	WatchManifests(*WatchManifestsRequest, grpc.ServerStreamingServer[WatchManifestsResponse]) error
-	// Compares two manifests and names the section that broke the prefix cache.
+	// Compares two manifests and names the section that broke the prefix cache;
+	// each added, removed or changed section comes with the lines that differ,
+	// from the section texts the server keeps per thread (SectionChange.line_changes).
 	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
 	// MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
