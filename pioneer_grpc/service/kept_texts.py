@@ -10,6 +10,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 
 from pioneer_grpc.compiler.sections import render_section
+from pioneer_grpc.service.tenancy import ThreadKey
 from pioneer_grpc.v1 import prompt_pb2
 
 MAX_THREADS = 4096
@@ -22,9 +23,9 @@ class KeptTexts:
 
     def __init__(self, threads: int = MAX_THREADS, per_thread: int = MAX_PER_THREAD) -> None:
         self._threads, self._per_thread = threads, per_thread
-        self._items: OrderedDict[str, OrderedDict[str, None]] = OrderedDict()
+        self._items: OrderedDict[ThreadKey, OrderedDict[str, None]] = OrderedDict()
 
-    def unknown(self, thread_id: str, sections: Iterable[prompt_pb2.PromptSection]) -> dict[str, str]:
+    def unknown(self, thread_id: ThreadKey, sections: Iterable[prompt_pb2.PromptSection]) -> dict[str, str]:
         """The texts, by fingerprint, of the sections not known to be kept for the thread."""
         known = self._items.get(thread_id)
         if known is not None:
@@ -35,7 +36,7 @@ class KeptTexts:
             if section.fingerprint and (known is None or section.fingerprint not in known)
         }
 
-    def mark(self, thread_id: str, fingerprints: Iterable[str]) -> None:
+    def mark(self, thread_id: ThreadKey, fingerprints: Iterable[str]) -> None:
         known = self._items.setdefault(thread_id, OrderedDict())
         self._items.move_to_end(thread_id)
         for fingerprint in fingerprints:
@@ -46,5 +47,5 @@ class KeptTexts:
         while len(self._items) > self._threads:
             self._items.popitem(last=False)
 
-    def forget(self, thread_id: str) -> None:
+    def forget(self, thread_id: ThreadKey) -> None:
         self._items.pop(thread_id, None)

@@ -16,6 +16,7 @@ from pioneer_grpc import reasons
 from pioneer_grpc.errors import InvalidArgument, NotFound
 from pioneer_grpc.history.entries import id_violation, thread_id_violation
 from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.service.tenancy import thread_key
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ async def abandon_turn(
 ) -> Abandoned:
     InvalidArgument.raise_if([thread_id_violation(thread_id), id_violation("turn_id", turn_id, "turn_id")])
     dropped = await ctx.store.turns.abandon(thread_id, turn_id, allow_missing)
-    ctx.recent_rounds.forget(thread_id, turn_id)
+    ctx.recent_rounds.forget(thread_key(thread_id), turn_id)
     return Abandoned(dropped is not None, dropped or 0)
 
 
@@ -38,13 +39,14 @@ async def delete_thread(ctx: ServiceContext, thread_id: str, allow_missing: bool
     """Whether the thread existed; NotFound when it did not, unless `allow_missing`."""
     InvalidArgument.raise_if([thread_id_violation(thread_id)])
     deleted = await ctx.store.threads.delete(thread_id)
-    ctx.load_cache.forget(thread_id)
-    ctx.seen_models.forget(thread_id)
-    ctx.round_prefixes.forget(thread_id)
-    ctx.recent_rounds.forget(thread_id)
-    ctx.kept_texts.forget(thread_id)
+    key = thread_key(thread_id)
+    ctx.load_cache.forget(key)
+    ctx.seen_models.forget(key)
+    ctx.round_prefixes.forget(key)
+    ctx.recent_rounds.forget(key)
+    ctx.kept_texts.forget(key)
     if deleted:
-        ctx.hub.end_thread(thread_id)
+        ctx.hub.end_thread(*key)
     elif not allow_missing:
         raise NotFound(
             f"thread {thread_id!r} does not exist (deleted already?); send allow_missing to accept that",

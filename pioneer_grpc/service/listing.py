@@ -13,7 +13,9 @@ from pioneer_grpc.history.entries import thread_id_violation
 from pioneer_grpc.service import thread_filter
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.paging import PageSize, decode_token, encode_token
+from pioneer_grpc.service.tenancy import sees_every_tenant
 from pioneer_grpc.store.port import ThreadFilter
+from pioneer_grpc.tenants import current_caller
 from pioneer_grpc.v1 import history_pb2, history_service_pb2
 
 THREAD_PAGE = PageSize(default=50, maximum=1000)
@@ -49,8 +51,16 @@ async def list_threads(
         return await _threads_by_time(ctx, order, size, page_token, where, bound)
     scope = "threads" + bound
     after = decode_token(page_token, scope)
-    threads, more = await ctx.store.listing.threads(None if after is None else str(after[0]), size, where)
-    return threads, encode_token(scope, [threads[-1].thread_id]) if more else ""
+    position = None if after is None else (str(after[0]), _tenant_of(after, 1))
+    threads, more = await ctx.store.listing.threads(
+        position, size, every_tenant=sees_every_tenant(), where=where
+    )
+    return threads, encode_token(scope, [threads[-1].thread_id, threads[-1].tenant]) if more else ""
+
+
+def _tenant_of(after: list[object], index: int) -> str:
+    """The tenant a page token names at `index` (a token made before tenants names none: the caller's)."""
+    return str(after[index]) if len(after) > index else current_caller().tenant
 
 
 async def _threads_by_time(
@@ -59,16 +69,17 @@ async def _threads_by_time(
     newest = order == NEWEST_FIRST
     scope = ("threads:newest" if newest else "threads:updated") + bound
     after = decode_token(page_token, scope)
-    position = None if after is None else (datetime.fromisoformat(str(after[0])), str(after[1]))
+    position = None
+    if after is not None:
+        position = (datetime.fromisoformat(str(after[0])), str(after[1]), _tenant_of(after, 2))
     listing = ctx.store.listing
-    threads, more = await (listing.threads_newest if newest else listing.threads_updated)(
-        position, size, where
-    )
+    page = listing.threads_newest if newest else listing.threads_updated
+    threads, more = await page(position, size, every_tenant=sees_every_tenant(), where=where)
     if not more:
         return threads, ""
     last = threads[-1]
-    moment = last.create_time if newest else last.update_time
-    return threads, encode_token(scope, [moment.ToDatetime(tzinfo=UTC).isoformat(), last.thread_id])
+    moment = (last.create_time if newest else last.update_time).ToDatetime(tzinfo=UTC).isoformat()
+    return threads, encode_token(scope, [moment, last.thread_id, last.tenant])
 
 
 async def list_turns(

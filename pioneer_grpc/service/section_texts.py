@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.service.tenancy import thread_key
 from pioneer_grpc.v1 import prompt_pb2
 
 
@@ -23,18 +24,18 @@ def unknown(
 ) -> tuple[tuple[str, str], ...]:
     """(fingerprint, text) of the sections the thread is not known to have kept: for the round's
     commit to keep (RoundCommit.texts); empty, and nothing written, when all are known."""
-    return tuple(ctx.kept_texts.unknown(thread_id, sections).items())
+    return tuple(ctx.kept_texts.unknown(thread_key(thread_id), sections).items())
 
 
 def kept(ctx: ServiceContext, thread_id: str, texts: tuple[tuple[str, str], ...]) -> None:
     """The round's commit kept `texts`: known from now on."""
     if texts:
-        ctx.kept_texts.mark(thread_id, (fingerprint for fingerprint, _ in texts))
+        ctx.kept_texts.mark(thread_key(thread_id), (fingerprint for fingerprint, _ in texts))
 
 
 async def keep(ctx: ServiceContext, thread_id: str, sections: Iterable[prompt_pb2.PromptSection]) -> None:
     """Keeps the texts of the round's sections the thread has not kept yet (nothing when all are)."""
-    texts = ctx.kept_texts.unknown(thread_id, sections)
+    texts = ctx.kept_texts.unknown(thread_key(thread_id), sections)
     if texts:
         await ctx.store.manifests.keep_texts(thread_id, texts)
-        ctx.kept_texts.mark(thread_id, texts)
+        ctx.kept_texts.mark(thread_key(thread_id), texts)

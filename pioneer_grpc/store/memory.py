@@ -9,6 +9,7 @@ the process; one asyncio lock serialises its writes, as a database's lock would.
 from __future__ import annotations
 
 import asyncio
+import copy
 import operator
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -30,6 +31,7 @@ from pioneer_grpc.store.entries import (
     entry_values,
     held_entry,
     loaded_entry,
+    stored_bytes,
     turn_completed,
 )
 from pioneer_grpc.store.manifests import new_event
@@ -63,6 +65,7 @@ from pioneer_grpc.store.port import (
     newer_is_all,
 )
 from pioneer_grpc.store.threads import thread_not_found, turn_not_found
+from pioneer_grpc.tenants.callers import DEFAULT_TENANT
 from pioneer_grpc.v1 import history_pb2, prompt_pb2
 from pioneer_grpc.v1 import manifest_service_pb2 as manifest_pb2
 
@@ -147,21 +150,48 @@ class _Tables:
     usage: list[RoundUsageRecord] = field(default_factory=list)
     # (thread, fingerprint) -> the section's text.
     texts: dict[tuple[str, str], str] = field(default_factory=dict)
-    next_entry: int = 1
-    next_summary: int = 1
-    next_event: int = 1
-    next_kept: int = 1
-    next_version: int = 0
+    seq: _Sequences = field(default_factory=lambda: _Sequences())
+
+
+@dataclass
+class _Sequences:
+    """Ids drawn across every tenant, as the SQL stores' sequences are."""
+
+    entry: int = 1
+    summary: int = 1
+    event: int = 1
+    kept: int = 1
+    version: int = 0
 
 
 class MemoryStore:
-    """`tokenizer_of(model)`: the tokenizer a model counts in (the model registry's)."""
+    """`tokenizer_of(model)`: the tokenizer a model counts in (the model registry's).
+
+    Each tenant's rows are tables of their own (ids drawn from one set of sequences); the store
+    as made is the default tenant's view, `of_tenant` another's."""
 
     def __init__(self, tokenizer_of: Callable[[str], str]) -> None:
+        self.tenant = DEFAULT_TENANT
         self._t = _Tables()
+        self._tenants: dict[str, _Tables] = {DEFAULT_TENANT: self._t}
+        self._views: dict[str, MemoryStore] = {DEFAULT_TENANT: self}
         self._lock = asyncio.Lock()
         self._tokenizer_of = tokenizer_of
         self._compressing: dict[str, asyncio.Lock] = {}
+        self._parts()
+
+    def of_tenant(self, tenant: str) -> MemoryStore:
+        found = self._views.get(tenant)
+        if found is None:
+            found = copy.copy(self)
+            found.tenant = tenant
+            found._t = self._tenants.setdefault(tenant, _Tables(seq=self._t.seq))
+            found._compressing = {}
+            found._parts()
+            found = self._views.setdefault(tenant, found)
+        return found
+
+    def _parts(self) -> None:
         self.threads = _Threads(self)
         self.entries = _Entries(self)
         self.turns = _Turns(self)
@@ -198,6 +228,7 @@ class MemoryStore:
                 dynamic_context_placement=cast(Any, thread.dynamic_context_placement),
             ),
             entry_count=sum(1 for row in self._t.entries.values() if row.thread_id == thread.thread_id),
+            tenant=self.tenant,
         )
         for name in OPTIONAL_SETTINGS:
             value = getattr(thread, name)
@@ -338,8 +369,8 @@ class MemoryStore:
             key = (thread_id, new.entry.entry_id)
             if key in self._t.by_entry_id:
                 continue
-            sequence = self._t.next_entry
-            self._t.next_entry += 1
+            sequence = self._t.seq.entry
+            self._t.seq.entry += 1
             values = entry_values(thread_id, new, tokenizer, moment)
             self._t.entries[sequence] = SimpleNamespace(**values, id=sequence)
             self._t.by_entry_id[key] = sequence
@@ -441,13 +472,13 @@ class MemoryStore:
         if turn.event_id is not None and turn.manifest_json == prepared.as_json:
             return Recorded(turn.event_id, None)
         created = now()
-        event_id = self._t.next_event
-        self._t.next_event += 1
+        event_id = self._t.seq.event
+        self._t.seq.event += 1
         self._t.events[event_id] = _Event(
             event_id, prepared.thread_id, prepared.turn_id, prepared.encoded, created
         )
         turn.manifest_json, turn.event_id, turn.updated_at = prepared.as_json, event_id, created
-        return Recorded(event_id, new_event(event_id, prepared, created))
+        return Recorded(event_id, new_event(event_id, self.tenant, prepared, created))
 
     def version(self, thread_id: str, turn_id: str) -> tuple[int, int]:
         thread = self.thread(thread_id)
@@ -478,6 +509,9 @@ class _Part:
 
 
 class _Threads(_Part):
+    async def tenant_usage(self) -> tuple[int, int]:
+        return len(self.t.threads), sum(stored_bytes(vars(row)) for row in self.t.entries.values())
+
     async def delete(self, thread_id: str) -> bool:
         async with self.s._lock:
             return self.s.delete(thread_id)
@@ -492,8 +526,8 @@ class _Threads(_Part):
                     thread_id, **settings, created_at=moment, updated_at=moment
                 )
                 # Above any version a thread of this id had before it was deleted.
-                self.t.next_version += 1_000_000
-                found.version = self.t.next_version
+                self.t.seq.version += 1_000_000
+                found.version = self.t.seq.version
                 return self.s.thread_message(found)
             stored = _config_of(found)
             differing = [name for name in _SETTINGS if stored[name] != settings[name]]
@@ -649,8 +683,8 @@ class _History(_Part):
         async with self.s._lock:
             thread = self.s.thread(thread_id)
             thread.compaction_failed_sequence = None
-            summary_id = self.t.next_summary
-            self.t.next_summary += 1
+            summary_id = self.t.seq.summary
+            self.t.seq.summary += 1
             self.t.summaries[summary_id] = SimpleNamespace(
                 id=summary_id, thread_id=thread_id, created_at=now(), **summary.__dict__
             )
@@ -738,8 +772,8 @@ class _Manifests(_Part):
                     moment,
                     moment,
                 )
-                self.t.next_version += 1_000_000
-                self.t.threads[prepared.thread_id].version = self.t.next_version
+                self.t.seq.version += 1_000_000
+                self.t.threads[prepared.thread_id].version = self.t.seq.version
             turn = self.s.lock_turn(prepared.thread_id, prepared.turn_id, moment)
             return self.s.record(prepared, turn)
 
@@ -777,33 +811,39 @@ class _Manifests(_Part):
         )
         return TurnManifest(manifest, turn.status, turn.event_id or 0)
 
-    async def event(self, event_id: int) -> manifest_pb2.ManifestEvent:
-        found = self.t.events.get(event_id)
+    async def event(self, event_id: int, *, every_tenant: bool = False) -> manifest_pb2.ManifestEvent:
+        found = None
+        for tenant, tables in self.s._tenants.items() if every_tenant else [(self.s.tenant, self.t)]:
+            if event_id in tables.events:
+                found = tables.events[event_id], tenant
         if found is None:
             raise NotFound(
                 f"manifest event {event_id} not found",
                 reason=reasons.MANIFEST_EVENT_NOT_FOUND,
                 metadata={"event_id": str(event_id)},
             )
-        return _event_message(found)
+        return _event_message(*found)
 
     async def events_after(
-        self, after_id: int, *, thread_id: str = "", limit: int = 500
+        self, after_id: int, *, thread_id: str = "", limit: int = 500, every_tenant: bool = False
     ) -> list[manifest_pb2.ManifestEvent]:
-        found = [
-            event
-            for event_id, event in sorted(self.t.events.items())
+        tenants = self.s._tenants.items() if every_tenant else [(self.s.tenant, self.t)]
+        found = sorted(
+            (event_id, tenant, event)
+            for tenant, tables in tenants
+            for event_id, event in tables.events.items()
             if event_id > after_id and (not thread_id or event.thread_id == thread_id)
-        ]
-        return [_event_message(event) for event in found[:limit]]
+        )
+        return [_event_message(event, tenant) for _, tenant, event in found[:limit]]
 
     async def newest_event_id(self) -> int:
-        return max(self.t.events, default=0)
+        return max((max(t.events, default=0) for t in self.s._tenants.values()), default=0)
 
 
-def _event_message(event: _Event) -> manifest_pb2.ManifestEvent:
+def _event_message(event: _Event, tenant: str) -> manifest_pb2.ManifestEvent:
     message = manifest_pb2.ManifestEvent(
         event_id=event.id,
+        tenant=tenant,
         thread_id=event.thread_id,
         turn_id=event.turn_id,
         manifest=prompt_pb2.PromptManifest.FromString(event.manifest_pb),
@@ -813,7 +853,7 @@ def _event_message(event: _Event) -> manifest_pb2.ManifestEvent:
 
 
 class _Listing(_Part):
-    def _matches(self, thread: _Thread, where: ThreadFilter | None) -> bool:
+    def _matches(self, tenant: str, thread: _Thread, where: ThreadFilter | None) -> bool:
         if where is None:
             return True
         if not all(text in thread.thread_id for text in where.id_contains):
@@ -824,53 +864,78 @@ class _Listing(_Part):
         if not all(compare[op](thread.updated_at, moment) for op, moment in where.updated):
             return False
         if where.has_cache_breaks is not None:
-            broke = any(r.thread_id == thread.thread_id and r.break_cause for r in self.t.usage)
+            usage = self.s.of_tenant(tenant)._t.usage
+            broke = any(r.thread_id == thread.thread_id and r.break_cause for r in usage)
             return broke == where.has_cache_breaks
         return True
 
+    def _every(self, every_tenant: bool, where: ThreadFilter | None = None) -> list[tuple[str, _Thread]]:
+        tenants = list(self.s._tenants) if every_tenant else [self.s.tenant]
+        return [
+            (tenant, thread)
+            for tenant in tenants
+            for thread in self.s.of_tenant(tenant)._t.threads.values()
+            if self._matches(tenant, thread, where)
+        ]
+
     async def threads(
-        self, after_thread_id: str | None, size: int, where: ThreadFilter | None = None
+        self,
+        after: tuple[str, str] | None,
+        size: int,
+        *,
+        every_tenant: bool = False,
+        where: ThreadFilter | None = None,
     ) -> tuple[list[history_pb2.Thread], bool]:
         found = sorted(
             (
-                thread
-                for thread in self.t.threads.values()
-                if (after_thread_id is None or thread.thread_id > after_thread_id)
-                and self._matches(thread, where)
+                (thread.thread_id, tenant, thread)
+                for tenant, thread in self._every(every_tenant, where)
+                if after is None or (thread.thread_id, tenant) > after
             ),
-            key=lambda thread: thread.thread_id,
+            key=lambda item: (item[0], item[1]),
         )
-        return [self.s.thread_message(thread) for thread in found[:size]], len(found) > size
+        threads = [self.s.of_tenant(tenant).thread_message(thread) for _, tenant, thread in found[:size]]
+        return threads, len(found) > size
 
     async def threads_newest(
-        self, after: tuple[datetime, str] | None, size: int, where: ThreadFilter | None = None
+        self,
+        after: tuple[datetime, str, str] | None,
+        size: int,
+        *,
+        every_tenant: bool = False,
+        where: ThreadFilter | None = None,
     ) -> tuple[list[history_pb2.Thread], bool]:
         found = sorted(
             (
-                thread
-                for thread in self.t.threads.values()
-                if (after is None or (thread.created_at, thread.thread_id) < after)
-                and self._matches(thread, where)
+                (thread.created_at, thread.thread_id, tenant, thread)
+                for tenant, thread in self._every(every_tenant, where)
+                if after is None or (thread.created_at, thread.thread_id, tenant) < after
             ),
-            key=lambda thread: (thread.created_at, thread.thread_id),
+            key=lambda item: (item[0], item[1], item[2]),
             reverse=True,
         )
-        return [self.s.thread_message(thread) for thread in found[:size]], len(found) > size
+        threads = [self.s.of_tenant(tenant).thread_message(thread) for _, _, tenant, thread in found[:size]]
+        return threads, len(found) > size
 
     async def threads_updated(
-        self, after: tuple[datetime, str] | None, size: int, where: ThreadFilter | None = None
+        self,
+        after: tuple[datetime, str, str] | None,
+        size: int,
+        *,
+        every_tenant: bool = False,
+        where: ThreadFilter | None = None,
     ) -> tuple[list[history_pb2.Thread], bool]:
         found = sorted(
             (
-                thread
-                for thread in self.t.threads.values()
-                if (after is None or (thread.updated_at, thread.thread_id) < after)
-                and self._matches(thread, where)
+                (thread.updated_at, thread.thread_id, tenant, thread)
+                for tenant, thread in self._every(every_tenant, where)
+                if after is None or (thread.updated_at, thread.thread_id, tenant) < after
             ),
-            key=lambda thread: (thread.updated_at, thread.thread_id),
+            key=lambda item: (item[0], item[1], item[2]),
             reverse=True,
         )
-        return [self.s.thread_message(thread) for thread in found[:size]], len(found) > size
+        threads = [self.s.of_tenant(tenant).thread_message(thread) for _, _, tenant, thread in found[:size]]
+        return threads, len(found) > size
 
     async def turns(
         self, thread_id: str, after: tuple[datetime, str] | None, size: int
@@ -922,24 +987,28 @@ class _Rendered(_Part):
         bounds: RenderedBounds,
     ) -> None:
         async with self.s._lock:
+            for tables in self.s._tenants.values():
+                aged = [k for k, row in tables.kept.items() if row.created_at < moment - bounds.max_age]
+                for kept_id in aged:
+                    del tables.kept[kept_id]
             kept = self.t.kept
-            for kept_id in [k for k, row in kept.items() if row.created_at < moment - bounds.max_age]:
-                del kept[kept_id]
             last = max(
                 (row.round for row in kept.values() if (row.thread_id, row.turn_id) == (thread_id, turn_id)),
                 default=0,
             )
-            kept_id = self.t.next_kept
-            self.t.next_kept += 1
+            kept_id = self.t.seq.kept
+            self.t.seq.kept += 1
             kept[kept_id] = _Kept(kept_id, thread_id, turn_id, last + 1, moment, round_pb)
             of_thread = sorted((k for k, row in kept.items() if row.thread_id == thread_id), reverse=True)
             for beyond in of_thread[bounds.rounds_per_thread :]:
                 del kept[beyond]
-            total = sum(len(row.round_pb) for row in kept.values())
-            for oldest in sorted(kept):
+            # The bound on bytes is the server's, across tenants: the oldest rounds of any go first.
+            every = sorted((k, tables.kept) for tables in self.s._tenants.values() for k in tables.kept)
+            total = sum(len(of[k].round_pb) for k, of in every)
+            for oldest, of in every:
                 if total <= bounds.total_bytes:
                     break
-                total -= len(kept.pop(oldest).round_pb)
+                total -= len(of.pop(oldest).round_pb)
 
     async def turn_rounds(self, thread_id: str, turn_id: str, not_before: datetime) -> list[KeptRound]:
         return [

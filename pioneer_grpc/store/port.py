@@ -10,6 +10,16 @@ contract suite (tests/store/contract/) runs every method against all three.
     opened = await store.rounds.open(RoundAsk(...))       # everything a round needs, in one call
     committed = await store.rounds.commit(RoundCommit(...))  # or a Conflict: open again
 
+Every thread belongs to a tenant, and a thread id is unique within its tenant only. A store
+is one tenant's view: the store as opened is the default tenant's, `store.of_tenant(name)`
+another's, over the same database; every thread-scoped statement of a view names its tenant,
+so another tenant's thread is, to it, a thread that does not exist. Only the listing of
+threads and the manifest events may read across tenants, when asked (`every_tenant`: an
+admin's ListThreads and WatchManifests).
+
+    acme = store.of_tenant("acme")
+    await acme.threads.get("t-1")       # acme's t-1; NotFound when only another tenant has one
+
 Every method is data in, data out: no method calls back into its caller. A round is
 optimistic: `open` reads without holding anything, the use case decides with no
 storage in between, and `commit` writes only if the thread is still as `open` read
@@ -465,6 +475,11 @@ class Threads(Protocol):
         Its id may be created again from scratch."""
         ...
 
+    async def tenant_usage(self) -> tuple[int, int]:
+        """The view's tenant's threads, and the bytes its entries hold that a cap counts
+        (store/entries.py `stored_bytes`): what the tenants file's caps are checked against."""
+        ...
+
 
 class Entries(Protocol):
     async def append(self, batch: AppendBatch) -> AppendOutcome | Recount: ...
@@ -529,13 +544,20 @@ class Manifests(Protocol):
 
     async def turn_manifest(self, thread_id: str, turn_id: str) -> TurnManifest: ...
 
-    async def event(self, event_id: int) -> manifest_pb2.ManifestEvent: ...
+    async def event(self, event_id: int, *, every_tenant: bool = False) -> manifest_pb2.ManifestEvent:
+        """The event (ManifestEvent.tenant names its tenant); another tenant's is NotFound, as a
+        missing one, unless `every_tenant`."""
+        ...
 
     async def events_after(
-        self, after_id: int, *, thread_id: str = "", limit: int = 500
-    ) -> list[manifest_pb2.ManifestEvent]: ...
+        self, after_id: int, *, thread_id: str = "", limit: int = 500, every_tenant: bool = False
+    ) -> list[manifest_pb2.ManifestEvent]:
+        """The view's tenant's events after `after_id` (every tenant's with `every_tenant`)."""
+        ...
 
-    async def newest_event_id(self) -> int: ...
+    async def newest_event_id(self) -> int:
+        """The newest event id of every tenant: a position in the one sequence of ids."""
+        ...
 
     async def keep_texts(self, thread_id: str, texts: Mapping[str, str]) -> None:
         """Keeps each section text (by its fingerprint) the thread has not kept yet; nothing for a
@@ -573,17 +595,37 @@ class ThreadFilter:
 
 class Listing(Protocol):
     async def threads(
-        self, after_thread_id: str | None, size: int, where: ThreadFilter | None = None
-    ) -> tuple[list[history_pb2.Thread], bool]: ...
+        self,
+        after: tuple[str, str] | None,
+        size: int,
+        *,
+        every_tenant: bool = False,
+        where: ThreadFilter | None = None,
+    ) -> tuple[list[history_pb2.Thread], bool]:
+        """Threads by (thread id, tenant) after `after`: the view's tenant's, or every tenant's;
+        those `where` asks for (ListThreads' filter)."""
+        ...
 
     async def threads_newest(
-        self, after: tuple[datetime, str] | None, size: int, where: ThreadFilter | None = None
-    ) -> tuple[list[history_pb2.Thread], bool]: ...
+        self,
+        after: tuple[datetime, str, str] | None,
+        size: int,
+        *,
+        every_tenant: bool = False,
+        where: ThreadFilter | None = None,
+    ) -> tuple[list[history_pb2.Thread], bool]:
+        """Threads newest first by (creation time, thread id, tenant), after `after`."""
+        ...
 
     async def threads_updated(
-        self, after: tuple[datetime, str] | None, size: int, where: ThreadFilter | None = None
+        self,
+        after: tuple[datetime, str, str] | None,
+        size: int,
+        *,
+        every_tenant: bool = False,
+        where: ThreadFilter | None = None,
     ) -> tuple[list[history_pb2.Thread], bool]:
-        """Threads most recently updated first, by (update time, thread id) descending."""
+        """Threads most recently updated first, by (update time, thread id, tenant) descending."""
         ...
 
     async def turns(
@@ -628,6 +670,15 @@ class RoundUsage(Protocol):
 
 
 class Store(Protocol):
+    @property
+    def tenant(self) -> str:
+        """The tenant whose view this is."""
+        ...
+
+    def of_tenant(self, tenant: str) -> Store:
+        """`tenant`'s view of the same store (the same database, runner and pool)."""
+        ...
+
     @property
     def threads(self) -> Threads: ...
     @property

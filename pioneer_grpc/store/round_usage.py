@@ -28,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapped, mapped_column
 
-from pioneer_grpc.store.models import Base, Id
+from pioneer_grpc.store.models import Base, Id, tenant_column
 from pioneer_grpc.store.port import RoundUsageRecord
 
 
@@ -48,6 +48,7 @@ class RoundUsageRow(Base):
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     thread_id: Mapped[str] = mapped_column(String(200))
+    tenant: Mapped[str] = tenant_column()
     turn_id: Mapped[str] = mapped_column(String(200))
     manifest_event_id: Mapped[int] = mapped_column(BigInteger)
     turn_message_count: Mapped[int] = mapped_column(Integer)
@@ -77,11 +78,12 @@ class RoundUsageRow(Base):
 _FIELDS = tuple(f.name for f in fields(RoundUsageRecord))
 
 
-def record(conn: Connection, usage: RoundUsageRecord) -> None:
+def record(conn: Connection, tenant: str, usage: RoundUsageRecord) -> None:
     """Replaces the round's row (if any) with `usage`, in the caller's transaction."""
     conn.execute(
         delete(RoundUsageRow).where(
             RoundUsageRow.thread_id == usage.thread_id,
+            RoundUsageRow.tenant == tenant,
             RoundUsageRow.turn_id == usage.turn_id,
             RoundUsageRow.manifest_event_id == usage.manifest_event_id,
             RoundUsageRow.turn_message_count == usage.turn_message_count,
@@ -89,14 +91,14 @@ def record(conn: Connection, usage: RoundUsageRecord) -> None:
     )
     values = asdict(usage)
     values["break_entry_ids"] = json.dumps(list(usage.break_entry_ids)) if usage.break_entry_ids else ""
-    conn.execute(insert(RoundUsageRow).values(**values))
+    conn.execute(insert(RoundUsageRow).values(**values, tenant=tenant))
 
 
-def thread_rounds(conn: Connection, thread_id: str, limit: int) -> list[RoundUsageRecord]:
+def thread_rounds(conn: Connection, tenant: str, thread_id: str, limit: int) -> list[RoundUsageRecord]:
     columns = [getattr(RoundUsageRow, name) for name in _FIELDS]
     rows = conn.execute(
         select(*columns)
-        .where(RoundUsageRow.thread_id == thread_id)
+        .where(RoundUsageRow.thread_id == thread_id, RoundUsageRow.tenant == tenant)
         .order_by(RoundUsageRow.id.desc())
         .limit(limit)
     )
@@ -110,14 +112,14 @@ def _record(row: Any) -> RoundUsageRecord:
 
 
 def timeline(
-    conn: Connection, thread_id: str, after_round: int, limit: int, breaks_only: bool
+    conn: Connection, tenant: str, thread_id: str, after_round: int, limit: int, breaks_only: bool
 ) -> tuple[list[tuple[int, RoundUsageRecord]], int, int]:
     """The thread's rounds after round `after_round` (numbered from 1 in report order), at most
     `limit`, only breaks when `breaks_only`; and the thread's rounds and breaks in all."""
     columns = [getattr(RoundUsageRow, name) for name in _FIELDS]
     numbered = (
         select(*columns, func.row_number().over(order_by=RoundUsageRow.id).label("round"))
-        .where(RoundUsageRow.thread_id == thread_id)
+        .where(RoundUsageRow.thread_id == thread_id, RoundUsageRow.tenant == tenant)
         .subquery()
     )
     query = select(numbered).where(numbered.c.round > after_round)
@@ -126,7 +128,7 @@ def timeline(
     rows = conn.execute(query.order_by(numbered.c.round).limit(limit)).all()
     totals = conn.execute(
         select(func.count(), func.count().filter(RoundUsageRow.break_cause != 0)).where(
-            RoundUsageRow.thread_id == thread_id
+            RoundUsageRow.thread_id == thread_id, RoundUsageRow.tenant == tenant
         )
     ).one()
     found = [(int(row.round), _record(row[: len(_FIELDS)])) for row in rows]

@@ -13,19 +13,19 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from datetime import datetime
 
-from sqlalchemy import DateTime, ForeignKey, String, Text, select, text
+from sqlalchemy import DateTime, String, Text, select, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapped, mapped_column
 
-from pioneer_grpc.store.models import Base
+from pioneer_grpc.store.models import Base, of_thread, tenant_column
 
 
 class SectionTextRow(Base):
     __tablename__ = "section_texts"
+    __table_args__ = (of_thread("section_texts"),)
 
-    thread_id: Mapped[str] = mapped_column(
-        String(200), ForeignKey("threads.thread_id", ondelete="CASCADE"), primary_key=True
-    )
+    thread_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    tenant: Mapped[str] = tenant_column(primary_key=True)
     fingerprint: Mapped[str] = mapped_column(String(64), primary_key=True)
     text: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -33,13 +33,16 @@ class SectionTextRow(Base):
 
 # Built once; an INSERT ... SELECT from the thread's row, so a thread that is not there keeps nothing.
 _KEEP = text(
-    "INSERT INTO section_texts (thread_id, fingerprint, text, created_at) "
-    "SELECT thread_id, :fingerprint, :text, :created FROM threads WHERE thread_id = :thread_id "
+    "INSERT INTO section_texts (thread_id, tenant, fingerprint, text, created_at) "
+    "SELECT thread_id, tenant, :fingerprint, :text, :created FROM threads "
+    "WHERE thread_id = :thread_id AND tenant = :tenant "
     "ON CONFLICT DO NOTHING"
 )
 
 
-def keep_in(conn: Connection, thread_id: str, texts: Mapping[str, str], created: datetime) -> None:
+def keep_in(
+    conn: Connection, tenant: str, thread_id: str, texts: Mapping[str, str], created: datetime
+) -> None:
     """Each text not kept yet for the thread, in the caller's transaction; nothing when the thread
     does not exist. A thread deleted between the select and the insert fails the foreign key:
     IntegrityError, for the caller."""
@@ -47,19 +50,27 @@ def keep_in(conn: Connection, thread_id: str, texts: Mapping[str, str], created:
         conn.execute(
             _KEEP,
             [
-                {"thread_id": thread_id, "fingerprint": fingerprint, "text": value, "created": created}
+                {
+                    "thread_id": thread_id,
+                    "tenant": tenant,
+                    "fingerprint": fingerprint,
+                    "text": value,
+                    "created": created,
+                }
                 for fingerprint, value in texts.items()
             ],
         )
 
 
-def texts_in(conn: Connection, thread_id: str, fingerprints: Collection[str]) -> dict[str, str]:
+def texts_in(conn: Connection, tenant: str, thread_id: str, fingerprints: Collection[str]) -> dict[str, str]:
     """The thread's kept texts of `fingerprints`, by fingerprint (a text not kept is left out)."""
     if not fingerprints:
         return {}
     rows = conn.execute(
         select(SectionTextRow.fingerprint, SectionTextRow.text).where(
-            SectionTextRow.thread_id == thread_id, SectionTextRow.fingerprint.in_(list(fingerprints))
+            SectionTextRow.thread_id == thread_id,
+            SectionTextRow.tenant == tenant,
+            SectionTextRow.fingerprint.in_(list(fingerprints)),
         )
     )
     return {row.fingerprint: row.text for row in rows}

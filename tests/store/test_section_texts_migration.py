@@ -1,4 +1,4 @@
-"""Revision 0020 adds section_texts, a round's break entries and decision, and the thread list's
+"""Revision 0020 (after 0018) adds section_texts, a round's break entries and decision, and the thread list's
 indexes to a database with rows, on SQLite and PostgreSQL: the rows stay, and read back with the new
 columns at their defaults."""
 
@@ -16,7 +16,7 @@ async def test_the_upgrade_keeps_usage_and_takes_texts(empty_database_url):
     engine = create_async_engine(empty_database_url)
     try:
         async with engine.begin() as conn:
-            await conn.run_sync(_alembic, "0017_entry_is_error")
+            await conn.run_sync(_alembic, "0018_thread_tenants")
             await conn.execute(
                 text(
                     "INSERT INTO threads (thread_id, max_context_tokens, response_reserve_tokens, model, "
@@ -27,9 +27,9 @@ async def test_the_upgrade_keeps_usage_and_takes_texts(empty_database_url):
             )
             await conn.run_sync(_old_record)
             await conn.run_sync(_alembic, "head")
-            found = await conn.run_sync(round_usage.timeline, "t", 0, 10, False)
-            await conn.run_sync(section_texts.keep_in, "t", {"f" * 64: "## Soul\nterse"}, MOMENT)
-            texts = await conn.run_sync(section_texts.texts_in, "t", ["f" * 64, "e" * 64])
+            found = await conn.run_sync(round_usage.timeline, "default", "t", 0, 10, False)
+            await conn.run_sync(section_texts.keep_in, "default", "t", {"f" * 64: "## Soul\nterse"}, MOMENT)
+            texts = await conn.run_sync(section_texts.texts_in, "default", "t", ["f" * 64, "e" * 64])
         [(number, usage)] = found[0]
         assert (number, usage.break_cause, usage.break_entry_ids, usage.break_entry_count) == (1, 3, (), 0)
         assert usage.history_decision == 0 and found[1:] == (1, 1)

@@ -28,7 +28,7 @@ async def _seed(store: Store) -> None:
 
 
 async def _ids(store: Store, text: str, size: int = 50) -> list[str]:
-    threads, _ = await store.listing.threads_updated(None, size, parse(text) if text else None)
+    threads, _ = await store.listing.threads_updated(None, size, where=parse(text) if text else None)
     return [t.thread_id for t in threads]
 
 
@@ -59,16 +59,16 @@ async def _check(store: Store) -> None:
     later = (newest + timedelta(seconds=1)).isoformat()
     assert await _ids(store, f'update_time > "{later}"') == []
     assert len(await _ids(store, f'update_time < "{later}" AND update_time >= "2000-01-01T00:00:00Z"')) == 12
-    page, more = await store.listing.threads_updated(None, 2, parse("pioneer"))
+    page, more = await store.listing.threads_updated(None, 2, where=parse("pioneer"))
     assert more and [t.thread_id for t in page] == ["pioneer-08", "pioneer-04"]
     last = page[-1]
     rest, more = await store.listing.threads_updated(
-        (last.update_time.ToDatetime(tzinfo=UTC), last.thread_id), 2, parse("pioneer")
+        (last.update_time.ToDatetime(tzinfo=UTC), last.thread_id, last.tenant), 2, where=parse("pioneer")
     )
     assert not more and [t.thread_id for t in rest] == ["pioneer-00"]
-    found, _ = await store.listing.threads_newest(None, 50, parse("has_cache_breaks = true"))
+    found, _ = await store.listing.threads_newest(None, 50, where=parse("has_cache_breaks = true"))
     assert [t.thread_id for t in found] == ["pioneer-04"]
-    found, _ = await store.listing.threads(None, 50, parse('model = "gpt-4o" pioneer'))
+    found, _ = await store.listing.threads(None, 50, where=parse('model = "gpt-4o" pioneer'))
     assert found == []
 
 

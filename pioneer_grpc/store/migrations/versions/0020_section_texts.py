@@ -4,28 +4,30 @@ decision (the thread's timeline). Indexes for ListThreads by update time, by mod
 breaks.
 
 Revision ID: 0020_section_texts
-Revises: 0017_entry_is_error
+Revises: 0018_thread_tenants
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0020_section_texts"
-down_revision = "0017_entry_is_error"
+down_revision = "0018_thread_tenants"
 
 
 def upgrade() -> None:
     op.create_table(
         "section_texts",
-        sa.Column(
-            "thread_id",
-            sa.String(200),
-            sa.ForeignKey("threads.thread_id", ondelete="CASCADE"),
-            primary_key=True,
-        ),
+        sa.Column("thread_id", sa.String(200), primary_key=True),
+        sa.Column("tenant", sa.String(100), primary_key=True, server_default="default"),
         sa.Column("fingerprint", sa.String(64), primary_key=True),
         sa.Column("text", sa.Text, nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["thread_id", "tenant"],
+            ["threads.thread_id", "threads.tenant"],
+            ondelete="CASCADE",
+            name="fk_section_texts_thread",
+        ),
     )
     with op.batch_alter_table("round_usage") as batch:
         batch.add_column(sa.Column("break_entry_ids", sa.Text, nullable=False, server_default=""))
