@@ -133,6 +133,7 @@ bench: $(STAMP) go-load
 	$(PY) scripts/bench_telemetry.py
 	$(PY) scripts/bench_tokenizers.py
 	$(PY) scripts/bench_console.py
+	$(PY) scripts/bench_console_scale.py
 
 # PrepareTurn with tracing and metrics on against off (also part of `make bench`).
 bench-telemetry: $(STAMP) go-load

@@ -44,6 +44,10 @@ MAX_IMPORT_BYTES = 256 * 1024 * 1024
 MAX_ENTRY_PARTS = 16
 MAX_INLINE_PART_BYTES = 5_000_000
 MAX_INLINE_ENTRY_BYTES = 10_000_000
+# ListThreads: a filter's characters.
+MAX_FILTER_CHARS = 1000
 # ListRoundUsage: rounds per answer.
 MAX_ROUND_USAGE_PAGE = 500
 DEFAULT_ROUND_USAGE_PAGE = 50
+# ListThreadTimeline: rounds per page (a 1,000-round thread in one answer).
+MAX_TIMELINE_PAGE = 1000

@@ -25,6 +25,7 @@ PATH = Cap(size=p.MAX_PATH_CHARS, path_parts=p.MAX_PATH_PARTS)
 OUTPUT_PATH = Cap(size=p.MAX_OUTPUT_PATH_CHARS)
 SYSTEM_TEXT = Cap(size=p.MAX_SYSTEM_TEXT_CHARS)
 PAGE_TOKEN = Cap(size=h.MAX_PAGE_TOKEN_CHARS)
+FILTER = Cap(size=h.MAX_FILTER_CHARS)
 # sha256 hex and the like.
 DIGEST = Cap(size=h.MAX_NAME_CHARS)
 
@@ -54,7 +55,7 @@ _REQUESTS: CapTable = {
     "pioneer.v1.ImportThreadRequest": {"thread_id": ID, "chunk": Cap(size=h.MAX_IMPORT_CHUNK_BYTES)},
     "pioneer.v1.LoadConversationHistoryRequest": {"thread_id": ID, "exclude_turn_id": ID},
     "pioneer.v1.GetThreadSummaryRequest": {"thread_id": ID},
-    "pioneer.v1.ListThreadsRequest": {"page_token": PAGE_TOKEN, "order_by": NAME},
+    "pioneer.v1.ListThreadsRequest": {"page_token": PAGE_TOKEN, "order_by": NAME, "filter": FILTER},
     "pioneer.v1.ListTurnsRequest": {"thread_id": ID, "page_token": PAGE_TOKEN},
     "pioneer.v1.ListEntriesRequest": {"thread_id": ID, "turn_id": ID, "page_token": PAGE_TOKEN},
     "pioneer.v1.CountTokensRequest": {
@@ -77,6 +78,11 @@ _REQUESTS: CapTable = {
     },
     "pioneer.v1.RenderOptions": {"cache_key_prefix": NAME, "prompt_cache_thread_id": ID},
     "pioneer.v1.ListRoundUsageRequest": {"thread_id": ID, "page_size": Cap(max_value=h.MAX_ROUND_USAGE_PAGE)},
+    "pioneer.v1.ListThreadTimelineRequest": {
+        "thread_id": ID,
+        "page_size": Cap(max_value=h.MAX_TIMELINE_PAGE),
+        "page_token": PAGE_TOKEN,
+    },
 }
 
 _HISTORY: CapTable = {

@@ -473,6 +473,25 @@ class SyncCalls:
             metadata,
         )
 
+    def list_thread_timeline(
+        self,
+        request: manifest_service_pb2.ListThreadTimelineRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> manifest_service_pb2.ListThreadTimelineResponse:
+        """/pioneer.v1.ManifestService/ListThreadTimeline -> ListThreadTimelineResponse"""
+        return self._unary(
+            RPCS["list_thread_timeline"],
+            manifest_service_pb2.ListThreadTimelineResponse,
+            request,
+            fields,
+            timeout,
+            metadata,
+        )
+
     def render_chat_request(
         self,
         request: provider_service_pb2.RenderChatRequestRequest | None = None,
@@ -947,6 +966,25 @@ class AsyncCalls:
         return await self._unary(
             RPCS["list_round_usage"],
             manifest_service_pb2.ListRoundUsageResponse,
+            request,
+            fields,
+            timeout,
+            metadata,
+        )
+
+    async def list_thread_timeline(
+        self,
+        request: manifest_service_pb2.ListThreadTimelineRequest | None = None,
+        /,
+        *,
+        timeout: Timeout = DEFAULT,
+        metadata: Metadata = (),
+        **fields: Any,
+    ) -> manifest_service_pb2.ListThreadTimelineResponse:
+        """/pioneer.v1.ManifestService/ListThreadTimeline -> ListThreadTimelineResponse"""
+        return await self._unary(
+            RPCS["list_thread_timeline"],
+            manifest_service_pb2.ListThreadTimelineResponse,
             request,
             fields,
             timeout,

@@ -21,6 +21,14 @@ from pioneer_grpc.v1 import history_pb2, prompt_pb2
 
 Cause = int  # history_pb2.PrefixBreakCause
 
+# A break names at most this many of the entries it summarized, cleared or dropped (and counts all).
+MAX_BREAK_ENTRIES = 100
+_LEAVING = (
+    history_pb2.PREFIX_BREAK_CAUSE_SUMMARY,
+    history_pb2.PREFIX_BREAK_CAUSE_TURN_CAP,
+    history_pb2.PREFIX_BREAK_CAUSE_TRUNCATION,
+)
+
 
 @dataclass(frozen=True)
 class RoundPrefix:
@@ -78,12 +86,31 @@ def prefix_break(previous: RoundPrefix, current: RoundPrefix) -> history_pb2.Pre
         at += 1
     messages = previous.messages()
     entry_id = messages[at][0] if at < len(messages) else ""
-    return _broke(
-        _history_cause(previous.report, current.report, at, entry_id),
+    cause = _history_cause(previous.report, current.report, at, entry_id)
+    broke = _broke(
+        cause,
         sum(tokens for _, tokens in messages[at:]),
         kept=sum(tokens for _, tokens in messages[:at]),
         entry_id=entry_id,
     )
+    affected = _affected(cause, previous, current, messages[at:])
+    broke.entry_ids.extend(affected[:MAX_BREAK_ENTRIES])
+    broke.entry_count = len(affected)
+    return broke
+
+
+def _affected(
+    cause: Cause, previous: RoundPrefix, current: RoundPrefix, after_break: list[tuple[str, int]]
+) -> list[str]:
+    """The entries a history break summarized or dropped (those of the previous round's history from
+    the break on that this round no longer sends), or cleared (newly, in this round's order)."""
+    if cause == history_pb2.PREFIX_BREAK_CAUSE_CLEARING:
+        before = {c.entry_id for c in previous.report.cleared_tool_results}
+        return [c.entry_id for c in current.report.cleared_tool_results if c.entry_id not in before]
+    if cause in _LEAVING:
+        sent = {entry_id for entry_id, _ in current.messages()}
+        return [entry_id for entry_id, _ in after_break if entry_id and entry_id not in sent]
+    return []
 
 
 def _differs_before(previous: RoundPrefix, current: RoundPrefix) -> bool:

@@ -18,7 +18,7 @@ from pioneer_grpc.compiler.fsview import FsView
 from pioneer_grpc.compiler.paths import resolve_homes, resolve_workspace_root
 from pioneer_grpc.errors import FailedPrecondition, InvalidArgument
 from pioneer_grpc.history.entries import id_violation
-from pioneer_grpc.service import observe
+from pioneer_grpc.service import observe, section_texts
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.v1 import prompt_pb2
 
@@ -52,7 +52,9 @@ async def compile_prompt(
         observe.compiled(ctx, span, hit, payload.manifest)
     if not thread_id:
         return 0
-    return await observe.record_manifest(ctx, thread_id, turn_id, payload.manifest)
+    event_id = await observe.record_manifest(ctx, thread_id, turn_id, payload.manifest)
+    await section_texts.keep(ctx, thread_id, payload.sections)
+    return event_id
 
 
 async def ensure_bootstrap(ctx: ServiceContext, workspace_root: str) -> list[tuple[str, Path, bool]]:

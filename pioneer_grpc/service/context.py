@@ -19,6 +19,7 @@ from pioneer_grpc.config import Config
 from pioneer_grpc.events.hub import ManifestHub
 from pioneer_grpc.history.summarizers import Summarizer
 from pioneer_grpc.models.registry import Registry, packaged_registry
+from pioneer_grpc.service.kept_texts import KeptTexts
 from pioneer_grpc.service.load_cache import LoadCache
 from pioneer_grpc.service.prefix_breaks import RoundPrefixes
 from pioneer_grpc.service.recent_rounds import RecentRounds
@@ -48,6 +49,8 @@ class ServiceContext:
     round_prefixes: RoundPrefixes = field(default_factory=RoundPrefixes)
     # Each thread's last round here, for the usage a loop reports of it with its next call.
     recent_rounds: RecentRounds = field(default_factory=RecentRounds)
+    # Per thread, the section fingerprints whose texts the store keeps (service/section_texts.py).
+    kept_texts: KeptTexts = field(default_factory=KeptTexts)
     # What the server knows of each model (window, output limit, tokenizer, cache minimum).
     models: Registry = field(default_factory=packaged_registry)
     # The providers' count-tokens endpoints that have a key configured (none: estimates only).

@@ -44,6 +44,7 @@ async def delete_thread(ctx: ServiceContext, thread_id: str, allow_missing: bool
     ctx.seen_models.forget(key)
     ctx.round_prefixes.forget(key)
     ctx.recent_rounds.forget(key)
+    ctx.kept_texts.forget(key)
     if deleted:
         ctx.hub.end_thread(*key)
     elif not allow_missing:

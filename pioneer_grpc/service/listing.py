@@ -10,9 +10,11 @@ from datetime import UTC, datetime
 from pioneer_grpc.caps import violations_of
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.history.entries import thread_id_violation
+from pioneer_grpc.service import thread_filter
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.paging import PageSize, decode_token, encode_token
 from pioneer_grpc.service.tenancy import sees_every_tenant
+from pioneer_grpc.store.port import ThreadFilter
 from pioneer_grpc.tenants import current_caller
 from pioneer_grpc.v1 import history_pb2, history_service_pb2
 
@@ -23,26 +25,37 @@ ENTRY_PAGE = PageSize(default=100, maximum=500)
 
 # ListThreadsRequest.order_by values besides the default (by thread_id).
 NEWEST_FIRST = "create_time desc"
+RECENTLY_UPDATED = "update_time desc"
 
 
-def _order_violation(order_by: str) -> FieldViolation | None:
-    if order_by in ("", NEWEST_FIRST) or " ".join(order_by.split()) == NEWEST_FIRST:
-        return None
-    return FieldViolation("order_by", f'must be empty (by thread_id) or "{NEWEST_FIRST}"')
+def _order(order_by: str) -> tuple[str, FieldViolation | None]:
+    spaced = " ".join(order_by.split())
+    if spaced in ("", NEWEST_FIRST, RECENTLY_UPDATED):
+        return spaced, None
+    return "", FieldViolation(
+        "order_by", f'must be empty (by thread_id), "{NEWEST_FIRST}" or "{RECENTLY_UPDATED}"'
+    )
 
 
 async def list_threads(
     ctx: ServiceContext, request: history_service_pb2.ListThreadsRequest
 ) -> tuple[list[history_pb2.Thread], str]:
-    InvalidArgument.raise_if([*violations_of(request), _order_violation(request.order_by)])
+    order, bad_order = _order(request.order_by)
+    where, bad_filter = thread_filter.violation(request.filter)
+    InvalidArgument.raise_if([*violations_of(request), bad_order, bad_filter])
     page_size, page_token = request.page_size, request.page_token
     size = THREAD_PAGE.of(page_size)
-    if request.order_by:
-        return await _threads_newest_first(ctx, size, page_token)
-    after = decode_token(page_token, "threads")
+    # A token is bound to the order and the filter it was made with.
+    bound = f":{request.filter}" if where is not None else ""
+    if order:
+        return await _threads_by_time(ctx, order, size, page_token, where, bound)
+    scope = "threads" + bound
+    after = decode_token(page_token, scope)
     position = None if after is None else (str(after[0]), _tenant_of(after, 1))
-    threads, more = await ctx.store.listing.threads(position, size, every_tenant=sees_every_tenant())
-    return threads, encode_token("threads", [threads[-1].thread_id, threads[-1].tenant]) if more else ""
+    threads, more = await ctx.store.listing.threads(
+        position, size, every_tenant=sees_every_tenant(), where=where
+    )
+    return threads, encode_token(scope, [threads[-1].thread_id, threads[-1].tenant]) if more else ""
 
 
 def _tenant_of(after: list[object], index: int) -> str:
@@ -50,19 +63,22 @@ def _tenant_of(after: list[object], index: int) -> str:
     return str(after[index]) if len(after) > index else current_caller().tenant
 
 
-async def _threads_newest_first(
-    ctx: ServiceContext, size: int, page_token: str
+async def _threads_by_time(
+    ctx: ServiceContext, order: str, size: int, page_token: str, where: ThreadFilter | None, bound: str
 ) -> tuple[list[history_pb2.Thread], str]:
-    scope = "threads:newest"
+    newest = order == NEWEST_FIRST
+    scope = ("threads:newest" if newest else "threads:updated") + bound
     after = decode_token(page_token, scope)
     position = None
     if after is not None:
         position = (datetime.fromisoformat(str(after[0])), str(after[1]), _tenant_of(after, 2))
-    threads, more = await ctx.store.listing.threads_newest(position, size, every_tenant=sees_every_tenant())
+    listing = ctx.store.listing
+    page = listing.threads_newest if newest else listing.threads_updated
+    threads, more = await page(position, size, every_tenant=sees_every_tenant(), where=where)
     if not more:
         return threads, ""
     last = threads[-1]
-    moment = last.create_time.ToDatetime(tzinfo=UTC).isoformat()
+    moment = (last.create_time if newest else last.update_time).ToDatetime(tzinfo=UTC).isoformat()
     return threads, encode_token(scope, [moment, last.thread_id, last.tenant])
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 
 from pioneer_grpc.caps import ID, text_violation, violations_of
 from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.events.watch import ManifestWatch
 from pioneer_grpc.history.entries import id_violation
 from pioneer_grpc.manifests.diff import diff_manifests
+from pioneer_grpc.manifests.line_diff import line_changes
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.tenancy import sees_every_tenant
 from pioneer_grpc.store.port import TurnManifest
@@ -51,10 +53,52 @@ def open_watch(ctx: ServiceContext, thread_id: str, after_event_id: int, live_on
 async def diff(
     ctx: ServiceContext, base: manifest_service_pb2.ManifestRef, target: manifest_service_pb2.ManifestRef
 ) -> manifest_service_pb2.DiffManifestsResponse:
-    """Inline manifests are checked against their caps, then both compared, in a worker thread."""
+    """Inline manifests are checked against their caps, then both compared, in a worker thread; each
+    changed section's lines from the texts its thread keeps."""
     refs = {"base": base, "target": target}
     resolved = {field: await _resolve(ctx, ref, field) for field, ref in refs.items()}
-    return await asyncio.to_thread(_checked_diff, refs, resolved)
+    answer = await asyncio.to_thread(_checked_diff, refs, resolved)
+    texts = {field: await _texts(ctx, resolved[field], answer.changes, field) for field in ("base", "target")}
+    if any(change.kind != _MOVED for change in answer.changes):
+        await asyncio.to_thread(_with_lines, answer, texts["base"], texts["target"])
+    return answer
+
+
+_MOVED = manifest_service_pb2.SECTION_CHANGE_KIND_MOVED
+
+
+async def _texts(
+    ctx: ServiceContext,
+    manifest: prompt_pb2.PromptManifest,
+    changes: Iterable[manifest_service_pb2.SectionChange],
+    field: str,
+) -> dict[str, str]:
+    """The kept texts of one side's changed sections (none for a manifest naming no thread)."""
+    wanted = {
+        getattr(change, f"{field}_fingerprint")
+        for change in changes
+        if change.kind != _MOVED and getattr(change, f"{field}_fingerprint")
+    }
+    if not wanted or id_violation("thread_id", manifest.thread_id) is not None:
+        return {}
+    return await ctx.store.manifests.texts(manifest.thread_id, wanted)
+
+
+def _with_lines(
+    answer: manifest_service_pb2.DiffManifestsResponse, base: dict[str, str], target: dict[str, str]
+) -> None:
+    """Each added, removed or changed section's line changes, where both its sides' texts are kept
+    (an absent side is the empty text)."""
+    for change in answer.changes:
+        if change.kind == _MOVED:
+            continue
+        before = base.get(change.base_fingerprint) if change.base_fingerprint else ""
+        after = target.get(change.target_fingerprint) if change.target_fingerprint else ""
+        if before is None or after is None:
+            continue
+        runs, truncated = line_changes(before, after)
+        change.line_changes.extend(runs)
+        change.text_kept, change.lines_truncated = True, truncated
 
 
 def _checked_diff(

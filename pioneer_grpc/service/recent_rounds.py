@@ -39,6 +39,8 @@ class SeenRound:
     # The body of the thread's round before this one (None: not known, or none), and its size.
     body_before: dict[str, Any] | None = None
     body_before_bytes: int = 0
+    # The round's HistoryDecision (0: not known).
+    history_decision: int = 0
 
     @property
     def kept_bytes(self) -> int:

@@ -21,12 +21,13 @@ import asyncio
 
 from pioneer_grpc import reasons
 from pioneer_grpc.caps import violations_of
-from pioneer_grpc.caps.history import DEFAULT_ROUND_USAGE_PAGE
+from pioneer_grpc.caps.history import DEFAULT_ROUND_USAGE_PAGE, MAX_TIMELINE_PAGE
 from pioneer_grpc.errors import FailedPrecondition, FieldViolation, InvalidArgument, NotFound
 from pioneer_grpc.history.entries import thread_id_violation
 from pioneer_grpc.models.registry import ModelInfo
 from pioneer_grpc.providers.cache_model import BLOCKS, expected_round, input_cost
 from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.service.paging import PageSize, decode_token, encode_token
 from pioneer_grpc.service.recent_rounds import SeenRound
 from pioneer_grpc.service.tenancy import thread_key
 from pioneer_grpc.store import clock
@@ -35,6 +36,7 @@ from pioneer_grpc.v1 import history_pb2, manifest_service_pb2, provider_service_
 
 # The model label of a model the registry does not know: the metric's labels stay bounded.
 OTHER_MODEL = "other"
+TIMELINE_PAGE = PageSize(default=MAX_TIMELINE_PAGE, maximum=MAX_TIMELINE_PAGE)
 
 
 def usage_violations(usage: usage_pb2.ProviderUsage, field: str) -> list[FieldViolation]:
@@ -153,6 +155,9 @@ async def record(
             break_tokens_invalidated=broke.tokens_invalidated,
             break_tokens_kept=broke.tokens_kept,
             reported_at=clock.now(),
+            break_entry_ids=tuple(broke.entry_ids),
+            break_entry_count=broke.entry_count,
+            history_decision=seen.history_decision,
         )
     )
     ctx.telemetry.metrics.provider_usage(
@@ -197,6 +202,8 @@ def as_message(found: RoundUsageRecord) -> usage_pb2.RoundUsage:
             broke.entry_id = found.break_detail
         broke.tokens_invalidated = found.break_tokens_invalidated
         broke.tokens_kept = found.break_tokens_kept
+        broke.entry_ids.extend(found.break_entry_ids)
+        broke.entry_count = found.break_entry_count
     out.report_time.FromDatetime(clock.as_utc(found.reported_at))
     return out
 
@@ -210,3 +217,34 @@ async def list_round_usage(
         request.thread_id, request.page_size or DEFAULT_ROUND_USAGE_PAGE
     )
     return manifest_service_pb2.ListRoundUsageResponse(rounds=[as_message(r) for r in found])
+
+
+async def list_timeline(
+    ctx: ServiceContext, request: manifest_service_pb2.ListThreadTimelineRequest
+) -> manifest_service_pb2.ListThreadTimelineResponse:
+    """A page of the thread's reported rounds, oldest first, each with its number among them all."""
+    InvalidArgument.raise_if([thread_id_violation(request.thread_id), *violations_of(request)])
+    size = TIMELINE_PAGE.of(request.page_size)
+    scope = f"timeline:{request.thread_id}:{int(request.breaks_only)}"
+    after = decode_token(request.page_token, scope)
+    after_round = 0 if after is None else int(after[0])
+    await ctx.store.threads.get(request.thread_id)  # NotFound for an unknown thread
+    found, rounds, breaks = await ctx.store.usage.timeline(
+        request.thread_id, after_round, size + 1, request.breaks_only
+    )
+    page = found[:size]
+    answer = manifest_service_pb2.ListThreadTimelineResponse(
+        rounds=[
+            manifest_service_pb2.TimelineRound(
+                round=number,
+                usage=as_message(record),
+                history_decision=record.history_decision,  # type: ignore[arg-type]
+            )
+            for number, record in page
+        ],
+        total_rounds=rounds,
+        total_breaks=breaks,
+    )
+    if len(found) > size:
+        answer.next_page_token = encode_token(scope, [page[-1][0]])
+    return answer

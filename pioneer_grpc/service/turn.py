@@ -66,6 +66,7 @@ from pioneer_grpc.service import (
     quotas,
     rendered_rounds,
     round_usage,
+    section_texts,
     token_fit,
 )
 from pioneer_grpc.service.context import ServiceContext
@@ -588,7 +589,9 @@ async def _committed(
     opened: OpenedRound,
     done: _Round,
 ) -> tuple[_Round, Recorded] | None:
-    """The round's one commit, the body written as JSON beside it; None on a Conflict."""
+    """The round's one commit, the body written as JSON beside it; None on a Conflict. The section
+    texts the thread may not have kept go with it (service/section_texts.py)."""
+    texts = section_texts.unknown(ctx, request.thread_id, before.payload.sections)
     plan = RoundCommit(
         request.thread_id,
         request.turn_id,
@@ -599,6 +602,7 @@ async def _committed(
         done.tokenizer,
         opens_turn=not opened.turn_entries,
         counts=done.counts,
+        texts=texts,
     )
     under_way = ctx.store.rounds.commit(plan)
     await under_way.sent
@@ -607,7 +611,10 @@ async def _committed(
         encoded = done.rendered.encoded() if small else await asyncio.to_thread(done.rendered.encoded)
         done = replace(done, encoded=encoded)
     outcome = await under_way
-    return None if isinstance(outcome, Conflict) else (done, outcome)
+    if isinstance(outcome, Conflict):
+        return None
+    section_texts.kept(ctx, request.thread_id, texts)
+    return done, outcome
 
 
 async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest) -> PreparedTurn:
@@ -660,6 +667,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
         broke,
         None if body is None else body.body,
         0 if body is None else body.source_bytes,
+        history_decision=report.decision,
     )
     previous = ctx.recent_rounds.swap(thread_key(request.thread_id), seen)
     if usage is not None:

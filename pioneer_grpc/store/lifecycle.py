@@ -29,6 +29,7 @@ from pioneer_grpc.store.models import (
 )
 from pioneer_grpc.store.rendered_rounds import RenderedRoundRow
 from pioneer_grpc.store.round_usage import RoundUsageRow
+from pioneer_grpc.store.section_texts import SectionTextRow
 from pioneer_grpc.store.threads import thread_not_found, turn_not_found
 from pioneer_grpc.v1 import history_pb2
 
@@ -56,6 +57,7 @@ THREAD_ROWS: dict[str, Any] = {
     "manifest_events": lambda n, t: of_thread(ManifestEventRow, n, t),
     "rendered_rounds": lambda n, t: of_thread(RenderedRoundRow, n, t),
     "round_usage": lambda n, t: of_thread(RoundUsageRow, n, t),
+    "section_texts": lambda n, t: of_thread(SectionTextRow, n, t),
     "turns": lambda n, t: of_thread(TurnRow, n, t),
     "threads": lambda n, t: of_thread(ThreadRow, n, t),
 }
@@ -68,6 +70,7 @@ _MODELS: dict[str, Any] = {
     "manifest_events": ManifestEventRow,
     "rendered_rounds": RenderedRoundRow,
     "round_usage": RoundUsageRow,
+    "section_texts": SectionTextRow,
     "turns": TurnRow,
     "threads": ThreadRow,
 }

@@ -16,6 +16,8 @@ from sqlalchemy.engine import Connection
 from pioneer_grpc.store.clock import as_utc
 from pioneer_grpc.store.entries import ENTRY_COLUMNS, entry_message
 from pioneer_grpc.store.models import EntryRow, ThreadRow, TurnRow
+from pioneer_grpc.store.port import ThreadFilter
+from pioneer_grpc.store.round_usage import RoundUsageRow
 from pioneer_grpc.store.threads import thread_message, thread_not_found
 from pioneer_grpc.v1 import history_pb2
 
@@ -28,43 +30,111 @@ def _entry_count() -> Any:
     )
 
 
-def threads_page(
-    conn: Connection, tenant: str | None, after: tuple[str, str] | None, size: int
+def _like(text: str) -> str:
+    """A LIKE pattern matching `text` anywhere, its own % _ and \\ taken literally."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+_COMPARE: dict[str, Any] = {
+    "<": lambda column, value: column < value,
+    "<=": lambda column, value: column <= value,
+    ">": lambda column, value: column > value,
+    ">=": lambda column, value: column >= value,
+}
+
+
+def _matching(query: Any, where: ThreadFilter | None) -> Any:
+    """`query` narrowed to the threads `where` asks for (ListThreads' filter)."""
+    if where is None:
+        return query
+    for text in where.id_contains:
+        # A substring: no index serves it; the page's order index is walked and the rows tested.
+        query = query.where(ThreadRow.thread_id.like(_like(text), escape="\\"))
+    if where.model is not None:
+        query = query.where(ThreadRow.model == where.model)
+    for op, moment in where.updated:
+        query = query.where(_COMPARE[op](ThreadRow.updated_at, moment))
+    if where.has_cache_breaks is not None:
+        # Served by the partial index ix_round_usage_breaks (rounds whose prefix broke).
+        broke = (
+            select(RoundUsageRow.thread_id)
+            .where(
+                RoundUsageRow.thread_id == ThreadRow.thread_id,
+                RoundUsageRow.tenant == ThreadRow.tenant,
+                RoundUsageRow.break_cause != 0,
+            )
+            .exists()
+        )
+        query = query.where(broke if where.has_cache_breaks else ~broke)
+    return query
+
+
+def _threads(
+    conn: Connection, query: Any, tenant: str | None, where: ThreadFilter | None, size: int
 ) -> tuple[list[history_pb2.Thread], bool]:
-    """`tenant`'s threads (None: every tenant's) by (id, tenant) after `after`, and whether more follow."""
-    query = (
-        select(*ThreadRow.__table__.columns, _entry_count().label("entries"))
-        .order_by(ThreadRow.thread_id, ThreadRow.tenant)
-        .limit(size + 1)
-    )
     if tenant is not None:
         query = query.where(ThreadRow.tenant == tenant)
-    if after is not None:
-        query = query.where(tuple_(ThreadRow.thread_id, ThreadRow.tenant) > tuple_(*after))
-    rows = conn.execute(query).all()
+    rows = conn.execute(_matching(query, where).limit(size + 1)).all()
     return [thread_message(row, row.entries) for row in rows[:size]], len(rows) > size
 
 
+def _selected() -> Any:
+    return select(*ThreadRow.__table__.columns, _entry_count().label("entries"))
+
+
+def threads_page(
+    conn: Connection,
+    tenant: str | None,
+    after: tuple[str, str] | None,
+    size: int,
+    where: ThreadFilter | None = None,
+) -> tuple[list[history_pb2.Thread], bool]:
+    """`tenant`'s threads (None: every tenant's) by (id, tenant) after `after`, and whether more follow."""
+    query = _selected().order_by(ThreadRow.thread_id, ThreadRow.tenant)
+    if after is not None:
+        query = query.where(tuple_(ThreadRow.thread_id, ThreadRow.tenant) > tuple_(*after))
+    return _threads(conn, query, tenant, where, size)
+
+
 def threads_newest_page(
-    conn: Connection, tenant: str | None, after: tuple[datetime, str, str] | None, size: int
+    conn: Connection,
+    tenant: str | None,
+    after: tuple[datetime, str, str] | None,
+    size: int,
+    where: ThreadFilter | None = None,
 ) -> tuple[list[history_pb2.Thread], bool]:
     """`tenant`'s threads (None: every tenant's) newest first, by (creation time, thread id, tenant)
     descending, after `after`."""
-    query = (
-        select(*ThreadRow.__table__.columns, _entry_count().label("entries"))
-        .order_by(ThreadRow.created_at.desc(), ThreadRow.thread_id.desc(), ThreadRow.tenant.desc())
-        .limit(size + 1)
+    query = _selected().order_by(
+        ThreadRow.created_at.desc(), ThreadRow.thread_id.desc(), ThreadRow.tenant.desc()
     )
-    if tenant is not None:
-        query = query.where(ThreadRow.tenant == tenant)
     if after is not None:
         # A row comparison, which SQLite and PostgreSQL both answer as a seek into
         # ix_threads_created_at (the OR of two conditions was a filter over the rows before it).
         query = query.where(
             tuple_(ThreadRow.created_at, ThreadRow.thread_id, ThreadRow.tenant) < tuple_(*after)
         )
-    rows = conn.execute(query).all()
-    return [thread_message(row, row.entries) for row in rows[:size]], len(rows) > size
+    return _threads(conn, query, tenant, where, size)
+
+
+def threads_updated_page(
+    conn: Connection,
+    tenant: str | None,
+    after: tuple[datetime, str, str] | None,
+    size: int,
+    where: ThreadFilter | None = None,
+) -> tuple[list[history_pb2.Thread], bool]:
+    """`tenant`'s threads (None: every tenant's) most recently updated first, by (update time,
+    thread id, tenant) descending, after `after` (a seek into ix_threads_updated_at)."""
+    query = _selected().order_by(
+        ThreadRow.updated_at.desc(), ThreadRow.thread_id.desc(), ThreadRow.tenant.desc()
+    )
+    if after is not None:
+        query = query.where(
+            tuple_(ThreadRow.updated_at, ThreadRow.thread_id, ThreadRow.tenant) < tuple_(*after)
+        )
+    return _threads(conn, query, tenant, where, size)
 
 
 def _require_thread(conn: Connection, tenant: str, thread_id: str) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Callable, Sequence
+import operator
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -58,6 +59,7 @@ from pioneer_grpc.store.port import (
     StoredEntry,
     SummaryRead,
     SummaryToStore,
+    ThreadFilter,
     TurnManifest,
     TurnRecord,
     WholeRead,
@@ -147,6 +149,8 @@ class _Tables:
     events: dict[int, _Event] = field(default_factory=dict)
     kept: dict[int, _Kept] = field(default_factory=dict)
     usage: list[RoundUsageRecord] = field(default_factory=list)
+    # (thread, fingerprint) -> the section's text.
+    texts: dict[tuple[str, str], str] = field(default_factory=dict)
     seq: _Sequences = field(default_factory=lambda: _Sequences())
 
 
@@ -461,6 +465,8 @@ class MemoryStore:
             for counted in [k for k in self._t.summary_counts if k[0] == summary_id]:
                 del self._t.summary_counts[counted]
         self.drop_events_and_kept(lambda row: row.thread_id == thread_id)
+        for key in [k for k in self._t.texts if k[0] == thread_id]:
+            del self._t.texts[key]
         self._compressing.pop(thread_id, None)
         return True
 
@@ -747,6 +753,8 @@ class _Rounds(_Part):
             self.s.insert(thread_id, commit.entries, commit.tokenizer, fresh, moment)
             if commit.counts:
                 self.s.keep_counts(commit.counts)
+            for fingerprint, text in commit.texts:
+                self.t.texts.setdefault((thread_id, fingerprint), text)
             return recorded
 
 
@@ -770,6 +778,15 @@ class _Manifests(_Part):
                 self.t.threads[prepared.thread_id].version = self.t.seq.version
             turn = self.s.lock_turn(prepared.thread_id, prepared.turn_id, moment)
             return self.s.record(prepared, turn)
+
+    async def keep_texts(self, thread_id: str, texts: Mapping[str, str]) -> None:
+        async with self.s._lock:
+            if thread_id in self.t.threads:
+                for fingerprint, text in texts.items():
+                    self.t.texts.setdefault((thread_id, fingerprint), text)
+
+    async def texts(self, thread_id: str, fingerprints: Collection[str]) -> dict[str, str]:
+        return {f: self.t.texts[(thread_id, f)] for f in fingerprints if (thread_id, f) in self.t.texts}
 
     async def turn_manifest(self, thread_id: str, turn_id: str) -> TurnManifest:
         turn = self.t.turns.get((thread_id, turn_id))
@@ -838,19 +855,43 @@ def _event_message(event: _Event, tenant: str) -> manifest_pb2.ManifestEvent:
 
 
 class _Listing(_Part):
-    def _every(self, every_tenant: bool) -> list[tuple[str, _Thread]]:
+    def _matches(self, tenant: str, thread: _Thread, where: ThreadFilter | None) -> bool:
+        if where is None:
+            return True
+        if not all(text in thread.thread_id for text in where.id_contains):
+            return False
+        if where.model is not None and thread.model != where.model:
+            return False
+        compare = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+        if not all(compare[op](thread.updated_at, moment) for op, moment in where.updated):
+            return False
+        if where.has_cache_breaks is not None:
+            usage = self.s.of_tenant(tenant)._t.usage
+            broke = any(r.thread_id == thread.thread_id and r.break_cause for r in usage)
+            return broke == where.has_cache_breaks
+        return True
+
+    def _every(self, every_tenant: bool, where: ThreadFilter | None = None) -> list[tuple[str, _Thread]]:
         tenants = list(self.s._tenants) if every_tenant else [self.s.tenant]
         return [
-            (tenant, thread) for tenant in tenants for thread in self.s.of_tenant(tenant)._t.threads.values()
+            (tenant, thread)
+            for tenant in tenants
+            for thread in self.s.of_tenant(tenant)._t.threads.values()
+            if self._matches(tenant, thread, where)
         ]
 
     async def threads(
-        self, after: tuple[str, str] | None, size: int, *, every_tenant: bool = False
+        self,
+        after: tuple[str, str] | None,
+        size: int,
+        *,
+        every_tenant: bool = False,
+        where: ThreadFilter | None = None,
     ) -> tuple[list[history_pb2.Thread], bool]:
         found = sorted(
             (
                 (thread.thread_id, tenant, thread)
-                for tenant, thread in self._every(every_tenant)
+                for tenant, thread in self._every(every_tenant, where)
                 if after is None or (thread.thread_id, tenant) > after
             ),
             key=lambda item: (item[0], item[1]),
@@ -859,13 +900,38 @@ class _Listing(_Part):
         return threads, len(found) > size
 
     async def threads_newest(
-        self, after: tuple[datetime, str, str] | None, size: int, *, every_tenant: bool = False
+        self,
+        after: tuple[datetime, str, str] | None,
+        size: int,
+        *,
+        every_tenant: bool = False,
+        where: ThreadFilter | None = None,
     ) -> tuple[list[history_pb2.Thread], bool]:
         found = sorted(
             (
                 (thread.created_at, thread.thread_id, tenant, thread)
-                for tenant, thread in self._every(every_tenant)
+                for tenant, thread in self._every(every_tenant, where)
                 if after is None or (thread.created_at, thread.thread_id, tenant) < after
+            ),
+            key=lambda item: (item[0], item[1], item[2]),
+            reverse=True,
+        )
+        threads = [self.s.of_tenant(tenant).thread_message(thread) for _, _, tenant, thread in found[:size]]
+        return threads, len(found) > size
+
+    async def threads_updated(
+        self,
+        after: tuple[datetime, str, str] | None,
+        size: int,
+        *,
+        every_tenant: bool = False,
+        where: ThreadFilter | None = None,
+    ) -> tuple[list[history_pb2.Thread], bool]:
+        found = sorted(
+            (
+                (thread.updated_at, thread.thread_id, tenant, thread)
+                for tenant, thread in self._every(every_tenant, where)
+                if after is None or (thread.updated_at, thread.thread_id, tenant) < after
             ),
             key=lambda item: (item[0], item[1], item[2]),
             reverse=True,
@@ -970,3 +1036,14 @@ class _Usage(_Part):
 
     async def thread_rounds(self, thread_id: str, limit: int) -> list[RoundUsageRecord]:
         return [row for row in reversed(self.t.usage) if row.thread_id == thread_id][:limit]
+
+    async def timeline(
+        self, thread_id: str, after_round: int, limit: int, breaks_only: bool
+    ) -> tuple[list[tuple[int, RoundUsageRecord]], int, int]:
+        rows = [row for row in self.t.usage if row.thread_id == thread_id]
+        found = [
+            (number, row)
+            for number, row in enumerate(rows, start=1)
+            if number > after_round and (row.break_cause or not breaks_only)
+        ]
+        return found[:limit], len(rows), sum(1 for row in rows if row.break_cause)

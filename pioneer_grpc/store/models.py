@@ -60,7 +60,12 @@ class Base(DeclarativeBase):
 class ThreadRow(Base):
     __tablename__ = "threads"
     # Threads newest first (ListThreads by create_time desc) read it backwards (migration 0008).
-    __table_args__ = (Index("ix_threads_created_at", "created_at", "thread_id"),)
+    __table_args__ = (
+        Index("ix_threads_created_at", "created_at", "thread_id"),
+        # ListThreads by update time, and filtered by model in that order (migration 0020).
+        Index("ix_threads_updated_at", "updated_at", "thread_id"),
+        Index("ix_threads_model_updated_at", "model", "updated_at", "thread_id"),
+    )
 
     thread_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     tenant: Mapped[str] = tenant_column(primary_key=True)

@@ -38,9 +38,9 @@ answers with them rather than with a second set of classes that mirror them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Collection, Generator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -77,6 +77,7 @@ __all__ = [
     "StoredEntry",
     "SummaryRead",
     "SummaryToStore",
+    "ThreadFilter",
     "TurnManifest",
     "TurnRecord",
     "WholeRead",
@@ -372,6 +373,9 @@ class RoundCommit:
     tokenizer: str = ""
     opens_turn: bool = False
     counts: KeptCounts | None = None
+    # (fingerprint, text) of the round's sections the thread may not have kept yet
+    # (store/section_texts.py): kept in the same transaction, each at most once.
+    texts: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -443,6 +447,11 @@ class RoundUsageRecord:
     break_tokens_invalidated: int
     break_tokens_kept: int
     reported_at: datetime
+    # The entries a history break summarized, cleared or dropped (the first MAX_BREAK_ENTRIES), and
+    # how many there were; the round's HistoryDecision (0: not known).
+    break_entry_ids: tuple[str, ...] = ()
+    break_entry_count: int = 0
+    history_decision: int = 0
 
 
 # ---- one interface per concern ---------------------------------------------------------------
@@ -553,18 +562,73 @@ class Manifests(Protocol):
         """The newest event id of every tenant: a position in the one sequence of ids."""
         ...
 
+    async def keep_texts(self, thread_id: str, texts: Mapping[str, str]) -> None:
+        """Keeps each section text (by its fingerprint) the thread has not kept yet; nothing for a
+        thread that does not exist (store/section_texts.py)."""
+        ...
+
+    async def texts(self, thread_id: str, fingerprints: Collection[str]) -> dict[str, str]:
+        """The thread's kept texts of `fingerprints` (one not kept is left out)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ThreadFilter:
+    """What ListThreads' filter asks of a thread (service/thread_filter.py parses it): every id
+    substring, the model, whether a reported round broke the prefix, update time comparisons."""
+
+    id_contains: tuple[str, ...] = ()
+    model: str | None = None
+    has_cache_breaks: bool | None = None
+    # (operator, moment): "<", "<=", ">" or ">=".
+    updated: tuple[tuple[str, datetime], ...] = ()
+
+    def with_id(self, text: str) -> ThreadFilter:
+        return replace(self, id_contains=(*self.id_contains, text))
+
+    def with_model(self, model: str) -> ThreadFilter:
+        return replace(self, model=model)
+
+    def with_breaks(self, has: bool) -> ThreadFilter:
+        return replace(self, has_cache_breaks=has)
+
+    def with_time(self, op: str, moment: datetime) -> ThreadFilter:
+        return replace(self, updated=(*self.updated, (op, moment)))
+
 
 class Listing(Protocol):
     async def threads(
-        self, after: tuple[str, str] | None, size: int, *, every_tenant: bool = False
+        self,
+        after: tuple[str, str] | None,
+        size: int,
+        *,
+        every_tenant: bool = False,
+        where: ThreadFilter | None = None,
     ) -> tuple[list[history_pb2.Thread], bool]:
-        """Threads by (thread id, tenant) after `after`: the view's tenant's, or every tenant's."""
+        """Threads by (thread id, tenant) after `after`: the view's tenant's, or every tenant's;
+        those `where` asks for (ListThreads' filter)."""
         ...
 
     async def threads_newest(
-        self, after: tuple[datetime, str, str] | None, size: int, *, every_tenant: bool = False
+        self,
+        after: tuple[datetime, str, str] | None,
+        size: int,
+        *,
+        every_tenant: bool = False,
+        where: ThreadFilter | None = None,
     ) -> tuple[list[history_pb2.Thread], bool]:
         """Threads newest first by (creation time, thread id, tenant), after `after`."""
+        ...
+
+    async def threads_updated(
+        self,
+        after: tuple[datetime, str, str] | None,
+        size: int,
+        *,
+        every_tenant: bool = False,
+        where: ThreadFilter | None = None,
+    ) -> tuple[list[history_pb2.Thread], bool]:
+        """Threads most recently updated first, by (update time, thread id, tenant) descending."""
         ...
 
     async def turns(
@@ -597,6 +661,14 @@ class RoundUsage(Protocol):
 
     async def thread_rounds(self, thread_id: str, limit: int) -> list[RoundUsageRecord]:
         """The thread's reported rounds, newest report first, at most `limit`."""
+        ...
+
+    async def timeline(
+        self, thread_id: str, after_round: int, limit: int, breaks_only: bool
+    ) -> tuple[list[tuple[int, RoundUsageRecord]], int, int]:
+        """The thread's reported rounds oldest first, each with its number (from 1), after round
+        `after_round`, at most `limit`, only those whose prefix broke when `breaks_only`; and how
+        many rounds and breaks the thread has in all."""
         ...
 
 

@@ -489,6 +489,13 @@ _COMMIT_ROUND = Direct(
         INSERT INTO manifest_events (id, thread_id, tenant, turn_id, manifest_pb, created_at)
         SELECT manifest_event_id, :b_thread_id, :b_tenant, :b_turn_id, :b_manifest_pb, :b_updated_at
         FROM turn WHERE manifest_event_id < 0
+    ), texts AS (
+        INSERT INTO section_texts (thread_id, tenant, fingerprint, text, created_at)
+        SELECT :b_thread_id, :b_tenant, kept.fingerprint, kept.text, :b_updated_at
+        FROM unnest(CAST(:b_text_fingerprints AS varchar[]), CAST(:b_texts AS text[]))
+            AS kept(fingerprint, text)
+        WHERE (SELECT ok FROM go)
+        ON CONFLICT DO NOTHING
     ), {append_ctes("CAST(:b_fresh_turns AS varchar[])", "(SELECT ok FROM go)")}
     SELECT go.ok, turn.manifest_event_id FROM go LEFT JOIN turn ON true
     """
@@ -632,6 +639,8 @@ class PostgresStore(SqlStore):
             b_status=IN_PROGRESS,
             b_turn_status=IN_PROGRESS if commit.turn_status is None else commit.turn_status,
             b_fresh_turns=[commit.turn_id] if commit.opens_turn else [],
+            b_text_fingerprints=[fingerprint for fingerprint, _ in commit.texts],
+            b_texts=[value for _, value in commit.texts],
         )
         if sent is not None:
             sent.set_result(None)  # the statement goes out next, before the greenlet first waits

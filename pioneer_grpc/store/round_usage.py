@@ -6,10 +6,25 @@ and every restart reads the same rows: the round's prefix break is kept here for
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, fields
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, Float, Index, Integer, String, delete, insert, select
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    String,
+    Text,
+    delete,
+    func,
+    insert,
+    select,
+    text,
+)
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -22,6 +37,13 @@ class RoundUsageRow(Base):
     __table_args__ = (
         Index("ix_round_usage_round", "thread_id", "turn_id", "manifest_event_id", "turn_message_count"),
         Index("ix_round_usage_thread", "thread_id", "id"),
+        # ListThreads' has_cache_breaks: the threads with a round whose prefix broke (migration 0020).
+        Index(
+            "ix_round_usage_breaks",
+            "thread_id",
+            sqlite_where=text("break_cause <> 0"),
+            postgresql_where=text("break_cause <> 0"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
@@ -47,6 +69,10 @@ class RoundUsageRow(Base):
     break_tokens_invalidated: Mapped[int] = mapped_column(BigInteger)
     break_tokens_kept: Mapped[int] = mapped_column(BigInteger)
     reported_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # A JSON array of entry ids; "" for none.
+    break_entry_ids: Mapped[str] = mapped_column(Text, default="", server_default="")
+    break_entry_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    history_decision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 _FIELDS = tuple(f.name for f in fields(RoundUsageRecord))
@@ -63,7 +89,9 @@ def record(conn: Connection, tenant: str, usage: RoundUsageRecord) -> None:
             RoundUsageRow.turn_message_count == usage.turn_message_count,
         )
     )
-    conn.execute(insert(RoundUsageRow).values(**asdict(usage), tenant=tenant))
+    values = asdict(usage)
+    values["break_entry_ids"] = json.dumps(list(usage.break_entry_ids)) if usage.break_entry_ids else ""
+    conn.execute(insert(RoundUsageRow).values(**values, tenant=tenant))
 
 
 def thread_rounds(conn: Connection, tenant: str, thread_id: str, limit: int) -> list[RoundUsageRecord]:
@@ -74,4 +102,34 @@ def thread_rounds(conn: Connection, tenant: str, thread_id: str, limit: int) -> 
         .order_by(RoundUsageRow.id.desc())
         .limit(limit)
     )
-    return [RoundUsageRecord(**dict(zip(_FIELDS, row, strict=True))) for row in rows]
+    return [_record(row) for row in rows]
+
+
+def _record(row: Any) -> RoundUsageRecord:
+    values = dict(zip(_FIELDS, row, strict=True))
+    values["break_entry_ids"] = tuple(json.loads(values["break_entry_ids"] or "[]"))
+    return RoundUsageRecord(**values)
+
+
+def timeline(
+    conn: Connection, tenant: str, thread_id: str, after_round: int, limit: int, breaks_only: bool
+) -> tuple[list[tuple[int, RoundUsageRecord]], int, int]:
+    """The thread's rounds after round `after_round` (numbered from 1 in report order), at most
+    `limit`, only breaks when `breaks_only`; and the thread's rounds and breaks in all."""
+    columns = [getattr(RoundUsageRow, name) for name in _FIELDS]
+    numbered = (
+        select(*columns, func.row_number().over(order_by=RoundUsageRow.id).label("round"))
+        .where(RoundUsageRow.thread_id == thread_id, RoundUsageRow.tenant == tenant)
+        .subquery()
+    )
+    query = select(numbered).where(numbered.c.round > after_round)
+    if breaks_only:
+        query = query.where(numbered.c.break_cause != 0)
+    rows = conn.execute(query.order_by(numbered.c.round).limit(limit)).all()
+    totals = conn.execute(
+        select(func.count(), func.count().filter(RoundUsageRow.break_cause != 0)).where(
+            RoundUsageRow.thread_id == thread_id, RoundUsageRow.tenant == tenant
+        )
+    ).one()
+    found = [(int(row.round), _record(row[: len(_FIELDS)])) for row in rows]
+    return found, int(totals[0]), int(totals[1])

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -22,13 +22,14 @@ from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, named_call_ids
 from pioneer_grpc.store import append as append_store
 from pioneer_grpc.store import entries as entry_store
-from pioneer_grpc.store import lifecycle, token_counts
+from pioneer_grpc.store import lifecycle, section_texts, token_counts
 from pioneer_grpc.store import listing as listing_store
 from pioneer_grpc.store import manifests as manifest_store
 from pioneer_grpc.store import rendered_rounds as rendered_store
@@ -36,6 +37,7 @@ from pioneer_grpc.store import round_usage as usage_store
 from pioneer_grpc.store import summaries as summary_store
 from pioneer_grpc.store import threads as thread_store
 from pioneer_grpc.store.append import Batch, batch_of
+from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.copies import SqlCopies
 from pioneer_grpc.store.engine import session_factory
 from pioneer_grpc.store.history_state import history_read_in
@@ -60,6 +62,7 @@ from pioneer_grpc.store.port import (
     RoundUsageRecord,
     SummaryRead,
     SummaryToStore,
+    ThreadFilter,
     TurnManifest,
     TurnRecord,
     WholeRead,
@@ -552,6 +555,24 @@ class _Manifests(_Part):
     async def newest_event_id(self) -> int:
         return await self.runner.read(manifest_store.newest_event_id_in)
 
+    async def keep_texts(self, thread_id: str, texts: Mapping[str, str]) -> None:
+        if not texts:
+            return
+        created = now()
+        try:
+            tenant = self.tenant
+            await _transact(
+                self.runner, lambda conn: section_texts.keep_in(conn, tenant, thread_id, texts, created)
+            )
+        except IntegrityError:  # the thread was deleted meanwhile: nothing to keep
+            return
+
+    async def texts(self, thread_id: str, fingerprints: Collection[str]) -> dict[str, str]:
+        tenant = self.tenant
+        return await self.runner.read(
+            lambda conn: section_texts.texts_in(conn, tenant, thread_id, fingerprints)
+        )
+
 
 def _turn_manifest(tenant: str, thread_id: str, turn_id: str, conn: Connection) -> TurnManifest:
     return manifest_store.turn_manifest_in(conn, tenant, thread_id, turn_id)
@@ -559,17 +580,42 @@ def _turn_manifest(tenant: str, thread_id: str, turn_id: str, conn: Connection) 
 
 class _Listing(_Part):
     async def threads(
-        self, after: tuple[str, str] | None, size: int, *, every_tenant: bool = False
-    ) -> tuple[list[history_pb2.Thread], bool]:
-        tenant = None if every_tenant else self.tenant
-        return await self.runner.read(lambda conn: listing_store.threads_page(conn, tenant, after, size))
-
-    async def threads_newest(
-        self, after: tuple[datetime, str, str] | None, size: int, *, every_tenant: bool = False
+        self,
+        after: tuple[str, str] | None,
+        size: int,
+        *,
+        every_tenant: bool = False,
+        where: ThreadFilter | None = None,
     ) -> tuple[list[history_pb2.Thread], bool]:
         tenant = None if every_tenant else self.tenant
         return await self.runner.read(
-            lambda conn: listing_store.threads_newest_page(conn, tenant, after, size)
+            lambda conn: listing_store.threads_page(conn, tenant, after, size, where)
+        )
+
+    async def threads_newest(
+        self,
+        after: tuple[datetime, str, str] | None,
+        size: int,
+        *,
+        every_tenant: bool = False,
+        where: ThreadFilter | None = None,
+    ) -> tuple[list[history_pb2.Thread], bool]:
+        tenant = None if every_tenant else self.tenant
+        return await self.runner.read(
+            lambda conn: listing_store.threads_newest_page(conn, tenant, after, size, where)
+        )
+
+    async def threads_updated(
+        self,
+        after: tuple[datetime, str, str] | None,
+        size: int,
+        *,
+        every_tenant: bool = False,
+        where: ThreadFilter | None = None,
+    ) -> tuple[list[history_pb2.Thread], bool]:
+        tenant = None if every_tenant else self.tenant
+        return await self.runner.read(
+            lambda conn: listing_store.threads_updated_page(conn, tenant, after, size, where)
         )
 
     async def turns(
@@ -622,6 +668,14 @@ class _Usage(_Part):
     async def thread_rounds(self, thread_id: str, limit: int) -> list[RoundUsageRecord]:
         tenant = self.tenant
         return await self.runner.read(lambda conn: usage_store.thread_rounds(conn, tenant, thread_id, limit))
+
+    async def timeline(
+        self, thread_id: str, after_round: int, limit: int, breaks_only: bool
+    ) -> tuple[list[tuple[int, RoundUsageRecord]], int, int]:
+        tenant = self.tenant
+        return await self.runner.read(
+            lambda conn: usage_store.timeline(conn, tenant, thread_id, after_round, limit, breaks_only)
+        )
 
 
 def open_store(engine: AsyncEngine, tokenizer_of: Callable[[str], str]) -> SqlStore:

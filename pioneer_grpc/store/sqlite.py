@@ -23,7 +23,7 @@ from sqlalchemy import String, bindparam, cast, func, select, true, update
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
-from pioneer_grpc.store import token_counts
+from pioneer_grpc.store import section_texts, token_counts
 from pioneer_grpc.store.append import Batch, batch_of
 from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.driver import SQLITE, Direct
@@ -302,6 +302,8 @@ class SqliteStore(SqlStore):
                 token_counts.store_in(
                     conn, commit.counts.tokenizer, dict(commit.counts.entries), commit.counts.summary
                 )
+            if commit.texts:
+                section_texts.keep_in(conn, tenant, thread_id, dict(commit.texts), now())
             return recorded
 
         # The unit is queued for the store's thread as `transact` begins, before it first waits.

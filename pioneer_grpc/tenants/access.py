@@ -40,6 +40,7 @@ METHOD_ACCESS: dict[str, Access] = {
     "/pioneer.v1.ManifestService/DiffManifests": R,
     "/pioneer.v1.ManifestService/ListRenderedRounds": R,
     "/pioneer.v1.ManifestService/ListRoundUsage": R,
+    "/pioneer.v1.ManifestService/ListThreadTimeline": R,
     # Records the compile's manifest on its turn.
     "/pioneer.v1.PromptCompilerService/CompilePrompt": W,
     # Creates files in the runtime home.

@@ -248,18 +248,22 @@ class HistoryDecisionReport(_message.Message):
     def __init__(self, decision: _Optional[_Union[HistoryDecision, str]] = ..., budget_tokens: _Optional[int] = ..., threshold_tokens: _Optional[int] = ..., summary_target_tokens: _Optional[int] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., entries_loaded: _Optional[int] = ..., entries_kept: _Optional[int] = ..., entries_dropped: _Optional[int] = ..., summary_use: _Optional[_Union[SummaryUse, str]] = ..., summarizer: _Optional[str] = ..., summary_covers_through_entry_id: _Optional[str] = ..., diagnostics: _Optional[_Iterable[_Union[HistoryDiagnostic, _Mapping]]] = ..., tokenizer: _Optional[str] = ..., cleared_tool_results: _Optional[_Iterable[_Union[ClearedToolResult, _Mapping]]] = ..., cleared_tokens_saved: _Optional[int] = ..., compaction_strategy: _Optional[_Union[CompactionStrategy, str]] = ..., token_counts_exact: _Optional[bool] = ..., model_known: _Optional[bool] = ..., low_water_tokens: _Optional[int] = ..., prefix_break: _Optional[_Union[PrefixBreak, _Mapping]] = ...) -> None: ...
 
 class PrefixBreak(_message.Message):
-    __slots__ = ("cause", "section_id", "entry_id", "tokens_invalidated", "tokens_kept")
+    __slots__ = ("cause", "section_id", "entry_id", "tokens_invalidated", "tokens_kept", "entry_ids", "entry_count")
     CAUSE_FIELD_NUMBER: _ClassVar[int]
     SECTION_ID_FIELD_NUMBER: _ClassVar[int]
     ENTRY_ID_FIELD_NUMBER: _ClassVar[int]
     TOKENS_INVALIDATED_FIELD_NUMBER: _ClassVar[int]
     TOKENS_KEPT_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_IDS_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_COUNT_FIELD_NUMBER: _ClassVar[int]
     cause: PrefixBreakCause
     section_id: str
     entry_id: str
     tokens_invalidated: int
     tokens_kept: int
-    def __init__(self, cause: _Optional[_Union[PrefixBreakCause, str]] = ..., section_id: _Optional[str] = ..., entry_id: _Optional[str] = ..., tokens_invalidated: _Optional[int] = ..., tokens_kept: _Optional[int] = ...) -> None: ...
+    entry_ids: _containers.RepeatedScalarFieldContainer[str]
+    entry_count: int
+    def __init__(self, cause: _Optional[_Union[PrefixBreakCause, str]] = ..., section_id: _Optional[str] = ..., entry_id: _Optional[str] = ..., tokens_invalidated: _Optional[int] = ..., tokens_kept: _Optional[int] = ..., entry_ids: _Optional[_Iterable[str]] = ..., entry_count: _Optional[int] = ...) -> None: ...
 
 class ClearedToolResult(_message.Message):
     __slots__ = ("entry_id", "tool_call_id", "name", "tokens_before", "tokens_after")

@@ -238,9 +238,11 @@ class HistoryService(Protocol):
 
     async def list_threads(self, request: ListThreadsRequest, ctx: RequestContext[ListThreadsRequest, ListThreadsResponse], /) -> ListThreadsResponse:
         """
-        Lists threads by thread_id (or newest first, see order_by), a page at a time (AIP-158).
+        Lists threads by thread_id (or newest first, or most recently updated first,
+        see order_by), a page at a time (AIP-158), those matching `filter` (AIP-160).
 
-        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size),
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size, a filter or
+        order_by it cannot read, with a field violation naming it),
         INVALID_PAGE_TOKEN (a token not from this list). Read only: always safe to retry.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
@@ -917,9 +919,11 @@ class HistoryServiceClient(ConnectClient):
         timeout_ms: int | None = None,
     ) -> ListThreadsResponse:
         """
-        Lists threads by thread_id (or newest first, see order_by), a page at a time (AIP-158).
+        Lists threads by thread_id (or newest first, or most recently updated first,
+        see order_by), a page at a time (AIP-158), those matching `filter` (AIP-160).
 
-        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size),
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size, a filter or
+        order_by it cannot read, with a field violation naming it),
         INVALID_PAGE_TOKEN (a token not from this list). Read only: always safe to retry.
         """
         return await self.execute_unary(
@@ -1188,9 +1192,11 @@ class HistoryServiceSync(Protocol):
 
     def list_threads(self, request: ListThreadsRequest, ctx: RequestContext[ListThreadsRequest, ListThreadsResponse], /) -> ListThreadsResponse:
         """
-        Lists threads by thread_id (or newest first, see order_by), a page at a time (AIP-158).
+        Lists threads by thread_id (or newest first, or most recently updated first,
+        see order_by), a page at a time (AIP-158), those matching `filter` (AIP-160).
 
-        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size),
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size, a filter or
+        order_by it cannot read, with a field violation naming it),
         INVALID_PAGE_TOKEN (a token not from this list). Read only: always safe to retry.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
@@ -1865,9 +1871,11 @@ class HistoryServiceClientSync(ConnectClientSync):
         timeout_ms: int | None = None,
     ) -> ListThreadsResponse:
         """
-        Lists threads by thread_id (or newest first, see order_by), a page at a time (AIP-158).
+        Lists threads by thread_id (or newest first, or most recently updated first,
+        see order_by), a page at a time (AIP-158), those matching `filter` (AIP-160).
 
-        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size),
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size, a filter or
+        order_by it cannot read, with a field violation naming it),
         INVALID_PAGE_TOKEN (a token not from this list). Read only: always safe to retry.
         """
         return self.execute_unary(

@@ -236,14 +236,16 @@ class CountTokensResponse(_message.Message):
     def __init__(self, token_counts: _Optional[_Iterable[int]] = ..., total_tokens: _Optional[int] = ..., tokenizer: _Optional[str] = ..., exact: _Optional[bool] = ..., fallback_reason: _Optional[str] = ...) -> None: ...
 
 class ListThreadsRequest(_message.Message):
-    __slots__ = ("page_size", "page_token", "order_by")
+    __slots__ = ("page_size", "page_token", "order_by", "filter")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     ORDER_BY_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
     order_by: str
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., order_by: _Optional[str] = ...) -> None: ...
+    filter: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., order_by: _Optional[str] = ..., filter: _Optional[str] = ...) -> None: ...
 
 class ListThreadsResponse(_message.Message):
     __slots__ = ("threads", "next_page_token")

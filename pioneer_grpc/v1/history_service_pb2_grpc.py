@@ -343,9 +343,11 @@ class HistoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListThreads(self, request, context):
-        """Lists threads by thread_id (or newest first, see order_by), a page at a time (AIP-158).
+        """Lists threads by thread_id (or newest first, or most recently updated first,
+        see order_by), a page at a time (AIP-158), those matching `filter` (AIP-160).
 
-        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size),
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size, a filter or
+        order_by it cannot read, with a field violation naming it),
         INVALID_PAGE_TOKEN (a token not from this list). Read only: always safe to retry.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .manifest_service_pb2 import DiffManifestsRequest, DiffManifestsResponse, GetTurnManifestRequest, GetTurnManifestResponse, ListRenderedRoundsRequest, ListRenderedRoundsResponse, ListRoundUsageRequest, ListRoundUsageResponse, WatchManifestsRequest, WatchManifestsResponse
+from .manifest_service_pb2 import DiffManifestsRequest, DiffManifestsResponse, GetTurnManifestRequest, GetTurnManifestResponse, ListRenderedRoundsRequest, ListRenderedRoundsResponse, ListRoundUsageRequest, ListRoundUsageResponse, ListThreadTimelineRequest, ListThreadTimelineResponse, WatchManifestsRequest, WatchManifestsResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
@@ -73,7 +73,9 @@ class ManifestService(Protocol):
 
     async def diff_manifests(self, request: DiffManifestsRequest, ctx: RequestContext[DiffManifestsRequest, DiffManifestsResponse], /) -> DiffManifestsResponse:
         """
-        Compares two manifests and names the section that broke the prefix cache.
+        Compares two manifests and names the section that broke the prefix cache;
+        each added, removed or changed section comes with the lines that differ,
+        from the section texts the server keeps per thread (SectionChange.line_changes).
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
         MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
@@ -101,6 +103,21 @@ class ManifestService(Protocol):
         and the prefix break. At most page_size rounds (default 50, at most 500).
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def list_thread_timeline(self, request: ListThreadTimelineRequest, ctx: RequestContext[ListThreadTimelineRequest, ListThreadTimelineResponse], /) -> ListThreadTimelineResponse:
+        """
+        A thread's timeline: its rounds whose usage a loop reported, oldest first,
+        each with its time, history decision, tokens, the cache reads expected from
+        the body and those the provider reported, its cost and its prefix break
+        with the cause. Up to 1,000 rounds a page (a 1,000-round thread in one
+        call); breaks_only leaves out the rounds whose prefix held. The totals
+        count the whole thread, whichever page and filter.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT, INVALID_PAGE_TOKEN (a token not
+        from this thread and filter); NOT_FOUND THREAD_NOT_FOUND. Read only: always
+        safe to retry.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -172,6 +189,17 @@ class ManifestServiceASGIApplication(ConnectASGIApplication[ManifestService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.list_round_usage,
+                ),
+                "/pioneer.v1.ManifestService/ListThreadTimeline": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListThreadTimeline",
+                        service_name="pioneer.v1.ManifestService",
+                        input=ListThreadTimelineRequest,
+                        output=ListThreadTimelineResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.list_thread_timeline,
                 ),
             },
             interceptors=interceptors,
@@ -286,7 +314,9 @@ class ManifestServiceClient(ConnectClient):
         timeout_ms: int | None = None,
     ) -> DiffManifestsResponse:
         """
-        Compares two manifests and names the section that broke the prefix cache.
+        Compares two manifests and names the section that broke the prefix cache;
+        each added, removed or changed section comes with the lines that differ,
+        from the section texts the server keeps per thread (SectionChange.line_changes).
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
         MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
@@ -362,6 +392,38 @@ class ManifestServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def list_thread_timeline(
+        self,
+        request: ListThreadTimelineRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ListThreadTimelineResponse:
+        """
+        A thread's timeline: its rounds whose usage a loop reported, oldest first,
+        each with its time, history decision, tokens, the cache reads expected from
+        the body and those the provider reported, its cost and its prefix break
+        with the cause. Up to 1,000 rounds a page (a 1,000-round thread in one
+        call); breaks_only leaves out the rounds whose prefix held. The totals
+        count the whole thread, whichever page and filter.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT, INVALID_PAGE_TOKEN (a token not
+        from this thread and filter); NOT_FOUND THREAD_NOT_FOUND. Read only: always
+        safe to retry.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListThreadTimeline",
+                service_name="pioneer.v1.ManifestService",
+                input=ListThreadTimelineRequest,
+                output=ListThreadTimelineResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
 
 class ManifestServiceSync(Protocol):
     """
@@ -399,7 +461,9 @@ class ManifestServiceSync(Protocol):
 
     def diff_manifests(self, request: DiffManifestsRequest, ctx: RequestContext[DiffManifestsRequest, DiffManifestsResponse], /) -> DiffManifestsResponse:
         """
-        Compares two manifests and names the section that broke the prefix cache.
+        Compares two manifests and names the section that broke the prefix cache;
+        each added, removed or changed section comes with the lines that differ,
+        from the section texts the server keeps per thread (SectionChange.line_changes).
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
         MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
@@ -427,6 +491,21 @@ class ManifestServiceSync(Protocol):
         and the prefix break. At most page_size rounds (default 50, at most 500).
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def list_thread_timeline(self, request: ListThreadTimelineRequest, ctx: RequestContext[ListThreadTimelineRequest, ListThreadTimelineResponse], /) -> ListThreadTimelineResponse:
+        """
+        A thread's timeline: its rounds whose usage a loop reported, oldest first,
+        each with its time, history decision, tokens, the cache reads expected from
+        the body and those the provider reported, its cost and its prefix break
+        with the cause. Up to 1,000 rounds a page (a 1,000-round thread in one
+        call); breaks_only leaves out the rounds whose prefix held. The totals
+        count the whole thread, whichever page and filter.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT, INVALID_PAGE_TOKEN (a token not
+        from this thread and filter); NOT_FOUND THREAD_NOT_FOUND. Read only: always
+        safe to retry.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -496,6 +575,17 @@ class ManifestServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.list_round_usage,
+                ),
+                "/pioneer.v1.ManifestService/ListThreadTimeline": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListThreadTimeline",
+                        service_name="pioneer.v1.ManifestService",
+                        input=ListThreadTimelineRequest,
+                        output=ListThreadTimelineResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.list_thread_timeline,
                 ),
             },
             interceptors=interceptors,
@@ -610,7 +700,9 @@ class ManifestServiceClientSync(ConnectClientSync):
         timeout_ms: int | None = None,
     ) -> DiffManifestsResponse:
         """
-        Compares two manifests and names the section that broke the prefix cache.
+        Compares two manifests and names the section that broke the prefix cache;
+        each added, removed or changed section comes with the lines that differ,
+        from the section texts the server keeps per thread (SectionChange.line_changes).
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
         MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
@@ -680,6 +772,38 @@ class ManifestServiceClientSync(ConnectClientSync):
                 service_name="pioneer.v1.ManifestService",
                 input=ListRoundUsageRequest,
                 output=ListRoundUsageResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def list_thread_timeline(
+        self,
+        request: ListThreadTimelineRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ListThreadTimelineResponse:
+        """
+        A thread's timeline: its rounds whose usage a loop reported, oldest first,
+        each with its time, history decision, tokens, the cache reads expected from
+        the body and those the provider reported, its cost and its prefix break
+        with the cause. Up to 1,000 rounds a page (a 1,000-round thread in one
+        call); breaks_only leaves out the rounds whose prefix held. The totals
+        count the whole thread, whichever page and filter.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT, INVALID_PAGE_TOKEN (a token not
+        from this thread and filter); NOT_FOUND THREAD_NOT_FOUND. Read only: always
+        safe to retry.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListThreadTimeline",
+                service_name="pioneer.v1.ManifestService",
+                input=ListThreadTimelineRequest,
+                output=ListThreadTimelineResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

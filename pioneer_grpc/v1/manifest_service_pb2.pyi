@@ -117,18 +117,36 @@ class DiffManifestsRequest(_message.Message):
     def __init__(self, base: _Optional[_Union[ManifestRef, _Mapping]] = ..., target: _Optional[_Union[ManifestRef, _Mapping]] = ...) -> None: ...
 
 class SectionChange(_message.Message):
-    __slots__ = ("section_id", "kind", "stability", "base_fingerprint", "target_fingerprint")
+    __slots__ = ("section_id", "kind", "stability", "base_fingerprint", "target_fingerprint", "line_changes", "text_kept", "lines_truncated")
     SECTION_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     STABILITY_FIELD_NUMBER: _ClassVar[int]
     BASE_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     TARGET_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    LINE_CHANGES_FIELD_NUMBER: _ClassVar[int]
+    TEXT_KEPT_FIELD_NUMBER: _ClassVar[int]
+    LINES_TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     section_id: str
     kind: SectionChangeKind
     stability: _prompt_pb2.SectionStability
     base_fingerprint: str
     target_fingerprint: str
-    def __init__(self, section_id: _Optional[str] = ..., kind: _Optional[_Union[SectionChangeKind, str]] = ..., stability: _Optional[_Union[_prompt_pb2.SectionStability, str]] = ..., base_fingerprint: _Optional[str] = ..., target_fingerprint: _Optional[str] = ...) -> None: ...
+    line_changes: _containers.RepeatedCompositeFieldContainer[LineChange]
+    text_kept: bool
+    lines_truncated: bool
+    def __init__(self, section_id: _Optional[str] = ..., kind: _Optional[_Union[SectionChangeKind, str]] = ..., stability: _Optional[_Union[_prompt_pb2.SectionStability, str]] = ..., base_fingerprint: _Optional[str] = ..., target_fingerprint: _Optional[str] = ..., line_changes: _Optional[_Iterable[_Union[LineChange, _Mapping]]] = ..., text_kept: _Optional[bool] = ..., lines_truncated: _Optional[bool] = ...) -> None: ...
+
+class LineChange(_message.Message):
+    __slots__ = ("base_line", "target_line", "removed_lines", "added_lines")
+    BASE_LINE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_LINE_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_LINES_FIELD_NUMBER: _ClassVar[int]
+    ADDED_LINES_FIELD_NUMBER: _ClassVar[int]
+    base_line: int
+    target_line: int
+    removed_lines: _containers.RepeatedScalarFieldContainer[str]
+    added_lines: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, base_line: _Optional[int] = ..., target_line: _Optional[int] = ..., removed_lines: _Optional[_Iterable[str]] = ..., added_lines: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DiffManifestsResponse(_message.Message):
     __slots__ = ("changes", "stable_changed", "dynamic_changed", "full_changed", "cache_break_section_id", "new_diagnostics")
@@ -203,3 +221,37 @@ class ListRoundUsageResponse(_message.Message):
     ROUNDS_FIELD_NUMBER: _ClassVar[int]
     rounds: _containers.RepeatedCompositeFieldContainer[_usage_pb2.RoundUsage]
     def __init__(self, rounds: _Optional[_Iterable[_Union[_usage_pb2.RoundUsage, _Mapping]]] = ...) -> None: ...
+
+class ListThreadTimelineRequest(_message.Message):
+    __slots__ = ("thread_id", "page_size", "page_token", "breaks_only")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    BREAKS_ONLY_FIELD_NUMBER: _ClassVar[int]
+    thread_id: str
+    page_size: int
+    page_token: str
+    breaks_only: bool
+    def __init__(self, thread_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., breaks_only: _Optional[bool] = ...) -> None: ...
+
+class TimelineRound(_message.Message):
+    __slots__ = ("round", "usage", "history_decision")
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_DECISION_FIELD_NUMBER: _ClassVar[int]
+    round: int
+    usage: _usage_pb2.RoundUsage
+    history_decision: _history_pb2.HistoryDecision
+    def __init__(self, round: _Optional[int] = ..., usage: _Optional[_Union[_usage_pb2.RoundUsage, _Mapping]] = ..., history_decision: _Optional[_Union[_history_pb2.HistoryDecision, str]] = ...) -> None: ...
+
+class ListThreadTimelineResponse(_message.Message):
+    __slots__ = ("rounds", "next_page_token", "total_rounds", "total_breaks")
+    ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BREAKS_FIELD_NUMBER: _ClassVar[int]
+    rounds: _containers.RepeatedCompositeFieldContainer[TimelineRound]
+    next_page_token: str
+    total_rounds: int
+    total_breaks: int
+    def __init__(self, rounds: _Optional[_Iterable[_Union[TimelineRound, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_rounds: _Optional[int] = ..., total_breaks: _Optional[int] = ...) -> None: ...

@@ -69,6 +69,11 @@ class ManifestServiceStub:
                 request_serializer=pioneer_dot_v1_dot_manifest__service__pb2.ListRoundUsageRequest.SerializeToString,
                 response_deserializer=pioneer_dot_v1_dot_manifest__service__pb2.ListRoundUsageResponse.FromString,
                 _registered_method=True)
+        self.ListThreadTimeline = channel.unary_unary(
+                '/pioneer.v1.ManifestService/ListThreadTimeline',
+                request_serializer=pioneer_dot_v1_dot_manifest__service__pb2.ListThreadTimelineRequest.SerializeToString,
+                response_deserializer=pioneer_dot_v1_dot_manifest__service__pb2.ListThreadTimelineResponse.FromString,
+                _registered_method=True)
 
 
 class ManifestServiceServicer:
@@ -108,7 +113,9 @@ class ManifestServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DiffManifests(self, request, context):
-        """Compares two manifests and names the section that broke the prefix cache.
+        """Compares two manifests and names the section that broke the prefix cache;
+        each added, removed or changed section comes with the lines that differ,
+        from the section texts the server keeps per thread (SectionChange.line_changes).
 
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
         MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
@@ -143,6 +150,22 @@ class ManifestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListThreadTimeline(self, request, context):
+        """A thread's timeline: its rounds whose usage a loop reported, oldest first,
+        each with its time, history decision, tokens, the cache reads expected from
+        the body and those the provider reported, its cost and its prefix break
+        with the cause. Up to 1,000 rounds a page (a 1,000-round thread in one
+        call); breaks_only leaves out the rounds whose prefix held. The totals
+        count the whole thread, whichever page and filter.
+
+        Errors: INVALID_ARGUMENT INVALID_ARGUMENT, INVALID_PAGE_TOKEN (a token not
+        from this thread and filter); NOT_FOUND THREAD_NOT_FOUND. Read only: always
+        safe to retry.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ManifestServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -170,6 +193,11 @@ def add_ManifestServiceServicer_to_server(servicer, server):
                     servicer.ListRoundUsage,
                     request_deserializer=pioneer_dot_v1_dot_manifest__service__pb2.ListRoundUsageRequest.FromString,
                     response_serializer=pioneer_dot_v1_dot_manifest__service__pb2.ListRoundUsageResponse.SerializeToString,
+            ),
+            'ListThreadTimeline': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListThreadTimeline,
+                    request_deserializer=pioneer_dot_v1_dot_manifest__service__pb2.ListThreadTimelineRequest.FromString,
+                    response_serializer=pioneer_dot_v1_dot_manifest__service__pb2.ListThreadTimelineResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -317,6 +345,33 @@ class ManifestService:
             '/pioneer.v1.ManifestService/ListRoundUsage',
             pioneer_dot_v1_dot_manifest__service__pb2.ListRoundUsageRequest.SerializeToString,
             pioneer_dot_v1_dot_manifest__service__pb2.ListRoundUsageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListThreadTimeline(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pioneer.v1.ManifestService/ListThreadTimeline',
+            pioneer_dot_v1_dot_manifest__service__pb2.ListThreadTimelineRequest.SerializeToString,
+            pioneer_dot_v1_dot_manifest__service__pb2.ListThreadTimelineResponse.FromString,
             options,
             channel_credentials,
             insecure,

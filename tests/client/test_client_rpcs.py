@@ -117,6 +117,8 @@ async def test_the_async_client_calls_every_rpc(server_factory):
         assert not (await call("list_rendered_rounds", thread_id="t", turn_id="u1")).kept
         # No loop reported usage here: no round to list.
         assert not (await call("list_round_usage", thread_id="t")).rounds
+        timeline = await call("list_thread_timeline", thread_id="t")
+        assert (list(timeline.rounds), timeline.total_rounds, timeline.next_page_token) == ([], 0, "")
         stream = client.watch_manifests(thread_id="t")
         called.add("watch_manifests")
         event = await anext(stream)

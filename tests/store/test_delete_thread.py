@@ -54,7 +54,8 @@ BOUNDS = RenderedBounds(rounds_per_thread=10, total_bytes=1 << 20, max_age=timed
 
 async def _everything(store: Store, thread_id: str) -> None:
     """A row of the thread in every table: entries, calls, a summary, counts in another
-    tokenizer for both, a turn with its manifest and event, a kept rendered round, its usage."""
+    tokenizer for both, a turn with its manifest and event, a kept rendered round, its usage,
+    a section text."""
     await store.threads.create(thread_id, config())
     await turn(store, thread_id, "u1", user("q1", "u1"), call("c1", "u1", "k1"), result("r1", "u1", "k1"))
     await turn(store, thread_id, "u2", user("q2", "u2"), answer("a2", "u2"))
@@ -81,6 +82,7 @@ async def _everything(store: Store, thread_id: str) -> None:
     )
     event_id = recorded.event_id  # type: ignore[union-attr]
     await store.rendered.keep(thread_id, "u3", event_id, b"round", datetime.now(UTC), BOUNDS)
+    await store.manifests.keep_texts(thread_id, {"f" * 64: "## Identity\nyou are pioneer"})
     await store.usage.record(
         RoundUsageRecord(
             thread_id,

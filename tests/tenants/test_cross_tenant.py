@@ -96,6 +96,7 @@ WALK: dict[str, Callable[[str], Message]] = {
         thread_id=t, turn_id="u1"
     ),
     f"{M}/ListRoundUsage": lambda t: manifest_service_pb2.ListRoundUsageRequest(thread_id=t),
+    f"{M}/ListThreadTimeline": lambda t: manifest_service_pb2.ListThreadTimelineRequest(thread_id=t),
     "/pioneer.v1.ProviderService/RenderChatRequest": lambda t: provider_service_pb2.RenderChatRequestRequest(
         provider=Provider.PROVIDER_ANTHROPIC_MESSAGES,
         chat_request=chat_pb2.ChatRequest(

@@ -101,10 +101,19 @@ async def test_a_compaction_is_named_with_the_history_it_invalidated(server):
     assert H.PREFIX_BREAK_CAUSE_CLEARING in causes
     # Few rounds break (in chunks), each naming the first entry sent otherwise and what it cost.
     assert 1 <= len(breaks) <= 8
+    cleared: set[str] = set()
     for found in breaks:
         assert found.tokens_invalidated > 0
+        # Which entries the break summarized or cleared: all counted, the first 100 named.
+        assert found.entry_count == len(found.entry_ids) > 0
         if found.cause == H.PREFIX_BREAK_CAUSE_CLEARING:
             assert found.entry_id.startswith("r")
+            # The tool results cleared this round, each once over the thread, the first one first.
+            assert found.entry_ids[0] == found.entry_id
+            assert all(e.startswith("r") for e in found.entry_ids) and not cleared & set(found.entry_ids)
+            cleared |= set(found.entry_ids)
+        else:  # a summary: the entries it covers, from the first one this round no longer sends
+            assert found.entry_ids[0] == found.entry_id or found.entry_id == ""
 
 
 async def test_a_round_sent_again_reports_what_it_reported_the_first_time(server):

@@ -51,3 +51,8 @@ class ManifestServicer(service_grpc.ManifestServiceServicer):
         self, request: service_pb2.ListRoundUsageRequest, context: grpc.aio.ServicerContext
     ) -> service_pb2.ListRoundUsageResponse:
         return await round_usage.list_round_usage(self.ctx, request)
+
+    async def ListThreadTimeline(
+        self, request: service_pb2.ListThreadTimelineRequest, context: grpc.aio.ServicerContext
+    ) -> service_pb2.ListThreadTimelineResponse:
+        return await round_usage.list_timeline(self.ctx, request)

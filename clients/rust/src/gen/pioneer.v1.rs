@@ -1813,6 +1813,14 @@ pub struct PrefixBreak {
     /// history: a section, the tools, the model).
     #[prost(int32, tag = "5")]
     pub tokens_kept: i32,
+    /// SUMMARY, TURN_CAP, TRUNCATION: the previous round's history entries this
+    /// round no longer sends (summarized, or dropped); CLEARING: the tool results
+    /// it cleared that the previous round sent whole. In history order, at most
+    /// 100 (entry_count says how many there were). Empty for the other causes.
+    #[prost(string, repeated, tag = "6")]
+    pub entry_ids: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(int32, tag = "7")]
+    pub entry_count: i32,
 }
 /// ClearedToolResult is one tool result whose content a load replaced by a placeholder.
 #[allow(clippy::all)]
@@ -2814,12 +2822,26 @@ pub struct ListThreadsRequest {
     /// Cap: at most 1,000 characters.
     #[prost(string, tag = "2")]
     pub page_token: ::prost::alloc::string::String,
-    /// The order (AIP-132): empty = by thread_id; "create_time desc" = newest first
-    /// (ties by thread_id, descending). Anything else is INVALID_ARGUMENT. A page
-    /// token is bound to the order it was made with.
+    /// The order (AIP-132): empty = by thread_id; "create_time desc" = newest first;
+    /// "update_time desc" = most recently updated first (ties by thread_id,
+    /// descending). Anything else is INVALID_ARGUMENT. A page token is bound to the
+    /// order and the filter it was made with.
     /// Cap: at most 200 characters.
     #[prost(string, tag = "3")]
     pub order_by: ::prost::alloc::string::String,
+    /// Only the threads that match (AIP-160, this subset): terms joined by AND (or
+    /// by spaces, which mean AND), each one of
+    /// pioneer                                 the thread id contains "pioneer"
+    /// thread_id:"pio"                         the same (threads have no title)
+    /// model = "claude-sonnet-4-5"             the thread's model, exactly
+    /// has_cache_breaks = true                 a reported round broke its prefix
+    /// (= false: none did)
+    /// update_time > "2026-12-01T00:00:00Z"    also >=, \<, \<=; RFC 3339 with a zone
+    /// At most 8 terms. A filter it cannot read is INVALID_ARGUMENT with a field
+    /// violation on `filter` saying why. Empty = every thread.
+    /// Cap: at most 1,000 characters.
+    #[prost(string, tag = "4")]
+    pub filter: ::prost::alloc::string::String,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -3423,9 +3445,11 @@ pub mod history_service_client {
                 .insert(GrpcMethod::new("pioneer.v1.HistoryService", "CountTokens"));
             self.inner.unary(req, path, codec).await
         }
-        /// Lists threads by thread_id (or newest first, see order_by), a page at a time (AIP-158).
+        /// Lists threads by thread_id (or newest first, or most recently updated first,
+        /// see order_by), a page at a time (AIP-158), those matching `filter` (AIP-160).
         ///
-        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size),
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size, a filter or
+        /// order_by it cannot read, with a field violation naming it),
         /// INVALID_PAGE_TOKEN (a token not from this list). Read only: always safe to retry.
         pub async fn list_threads(
             &mut self,
@@ -3632,7 +3656,7 @@ pub struct DiffManifestsRequest {
 }
 /// SectionChange is one section that differs.
 #[allow(clippy::all)]
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct SectionChange {
     #[prost(string, tag = "1")]
     pub section_id: ::prost::alloc::string::String,
@@ -3644,6 +3668,33 @@ pub struct SectionChange {
     pub base_fingerprint: ::prost::alloc::string::String,
     #[prost(string, tag = "5")]
     pub target_fingerprint: ::prost::alloc::string::String,
+    /// CHANGED, ADDED, REMOVED: where the section's lines differ, from the texts
+    /// the server keeps by fingerprint for each thread (no kept rounds needed).
+    /// text_kept is false, and line_changes empty, when a side's text is not kept:
+    /// an inline manifest naming no thread, a thread deleted since, or a compile
+    /// this server did not keep texts for.
+    #[prost(message, repeated, tag = "6")]
+    pub line_changes: ::prost::alloc::vec::Vec<LineChange>,
+    #[prost(bool, tag = "7")]
+    pub text_kept: bool,
+    /// More lines differ than the 400 listed in line_changes.
+    #[prost(bool, tag = "8")]
+    pub lines_truncated: bool,
+}
+/// LineChange is one run of lines that differ between two texts of a section:
+/// removed_lines from base, from its line base_line on, replaced by added_lines
+/// in target, from its line target_line on (both counted from 1).
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct LineChange {
+    #[prost(int32, tag = "1")]
+    pub base_line: i32,
+    #[prost(int32, tag = "2")]
+    pub target_line: i32,
+    #[prost(string, repeated, tag = "3")]
+    pub removed_lines: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(string, repeated, tag = "4")]
+    pub added_lines: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -3739,6 +3790,57 @@ pub struct ListRoundUsageResponse {
     /// Newest first.
     #[prost(message, repeated, tag = "1")]
     pub rounds: ::prost::alloc::vec::Vec<RoundUsage>,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ListThreadTimelineRequest {
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "1")]
+    pub thread_id: ::prost::alloc::string::String,
+    /// 0 = 1,000.
+    /// Cap: from 0 to 1,000.
+    #[prost(int32, tag = "2")]
+    pub page_size: i32,
+    /// next_page_token of the previous page; empty = the first page. Opaque.
+    /// Cap: at most 1,000 characters.
+    #[prost(string, tag = "3")]
+    pub page_token: ::prost::alloc::string::String,
+    /// Only the rounds whose prefix broke.
+    #[prost(bool, tag = "4")]
+    pub breaks_only: bool,
+}
+/// TimelineRound is one reported round of a thread's timeline.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct TimelineRound {
+    /// Its place among the thread's reported rounds, from 1 (with breaks_only
+    /// too, so a break's round can be found in the whole timeline).
+    #[prost(int32, tag = "1")]
+    pub round: i32,
+    /// The usage, the expected cache reads, the cost, the prefix break (whose
+    /// entry_ids name what a history break summarized, cleared or dropped) and
+    /// the report's time.
+    #[prost(message, optional, tag = "2")]
+    pub usage: ::core::option::Option<RoundUsage>,
+    /// The round's history decision; unspecified when not known (a round this
+    /// server did not prepare).
+    #[prost(enumeration = "HistoryDecision", tag = "3")]
+    pub history_decision: i32,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ListThreadTimelineResponse {
+    /// Oldest first.
+    #[prost(message, repeated, tag = "1")]
+    pub rounds: ::prost::alloc::vec::Vec<TimelineRound>,
+    /// Pass as page_token for the next page; empty on the last page.
+    #[prost(string, tag = "2")]
+    pub next_page_token: ::prost::alloc::string::String,
+    /// The thread's reported rounds, and those whose prefix broke.
+    #[prost(int32, tag = "3")]
+    pub total_rounds: i32,
+    #[prost(int32, tag = "4")]
+    pub total_breaks: i32,
 }
 /// SectionChangeKind is how a section differs between two manifests.
 #[allow(clippy::all)]
@@ -3940,7 +4042,9 @@ pub mod manifest_service_client {
                 .insert(GrpcMethod::new("pioneer.v1.ManifestService", "WatchManifests"));
             self.inner.server_streaming(req, path, codec).await
         }
-        /// Compares two manifests and names the section that broke the prefix cache.
+        /// Compares two manifests and names the section that broke the prefix cache;
+        /// each added, removed or changed section comes with the lines that differ,
+        /// from the section texts the server keeps per thread (SectionChange.line_changes).
         ///
         /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
         /// MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
@@ -4030,6 +4134,42 @@ pub mod manifest_service_client {
             let mut req = request.into_request();
             req.extensions_mut()
                 .insert(GrpcMethod::new("pioneer.v1.ManifestService", "ListRoundUsage"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// A thread's timeline: its rounds whose usage a loop reported, oldest first,
+        /// each with its time, history decision, tokens, the cache reads expected from
+        /// the body and those the provider reported, its cost and its prefix break
+        /// with the cause. Up to 1,000 rounds a page (a 1,000-round thread in one
+        /// call); breaks_only leaves out the rounds whose prefix held. The totals
+        /// count the whole thread, whichever page and filter.
+        ///
+        /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT, INVALID_PAGE_TOKEN (a token not
+        /// from this thread and filter); NOT_FOUND THREAD_NOT_FOUND. Read only: always
+        /// safe to retry.
+        pub async fn list_thread_timeline(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ListThreadTimelineRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListThreadTimelineResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/pioneer.v1.ManifestService/ListThreadTimeline",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new("pioneer.v1.ManifestService", "ListThreadTimeline"),
+                );
             self.inner.unary(req, path, codec).await
         }
     }

@@ -110,7 +110,7 @@ async function show(view) {
   }
   if (view.thread !== app.thread) await openThread(view.thread);
   if (view.thread !== app.thread) return;
-  app.scrollPending = Boolean(view.event || view.round);
+  app.scrollPending = Boolean(view.event || view.round || view.at);
   if (!view.turn) closeTurn();
   else if (view.turn !== app.turn) await openTurn(view.turn);
   else applyFocus();
@@ -157,6 +157,7 @@ async function openTurn(turnId) {
   app.turn = turnId;
   turnPane.show(threadId, turnId, null);
   turnPane.renderManifests(app.rounds);
+  if (app.rounds.caughtUp) renderTurnManifests(app.rounds).catch(showError);
   const found = await threadPane.turns.find(turnId);
   if (app.thread !== threadId || app.turn !== turnId) return;
   if (!found) {
@@ -166,6 +167,7 @@ async function openTurn(turnId) {
   }
   threadPane.turns.select(turnId);
   turnPane.describe(threadPane.turns.info.get(turnId));
+  turnPane.renderTimeline(threadPane.turnRounds(turnId));
   applyFocus();
   await turnPane.renderKept().catch(showError);
   applyFocus();
@@ -176,13 +178,19 @@ async function openTurn(turnId) {
 function applyFocus() {
   const view = route.parse();
   const turn = byId("turn");
-  for (const old of turn.querySelectorAll(".focused")) old.classList.remove("focused");
-  if (view.thread !== app.thread || view.turn !== app.turn || !(view.event || view.round)) return;
-  const target = turn.querySelector(
-    view.event
-      ? `[data-testid="manifest-round"][data-event="${CSS.escape(view.event)}"]`
-      : `[data-testid="kept-round"][data-round="${CSS.escape(view.round)}"]`,
-  );
+  for (const old of document.querySelectorAll(".focused")) old.classList.remove("focused");
+  if (view.thread !== app.thread || view.turn !== app.turn || !(view.event || view.round || view.at)) return;
+  if (view.at) {
+    // The round's mark on the axis and its row in the timeline are marked too.
+    for (const found of byId("timeline").querySelectorAll(`[data-round="${CSS.escape(view.at)}"]`)) {
+      found.closest("li")?.classList.add("focused");
+      if (found.classList.contains("mark")) found.classList.add("focused");
+    }
+  }
+  let selector = `[data-testid="kept-round"][data-round="${CSS.escape(view.round || "")}"]`;
+  if (view.event) selector = `[data-testid="manifest-round"][data-event="${CSS.escape(view.event)}"]`;
+  if (view.at) selector = `[data-testid="turn-round"][data-round="${CSS.escape(view.at)}"]`;
+  const target = turn.querySelector(selector);
   if (target) {
     target.classList.add("focused");
     if (app.scrollPending) target.scrollIntoView({ block: "start" });
@@ -193,10 +201,22 @@ function applyFocus() {
   if (view.event && app.rounds?.caughtUp) {
     showError(new Error(`Turn '${app.turn}' has no manifest event #${view.event}.`));
     app.scrollPending = false;
+  } else if (view.at && threadPane.timeline) {
+    showError(new Error(`Round ${view.at} of the timeline is not a round of turn '${app.turn}'.`));
+    app.scrollPending = false;
   } else if (view.round && turnPane.keptShown) {
     showError(new Error(`Round ${view.round} of turn '${app.turn}' is not kept by this server (any more).`));
     app.scrollPending = false;
   }
+}
+
+// The open turn's manifest events with their diffs (asked for now, for these events only).
+async function renderTurnManifests(rounds, freshEventId = "") {
+  const turnId = app.turn;
+  await rounds.fillDiffs(rounds.forTurn(turnId), call).catch(showError);
+  if (app.rounds !== rounds || app.turn !== turnId) return;
+  turnPane.renderManifests(rounds, freshEventId);
+  applyFocus();
 }
 
 // --- live manifest events --------------------------------------------------
@@ -247,21 +267,22 @@ async function onWatchMessage(rounds, message) {
       // The first heartbeat follows the stored backlog: every event of the thread is here.
       rounds.caughtUp = true;
       threadPane.renderCounts(rounds);
-      if (app.turn) {
-        turnPane.renderManifests(rounds);
-        applyFocus();
-      }
+      if (app.turn) await renderTurnManifests(rounds);
     }
     return;
   }
   const event = message.event;
   if (!event || !rounds.newer(event)) return;
-  const previous = rounds.latest();
+  // The stored backlog is read without a diff per event (the model works the break out itself);
+  // a live event's diff is asked for at once, to show what changed as it happens.
+  const previous = rounds.caughtUp ? rounds.latest() : null;
   const diff = previous
     ? await call("ManifestService", "DiffManifests", { base: { eventId: previous.eventId }, target: { eventId: event.eventId } })
     : null;
   if (app.rounds !== rounds) return;
   rounds.add(event, diff);
+  // The stored backlog is drawn once, at the heartbeat that follows it.
+  if (!rounds.caughtUp) return;
   threadPane.renderCounts(rounds, event.turnId);
   if (rounds.caughtUp) {
     // A live round: the thread's and its turn's counts moved, or a turn began.
@@ -273,9 +294,8 @@ async function onWatchMessage(rounds, message) {
     if (thread) threads.update(thread);
     if (event.turnId === app.turn) turnPane.describe(threadPane.turns.info.get(app.turn));
   }
-  if (event.turnId === app.turn) {
-    turnPane.renderManifests(rounds, rounds.caughtUp ? event.eventId : "");
-    applyFocus();
+  if (event.turnId === app.turn && rounds.caughtUp) {
+    await renderTurnManifests(rounds, event.eventId);
     if (rounds.caughtUp) {
       await turnPane.renderKept(event.eventId).catch(showError);
       applyFocus();

@@ -2,6 +2,11 @@
 // (DiffManifests). The counts, the turn list's break markers and a turn's manifest view are all
 // drawn from this one model; views ask it, never the events directly.
 //
+// Where the stable half broke is worked out here from the two manifests' section fingerprints (as
+// the server names it: the first stable section where they part), so opening a thread reads its
+// events in one stream and asks for no diff; a diff (the sections that changed, with their lines)
+// is asked for only for the events a turn's view shows (fillDiffs), and for live events.
+//
 // A manifest event is recorded when a round compiles a system prompt that differs from its turn's
 // latest one: a round that compiles the same prompt records none, so a thread has at most as many
 // events as PrepareTurn rounds. A break is an event whose stable half differs from the previous
@@ -12,6 +17,9 @@ export class ThreadRounds {
   constructor(threadId) {
     this.threadId = threadId;
     this.events = [];
+    // event id -> its place in `events`, and the break each event's stable half made (worked out once).
+    this.places = new Map();
+    this.breaksFound = new Map();
     this.diffs = new Map();
     this.byTurn = new Map();
     this.lastEventId = "0";
@@ -28,6 +36,7 @@ export class ThreadRounds {
   }
 
   add(event, diff) {
+    this.places.set(event.eventId, this.events.length);
     this.events.push(event);
     if (!this.byTurn.has(event.turnId)) this.byTurn.set(event.turnId, []);
     this.byTurn.get(event.turnId).push(event);
@@ -36,7 +45,7 @@ export class ThreadRounds {
   }
 
   previous(event) {
-    const index = this.events.findIndex((e) => e.eventId === event.eventId);
+    const index = this.places.get(event.eventId) ?? -1;
     return index > 0 ? this.events[index - 1] : null;
   }
 
@@ -45,7 +54,24 @@ export class ThreadRounds {
   }
 
   breakSection(event) {
-    return this.diff(event)?.cacheBreakSectionId || "";
+    const diff = this.diff(event);
+    if (diff) return diff.cacheBreakSectionId || "";
+    if (!this.breaksFound.has(event.eventId)) {
+      const previous = this.previous(event);
+      this.breaksFound.set(event.eventId, previous ? stableBreak(previous.manifest || {}, event.manifest || {}) : "");
+    }
+    return this.breaksFound.get(event.eventId);
+  }
+
+  // The diffs of `events` not asked for yet, each against the thread's event before it, at once.
+  async fillDiffs(events, call) {
+    const missing = events.filter((e) => !this.diffs.has(e.eventId) && this.previous(e));
+    const diffs = await Promise.all(
+      missing.map((e) =>
+        call("ManifestService", "DiffManifests", { base: { eventId: this.previous(e).eventId }, target: { eventId: e.eventId } }),
+      ),
+    );
+    missing.forEach((e, i) => this.diffs.set(e.eventId, diffs[i]));
   }
 
   forTurn(turnId) {
@@ -71,15 +97,29 @@ export class ThreadRounds {
   }
 }
 
-// The thread's rounds whose provider usage the loop reported (ListRoundUsage, newest first): per
-// round what the server expected the provider's cache to read of the body it rendered against what
-// the provider reported, the input cost of each at the registry's prices, and, marked, the cause of
-// a round's prefix break.
-export async function loadRoundUsage(call, threadId) {
-  const answer = await call("ManifestService", "ListRoundUsage", { threadId });
-  return answer.rounds || [];
+// The first stable section where two manifests part (the target's, or the base's when the target
+// has no section there); "" when their stable halves are the same.
+export function stableBreak(base, target) {
+  if (base.fingerprintStable && base.fingerprintStable === target.fingerprintStable) return "";
+  const stable = (m) => (m.sectionFingerprints || []).filter((s) => s.stability === "SECTION_STABILITY_STABLE");
+  const before = stable(base);
+  const after = stable(target);
+  const baseFingerprints = new Map(before.map((s) => [s.sectionId, s.fingerprint]));
+  for (let i = 0; i < Math.max(before.length, after.length); i += 1) {
+    const a = before[i];
+    const b = after[i];
+    if (a && b && a.sectionId === b.sectionId && a.fingerprint === b.fingerprint) continue;
+    // A section new or changed in the target names the break; else the one the target lost.
+    if (b && (!a || baseFingerprints.get(b.sectionId) !== b.fingerprint)) return b.sectionId;
+    return (a || b).sectionId;
+  }
+  return "";
 }
 
+// The rows of the round usage table (rounds newest first, from the thread's timeline): per round
+// what the server expected the provider's cache to read of the body it rendered against what the
+// provider reported, the input cost of each at the registry's prices, and, marked, the cause of a
+// round's prefix break.
 function tokens(value) {
   return value === undefined || value === null ? "–" : Number(value).toLocaleString("en-US");
 }

@@ -2,21 +2,29 @@
 // (ListTurns, oldest first, a page at a time), each a link to the turn's view, marked when one of
 // its manifest events broke the prefix cache.
 //
-// A timeline of rounds goes here next: a view of `rounds` (ThreadRounds) on a time axis, with a
-// "breaks only" filter that is rounds.breaks() instead of rounds.events.
+// Its timeline (ListThreadTimeline, one call for up to 1,000 rounds) is drawn on a time axis with a
+// "breaks only" filter, and gives the round usage table its newest rounds.
 
 import { call } from "./rpc.js";
 import { byId, el, enumName, timeEl } from "./dom.js";
 import * as route from "./route.js";
 import * as units from "./units.js";
-import { loadRoundUsage, roundUsageRows } from "./rounds.js";
+import { roundUsageRows } from "./rounds.js";
+import { cause, loadTimeline, timelineView } from "./timeline.js";
 
-const TURN_PAGE = 100;
+// ListTurns' largest page: a 1,000-turn thread's turns in one call, so a link to its last turn
+// opens without paging.
+const TURN_PAGE = 1000;
+// Rows of the round usage table: the newest rounds of the timeline.
+const USAGE_ROWS = 50;
 
 export class ThreadPane {
   constructor() {
     this.threadId = "";
     this.turns = new TurnList();
+    this.timeline = null;
+    this.breaksOnly = false;
+    this.onTimeline = () => {};
   }
 
   show(threadId) {
@@ -25,6 +33,8 @@ export class ThreadPane {
     byId("thread").hidden = false;
     byId("thread-title").textContent = threadId;
     byId("thread-meta").replaceChildren();
+    byId("timeline-body").replaceChildren(el("p", { class: "hint" }, "reading the timeline…"));
+    this.timeline = null;
     this.turns.open(threadId);
   }
 
@@ -36,8 +46,13 @@ export class ThreadPane {
   }
 
   async describe(threadId) {
+    // The timeline is asked for beside GetThread: on a long thread it is the longer answer.
+    const usage = this.renderUsage(threadId);
     const { thread } = await call("HistoryService", "GetThread", { threadId });
-    if (threadId !== this.threadId || !thread) return null;
+    if (threadId !== this.threadId || !thread) {
+      await usage.catch(() => {});
+      return null;
+    }
     const config = thread.config || {};
     byId("thread-meta").replaceChildren(
       config.model ? el("span", { "data-field": "model" }, config.model) : null,
@@ -47,16 +62,44 @@ export class ThreadPane {
       el("span", {}, "updated ", timeEl(thread.updateTime)),
       el("button", { type: "button", "data-testid": "delete-thread", onclick: () => this.remove(threadId) }, "Delete thread"),
     );
-    await this.renderUsage(threadId);
+    await usage;
     return thread;
   }
 
-  // The rounds whose usage the loop reported: expected against reported, the cost, the breaks.
+  // The timeline, and from it the round usage table (newest first) and the turns' break marks.
   async renderUsage(threadId) {
-    const rounds = await loadRoundUsage(call, threadId);
+    const timeline = await loadTimeline(call, threadId);
     if (threadId !== this.threadId) return;
-    byId("round-usage-table").hidden = rounds.length === 0;
-    byId("round-usage").replaceChildren(...roundUsageRows(rounds, el));
+    this.timeline = timeline;
+    this.drawTimeline();
+    const newest = timeline.rounds.slice(-USAGE_ROWS).reverse().map((r) => r.usage || {});
+    byId("round-usage-table").hidden = newest.length === 0;
+    byId("round-usage").replaceChildren(...roundUsageRows(newest, el));
+    const causes = new Map();
+    for (const round of timeline.rounds) {
+      const found = cause(round);
+      if (!found) continue;
+      const turnId = round.usage?.turnId || "";
+      causes.set(turnId, [...new Set([...(causes.get(turnId) || []), found])]);
+    }
+    this.turns.causes = causes;
+    for (const turnId of causes.keys()) this.turns.mark(turnId, this.turns.breaks.get(turnId) || [], true);
+    this.onTimeline(timeline);
+  }
+
+  drawTimeline() {
+    if (!this.timeline) return;
+    byId("timeline-body").replaceChildren(
+      timelineView(this.threadId, this.timeline, this.breaksOnly, (on) => {
+        this.breaksOnly = on;
+        this.drawTimeline();
+      }),
+    );
+  }
+
+  // The timeline's rounds of a turn (for the turn pane).
+  turnRounds(turnId) {
+    return (this.timeline?.rounds || []).filter((r) => r.usage?.turnId === turnId);
   }
 
   // DeleteThread, once confirmed: a viewer's token is refused by the server (the error is shown).
@@ -102,6 +145,8 @@ class TurnList {
     this.selected = "";
     this.info = new Map();
     this.breaks = new Map();
+    // Per turn, the causes of its rounds' prefix breaks (from the timeline).
+    this.causes = new Map();
     this.onError = () => {};
     this.moreButton.addEventListener("click", () => this.more().catch((error) => this.onError(error)));
   }
@@ -113,6 +158,7 @@ class TurnList {
     this.selected = "";
     this.info = new Map();
     this.breaks = new Map();
+    this.causes = new Map();
     this.list.replaceChildren();
     this.moreButton.hidden = true;
   }
@@ -163,7 +209,8 @@ class TurnList {
 
   item(turn) {
     const id = turn.turnId;
-    const breaks = this.breaks.get(id) || [];
+    const sections = this.breaks.get(id) || [];
+    const breaks = [...sections, ...(this.causes.get(id) || []).filter((c) => c !== "section" || !sections.length)];
     return el(
       "li",
       {
@@ -185,11 +232,11 @@ class TurnList {
     );
   }
 
-  mark(turnId, sections) {
+  mark(turnId, sections, force = false) {
     const before = (this.breaks.get(turnId) || []).join();
     this.breaks.set(turnId, sections);
     const turn = this.info.get(turnId);
-    if (turn && before !== sections.join()) {
+    if (turn && (force || before !== sections.join())) {
       this.list.querySelector(`[data-turn="${CSS.escape(turnId)}"]`)?.replaceWith(this.item(turn));
     }
   }
@@ -211,7 +258,7 @@ class TurnList {
 function breakBadge(sections) {
   return el(
     "span",
-    { class: "badge break", "data-testid": "turn-break", title: "a manifest event of this turn broke the prefix cache" },
+    { class: "badge break", "data-testid": "turn-break", title: "a round of this turn broke the prefix cache (a section changed, or what is named)" },
     `break: ${sections.join(", ")}`,
   );
 }

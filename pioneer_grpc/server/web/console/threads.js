@@ -1,7 +1,8 @@
 // The threads pane: ListThreads a page at a time, each thread a link to its view.
 //
-// `query` is what ListThreads is asked besides paging; a search box or filters set it and call
-// reload() (ListThreads' AIP-160 `filter`, once the server takes one).
+// `query` is what ListThreads is asked besides paging: the search box sets its AIP-160 `filter`
+// (one ListThreads call per search; the server filters, so a thread behind thousands of newer ones
+// is found in one answer).
 
 import { call } from "./rpc.js";
 import { byId, el, timeEl } from "./dom.js";
@@ -19,6 +20,24 @@ export class ThreadList {
     this.selected = "";
     this.onError = () => {};
     this.moreButton.addEventListener("click", () => this.more().catch((error) => this.onError(error)));
+    byId("thread-search-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.search(byId("thread-search").value.trim()).catch((error) => this.onError(error));
+    });
+  }
+
+  async search(filter) {
+    const status = byId("thread-search-status");
+    this.query = { ...this.query, filter };
+    try {
+      await this.reload();
+    } catch (error) {
+      status.textContent = "";
+      throw error;
+    }
+    const shown = this.list.children.length;
+    status.textContent = filter ? `${shown}${this.pageToken ? "+" : ""} matching` : "";
+    this.onError(null);
   }
 
   async reload() {

@@ -10,6 +10,7 @@ import { call } from "./rpc.js";
 import { byId, bytesEl, clipped, el, enumName, short, timeEl } from "./dom.js";
 import * as route from "./route.js";
 import * as units from "./units.js";
+import { breakText, cause } from "./timeline.js";
 
 const KEPT_RETRIES = 10;
 const KEPT_RETRY_MS = 200;
@@ -40,6 +41,36 @@ export class TurnPane {
       turn ? el("span", { "data-field": "status" }, enumName(turn.status, "TURN_STATUS_")) : null,
       turn ? el("span", { "data-field": "entries" }, units.counted(turn.entryCount, "stored entry", "stored entries")) : null,
       turn ? el("span", {}, "created ", timeEl(turn.createTime)) : null,
+    );
+  }
+
+  // The turn's rounds in the thread's timeline: when, the usage, and what broke the prefix (the
+  // section, or the entries a summary, a clearing or the cap took), each linked (…&at=N).
+  renderTimeline(rounds) {
+    const box = byId("turn-timeline");
+    if (!rounds.length) {
+      box.replaceChildren();
+      return;
+    }
+    box.replaceChildren(
+      el("h3", {}, `Rounds of this turn in the timeline (${units.count(rounds.length)})`),
+      el(
+        "ol",
+        { class: "tl-rounds" },
+        rounds.map((round) => {
+          const found = cause(round);
+          const usage = round.usage || {};
+          return el(
+            "li",
+            { class: "round tl-round" + (found ? " broke" : ""), "data-testid": "turn-round", "data-round": round.round, "data-cause": found || null },
+            el("a", { class: "anchor", href: this.link({ at: round.round }) }, `Round ${round.round}`),
+            " · ",
+            timeEl(usage.reportTime),
+            ` · manifest event #${usage.manifestEventId} · ${enumName(round.historyDecision, "HISTORY_DECISION_")}`,
+            found ? el("div", { class: "break-detail", "data-testid": "round-break" }, el("span", { class: "badge break" }, found), " ", breakText(round)) : null,
+          );
+        }),
+      ),
     );
   }
 
@@ -236,8 +267,17 @@ export class TurnPane {
   }
 }
 
-// One section that differs between two manifests.
+// One section that differs between two manifests, with the lines that changed (from the texts the
+// server keeps by fingerprint), or why they cannot be shown.
 export function sectionChange(change, breakSection) {
+  const moved = change.kind === "SECTION_CHANGE_KIND_MOVED";
+  let lines = null;
+  if (!moved && change.textKept) {
+    lines = el("div", { class: "lines", "data-testid": "changed-lines" }, (change.lineChanges || []).map(lineRun));
+    if (change.linesTruncated) lines.append(el("p", { class: "hint" }, "more lines changed than are shown"));
+  } else if (!moved) {
+    lines = el("p", { class: "hint", "data-testid": "lines-unknown" }, "the text of one side is not kept, so its lines cannot be shown");
+  }
   return el(
     "li",
     { class: change.sectionId === breakSection ? "break" : "", "data-testid": "change", "data-section": change.sectionId },
@@ -245,6 +285,19 @@ export function sectionChange(change, breakSection) {
     el("code", {}, short(change.baseFingerprint) || "—"),
     " → ",
     el("code", {}, short(change.targetFingerprint) || "—"),
+    lines,
+  );
+}
+
+// A run of lines: the old ones (from line N of the base) then the new ones (from line M of the target).
+function lineRun(run) {
+  const at = `line ${run.baseLine || 1} → ${run.targetLine || 1}`;
+  return el(
+    "pre",
+    { class: "line-run", "data-testid": "line-run", title: at },
+    el("span", { class: "at" }, `@@ ${at}\n`),
+    (run.removedLines || []).map((line) => el("span", { class: "removed", "data-testid": "removed-line" }, `- ${line}\n`)),
+    (run.addedLines || []).map((line) => el("span", { class: "added", "data-testid": "added-line" }, `+ ${line}\n`)),
   );
 }
 

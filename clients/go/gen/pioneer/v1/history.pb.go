@@ -1302,7 +1302,13 @@ type PrefixBreak struct {
 	// Tokens of the previous round's history before the break, which the
 	// provider can still serve from its cache (0 when the break is before the
 	// history: a section, the tools, the model).
-	TokensKept    int32 `protobuf:"varint,5,opt,name=tokens_kept,json=tokensKept,proto3" json:"tokens_kept,omitempty"`
+	TokensKept int32 `protobuf:"varint,5,opt,name=tokens_kept,json=tokensKept,proto3" json:"tokens_kept,omitempty"`
+	// SUMMARY, TURN_CAP, TRUNCATION: the previous round's history entries this
+	// round no longer sends (summarized, or dropped); CLEARING: the tool results
+	// it cleared that the previous round sent whole. In history order, at most
+	// 100 (entry_count says how many there were). Empty for the other causes.
+	EntryIds      []string `protobuf:"bytes,6,rep,name=entry_ids,json=entryIds,proto3" json:"entry_ids,omitempty"`
+	EntryCount    int32    `protobuf:"varint,7,opt,name=entry_count,json=entryCount,proto3" json:"entry_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1368,6 +1374,20 @@ func (x *PrefixBreak) GetTokensInvalidated() int32 {
 func (x *PrefixBreak) GetTokensKept() int32 {
 	if x != nil {
 		return x.TokensKept
+	}
+	return 0
+}
+
+func (x *PrefixBreak) GetEntryIds() []string {
+	if x != nil {
+		return x.EntryIds
+	}
+	return nil
+}
+
+func (x *PrefixBreak) GetEntryCount() int32 {
+	if x != nil {
+		return x.EntryCount
 	}
 	return 0
 }
@@ -1648,7 +1668,7 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\vmodel_known\x18\x13 \x01(\bR\n" +
 	"modelKnown\x12(\n" +
 	"\x10low_water_tokens\x18\x14 \x01(\x05R\x0elowWaterTokens\x12:\n" +
-	"\fprefix_break\x18\x15 \x01(\v2\x17.pioneer.v1.PrefixBreakR\vprefixBreak\"\xcb\x01\n" +
+	"\fprefix_break\x18\x15 \x01(\v2\x17.pioneer.v1.PrefixBreakR\vprefixBreak\"\x89\x02\n" +
 	"\vPrefixBreak\x122\n" +
 	"\x05cause\x18\x01 \x01(\x0e2\x1c.pioneer.v1.PrefixBreakCauseR\x05cause\x12\x1d\n" +
 	"\n" +
@@ -1656,7 +1676,10 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\bentry_id\x18\x03 \x01(\tR\aentryId\x12-\n" +
 	"\x12tokens_invalidated\x18\x04 \x01(\x05R\x11tokensInvalidated\x12\x1f\n" +
 	"\vtokens_kept\x18\x05 \x01(\x05R\n" +
-	"tokensKept\"\xac\x01\n" +
+	"tokensKept\x12\x1b\n" +
+	"\tentry_ids\x18\x06 \x03(\tR\bentryIds\x12\x1f\n" +
+	"\ventry_count\x18\a \x01(\x05R\n" +
+	"entryCount\"\xac\x01\n" +
 	"\x11ClearedToolResult\x12\x19\n" +
 	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12 \n" +
 	"\ftool_call_id\x18\x02 \x01(\tR\n" +

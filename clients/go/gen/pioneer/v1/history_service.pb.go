@@ -1522,11 +1522,26 @@ type ListThreadsRequest struct {
 	// next_page_token of the previous page; empty = the first page. Opaque.
 	// Cap: at most 1,000 characters.
 	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
-	// The order (AIP-132): empty = by thread_id; "create_time desc" = newest first
-	// (ties by thread_id, descending). Anything else is INVALID_ARGUMENT. A page
-	// token is bound to the order it was made with.
+	// The order (AIP-132): empty = by thread_id; "create_time desc" = newest first;
+	// "update_time desc" = most recently updated first (ties by thread_id,
+	// descending). Anything else is INVALID_ARGUMENT. A page token is bound to the
+	// order and the filter it was made with.
 	// Cap: at most 200 characters.
-	OrderBy       string `protobuf:"bytes,3,opt,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
+	OrderBy string `protobuf:"bytes,3,opt,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
+	// Only the threads that match (AIP-160, this subset): terms joined by AND (or
+	// by spaces, which mean AND), each one of
+	//
+	//	pioneer                                 the thread id contains "pioneer"
+	//	thread_id:"pio"                         the same (threads have no title)
+	//	model = "claude-sonnet-4-5"             the thread's model, exactly
+	//	has_cache_breaks = true                 a reported round broke its prefix
+	//	                                        (= false: none did)
+	//	update_time > "2026-12-01T00:00:00Z"    also >=, <, <=; RFC 3339 with a zone
+	//
+	// At most 8 terms. A filter it cannot read is INVALID_ARGUMENT with a field
+	// violation on `filter` saying why. Empty = every thread.
+	// Cap: at most 1,000 characters.
+	Filter        string `protobuf:"bytes,4,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1578,6 +1593,13 @@ func (x *ListThreadsRequest) GetPageToken() string {
 func (x *ListThreadsRequest) GetOrderBy() string {
 	if x != nil {
 		return x.OrderBy
+	}
+	return ""
+}
+
+func (x *ListThreadsRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
 	}
 	return ""
 }
@@ -1975,12 +1997,13 @@ const file_pioneer_v1_history_service_proto_rawDesc = "" +
 	"\ftotal_tokens\x18\x02 \x01(\x05R\vtotalTokens\x12\x1c\n" +
 	"\ttokenizer\x18\x03 \x01(\tR\ttokenizer\x12\x14\n" +
 	"\x05exact\x18\x04 \x01(\bR\x05exact\x12'\n" +
-	"\x0ffallback_reason\x18\x05 \x01(\tR\x0efallbackReason\"z\n" +
+	"\x0ffallback_reason\x18\x05 \x01(\tR\x0efallbackReason\"\x97\x01\n" +
 	"\x12ListThreadsRequest\x12 \n" +
 	"\tpage_size\x18\x01 \x01(\x05B\x03\xe0A\x01R\bpageSize\x12\"\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tB\x03\xe0A\x01R\tpageToken\x12\x1e\n" +
-	"\border_by\x18\x03 \x01(\tB\x03\xe0A\x01R\aorderBy\"k\n" +
+	"\border_by\x18\x03 \x01(\tB\x03\xe0A\x01R\aorderBy\x12\x1b\n" +
+	"\x06filter\x18\x04 \x01(\tB\x03\xe0A\x01R\x06filter\"k\n" +
 	"\x13ListThreadsResponse\x12,\n" +
 	"\athreads\x18\x01 \x03(\v2\x12.pioneer.v1.ThreadR\athreads\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"z\n" +

@@ -186,9 +186,11 @@ type HistoryServiceClient interface {
 	//
 	// No errors of its own; always safe to retry.
 	CountTokens(ctx context.Context, in *CountTokensRequest, opts ...grpc.CallOption) (*CountTokensResponse, error)
-	// Lists threads by thread_id (or newest first, see order_by), a page at a time (AIP-158).
+	// Lists threads by thread_id (or newest first, or most recently updated first,
+	// see order_by), a page at a time (AIP-158), those matching `filter` (AIP-160).
 	//
-	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size),
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size, a filter or
+	// order_by it cannot read, with a field violation naming it),
 	// INVALID_PAGE_TOKEN (a token not from this list). Read only: always safe to retry.
 	ListThreads(ctx context.Context, in *ListThreadsRequest, opts ...grpc.CallOption) (*ListThreadsResponse, error)
 	// Lists a thread's turns, oldest first, a page at a time (AIP-158).
@@ -531,9 +533,11 @@ type HistoryServiceServer interface {
 	//
 	// No errors of its own; always safe to retry.
 	CountTokens(context.Context, *CountTokensRequest) (*CountTokensResponse, error)
-	// Lists threads by thread_id (or newest first, see order_by), a page at a time (AIP-158).
+	// Lists threads by thread_id (or newest first, or most recently updated first,
+	// see order_by), a page at a time (AIP-158), those matching `filter` (AIP-160).
 	//
-	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size),
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (negative page_size, a filter or
+	// order_by it cannot read, with a field violation naming it),
 	// INVALID_PAGE_TOKEN (a token not from this list). Read only: always safe to retry.
 	ListThreads(context.Context, *ListThreadsRequest) (*ListThreadsResponse, error)
 	// Lists a thread's turns, oldest first, a page at a time (AIP-158).

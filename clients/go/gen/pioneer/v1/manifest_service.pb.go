@@ -704,8 +704,17 @@ type SectionChange struct {
 	Stability         SectionStability       `protobuf:"varint,3,opt,name=stability,proto3,enum=pioneer.v1.SectionStability" json:"stability,omitempty"`
 	BaseFingerprint   string                 `protobuf:"bytes,4,opt,name=base_fingerprint,json=baseFingerprint,proto3" json:"base_fingerprint,omitempty"`
 	TargetFingerprint string                 `protobuf:"bytes,5,opt,name=target_fingerprint,json=targetFingerprint,proto3" json:"target_fingerprint,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// CHANGED, ADDED, REMOVED: where the section's lines differ, from the texts
+	// the server keeps by fingerprint for each thread (no kept rounds needed).
+	// text_kept is false, and line_changes empty, when a side's text is not kept:
+	// an inline manifest naming no thread, a thread deleted since, or a compile
+	// this server did not keep texts for.
+	LineChanges []*LineChange `protobuf:"bytes,6,rep,name=line_changes,json=lineChanges,proto3" json:"line_changes,omitempty"`
+	TextKept    bool          `protobuf:"varint,7,opt,name=text_kept,json=textKept,proto3" json:"text_kept,omitempty"`
+	// More lines differ than the 400 listed in line_changes.
+	LinesTruncated bool `protobuf:"varint,8,opt,name=lines_truncated,json=linesTruncated,proto3" json:"lines_truncated,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SectionChange) Reset() {
@@ -773,6 +782,98 @@ func (x *SectionChange) GetTargetFingerprint() string {
 	return ""
 }
 
+func (x *SectionChange) GetLineChanges() []*LineChange {
+	if x != nil {
+		return x.LineChanges
+	}
+	return nil
+}
+
+func (x *SectionChange) GetTextKept() bool {
+	if x != nil {
+		return x.TextKept
+	}
+	return false
+}
+
+func (x *SectionChange) GetLinesTruncated() bool {
+	if x != nil {
+		return x.LinesTruncated
+	}
+	return false
+}
+
+// LineChange is one run of lines that differ between two texts of a section:
+// removed_lines from base, from its line base_line on, replaced by added_lines
+// in target, from its line target_line on (both counted from 1).
+type LineChange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	BaseLine      int32                  `protobuf:"varint,1,opt,name=base_line,json=baseLine,proto3" json:"base_line,omitempty"`
+	TargetLine    int32                  `protobuf:"varint,2,opt,name=target_line,json=targetLine,proto3" json:"target_line,omitempty"`
+	RemovedLines  []string               `protobuf:"bytes,3,rep,name=removed_lines,json=removedLines,proto3" json:"removed_lines,omitempty"`
+	AddedLines    []string               `protobuf:"bytes,4,rep,name=added_lines,json=addedLines,proto3" json:"added_lines,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LineChange) Reset() {
+	*x = LineChange{}
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LineChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LineChange) ProtoMessage() {}
+
+func (x *LineChange) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LineChange.ProtoReflect.Descriptor instead.
+func (*LineChange) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *LineChange) GetBaseLine() int32 {
+	if x != nil {
+		return x.BaseLine
+	}
+	return 0
+}
+
+func (x *LineChange) GetTargetLine() int32 {
+	if x != nil {
+		return x.TargetLine
+	}
+	return 0
+}
+
+func (x *LineChange) GetRemovedLines() []string {
+	if x != nil {
+		return x.RemovedLines
+	}
+	return nil
+}
+
+func (x *LineChange) GetAddedLines() []string {
+	if x != nil {
+		return x.AddedLines
+	}
+	return nil
+}
+
 type DiffManifestsResponse struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Changes        []*SectionChange       `protobuf:"bytes,1,rep,name=changes,proto3" json:"changes,omitempty"`
@@ -790,7 +891,7 @@ type DiffManifestsResponse struct {
 
 func (x *DiffManifestsResponse) Reset() {
 	*x = DiffManifestsResponse{}
-	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[10]
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -802,7 +903,7 @@ func (x *DiffManifestsResponse) String() string {
 func (*DiffManifestsResponse) ProtoMessage() {}
 
 func (x *DiffManifestsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[10]
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -815,7 +916,7 @@ func (x *DiffManifestsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffManifestsResponse.ProtoReflect.Descriptor instead.
 func (*DiffManifestsResponse) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{10}
+	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DiffManifestsResponse) GetChanges() []*SectionChange {
@@ -872,7 +973,7 @@ type ListRenderedRoundsRequest struct {
 
 func (x *ListRenderedRoundsRequest) Reset() {
 	*x = ListRenderedRoundsRequest{}
-	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[11]
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -884,7 +985,7 @@ func (x *ListRenderedRoundsRequest) String() string {
 func (*ListRenderedRoundsRequest) ProtoMessage() {}
 
 func (x *ListRenderedRoundsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[11]
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -897,7 +998,7 @@ func (x *ListRenderedRoundsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRenderedRoundsRequest.ProtoReflect.Descriptor instead.
 func (*ListRenderedRoundsRequest) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{11}
+	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListRenderedRoundsRequest) GetThreadId() string {
@@ -939,7 +1040,7 @@ type RenderedRound struct {
 
 func (x *RenderedRound) Reset() {
 	*x = RenderedRound{}
-	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[12]
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -951,7 +1052,7 @@ func (x *RenderedRound) String() string {
 func (*RenderedRound) ProtoMessage() {}
 
 func (x *RenderedRound) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[12]
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -964,7 +1065,7 @@ func (x *RenderedRound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderedRound.ProtoReflect.Descriptor instead.
 func (*RenderedRound) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{12}
+	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RenderedRound) GetRound() int32 {
@@ -1047,7 +1148,7 @@ type ListRenderedRoundsResponse struct {
 
 func (x *ListRenderedRoundsResponse) Reset() {
 	*x = ListRenderedRoundsResponse{}
-	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[13]
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1059,7 +1160,7 @@ func (x *ListRenderedRoundsResponse) String() string {
 func (*ListRenderedRoundsResponse) ProtoMessage() {}
 
 func (x *ListRenderedRoundsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[13]
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1072,7 +1173,7 @@ func (x *ListRenderedRoundsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRenderedRoundsResponse.ProtoReflect.Descriptor instead.
 func (*ListRenderedRoundsResponse) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{13}
+	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListRenderedRoundsResponse) GetKept() bool {
@@ -1123,7 +1224,7 @@ type ListRoundUsageRequest struct {
 
 func (x *ListRoundUsageRequest) Reset() {
 	*x = ListRoundUsageRequest{}
-	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[14]
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1236,7 @@ func (x *ListRoundUsageRequest) String() string {
 func (*ListRoundUsageRequest) ProtoMessage() {}
 
 func (x *ListRoundUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[14]
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1249,7 @@ func (x *ListRoundUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRoundUsageRequest.ProtoReflect.Descriptor instead.
 func (*ListRoundUsageRequest) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{14}
+	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListRoundUsageRequest) GetThreadId() string {
@@ -1175,7 +1276,7 @@ type ListRoundUsageResponse struct {
 
 func (x *ListRoundUsageResponse) Reset() {
 	*x = ListRoundUsageResponse{}
-	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[15]
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1187,7 +1288,7 @@ func (x *ListRoundUsageResponse) String() string {
 func (*ListRoundUsageResponse) ProtoMessage() {}
 
 func (x *ListRoundUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[15]
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1200,7 +1301,7 @@ func (x *ListRoundUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRoundUsageResponse.ProtoReflect.Descriptor instead.
 func (*ListRoundUsageResponse) Descriptor() ([]byte, []int) {
-	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{15}
+	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListRoundUsageResponse) GetRounds() []*RoundUsage {
@@ -1208,6 +1309,219 @@ func (x *ListRoundUsageResponse) GetRounds() []*RoundUsage {
 		return x.Rounds
 	}
 	return nil
+}
+
+type ListThreadTimelineRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cap: at most 200 characters.
+	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// 0 = 1,000.
+	// Cap: from 0 to 1,000.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// next_page_token of the previous page; empty = the first page. Opaque.
+	// Cap: at most 1,000 characters.
+	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Only the rounds whose prefix broke.
+	BreaksOnly    bool `protobuf:"varint,4,opt,name=breaks_only,json=breaksOnly,proto3" json:"breaks_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListThreadTimelineRequest) Reset() {
+	*x = ListThreadTimelineRequest{}
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListThreadTimelineRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListThreadTimelineRequest) ProtoMessage() {}
+
+func (x *ListThreadTimelineRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListThreadTimelineRequest.ProtoReflect.Descriptor instead.
+func (*ListThreadTimelineRequest) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ListThreadTimelineRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *ListThreadTimelineRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListThreadTimelineRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListThreadTimelineRequest) GetBreaksOnly() bool {
+	if x != nil {
+		return x.BreaksOnly
+	}
+	return false
+}
+
+// TimelineRound is one reported round of a thread's timeline.
+type TimelineRound struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its place among the thread's reported rounds, from 1 (with breaks_only
+	// too, so a break's round can be found in the whole timeline).
+	Round int32 `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
+	// The usage, the expected cache reads, the cost, the prefix break (whose
+	// entry_ids name what a history break summarized, cleared or dropped) and
+	// the report's time.
+	Usage *RoundUsage `protobuf:"bytes,2,opt,name=usage,proto3" json:"usage,omitempty"`
+	// The round's history decision; unspecified when not known (a round this
+	// server did not prepare).
+	HistoryDecision HistoryDecision `protobuf:"varint,3,opt,name=history_decision,json=historyDecision,proto3,enum=pioneer.v1.HistoryDecision" json:"history_decision,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *TimelineRound) Reset() {
+	*x = TimelineRound{}
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimelineRound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimelineRound) ProtoMessage() {}
+
+func (x *TimelineRound) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimelineRound.ProtoReflect.Descriptor instead.
+func (*TimelineRound) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *TimelineRound) GetRound() int32 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
+}
+
+func (x *TimelineRound) GetUsage() *RoundUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *TimelineRound) GetHistoryDecision() HistoryDecision {
+	if x != nil {
+		return x.HistoryDecision
+	}
+	return HistoryDecision_HISTORY_DECISION_UNSPECIFIED
+}
+
+type ListThreadTimelineResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Oldest first.
+	Rounds []*TimelineRound `protobuf:"bytes,1,rep,name=rounds,proto3" json:"rounds,omitempty"`
+	// Pass as page_token for the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The thread's reported rounds, and those whose prefix broke.
+	TotalRounds   int32 `protobuf:"varint,3,opt,name=total_rounds,json=totalRounds,proto3" json:"total_rounds,omitempty"`
+	TotalBreaks   int32 `protobuf:"varint,4,opt,name=total_breaks,json=totalBreaks,proto3" json:"total_breaks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListThreadTimelineResponse) Reset() {
+	*x = ListThreadTimelineResponse{}
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListThreadTimelineResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListThreadTimelineResponse) ProtoMessage() {}
+
+func (x *ListThreadTimelineResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pioneer_v1_manifest_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListThreadTimelineResponse.ProtoReflect.Descriptor instead.
+func (*ListThreadTimelineResponse) Descriptor() ([]byte, []int) {
+	return file_pioneer_v1_manifest_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ListThreadTimelineResponse) GetRounds() []*TimelineRound {
+	if x != nil {
+		return x.Rounds
+	}
+	return nil
+}
+
+func (x *ListThreadTimelineResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *ListThreadTimelineResponse) GetTotalRounds() int32 {
+	if x != nil {
+		return x.TotalRounds
+	}
+	return 0
+}
+
+func (x *ListThreadTimelineResponse) GetTotalBreaks() int32 {
+	if x != nil {
+		return x.TotalBreaks
+	}
+	return 0
 }
 
 var File_pioneer_v1_manifest_service_proto protoreflect.FileDescriptor
@@ -1253,14 +1567,25 @@ const file_pioneer_v1_manifest_service_proto_rawDesc = "" +
 	"\aturn_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x06turnId\"~\n" +
 	"\x14DiffManifestsRequest\x120\n" +
 	"\x04base\x18\x01 \x01(\v2\x17.pioneer.v1.ManifestRefB\x03\xe0A\x02R\x04base\x124\n" +
-	"\x06target\x18\x02 \x01(\v2\x17.pioneer.v1.ManifestRefB\x03\xe0A\x02R\x06target\"\xf7\x01\n" +
+	"\x06target\x18\x02 \x01(\v2\x17.pioneer.v1.ManifestRefB\x03\xe0A\x02R\x06target\"\xf8\x02\n" +
 	"\rSectionChange\x12\x1d\n" +
 	"\n" +
 	"section_id\x18\x01 \x01(\tR\tsectionId\x121\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1d.pioneer.v1.SectionChangeKindR\x04kind\x12:\n" +
 	"\tstability\x18\x03 \x01(\x0e2\x1c.pioneer.v1.SectionStabilityR\tstability\x12)\n" +
 	"\x10base_fingerprint\x18\x04 \x01(\tR\x0fbaseFingerprint\x12-\n" +
-	"\x12target_fingerprint\x18\x05 \x01(\tR\x11targetFingerprint\"\xbb\x02\n" +
+	"\x12target_fingerprint\x18\x05 \x01(\tR\x11targetFingerprint\x129\n" +
+	"\fline_changes\x18\x06 \x03(\v2\x16.pioneer.v1.LineChangeR\vlineChanges\x12\x1b\n" +
+	"\ttext_kept\x18\a \x01(\bR\btextKept\x12'\n" +
+	"\x0flines_truncated\x18\b \x01(\bR\x0elinesTruncated\"\x90\x01\n" +
+	"\n" +
+	"LineChange\x12\x1b\n" +
+	"\tbase_line\x18\x01 \x01(\x05R\bbaseLine\x12\x1f\n" +
+	"\vtarget_line\x18\x02 \x01(\x05R\n" +
+	"targetLine\x12#\n" +
+	"\rremoved_lines\x18\x03 \x03(\tR\fremovedLines\x12\x1f\n" +
+	"\vadded_lines\x18\x04 \x03(\tR\n" +
+	"addedLines\"\xbb\x02\n" +
 	"\x15DiffManifestsResponse\x123\n" +
 	"\achanges\x18\x01 \x03(\v2\x19.pioneer.v1.SectionChangeR\achanges\x12%\n" +
 	"\x0estable_changed\x18\x02 \x01(\bR\rstableChanged\x12'\n" +
@@ -1293,19 +1618,36 @@ const file_pioneer_v1_manifest_service_proto_rawDesc = "" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12 \n" +
 	"\tpage_size\x18\x02 \x01(\x05B\x03\xe0A\x01R\bpageSize\"H\n" +
 	"\x16ListRoundUsageResponse\x12.\n" +
-	"\x06rounds\x18\x01 \x03(\v2\x16.pioneer.v1.RoundUsageR\x06rounds*\xb8\x01\n" +
+	"\x06rounds\x18\x01 \x03(\v2\x16.pioneer.v1.RoundUsageR\x06rounds\"\xa9\x01\n" +
+	"\x19ListThreadTimelineRequest\x12 \n" +
+	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12 \n" +
+	"\tpage_size\x18\x02 \x01(\x05B\x03\xe0A\x01R\bpageSize\x12\"\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tB\x03\xe0A\x01R\tpageToken\x12$\n" +
+	"\vbreaks_only\x18\x04 \x01(\bB\x03\xe0A\x01R\n" +
+	"breaksOnly\"\x9b\x01\n" +
+	"\rTimelineRound\x12\x14\n" +
+	"\x05round\x18\x01 \x01(\x05R\x05round\x12,\n" +
+	"\x05usage\x18\x02 \x01(\v2\x16.pioneer.v1.RoundUsageR\x05usage\x12F\n" +
+	"\x10history_decision\x18\x03 \x01(\x0e2\x1b.pioneer.v1.HistoryDecisionR\x0fhistoryDecision\"\xbd\x01\n" +
+	"\x1aListThreadTimelineResponse\x121\n" +
+	"\x06rounds\x18\x01 \x03(\v2\x19.pioneer.v1.TimelineRoundR\x06rounds\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12!\n" +
+	"\ftotal_rounds\x18\x03 \x01(\x05R\vtotalRounds\x12!\n" +
+	"\ftotal_breaks\x18\x04 \x01(\x05R\vtotalBreaks*\xb8\x01\n" +
 	"\x11SectionChangeKind\x12#\n" +
 	"\x1fSECTION_CHANGE_KIND_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19SECTION_CHANGE_KIND_ADDED\x10\x01\x12\x1f\n" +
 	"\x1bSECTION_CHANGE_KIND_REMOVED\x10\x02\x12\x1f\n" +
 	"\x1bSECTION_CHANGE_KIND_CHANGED\x10\x03\x12\x1d\n" +
-	"\x19SECTION_CHANGE_KIND_MOVED\x10\x042\xdc\x03\n" +
+	"\x19SECTION_CHANGE_KIND_MOVED\x10\x042\xc1\x04\n" +
 	"\x0fManifestService\x12Z\n" +
 	"\x0fGetTurnManifest\x12\".pioneer.v1.GetTurnManifestRequest\x1a#.pioneer.v1.GetTurnManifestResponse\x12Y\n" +
 	"\x0eWatchManifests\x12!.pioneer.v1.WatchManifestsRequest\x1a\".pioneer.v1.WatchManifestsResponse0\x01\x12T\n" +
 	"\rDiffManifests\x12 .pioneer.v1.DiffManifestsRequest\x1a!.pioneer.v1.DiffManifestsResponse\x12c\n" +
 	"\x12ListRenderedRounds\x12%.pioneer.v1.ListRenderedRoundsRequest\x1a&.pioneer.v1.ListRenderedRoundsResponse\x12W\n" +
-	"\x0eListRoundUsage\x12!.pioneer.v1.ListRoundUsageRequest\x1a\".pioneer.v1.ListRoundUsageResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
+	"\x0eListRoundUsage\x12!.pioneer.v1.ListRoundUsageRequest\x1a\".pioneer.v1.ListRoundUsageResponse\x12c\n" +
+	"\x12ListThreadTimeline\x12%.pioneer.v1.ListThreadTimelineRequest\x1a&.pioneer.v1.ListThreadTimelineResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3"
 
 var (
 	file_pioneer_v1_manifest_service_proto_rawDescOnce sync.Once
@@ -1320,7 +1662,7 @@ func file_pioneer_v1_manifest_service_proto_rawDescGZIP() []byte {
 }
 
 var file_pioneer_v1_manifest_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_pioneer_v1_manifest_service_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_pioneer_v1_manifest_service_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_pioneer_v1_manifest_service_proto_goTypes = []any{
 	(SectionChangeKind)(0),             // 0: pioneer.v1.SectionChangeKind
 	(*GetTurnManifestRequest)(nil),     // 1: pioneer.v1.GetTurnManifestRequest
@@ -1333,59 +1675,70 @@ var file_pioneer_v1_manifest_service_proto_goTypes = []any{
 	(*TurnRef)(nil),                    // 8: pioneer.v1.TurnRef
 	(*DiffManifestsRequest)(nil),       // 9: pioneer.v1.DiffManifestsRequest
 	(*SectionChange)(nil),              // 10: pioneer.v1.SectionChange
-	(*DiffManifestsResponse)(nil),      // 11: pioneer.v1.DiffManifestsResponse
-	(*ListRenderedRoundsRequest)(nil),  // 12: pioneer.v1.ListRenderedRoundsRequest
-	(*RenderedRound)(nil),              // 13: pioneer.v1.RenderedRound
-	(*ListRenderedRoundsResponse)(nil), // 14: pioneer.v1.ListRenderedRoundsResponse
-	(*ListRoundUsageRequest)(nil),      // 15: pioneer.v1.ListRoundUsageRequest
-	(*ListRoundUsageResponse)(nil),     // 16: pioneer.v1.ListRoundUsageResponse
-	(*PromptManifest)(nil),             // 17: pioneer.v1.PromptManifest
-	(TurnStatus)(0),                    // 18: pioneer.v1.TurnStatus
-	(*timestamppb.Timestamp)(nil),      // 19: google.protobuf.Timestamp
-	(SectionStability)(0),              // 20: pioneer.v1.SectionStability
-	(*PromptDiagnostic)(nil),           // 21: pioneer.v1.PromptDiagnostic
-	(*CompiledPromptPayload)(nil),      // 22: pioneer.v1.CompiledPromptPayload
-	(*HistoryDecisionReport)(nil),      // 23: pioneer.v1.HistoryDecisionReport
-	(*ChatMessage)(nil),                // 24: pioneer.v1.ChatMessage
-	(*RoundUsage)(nil),                 // 25: pioneer.v1.RoundUsage
+	(*LineChange)(nil),                 // 11: pioneer.v1.LineChange
+	(*DiffManifestsResponse)(nil),      // 12: pioneer.v1.DiffManifestsResponse
+	(*ListRenderedRoundsRequest)(nil),  // 13: pioneer.v1.ListRenderedRoundsRequest
+	(*RenderedRound)(nil),              // 14: pioneer.v1.RenderedRound
+	(*ListRenderedRoundsResponse)(nil), // 15: pioneer.v1.ListRenderedRoundsResponse
+	(*ListRoundUsageRequest)(nil),      // 16: pioneer.v1.ListRoundUsageRequest
+	(*ListRoundUsageResponse)(nil),     // 17: pioneer.v1.ListRoundUsageResponse
+	(*ListThreadTimelineRequest)(nil),  // 18: pioneer.v1.ListThreadTimelineRequest
+	(*TimelineRound)(nil),              // 19: pioneer.v1.TimelineRound
+	(*ListThreadTimelineResponse)(nil), // 20: pioneer.v1.ListThreadTimelineResponse
+	(*PromptManifest)(nil),             // 21: pioneer.v1.PromptManifest
+	(TurnStatus)(0),                    // 22: pioneer.v1.TurnStatus
+	(*timestamppb.Timestamp)(nil),      // 23: google.protobuf.Timestamp
+	(SectionStability)(0),              // 24: pioneer.v1.SectionStability
+	(*PromptDiagnostic)(nil),           // 25: pioneer.v1.PromptDiagnostic
+	(*CompiledPromptPayload)(nil),      // 26: pioneer.v1.CompiledPromptPayload
+	(*HistoryDecisionReport)(nil),      // 27: pioneer.v1.HistoryDecisionReport
+	(*ChatMessage)(nil),                // 28: pioneer.v1.ChatMessage
+	(*RoundUsage)(nil),                 // 29: pioneer.v1.RoundUsage
+	(HistoryDecision)(0),               // 30: pioneer.v1.HistoryDecision
 }
 var file_pioneer_v1_manifest_service_proto_depIdxs = []int32{
-	17, // 0: pioneer.v1.GetTurnManifestResponse.manifest:type_name -> pioneer.v1.PromptManifest
-	18, // 1: pioneer.v1.GetTurnManifestResponse.status:type_name -> pioneer.v1.TurnStatus
-	17, // 2: pioneer.v1.ManifestEvent.manifest:type_name -> pioneer.v1.PromptManifest
-	19, // 3: pioneer.v1.ManifestEvent.create_time:type_name -> google.protobuf.Timestamp
-	19, // 4: pioneer.v1.Heartbeat.time:type_name -> google.protobuf.Timestamp
+	21, // 0: pioneer.v1.GetTurnManifestResponse.manifest:type_name -> pioneer.v1.PromptManifest
+	22, // 1: pioneer.v1.GetTurnManifestResponse.status:type_name -> pioneer.v1.TurnStatus
+	21, // 2: pioneer.v1.ManifestEvent.manifest:type_name -> pioneer.v1.PromptManifest
+	23, // 3: pioneer.v1.ManifestEvent.create_time:type_name -> google.protobuf.Timestamp
+	23, // 4: pioneer.v1.Heartbeat.time:type_name -> google.protobuf.Timestamp
 	4,  // 5: pioneer.v1.WatchManifestsResponse.event:type_name -> pioneer.v1.ManifestEvent
 	5,  // 6: pioneer.v1.WatchManifestsResponse.heartbeat:type_name -> pioneer.v1.Heartbeat
 	8,  // 7: pioneer.v1.ManifestRef.turn:type_name -> pioneer.v1.TurnRef
-	17, // 8: pioneer.v1.ManifestRef.manifest:type_name -> pioneer.v1.PromptManifest
+	21, // 8: pioneer.v1.ManifestRef.manifest:type_name -> pioneer.v1.PromptManifest
 	7,  // 9: pioneer.v1.DiffManifestsRequest.base:type_name -> pioneer.v1.ManifestRef
 	7,  // 10: pioneer.v1.DiffManifestsRequest.target:type_name -> pioneer.v1.ManifestRef
 	0,  // 11: pioneer.v1.SectionChange.kind:type_name -> pioneer.v1.SectionChangeKind
-	20, // 12: pioneer.v1.SectionChange.stability:type_name -> pioneer.v1.SectionStability
-	10, // 13: pioneer.v1.DiffManifestsResponse.changes:type_name -> pioneer.v1.SectionChange
-	21, // 14: pioneer.v1.DiffManifestsResponse.new_diagnostics:type_name -> pioneer.v1.PromptDiagnostic
-	19, // 15: pioneer.v1.RenderedRound.create_time:type_name -> google.protobuf.Timestamp
-	22, // 16: pioneer.v1.RenderedRound.compiled_prompt:type_name -> pioneer.v1.CompiledPromptPayload
-	23, // 17: pioneer.v1.RenderedRound.history_report:type_name -> pioneer.v1.HistoryDecisionReport
-	24, // 18: pioneer.v1.RenderedRound.messages:type_name -> pioneer.v1.ChatMessage
-	13, // 19: pioneer.v1.ListRenderedRoundsResponse.rounds:type_name -> pioneer.v1.RenderedRound
-	25, // 20: pioneer.v1.ListRoundUsageResponse.rounds:type_name -> pioneer.v1.RoundUsage
-	1,  // 21: pioneer.v1.ManifestService.GetTurnManifest:input_type -> pioneer.v1.GetTurnManifestRequest
-	3,  // 22: pioneer.v1.ManifestService.WatchManifests:input_type -> pioneer.v1.WatchManifestsRequest
-	9,  // 23: pioneer.v1.ManifestService.DiffManifests:input_type -> pioneer.v1.DiffManifestsRequest
-	12, // 24: pioneer.v1.ManifestService.ListRenderedRounds:input_type -> pioneer.v1.ListRenderedRoundsRequest
-	15, // 25: pioneer.v1.ManifestService.ListRoundUsage:input_type -> pioneer.v1.ListRoundUsageRequest
-	2,  // 26: pioneer.v1.ManifestService.GetTurnManifest:output_type -> pioneer.v1.GetTurnManifestResponse
-	6,  // 27: pioneer.v1.ManifestService.WatchManifests:output_type -> pioneer.v1.WatchManifestsResponse
-	11, // 28: pioneer.v1.ManifestService.DiffManifests:output_type -> pioneer.v1.DiffManifestsResponse
-	14, // 29: pioneer.v1.ManifestService.ListRenderedRounds:output_type -> pioneer.v1.ListRenderedRoundsResponse
-	16, // 30: pioneer.v1.ManifestService.ListRoundUsage:output_type -> pioneer.v1.ListRoundUsageResponse
-	26, // [26:31] is the sub-list for method output_type
-	21, // [21:26] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	24, // 12: pioneer.v1.SectionChange.stability:type_name -> pioneer.v1.SectionStability
+	11, // 13: pioneer.v1.SectionChange.line_changes:type_name -> pioneer.v1.LineChange
+	10, // 14: pioneer.v1.DiffManifestsResponse.changes:type_name -> pioneer.v1.SectionChange
+	25, // 15: pioneer.v1.DiffManifestsResponse.new_diagnostics:type_name -> pioneer.v1.PromptDiagnostic
+	23, // 16: pioneer.v1.RenderedRound.create_time:type_name -> google.protobuf.Timestamp
+	26, // 17: pioneer.v1.RenderedRound.compiled_prompt:type_name -> pioneer.v1.CompiledPromptPayload
+	27, // 18: pioneer.v1.RenderedRound.history_report:type_name -> pioneer.v1.HistoryDecisionReport
+	28, // 19: pioneer.v1.RenderedRound.messages:type_name -> pioneer.v1.ChatMessage
+	14, // 20: pioneer.v1.ListRenderedRoundsResponse.rounds:type_name -> pioneer.v1.RenderedRound
+	29, // 21: pioneer.v1.ListRoundUsageResponse.rounds:type_name -> pioneer.v1.RoundUsage
+	29, // 22: pioneer.v1.TimelineRound.usage:type_name -> pioneer.v1.RoundUsage
+	30, // 23: pioneer.v1.TimelineRound.history_decision:type_name -> pioneer.v1.HistoryDecision
+	19, // 24: pioneer.v1.ListThreadTimelineResponse.rounds:type_name -> pioneer.v1.TimelineRound
+	1,  // 25: pioneer.v1.ManifestService.GetTurnManifest:input_type -> pioneer.v1.GetTurnManifestRequest
+	3,  // 26: pioneer.v1.ManifestService.WatchManifests:input_type -> pioneer.v1.WatchManifestsRequest
+	9,  // 27: pioneer.v1.ManifestService.DiffManifests:input_type -> pioneer.v1.DiffManifestsRequest
+	13, // 28: pioneer.v1.ManifestService.ListRenderedRounds:input_type -> pioneer.v1.ListRenderedRoundsRequest
+	16, // 29: pioneer.v1.ManifestService.ListRoundUsage:input_type -> pioneer.v1.ListRoundUsageRequest
+	18, // 30: pioneer.v1.ManifestService.ListThreadTimeline:input_type -> pioneer.v1.ListThreadTimelineRequest
+	2,  // 31: pioneer.v1.ManifestService.GetTurnManifest:output_type -> pioneer.v1.GetTurnManifestResponse
+	6,  // 32: pioneer.v1.ManifestService.WatchManifests:output_type -> pioneer.v1.WatchManifestsResponse
+	12, // 33: pioneer.v1.ManifestService.DiffManifests:output_type -> pioneer.v1.DiffManifestsResponse
+	15, // 34: pioneer.v1.ManifestService.ListRenderedRounds:output_type -> pioneer.v1.ListRenderedRoundsResponse
+	17, // 35: pioneer.v1.ManifestService.ListRoundUsage:output_type -> pioneer.v1.ListRoundUsageResponse
+	20, // 36: pioneer.v1.ManifestService.ListThreadTimeline:output_type -> pioneer.v1.ListThreadTimelineResponse
+	31, // [31:37] is the sub-list for method output_type
+	25, // [25:31] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_manifest_service_proto_init() }
@@ -1412,7 +1765,7 @@ func file_pioneer_v1_manifest_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pioneer_v1_manifest_service_proto_rawDesc), len(file_pioneer_v1_manifest_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

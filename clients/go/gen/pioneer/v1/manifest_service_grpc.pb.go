@@ -24,6 +24,7 @@ const (
 	ManifestService_DiffManifests_FullMethodName      = "/pioneer.v1.ManifestService/DiffManifests"
 	ManifestService_ListRenderedRounds_FullMethodName = "/pioneer.v1.ManifestService/ListRenderedRounds"
 	ManifestService_ListRoundUsage_FullMethodName     = "/pioneer.v1.ManifestService/ListRoundUsage"
+	ManifestService_ListThreadTimeline_FullMethodName = "/pioneer.v1.ManifestService/ListThreadTimeline"
 )
 
 // ManifestServiceClient is the client API for ManifestService service.
@@ -54,7 +55,9 @@ type ManifestServiceClient interface {
 	// metadata resume_after_event_id: reconnect with after_event_id set to it to
 	// resume without loss or duplicates.
 	WatchManifests(ctx context.Context, in *WatchManifestsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchManifestsResponse], error)
-	// Compares two manifests and names the section that broke the prefix cache.
+	// Compares two manifests and names the section that broke the prefix cache;
+	// each added, removed or changed section comes with the lines that differ,
+	// from the section texts the server keeps per thread (SectionChange.line_changes).
 	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
 	// MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
@@ -75,6 +78,17 @@ type ManifestServiceClient interface {
 	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
 	ListRoundUsage(ctx context.Context, in *ListRoundUsageRequest, opts ...grpc.CallOption) (*ListRoundUsageResponse, error)
+	// A thread's timeline: its rounds whose usage a loop reported, oldest first,
+	// each with its time, history decision, tokens, the cache reads expected from
+	// the body and those the provider reported, its cost and its prefix break
+	// with the cause. Up to 1,000 rounds a page (a 1,000-round thread in one
+	// call); breaks_only leaves out the rounds whose prefix held. The totals
+	// count the whole thread, whichever page and filter.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT, INVALID_PAGE_TOKEN (a token not
+	// from this thread and filter); NOT_FOUND THREAD_NOT_FOUND. Read only: always
+	// safe to retry.
+	ListThreadTimeline(ctx context.Context, in *ListThreadTimelineRequest, opts ...grpc.CallOption) (*ListThreadTimelineResponse, error)
 }
 
 type manifestServiceClient struct {
@@ -144,6 +158,16 @@ func (c *manifestServiceClient) ListRoundUsage(ctx context.Context, in *ListRoun
 	return out, nil
 }
 
+func (c *manifestServiceClient) ListThreadTimeline(ctx context.Context, in *ListThreadTimelineRequest, opts ...grpc.CallOption) (*ListThreadTimelineResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListThreadTimelineResponse)
+	err := c.cc.Invoke(ctx, ManifestService_ListThreadTimeline_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ManifestServiceServer is the server API for ManifestService service.
 // All implementations must embed UnimplementedManifestServiceServer
 // for forward compatibility.
@@ -172,7 +196,9 @@ type ManifestServiceServer interface {
 	// metadata resume_after_event_id: reconnect with after_event_id set to it to
 	// resume without loss or duplicates.
 	WatchManifests(*WatchManifestsRequest, grpc.ServerStreamingServer[WatchManifestsResponse]) error
-	// Compares two manifests and names the section that broke the prefix cache.
+	// Compares two manifests and names the section that broke the prefix cache;
+	// each added, removed or changed section comes with the lines that differ,
+	// from the section texts the server keeps per thread (SectionChange.line_changes).
 	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT (a ref names nothing); NOT_FOUND
 	// MANIFEST_EVENT_NOT_FOUND, THREAD_NOT_FOUND, TURN_NOT_FOUND,
@@ -193,6 +219,17 @@ type ManifestServiceServer interface {
 	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
 	ListRoundUsage(context.Context, *ListRoundUsageRequest) (*ListRoundUsageResponse, error)
+	// A thread's timeline: its rounds whose usage a loop reported, oldest first,
+	// each with its time, history decision, tokens, the cache reads expected from
+	// the body and those the provider reported, its cost and its prefix break
+	// with the cause. Up to 1,000 rounds a page (a 1,000-round thread in one
+	// call); breaks_only leaves out the rounds whose prefix held. The totals
+	// count the whole thread, whichever page and filter.
+	//
+	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT, INVALID_PAGE_TOKEN (a token not
+	// from this thread and filter); NOT_FOUND THREAD_NOT_FOUND. Read only: always
+	// safe to retry.
+	ListThreadTimeline(context.Context, *ListThreadTimelineRequest) (*ListThreadTimelineResponse, error)
 	mustEmbedUnimplementedManifestServiceServer()
 }
 
@@ -217,6 +254,9 @@ func (UnimplementedManifestServiceServer) ListRenderedRounds(context.Context, *L
 }
 func (UnimplementedManifestServiceServer) ListRoundUsage(context.Context, *ListRoundUsageRequest) (*ListRoundUsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListRoundUsage not implemented")
+}
+func (UnimplementedManifestServiceServer) ListThreadTimeline(context.Context, *ListThreadTimelineRequest) (*ListThreadTimelineResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListThreadTimeline not implemented")
 }
 func (UnimplementedManifestServiceServer) mustEmbedUnimplementedManifestServiceServer() {}
 func (UnimplementedManifestServiceServer) testEmbeddedByValue()                         {}
@@ -322,6 +362,24 @@ func _ManifestService_ListRoundUsage_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ManifestService_ListThreadTimeline_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListThreadTimelineRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ManifestServiceServer).ListThreadTimeline(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ManifestService_ListThreadTimeline_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ManifestServiceServer).ListThreadTimeline(ctx, req.(*ListThreadTimelineRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ManifestService_ServiceDesc is the grpc.ServiceDesc for ManifestService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -344,6 +402,10 @@ var ManifestService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListRoundUsage",
 			Handler:    _ManifestService_ListRoundUsage_Handler,
+		},
+		{
+			MethodName: "ListThreadTimeline",
+			Handler:    _ManifestService_ListThreadTimeline_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

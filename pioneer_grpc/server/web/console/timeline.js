@@ -1,0 +1,150 @@
+// A thread's timeline (ListThreadTimeline, oldest first, up to 1,000 rounds a call): every round
+// whose usage the loop reported, on a time axis, each prefix break marked with its cause, and the
+// rounds below it, all of them or only the breaks. Each break links to its turn and round
+// (#thread=…&turn=…&at=N), so a mark is a jump and the URL a deep link.
+
+import { el, enumName, timeEl } from "./dom.js";
+import * as route from "./route.js";
+import * as units from "./units.js";
+import { breakCause } from "./rounds.js";
+
+const PAGE = 1000;
+
+export async function loadTimeline(call, threadId) {
+  const rounds = [];
+  let pageToken = "";
+  let totals = { totalRounds: 0, totalBreaks: 0 };
+  do {
+    const answer = await call("ManifestService", "ListThreadTimeline", { threadId, pageSize: PAGE, pageToken });
+    rounds.push(...(answer.rounds || []));
+    totals = answer;
+    pageToken = answer.nextPageToken || "";
+  } while (pageToken);
+  return { rounds, totalRounds: totals.totalRounds || 0, totalBreaks: totals.totalBreaks || 0 };
+}
+
+export function cause(round) {
+  const found = round.usage?.prefixBreak?.cause;
+  return found && found !== "PREFIX_BREAK_CAUSE_UNSPECIFIED" ? enumName(found, "PREFIX_BREAK_CAUSE_") : "";
+}
+
+// The link to a round of the timeline: its turn, the round's place, its manifest event.
+export function roundHref(threadId, round) {
+  return route.href({ thread: threadId, turn: round.usage?.turnId || "", at: round.round });
+}
+
+// "summary: 12 entries summarized (u1-a, u1-b, …)", "clearing: 3 tool results cleared (…)".
+export function breakText(round) {
+  const usage = round.usage || {};
+  const found = usage.prefixBreak || {};
+  const text = breakCause(usage);
+  if (!text) return "";
+  const ids = found.entryIds || [];
+  const done = { summary: "summarized", clearing: "cleared", "turn cap": "dropped", truncation: "dropped" }[cause(round)];
+  const entries = done && found.entryCount
+    ? ` · ${units.counted(found.entryCount, "entry", "entries")} ${done}: ${ids.join(", ")}${found.entryCount > ids.length ? ", …" : ""}`
+    : "";
+  return `${text}${entries}`;
+}
+
+function micros(timestamp) {
+  return new Date(timestamp).getTime();
+}
+
+// The axis: each round a tick at its time, each break a mark of its cause's colour, linked.
+function axis(threadId, rounds) {
+  const times = rounds.map((r) => micros(r.usage?.reportTime));
+  const first = Math.min(...times);
+  const last = Math.max(...times);
+  const span = Math.max(1, last - first);
+  const at = (t) => `${((100 * (t - first)) / span).toFixed(3)}%`;
+  // Placed through the CSSOM: the page's policy refuses style attributes (style-src 'self').
+  const placed = (node, i) => {
+    node.style.left = at(times[i]);
+    return node;
+  };
+  const marks = rounds.map((round, i) => {
+    const found = cause(round);
+    if (!found) return placed(el("span", { class: "tick" }), i);
+    const mark = el(
+      "a",
+      {
+        class: `mark cause-${found.replaceAll(" ", "-")}`,
+        href: roundHref(threadId, round),
+        title: `round ${round.round} · ${units.time(round.usage.reportTime)} · ${breakText(round)}`,
+        "data-testid": "timeline-break",
+        "data-round": round.round,
+        "data-cause": found,
+      },
+      "",
+    );
+    return placed(mark, i);
+  });
+  return el(
+    "div",
+    { class: "axis", "data-testid": "time-axis" },
+    el("div", { class: "track" }, marks),
+    el(
+      "div",
+      { class: "axis-labels" },
+      timeEl(rounds[0].usage?.reportTime, { ms: false, zone: false }),
+      el("span", {}, units.duration(last - first)),
+      timeEl(rounds[rounds.length - 1].usage?.reportTime, { ms: false, zone: false }),
+    ),
+  );
+}
+
+function row(threadId, round) {
+  const usage = round.usage || {};
+  const reported = usage.reported || {};
+  const found = cause(round);
+  const tokens = (value) => (value === undefined || value === null ? "–" : units.count(value));
+  return el(
+    "li",
+    { class: "tl-round" + (found ? " broke" : ""), "data-testid": "timeline-round", "data-round": round.round, "data-cause": found || null },
+    el(
+      "a",
+      { href: roundHref(threadId, round) },
+      el("span", { class: "name" }, `#${round.round} · ${usage.turnId}`, found ? el("span", { class: "badge break" }, found) : null),
+      el(
+        "span",
+        { class: "meta" },
+        timeEl(usage.reportTime, { ms: false, zone: false }),
+        ` · ${enumName(round.historyDecision, "HISTORY_DECISION_")} · ${tokens(reported.inputTokens)} in · cache read ${tokens(usage.expectedCacheReadInputTokens)} expected, ${tokens(reported.cacheReadInputTokens)} reported`,
+        usage.reportedInputCostUsd !== undefined ? ` · $${Number(usage.reportedInputCostUsd).toFixed(4)}` : "",
+      ),
+      found ? el("span", { class: "meta", "data-testid": "break-detail" }, breakText(round)) : null,
+    ),
+  );
+}
+
+// The timeline block: a summary, the axis, the filter and the rounds.
+export function timelineView(threadId, timeline, breaksOnly, onFilter) {
+  const { rounds } = timeline;
+  if (!rounds.length) return el("p", { class: "hint" }, "No round of this thread has reported its usage yet.");
+  const byCause = new Map();
+  for (const round of rounds) {
+    const found = cause(round);
+    if (found) byCause.set(found, (byCause.get(found) || 0) + 1);
+  }
+  const shown = breaksOnly ? rounds.filter((r) => cause(r)) : rounds;
+  return el(
+    "div",
+    {},
+    el(
+      "p",
+      { class: "facts", "data-testid": "timeline-summary" },
+      el("span", {}, units.counted(timeline.totalRounds, "round", "rounds")),
+      el("span", { "data-testid": "timeline-breaks" }, units.counted(timeline.totalBreaks, "break", "breaks")),
+      el("span", {}, [...byCause.entries()].map(([c, n]) => `${c} ×${n}`).join(", ")),
+    ),
+    axis(threadId, rounds),
+    el(
+      "label",
+      { class: "filter" },
+      el("input", { type: "checkbox", "data-testid": "breaks-only", checked: breaksOnly, onchange: (e) => onFilter(e.target.checked) }),
+      " breaks only",
+    ),
+    el("ol", { class: "tl-rounds", "data-testid": "timeline-rounds" }, shown.map((r) => row(threadId, r))),
+  );
+}
