@@ -123,6 +123,7 @@ def filters() -> dict[str, str]:
         "none": "",
         "id substring, one match": "050000",
         "id substring, none": "no-such-thread",
+        "id substring, many": "-gpt",
         "model": 'model = "gpt-4o"',
         "has cache breaks": "has_cache_breaks = true",
         "updated after": f'update_time > "{later}"',
