@@ -77,6 +77,9 @@ INFRASTRUCTURE_REASONS = frozenset(
     }
 )
 
+# ABORTED: a DeleteThread's etag is not the thread's (it changed since it was read). Read it again.
+ETAG_MISMATCH = "ETAG_MISMATCH"
+
 # UNAUTHENTICATED
 UNAUTHENTICATED = "UNAUTHENTICATED"
 

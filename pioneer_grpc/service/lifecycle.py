@@ -13,9 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pioneer_grpc import reasons
-from pioneer_grpc.errors import InvalidArgument, NotFound
+from pioneer_grpc.errors import FieldViolation, InvalidArgument, NotFound
 from pioneer_grpc.history.entries import id_violation, thread_id_violation
 from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.store.port import Expiry, Removed
+
+# Cap of DeleteThreadRequest.etag: the server's are 20 characters.
+MAX_ETAG_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -34,20 +38,38 @@ async def abandon_turn(
     return Abandoned(dropped is not None, dropped or 0)
 
 
-async def delete_thread(ctx: ServiceContext, thread_id: str, allow_missing: bool = False) -> bool:
-    """Whether the thread existed; NotFound when it did not, unless `allow_missing`."""
-    InvalidArgument.raise_if([thread_id_violation(thread_id)])
-    deleted = await ctx.store.threads.delete(thread_id)
-    ctx.load_cache.forget(thread_id)
-    ctx.seen_models.forget(thread_id)
-    ctx.round_prefixes.forget(thread_id)
-    ctx.recent_rounds.forget(thread_id)
-    if deleted:
-        ctx.hub.end_thread(thread_id)
-    elif not allow_missing:
+async def delete_thread(
+    ctx: ServiceContext, thread_id: str, allow_missing: bool = False, etag: str = ""
+) -> bool:
+    """Whether the thread existed; NotFound when it did not, unless `allow_missing`. With `etag`
+    (Thread.etag) only the thread as it was read: Aborted ETAG_MISMATCH when it changed since."""
+    InvalidArgument.raise_if([thread_id_violation(thread_id), _etag_violation(etag)])
+    deleted = await removed(ctx, thread_id, etag=etag) is not None
+    if not deleted and not allow_missing:
         raise NotFound(
             f"thread {thread_id!r} does not exist (deleted already?); send allow_missing to accept that",
             reason=reasons.THREAD_NOT_FOUND,
             metadata={"thread_id": thread_id},
         )
     return deleted
+
+
+async def removed(
+    ctx: ServiceContext, thread_id: str, *, etag: str = "", expiry: Expiry | None = None
+) -> Removed | None:
+    """The one path of a thread's deletion, DeleteThread's and the retention sweeper's: the store's
+    unit of work, then what this server keeps of the thread forgotten and its watchers ended."""
+    gone = await ctx.store.threads.delete(thread_id, etag=etag, expiry=expiry)
+    ctx.load_cache.forget(thread_id)
+    ctx.seen_models.forget(thread_id)
+    ctx.round_prefixes.forget(thread_id)
+    ctx.recent_rounds.forget(thread_id)
+    if gone is not None:
+        ctx.hub.end_thread(thread_id)
+    return gone
+
+
+def _etag_violation(etag: str) -> FieldViolation | None:
+    if len(etag) > MAX_ETAG_CHARS:
+        return FieldViolation("etag", f"must be at most {MAX_ETAG_CHARS} characters (a Thread.etag as read)")
+    return None

@@ -5,18 +5,22 @@ orders it with appends and rounds of the thread (each writes that row first), on
 first statement being a write takes the write lock before any read. Every row is deleted
 explicitly, children first: SQLite's foreign keys are not enforced, and the events, kept
 rounds and round usage have none.
+
+A delete may be conditional, checked under that lock: on the thread's etag (DeleteThread's,
+AIP-154) or on its still being expired (the retention sweeper's: a thread written since the
+sweeper listed it stays).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import LargeBinary, cast, delete, func, select, update
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc import reasons
-from pioneer_grpc.errors import FailedPrecondition
-from pioneer_grpc.store.clock import now
+from pioneer_grpc.errors import Aborted, FailedPrecondition
+from pioneer_grpc.store.clock import as_utc, now
 from pioneer_grpc.store.models import (
     EntryCountRow,
     EntryRow,
@@ -27,9 +31,10 @@ from pioneer_grpc.store.models import (
     ToolCallRow,
     TurnRow,
 )
+from pioneer_grpc.store.port import Expiry, Removed
 from pioneer_grpc.store.rendered_rounds import RenderedRoundRow
 from pioneer_grpc.store.round_usage import RoundUsageRow
-from pioneer_grpc.store.threads import thread_not_found, turn_not_found
+from pioneer_grpc.store.threads import thread_etag, thread_not_found, turn_not_found
 from pioneer_grpc.v1 import history_pb2
 
 COMPLETED = history_pb2.TURN_STATUS_COMPLETED
@@ -73,13 +78,73 @@ def _touch(conn: Connection, thread_id: str) -> bool:
     return bool(touched.rowcount)
 
 
-def delete_thread_in(conn: Connection, thread_id: str) -> bool:
-    """Deletes the thread and every row stored for it; whether it existed."""
-    if not _touch(conn, thread_id):
-        return False
+# The first statement of a delete: a write that changes nothing (the lock), returning what its
+# conditions look at.
+_LOCK = (
+    update(ThreadRow)
+    .values(updated_at=ThreadRow.updated_at)
+    .returning(ThreadRow.created_at, ThreadRow.updated_at, ThreadRow.retention_days)
+)
+_ENTRY_COUNT = select(func.count()).select_from(EntryRow)
+
+
+def delete_thread_in(
+    conn: Connection, thread_id: str, etag: str = "", expiry: Expiry | None = None
+) -> Removed | None:
+    """Deletes the thread and every row stored for it: what it removed, None when there was no such
+    thread or (with `expiry`) it is not expired. Aborted ETAG_MISMATCH, deleting nothing, when `etag`
+    is given and is not the thread's."""
+    row = conn.execute(_LOCK.where(ThreadRow.thread_id == thread_id)).first()
+    if row is None:
+        return None
+    updated = as_utc(row.updated_at)
+    if expiry is not None and not expiry.expired(updated, row.retention_days):
+        return None
+    if etag:
+        entries = conn.execute(_ENTRY_COUNT.where(EntryRow.thread_id == thread_id)).scalar_one()
+        if etag != thread_etag(as_utc(row.created_at), updated, int(entries)):
+            raise Aborted(
+                f"thread {thread_id!r} changed since its etag {etag!r} was read; nothing was deleted: "
+                "read it again (GetThread) and decide again",
+                reason=reasons.ETAG_MISMATCH,
+                metadata={"thread_id": thread_id},
+            )
+    removed = Removed(stored_bytes_in(conn, thread_id))
     for table, where in THREAD_ROWS.items():
         conn.execute(delete(_MODELS[table]).where(where(thread_id)))
-    return True
+    return removed
+
+
+def stored_bytes_in(conn: Connection, thread_id: str) -> int:
+    """Bytes of what the thread holds: its entries' content, summaries, manifests and their events,
+    kept rounds (UTF-8 for text; rows' keys and counts aside)."""
+    if conn.dialect.name == "postgresql":
+        size: Any = func.octet_length
+    else:
+
+        def size(column: Any) -> Any:
+            return func.length(cast(column, LargeBinary))
+
+    def total(*columns: Any) -> Any:
+        summed = sum((func.coalesce(size(column), 0) for column in columns[1:]), size(columns[0]))
+        return func.coalesce(func.sum(summed), 0)
+
+    sums = [
+        select(
+            total(
+                EntryRow.content,
+                EntryRow.tool_calls_json,
+                EntryRow.artifact_refs_json,
+                EntryRow.reasoning_content,
+                EntryRow.content_parts_pb,
+            )
+        ).where(EntryRow.thread_id == thread_id),
+        select(total(SummaryRow.text)).where(SummaryRow.thread_id == thread_id),
+        select(total(TurnRow.prompt_manifest_json)).where(TurnRow.thread_id == thread_id),
+        select(total(ManifestEventRow.manifest_pb)).where(ManifestEventRow.thread_id == thread_id),
+        select(total(RenderedRoundRow.round_pb)).where(RenderedRoundRow.thread_id == thread_id),
+    ]
+    return sum(int(conn.execute(statement).scalar_one()) for statement in sums)
 
 
 def abandon_turn_in(conn: Connection, thread_id: str, turn_id: str, allow_missing: bool) -> int | None:

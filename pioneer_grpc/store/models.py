@@ -35,7 +35,11 @@ class Base(DeclarativeBase):
 class ThreadRow(Base):
     __tablename__ = "threads"
     # Threads newest first (ListThreads by create_time desc) read it backwards (migration 0008).
-    __table_args__ = (Index("ix_threads_created_at", "created_at", "thread_id"),)
+    __table_args__ = (
+        Index("ix_threads_created_at", "created_at", "thread_id"),
+        # The retention sweeper's: expired threads of one retention, oldest write first (migration 0019).
+        Index("ix_threads_retention", "retention_days", "updated_at", "thread_id"),
+    )
 
     thread_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     max_context_tokens: Mapped[int] = mapped_column(Integer)
@@ -64,6 +68,9 @@ class ThreadRow(Base):
     clear_at_least_percent: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # pioneer.v1.DynamicContextPlacement value; 0 (unspecified) means the default.
     dynamic_context_placement: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Days without a write after which the sweeper deletes the thread; NULL: the server's
+    # --retention-days, 0: never (migration 0019).
+    retention_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class TurnRow(Base):

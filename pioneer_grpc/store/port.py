@@ -45,6 +45,7 @@ __all__ = [
     "AppendOutcome",
     "CommitUnderWay",
     "Conflict",
+    "Expiry",
     "Extendable",
     "HistoryAsk",
     "HistoryRead",
@@ -56,6 +57,7 @@ __all__ = [
     "PreparedManifest",
     "Recorded",
     "Recount",
+    "Removed",
     "RenderedBounds",
     "RoundAsk",
     "RoundCommit",
@@ -78,6 +80,7 @@ OPTIONAL_SETTINGS = (
     "compaction_trigger_percent",
     "compaction_low_water_percent",
     "clear_at_least_percent",
+    "retention_days",
 )
 
 # `after` when no entry is wanted: larger than any sequence.
@@ -185,6 +188,8 @@ class AppendOutcome:
     completed_entry_count: int = 0
     # The thread's model as the append found it.
     model: str = ""
+    # Of the entries it created, the tool results that report their tool failed (is_error).
+    failed_results: int = 0
 
 
 @dataclass(frozen=True)
@@ -432,6 +437,29 @@ class RoundUsageRecord:
     reported_at: datetime
 
 
+@dataclass(frozen=True)
+class Expiry:
+    """When a thread is expired: at `moment`, after its `retention_days` without a write (its own,
+    else `default_days`; 0 days: never)."""
+
+    moment: datetime
+    default_days: int
+
+    def days(self, retention_days: int | None) -> int:
+        return self.default_days if retention_days is None else retention_days
+
+    def expired(self, updated_at: datetime, retention_days: int | None) -> bool:
+        days = self.days(retention_days)
+        return days > 0 and updated_at < self.moment - timedelta(days=days)
+
+
+@dataclass(frozen=True)
+class Removed:
+    """A deleted thread: the bytes of what it held (entries, summaries, manifests, kept rounds)."""
+
+    bytes: int
+
+
 # ---- one interface per concern ---------------------------------------------------------------
 
 
@@ -451,9 +479,11 @@ class Threads(Protocol):
         Conflict otherwise, changing nothing."""
         ...
 
-    async def delete(self, thread_id: str) -> bool:
-        """Deletes the thread and every row stored for it, in one transaction; whether it existed.
-        Its id may be created again from scratch."""
+    async def delete(self, thread_id: str, *, etag: str = "", expiry: Expiry | None = None) -> Removed | None:
+        """Deletes the thread and every row stored for it, in one transaction: what it removed; None
+        when it does not exist, or with `expiry` when it is not expired (a write since it was listed).
+        With `etag` (Thread.etag): Aborted ETAG_MISMATCH, deleting nothing, when it is not the
+        thread's. Its id may be created again from scratch."""
         ...
 
 
@@ -571,6 +601,18 @@ class RoundUsage(Protocol):
         ...
 
 
+class Retention(Protocol):
+    async def expired(self, expiry: Expiry, limit: int) -> list[str]:
+        """Ids of at most `limit` threads expired at `expiry`, of each retention the oldest write first,
+        read from an index (no scan of the threads)."""
+        ...
+
+    def sweep_lock(self) -> AbstractAsyncContextManager[bool]:
+        """Held by one sweeper at a time across processes and replicas; yields False at once when
+        another holds it."""
+        ...
+
+
 class Store(Protocol):
     @property
     def threads(self) -> Threads: ...
@@ -590,6 +632,8 @@ class Store(Protocol):
     def rendered(self) -> RenderedRounds: ...
     @property
     def usage(self) -> RoundUsage: ...
+    @property
+    def retention(self) -> Retention: ...
 
     async def probe(self, reclaim: bool = False) -> None:
         """Returns once the store took a write; raises what it met otherwise. `reclaim` after a

@@ -27,7 +27,7 @@ from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, named_call_ids
 from pioneer_grpc.store import append as append_store
 from pioneer_grpc.store import entries as entry_store
-from pioneer_grpc.store import lifecycle, token_counts
+from pioneer_grpc.store import lifecycle, retention, token_counts
 from pioneer_grpc.store import listing as listing_store
 from pioneer_grpc.store import manifests as manifest_store
 from pioneer_grpc.store import rendered_rounds as rendered_store
@@ -44,6 +44,7 @@ from pioneer_grpc.store.port import (
     AppendOutcome,
     CommitUnderWay,
     Conflict,
+    Expiry,
     HistoryAsk,
     HistoryRead,
     KeptCounts,
@@ -52,6 +53,7 @@ from pioneer_grpc.store.port import (
     PreparedManifest,
     Recorded,
     Recount,
+    Removed,
     RenderedBounds,
     RoundAsk,
     RoundCommit,
@@ -125,6 +127,7 @@ class SqlStore:
         self.listing = _Listing(self)
         self.rendered = _Rendered(self)
         self.usage = _Usage(self)
+        self.retention = _Retention(self)
         self._closed = False
 
     async def probe(self, reclaim: bool = False) -> None:
@@ -296,7 +299,8 @@ class SqlStore:
         answered = (
             _answered_entries(conn, thread_id, ids, created, complete_turn_id) if batch.with_entries else []
         )
-        return AppendOutcome(answered, len(created), len(ids) - len(created), completed, model)
+        failed = sum(1 for _, row in created if row["is_error"])
+        return AppendOutcome(answered, len(created), len(ids) - len(created), completed, model, failed)
 
 
 def _answered_entries(
@@ -362,9 +366,10 @@ class _Threads(_Part):
         found = await _transact(self.runner, lambda conn: work(conn))
         return Conflict() if found is None else thread_store.thread_message(*found)
 
-    async def delete(self, thread_id: str) -> bool:
-        deleted: bool = await _transact(self.runner, partial(lifecycle.delete_thread_in, thread_id=thread_id))
-        return deleted
+    async def delete(self, thread_id: str, *, etag: str = "", expiry: Expiry | None = None) -> Removed | None:
+        work = partial(lifecycle.delete_thread_in, thread_id=thread_id, etag=etag, expiry=expiry)
+        removed: Removed | None = await _transact(self.runner, work)
+        return removed
 
 
 def _create(thread_id: str, settings: thread_store.ThreadSettings, conn: Connection) -> tuple[Any, int]:
@@ -534,6 +539,17 @@ class _Rendered(_Part):
         return await self.runner.read(
             lambda conn: rendered_store.turn_rounds(conn, thread_id, turn_id, not_before)
         )
+
+
+class _Retention(_Part):
+    async def expired(self, expiry: Expiry, limit: int) -> list[str]:
+        found: list[str] = await self.runner.read(partial(retention.expired_in, expiry=expiry, limit=limit))
+        return found
+
+    @asynccontextmanager
+    async def sweep_lock(self) -> AsyncIterator[bool]:
+        async with compression_lock(self.store.engine, retention.SWEEPER_LOCK, 0) as held:
+            yield held
 
 
 class _Usage(_Part):

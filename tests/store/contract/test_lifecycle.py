@@ -87,8 +87,8 @@ async def test_a_deleted_thread_is_gone_and_its_id_starts_again_from_scratch(sto
     await store.threads.create("t", config())
     await turn(store, "t", "u1", user("q1", "u1"), answer("a1", "u1"))
     old = await store.history.read(HistoryAsk("t"))
-    assert await store.threads.delete("t") is True
-    assert await store.threads.delete("t") is False
+    assert await store.threads.delete("t") is not None
+    assert await store.threads.delete("t") is None
     with pytest.raises(NotFound):
         await store.threads.get("t")
     assert await store.manifests.events_after(0, thread_id="t") == []
@@ -117,6 +117,6 @@ async def test_the_usage_of_dropped_rounds_goes_with_them(store: Store) -> None:
     await store.usage.record(_usage("u2"))
     await store.turns.abandon("t", "u2")
     assert [row.turn_id for row in await store.usage.thread_rounds("t", 10)] == ["u1"]
-    assert await store.threads.delete("t") is True
+    assert await store.threads.delete("t") is not None
     await store.threads.create("t", config())
     assert await store.usage.thread_rounds("t", 10) == []

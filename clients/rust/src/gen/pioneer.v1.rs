@@ -1531,6 +1531,13 @@ pub struct ThreadConfig {
     /// set) means AFTER_CONVERSATION; a round's RenderOptions may override it.
     #[prost(enumeration = "DynamicContextPlacement", tag = "10")]
     pub dynamic_context_placement: i32,
+    /// Days without activity (an entry appended, a setting changed, a turn
+    /// abandoned) after which the server's retention sweeper deletes the thread
+    /// and everything stored for it (docs/operating.md). Unset means the server's
+    /// --retention-days; 0 keeps the thread forever whatever the server says;
+    /// at most 36,500.
+    #[prost(int32, optional, tag = "11")]
+    pub retention_days: ::core::option::Option<i32>,
 }
 /// Thread is a conversation.
 #[allow(clippy::all)]
@@ -1547,6 +1554,10 @@ pub struct Thread {
     /// Number of stored entries.
     #[prost(int64, tag = "5")]
     pub entry_count: i64,
+    /// Changes whenever the thread's config, entries or update_time change
+    /// (AIP-154): DeleteThreadRequest.etag deletes only the thread as read.
+    #[prost(string, tag = "6")]
+    pub etag: ::prost::alloc::string::String,
 }
 /// ConversationEntry is one stored message of a thread. Entries are never deleted.
 #[allow(clippy::all)]
@@ -2644,6 +2655,11 @@ pub struct DeleteThreadRequest {
     /// A thread that does not exist (deleted already) is no error (AIP-135).
     #[prost(bool, tag = "2")]
     pub allow_missing: bool,
+    /// The thread's etag as last read (Thread.etag): when the thread changed since,
+    /// nothing is deleted and the answer is ABORTED ETAG_MISMATCH (read it again,
+    /// decide again). Empty deletes whatever the thread holds.
+    #[prost(string, tag = "3")]
+    pub etag: ::prost::alloc::string::String,
 }
 #[allow(clippy::all)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
