@@ -86,3 +86,5 @@ UNAUTHENTICATED = "UNAUTHENTICATED"
 # Codes a client may retry unchanged. UNAVAILABLE and ABORTED: the same call can
 # succeed later; RESOURCE_EXHAUSTED from a watch resumes from the last event id.
 RETRYABLE_CODES = ("UNAVAILABLE", "ABORTED", "RESOURCE_EXHAUSTED")
+# Reasons of those codes that the same call meets again: read first, then call anew.
+NOT_RETRYABLE_REASONS = frozenset({ETAG_MISMATCH})

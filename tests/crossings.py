@@ -32,6 +32,7 @@ def counted(store: S, crossings: Crossings) -> S:
         "listing",
         "rendered",
         "usage",
+        "retention",
     ):
         part = getattr(store, concern)
         for name in dir(type(part)):

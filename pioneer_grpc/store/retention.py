@@ -39,7 +39,12 @@ def expired_in(conn: Connection, expiry: Expiry, limit: int) -> list[str]:
     found: list[str] = []
     if expiry.default_days > 0:
         found += _oldest(conn, ThreadRow.retention_days.is_(None), expiry.default_days, expiry, limit)
-    own = select(ThreadRow.retention_days).where(ThreadRow.retention_days > 0).distinct()
+    own = (
+        select(ThreadRow.retention_days)
+        .where(ThreadRow.retention_days > 0)
+        .distinct()
+        .order_by(ThreadRow.retention_days)
+    )
     for days in conn.execute(own).scalars().all():
         if len(found) >= limit:
             break
