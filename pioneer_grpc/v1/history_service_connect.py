@@ -89,9 +89,15 @@ class HistoryService(Protocol):
         serving at once: the thread's history state carries its creation time, so a
         thread created again under the same id starts from scratch (AIP-135).
 
+        With etag (Thread.etag as read) only that thread is deleted (AIP-154).
+        Threads are also deleted by the server's retention (ThreadConfig.retention_days,
+        --retention-days), through this same path.
+
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
         such thread, or deleted already: with allow_missing the answer is success,
-        deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+        deleted false); ABORTED ETAG_MISMATCH (the thread changed since etag was
+        read; nothing deleted; read it again, do not retry unchanged). Idempotent
+        with allow_missing: safe to retry after a timeout.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -512,9 +518,15 @@ class HistoryServiceClient(ConnectClient):
         serving at once: the thread's history state carries its creation time, so a
         thread created again under the same id starts from scratch (AIP-135).
 
+        With etag (Thread.etag as read) only that thread is deleted (AIP-154).
+        Threads are also deleted by the server's retention (ThreadConfig.retention_days,
+        --retention-days), through this same path.
+
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
         such thread, or deleted already: with allow_missing the answer is success,
-        deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+        deleted false); ABORTED ETAG_MISMATCH (the thread changed since etag was
+        read; nothing deleted; read it again, do not retry unchanged). Idempotent
+        with allow_missing: safe to retry after a timeout.
         """
         return await self.execute_unary(
             request=request,
@@ -849,9 +861,15 @@ class HistoryServiceSync(Protocol):
         serving at once: the thread's history state carries its creation time, so a
         thread created again under the same id starts from scratch (AIP-135).
 
+        With etag (Thread.etag as read) only that thread is deleted (AIP-154).
+        Threads are also deleted by the server's retention (ThreadConfig.retention_days,
+        --retention-days), through this same path.
+
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
         such thread, or deleted already: with allow_missing the answer is success,
-        deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+        deleted false); ABORTED ETAG_MISMATCH (the thread changed since etag was
+        read; nothing deleted; read it again, do not retry unchanged). Idempotent
+        with allow_missing: safe to retry after a timeout.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -1270,9 +1288,15 @@ class HistoryServiceClientSync(ConnectClientSync):
         serving at once: the thread's history state carries its creation time, so a
         thread created again under the same id starts from scratch (AIP-135).
 
+        With etag (Thread.etag as read) only that thread is deleted (AIP-154).
+        Threads are also deleted by the server's retention (ThreadConfig.retention_days,
+        --retention-days), through this same path.
+
         Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
         such thread, or deleted already: with allow_missing the answer is success,
-        deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+        deleted false); ABORTED ETAG_MISMATCH (the thread changed since etag was
+        read; nothing deleted; read it again, do not retry unchanged). Idempotent
+        with allow_missing: safe to retry after a timeout.
         """
         return self.execute_unary(
             request=request,

@@ -74,9 +74,15 @@ type HistoryServiceClient interface {
 	// serving at once: the thread's history state carries its creation time, so a
 	// thread created again under the same id starts from scratch (AIP-135).
 	//
+	// With etag (Thread.etag as read) only that thread is deleted (AIP-154).
+	// Threads are also deleted by the server's retention (ThreadConfig.retention_days,
+	// --retention-days), through this same path.
+	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
 	// such thread, or deleted already: with allow_missing the answer is success,
-	// deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+	// deleted false); ABORTED ETAG_MISMATCH (the thread changed since etag was
+	// read; nothing deleted; read it again, do not retry unchanged). Idempotent
+	// with allow_missing: safe to retry after a timeout.
 	DeleteThread(ctx context.Context, in *DeleteThreadRequest, opts ...grpc.CallOption) (*DeleteThreadResponse, error)
 	// Appends entries, idempotent by entry_id: a repeat with identical content is
 	// a no-op, with different content ALREADY_EXISTS. Tokens are counted here, once.
@@ -336,9 +342,15 @@ type HistoryServiceServer interface {
 	// serving at once: the thread's history state carries its creation time, so a
 	// thread created again under the same id starts from scratch (AIP-135).
 	//
+	// With etag (Thread.etag as read) only that thread is deleted (AIP-154).
+	// Threads are also deleted by the server's retention (ThreadConfig.retention_days,
+	// --retention-days), through this same path.
+	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
 	// such thread, or deleted already: with allow_missing the answer is success,
-	// deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+	// deleted false); ABORTED ETAG_MISMATCH (the thread changed since etag was
+	// read; nothing deleted; read it again, do not retry unchanged). Idempotent
+	// with allow_missing: safe to retry after a timeout.
 	DeleteThread(context.Context, *DeleteThreadRequest) (*DeleteThreadResponse, error)
 	// Appends entries, idempotent by entry_id: a repeat with identical content is
 	// a no-op, with different content ALREADY_EXISTS. Tokens are counted here, once.
