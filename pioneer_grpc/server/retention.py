@@ -11,12 +11,10 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 
 from pioneer_grpc.service import retention
 from pioneer_grpc.service.context import ServiceContext
-from pioneer_grpc.store.clock import now
-from pioneer_grpc.store.port import Expiry
 
 log = logging.getLogger(__name__)
 # After a failed sweep (the database away), the next one waits at least this long.
@@ -24,7 +22,9 @@ RETRY_SECONDS = 30.0
 
 
 class RetentionSweeper:
-    def __init__(self, ctx: ServiceContext, clock: Callable[[], datetime] = now) -> None:
+    def __init__(
+        self, ctx: ServiceContext, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    ) -> None:
         self._ctx = ctx
         self._clock = clock
         self._task: asyncio.Task[None] | None = None
@@ -35,8 +35,7 @@ class RetentionSweeper:
 
     async def sweep(self, moment: datetime | None = None) -> retention.Swept:
         """One sweep now, as of `moment` (default: the clock's now)."""
-        expiry = Expiry(moment or self._clock(), self._ctx.config.retention_days)
-        return await retention.sweep(self._ctx, expiry)
+        return await retention.sweep_at(self._ctx, moment or self._clock())
 
     async def close(self) -> None:
         if self._task is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 
 from pioneer_grpc.service import lifecycle
 from pioneer_grpc.service.context import ServiceContext
@@ -36,6 +37,11 @@ class Swept:
     threads: int = 0
     bytes: int = 0
     batches: int = 0
+
+
+async def sweep_at(ctx: ServiceContext, moment: datetime) -> Swept:
+    """A sweep as of `moment` with the server's retention (--retention-days)."""
+    return await sweep(ctx, Expiry(moment, ctx.config.retention_days))
 
 
 async def sweep(
