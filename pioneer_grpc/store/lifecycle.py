@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import LargeBinary, cast, delete, func, select, update
+from sqlalchemy import LargeBinary, cast, delete, func, select, text, update
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc import reasons
 from pioneer_grpc.errors import Aborted, FailedPrecondition
 from pioneer_grpc.store.clock import as_utc, now
+from pioneer_grpc.store.manifests import NOTIFY_CHANNEL
 from pioneer_grpc.store.models import (
     EntryCountRow,
     EntryRow,
@@ -112,6 +113,10 @@ def delete_thread_in(
     removed = Removed(stored_bytes_in(conn, thread_id))
     for table, where in THREAD_ROWS.items():
         conn.execute(delete(_MODELS[table]).where(where(thread_id)))
+    if conn.dialect.name == "postgresql":
+        # Wakes every replica's hub at the commit (no event id: each reads what is new, and ends the
+        # watches of the thread, events/hub.py `_end_deleted`).
+        conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": NOTIFY_CHANNEL})
     return removed
 
 

@@ -24,11 +24,12 @@ the turn's existing event id is the answer and nothing is written.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from google.protobuf import json_format
-from sqlalchemy import bindparam, func, select, text
+from sqlalchemy import String, bindparam, cast, func, select, text
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc import reasons
@@ -214,6 +215,22 @@ _NEWEST_EVENT = select(func.max(EVENTS.c.id))
 
 def newest_event_id_in(conn: Connection) -> int:
     return int(conn.execute(_NEWEST_EVENT).scalar() or 0)
+
+
+# Threads a statement of `threads_created_in` names at most.
+_IDS_PER_STATEMENT = 500
+
+
+def threads_created_in(conn: Connection, thread_ids: Sequence[str]) -> dict[str, str]:
+    """Each of `thread_ids` that exists, with its creation time as the history state reads it."""
+    found: dict[str, str] = {}
+    ids = list(thread_ids)
+    for start in range(0, len(ids), _IDS_PER_STATEMENT):
+        statement = select(ThreadRow.thread_id, cast(ThreadRow.created_at, String)).where(
+            ThreadRow.thread_id.in_(ids[start : start + _IDS_PER_STATEMENT])
+        )
+        found.update({thread_id: created for thread_id, created in conn.execute(statement)})
+    return found
 
 
 def events_after_in(

@@ -826,6 +826,10 @@ class _Manifests(_Part):
     async def newest_event_id(self) -> int:
         return max(self.t.events, default=0)
 
+    async def threads_created(self, thread_ids: Sequence[str]) -> dict[str, str]:
+        found = (self.t.threads.get(thread_id) for thread_id in thread_ids)
+        return {thread.thread_id: thread.created_at.isoformat() for thread in found if thread is not None}
+
 
 def _event_message(event: _Event) -> manifest_pb2.ManifestEvent:
     message = manifest_pb2.ManifestEvent(

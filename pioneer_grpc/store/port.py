@@ -558,6 +558,11 @@ class Manifests(Protocol):
 
     async def newest_event_id(self) -> int: ...
 
+    async def threads_created(self, thread_ids: Sequence[str]) -> dict[str, str]:
+        """The creation time (as HistoryState.created) of each of `thread_ids` that exists: what the
+        hub compares to end the watches of a thread another process deleted."""
+        ...
+
 
 class Listing(Protocol):
     async def threads(

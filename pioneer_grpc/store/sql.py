@@ -493,6 +493,12 @@ class _Manifests(_Part):
     async def newest_event_id(self) -> int:
         return await self.runner.read(manifest_store.newest_event_id_in)
 
+    async def threads_created(self, thread_ids: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = await self.runner.read(
+            partial(manifest_store.threads_created_in, thread_ids=thread_ids)
+        )
+        return found
+
 
 def _turn_manifest(thread_id: str, turn_id: str, conn: Connection) -> TurnManifest:
     return manifest_store.turn_manifest_in(conn, thread_id, turn_id)

@@ -164,8 +164,8 @@ class HistoryServiceServicer:
         """Deletes a thread and everything stored for it (entries, turns, tool calls,
         summaries, token counts, manifests and their events, kept rendered rounds)
         in one transaction: all of it or none. Observers watching the thread get a
-        final event (ManifestEvent.thread_deleted) from the server that deleted it,
-        and their stream ends. Every server's kept history of the thread stops
+        final event (ManifestEvent.thread_deleted), on every worker and replica, and
+        their stream ends. Every server's kept history of the thread stops
         serving at once: the thread's history state carries its creation time, so a
         thread created again under the same id starts from scratch (AIP-135).
 
