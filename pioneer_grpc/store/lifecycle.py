@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import LargeBinary, cast, delete, func, select, text, update
+from sqlalchemy import LargeBinary, bindparam, cast, delete, func, select, text, update
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc import reasons
@@ -110,46 +110,52 @@ def delete_thread_in(
                 reason=reasons.ETAG_MISMATCH,
                 metadata={"thread_id": thread_id},
             )
-    removed = Removed(stored_bytes_in(conn, thread_id))
-    for table, where in THREAD_ROWS.items():
-        conn.execute(delete(_MODELS[table]).where(where(thread_id)))
-    if conn.dialect.name == "postgresql":
+    by_thread = {"b_thread_id": thread_id}
+    postgres = conn.dialect.name == "postgresql"
+    removed = Removed(int(conn.execute(_STORED_BYTES[postgres], by_thread).scalar_one()))
+    for statement in _DELETES.values():
+        conn.execute(statement, by_thread)
+    if postgres:
         # Wakes every replica's hub at the commit (no event id: each reads what is new, and ends the
         # watches of the thread, events/hub.py `_end_deleted`).
         conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": NOTIFY_CHANNEL})
     return removed
 
 
-def stored_bytes_in(conn: Connection, thread_id: str) -> int:
-    """Bytes of what the thread holds: its entries' content, summaries, manifests and their events,
-    kept rounds (UTF-8 for text; rows' keys and counts aside)."""
-    if conn.dialect.name == "postgresql":
-        size: Any = func.octet_length
-    else:
+def _stored_bytes(postgres: bool) -> Any:
+    """Bytes of what the thread `:b_thread_id` holds, one row: its entries' content, summaries,
+    manifests and their events, kept rounds (UTF-8 for text; rows' keys and counts aside)."""
 
-        def size(column: Any) -> Any:
-            return func.length(cast(column, LargeBinary))
+    def size(column: Any) -> Any:
+        return func.octet_length(column) if postgres else func.length(cast(column, LargeBinary))
 
-    def total(*columns: Any) -> Any:
+    def total(of_thread: Any, *columns: Any) -> Any:
         summed = sum((func.coalesce(size(column), 0) for column in columns[1:]), size(columns[0]))
-        return func.coalesce(func.sum(summed), 0)
+        return select(func.coalesce(func.sum(summed), 0)).where(of_thread).scalar_subquery()
 
-    sums = [
-        select(
-            total(
-                EntryRow.content,
-                EntryRow.tool_calls_json,
-                EntryRow.artifact_refs_json,
-                EntryRow.reasoning_content,
-                EntryRow.content_parts_pb,
-            )
-        ).where(EntryRow.thread_id == thread_id),
-        select(total(SummaryRow.text)).where(SummaryRow.thread_id == thread_id),
-        select(total(TurnRow.prompt_manifest_json)).where(TurnRow.thread_id == thread_id),
-        select(total(ManifestEventRow.manifest_pb)).where(ManifestEventRow.thread_id == thread_id),
-        select(total(RenderedRoundRow.round_pb)).where(RenderedRoundRow.thread_id == thread_id),
-    ]
-    return sum(int(conn.execute(statement).scalar_one()) for statement in sums)
+    thread_id: Any = bindparam("b_thread_id")
+    entries = (
+        EntryRow.content,
+        EntryRow.tool_calls_json,
+        EntryRow.artifact_refs_json,
+        EntryRow.reasoning_content,
+        EntryRow.content_parts_pb,
+    )
+    return select(
+        total(EntryRow.thread_id == thread_id, *entries)
+        + total(SummaryRow.thread_id == thread_id, SummaryRow.text)
+        + total(TurnRow.thread_id == thread_id, TurnRow.prompt_manifest_json)
+        + total(ManifestEventRow.thread_id == thread_id, ManifestEventRow.manifest_pb)
+        + total(RenderedRoundRow.thread_id == thread_id, RenderedRoundRow.round_pb)
+    )
+
+
+# Built once: each delete runs them all, the sweeper thousands of times.
+_STORED_BYTES = {postgres: _stored_bytes(postgres) for postgres in (False, True)}
+_DELETES = {
+    table: delete(_MODELS[table]).where(where(bindparam("b_thread_id")))
+    for table, where in THREAD_ROWS.items()
+}
 
 
 def abandon_turn_in(conn: Connection, thread_id: str, turn_id: str, allow_missing: bool) -> int | None:

@@ -450,7 +450,7 @@ class MemoryStore:
         return removed
 
     def stored_bytes(self, thread_id: str) -> int:
-        """As the SQL stores count it (store/lifecycle.py stored_bytes_in)."""
+        """As the SQL stores count it (store/lifecycle.py _stored_bytes)."""
 
         def size(value: str | bytes | None) -> int:
             return len(value.encode() if isinstance(value, str) else value or b"")

@@ -30,17 +30,17 @@ WRAPPER = f"""
 import sys, threading
 from pioneer_grpc.store import lifecycle
 
-rows_of_turns = lifecycle.THREAD_ROWS["turns"]
+
+class StopAtTurns(dict):
+    def values(self):
+        for table, statement in self.items():
+            if table == "turns":
+                print({MID_DELETE!r}, flush=True)
+                threading.Event().wait()
+            yield statement
 
 
-def stop_here(thread_id):
-    if thread_id == "doomed":
-        print({MID_DELETE!r}, flush=True)
-        threading.Event().wait()
-    return rows_of_turns(thread_id)
-
-
-lifecycle.THREAD_ROWS["turns"] = stop_here
+lifecycle._DELETES = StopAtTurns(lifecycle._DELETES)
 from pioneer_grpc.cli import main
 
 sys.exit(main())
