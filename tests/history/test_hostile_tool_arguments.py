@@ -28,19 +28,13 @@ from pioneer_grpc.v1 import (
 )
 from tests.history.rpc import ASSISTANT, TOOL, entry
 from tests.history.test_poisoned_threads import store_as_an_older_version_did
-from tests.providers import strict
+from tests.providers.conformance import conformances
 from tests.support import decoded
 from tests.turn.test_prepare_turn import Client, compile_input
 
 CALLS = 1_000
 THREADS = 20
 TOOL_NAME = "probe"
-STRICT = {
-    provider_service_pb2.PROVIDER_OPENAI_CHAT_COMPLETIONS: strict.openai_chat,
-    provider_service_pb2.PROVIDER_OPENAI_RESPONSES: strict.openai_responses,
-    provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES: strict.anthropic,
-    provider_service_pb2.PROVIDER_GEMINI_GENERATE_CONTENT: strict.gemini,
-}
 # A model of each provider whose JSON decodes the arguments (OpenAI takes them as text).
 DECODING_MODELS = {
     provider_service_pb2.PROVIDER_ANTHROPIC_MESSAGES: "claude-sonnet-4-5",
@@ -138,11 +132,11 @@ def strict_json(text: str) -> Any:
 
 async def render_everywhere(client: AsyncClient, chat: chat_pb2.ChatRequest, call_ids: list[str]) -> None:
     """Every provider renders `chat`: strict JSON, following the provider's rules, holding every call."""
-    for provider, check in STRICT.items():
+    for provider, conformance in conformances().items():
         reply = await client.render_chat_request(
             provider_service_pb2.RenderChatRequestRequest(provider=provider, chat_request=chat)
         )
-        check(strict_json(reply.body_json))
+        conformance.strict(strict_json(reply.body_json))
         missing = [c for c in call_ids if json.dumps(c) not in reply.body_json]
         assert not missing, (provider, missing[:5])
 
@@ -211,7 +205,7 @@ async def test_hostile_arguments_are_refused_at_append_or_rendered_by_every_prov
                     provider=provider,
                 )
             )
-            STRICT[provider](strict_json(reply.provider_body_json))
+            conformances()[provider].strict(strict_json(reply.provider_body_json))
             assert [d.code for d in reply.history_report.diagnostics] == []
             await render_everywhere(client, reply.chat_request, call_ids)
             await client.complete_turn(
@@ -256,7 +250,7 @@ async def test_rows_an_older_version_stored_are_repaired_for_anthropic_and_gemin
         diagnostics = [(d.code, d.entry_id) for d in reply.history_report.diagnostics]
         assert diagnostics == [("tool_arguments_repaired", f"a-turn-{n}") for n in range(len(OLDER_ROWS))]
         body = strict_json(reply.provider_body_json)
-        STRICT[provider](body)
+        conformances()[provider].strict(body)
         sent = {
             call.id: json.loads(call.arguments)
             for message in reply.chat_request.messages

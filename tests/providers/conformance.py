@@ -19,7 +19,6 @@ from typing import Any
 from pioneer_grpc.providers.spec import ProviderSpec
 from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
-from tests.providers.sdk_types import check_sdk_types
 
 P = provider_service_pb2
 Body = dict[str, Any]
@@ -39,8 +38,10 @@ class Conformance:
     provider: int
     # What generated sessions draw from: models that reason and that do not, unknown ones.
     models: tuple[Model, ...]
-    # The conversation rules in their strictest reading (raises on a violation).
+    # The conversation rules in their strictest reading (raises on a violation), and bodies
+    # written by hand that each break one of them: (rule id, body).
     strict: Callable[[Body], None]
+    broken: tuple[tuple[str, Body], ...]
     # The official SDK's request types (raises when they refuse the body), given the model.
     sdk_types: Callable[[Body, str], None]
     # The call ids of the body's tool calls, in order.
@@ -76,10 +77,6 @@ OPENAI_MODELS = (
     Model("gpt-4-0613", False, media=False),
     Model("house-model-7", True, notice="unknown_model"),
 )
-
-
-def sdk(provider: int) -> Callable[[Body, str], None]:
-    return lambda body, model: check_sdk_types(provider, body, model)
 
 
 def is_on(reasoning: chat_pb2.Reasoning) -> bool:

@@ -1,17 +1,11 @@
-"""The official SDKs' request types, as validators of a rendered body (unknown keys forbidden).
+"""The official SDKs' request types as validators of a rendered body, with unknown keys forbidden.
 
-OpenAI and Anthropic: pydantic TypeAdapters over the SDKs' request param TypedDicts
-(CompletionCreateParamsNonStreaming, ResponseCreateParamsNonStreaming,
-MessageCreateParamsNonStreaming), every TypedDict of the SDKs' types given
-`extra="forbid"`. Gemini: the google-genai pydantic models (which forbid unknown
-keys themselves) over the contents and the config, read from JSON as the SDK reads
-them. A provider added since checks its body with its own SDK's types in its tests
-folder (tests/providers/<provider>/conformance.py; tests/providers/conformance.py finds them).
+Each provider's tests folder checks its body with its own SDK's types
+(tests/providers/<provider>/rules.py, `check_types`). What they share is here.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from functools import cache
@@ -20,12 +14,10 @@ from typing import Any
 import typing_extensions
 from pydantic import ConfigDict, TypeAdapter
 
-from pioneer_grpc.v1 import provider_service_pb2
 
-P = provider_service_pb2
-
-
-def _forbid_extra(prefixes: tuple[str, ...]) -> None:
+def forbid_extra(prefixes: tuple[str, ...]) -> None:
+    """Gives every TypedDict of the loaded modules under `prefixes` `extra="forbid"`, so pydantic
+    refuses a key the SDK's request types do not declare."""
     for name, module in list(sys.modules.items()):
         if name.startswith(prefixes):
             for value in list(vars(module).values()):
@@ -33,36 +25,20 @@ def _forbid_extra(prefixes: tuple[str, ...]) -> None:
                     value.__pydantic_config__ = ConfigDict(extra="forbid")
 
 
-@cache
-def _adapters() -> dict[int, TypeAdapter[Any]]:
-    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
-    from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
-    from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
+def request_types(
+    load: Callable[[], Any], prefixes: tuple[str, ...]
+) -> Callable[[dict[str, Any], str], None]:
+    """A check of a body against the request TypedDict `load` imports (on first use, so the SDK is
+    imported only by the tests that check), every TypedDict under `prefixes` forbidding extra keys.
+    It raises a pydantic ValidationError when the types refuse the body."""
 
-    _forbid_extra(("openai.types", "anthropic.types"))
-    return {
-        P.PROVIDER_OPENAI_CHAT_COMPLETIONS: TypeAdapter(CompletionCreateParamsNonStreaming),
-        P.PROVIDER_OPENAI_RESPONSES: TypeAdapter(ResponseCreateParamsNonStreaming),
-        P.PROVIDER_ANTHROPIC_MESSAGES: TypeAdapter(MessageCreateParamsNonStreaming),
-    }
+    @cache
+    def adapter() -> TypeAdapter[Any]:
+        params = load()
+        forbid_extra(prefixes)
+        return TypeAdapter(params)
 
+    def check(body: dict[str, Any], model: str) -> None:
+        adapter().validate_python(body)
 
-def _gemini(body: dict[str, Any], model: str) -> None:
-    from google.genai import types
-
-    for content in body["contents"]:
-        types.Content.model_validate_json(json.dumps(content))
-    config = {key: body[key] for key in ("systemInstruction", "tools", "toolConfig") if key in body}
-    config.update(body.get("generationConfig", {}))
-    types.GenerateContentConfig.model_validate_json(json.dumps(config))
-
-
-def check_sdk_types(provider: int, body: dict[str, Any], model: str) -> None:
-    """Raises (a pydantic ValidationError) when the SDK's request types refuse the body."""
-    checks: dict[int, Callable[[dict[str, Any], str], None]] = {
-        P.PROVIDER_GEMINI_GENERATE_CONTENT: _gemini,
-    }
-    if provider in checks:
-        checks[provider](body, model)
-    else:
-        _adapters()[provider].validate_python(body)
+    return check

@@ -20,8 +20,9 @@ from pioneer_grpc.providers import render
 from pioneer_grpc.providers.prefix import render_prefix
 from pioneer_grpc.providers.render import render_after
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
-from tests.providers.bedrock.conformance import bedrock_strict, check_types
-from tests.providers.strict import STRICT
+from tests.providers.bedrock.rules import check_types
+from tests.providers.bedrock.rules import strict as bedrock_strict
+from tests.providers.conformance import conformances
 
 P = provider_service_pb2
 BEDROCK = P.PROVIDER_AMAZON_BEDROCK_CONVERSE
@@ -46,7 +47,7 @@ def _checked(provider: int, body_json: str) -> dict[str, Any]:
         bedrock_strict(body)
         check_types(body, MODELS[BEDROCK])
     else:
-        STRICT[provider](body)
+        conformances()[provider].strict(body)
     return body
 
 

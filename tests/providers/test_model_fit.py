@@ -13,7 +13,7 @@ from pioneer_grpc.providers import render
 from pioneer_grpc.providers.validate import tool_rule_violations
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 from tests.providers.cases import WEATHER
-from tests.providers.strict import STRICT
+from tests.providers.conformance import conformances
 
 P = provider_service_pb2
 CHAT, RESPONSES = P.PROVIDER_OPENAI_CHAT_COMPLETIONS, P.PROVIDER_OPENAI_RESPONSES
@@ -29,7 +29,7 @@ def request(model: str, **fields: Any) -> chat_pb2.ChatRequest:
 def rendered(provider: int, req: chat_pb2.ChatRequest) -> tuple[dict[str, Any], dict[str, str]]:
     out = render(provider, req)  # type: ignore[arg-type]
     body = json.loads(out.body_json)
-    STRICT[provider](body)
+    conformances()[provider].strict(body)
     return body, {n.code: n.field for n in out.notices}
 
 

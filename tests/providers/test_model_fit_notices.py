@@ -15,7 +15,7 @@ from pioneer_grpc.providers.apis import openai_chat as openai_chat_api
 from pioneer_grpc.providers.conversation import Notice
 from pioneer_grpc.providers.model_fit import ModelFit, apply, fit
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
-from tests.providers.strict import STRICT
+from tests.providers.conformance import conformances
 
 P = provider_service_pb2
 CHAT, ANTHROPIC = P.PROVIDER_OPENAI_CHAT_COMPLETIONS, P.PROVIDER_ANTHROPIC_MESSAGES
@@ -111,7 +111,7 @@ def test_media_a_model_does_not_read_is_named_by_file_name_then_type_then_kind()
     req = request("gpt-4-0613", messages=[{**USER, "contentParts": parts}])
     out = render(CHAT, req)
     body = json.loads(out.body_json)
-    STRICT[CHAT](body)
+    conformances()[CHAT].strict(body)
     assert [p.get("text") for p in body["messages"][0]["content"]] == [
         "Weather in Lisbon?",
         "Here:",

@@ -22,7 +22,7 @@ from pioneer_grpc.providers.provider_rules import _rewritten_id, adapt
 from pioneer_grpc.providers.spec import PLAIN_NAME
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 from tests.providers.cases import MODELS, PROVIDERS, WEATHER, build
-from tests.providers.strict import STRICT
+from tests.providers.conformance import conformances
 
 P = provider_service_pb2
 ANTHROPIC, GEMINI = P.PROVIDER_ANTHROPIC_MESSAGES, P.PROVIDER_GEMINI_GENERATE_CONTENT
@@ -54,7 +54,7 @@ def sent(provider: int, req: chat_pb2.ChatRequest) -> tuple[dict[str, Any], list
     """The body (checked by the provider's strict validator) and every notice as (code, message, field)."""
     out = render(provider, req)
     body = json.loads(out.body_json)
-    STRICT[provider](body)
+    conformances()[provider].strict(body)
     return body, [(n.code, n.message, n.field) for n in out.notices]
 
 

@@ -14,7 +14,6 @@ from pioneer_grpc.providers.specs import SPECS
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
 from tests.providers.cases import PDF, PNG, PROVIDERS, SCREENSHOT, build, rendered_cases
 from tests.providers.conformance import conformances
-from tests.providers.strict import STRICT
 
 P = provider_service_pb2
 
@@ -175,7 +174,7 @@ def test_a_result_with_media_moved_and_media_not_read_says_each_once() -> None:
     provider = P.PROVIDER_OPENAI_CHAT_COMPLETIONS
     out = render(provider, _result_with("gpt-5", "image", "audio"))
     body = json.loads(out.body_json)
-    STRICT[provider](body)
+    conformances()[provider].strict(body)
     part = "chat_request.messages[2].content_parts"
     # The model's notices come first (model_fit), then the tool results' (provider_rules).
     assert [(n.code, n.field) for n in out.notices] == [

@@ -16,7 +16,7 @@ from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.providers import render
 from pioneer_grpc.providers.conversation import Notice
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
-from tests.providers.sdk_types import check_sdk_types
+from tests.providers.conformance import conformances
 
 P = provider_service_pb2
 ANTHROPIC = P.PROVIDER_ANTHROPIC_MESSAGES
@@ -48,7 +48,7 @@ def _request(provider: int, *messages: dict[str, Any]) -> chat_pb2.ChatRequest:
 def _conversation(provider: int, *messages: dict[str, Any]) -> tuple[list[Any], tuple[Notice, ...]]:
     out = render(provider, _request(provider, *messages))
     body = json.loads(out.body_json)
-    check_sdk_types(provider, body, MODELS[provider])
+    conformances()[provider].sdk_types(body, MODELS[provider])
     return body[CONVERSATION[provider]], out.notices
 
 

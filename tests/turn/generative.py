@@ -50,7 +50,8 @@ from pioneer_grpc.v1 import (
     provider_service_pb2,
     turn_service_pb2,
 )
-from tests.providers.bedrock.conformance import bedrock_strict, check_types
+from tests.providers.bedrock.rules import check_types
+from tests.providers.bedrock.rules import strict as bedrock_strict
 from tests.providers.cases import MODELS as CASE_MODELS
 from tests.providers.cases import PDF, PNG
 from tests.providers.conformance import conformances

@@ -12,7 +12,7 @@ from pioneer_grpc.client import RpcFailure, user_entry
 from pioneer_grpc.v1 import chat_pb2, history_pb2, history_service_pb2, provider_service_pb2, turn_service_pb2
 from tests.builders import ASSISTANT, TOOL, entry, tool_call
 from tests.history.test_entry_media import SCREENSHOT, image
-from tests.providers.sdk_types import check_sdk_types
+from tests.providers.conformance import conformances
 from tests.turn.test_prefix_after_completed_turn import Renders
 from tests.turn.test_prepare_turn import Client, bad_fields, compile_input, weather_tool
 
@@ -160,7 +160,7 @@ async def test_media_in_tool_results_gets_one_notice_each_after_a_kept_prefix_as
             ]
             assert [(n.code, n.field) for n in reply.provider_notices] == [(code, field) for field in parts]
             body = reply.provider_body_json
-            check_sdk_types(P.PROVIDER_OPENAI_CHAT_COMPLETIONS, json.loads(body), model)
+            conformances()[P.PROVIDER_OPENAI_CHAT_COMPLETIONS].sdk_types(json.loads(body), model)
             sent = base64.b64encode(SCREENSHOT).decode() in body
             assert sent == (results > 0 and code != "media_not_sent")
             # The same round on a server that keeps nothing: from scratch, the same body and notices.

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pioneer_grpc.v1 import provider_service_pb2
-from tests.providers.conformance import Body, Conformance, Model, is_on, sdk
-from tests.providers.strict import STRICT
+from tests.providers.anthropic.rules import BROKEN, check_types, strict
+from tests.providers.conformance import Body, Conformance, Model, is_on
 
 P = provider_service_pb2
 
@@ -38,8 +38,9 @@ CONFORMANCE = Conformance(
         Model("claude-next-9", True, notice="unknown_model"),
         Model("gpt-4.1-mini", False, notice="model_family_mismatch"),
     ),
-    STRICT[P.PROVIDER_ANTHROPIC_MESSAGES],
-    sdk(P.PROVIDER_ANTHROPIC_MESSAGES),
+    strict,
+    BROKEN,
+    check_types,
     _call_ids,
     lambda body: False,  # never sent: Anthropic's thinking takes none, and the renderer leaves it out
     lambda body, reasoning: (

@@ -14,7 +14,9 @@ from pioneer_grpc.providers import render
 from pioneer_grpc.providers.prefix import render_prefix
 from pioneer_grpc.providers.render import render_after
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
-from tests.providers.bedrock.conformance import BEDROCK, MODEL, bedrock_strict, check_types
+from tests.providers.bedrock.conformance import BEDROCK, MODEL
+from tests.providers.bedrock.rules import check_types
+from tests.providers.bedrock.rules import strict as bedrock_strict
 from tests.providers.cases import CASES, PDF, PNG, build
 from tests.providers.strict import StrictViolation
 

@@ -21,7 +21,8 @@ from pioneer_grpc.providers.conversation import Notice
 from pioneer_grpc.providers.prefix import render_prefix
 from pioneer_grpc.providers.render import render_after
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
-from tests.providers.bedrock.conformance import bedrock_strict, check_types
+from tests.providers.bedrock.rules import check_types
+from tests.providers.bedrock.rules import strict as bedrock_strict
 from tests.providers.cases import PDF, PNG, build, dynamic_text, stable_text
 
 BEDROCK = provider_service_pb2.PROVIDER_AMAZON_BEDROCK_CONVERSE

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from pioneer_grpc.v1 import chat_pb2, provider_service_pb2
-from tests.providers.conformance import Body, Conformance, Model, is_on, sdk
-from tests.providers.strict import STRICT
+from tests.providers.conformance import Body, Conformance, Model, is_on
+from tests.providers.gemini.rules import BROKEN, check_types, strict
 
 P = provider_service_pb2
 
@@ -82,8 +82,9 @@ CONFORMANCE = Conformance(
         Model("gemma-local-3", True, notice="unknown_model"),
         Model("gpt-4.1-mini", False, notice="model_family_mismatch"),
     ),
-    STRICT[P.PROVIDER_GEMINI_GENERATE_CONTENT],
-    sdk(P.PROVIDER_GEMINI_GENERATE_CONTENT),
+    strict,
+    BROKEN,
+    check_types,
     lambda body: [
         p["functionCall"]["id"] for c in body["contents"] for p in c["parts"] if "functionCall" in p
     ],

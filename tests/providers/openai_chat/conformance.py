@@ -10,9 +10,8 @@ from tests.providers.conformance import (
     openai_callable,
     openai_forced,
     openai_reasoning,
-    sdk,
 )
-from tests.providers.strict import STRICT
+from tests.providers.openai_chat.rules import BROKEN, check_types, strict
 
 P = provider_service_pb2
 
@@ -26,8 +25,9 @@ def _send(base_url: str, body: Body, model: str) -> None:
 CONFORMANCE = Conformance(
     P.PROVIDER_OPENAI_CHAT_COMPLETIONS,
     OPENAI_MODELS,
-    STRICT[P.PROVIDER_OPENAI_CHAT_COMPLETIONS],
-    sdk(P.PROVIDER_OPENAI_CHAT_COMPLETIONS),
+    strict,
+    BROKEN,
+    check_types,
     lambda body: [c["id"] for m in body["messages"] for c in m.get("tool_calls", [])],
     lambda body: "temperature" in body,
     openai_reasoning,
