@@ -2,11 +2,13 @@
 10,000 expired threads, against the same loops with the sweeper off (docs/performance.md).
 
     .venv/bin/python scripts/bench_retention.py [--backend sqlite|postgresql|both] [--threads 10000]
+        [--turns 40]
 
 The database is seeded with THREADS threads whose last write is 40 days old (each with a completed
 turn of four entries, about 2 KB), then each run is a `pioneer-grpc serve` subprocess with
 --retention-days 30 and the Go loop (clients/go/bin/pioneer-load -rpc loop, 16 loops, as
-scripts/bench_loop.py runs it): first with --retention-sweep-seconds 0 (no sweep: the expired threads
+scripts/bench_loop.py runs it, TURNS measured turns each: about 1,300 PrepareTurns a run, so a p99
+is not one or two calls): first with --retention-sweep-seconds 0 (no sweep: the expired threads
 stay), then with the sweeper waking after 0.5 s, then without again (the machine's drift between
 runs). While the sweeping run's loops run, the expired threads left are counted every 0.2 s: the
 figure says how much of the loops' time the sweep overlapped. Goal: PrepareTurn p99 (first and
@@ -30,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import bench_loop  # noqa: E402
 from bench_events import scratch_database  # noqa: E402
 from bench_inputs import loop_inputs  # noqa: E402
 from bench_loop import run_loop  # noqa: E402
@@ -172,7 +175,9 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
     parser.add_argument("--threads", type=int, default=10_000)
+    parser.add_argument("--turns", type=int, default=40, help="measured turns of each of the 16 loops")
     args = parser.parse_args()
+    bench_loop.TURNS[16] = args.turns
     from bench import start_postgres, stop_postgres
 
     results: list[dict[str, Any]] = []
