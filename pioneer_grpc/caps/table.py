@@ -48,7 +48,7 @@ _REQUESTS: CapTable = {
         "entries": _items(h.MAX_ENTRIES_PER_APPEND),
     },
     "pioneer.v1.AbandonTurnRequest": {"thread_id": ID, "turn_id": ID},
-    "pioneer.v1.DeleteThreadRequest": {"thread_id": ID},
+    "pioneer.v1.DeleteThreadRequest": {"thread_id": ID, "etag": ID},
     "pioneer.v1.LoadConversationHistoryRequest": {"thread_id": ID, "exclude_turn_id": ID},
     "pioneer.v1.GetThreadSummaryRequest": {"thread_id": ID},
     "pioneer.v1.ListThreadsRequest": {"page_token": PAGE_TOKEN, "order_by": NAME},

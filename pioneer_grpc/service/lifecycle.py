@@ -13,13 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pioneer_grpc import reasons
+from pioneer_grpc.caps import text_violation
+from pioneer_grpc.caps.table import CAPS
 from pioneer_grpc.errors import FieldViolation, InvalidArgument, NotFound
 from pioneer_grpc.history.entries import id_violation, thread_id_violation
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.store.port import Expiry, Removed
-
-# Cap of DeleteThreadRequest.etag: the server's are 20 characters.
-MAX_ETAG_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -70,6 +69,4 @@ async def removed(
 
 
 def _etag_violation(etag: str) -> FieldViolation | None:
-    if len(etag) > MAX_ETAG_CHARS:
-        return FieldViolation("etag", f"must be at most {MAX_ETAG_CHARS} characters (a Thread.etag as read)")
-    return None
+    return text_violation("etag", etag, CAPS["pioneer.v1.DeleteThreadRequest"]["etag"])
