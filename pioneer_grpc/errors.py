@@ -141,6 +141,24 @@ class RateLimited(ResourceExhausted):
         self.retry_delay_seconds = retry_delay_seconds
 
 
+class QuotaExceeded(ResourceExhausted):
+    """A tenant's cap (tenants file) would be passed: what (`subject`) and by how much (`description`),
+    for a QuotaFailure."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        subject: str,
+        description: str,
+        reason: str = "",
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message, reason=reason, metadata=metadata)
+        self.subject = subject
+        self.description = description
+
+
 class Aborted(PioneerError):
     """A concurrency conflict, e.g. a lock wait ran out; retrying the whole call is safe."""
 

@@ -35,6 +35,9 @@ PATH_OUTSIDE_WORKSPACE = "PATH_OUTSIDE_WORKSPACE"
 NO_RUNTIME_HOME = "NO_RUNTIME_HOME"
 # The token's role (viewer) may only read, and the method writes (metadata: role, tenant, method).
 ROLE_MAY_NOT_WRITE = "ROLE_MAY_NOT_WRITE"
+# The call named a tenant (x-pioneer-tenant) other than its token's, and the token is not an admin's
+# (metadata: tenant, the token's role).
+TENANT_NOT_YOURS = "TENANT_NOT_YOURS"
 
 # INVALID_ARGUMENT (BadRequest lists the fields)
 INVALID_ARGUMENT = "INVALID_ARGUMENT"
@@ -47,6 +50,9 @@ OBSERVER_TOO_SLOW = "OBSERVER_TOO_SLOW"
 TOO_MANY_CONNECTIONS = "TOO_MANY_CONNECTIONS"
 # The tenant's requests per second (tenants file) are used up: RetryInfo says when to retry.
 TENANT_RATE_LIMITED = "TENANT_RATE_LIMITED"
+# The tenant holds as many threads, or as many bytes of entries, as the tenants file allows (a
+# QuotaFailure and the metadata give the cap and what is held).
+TENANT_QUOTA_EXCEEDED = "TENANT_QUOTA_EXCEEDED"
 
 # UNAVAILABLE
 SHUTTING_DOWN = "SHUTTING_DOWN"

@@ -28,6 +28,7 @@ import logging
 from collections import deque
 
 from pioneer_grpc.store.port import Manifests
+from pioneer_grpc.tenants.callers import DEFAULT_TENANT
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,12 @@ class SubscriptionClosed(Exception):
 
 
 class Subscription:
-    def __init__(self, thread_id: str, capacity: int, max_bytes: int = 0) -> None:
+    def __init__(
+        self, thread_id: str, capacity: int, max_bytes: int = 0, tenant: str | None = DEFAULT_TENANT
+    ) -> None:
+        # The tenant whose events it wants (None: every tenant's, an admin's watch), of one thread
+        # ("": of every thread). The hub offers it nothing else.
+        self.tenant = tenant
         self.thread_id = thread_id
         self.capacity = capacity
         # 0: no bound in bytes.
@@ -62,6 +68,8 @@ class Subscription:
         self._ready = asyncio.Event()
 
     def wants(self, event: service_pb2.ManifestEvent) -> bool:
+        if self.tenant is not None and event.tenant != self.tenant:
+            return False
         return not self.thread_id or event.thread_id == self.thread_id
 
     @property
@@ -140,21 +148,23 @@ class ManifestHub:
         else:
             self.poke(event.event_id)
 
-    def subscribe(self, thread_id: str, capacity: int, max_bytes: int = 0) -> Subscription:
+    def subscribe(
+        self, thread_id: str, capacity: int, max_bytes: int = 0, *, tenant: str | None = DEFAULT_TENANT
+    ) -> Subscription:
         if self._closed:
             raise SubscriptionClosed
-        subscription = Subscription(thread_id, capacity, max_bytes)
+        subscription = Subscription(thread_id, capacity, max_bytes, tenant)
         self._subscriptions.add(subscription)
         return subscription
 
-    def end_thread(self, thread_id: str) -> None:
-        """The thread was deleted (here, or by another process: `_end_deleted`): each watch of it
-        gets a last event saying so, once, then ends."""
+    def end_thread(self, tenant: str, thread_id: str) -> None:
+        """The tenant's thread was deleted (here, or by another process: `_end_deleted`): each watch
+        of it gets a last event saying so, once, then ends."""
         final = service_pb2.WatchManifestsResponse(
-            event=service_pb2.ManifestEvent(thread_id=thread_id, thread_deleted=True)
+            event=service_pb2.ManifestEvent(tenant=tenant, thread_id=thread_id, thread_deleted=True)
         )
         for subscription in list(self._subscriptions):
-            if subscription.thread_id == thread_id:
+            if subscription.thread_id == thread_id and subscription.tenant in (None, tenant):
                 self._end(subscription, final)
 
     @staticmethod
@@ -223,15 +233,21 @@ class ManifestHub:
         """Ends the watches of threads another process deleted: a deleted thread's events are deleted
         with it, so no event says so; its row being gone (or created anew) does. Read with each
         wake of the reader (a NOTIFY on PostgreSQL, which a delete sends; SQLite workers' poll)."""
-        watching = [s for s in self._subscriptions if s.thread_id and not s.ended]
+        # A watch of one tenant's thread (an admin's watch of every tenant names no one thread's row).
+        watching = [s for s in self._subscriptions if s.thread_id and s.tenant is not None and not s.ended]
         if not watching:
             return
-        present = await self._manifests.threads_created(sorted({s.thread_id for s in watching}))
+        keys = sorted({(s.tenant or "", s.thread_id) for s in watching})
+        present = await self._manifests.threads_created(keys)
         for subscription in watching:
-            created = present.get(subscription.thread_id)
+            created = present.get((subscription.tenant or "", subscription.thread_id))
             if subscription.created is not None and created != subscription.created:
                 final = service_pb2.WatchManifestsResponse(
-                    event=service_pb2.ManifestEvent(thread_id=subscription.thread_id, thread_deleted=True)
+                    event=service_pb2.ManifestEvent(
+                        tenant=subscription.tenant or "",
+                        thread_id=subscription.thread_id,
+                        thread_deleted=True,
+                    )
                 )
                 self._end(subscription, final)
             elif created is not None:
@@ -251,7 +267,9 @@ class ManifestHub:
 
     async def _dispatch_new(self) -> None:
         while True:
-            events = await self._manifests.events_after(self.last_event_id, limit=self._page_size)
+            events = await self._manifests.events_after(
+                self.last_event_id, limit=self._page_size, every_tenant=True
+            )
             # No await from here to the end of the loop body: a subscription
             # registered at any await point sees either all of a page or none.
             for event in events:

@@ -26,6 +26,7 @@ class ManifestWatch:
         hub: ManifestHub,
         manifests: Manifests,
         *,
+        tenant: str | None,
         thread_id: str,
         after_event_id: int,
         live_only: bool,
@@ -35,6 +36,8 @@ class ManifestWatch:
     ) -> None:
         self._hub = hub
         self._manifests = manifests
+        # None: every tenant's events (an admin's watch); `manifests` is then read across tenants.
+        self._tenant = tenant
         self._thread_id = thread_id
         self._live_only = live_only
         # 0 disables heartbeats.
@@ -99,18 +102,19 @@ class ManifestWatch:
         return f"{self._queue_size} events"
 
     def _subscribe(self) -> Subscription:
-        return self._hub.subscribe(self._thread_id, self._queue_size, self._queue_bytes)
+        return self._hub.subscribe(self._thread_id, self._queue_size, self._queue_bytes, tenant=self._tenant)
 
     async def _note_created(self, subscription: Subscription) -> None:
         """The watched thread as it is now: the hub ends the watch when another process deletes it."""
-        if self._thread_id:
-            found = await self._manifests.threads_created([self._thread_id])
-            subscription.created = subscription.created or found.get(self._thread_id)
+        if self._thread_id and self._tenant is not None:
+            key = (self._tenant, self._thread_id)
+            found = await self._manifests.threads_created([key])
+            subscription.created = subscription.created or found.get(key)
 
     async def _backlog(self) -> AsyncIterator[service_pb2.WatchManifestsResponse]:
         while True:
             events = await self._manifests.events_after(
-                self.cursor, thread_id=self._thread_id, limit=PAGE_SIZE
+                self.cursor, thread_id=self._thread_id, limit=PAGE_SIZE, every_tenant=self._tenant is None
             )
             for event in events:
                 self.cursor = event.event_id

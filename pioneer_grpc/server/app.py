@@ -32,7 +32,7 @@ from pioneer_grpc.models.registry import load_registry
 from pioneer_grpc.server.certificates import validity
 from pioneer_grpc.server.connections import Connections, raise_descriptor_limit
 from pioneer_grpc.server.health import DatabaseHealth
-from pioneer_grpc.server.interceptors import AuthInterceptor, RequestInterceptor
+from pioneer_grpc.server.interceptors import AuthInterceptor, RequestInterceptor, TenantInterceptor
 from pioneer_grpc.server.logs import quiet_drivers
 from pioneer_grpc.server.methods import method_names
 from pioneer_grpc.server.observability import ObservabilityInterceptor
@@ -180,7 +180,7 @@ class RunningServer:
         for hook in reversed(self.ctx.on_shutdown):
             await hook()
         # Work of cancelled RPCs may still be finishing: the store waits for it, then closes.
-        await self.ctx.store.close()
+        await self.ctx.root_store.close()
 
 
 def _passing_bytes(serializer: Callable[[Any], bytes] | None) -> Callable[[Any], bytes]:
@@ -331,7 +331,7 @@ async def build_context(config: Config, telemetry: Telemetry | None = None) -> S
     ctx = ServiceContext(
         config=config,
         models=models,
-        store=store,
+        root_store=store,
         hub=events.hub,
         summarizer=build_summarizer(
             config.summarizer,
@@ -359,7 +359,7 @@ async def build_context(config: Config, telemetry: Telemetry | None = None) -> S
 async def _release(ctx: ServiceContext) -> None:
     for hook in reversed(ctx.on_shutdown):
         await hook()
-    await ctx.store.close()
+    await ctx.root_store.close()
 
 
 async def start_server(
@@ -447,7 +447,7 @@ async def _start(
         raise
     health_servicer = health.aio.HealthServicer()
     database_health = DatabaseHealth(
-        ctx.store.probe,
+        ctx.root_store.probe,
         health_servicer,
         ["", *SERVICE_NAMES],
         config.health_probe_seconds,
@@ -469,6 +469,8 @@ async def _start(
     authority = Authority.of(config.token, config.tenants_file)
     if authority is not None:
         interceptors.append(AuthInterceptor(authority))
+        ctx.quota_of = authority.quota_of
+    interceptors.append(TenantInterceptor())
     server = grpc.aio.server(
         interceptors=interceptors,
         options=[

@@ -58,6 +58,9 @@ def rpc_status_of(exc: errors.PioneerError) -> status_pb2.Status:
         )
     info = error_details_pb2.ErrorInfo(reason=exc.reason, domain=errors.ERROR_DOMAIN, metadata=exc.metadata)
     status.details.append(_packed(info))
+    if isinstance(exc, errors.QuotaExceeded):
+        violation = error_details_pb2.QuotaFailure.Violation(subject=exc.subject, description=exc.description)
+        status.details.append(_packed(error_details_pb2.QuotaFailure(violations=[violation])))
     if isinstance(exc, errors.RateLimited):
         delay = duration_pb2.Duration()
         delay.FromNanoseconds(max(1, math.ceil(exc.retry_delay_seconds * 1e9)))

@@ -36,7 +36,7 @@ from pioneer_grpc.server.logs import (
     request_id_from,
 )
 from pioneer_grpc.server.methods import logged_name
-from pioneer_grpc.tenants import CALLER, Authority
+from pioneer_grpc.tenants import CALLER, TENANT_HEADER, Authority, acting, current_caller
 
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 # Request fields named on the RPC's log lines (as thread_id and turn_id).
@@ -104,6 +104,29 @@ class AuthInterceptor(ServerInterceptor):
         CALLER.set(caller)
         try:
             self._authority.admit(caller, details.method)
+        except errors.PioneerError as exc:
+            return _refusing(exc)
+        return await continuation(details)
+
+
+class TenantInterceptor(ServerInterceptor):
+    """The tenant a call acts in (tenants/ TENANT_HEADER), after the token named its caller: an
+    admin's names any tenant, anyone else's its own only (PERMISSION_DENIED otherwise); two
+    values are refused, as two tokens are. Without the header, the token's tenant."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        named = [value for key, value in details.invocation_metadata or () if key == TENANT_HEADER]
+        if not named or details.method.startswith(HEALTH_PREFIX):
+            return await continuation(details)
+        try:
+            if len(named) > 1:
+                raise errors.InvalidArgument.field(TENANT_HEADER, "must be sent once")
+            value = named[0] if isinstance(named[0], str) else bytes(named[0]).decode("utf-8", "replace")
+            CALLER.set(acting(current_caller(), value))
         except errors.PioneerError as exc:
             return _refusing(exc)
         return await continuation(details)
@@ -249,7 +272,7 @@ class _Rpc:
                 "code": self.code,
                 "duration_ms": round(elapsed_ms, 1),
                 **({"reason": self.reason} if self.reason else {}),
-                **({"tenant": caller.tenant} if caller is not None else {}),
+                **(caller.log_fields() if caller is not None else {}),
             },
         )
 

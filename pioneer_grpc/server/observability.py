@@ -25,6 +25,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from pioneer_grpc.server.methods import OTHER
 from pioneer_grpc.telemetry import SpanScope, Telemetry
+from pioneer_grpc.tenants import CALLER
 
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 _PROPAGATOR = TraceContextTextMapPropagator()
@@ -103,8 +104,13 @@ class _Call:
 
     def done(self, span: trace.Span, code: grpc.StatusCode, started: float) -> None:
         self.telemetry.metrics.rpc_ended()
+        caller = CALLER.get()
         self.telemetry.metrics.rpc_handled(
-            self.service, self.method, code.name, time.perf_counter() - started
+            self.service,
+            self.method,
+            code.name,
+            time.perf_counter() - started,
+            "" if caller is None else caller.of_token,
         )
         if span.is_recording():
             span.set_attribute("rpc.grpc.status_code", code.value[0])

@@ -25,13 +25,15 @@ from pioneer_grpc.service.recent_rounds import RecentRounds
 from pioneer_grpc.service.token_fit import SeenModels
 from pioneer_grpc.store.port import Store
 from pioneer_grpc.telemetry import Telemetry
+from pioneer_grpc.tenants import Quota, current_caller
 
 
 @dataclass
 class ServiceContext:
     config: Config
-    # Every read and write of the use cases (store/port.py): SQLite, PostgreSQL, or in memory.
-    store: Store
+    # Every read and write of the use cases (store/port.py): SQLite, PostgreSQL, or in memory, as
+    # opened (the default tenant's view). A use case reaches it through `store`, its caller's view.
+    root_store: Store
     # Fan-out of manifest events to live observers: each committed event is handed to it.
     hub: ManifestHub
     summarizer: Summarizer
@@ -52,8 +54,16 @@ class ServiceContext:
     token_counter: ProviderTokenCounter | None = None
     # Spans and metrics; inert unless the server was started with them.
     telemetry: Telemetry = field(default_factory=Telemetry)
+    # Each tenant's caps on threads and stored bytes (the tenants file in effect; None: no cap).
+    quota_of: Callable[[str], Quota | None] = lambda tenant: None
     # Run in reverse order when the server stops (after RPCs drained).
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.compile_cache = CompileCache(settings=self.config.compile_settings())
+
+    @property
+    def store(self) -> Store:
+        """The store as the call's tenant sees it (service/tenancy.py): another tenant's threads are
+        not in it."""
+        return self.root_store.of_tenant(current_caller().tenant)

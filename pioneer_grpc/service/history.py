@@ -42,9 +42,10 @@ from pioneer_grpc.history.render import chat_counted_texts, entry_counted_texts
 from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD, count_blocking
 from pioneer_grpc.models.attachments import attachment_tokens
 from pioneer_grpc.models.registry import Registry
-from pioneer_grpc.service import round_usage, token_fit
+from pioneer_grpc.service import quotas, round_usage, token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.history_load import LoadAnswer, blocking, load_history, load_history_result
+from pioneer_grpc.service.tenancy import thread_key
 from pioneer_grpc.store.port import (
     OPTIONAL_SETTINGS,
     AppendBatch,
@@ -143,8 +144,10 @@ async def create_thread(
             *_settings_violations(resolved),
         ]
     )
-    thread = await ctx.store.threads.create(thread_id or f"thr_{uuid.uuid4().hex}", resolved)
-    ctx.seen_models.put(thread.thread_id, thread.config.model)
+    thread_id = thread_id or f"thr_{uuid.uuid4().hex}"
+    await quotas.check_new_thread(ctx, thread_id)
+    thread = await ctx.store.threads.create(thread_id, resolved)
+    ctx.seen_models.put(thread_key(thread.thread_id), thread.config.model)
     return thread
 
 
@@ -181,7 +184,7 @@ def _settings_violations(config: history_pb2.ThreadConfig) -> list[FieldViolatio
 async def get_thread(ctx: ServiceContext, thread_id: str) -> history_pb2.Thread:
     _check([thread_id_violation(thread_id)])
     thread = await ctx.store.threads.get(thread_id)
-    ctx.seen_models.put(thread_id, thread.config.model)
+    ctx.seen_models.put(thread_key(thread_id), thread.config.model)
     return thread
 
 
@@ -223,7 +226,7 @@ async def update_thread(
         current = (await ctx.store.threads.get(thread_id)).config
         updated = await ctx.store.threads.update(thread_id, _merged(ctx, current, config, masked), current)
         if not isinstance(updated, Conflict):
-            ctx.seen_models.put(thread_id, updated.config.model)
+            ctx.seen_models.put(thread_key(thread_id), updated.config.model)
             return updated
     raise Aborted(
         f"thread {thread_id!r} kept changing while this update was made; nothing was changed: send it again"
@@ -281,13 +284,16 @@ async def append_entries(
     `with_entries` the outcome carries the counts only (nothing is read back). With
     `complete_turn_id` that turn is completed in the same transaction.
     """
-    counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, ctx.seen_models, thread_id)
-    counted_model = token_fit.likely_model(ctx.load_cache, ctx.seen_models, thread_id)
+    counted_in = token_fit.likely_tokenizer(
+        ctx.models, ctx.load_cache, ctx.seen_models, thread_key(thread_id)
+    )
+    counted_model = token_fit.likely_model(ctx.load_cache, ctx.seen_models, thread_key(thread_id))
     small = sum(entry.ByteSize() for entry in entries) <= _ON_LOOP_BATCH_BYTES
     with ctx.telemetry.span(
         "pioneer.history.append", {tracing.THREAD_ID: thread_id, tracing.ENTRIES_APPENDED: len(entries)}
     ):
         content = await blocking(lambda: _checked_content(thread_id, entries, prefix), off_loop=not small)
+        await quotas.check_stored(ctx, thread_id, entries)
         if content:
             # Refused anyway: read the thread's calls too, so every violation is named at once.
             stored = await ctx.store.entries.stored_calls(thread_id, entries)
@@ -307,7 +313,7 @@ async def append_entries(
                 f"the model of thread {thread_id!r} kept changing while these entries were counted; "
                 "nothing was stored: send them again"
             )
-    ctx.seen_models.put(thread_id, outcome.model)
+    ctx.seen_models.put(thread_key(thread_id), outcome.model)
     ctx.telemetry.metrics.failed_tool_results(outcome.failed_results)
     return outcome
 
@@ -356,7 +362,7 @@ async def complete_turn(
         return await _complete_turn(ctx, thread_id, turn_id, entries)
     await round_usage.turn_has_round(ctx, thread_id, turn_id)
     outcome = await _complete_turn(ctx, thread_id, turn_id, entries)
-    await round_usage.record(ctx, thread_id, turn_id, ctx.recent_rounds.last(thread_id), usage)
+    await round_usage.record(ctx, thread_id, turn_id, ctx.recent_rounds.last(thread_key(thread_id)), usage)
     return outcome
 
 

@@ -40,6 +40,7 @@ from pioneer_grpc.history.render import summary_text
 from pioneer_grpc.history.summarizers import Summarizer, SummarizerError, SummaryRequest
 from pioneer_grpc.history.tokens import count_tokens
 from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.service.tenancy import thread_key
 from pioneer_grpc.store.port import HistoryRead, SummaryToStore
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import history_pb2
@@ -342,7 +343,9 @@ def _kept_summarized(
     )
     if summarized.needs_compression:
         return  # under the low-water mark, far below the threshold: never so
-    ctx.load_cache.store(thread_id, "", read.state, summarized, decide.full(summarized), extendable=True)
+    ctx.load_cache.store(
+        thread_key(thread_id), "", read.state, summarized, decide.full(summarized), extendable=True
+    )
 
 
 def _to_store(candidate: decide.StoredSummary) -> SummaryToStore:

@@ -38,6 +38,7 @@ from pioneer_grpc.service import history_compaction as compaction
 from pioneer_grpc.service import token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
+from pioneer_grpc.service.tenancy import thread_key
 from pioneer_grpc.store.port import HistoryRead, HistoryState
 from pioneer_grpc.v1 import history_pb2
 
@@ -115,7 +116,9 @@ def extended(ctx: ServiceContext, thread_id: str, kept: CachedLoad, read: Histor
         report=report,
         kept=[*kept.result.kept, *newer],
     )
-    return ctx.load_cache.store(thread_id, "", state, grown, result, extendable=True, extends=kept)
+    return ctx.load_cache.store(
+        thread_key(thread_id), "", state, grown, result, extendable=True, extends=kept
+    )
 
 
 @dataclass(frozen=True)
@@ -194,5 +197,5 @@ def _extended_cleared(
         kept=[*kept.result.kept, *newer],
     )
     return ctx.load_cache.store(
-        thread_id, "", state, grown, result, extendable=True, extends=kept, cleared=ready
+        thread_key(thread_id), "", state, grown, result, extendable=True, extends=kept, cleared=ready
     )

@@ -36,6 +36,7 @@ from pioneer_grpc.service import history_compaction as compaction
 from pioneer_grpc.service import history_current, load_counts, observe, token_fit
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.load_cache import CachedLoad
+from pioneer_grpc.service.tenancy import thread_key
 from pioneer_grpc.store.port import (
     Extendable,
     HistoryAsk,
@@ -150,25 +151,27 @@ def full_load_of(
     """
     whole = read.whole
     assert whole is not None
-    cached = ctx.load_cache.find(thread_id, whole.key, read.state)
+    cached = ctx.load_cache.find(thread_key(thread_id), whole.key, read.state)
     if cached is not None:
         return cached, None
     snapshot, counts = snapshot_of(ctx, read.state, whole)
     if snapshot.needs_compression:
         return OverThreshold(snapshot, read.state, whole.key), counts
     result = decide.full(snapshot)
-    kept = ctx.load_cache.store(thread_id, whole.key, read.state, snapshot, result, extendable=not whole.key)
+    kept = ctx.load_cache.store(
+        thread_key(thread_id), whole.key, read.state, snapshot, result, extendable=not whole.key
+    )
     return kept, counts
 
 
 def history_ask(ctx: ServiceContext, thread_id: str, exclude_turn_id: str) -> HistoryAsk:
     """What a load leaving out `exclude_turn_id` asks of the store, given what this server keeps: the
     states of its kept answers, and the one later completed entries may extend."""
-    base = ctx.load_cache.extendable(thread_id)
+    base = ctx.load_cache.extendable(thread_key(thread_id))
     return HistoryAsk(
         thread_id,
         exclude_turn_id,
-        known=ctx.load_cache.states(thread_id, exclude_turn_id),
+        known=ctx.load_cache.states(thread_key(thread_id), exclude_turn_id),
         extend=None if base is None else Extendable(base.state, base.through),
         max_turns=MAX_LOADED_TURNS,
     )
@@ -185,8 +188,8 @@ def kept_of(
     """The kept answer for the thread as `read` found it, if any: kept for its state, or the kept
     history brought current by the entries completed since, when those are all `read` holds and all
     that changed (history_current.py)."""
-    found = ctx.load_cache.find(thread_id, exclude_turn_id, read.state)
-    base = ctx.load_cache.extendable(thread_id)
+    found = ctx.load_cache.find(thread_key(thread_id), exclude_turn_id, read.state)
+    base = ctx.load_cache.extendable(thread_key(thread_id))
     if found is None and base is not None and read.after == base.through:
         current = history_current.extended(ctx, thread_id, base, read)
         if current is not None and current.serves(exclude_turn_id):
@@ -229,7 +232,7 @@ def history_of(
         # nothing serves every such turn (kept for this state: brought current above, say, though
         # it does not serve the turn as the answer of a read that held every turn would).
         key = exclude_turn_id if read.excluded_completed else ""
-        found = ctx.load_cache.find(thread_id, key, read.state)
+        found = ctx.load_cache.find(thread_key(thread_id), key, read.state)
     if found is not None:
         return found, None
     if read.whole is None:
@@ -332,7 +335,7 @@ async def over_threshold(
             return found.result
         cleared = found.ready if found.cleared_enough and not read.key else None
         return ctx.load_cache.store(
-            thread_id,
+            thread_key(thread_id),
             read.key,
             read.state,
             snapshot,

@@ -18,6 +18,7 @@ from pioneer_grpc.caps.table import CAPS
 from pioneer_grpc.errors import FieldViolation, InvalidArgument, NotFound
 from pioneer_grpc.history.entries import id_violation, thread_id_violation
 from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.service.tenancy import ThreadKey, thread_key
 from pioneer_grpc.store.port import Expiry, Removed
 
 
@@ -33,7 +34,7 @@ async def abandon_turn(
 ) -> Abandoned:
     InvalidArgument.raise_if([thread_id_violation(thread_id), id_violation("turn_id", turn_id, "turn_id")])
     dropped = await ctx.store.turns.abandon(thread_id, turn_id, allow_missing)
-    ctx.recent_rounds.forget(thread_id, turn_id)
+    ctx.recent_rounds.forget(thread_key(thread_id), turn_id)
     return Abandoned(dropped is not None, dropped or 0)
 
 
@@ -43,7 +44,7 @@ async def delete_thread(
     """Whether the thread existed; NotFound when it did not, unless `allow_missing`. With `etag`
     (Thread.etag) only the thread as it was read: Aborted ETAG_MISMATCH when it changed since."""
     InvalidArgument.raise_if([thread_id_violation(thread_id), _etag_violation(etag)])
-    deleted = await removed(ctx, thread_id, etag=etag) is not None
+    deleted = await removed(ctx, thread_key(thread_id), etag=etag) is not None
     if not deleted and not allow_missing:
         raise NotFound(
             f"thread {thread_id!r} does not exist (deleted already?); send allow_missing to accept that",
@@ -54,17 +55,19 @@ async def delete_thread(
 
 
 async def removed(
-    ctx: ServiceContext, thread_id: str, *, etag: str = "", expiry: Expiry | None = None
+    ctx: ServiceContext, key: ThreadKey, *, etag: str = "", expiry: Expiry | None = None
 ) -> Removed | None:
     """The one path of a thread's deletion, DeleteThread's and the retention sweeper's: the store's
-    unit of work, then what this server keeps of the thread forgotten and its watchers ended."""
-    gone = await ctx.store.threads.delete(thread_id, etag=etag, expiry=expiry)
-    ctx.load_cache.forget(thread_id)
-    ctx.seen_models.forget(thread_id)
-    ctx.round_prefixes.forget(thread_id)
-    ctx.recent_rounds.forget(thread_id)
+    unit of work in the thread's tenant's view, then what this server keeps of the thread forgotten
+    and its watchers ended. `key`: (tenant, thread id)."""
+    tenant, thread_id = key
+    gone = await ctx.root_store.of_tenant(tenant).threads.delete(thread_id, etag=etag, expiry=expiry)
+    ctx.load_cache.forget(key)
+    ctx.seen_models.forget(key)
+    ctx.round_prefixes.forget(key)
+    ctx.recent_rounds.forget(key)
     if gone is not None:
-        ctx.hub.end_thread(thread_id)
+        ctx.hub.end_thread(*key)
     return gone
 
 

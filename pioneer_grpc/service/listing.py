@@ -12,6 +12,8 @@ from pioneer_grpc.errors import FieldViolation, InvalidArgument
 from pioneer_grpc.history.entries import thread_id_violation
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.paging import PageSize, decode_token, encode_token
+from pioneer_grpc.service.tenancy import sees_every_tenant
+from pioneer_grpc.tenants import current_caller
 from pioneer_grpc.v1 import history_pb2, history_service_pb2
 
 THREAD_PAGE = PageSize(default=50, maximum=1000)
@@ -38,8 +40,14 @@ async def list_threads(
     if request.order_by:
         return await _threads_newest_first(ctx, size, page_token)
     after = decode_token(page_token, "threads")
-    threads, more = await ctx.store.listing.threads(None if after is None else str(after[0]), size)
-    return threads, encode_token("threads", [threads[-1].thread_id]) if more else ""
+    position = None if after is None else (str(after[0]), _tenant_of(after, 1))
+    threads, more = await ctx.store.listing.threads(position, size, every_tenant=sees_every_tenant())
+    return threads, encode_token("threads", [threads[-1].thread_id, threads[-1].tenant]) if more else ""
+
+
+def _tenant_of(after: list[object], index: int) -> str:
+    """The tenant a page token names at `index` (a token made before tenants names none: the caller's)."""
+    return str(after[index]) if len(after) > index else current_caller().tenant
 
 
 async def _threads_newest_first(
@@ -47,12 +55,15 @@ async def _threads_newest_first(
 ) -> tuple[list[history_pb2.Thread], str]:
     scope = "threads:newest"
     after = decode_token(page_token, scope)
-    position = None if after is None else (datetime.fromisoformat(str(after[0])), str(after[1]))
-    threads, more = await ctx.store.listing.threads_newest(position, size)
+    position = None
+    if after is not None:
+        position = (datetime.fromisoformat(str(after[0])), str(after[1]), _tenant_of(after, 2))
+    threads, more = await ctx.store.listing.threads_newest(position, size, every_tenant=sees_every_tenant())
     if not more:
         return threads, ""
     last = threads[-1]
-    return threads, encode_token(scope, [last.create_time.ToDatetime(tzinfo=UTC).isoformat(), last.thread_id])
+    moment = last.create_time.ToDatetime(tzinfo=UTC).isoformat()
+    return threads, encode_token(scope, [moment, last.thread_id, last.tenant])
 
 
 async def list_turns(

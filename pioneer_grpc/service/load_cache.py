@@ -27,6 +27,7 @@ from functools import partial
 
 from pioneer_grpc.history.decide import LoadResult, Snapshot
 from pioneer_grpc.providers.conversation import RenderedPrefix
+from pioneer_grpc.service.tenancy import ThreadKey
 from pioneer_grpc.store.port import HistoryState
 from pioneer_grpc.v1 import chat_pb2, history_pb2
 from pioneer_grpc.wire import repeated_records
@@ -43,7 +44,8 @@ MAX_BYTES = 64 * 1024 * 1024
 FRAMED_PARTS = 16
 
 # (thread id, excluded turn id); "" for the answer that excludes nothing.
-Key = tuple[str, str]
+# (thread, the turn a load left out)
+Key = tuple[ThreadKey, str]
 
 
 @dataclass(frozen=True)
@@ -266,28 +268,28 @@ class LoadCache:
     def __len__(self) -> int:
         return len(self._items)
 
-    def model_of(self, thread_id: str) -> str | None:
+    def model_of(self, thread: ThreadKey) -> str | None:
         """The thread's model as the kept answer that excludes nothing read it (None without one)."""
         with self._lock:
-            found = self._items.get((thread_id, ""))
+            found = self._items.get((thread, ""))
         return None if found is None else found.state.model
 
-    def extendable(self, thread_id: str) -> CachedLoad | None:
+    def extendable(self, thread: ThreadKey) -> CachedLoad | None:
         """The thread's kept answer that excludes nothing, when later completed entries may extend it."""
         with self._lock:
-            found = self._items.get((thread_id, ""))
+            found = self._items.get((thread, ""))
         return found if found is not None and found.snapshot is not None else None
 
-    def states(self, thread_id: str, exclude_turn_id: str) -> tuple[HistoryState, ...]:
+    def states(self, thread: ThreadKey, exclude_turn_id: str) -> tuple[HistoryState, ...]:
         """The states of the answers `find` may give for the thread leaving out the turn: a read that
         finds one of them needs nothing more from the store (store/port.py HistoryAsk.known)."""
         with self._lock:
-            found = (self._items.get((thread_id, "")), self._items.get((thread_id, exclude_turn_id)))
+            found = (self._items.get((thread, "")), self._items.get((thread, exclude_turn_id)))
         return tuple(dict.fromkeys(answer.state for answer in found if answer is not None))
 
-    def find(self, thread_id: str, exclude_turn_id: str, state: HistoryState) -> CachedLoad | None:
+    def find(self, thread: ThreadKey, exclude_turn_id: str, state: HistoryState) -> CachedLoad | None:
         with self._lock:
-            for key in ((thread_id, ""), (thread_id, exclude_turn_id)):
+            for key in ((thread, ""), (thread, exclude_turn_id)):
                 found = self._items.get(key)
                 if found is not None and found.state == state and (key[1] or found.serves(exclude_turn_id)):
                     self._items.move_to_end(key)
@@ -296,7 +298,7 @@ class LoadCache:
 
     def store(
         self,
-        thread_id: str,
+        thread: ThreadKey,
         exclude_turn_id: str,
         state: HistoryState,
         snapshot: Snapshot,
@@ -318,7 +320,7 @@ class LoadCache:
         `replaced` messages, which `result` has anew (results cleared since). `truncated`: `result`
         is `decide.truncated(snapshot)` instead. `read_dropped`: the entries of `extends`' snapshot
         left out of `snapshot`, where they are not the messages left out (a truncated answer)."""
-        key = (thread_id, exclude_turn_id)
+        key = (thread, exclude_turn_id)
         extendable = extendable and not (snapshot.repairs or snapshot.cleared)
         start, count = dropped
         gone = count if read_dropped is None else read_dropped
@@ -398,10 +400,10 @@ class LoadCache:
             old, _ = self._items.popitem(last=False)
             self.size_bytes -= self._sizes.pop(old)
 
-    def forget(self, thread_id: str) -> None:
+    def forget(self, thread: ThreadKey) -> None:
         """Drops every answer of the thread (it was deleted here)."""
         with self._lock:
-            for key in [key for key in self._items if key[0] == thread_id]:
+            for key in [key for key in self._items if key[0] == thread]:
                 del self._items[key]
                 self.size_bytes -= self._sizes.pop(key)
 

@@ -10,7 +10,9 @@ from pioneer_grpc.events.watch import ManifestWatch
 from pioneer_grpc.history.entries import id_violation
 from pioneer_grpc.manifests.diff import diff_manifests
 from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.service.tenancy import sees_every_tenant
 from pioneer_grpc.store.port import TurnManifest
+from pioneer_grpc.tenants import current_caller
 from pioneer_grpc.v1 import manifest_service_pb2, prompt_pb2
 
 
@@ -36,6 +38,7 @@ def open_watch(ctx: ServiceContext, thread_id: str, after_event_id: int, live_on
     return ManifestWatch(
         ctx.hub,
         ctx.store.manifests,
+        tenant=None if sees_every_tenant() else current_caller().tenant,
         thread_id=thread_id,
         after_event_id=after_event_id,
         live_only=live_only,
@@ -75,7 +78,7 @@ async def _resolve(
     if kind == "event_id":
         if ref.event_id <= 0:
             raise InvalidArgument.field(f"{field}.event_id", "must be a positive event id")
-        return (await ctx.store.manifests.event(ref.event_id)).manifest
+        return (await ctx.store.manifests.event(ref.event_id, every_tenant=sees_every_tenant())).manifest
     if kind == "turn":
         _require_turn(ref.turn.thread_id, ref.turn.turn_id, prefix=f"{field}.turn.")
         return (await ctx.store.manifests.turn_manifest(ref.turn.thread_id, ref.turn.turn_id)).manifest

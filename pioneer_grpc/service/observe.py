@@ -9,6 +9,7 @@ from __future__ import annotations
 from opentelemetry.trace import Span
 
 from pioneer_grpc.providers.specs import spec_for
+from pioneer_grpc.service import quotas
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.ending import to_the_end
 from pioneer_grpc.store.manifests import prepare_manifest
@@ -119,6 +120,7 @@ async def _recorded(
     committed event handed to the live observers before it sees the cancellation, not at the hub's
     next poll."""
     prepared = prepare_manifest(thread_id, turn_id, manifest)
+    await quotas.check_new_thread(ctx, thread_id)
 
     async def committed() -> int:
         recorded = await ctx.store.manifests.record(prepared)

@@ -18,6 +18,7 @@ from pioneer_grpc.history.decide import LoadResult
 from pioneer_grpc.history.prefix_break import RoundPrefix, prefix_break, sections_before
 from pioneer_grpc.history.tokens import MESSAGE_OVERHEAD
 from pioneer_grpc.service.load_cache import CachedLoad
+from pioneer_grpc.service.tenancy import ThreadKey
 from pioneer_grpc.v1 import chat_pb2, history_pb2, turn_service_pb2
 
 MAX_THREADS = 1024
@@ -33,21 +34,21 @@ class RoundPrefixes:
 
     def __init__(self, size: int = MAX_THREADS) -> None:
         self._size = size
-        self._items: OrderedDict[str, tuple[RoundKey, RoundPrefix, RoundPrefix | None]] = OrderedDict()
+        self._items: OrderedDict[ThreadKey, tuple[RoundKey, RoundPrefix, RoundPrefix | None]] = OrderedDict()
 
-    def forget(self, thread_id: str) -> None:
-        self._items.pop(thread_id, None)
+    def forget(self, thread: ThreadKey) -> None:
+        self._items.pop(thread, None)
 
-    def swap(self, thread_id: str, key: RoundKey, current: RoundPrefix) -> RoundPrefix | None:
+    def swap(self, thread: ThreadKey, key: RoundKey, current: RoundPrefix) -> RoundPrefix | None:
         """Keeps `current` as the thread's last round; the round before it (None: not known)."""
-        found = self._items.pop(thread_id, None)
+        found = self._items.pop(thread, None)
         if found is None:
             previous = None
         elif found[0] == key:
             previous = found[2]  # the same round again
         else:
             previous = found[1]
-        self._items[thread_id] = (key, current, previous)
+        self._items[thread] = (key, current, previous)
         while len(self._items) > self._size:
             self._items.popitem(last=False)
         return previous
@@ -89,8 +90,8 @@ def round_prefix(
 
 
 def observed(
-    prefixes: RoundPrefixes, thread_id: str, key: RoundKey, current: RoundPrefix
+    prefixes: RoundPrefixes, thread: ThreadKey, key: RoundKey, current: RoundPrefix
 ) -> history_pb2.PrefixBreak | None:
     """The round's PrefixBreak against the thread's previous round here (None: none, or not known)."""
-    previous = prefixes.swap(thread_id, key, current)
+    previous = prefixes.swap(thread, key, current)
     return None if previous is None else prefix_break(previous, current)

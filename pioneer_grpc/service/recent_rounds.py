@@ -12,6 +12,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pioneer_grpc.service.tenancy import ThreadKey
 from pioneer_grpc.v1 import history_pb2
 
 MAX_THREADS = 1024
@@ -51,27 +52,27 @@ class RecentRounds:
         self._size = size
         self._max_bytes = max_bytes
         self._bytes = 0
-        self._items: OrderedDict[str, tuple[SeenRound, SeenRound | None]] = OrderedDict()
+        self._items: OrderedDict[ThreadKey, tuple[SeenRound, SeenRound | None]] = OrderedDict()
 
     @property
     def kept_bytes(self) -> int:
         return self._bytes
 
-    def forget(self, thread_id: str, turn_id: str | None = None) -> None:
+    def forget(self, thread: ThreadKey, turn_id: str | None = None) -> None:
         """Drops what is kept of the thread (deleted), or only when its last round was `turn_id`'s
         (abandoned): a thread or turn made again under the same id has had no round yet."""
-        found = self._items.get(thread_id)
+        found = self._items.get(thread)
         if found is not None and turn_id in (None, found[0].turn_id):
-            del self._items[thread_id]
+            del self._items[thread]
             self._bytes -= found[0].kept_bytes
 
-    def last(self, thread_id: str) -> SeenRound | None:
-        found = self._items.get(thread_id)
+    def last(self, thread: ThreadKey) -> SeenRound | None:
+        found = self._items.get(thread)
         return None if found is None else found[0]
 
-    def swap(self, thread_id: str, current: SeenRound) -> SeenRound | None:
+    def swap(self, thread: ThreadKey, current: SeenRound) -> SeenRound | None:
         """Keeps `current` as the thread's last round; the round before it (None: not known)."""
-        found = self._items.pop(thread_id, None)
+        found = self._items.pop(thread, None)
         if found is not None:
             self._bytes -= found[0].kept_bytes
         key = (current.turn_id, current.turn_message_count)
@@ -86,7 +87,7 @@ class RecentRounds:
         # The round before keeps its own body (the one this round's usage may still ask about), not
         # the body before it: each thread holds at most two.
         kept_previous = None if previous is None else replace(previous, body_before=None, body_before_bytes=0)
-        self._items[thread_id] = (current, kept_previous)
+        self._items[thread] = (current, kept_previous)
         self._bytes += current.kept_bytes
         while self._items and (len(self._items) > self._size or self._bytes > self._max_bytes):
             _, (oldest, _) = self._items.popitem(last=False)

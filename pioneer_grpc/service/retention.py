@@ -57,17 +57,17 @@ async def sweep(
 ) -> Swept:
     """Deletes every thread expired at `expiry`, `batch` at a time; a log line and the metrics per
     batch that deleted any."""
-    async with ctx.store.retention.sweep_lock() as held:
+    async with ctx.root_store.retention.sweep_lock() as held:
         if not held:
             log.debug("retention: another sweeper holds the lock; this one skips its turn")
             return Swept(ran=False)
         threads = removed_bytes = batches = 0
         while True:
-            listed = await ctx.store.retention.expired(expiry, batch)
+            listed = await ctx.root_store.retention.expired(expiry, batch)
             deleted = deleted_bytes = 0
-            for thread_id in listed:
+            for key in listed:
                 began = time.monotonic()
-                gone = await lifecycle.removed(ctx, thread_id, expiry=expiry)
+                gone = await lifecycle.removed(ctx, key, expiry=expiry)
                 if gone is not None:
                     deleted += 1
                     deleted_bytes += gone.bytes

@@ -28,6 +28,7 @@ from pioneer_grpc.models.registry import ModelInfo
 from pioneer_grpc.providers.cache_model import BLOCKS, expected_round, input_cost
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.recent_rounds import SeenRound
+from pioneer_grpc.service.tenancy import thread_key
 from pioneer_grpc.store import clock
 from pioneer_grpc.store.port import RoundUsageRecord
 from pioneer_grpc.v1 import history_pb2, manifest_service_pb2, provider_service_pb2, usage_pb2
@@ -70,7 +71,7 @@ def usage_violations(usage: usage_pb2.ProviderUsage, field: str) -> list[FieldVi
 async def turn_has_round(ctx: ServiceContext, thread_id: str, turn_id: str) -> None:
     """FailedPrecondition NO_PREVIOUS_ROUND unless the turn had a round (this server's memory, else
     the turn's manifest); NotFound for an unknown thread."""
-    last = ctx.recent_rounds.last(thread_id)
+    last = ctx.recent_rounds.last(thread_key(thread_id))
     if last is not None and last.turn_id == turn_id:
         return
     try:

@@ -16,6 +16,7 @@ from pioneer_grpc.history.tokens import TOKENIZER, count_blocking, is_exact
 from pioneer_grpc.models.attachments import attachment_tokens
 from pioneer_grpc.models.registry import Registry
 from pioneer_grpc.service.load_cache import LoadCache
+from pioneer_grpc.service.tenancy import ThreadKey
 from pioneer_grpc.store.port import NewEntry
 from pioneer_grpc.v1 import history_pb2
 
@@ -80,21 +81,21 @@ class SeenModels:
     MAX_THREADS = 4096
 
     def __init__(self) -> None:
-        self._models: OrderedDict[str, str] = OrderedDict()
+        self._models: OrderedDict[ThreadKey, str] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, thread_id: str) -> str | None:
+    def get(self, thread: ThreadKey) -> str | None:
         with self._lock:
-            return self._models.get(thread_id)
+            return self._models.get(thread)
 
-    def forget(self, thread_id: str) -> None:
+    def forget(self, thread: ThreadKey) -> None:
         with self._lock:
-            self._models.pop(thread_id, None)
+            self._models.pop(thread, None)
 
-    def put(self, thread_id: str, model: str) -> None:
+    def put(self, thread: ThreadKey, model: str) -> None:
         with self._lock:
-            self._models[thread_id] = model
-            self._models.move_to_end(thread_id)
+            self._models[thread] = model
+            self._models.move_to_end(thread)
             if len(self._models) > self.MAX_THREADS:
                 self._models.popitem(last=False)
 
@@ -107,14 +108,14 @@ def recounted(entries: Sequence[NewEntry], tokenizer: str) -> list[NewEntry]:
     ]
 
 
-def likely_tokenizer(models: Registry, load_cache: LoadCache, seen: SeenModels, thread_id: str) -> str:
+def likely_tokenizer(models: Registry, load_cache: LoadCache, seen: SeenModels, thread: ThreadKey) -> str:
     """The tokenizer of the thread's model as its kept history last saw it, else as this server's last
     append or round to it saw it (cl100k_base for a thread neither has seen): what to count new
     entries in before the store reads the model. A wrong guess costs a second count."""
-    model = likely_model(load_cache, seen, thread_id)
+    model = likely_model(load_cache, seen, thread)
     return TOKENIZER if model is None else counting_for(models, model).tokenizer
 
 
-def likely_model(load_cache: LoadCache, seen: SeenModels, thread_id: str) -> str | None:
+def likely_model(load_cache: LoadCache, seen: SeenModels, thread: ThreadKey) -> str | None:
     """The thread's model as `likely_tokenizer` guesses it; None for a thread not seen."""
-    return load_cache.model_of(thread_id) or seen.get(thread_id)
+    return load_cache.model_of(thread) or seen.get(thread)

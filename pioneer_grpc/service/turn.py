@@ -59,11 +59,20 @@ from pioneer_grpc.providers.prefix import cut_prefix, extend_prefix, render_pref
 from pioneer_grpc.providers.render import RenderedBody, RenderedRequest, render_after
 from pioneer_grpc.providers.validate import tool_rule_violations
 from pioneer_grpc.remembered import Remembered
-from pioneer_grpc.service import history_load, observe, prefix_breaks, rendered_rounds, round_usage, token_fit
+from pioneer_grpc.service import (
+    history_load,
+    observe,
+    prefix_breaks,
+    quotas,
+    rendered_rounds,
+    round_usage,
+    token_fit,
+)
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.ending import to_the_end
 from pioneer_grpc.service.load_cache import CachedLoad
 from pioneer_grpc.service.recent_rounds import MAX_KEPT_BODY_SOURCE_BYTES, SeenRound
+from pioneer_grpc.service.tenancy import thread_key
 from pioneer_grpc.store.entries import as_loaded, entry_conflict, turn_completed
 from pioneer_grpc.store.manifests import prepare_manifest
 from pioneer_grpc.store.port import (
@@ -331,7 +340,9 @@ def _before_round(
             turn_id=request.turn_id,
         )
         observe.compiled(ctx, span, hit, payload.manifest)
-    counted_in = token_fit.likely_tokenizer(ctx.models, ctx.load_cache, ctx.seen_models, request.thread_id)
+    counted_in = token_fit.likely_tokenizer(
+        ctx.models, ctx.load_cache, ctx.seen_models, thread_key(request.thread_id)
+    )
     new_entries = [
         NewEntry(entry, content_hash(entry), sum(count_blocking(entry_counted_texts(entry), counted_in)))
         for entry in entries
@@ -406,7 +417,7 @@ def _decided(
         raise InvalidArgument.field(
             "model", "set the model here or on the thread (UpdateThread)", reason=reasons.MODEL_REQUIRED
         )
-    ctx.seen_models.put(thread_id, opened.model)
+    ctx.seen_models.put(thread_key(thread_id), opened.model)
     tokenizer = token_fit.counting_for(ctx.models, opened.model).tokenizer
     new_entries = before.new_entries
     if tokenizer != before.counted_in:  # the thread counts in another tokenizer than the guess
@@ -606,6 +617,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     if usage is not None:  # checked before anything is stored
         InvalidArgument.raise_if(round_usage.usage_violations(usage, "previous_round_usage"))
         await round_usage.turn_has_round(ctx, request.thread_id, request.turn_id)
+    await quotas.check_stored(ctx, request.thread_id, request.new_entries)
     small = request.ByteSize() <= _ON_LOOP_REQUEST_BYTES
     # A request at its caps is megabytes to check, hash and count: off the event loop.
     before = await history_load.blocking(
@@ -632,7 +644,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
     placement = _render_options(request, done.placement).dynamic_context_placement
     current = prefix_breaks.round_prefix(request, head, done.model, placement == _BEFORE, history, report)
     key = (request.turn_id, len(done.current))
-    broke = prefix_breaks.observed(ctx.round_prefixes, request.thread_id, key, current)
+    broke = prefix_breaks.observed(ctx.round_prefixes, thread_key(request.thread_id), key, current)
     if broke is not None:
         report.prefix_break.CopyFrom(broke)
     prepared = PreparedTurn(head, done.framed, done.current, report, recorded.event_id)
@@ -650,7 +662,7 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
         None if body is None else body.body,
         0 if body is None else body.source_bytes,
     )
-    previous = ctx.recent_rounds.swap(request.thread_id, seen)
+    previous = ctx.recent_rounds.swap(thread_key(request.thread_id), seen)
     if usage is not None:
         await round_usage.record(ctx, request.thread_id, request.turn_id, previous, usage)
     if ctx.config.keep_rendered_requests:  # off by default: then the round pays nothing for it

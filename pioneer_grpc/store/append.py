@@ -61,13 +61,14 @@ class Batch:
         return list(dict.fromkeys(new.entry.turn_id for new in self.new_entries))
 
 
-def batch_of(thread_id: str, new_entries: Sequence[NewEntry], tokenizer: str) -> Batch:
+def batch_of(tenant: str, thread_id: str, new_entries: Sequence[NewEntry], tokenizer: str) -> Batch:
+    """The rows name the tenant (TENANT_KEYS' order: after `entry_values`' columns)."""
     moment = now()
     return Batch(
         new_entries,
-        [entry_values(thread_id, new, tokenizer, moment) for new in new_entries],
+        [{**entry_values(thread_id, new, tokenizer, moment), "tenant": tenant} for new in new_entries],
         [
-            {"thread_id": thread_id, "call_id": call.id, "entry_id": new.entry.entry_id}
+            {"thread_id": thread_id, "call_id": call.id, "entry_id": new.entry.entry_id, "tenant": tenant}
             for new in new_entries
             for call in new.entry.tool_calls
         ],
@@ -77,6 +78,7 @@ def batch_of(thread_id: str, new_entries: Sequence[NewEntry], tokenizer: str) ->
 
 def append_rows(
     conn: Connection,
+    tenant: str,
     thread_id: str,
     turns: dict[str, TurnRecord],
     batch: Batch,
@@ -103,16 +105,17 @@ def append_rows(
     batch is inserted here, once checked, by `insert(thread_id, batch, fresh turns)` (the
     database's own: store/sqlite.py, store/postgres.py).
     """
-    stored = _checked(conn, thread_id, batch, check, stored_turns, thread_calls)
+    stored = _checked(conn, tenant, thread_id, batch, check, stored_turns, thread_calls)
     if inserted is None:
         # A turn is open from its first entry on: those without stored entries open with the batch.
         fresh = [turn_id for turn_id in batch.turn_ids if not stored.turns.get(turn_id)]
         inserted = insert(thread_id, batch, fresh)
-    return _created_rows(conn, thread_id, turns, batch, inserted)
+    return _created_rows(conn, tenant, thread_id, turns, batch, inserted)
 
 
 def _checked(
     conn: Connection,
+    tenant: str,
     thread_id: str,
     batch: Batch,
     check: Callable[[StoredCalls], None],
@@ -121,19 +124,24 @@ def _checked(
 ) -> StoredCalls:
     """What the store holds for the batch, `check`ed unless every entry is stored already."""
     entries = [new.entry for new in batch.new_entries]
-    stored = stored_calls_in(conn, thread_id, entries, stored_turns, thread_calls)
+    stored = stored_calls_in(conn, tenant, thread_id, entries, stored_turns, thread_calls)
     if len(stored.stored_entry_ids) < len({entry.entry_id for entry in entries}):
         check(stored)
     return stored
 
 
 def _created_rows(
-    conn: Connection, thread_id: str, turns: dict[str, TurnRecord], batch: Batch, created: dict[str, int]
+    conn: Connection,
+    tenant: str,
+    thread_id: str,
+    turns: dict[str, TurnRecord],
+    batch: Batch,
+    created: dict[str, int],
 ) -> list[tuple[int, dict[str, Any]]]:
     """The batch's entries `created` (entry_id -> sequence), the others checked as repeats."""
     repeats = [new for new in batch.new_entries if new.entry.entry_id not in created]
     if repeats:
-        _check_repeats(conn, thread_id, repeats)
+        _check_repeats(conn, tenant, thread_id, repeats)
     done = history_pb2.TURN_STATUS_COMPLETED
     completed = {turn_id for turn_id, turn in turns.items() if turn.status == done}
     for new in batch.new_entries:
@@ -145,14 +153,16 @@ def _created_rows(
 
 _STORED_REPEATS = select(EntryRow.content_hash, *ENTRY_COLUMNS).where(
     EntryRow.thread_id == bindparam("thread_id"),
+    EntryRow.tenant == bindparam("tenant"),
     EntryRow.entry_id.in_(bindparam("entry_ids", expanding=True)),
 )
 
 
-def _check_repeats(conn: Connection, thread_id: str, repeats: Sequence[NewEntry]) -> None:
+def _check_repeats(conn: Connection, tenant: str, thread_id: str, repeats: Sequence[NewEntry]) -> None:
     ids = [new.entry.entry_id for new in repeats]
     stored = {
-        row.entry_id: row for row in conn.execute(_STORED_REPEATS, {"thread_id": thread_id, "entry_ids": ids})
+        row.entry_id: row
+        for row in conn.execute(_STORED_REPEATS, {"thread_id": thread_id, "tenant": tenant, "entry_ids": ids})
     }
     for new in repeats:
         row = stored[new.entry.entry_id]

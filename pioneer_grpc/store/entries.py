@@ -113,6 +113,7 @@ def entry_conflict(
 
 def stored_calls_in(
     conn: Connection,
+    tenant: str,
     thread_id: str,
     entries: Sequence[history_pb2.ConversationEntry],
     turns: dict[str, list[history_pb2.ConversationEntry]] | None = None,
@@ -128,18 +129,20 @@ def stored_calls_in(
     if turns is not None:
         stored.turns = {turn_id: list(found) for turn_id, found in turns.items() if found}
     elif turn_ids:
-        for row in conn.execute(_TURNS_ENTRIES, {"thread_id": thread_id, "turn_ids": turn_ids}):
+        for row in conn.execute(
+            _TURNS_ENTRIES, {"thread_id": thread_id, "tenant": tenant, "turn_ids": turn_ids}
+        ):
             entry = loaded_entry(row)
             stored.turns.setdefault(entry.turn_id, []).append(entry)
     wanted = {e.entry_id for e in entries}
     stored.stored_entry_ids = {e.entry_id for turn in stored.turns.values() for e in turn} & wanted
     if thread_calls is None:
-        thread_calls = thread_calls_in(conn, thread_id, named_call_ids(entries))
+        thread_calls = thread_calls_in(conn, tenant, thread_id, named_call_ids(entries))
     stored.thread_calls = thread_calls
     return stored
 
 
-def thread_calls_in(conn: Connection, thread_id: str, call_ids: Sequence[str]) -> dict[str, str]:
+def thread_calls_in(conn: Connection, tenant: str, thread_id: str, call_ids: Sequence[str]) -> dict[str, str]:
     """Call id -> a stored entry of the thread that made it, for `call_ids` (none: no statement).
 
     A statement per THREAD_CALLS_CHUNK ids, each built once for its number of ids: on SQLite it
@@ -149,7 +152,11 @@ def thread_calls_in(conn: Connection, thread_id: str, call_ids: Sequence[str]) -
     ids = list(call_ids)
     for start in range(0, len(ids), THREAD_CALLS_CHUNK):
         chunk = ids[start : start + THREAD_CALLS_CHUNK]
-        params = {"thread_id": thread_id, **{f"call_id_{i}": call_id for i, call_id in enumerate(chunk)}}
+        params = {
+            "thread_id": thread_id,
+            "tenant": tenant,
+            **{f"call_id_{i}": call_id for i, call_id in enumerate(chunk)},
+        }
         found.update((row.call_id, row.entry_id) for row in _thread_calls(len(chunk)).rows(conn, params))
     return found
 
@@ -176,6 +183,17 @@ def entry_values(thread_id: str, new: NewEntry, tokenizer: str, moment: datetime
         "completed": False,
         "created_at": moment,
     }
+
+
+def stored_bytes(values: dict[str, Any]) -> int:
+    """The bytes an entry's row holds that a tenant's cap counts (content, tool calls, reasoning,
+    parts): what `STORED_BYTES` sums in SQL, from `entry_values`' row."""
+    return (
+        len(values["content"].encode())
+        + len(values["tool_calls_json"].encode())
+        + len((values["reasoning_content"] or "").encode())
+        + len(values["content_parts_pb"] or b"")
+    )
 
 
 def held_entry(row: Any) -> history_pb2.ConversationEntry:
@@ -229,6 +247,7 @@ _TURNS_ENTRIES = (
     select(*LOAD_COLUMNS)
     .where(
         EntryRow.thread_id == bindparam("thread_id"),
+        EntryRow.tenant == bindparam("tenant"),
         EntryRow.turn_id.in_(bindparam("turn_ids", expanding=True)),
     )
     .order_by(EntryRow.id)
@@ -249,6 +268,7 @@ def _thread_calls(count: int) -> Direct:
             select(ToolCallRow.call_id, ToolCallRow.entry_id)
             .where(
                 ToolCallRow.thread_id == bindparam("thread_id"),
+                ToolCallRow.tenant == bindparam("tenant"),
                 ToolCallRow.call_id.in_([bindparam(f"call_id_{i}") for i in range(count)]),
             )
             .order_by(ToolCallRow.call_id, ToolCallRow.entry_id)
@@ -266,35 +286,43 @@ def _held(count: int) -> Direct:
     if found is None:
         statement = select(*HELD_COLUMNS).where(
             EntryRow.thread_id == bindparam("thread_id"),
+            EntryRow.tenant == bindparam("tenant"),
             EntryRow.entry_id.in_([bindparam(f"entry_id_{i}") for i in range(count)]),
         )
         found = _HELD.setdefault(count, Direct(statement))
     return found
 
 
-def held_in(conn: Connection, thread_id: str, entry_ids: Sequence[str]) -> dict[str, Any]:
+def held_in(conn: Connection, tenant: str, thread_id: str, entry_ids: Sequence[str]) -> dict[str, Any]:
     """The rows (HELD_COLUMNS) of the entries of `entry_ids` the thread holds, in any turn, by entry id:
     a statement per THREAD_CALLS_CHUNK ids, on the driver as `thread_calls_in`'s."""
     found: dict[str, Any] = {}
     ids = list(dict.fromkeys(entry_ids))
     for start in range(0, len(ids), THREAD_CALLS_CHUNK):
         chunk = ids[start : start + THREAD_CALLS_CHUNK]
-        params = {"thread_id": thread_id, **{f"entry_id_{i}": entry_id for i, entry_id in enumerate(chunk)}}
+        params = {
+            "thread_id": thread_id,
+            "tenant": tenant,
+            **{f"entry_id_{i}": entry_id for i, entry_id in enumerate(chunk)},
+        }
         found.update((row.entry_id, row) for row in _held(len(chunk)).rows(conn, params))
     return found
 
 
 _STORED_ENTRIES = select(*ENTRY_COLUMNS).where(
     EntryRow.thread_id == bindparam("thread_id"),
+    EntryRow.tenant == bindparam("tenant"),
     EntryRow.entry_id.in_(bindparam("entry_ids", expanding=True)),
 )
 
 
 def stored_entries_in(
-    conn: Connection, thread_id: str, entry_ids: Sequence[str]
+    conn: Connection, tenant: str, thread_id: str, entry_ids: Sequence[str]
 ) -> list[history_pb2.ConversationEntry]:
     """The stored entries, in the order of `entry_ids` (each stored), output-only fields set."""
-    rows = conn.execute(_STORED_ENTRIES, {"thread_id": thread_id, "entry_ids": list(entry_ids)})
+    rows = conn.execute(
+        _STORED_ENTRIES, {"thread_id": thread_id, "tenant": tenant, "entry_ids": list(entry_ids)}
+    )
     by_id = {row.entry_id: entry_message(row) for row in rows}
     return [by_id[entry_id] for entry_id in entry_ids]
 
@@ -330,8 +358,13 @@ class RowsRead:
     entries = 0
 
 
-def _completed_where(thread_id: str, after_sequence: int, exclude_turn_id: str) -> list[Any]:
-    where = [EntryRow.thread_id == thread_id, EntryRow.completed.is_(True), EntryRow.id > after_sequence]
+def _completed_where(tenant: str, thread_id: str, after_sequence: int, exclude_turn_id: str) -> list[Any]:
+    where = [
+        EntryRow.thread_id == thread_id,
+        EntryRow.tenant == tenant,
+        EntryRow.completed.is_(True),
+        EntryRow.id > after_sequence,
+    ]
     if exclude_turn_id:
         where.append(EntryRow.turn_id != exclude_turn_id)
     return where
@@ -349,10 +382,10 @@ def _newest_turns(where: list[Any], max_turns: int) -> Any:
 
 
 def completed_entries_in(
-    conn: Connection, thread_id: str, after_sequence: int, exclude_turn_id: str, max_turns: int
+    conn: Connection, tenant: str, thread_id: str, after_sequence: int, exclude_turn_id: str, max_turns: int
 ) -> tuple[list[history_pb2.ConversationEntry], bool]:
     """`completed_entries` on a synchronous connection (a round's transaction)."""
-    where = _completed_where(thread_id, after_sequence, exclude_turn_id)
+    where = _completed_where(tenant, thread_id, after_sequence, exclude_turn_id)
     turns = conn.execute(_newest_turns(where, max_turns)).all()
     more = len(turns) > max_turns
     if more:

@@ -56,24 +56,27 @@ def newest_summary_id() -> Any:
     """The thread's newest summary's id, as a column of a query over the thread row."""
     return (
         select(func.max(SummaryRow.id))
-        .where(SummaryRow.thread_id == ThreadRow.thread_id)
+        .where(SummaryRow.thread_id == ThreadRow.thread_id, SummaryRow.tenant == ThreadRow.tenant)
         .scalar_subquery()
         .label("summary_id")
     )
 
 
-def state_read(thread_id: BindParameter[str], exclude_turn_id: BindParameter[str]) -> Select[Any]:
+def state_read(
+    thread_id: BindParameter[str], tenant: BindParameter[str], exclude_turn_id: BindParameter[str]
+) -> Select[Any]:
     """The thread's state (`HistoryState`), then what a load leaves out besides `exclude_turn_id`
     (the thread's open counts, migration 0006, less that turn's open entries) and whether that
     turn has completed entries: one row, none for an unknown thread."""
-    completed = (EntryRow.thread_id == ThreadRow.thread_id) & EntryRow.completed.is_(True)
+    of_thread = (EntryRow.thread_id == ThreadRow.thread_id) & (EntryRow.tenant == ThreadRow.tenant)
+    completed = of_thread & EntryRow.completed.is_(True)
 
     def of_excluded(done: bool) -> Any:
         return (
             select(func.count())
             .select_from(EntryRow)
             .where(
-                EntryRow.thread_id == ThreadRow.thread_id,
+                of_thread,
                 EntryRow.completed.is_(done),
                 EntryRow.turn_id == exclude_turn_id,
             )
@@ -93,7 +96,7 @@ def state_read(thread_id: BindParameter[str], exclude_turn_id: BindParameter[str
         of_excluded(False).label("excluded_open"),
         of_excluded(True).label("excluded_completed"),
     ]
-    return select(*columns).where(ThreadRow.thread_id == thread_id)
+    return select(*columns).where(ThreadRow.thread_id == thread_id, ThreadRow.tenant == tenant)
 
 
 # Bounded above too, by a constant no sequence exceeds: with `after` alone PostgreSQL plans the
@@ -103,9 +106,9 @@ def state_read(thread_id: BindParameter[str], exclude_turn_id: BindParameter[str
 _ANY_SEQUENCE: ColumnElement[int] = literal_column(str(2**63 - 1), BigInteger)
 
 
-def _newer(entry: Any, thread_id: Any, after: BindParameter[int]) -> ColumnElement[bool]:
+def _newer(entry: Any, thread_id: Any, tenant: Any, after: BindParameter[int]) -> ColumnElement[bool]:
     """`entry` (EntryRow or an alias) is a completed entry of `thread_id` after sequence `after`."""
-    completed = (entry.thread_id == thread_id) & entry.completed.is_(True)
+    completed = (entry.thread_id == thread_id) & (entry.tenant == tenant) & entry.completed.is_(True)
     newer: ColumnElement[bool] = completed & (entry.id > after) & (entry.id <= _ANY_SEQUENCE)
     return newer
 
@@ -118,10 +121,12 @@ _NEWER = aliased(EntryRow, name="newer")
 # Built once: constructing it costs about 1 ms of Python, executing it about 0.06 ms, and every
 # load and every round runs it.
 _READ = (
-    state_read(bindparam("thread_id"), bindparam("exclude_turn_id"))
+    state_read(bindparam("thread_id"), bindparam("tenant"), bindparam("exclude_turn_id"))
     .add_columns(*load_columns(_NEWER))
     .select_from(
-        ThreadRow.__table__.outerjoin(_NEWER, _newer(_NEWER, ThreadRow.thread_id, bindparam("after")))
+        ThreadRow.__table__.outerjoin(
+            _NEWER, _newer(_NEWER, ThreadRow.thread_id, ThreadRow.tenant, bindparam("after"))
+        )
     )
     .order_by(_NEWER.id)
 )
@@ -131,18 +136,18 @@ _DIRECT = Direct(_READ)
 
 
 def history_read_in(
-    conn: Connection, thread_id: str, exclude_turn_id: str = "", after: int = NO_ENTRIES
+    conn: Connection, tenant: str, thread_id: str, exclude_turn_id: str = "", after: int = NO_ENTRIES
 ) -> HistoryRead:
     """The thread's history state, what a load leaves out besides `exclude_turn_id`, and the
     completed entries after sequence `after`: one statement (NotFound for an unknown thread)."""
-    return history_read_and_row(conn, thread_id, exclude_turn_id, after)[0]
+    return history_read_and_row(conn, tenant, thread_id, exclude_turn_id, after)[0]
 
 
 def history_read_and_row(
-    conn: Connection, thread_id: str, exclude_turn_id: str = "", after: int = NO_ENTRIES
+    conn: Connection, tenant: str, thread_id: str, exclude_turn_id: str = "", after: int = NO_ENTRIES
 ) -> tuple[HistoryRead, Any]:
     """`history_read_in`, and the statement's first row (the thread's open counts as stored)."""
-    params = {"thread_id": thread_id, "exclude_turn_id": exclude_turn_id, "after": after}
+    params = {"thread_id": thread_id, "tenant": tenant, "exclude_turn_id": exclude_turn_id, "after": after}
     rows = _DIRECT.rows(conn, params)
     if not rows:
         raise thread_not_found(thread_id)
@@ -155,16 +160,19 @@ def history_read_and_row(
 # history read reads (entries appended or completed, a summary stored, a setting changed) writes
 # the thread row in the same transaction, so a row unchanged since the snapshot means nothing it
 # read changed either.
-FRESH = "(threads.xmin = (SELECT seen.xmin FROM threads AS seen WHERE seen.thread_id = threads.thread_id))"
+FRESH = (
+    "(threads.xmin = (SELECT seen.xmin FROM threads AS seen"
+    " WHERE seen.thread_id = threads.thread_id AND seen.tenant = threads.tenant))"
+)
 
 # PostgreSQL, as SQL for a textual statement: `_READ`'s one row without its entries, and the thread
 # row's version (its `xmin`: each write of the row makes a new one, and every write of what a
-# history read reads writes the row, as FRESH says); `:b_thread_id` the thread, `:b_turn_id` the
-# turn left out. The head of a round's opening statement (store/postgres.py), which reads the newer
-# entries beside it (`newer_entries`); `history_read_from` makes its answer.
-_VERSIONED_STATE = state_read(bindparam("b_thread_id"), bindparam("b_turn_id")).add_columns(
-    literal_column("CAST(threads.xmin AS text)", String).label("version")
-)
+# history read reads writes the row, as FRESH says); `:b_thread_id` the thread (of `:b_tenant`),
+# `:b_turn_id` the turn left out. The head of a round's opening statement (store/postgres.py),
+# which reads the newer entries beside it (`newer_entries`); `history_read_from` makes its answer.
+_VERSIONED_STATE = state_read(
+    bindparam("b_thread_id"), bindparam("b_tenant"), bindparam("b_turn_id")
+).add_columns(literal_column("CAST(threads.xmin AS text)", String).label("version"))
 VERSIONED_STATE = postgresql_text(_VERSIONED_STATE)
 # Its columns' names, in its order.
 VERSIONED_STATE_NAMES = tuple(column.name for column in _VERSIONED_STATE.selected_columns)
@@ -172,7 +180,7 @@ VERSIONED_STATE_NAMES = tuple(column.name for column in _VERSIONED_STATE.selecte
 
 def newer_entries(first: tuple[str, ...], last: tuple[str, ...] = ()) -> str:
     """PostgreSQL, as SQL for a textual statement: a SELECT of the expressions `first`, then the
-    completed entries of the thread `:b_thread_id` after sequence `:b_after` as `_READ` reads
+    completed entries of the thread `:b_thread_id` (of `:b_tenant`) after sequence `:b_after` as `_READ` reads
     them (LOAD_COLUMNS, the same bounds), then the expressions `last`, in no order."""
     entry = aliased(EntryRow, name="e")
     return postgresql_text(
@@ -180,7 +188,7 @@ def newer_entries(first: tuple[str, ...], last: tuple[str, ...] = ()) -> str:
             *(literal_column(expression) for expression in first),
             *load_columns(entry),
             *(literal_column(expression) for expression in last),
-        ).where(_newer(entry, bindparam("b_thread_id"), bindparam("b_after")))
+        ).where(_newer(entry, bindparam("b_thread_id"), bindparam("b_tenant"), bindparam("b_after")))
     )
 
 

@@ -40,24 +40,30 @@ from pioneer_grpc.v1 import history_pb2
 
 COMPLETED = history_pb2.TURN_STATUS_COMPLETED
 
-# Every table a thread's rows live in, children first, with how its rows of a thread are
-# named: tests/store/test_delete_thread.py checks a deleted thread leaves none in any table
+
+def of_thread(model: Any, tenant: str, thread_id: str) -> Any:
+    """`model`'s rows of the thread `thread_id` of `tenant`."""
+    return (model.thread_id == thread_id) & (model.tenant == tenant)
+
+
+# Every table a thread's rows live in, children first, with how its rows of a thread (of a
+# tenant) are named: tests/store/test_delete_thread.py checks a deleted thread leaves none in any table
 # of the schema, so a table added without a line here fails it.
 THREAD_ROWS: dict[str, Any] = {
-    "entry_token_counts": lambda t: EntryCountRow.entry_sequence.in_(
-        select(EntryRow.id).where(EntryRow.thread_id == t)
+    "entry_token_counts": lambda n, t: EntryCountRow.entry_sequence.in_(
+        select(EntryRow.id).where(of_thread(EntryRow, n, t))
     ),
-    "summary_token_counts": lambda t: SummaryCountRow.summary_id.in_(
-        select(SummaryRow.id).where(SummaryRow.thread_id == t)
+    "summary_token_counts": lambda n, t: SummaryCountRow.summary_id.in_(
+        select(SummaryRow.id).where(of_thread(SummaryRow, n, t))
     ),
-    "tool_calls": lambda t: ToolCallRow.thread_id == t,
-    "conversation_entries": lambda t: EntryRow.thread_id == t,
-    "thread_summaries": lambda t: SummaryRow.thread_id == t,
-    "manifest_events": lambda t: ManifestEventRow.thread_id == t,
-    "rendered_rounds": lambda t: RenderedRoundRow.thread_id == t,
-    "round_usage": lambda t: RoundUsageRow.thread_id == t,
-    "turns": lambda t: TurnRow.thread_id == t,
-    "threads": lambda t: ThreadRow.thread_id == t,
+    "tool_calls": lambda n, t: of_thread(ToolCallRow, n, t),
+    "conversation_entries": lambda n, t: of_thread(EntryRow, n, t),
+    "thread_summaries": lambda n, t: of_thread(SummaryRow, n, t),
+    "manifest_events": lambda n, t: of_thread(ManifestEventRow, n, t),
+    "rendered_rounds": lambda n, t: of_thread(RenderedRoundRow, n, t),
+    "round_usage": lambda n, t: of_thread(RoundUsageRow, n, t),
+    "turns": lambda n, t: of_thread(TurnRow, n, t),
+    "threads": lambda n, t: of_thread(ThreadRow, n, t),
 }
 _MODELS: dict[str, Any] = {
     "entry_token_counts": EntryCountRow,
@@ -73,9 +79,11 @@ _MODELS: dict[str, Any] = {
 }
 
 
-def _touch(conn: Connection, thread_id: str) -> bool:
+def _touch(conn: Connection, tenant: str, thread_id: str) -> bool:
     """Writes the thread's row (the lock); whether it exists."""
-    touched = conn.execute(update(ThreadRow).where(ThreadRow.thread_id == thread_id).values(updated_at=now()))
+    touched = conn.execute(
+        update(ThreadRow).where(of_thread(ThreadRow, tenant, thread_id)).values(updated_at=now())
+    )
     return bool(touched.rowcount)
 
 
@@ -90,19 +98,19 @@ _ENTRY_COUNT = select(func.count()).select_from(EntryRow)
 
 
 def delete_thread_in(
-    conn: Connection, thread_id: str, etag: str = "", expiry: Expiry | None = None
+    conn: Connection, tenant: str, thread_id: str, etag: str = "", expiry: Expiry | None = None
 ) -> Removed | None:
     """Deletes the thread and every row stored for it: what it removed, None when there was no such
     thread or (with `expiry`) it is not expired. Aborted ETAG_MISMATCH, deleting nothing, when `etag`
     is given and is not the thread's."""
-    row = conn.execute(_LOCK.where(ThreadRow.thread_id == thread_id)).first()
+    row = conn.execute(_LOCK.where(of_thread(ThreadRow, tenant, thread_id))).first()
     if row is None:
         return None
     updated = as_utc(row.updated_at)
     if expiry is not None and not expiry.expired(updated, row.retention_days):
         return None
     if etag:
-        entries = conn.execute(_ENTRY_COUNT.where(EntryRow.thread_id == thread_id)).scalar_one()
+        entries = conn.execute(_ENTRY_COUNT.where(of_thread(EntryRow, tenant, thread_id))).scalar_one()
         if etag != thread_etag(as_utc(row.created_at), updated, int(entries)):
             raise Aborted(
                 f"thread {thread_id!r} changed since its etag {etag!r} was read; nothing was deleted: "
@@ -110,7 +118,7 @@ def delete_thread_in(
                 reason=reasons.ETAG_MISMATCH,
                 metadata={"thread_id": thread_id},
             )
-    by_thread = {"b_thread_id": thread_id}
+    by_thread = {"b_tenant": tenant, "b_thread_id": thread_id}
     postgres = conn.dialect.name == "postgresql"
     removed = Removed(int(conn.execute(_STORED_BYTES[postgres], by_thread).scalar_one()))
     for statement in _DELETES.values():
@@ -123,7 +131,7 @@ def delete_thread_in(
 
 
 def _stored_bytes(postgres: bool) -> Any:
-    """Bytes of what the thread `:b_thread_id` holds, one row: its entries' content, summaries,
+    """Bytes of what the thread `:b_thread_id` of `:b_tenant` holds, one row: its entries' content, summaries,
     manifests and their events, kept rounds (UTF-8 for text; rows' keys and counts aside)."""
 
     def size(column: Any) -> Any:
@@ -133,6 +141,7 @@ def _stored_bytes(postgres: bool) -> Any:
         summed = sum((func.coalesce(size(column), 0) for column in columns[1:]), size(columns[0]))
         return select(func.coalesce(func.sum(summed), 0)).where(of_thread).scalar_subquery()
 
+    tenant: Any = bindparam("b_tenant")
     thread_id: Any = bindparam("b_thread_id")
     entries = (
         EntryRow.content,
@@ -142,30 +151,32 @@ def _stored_bytes(postgres: bool) -> Any:
         EntryRow.content_parts_pb,
     )
     return select(
-        total(EntryRow.thread_id == thread_id, *entries)
-        + total(SummaryRow.thread_id == thread_id, SummaryRow.text)
-        + total(TurnRow.thread_id == thread_id, TurnRow.prompt_manifest_json)
-        + total(ManifestEventRow.thread_id == thread_id, ManifestEventRow.manifest_pb)
-        + total(RenderedRoundRow.thread_id == thread_id, RenderedRoundRow.round_pb)
+        total(of_thread(EntryRow, tenant, thread_id), *entries)
+        + total(of_thread(SummaryRow, tenant, thread_id), SummaryRow.text)
+        + total(of_thread(TurnRow, tenant, thread_id), TurnRow.prompt_manifest_json)
+        + total(of_thread(ManifestEventRow, tenant, thread_id), ManifestEventRow.manifest_pb)
+        + total(of_thread(RenderedRoundRow, tenant, thread_id), RenderedRoundRow.round_pb)
     )
 
 
 # Built once: each delete runs them all, the sweeper thousands of times.
 _STORED_BYTES = {postgres: _stored_bytes(postgres) for postgres in (False, True)}
 _DELETES = {
-    table: delete(_MODELS[table]).where(where(bindparam("b_thread_id")))
+    table: delete(_MODELS[table]).where(where(bindparam("b_tenant"), bindparam("b_thread_id")))
     for table, where in THREAD_ROWS.items()
 }
 
 
-def abandon_turn_in(conn: Connection, thread_id: str, turn_id: str, allow_missing: bool) -> int | None:
+def abandon_turn_in(
+    conn: Connection, tenant: str, thread_id: str, turn_id: str, allow_missing: bool
+) -> int | None:
     """Drops the open turn: its entries (their calls and counts), its row with its manifest, its
     events and kept rounds; the thread's open counts follow. How many entries it had; None when
     the turn does not exist and `allow_missing`."""
-    if not _touch(conn, thread_id):
+    if not _touch(conn, tenant, thread_id):
         raise thread_not_found(thread_id)
     status = conn.execute(
-        select(TurnRow.status).where(TurnRow.thread_id == thread_id, TurnRow.turn_id == turn_id)
+        select(TurnRow.status).where(of_thread(TurnRow, tenant, thread_id), TurnRow.turn_id == turn_id)
     ).scalar()
     if status is None:
         if allow_missing:
@@ -177,33 +188,37 @@ def abandon_turn_in(conn: Connection, thread_id: str, turn_id: str, allow_missin
             reason=reasons.TURN_COMPLETED,
             metadata={"thread_id": thread_id, "turn_id": turn_id},
         )
-    of_turn = (EntryRow.thread_id == thread_id, EntryRow.turn_id == turn_id)
+    of_turn = (of_thread(EntryRow, tenant, thread_id), EntryRow.turn_id == turn_id)
     entry_ids = select(EntryRow.entry_id).where(*of_turn)
     conn.execute(
         delete(EntryCountRow).where(EntryCountRow.entry_sequence.in_(select(EntryRow.id).where(*of_turn)))
     )
     conn.execute(
-        delete(ToolCallRow).where(ToolCallRow.thread_id == thread_id, ToolCallRow.entry_id.in_(entry_ids))
+        delete(ToolCallRow).where(
+            of_thread(ToolCallRow, tenant, thread_id), ToolCallRow.entry_id.in_(entry_ids)
+        )
     )
     dropped = conn.execute(delete(EntryRow).where(*of_turn)).rowcount
     conn.execute(
         delete(ManifestEventRow).where(
-            ManifestEventRow.thread_id == thread_id, ManifestEventRow.turn_id == turn_id
+            of_thread(ManifestEventRow, tenant, thread_id), ManifestEventRow.turn_id == turn_id
         )
     )
     conn.execute(
         delete(RenderedRoundRow).where(
-            RenderedRoundRow.thread_id == thread_id, RenderedRoundRow.turn_id == turn_id
+            of_thread(RenderedRoundRow, tenant, thread_id), RenderedRoundRow.turn_id == turn_id
         )
     )
     conn.execute(
-        delete(RoundUsageRow).where(RoundUsageRow.thread_id == thread_id, RoundUsageRow.turn_id == turn_id)
+        delete(RoundUsageRow).where(
+            of_thread(RoundUsageRow, tenant, thread_id), RoundUsageRow.turn_id == turn_id
+        )
     )
-    conn.execute(delete(TurnRow).where(TurnRow.thread_id == thread_id, TurnRow.turn_id == turn_id))
+    conn.execute(delete(TurnRow).where(of_thread(TurnRow, tenant, thread_id), TurnRow.turn_id == turn_id))
     if dropped:
         conn.execute(
             update(ThreadRow)
-            .where(ThreadRow.thread_id == thread_id)
+            .where(of_thread(ThreadRow, tenant, thread_id))
             .values(open_entries=ThreadRow.open_entries - dropped, open_turns=ThreadRow.open_turns - 1)
         )
     return int(dropped)

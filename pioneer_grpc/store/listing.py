@@ -20,43 +20,56 @@ from pioneer_grpc.store.threads import thread_message, thread_not_found
 from pioneer_grpc.v1 import history_pb2
 
 
+def _entry_count() -> Any:
+    return (
+        select(func.count())
+        .where(EntryRow.thread_id == ThreadRow.thread_id, EntryRow.tenant == ThreadRow.tenant)
+        .scalar_subquery()
+    )
+
+
 def threads_page(
-    conn: Connection, after_thread_id: str | None, size: int
+    conn: Connection, tenant: str | None, after: tuple[str, str] | None, size: int
 ) -> tuple[list[history_pb2.Thread], bool]:
-    """Threads by id after `after_thread_id`, and whether more follow."""
-    count = select(func.count()).where(EntryRow.thread_id == ThreadRow.thread_id).scalar_subquery()
+    """`tenant`'s threads (None: every tenant's) by (id, tenant) after `after`, and whether more follow."""
     query = (
-        select(*ThreadRow.__table__.columns, count.label("entries"))
-        .order_by(ThreadRow.thread_id)
+        select(*ThreadRow.__table__.columns, _entry_count().label("entries"))
+        .order_by(ThreadRow.thread_id, ThreadRow.tenant)
         .limit(size + 1)
     )
-    if after_thread_id is not None:
-        query = query.where(ThreadRow.thread_id > after_thread_id)
+    if tenant is not None:
+        query = query.where(ThreadRow.tenant == tenant)
+    if after is not None:
+        query = query.where(tuple_(ThreadRow.thread_id, ThreadRow.tenant) > tuple_(*after))
     rows = conn.execute(query).all()
     return [thread_message(row, row.entries) for row in rows[:size]], len(rows) > size
 
 
 def threads_newest_page(
-    conn: Connection, after: tuple[datetime, str] | None, size: int
+    conn: Connection, tenant: str | None, after: tuple[datetime, str, str] | None, size: int
 ) -> tuple[list[history_pb2.Thread], bool]:
-    """Threads newest first, by (creation time, thread id) descending, after `after`."""
-    count = select(func.count()).where(EntryRow.thread_id == ThreadRow.thread_id).scalar_subquery()
+    """`tenant`'s threads (None: every tenant's) newest first, by (creation time, thread id, tenant)
+    descending, after `after`."""
     query = (
-        select(*ThreadRow.__table__.columns, count.label("entries"))
-        .order_by(ThreadRow.created_at.desc(), ThreadRow.thread_id.desc())
+        select(*ThreadRow.__table__.columns, _entry_count().label("entries"))
+        .order_by(ThreadRow.created_at.desc(), ThreadRow.thread_id.desc(), ThreadRow.tenant.desc())
         .limit(size + 1)
     )
+    if tenant is not None:
+        query = query.where(ThreadRow.tenant == tenant)
     if after is not None:
-        moment, thread_id = after
         # A row comparison, which SQLite and PostgreSQL both answer as a seek into
         # ix_threads_created_at (the OR of two conditions was a filter over the rows before it).
-        query = query.where(tuple_(ThreadRow.created_at, ThreadRow.thread_id) < tuple_(moment, thread_id))
+        query = query.where(
+            tuple_(ThreadRow.created_at, ThreadRow.thread_id, ThreadRow.tenant) < tuple_(*after)
+        )
     rows = conn.execute(query).all()
     return [thread_message(row, row.entries) for row in rows[:size]], len(rows) > size
 
 
-def _require_thread(conn: Connection, thread_id: str) -> None:
-    if conn.execute(select(ThreadRow.thread_id).where(ThreadRow.thread_id == thread_id)).first() is None:
+def _require_thread(conn: Connection, tenant: str, thread_id: str) -> None:
+    of_thread = (ThreadRow.thread_id == thread_id) & (ThreadRow.tenant == tenant)
+    if conn.execute(select(ThreadRow.thread_id).where(of_thread)).first() is None:
         raise thread_not_found(thread_id)
 
 
@@ -74,13 +87,17 @@ def turn_message(row: Any) -> history_pb2.Turn:
 
 
 def turns_page(
-    conn: Connection, thread_id: str, after: tuple[datetime, str] | None, size: int
+    conn: Connection, tenant: str, thread_id: str, after: tuple[datetime, str] | None, size: int
 ) -> tuple[list[history_pb2.Turn], bool]:
     """A thread's turns by (creation time, turn id) after `after`, and whether more follow."""
-    _require_thread(conn, thread_id)
+    _require_thread(conn, tenant, thread_id)
     count = (
         select(func.count())
-        .where(EntryRow.thread_id == TurnRow.thread_id, EntryRow.turn_id == TurnRow.turn_id)
+        .where(
+            EntryRow.thread_id == TurnRow.thread_id,
+            EntryRow.tenant == TurnRow.tenant,
+            EntryRow.turn_id == TurnRow.turn_id,
+        )
         .scalar_subquery()
     )
     query = (
@@ -93,7 +110,7 @@ def turns_page(
             TurnRow.updated_at,
             count.label("entries"),
         )
-        .where(TurnRow.thread_id == thread_id)
+        .where(TurnRow.thread_id == thread_id, TurnRow.tenant == tenant)
         .order_by(TurnRow.created_at, TurnRow.turn_id)
         .limit(size + 1)
     )
@@ -107,13 +124,13 @@ def turns_page(
 
 
 def entries_page(
-    conn: Connection, thread_id: str, turn_id: str, after_sequence: int, size: int
+    conn: Connection, tenant: str, thread_id: str, turn_id: str, after_sequence: int, size: int
 ) -> tuple[list[history_pb2.ConversationEntry], bool]:
     """A thread's entries (of one turn, when named) by sequence after `after_sequence`."""
-    _require_thread(conn, thread_id)
+    _require_thread(conn, tenant, thread_id)
     query = (
         select(*ENTRY_COLUMNS)
-        .where(EntryRow.thread_id == thread_id, EntryRow.id > after_sequence)
+        .where(EntryRow.thread_id == thread_id, EntryRow.tenant == tenant, EntryRow.id > after_sequence)
         .order_by(EntryRow.id)
         .limit(size + 1)
     )

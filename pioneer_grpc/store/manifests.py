@@ -74,9 +74,15 @@ def prepare_manifest(thread_id: str, turn_id: str, manifest: prompt_pb2.PromptMa
     )
 
 
-def new_event(event_id: int, prepared: PreparedManifest, created: datetime) -> service_pb2.ManifestEvent:
+def new_event(
+    event_id: int, tenant: str, prepared: PreparedManifest, created: datetime
+) -> service_pb2.ManifestEvent:
     event = service_pb2.ManifestEvent(
-        event_id=event_id, thread_id=prepared.thread_id, turn_id=prepared.turn_id, manifest=prepared.manifest
+        event_id=event_id,
+        tenant=tenant,
+        thread_id=prepared.thread_id,
+        turn_id=prepared.turn_id,
+        manifest=prepared.manifest,
     )
     event.create_time.FromDatetime(created)
     return event
@@ -107,10 +113,11 @@ def id_setting(recorded: Recorded) -> str:
     return EVENT_ID_SETTING if recorded.event is not None and recorded.event_id < 0 else ""
 
 
-def turn_columns(prepared: PreparedManifest, created: datetime) -> dict[str, Any]:
+def turn_columns(tenant: str, prepared: PreparedManifest, created: datetime) -> dict[str, Any]:
     stored = prepared.manifest
     return {
         "b_thread_id": prepared.thread_id,
+        "b_tenant": tenant,
         "b_turn_id": prepared.turn_id,
         "b_manifest_pb": prepared.encoded,
         "b_json": prepared.as_json,
@@ -128,6 +135,7 @@ _INSERT_EVENT_SQLITE = Direct(
     EVENTS.insert()
     .values(
         thread_id=bindparam("b_thread_id"),
+        tenant=bindparam("b_tenant"),
         turn_id=bindparam("b_turn_id"),
         manifest_pb=bindparam("b_manifest_pb"),
         created_at=bindparam("b_created_at"),
@@ -137,7 +145,11 @@ _INSERT_EVENT_SQLITE = Direct(
 )
 _UPDATE_TURN_SQLITE = Direct(
     TURNS.update()
-    .where(TURNS.c.thread_id == bindparam("b_thread_id"), TURNS.c.turn_id == bindparam("b_turn_id"))
+    .where(
+        TURNS.c.thread_id == bindparam("b_thread_id"),
+        TURNS.c.tenant == bindparam("b_tenant"),
+        TURNS.c.turn_id == bindparam("b_turn_id"),
+    )
     .values(
         prompt_manifest_json=bindparam("b_json"),
         prompt_compiler_version=bindparam("b_version"),
@@ -157,10 +169,10 @@ _RECORD_PG = Direct(
     text(
         """
     WITH event AS (
-        INSERT INTO manifest_events (id, thread_id, turn_id, manifest_pb, created_at)
+        INSERT INTO manifest_events (id, thread_id, tenant, turn_id, manifest_pb, created_at)
         VALUES (
             -nextval('manifest_events_provisional_id_seq'),
-            :b_thread_id, :b_turn_id, :b_manifest_pb, :b_updated_at
+            :b_thread_id, :b_tenant, :b_turn_id, :b_manifest_pb, :b_updated_at
         )
         RETURNING id
     ), turn AS (
@@ -173,7 +185,7 @@ _RECORD_PG = Direct(
             prompt_fingerprint_full = :b_full,
             manifest_event_id = (SELECT id FROM event),
             updated_at = :b_updated_at
-        WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id
+        WHERE thread_id = :b_thread_id AND tenant = :b_tenant AND turn_id = :b_turn_id
     )
     SELECT id FROM event
     """
@@ -182,26 +194,27 @@ _RECORD_PG = Direct(
 )
 
 
-def record_in(conn: Connection, prepared: PreparedManifest, turn: TurnRecord) -> Recorded:
+def record_in(conn: Connection, tenant: str, prepared: PreparedManifest, turn: TurnRecord) -> Recorded:
     """Within the caller's transaction, the turn's row locked: the event and the turn's manifest
     columns, unless the turn holds this manifest already. On PostgreSQL the id is provisional until
     the commit draws it (`numbered`)."""
     if turn.event_id is not None and turn.manifest_json == prepared.as_json:
         return Recorded(turn.event_id, None)
     created = now()
-    columns = turn_columns(prepared, created)
+    columns = turn_columns(tenant, prepared, created)
     if conn.dialect.name == "postgresql":
         event_id: int = _RECORD_PG.first(conn, columns).id
     else:
-        event = {name: columns[name] for name in ("b_thread_id", "b_turn_id", "b_manifest_pb")}
+        event = {name: columns[name] for name in ("b_thread_id", "b_tenant", "b_turn_id", "b_manifest_pb")}
         event_id = _INSERT_EVENT_SQLITE.first(conn, {**event, "b_created_at": created}).id
         _UPDATE_TURN_SQLITE.rows(conn, {**columns, "b_event_id": event_id})
-    return Recorded(event_id, new_event(event_id, prepared, created))
+    return Recorded(event_id, new_event(event_id, tenant, prepared, created))
 
 
 def event_message(row: Any) -> service_pb2.ManifestEvent:
     event = service_pb2.ManifestEvent(
         event_id=row.id,
+        tenant=row.tenant,
         thread_id=row.thread_id,
         turn_id=row.turn_id,
         manifest=prompt_pb2.PromptManifest.FromString(row.manifest_pb),
@@ -214,6 +227,7 @@ _NEWEST_EVENT = select(func.max(EVENTS.c.id))
 
 
 def newest_event_id_in(conn: Connection) -> int:
+    """The newest event's id, of every tenant: a position in the one sequence of events, no content."""
     return int(conn.execute(_NEWEST_EVENT).scalar() or 0)
 
 
@@ -221,30 +235,41 @@ def newest_event_id_in(conn: Connection) -> int:
 _IDS_PER_STATEMENT = 500
 
 
-def threads_created_in(conn: Connection, thread_ids: Sequence[str]) -> dict[str, str]:
-    """Each of `thread_ids` that exists, with its creation time as the history state reads it."""
-    found: dict[str, str] = {}
-    ids = list(thread_ids)
+def threads_created_in(conn: Connection, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """Each of the threads `keys` (tenant, thread id) that exists, with its creation time as the
+    history state reads it."""
+    wanted = set(keys)
+    found: dict[tuple[str, str], str] = {}
+    ids = sorted({thread_id for _, thread_id in wanted})
     for start in range(0, len(ids), _IDS_PER_STATEMENT):
-        statement = select(ThreadRow.thread_id, cast(ThreadRow.created_at, String)).where(
+        statement = select(ThreadRow.tenant, ThreadRow.thread_id, cast(ThreadRow.created_at, String)).where(
             ThreadRow.thread_id.in_(ids[start : start + _IDS_PER_STATEMENT])
         )
-        found.update({thread_id: created for thread_id, created in conn.execute(statement)})
+        for tenant, thread_id, created in conn.execute(statement):
+            if (tenant, thread_id) in wanted:
+                found[(tenant, thread_id)] = created
     return found
 
 
 def events_after_in(
-    conn: Connection, after_id: int, thread_id: str, limit: int
+    conn: Connection, tenant: str | None, after_id: int, thread_id: str, limit: int
 ) -> list[service_pb2.ManifestEvent]:
-    """Stored events with id > after_id in id order, optionally of one thread."""
+    """Stored events of `tenant` (None: of every tenant) with id > after_id in id order, optionally
+    of one thread."""
     query = select(EVENTS).where(EVENTS.c.id > after_id)
+    if tenant is not None:
+        query = query.where(EVENTS.c.tenant == tenant)
     if thread_id:
         query = query.where(EVENTS.c.thread_id == thread_id)
     return [event_message(row) for row in conn.execute(query.order_by(EVENTS.c.id).limit(limit)).all()]
 
 
-def event_by_id_in(conn: Connection, event_id: int) -> service_pb2.ManifestEvent:
-    row = conn.execute(select(EVENTS).where(EVENTS.c.id == event_id)).first()
+def event_by_id_in(conn: Connection, tenant: str | None, event_id: int) -> service_pb2.ManifestEvent:
+    """The event (of `tenant`; None: of any); another tenant's answers as a missing one does."""
+    query = select(EVENTS).where(EVENTS.c.id == event_id)
+    if tenant is not None:
+        query = query.where(EVENTS.c.tenant == tenant)
+    row = conn.execute(query).first()
     if row is None:
         raise NotFound(
             f"manifest event {event_id} not found",
@@ -254,15 +279,16 @@ def event_by_id_in(conn: Connection, event_id: int) -> service_pb2.ManifestEvent
     return event_message(row)
 
 
-def turn_manifest_in(conn: Connection, thread_id: str, turn_id: str) -> TurnManifest:
+def turn_manifest_in(conn: Connection, tenant: str, thread_id: str, turn_id: str) -> TurnManifest:
     """The manifest of a turn's latest compile; NotFound names what is missing."""
     turn = conn.execute(
         select(TURNS.c.status, TURNS.c.prompt_manifest_json, TURNS.c.manifest_event_id).where(
-            TURNS.c.thread_id == thread_id, TURNS.c.turn_id == turn_id
+            TURNS.c.thread_id == thread_id, TURNS.c.tenant == tenant, TURNS.c.turn_id == turn_id
         )
     ).first()
     if turn is None:
-        if conn.execute(select(THREADS.c.thread_id).where(THREADS.c.thread_id == thread_id)).first() is None:
+        of_thread = (THREADS.c.thread_id == thread_id) & (THREADS.c.tenant == tenant)
+        if conn.execute(select(THREADS.c.thread_id).where(of_thread)).first() is None:
             raise NotFound(
                 f"thread {thread_id!r} not found",
                 reason=reasons.THREAD_NOT_FOUND,

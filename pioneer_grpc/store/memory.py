@@ -9,6 +9,7 @@ the process; one asyncio lock serialises its writes, as a database's lock would.
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -29,6 +30,7 @@ from pioneer_grpc.store.entries import (
     entry_values,
     held_entry,
     loaded_entry,
+    stored_bytes,
     turn_completed,
 )
 from pioneer_grpc.store.manifests import new_event
@@ -63,6 +65,7 @@ from pioneer_grpc.store.port import (
     newer_is_all,
 )
 from pioneer_grpc.store.threads import thread_etag, thread_not_found, turn_not_found
+from pioneer_grpc.tenants.callers import DEFAULT_TENANT
 from pioneer_grpc.v1 import history_pb2, prompt_pb2
 from pioneer_grpc.v1 import manifest_service_pb2 as manifest_pb2
 
@@ -146,21 +149,50 @@ class _Tables:
     events: dict[int, _Event] = field(default_factory=dict)
     kept: dict[int, _Kept] = field(default_factory=dict)
     usage: list[RoundUsageRecord] = field(default_factory=list)
-    next_entry: int = 1
-    next_summary: int = 1
-    next_event: int = 1
-    next_kept: int = 1
-    next_version: int = 0
+    seq: _Sequences = field(default_factory=lambda: _Sequences())
+
+
+@dataclass
+class _Sequences:
+    """Ids drawn across every tenant, as the SQL stores' sequences are."""
+
+    entry: int = 1
+    summary: int = 1
+    event: int = 1
+    kept: int = 1
+    version: int = 0
 
 
 class MemoryStore:
-    """`tokenizer_of(model)`: the tokenizer a model counts in (the model registry's)."""
+    """`tokenizer_of(model)`: the tokenizer a model counts in (the model registry's).
+
+    Each tenant's rows are tables of their own (ids drawn from one set of sequences); the store
+    as made is the default tenant's view, `of_tenant` another's."""
 
     def __init__(self, tokenizer_of: Callable[[str], str]) -> None:
+        self.tenant = DEFAULT_TENANT
         self._t = _Tables()
+        self._tenants: dict[str, _Tables] = {DEFAULT_TENANT: self._t}
+        self._views: dict[str, MemoryStore] = {DEFAULT_TENANT: self}
         self._lock = asyncio.Lock()
         self._tokenizer_of = tokenizer_of
         self._compressing: dict[str, asyncio.Lock] = {}
+        # One sweeper for every tenant's view.
+        self._sweeping = asyncio.Lock()
+        self._parts()
+
+    def of_tenant(self, tenant: str) -> MemoryStore:
+        found = self._views.get(tenant)
+        if found is None:
+            found = copy.copy(self)
+            found.tenant = tenant
+            found._t = self._tenants.setdefault(tenant, _Tables(seq=self._t.seq))
+            found._compressing = {}
+            found._parts()
+            found = self._views.setdefault(tenant, found)
+        return found
+
+    def _parts(self) -> None:
         self.threads = _Threads(self)
         self.entries = _Entries(self)
         self.turns = _Turns(self)
@@ -171,7 +203,6 @@ class MemoryStore:
         self.rendered = _Rendered(self)
         self.usage = _Usage(self)
         self.retention = _Retention(self)
-        self._sweeping = asyncio.Lock()
 
     async def probe(self, reclaim: bool = False) -> None:
         return None
@@ -199,6 +230,7 @@ class MemoryStore:
                 dynamic_context_placement=cast(Any, thread.dynamic_context_placement),
             ),
             entry_count=sum(1 for row in self._t.entries.values() if row.thread_id == thread.thread_id),
+            tenant=self.tenant,
         )
         for name in OPTIONAL_SETTINGS:
             value = getattr(thread, name)
@@ -340,8 +372,8 @@ class MemoryStore:
             key = (thread_id, new.entry.entry_id)
             if key in self._t.by_entry_id:
                 continue
-            sequence = self._t.next_entry
-            self._t.next_entry += 1
+            sequence = self._t.seq.entry
+            self._t.seq.entry += 1
             values = entry_values(thread_id, new, tokenizer, moment)
             self._t.entries[sequence] = SimpleNamespace(**values, id=sequence)
             self._t.by_entry_id[key] = sequence
@@ -477,13 +509,13 @@ class MemoryStore:
         if turn.event_id is not None and turn.manifest_json == prepared.as_json:
             return Recorded(turn.event_id, None)
         created = now()
-        event_id = self._t.next_event
-        self._t.next_event += 1
+        event_id = self._t.seq.event
+        self._t.seq.event += 1
         self._t.events[event_id] = _Event(
             event_id, prepared.thread_id, prepared.turn_id, prepared.encoded, created
         )
         turn.manifest_json, turn.event_id, turn.updated_at = prepared.as_json, event_id, created
-        return Recorded(event_id, new_event(event_id, prepared, created))
+        return Recorded(event_id, new_event(event_id, self.tenant, prepared, created))
 
     def version(self, thread_id: str, turn_id: str) -> tuple[int, int]:
         thread = self.thread(thread_id)
@@ -514,6 +546,9 @@ class _Part:
 
 
 class _Threads(_Part):
+    async def tenant_usage(self) -> tuple[int, int]:
+        return len(self.t.threads), sum(stored_bytes(vars(row)) for row in self.t.entries.values())
+
     async def delete(self, thread_id: str, *, etag: str = "", expiry: Expiry | None = None) -> Removed | None:
         async with self.s._lock:
             return self.s.delete(thread_id, etag, expiry)
@@ -528,8 +563,8 @@ class _Threads(_Part):
                     thread_id, **settings, created_at=moment, updated_at=moment
                 )
                 # Above any version a thread of this id had before it was deleted.
-                self.t.next_version += 1_000_000
-                found.version = self.t.next_version
+                self.t.seq.version += 1_000_000
+                found.version = self.t.seq.version
                 return self.s.thread_message(found)
             stored = _config_of(found)
             differing = [name for name in _SETTINGS if stored[name] != settings[name]]
@@ -686,8 +721,8 @@ class _History(_Part):
         async with self.s._lock:
             thread = self.s.thread(thread_id)
             thread.compaction_failed_sequence = None
-            summary_id = self.t.next_summary
-            self.t.next_summary += 1
+            summary_id = self.t.seq.summary
+            self.t.seq.summary += 1
             self.t.summaries[summary_id] = SimpleNamespace(
                 id=summary_id, thread_id=thread_id, created_at=now(), **summary.__dict__
             )
@@ -773,8 +808,8 @@ class _Manifests(_Part):
                     moment,
                     moment,
                 )
-                self.t.next_version += 1_000_000
-                self.t.threads[prepared.thread_id].version = self.t.next_version
+                self.t.seq.version += 1_000_000
+                self.t.threads[prepared.thread_id].version = self.t.seq.version
             turn = self.s.lock_turn(prepared.thread_id, prepared.turn_id, moment)
             return self.s.record(prepared, turn)
 
@@ -803,37 +838,47 @@ class _Manifests(_Part):
         )
         return TurnManifest(manifest, turn.status, turn.event_id or 0)
 
-    async def event(self, event_id: int) -> manifest_pb2.ManifestEvent:
-        found = self.t.events.get(event_id)
+    async def event(self, event_id: int, *, every_tenant: bool = False) -> manifest_pb2.ManifestEvent:
+        found = None
+        for tenant, tables in self.s._tenants.items() if every_tenant else [(self.s.tenant, self.t)]:
+            if event_id in tables.events:
+                found = tables.events[event_id], tenant
         if found is None:
             raise NotFound(
                 f"manifest event {event_id} not found",
                 reason=reasons.MANIFEST_EVENT_NOT_FOUND,
                 metadata={"event_id": str(event_id)},
             )
-        return _event_message(found)
+        return _event_message(*found)
 
     async def events_after(
-        self, after_id: int, *, thread_id: str = "", limit: int = 500
+        self, after_id: int, *, thread_id: str = "", limit: int = 500, every_tenant: bool = False
     ) -> list[manifest_pb2.ManifestEvent]:
-        found = [
-            event
-            for event_id, event in sorted(self.t.events.items())
+        tenants = self.s._tenants.items() if every_tenant else [(self.s.tenant, self.t)]
+        found = sorted(
+            (event_id, tenant, event)
+            for tenant, tables in tenants
+            for event_id, event in tables.events.items()
             if event_id > after_id and (not thread_id or event.thread_id == thread_id)
-        ]
-        return [_event_message(event) for event in found[:limit]]
+        )
+        return [_event_message(event, tenant) for _, tenant, event in found[:limit]]
 
     async def newest_event_id(self) -> int:
-        return max(self.t.events, default=0)
+        return max((max(t.events, default=0) for t in self.s._tenants.values()), default=0)
 
-    async def threads_created(self, thread_ids: Sequence[str]) -> dict[str, str]:
-        found = (self.t.threads.get(thread_id) for thread_id in thread_ids)
-        return {thread.thread_id: thread.created_at.isoformat() for thread in found if thread is not None}
+    async def threads_created(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        found = {}
+        for tenant, thread_id in keys:
+            thread = self.s._tenants.get(tenant, _Tables()).threads.get(thread_id)
+            if thread is not None:
+                found[(tenant, thread_id)] = thread.created_at.isoformat()
+        return found
 
 
-def _event_message(event: _Event) -> manifest_pb2.ManifestEvent:
+def _event_message(event: _Event, tenant: str) -> manifest_pb2.ManifestEvent:
     message = manifest_pb2.ManifestEvent(
         event_id=event.id,
+        tenant=tenant,
         thread_id=event.thread_id,
         turn_id=event.turn_id,
         manifest=prompt_pb2.PromptManifest.FromString(event.manifest_pb),
@@ -843,30 +888,40 @@ def _event_message(event: _Event) -> manifest_pb2.ManifestEvent:
 
 
 class _Listing(_Part):
-    async def threads(self, after_thread_id: str | None, size: int) -> tuple[list[history_pb2.Thread], bool]:
-        found = sorted(
-            (
-                thread
-                for thread in self.t.threads.values()
-                if after_thread_id is None or thread.thread_id > after_thread_id
-            ),
-            key=lambda thread: thread.thread_id,
-        )
-        return [self.s.thread_message(thread) for thread in found[:size]], len(found) > size
+    def _every(self, every_tenant: bool) -> list[tuple[str, _Thread]]:
+        tenants = list(self.s._tenants) if every_tenant else [self.s.tenant]
+        return [
+            (tenant, thread) for tenant in tenants for thread in self.s.of_tenant(tenant)._t.threads.values()
+        ]
 
-    async def threads_newest(
-        self, after: tuple[datetime, str] | None, size: int
+    async def threads(
+        self, after: tuple[str, str] | None, size: int, *, every_tenant: bool = False
     ) -> tuple[list[history_pb2.Thread], bool]:
         found = sorted(
             (
-                thread
-                for thread in self.t.threads.values()
-                if after is None or (thread.created_at, thread.thread_id) < after
+                (thread.thread_id, tenant, thread)
+                for tenant, thread in self._every(every_tenant)
+                if after is None or (thread.thread_id, tenant) > after
             ),
-            key=lambda thread: (thread.created_at, thread.thread_id),
+            key=lambda item: (item[0], item[1]),
+        )
+        threads = [self.s.of_tenant(tenant).thread_message(thread) for _, tenant, thread in found[:size]]
+        return threads, len(found) > size
+
+    async def threads_newest(
+        self, after: tuple[datetime, str, str] | None, size: int, *, every_tenant: bool = False
+    ) -> tuple[list[history_pb2.Thread], bool]:
+        found = sorted(
+            (
+                (thread.created_at, thread.thread_id, tenant, thread)
+                for tenant, thread in self._every(every_tenant)
+                if after is None or (thread.created_at, thread.thread_id, tenant) < after
+            ),
+            key=lambda item: (item[0], item[1], item[2]),
             reverse=True,
         )
-        return [self.s.thread_message(thread) for thread in found[:size]], len(found) > size
+        threads = [self.s.of_tenant(tenant).thread_message(thread) for _, _, tenant, thread in found[:size]]
+        return threads, len(found) > size
 
     async def turns(
         self, thread_id: str, after: tuple[datetime, str] | None, size: int
@@ -918,24 +973,28 @@ class _Rendered(_Part):
         bounds: RenderedBounds,
     ) -> None:
         async with self.s._lock:
+            for tables in self.s._tenants.values():
+                aged = [k for k, row in tables.kept.items() if row.created_at < moment - bounds.max_age]
+                for kept_id in aged:
+                    del tables.kept[kept_id]
             kept = self.t.kept
-            for kept_id in [k for k, row in kept.items() if row.created_at < moment - bounds.max_age]:
-                del kept[kept_id]
             last = max(
                 (row.round for row in kept.values() if (row.thread_id, row.turn_id) == (thread_id, turn_id)),
                 default=0,
             )
-            kept_id = self.t.next_kept
-            self.t.next_kept += 1
+            kept_id = self.t.seq.kept
+            self.t.seq.kept += 1
             kept[kept_id] = _Kept(kept_id, thread_id, turn_id, last + 1, moment, round_pb)
             of_thread = sorted((k for k, row in kept.items() if row.thread_id == thread_id), reverse=True)
             for beyond in of_thread[bounds.rounds_per_thread :]:
                 del kept[beyond]
-            total = sum(len(row.round_pb) for row in kept.values())
-            for oldest in sorted(kept):
+            # The bound on bytes is the server's, across tenants: the oldest rounds of any go first.
+            every = sorted((k, tables.kept) for tables in self.s._tenants.values() for k in tables.kept)
+            total = sum(len(of[k].round_pb) for k, of in every)
+            for oldest, of in every:
                 if total <= bounds.total_bytes:
                     break
-                total -= len(kept.pop(oldest).round_pb)
+                total -= len(of.pop(oldest).round_pb)
 
     async def turn_rounds(self, thread_id: str, turn_id: str, not_before: datetime) -> list[KeptRound]:
         return [
@@ -946,12 +1005,22 @@ class _Rendered(_Part):
 
 
 class _Retention(_Part):
-    async def expired(self, expiry: Expiry, limit: int) -> list[str]:
-        found = [t for t in self.t.threads.values() if expiry.expired(t.updated_at, t.retention_days)]
+    async def expired(self, expiry: Expiry, limit: int) -> list[tuple[str, str]]:
+        found = [
+            (tenant, t)
+            for tenant, tables in self.s._tenants.items()
+            for t in tables.threads.values()
+            if expiry.expired(t.updated_at, t.retention_days)
+        ]
         found.sort(
-            key=lambda t: (t.retention_days is not None, t.retention_days or 0, t.updated_at, t.thread_id)
+            key=lambda f: (
+                f[1].retention_days is not None,
+                f[1].retention_days or 0,
+                f[1].updated_at,
+                f[1].thread_id,
+            )
         )
-        return [t.thread_id for t in found[:limit]]
+        return [(tenant, t.thread_id) for tenant, t in found[:limit]]
 
     @asynccontextmanager
     async def sweep_lock(self) -> AsyncIterator[bool]:

@@ -3,6 +3,12 @@
 Entries, summaries and manifest events are append-only: nothing here is
 deleted by a load. `conversation_entries.id` is the entry's `sequence`: a global
 autoincrement, so it orders a thread's entries without a per-thread counter.
+
+Every thread belongs to one tenant, and a thread id is unique within its tenant
+only: `tenant` is in the key of the thread table and of every table keyed by
+thread, and in their foreign keys (migration 0018), so a distributed PostgreSQL can
+place a tenant's rows together by it (docs/scaling.md). It follows the thread id:
+a thread's rows are found by its id first, as before.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from sqlalchemy import (
     Boolean,
     DateTime,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     LargeBinary,
@@ -23,6 +30,24 @@ from sqlalchemy import (
     false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# Tenant names come from the tenants file; rows stored before tenants existed are the default's.
+TENANT_LENGTH = 100
+
+
+def tenant_column(primary_key: bool = False) -> Mapped[str]:
+    return mapped_column(String(TENANT_LENGTH), primary_key=primary_key, server_default="default")
+
+
+def of_thread(table: str) -> ForeignKeyConstraint:
+    """The row's thread, named by id and tenant."""
+    return ForeignKeyConstraint(
+        ["thread_id", "tenant"],
+        ["threads.thread_id", "threads.tenant"],
+        ondelete="CASCADE",
+        name=f"fk_{table}_thread",
+    )
+
 
 # SQLite only autoincrements an INTEGER PRIMARY KEY; PostgreSQL wants BIGINT.
 Id = BigInteger().with_variant(Integer(), "sqlite")
@@ -42,6 +67,7 @@ class ThreadRow(Base):
     )
 
     thread_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    tenant: Mapped[str] = tenant_column(primary_key=True)
     max_context_tokens: Mapped[int] = mapped_column(Integer)
     response_reserve_tokens: Mapped[int] = mapped_column(Integer)
     model: Mapped[str] = mapped_column(String(200), default="")
@@ -75,11 +101,11 @@ class ThreadRow(Base):
 
 class TurnRow(Base):
     __tablename__ = "turns"
+    __table_args__ = (of_thread("turns"),)
 
-    thread_id: Mapped[str] = mapped_column(
-        String(200), ForeignKey("threads.thread_id", ondelete="CASCADE"), primary_key=True
-    )
+    thread_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     turn_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    tenant: Mapped[str] = tenant_column(primary_key=True)
     # pioneer.v1.TurnStatus value.
     status: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -97,15 +123,17 @@ class TurnRow(Base):
 class EntryRow(Base):
     __tablename__ = "conversation_entries"
     __table_args__ = (
-        UniqueConstraint("thread_id", "entry_id", name="uq_entries_thread_entry"),
+        UniqueConstraint("thread_id", "entry_id", "tenant", name="uq_entries_thread_entry"),
         Index("ix_entries_thread_completed_id", "thread_id", "completed", "id"),
         # Counts entries of turns not completed without reading their rows (migration 0004).
         Index("ix_entries_thread_completed_turn", "thread_id", "completed", "turn_id"),
         Index("ix_entries_thread_turn", "thread_id", "turn_id"),
+        of_thread("conversation_entries"),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
-    thread_id: Mapped[str] = mapped_column(String(200), ForeignKey("threads.thread_id", ondelete="CASCADE"))
+    thread_id: Mapped[str] = mapped_column(String(200))
+    tenant: Mapped[str] = tenant_column()
     entry_id: Mapped[str] = mapped_column(String(200))
     turn_id: Mapped[str] = mapped_column(String(200))
     # pioneer.v1.EntryRole value.
@@ -136,20 +164,21 @@ class ToolCallRow(Base):
     models reuse ids across turns (migration 0007)."""
 
     __tablename__ = "tool_calls"
+    __table_args__ = (of_thread("tool_calls"),)
 
-    thread_id: Mapped[str] = mapped_column(
-        String(200), ForeignKey("threads.thread_id", ondelete="CASCADE"), primary_key=True
-    )
+    thread_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     call_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     entry_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    tenant: Mapped[str] = tenant_column(primary_key=True)
 
 
 class SummaryRow(Base):
     __tablename__ = "thread_summaries"
-    __table_args__ = (Index("ix_summaries_thread_id", "thread_id", "id"),)
+    __table_args__ = (Index("ix_summaries_thread_id", "thread_id", "id"), of_thread("thread_summaries"))
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
-    thread_id: Mapped[str] = mapped_column(String(200), ForeignKey("threads.thread_id", ondelete="CASCADE"))
+    thread_id: Mapped[str] = mapped_column(String(200))
+    tenant: Mapped[str] = tenant_column()
     text: Mapped[str] = mapped_column(Text)
     # The newest entry (by sequence) the summary covers; later loads send only newer ones.
     covers_through_sequence: Mapped[int] = mapped_column(BigInteger)
@@ -196,6 +225,7 @@ class ManifestEventRow(Base):
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     thread_id: Mapped[str] = mapped_column(String(200))
+    tenant: Mapped[str] = tenant_column()
     turn_id: Mapped[str] = mapped_column(String(200))
     # Serialized pioneer.v1.PromptManifest (binary): streamed without re-encoding.
     manifest_pb: Mapped[bytes] = mapped_column(LargeBinary)

@@ -10,6 +10,16 @@ contract suite (tests/store/contract/) runs every method against all three.
     opened = await store.rounds.open(RoundAsk(...))       # everything a round needs, in one call
     committed = await store.rounds.commit(RoundCommit(...))  # or a Conflict: open again
 
+Every thread belongs to a tenant, and a thread id is unique within its tenant only. A store
+is one tenant's view: the store as opened is the default tenant's, `store.of_tenant(name)`
+another's, over the same database; every thread-scoped statement of a view names its tenant,
+so another tenant's thread is, to it, a thread that does not exist. Only the listing of
+threads and the manifest events may read across tenants, when asked (`every_tenant`: an
+admin's ListThreads and WatchManifests).
+
+    acme = store.of_tenant("acme")
+    await acme.threads.get("t-1")       # acme's t-1; NotFound when only another tenant has one
+
 Every method is data in, data out: no method calls back into its caller. A round is
 optimistic: `open` reads without holding anything, the use case decides with no
 storage in between, and `commit` writes only if the thread is still as `open` read
@@ -486,6 +496,11 @@ class Threads(Protocol):
         thread's. Its id may be created again from scratch."""
         ...
 
+    async def tenant_usage(self) -> tuple[int, int]:
+        """The view's tenant's threads, and the bytes its entries hold that a cap counts
+        (store/entries.py `stored_bytes`): what the tenants file's caps are checked against."""
+        ...
+
 
 class Entries(Protocol):
     async def append(self, batch: AppendBatch) -> AppendOutcome | Recount: ...
@@ -550,28 +565,40 @@ class Manifests(Protocol):
 
     async def turn_manifest(self, thread_id: str, turn_id: str) -> TurnManifest: ...
 
-    async def event(self, event_id: int) -> manifest_pb2.ManifestEvent: ...
+    async def event(self, event_id: int, *, every_tenant: bool = False) -> manifest_pb2.ManifestEvent:
+        """The event (ManifestEvent.tenant names its tenant); another tenant's is NotFound, as a
+        missing one, unless `every_tenant`."""
+        ...
 
     async def events_after(
-        self, after_id: int, *, thread_id: str = "", limit: int = 500
-    ) -> list[manifest_pb2.ManifestEvent]: ...
+        self, after_id: int, *, thread_id: str = "", limit: int = 500, every_tenant: bool = False
+    ) -> list[manifest_pb2.ManifestEvent]:
+        """The view's tenant's events after `after_id` (every tenant's with `every_tenant`)."""
+        ...
 
-    async def newest_event_id(self) -> int: ...
+    async def newest_event_id(self) -> int:
+        """The newest event id of every tenant: a position in the one sequence of ids."""
+        ...
 
-    async def threads_created(self, thread_ids: Sequence[str]) -> dict[str, str]:
-        """The creation time (as HistoryState.created) of each of `thread_ids` that exists: what the
-        hub compares to end the watches of a thread another process deleted."""
+    async def threads_created(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """The creation time (as HistoryState.created) of each of the threads `keys` (tenant, thread
+        id; of any tenant) that exists: what the hub compares to end the watches of a thread another
+        process deleted."""
         ...
 
 
 class Listing(Protocol):
     async def threads(
-        self, after_thread_id: str | None, size: int
-    ) -> tuple[list[history_pb2.Thread], bool]: ...
+        self, after: tuple[str, str] | None, size: int, *, every_tenant: bool = False
+    ) -> tuple[list[history_pb2.Thread], bool]:
+        """Threads by (thread id, tenant) after `after`: the view's tenant's, or every tenant's."""
+        ...
 
     async def threads_newest(
-        self, after: tuple[datetime, str] | None, size: int
-    ) -> tuple[list[history_pb2.Thread], bool]: ...
+        self, after: tuple[datetime, str, str] | None, size: int, *, every_tenant: bool = False
+    ) -> tuple[list[history_pb2.Thread], bool]:
+        """Threads newest first by (creation time, thread id, tenant), after `after`."""
+        ...
 
     async def turns(
         self, thread_id: str, after: tuple[datetime, str] | None, size: int
@@ -607,8 +634,9 @@ class RoundUsage(Protocol):
 
 
 class Retention(Protocol):
-    async def expired(self, expiry: Expiry, limit: int) -> list[str]:
-        """Ids of at most `limit` threads expired at `expiry`, of each retention the oldest write first,
+    async def expired(self, expiry: Expiry, limit: int) -> list[tuple[str, str]]:
+        """At most `limit` threads of every tenant expired at `expiry`, as (tenant, thread id), of
+        each retention the oldest write first,
         read from an index (no scan of the threads)."""
         ...
 
@@ -619,6 +647,15 @@ class Retention(Protocol):
 
 
 class Store(Protocol):
+    @property
+    def tenant(self) -> str:
+        """The tenant whose view this is."""
+        ...
+
+    def of_tenant(self, tenant: str) -> Store:
+        """`tenant`'s view of the same store (the same database, runner and pool)."""
+        ...
+
     @property
     def threads(self) -> Threads: ...
     @property

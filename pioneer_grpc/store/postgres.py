@@ -88,20 +88,21 @@ def append_ctes(fresh_turns: str, guard: str = "true", complete_turn: bool = Fal
         SELECT * FROM unnest({_BATCH_ARRAYS}) WITH ORDINALITY AS b({_BATCH_NAMES}, ord)
     ), created AS (
         INSERT INTO conversation_entries (
-            thread_id, {_BATCH_NAMES}, tokenizer, completed, created_at
+            thread_id, tenant, {_BATCH_NAMES}, tokenizer, completed, created_at
         )
-        SELECT :b_thread_id, {_BATCH_NAMES}, :b_tokenizer, {completed}, :b_moment FROM batch WHERE {guard}
+        SELECT :b_thread_id, :b_tenant, {_BATCH_NAMES}, :b_tokenizer, {completed}, :b_moment
+            FROM batch WHERE {guard}
         ORDER BY ord
-        ON CONFLICT (thread_id, entry_id) DO NOTHING
+        ON CONFLICT (thread_id, entry_id, tenant) DO NOTHING
         RETURNING id, entry_id, turn_id
     ), calls AS (
-        INSERT INTO tool_calls (thread_id, call_id, entry_id)
-        SELECT :b_thread_id, c.call_id, c.entry_id
+        INSERT INTO tool_calls (thread_id, tenant, call_id, entry_id)
+        SELECT :b_thread_id, :b_tenant, c.call_id, c.entry_id
         FROM unnest(CAST(:a_call_ids AS varchar[]), CAST(:a_call_entry_ids AS varchar[]))
             WITH ORDINALITY AS c(call_id, entry_id, ord)
         WHERE c.entry_id IN (SELECT entry_id FROM created)
         ORDER BY c.ord
-        ON CONFLICT (thread_id, call_id, entry_id) DO NOTHING
+        ON CONFLICT (thread_id, call_id, entry_id, tenant) DO NOTHING
     )"""
     opened = f"(SELECT count(DISTINCT turn_id) FROM created WHERE turn_id = ANY({fresh_turns}))"
     if not complete_turn:
@@ -110,14 +111,14 @@ def append_ctes(fresh_turns: str, guard: str = "true", complete_turn: bool = Fal
             updated_at = :b_moment,
             open_entries = open_entries + (SELECT count(*) FROM created),
             open_turns = open_turns + {opened}
-        WHERE thread_id = :b_thread_id AND EXISTS (SELECT FROM created)
+        WHERE thread_id = :b_thread_id AND tenant = :b_tenant AND EXISTS (SELECT FROM created)
     )"""
     # The append's counts and the completion's at once: the created entries open and close again,
     # those held close; the turn opens with the batch when it held none, and closes unless it has
     # no entry at all (a turn without entries is not counted open).
     return f"""{entries_created}, completed_before AS (
         UPDATE conversation_entries SET completed = true
-        WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id AND {guard}
+        WHERE thread_id = :b_thread_id AND tenant = :b_tenant AND turn_id = :b_turn_id AND {guard}
         RETURNING id
     ), touched AS (
         UPDATE threads SET
@@ -126,18 +127,19 @@ def append_ctes(fresh_turns: str, guard: str = "true", complete_turn: bool = Fal
             open_turns = open_turns + {opened} - 1,
             completed_entries = completed_entries
                 + (SELECT count(*) FROM completed_before) + (SELECT count(*) FROM created)
-        WHERE thread_id = :b_thread_id
+        WHERE thread_id = :b_thread_id AND tenant = :b_tenant
             AND (EXISTS (SELECT FROM created) OR EXISTS (SELECT FROM completed_before))
     )"""
 
 
 TURN_OPENS = (
     "ARRAY(SELECT CAST(:b_turn_id AS varchar) WHERE NOT EXISTS ("
-    "SELECT FROM conversation_entries WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id))"
+    "SELECT FROM conversation_entries"
+    " WHERE thread_id = :b_thread_id AND tenant = :b_tenant AND turn_id = :b_turn_id))"
 )
 
 
-def batch_params(thread_id: str, batch: Batch | None) -> dict[str, Any]:
+def batch_params(tenant: str, thread_id: str, batch: Batch | None) -> dict[str, Any]:
     """The append CTEs' parameters for `batch` (None: no entries, nothing written)."""
     rows = batch.rows if batch is not None else []
     calls = batch.calls if batch is not None else []
@@ -146,6 +148,7 @@ def batch_params(thread_id: str, batch: Batch | None) -> dict[str, Any]:
     params: dict[str, Any] = {f"a_{name}": [row[name] for row in rows] for name, _ in _BATCH_COLUMNS}
     params.update(
         b_thread_id=thread_id,
+        b_tenant=tenant,
         b_tokenizer=tokenizers.pop() if tokenizers else "",
         b_moment=batch.moment if batch is not None else now(),
         a_call_ids=[call["call_id"] for call in calls],
@@ -174,13 +177,16 @@ LOCKED_COMPLETING_CTES = append_ctes(
 )
 
 _LOCK_THREAD = Direct(
-    select(ThreadRow.model).where(ThreadRow.thread_id == bindparam("b_thread_id")).with_for_update(),
+    select(ThreadRow.model)
+    .where(ThreadRow.thread_id == bindparam("b_thread_id"), ThreadRow.tenant == bindparam("b_tenant"))
+    .with_for_update(),
     dialects=(POSTGRESQL,),
 )
 
 _LOAD_NAMES = ", ".join(f"e.{column.key}" for column in LOAD_COLUMNS)
 _OF_CALL_IDS = (
-    "FROM tool_calls WHERE thread_id = :b_thread_id AND call_id = ANY(CAST(:b_call_ids AS varchar[]))"
+    "FROM tool_calls WHERE thread_id = :b_thread_id AND tenant = :b_tenant"
+    " AND call_id = ANY(CAST(:b_call_ids AS varchar[]))"
 )
 # The thread's calls of `:b_call_ids` as two columns of arrays, the ids and the entries that made
 # them, in one order.
@@ -196,7 +202,8 @@ def _turn_calls_and_entries(source: str) -> str:
         {CALL_ARRAYS},
         {_LOAD_NAMES}
     FROM {source}
-    LEFT JOIN conversation_entries AS e ON e.thread_id = :b_thread_id AND e.turn_id = :b_turn_id
+    LEFT JOIN conversation_entries AS e ON e.thread_id = :b_thread_id AND e.tenant = :b_tenant
+        AND e.turn_id = :b_turn_id
     ORDER BY e.id
 """
 
@@ -204,9 +211,9 @@ def _turn_calls_and_entries(source: str) -> str:
 def _insert_turn(source: str) -> str:
     """The turn's row created or touched (so locked), from the one row of `source`."""
     return f"""
-        INSERT INTO turns (thread_id, turn_id, status, created_at, updated_at)
-        SELECT :b_thread_id, :b_turn_id, :b_status, :b_moment, :b_moment FROM {source}
-        ON CONFLICT (thread_id, turn_id) DO UPDATE SET updated_at = excluded.updated_at
+        INSERT INTO turns (thread_id, tenant, turn_id, status, created_at, updated_at)
+        SELECT :b_thread_id, :b_tenant, :b_turn_id, :b_status, :b_moment, :b_moment FROM {source}
+        ON CONFLICT (thread_id, turn_id, tenant) DO UPDATE SET updated_at = excluded.updated_at
         RETURNING status, prompt_manifest_json, manifest_event_id"""
 
 
@@ -216,13 +223,13 @@ def _insert_turn(source: str) -> str:
 # completed already is locked but not written then, and answers no row (ON CONFLICT's WHERE).
 # Otherwise it is as `_insert_turn`.
 _INSERT_COMPLETING_TURN = f"""
-        INSERT INTO turns (thread_id, turn_id, status, created_at, updated_at)
+        INSERT INTO turns (thread_id, tenant, turn_id, status, created_at, updated_at)
         SELECT
-            :b_thread_id, :b_turn_id,
+            :b_thread_id, :b_tenant, :b_turn_id,
             CASE WHEN {LOCKED_GUARD} THEN CAST(:b_completed AS integer) ELSE CAST(:b_status AS integer) END,
             :b_moment, :b_moment
         FROM locked
-        ON CONFLICT (thread_id, turn_id) DO UPDATE SET
+        ON CONFLICT (thread_id, turn_id, tenant) DO UPDATE SET
             updated_at = excluded.updated_at,
             status = CASE WHEN excluded.status = :b_completed THEN excluded.status ELSE turns.status END
         WHERE turns.status <> :b_completed OR excluded.status <> :b_completed
@@ -253,7 +260,8 @@ def _lock_thread_and_turn(turn: str, ctes: str, source: str) -> Direct:
         text(
             f"""
     WITH locked AS (
-        SELECT model, {FRESH} AS fresh FROM threads WHERE thread_id = :b_thread_id FOR UPDATE
+        SELECT model, {FRESH} AS fresh FROM threads WHERE thread_id = :b_thread_id
+            AND tenant = :b_tenant FOR UPDATE
     ), turn AS ({turn}
     ), {ctes}
     SELECT
@@ -285,9 +293,10 @@ _LOCK_THREAD_TURN_AND_COMPLETE = _lock_thread_and_turn(
 )
 
 
-def _turn_params(thread_id: str, turn_id: str, call_ids: Sequence[str]) -> dict[str, Any]:
+def _turn_params(tenant: str, thread_id: str, turn_id: str, call_ids: Sequence[str]) -> dict[str, Any]:
     return {
         "b_thread_id": thread_id,
+        "b_tenant": tenant,
         "b_turn_id": turn_id,
         "b_status": IN_PROGRESS,
         "b_moment": now(),
@@ -317,14 +326,17 @@ def _complete(locked: str, guard: str, source: str) -> str:
     the FROM of its one row."""
     return f"""
     WITH {locked}turn AS (
-        SELECT status FROM turns WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id{guard}
+        SELECT status FROM turns WHERE thread_id = :b_thread_id AND tenant = :b_tenant
+            AND turn_id = :b_turn_id{guard}
     ), done AS (
         UPDATE turns SET status = :b_status, updated_at = :b_updated_at
-        WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id AND status <> :b_status{guard}
+        WHERE thread_id = :b_thread_id AND tenant = :b_tenant AND turn_id = :b_turn_id
+            AND status <> :b_status{guard}
         RETURNING turn_id
     ), completed AS (
         UPDATE conversation_entries SET completed = true
-        WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id AND EXISTS (SELECT FROM done)
+        WHERE thread_id = :b_thread_id AND tenant = :b_tenant AND turn_id = :b_turn_id
+            AND EXISTS (SELECT FROM done)
         RETURNING id
     ), less_open AS (
         UPDATE threads
@@ -332,14 +344,14 @@ def _complete(locked: str, guard: str, source: str) -> str:
             open_entries = open_entries - (SELECT count(*) FROM completed),
             open_turns = open_turns - 1,
             completed_entries = completed_entries + (SELECT count(*) FROM completed)
-        WHERE thread_id = :b_thread_id AND EXISTS (SELECT FROM completed)
+        WHERE thread_id = :b_thread_id AND tenant = :b_tenant AND EXISTS (SELECT FROM completed)
     )
     SELECT
         (SELECT status FROM turn) AS status,
         CASE WHEN EXISTS (SELECT FROM done) THEN (SELECT count(*) FROM completed)
         ELSE (
             SELECT count(*) FROM conversation_entries
-            WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id
+            WHERE thread_id = :b_thread_id AND tenant = :b_tenant AND turn_id = :b_turn_id
         ) END AS entry_count{source}
     """
 
@@ -354,7 +366,7 @@ _LOCK_AND_COMPLETE = Direct(
     text(
         _complete(
             f"""locked AS (
-        SELECT {FRESH} AS fresh FROM threads WHERE thread_id = :b_thread_id FOR UPDATE
+        SELECT {FRESH} AS fresh FROM threads WHERE thread_id = :b_thread_id AND tenant = :b_tenant FOR UPDATE
     ), """,
             " AND (SELECT fresh FROM locked)",
             "\n    FROM locked",
@@ -364,8 +376,14 @@ _LOCK_AND_COMPLETE = Direct(
 )
 
 
-def _completion_params(thread_id: str, turn_id: str) -> dict[str, object]:
-    return {"b_thread_id": thread_id, "b_turn_id": turn_id, "b_status": COMPLETED, "b_updated_at": now()}
+def _completion_params(tenant: str, thread_id: str, turn_id: str) -> dict[str, object]:
+    return {
+        "b_thread_id": thread_id,
+        "b_tenant": tenant,
+        "b_turn_id": turn_id,
+        "b_status": COMPLETED,
+        "b_updated_at": now(),
+    }
 
 
 # ---- a round's statements ---------------------------------------------------------------------
@@ -399,7 +417,7 @@ _OPEN_ROUND = Direct(
         {VERSIONED_STATE}
     ), turn AS (
         SELECT status, prompt_manifest_json, manifest_event_id FROM turns
-        WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id
+        WHERE thread_id = :b_thread_id AND tenant = :b_tenant AND turn_id = :b_turn_id
     )
     SELECT
         0 AS part, {", ".join(f"thread.{name}" for name in VERSIONED_STATE_NAMES)},
@@ -411,11 +429,13 @@ _OPEN_ROUND = Direct(
     {newer_entries(_padded(1), _NULL_STORED)}
     UNION ALL
     SELECT {", ".join((*_padded(2), *(f"e.{name}" for name in _ENTRY_NAMES), *_NULL_STORED))}
-    FROM conversation_entries AS e WHERE e.thread_id = :b_thread_id AND e.turn_id = :b_turn_id
+    FROM conversation_entries AS e WHERE e.thread_id = :b_thread_id AND e.tenant = :b_tenant
+        AND e.turn_id = :b_turn_id
     UNION ALL
     SELECT {", ".join((*_padded(3), *(f"e.{name}" for name in (*_ENTRY_NAMES, *_STORED_NAMES))))}
     FROM conversation_entries AS e
-    WHERE e.thread_id = :b_thread_id AND e.entry_id = ANY(CAST(:b_entry_ids AS varchar[]))
+    WHERE e.thread_id = :b_thread_id AND e.tenant = :b_tenant
+        AND e.entry_id = ANY(CAST(:b_entry_ids AS varchar[]))
     ORDER BY part, id
     """
     ),
@@ -431,24 +451,26 @@ _COMMIT_ROUND = Direct(
     text(
         f"""
     WITH locked AS (
-        SELECT CAST(xmin AS text) = :b_version AS same FROM threads WHERE thread_id = :b_thread_id FOR UPDATE
+        SELECT CAST(xmin AS text) = :b_version AS same FROM threads WHERE thread_id = :b_thread_id
+            AND tenant = :b_tenant FOR UPDATE
     ), held AS (
-        SELECT status FROM turns WHERE thread_id = :b_thread_id AND turn_id = :b_turn_id FOR UPDATE
+        SELECT status FROM turns WHERE thread_id = :b_thread_id AND tenant = :b_tenant
+            AND turn_id = :b_turn_id FOR UPDATE
     ), go AS (
         SELECT locked.same AND coalesce((SELECT status FROM held), :b_status) = :b_turn_status AS ok
         FROM locked
     ), turn AS (
         INSERT INTO turns (
-            thread_id, turn_id, status, created_at, updated_at, prompt_manifest_json,
+            thread_id, tenant, turn_id, status, created_at, updated_at, prompt_manifest_json,
             prompt_compiler_version, prompt_profile, prompt_fingerprint_stable,
             prompt_fingerprint_dynamic, prompt_fingerprint_full, manifest_event_id
         )
         SELECT
-            :b_thread_id, :b_turn_id, :b_status, :b_updated_at, :b_updated_at, :b_json,
+            :b_thread_id, :b_tenant, :b_turn_id, :b_status, :b_updated_at, :b_updated_at, :b_json,
             :b_compiler_version, :b_profile, :b_stable, :b_dynamic, :b_full,
             -nextval('manifest_events_provisional_id_seq')
         FROM go WHERE go.ok
-        ON CONFLICT (thread_id, turn_id) DO UPDATE SET
+        ON CONFLICT (thread_id, turn_id, tenant) DO UPDATE SET
             updated_at = excluded.updated_at,
             prompt_manifest_json = excluded.prompt_manifest_json,
             prompt_compiler_version = excluded.prompt_compiler_version,
@@ -464,8 +486,8 @@ _COMMIT_ROUND = Direct(
             END
         RETURNING manifest_event_id
     ), event AS (
-        INSERT INTO manifest_events (id, thread_id, turn_id, manifest_pb, created_at)
-        SELECT manifest_event_id, :b_thread_id, :b_turn_id, :b_manifest_pb, :b_updated_at
+        INSERT INTO manifest_events (id, thread_id, tenant, turn_id, manifest_pb, created_at)
+        SELECT manifest_event_id, :b_thread_id, :b_tenant, :b_turn_id, :b_manifest_pb, :b_updated_at
         FROM turn WHERE manifest_event_id < 0
     ), {append_ctes("CAST(:b_fresh_turns AS varchar[])", "(SELECT ok FROM go)")}
     SELECT go.ok, turn.manifest_event_id FROM go LEFT JOIN turn ON true
@@ -479,7 +501,7 @@ class PostgresStore(SqlStore):
     postgres = True
 
     def lock_thread(self, conn: Connection, thread_id: str) -> str:
-        row = _LOCK_THREAD.first(conn, {"b_thread_id": thread_id})
+        row = _LOCK_THREAD.first(conn, {"b_thread_id": thread_id, "b_tenant": self.tenant})
         if row is None:
             raise thread_not_found(thread_id)
         model: str = row.model
@@ -501,8 +523,8 @@ class PostgresStore(SqlStore):
         completes the turn too (the turn answered as it was before, `completed` set). A turn
         completed already is neither inserted into nor completed: the turn is read again."""
         params = {
-            **_turn_params(thread_id, turn_id, call_ids),
-            **batch_params(thread_id, batch),
+            **_turn_params(self.tenant, thread_id, turn_id, call_ids),
+            **batch_params(self.tenant, thread_id, batch),
             "b_counted_model": counted_model if batch is not None else None,
         }
         complete = complete and batch is not None
@@ -525,17 +547,18 @@ class PostgresStore(SqlStore):
     def lock_turn_with_entries(
         self, conn: Connection, thread_id: str, turn_id: str, call_ids: Sequence[str]
     ) -> LockedTurn:
-        return _locked_turn(_LOCK_TURN_WITH_ENTRIES.rows(conn, _turn_params(thread_id, turn_id, call_ids)))
+        params = _turn_params(self.tenant, thread_id, turn_id, call_ids)
+        return _locked_turn(_LOCK_TURN_WITH_ENTRIES.rows(conn, params))
 
     def inserted(
         self, conn: Connection, thread_id: str, batch: Batch, fresh_turns: list[str]
     ) -> dict[str, int]:
-        params = batch_params(thread_id, batch)
+        params = batch_params(self.tenant, thread_id, batch)
         params.update(b_fresh_turns=fresh_turns)
         return {row.entry_id: row.id for row in _INSERT_ALL.rows(conn, params)}
 
     def completed_under_lock(self, conn: Connection, thread_id: str, turn_id: str) -> int:
-        row = _COMPLETE.first(conn, _completion_params(thread_id, turn_id))
+        row = _COMPLETE.first(conn, _completion_params(self.tenant, thread_id, turn_id))
         if row.status is None:
             raise turn_not_found(thread_id, turn_id)
         return int(row.entry_count)
@@ -544,7 +567,7 @@ class PostgresStore(SqlStore):
         """`_LOCK_AND_COMPLETE` alone: the turn's entry count, or None when it wrote nothing because
         it waited for a lock whose holder changed the thread or found no such turn (then
         `complete_in`, in a transaction, completes or says NotFound)."""
-        row = _LOCK_AND_COMPLETE.first(conn, _completion_params(thread_id, turn_id))
+        row = _LOCK_AND_COMPLETE.first(conn, _completion_params(self.tenant, thread_id, turn_id))
         if row is None:
             raise thread_not_found(thread_id)
         return int(row.entry_count) if row.status is not None else None
@@ -559,6 +582,7 @@ class PostgresStore(SqlStore):
         thread_id, turn_id = ask.thread_id, ask.turn_id
         params = {
             "b_thread_id": thread_id,
+            "b_tenant": self.tenant,
             "b_turn_id": turn_id,
             "b_after": ask.history.after,
             "b_call_ids": list(ask.call_ids),
@@ -593,9 +617,15 @@ class PostgresStore(SqlStore):
         if commit.counts:
             counts = commit.counts
             token_counts.store_in(conn, counts.tokenizer, dict(counts.entries), counts.summary)
-        batch = batch_of(commit.thread_id, commit.entries, commit.tokenizer) if commit.entries else None
+        tenant = self.tenant
+        batch = (
+            batch_of(tenant, commit.thread_id, commit.entries, commit.tokenizer) if commit.entries else None
+        )
         created = now()
-        params = {**batch_params(commit.thread_id, batch), **turn_columns(commit.manifest, created)}
+        params = {
+            **batch_params(tenant, commit.thread_id, batch),
+            **turn_columns(tenant, commit.manifest, created),
+        }
         params["b_compiler_version"] = params.pop("b_version")  # the name the row's version takes
         params.update(
             b_version=commit.version,
@@ -609,7 +639,9 @@ class PostgresStore(SqlStore):
         if row is None or not row.ok:
             return Conflict()
         event_id: int = row.manifest_event_id
-        return Recorded(event_id, new_event(event_id, commit.manifest, created) if event_id < 0 else None)
+        return Recorded(
+            event_id, new_event(event_id, tenant, commit.manifest, created) if event_id < 0 else None
+        )
 
     async def commit_round(self, commit: RoundCommit, sent: asyncio.Future[None]) -> Recorded | Conflict:
         """A statement alone: its own transaction, no BEGIN, no COMMIT; the event id drawn at its

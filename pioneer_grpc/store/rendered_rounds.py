@@ -31,7 +31,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapped, mapped_column
 
-from pioneer_grpc.store.models import Base, Id
+from pioneer_grpc.store.models import Base, Id, tenant_column
 from pioneer_grpc.store.port import KeptRound, RenderedBounds
 
 # Any constant of its own: the advisory lock every keep takes on PostgreSQL.
@@ -47,6 +47,7 @@ class RenderedRoundRow(Base):
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     thread_id: Mapped[str] = mapped_column(String(200))
+    tenant: Mapped[str] = tenant_column()
     turn_id: Mapped[str] = mapped_column(String(200))
     # 1, 2, ... within the turn, in the order the rounds were kept.
     round: Mapped[int] = mapped_column(Integer)
@@ -59,6 +60,7 @@ class RenderedRoundRow(Base):
 
 def keep(
     conn: Connection,
+    tenant: str,
     thread_id: str,
     turn_id: str,
     manifest_event_id: int,
@@ -72,12 +74,15 @@ def keep(
     conn.execute(delete(RenderedRoundRow).where(RenderedRoundRow.created_at < moment - bounds.max_age))
     last = conn.scalar(
         select(func.max(RenderedRoundRow.round)).where(
-            RenderedRoundRow.thread_id == thread_id, RenderedRoundRow.turn_id == turn_id
+            RenderedRoundRow.thread_id == thread_id,
+            RenderedRoundRow.tenant == tenant,
+            RenderedRoundRow.turn_id == turn_id,
         )
     )
     conn.execute(
         insert(RenderedRoundRow).values(
             thread_id=thread_id,
+            tenant=tenant,
             turn_id=turn_id,
             round=(last or 0) + 1,
             manifest_event_id=manifest_event_id,
@@ -88,7 +93,7 @@ def keep(
     )
     beyond = (
         select(RenderedRoundRow.id)
-        .where(RenderedRoundRow.thread_id == thread_id)
+        .where(RenderedRoundRow.thread_id == thread_id, RenderedRoundRow.tenant == tenant)
         .order_by(RenderedRoundRow.id.desc())
         .offset(bounds.rounds_per_thread)
     )
@@ -110,12 +115,15 @@ def keep(
         conn.execute(delete(RenderedRoundRow).where(RenderedRoundRow.id <= cutoff))
 
 
-def turn_rounds(conn: Connection, thread_id: str, turn_id: str, not_before: datetime) -> list[KeptRound]:
+def turn_rounds(
+    conn: Connection, tenant: str, thread_id: str, turn_id: str, not_before: datetime
+) -> list[KeptRound]:
     """The turn's kept rounds, oldest first, younger than `not_before`."""
     rows = conn.execute(
         select(RenderedRoundRow.round, RenderedRoundRow.created_at, RenderedRoundRow.round_pb)
         .where(
             RenderedRoundRow.thread_id == thread_id,
+            RenderedRoundRow.tenant == tenant,
             RenderedRoundRow.turn_id == turn_id,
             RenderedRoundRow.created_at >= not_before,
         )

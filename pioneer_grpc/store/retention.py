@@ -23,20 +23,23 @@ from pioneer_grpc.store.port import Expiry
 SWEEPER_LOCK = "\x00retention-sweeper"
 
 
-def _oldest(conn: Connection, of_retention: Any, days: int, expiry: Expiry, limit: int) -> list[str]:
+def _oldest(
+    conn: Connection, of_retention: Any, days: int, expiry: Expiry, limit: int
+) -> list[tuple[str, str]]:
     cutoff = expiry.moment - timedelta(days=days)
     statement = (
-        select(ThreadRow.thread_id)
+        select(ThreadRow.tenant, ThreadRow.thread_id)
         .where(of_retention, ThreadRow.updated_at < cutoff)
         .order_by(ThreadRow.updated_at, ThreadRow.thread_id)
         .limit(limit)
     )
-    return list(conn.execute(statement).scalars())
+    return [(tenant, thread_id) for tenant, thread_id in conn.execute(statement)]
 
 
-def expired_in(conn: Connection, expiry: Expiry, limit: int) -> list[str]:
-    """Up to `limit` expired threads: the server's retention's first, then each thread's own."""
-    found: list[str] = []
+def expired_in(conn: Connection, expiry: Expiry, limit: int) -> list[tuple[str, str]]:
+    """Up to `limit` expired threads of every tenant, as (tenant, thread id): the server's
+    retention's first, then each thread's own."""
+    found: list[tuple[str, str]] = []
     if expiry.default_days > 0:
         found += _oldest(conn, ThreadRow.retention_days.is_(None), expiry.default_days, expiry, limit)
     own = (

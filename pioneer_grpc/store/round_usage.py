@@ -13,7 +13,7 @@ from sqlalchemy import BigInteger, DateTime, Float, Index, Integer, String, dele
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapped, mapped_column
 
-from pioneer_grpc.store.models import Base, Id
+from pioneer_grpc.store.models import Base, Id, tenant_column
 from pioneer_grpc.store.port import RoundUsageRecord
 
 
@@ -26,6 +26,7 @@ class RoundUsageRow(Base):
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     thread_id: Mapped[str] = mapped_column(String(200))
+    tenant: Mapped[str] = tenant_column()
     turn_id: Mapped[str] = mapped_column(String(200))
     manifest_event_id: Mapped[int] = mapped_column(BigInteger)
     turn_message_count: Mapped[int] = mapped_column(Integer)
@@ -51,24 +52,25 @@ class RoundUsageRow(Base):
 _FIELDS = tuple(f.name for f in fields(RoundUsageRecord))
 
 
-def record(conn: Connection, usage: RoundUsageRecord) -> None:
+def record(conn: Connection, tenant: str, usage: RoundUsageRecord) -> None:
     """Replaces the round's row (if any) with `usage`, in the caller's transaction."""
     conn.execute(
         delete(RoundUsageRow).where(
             RoundUsageRow.thread_id == usage.thread_id,
+            RoundUsageRow.tenant == tenant,
             RoundUsageRow.turn_id == usage.turn_id,
             RoundUsageRow.manifest_event_id == usage.manifest_event_id,
             RoundUsageRow.turn_message_count == usage.turn_message_count,
         )
     )
-    conn.execute(insert(RoundUsageRow).values(**asdict(usage)))
+    conn.execute(insert(RoundUsageRow).values(**asdict(usage), tenant=tenant))
 
 
-def thread_rounds(conn: Connection, thread_id: str, limit: int) -> list[RoundUsageRecord]:
+def thread_rounds(conn: Connection, tenant: str, thread_id: str, limit: int) -> list[RoundUsageRecord]:
     columns = [getattr(RoundUsageRow, name) for name in _FIELDS]
     rows = conn.execute(
         select(*columns)
-        .where(RoundUsageRow.thread_id == thread_id)
+        .where(RoundUsageRow.thread_id == thread_id, RoundUsageRow.tenant == tenant)
         .order_by(RoundUsageRow.id.desc())
         .limit(limit)
     )

@@ -12,6 +12,7 @@ errors (store/work.py): nothing above the store sees a driver's class.
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -69,6 +70,7 @@ from pioneer_grpc.store.probe import probe_writable
 from pioneer_grpc.store.runner import TransactionRunner
 from pioneer_grpc.store.turns import ensure_thread_in, lock_turn
 from pioneer_grpc.store.work import drain
+from pioneer_grpc.tenants.callers import DEFAULT_TENANT
 from pioneer_grpc.v1 import history_pb2
 from pioneer_grpc.v1 import manifest_service_pb2 as manifest_pb2
 
@@ -109,15 +111,25 @@ class LockedTurn:
 
 
 class SqlStore:
-    """The port on `engine`; `tokenizer_of(model)` names the tokenizer a model counts in."""
+    """The port on `engine`; `tokenizer_of(model)` names the tokenizer a model counts in.
+
+    The store as opened is the default tenant's; `of_tenant` gives another tenant's view of the
+    same engine and runner, whose every statement names that tenant."""
 
     postgres = False
+    tenant = DEFAULT_TENANT
 
     def __init__(self, engine: AsyncEngine, tokenizer_of: Callable[[str], str]) -> None:
         self.engine = engine
         self.runner = TransactionRunner(engine)
         self.sessions = session_factory(engine)
         self.tokenizer_of = tokenizer_of
+        self.tenant = DEFAULT_TENANT
+        self._views: dict[str, SqlStore] = {DEFAULT_TENANT: self}
+        self._parts()
+        self._closed = False
+
+    def _parts(self) -> None:
         self.threads = _Threads(self)
         self.entries = _Entries(self)
         self.turns = _Turns(self)
@@ -128,7 +140,15 @@ class SqlStore:
         self.rendered = _Rendered(self)
         self.usage = _Usage(self)
         self.retention = _Retention(self)
-        self._closed = False
+
+    def of_tenant(self, tenant: str) -> SqlStore:
+        found = self._views.get(tenant)
+        if found is None:
+            found = copy.copy(self)
+            found.tenant = tenant
+            found._parts()
+            found = self._views.setdefault(tenant, found)
+        return found
 
     async def probe(self, reclaim: bool = False) -> None:
         await probe_writable(self.engine, reclaim)
@@ -200,7 +220,7 @@ class SqlStore:
     def read_in(self, conn: Connection, ask: HistoryAsk, read: HistoryRead | None = None) -> HistoryRead:
         """`History.read` on `conn` (`read`: the state statement's answer, when made already)."""
         if read is None:
-            read = history_read_in(conn, ask.thread_id, ask.exclude_turn_id, ask.after)
+            read = history_read_in(conn, self.tenant, ask.thread_id, ask.exclude_turn_id, ask.after)
         if read.state in ask.known or not ask.whole:
             return read
         if ask.extend is not None and newer_is_all(ask.extend.state, read.state, read.newer):
@@ -232,7 +252,7 @@ class SqlStore:
                 row.model,
             )
         after = summary.covers_through_sequence if summary is not None else 0
-        entries, more = entry_store.completed_entries_in(conn, thread_id, after, key, max_turns)
+        entries, more = entry_store.completed_entries_in(conn, self.tenant, thread_id, after, key, max_turns)
         stale = [entry.sequence for entry in entries if entry.tokenizer != tokenizer]
         if stale:
             stored_counts = token_counts.entry_counts_in(conn, tokenizer, stale)
@@ -250,7 +270,7 @@ class SqlStore:
         thread_id = batch.thread_id
         entries = [new.entry for new in batch.entries]
         turn_ids = list(dict.fromkeys(entry.turn_id for entry in entries))
-        rows = batch_of(thread_id, batch.entries, batch.tokenizer) if entries else None
+        rows = batch_of(self.tenant, thread_id, batch.entries, batch.tokenizer) if entries else None
         # A batch of one turn rides with the lock's statement (PostgreSQL), counted for the model expected.
         carried = rows if len(turn_ids) == 1 and batch.model else None
         turns: dict[str, LockedTurn] = {}
@@ -279,6 +299,7 @@ class SqlStore:
         if rows is not None:
             created = append_store.append_rows(
                 conn,
+                self.tenant,
                 thread_id,
                 {turn_id: turn.record for turn_id, turn in turns.items()},
                 rows,
@@ -297,7 +318,9 @@ class SqlStore:
                 self.completed_under_lock(conn, thread_id, complete_turn_id) if by_lock is None else by_lock
             )
         answered = (
-            _answered_entries(conn, thread_id, ids, created, complete_turn_id) if batch.with_entries else []
+            _answered_entries(conn, self.tenant, thread_id, ids, created, complete_turn_id)
+            if batch.with_entries
+            else []
         )
         failed = sum(1 for _, row in created if row["is_error"])
         return AppendOutcome(answered, len(created), len(ids) - len(created), completed, model, failed)
@@ -305,6 +328,7 @@ class SqlStore:
 
 def _answered_entries(
     conn: Connection,
+    tenant: str,
     thread_id: str,
     ids: Sequence[str],
     created: Sequence[tuple[int, dict[str, Any]]],
@@ -320,7 +344,7 @@ def _answered_entries(
         by_id.setdefault(row["entry_id"], entry_store.entry_message(row_read))
     stored = [entry_id for entry_id in dict.fromkeys(ids) if entry_id not in by_id]
     if stored:
-        by_id.update((e.entry_id, e) for e in entry_store.stored_entries_in(conn, thread_id, stored))
+        by_id.update((e.entry_id, e) for e in entry_store.stored_entries_in(conn, tenant, thread_id, stored))
     return [by_id[entry_id] for entry_id in ids]
 
 
@@ -331,6 +355,10 @@ class _Part:
     @property
     def runner(self) -> TransactionRunner:
         return self.store.runner
+
+    @property
+    def tenant(self) -> str:
+        return self.store.tenant
 
 
 async def _transact(runner: TransactionRunner, work: Callable[[Connection], Any]) -> Any:
@@ -352,32 +380,47 @@ def _settings(config: history_pb2.ThreadConfig) -> thread_store.ThreadSettings:
 
 class _Threads(_Part):
     async def create(self, thread_id: str, config: history_pb2.ThreadConfig) -> history_pb2.Thread:
-        row, entries = await _transact(self.runner, partial(_create, thread_id, _settings(config)))
+        row, entries = await _transact(
+            self.runner, partial(_create, self.tenant, thread_id, _settings(config))
+        )
         return thread_store.thread_message(row, entries)
 
     async def get(self, thread_id: str) -> history_pb2.Thread:
-        row, entries = await self.runner.read(partial(_thread, thread_id))
+        row, entries = await self.runner.read(partial(_thread, self.tenant, thread_id))
         return thread_store.thread_message(row, entries)
 
     async def update(
         self, thread_id: str, config: history_pb2.ThreadConfig, expected: history_pb2.ThreadConfig
     ) -> history_pb2.Thread | Conflict:
-        work = partial(thread_store.update_thread_if, thread_id, _settings(config), _settings(expected))
+        work = partial(
+            thread_store.update_thread_if, self.tenant, thread_id, _settings(config), _settings(expected)
+        )
         found = await _transact(self.runner, lambda conn: work(conn))
         return Conflict() if found is None else thread_store.thread_message(*found)
 
+    async def tenant_usage(self) -> tuple[int, int]:
+        tenant = self.tenant
+        found: tuple[int, int] = await self.runner.read(
+            lambda conn: thread_store.tenant_usage_in(conn, tenant)
+        )
+        return found
+
     async def delete(self, thread_id: str, *, etag: str = "", expiry: Expiry | None = None) -> Removed | None:
-        work = partial(lifecycle.delete_thread_in, thread_id=thread_id, etag=etag, expiry=expiry)
+        work = partial(
+            lifecycle.delete_thread_in, tenant=self.tenant, thread_id=thread_id, etag=etag, expiry=expiry
+        )
         removed: Removed | None = await _transact(self.runner, work)
         return removed
 
 
-def _create(thread_id: str, settings: thread_store.ThreadSettings, conn: Connection) -> tuple[Any, int]:
-    return thread_store.create_thread_in(conn, thread_id, settings)
+def _create(
+    tenant: str, thread_id: str, settings: thread_store.ThreadSettings, conn: Connection
+) -> tuple[Any, int]:
+    return thread_store.create_thread_in(conn, tenant, thread_id, settings)
 
 
-def _thread(thread_id: str, conn: Connection) -> tuple[Any, int]:
-    return thread_store.thread_in(conn, thread_id)
+def _thread(tenant: str, thread_id: str, conn: Connection) -> tuple[Any, int]:
+    return thread_store.thread_in(conn, tenant, thread_id)
 
 
 class _Entries(_Part):
@@ -390,7 +433,10 @@ class _Entries(_Part):
     async def stored_calls(
         self, thread_id: str, entries: Sequence[history_pb2.ConversationEntry]
     ) -> StoredCalls:
-        return await self.runner.read(lambda conn: entry_store.stored_calls_in(conn, thread_id, entries))
+        tenant = self.tenant
+        return await self.runner.read(
+            lambda conn: entry_store.stored_calls_in(conn, tenant, thread_id, entries)
+        )
 
 
 class _Turns(_Part):
@@ -408,7 +454,11 @@ class _Turns(_Part):
 
     async def abandon(self, thread_id: str, turn_id: str, allow_missing: bool = False) -> int | None:
         work = partial(
-            lifecycle.abandon_turn_in, thread_id=thread_id, turn_id=turn_id, allow_missing=allow_missing
+            lifecycle.abandon_turn_in,
+            tenant=self.tenant,
+            thread_id=thread_id,
+            turn_id=turn_id,
+            allow_missing=allow_missing,
         )
         dropped: int | None = await _transact(self.runner, work)
         return dropped
@@ -423,9 +473,11 @@ class _History(_Part):
             await _transact(self.runner, partial(_keep_counts, counts))
 
     async def latest_summary(self, thread_id: str) -> history_pb2.ThreadSummary | None:
+        tenant = self.tenant
+
         def read(conn: Connection) -> Any:
-            thread_store.thread_in(conn, thread_id)  # NotFound for an unknown thread
-            return summary_store.latest_summary_in(conn, thread_id)
+            thread_store.thread_in(conn, tenant, thread_id)  # NotFound for an unknown thread
+            return summary_store.latest_summary_in(conn, tenant, thread_id)
 
         row = await self.runner.read(read)
         return None if row is None else summary_store.summary_message(row)
@@ -433,23 +485,29 @@ class _History(_Part):
     async def store_summary(
         self, thread_id: str, summary: SummaryToStore, exclude_turn_id: str
     ) -> HistoryRead:
+        tenant = self.tenant
+
         def work(conn: Connection) -> HistoryRead:
             # The thread row first (the lock order of every write): its mark cleared, which also
             # tells a round opened before that the thread changed.
-            thread_store.mark_compaction_in(conn, thread_id, None)
-            summary_store.add_summary_in(conn, thread_id, **summary.__dict__)
-            return history_read_in(conn, thread_id, exclude_turn_id)
+            thread_store.mark_compaction_in(conn, tenant, thread_id, None)
+            summary_store.add_summary_in(conn, tenant, thread_id, **summary.__dict__)
+            return history_read_in(conn, tenant, thread_id, exclude_turn_id)
 
         return await _transact(self.runner, work)  # type: ignore[no-any-return]
 
     async def mark_compaction_failed(self, thread_id: str, through_sequence: int) -> None:
+        tenant = self.tenant
         await _transact(
-            self.runner, lambda conn: thread_store.mark_compaction_in(conn, thread_id, through_sequence)
+            self.runner,
+            lambda conn: thread_store.mark_compaction_in(conn, tenant, thread_id, through_sequence),
         )
 
     @asynccontextmanager
     async def compression_lock(self, thread_id: str, wait_seconds: float) -> AsyncIterator[bool]:
-        async with compression_lock(self.store.engine, thread_id, wait_seconds) as held:
+        # Named by tenant and thread: two tenants' threads of one id are two threads.
+        name = f"{self.tenant}\x1f{thread_id}"
+        async with compression_lock(self.store.engine, name, wait_seconds) as held:
             yield held
 
 
@@ -468,61 +526,75 @@ class _Rounds(_Part):
 
 class _Manifests(_Part):
     async def record(self, prepared: PreparedManifest) -> Recorded:
+        tenant = self.tenant
+
         def work(conn: Connection) -> Recorded:
-            ensure_thread_in(conn, prepared.thread_id)
+            ensure_thread_in(conn, tenant, prepared.thread_id)
             return manifest_store.record_in(
-                conn, prepared, lock_turn(conn, prepared.thread_id, prepared.turn_id)
+                conn, tenant, prepared, lock_turn(conn, tenant, prepared.thread_id, prepared.turn_id)
             )
 
         recorded, committed_id = await self.runner.transact(work, manifest_store.id_setting)
         return manifest_store.numbered(recorded, committed_id)
 
     async def turn_manifest(self, thread_id: str, turn_id: str) -> TurnManifest:
-        return await self.runner.read(partial(_turn_manifest, thread_id, turn_id))
+        return await self.runner.read(partial(_turn_manifest, self.tenant, thread_id, turn_id))
 
-    async def event(self, event_id: int) -> manifest_pb2.ManifestEvent:
-        return await self.runner.read(lambda conn: manifest_store.event_by_id_in(conn, event_id))
+    async def event(self, event_id: int, *, every_tenant: bool = False) -> manifest_pb2.ManifestEvent:
+        tenant = None if every_tenant else self.tenant
+        return await self.runner.read(lambda conn: manifest_store.event_by_id_in(conn, tenant, event_id))
 
     async def events_after(
-        self, after_id: int, *, thread_id: str = "", limit: int = 500
+        self, after_id: int, *, thread_id: str = "", limit: int = 500, every_tenant: bool = False
     ) -> list[manifest_pb2.ManifestEvent]:
+        tenant = None if every_tenant else self.tenant
         return await self.runner.read(
-            lambda conn: manifest_store.events_after_in(conn, after_id, thread_id, limit)
+            lambda conn: manifest_store.events_after_in(conn, tenant, after_id, thread_id, limit)
         )
 
     async def newest_event_id(self) -> int:
         return await self.runner.read(manifest_store.newest_event_id_in)
 
-    async def threads_created(self, thread_ids: Sequence[str]) -> dict[str, str]:
-        found: dict[str, str] = await self.runner.read(
-            partial(manifest_store.threads_created_in, thread_ids=thread_ids)
+    async def threads_created(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        found: dict[tuple[str, str], str] = await self.runner.read(
+            partial(manifest_store.threads_created_in, keys=keys)
         )
         return found
 
 
-def _turn_manifest(thread_id: str, turn_id: str, conn: Connection) -> TurnManifest:
-    return manifest_store.turn_manifest_in(conn, thread_id, turn_id)
+def _turn_manifest(tenant: str, thread_id: str, turn_id: str, conn: Connection) -> TurnManifest:
+    return manifest_store.turn_manifest_in(conn, tenant, thread_id, turn_id)
 
 
 class _Listing(_Part):
-    async def threads(self, after_thread_id: str | None, size: int) -> tuple[list[history_pb2.Thread], bool]:
-        return await self.runner.read(lambda conn: listing_store.threads_page(conn, after_thread_id, size))
+    async def threads(
+        self, after: tuple[str, str] | None, size: int, *, every_tenant: bool = False
+    ) -> tuple[list[history_pb2.Thread], bool]:
+        tenant = None if every_tenant else self.tenant
+        return await self.runner.read(lambda conn: listing_store.threads_page(conn, tenant, after, size))
 
     async def threads_newest(
-        self, after: tuple[datetime, str] | None, size: int
+        self, after: tuple[datetime, str, str] | None, size: int, *, every_tenant: bool = False
     ) -> tuple[list[history_pb2.Thread], bool]:
-        return await self.runner.read(lambda conn: listing_store.threads_newest_page(conn, after, size))
+        tenant = None if every_tenant else self.tenant
+        return await self.runner.read(
+            lambda conn: listing_store.threads_newest_page(conn, tenant, after, size)
+        )
 
     async def turns(
         self, thread_id: str, after: tuple[datetime, str] | None, size: int
     ) -> tuple[list[history_pb2.Turn], bool]:
-        return await self.runner.read(lambda conn: listing_store.turns_page(conn, thread_id, after, size))
+        tenant = self.tenant
+        return await self.runner.read(
+            lambda conn: listing_store.turns_page(conn, tenant, thread_id, after, size)
+        )
 
     async def entries(
         self, thread_id: str, turn_id: str, after_sequence: int, size: int
     ) -> tuple[list[history_pb2.ConversationEntry], bool]:
+        tenant = self.tenant
         return await self.runner.read(
-            lambda conn: listing_store.entries_page(conn, thread_id, turn_id, after_sequence, size)
+            lambda conn: listing_store.entries_page(conn, tenant, thread_id, turn_id, after_sequence, size)
         )
 
 
@@ -536,20 +608,26 @@ class _Rendered(_Part):
         moment: datetime,
         bounds: RenderedBounds,
     ) -> None:
+        tenant = self.tenant
         await _transact(
             self.runner,
-            lambda conn: rendered_store.keep(conn, thread_id, turn_id, event_id, round_pb, moment, bounds),
+            lambda conn: rendered_store.keep(
+                conn, tenant, thread_id, turn_id, event_id, round_pb, moment, bounds
+            ),
         )
 
     async def turn_rounds(self, thread_id: str, turn_id: str, not_before: datetime) -> list[KeptRound]:
+        tenant = self.tenant
         return await self.runner.read(
-            lambda conn: rendered_store.turn_rounds(conn, thread_id, turn_id, not_before)
+            lambda conn: rendered_store.turn_rounds(conn, tenant, thread_id, turn_id, not_before)
         )
 
 
 class _Retention(_Part):
-    async def expired(self, expiry: Expiry, limit: int) -> list[str]:
-        found: list[str] = await self.runner.read(partial(retention.expired_in, expiry=expiry, limit=limit))
+    async def expired(self, expiry: Expiry, limit: int) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = await self.runner.read(
+            partial(retention.expired_in, expiry=expiry, limit=limit)
+        )
         return found
 
     @asynccontextmanager
@@ -560,10 +638,12 @@ class _Retention(_Part):
 
 class _Usage(_Part):
     async def record(self, usage: RoundUsageRecord) -> None:
-        await _transact(self.runner, lambda conn: usage_store.record(conn, usage))
+        tenant = self.tenant
+        await _transact(self.runner, lambda conn: usage_store.record(conn, tenant, usage))
 
     async def thread_rounds(self, thread_id: str, limit: int) -> list[RoundUsageRecord]:
-        return await self.runner.read(lambda conn: usage_store.thread_rounds(conn, thread_id, limit))
+        tenant = self.tenant
+        return await self.runner.read(lambda conn: usage_store.thread_rounds(conn, tenant, thread_id, limit))
 
 
 def open_store(engine: AsyncEngine, tokenizer_of: Callable[[str], str]) -> SqlStore:

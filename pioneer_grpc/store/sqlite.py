@@ -56,23 +56,25 @@ IN_PROGRESS = history_pb2.TURN_STATUS_IN_PROGRESS
 
 # The first statement of a thread's write: a write that changes nothing (the write lock is the
 # transaction's already; this checks the thread exists and reads its model).
+_OF_THREAD = (ThreadRow.thread_id == bindparam("b_thread_id")) & (ThreadRow.tenant == bindparam("b_tenant"))
 _LOCK_THREAD = Direct(
-    update(ThreadRow)
-    .where(ThreadRow.thread_id == bindparam("b_thread_id"))
-    .values(updated_at=ThreadRow.updated_at)
-    .returning(ThreadRow.model),
+    update(ThreadRow).where(_OF_THREAD).values(updated_at=ThreadRow.updated_at).returning(ThreadRow.model),
     dialects=(SQLITE,),
 )
 _TURN_ENTRIES = Direct(
     select(*LOAD_COLUMNS)
-    .where(EntryRow.thread_id == bindparam("thread_id"), EntryRow.turn_id == bindparam("turn_id"))
+    .where(
+        EntryRow.thread_id == bindparam("thread_id"),
+        EntryRow.tenant == bindparam("tenant"),
+        EntryRow.turn_id == bindparam("turn_id"),
+    )
     .order_by(EntryRow.id),
     dialects=(SQLITE,),
 )
 # Also counts the turn's new entries as open (and the turn, when they are its first).
 _TOUCH_THREAD = Direct(
     update(ThreadRow)
-    .where(ThreadRow.thread_id == bindparam("b_thread_id"))
+    .where(_OF_THREAD)
     .values(
         updated_at=bindparam("b_updated_at"),
         open_entries=ThreadRow.open_entries + bindparam("b_entries"),
@@ -83,22 +85,29 @@ _TOUCH_THREAD = Direct(
 # A row at a time: a round appends one or a few.
 _INSERT_ENTRY = Direct(
     sqlite.insert(EntryRow)
-    .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
+    .on_conflict_do_nothing(index_elements=["thread_id", "entry_id", "tenant"])
     .returning(EntryRow.id, EntryRow.entry_id),
-    column_keys=ENTRY_VALUE_KEYS,
+    column_keys=(*ENTRY_VALUE_KEYS, "tenant"),
     dialects=(SQLITE,),
 )
 _INSERT_CALL = Direct(
-    sqlite.insert(ToolCallRow).on_conflict_do_nothing(index_elements=["thread_id", "call_id", "entry_id"]),
-    column_keys=("thread_id", "call_id", "entry_id"),
+    # RETURNING a column of its own: else SQLAlchemy would return the key's server default (tenant).
+    sqlite.insert(ToolCallRow)
+    .on_conflict_do_nothing(index_elements=["thread_id", "call_id", "entry_id", "tenant"])
+    .returning(ToolCallRow.call_id),
+    column_keys=("thread_id", "call_id", "entry_id", "tenant"),
     dialects=(SQLITE,),
 )
 
-_OF_TURN_STATUS = (TurnRow.thread_id == bindparam("b_thread_id")) & (
-    TurnRow.turn_id == bindparam("b_turn_id")
+_OF_TURN_STATUS = (
+    (TurnRow.thread_id == bindparam("b_thread_id"))
+    & (TurnRow.tenant == bindparam("b_tenant"))
+    & (TurnRow.turn_id == bindparam("b_turn_id"))
 )
-_OF_TURN_ENTRIES = (EntryRow.thread_id == bindparam("b_thread_id")) & (
-    EntryRow.turn_id == bindparam("b_turn_id")
+_OF_TURN_ENTRIES = (
+    (EntryRow.thread_id == bindparam("b_thread_id"))
+    & (EntryRow.tenant == bindparam("b_tenant"))
+    & (EntryRow.turn_id == bindparam("b_turn_id"))
 )
 _TURN_STATUS = Direct(select(TurnRow.status).where(_OF_TURN_STATUS), dialects=(SQLITE,))
 # Only a turn not completed yet: no row back for one completed, or for no such turn.
@@ -117,7 +126,7 @@ _COMPLETE_ENTRIES = Direct(
 _TURN_ENTRY_COUNT = Direct(select(func.count().label("count")).where(_OF_TURN_ENTRIES), dialects=(SQLITE,))
 _LESS_OPEN = Direct(
     update(ThreadRow)
-    .where(ThreadRow.thread_id == bindparam("b_thread_id"))
+    .where(_OF_THREAD)
     .values(
         open_entries=ThreadRow.open_entries - bindparam("b_entries"),
         open_turns=ThreadRow.open_turns - bindparam("b_turns"),
@@ -129,22 +138,25 @@ _LESS_OPEN = Direct(
 
 _TURN_ROW = Direct(
     select(TurnRow.status, TurnRow.prompt_manifest_json, TurnRow.manifest_event_id).where(
-        TurnRow.thread_id == bindparam("thread_id"), TurnRow.turn_id == bindparam("turn_id")
+        TurnRow.thread_id == bindparam("thread_id"),
+        TurnRow.tenant == bindparam("tenant"),
+        TurnRow.turn_id == bindparam("turn_id"),
     ),
     dialects=(SQLITE,),
 )
 
 
-def turn_row_in(conn: Connection, thread_id: str, turn_id: str) -> TurnRecord | None:
-    row = _TURN_ROW.first(conn, {"thread_id": thread_id, "turn_id": turn_id})
+def turn_row_in(conn: Connection, tenant: str, thread_id: str, turn_id: str) -> TurnRecord | None:
+    row = _TURN_ROW.first(conn, {"thread_id": thread_id, "tenant": tenant, "turn_id": turn_id})
     return None if row is None else TurnRecord(row.status, row.prompt_manifest_json, row.manifest_event_id)
 
 
-def turn_entries_lean(conn: Connection, thread_id: str, turn_id: str) -> list[history_pb2.ConversationEntry]:
+def turn_entries_lean(
+    conn: Connection, tenant: str, thread_id: str, turn_id: str
+) -> list[history_pb2.ConversationEntry]:
     """The turn's entries so far, oldest first, with what a message needs (as a history load reads them)."""
-    return [
-        loaded_entry(row) for row in _TURN_ENTRIES.rows(conn, {"thread_id": thread_id, "turn_id": turn_id})
-    ]
+    params = {"thread_id": thread_id, "tenant": tenant, "turn_id": turn_id}
+    return [loaded_entry(row) for row in _TURN_ENTRIES.rows(conn, params)]
 
 
 # What a round's commit compares with what its open read (`_version_of`): the thread row's settings
@@ -161,10 +173,14 @@ _VERSION = Direct(
         cast(ThreadRow.created_at, String).label("created"),
         cast(ThreadRow.updated_at, String).label("touched"),
         select(TurnRow.status)
-        .where(TurnRow.thread_id == ThreadRow.thread_id, TurnRow.turn_id == bindparam("turn_id"))
+        .where(
+            TurnRow.thread_id == ThreadRow.thread_id,
+            TurnRow.tenant == ThreadRow.tenant,
+            TurnRow.turn_id == bindparam("turn_id"),
+        )
         .scalar_subquery()
         .label("turn_status"),
-    ).where(ThreadRow.thread_id == bindparam("thread_id")),
+    ).where(ThreadRow.thread_id == bindparam("thread_id"), ThreadRow.tenant == bindparam("tenant")),
     dialects=(SQLITE,),
 )
 
@@ -180,7 +196,7 @@ def _version_of(row: Any, turn_status: int | None) -> tuple[Any, ...]:
 
 class SqliteStore(SqlStore):
     def lock_thread(self, conn: Connection, thread_id: str) -> str:
-        row = _LOCK_THREAD.first(conn, {"b_thread_id": thread_id})
+        row = _LOCK_THREAD.first(conn, {"b_thread_id": thread_id, "b_tenant": self.tenant})
         if row is None:
             raise thread_not_found(thread_id)
         model: str = row.model
@@ -202,9 +218,12 @@ class SqliteStore(SqlStore):
     def lock_turn_with_entries(
         self, conn: Connection, thread_id: str, turn_id: str, call_ids: Sequence[str]
     ) -> LockedTurn:
-        record = lock_turn(conn, thread_id, turn_id)
+        tenant = self.tenant
+        record = lock_turn(conn, tenant, thread_id, turn_id)
         return LockedTurn(
-            record, turn_entries_lean(conn, thread_id, turn_id), thread_calls_in(conn, thread_id, call_ids)
+            record,
+            turn_entries_lean(conn, tenant, thread_id, turn_id),
+            thread_calls_in(conn, tenant, thread_id, call_ids),
         )
 
     def inserted(
@@ -220,6 +239,7 @@ class SqliteStore(SqlStore):
             conn,
             {
                 "b_thread_id": thread_id,
+                "b_tenant": self.tenant,
                 "b_updated_at": batch.moment,
                 "b_entries": len(created),
                 "b_turns": len(opened & set(fresh_turns)),
@@ -233,7 +253,7 @@ class SqliteStore(SqlStore):
     def completed_under_lock(self, conn: Connection, thread_id: str, turn_id: str) -> int:
         """The turn completed unless it was, then each write on its own; the turn's status is read only
         when it was not completed here (completed before, or none)."""
-        params = {"b_thread_id": thread_id, "b_turn_id": turn_id}
+        params = {"b_thread_id": thread_id, "b_tenant": self.tenant, "b_turn_id": turn_id}
         completing = {**params, "b_status": history_pb2.TURN_STATUS_COMPLETED, "b_updated_at": now()}
         if _COMPLETE_TURN.first(conn, completing) is None:
             if _TURN_STATUS.first(conn, params) is None:
@@ -241,40 +261,44 @@ class SqliteStore(SqlStore):
             return int(_TURN_ENTRY_COUNT.first(conn, params).count)
         count = len(_COMPLETE_ENTRIES.rows(conn, params))
         if count:
-            _LESS_OPEN.rows(conn, {"b_thread_id": thread_id, "b_entries": count, "b_turns": 1})
+            _LESS_OPEN.rows(
+                conn, {"b_thread_id": thread_id, "b_tenant": self.tenant, "b_entries": count, "b_turns": 1}
+            )
         return count
 
     def completed_alone(self, conn: Connection, thread_id: str, turn_id: str) -> int | None:
         return self.complete_in(conn, thread_id, turn_id)
 
     def open_round_in(self, conn: Connection, ask: RoundAsk) -> OpenedRound:
-        thread_id, turn_id = ask.thread_id, ask.turn_id
+        tenant, thread_id, turn_id = self.tenant, ask.thread_id, ask.turn_id
         # The state first: it is the version, so what is read after it is at least as new.
-        read, row = history_read_and_row(conn, thread_id, turn_id, ask.history.after)
-        turn = turn_row_in(conn, thread_id, turn_id)
+        read, row = history_read_and_row(conn, tenant, thread_id, turn_id, ask.history.after)
+        turn = turn_row_in(conn, tenant, thread_id, turn_id)
         version = _version_of(row, None if turn is None else turn.status)
         read = self.read_in(conn, ask.history, read)
-        held = held_in(conn, thread_id, ask.entry_ids)
+        held = held_in(conn, tenant, thread_id, ask.entry_ids)
         return OpenedRound(
             read,
             turn,
-            [] if turn is None else turn_entries_lean(conn, thread_id, turn_id),
-            thread_calls_in(conn, thread_id, ask.call_ids),
+            [] if turn is None else turn_entries_lean(conn, tenant, thread_id, turn_id),
+            thread_calls_in(conn, tenant, thread_id, ask.call_ids),
             {entry_id: StoredEntry(held_entry(row), row.content_hash) for entry_id, row in held.items()},
             version,
         )
 
     async def commit_round(self, commit: RoundCommit, sent: asyncio.Future[None]) -> Recorded | Conflict:
+        tenant = self.tenant
+
         def work(conn: Connection) -> Recorded:
             thread_id, turn_id = commit.thread_id, commit.turn_id
-            row = _VERSION.first(conn, {"thread_id": thread_id, "turn_id": turn_id})
+            row = _VERSION.first(conn, {"thread_id": thread_id, "tenant": tenant, "turn_id": turn_id})
             if row is None:
                 raise thread_not_found(thread_id)
             if _version_of(row, row.turn_status) != commit.version:
                 raise Conflicted
-            recorded = record_in(conn, commit.manifest, lock_turn(conn, thread_id, turn_id))
+            recorded = record_in(conn, tenant, commit.manifest, lock_turn(conn, tenant, thread_id, turn_id))
             if commit.entries:
-                batch = batch_of(thread_id, commit.entries, commit.tokenizer)
+                batch = batch_of(tenant, thread_id, commit.entries, commit.tokenizer)
                 self.inserted(conn, thread_id, batch, [turn_id] if commit.opens_turn else [])
             if commit.counts:
                 token_counts.store_in(

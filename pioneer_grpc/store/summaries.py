@@ -17,15 +17,15 @@ from pioneer_grpc.v1 import history_pb2
 
 _LATEST = (
     select(*SummaryRow.__table__.columns)
-    .where(SummaryRow.thread_id == bindparam("b_thread_id"))
+    .where(SummaryRow.thread_id == bindparam("b_thread_id"), SummaryRow.tenant == bindparam("b_tenant"))
     .order_by(SummaryRow.id.desc())
     .limit(1)
 )
 
 
-def latest_summary_in(conn: Connection, thread_id: str) -> Any:
+def latest_summary_in(conn: Connection, tenant: str, thread_id: str) -> Any:
     """The thread's newest summary row, or None."""
-    return conn.execute(_LATEST, {"b_thread_id": thread_id}).first()
+    return conn.execute(_LATEST, {"b_thread_id": thread_id, "b_tenant": tenant}).first()
 
 
 def summary_by_id_in(conn: Connection, summary_id: int) -> Any:
@@ -35,6 +35,7 @@ def summary_by_id_in(conn: Connection, summary_id: int) -> Any:
 
 def add_summary_in(
     conn: Connection,
+    tenant: str,
     thread_id: str,
     text: str,
     token_count: int,
@@ -47,6 +48,7 @@ def add_summary_in(
     """Stores a summary in the caller's unit of work (store/runner.py); returns its id."""
     values = {
         "thread_id": thread_id,
+        "tenant": tenant,
         "tokenizer": tokenizer,
         "text": text,
         "token_count": token_count,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import LargeBinary, bindparam, cast, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
@@ -61,11 +61,11 @@ def turn_not_found(thread_id: str, turn_id: str) -> NotFound:
 
 
 _COLUMNS = tuple(ThreadRow.__table__.columns)
-_BY_ID = ThreadRow.thread_id == bindparam("b_thread_id")
+_BY_ID = (ThreadRow.thread_id == bindparam("b_thread_id")) & (ThreadRow.tenant == bindparam("b_tenant"))
 _ENTRY_COUNT = (
     select(func.count())
     .select_from(EntryRow)
-    .where(EntryRow.thread_id == ThreadRow.thread_id)
+    .where(EntryRow.thread_id == ThreadRow.thread_id, EntryRow.tenant == ThreadRow.tenant)
     .scalar_subquery()
 )
 # The thread and how many entries it has: one statement, one snapshot.
@@ -78,10 +78,16 @@ _LOCK = update(ThreadRow).where(_BY_ID).values(updated_at=ThreadRow.updated_at).
 def _insert(conn: Connection) -> Any:
     """The dialect's INSERT of a thread that does nothing when the id is taken, returning the row."""
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    return dialect.insert(ThreadRow).on_conflict_do_nothing(index_elements=["thread_id"]).returning(*_COLUMNS)
+    return (
+        dialect.insert(ThreadRow)
+        .on_conflict_do_nothing(index_elements=["thread_id", "tenant"])
+        .returning(*_COLUMNS)
+    )
 
 
-def create_thread_in(conn: Connection, thread_id: str, settings: ThreadSettings) -> tuple[Any, int]:
+def create_thread_in(
+    conn: Connection, tenant: str, thread_id: str, settings: ThreadSettings
+) -> tuple[Any, int]:
     """CreateThread's unit of work (store/runner.py): the thread row and its entry count.
 
     A taken id with the same settings answers the stored thread (a retried create);
@@ -91,6 +97,7 @@ def create_thread_in(conn: Connection, thread_id: str, settings: ThreadSettings)
     moment = now()
     values = {
         "thread_id": thread_id,
+        "tenant": tenant,
         **settings.__dict__,
         "created_at": moment,
         "updated_at": moment,
@@ -98,7 +105,7 @@ def create_thread_in(conn: Connection, thread_id: str, settings: ThreadSettings)
     created = conn.execute(_insert(conn).values(values)).first()
     if created is not None:
         return created, 0
-    stored = conn.execute(_WITH_COUNT, {"b_thread_id": thread_id}).one()
+    stored = conn.execute(_WITH_COUNT, {"b_thread_id": thread_id, "b_tenant": tenant}).one()
     differing = [k for k, v in settings_of(stored).__dict__.items() if getattr(settings, k) != v]
     if differing:
         raise AlreadyExists(
@@ -109,21 +116,22 @@ def create_thread_in(conn: Connection, thread_id: str, settings: ThreadSettings)
     return stored, int(stored.entry_count)
 
 
-def thread_in(conn: Connection, thread_id: str) -> tuple[Any, int]:
+def thread_in(conn: Connection, tenant: str, thread_id: str) -> tuple[Any, int]:
     """The thread row and its entry count (NotFound for an unknown thread): one statement."""
-    row = conn.execute(_WITH_COUNT, {"b_thread_id": thread_id}).first()
+    row = conn.execute(_WITH_COUNT, {"b_thread_id": thread_id, "b_tenant": tenant}).first()
     if row is None:
         raise thread_not_found(thread_id)
     return row, int(row.entry_count)
 
 
 def update_thread_if(
-    thread_id: str, settings: ThreadSettings, expected: ThreadSettings, conn: Connection
+    tenant: str, thread_id: str, settings: ThreadSettings, expected: ThreadSettings, conn: Connection
 ) -> tuple[Any, int] | None:
     """UpdateThread's unit of work: the locked thread's settings set to `settings` (its compaction mark
     cleared: new settings deserve a new try at compaction) when they are `expected`; the row as stored
     and its entry count, or None, changing nothing, when they are not."""
-    locked = conn.execute(_LOCK, {"b_thread_id": thread_id}).first()
+    key = {"b_thread_id": thread_id, "b_tenant": tenant}
+    locked = conn.execute(_LOCK, key).first()
     if locked is None:
         raise thread_not_found(thread_id)
     if settings_of(locked) != expected:
@@ -132,18 +140,37 @@ def update_thread_if(
         update(ThreadRow)
         .where(_BY_ID)
         .values(**settings.__dict__, compaction_failed_sequence=None, updated_at=now()),
-        {"b_thread_id": thread_id},
+        key,
     )
-    return thread_in(conn, thread_id)
+    return thread_in(conn, tenant, thread_id)
 
 
-def mark_compaction_in(conn: Connection, thread_id: str, failed_sequence: int | None) -> None:
+def mark_compaction_in(conn: Connection, tenant: str, thread_id: str, failed_sequence: int | None) -> None:
     """Records (or clears, with None) the newest entry sequence a failed compaction covered, in the
     caller's unit of work (store/runner.py)."""
     conn.execute(
         update(ThreadRow).where(_BY_ID).values(compaction_failed_sequence=bindparam("b_failed")),
-        {"b_thread_id": thread_id, "b_failed": failed_sequence},
+        {"b_thread_id": thread_id, "b_tenant": tenant, "b_failed": failed_sequence},
     )
+
+
+def tenant_usage_in(conn: Connection, tenant: str) -> tuple[int, int]:
+    """The tenant's threads, and the bytes of its entries a cap counts (entries.stored_bytes)."""
+    threads = conn.execute(select(func.count()).select_from(ThreadRow).where(ThreadRow.tenant == tenant))
+
+    def size(column: Any) -> Any:
+        if conn.dialect.name == "postgresql":
+            return func.coalesce(func.octet_length(column), 0)
+        return func.coalesce(func.length(cast(column, LargeBinary)), 0)
+
+    held = (
+        size(EntryRow.content)
+        + size(EntryRow.tool_calls_json)
+        + size(EntryRow.reasoning_content)
+        + size(EntryRow.content_parts_pb)
+    )
+    stored = conn.execute(select(func.coalesce(func.sum(held), 0)).where(EntryRow.tenant == tenant))
+    return int(threads.scalar_one()), int(stored.scalar_one())
 
 
 def settings_of(row: Any) -> ThreadSettings:
@@ -173,6 +200,7 @@ def thread_etag(created_at: datetime, updated_at: datetime, entry_count: int) ->
 def thread_message(row: Any, entries: int) -> history_pb2.Thread:
     thread = history_pb2.Thread(
         thread_id=row.thread_id,
+        tenant=row.tenant,
         config=history_pb2.ThreadConfig(
             max_context_tokens=row.max_context_tokens,
             response_reserve_tokens=row.response_reserve_tokens,

@@ -27,12 +27,13 @@ def insert(conn: Connection, model: Any) -> Any:
     return (postgresql if conn.dialect.name == "postgresql" else sqlite).insert(model)
 
 
-def _new_thread(conn: Connection, thread_id: str) -> Any:
+def _new_thread(conn: Connection, tenant: str, thread_id: str) -> Any:
     moment = now()
     return (
         insert(conn, ThreadRow)
         .values(
             thread_id=thread_id,
+            tenant=tenant,
             max_context_tokens=DEFAULT_MAX_CONTEXT_TOKENS,
             response_reserve_tokens=DEFAULT_RESPONSE_RESERVE_TOKENS,
             model="",
@@ -40,30 +41,30 @@ def _new_thread(conn: Connection, thread_id: str) -> Any:
             created_at=moment,
             updated_at=moment,
         )
-        .on_conflict_do_nothing(index_elements=["thread_id"])
+        .on_conflict_do_nothing(index_elements=["thread_id", "tenant"])
     )
 
 
-def ensure_thread_in(conn: Connection, thread_id: str) -> None:
+def ensure_thread_in(conn: Connection, tenant: str, thread_id: str) -> None:
     """Creates the thread with the default budget unless it exists (a manifest recorded on a thread
     no call created)."""
-    conn.execute(_new_thread(conn, thread_id))
+    conn.execute(_new_thread(conn, tenant, thread_id))
 
 
 def _lock_turn_statement(dialect: Any) -> Any:
     statement = dialect.insert(TurnRow.__table__)
     return statement.on_conflict_do_update(
-        index_elements=["thread_id", "turn_id"], set_={"updated_at": statement.excluded.updated_at}
+        index_elements=["thread_id", "turn_id", "tenant"], set_={"updated_at": statement.excluded.updated_at}
     ).returning(TurnRow.status, TurnRow.prompt_manifest_json, TurnRow.manifest_event_id)
 
 
 # Built once per dialect: building a statement costs more Python than running it, every round.
-_TURN_KEYS = ("thread_id", "turn_id", "status", "created_at", "updated_at")
+_TURN_KEYS = ("thread_id", "tenant", "turn_id", "status", "created_at", "updated_at")
 _LOCK_TURN_PG = Direct(_lock_turn_statement(postgresql), column_keys=_TURN_KEYS, dialects=(POSTGRESQL,))
 _LOCK_TURN_SQLITE = Direct(_lock_turn_statement(sqlite), column_keys=_TURN_KEYS, dialects=(SQLITE,))
 
 
-def lock_turn(conn: Connection, thread_id: str, turn_id: str) -> TurnRecord:
+def lock_turn(conn: Connection, tenant: str, thread_id: str, turn_id: str) -> TurnRecord:
     """Creates the turn (in progress) unless it exists, and locks its row until the transaction ends.
 
     An existing row is touched (DO UPDATE rather than DO NOTHING) so that this
@@ -72,6 +73,7 @@ def lock_turn(conn: Connection, thread_id: str, turn_id: str) -> TurnRecord:
     moment = now()
     values = {
         "thread_id": thread_id,
+        "tenant": tenant,
         "turn_id": turn_id,
         "status": history_pb2.TURN_STATUS_IN_PROGRESS,
         "created_at": moment,

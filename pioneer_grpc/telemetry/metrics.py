@@ -28,7 +28,7 @@ class NoMetrics:
 
     enabled = False
 
-    def rpc_handled(self, service: str, method: str, code: str, seconds: float) -> None:
+    def rpc_handled(self, service: str, method: str, code: str, seconds: float, tenant: str = "") -> None:
         pass
 
     def history_decision(self, decision: str) -> None:
@@ -97,8 +97,9 @@ class Metrics(NoMetrics):
         r = self.registry
         self._handled = Counter(
             "grpc_server_handled",
-            "RPCs completed on the server, by status code.",
-            ["grpc_service", "grpc_method", "grpc_code"],
+            "RPCs completed on the server, by status code and by the tenant the call's token names "
+            "(the tenants file's names; empty when no token named one).",
+            ["grpc_service", "grpc_method", "grpc_code", "tenant"],
             registry=r,
         )
         self._handling = Histogram(
@@ -235,8 +236,8 @@ class Metrics(NoMetrics):
         self._http: WSGIServer | None = None
         self._http_thread: threading.Thread | None = None
 
-    def rpc_handled(self, service: str, method: str, code: str, seconds: float) -> None:
-        self._handled.labels(service, method, code).inc()
+    def rpc_handled(self, service: str, method: str, code: str, seconds: float, tenant: str = "") -> None:
+        self._handled.labels(service, method, code, tenant).inc()
         self._handling.labels(service, method).observe(seconds)
 
     def history_decision(self, decision: str) -> None:

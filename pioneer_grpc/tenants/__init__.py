@@ -8,9 +8,17 @@ now (`admit`), then set `CALLER` for the rest of the call.
 from __future__ import annotations
 
 from pioneer_grpc.tenants.access import METHOD_ACCESS, Access, access_of
-from pioneer_grpc.tenants.authority import Authority
-from pioneer_grpc.tenants.callers import CALLER, DEFAULT_TENANT, OPEN, Caller, Role, current_caller
-from pioneer_grpc.tenants.limits import RateLimit, RateLimits
+from pioneer_grpc.tenants.authority import Authority, acting
+from pioneer_grpc.tenants.callers import (
+    CALLER,
+    DEFAULT_TENANT,
+    OPEN,
+    TENANT_HEADER,
+    Caller,
+    Role,
+    current_caller,
+)
+from pioneer_grpc.tenants.limits import Quota, RateLimit, RateLimits
 from pioneer_grpc.tenants.tenants_file import Tenants, TenantsError, load_tenants, parse_tenants
 
 __all__ = [
@@ -18,15 +26,18 @@ __all__ = [
     "DEFAULT_TENANT",
     "METHOD_ACCESS",
     "OPEN",
+    "TENANT_HEADER",
     "Access",
     "Authority",
     "Caller",
+    "Quota",
     "RateLimit",
     "RateLimits",
     "Role",
     "Tenants",
     "TenantsError",
     "access_of",
+    "acting",
     "current_caller",
     "load_tenants",
     "parse_tenants",

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from pioneer_grpc import errors, reasons
 from pioneer_grpc.tenants.access import Access, access_of
-from pioneer_grpc.tenants.callers import Caller
-from pioneer_grpc.tenants.limits import RateLimits
-from pioneer_grpc.tenants.tenants_file import Tenants, TenantsError, load_tenants
+from pioneer_grpc.tenants.callers import TENANT_HEADER, Caller, Role
+from pioneer_grpc.tenants.limits import Quota, RateLimits
+from pioneer_grpc.tenants.tenants_file import TENANT_NAME, Tenants, TenantsError, load_tenants
 
 log = logging.getLogger(__name__)
 _BEARER = b"Bearer "
@@ -45,6 +45,10 @@ class Authority:
     @property
     def tenants(self) -> Tenants:
         return self._tenants
+
+    def quota_of(self, tenant: str) -> Quota | None:
+        """The tenant's caps as the file in effect says (a reload applies to the next call)."""
+        return self._tenants.quotas.get(tenant)
 
     def caller_of(self, authorization: bytes) -> Caller | None:
         """The caller of an `authorization` header's value (`Bearer <token>`); None for any other."""
@@ -96,3 +100,24 @@ class Authority:
             len(tenants.limits),
         )
         return True
+
+
+def acting(caller: Caller, named: str) -> Caller:
+    """The caller as its call acts: in the tenant `named` (TENANT_HEADER's value; "" names none).
+    Only an admin may name a tenant other than its token's: PermissionDenied TENANT_NOT_YOURS
+    otherwise, the same whether or not that tenant exists."""
+    if not named or (named == caller.tenant and caller.role is not Role.ADMIN):
+        return caller
+    if not TENANT_NAME.fullmatch(named):
+        raise errors.InvalidArgument.field(
+            TENANT_HEADER, "must be a tenant name: 1-64 letters, digits, '.', '_' or '-'"
+        )
+    try:
+        return caller.acting_in(named)
+    except PermissionError:
+        raise errors.PermissionDenied(
+            f"the token may act in its own tenant only, and {TENANT_HEADER} names another: "
+            "only an admin's token may name a tenant",
+            reason=reasons.TENANT_NOT_YOURS,
+            metadata={"tenant": named, "role": caller.role.value},
+        ) from None

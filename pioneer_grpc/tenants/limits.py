@@ -25,6 +25,14 @@ class RateLimit:
         return cls(requests_per_second, burst)
 
 
+@dataclass(frozen=True)
+class Quota:
+    """A tenant's caps (tenants file): threads, and bytes of stored entries; None: no cap."""
+
+    max_threads: int | None = None
+    max_stored_bytes: int | None = None
+
+
 @dataclass
 class _Bucket:
     limit: RateLimit

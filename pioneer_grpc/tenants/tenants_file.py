@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pioneer_grpc.tenants.callers import DEFAULT_TENANT, Caller, Role
-from pioneer_grpc.tenants.limits import RateLimit
+from pioneer_grpc.tenants.limits import Quota, RateLimit
 
 # Tenant names: bounded, as they become metric labels, log fields and keys.
 TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -35,7 +35,8 @@ _HEX_DIGEST = re.compile(r"[0-9A-Fa-f]{64}")
 _TOKEN_HEADER = re.compile(r"^\s*\[\[\s*token\s*\]\]")
 _TENANT_HEADER = re.compile(r"^\s*\[\s*tenant\s*\.\s*\"?([^\]\"]+)\"?\s*\]")
 TOKEN_KEYS = ("sha256", "tenant", "role")
-LIMIT_KEYS = ("requests_per_second", "burst")
+LIMIT_KEYS = ("requests_per_second", "burst", "max_threads", "max_stored_bytes")
+QUOTA_KEYS = ("max_threads", "max_stored_bytes")
 ROLES = ", ".join(role.value for role in Role)
 
 
@@ -61,6 +62,8 @@ class Tenants:
 
     entries: tuple[_Entry, ...]
     limits: Mapping[str, RateLimit] = field(default_factory=dict)
+    # The tenants' caps on threads and stored bytes (a tenant without one: none).
+    quotas: Mapping[str, Quota] = field(default_factory=dict)
     _by_digest: dict[bytes, _Entry] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -111,13 +114,14 @@ def parse_tenants(text: str, name: str = "tenants file") -> Tenants:
         if key not in ("token", "tenant"):
             problems.append(f"unknown top-level key {key!r} (expected [[token]] entries and [tenant.NAME])")
     entries = _entries(document.get("token"), _header_lines(text, _TOKEN_HEADER), problems)
-    limits = _limits(document.get("tenant"), text, {e.caller.tenant for e in entries}, problems)
+    quotas: dict[str, Quota] = {}
+    limits = _limits(document.get("tenant"), text, {e.caller.tenant for e in entries}, problems, quotas)
     if not entries and not problems:
         problems.append("names no token ([[token]] with sha256, tenant and role): every call is refused")
     if problems:
         listed = "\n".join(f"  {problem}" for problem in problems)
         raise TenantsError(f"{name} has {len(problems)} problem(s):\n{listed}")
-    return Tenants(tuple(entries), limits)
+    return Tenants(tuple(entries), limits, quotas)
 
 
 def _header_lines(text: str, header: re.Pattern[str]) -> list[int]:
@@ -181,7 +185,34 @@ def _described(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def _limits(raw: Any, text: str, tenants: set[str], problems: list[str]) -> dict[str, RateLimit]:
+def _whole(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and value >= 1
+
+
+def _table_problems(table: dict[str, Any]) -> list[str]:
+    """What is wrong with one [tenant.NAME] table."""
+    found = _unknown_keys(table, LIMIT_KEYS)
+    rate, burst = table.get("requests_per_second"), table.get("burst")
+    for key in QUOTA_KEYS:
+        if table.get(key) is not None and not _whole(table[key]):
+            found.append(f"{key} must be a whole number of at least 1, got {table[key]!r}")
+    if rate is None and all(table.get(key) is None for key in QUOTA_KEYS):
+        found.append("requests_per_second is missing (or max_threads, max_stored_bytes)")
+    elif rate is not None and (
+        isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < math.inf
+    ):
+        found.append(f"requests_per_second must be a number above 0, got {rate!r}")
+    if burst is not None and not _whole(burst):
+        found.append(f"burst must be a whole number of at least 1, got {burst!r}")
+    if burst is not None and rate is None:
+        found.append("burst without requests_per_second")
+    return found
+
+
+def _limits(
+    raw: Any, text: str, tenants: set[str], problems: list[str], quotas: dict[str, Quota]
+) -> dict[str, RateLimit]:
+    """The rate limits of the [tenant.NAME] tables; their caps go into `quotas`."""
     if raw is None:
         return {}
     if not isinstance(raw, dict):
@@ -197,18 +228,16 @@ def _limits(raw: Any, text: str, tenants: set[str], problems: list[str]) -> dict
         if not isinstance(table, dict):
             problems.append(f"{where}: must be a table")
             continue
-        found = _unknown_keys(table, LIMIT_KEYS)
+        found = _table_problems(table)
         if tenant not in tenants:
             found.append("no [[token]] names this tenant")
         rate, burst = table.get("requests_per_second"), table.get("burst")
-        if rate is None:
-            found.append("requests_per_second is missing")
-        elif isinstance(rate, bool) or not isinstance(rate, int | float) or not (0 < rate < math.inf):
-            found.append(f"requests_per_second must be a number above 0, got {rate!r}")
-        if burst is not None and (isinstance(burst, bool) or not isinstance(burst, int) or burst < 1):
-            found.append(f"burst must be a whole number of at least 1, got {burst!r}")
+        caps = {key: table.get(key) for key in QUOTA_KEYS}
         if found:
             problems.extend(f"{where}: {problem}" for problem in found)
             continue
-        limits[tenant] = RateLimit.of(float(rate), burst)  # type: ignore[arg-type]
+        if rate is not None:
+            limits[tenant] = RateLimit.of(float(rate), burst)
+        if any(cap is not None for cap in caps.values()):
+            quotas[tenant] = Quota(caps["max_threads"], caps["max_stored_bytes"])
     return limits

@@ -30,7 +30,7 @@ from pioneer_grpc.v1 import history_pb2 as pioneer_dot_v1_dot_history__pb2
 from pioneer_grpc.v1 import usage_pb2 as pioneer_dot_v1_dot_usage__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!pioneer/v1/manifest_service.proto\x12\npioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17pioneer/v1/prompt.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\x1a\x16pioneer/v1/usage.proto\"F\n\x16GetTurnManifestRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x14\n\x07turn_id\x18\x02 \x01(\tB\x03\xe0\x41\x02\"\x81\x01\n\x17GetTurnManifestResponse\x12,\n\x08manifest\x18\x01 \x01(\x0b\x32\x1a.pioneer.v1.PromptManifest\x12&\n\x06status\x18\x02 \x01(\x0e\x32\x16.pioneer.v1.TurnStatus\x12\x10\n\x08\x65vent_id\x18\x03 \x01(\x03\"d\n\x15WatchManifestsRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x01\x12\x1b\n\x0e\x61\x66ter_event_id\x18\x02 \x01(\x03\x42\x03\xe0\x41\x01\x12\x16\n\tlive_only\x18\x03 \x01(\x08\x42\x03\xe0\x41\x01\"\xbc\x01\n\rManifestEvent\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\x03\x12\x11\n\tthread_id\x18\x02 \x01(\t\x12\x0f\n\x07turn_id\x18\x03 \x01(\t\x12,\n\x08manifest\x18\x04 \x01(\x0b\x32\x1a.pioneer.v1.PromptManifest\x12/\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0ethread_deleted\x18\x06 \x01(\x08\"L\n\tHeartbeat\x12(\n\x04time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rlast_event_id\x18\x02 \x01(\x03\"x\n\x16WatchManifestsResponse\x12*\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x19.pioneer.v1.ManifestEventH\x00\x12*\n\theartbeat\x18\x02 \x01(\x0b\x32\x15.pioneer.v1.HeartbeatH\x00\x42\x06\n\x04kind\"}\n\x0bManifestRef\x12#\n\x04turn\x18\x01 \x01(\x0b\x32\x13.pioneer.v1.TurnRefH\x00\x12\x12\n\x08\x65vent_id\x18\x02 \x01(\x03H\x00\x12.\n\x08manifest\x18\x03 \x01(\x0b\x32\x1a.pioneer.v1.PromptManifestH\x00\x42\x05\n\x03ref\"7\n\x07TurnRef\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x14\n\x07turn_id\x18\x02 \x01(\tB\x03\xe0\x41\x02\"p\n\x14\x44iffManifestsRequest\x12*\n\x04\x62\x61se\x18\x01 \x01(\x0b\x32\x17.pioneer.v1.ManifestRefB\x03\xe0\x41\x02\x12,\n\x06target\x18\x02 \x01(\x0b\x32\x17.pioneer.v1.ManifestRefB\x03\xe0\x41\x02\"\xb7\x01\n\rSectionChange\x12\x12\n\nsection_id\x18\x01 \x01(\t\x12+\n\x04kind\x18\x02 \x01(\x0e\x32\x1d.pioneer.v1.SectionChangeKind\x12/\n\tstability\x18\x03 \x01(\x0e\x32\x1c.pioneer.v1.SectionStability\x12\x18\n\x10\x62\x61se_fingerprint\x18\x04 \x01(\t\x12\x1a\n\x12target_fingerprint\x18\x05 \x01(\t\"\xe1\x01\n\x15\x44iffManifestsResponse\x12*\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x19.pioneer.v1.SectionChange\x12\x16\n\x0estable_changed\x18\x02 \x01(\x08\x12\x17\n\x0f\x64ynamic_changed\x18\x03 \x01(\x08\x12\x14\n\x0c\x66ull_changed\x18\x04 \x01(\x08\x12\x1e\n\x16\x63\x61\x63he_break_section_id\x18\x05 \x01(\t\x12\x35\n\x0fnew_diagnostics\x18\x06 \x03(\x0b\x32\x1c.pioneer.v1.PromptDiagnostic\"I\n\x19ListRenderedRoundsRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x14\n\x07turn_id\x18\x02 \x01(\tB\x03\xe0\x41\x02\"\xd3\x02\n\rRenderedRound\x12\r\n\x05round\x18\x01 \x01(\x05\x12\x19\n\x11manifest_event_id\x18\x02 \x01(\x03\x12/\n\x0b\x63reate_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12:\n\x0f\x63ompiled_prompt\x18\x04 \x01(\x0b\x32!.pioneer.v1.CompiledPromptPayload\x12\x39\n\x0ehistory_report\x18\x05 \x01(\x0b\x32!.pioneer.v1.HistoryDecisionReport\x12)\n\x08messages\x18\x06 \x03(\x0b\x32\x17.pioneer.v1.ChatMessage\x12\x15\n\rprovider_path\x18\x07 \x01(\t\x12\x1a\n\x12provider_body_json\x18\x08 \x01(\t\x12\x12\n\nkept_bytes\x18\t \x01(\x03\"\xa6\x01\n\x1aListRenderedRoundsResponse\x12\x0c\n\x04kept\x18\x01 \x01(\x08\x12)\n\x06rounds\x18\x02 \x03(\x0b\x32\x19.pioneer.v1.RenderedRound\x12\x1d\n\x15max_rounds_per_thread\x18\x03 \x01(\x05\x12\x17\n\x0fmax_total_bytes\x18\x04 \x01(\x03\x12\x17\n\x0fmax_age_seconds\x18\x05 \x01(\x03\"G\n\x15ListRoundUsageRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x16\n\tpage_size\x18\x02 \x01(\x05\x42\x03\xe0\x41\x01\"@\n\x16ListRoundUsageResponse\x12&\n\x06rounds\x18\x01 \x03(\x0b\x32\x16.pioneer.v1.RoundUsage*\xb8\x01\n\x11SectionChangeKind\x12#\n\x1fSECTION_CHANGE_KIND_UNSPECIFIED\x10\x00\x12\x1d\n\x19SECTION_CHANGE_KIND_ADDED\x10\x01\x12\x1f\n\x1bSECTION_CHANGE_KIND_REMOVED\x10\x02\x12\x1f\n\x1bSECTION_CHANGE_KIND_CHANGED\x10\x03\x12\x1d\n\x19SECTION_CHANGE_KIND_MOVED\x10\x04\x32\xdc\x03\n\x0fManifestService\x12Z\n\x0fGetTurnManifest\x12\".pioneer.v1.GetTurnManifestRequest\x1a#.pioneer.v1.GetTurnManifestResponse\x12Y\n\x0eWatchManifests\x12!.pioneer.v1.WatchManifestsRequest\x1a\".pioneer.v1.WatchManifestsResponse0\x01\x12T\n\rDiffManifests\x12 .pioneer.v1.DiffManifestsRequest\x1a!.pioneer.v1.DiffManifestsResponse\x12\x63\n\x12ListRenderedRounds\x12%.pioneer.v1.ListRenderedRoundsRequest\x1a&.pioneer.v1.ListRenderedRoundsResponse\x12W\n\x0eListRoundUsage\x12!.pioneer.v1.ListRoundUsageRequest\x1a\".pioneer.v1.ListRoundUsageResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!pioneer/v1/manifest_service.proto\x12\npioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17pioneer/v1/prompt.proto\x1a\x15pioneer/v1/chat.proto\x1a\x18pioneer/v1/history.proto\x1a\x16pioneer/v1/usage.proto\"F\n\x16GetTurnManifestRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x14\n\x07turn_id\x18\x02 \x01(\tB\x03\xe0\x41\x02\"\x81\x01\n\x17GetTurnManifestResponse\x12,\n\x08manifest\x18\x01 \x01(\x0b\x32\x1a.pioneer.v1.PromptManifest\x12&\n\x06status\x18\x02 \x01(\x0e\x32\x16.pioneer.v1.TurnStatus\x12\x10\n\x08\x65vent_id\x18\x03 \x01(\x03\"d\n\x15WatchManifestsRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x01\x12\x1b\n\x0e\x61\x66ter_event_id\x18\x02 \x01(\x03\x42\x03\xe0\x41\x01\x12\x16\n\tlive_only\x18\x03 \x01(\x08\x42\x03\xe0\x41\x01\"\xcc\x01\n\rManifestEvent\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\x03\x12\x11\n\tthread_id\x18\x02 \x01(\t\x12\x0f\n\x07turn_id\x18\x03 \x01(\t\x12,\n\x08manifest\x18\x04 \x01(\x0b\x32\x1a.pioneer.v1.PromptManifest\x12/\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0ethread_deleted\x18\x06 \x01(\x08\x12\x0e\n\x06tenant\x18\x07 \x01(\t\"L\n\tHeartbeat\x12(\n\x04time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rlast_event_id\x18\x02 \x01(\x03\"x\n\x16WatchManifestsResponse\x12*\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x19.pioneer.v1.ManifestEventH\x00\x12*\n\theartbeat\x18\x02 \x01(\x0b\x32\x15.pioneer.v1.HeartbeatH\x00\x42\x06\n\x04kind\"}\n\x0bManifestRef\x12#\n\x04turn\x18\x01 \x01(\x0b\x32\x13.pioneer.v1.TurnRefH\x00\x12\x12\n\x08\x65vent_id\x18\x02 \x01(\x03H\x00\x12.\n\x08manifest\x18\x03 \x01(\x0b\x32\x1a.pioneer.v1.PromptManifestH\x00\x42\x05\n\x03ref\"7\n\x07TurnRef\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x14\n\x07turn_id\x18\x02 \x01(\tB\x03\xe0\x41\x02\"p\n\x14\x44iffManifestsRequest\x12*\n\x04\x62\x61se\x18\x01 \x01(\x0b\x32\x17.pioneer.v1.ManifestRefB\x03\xe0\x41\x02\x12,\n\x06target\x18\x02 \x01(\x0b\x32\x17.pioneer.v1.ManifestRefB\x03\xe0\x41\x02\"\xb7\x01\n\rSectionChange\x12\x12\n\nsection_id\x18\x01 \x01(\t\x12+\n\x04kind\x18\x02 \x01(\x0e\x32\x1d.pioneer.v1.SectionChangeKind\x12/\n\tstability\x18\x03 \x01(\x0e\x32\x1c.pioneer.v1.SectionStability\x12\x18\n\x10\x62\x61se_fingerprint\x18\x04 \x01(\t\x12\x1a\n\x12target_fingerprint\x18\x05 \x01(\t\"\xe1\x01\n\x15\x44iffManifestsResponse\x12*\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x19.pioneer.v1.SectionChange\x12\x16\n\x0estable_changed\x18\x02 \x01(\x08\x12\x17\n\x0f\x64ynamic_changed\x18\x03 \x01(\x08\x12\x14\n\x0c\x66ull_changed\x18\x04 \x01(\x08\x12\x1e\n\x16\x63\x61\x63he_break_section_id\x18\x05 \x01(\t\x12\x35\n\x0fnew_diagnostics\x18\x06 \x03(\x0b\x32\x1c.pioneer.v1.PromptDiagnostic\"I\n\x19ListRenderedRoundsRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x14\n\x07turn_id\x18\x02 \x01(\tB\x03\xe0\x41\x02\"\xd3\x02\n\rRenderedRound\x12\r\n\x05round\x18\x01 \x01(\x05\x12\x19\n\x11manifest_event_id\x18\x02 \x01(\x03\x12/\n\x0b\x63reate_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12:\n\x0f\x63ompiled_prompt\x18\x04 \x01(\x0b\x32!.pioneer.v1.CompiledPromptPayload\x12\x39\n\x0ehistory_report\x18\x05 \x01(\x0b\x32!.pioneer.v1.HistoryDecisionReport\x12)\n\x08messages\x18\x06 \x03(\x0b\x32\x17.pioneer.v1.ChatMessage\x12\x15\n\rprovider_path\x18\x07 \x01(\t\x12\x1a\n\x12provider_body_json\x18\x08 \x01(\t\x12\x12\n\nkept_bytes\x18\t \x01(\x03\"\xa6\x01\n\x1aListRenderedRoundsResponse\x12\x0c\n\x04kept\x18\x01 \x01(\x08\x12)\n\x06rounds\x18\x02 \x03(\x0b\x32\x19.pioneer.v1.RenderedRound\x12\x1d\n\x15max_rounds_per_thread\x18\x03 \x01(\x05\x12\x17\n\x0fmax_total_bytes\x18\x04 \x01(\x03\x12\x17\n\x0fmax_age_seconds\x18\x05 \x01(\x03\"G\n\x15ListRoundUsageRequest\x12\x16\n\tthread_id\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x16\n\tpage_size\x18\x02 \x01(\x05\x42\x03\xe0\x41\x01\"@\n\x16ListRoundUsageResponse\x12&\n\x06rounds\x18\x01 \x03(\x0b\x32\x16.pioneer.v1.RoundUsage*\xb8\x01\n\x11SectionChangeKind\x12#\n\x1fSECTION_CHANGE_KIND_UNSPECIFIED\x10\x00\x12\x1d\n\x19SECTION_CHANGE_KIND_ADDED\x10\x01\x12\x1f\n\x1bSECTION_CHANGE_KIND_REMOVED\x10\x02\x12\x1f\n\x1bSECTION_CHANGE_KIND_CHANGED\x10\x03\x12\x1d\n\x19SECTION_CHANGE_KIND_MOVED\x10\x04\x32\xdc\x03\n\x0fManifestService\x12Z\n\x0fGetTurnManifest\x12\".pioneer.v1.GetTurnManifestRequest\x1a#.pioneer.v1.GetTurnManifestResponse\x12Y\n\x0eWatchManifests\x12!.pioneer.v1.WatchManifestsRequest\x1a\".pioneer.v1.WatchManifestsResponse0\x01\x12T\n\rDiffManifests\x12 .pioneer.v1.DiffManifestsRequest\x1a!.pioneer.v1.DiffManifestsResponse\x12\x63\n\x12ListRenderedRounds\x12%.pioneer.v1.ListRenderedRoundsRequest\x1a&.pioneer.v1.ListRenderedRoundsResponse\x12W\n\x0eListRoundUsage\x12!.pioneer.v1.ListRoundUsageRequest\x1a\".pioneer.v1.ListRoundUsageResponseBJZHgithub.com/pioneer-grpc/pioneer-grpc/clients/go/gen/pioneer/v1;pioneerv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -64,8 +64,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTROUNDUSAGEREQUEST'].fields_by_name['thread_id']._serialized_options = b'\340A\002'
   _globals['_LISTROUNDUSAGEREQUEST'].fields_by_name['page_size']._loaded_options = None
   _globals['_LISTROUNDUSAGEREQUEST'].fields_by_name['page_size']._serialized_options = b'\340A\001'
-  _globals['_SECTIONCHANGEKIND']._serialized_start=2348
-  _globals['_SECTIONCHANGEKIND']._serialized_end=2532
+  _globals['_SECTIONCHANGEKIND']._serialized_start=2364
+  _globals['_SECTIONCHANGEKIND']._serialized_end=2548
   _globals['_GETTURNMANIFESTREQUEST']._serialized_start=213
   _globals['_GETTURNMANIFESTREQUEST']._serialized_end=283
   _globals['_GETTURNMANIFESTRESPONSE']._serialized_start=286
@@ -73,31 +73,31 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_WATCHMANIFESTSREQUEST']._serialized_start=417
   _globals['_WATCHMANIFESTSREQUEST']._serialized_end=517
   _globals['_MANIFESTEVENT']._serialized_start=520
-  _globals['_MANIFESTEVENT']._serialized_end=708
-  _globals['_HEARTBEAT']._serialized_start=710
-  _globals['_HEARTBEAT']._serialized_end=786
-  _globals['_WATCHMANIFESTSRESPONSE']._serialized_start=788
-  _globals['_WATCHMANIFESTSRESPONSE']._serialized_end=908
-  _globals['_MANIFESTREF']._serialized_start=910
-  _globals['_MANIFESTREF']._serialized_end=1035
-  _globals['_TURNREF']._serialized_start=1037
-  _globals['_TURNREF']._serialized_end=1092
-  _globals['_DIFFMANIFESTSREQUEST']._serialized_start=1094
-  _globals['_DIFFMANIFESTSREQUEST']._serialized_end=1206
-  _globals['_SECTIONCHANGE']._serialized_start=1209
-  _globals['_SECTIONCHANGE']._serialized_end=1392
-  _globals['_DIFFMANIFESTSRESPONSE']._serialized_start=1395
-  _globals['_DIFFMANIFESTSRESPONSE']._serialized_end=1620
-  _globals['_LISTRENDEREDROUNDSREQUEST']._serialized_start=1622
-  _globals['_LISTRENDEREDROUNDSREQUEST']._serialized_end=1695
-  _globals['_RENDEREDROUND']._serialized_start=1698
-  _globals['_RENDEREDROUND']._serialized_end=2037
-  _globals['_LISTRENDEREDROUNDSRESPONSE']._serialized_start=2040
-  _globals['_LISTRENDEREDROUNDSRESPONSE']._serialized_end=2206
-  _globals['_LISTROUNDUSAGEREQUEST']._serialized_start=2208
-  _globals['_LISTROUNDUSAGEREQUEST']._serialized_end=2279
-  _globals['_LISTROUNDUSAGERESPONSE']._serialized_start=2281
-  _globals['_LISTROUNDUSAGERESPONSE']._serialized_end=2345
-  _globals['_MANIFESTSERVICE']._serialized_start=2535
-  _globals['_MANIFESTSERVICE']._serialized_end=3011
+  _globals['_MANIFESTEVENT']._serialized_end=724
+  _globals['_HEARTBEAT']._serialized_start=726
+  _globals['_HEARTBEAT']._serialized_end=802
+  _globals['_WATCHMANIFESTSRESPONSE']._serialized_start=804
+  _globals['_WATCHMANIFESTSRESPONSE']._serialized_end=924
+  _globals['_MANIFESTREF']._serialized_start=926
+  _globals['_MANIFESTREF']._serialized_end=1051
+  _globals['_TURNREF']._serialized_start=1053
+  _globals['_TURNREF']._serialized_end=1108
+  _globals['_DIFFMANIFESTSREQUEST']._serialized_start=1110
+  _globals['_DIFFMANIFESTSREQUEST']._serialized_end=1222
+  _globals['_SECTIONCHANGE']._serialized_start=1225
+  _globals['_SECTIONCHANGE']._serialized_end=1408
+  _globals['_DIFFMANIFESTSRESPONSE']._serialized_start=1411
+  _globals['_DIFFMANIFESTSRESPONSE']._serialized_end=1636
+  _globals['_LISTRENDEREDROUNDSREQUEST']._serialized_start=1638
+  _globals['_LISTRENDEREDROUNDSREQUEST']._serialized_end=1711
+  _globals['_RENDEREDROUND']._serialized_start=1714
+  _globals['_RENDEREDROUND']._serialized_end=2053
+  _globals['_LISTRENDEREDROUNDSRESPONSE']._serialized_start=2056
+  _globals['_LISTRENDEREDROUNDSRESPONSE']._serialized_end=2222
+  _globals['_LISTROUNDUSAGEREQUEST']._serialized_start=2224
+  _globals['_LISTROUNDUSAGEREQUEST']._serialized_end=2295
+  _globals['_LISTROUNDUSAGERESPONSE']._serialized_start=2297
+  _globals['_LISTROUNDUSAGERESPONSE']._serialized_end=2361
+  _globals['_MANIFESTSERVICE']._serialized_start=2551
+  _globals['_MANIFESTSERVICE']._serialized_end=3027
 # @@protoc_insertion_point(module_scope)

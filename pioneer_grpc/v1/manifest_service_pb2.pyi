@@ -57,20 +57,22 @@ class WatchManifestsRequest(_message.Message):
     def __init__(self, thread_id: _Optional[str] = ..., after_event_id: _Optional[int] = ..., live_only: _Optional[bool] = ...) -> None: ...
 
 class ManifestEvent(_message.Message):
-    __slots__ = ("event_id", "thread_id", "turn_id", "manifest", "create_time", "thread_deleted")
+    __slots__ = ("event_id", "thread_id", "turn_id", "manifest", "create_time", "thread_deleted", "tenant")
     EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     THREAD_ID_FIELD_NUMBER: _ClassVar[int]
     TURN_ID_FIELD_NUMBER: _ClassVar[int]
     MANIFEST_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     THREAD_DELETED_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
     event_id: int
     thread_id: str
     turn_id: str
     manifest: _prompt_pb2.PromptManifest
     create_time: _timestamp_pb2.Timestamp
     thread_deleted: bool
-    def __init__(self, event_id: _Optional[int] = ..., thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., manifest: _Optional[_Union[_prompt_pb2.PromptManifest, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., thread_deleted: _Optional[bool] = ...) -> None: ...
+    tenant: str
+    def __init__(self, event_id: _Optional[int] = ..., thread_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., manifest: _Optional[_Union[_prompt_pb2.PromptManifest, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., thread_deleted: _Optional[bool] = ..., tenant: _Optional[str] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ("time", "last_event_id")

@@ -41,6 +41,7 @@ def _created(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> f
         ("grpc_code", "OK"),
         ("grpc_method", "CreateThread"),
         ("grpc_service", "pioneer.v1.HistoryService"),
+        ("tenant", ""),
     )
     return samples.get(("grpc_server_handled_total", labels), 0.0)
 

@@ -93,7 +93,12 @@ async def test_ten_thousand_made_up_methods_add_no_series_and_little_memory(tmp_
         assert series_after == series_before
         assert (
             "grpc_server_handled_total",
-            (("grpc_code", "UNAUTHENTICATED"), ("grpc_method", "other"), ("grpc_service", "other")),
+            (
+                ("grpc_code", "UNAUTHENTICATED"),
+                ("grpc_method", "other"),
+                ("grpc_service", "other"),
+                ("tenant", ""),
+            ),
         ) in series_after
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -13,6 +13,7 @@ from pioneer_grpc.client import event_ref, inline_ref, turn_ref
 from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.service.observe import record_manifest
 from pioneer_grpc.store.models import ManifestEventRow, ThreadRow, TurnRow
+from pioneer_grpc.tenants import DEFAULT_TENANT
 from pioneer_grpc.v1 import history_pb2, prompt_pb2
 from pioneer_grpc.v1 import manifest_service_pb2 as service_pb2
 from tests.events.helpers import DYNAMIC, STABLE, manifest, numbered_manifest
@@ -30,8 +31,8 @@ async def test_record_persists_the_manifest_on_a_new_turn_and_appends_an_event(p
     assert event_id >= 1
 
     async with pg_server.ctx.store.sessions() as session:
-        thread = await session.get(ThreadRow, "thread-a")
-        turn = await session.get(TurnRow, ("thread-a", "turn-1"))
+        thread = await session.get(ThreadRow, ("thread-a", DEFAULT_TENANT))
+        turn = await session.get(TurnRow, ("thread-a", "turn-1", DEFAULT_TENANT))
         event = await session.get(ManifestEventRow, event_id)
     assert (thread.max_context_tokens, thread.response_reserve_tokens) == (128_000, 16_000)
     assert turn.status == history_pb2.TURN_STATUS_IN_PROGRESS
@@ -91,8 +92,8 @@ async def test_an_existing_turn_keeps_its_status(pg_server) -> None:
         )
     await record_manifest(pg_server.ctx, "t", "done", numbered_manifest(1))
     async with pg_server.ctx.store.sessions() as session:
-        thread = await session.get(ThreadRow, "t")
-        turn = await session.get(TurnRow, ("t", "done"))
+        thread = await session.get(ThreadRow, ("t", DEFAULT_TENANT))
+        turn = await session.get(TurnRow, ("t", "done", DEFAULT_TENANT))
     assert (thread.max_context_tokens, thread.model) == (9000, "m")
     assert turn.status == history_pb2.TURN_STATUS_COMPLETED
 

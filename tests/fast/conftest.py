@@ -42,7 +42,7 @@ async def ctx(tmp_path: Path, crossings: Crossings) -> AsyncIterator[ServiceCont
     await hub.start()
     context = ServiceContext(
         config=Config(listen="127.0.0.1:0", home=home),
-        store=store,
+        root_store=store,
         hub=hub,
         summarizer=build_summarizer("extractive"),
         models=models,

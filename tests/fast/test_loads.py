@@ -43,10 +43,10 @@ async def test_a_completed_turn_brings_the_kept_history_current(ctx: ServiceCont
     await _thread(ctx, 3)
     await history.load_history(ctx, "t")
     await history.complete_turn(ctx, "t", "u3", [user("q3", "", "one more"), answer("a3", "", "done")])
-    kept = ctx.load_cache.extendable("t")
+    kept = ctx.load_cache.extendable(("default", "t"))
     messages, report = await history.load_history(ctx, "t")
     assert [m.content for m in messages[-2:]] == ["one more", "done"]
-    assert ctx.load_cache.extendable("t") is not kept  # extended, not read whole
+    assert ctx.load_cache.extendable(("default", "t")) is not kept  # extended, not read whole
     ctx.load_cache.clear()
     whole, whole_report = await history.load_history(ctx, "t")
     assert whole == messages and whole_report == report

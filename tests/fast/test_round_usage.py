@@ -143,13 +143,13 @@ async def test_a_thread_or_turn_made_again_under_its_id_has_had_no_round(ctx: Se
     await _thread(ctx, turns=1)
     await prepare_turn(ctx, _request("u1", user("q", "", "Hi")))
     await lifecycle.abandon_turn(ctx, "t", "u1")
-    assert ctx.recent_rounds.last("t") is None and ctx.recent_rounds.kept_bytes == 0
+    assert ctx.recent_rounds.last(("default", "t")) is None and ctx.recent_rounds.kept_bytes == 0
     with pytest.raises(FailedPrecondition) as refused:
         await prepare_turn(ctx, _request("u1", user("q", "", "Hi"), previous_round_usage=USAGE))
     assert refused.value.reason == reasons.NO_PREVIOUS_ROUND
     await prepare_turn(ctx, _request("u1", user("q", "", "Hi")))
     await lifecycle.delete_thread(ctx, "t")
-    assert ctx.recent_rounds.last("t") is None and ctx.recent_rounds.kept_bytes == 0
+    assert ctx.recent_rounds.last(("default", "t")) is None and ctx.recent_rounds.kept_bytes == 0
     await _thread(ctx, turns=1)
     with pytest.raises(FailedPrecondition) as refused:
         await prepare_turn(ctx, _request("u1", user("q", "", "Hi"), previous_round_usage=USAGE))

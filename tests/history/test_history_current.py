@@ -170,7 +170,7 @@ async def test_a_compaction_replaces_the_kept_history(pg_server):
     summarized = await load(history, "t")
     assert summarized.report.decision == history_pb2.HISTORY_DECISION_SUMMARIZED
     # What is kept now is the summary alone, for the state the compaction committed.
-    kept = pg_server.ctx.load_cache.extendable("t")
+    kept = pg_server.ctx.load_cache.extendable(("default", "t"))
     assert kept is not None
     assert kept.state.summary_id is not None
     assert list(kept.result.messages) == list(summarized.messages)

@@ -24,9 +24,9 @@ def reads(monkeypatch):
     calls: list[str] = []
     real = entry_store.completed_entries_in
 
-    def counting(conn, thread_id, *args):
+    def counting(conn, tenant, thread_id, *args):
         calls.append(thread_id)
-        return real(conn, thread_id, *args)
+        return real(conn, tenant, thread_id, *args)
 
     monkeypatch.setattr(entry_store, "completed_entries_in", counting)
     return calls

@@ -57,10 +57,10 @@ async def store_as_an_older_version_did(server, thread_id: str, turn_id: str, *e
 
     def write(conn) -> None:
         store.lock_thread(conn, thread_id)
-        turns = {turn_id: lock_turn(conn, thread_id, turn_id)}
-        batch = append_store.batch_of(thread_id, new, "cl100k_base")
+        turns = {turn_id: lock_turn(conn, "default", thread_id, turn_id)}
+        batch = append_store.batch_of("default", thread_id, new, "cl100k_base")
         insert = lambda *args: store.inserted(conn, *args)  # noqa: E731
-        append_store.append_rows(conn, thread_id, turns, batch, lambda stored: None, insert)
+        append_store.append_rows(conn, "default", thread_id, turns, batch, lambda stored: None, insert)
         store.completed_under_lock(conn, thread_id, turn_id)
 
     await store.runner.transact(write)

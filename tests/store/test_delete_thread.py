@@ -113,7 +113,7 @@ async def _rows(store: SqlStore, thread_id: str) -> dict[str, int]:
     async with store.engine.connect() as conn:
         for table in Base.metadata.sorted_tables:
             assert table.name in THREAD_ROWS, f"{table.name}: no way to find (and delete) a thread's rows"
-            where = THREAD_ROWS[table.name](thread_id)
+            where = THREAD_ROWS[table.name]("default", thread_id)
             counts[table.name] = await conn.scalar(select(func.count()).select_from(table).where(where))
     return counts
 
@@ -138,7 +138,7 @@ async def _worker(store: Store, home: Path) -> ServiceContext:
     hub = ManifestHub(store.manifests, poll_seconds=3600)
     return ServiceContext(
         config=Config(listen="127.0.0.1:0", home=home),
-        store=store,
+        root_store=store,
         hub=hub,
         summarizer=build_summarizer("extractive"),
         models=packaged_registry(),

@@ -100,6 +100,13 @@ CASES: dict[tuple[str, str], list[dict[str, Any]]] = {
         }
     ],
 }
+# Every statement names the thread's tenant beside its id.
+for _runs in CASES.values():
+    for _params in _runs:
+        if "b_thread_id" in _params:
+            _params["b_tenant"] = "default"
+        if "thread_id" in _params:
+            _params["tenant"] = "default"
 
 
 def directs(dialect: str) -> dict[tuple[str, str], Direct]:
@@ -222,7 +229,7 @@ def test_thread_calls_in_chunks_finds_what_one_expanding_statement_does(count, s
     known = [f"c{n:03d}" for n in range(count)]
     asked = [*reversed(known), "nosuch", known[0]]
     with engine.connect() as conn:
-        found = thread_calls_in(conn, "t", asked)
+        found = thread_calls_in(conn, "default", "t", asked)
         rows = conn.execute(_EXPANDING_THREAD_CALLS, {"thread_id": "t", "call_ids": asked})
         expected = {row.call_id: row.entry_id for row in rows}
     engine.dispose()
@@ -244,7 +251,7 @@ def test_held_in_chunks_finds_what_one_expanding_statement_does(count, seeded, t
         EntryRow.thread_id == bindparam("thread_id"), EntryRow.entry_id.in_(bindparam("ids", expanding=True))
     )
     with engine.connect() as conn:
-        found = held_in(conn, "t", asked)
+        found = held_in(conn, "default", "t", asked)
         expected = {
             row.entry_id: tuple(row) for row in conn.execute(expanding, {"thread_id": "t", "ids": asked})
         }

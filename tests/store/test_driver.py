@@ -56,7 +56,7 @@ def test_rows_on_the_driver_are_the_rows_sqlalchemy_reads(tmp_path):
                 for i in range(3)
             ],
         )
-        params = {"thread_id": "t", "turn_id": "u"}
+        params = {"thread_id": "t", "tenant": "default", "turn_id": "u"}
         direct = _TURN_ENTRIES.rows(conn, params)
         through = conn.execute(_TURN_ENTRIES.statement, params).all()
     assert [tuple(row) for row in direct] == [tuple(row) for row in through]
@@ -95,6 +95,7 @@ def test_converted_parameters_are_written_as_sqlalchemy_writes_them(tmp_path):
         "tokenizer": "cl100k_base",
         "completed": False,
         "created_at": moment,
+        "tenant": "default",
     }
     stored = []
     for way in ("sqlalchemy", "direct"):

@@ -123,14 +123,17 @@ def _seed(conn: Connection) -> None:
 def _rows(*entries: tuple[str, str, dict[str, Any]]) -> list[dict[str, Any]]:
     """New entries' rows (entry_id, turn_id, fields), as an append writes them at LATER."""
     return [
-        entry_values(
-            "t",
-            NewEntry(
-                history_pb2.ConversationEntry(entry_id=entry_id, turn_id=turn, role=2, **fields), "h9", 7
+        {
+            **entry_values(
+                "t",
+                NewEntry(
+                    history_pb2.ConversationEntry(entry_id=entry_id, turn_id=turn, role=2, **fields), "h9", 7
+                ),
+                "cl100k_base",
+                LATER,
             ),
-            "cl100k_base",
-            LATER,
-        )
+            "tenant": "default",
+        }
         for entry_id, turn, fields in entries
     ]
 
@@ -144,9 +147,9 @@ _BATCH = _rows(
     ("e11", "new", {"content": "more", "name": "n", "tool_call_id": "c9"}),
 )
 _BATCH_CALLS = [
-    {"thread_id": "t", "call_id": "c9", "entry_id": "e9"},
-    {"thread_id": "t", "call_id": "c1", "entry_id": "e1"},
-    {"thread_id": "t", "call_id": "c1", "entry_id": "e9"},
+    {"thread_id": "t", "call_id": "c9", "entry_id": "e9", "tenant": "default"},
+    {"thread_id": "t", "call_id": "c1", "entry_id": "e1", "tenant": "default"},
+    {"thread_id": "t", "call_id": "c1", "entry_id": "e9", "tenant": "default"},
 ]
 
 
@@ -161,11 +164,11 @@ def _inserted_by_statements(
     """`append.inserted_separately` with PostgreSQL's INSERT ... ON CONFLICT built by SQLAlchemy."""
     insert_entry = (
         postgresql.insert(EntryRow)
-        .on_conflict_do_nothing(index_elements=["thread_id", "entry_id"])
+        .on_conflict_do_nothing(index_elements=["thread_id", "entry_id", "tenant"])
         .returning(EntryRow.id, EntryRow.entry_id)
     )
     insert_call = postgresql.insert(ToolCallRow).on_conflict_do_nothing(
-        index_elements=["thread_id", "call_id", "entry_id"]
+        index_elements=["thread_id", "call_id", "entry_id", "tenant"]
     )
     rows, calls, moment = batch.rows, batch.calls, batch.moment
     created = {}
@@ -178,6 +181,7 @@ def _inserted_by_statements(
     opened = {row["turn_id"] for row in rows if row["entry_id"] in created}
     touch = {
         "b_thread_id": thread_id,
+        "b_tenant": "default",
         "b_updated_at": moment,
         "b_entries": len(created),
         "b_turns": len(opened & set(fresh_turns)),
@@ -200,7 +204,7 @@ def _recorded_by_statements(conn: Connection, columns: dict[str, Any]) -> int:
     provisional = manifests._INSERT_EVENT_SQLITE.statement.values(
         id=-func.nextval("manifest_events_provisional_id_seq")
     )
-    event = {name: columns[name] for name in ("b_thread_id", "b_turn_id", "b_manifest_pb")}
+    event = {name: columns[name] for name in ("b_thread_id", "b_tenant", "b_turn_id", "b_manifest_pb")}
     event_id: int = conn.execute(provisional, {**event, "b_created_at": columns["b_updated_at"]}).scalar_one()
     conn.execute(manifests._UPDATE_TURN_SQLITE.statement, {**columns, "b_event_id": event_id})
     return event_id
@@ -209,6 +213,7 @@ def _recorded_by_statements(conn: Connection, columns: dict[str, Any]) -> int:
 def _manifest_columns(turn_id: str, fingerprint: str) -> dict[str, Any]:
     return {
         "b_thread_id": "t",
+        "b_tenant": "default",
         "b_turn_id": turn_id,
         "b_manifest_pb": b"\x08\x01",
         "b_json": f'{{"fingerprint": "{fingerprint}"}}',
@@ -278,7 +283,7 @@ def _appends(in_one: bool, complete: bool = False) -> Way:
     def appends(conn: Connection, new: list[NewEntry], counted_model: str) -> Any:
         entries = [n.entry for n in new]
         turn_id = entries[0].turn_id
-        batch = append.batch_of("t", new, "cl100k_base")
+        batch = append.batch_of("default", "t", new, "cl100k_base")
         store = PG if in_one else LITE
         locked, turn, inserted = store.lock_thread_and_turn(
             conn, "t", turn_id, named_call_ids(entries), batch, counted_model, complete
@@ -291,7 +296,16 @@ def _appends(in_one: bool, complete: bool = False) -> Way:
         # SQLite's inserts a row at a time; its INSERT ... ON CONFLICT as PostgreSQL's.
         insert = functools.partial(PG.inserted if in_one else _inserted_by_statements, conn)
         created = append.append_rows(
-            conn, "t", turns, batch, check, insert, {turn_id: turn.entries}, turn.thread_calls, inserted
+            conn,
+            "default",
+            "t",
+            turns,
+            batch,
+            check,
+            insert,
+            {turn_id: turn.entries},
+            turn.thread_calls,
+            inserted,
         )
         answer = (locked, _turn(turn)[:3], [(n, row["entry_id"]) for n, row in created])
         if not complete:
@@ -542,7 +556,7 @@ async def test_the_comparison_sees_what_a_statement_changes(template, monkeypatc
 
 
 def _calls_in_chunks(conn: Connection, call_ids: list[str]) -> dict[str, str]:
-    return thread_calls_in(conn, "t", call_ids)
+    return thread_calls_in(conn, "default", "t", call_ids)
 
 
 def _calls_in_one_statement(conn: Connection, call_ids: list[str]) -> dict[str, str]:
@@ -584,10 +598,18 @@ DIRECT_CASES: dict[str, tuple[Way, list[tuple[Any, ...]]]] = {
             ("u1", "f3", [], None),  # the turn not in the status the round read: nothing written
         ],
     ),
-    "lock_turn": (turns.lock_turn, [("t", "u2"), ("t", "new"), ("t", "new")]),
+    "lock_turn": (
+        turns.lock_turn,
+        [("default", "t", "u2"), ("default", "t", "new"), ("default", "t", "new")],
+    ),
     "history_read": (
         history_state.history_read_in,
-        [("t", "", 0), ("t", "u2", 1), ("t", "u1", history_state.NO_ENTRIES), ("nosuch", "", 0)],
+        [
+            ("default", "t", "", 0),
+            ("default", "t", "u2", 1),
+            ("default", "t", "u1", history_state.NO_ENTRIES),
+            ("default", "nosuch", "", 0),
+        ],
     ),
     **{name: (one, runs) for name, (one, _, runs) in CASES.items()},
 }
@@ -743,7 +765,9 @@ async def test_the_history_state_read_keeps_one_plan(template):
             assert compiled is not None
             statement = await conn.prepare(compiled.sql)
             for after in [history_state.NO_ENTRIES] * 9 + [0]:
-                values = compiled.values({"thread_id": "t", "exclude_turn_id": "u2", "after": after})
+                values = compiled.values(
+                    {"thread_id": "t", "tenant": "default", "exclude_turn_id": "u2", "after": after}
+                )
                 rows = await statement.fetch(*values)
             assert len(rows) == 402  # the last read, after 0: every completed entry
             generic, custom = await conn.fetchrow(
@@ -811,8 +835,8 @@ def _appends_to_u2(conn: Connection) -> None:
 
 
 def _stores_a_summary(conn: Connection) -> None:
-    threads.mark_compaction_in(conn, "t", None)
-    summaries.add_summary_in(conn, "t", "so far", 3, "e2", 2, "m", "s", "cl100k_base")
+    threads.mark_compaction_in(conn, "default", "t", None)
+    summaries.add_summary_in(conn, "default", "t", "so far", 3, "e2", 2, "m", "s", "cl100k_base")
 
 
 # Each write of what the state read reads, done by the lock's holder.
@@ -909,11 +933,12 @@ async def test_the_append_lock_that_waited_for_a_change_leaves_the_batch_to_the_
 def _appended_and_counted(conn: Connection, thread_id: str, new: list[NewEntry]) -> Any:
     """Whether the lock's statement inserted the batch, the entries created, the thread's open
     entries and turns after."""
-    batch = append.batch_of(thread_id, new, "cl100k_base")
+    batch = append.batch_of("default", thread_id, new, "cl100k_base")
     _, turn, inserted = PG.lock_thread_and_turn(conn, thread_id, "r1", [], batch, "m", False)
     insert = functools.partial(PG.inserted, conn)
     created = append.append_rows(
         conn,
+        "default",
         thread_id,
         {"r1": turn.record},
         batch,
@@ -931,7 +956,7 @@ def _appended_and_counted(conn: Connection, thread_id: str, new: list[NewEntry])
 
 def _inserted_by_the_lock(conn: Connection, new: list[NewEntry], counted_model: str) -> dict[str, int] | None:
     entries = [n.entry for n in new]
-    batch = append.batch_of("t", new, "cl100k_base")
+    batch = append.batch_of("default", "t", new, "cl100k_base")
     return PG.lock_thread_and_turn(conn, "t", entries[0].turn_id, [], batch, counted_model, False)[2]
 
 
@@ -950,7 +975,7 @@ def _completed_by_the_lock(conn: Connection, turn_id: str, new: list[NewEntry], 
     """What the lock's statement completing the turn answers: what it created, how many entries it
     completed (None: it left the completion to the caller), the status it answers the turn with;
     then the turn's status and open entries, and the thread's counts."""
-    batch = append.batch_of("t", new, "cl100k_base")
+    batch = append.batch_of("default", "t", new, "cl100k_base")
     _, turn, inserted = PG.lock_thread_and_turn(conn, "t", turn_id, [], batch, counted_model, True)
     left = conn.execute(
         text(
@@ -996,7 +1021,7 @@ async def test_the_lock_that_waited_for_a_turn_completed_without_entries_complet
     new = _new(("n8", "empty", {"role": ASSISTANT, "content": "late"}))
 
     def locked(conn: Connection) -> Any:
-        batch = append.batch_of("t", new, "cl100k_base")
+        batch = append.batch_of("default", "t", new, "cl100k_base")
         _, turn, inserted = PG.lock_thread_and_turn(conn, "t", "empty", [], batch, "m", True)
         stored = conn.execute(text("SELECT count(*) FROM conversation_entries WHERE turn_id = 'empty'"))
         return inserted, turn.completed, turn.record.status, stored.scalar_one()
@@ -1006,7 +1031,7 @@ async def test_the_lock_that_waited_for_a_turn_completed_without_entries_complet
 
 
 def _creates_turn_x(conn: Connection) -> None:
-    turns.lock_turn(conn, "t", "x")
+    turns.lock_turn(conn, "default", "t", "x")
 
 
 @pytest.mark.parametrize("change", sorted({**CHANGES, "create turn": _creates_turn_x}))
@@ -1095,7 +1120,7 @@ async def test_the_store_runs_each_statement_on_its_generic_plan(template):
 
     def read_and_count(conn: Connection) -> Any:
         for after in (0, 1, history_state.NO_ENTRIES):
-            history_state.history_read_in(conn, "t", "u2", after)
+            history_state.history_read_in(conn, "default", "t", "u2", after)
         plans = text("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = :sql")
         return tuple(conn.execute(plans, {"sql": sql}).one())
 

@@ -38,7 +38,7 @@ async def counted_ctx(database_url: str, tmp_path: Path) -> AsyncIterator[tuple[
     await hub.start()
     ctx = ServiceContext(
         config=Config(listen="127.0.0.1:0", home=home),
-        store=store,
+        root_store=store,
         hub=hub,
         summarizer=build_summarizer("extractive"),
         models=models,

@@ -31,10 +31,10 @@ async def test_the_upgrade_keeps_threads_and_kept_rounds_and_takes_usage(empty_d
                 {"now": MOMENT, "pb": b"abc"},
             )
             await conn.run_sync(_alembic, "head")
-            await conn.run_sync(round_usage.record, _usage())
+            await conn.run_sync(round_usage.record, "default", _usage())
             threads = (await conn.execute(text("SELECT thread_id, model FROM threads"))).all()
             kept = (await conn.execute(text("SELECT turn_id, round_pb FROM rendered_rounds"))).all()
-            found = await conn.run_sync(round_usage.thread_rounds, "t", 5)
+            found = await conn.run_sync(round_usage.thread_rounds, "default", "t", 5)
         assert [tuple(r) for r in threads] == [("t", "gpt-5")]
         assert [(r[0], bytes(r[1])) for r in kept] == [("u1", b"abc")]
         assert [(r.input_tokens, r.cache_read_input_tokens, r.break_cause) for r in found] == [

@@ -83,7 +83,7 @@ async def _summaries(server: Any, thread_id: str) -> int:
 
 async def _set_mark(server: Any, thread_id: str, sequence: int) -> None:
     def work(conn: Connection) -> None:
-        threads.mark_compaction_in(conn, thread_id, sequence)
+        threads.mark_compaction_in(conn, "default", thread_id, sequence)
 
     await server.ctx.store.runner.transact(work)
 

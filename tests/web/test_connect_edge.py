@@ -204,7 +204,7 @@ async def test_metrics_and_spans_as_for_grpc(server_factory, monkeypatch):
         metrics = (await client.get(f"http://{handle.running.metrics_address}/metrics")).text
     sample = (
         'grpc_server_handled_total{grpc_code="NOT_FOUND",grpc_method="GetThread",'
-        'grpc_service="pioneer.v1.HistoryService"} 1.0'
+        'grpc_service="pioneer.v1.HistoryService",tenant=""} 1.0'
     )
     assert sample in metrics
     spans = [s for s in exporter.get_finished_spans() if s.name == "pioneer.v1.HistoryService/GetThread"]

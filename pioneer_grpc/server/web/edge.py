@@ -35,7 +35,7 @@ from pioneer_grpc.server.errors import domain_error_of, internal_rpc_status, rpc
 from pioneer_grpc.server.logs import REQUEST_ID, REQUEST_ID_HEADER, request_id_from
 from pioneer_grpc.server.web.details import readable_detail
 from pioneer_grpc.telemetry import SpanScope, Telemetry
-from pioneer_grpc.tenants import CALLER, Authority
+from pioneer_grpc.tenants import CALLER, TENANT_HEADER, Authority, acting, current_caller
 
 access_log = logging.getLogger("pioneer_grpc.access")
 _PROPAGATOR = TraceContextTextMapPropagator()
@@ -99,6 +99,10 @@ class EdgeInterceptor:
             if rejection is not None:
                 self._end(call, rejection)
                 raise rejection
+        rejection = _acting(ctx)
+        if rejection is not None:
+            self._end(call, rejection)
+            raise rejection
         return call
 
     @staticmethod
@@ -144,7 +148,9 @@ class EdgeInterceptor:
         code = grpc_code_name(error)
         elapsed = time.perf_counter() - call.started
         service, _, method = call.method.lstrip("/").partition("/")
-        self._telemetry.metrics.rpc_handled(service, method, code, elapsed)
+        caller = CALLER.get()
+        tenant = "" if caller is None else caller.of_token
+        self._telemetry.metrics.rpc_handled(service, method, code, elapsed, tenant)
         # Here CANCELLED is a client that went away (a closed tab ending its watch, a page navigating
         # off with calls in flight): routine, and nothing an operator can act on. It is still counted.
         access_log.log(
@@ -157,7 +163,7 @@ class EdgeInterceptor:
                 "method": call.method,
                 "code": code,
                 "duration_ms": round(elapsed * 1000, 1),
-                **({"tenant": caller.tenant} if (caller := CALLER.get()) is not None else {}),
+                **(caller.log_fields() if (caller := CALLER.get()) is not None else {}),
             },
         )
 
@@ -287,3 +293,17 @@ class _GrpcContext:
         callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             callback(self)
+
+
+def _acting(ctx: RequestContext[Any, Any]) -> ConnectError | None:
+    """The tenant the call acts in (TENANT_HEADER), as on gRPC (server/interceptors.py TenantInterceptor)."""
+    named: Sequence[str] = ctx.request_headers.getall(TENANT_HEADER)
+    if not named:
+        return None
+    try:
+        if len(named) > 1:
+            raise errors.InvalidArgument.field(TENANT_HEADER, "must be sent once")
+        CALLER.set(acting(current_caller(), named[0]))
+    except errors.PioneerError as exc:
+        return connect_error(rpc_status_of(exc))
+    return None

@@ -15,6 +15,11 @@ from tests.store.contract.rows import batch, config, user
 DAY = timedelta(days=1)
 
 
+def _ids(found: list[tuple[str, str]]) -> list[str]:
+    assert {tenant for tenant, _ in found} <= {"default"}
+    return [thread_id for _, thread_id in found]
+
+
 async def _updated(store: Store, thread_id: str) -> Expiry:
     """An expiry one microsecond after the thread's last write plus its 30 days: it is expired then,
     and written once more it is not."""
@@ -30,26 +35,26 @@ async def test_expired_threads_are_found_by_their_own_retention_or_the_servers(s
     await store.threads.create("ninety", config(retention_days=90))
     start = await _updated(store, "ninety")
     # Eleven days on: only the thread kept for ten.
-    assert await store.retention.expired(Expiry(start.moment - 19 * DAY, 30), 100) == ["ten"]
+    assert _ids(await store.retention.expired(Expiry(start.moment - 19 * DAY, 30), 100)) == ["ten"]
     # A month on: the server's thirty days too, oldest write first, then the thread's own.
     month = Expiry(start.moment + DAY, 30)
-    assert await store.retention.expired(month, 100) == ["a", "b", "c", "ten"]
-    assert await store.retention.expired(month, 2) == ["a", "b"]
+    assert _ids(await store.retention.expired(month, 100)) == ["a", "b", "c", "ten"]
+    assert _ids(await store.retention.expired(month, 2)) == ["a", "b"]
     # The server keeping threads forever: only the threads' own retention counts.
-    assert await store.retention.expired(Expiry(start.moment + 100 * DAY, 0), 100) == ["ten", "ninety"]
+    assert _ids(await store.retention.expired(Expiry(start.moment + 100 * DAY, 0), 100)) == ["ten", "ninety"]
     # A hundred years on, the thread kept forever still is.
-    assert "forever" not in await store.retention.expired(Expiry(start.moment + 36_600 * DAY, 30), 100)
+    assert "forever" not in _ids(await store.retention.expired(Expiry(start.moment + 36_600 * DAY, 30), 100))
 
 
 async def test_a_thread_written_since_it_was_listed_is_not_deleted(store: Store) -> None:
     await store.threads.create("t", config())
     await store.entries.append(batch("t", user("q1", "u1")))
     expiry = await _updated(store, "t")
-    assert await store.retention.expired(expiry, 10) == ["t"]
+    assert _ids(await store.retention.expired(expiry, 10)) == ["t"]
     await store.entries.append(batch("t", user("q2", "u1")))
     assert await store.threads.delete("t", expiry=expiry) is None
     assert (await store.threads.get("t")).entry_count == 2
-    assert await store.retention.expired(expiry, 10) == []
+    assert _ids(await store.retention.expired(expiry, 10)) == []
     later = await _updated(store, "t")
     assert await store.threads.delete("t", expiry=later) is not None
     with pytest.raises(NotFound):
@@ -90,3 +95,14 @@ async def test_one_sweeper_at_a_time(store: Store) -> None:
             assert (first, second) == (True, False)
     async with store.retention.sweep_lock() as again:
         assert again
+
+
+async def test_expired_threads_of_every_tenant_are_found_and_each_deleted_in_its_own(store: Store) -> None:
+    acme = store.of_tenant("acme")
+    await store.threads.create("t", config())
+    await acme.threads.create("t", config())
+    expiry = await _updated(acme, "t")
+    assert sorted(await store.retention.expired(expiry, 10)) == [("acme", "t"), ("default", "t")]
+    assert await acme.threads.delete("t", expiry=expiry) is not None
+    assert (await store.threads.get("t")).thread_id == "t"
+    assert await store.retention.expired(expiry, 10) == [("default", "t")]

@@ -1554,9 +1554,13 @@ pub struct Thread {
     /// Number of stored entries.
     #[prost(int64, tag = "5")]
     pub entry_count: i64,
+    /// The tenant the thread belongs to (the tenants file's name; "default" without one). Thread ids
+    /// are unique per tenant: an admin's ListThreads may show two threads of one id, of two tenants.
+    #[prost(string, tag = "6")]
+    pub tenant: ::prost::alloc::string::String,
     /// Changes whenever the thread's config, entries or update_time change
     /// (AIP-154): DeleteThreadRequest.etag deletes only the thread as read.
-    #[prost(string, tag = "6")]
+    #[prost(string, tag = "7")]
     pub etag: ::prost::alloc::string::String,
 }
 /// ConversationEntry is one stored message of a thread. Entries are never deleted.
@@ -3398,6 +3402,9 @@ pub struct ManifestEvent {
     /// gets before its stream ends; event_id is 0, turn_id and manifest unset.
     #[prost(bool, tag = "6")]
     pub thread_deleted: bool,
+    /// The tenant of the thread (the tenants file's name; "default" without one).
+    #[prost(string, tag = "7")]
+    pub tenant: ::prost::alloc::string::String,
 }
 /// Heartbeat keeps an idle stream alive and tells the newest id known.
 #[allow(clippy::all)]

@@ -3,14 +3,14 @@ the index the retention sweeper finds expired threads by: threads of one retenti
 first, so a sweep reads the expired ones and stops at the first that is not.
 
 Revision ID: 0019_retention
-Revises: 0017_entry_is_error
+Revises: 0018_thread_tenants
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0019_retention"
-down_revision = "0017_entry_is_error"
+down_revision = "0018_thread_tenants"
 
 
 def upgrade() -> None:

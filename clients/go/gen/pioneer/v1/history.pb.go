@@ -557,9 +557,12 @@ type Thread struct {
 	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
 	// Number of stored entries.
 	EntryCount int64 `protobuf:"varint,5,opt,name=entry_count,json=entryCount,proto3" json:"entry_count,omitempty"`
+	// The tenant the thread belongs to (the tenants file's name; "default" without one). Thread ids
+	// are unique per tenant: an admin's ListThreads may show two threads of one id, of two tenants.
+	Tenant string `protobuf:"bytes,6,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	// Changes whenever the thread's config, entries or update_time change
 	// (AIP-154): DeleteThreadRequest.etag deletes only the thread as read.
-	Etag          string `protobuf:"bytes,6,opt,name=etag,proto3" json:"etag,omitempty"`
+	Etag          string `protobuf:"bytes,7,opt,name=etag,proto3" json:"etag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -627,6 +630,13 @@ func (x *Thread) GetEntryCount() int64 {
 		return x.EntryCount
 	}
 	return 0
+}
+
+func (x *Thread) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
 }
 
 func (x *Thread) GetEtag() string {
@@ -1585,7 +1595,7 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\x1b_compaction_trigger_percentB\x1f\n" +
 	"\x1d_compaction_low_water_percentB\x19\n" +
 	"\x17_clear_at_least_percentB\x11\n" +
-	"\x0f_retention_days\"\x9f\x02\n" +
+	"\x0f_retention_days\"\xbc\x02\n" +
 	"\x06Thread\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\bR\bthreadId\x120\n" +
 	"\x06config\x18\x02 \x01(\v2\x18.pioneer.v1.ThreadConfigR\x06config\x12@\n" +
@@ -1594,8 +1604,9 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\vupdate_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\n" +
 	"updateTime\x12$\n" +
 	"\ventry_count\x18\x05 \x01(\x03B\x03\xe0A\x03R\n" +
-	"entryCount\x12\x17\n" +
-	"\x04etag\x18\x06 \x01(\tB\x03\xe0A\x03R\x04etag\"\xaf\x05\n" +
+	"entryCount\x12\x1b\n" +
+	"\x06tenant\x18\x06 \x01(\tB\x03\xe0A\x03R\x06tenant\x12\x17\n" +
+	"\x04etag\x18\a \x01(\tB\x03\xe0A\x03R\x04etag\"\xaf\x05\n" +
 	"\x11ConversationEntry\x12\x1e\n" +
 	"\bentry_id\x18\x01 \x01(\tB\x03\xe0A\x02R\aentryId\x12\x17\n" +
 	"\aturn_id\x18\x02 \x01(\tR\x06turnId\x12.\n" +

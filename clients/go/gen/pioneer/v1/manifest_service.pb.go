@@ -270,6 +270,8 @@ type ManifestEvent struct {
 	// The thread was deleted (DeleteThread): the last event a watch of the thread
 	// gets before its stream ends; event_id is 0, turn_id and manifest unset.
 	ThreadDeleted bool `protobuf:"varint,6,opt,name=thread_deleted,json=threadDeleted,proto3" json:"thread_deleted,omitempty"`
+	// The tenant of the thread (the tenants file's name; "default" without one).
+	Tenant        string `protobuf:"bytes,7,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -344,6 +346,13 @@ func (x *ManifestEvent) GetThreadDeleted() bool {
 		return x.ThreadDeleted
 	}
 	return false
+}
+
+func (x *ManifestEvent) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
 }
 
 // Heartbeat keeps an idle stream alive and tells the newest id known.
@@ -1217,7 +1226,7 @@ const file_pioneer_v1_manifest_service_proto_rawDesc = "" +
 	"\x15WatchManifestsRequest\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x01R\bthreadId\x12)\n" +
 	"\x0eafter_event_id\x18\x02 \x01(\x03B\x03\xe0A\x01R\fafterEventId\x12 \n" +
-	"\tlive_only\x18\x03 \x01(\bB\x03\xe0A\x01R\bliveOnly\"\xfc\x01\n" +
+	"\tlive_only\x18\x03 \x01(\bB\x03\xe0A\x01R\bliveOnly\"\x94\x02\n" +
 	"\rManifestEvent\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\x03R\aeventId\x12\x1b\n" +
 	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x17\n" +
@@ -1225,7 +1234,8 @@ const file_pioneer_v1_manifest_service_proto_rawDesc = "" +
 	"\bmanifest\x18\x04 \x01(\v2\x1a.pioneer.v1.PromptManifestR\bmanifest\x12;\n" +
 	"\vcreate_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12%\n" +
-	"\x0ethread_deleted\x18\x06 \x01(\bR\rthreadDeleted\"_\n" +
+	"\x0ethread_deleted\x18\x06 \x01(\bR\rthreadDeleted\x12\x16\n" +
+	"\x06tenant\x18\a \x01(\tR\x06tenant\"_\n" +
 	"\tHeartbeat\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\"\n" +
 	"\rlast_event_id\x18\x02 \x01(\x03R\vlastEventId\"\x8a\x01\n" +

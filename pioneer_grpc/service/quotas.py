@@ -1,0 +1,85 @@
+"""A tenant's caps from the tenants file: how many threads it holds, and how many bytes of entries.
+
+Checked before a write that would pass them, against what the store holds for the tenant now
+(one more read, made only for a tenant with a cap); a write that passes answers
+RESOURCE_EXHAUSTED, reason TENANT_QUOTA_EXCEEDED, with a QuotaFailure and the numbers. Two
+writes at once may each pass the check and together go over by their own size: the caps
+bound what a tenant holds, not to the byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from pioneer_grpc import reasons
+from pioneer_grpc.errors import NotFound, QuotaExceeded
+from pioneer_grpc.service.context import ServiceContext
+from pioneer_grpc.store.entries import entry_values, stored_bytes
+from pioneer_grpc.store.port import NewEntry
+from pioneer_grpc.tenants import current_caller
+from pioneer_grpc.v1 import history_pb2
+
+
+def _entries_bytes(thread_id: str, entries: Sequence[history_pb2.ConversationEntry]) -> int:
+    return sum(
+        stored_bytes(entry_values(thread_id, NewEntry(entry, "", 0), "", datetime.min)) for entry in entries
+    )
+
+
+async def check_new_thread(ctx: ServiceContext, thread_id: str) -> None:
+    """Refuses a thread the tenant does not hold yet when it holds its max_threads already."""
+    tenant = current_caller().tenant
+    quota = ctx.quota_of(tenant)
+    if quota is None or quota.max_threads is None:
+        return
+    threads, _ = await ctx.store.threads.tenant_usage()
+    if threads < quota.max_threads:
+        return
+    try:
+        await ctx.store.threads.get(thread_id)
+        return  # it exists: a retried create, or a write to it
+    except NotFound:
+        pass
+    raise QuotaExceeded(
+        f"tenant {tenant} holds {threads} threads, its cap (max_threads, tenants file) is "
+        f"{quota.max_threads}: delete threads, or raise the cap",
+        subject=f"tenant:{tenant}",
+        description=f"threads: {threads} held, cap {quota.max_threads}",
+        reason=reasons.TENANT_QUOTA_EXCEEDED,
+        metadata={
+            "tenant": tenant,
+            "quota": "max_threads",
+            "limit": str(quota.max_threads),
+            "used": str(threads),
+        },
+    )
+
+
+async def check_stored(
+    ctx: ServiceContext, thread_id: str, entries: Sequence[history_pb2.ConversationEntry]
+) -> None:
+    """Refuses entries that would take the tenant past its max_stored_bytes (a repeat of stored
+    entries counts as new: at the cap, resend nothing)."""
+    tenant = current_caller().tenant
+    quota = ctx.quota_of(tenant)
+    if quota is None or quota.max_stored_bytes is None or not entries:
+        return
+    adding = _entries_bytes(thread_id, entries)
+    _, held = await ctx.store.threads.tenant_usage()
+    if held + adding <= quota.max_stored_bytes:
+        return
+    raise QuotaExceeded(
+        f"tenant {tenant} holds {held} bytes of entries and these add {adding}; its cap "
+        f"(max_stored_bytes, tenants file) is {quota.max_stored_bytes}: delete threads, or raise the cap",
+        subject=f"tenant:{tenant}",
+        description=f"stored bytes: {held} held, {adding} more asked, cap {quota.max_stored_bytes}",
+        reason=reasons.TENANT_QUOTA_EXCEEDED,
+        metadata={
+            "tenant": tenant,
+            "quota": "max_stored_bytes",
+            "limit": str(quota.max_stored_bytes),
+            "used": str(held),
+            "requested": str(adding),
+        },
+    )
