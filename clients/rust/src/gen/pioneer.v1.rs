@@ -2662,6 +2662,7 @@ pub struct DeleteThreadRequest {
     /// The thread's etag as last read (Thread.etag): when the thread changed since,
     /// nothing is deleted and the answer is ABORTED ETAG_MISMATCH (read it again,
     /// decide again). Empty deletes whatever the thread holds.
+    /// Cap: at most 200 characters.
     #[prost(string, tag = "3")]
     pub etag: ::prost::alloc::string::String,
 }

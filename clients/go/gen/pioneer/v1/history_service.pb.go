@@ -713,6 +713,7 @@ type DeleteThreadRequest struct {
 	// The thread's etag as last read (Thread.etag): when the thread changed since,
 	// nothing is deleted and the answer is ABORTED ETAG_MISMATCH (read it again,
 	// decide again). Empty deletes whatever the thread holds.
+	// Cap: at most 200 characters.
 	Etag          string `protobuf:"bytes,3,opt,name=etag,proto3" json:"etag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
