@@ -38,7 +38,8 @@ help:
 	@echo "Measuring:"
 	@echo "  make bench           throughput and latency ratios against an echo RPC; telemetry on against off;"
 	@echo "                       --http-listen (no page open) and kept rounds against neither; what each"
-	@echo "                       provider's prompt cache serves of a long loop's bodies, and what they cost"
+	@echo "                       provider's prompt cache serves of a long loop's bodies, and what they cost;"
+	@echo "                       16 loops' PrepareTurn p99 while retention sweeps 10,000 expired threads"
 	@echo "  make bench-telemetry PrepareTurn with tracing and metrics on against off (part of make bench)"
 	@echo "  make soak            PrepareTurn, AppendEntries and 100 watchers for SOAK_SECONDS (default 1800) on"
 	@echo "                       SQLite, then PostgreSQL (SOAK_BACKENDS); RSS flat within 10% after warm-up or exit 1"
@@ -134,6 +135,7 @@ bench: $(STAMP) go-load
 	$(PY) scripts/bench_tokenizers.py
 	$(PY) scripts/bench_console.py
 	$(PY) scripts/bench_console_scale.py
+	$(PY) scripts/bench_retention.py
 
 # PrepareTurn with tracing and metrics on against off (also part of `make bench`).
 bench-telemetry: $(STAMP) go-load

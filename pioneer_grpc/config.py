@@ -124,6 +124,11 @@ class Config:
     kept_rounds_per_thread: int = 50
     kept_bytes_total: int = 64 * 1024 * 1024
     kept_max_age_seconds: float = 24 * 3600.0
+    # Threads without a write for this many days are deleted by the retention sweeper, with all
+    # they hold (docs/operating.md); 0: kept forever. A thread's own ThreadConfig.retention_days wins.
+    retention_days: int = 0
+    # How often the sweeper looks for expired threads (0: never; threads' own retentions too).
+    retention_sweep_seconds: float = 600.0
 
     @property
     def homes(self) -> list[Path]:
@@ -157,6 +162,16 @@ IDENTITY_FILES: dict[str, bool | None] = {"auto": None, "read": True, "skip": Fa
 
 # The Identity section's source when the persona is configured as text (a file is named by its path).
 CONFIGURED_PERSONA_SOURCE = "server persona"
+
+
+def _retention_days(raw: Any) -> int:
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise ValueError("must be a whole number of days, e.g. 30 (0: keep threads forever)") from None
+    if not 0 <= value <= 36_500:
+        raise ValueError("must be 0 (keep threads forever) to 36500 days")
+    return value
 
 
 def _positive_int(raw: Any) -> int:
@@ -338,6 +353,8 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "kept_rounds_per_thread": _positive_int,
     "kept_bytes_total": _positive_int,
     "kept_max_age_seconds": _non_negative_float,
+    "retention_days": _retention_days,
+    "retention_sweep_seconds": _non_negative_float,
     "max_connections": lambda raw: int(_non_negative_float(raw)),
 }
 FIELD_NAMES = [f.name for f in fields(Config)]

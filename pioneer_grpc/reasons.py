@@ -89,9 +89,14 @@ INFRASTRUCTURE_REASONS = frozenset(
     }
 )
 
+# ABORTED: a DeleteThread's etag is not the thread's (it changed since it was read). Read it again.
+ETAG_MISMATCH = "ETAG_MISMATCH"
+
 # UNAUTHENTICATED
 UNAUTHENTICATED = "UNAUTHENTICATED"
 
 # Codes a client may retry unchanged. UNAVAILABLE and ABORTED: the same call can
 # succeed later; RESOURCE_EXHAUSTED from a watch resumes from the last event id.
 RETRYABLE_CODES = ("UNAVAILABLE", "ABORTED", "RESOURCE_EXHAUSTED")
+# Reasons of those codes that the same call meets again: read first, then call anew.
+NOT_RETRYABLE_REASONS = frozenset({ETAG_MISMATCH})

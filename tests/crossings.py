@@ -33,6 +33,7 @@ def counted(store: S, crossings: Crossings) -> S:
         "rendered",
         "usage",
         "copies",
+        "retention",
     ):
         part = getattr(store, concern)
         for name in dir(type(part)):

@@ -49,7 +49,7 @@ _REQUESTS: CapTable = {
         "entries": _items(h.MAX_ENTRIES_PER_APPEND),
     },
     "pioneer.v1.AbandonTurnRequest": {"thread_id": ID, "turn_id": ID},
-    "pioneer.v1.DeleteThreadRequest": {"thread_id": ID},
+    "pioneer.v1.DeleteThreadRequest": {"thread_id": ID, "etag": ID},
     "pioneer.v1.ForkThreadRequest": {"source_thread_id": ID, "source_turn_id": ID, "thread_id": ID},
     "pioneer.v1.ExportThreadRequest": {"thread_id": ID},
     "pioneer.v1.ImportThreadRequest": {"thread_id": ID, "chunk": Cap(size=h.MAX_IMPORT_CHUNK_BYTES)},

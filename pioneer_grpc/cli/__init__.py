@@ -109,6 +109,14 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     serve.add_argument("--kept-bytes-total", help="bytes kept in all (default 67108864)")
     serve.add_argument("--kept-max-age-seconds", help="a kept round expires after this (default 86400)")
     serve.add_argument(
+        "--retention-days",
+        help="delete threads without a write for this many days, with all they hold (default 0: keep "
+        "forever; a thread's own retention_days wins; docs/operating.md)",
+    )
+    serve.add_argument(
+        "--retention-sweep-seconds", help="how often expired threads are looked for (default 600; 0: never)"
+    )
+    serve.add_argument(
         "--metrics-require-token",
         action="store_true",
         default=None,

@@ -8,7 +8,7 @@
         for v in exc.violations: print(v.field, v.description)
 
 Every class derives from RpcFailure; `retryable` says whether sending the same
-call again may succeed (UNAVAILABLE, ABORTED, RESOURCE_EXHAUSTED on a watch).
+call again may succeed (UNAVAILABLE, ABORTED but for a stale etag, RESOURCE_EXHAUSTED on a watch).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class RpcFailure(Exception):
 
     @property
     def retryable(self) -> bool:
-        return self.code.name in reasons.RETRYABLE_CODES
+        return self.code.name in reasons.RETRYABLE_CODES and self.reason not in reasons.NOT_RETRYABLE_REASONS
 
 
 class InvalidArgumentError(RpcFailure):

@@ -57,6 +57,11 @@ class Subscription:
         # What ran out when it overflowed: "events" or "bytes".
         self.overflowed_on = ""
         self.closed = False
+        # Given the thread's final event (deleted): nothing more is offered.
+        self.ended = False
+        # The watched thread's creation time as the watch last read it (None: no such thread then):
+        # when it is gone or another, the thread was deleted (ManifestHub._end_deleted).
+        self.created: str | None = None
         # Responses built once per event by the hub and shared by every subscription: never mutated.
         self._events: deque[tuple[service_pb2.WatchManifestsResponse, int]] = deque()
         self.pending_bytes = 0
@@ -153,13 +158,20 @@ class ManifestHub:
         return subscription
 
     def end_thread(self, tenant: str, thread_id: str) -> None:
-        """The tenant's thread was deleted here: each watch of it gets a last event saying so, then ends."""
+        """The tenant's thread was deleted (here, or by another process: `_end_deleted`): each watch
+        of it gets a last event saying so, once, then ends."""
         final = service_pb2.WatchManifestsResponse(
             event=service_pb2.ManifestEvent(tenant=tenant, thread_id=thread_id, thread_deleted=True)
         )
         for subscription in list(self._subscriptions):
             if subscription.thread_id == thread_id and subscription.tenant in (None, tenant):
-                subscription.offer(final)
+                self._end(subscription, final)
+
+    @staticmethod
+    def _end(subscription: Subscription, final: service_pb2.WatchManifestsResponse) -> None:
+        if not subscription.ended:
+            subscription.offer(final)
+            subscription.ended = True
 
     def unsubscribe(self, subscription: Subscription) -> None:
         self._subscriptions.discard(subscription)
@@ -211,10 +223,35 @@ class ManifestHub:
             try:
                 if not await self._skipped_unwatched(poked_id):
                     await self._dispatch_new()
+                await self._end_deleted()
             except Exception:
                 log.warning("reading new manifest events failed; retrying in 1s", exc_info=True)
                 await asyncio.sleep(1.0)
                 self._wake.set()
+
+    async def _end_deleted(self) -> None:
+        """Ends the watches of threads another process deleted: a deleted thread's events are deleted
+        with it, so no event says so; its row being gone (or created anew) does. Read with each
+        wake of the reader (a NOTIFY on PostgreSQL, which a delete sends; SQLite workers' poll)."""
+        # A watch of one tenant's thread (an admin's watch of every tenant names no one thread's row).
+        watching = [s for s in self._subscriptions if s.thread_id and s.tenant is not None and not s.ended]
+        if not watching:
+            return
+        keys = sorted({(s.tenant or "", s.thread_id) for s in watching})
+        present = await self._manifests.threads_created(keys)
+        for subscription in watching:
+            created = present.get((subscription.tenant or "", subscription.thread_id))
+            if subscription.created is not None and created != subscription.created:
+                final = service_pb2.WatchManifestsResponse(
+                    event=service_pb2.ManifestEvent(
+                        tenant=subscription.tenant or "",
+                        thread_id=subscription.thread_id,
+                        thread_deleted=True,
+                    )
+                )
+                self._end(subscription, final)
+            elif created is not None:
+                subscription.created = created
 
     async def _skipped_unwatched(self, poked_id: int) -> bool:
         """With nobody subscribed, moves past the newest committed event without reading the rows."""

@@ -58,12 +58,14 @@ class ManifestWatch:
         try:
             if self._live_only:
                 self._subscription = self._subscribe()
+                await self._note_created(self._subscription)
                 # The table, not the hub: the hub may not have read the newest commits yet.
                 self.cursor = await self._manifests.newest_event_id()
             else:
                 async for response in self._backlog():
                     yield response
                 self._subscription = self._subscribe()
+                await self._note_created(self._subscription)
                 async for response in self._backlog():
                     yield response
             # Says "caught up, now live"; also tells a filtered observer how far it may resume from.
@@ -101,6 +103,13 @@ class ManifestWatch:
 
     def _subscribe(self) -> Subscription:
         return self._hub.subscribe(self._thread_id, self._queue_size, self._queue_bytes, tenant=self._tenant)
+
+    async def _note_created(self, subscription: Subscription) -> None:
+        """The watched thread as it is now: the hub ends the watch when another process deletes it."""
+        if self._thread_id and self._tenant is not None:
+            key = (self._tenant, self._thread_id)
+            found = await self._manifests.threads_created([key])
+            subscription.created = subscription.created or found.get(key)
 
     async def _backlog(self) -> AsyncIterator[service_pb2.WatchManifestsResponse]:
         while True:

@@ -39,6 +39,7 @@ from pioneer_grpc.server.observability import ObservabilityInterceptor
 from pioneer_grpc.server.reflection import V1 as REFLECTION_V1
 from pioneer_grpc.server.reflection import V1ALPHA as REFLECTION_V1ALPHA
 from pioneer_grpc.server.reflection import Reflection
+from pioneer_grpc.server.retention import RetentionSweeper
 from pioneer_grpc.server.servicers.compiler import PromptCompilerServicer
 from pioneer_grpc.server.servicers.echo import EchoServicer
 from pioneer_grpc.server.servicers.history import HistoryServicer
@@ -136,6 +137,8 @@ class RunningServer:
     http: HttpListener | None = None
     # Who each token is (--token or --tenants); None: a server that requires no token.
     authority: Authority | None = None
+    # Deletes expired threads in the background (--retention-days, ThreadConfig.retention_days).
+    sweeper: RetentionSweeper | None = None
 
     def reload_tenants(self) -> bool:
         """What SIGHUP calls: reads the tenants file again (a bad one leaves the old one in effect)."""
@@ -163,6 +166,8 @@ class RunningServer:
     async def stop(self, grace: float | None = None) -> None:
         """NOT_SERVING first, so load balancers drain; then stop, then release resources."""
         await self.database_health.close()
+        if self.sweeper is not None:
+            await self.sweeper.close()
         await self.health.enter_graceful_shutdown()
         # Watch streams never finish by themselves: end them now, each with
         # its resume id, instead of holding them until the grace runs out.
@@ -504,6 +509,7 @@ async def _start(
     telemetry.metrics.watch_serving(lambda: database_health.serving)
     await database_health.set_all(True)
     database_health.start()
+    sweeper = RetentionSweeper(ctx)
     running = RunningServer(
         server=server,
         ctx=ctx,
@@ -511,11 +517,13 @@ async def _start(
         port=port,
         database_health=database_health,
         authority=authority,
+        sweeper=sweeper,
     )
     if http_socket is not None:
         running.http = await _start_http(
             ctx, servicers, database_health.poke, http_socket, per_listener, authority
         )
+    sweeper.start()
     if announce:
         log.info("pioneer-grpc serving on %s (home %s)", running.address, config.home)
     return running

@@ -81,6 +81,7 @@ CONFIG_PATHS = (
     "compaction_low_water_percent",
     "clear_at_least_percent",
     "dynamic_context_placement",
+    "retention_days",
 )
 # Optional fields whose default (None) the store resolves.
 _OPTIONAL_PATHS = OPTIONAL_SETTINGS
@@ -96,6 +97,8 @@ _check = InvalidArgument.raise_if
 _ON_LOOP_BATCH_BYTES = 32 * 1024
 # Times UpdateThread reads the thread again when another update changed it meanwhile.
 _UPDATE_ATTEMPTS = 8
+# A thread's retention, in days: a hundred years.
+MAX_RETENTION_DAYS = 36_500
 _log = logging.getLogger(__name__)
 
 
@@ -148,6 +151,12 @@ async def create_thread(
     return thread
 
 
+def retention_violations(days: int | None, path: str = "config.retention_days") -> list[FieldViolation]:
+    if days is None or 0 <= days <= MAX_RETENTION_DAYS:
+        return []
+    return [FieldViolation(path, f"must be 0 (keep forever) to {MAX_RETENTION_DAYS:,} days, got {days}")]
+
+
 def _optional(config: history_pb2.ThreadConfig, name: str) -> int | None:
     value: int | None = getattr(config, name) if config.HasField(name) else None
     return value
@@ -168,6 +177,7 @@ def _settings_violations(config: history_pb2.ThreadConfig) -> list[FieldViolatio
             if placement not in chat_pb2.DynamicContextPlacement.values()
             else []
         ),
+        *retention_violations(_optional(config, "retention_days")),
     ]
 
 
@@ -328,6 +338,7 @@ async def append_entries(
                 "nothing was stored: send them again"
             )
     ctx.seen_models.put(thread_key(thread_id), outcome.model)
+    ctx.telemetry.metrics.failed_tool_results(outcome.failed_results)
     return outcome
 
 

@@ -575,6 +575,7 @@ async def _committed_round(
                     }
                 )
         observe.published(ctx, recorded)
+        ctx.telemetry.metrics.failed_tool_results(sum(1 for new in done.created if new.entry.is_error))
         return done, recorded
     raise Aborted(
         f"the history of thread {request.thread_id!r} kept changing while this round was made; "

@@ -89,6 +89,8 @@ def state_read(
         ThreadRow.completed_entries.label("completed_count"),
         select(func.max(EntryRow.id)).where(completed).scalar_subquery().label("completed_max_id"),
         cast(ThreadRow.created_at, String).label("created"),
+        # The thread row's last write (SQLite's round version, store/sqlite.py).
+        cast(ThreadRow.updated_at, String).label("touched"),
         ThreadRow.open_entries,
         ThreadRow.open_turns,
         of_excluded(False).label("excluded_open"),

@@ -5,18 +5,23 @@ orders it with appends and rounds of the thread (each writes that row first), on
 first statement being a write takes the write lock before any read. Every row is deleted
 explicitly, children first: SQLite's foreign keys are not enforced, and the events, kept
 rounds and round usage have none.
+
+A delete may be conditional, checked under that lock: on the thread's etag (DeleteThread's,
+AIP-154) or on its still being expired (the retention sweeper's: a thread written since the
+sweeper listed it stays).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import LargeBinary, bindparam, cast, delete, func, select, text, update
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc import reasons
-from pioneer_grpc.errors import FailedPrecondition
-from pioneer_grpc.store.clock import now
+from pioneer_grpc.errors import Aborted, FailedPrecondition
+from pioneer_grpc.store.clock import as_utc, now
+from pioneer_grpc.store.manifests import NOTIFY_CHANNEL
 from pioneer_grpc.store.models import (
     EntryCountRow,
     EntryRow,
@@ -27,10 +32,11 @@ from pioneer_grpc.store.models import (
     ToolCallRow,
     TurnRow,
 )
+from pioneer_grpc.store.port import Expiry, Removed
 from pioneer_grpc.store.rendered_rounds import RenderedRoundRow
 from pioneer_grpc.store.round_usage import RoundUsageRow
 from pioneer_grpc.store.section_texts import SectionTextRow
-from pioneer_grpc.store.threads import thread_not_found, turn_not_found
+from pioneer_grpc.store.threads import thread_etag, thread_not_found, turn_not_found
 from pioneer_grpc.v1 import history_pb2
 
 COMPLETED = history_pb2.TURN_STATUS_COMPLETED
@@ -84,13 +90,84 @@ def _touch(conn: Connection, tenant: str, thread_id: str) -> bool:
     return bool(touched.rowcount)
 
 
-def delete_thread_in(conn: Connection, tenant: str, thread_id: str) -> bool:
-    """Deletes the thread and every row stored for it; whether it existed."""
-    if not _touch(conn, tenant, thread_id):
-        return False
-    for table, where in THREAD_ROWS.items():
-        conn.execute(delete(_MODELS[table]).where(where(tenant, thread_id)))
-    return True
+# The first statement of a delete: a write that changes nothing (the lock), returning what its
+# conditions look at.
+_LOCK = (
+    update(ThreadRow)
+    .values(updated_at=ThreadRow.updated_at)
+    .returning(ThreadRow.created_at, ThreadRow.updated_at, ThreadRow.retention_days)
+)
+_ENTRY_COUNT = select(func.count()).select_from(EntryRow)
+
+
+def delete_thread_in(
+    conn: Connection, tenant: str, thread_id: str, etag: str = "", expiry: Expiry | None = None
+) -> Removed | None:
+    """Deletes the thread and every row stored for it: what it removed, None when there was no such
+    thread or (with `expiry`) it is not expired. Aborted ETAG_MISMATCH, deleting nothing, when `etag`
+    is given and is not the thread's."""
+    row = conn.execute(_LOCK.where(of_thread(ThreadRow, tenant, thread_id))).first()
+    if row is None:
+        return None
+    updated = as_utc(row.updated_at)
+    if expiry is not None and not expiry.expired(updated, row.retention_days):
+        return None
+    if etag:
+        entries = conn.execute(_ENTRY_COUNT.where(of_thread(EntryRow, tenant, thread_id))).scalar_one()
+        if etag != thread_etag(as_utc(row.created_at), updated, int(entries)):
+            raise Aborted(
+                f"thread {thread_id!r} changed since its etag {etag!r} was read; nothing was deleted: "
+                "read it again (GetThread) and decide again",
+                reason=reasons.ETAG_MISMATCH,
+                metadata={"thread_id": thread_id},
+            )
+    by_thread = {"b_tenant": tenant, "b_thread_id": thread_id}
+    postgres = conn.dialect.name == "postgresql"
+    removed = Removed(int(conn.execute(_STORED_BYTES[postgres], by_thread).scalar_one()))
+    for statement in _DELETES.values():
+        conn.execute(statement, by_thread)
+    if postgres:
+        # Wakes every replica's hub at the commit (no event id: each reads what is new, and ends the
+        # watches of the thread, events/hub.py `_end_deleted`).
+        conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": NOTIFY_CHANNEL})
+    return removed
+
+
+def _stored_bytes(postgres: bool) -> Any:
+    """Bytes of what the thread `:b_thread_id` of `:b_tenant` holds, one row: its entries' content, summaries,
+    manifests and their events, kept rounds (UTF-8 for text; rows' keys and counts aside)."""
+
+    def size(column: Any) -> Any:
+        return func.octet_length(column) if postgres else func.length(cast(column, LargeBinary))
+
+    def total(of_thread: Any, *columns: Any) -> Any:
+        summed = sum((func.coalesce(size(column), 0) for column in columns[1:]), size(columns[0]))
+        return select(func.coalesce(func.sum(summed), 0)).where(of_thread).scalar_subquery()
+
+    tenant: Any = bindparam("b_tenant")
+    thread_id: Any = bindparam("b_thread_id")
+    entries = (
+        EntryRow.content,
+        EntryRow.tool_calls_json,
+        EntryRow.artifact_refs_json,
+        EntryRow.reasoning_content,
+        EntryRow.content_parts_pb,
+    )
+    return select(
+        total(of_thread(EntryRow, tenant, thread_id), *entries)
+        + total(of_thread(SummaryRow, tenant, thread_id), SummaryRow.text)
+        + total(of_thread(TurnRow, tenant, thread_id), TurnRow.prompt_manifest_json)
+        + total(of_thread(ManifestEventRow, tenant, thread_id), ManifestEventRow.manifest_pb)
+        + total(of_thread(RenderedRoundRow, tenant, thread_id), RenderedRoundRow.round_pb)
+    )
+
+
+# Built once: each delete runs them all, the sweeper thousands of times.
+_STORED_BYTES = {postgres: _stored_bytes(postgres) for postgres in (False, True)}
+_DELETES = {
+    table: delete(_MODELS[table]).where(where(bindparam("b_tenant"), bindparam("b_thread_id")))
+    for table, where in THREAD_ROWS.items()
+}
 
 
 def abandon_turn_in(

@@ -24,11 +24,12 @@ the turn's existing event id is the answer and nothing is written.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from google.protobuf import json_format
-from sqlalchemy import bindparam, func, select, text
+from sqlalchemy import String, bindparam, cast, func, select, text
 from sqlalchemy.engine import Connection
 
 from pioneer_grpc import reasons
@@ -228,6 +229,26 @@ _NEWEST_EVENT = select(func.max(EVENTS.c.id))
 def newest_event_id_in(conn: Connection) -> int:
     """The newest event's id, of every tenant: a position in the one sequence of events, no content."""
     return int(conn.execute(_NEWEST_EVENT).scalar() or 0)
+
+
+# Threads a statement of `threads_created_in` names at most.
+_IDS_PER_STATEMENT = 500
+
+
+def threads_created_in(conn: Connection, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """Each of the threads `keys` (tenant, thread id) that exists, with its creation time as the
+    history state reads it."""
+    wanted = set(keys)
+    found: dict[tuple[str, str], str] = {}
+    ids = sorted({thread_id for _, thread_id in wanted})
+    for start in range(0, len(ids), _IDS_PER_STATEMENT):
+        statement = select(ThreadRow.tenant, ThreadRow.thread_id, cast(ThreadRow.created_at, String)).where(
+            ThreadRow.thread_id.in_(ids[start : start + _IDS_PER_STATEMENT])
+        )
+        for tenant, thread_id, created in conn.execute(statement):
+            if (tenant, thread_id) in wanted:
+                found[(tenant, thread_id)] = created
+    return found
 
 
 def events_after_in(

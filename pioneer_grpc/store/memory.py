@@ -21,7 +21,7 @@ from typing import Any, cast
 from google.protobuf import json_format
 
 from pioneer_grpc import reasons
-from pioneer_grpc.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from pioneer_grpc.errors import Aborted, AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from pioneer_grpc.history.budget import DEFAULT_MAX_CONTEXT_TOKENS, DEFAULT_RESPONSE_RESERVE_TOKENS
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, named_call_ids
 from pioneer_grpc.store.clock import now
@@ -42,6 +42,7 @@ from pioneer_grpc.store.port import (
     AppendOutcome,
     CommitUnderWay,
     Conflict,
+    Expiry,
     HistoryAsk,
     HistoryRead,
     HistoryState,
@@ -52,6 +53,7 @@ from pioneer_grpc.store.port import (
     PreparedManifest,
     Recorded,
     Recount,
+    Removed,
     RenderedBounds,
     RoundAsk,
     RoundCommit,
@@ -65,7 +67,7 @@ from pioneer_grpc.store.port import (
     WholeRead,
     newer_is_all,
 )
-from pioneer_grpc.store.threads import thread_not_found, turn_not_found
+from pioneer_grpc.store.threads import thread_etag, thread_not_found, turn_not_found
 from pioneer_grpc.tenants.callers import DEFAULT_TENANT
 from pioneer_grpc.v1 import history_pb2, prompt_pb2
 from pioneer_grpc.v1 import manifest_service_pb2 as manifest_pb2
@@ -99,6 +101,7 @@ class _Thread:
     compaction_low_water_percent: int | None = None
     clear_at_least_percent: int | None = None
     dynamic_context_placement: int = 0
+    retention_days: int | None = None
     open_entries: int = 0
     open_turns: int = 0
     completed_entries: int = 0
@@ -179,6 +182,8 @@ class MemoryStore:
         self._lock = asyncio.Lock()
         self._tokenizer_of = tokenizer_of
         self._compressing: dict[str, asyncio.Lock] = {}
+        # One sweeper for every tenant's view.
+        self._sweeping = asyncio.Lock()
         self._parts()
 
     def of_tenant(self, tenant: str) -> MemoryStore:
@@ -203,6 +208,7 @@ class MemoryStore:
         self.rendered = _Rendered(self)
         self.usage = _Usage(self)
         self.copies = MemoryCopies(self)
+        self.retention = _Retention(self)
 
     async def probe(self, reclaim: bool = False) -> None:
         return None
@@ -238,6 +244,7 @@ class MemoryStore:
                 setattr(message.config, name, value)
         message.create_time.FromDatetime(thread.created_at)
         message.update_time.FromDatetime(thread.updated_at)
+        message.etag = thread_etag(thread.created_at, thread.updated_at, message.entry_count)
         return message
 
     def rows_of(self, thread_id: str) -> list[SimpleNamespace]:
@@ -454,9 +461,21 @@ class MemoryStore:
         thread.version += 1
         return len(rows)
 
-    def delete(self, thread_id: str) -> bool:
-        if self._t.threads.pop(thread_id, None) is None:
-            return False
+    def delete(self, thread_id: str, etag: str, expiry: Expiry | None) -> Removed | None:
+        thread = self._t.threads.get(thread_id)
+        if thread is None or (
+            expiry is not None and not expiry.expired(thread.updated_at, thread.retention_days)
+        ):
+            return None
+        if etag and etag != self.thread_message(thread).etag:
+            raise Aborted(
+                f"thread {thread_id!r} changed since its etag {etag!r} was read; nothing was deleted: "
+                "read it again (GetThread) and decide again",
+                reason=reasons.ETAG_MISMATCH,
+                metadata={"thread_id": thread_id},
+            )
+        removed = Removed(self.stored_bytes(thread_id))
+        del self._t.threads[thread_id]
         self.drop_entries([s for s, row in self._t.entries.items() if row.thread_id == thread_id])
         for turn in [k for k in self._t.turns if k[0] == thread_id]:
             del self._t.turns[turn]
@@ -468,7 +487,31 @@ class MemoryStore:
         for key in [k for k in self._t.texts if k[0] == thread_id]:
             del self._t.texts[key]
         self._compressing.pop(thread_id, None)
-        return True
+        return removed
+
+    def stored_bytes(self, thread_id: str) -> int:
+        """As the SQL stores count it (store/lifecycle.py _stored_bytes)."""
+
+        def size(value: str | bytes | None) -> int:
+            return len(value.encode() if isinstance(value, str) else value or b"")
+
+        entries = [row for row in self._t.entries.values() if row.thread_id == thread_id]
+        return sum(
+            (
+                *(
+                    size(row.content)
+                    + size(row.tool_calls_json)
+                    + size(row.artifact_refs_json)
+                    + size(row.reasoning_content)
+                    + size(row.content_parts_pb)
+                    for row in entries
+                ),
+                *(size(row.text) for row in self._t.summaries.values() if row.thread_id == thread_id),
+                *(size(turn.manifest_json) for key, turn in self._t.turns.items() if key[0] == thread_id),
+                *(size(row.manifest_pb) for row in self._t.events.values() if row.thread_id == thread_id),
+                *(size(row.round_pb) for row in self._t.kept.values() if row.thread_id == thread_id),
+            )
+        )
 
     def record(self, prepared: PreparedManifest, turn: _Turn) -> Recorded:
         if turn.event_id is not None and turn.manifest_json == prepared.as_json:
@@ -514,9 +557,9 @@ class _Threads(_Part):
     async def tenant_usage(self) -> tuple[int, int]:
         return len(self.t.threads), sum(stored_bytes(vars(row)) for row in self.t.entries.values())
 
-    async def delete(self, thread_id: str) -> bool:
+    async def delete(self, thread_id: str, *, etag: str = "", expiry: Expiry | None = None) -> Removed | None:
         async with self.s._lock:
-            return self.s.delete(thread_id)
+            return self.s.delete(thread_id, etag, expiry)
 
     async def create(self, thread_id: str, config: history_pb2.ThreadConfig) -> history_pb2.Thread:
         async with self.s._lock:
@@ -597,7 +640,8 @@ class _Entries(_Part):
         answered: list[history_pb2.ConversationEntry] = []
         if batch.with_entries:
             answered = [entry_message(self.t.entries[self.t.by_entry_id[(thread_id, i)]]) for i in ids]
-        return AppendOutcome(answered, len(created), len(ids) - len(created), completed, thread.model)
+        failed = len({new.entry.entry_id for new in batch.entries if new.entry.is_error} & set(created))
+        return AppendOutcome(answered, len(created), len(ids) - len(created), completed, thread.model, failed)
 
     def _check_repeats(self, thread_id: str, batch: AppendBatch) -> None:
         """An entry held (or earlier in the batch) must be sent with its content; a new entry of a
@@ -841,6 +885,14 @@ class _Manifests(_Part):
     async def newest_event_id(self) -> int:
         return max((max(t.events, default=0) for t in self.s._tenants.values()), default=0)
 
+    async def threads_created(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        found = {}
+        for tenant, thread_id in keys:
+            thread = self.s._tenants.get(tenant, _Tables()).threads.get(thread_id)
+            if thread is not None:
+                found[(tenant, thread_id)] = thread.created_at.isoformat()
+        return found
+
 
 def _event_message(event: _Event, tenant: str) -> manifest_pb2.ManifestEvent:
     message = manifest_pb2.ManifestEvent(
@@ -1018,6 +1070,33 @@ class _Rendered(_Part):
             for _, row in sorted(self.t.kept.items())
             if (row.thread_id, row.turn_id) == (thread_id, turn_id) and row.created_at >= not_before
         ]
+
+
+class _Retention(_Part):
+    async def expired(self, expiry: Expiry, limit: int) -> list[tuple[str, str]]:
+        found = [
+            (tenant, t)
+            for tenant, tables in self.s._tenants.items()
+            for t in tables.threads.values()
+            if expiry.expired(t.updated_at, t.retention_days)
+        ]
+        found.sort(
+            key=lambda f: (
+                f[1].retention_days is not None,
+                f[1].retention_days or 0,
+                f[1].updated_at,
+                f[1].thread_id,
+            )
+        )
+        return [(tenant, t.thread_id) for tenant, t in found[:limit]]
+
+    @asynccontextmanager
+    async def sweep_lock(self) -> AsyncIterator[bool]:
+        if self.s._sweeping.locked():
+            yield False
+            return
+        async with self.s._sweeping:
+            yield True
 
 
 class _Usage(_Part):

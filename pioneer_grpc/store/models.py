@@ -65,6 +65,8 @@ class ThreadRow(Base):
         # ListThreads by update time, and filtered by model in that order (migration 0020).
         Index("ix_threads_updated_at", "updated_at", "thread_id"),
         Index("ix_threads_model_updated_at", "model", "updated_at", "thread_id"),
+        # The retention sweeper's: expired threads of one retention, oldest write first (migration 0019).
+        Index("ix_threads_retention", "retention_days", "updated_at", "thread_id"),
     )
 
     thread_id: Mapped[str] = mapped_column(String(200), primary_key=True)
@@ -95,6 +97,9 @@ class ThreadRow(Base):
     clear_at_least_percent: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # pioneer.v1.DynamicContextPlacement value; 0 (unspecified) means the default.
     dynamic_context_placement: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Days without a write after which the sweeper deletes the thread; NULL: the server's
+    # --retention-days, 0: never (migration 0019).
+    retention_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class TurnRow(Base):

@@ -58,6 +58,7 @@ __all__ = [
     "AppendOutcome",
     "CommitUnderWay",
     "Conflict",
+    "Expiry",
     "Extendable",
     "HistoryAsk",
     "HistoryRead",
@@ -69,6 +70,7 @@ __all__ = [
     "PreparedManifest",
     "Recorded",
     "Recount",
+    "Removed",
     "RenderedBounds",
     "RoundAsk",
     "RoundCommit",
@@ -92,6 +94,7 @@ OPTIONAL_SETTINGS = (
     "compaction_trigger_percent",
     "compaction_low_water_percent",
     "clear_at_least_percent",
+    "retention_days",
 )
 
 # `after` when no entry is wanted: larger than any sequence.
@@ -199,6 +202,8 @@ class AppendOutcome:
     completed_entry_count: int = 0
     # The thread's model as the append found it.
     model: str = ""
+    # Of the entries it created, the tool results that report their tool failed (is_error).
+    failed_results: int = 0
 
 
 @dataclass(frozen=True)
@@ -454,6 +459,29 @@ class RoundUsageRecord:
     history_decision: int = 0
 
 
+@dataclass(frozen=True)
+class Expiry:
+    """When a thread is expired: at `moment`, after its `retention_days` without a write (its own,
+    else `default_days`; 0 days: never)."""
+
+    moment: datetime
+    default_days: int
+
+    def days(self, retention_days: int | None) -> int:
+        return self.default_days if retention_days is None else retention_days
+
+    def expired(self, updated_at: datetime, retention_days: int | None) -> bool:
+        days = self.days(retention_days)
+        return days > 0 and updated_at < self.moment - timedelta(days=days)
+
+
+@dataclass(frozen=True)
+class Removed:
+    """A deleted thread: the bytes of what it held (entries, summaries, manifests, kept rounds)."""
+
+    bytes: int
+
+
 # ---- one interface per concern ---------------------------------------------------------------
 
 
@@ -473,9 +501,11 @@ class Threads(Protocol):
         Conflict otherwise, changing nothing."""
         ...
 
-    async def delete(self, thread_id: str) -> bool:
-        """Deletes the thread and every row stored for it, in one transaction; whether it existed.
-        Its id may be created again from scratch."""
+    async def delete(self, thread_id: str, *, etag: str = "", expiry: Expiry | None = None) -> Removed | None:
+        """Deletes the thread and every row stored for it, in one transaction: what it removed; None
+        when it does not exist, or with `expiry` when it is not expired (a write since it was listed).
+        With `etag` (Thread.etag): Aborted ETAG_MISMATCH, deleting nothing, when it is not the
+        thread's. Its id may be created again from scratch."""
         ...
 
     async def tenant_usage(self) -> tuple[int, int]:
@@ -569,6 +599,12 @@ class Manifests(Protocol):
 
     async def texts(self, thread_id: str, fingerprints: Collection[str]) -> dict[str, str]:
         """The thread's kept texts of `fingerprints` (one not kept is left out)."""
+        ...
+
+    async def threads_created(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """The creation time (as HistoryState.created) of each of the threads `keys` (tenant, thread
+        id; of any tenant) that exists: what the hub compares to end the watches of a thread another
+        process deleted."""
         ...
 
 
@@ -672,6 +708,19 @@ class RoundUsage(Protocol):
         ...
 
 
+class Retention(Protocol):
+    async def expired(self, expiry: Expiry, limit: int) -> list[tuple[str, str]]:
+        """At most `limit` threads of every tenant expired at `expiry`, as (tenant, thread id), of
+        each retention the oldest write first,
+        read from an index (no scan of the threads)."""
+        ...
+
+    def sweep_lock(self) -> AbstractAsyncContextManager[bool]:
+        """Held by one sweeper at a time across processes and replicas; yields False at once when
+        another holds it."""
+        ...
+
+
 class Store(Protocol):
     @property
     def tenant(self) -> str:
@@ -702,6 +751,8 @@ class Store(Protocol):
     def usage(self) -> RoundUsage: ...
     @property
     def copies(self) -> Copies: ...
+    @property
+    def retention(self) -> Retention: ...
 
     async def probe(self, reclaim: bool = False) -> None:
         """Returns once the store took a write; raises what it met otherwise. `reclaim` after a

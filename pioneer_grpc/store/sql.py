@@ -29,7 +29,7 @@ from pioneer_grpc.errors import InvalidArgument
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, named_call_ids
 from pioneer_grpc.store import append as append_store
 from pioneer_grpc.store import entries as entry_store
-from pioneer_grpc.store import lifecycle, section_texts, token_counts
+from pioneer_grpc.store import lifecycle, retention, section_texts, token_counts
 from pioneer_grpc.store import listing as listing_store
 from pioneer_grpc.store import manifests as manifest_store
 from pioneer_grpc.store import rendered_rounds as rendered_store
@@ -48,6 +48,7 @@ from pioneer_grpc.store.port import (
     AppendOutcome,
     CommitUnderWay,
     Conflict,
+    Expiry,
     HistoryAsk,
     HistoryRead,
     KeptCounts,
@@ -56,6 +57,7 @@ from pioneer_grpc.store.port import (
     PreparedManifest,
     Recorded,
     Recount,
+    Removed,
     RenderedBounds,
     RoundAsk,
     RoundCommit,
@@ -142,6 +144,7 @@ class SqlStore:
         self.rendered = _Rendered(self)
         self.usage = _Usage(self)
         self.copies = SqlCopies(self)
+        self.retention = _Retention(self)
 
     def of_tenant(self, tenant: str) -> SqlStore:
         found = self._views.get(tenant)
@@ -324,7 +327,8 @@ class SqlStore:
             if batch.with_entries
             else []
         )
-        return AppendOutcome(answered, len(created), len(ids) - len(created), completed, model)
+        failed = sum(1 for _, row in created if row["is_error"])
+        return AppendOutcome(answered, len(created), len(ids) - len(created), completed, model, failed)
 
 
 def _answered_entries(
@@ -406,11 +410,12 @@ class _Threads(_Part):
         )
         return found
 
-    async def delete(self, thread_id: str) -> bool:
-        deleted: bool = await _transact(
-            self.runner, partial(lifecycle.delete_thread_in, tenant=self.tenant, thread_id=thread_id)
+    async def delete(self, thread_id: str, *, etag: str = "", expiry: Expiry | None = None) -> Removed | None:
+        work = partial(
+            lifecycle.delete_thread_in, tenant=self.tenant, thread_id=thread_id, etag=etag, expiry=expiry
         )
-        return deleted
+        removed: Removed | None = await _transact(self.runner, work)
+        return removed
 
 
 def _create(
@@ -573,6 +578,12 @@ class _Manifests(_Part):
             lambda conn: section_texts.texts_in(conn, tenant, thread_id, fingerprints)
         )
 
+    async def threads_created(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        found: dict[tuple[str, str], str] = await self.runner.read(
+            partial(manifest_store.threads_created_in, keys=keys)
+        )
+        return found
+
 
 def _turn_manifest(tenant: str, thread_id: str, turn_id: str, conn: Connection) -> TurnManifest:
     return manifest_store.turn_manifest_in(conn, tenant, thread_id, turn_id)
@@ -658,6 +669,19 @@ class _Rendered(_Part):
         return await self.runner.read(
             lambda conn: rendered_store.turn_rounds(conn, tenant, thread_id, turn_id, not_before)
         )
+
+
+class _Retention(_Part):
+    async def expired(self, expiry: Expiry, limit: int) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = await self.runner.read(
+            partial(retention.expired_in, expiry=expiry, limit=limit)
+        )
+        return found
+
+    @asynccontextmanager
+    async def sweep_lock(self) -> AsyncIterator[bool]:
+        async with compression_lock(self.store.engine, retention.SWEEPER_LOCK, 0) as held:
+            yield held
 
 
 class _Usage(_Part):

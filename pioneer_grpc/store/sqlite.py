@@ -160,8 +160,9 @@ def turn_entries_lean(
 
 
 # What a round's commit compares with what its open read (`_version_of`): the thread row's settings
-# and counts, its newest summary, the turn's status. Every write of what a round reads changes one
-# of them (entries are never deleted, so a count never moves back to an earlier value unseen).
+# and counts, its newest summary, its last write's time, the turn's status. Every write of what a
+# round reads changes one of them. The counts alone would not do: an abandoned turn's entries are
+# deleted and as many appended again leave them as they were; the abandon writes the time.
 _VERSION = Direct(
     select(
         *SETTINGS,
@@ -170,6 +171,7 @@ _VERSION = Direct(
         ThreadRow.open_entries,
         ThreadRow.open_turns,
         cast(ThreadRow.created_at, String).label("created"),
+        cast(ThreadRow.updated_at, String).label("touched"),
         select(TurnRow.status)
         .where(
             TurnRow.thread_id == ThreadRow.thread_id,
@@ -189,7 +191,7 @@ def _version_of(row: Any, turn_status: int | None) -> tuple[Any, ...]:
     counts = row.summary_id, int(row.completed_count), int(row.open_entries), int(row.open_turns)
     # The creation time: a thread deleted and created again meanwhile is not the one the round read.
     status = IN_PROGRESS if turn_status is None else turn_status
-    return (*settings, *counts, row.created, status)
+    return (*settings, *counts, row.created, row.touched, status)
 
 
 class SqliteStore(SqlStore):

@@ -7,7 +7,9 @@ the same statements for SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import LargeBinary, bindparam, cast, func, select, update
@@ -38,6 +40,8 @@ class ThreadSettings:
     clear_at_least_percent: int | None = None
     # pioneer.v1.DynamicContextPlacement; 0 means the default.
     dynamic_context_placement: int = 0
+    # None: the server's --retention-days; 0: never deleted by the sweeper.
+    retention_days: int | None = None
 
 
 def thread_not_found(thread_id: str) -> NotFound:
@@ -181,7 +185,16 @@ def settings_of(row: Any) -> ThreadSettings:
         row.compaction_low_water_percent,
         row.clear_at_least_percent,
         row.dynamic_context_placement,
+        row.retention_days,
     )
+
+
+def thread_etag(created_at: datetime, updated_at: datetime, entry_count: int) -> str:
+    """Thread.etag (AIP-154): every write of a thread's config, entries or turns that a reader of it
+    could act on moves its update time or its entry count, and a thread created again under its id
+    has another creation time. Both times aware, in UTC."""
+    key = f"{created_at.isoformat()}|{updated_at.isoformat()}|{entry_count}"
+    return hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
 def thread_message(row: Any, entries: int) -> history_pb2.Thread:
@@ -205,4 +218,5 @@ def thread_message(row: Any, entries: int) -> history_pb2.Thread:
             setattr(thread.config, name, value)
     thread.create_time.FromDatetime(as_utc(row.created_at))
     thread.update_time.FromDatetime(as_utc(row.updated_at))
+    thread.etag = thread_etag(as_utc(row.created_at), as_utc(row.updated_at), entries)
     return thread

@@ -48,6 +48,12 @@ class NoMetrics:
     def compile_cache(self, hit: bool) -> None:
         pass
 
+    def retention_deleted(self, threads: int, removed_bytes: int) -> None:
+        pass
+
+    def failed_tool_results(self, count: int) -> None:
+        pass
+
     def round(self, break_section_id: str) -> None:
         pass
 
@@ -159,6 +165,21 @@ class Metrics(NoMetrics):
             ["provider", "model"],
             registry=r,
         )
+        self._retention_threads = Counter(
+            "pioneer_retention_deleted_threads",
+            "Threads the retention sweeper deleted (no write for their retention).",
+            registry=r,
+        )
+        self._retention_bytes = Counter(
+            "pioneer_retention_deleted_bytes",
+            "Bytes of what those threads held (entries, summaries, manifests, kept rounds).",
+            registry=r,
+        )
+        self._failed_results = Counter(
+            "pioneer_failed_tool_results",
+            "Tool results stored that report their tool failed (ConversationEntry.is_error).",
+            registry=r,
+        )
         # process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... of this process.
         ProcessCollector(registry=r)
         frozen = Gauge(
@@ -239,6 +260,14 @@ class Metrics(NoMetrics):
         self._summary_seconds.labels(summarizer).observe(seconds)
         if failure:
             self._summary_failures.labels(summarizer, failure).inc()
+
+    def retention_deleted(self, threads: int, removed_bytes: int) -> None:
+        self._retention_threads.inc(threads)
+        self._retention_bytes.inc(removed_bytes)
+
+    def failed_tool_results(self, count: int) -> None:
+        if count:
+            self._failed_results.inc(count)
 
     def compile_cache(self, hit: bool) -> None:
         self._compile_cache.labels("hit" if hit else "miss").inc()

@@ -96,7 +96,7 @@ PREFIX_BREAK_CAUSE_RENDERING: PrefixBreakCause
 PREFIX_BREAK_CAUSE_HISTORY: PrefixBreakCause
 
 class ThreadConfig(_message.Message):
-    __slots__ = ("max_context_tokens", "response_reserve_tokens", "model", "summary_model", "compaction_strategy", "keep_tool_results", "compaction_trigger_percent", "compaction_low_water_percent", "clear_at_least_percent", "dynamic_context_placement")
+    __slots__ = ("max_context_tokens", "response_reserve_tokens", "model", "summary_model", "compaction_strategy", "keep_tool_results", "compaction_trigger_percent", "compaction_low_water_percent", "clear_at_least_percent", "dynamic_context_placement", "retention_days")
     MAX_CONTEXT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_RESERVE_TOKENS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -107,6 +107,7 @@ class ThreadConfig(_message.Message):
     COMPACTION_LOW_WATER_PERCENT_FIELD_NUMBER: _ClassVar[int]
     CLEAR_AT_LEAST_PERCENT_FIELD_NUMBER: _ClassVar[int]
     DYNAMIC_CONTEXT_PLACEMENT_FIELD_NUMBER: _ClassVar[int]
+    RETENTION_DAYS_FIELD_NUMBER: _ClassVar[int]
     max_context_tokens: int
     response_reserve_tokens: int
     model: str
@@ -117,23 +118,26 @@ class ThreadConfig(_message.Message):
     compaction_low_water_percent: int
     clear_at_least_percent: int
     dynamic_context_placement: _chat_pb2.DynamicContextPlacement
-    def __init__(self, max_context_tokens: _Optional[int] = ..., response_reserve_tokens: _Optional[int] = ..., model: _Optional[str] = ..., summary_model: _Optional[str] = ..., compaction_strategy: _Optional[_Union[CompactionStrategy, str]] = ..., keep_tool_results: _Optional[int] = ..., compaction_trigger_percent: _Optional[int] = ..., compaction_low_water_percent: _Optional[int] = ..., clear_at_least_percent: _Optional[int] = ..., dynamic_context_placement: _Optional[_Union[_chat_pb2.DynamicContextPlacement, str]] = ...) -> None: ...
+    retention_days: int
+    def __init__(self, max_context_tokens: _Optional[int] = ..., response_reserve_tokens: _Optional[int] = ..., model: _Optional[str] = ..., summary_model: _Optional[str] = ..., compaction_strategy: _Optional[_Union[CompactionStrategy, str]] = ..., keep_tool_results: _Optional[int] = ..., compaction_trigger_percent: _Optional[int] = ..., compaction_low_water_percent: _Optional[int] = ..., clear_at_least_percent: _Optional[int] = ..., dynamic_context_placement: _Optional[_Union[_chat_pb2.DynamicContextPlacement, str]] = ..., retention_days: _Optional[int] = ...) -> None: ...
 
 class Thread(_message.Message):
-    __slots__ = ("thread_id", "config", "create_time", "update_time", "entry_count", "tenant")
+    __slots__ = ("thread_id", "config", "create_time", "update_time", "entry_count", "tenant", "etag")
     THREAD_ID_FIELD_NUMBER: _ClassVar[int]
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     ENTRY_COUNT_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
+    ETAG_FIELD_NUMBER: _ClassVar[int]
     thread_id: str
     config: ThreadConfig
     create_time: _timestamp_pb2.Timestamp
     update_time: _timestamp_pb2.Timestamp
     entry_count: int
     tenant: str
-    def __init__(self, thread_id: _Optional[str] = ..., config: _Optional[_Union[ThreadConfig, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., entry_count: _Optional[int] = ..., tenant: _Optional[str] = ...) -> None: ...
+    etag: str
+    def __init__(self, thread_id: _Optional[str] = ..., config: _Optional[_Union[ThreadConfig, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., entry_count: _Optional[int] = ..., tenant: _Optional[str] = ..., etag: _Optional[str] = ...) -> None: ...
 
 class ConversationEntry(_message.Message):
     __slots__ = ("entry_id", "turn_id", "role", "content", "tool_calls", "tool_call_id", "name", "artifact_refs", "reasoning_content", "sequence", "token_count", "tokenizer", "completed", "create_time", "content_parts", "is_error")

@@ -114,12 +114,14 @@ class AbandonTurnResponse(_message.Message):
     def __init__(self, abandoned: _Optional[bool] = ..., dropped_entry_count: _Optional[int] = ...) -> None: ...
 
 class DeleteThreadRequest(_message.Message):
-    __slots__ = ("thread_id", "allow_missing")
+    __slots__ = ("thread_id", "allow_missing", "etag")
     THREAD_ID_FIELD_NUMBER: _ClassVar[int]
     ALLOW_MISSING_FIELD_NUMBER: _ClassVar[int]
+    ETAG_FIELD_NUMBER: _ClassVar[int]
     thread_id: str
     allow_missing: bool
-    def __init__(self, thread_id: _Optional[str] = ..., allow_missing: _Optional[bool] = ...) -> None: ...
+    etag: str
+    def __init__(self, thread_id: _Optional[str] = ..., allow_missing: _Optional[bool] = ..., etag: _Optional[str] = ...) -> None: ...
 
 class DeleteThreadResponse(_message.Message):
     __slots__ = ("deleted",)

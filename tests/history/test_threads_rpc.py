@@ -123,7 +123,8 @@ async def test_update_rejects_a_merged_budget_that_is_invalid_and_changes_nothin
             "update_mask.paths[1]",
             "unknown path 'colour'; use max_context_tokens, response_reserve_tokens, model, summary_model, "
             "compaction_strategy, keep_tool_results, compaction_trigger_percent, "
-            "compaction_low_water_percent, clear_at_least_percent, dynamic_context_placement",
+            "compaction_low_water_percent, clear_at_least_percent, dynamic_context_placement, "
+            "retention_days",
         )
     ]
     cfg = (await history.get_thread(thread_id="u")).thread.config

@@ -1,4 +1,4 @@
-"""Revision 0020 (after 0018) adds section_texts, a round's break entries and decision, and the thread list's
+"""Revision 0020 (after 0019) adds section_texts, a round's break entries and decision, and the thread list's
 indexes to a database with rows, on SQLite and PostgreSQL: the rows stay, and read back with the new
 columns at their defaults."""
 

@@ -95,7 +95,9 @@ class HistoryServicer(history_service_pb2_grpc.HistoryServiceServicer):
     async def DeleteThread(
         self, request: pb.DeleteThreadRequest, context: grpc.aio.ServicerContext
     ) -> pb.DeleteThreadResponse:
-        deleted = await lifecycle.delete_thread(self.ctx, request.thread_id, request.allow_missing)
+        deleted = await lifecycle.delete_thread(
+            self.ctx, request.thread_id, request.allow_missing, request.etag
+        )
         return pb.DeleteThreadResponse(deleted=deleted)
 
     async def ForkThread(

@@ -87,3 +87,12 @@ async def test_a_repeat_must_repeat_the_mark(store: Store) -> None:
     assert refused.value.metadata["differing_fields"] == "is_error"
     repeated = await store.entries.append(batch("t", failed("r1", "u1", "k1")))
     assert isinstance(repeated, AppendOutcome) and repeated.existing_count == 1
+
+
+async def test_an_append_says_how_many_failed_results_it_stored(store: Store) -> None:
+    await store.threads.create("t", config())
+    entries = (user("q1", "u1"), call("c1", "u1", "k1"), failed("r1", "u1", "k1"))
+    first = await store.entries.append(batch("t", *entries))
+    assert isinstance(first, AppendOutcome) and first.failed_results == 1
+    again = await store.entries.append(batch("t", *entries))
+    assert isinstance(again, AppendOutcome) and again.failed_results == 0

@@ -8,7 +8,7 @@ import pytest
 
 from pioneer_grpc import reasons
 from pioneer_grpc.errors import FailedPrecondition, NotFound
-from pioneer_grpc.store.port import HistoryAsk, RoundAsk, RoundCommit, RoundUsageRecord, Store
+from pioneer_grpc.store.port import Conflict, HistoryAsk, RoundAsk, RoundCommit, RoundUsageRecord, Store
 from tests.store.contract.rows import (
     CL100K,
     answer,
@@ -87,8 +87,8 @@ async def test_a_deleted_thread_is_gone_and_its_id_starts_again_from_scratch(sto
     await store.threads.create("t", config())
     await turn(store, "t", "u1", user("q1", "u1"), answer("a1", "u1"))
     old = await store.history.read(HistoryAsk("t"))
-    assert await store.threads.delete("t") is True
-    assert await store.threads.delete("t") is False
+    assert await store.threads.delete("t") is not None
+    assert await store.threads.delete("t") is None
     with pytest.raises(NotFound):
         await store.threads.get("t")
     assert await store.manifests.events_after(0, thread_id="t") == []
@@ -117,6 +117,24 @@ async def test_the_usage_of_dropped_rounds_goes_with_them(store: Store) -> None:
     await store.usage.record(_usage("u2"))
     await store.turns.abandon("t", "u2")
     assert [row.turn_id for row in await store.usage.thread_rounds("t", 10)] == ["u1"]
-    assert await store.threads.delete("t") is True
+    assert await store.threads.delete("t") is not None
     await store.threads.create("t", config())
     assert await store.usage.thread_rounds("t", 10) == []
+
+
+async def test_a_round_opened_before_its_turn_was_abandoned_and_made_again_does_not_commit(
+    store: Store,
+) -> None:
+    # The turn's entries dropped and the same number appended again: the thread's counts are as the
+    # round read them, yet the turn it read is gone. Its commit must see that and write nothing.
+    await store.threads.create("t", config())
+    await _round(store, "u2", user("q2", "u2"))
+    opened = await store.rounds.open(RoundAsk("t", "u2", HistoryAsk("t", "u2")))
+    assert [e.content for e in opened.turn_entries] == ["hello"]
+    assert await store.turns.abandon("t", "u2") == 1
+    await store.entries.append(batch("t", user("q2", "u2", "asked again")))
+    plan = RoundCommit(
+        "t", "u2", opened.version, opened.turn.status if opened.turn else None, manifest("t", "u2", "other")
+    )
+    assert isinstance(await store.rounds.commit(plan), Conflict)
+    assert [e.turn_id for e in await store.manifests.events_after(0, thread_id="t")] == []

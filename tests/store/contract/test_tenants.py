@@ -119,7 +119,7 @@ async def test_another_tenants_thread_answers_as_a_missing_one(store: Store) -> 
         foreign = await _answer(lambda call=call: call("t"))  # type: ignore[misc]
         missing = await _answer(lambda call=call: call("missing"))  # type: ignore[misc]
         assert foreign == _renamed(missing), name
-    assert await other.threads.delete("t") is False
+    assert await other.threads.delete("t") is None
     with pytest.raises(NotFound) as foreign_event:
         await other.manifests.event(recorded.event_id)
     with pytest.raises(NotFound) as missing_event:

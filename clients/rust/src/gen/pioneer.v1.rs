@@ -1531,6 +1531,13 @@ pub struct ThreadConfig {
     /// set) means AFTER_CONVERSATION; a round's RenderOptions may override it.
     #[prost(enumeration = "DynamicContextPlacement", tag = "10")]
     pub dynamic_context_placement: i32,
+    /// Days without activity (an entry appended, a setting changed, a turn
+    /// abandoned) after which the server's retention sweeper deletes the thread
+    /// and everything stored for it (docs/operating.md). Unset means the server's
+    /// --retention-days; 0 keeps the thread forever whatever the server says;
+    /// at most 36,500.
+    #[prost(int32, optional, tag = "11")]
+    pub retention_days: ::core::option::Option<i32>,
 }
 /// Thread is a conversation.
 #[allow(clippy::all)]
@@ -1551,6 +1558,10 @@ pub struct Thread {
     /// are unique per tenant: an admin's ListThreads may show two threads of one id, of two tenants.
     #[prost(string, tag = "6")]
     pub tenant: ::prost::alloc::string::String,
+    /// Changes whenever the thread's config, entries or update_time change
+    /// (AIP-154): DeleteThreadRequest.etag deletes only the thread as read.
+    #[prost(string, tag = "7")]
+    pub etag: ::prost::alloc::string::String,
 }
 /// ConversationEntry is one stored message of a thread. Entries are never deleted.
 #[allow(clippy::all)]
@@ -2656,6 +2667,12 @@ pub struct DeleteThreadRequest {
     /// A thread that does not exist (deleted already) is no error (AIP-135).
     #[prost(bool, tag = "2")]
     pub allow_missing: bool,
+    /// The thread's etag as last read (Thread.etag): when the thread changed since,
+    /// nothing is deleted and the answer is ABORTED ETAG_MISMATCH (read it again,
+    /// decide again). Empty deletes whatever the thread holds.
+    /// Cap: at most 200 characters.
+    #[prost(string, tag = "3")]
+    pub etag: ::prost::alloc::string::String,
 }
 #[allow(clippy::all)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
@@ -2719,7 +2736,7 @@ pub struct ImportThreadRequest {
     #[prost(string, tag = "1")]
     pub thread_id: ::prost::alloc::string::String,
     /// The next piece of the JSON Lines stream, in order.
-    /// Cap: at most 2 MiB per message, 256 MiB in all.
+    /// Cap: at most 2,097,152 bytes. The whole stream: at most 268,435,456 bytes (256 MiB).
     #[prost(bytes = "vec", tag = "2")]
     pub chunk: ::prost::alloc::vec::Vec<u8>,
 }
@@ -3092,14 +3109,20 @@ pub mod history_service_client {
         /// Deletes a thread and everything stored for it (entries, turns, tool calls,
         /// summaries, token counts, manifests and their events, kept rendered rounds)
         /// in one transaction: all of it or none. Observers watching the thread get a
-        /// final event (ManifestEvent.thread_deleted) from the server that deleted it,
-        /// and their stream ends. Every server's kept history of the thread stops
+        /// final event (ManifestEvent.thread_deleted), on every worker and replica, and
+        /// their stream ends. Every server's kept history of the thread stops
         /// serving at once: the thread's history state carries its creation time, so a
         /// thread created again under the same id starts from scratch (AIP-135).
         ///
+        /// With etag (Thread.etag as read) only that thread is deleted (AIP-154).
+        /// Threads are also deleted by the server's retention (ThreadConfig.retention_days,
+        /// --retention-days), through this same path.
+        ///
         /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
         /// such thread, or deleted already: with allow_missing the answer is success,
-        /// deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+        /// deleted false); ABORTED ETAG_MISMATCH (the thread changed since etag was
+        /// read; nothing deleted; read it again, do not retry unchanged). Idempotent
+        /// with allow_missing: safe to retry after a timeout.
         pub async fn delete_thread(
             &mut self,
             request: impl tonic::IntoRequest<super::DeleteThreadRequest>,

@@ -4,14 +4,14 @@ decision (the thread's timeline). Indexes for ListThreads by update time, by mod
 breaks.
 
 Revision ID: 0020_section_texts
-Revises: 0018_thread_tenants
+Revises: 0019_retention
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0020_section_texts"
-down_revision = "0018_thread_tenants"
+down_revision = "0019_retention"
 
 
 def upgrade() -> None:

@@ -431,8 +431,14 @@ type ThreadConfig struct {
 	// dynamic half. UNSPECIFIED (also what Thread.config shows when it was never
 	// set) means AFTER_CONVERSATION; a round's RenderOptions may override it.
 	DynamicContextPlacement DynamicContextPlacement `protobuf:"varint,10,opt,name=dynamic_context_placement,json=dynamicContextPlacement,proto3,enum=pioneer.v1.DynamicContextPlacement" json:"dynamic_context_placement,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// Days without activity (an entry appended, a setting changed, a turn
+	// abandoned) after which the server's retention sweeper deletes the thread
+	// and everything stored for it (docs/operating.md). Unset means the server's
+	// --retention-days; 0 keeps the thread forever whatever the server says;
+	// at most 36,500.
+	RetentionDays *int32 `protobuf:"varint,11,opt,name=retention_days,json=retentionDays,proto3,oneof" json:"retention_days,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ThreadConfig) Reset() {
@@ -535,6 +541,13 @@ func (x *ThreadConfig) GetDynamicContextPlacement() DynamicContextPlacement {
 	return DynamicContextPlacement_DYNAMIC_CONTEXT_PLACEMENT_UNSPECIFIED
 }
 
+func (x *ThreadConfig) GetRetentionDays() int32 {
+	if x != nil && x.RetentionDays != nil {
+		return *x.RetentionDays
+	}
+	return 0
+}
+
 // Thread is a conversation.
 type Thread struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -546,7 +559,10 @@ type Thread struct {
 	EntryCount int64 `protobuf:"varint,5,opt,name=entry_count,json=entryCount,proto3" json:"entry_count,omitempty"`
 	// The tenant the thread belongs to (the tenants file's name; "default" without one). Thread ids
 	// are unique per tenant: an admin's ListThreads may show two threads of one id, of two tenants.
-	Tenant        string `protobuf:"bytes,6,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Tenant string `protobuf:"bytes,6,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Changes whenever the thread's config, entries or update_time change
+	// (AIP-154): DeleteThreadRequest.etag deletes only the thread as read.
+	Etag          string `protobuf:"bytes,7,opt,name=etag,proto3" json:"etag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -619,6 +635,13 @@ func (x *Thread) GetEntryCount() int64 {
 func (x *Thread) GetTenant() string {
 	if x != nil {
 		return x.Tenant
+	}
+	return ""
+}
+
+func (x *Thread) GetEtag() string {
+	if x != nil {
+		return x.Etag
 	}
 	return ""
 }
@@ -1572,7 +1595,7 @@ var File_pioneer_v1_history_proto protoreflect.FileDescriptor
 const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\n" +
 	"\x18pioneer/v1/history.proto\x12\n" +
-	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15pioneer/v1/chat.proto\x1a\x17pioneer/v1/common.proto\"\x92\x06\n" +
+	"pioneer.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15pioneer/v1/chat.proto\x1a\x17pioneer/v1/common.proto\"\xd1\x06\n" +
 	"\fThreadConfig\x121\n" +
 	"\x12max_context_tokens\x18\x01 \x01(\x05H\x00R\x10maxContextTokens\x88\x01\x01\x12;\n" +
 	"\x17response_reserve_tokens\x18\x02 \x01(\x05H\x01R\x15responseReserveTokens\x88\x01\x01\x12\x14\n" +
@@ -1584,13 +1607,15 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"\x1ccompaction_low_water_percent\x18\b \x01(\x05H\x04R\x19compactionLowWaterPercent\x88\x01\x01\x128\n" +
 	"\x16clear_at_least_percent\x18\t \x01(\x05H\x05R\x13clearAtLeastPercent\x88\x01\x01\x12d\n" +
 	"\x19dynamic_context_placement\x18\n" +
-	" \x01(\x0e2#.pioneer.v1.DynamicContextPlacementB\x03\xe0A\x01R\x17dynamicContextPlacementB\x15\n" +
+	" \x01(\x0e2#.pioneer.v1.DynamicContextPlacementB\x03\xe0A\x01R\x17dynamicContextPlacement\x12*\n" +
+	"\x0eretention_days\x18\v \x01(\x05H\x06R\rretentionDays\x88\x01\x01B\x15\n" +
 	"\x13_max_context_tokensB\x1a\n" +
 	"\x18_response_reserve_tokensB\x14\n" +
 	"\x12_keep_tool_resultsB\x1d\n" +
 	"\x1b_compaction_trigger_percentB\x1f\n" +
 	"\x1d_compaction_low_water_percentB\x19\n" +
-	"\x17_clear_at_least_percent\"\xa3\x02\n" +
+	"\x17_clear_at_least_percentB\x11\n" +
+	"\x0f_retention_days\"\xbc\x02\n" +
 	"\x06Thread\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\bR\bthreadId\x120\n" +
 	"\x06config\x18\x02 \x01(\v2\x18.pioneer.v1.ThreadConfigR\x06config\x12@\n" +
@@ -1600,7 +1625,8 @@ const file_pioneer_v1_history_proto_rawDesc = "" +
 	"updateTime\x12$\n" +
 	"\ventry_count\x18\x05 \x01(\x03B\x03\xe0A\x03R\n" +
 	"entryCount\x12\x1b\n" +
-	"\x06tenant\x18\x06 \x01(\tB\x03\xe0A\x03R\x06tenant\"\xaf\x05\n" +
+	"\x06tenant\x18\x06 \x01(\tB\x03\xe0A\x03R\x06tenant\x12\x17\n" +
+	"\x04etag\x18\a \x01(\tB\x03\xe0A\x03R\x04etag\"\xaf\x05\n" +
 	"\x11ConversationEntry\x12\x1e\n" +
 	"\bentry_id\x18\x01 \x01(\tB\x03\xe0A\x02R\aentryId\x12\x17\n" +
 	"\aturn_id\x18\x02 \x01(\tR\x06turnId\x12.\n" +

@@ -709,7 +709,12 @@ type DeleteThreadRequest struct {
 	// Cap: at most 200 characters.
 	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
 	// A thread that does not exist (deleted already) is no error (AIP-135).
-	AllowMissing  bool `protobuf:"varint,2,opt,name=allow_missing,json=allowMissing,proto3" json:"allow_missing,omitempty"`
+	AllowMissing bool `protobuf:"varint,2,opt,name=allow_missing,json=allowMissing,proto3" json:"allow_missing,omitempty"`
+	// The thread's etag as last read (Thread.etag): when the thread changed since,
+	// nothing is deleted and the answer is ABORTED ETAG_MISMATCH (read it again,
+	// decide again). Empty deletes whatever the thread holds.
+	// Cap: at most 200 characters.
+	Etag          string `protobuf:"bytes,3,opt,name=etag,proto3" json:"etag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -756,6 +761,13 @@ func (x *DeleteThreadRequest) GetAllowMissing() bool {
 		return x.AllowMissing
 	}
 	return false
+}
+
+func (x *DeleteThreadRequest) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
 }
 
 type DeleteThreadResponse struct {
@@ -1044,7 +1056,7 @@ type ImportThreadRequest struct {
 	// Cap: at most 200 characters.
 	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
 	// The next piece of the JSON Lines stream, in order.
-	// Cap: at most 2 MiB per message, 256 MiB in all.
+	// Cap: at most 2,097,152 bytes. The whole stream: at most 268,435,456 bytes (256 MiB).
 	Chunk         []byte `protobuf:"bytes,2,opt,name=chunk,proto3" json:"chunk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1947,10 +1959,11 @@ const file_pioneer_v1_history_service_proto_rawDesc = "" +
 	"\rallow_missing\x18\x03 \x01(\bB\x03\xe0A\x01R\fallowMissing\"c\n" +
 	"\x13AbandonTurnResponse\x12\x1c\n" +
 	"\tabandoned\x18\x01 \x01(\bR\tabandoned\x12.\n" +
-	"\x13dropped_entry_count\x18\x02 \x01(\x05R\x11droppedEntryCount\"a\n" +
+	"\x13dropped_entry_count\x18\x02 \x01(\x05R\x11droppedEntryCount\"z\n" +
 	"\x13DeleteThreadRequest\x12 \n" +
 	"\tthread_id\x18\x01 \x01(\tB\x03\xe0A\x02R\bthreadId\x12(\n" +
-	"\rallow_missing\x18\x02 \x01(\bB\x03\xe0A\x01R\fallowMissing\"0\n" +
+	"\rallow_missing\x18\x02 \x01(\bB\x03\xe0A\x01R\fallowMissing\x12\x17\n" +
+	"\x04etag\x18\x03 \x01(\tB\x03\xe0A\x01R\x04etag\"0\n" +
 	"\x14DeleteThreadResponse\x12\x18\n" +
 	"\adeleted\x18\x01 \x01(\bR\adeleted\"\x88\x02\n" +
 	"\x11ForkThreadRequest\x12-\n" +

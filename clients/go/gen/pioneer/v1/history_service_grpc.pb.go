@@ -72,14 +72,20 @@ type HistoryServiceClient interface {
 	// Deletes a thread and everything stored for it (entries, turns, tool calls,
 	// summaries, token counts, manifests and their events, kept rendered rounds)
 	// in one transaction: all of it or none. Observers watching the thread get a
-	// final event (ManifestEvent.thread_deleted) from the server that deleted it,
-	// and their stream ends. Every server's kept history of the thread stops
+	// final event (ManifestEvent.thread_deleted), on every worker and replica, and
+	// their stream ends. Every server's kept history of the thread stops
 	// serving at once: the thread's history state carries its creation time, so a
 	// thread created again under the same id starts from scratch (AIP-135).
 	//
+	// With etag (Thread.etag as read) only that thread is deleted (AIP-154).
+	// Threads are also deleted by the server's retention (ThreadConfig.retention_days,
+	// --retention-days), through this same path.
+	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
 	// such thread, or deleted already: with allow_missing the answer is success,
-	// deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+	// deleted false); ABORTED ETAG_MISMATCH (the thread changed since etag was
+	// read; nothing deleted; read it again, do not retry unchanged). Idempotent
+	// with allow_missing: safe to retry after a timeout.
 	DeleteThread(ctx context.Context, in *DeleteThreadRequest, opts ...grpc.CallOption) (*DeleteThreadResponse, error)
 	// Appends entries, idempotent by entry_id: a repeat with identical content is
 	// a no-op, with different content ALREADY_EXISTS. Tokens are counted here, once.
@@ -419,14 +425,20 @@ type HistoryServiceServer interface {
 	// Deletes a thread and everything stored for it (entries, turns, tool calls,
 	// summaries, token counts, manifests and their events, kept rendered rounds)
 	// in one transaction: all of it or none. Observers watching the thread get a
-	// final event (ManifestEvent.thread_deleted) from the server that deleted it,
-	// and their stream ends. Every server's kept history of the thread stops
+	// final event (ManifestEvent.thread_deleted), on every worker and replica, and
+	// their stream ends. Every server's kept history of the thread stops
 	// serving at once: the thread's history state carries its creation time, so a
 	// thread created again under the same id starts from scratch (AIP-135).
 	//
+	// With etag (Thread.etag as read) only that thread is deleted (AIP-154).
+	// Threads are also deleted by the server's retention (ThreadConfig.retention_days,
+	// --retention-days), through this same path.
+	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND (no
 	// such thread, or deleted already: with allow_missing the answer is success,
-	// deleted false). Idempotent with allow_missing: safe to retry after a timeout.
+	// deleted false); ABORTED ETAG_MISMATCH (the thread changed since etag was
+	// read; nothing deleted; read it again, do not retry unchanged). Idempotent
+	// with allow_missing: safe to retry after a timeout.
 	DeleteThread(context.Context, *DeleteThreadRequest) (*DeleteThreadResponse, error)
 	// Appends entries, idempotent by entry_id: a repeat with identical content is
 	// a no-op, with different content ALREADY_EXISTS. Tokens are counted here, once.
