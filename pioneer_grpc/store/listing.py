@@ -49,10 +49,11 @@ def _matching(query: Any, where: ThreadFilter | None) -> Any:
     if where is None:
         return query
     for text in where.id_contains:
-        # PostgreSQL serves a substring from the trigram index ix_threads_id_trgm, when the pattern
-        # is in the statement: a prepared statement's generic plan (chosen after five calls) cannot
-        # see it, and walked every thread in the page's order (25-80 ms over 100,000). SQLite walks
-        # the order index and tests the ids. The value is rendered as an escaped SQL literal.
+        # PostgreSQL serves a substring from the trigram index ix_threads_id_trgm when the pattern
+        # is in the statement: the store's sessions run generic plans (store/engine.py), and a
+        # generic plan of `LIKE $1` walked every thread in the page's order (25-80 ms over
+        # 100,000). SQLite walks the order index and tests the ids. The value is rendered as an
+        # escaped SQL literal.
         pattern = bindparam(None, _like(text), type_=String, literal_execute=True)
         query = query.where(ThreadRow.thread_id.like(pattern, escape="\\"))
     if where.model is not None:
