@@ -52,7 +52,8 @@ def add_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     imported.set_defaults(func=run_import)
 
 
-def _metadata(token: str) -> tuple[tuple[str, str], ...]:
+def bearer(token: str) -> tuple[tuple[str, str], ...]:
+    """The call metadata carrying `token` (none without one)."""
     return (("authorization", f"Bearer {token}"),) if token else ()
 
 
@@ -62,7 +63,7 @@ async def export(address: str, thread_id: str, out: BinaryIO, token: str = "") -
     async with grpc.aio.insecure_channel(address) as channel:
         history = history_service_pb2_grpc.HistoryServiceStub(channel)
         request = history_service_pb2.ExportThreadRequest(thread_id=thread_id)
-        async for response in history.ExportThread(request, metadata=_metadata(token)):
+        async for response in history.ExportThread(request, metadata=bearer(token)):
             out.write(response.chunk)
             size += len(response.chunk)
     return size
@@ -90,7 +91,7 @@ async def import_file(
     async with grpc.aio.insecure_channel(address) as channel:
         history = history_service_pb2_grpc.HistoryServiceStub(channel)
         response: history_service_pb2.ImportThreadResponse = await history.ImportThread(
-            requests(), metadata=_metadata(token)
+            requests(), metadata=bearer(token)
         )
         return response
 

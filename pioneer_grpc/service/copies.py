@@ -15,6 +15,7 @@ from collections.abc import AsyncIterable, Iterator, Sequence
 from pioneer_grpc.caps.history import MAX_IMPORT_BYTES, MAX_IMPORT_CHUNK_BYTES
 from pioneer_grpc.errors import Aborted, InvalidArgument, ResourceExhausted
 from pioneer_grpc.history.entries import id_violation, thread_id_violation
+from pioneer_grpc.service import quotas
 from pioneer_grpc.service.context import ServiceContext
 from pioneer_grpc.service.history import config_with, stored_config_violations
 from pioneer_grpc.service.tenancy import thread_key
@@ -44,6 +45,10 @@ async def fork_thread(
         ]
     )
     target = thread_id or f"thr_{uuid.uuid4().hex}"
+    await quotas.check_new_thread(ctx, target)
+    if quotas.caps_bytes(ctx):
+        part = await ctx.store.copies.read(source_thread_id, source_turn_id)
+        await quotas.check_stored(ctx, target, [copied.entry for copied in part.entries])
     for _ in range(_FORK_ATTEMPTS):
         current = (await ctx.store.threads.get(source_thread_id)).config
         wanted = current
@@ -95,6 +100,8 @@ async def import_thread(ctx: ServiceContext, thread_id: str, chunks: AsyncIterab
             )
     copy, target = import_copy(bytes(stream), thread_id)
     InvalidArgument.raise_if(stored_config_violations(copy.config, "header.config"))
+    await quotas.check_new_thread(ctx, target)
+    await quotas.check_stored(ctx, target, [copied.entry for copied in copy.entries])
     written = await ctx.store.copies.write(target, copy)
     ctx.seen_models.put(thread_key(target), written.thread.config.model)
     return written

@@ -198,9 +198,7 @@ def _mask_paths(
             if (config.HasField(p) if p in _INT_PATHS or p in _OPTIONAL_PATHS else getattr(config, p))
         ]
     if len(paths) > MAX_MASK_PATHS:
-        raise InvalidArgument.field(
-            f"{mask}.paths", f"at most {MAX_MASK_PATHS} items (got {len(paths):,})"
-        )
+        raise InvalidArgument.field(f"{mask}.paths", f"at most {MAX_MASK_PATHS} items (got {len(paths):,})")
     named = [p.removeprefix("config.") for p in paths]
     known = ", ".join(CONFIG_PATHS)
     _check(

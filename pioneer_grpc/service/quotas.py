@@ -56,6 +56,12 @@ async def check_new_thread(ctx: ServiceContext, thread_id: str) -> None:
     )
 
 
+def caps_bytes(ctx: ServiceContext) -> bool:
+    """Whether the caller's tenant has a max_stored_bytes (a copy reads its entries only then)."""
+    quota = ctx.quota_of(current_caller().tenant)
+    return quota is not None and quota.max_stored_bytes is not None
+
+
 async def check_stored(
     ctx: ServiceContext, thread_id: str, entries: Sequence[history_pb2.ConversationEntry]
 ) -> None:

@@ -370,8 +370,10 @@ class SqlCopies:
         self.runner: TransactionRunner = store.runner
         self.tenant: str = store.tenant
 
-    async def read(self, thread_id: str) -> ThreadCopy:
-        copy, _ = await self.runner.transact(partial(read_copy_in, tenant=self.tenant, thread_id=thread_id))
+    async def read(self, thread_id: str, through_turn_id: str = "") -> ThreadCopy:
+        copy, _ = await self.runner.transact(
+            partial(read_copy_in, tenant=self.tenant, thread_id=thread_id, through_turn_id=through_turn_id)
+        )
         return copy
 
     async def write(self, thread_id: str, copy: ThreadCopy) -> Written:

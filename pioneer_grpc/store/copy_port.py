@@ -89,8 +89,9 @@ class Fork:
 
 
 class Copies(Protocol):
-    async def read(self, thread_id: str) -> ThreadCopy:
-        """The whole thread as one snapshot; NotFound for an unknown thread."""
+    async def read(self, thread_id: str, through_turn_id: str = "") -> ThreadCopy:
+        """The whole thread as one snapshot; NotFound for an unknown thread. With `through_turn_id`,
+        the part of it `fork` would copy at that turn (its errors as `fork`'s)."""
         ...
 
     async def write(self, thread_id: str, copy: ThreadCopy) -> Written:

@@ -29,9 +29,9 @@ class MemoryCopies:
     def __init__(self, store: MemoryStore) -> None:
         self.s = store
 
-    async def read(self, thread_id: str) -> ThreadCopy:
+    async def read(self, thread_id: str, through_turn_id: str = "") -> ThreadCopy:
         async with self.s._lock:
-            return self._read(thread_id, "")
+            return self._read(thread_id, through_turn_id)
 
     async def write(self, thread_id: str, copy: ThreadCopy) -> Written:
         async with self.s._lock:

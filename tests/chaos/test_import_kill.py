@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import subprocess
 from datetime import UTC, datetime, timedelta
 
 import grpc
@@ -85,43 +86,35 @@ async def test_kill_9_mid_import_leaves_all_or_nothing(database_url, tmp_path):
     stream = _stream()
     # (whole stream sent?, seconds after the last chunk was sent before the kill)
     kills = [(False, 0.0), (True, 0.0), (True, 0.1)]
-    outcomes = []
-    for n, (whole, delay) in enumerate(kills):
-        port = free_port()
-        proc = _serve(home, url, port)
-        address = f"127.0.0.1:{port}"
-        try:
-            await _wait_serving(address, proc)
+    # Each server started again after a kill first shows what the kill left, then takes the next
+    # import and is killed in turn; the last one takes an import whole.
+    port = free_port()
+    proc = _serve(home, url, port)
+    try:
+        await _wait_serving(f"127.0.0.1:{port}", proc)
+        for n, (whole, delay) in enumerate(kills):
             sent = asyncio.Event()
-            call = asyncio.create_task(_import(address, f"k{n}", stream, sent, whole))
+            call = asyncio.create_task(_import(f"127.0.0.1:{port}", f"k{n}", stream, sent, whole))
             await asyncio.wait_for(sent.wait(), 60)
             await asyncio.sleep(delay)
             proc.send_signal(signal.SIGKILL)
             proc.wait(10)
             await asyncio.wait_for(call, 30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
-        port = free_port()
-        again = _serve(home, url, port)
-        try:
-            await _wait_serving(f"127.0.0.1:{port}", again)
+            port = free_port()
+            proc = _serve(home, url, port)
+            await _wait_serving(f"127.0.0.1:{port}", proc)
             count = await _entry_count(f"127.0.0.1:{port}", f"k{n}")
-        finally:
-            again.terminate()
-            again.wait(30)
-        assert count in (None, ENTRIES), (n, count)
-        if not whole:
-            assert count is None
-        outcomes.append(count)
-    # The server started again takes the import whole.
-    port = free_port()
-    proc = _serve(home, url, port)
-    try:
-        await _wait_serving(f"127.0.0.1:{port}", proc)
+            assert count in (None, ENTRIES), (n, count)
+            if not whole:
+                assert count is None
+        # The server started again takes the import whole.
         await _import(f"127.0.0.1:{port}", "after", stream, asyncio.Event(), True)
         assert await _entry_count(f"127.0.0.1:{port}", "after") == ENTRIES
     finally:
-        proc.terminate()
-        proc.wait(30)
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)

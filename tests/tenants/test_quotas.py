@@ -133,3 +133,84 @@ async def test_the_stored_bytes_cap(served):
         ),
         metadata=zeta,
     )
+
+
+async def _refused(call) -> dict[str, str]:
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await call
+    failure = decoded(err.value)
+    assert (failure.code, failure.reason) == (
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        reasons.TENANT_QUOTA_EXCEEDED,
+    )
+    assert _quota_failure(err.value).violations[0].subject == "tenant:zeta"
+    return dict(failure.metadata)
+
+
+async def test_a_fork_and_an_import_are_held_to_the_caps(served):
+    """ForkThread and ImportThread make threads and bytes: at either cap they are refused with the
+    numbers, and write nothing."""
+    handle, _ = served
+    stub = history_service_pb2_grpc.HistoryServiceStub(handle.channel())
+    zeta = (("authorization", f"Bearer {OTHER_AGENT}"),)
+    await stub.CreateThread(history_service_pb2.CreateThreadRequest(thread_id="z1"), metadata=zeta)
+
+    async def turn(turn_id: str, entry_id: str, content: str) -> None:
+        await stub.CompleteTurn(
+            history_service_pb2.CompleteTurnRequest(
+                thread_id="z1", turn_id=turn_id, entries=[user_entry(entry_id, content, turn_id=turn_id)]
+            ),
+            metadata=zeta,
+        )
+
+    def fork(turn_id: str, target: str):
+        request = history_service_pb2.ForkThreadRequest(
+            source_thread_id="z1", source_turn_id=turn_id, thread_id=target
+        )
+        return stub.ForkThread(request, metadata=zeta)
+
+    def imported(target: str, stream: bytes):
+        return stub.ImportThread(
+            iter([history_service_pb2.ImportThreadRequest(thread_id=target, chunk=stream)]), metadata=zeta
+        )
+
+    await turn("u1", "e1", "x" * 30)  # 32 stored bytes
+    # Under both caps a fork is made: 2 threads, 64 bytes.
+    assert (await fork("u1", "z2")).thread.entry_count == 1
+    at_thread_cap = {"tenant": "zeta", "quota": "max_threads", "limit": "2", "used": "2"}
+    assert await _refused(fork("u1", "z3")) == at_thread_cap
+    stream = b"".join(
+        [
+            r.chunk
+            async for r in stub.ExportThread(
+                history_service_pb2.ExportThreadRequest(thread_id="z1"), metadata=zeta
+            )
+        ]
+    )
+    assert await _refused(imported("z3", stream)) == at_thread_cap
+
+    # Room for a thread, not for its bytes: 74 held, a copy of z1 adds 74 (or 32 up to u1).
+    await stub.DeleteThread(history_service_pb2.DeleteThreadRequest(thread_id="z2"), metadata=zeta)
+    await turn("u2", "e2", "y" * 40)
+    stream = b"".join(
+        [
+            r.chunk
+            async for r in stub.ExportThread(
+                history_service_pb2.ExportThreadRequest(thread_id="z1"), metadata=zeta
+            )
+        ]
+    )
+    at_byte_cap = {"tenant": "zeta", "quota": "max_stored_bytes", "limit": "100", "used": "74"}
+    assert await _refused(fork("u2", "z3")) == {**at_byte_cap, "requested": "74"}
+    assert await _refused(fork("u1", "z3")) == {**at_byte_cap, "requested": "32"}
+    assert await _refused(imported("z3", stream)) == {**at_byte_cap, "requested": "74"}
+
+    # Nothing was written: z1 alone, as it was.
+    listed = await stub.ListThreads(history_service_pb2.ListThreadsRequest(), metadata=zeta)
+    assert [(t.thread_id, t.entry_count) for t in listed.threads] == [("z1", 2)]
+    # Another tenant is not held back by zeta's caps.
+    agent = (("authorization", f"Bearer {AGENT}"),)
+    imported_elsewhere = await stub.ImportThread(
+        iter([history_service_pb2.ImportThreadRequest(thread_id="z3", chunk=stream)]), metadata=agent
+    )
+    assert imported_elsewhere.thread.entry_count == 2

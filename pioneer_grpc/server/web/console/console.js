@@ -112,6 +112,12 @@ window.addEventListener("thread-deleted", () => {
   threads.reload().catch(showError);
 });
 
+// The thread pane forked its thread: the list holds the copy, and the page shows it.
+window.addEventListener("thread-forked", (event) => {
+  location.hash = route.href({ thread: event.detail });
+  threads.reload().catch(showError);
+});
+
 async function show(view) {
   showError(null);
   if (!view.thread) {

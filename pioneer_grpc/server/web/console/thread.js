@@ -61,6 +61,7 @@ export class ThreadPane {
       el("span", {}, "created ", timeEl(thread.createTime)),
       el("span", {}, "updated ", timeEl(thread.updateTime)),
       el("button", { type: "button", "data-testid": "delete-thread", onclick: () => this.remove(threadId) }, "Delete thread"),
+      this.forkForm(threadId),
     );
     await usage;
     return thread;
@@ -112,6 +113,37 @@ export class ThreadPane {
       return;
     }
     window.dispatchEvent(new CustomEvent("thread-deleted", { detail: threadId }));
+  }
+
+  // ForkThread: the new thread's id (empty: the server names it) and the completed turn the copy
+  // goes up to. A viewer's token is refused by the server, as a delete is (the error is shown).
+  forkForm(threadId) {
+    const newId = el("input", { "data-testid": "fork-id", placeholder: "new thread id", "aria-label": "new thread id" });
+    const turnId = el("input", { "data-testid": "fork-turn", placeholder: "up to turn", "aria-label": "up to turn", required: "" });
+    const form = el(
+      "form",
+      { class: "fork", "data-testid": "fork-form" },
+      newId,
+      turnId,
+      el("button", { type: "submit", "data-testid": "fork-thread" }, "Fork thread"),
+    );
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.fork(threadId, newId.value.trim(), turnId.value.trim()).catch(() => {});
+    });
+    return form;
+  }
+
+  async fork(threadId, newId, turnId) {
+    byId("thread-meta").querySelector('[data-testid="fork-error"]')?.remove();
+    let forked;
+    try {
+      forked = await call("HistoryService", "ForkThread", { sourceThreadId: threadId, sourceTurnId: turnId, threadId: newId });
+    } catch (error) {
+      byId("thread-meta").append(el("span", { class: "failed", "data-testid": "fork-error" }, `not forked: ${error.message}`));
+      return;
+    }
+    window.dispatchEvent(new CustomEvent("thread-forked", { detail: forked.thread.threadId }));
   }
 
   // The counts table (what each number counts is in its heading's tooltip), and the break markers
