@@ -3,8 +3,8 @@
     .venv/bin/python scripts/bench_console_scale.py [--backend sqlite|postgresql|both] [--threads 100000]
 
 1. Opening a 1,000-turn thread: a `pioneer-grpc serve --http-listen` subprocess on a SQLite
-   database seeded with 2,000 threads, one of them 1,000 turns long with 20 prefix breaks
-   (tests/web/seeded.py); Debian's Chromium (Playwright, a fresh profile each run) opens the
+   and on a PostgreSQL database seeded with 2,000 threads, one of them 1,000 turns long with 20
+   prefix breaks (tests/web/seeded.py); Debian's Chromium (Playwright, a fresh profile each run) opens the
    console's link to the thread. Reported: the API requests the page sent and the time from the
    link to the timeline's 20 break marks and the thread's 1,000 turns on screen (median of 5 runs).
 2. ListThreads over `--threads` threads (default 100,000; a seventh of them with a prefix break in
@@ -71,14 +71,13 @@ async def _seeded(url: str, seed: Any) -> Any:
         await engine.dispose()
 
 
-async def open_thread_figure(tmp: Path) -> dict[str, Any]:
+async def open_thread_figure(url: str, backend: str, tmp: Path) -> dict[str, Any]:
     chromium()
     from playwright.async_api import expect
 
-    home = tmp / "open-home"
+    home = tmp / f"open-home-{backend}"
     home.mkdir()
     prepare_home(home)
-    url = f"sqlite+aiosqlite:///{tmp / 'console.db'}"
     started = time.perf_counter()
     seeded = await _seeded(url, seed_console)
     seeding_s = time.perf_counter() - started
@@ -105,7 +104,7 @@ async def open_thread_figure(tmp: Path) -> dict[str, Any]:
                 requests.append(sorted(calls))
                 await context.close()
     return {
-        "figure": "console: open a 1,000-turn thread (2,000 threads, 20 breaks), sqlite",
+        "figure": f"console: open a 1,000-turn thread (2,000 threads, 20 breaks), {backend}",
         "threads": seeded.threads,
         "turns": seeded.turns,
         "seeding_s": round(seeding_s, 2),
@@ -123,6 +122,7 @@ def filters() -> dict[str, str]:
         "none": "",
         "id substring, one match": "050000",
         "id substring, none": "no-such-thread",
+        "id substring, many": "-gpt",
         "model": 'model = "gpt-4o"',
         "has cache breaks": "has_cache_breaks = true",
         "updated after": f'update_time > "{later}"',
@@ -171,9 +171,10 @@ def lines(results: list[dict[str, Any]]) -> list[str]:
     out = []
     for result in results:
         if "open_ms_p50" in result:
+            backend = result["figure"].rsplit(", ", 1)[-1]
             out.append(
-                f"open 1,000-turn thread      {result['requests']} requests, {result['open_ms_p50']} ms p50"
-                f" (max {result['open_ms_max']} ms over {result['runs']} runs)"
+                f"{backend:<10} open 1,000-turn thread  {result['requests']} requests,"
+                f" {result['open_ms_p50']} ms p50 (max {result['open_ms_max']} ms over {result['runs']} runs)"
             )
             continue
         backend = result["figure"].rsplit(", ", 1)[-1]
@@ -199,10 +200,11 @@ async def main() -> None:
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="pioneer-bench-console-scale-") as tmp_name:
         tmp = Path(tmp_name)
-        if not args.skip_open:
-            results.append(await open_thread_figure(tmp))
-            print(json.dumps(results[-1]), flush=True)
         if args.backend in ("sqlite", "both"):
+            if not args.skip_open:
+                url = f"sqlite+aiosqlite:///{tmp / 'console.db'}"
+                results.append(await open_thread_figure(url, "sqlite", tmp))
+                print(json.dumps(results[-1]), flush=True)
             url = f"sqlite+aiosqlite:///{tmp / 'threads.db'}"
             results.append(await list_threads_figures(url, "sqlite", args.threads, tmp))
             print(json.dumps(results[-1]), flush=True)
@@ -211,6 +213,10 @@ async def main() -> None:
             admin_url = os.environ.get("PIONEER_BENCH_PG_URL", "")
             try:
                 admin_url = admin_url or await asyncio.to_thread(start_postgres, cluster)
+                if not args.skip_open:
+                    async with scratch_database(admin_url) as url:
+                        results.append(await open_thread_figure(url, "postgresql", tmp))
+                        print(json.dumps(results[-1]), flush=True)
                 async with scratch_database(admin_url) as url:
                     results.append(await list_threads_figures(url, "postgresql", args.threads, tmp))
                     print(json.dumps(results[-1]), flush=True)

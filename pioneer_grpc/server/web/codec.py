@@ -15,8 +15,9 @@ from typing import Any
 
 from connectrpc.codec import Codec
 from connectrpc.compat import google_protobuf_binary_codec, google_protobuf_json_codec
-from google.protobuf import json_format
 from google.protobuf.message import Message
+
+from pioneer_grpc.server.web.json_dict import message_dict
 
 _JSON = google_protobuf_json_codec()
 _OBJECT = re.compile(rb"[ \t\r\n]*\{")
@@ -33,7 +34,7 @@ class CompactJSONCodec(Codec[Message, Any]):
         return _JSON.name()
 
     def encode(self, message: Message) -> bytes:
-        as_dict = json_format.MessageToDict(message)
+        as_dict = message_dict(message)
         return json.dumps(as_dict, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
     def decode(self, data: bytes | bytearray, message_class: type[Any]) -> Any:

@@ -53,9 +53,17 @@ function askForToken(message) {
 }
 
 async function start() {
+  // Signed in again after a refusal: the view is built anew. The thread a link names is read
+  // beside the thread list, not after it; the list's answer says whether the token is good.
+  closeThread();
+  const named = route.parse().thread;
+  const opening = named ? openThread(named) : Promise.resolve();
   try {
     await threads.reload();
   } catch (error) {
+    await opening;
+    closeThread();
+    showError(null);
     if (error.code === "unauthenticated") {
       askForToken(token.get() ? "That token was refused." : "");
       return;
@@ -64,11 +72,13 @@ async function start() {
     return;
   }
   app.signedIn = true;
-  // Signed in again after a refusal: the view is built anew.
-  closeThread();
   byId("token-form").hidden = true;
   byId("main").hidden = false;
   byId("sign-out").hidden = !token.get();
+  await opening;
+  threads.select(app.thread);
+  // A thread the link names that is not there has said so (openThread): not asked for again.
+  if (named && app.thread !== named) return;
   await show(route.parse());
 }
 

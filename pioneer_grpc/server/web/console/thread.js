@@ -210,13 +210,15 @@ class TurnList {
     this.lastPageToken = pageToken;
     this.pageToken = answer.nextPageToken || "";
     this.moreButton.hidden = !this.pageToken;
+    const added = [];
     for (const turn of answer.turns || []) {
       const known = this.info.has(turn.turnId);
       this.info.set(turn.turnId, turn);
       const item = this.item(turn);
       if (known) this.list.querySelector(`[data-turn="${CSS.escape(turn.turnId)}"]`)?.replaceWith(item);
-      else this.list.append(item);
+      else added.push(item);
     }
+    this.list.append(...added);
     return true;
   }
 
