@@ -70,6 +70,14 @@ async def _check(store: Store) -> None:
     assert [t.thread_id for t in found] == ["pioneer-04"]
     found, _ = await store.listing.threads(None, 50, where=parse('model = "gpt-4o" pioneer'))
     assert found == []
+    # The substring reaches PostgreSQL as a literal in the statement (store/listing.py): quotes,
+    # backslashes and SQL in it are matched as text, never read as SQL.
+    for odd in ("it's", "back\\slash'", "x'; DROP TABLE threads; --"):
+        await store.threads.create(odd, config())
+    assert await _ids(store, '"it\'s"') == ["it's"]
+    assert await _ids(store, 'thread_id:"\\\\slash\'"') == ["back\\slash'"]
+    assert await _ids(store, '"DROP TABLE threads"') == ["x'; DROP TABLE threads; --"]
+    assert len(await _ids(store, "")) == 15
 
 
 async def test_the_filter_on_each_database(database_url: str) -> None:
