@@ -305,7 +305,7 @@ async def test_each_count_says_what_it_counts_and_reads_the_same_everywhere(
     await page.goto(f"http://{handle.running.http_address}/#thread={THREAD}&turn=turn-2")
     await expect(page.get_by_test_id("kept-round")).to_have_count(1, timeout=WAIT_MS)
     headings = page.get_by_test_id("counts").locator("th")
-    await expect(headings).to_have_text(["manifest events", "cache breaks", "by section"])
+    await expect(headings).to_have_text(["manifest events", "section breaks", "by section"])
     # Three rounds (turn 1's two, turn 2's first) recorded two manifest events: turn 1's tool round
     # compiled the same prompt as its first round.
     assert len(loop.replies) == 3
