@@ -19,6 +19,7 @@ from pioneer_grpc.config import Config
 from pioneer_grpc.events.hub import ManifestHub
 from pioneer_grpc.history.summarizers import Summarizer
 from pioneer_grpc.models.registry import Registry, packaged_registry
+from pioneer_grpc.service.import_buffers import ImportBuffers
 from pioneer_grpc.service.kept_texts import KeptTexts
 from pioneer_grpc.service.load_cache import LoadCache
 from pioneer_grpc.service.prefix_breaks import RoundPrefixes
@@ -51,6 +52,8 @@ class ServiceContext:
     recent_rounds: RecentRounds = field(default_factory=RecentRounds)
     # Per thread, the section fingerprints whose texts the store keeps (service/section_texts.py).
     kept_texts: KeptTexts = field(default_factory=KeptTexts)
+    # The bytes the imports under way hold while they read their streams, bounded across them.
+    import_buffers: ImportBuffers = field(default_factory=ImportBuffers)
     # What the server knows of each model (window, output limit, tokenizer, cache minimum).
     models: Registry = field(default_factory=packaged_registry)
     # The providers' count-tokens endpoints that have a key configured (none: estimates only).

@@ -88,17 +88,21 @@ async def import_thread(ctx: ServiceContext, thread_id: str, chunks: AsyncIterab
     the whole stream is read and checked, then one transaction."""
     InvalidArgument.raise_if([thread_id_violation(thread_id) if thread_id else None])
     stream = bytearray()
-    async for chunk in chunks:
-        if len(chunk) > MAX_IMPORT_CHUNK_BYTES:
-            raise InvalidArgument.field(
-                "chunk", f"at most {MAX_IMPORT_CHUNK_BYTES:,} bytes per message (got {len(chunk):,})"
-            )
-        stream += chunk
-        if len(stream) > MAX_IMPORT_BYTES:
-            raise ResourceExhausted(
-                f"the import stream is over its cap of {MAX_IMPORT_BYTES:,} bytes; nothing was written"
-            )
-    copy, target = import_copy(bytes(stream), thread_id)
+    try:
+        async for chunk in chunks:
+            if len(chunk) > MAX_IMPORT_CHUNK_BYTES:
+                raise InvalidArgument.field(
+                    "chunk", f"at most {MAX_IMPORT_CHUNK_BYTES:,} bytes per message (got {len(chunk):,})"
+                )
+            if len(stream) + len(chunk) > MAX_IMPORT_BYTES:
+                raise ResourceExhausted(
+                    f"the import stream is over its cap of {MAX_IMPORT_BYTES:,} bytes; nothing was written"
+                )
+            ctx.import_buffers.take(len(chunk))
+            stream += chunk
+        copy, target = import_copy(bytes(stream), thread_id)
+    finally:
+        ctx.import_buffers.give_back(len(stream))
     InvalidArgument.raise_if(stored_config_violations(copy.config, "header.config"))
     await quotas.check_new_thread(ctx, target)
     await quotas.check_stored(ctx, target, [copied.entry for copied in copy.entries])
