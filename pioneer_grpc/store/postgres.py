@@ -645,7 +645,9 @@ class PostgresStore(SqlStore):
         if sent is not None:
             sent.set_result(None)  # the statement goes out next, before the greenlet first waits
         row = _COMMIT_ROUND.first(conn, params)
-        if row is None or not row.ok:
+        if row is None:  # no thread row to lock: deleted since the round was opened; nothing written
+            raise thread_not_found(commit.thread_id)
+        if not row.ok:
             return Conflict()
         event_id: int = row.manifest_event_id
         return Recorded(
