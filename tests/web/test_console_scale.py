@@ -126,4 +126,9 @@ async def test_a_long_thread_among_thousands_is_found_opened_and_its_breaks_show
         f"+ {soul(6).splitlines()[2]}", timeout=WAIT_MS
     )
     await expect(other.get_by_test_id("live")).to_have_text("live")
+    # The linked turn was scrolled to exactly: in its place right under the turn before it, not
+    # stuck to the list's edge over other turns.
+    picked = await other.locator(f'[data-turn="turn-{section_turn:04d}"]').bounding_box()
+    before = await other.locator(f'[data-turn="turn-{section_turn - 1:04d}"]').bounding_box()
+    assert picked and before and abs(before["y"] + before["height"] - picked["y"]) < 1, (before, picked)
     await other.screenshot(path=str(screenshots / "scale-6-deep-link.png"))
