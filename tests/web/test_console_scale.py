@@ -18,6 +18,8 @@ from tests.web.seeded import BREAKS, LONG_THREAD, seed_console, soul
 
 TOKEN = "scale-token-3b9d"
 H = history_pb2
+# A round's facts in the turn pane: when it was reported, its manifest event, its history decision.
+ROUND_FACTS = re.compile(r"\d{4}-\d\d-\d\d [\d:.]+ UTC[-+\d:]* · manifest event #\d+ · (full|summarized)")
 
 
 def _cause(value: int) -> str:
@@ -93,7 +95,7 @@ async def test_a_long_thread_among_thousands_is_found_opened_and_its_breaks_show
         # Its lines: the round, then when and which event (no line begins with a separator).
         lines = [line.strip() for line in (await shown.inner_text()).splitlines() if line.strip()]
         assert lines[0] == f"Round {turn}", lines
-        assert re.fullmatch(rf"\d{{4}}-\d\d-\d\d [\d:.]+ UTC[-+\d:]* · manifest event #\d+ · (full|summarized)", lines[1]), lines
+        assert ROUND_FACTS.fullmatch(lines[1]), lines
         assert not any(line.startswith("·") for line in lines), lines
 
     # A section break shows the line that changed, from the texts the server keeps.
