@@ -390,8 +390,10 @@ class Conflict:
 
 @dataclass(frozen=True)
 class CommitUnderWay:
-    """A round's commit, begun: `sent` once the store is at it (work done meanwhile runs beside it, as
-    the body's JSON does), then awaited for its outcome."""
+    """A round's commit, begun: `sent` once what is left of it waits on the database alone (SQLite:
+    its statements ran and the sync is next; PostgreSQL: its statement is on its way), or once it
+    failed. Work done then runs beside it, as the body's JSON does; then it is awaited for its
+    outcome."""
 
     sent: asyncio.Future[None]
     done: asyncio.Future[Recorded | Conflict]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any
 
 from sqlalchemy import String, bindparam, cast, func, select, true, update
@@ -194,6 +195,11 @@ def _version_of(row: Any, turn_status: int | None) -> tuple[Any, ...]:
     return (*settings, *counts, row.created, row.touched, status)
 
 
+def _resolved(sent: asyncio.Future[None]) -> None:
+    if not sent.done():
+        sent.set_result(None)
+
+
 class SqliteStore(SqlStore):
     def lock_thread(self, conn: Connection, thread_id: str) -> str:
         row = _LOCK_THREAD.first(conn, {"b_thread_id": thread_id, "b_tenant": self.tenant})
@@ -306,12 +312,18 @@ class SqliteStore(SqlStore):
                 )
             if commit.texts:
                 section_texts.keep_in(conn, tenant, thread_id, dict(commit.texts), now())
+            # Its statements ran; the COMMIT's sync, which lets go of the GIL, is next: what the
+            # caller does beside the commit (the body's JSON) now runs while the disk syncs,
+            # where before the thread waited for the caller's work to let go of the GIL.
+            with suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(_resolved, sent)
             return recorded
 
-        # The unit is queued for the store's thread as `transact` begins, before it first waits.
-        sent.set_result(None)
+        loop = asyncio.get_running_loop()
         try:
             recorded, _ = await self.runner.transact(work)
         except Conflicted:
             return Conflict()
+        finally:
+            _resolved(sent)  # when the unit failed before it resolved it
         return recorded

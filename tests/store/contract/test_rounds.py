@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from pioneer_grpc.errors import NotFound
@@ -133,3 +135,25 @@ async def test_a_manifest_recorded_meanwhile_is_no_change(store: Store) -> None:
 async def test_a_round_on_an_unknown_thread_is_not_found(store: Store) -> None:
     with pytest.raises(NotFound):
         await store.rounds.open(_ask("u1"))
+
+
+async def test_a_commit_says_it_is_under_way_whatever_its_outcome(store: Store) -> None:
+    """The caller works beside a commit once `sent` resolves, then awaits the outcome: a commit that
+    records, one that conflicts and one on a thread deleted meanwhile each resolve it."""
+    await store.threads.create("t", config())
+    under_way = store.rounds.commit(_commit(await store.rounds.open(_ask("u1")), "u1", user("q1", "u1")))
+    await asyncio.wait_for(under_way.sent, 10)
+    assert isinstance(await under_way, Recorded)
+
+    opened = await store.rounds.open(_ask("u2"))
+    await store.entries.append(batch("t", user("x1", "u9")))
+    under_way = store.rounds.commit(_commit(opened, "u2", user("q2", "u2")))
+    await asyncio.wait_for(under_way.sent, 10)
+    assert await under_way == Conflict()
+
+    opened = await store.rounds.open(_ask("u3"))
+    assert await store.threads.delete("t") is not None
+    under_way = store.rounds.commit(_commit(opened, "u3", user("q3", "u3")))
+    await asyncio.wait_for(under_way.sent, 10)
+    with pytest.raises(NotFound):
+        await under_way
