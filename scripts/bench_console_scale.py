@@ -90,7 +90,7 @@ async def _seeded(url: str, seed: Any) -> Any:
 
 
 async def _open_ms(page: Any) -> float:
-    """The page's time to the thread open (OPEN_WATCH); a frame or two after Playwright saw it."""
+    """The page's time to the thread open (OPEN_WATCH), read once Playwright has seen it open."""
     for _ in range(500):
         found = await page.evaluate("() => window.__threadOpenMs || 0")
         if found:
