@@ -9,6 +9,7 @@ entries it summarized, cleared or dropped; a deep link pasted into a new browser
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qs, urlsplit
 
 from pioneer_grpc.v1 import history_pb2
@@ -17,6 +18,8 @@ from tests.web.seeded import BREAKS, LONG_THREAD, seed_console, soul
 
 TOKEN = "scale-token-3b9d"
 H = history_pb2
+# A round's facts in the turn pane: when it was reported, its manifest event, its history decision.
+ROUND_FACTS = re.compile(r"\d{4}-\d\d-\d\d [\d:.]+ UTC[-+\d:]* · manifest event #\d+ · (full|summarized)")
 
 
 def _cause(value: int) -> str:
@@ -89,6 +92,11 @@ async def test_a_long_thread_among_thousands_is_found_opened_and_its_breaks_show
         shown = page.locator(f'[data-testid="turn-round"][data-round="{turn}"]')
         await expect(shown).to_have_attribute("data-cause", _cause(cause))
         await expect(shown).to_have_class("round tl-round broke focused")
+        # Its lines: the round, then when and which event (no line begins with a separator).
+        lines = [line.strip() for line in (await shown.inner_text()).splitlines() if line.strip()]
+        assert lines[0] == f"Round {turn}", lines
+        assert ROUND_FACTS.fullmatch(lines[1]), lines
+        assert not any(line.startswith("·") for line in lines), lines
 
     # A section break shows the line that changed, from the texts the server keeps.
     section_turn = BREAKS[-1][0]
@@ -113,4 +121,16 @@ async def test_a_long_thread_among_thousands_is_found_opened_and_its_breaks_show
     await expect(other.locator(f'[data-testid="timeline-break"][data-round="{section_turn}"]')).to_have_class(
         "mark cause-section focused"
     )
+    # Shot once the page has read the thread's events and drawn the round's line diff.
+    await expect(other.get_by_text("reading the thread's events")).to_have_count(0, timeout=WAIT_MS)
+    shown_change = other.locator('[data-testid="change"][data-section="soul_core"]')
+    await expect(shown_change.get_by_test_id("added-line")).to_have_text(
+        f"+ {soul(6).splitlines()[2]}", timeout=WAIT_MS
+    )
+    await expect(other.get_by_test_id("live")).to_have_text("live")
+    # The linked turn was scrolled to exactly: in its place right under the turn before it, not
+    # stuck to the list's edge over other turns.
+    picked = await other.locator(f'[data-turn="turn-{section_turn:04d}"]').bounding_box()
+    before = await other.locator(f'[data-turn="turn-{section_turn - 1:04d}"]').bounding_box()
+    assert picked and before and abs(before["y"] + before["height"] - picked["y"]) < 1, (before, picked)
     await other.screenshot(path=str(screenshots / "scale-6-deep-link.png"))

@@ -155,9 +155,11 @@ async function openThread(threadId) {
   app.rounds = new ThreadRounds(threadId);
   threads.select(threadId);
   threadPane.show(threadId);
+  // The calls go out first; the empty counts are drawn while the server answers.
+  const reading = Promise.all([threadPane.describe(threadId), threadPane.turns.load("")]);
   threadPane.renderCounts(app.rounds);
   try {
-    const [thread] = await Promise.all([threadPane.describe(threadId), threadPane.turns.load("")]);
+    const [thread] = await reading;
     if (thread) threads.update(thread);
   } catch (error) {
     if (app.thread !== threadId) return;

@@ -63,10 +63,14 @@ export class TurnPane {
           return el(
             "li",
             { class: "round tl-round" + (found ? " broke" : ""), "data-testid": "turn-round", "data-round": round.round, "data-cause": found || null },
+            // The link is a line of its own (li.tl-round > a is a block): the facts are the next one.
             el("a", { class: "anchor", href: this.link({ at: round.round }) }, `Round ${round.round}`),
-            " · ",
-            timeEl(usage.reportTime),
-            ` · manifest event #${usage.manifestEventId} · ${enumName(round.historyDecision, "HISTORY_DECISION_")}`,
+            el(
+              "span",
+              { class: "meta", "data-testid": "round-facts" },
+              timeEl(usage.reportTime),
+              ` · manifest event #${usage.manifestEventId} · ${enumName(round.historyDecision, "HISTORY_DECISION_")}`,
+            ),
             found ? el("div", { class: "break-detail", "data-testid": "round-break" }, el("span", { class: "badge break" }, found), " ", breakText(round)) : null,
           );
         }),

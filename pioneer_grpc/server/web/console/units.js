@@ -3,7 +3,9 @@
 // (64-bit integers arrive as strings in protobuf JSON).
 
 const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB"];
-const numbers = new Intl.NumberFormat();
+// Made at the first count, not when the page loads: the first Intl formatter of a page costs tens
+// of milliseconds, which held up the page's first call.
+let numbers = null;
 
 function number(value) {
   const n = Number(value || 0);
@@ -12,6 +14,7 @@ function number(value) {
 
 // 1234567 -> "1,234,567" (in the browser's locale).
 export function count(value) {
+  numbers ??= new Intl.NumberFormat();
   return numbers.format(number(value));
 }
 
