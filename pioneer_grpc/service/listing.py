@@ -72,9 +72,9 @@ async def _threads_by_time(
     position = None
     if after is not None:
         position = (datetime.fromisoformat(str(after[0])), str(after[1]), _tenant_of(after, 2))
-    listing = ctx.store.listing
-    page = listing.threads_newest if newest else listing.threads_updated
-    threads, more = await page(position, size, every_tenant=sees_every_tenant(), where=where)
+    threads, more = await ctx.store.listing.threads_by_time(
+        "created" if newest else "updated", position, size, every_tenant=sees_every_tenant(), where=where
+    )
     if not more:
         return threads, ""
     last = threads[-1]

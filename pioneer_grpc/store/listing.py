@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 from pioneer_grpc.store.clock import as_utc
 from pioneer_grpc.store.entries import ENTRY_COLUMNS, entry_message
 from pioneer_grpc.store.models import EntryRow, ThreadRow, TurnRow
-from pioneer_grpc.store.port import ThreadFilter
+from pioneer_grpc.store.port import ThreadFilter, TimeOrder
 from pioneer_grpc.store.round_usage import RoundUsageRow
 from pioneer_grpc.store.threads import thread_message, thread_not_found
 from pioneer_grpc.v1 import history_pb2
@@ -102,43 +102,23 @@ def threads_page(
     return _threads(conn, query, tenant, where, size)
 
 
-def threads_newest_page(
+def threads_by_time_page(
     conn: Connection,
     tenant: str | None,
+    by: TimeOrder,
     after: tuple[datetime, str, str] | None,
     size: int,
     where: ThreadFilter | None = None,
 ) -> tuple[list[history_pb2.Thread], bool]:
-    """`tenant`'s threads (None: every tenant's) newest first, by (creation time, thread id, tenant)
+    """`tenant`'s threads (None: every tenant's) latest first by (the `by` time, thread id, tenant)
     descending, after `after`."""
-    query = _selected().order_by(
-        ThreadRow.created_at.desc(), ThreadRow.thread_id.desc(), ThreadRow.tenant.desc()
-    )
+    moment = ThreadRow.created_at if by == "created" else ThreadRow.updated_at
+    query = _selected().order_by(moment.desc(), ThreadRow.thread_id.desc(), ThreadRow.tenant.desc())
     if after is not None:
         # A row comparison, which SQLite and PostgreSQL both answer as a seek into
-        # ix_threads_created_at (the OR of two conditions was a filter over the rows before it).
-        query = query.where(
-            tuple_(ThreadRow.created_at, ThreadRow.thread_id, ThreadRow.tenant) < tuple_(*after)
-        )
-    return _threads(conn, query, tenant, where, size)
-
-
-def threads_updated_page(
-    conn: Connection,
-    tenant: str | None,
-    after: tuple[datetime, str, str] | None,
-    size: int,
-    where: ThreadFilter | None = None,
-) -> tuple[list[history_pb2.Thread], bool]:
-    """`tenant`'s threads (None: every tenant's) most recently updated first, by (update time,
-    thread id, tenant) descending, after `after` (a seek into ix_threads_updated_at)."""
-    query = _selected().order_by(
-        ThreadRow.updated_at.desc(), ThreadRow.thread_id.desc(), ThreadRow.tenant.desc()
-    )
-    if after is not None:
-        query = query.where(
-            tuple_(ThreadRow.updated_at, ThreadRow.thread_id, ThreadRow.tenant) < tuple_(*after)
-        )
+        # ix_threads_created_at or ix_threads_updated_at (the OR of two conditions was a filter
+        # over the rows before it).
+        query = query.where(tuple_(moment, ThreadRow.thread_id, ThreadRow.tenant) < tuple_(*after))
     return _threads(conn, query, tenant, where, size)
 
 

@@ -62,6 +62,7 @@ from pioneer_grpc.store.port import (
     SummaryRead,
     SummaryToStore,
     ThreadFilter,
+    TimeOrder,
     TurnManifest,
     TurnRecord,
     WholeRead,
@@ -951,39 +952,23 @@ class _Listing(_Part):
         threads = [self.s.of_tenant(tenant).thread_message(thread) for _, tenant, thread in found[:size]]
         return threads, len(found) > size
 
-    async def threads_newest(
+    async def threads_by_time(
         self,
+        by: TimeOrder,
         after: tuple[datetime, str, str] | None,
         size: int,
         *,
         every_tenant: bool = False,
         where: ThreadFilter | None = None,
     ) -> tuple[list[history_pb2.Thread], bool]:
-        found = sorted(
-            (
-                (thread.created_at, thread.thread_id, tenant, thread)
-                for tenant, thread in self._every(every_tenant, where)
-                if after is None or (thread.created_at, thread.thread_id, tenant) < after
-            ),
-            key=lambda item: (item[0], item[1], item[2]),
-            reverse=True,
-        )
-        threads = [self.s.of_tenant(tenant).thread_message(thread) for _, _, tenant, thread in found[:size]]
-        return threads, len(found) > size
+        def moment(thread: _Thread) -> datetime:
+            return thread.created_at if by == "created" else thread.updated_at
 
-    async def threads_updated(
-        self,
-        after: tuple[datetime, str, str] | None,
-        size: int,
-        *,
-        every_tenant: bool = False,
-        where: ThreadFilter | None = None,
-    ) -> tuple[list[history_pb2.Thread], bool]:
         found = sorted(
             (
-                (thread.updated_at, thread.thread_id, tenant, thread)
+                (moment(thread), thread.thread_id, tenant, thread)
                 for tenant, thread in self._every(every_tenant, where)
-                if after is None or (thread.updated_at, thread.thread_id, tenant) < after
+                if after is None or (moment(thread), thread.thread_id, tenant) < after
             ),
             key=lambda item: (item[0], item[1], item[2]),
             reverse=True,

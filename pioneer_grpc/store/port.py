@@ -42,7 +42,7 @@ from collections.abc import Collection, Generator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pioneer_grpc.history.entry_rules import StoredCalls
 from pioneer_grpc.v1 import history_pb2, prompt_pb2
@@ -634,6 +634,10 @@ class ThreadFilter:
         return replace(self, updated=(*self.updated, (op, moment)))
 
 
+# Which time ListThreads orders by: the thread's creation or its last update.
+TimeOrder = Literal["created", "updated"]
+
+
 class Listing(Protocol):
     async def threads(
         self,
@@ -647,26 +651,17 @@ class Listing(Protocol):
         those `where` asks for (ListThreads' filter)."""
         ...
 
-    async def threads_newest(
+    async def threads_by_time(
         self,
+        by: TimeOrder,
         after: tuple[datetime, str, str] | None,
         size: int,
         *,
         every_tenant: bool = False,
         where: ThreadFilter | None = None,
     ) -> tuple[list[history_pb2.Thread], bool]:
-        """Threads newest first by (creation time, thread id, tenant), after `after`."""
-        ...
-
-    async def threads_updated(
-        self,
-        after: tuple[datetime, str, str] | None,
-        size: int,
-        *,
-        every_tenant: bool = False,
-        where: ThreadFilter | None = None,
-    ) -> tuple[list[history_pb2.Thread], bool]:
-        """Threads most recently updated first, by (update time, thread id, tenant) descending."""
+        """Threads latest first by (the `by` time, thread id, tenant) descending, after `after`:
+        newest first by creation time, or most recently updated first."""
         ...
 
     async def turns(

@@ -65,6 +65,7 @@ from pioneer_grpc.store.port import (
     SummaryRead,
     SummaryToStore,
     ThreadFilter,
+    TimeOrder,
     TurnManifest,
     TurnRecord,
     WholeRead,
@@ -603,8 +604,9 @@ class _Listing(_Part):
             lambda conn: listing_store.threads_page(conn, tenant, after, size, where)
         )
 
-    async def threads_newest(
+    async def threads_by_time(
         self,
+        by: TimeOrder,
         after: tuple[datetime, str, str] | None,
         size: int,
         *,
@@ -613,20 +615,7 @@ class _Listing(_Part):
     ) -> tuple[list[history_pb2.Thread], bool]:
         tenant = None if every_tenant else self.tenant
         return await self.runner.read(
-            lambda conn: listing_store.threads_newest_page(conn, tenant, after, size, where)
-        )
-
-    async def threads_updated(
-        self,
-        after: tuple[datetime, str, str] | None,
-        size: int,
-        *,
-        every_tenant: bool = False,
-        where: ThreadFilter | None = None,
-    ) -> tuple[list[history_pb2.Thread], bool]:
-        tenant = None if every_tenant else self.tenant
-        return await self.runner.read(
-            lambda conn: listing_store.threads_updated_page(conn, tenant, after, size, where)
+            lambda conn: listing_store.threads_by_time_page(conn, tenant, by, after, size, where)
         )
 
     async def turns(

@@ -28,7 +28,9 @@ async def _seed(store: Store) -> None:
 
 
 async def _ids(store: Store, text: str, size: int = 50) -> list[str]:
-    threads, _ = await store.listing.threads_updated(None, size, where=parse(text) if text else None)
+    threads, _ = await store.listing.threads_by_time(
+        "updated", None, size, where=parse(text) if text else None
+    )
     return [t.thread_id for t in threads]
 
 
@@ -55,18 +57,25 @@ async def _check(store: Store) -> None:
     assert await _ids(store, "has_cache_breaks = true") == ["pioneer-04"]
     assert len(await _ids(store, "has_cache_breaks = false")) == 11
     assert await _ids(store, "100%_") == []  # LIKE's wildcards are taken literally
-    newest = (await store.listing.threads_updated(None, 1))[0][0].update_time.ToDatetime(tzinfo=UTC)
+    newest = (await store.listing.threads_by_time("updated", None, 1))[0][0].update_time.ToDatetime(
+        tzinfo=UTC
+    )
     later = (newest + timedelta(seconds=1)).isoformat()
     assert await _ids(store, f'update_time > "{later}"') == []
     assert len(await _ids(store, f'update_time < "{later}" AND update_time >= "2000-01-01T00:00:00Z"')) == 12
-    page, more = await store.listing.threads_updated(None, 2, where=parse("pioneer"))
+    page, more = await store.listing.threads_by_time("updated", None, 2, where=parse("pioneer"))
     assert more and [t.thread_id for t in page] == ["pioneer-08", "pioneer-04"]
     last = page[-1]
-    rest, more = await store.listing.threads_updated(
-        (last.update_time.ToDatetime(tzinfo=UTC), last.thread_id, last.tenant), 2, where=parse("pioneer")
+    rest, more = await store.listing.threads_by_time(
+        "updated",
+        (last.update_time.ToDatetime(tzinfo=UTC), last.thread_id, last.tenant),
+        2,
+        where=parse("pioneer"),
     )
     assert not more and [t.thread_id for t in rest] == ["pioneer-00"]
-    found, _ = await store.listing.threads_newest(None, 50, where=parse("has_cache_breaks = true"))
+    found, _ = await store.listing.threads_by_time(
+        "created", None, 50, where=parse("has_cache_breaks = true")
+    )
     assert [t.thread_id for t in found] == ["pioneer-04"]
     found, _ = await store.listing.threads(None, 50, where=parse('model = "gpt-4o" pioneer'))
     assert found == []

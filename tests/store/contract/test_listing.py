@@ -19,11 +19,11 @@ async def test_threads_page_by_id_and_newest_first(store: Store) -> None:
     assert [t.thread_id for t in page] == ["a", "b"] and more
     page, more = await store.listing.threads(("b", "default"), 2)
     assert [t.thread_id for t in page] == ["c"] and not more
-    newest, more = await store.listing.threads_newest(None, 2)
+    newest, more = await store.listing.threads_by_time("created", None, 2)
     assert [t.thread_id for t in newest] == ["b", "a"] and more
     last = newest[-1]
-    rest, more = await store.listing.threads_newest(
-        (last.create_time.ToDatetime().replace(tzinfo=_utc()), last.thread_id, last.tenant), 2
+    rest, more = await store.listing.threads_by_time(
+        "created", (last.create_time.ToDatetime().replace(tzinfo=_utc()), last.thread_id, last.tenant), 2
     )
     assert [t.thread_id for t in rest] == ["c"] and not more
 

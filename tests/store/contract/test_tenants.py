@@ -87,7 +87,7 @@ async def test_each_tenant_sees_only_its_own_thread_of_one_id(store: Store) -> N
     assert more and [(t.tenant) for t in first] == ["acme"]
     rest, more = await acme.listing.threads(("t", "acme"), 1, every_tenant=True)
     assert not more and [t.tenant for t in rest] == ["globex"]
-    newest, _ = await acme.listing.threads_newest(None, 10, every_tenant=True)
+    newest, _ = await acme.listing.threads_by_time("created", None, 10, every_tenant=True)
     assert {(t.thread_id, t.tenant) for t in newest} == {("t", "acme"), ("t", "globex")}
 
     # Deleting one tenant's thread leaves the other's whole.
