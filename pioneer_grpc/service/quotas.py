@@ -41,18 +41,13 @@ async def check_new_thread(ctx: ServiceContext, thread_id: str) -> None:
         return  # it exists: a retried create, or a write to it
     except NotFound:
         pass
-    raise QuotaExceeded(
-        f"tenant {tenant} holds {threads} threads, its cap (max_threads, tenants file) is "
-        f"{quota.max_threads}: delete threads, or raise the cap",
-        subject=f"tenant:{tenant}",
-        description=f"threads: {threads} held, cap {quota.max_threads}",
-        reason=reasons.TENANT_QUOTA_EXCEEDED,
-        metadata={
-            "tenant": tenant,
-            "quota": "max_threads",
-            "limit": str(quota.max_threads),
-            "used": str(threads),
-        },
+    raise _over_cap(
+        tenant,
+        "max_threads",
+        quota.max_threads,
+        threads,
+        f"tenant {tenant} holds {threads} threads,",
+        f"threads: {threads} held, cap {quota.max_threads}",
     )
 
 
@@ -75,17 +70,28 @@ async def check_stored(
     _, held = await ctx.store.threads.tenant_usage()
     if held + adding <= quota.max_stored_bytes:
         return
-    raise QuotaExceeded(
-        f"tenant {tenant} holds {held} bytes of entries and these add {adding}; its cap "
-        f"(max_stored_bytes, tenants file) is {quota.max_stored_bytes}: delete threads, or raise the cap",
+    raise _over_cap(
+        tenant,
+        "max_stored_bytes",
+        quota.max_stored_bytes,
+        held,
+        f"tenant {tenant} holds {held} bytes of entries and these add {adding};",
+        f"stored bytes: {held} held, {adding} more asked, cap {quota.max_stored_bytes}",
+        requested=adding,
+    )
+
+
+def _over_cap(
+    tenant: str, name: str, limit: int, used: int, holds: str, description: str, requested: int | None = None
+) -> QuotaExceeded:
+    """RESOURCE_EXHAUSTED for the tenant's cap `name` (QuotaFailure and metadata with the numbers)."""
+    metadata = {"tenant": tenant, "quota": name, "limit": str(limit), "used": str(used)}
+    if requested is not None:
+        metadata["requested"] = str(requested)
+    return QuotaExceeded(
+        f"{holds} its cap ({name}, tenants file) is {limit}: delete threads, or raise the cap",
         subject=f"tenant:{tenant}",
-        description=f"stored bytes: {held} held, {adding} more asked, cap {quota.max_stored_bytes}",
+        description=description,
         reason=reasons.TENANT_QUOTA_EXCEEDED,
-        metadata={
-            "tenant": tenant,
-            "quota": "max_stored_bytes",
-            "limit": str(quota.max_stored_bytes),
-            "used": str(held),
-            "requested": str(adding),
-        },
+        metadata=metadata,
     )
