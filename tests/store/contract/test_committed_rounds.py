@@ -19,6 +19,7 @@ from pioneer_grpc.store.port import (
     RoundPrepared,
     RoundUsageRecord,
     Store,
+    ThreadFilter,
 )
 from pioneer_grpc.v1 import history_pb2
 from tests.store.contract.rows import CL100K, answer, batch, call, config, counted, manifest, result, user
@@ -194,3 +195,12 @@ async def test_the_rows_go_with_their_thread_and_their_abandoned_turn(store: Sto
     await store.threads.delete("t")
     await store.threads.create("t", config())
     assert await _timeline(store) == ([], 0, 0)
+
+
+async def test_a_committed_round_that_broke_marks_its_thread_as_having_breaks(store: Store) -> None:
+    await store.threads.create("t", config())
+    await store.threads.create("held", config())
+    await _round(store, "u1", SECTION_BREAK, user("q1", "u1"))
+    broke, _ = await store.listing.threads(None, 10, where=ThreadFilter(has_cache_breaks=True))
+    held, _ = await store.listing.threads(None, 10, where=ThreadFilter(has_cache_breaks=False))
+    assert [t.thread_id for t in broke] == ["t"] and [t.thread_id for t in held] == ["held"]
