@@ -39,15 +39,17 @@ class RoundPrefixes:
     def forget(self, thread: ThreadKey) -> None:
         self._items.pop(thread, None)
 
+    def before(self, thread: ThreadKey, key: RoundKey) -> RoundPrefix | None:
+        """The thread's round before round `key` (None: not known), keeping nothing."""
+        found = self._items.get(thread)
+        if found is None:
+            return None
+        return found[2] if found[0] == key else found[1]  # the same round again: the one before it
+
     def swap(self, thread: ThreadKey, key: RoundKey, current: RoundPrefix) -> RoundPrefix | None:
         """Keeps `current` as the thread's last round; the round before it (None: not known)."""
-        found = self._items.pop(thread, None)
-        if found is None:
-            previous = None
-        elif found[0] == key:
-            previous = found[2]  # the same round again
-        else:
-            previous = found[1]
+        previous = self.before(thread, key)
+        self._items.pop(thread, None)
         self._items[thread] = (key, current, previous)
         while len(self._items) > self._size:
             self._items.popitem(last=False)
@@ -92,6 +94,9 @@ def round_prefix(
 def observed(
     prefixes: RoundPrefixes, thread: ThreadKey, key: RoundKey, current: RoundPrefix
 ) -> history_pb2.PrefixBreak | None:
-    """The round's PrefixBreak against the thread's previous round here (None: none, or not known)."""
-    previous = prefixes.swap(thread, key, current)
+    """The round's PrefixBreak against the thread's previous round here (None: none, or not known),
+    keeping nothing: a round goes on the timeline with its break in its commit, so the break is
+    known before it, and the round is kept (`RoundPrefixes.swap`) only once committed; a round
+    whose commit met a Conflict runs again, and is compared with the same round before it."""
+    previous = prefixes.before(thread, key)
     return None if previous is None else prefix_break(previous, current)

@@ -1,16 +1,18 @@
 """A round's provider usage: what the loop reports, against what the server expected of its body.
 
-A loop hands the usage the provider returned for a round's body with its next call on the same turn
-(PrepareTurn or CompleteTurn `previous_round_usage`): it belongs to the turn's previous round. This
-keeps, per thread, the last round this server prepared (and the one before it, with the same retry
-rule as the prefix breaks: a PrepareTurn sent again is the same round): its manifest event, how many
-of the turn's own messages it sent, the provider and model, its prefix break and the body as
-rendered (a reference: rendered JSON is never written in place). When usage for it comes, the
-provider cache model (providers/cache_model.py) says what the provider's cache should have served of
-that body with the round before it cached, the registry's prices cost both, and one row goes to the
-store (store/round_usage.py): the same on every worker and after a restart. A round this server did
-not prepare (a restart, another worker) is recorded by its turn's manifest event, with what was
-expected left unknown.
+Every round a PrepareTurn commits has its row on the thread's timeline from its commit (service/
+turn.py: its time, provider, model, history decision and prefix break). A loop hands the usage the
+provider returned for a round's body with its next call on the same turn (PrepareTurn or
+CompleteTurn `previous_round_usage`): it belongs to the turn's previous round, and fills in that
+round's row. This keeps, per thread, the last round this server prepared (and the one before it,
+with the same retry rule as the prefix breaks: a PrepareTurn sent again is the same round): its
+manifest event, how many of the turn's own messages it sent, the provider and model, its prefix
+break and the body as rendered (a reference: rendered JSON is never written in place). When usage
+for it comes, the provider cache model (providers/cache_model.py) says what the provider's cache
+should have served of that body with the round before it cached, the registry's prices cost both,
+and the round's row in the store is filled in (store/round_usage.py): the same on every worker and
+after a restart. A round this server did not prepare (a restart, another worker) is recorded in a
+row of its own by its turn's manifest event, with what was expected left unknown.
 
 Nothing here runs for a loop that reports no usage but keeping two references per thread.
 """
@@ -177,12 +179,17 @@ def as_message(found: RoundUsageRecord) -> usage_pb2.RoundUsage:
         turn_message_count=found.turn_message_count,
         provider=found.provider,  # type: ignore[arg-type]
         model=found.model,
-        reported=usage_pb2.ProviderUsage(input_tokens=found.input_tokens, output_tokens=found.output_tokens),
     )
-    for name in ("cache_read_input_tokens", "cache_write_input_tokens", "reasoning_output_tokens"):
-        value = getattr(found, name)
-        if value is not None:
-            setattr(out.reported, name, value)
+    if found.reported_at is not None:  # else no usage was reported for the round yet
+        out.reported.input_tokens = found.input_tokens or 0
+        out.reported.output_tokens = found.output_tokens or 0
+        for name in ("cache_read_input_tokens", "cache_write_input_tokens", "reasoning_output_tokens"):
+            value = getattr(found, name)
+            if value is not None:
+                setattr(out.reported, name, value)
+        out.report_time.FromDatetime(clock.as_utc(found.reported_at))
+    if found.prepared_at is not None:
+        out.prepare_time.FromDatetime(clock.as_utc(found.prepared_at))
     for name in (
         "expected_input_tokens",
         "expected_cache_read_input_tokens",
@@ -204,7 +211,6 @@ def as_message(found: RoundUsageRecord) -> usage_pb2.RoundUsage:
         broke.tokens_kept = found.break_tokens_kept
         broke.entry_ids.extend(found.break_entry_ids)
         broke.entry_count = found.break_entry_count
-    out.report_time.FromDatetime(clock.as_utc(found.reported_at))
     return out
 
 
@@ -222,7 +228,8 @@ async def list_round_usage(
 async def list_timeline(
     ctx: ServiceContext, request: manifest_service_pb2.ListThreadTimelineRequest
 ) -> manifest_service_pb2.ListThreadTimelineResponse:
-    """A page of the thread's reported rounds, oldest first, each with its number among them all."""
+    """A page of the thread's rounds (committed, or reported), oldest first, each with its number
+    among them all; a round without reported usage has no `reported`."""
     InvalidArgument.raise_if([thread_id_violation(request.thread_id), *violations_of(request)])
     size = TIMELINE_PAGE.of(request.page_size)
     scope = f"timeline:{request.thread_id}:{int(request.breaks_only)}"

@@ -3,7 +3,7 @@
     pioneer                                  thread id containing "pioneer"
     thread_id:"pio"                          the same, spelled out (`:` is "has": a substring)
     model = "claude-sonnet-4-5"              the thread's model, exactly
-    has_cache_breaks = true                  a reported round of the thread broke its prefix
+    has_cache_breaks = true                  a round of the thread broke its prefix
     update_time > "2026-12-01T00:00:00Z"     updated after (also >=, <, <=)
 
 Terms are joined by AND (or by spaces, which mean AND). Threads have no title: a bare word matches

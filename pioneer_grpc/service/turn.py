@@ -51,6 +51,7 @@ from pioneer_grpc.errors import Aborted, FailedPrecondition, FieldViolation, Inv
 from pioneer_grpc.history import decide
 from pioneer_grpc.history.entries import content_hash, entry_violations, id_violation
 from pioneer_grpc.history.entry_rules import StoredCalls, call_violations, content_violations, named_call_ids
+from pioneer_grpc.history.prefix_break import RoundPrefix
 from pioneer_grpc.history.render import entry_counted_texts, to_chat_message
 from pioneer_grpc.history.repair import repair
 from pioneer_grpc.history.tokens import count_blocking
@@ -85,6 +86,7 @@ from pioneer_grpc.store.port import (
     Recorded,
     RoundAsk,
     RoundCommit,
+    RoundPrepared,
 )
 from pioneer_grpc.telemetry import tracing
 from pioneer_grpc.v1 import chat_pb2, history_pb2, prompt_pb2, provider_service_pb2, turn_service_pb2
@@ -293,6 +295,12 @@ class _Round:
     encoded: RenderedRequest | None = None
     # The thread's DynamicContextPlacement, as its state was read.
     placement: int = 0
+    # Set by `_with_break`, before the commit: the round's history report (a copy), what made its
+    # body's prefix, and its PrefixBreak against the thread's round before it here (None: it held,
+    # or not known).
+    report: history_pb2.HistoryDecisionReport | None = None
+    prefix: RoundPrefix | None = None
+    broke: history_pb2.PrefixBreak | None = None
 
 
 class _Unsettled(Exception):
@@ -537,6 +545,47 @@ def _report_of(history: CachedLoad | decide.LoadResult) -> history_pb2.HistoryDe
     return history.result.report if isinstance(history, CachedLoad) else history.report
 
 
+def _with_break(
+    ctx: ServiceContext,
+    request: turn_service_pb2.PrepareTurnRequest,
+    head: chat_pb2.ChatRequest,
+    done: _Round,
+) -> _Round:
+    """The round with its history report (copied: a load's answer is shared between rounds, and a
+    round may run again) and its PrefixBreak, before its commit, which puts both on the timeline."""
+    report = history_pb2.HistoryDecisionReport()
+    report.CopyFrom(_report_of(done.history))
+    report.diagnostics.extend(done.repairs)
+    # As LoadConversationHistory says: other turns not completed are left out of history.
+    report.diagnostics.extend(history_load.left_out(*done.left_out))
+    head.model = done.model
+    placement = _render_options(request, done.placement).dynamic_context_placement
+    dynamic_before = placement == _BEFORE
+    current = prefix_breaks.round_prefix(request, head, done.model, dynamic_before, done.history, report)
+    key = (request.turn_id, len(done.current))
+    broke = prefix_breaks.observed(ctx.round_prefixes, thread_key(request.thread_id), key, current)
+    if broke is not None:
+        report.prefix_break.CopyFrom(broke)
+    return replace(done, report=report, prefix=current, broke=broke)
+
+
+def _prepared(request: turn_service_pb2.PrepareTurnRequest, done: _Round) -> RoundPrepared:
+    """The round's row on the thread's timeline, as its commit writes it."""
+    broke = done.broke or history_pb2.PrefixBreak()
+    return RoundPrepared(
+        turn_message_count=len(done.current),
+        provider=request.provider,
+        model=done.model,
+        history_decision=0 if done.report is None else done.report.decision,
+        break_cause=broke.cause,
+        break_detail=broke.section_id or broke.entry_id,
+        break_tokens_invalidated=broke.tokens_invalidated,
+        break_tokens_kept=broke.tokens_kept,
+        break_entry_ids=tuple(broke.entry_ids),
+        break_entry_count=broke.entry_count,
+    )
+
+
 async def _committed_round(
     ctx: ServiceContext, request: turn_service_pb2.PrepareTurnRequest, before: _Before
 ) -> tuple[_Round, Recorded]:
@@ -591,8 +640,11 @@ async def _committed(
     done: _Round,
 ) -> tuple[_Round, Recorded] | None:
     """The round's one commit, the body written as JSON beside it; None on a Conflict. The section
-    texts the thread may not have kept go with it (service/section_texts.py)."""
+    texts the thread may not have kept go with it (service/section_texts.py), and the round's row
+    on the thread's timeline with its prefix break (kept as the thread's last round once
+    committed)."""
     texts = section_texts.unknown(ctx, request.thread_id, before.payload.sections)
+    done = _with_break(ctx, request, before.head, done)
     plan = RoundCommit(
         request.thread_id,
         request.turn_id,
@@ -604,6 +656,7 @@ async def _committed(
         opens_turn=not opened.turn_entries,
         counts=done.counts,
         texts=texts,
+        round=_prepared(request, done),
     )
     under_way = ctx.store.rounds.commit(plan)
     await under_way.sent
@@ -615,6 +668,9 @@ async def _committed(
     if isinstance(outcome, Conflict):
         return None
     section_texts.kept(ctx, request.thread_id, texts)
+    assert done.prefix is not None
+    key = (request.turn_id, len(done.current))
+    ctx.round_prefixes.swap(thread_key(request.thread_id), key, done.prefix)
     return done, outcome
 
 
@@ -637,24 +693,13 @@ async def prepare_turn(ctx: ServiceContext, request: turn_service_pb2.PrepareTur
         observe.manifest_recorded(ctx, request.thread_id, before.payload.manifest)
     if not request.model:
         observe.model_chosen(ctx, done.model)  # the thread's
-    history = done.history
-    # A cached load's answer is shared: its report is copied before it is extended.
-    report = history.copy().report if isinstance(history, CachedLoad) else history.report
+    report = done.report
+    assert report is not None  # made before the commit (`_with_break`)
     if not done.settled:
         with ctx.telemetry.span("pioneer.history.load", {tracing.THREAD_ID: request.thread_id}) as span:
             observe.history_loaded(ctx, span, report)
-    report.diagnostics.extend(done.repairs)
-    # As LoadConversationHistory says: other turns not completed are left out of history.
-    report.diagnostics.extend(history_load.left_out(*done.left_out))
-    head = before.head
-    head.model = done.model
-    placement = _render_options(request, done.placement).dynamic_context_placement
-    current = prefix_breaks.round_prefix(request, head, done.model, placement == _BEFORE, history, report)
-    key = (request.turn_id, len(done.current))
-    broke = prefix_breaks.observed(ctx.round_prefixes, thread_key(request.thread_id), key, current)
-    if broke is not None:
-        report.prefix_break.CopyFrom(broke)
-    prepared = PreparedTurn(head, done.framed, done.current, report, recorded.event_id)
+    broke = done.broke
+    prepared = PreparedTurn(before.head, done.framed, done.current, report, recorded.event_id)
     prepared.rendered = done.encoded
     body = done.rendered
     if body is not None and body.source_bytes > MAX_KEPT_BODY_SOURCE_BYTES:

@@ -13,7 +13,7 @@ import copy
 import operator
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from types import SimpleNamespace
 from typing import Any, cast
@@ -57,6 +57,7 @@ from pioneer_grpc.store.port import (
     RenderedBounds,
     RoundAsk,
     RoundCommit,
+    RoundPrepared,
     RoundUsageRecord,
     StoredEntry,
     SummaryRead,
@@ -68,6 +69,7 @@ from pioneer_grpc.store.port import (
     WholeRead,
     newer_is_all,
 )
+from pioneer_grpc.store.round_usage import REPORTED
 from pioneer_grpc.store.threads import thread_etag, thread_not_found, turn_not_found
 from pioneer_grpc.tenants.callers import DEFAULT_TENANT
 from pioneer_grpc.v1 import history_pb2, prompt_pb2
@@ -800,6 +802,8 @@ class _Rounds(_Part):
                 self.s.keep_counts(commit.counts)
             for fingerprint, text in commit.texts:
                 self.t.texts.setdefault((thread_id, fingerprint), text)
+            if commit.round is not None:
+                self.s.usage._prepared(commit, recorded.event_id, moment)
             return recorded
 
 
@@ -1084,22 +1088,57 @@ class _Retention(_Part):
             yield True
 
 
-class _Usage(_Part):
-    async def record(self, usage: RoundUsageRecord) -> None:
-        def same(row: RoundUsageRecord) -> bool:
-            return (row.thread_id, row.turn_id, row.manifest_event_id, row.turn_message_count) == (
-                usage.thread_id,
-                usage.turn_id,
-                usage.manifest_event_id,
-                usage.turn_message_count,
-            )
+# A committed round's fields besides its key (store/round_usage.py PREPARED_COLUMNS).
+_PREPARED = tuple(f.name for f in fields(RoundPrepared) if f.name != "turn_message_count")
 
+
+class _Usage(_Part):
+    def _at(self, key: tuple[str, str, int, int]) -> int | None:
+        for at, row in enumerate(self.t.usage):
+            if (row.thread_id, row.turn_id, row.manifest_event_id, row.turn_message_count) == key:
+                return at
+        return None
+
+    def _prepared(self, commit: RoundCommit, event_id: int, moment: datetime) -> None:
+        """The commit's round's row, unless the round has one (under the store's lock)."""
+        prepared = commit.round
+        assert prepared is not None
+        key = (commit.thread_id, commit.turn_id, event_id, prepared.turn_message_count)
+        if self._at(key) is not None:
+            return
+        values = {name: getattr(prepared, name) for name in _PREPARED}
+        self.t.usage.append(
+            RoundUsageRecord(
+                *key,
+                **values,
+                input_tokens=None,
+                cache_read_input_tokens=None,
+                cache_write_input_tokens=None,
+                output_tokens=None,
+                reasoning_output_tokens=None,
+                expected_input_tokens=None,
+                expected_cache_read_input_tokens=None,
+                expected_cache_write_input_tokens=None,
+                expected_input_cost_usd=None,
+                reported_input_cost_usd=None,
+                reported_at=None,
+                prepared_at=moment,
+            )
+        )
+
+    async def record(self, usage: RoundUsageRecord) -> None:
+        key = (usage.thread_id, usage.turn_id, usage.manifest_event_id, usage.turn_message_count)
         async with self.s._lock:
-            self.t.usage[:] = [row for row in self.t.usage if not same(row)]
-            self.t.usage.append(usage)
+            at = self._at(key)
+            if at is None:
+                self.t.usage.append(usage)
+                return
+            row = self.t.usage[at]
+            self.t.usage[at] = replace(row, **{name: getattr(usage, name) for name in REPORTED})
 
     async def thread_rounds(self, thread_id: str, limit: int) -> list[RoundUsageRecord]:
-        return [row for row in reversed(self.t.usage) if row.thread_id == thread_id][:limit]
+        rows = reversed(self.t.usage)
+        return [row for row in rows if row.thread_id == thread_id and row.reported][:limit]
 
     async def timeline(
         self, thread_id: str, after_round: int, limit: int, breaks_only: bool

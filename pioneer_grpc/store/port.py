@@ -74,6 +74,7 @@ __all__ = [
     "RenderedBounds",
     "RoundAsk",
     "RoundCommit",
+    "RoundPrepared",
     "Store",
     "StoredCalls",
     "StoredEntry",
@@ -364,6 +365,25 @@ class OpenedRound:
 
 
 @dataclass(frozen=True)
+class RoundPrepared:
+    """What a thread's timeline keeps of a round as its commit makes it (its row in
+    store/round_usage.py, which a later report of its usage fills in): how many of the turn's own
+    messages it sent, the provider and model, its HistoryDecision, and its prefix break (cause 0:
+    the prefix held, or not known; detail: the section or entry id)."""
+
+    turn_message_count: int
+    provider: int
+    model: str
+    history_decision: int = 0
+    break_cause: int = 0
+    break_detail: str = ""
+    break_tokens_invalidated: int = 0
+    break_tokens_kept: int = 0
+    break_entry_ids: tuple[str, ...] = ()
+    break_entry_count: int = 0
+
+
+@dataclass(frozen=True)
 class RoundCommit:
     """A round's writes, made only when the thread is as the round's `open` read it (`version`, and its
     turn's status): the turn created or touched, `entries` appended to it (counted in `tokenizer`;
@@ -381,6 +401,9 @@ class RoundCommit:
     # (fingerprint, text) of the round's sections the thread may not have kept yet
     # (store/section_texts.py): kept in the same transaction, each at most once.
     texts: tuple[tuple[str, str], ...] = ()
+    # The round's row on the thread's timeline, keyed by the turn's event id as committed: written
+    # once (the same round committed again keeps its row), in the same transaction.
+    round: RoundPrepared | None = None
 
 
 @dataclass(frozen=True)
@@ -425,12 +448,15 @@ class KeptRound:
 
 @dataclass(frozen=True)
 class RoundUsageRecord:
-    """A round's usage as the provider reported it, against what the server expected of its body.
+    """A round of a thread's timeline: written by its commit (`prepared_at`), and its usage as the
+    provider reported it, against what the server expected of its body, once a loop reports it.
 
     A round is (thread, turn, manifest event, turn messages): rounds of a turn that compile the same
     prompt share their event and differ in how many of the turn's own messages they sent (0: not
-    known, the round was prepared elsewhere). None: not known. The prefix break's cause is a
-    PrefixBreakCause (0: the prefix held, or not known); its detail is the section or entry id.
+    known, the round was prepared elsewhere). None: not known; `reported_at` None (and the reported
+    figures with it): no usage reported yet. The prefix break's cause is a PrefixBreakCause (0: the
+    prefix held, or not known); its detail is the section or entry id. `prepared_at` None: a round
+    reported before commits wrote rounds, or one this server did not prepare.
     """
 
     thread_id: str
@@ -439,10 +465,10 @@ class RoundUsageRecord:
     turn_message_count: int
     provider: int
     model: str
-    input_tokens: int
+    input_tokens: int | None
     cache_read_input_tokens: int | None
     cache_write_input_tokens: int | None
-    output_tokens: int
+    output_tokens: int | None
     reasoning_output_tokens: int | None
     expected_input_tokens: int | None
     expected_cache_read_input_tokens: int | None
@@ -453,12 +479,17 @@ class RoundUsageRecord:
     break_detail: str
     break_tokens_invalidated: int
     break_tokens_kept: int
-    reported_at: datetime
+    reported_at: datetime | None
     # The entries a history break summarized, cleared or dropped (the first MAX_BREAK_ENTRIES), and
     # how many there were; the round's HistoryDecision (0: not known).
     break_entry_ids: tuple[str, ...] = ()
     break_entry_count: int = 0
     history_decision: int = 0
+    prepared_at: datetime | None = None
+
+    @property
+    def reported(self) -> bool:
+        return self.reported_at is not None
 
 
 @dataclass(frozen=True)
@@ -613,7 +644,7 @@ class Manifests(Protocol):
 @dataclass(frozen=True)
 class ThreadFilter:
     """What ListThreads' filter asks of a thread (service/thread_filter.py parses it): every id
-    substring, the model, whether a reported round broke the prefix, update time comparisons."""
+    substring, the model, whether a round broke the prefix, update time comparisons."""
 
     id_contains: tuple[str, ...] = ()
     model: str | None = None
@@ -689,19 +720,21 @@ class RenderedRounds(Protocol):
 
 class RoundUsage(Protocol):
     async def record(self, usage: RoundUsageRecord) -> None:
-        """Stores a round's usage; the same round reported again replaces it."""
+        """Stores a round's usage: into the round's row when its commit wrote one (its place, time
+        and prefix break kept), else as a row of its own; the same round reported again replaces
+        what was reported."""
         ...
 
     async def thread_rounds(self, thread_id: str, limit: int) -> list[RoundUsageRecord]:
-        """The thread's reported rounds, newest report first, at most `limit`."""
+        """The thread's reported rounds, newest round first, at most `limit`."""
         ...
 
     async def timeline(
         self, thread_id: str, after_round: int, limit: int, breaks_only: bool
     ) -> tuple[list[tuple[int, RoundUsageRecord]], int, int]:
-        """The thread's reported rounds oldest first, each with its number (from 1), after round
-        `after_round`, at most `limit`, only those whose prefix broke when `breaks_only`; and how
-        many rounds and breaks the thread has in all."""
+        """The thread's rounds (committed or reported) oldest first, each with its number (from 1),
+        after round `after_round`, at most `limit`, only those whose prefix broke when
+        `breaks_only`; and how many rounds and breaks the thread has in all."""
         ...
 
 

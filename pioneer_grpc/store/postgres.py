@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, select, text
@@ -41,9 +42,11 @@ from pioneer_grpc.store.port import (
     Recorded,
     RoundAsk,
     RoundCommit,
+    RoundPrepared,
     StoredEntry,
     TurnRecord,
 )
+from pioneer_grpc.store.round_usage import PREPARED_COLUMNS, ROUND_INDEX, prepared_values
 from pioneer_grpc.store.sql import LockedTurn, SqlStore
 from pioneer_grpc.store.threads import thread_not_found, turn_not_found
 from pioneer_grpc.v1 import history_pb2
@@ -442,11 +445,24 @@ _OPEN_ROUND = Direct(
     dialects=(POSTGRESQL,),
 )
 
+# The round's row on the thread's timeline (store/round_usage.py) from the CTE `turn`: keyed by the
+# turn's event id, which the commit's trigger renumbers in it too when it is provisional (migration
+# 0022); its other values are the parameters `r_...` (round_usage.prepared_values).
+_OF_STATEMENT = {
+    "thread_id": ":b_thread_id",
+    "tenant": ":b_tenant",
+    "turn_id": ":b_turn_id",
+    "manifest_event_id": "manifest_event_id",
+    "prepared_at": ":b_updated_at",
+}
+_ROUND_VALUES = tuple(_OF_STATEMENT.get(name, f":r_{name}") for name in PREPARED_COLUMNS)
+
 # A round's writes in one statement alone, when the thread's row is the version the round's open
 # read (`:b_version`) and its turn has the status it read: the turn created or touched with the
 # manifest recorded on it (a new provisional event id unless it holds this very manifest: the
-# commit draws the real one, store/manifests.py), the event, and the entries (the append's CTEs,
-# `:b_fresh_turns` the turn when it opens with them). Its row: whether it wrote, the turn's event id.
+# commit draws the real one, store/manifests.py), the event, the round's row unless the round has
+# one (with `:r_write`), and the entries (the append's CTEs, `:b_fresh_turns` the turn when it
+# opens with them). Its row: whether it wrote, the turn's event id.
 _COMMIT_ROUND = Direct(
     text(
         f"""
@@ -489,6 +505,10 @@ _COMMIT_ROUND = Direct(
         INSERT INTO manifest_events (id, thread_id, tenant, turn_id, manifest_pb, created_at)
         SELECT manifest_event_id, :b_thread_id, :b_tenant, :b_turn_id, :b_manifest_pb, :b_updated_at
         FROM turn WHERE manifest_event_id < 0
+    ), round AS (
+        INSERT INTO round_usage ({", ".join(PREPARED_COLUMNS)})
+        SELECT {", ".join(_ROUND_VALUES)} FROM turn WHERE :r_write
+        ON CONFLICT ({", ".join(ROUND_INDEX)}) DO NOTHING
     ), texts AS (
         INSERT INTO section_texts (thread_id, tenant, fingerprint, text, created_at)
         SELECT :b_thread_id, :b_tenant, kept.fingerprint, kept.text, :b_updated_at
@@ -642,6 +662,7 @@ class PostgresStore(SqlStore):
             b_text_fingerprints=[fingerprint for fingerprint, _ in commit.texts],
             b_texts=[value for _, value in commit.texts],
         )
+        params.update(_round_params(tenant, commit, created))
         if sent is not None:
             sent.set_result(None)  # the statement goes out next, before the greenlet first waits
         row = _COMMIT_ROUND.first(conn, params)
@@ -661,6 +682,15 @@ class PostgresStore(SqlStore):
             lambda conn: self.commit_in(conn, commit, sent), _announced
         )
         return recorded if isinstance(recorded, Conflict) else numbered(recorded, committed_id)
+
+
+_NO_ROUND = RoundPrepared(0, 0, "")
+
+
+def _round_params(tenant: str, commit: RoundCommit, moment: datetime) -> dict[str, Any]:
+    values = prepared_values(tenant, commit.thread_id, commit.turn_id, 0, commit.round or _NO_ROUND, moment)
+    params = {f"r_{name}": value for name, value in values.items() if name not in _OF_STATEMENT}
+    return {**params, "r_write": commit.round is not None}
 
 
 def _announced(done: Recorded | Conflict) -> str:

@@ -1,7 +1,12 @@
-"""Each round's provider usage (reported by the loop) beside what the server expected of its body.
+"""A thread's rounds: each as its commit made it, and its provider usage (reported by the loop)
+beside what the server expected of its body.
 
-One row per round, replaced when the same round is reported again (a retried call). Every worker
-and every restart reads the same rows: the round's prefix break is kept here for that reason too.
+One row per round: the round's commit writes it (`prepared_in`: its time, provider, model, history
+decision and prefix break; no usage yet), the same round committed again keeps it, and a report of
+its usage fills it in (`record`), again when the same round is reported again (a retried call). A
+round reported without a row (one this server did not prepare, or prepared before commits wrote
+rows) gets a row of its own then. Every worker and every restart reads the same rows: the round's
+prefix break is kept here for that reason too.
 """
 
 from __future__ import annotations
@@ -19,23 +24,35 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
-    delete,
     func,
     insert,
     select,
     text,
+    update,
 )
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapped, mapped_column
 
+from pioneer_grpc.store.clock import now
+from pioneer_grpc.store.driver import SQLITE, Direct
 from pioneer_grpc.store.models import Base, Id, tenant_column
-from pioneer_grpc.store.port import RoundUsageRecord
+from pioneer_grpc.store.port import RoundCommit, RoundPrepared, RoundUsageRecord
 
 
 class RoundUsageRow(Base):
     __tablename__ = "round_usage"
     __table_args__ = (
-        Index("ix_round_usage_round", "thread_id", "turn_id", "manifest_event_id", "turn_message_count"),
+        # One row per round (migration 0022): a commit inserts its round's row unless it is there.
+        Index(
+            "ix_round_usage_round",
+            "thread_id",
+            "turn_id",
+            "manifest_event_id",
+            "turn_message_count",
+            "tenant",
+            unique=True,
+        ),
         Index("ix_round_usage_thread", "thread_id", "id"),
         # ListThreads' has_cache_breaks: the threads with a round whose prefix broke (migration 0020).
         Index(
@@ -54,10 +71,11 @@ class RoundUsageRow(Base):
     turn_message_count: Mapped[int] = mapped_column(Integer)
     provider: Mapped[int] = mapped_column(Integer)
     model: Mapped[str] = mapped_column(String(200))
-    input_tokens: Mapped[int] = mapped_column(BigInteger)
+    # NULL (with output_tokens and reported_at): no usage reported for the round yet.
+    input_tokens: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     cache_read_input_tokens: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     cache_write_input_tokens: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    output_tokens: Mapped[int] = mapped_column(BigInteger)
+    output_tokens: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     reasoning_output_tokens: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     expected_input_tokens: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     expected_cache_read_input_tokens: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
@@ -68,37 +86,118 @@ class RoundUsageRow(Base):
     break_detail: Mapped[str] = mapped_column(String(200))
     break_tokens_invalidated: Mapped[int] = mapped_column(BigInteger)
     break_tokens_kept: Mapped[int] = mapped_column(BigInteger)
-    reported_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    reported_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     # A JSON array of entry ids; "" for none.
     break_entry_ids: Mapped[str] = mapped_column(Text, default="", server_default="")
     break_entry_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     history_decision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # When the round's commit wrote it; NULL for a round it did not (reported before migration 0022,
+    # or prepared by no server that wrote rows).
+    prepared_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 _FIELDS = tuple(f.name for f in fields(RoundUsageRecord))
+_KEY = ("thread_id", "turn_id", "manifest_event_id", "turn_message_count")
+# The unique index a commit's insert leaves a round's row alone on.
+ROUND_INDEX = (*_KEY, "tenant")
+# What a report fills into a round's row; its place, time, provider, model, decision and break stay.
+REPORTED = (
+    "input_tokens",
+    "cache_read_input_tokens",
+    "cache_write_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+    "expected_input_tokens",
+    "expected_cache_read_input_tokens",
+    "expected_cache_write_input_tokens",
+    "expected_input_cost_usd",
+    "reported_input_cost_usd",
+    "reported_at",
+)
+# A round's row as its commit writes it: every column but the reported ones.
+PREPARED_COLUMNS = (
+    "thread_id",
+    "tenant",
+    "turn_id",
+    "manifest_event_id",
+    "turn_message_count",
+    "provider",
+    "model",
+    "history_decision",
+    "break_cause",
+    "break_detail",
+    "break_tokens_invalidated",
+    "break_tokens_kept",
+    "break_entry_ids",
+    "break_entry_count",
+    "prepared_at",
+)
+_INSERT_PREPARED = Direct(
+    sqlite.insert(RoundUsageRow).on_conflict_do_nothing(index_elements=list(ROUND_INDEX)),
+    column_keys=PREPARED_COLUMNS,
+    dialects=(SQLITE,),
+)
+
+
+def _entry_ids(ids: tuple[str, ...]) -> str:
+    return json.dumps(list(ids)) if ids else ""
+
+
+def prepared_values(
+    tenant: str, thread_id: str, turn_id: str, event_id: int, prepared: RoundPrepared, moment: datetime
+) -> dict[str, Any]:
+    """The round's row as its commit writes it (PREPARED_COLUMNS)."""
+    return {
+        "thread_id": thread_id,
+        "tenant": tenant,
+        "turn_id": turn_id,
+        "manifest_event_id": event_id,
+        "turn_message_count": prepared.turn_message_count,
+        "provider": prepared.provider,
+        "model": prepared.model,
+        "history_decision": prepared.history_decision,
+        "break_cause": prepared.break_cause,
+        "break_detail": prepared.break_detail,
+        "break_tokens_invalidated": prepared.break_tokens_invalidated,
+        "break_tokens_kept": prepared.break_tokens_kept,
+        "break_entry_ids": _entry_ids(prepared.break_entry_ids),
+        "break_entry_count": prepared.break_entry_count,
+        "prepared_at": moment,
+    }
+
+
+def prepared_in(conn: Connection, tenant: str, commit: RoundCommit, event_id: int) -> None:
+    """The commit's round's row (none without `commit.round`), in the commit's transaction, with
+    the turn's event id as committed (SQLite's final at once); nothing when the round has its row
+    already (committed again)."""
+    if commit.round is not None:
+        values = prepared_values(tenant, commit.thread_id, commit.turn_id, event_id, commit.round, now())
+        _INSERT_PREPARED.rows(conn, values)
 
 
 def record(conn: Connection, tenant: str, usage: RoundUsageRecord) -> None:
-    """Replaces the round's row (if any) with `usage`, in the caller's transaction."""
-    conn.execute(
-        delete(RoundUsageRow).where(
-            RoundUsageRow.thread_id == usage.thread_id,
-            RoundUsageRow.tenant == tenant,
-            RoundUsageRow.turn_id == usage.turn_id,
-            RoundUsageRow.manifest_event_id == usage.manifest_event_id,
-            RoundUsageRow.turn_message_count == usage.turn_message_count,
-        )
-    )
+    """`usage` into the round's row, else as a row of its own, in the caller's transaction."""
     values = asdict(usage)
-    values["break_entry_ids"] = json.dumps(list(usage.break_entry_ids)) if usage.break_entry_ids else ""
-    conn.execute(insert(RoundUsageRow).values(**values, tenant=tenant))
+    values["break_entry_ids"] = _entry_ids(usage.break_entry_ids)
+    of_round = (getattr(RoundUsageRow, name) == values[name] for name in _KEY)
+    filled = conn.execute(
+        update(RoundUsageRow)
+        .where(RoundUsageRow.tenant == tenant, *of_round)
+        .values({name: values[name] for name in REPORTED})
+    )
+    if filled.rowcount == 0:
+        conn.execute(insert(RoundUsageRow).values(**values, tenant=tenant))
 
 
 def thread_rounds(conn: Connection, tenant: str, thread_id: str, limit: int) -> list[RoundUsageRecord]:
     columns = [getattr(RoundUsageRow, name) for name in _FIELDS]
     rows = conn.execute(
         select(*columns)
-        .where(RoundUsageRow.thread_id == thread_id, RoundUsageRow.tenant == tenant)
+        .where(
+            RoundUsageRow.thread_id == thread_id,
+            RoundUsageRow.tenant == tenant,
+            RoundUsageRow.reported_at.is_not(None),
+        )
         .order_by(RoundUsageRow.id.desc())
         .limit(limit)
     )
@@ -114,7 +213,8 @@ def _record(row: Any) -> RoundUsageRecord:
 def timeline(
     conn: Connection, tenant: str, thread_id: str, after_round: int, limit: int, breaks_only: bool
 ) -> tuple[list[tuple[int, RoundUsageRecord]], int, int]:
-    """The thread's rounds after round `after_round` (numbered from 1 in report order), at most
+    """The thread's rounds after round `after_round` (numbered from 1 in the order their rows were
+    written: a committed round's at its commit, a round reported without one at its report), at most
     `limit`, only breaks when `breaks_only`; and the thread's rounds and breaks in all."""
     columns = [getattr(RoundUsageRow, name) for name in _FIELDS]
     numbered = (

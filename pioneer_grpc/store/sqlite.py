@@ -24,7 +24,7 @@ from sqlalchemy import String, bindparam, cast, func, select, true, update
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
-from pioneer_grpc.store import section_texts, token_counts
+from pioneer_grpc.store import round_usage, section_texts, token_counts
 from pioneer_grpc.store.append import Batch, batch_of
 from pioneer_grpc.store.clock import now
 from pioneer_grpc.store.driver import SQLITE, Direct
@@ -303,6 +303,7 @@ class SqliteStore(SqlStore):
             if _version_of(row, row.turn_status) != commit.version:
                 raise Conflicted
             recorded = record_in(conn, tenant, commit.manifest, lock_turn(conn, tenant, thread_id, turn_id))
+            round_usage.prepared_in(conn, tenant, commit, recorded.event_id)
             if commit.entries:
                 batch = batch_of(tenant, thread_id, commit.entries, commit.tokenizer)
                 self.inserted(conn, thread_id, batch, [turn_id] if commit.opens_turn else [])

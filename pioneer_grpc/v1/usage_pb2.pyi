@@ -25,7 +25,7 @@ class ProviderUsage(_message.Message):
     def __init__(self, input_tokens: _Optional[int] = ..., cache_read_input_tokens: _Optional[int] = ..., cache_write_input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., reasoning_output_tokens: _Optional[int] = ...) -> None: ...
 
 class RoundUsage(_message.Message):
-    __slots__ = ("turn_id", "manifest_event_id", "turn_message_count", "provider", "model", "reported", "expected_input_tokens", "expected_cache_read_input_tokens", "expected_cache_write_input_tokens", "expected_input_cost_usd", "reported_input_cost_usd", "prefix_break", "report_time")
+    __slots__ = ("turn_id", "manifest_event_id", "turn_message_count", "provider", "model", "reported", "expected_input_tokens", "expected_cache_read_input_tokens", "expected_cache_write_input_tokens", "expected_input_cost_usd", "reported_input_cost_usd", "prefix_break", "report_time", "prepare_time")
     TURN_ID_FIELD_NUMBER: _ClassVar[int]
     MANIFEST_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     TURN_MESSAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -39,6 +39,7 @@ class RoundUsage(_message.Message):
     REPORTED_INPUT_COST_USD_FIELD_NUMBER: _ClassVar[int]
     PREFIX_BREAK_FIELD_NUMBER: _ClassVar[int]
     REPORT_TIME_FIELD_NUMBER: _ClassVar[int]
+    PREPARE_TIME_FIELD_NUMBER: _ClassVar[int]
     turn_id: str
     manifest_event_id: int
     turn_message_count: int
@@ -52,4 +53,5 @@ class RoundUsage(_message.Message):
     reported_input_cost_usd: float
     prefix_break: _history_pb2.PrefixBreak
     report_time: _timestamp_pb2.Timestamp
-    def __init__(self, turn_id: _Optional[str] = ..., manifest_event_id: _Optional[int] = ..., turn_message_count: _Optional[int] = ..., provider: _Optional[_Union[_provider_service_pb2.Provider, str]] = ..., model: _Optional[str] = ..., reported: _Optional[_Union[ProviderUsage, _Mapping]] = ..., expected_input_tokens: _Optional[int] = ..., expected_cache_read_input_tokens: _Optional[int] = ..., expected_cache_write_input_tokens: _Optional[int] = ..., expected_input_cost_usd: _Optional[float] = ..., reported_input_cost_usd: _Optional[float] = ..., prefix_break: _Optional[_Union[_history_pb2.PrefixBreak, _Mapping]] = ..., report_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    prepare_time: _timestamp_pb2.Timestamp
+    def __init__(self, turn_id: _Optional[str] = ..., manifest_event_id: _Optional[int] = ..., turn_message_count: _Optional[int] = ..., provider: _Optional[_Union[_provider_service_pb2.Provider, str]] = ..., model: _Optional[str] = ..., reported: _Optional[_Union[ProviderUsage, _Mapping]] = ..., expected_input_tokens: _Optional[int] = ..., expected_cache_read_input_tokens: _Optional[int] = ..., expected_cache_write_input_tokens: _Optional[int] = ..., expected_input_cost_usd: _Optional[float] = ..., reported_input_cost_usd: _Optional[float] = ..., prefix_break: _Optional[_Union[_history_pb2.PrefixBreak, _Mapping]] = ..., report_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., prepare_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

@@ -115,10 +115,13 @@ async def test_the_async_client_calls_every_rpc(server_factory):
         assert not diff.stable_changed
         # Off unless the server keeps rendered requests.
         assert not (await call("list_rendered_rounds", thread_id="t", turn_id="u1")).kept
-        # No loop reported usage here: no round to list.
+        # No loop reported usage here: no usage to list; the round is on the timeline, not reported.
         assert not (await call("list_round_usage", thread_id="t")).rounds
         timeline = await call("list_thread_timeline", thread_id="t")
-        assert (list(timeline.rounds), timeline.total_rounds, timeline.next_page_token) == ([], 0, "")
+        assert (timeline.total_rounds, timeline.next_page_token) == (1, "")
+        [only] = timeline.rounds
+        assert (only.round, only.usage.manifest_event_id) == (1, first.manifest_event_id)
+        assert only.usage.HasField("prepare_time") and not only.usage.HasField("reported")
         stream = client.watch_manifests(thread_id="t")
         called.add("watch_manifests")
         event = await anext(stream)

@@ -128,6 +128,11 @@ async def test_a_long_thread_among_thousands_is_found_opened_and_its_breaks_show
         f"+ {soul(6).splitlines()[2]}", timeout=WAIT_MS
     )
     await expect(other.get_by_test_id("live")).to_have_text("live")
+    # The linked thread, behind the list's first page, is in the list and shown selected.
+    listed = other.locator(f'[data-testid="thread"][data-thread="{LONG_THREAD}"]')
+    await expect(listed).to_have_count(1)
+    await expect(listed).to_have_class(re.compile(r"\bselected\b"))
+    await expect(listed).to_be_in_viewport()
     # The linked turn was scrolled to exactly: in its place right under the turn before it, not
     # stuck to the list's edge over other turns.
     picked = await other.locator(f'[data-turn="turn-{section_turn:04d}"]').bounding_box()

@@ -63,12 +63,12 @@ async def test_unknowns_stay_unknown(store: Store) -> None:
     assert found.break_cause == 0
 
 
-async def test_the_same_round_reported_again_replaces_it_and_others_stay(store: Store) -> None:
+async def test_the_same_round_reported_again_replaces_it_in_its_place_and_others_stay(store: Store) -> None:
     await store.usage.record(_usage(messages=1))
     await store.usage.record(_usage(messages=3, reported_at=MOMENT + timedelta(seconds=1)))
     await store.usage.record(_usage(thread_id="other"))
     await store.usage.record(_usage(messages=1, input_tokens=13_000))
     rounds = await store.usage.thread_rounds("t", 10)
-    assert [(r.turn_message_count, r.input_tokens) for r in rounds] == [(1, 13_000), (3, 12_000)]
-    assert [r.turn_message_count for r in await store.usage.thread_rounds("t", 1)] == [1]
+    assert [(r.turn_message_count, r.input_tokens) for r in rounds] == [(3, 12_000), (1, 13_000)]
+    assert [r.turn_message_count for r in await store.usage.thread_rounds("t", 1)] == [3]
     assert await store.usage.thread_rounds("none", 10) == []

@@ -2469,11 +2469,12 @@ pub struct ProviderUsage {
     #[prost(int32, optional, tag = "5")]
     pub reasoning_output_tokens: ::core::option::Option<i32>,
 }
-/// RoundUsage is one PrepareTurn round whose usage a loop reported: what the
-/// provider said (reported), against what the server expected the provider's
-/// prompt cache to serve of the body it rendered, and what each costs at the
-/// model registry's prices. Stored with the round: the same after a restart
-/// and on every worker.
+/// RoundUsage is one PrepareTurn round: as its commit stored it (its time,
+/// provider, model and prefix break), and once a loop reported its usage what
+/// the provider said (reported), against what the server expected the
+/// provider's prompt cache to serve of the body it rendered, and what each
+/// costs at the model registry's prices. Stored with the round: the same after
+/// a restart and on every worker.
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct RoundUsage {
@@ -2496,6 +2497,8 @@ pub struct RoundUsage {
     pub provider: i32,
     #[prost(string, tag = "5")]
     pub model: ::prost::alloc::string::String,
+    /// What the provider reported; unset while no usage was reported for the
+    /// round (then the expected figures and costs are unset too).
     #[prost(message, optional, tag = "6")]
     pub reported: ::core::option::Option<ProviderUsage>,
     /// From the body the server rendered, with the provider's caching rules
@@ -2520,8 +2523,14 @@ pub struct RoundUsage {
     /// history report said); unset when its prefix held or it was not known.
     #[prost(message, optional, tag = "12")]
     pub prefix_break: ::core::option::Option<PrefixBreak>,
+    /// When the usage was reported; unset while it was not.
     #[prost(message, optional, tag = "13")]
     pub report_time: ::core::option::Option<::prost_types::Timestamp>,
+    /// When the round was committed (its PrepareTurn); unset for a round this
+    /// server did not commit itself, or reported before servers kept every
+    /// round.
+    #[prost(message, optional, tag = "14")]
+    pub prepare_time: ::core::option::Option<::prost_types::Timestamp>,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -2851,8 +2860,8 @@ pub struct ListThreadsRequest {
     /// pioneer                                 the thread id contains "pioneer"
     /// thread_id:"pio"                         the same (threads have no title)
     /// model = "claude-sonnet-4-5"             the thread's model, exactly
-    /// has_cache_breaks = true                 a reported round broke its prefix
-    /// (= false: none did)
+    /// has_cache_breaks = true                 a round broke its prefix (reported
+    /// or not; = false: none did)
     /// update_time > "2026-12-01T00:00:00Z"    also >=, \<, \<=; RFC 3339 with a zone
     /// At most 8 terms. A filter it cannot read is INVALID_ARGUMENT with a field
     /// violation on `filter` saying why. Empty = every thread.
@@ -3832,17 +3841,19 @@ pub struct ListThreadTimelineRequest {
     #[prost(bool, tag = "4")]
     pub breaks_only: bool,
 }
-/// TimelineRound is one reported round of a thread's timeline.
+/// TimelineRound is one round of a thread's timeline.
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct TimelineRound {
-    /// Its place among the thread's reported rounds, from 1 (with breaks_only
-    /// too, so a break's round can be found in the whole timeline).
+    /// Its place among the thread's rounds, from 1 (with breaks_only too, so a
+    /// break's round can be found in the whole timeline). A report of its usage
+    /// later leaves it in its place.
     #[prost(int32, tag = "1")]
     pub round: i32,
-    /// The usage, the expected cache reads, the cost, the prefix break (whose
-    /// entry_ids name what a history break summarized, cleared or dropped) and
-    /// the report's time.
+    /// The round's time (prepare_time, else report_time for a round only
+    /// reported), the prefix break (whose entry_ids name what a history break
+    /// summarized, cleared or dropped), and once reported the usage, the
+    /// expected cache reads and the cost.
     #[prost(message, optional, tag = "2")]
     pub usage: ::core::option::Option<RoundUsage>,
     /// The round's history decision; unspecified when not known (a round this
@@ -3859,7 +3870,7 @@ pub struct ListThreadTimelineResponse {
     /// Pass as page_token for the next page; empty on the last page.
     #[prost(string, tag = "2")]
     pub next_page_token: ::prost::alloc::string::String,
-    /// The thread's reported rounds, and those whose prefix broke.
+    /// The thread's rounds, and those whose prefix broke.
     #[prost(int32, tag = "3")]
     pub total_rounds: i32,
     #[prost(int32, tag = "4")]
@@ -4130,7 +4141,8 @@ pub mod manifest_service_client {
             self.inner.unary(req, path, codec).await
         }
         /// The thread's rounds whose usage a loop reported (PrepareTurnRequest and
-        /// CompleteTurnRequest previous_round_usage), newest first: per round what
+        /// CompleteTurnRequest previous_round_usage), newest round first (a round
+        /// not reported is on ListThreadTimeline only): per round what
         /// the provider reported against what was expected from its cache, the cost,
         /// and the prefix break. At most page_size rounds (default 50, at most 500).
         ///
@@ -4159,11 +4171,13 @@ pub mod manifest_service_client {
                 .insert(GrpcMethod::new("pioneer.v1.ManifestService", "ListRoundUsage"));
             self.inner.unary(req, path, codec).await
         }
-        /// A thread's timeline: its rounds whose usage a loop reported, oldest first,
-        /// each with its time, history decision, tokens, the cache reads expected from
-        /// the body and those the provider reported, its cost and its prefix break
-        /// with the cause. Up to 1,000 rounds a page (a 1,000-round thread in one
-        /// call); breaks_only leaves out the rounds whose prefix held. The totals
+        /// A thread's timeline: every round a PrepareTurn committed (and any round
+        /// whose usage a loop reported that no server here committed), oldest first,
+        /// each with its time, history decision and prefix break with the cause, and,
+        /// once a loop reported its usage, its tokens, the cache reads expected from
+        /// the body and those the provider reported and its cost (RoundUsage.reported
+        /// unset: not reported). Up to 1,000 rounds a page (a 1,000-round thread in
+        /// one call); breaks_only leaves out the rounds whose prefix held. The totals
         /// count the whole thread, whichever page and filter.
         ///
         /// Errors: INVALID_ARGUMENT INVALID_ARGUMENT, INVALID_PAGE_TOKEN (a token not

@@ -141,19 +141,24 @@ export function breakCause(round) {
   return detail ? `${name}: ${detail}` : name;
 }
 
+// A round the loop has not reported the usage of (RoundUsage.reported unset) reads "not reported"
+// where the reported figures go: nothing was expected of it either (that is worked out with the report).
 export function roundUsageRows(rounds, el) {
   return rounds.map((round) => {
     const reported = round.reported || {};
     const cause = breakCause(round);
     const invalidated = round.prefixBreak?.tokensInvalidated;
+    const notReported = () => el("td", { class: "unreported", "data-testid": "not-reported" }, "not reported");
     return el(
       "tr",
       { "data-testid": "round-usage-row", "data-event-id": round.manifestEventId || "0", class: cause ? "broke" : "" },
       el("td", {}, `${round.turnId} · ${round.turnMessageCount || "?"}`),
       el("td", { "data-testid": "expected-read" }, tokens(round.expectedCacheReadInputTokens) + share(round.expectedCacheReadInputTokens, round.expectedInputTokens)),
-      el("td", { "data-testid": "reported-read" }, tokens(reported.cacheReadInputTokens) + share(reported.cacheReadInputTokens, reported.inputTokens)),
+      round.reported
+        ? el("td", { "data-testid": "reported-read" }, tokens(reported.cacheReadInputTokens) + share(reported.cacheReadInputTokens, reported.inputTokens))
+        : notReported(),
       el("td", { "data-testid": "expected-cost" }, usd(round.expectedInputCostUsd)),
-      el("td", { "data-testid": "reported-cost" }, usd(round.reportedInputCostUsd)),
+      round.reported ? el("td", { "data-testid": "reported-cost" }, usd(round.reportedInputCostUsd)) : notReported(),
       el("td", { "data-testid": "break-cause" }, cause ? `${cause}${invalidated ? ` (${tokens(invalidated)} tokens)` : ""}` : ""),
     );
   });

@@ -3,6 +3,9 @@
 // `query` is what ListThreads is asked besides paging: the search box sets its AIP-160 `filter`
 // (one ListThreads call per search; the server filters, so a thread behind thousands of newer ones
 // is found in one answer).
+//
+// The open thread is always in the list, selected: when the pages read so far do not hold it (a
+// link to a thread behind the first page), it is pinned first until a page brings it to its place.
 
 import { call } from "./rpc.js";
 import { byId, el, timeEl } from "./dom.js";
@@ -18,6 +21,8 @@ export class ThreadList {
     this.query = { orderBy: "create_time desc" };
     this.pageToken = "";
     this.selected = "";
+    // The selected thread as last read (GetThread), to pin when no page holds it.
+    this.selectedThread = null;
     this.onError = () => {};
     this.moreButton.addEventListener("click", () => this.more().catch((error) => this.onError(error)));
     byId("thread-search-form").addEventListener("submit", (event) => {
@@ -35,19 +40,39 @@ export class ThreadList {
       status.textContent = "";
       throw error;
     }
-    const shown = this.list.children.length;
+    const shown = this.items().filter((li) => !li.classList.contains("pinned")).length;
     status.textContent = filter ? `${shown}${this.pageToken ? "+" : ""} matching` : "";
     this.onError(null);
+  }
+
+  items() {
+    return [...this.list.children];
   }
 
   async reload() {
     this.pageToken = "";
     const page = await this.page();
     this.list.replaceChildren(...page);
+    this.pin();
   }
 
   async more() {
-    this.list.append(...(await this.page()));
+    const page = await this.page();
+    const ids = new Set(page.map((li) => li.dataset.thread));
+    // A pinned thread the page holds goes to its place.
+    for (const li of this.items()) if (li.classList.contains("pinned") && ids.has(li.dataset.thread)) li.remove();
+    this.list.append(...page);
+  }
+
+  // The selected thread first in the list, when no item holds it and it has been read.
+  pin() {
+    const thread = this.selectedThread;
+    if (!thread || thread.threadId !== this.selected) return;
+    if (this.items().some((li) => li.dataset.thread === thread.threadId)) return;
+    const item = this.item(thread);
+    item.classList.add("pinned");
+    item.title = "The open thread: not on the pages of the list read so far";
+    this.list.prepend(item);
   }
 
   async page() {
@@ -79,12 +104,25 @@ export class ThreadList {
 
   // A thread read again (GetThread): its item shows the same counts as its pane.
   update(thread) {
-    const item = [...this.list.children].find((li) => li.dataset.thread === thread.threadId);
-    if (item) item.replaceWith(this.item(thread));
+    if (thread.threadId === this.selected) this.selectedThread = thread;
+    const item = this.items().find((li) => li.dataset.thread === thread.threadId);
+    if (!item) {
+      this.pin();
+      return;
+    }
+    const fresh = this.item(thread);
+    if (item.classList.contains("pinned")) {
+      fresh.classList.add("pinned");
+      fresh.title = item.title;
+    }
+    item.replaceWith(fresh);
   }
 
   select(threadId) {
     this.selected = threadId;
+    if (this.selectedThread?.threadId !== threadId) this.selectedThread = null;
+    for (const li of this.items()) if (li.classList.contains("pinned") && li.dataset.thread !== threadId) li.remove();
+    this.pin();
     let picked = null;
     for (const item of this.list.children) {
       item.classList.remove("selected");
@@ -98,6 +136,7 @@ export class ThreadList {
 
   clear() {
     this.selected = "";
+    this.selectedThread = null;
     this.list.replaceChildren();
     this.moreButton.hidden = true;
   }

@@ -1,7 +1,8 @@
 // A thread's timeline (ListThreadTimeline, oldest first, up to 1,000 rounds a call): every round
-// whose usage the loop reported, on a time axis, each prefix break marked with its cause, and the
-// rounds below it, all of them or only the breaks. Each break links to its turn and round
-// (#thread=…&turn=…&at=N), so a mark is a jump and the URL a deep link.
+// the server committed (its usage "not reported" until the loop reports it), on a time axis, each
+// prefix break marked with its cause, and the rounds below it, all of them or only the breaks. Each
+// break links to its turn and round (#thread=…&turn=…&at=N), so a mark is a jump and the URL a
+// deep link.
 
 import { el, enumName, timeEl } from "./dom.js";
 import * as route from "./route.js";
@@ -33,18 +34,35 @@ export function roundHref(threadId, round) {
   return route.href({ thread: threadId, turn: round.usage?.turnId || "", at: round.round });
 }
 
-// "summary: 12 entries summarized (u1-a, u1-b, …)", "clearing: 3 tool results cleared (…)".
-export function breakText(round) {
+// The round's time: when it was committed, else (a round only reported) when it was reported.
+export function roundTime(round) {
   const usage = round.usage || {};
-  const found = usage.prefixBreak || {};
-  const text = breakCause(usage);
-  if (!text) return "";
+  return usage.prepareTime || usage.reportTime;
+}
+
+// Whether the loop reported the round's usage (RoundUsage.reported is set only then).
+export function reported(round) {
+  return Boolean(round.usage?.reported);
+}
+
+// What a break took besides its cause: "u1-q · 12 entries summarized: u1-a, u1-b, …", "soul_core".
+export function breakDetail(round) {
+  const found = round.usage?.prefixBreak || {};
+  if (!cause(round)) return "";
   const ids = found.entryIds || [];
   const done = { summary: "summarized", clearing: "cleared", "turn cap": "dropped", truncation: "dropped" }[cause(round)];
   const entries = done && found.entryCount
-    ? ` · ${units.counted(found.entryCount, "entry", "entries")} ${done}: ${ids.join(", ")}${found.entryCount > ids.length ? ", …" : ""}`
+    ? `${units.counted(found.entryCount, "entry", "entries")} ${done}: ${ids.join(", ")}${found.entryCount > ids.length ? ", …" : ""}`
     : "";
-  return `${text}${entries}`;
+  return [found.sectionId || found.entryId || "", entries].filter(Boolean).join(" · ");
+}
+
+// The cause with what it took, where no badge names the cause: "summary: u1-q · 12 entries …".
+export function breakText(round) {
+  const text = breakCause(round.usage || {});
+  if (!text) return "";
+  const detail = breakDetail(round);
+  return detail ? `${cause(round)}: ${detail}` : text;
 }
 
 function micros(timestamp) {
@@ -70,7 +88,7 @@ function ticks(places) {
 
 // The axis: each round a tick at its time, each break a mark of its cause's colour, linked.
 function axis(threadId, rounds) {
-  const times = rounds.map((r) => micros(r.usage?.reportTime));
+  const times = rounds.map((r) => micros(roundTime(r)));
   const first = Math.min(...times);
   const last = Math.max(...times);
   const span = Math.max(1, last - first);
@@ -84,7 +102,7 @@ function axis(threadId, rounds) {
       {
         class: `mark cause-${found.replaceAll(" ", "-")}`,
         href: roundHref(threadId, round),
-        title: `round ${round.round} · ${units.time(round.usage.reportTime)} · ${breakText(round)}`,
+        title: `round ${round.round} · ${units.time(roundTime(round))} · ${breakText(round)}`,
         "data-testid": "timeline-break",
         "data-round": round.round,
         "data-cause": found,
@@ -102,16 +120,16 @@ function axis(threadId, rounds) {
     el(
       "div",
       { class: "axis-labels" },
-      timeEl(rounds[0].usage?.reportTime, { ms: false, zone: false }),
+      timeEl(roundTime(rounds[0]), { ms: false, zone: false }),
       el("span", {}, units.duration(last - first)),
-      timeEl(rounds[rounds.length - 1].usage?.reportTime, { ms: false, zone: false }),
+      timeEl(roundTime(rounds[rounds.length - 1]), { ms: false, zone: false }),
     ),
   );
 }
 
 function row(threadId, round) {
   const usage = round.usage || {};
-  const reported = usage.reported || {};
+  const figures = usage.reported || {};
   const found = cause(round);
   const tokens = (value) => (value === undefined || value === null ? "–" : units.count(value));
   return el(
@@ -124,11 +142,14 @@ function row(threadId, round) {
       el(
         "span",
         { class: "meta" },
-        timeEl(usage.reportTime, { ms: false, zone: false }),
-        ` · ${enumName(round.historyDecision, "HISTORY_DECISION_")} · ${tokens(reported.inputTokens)} in · cache read ${tokens(usage.expectedCacheReadInputTokens)} expected, ${tokens(reported.cacheReadInputTokens)} reported`,
+        timeEl(roundTime(round), { ms: false, zone: false }),
+        ` · ${enumName(round.historyDecision, "HISTORY_DECISION_")} · `,
+        reported(round)
+          ? `${tokens(figures.inputTokens)} in · cache read ${tokens(usage.expectedCacheReadInputTokens)} expected, ${tokens(figures.cacheReadInputTokens)} reported`
+          : el("span", { class: "unreported", "data-testid": "not-reported" }, "usage not reported"),
         usage.reportedInputCostUsd !== undefined ? ` · $${Number(usage.reportedInputCostUsd).toFixed(4)}` : "",
       ),
-      found ? el("span", { class: "meta", "data-testid": "break-detail" }, breakText(round)) : null,
+      found && breakDetail(round) ? el("span", { class: "meta", "data-testid": "break-detail" }, breakDetail(round)) : null,
     ),
   );
 }
@@ -136,7 +157,7 @@ function row(threadId, round) {
 // The timeline block: a summary, the axis, the filter and the rounds.
 export function timelineView(threadId, timeline, breaksOnly, onFilter) {
   const { rounds } = timeline;
-  if (!rounds.length) return el("p", { class: "hint" }, "No round of this thread has reported its usage yet.");
+  if (!rounds.length) return el("p", { class: "hint" }, "This thread has had no round yet.");
   const byCause = new Map();
   for (const round of rounds) {
     const found = cause(round);

@@ -10,7 +10,7 @@ import { call } from "./rpc.js";
 import { byId, bytesEl, clipped, el, enumName, short, timeEl } from "./dom.js";
 import * as route from "./route.js";
 import * as units from "./units.js";
-import { breakText, cause } from "./timeline.js";
+import { breakDetail, cause, reported, roundTime } from "./timeline.js";
 
 const KEPT_RETRIES = 10;
 const KEPT_RETRY_MS = 200;
@@ -68,10 +68,11 @@ export class TurnPane {
             el(
               "span",
               { class: "meta", "data-testid": "round-facts" },
-              timeEl(usage.reportTime),
+              timeEl(roundTime(round)),
               ` · manifest event #${usage.manifestEventId} · ${enumName(round.historyDecision, "HISTORY_DECISION_")}`,
+              reported(round) ? "" : el("span", { class: "unreported", "data-testid": "not-reported" }, " · usage not reported"),
             ),
-            found ? el("div", { class: "break-detail", "data-testid": "round-break" }, el("span", { class: "badge break" }, found), " ", breakText(round)) : null,
+            found ? el("div", { class: "break-detail", "data-testid": "round-break" }, el("span", { class: "badge break" }, found), " ", breakDetail(round)) : null,
           );
         }),
       ),

@@ -1546,8 +1546,8 @@ type ListThreadsRequest struct {
 	//	pioneer                                 the thread id contains "pioneer"
 	//	thread_id:"pio"                         the same (threads have no title)
 	//	model = "claude-sonnet-4-5"             the thread's model, exactly
-	//	has_cache_breaks = true                 a reported round broke its prefix
-	//	                                        (= false: none did)
+	//	has_cache_breaks = true                 a round broke its prefix (reported
+	//	                                        or not; = false: none did)
 	//	update_time > "2026-12-01T00:00:00Z"    also >=, <, <=; RFC 3339 with a zone
 	//
 	// At most 8 terms. A filter it cannot read is INVALID_ARGUMENT with a field

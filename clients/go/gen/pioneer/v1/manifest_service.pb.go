@@ -1385,15 +1385,17 @@ func (x *ListThreadTimelineRequest) GetBreaksOnly() bool {
 	return false
 }
 
-// TimelineRound is one reported round of a thread's timeline.
+// TimelineRound is one round of a thread's timeline.
 type TimelineRound struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Its place among the thread's reported rounds, from 1 (with breaks_only
-	// too, so a break's round can be found in the whole timeline).
+	// Its place among the thread's rounds, from 1 (with breaks_only too, so a
+	// break's round can be found in the whole timeline). A report of its usage
+	// later leaves it in its place.
 	Round int32 `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
-	// The usage, the expected cache reads, the cost, the prefix break (whose
-	// entry_ids name what a history break summarized, cleared or dropped) and
-	// the report's time.
+	// The round's time (prepare_time, else report_time for a round only
+	// reported), the prefix break (whose entry_ids name what a history break
+	// summarized, cleared or dropped), and once reported the usage, the
+	// expected cache reads and the cost.
 	Usage *RoundUsage `protobuf:"bytes,2,opt,name=usage,proto3" json:"usage,omitempty"`
 	// The round's history decision; unspecified when not known (a round this
 	// server did not prepare).
@@ -1459,7 +1461,7 @@ type ListThreadTimelineResponse struct {
 	Rounds []*TimelineRound `protobuf:"bytes,1,rep,name=rounds,proto3" json:"rounds,omitempty"`
 	// Pass as page_token for the next page; empty on the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
-	// The thread's reported rounds, and those whose prefix broke.
+	// The thread's rounds, and those whose prefix broke.
 	TotalRounds   int32 `protobuf:"varint,3,opt,name=total_rounds,json=totalRounds,proto3" json:"total_rounds,omitempty"`
 	TotalBreaks   int32 `protobuf:"varint,4,opt,name=total_breaks,json=totalBreaks,proto3" json:"total_breaks,omitempty"`
 	unknownFields protoimpl.UnknownFields

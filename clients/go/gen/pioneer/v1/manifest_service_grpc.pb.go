@@ -72,17 +72,20 @@ type ManifestServiceClient interface {
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT. Read only: always safe to retry.
 	ListRenderedRounds(ctx context.Context, in *ListRenderedRoundsRequest, opts ...grpc.CallOption) (*ListRenderedRoundsResponse, error)
 	// The thread's rounds whose usage a loop reported (PrepareTurnRequest and
-	// CompleteTurnRequest previous_round_usage), newest first: per round what
+	// CompleteTurnRequest previous_round_usage), newest round first (a round
+	// not reported is on ListThreadTimeline only): per round what
 	// the provider reported against what was expected from its cache, the cost,
 	// and the prefix break. At most page_size rounds (default 50, at most 500).
 	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
 	ListRoundUsage(ctx context.Context, in *ListRoundUsageRequest, opts ...grpc.CallOption) (*ListRoundUsageResponse, error)
-	// A thread's timeline: its rounds whose usage a loop reported, oldest first,
-	// each with its time, history decision, tokens, the cache reads expected from
-	// the body and those the provider reported, its cost and its prefix break
-	// with the cause. Up to 1,000 rounds a page (a 1,000-round thread in one
-	// call); breaks_only leaves out the rounds whose prefix held. The totals
+	// A thread's timeline: every round a PrepareTurn committed (and any round
+	// whose usage a loop reported that no server here committed), oldest first,
+	// each with its time, history decision and prefix break with the cause, and,
+	// once a loop reported its usage, its tokens, the cache reads expected from
+	// the body and those the provider reported and its cost (RoundUsage.reported
+	// unset: not reported). Up to 1,000 rounds a page (a 1,000-round thread in
+	// one call); breaks_only leaves out the rounds whose prefix held. The totals
 	// count the whole thread, whichever page and filter.
 	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT, INVALID_PAGE_TOKEN (a token not
@@ -213,17 +216,20 @@ type ManifestServiceServer interface {
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT. Read only: always safe to retry.
 	ListRenderedRounds(context.Context, *ListRenderedRoundsRequest) (*ListRenderedRoundsResponse, error)
 	// The thread's rounds whose usage a loop reported (PrepareTurnRequest and
-	// CompleteTurnRequest previous_round_usage), newest first: per round what
+	// CompleteTurnRequest previous_round_usage), newest round first (a round
+	// not reported is on ListThreadTimeline only): per round what
 	// the provider reported against what was expected from its cache, the cost,
 	// and the prefix break. At most page_size rounds (default 50, at most 500).
 	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT; NOT_FOUND THREAD_NOT_FOUND.
 	ListRoundUsage(context.Context, *ListRoundUsageRequest) (*ListRoundUsageResponse, error)
-	// A thread's timeline: its rounds whose usage a loop reported, oldest first,
-	// each with its time, history decision, tokens, the cache reads expected from
-	// the body and those the provider reported, its cost and its prefix break
-	// with the cause. Up to 1,000 rounds a page (a 1,000-round thread in one
-	// call); breaks_only leaves out the rounds whose prefix held. The totals
+	// A thread's timeline: every round a PrepareTurn committed (and any round
+	// whose usage a loop reported that no server here committed), oldest first,
+	// each with its time, history decision and prefix break with the cause, and,
+	// once a loop reported its usage, its tokens, the cache reads expected from
+	// the body and those the provider reported and its cost (RoundUsage.reported
+	// unset: not reported). Up to 1,000 rounds a page (a 1,000-round thread in
+	// one call); breaks_only leaves out the rounds whose prefix held. The totals
 	// count the whole thread, whichever page and filter.
 	//
 	// Errors: INVALID_ARGUMENT INVALID_ARGUMENT, INVALID_PAGE_TOKEN (a token not

@@ -160,11 +160,12 @@ func (x *ProviderUsage) GetReasoningOutputTokens() int32 {
 	return 0
 }
 
-// RoundUsage is one PrepareTurn round whose usage a loop reported: what the
-// provider said (reported), against what the server expected the provider's
-// prompt cache to serve of the body it rendered, and what each costs at the
-// model registry's prices. Stored with the round: the same after a restart
-// and on every worker.
+// RoundUsage is one PrepareTurn round: as its commit stored it (its time,
+// provider, model and prefix break), and once a loop reported its usage what
+// the provider said (reported), against what the server expected the
+// provider's prompt cache to serve of the body it rendered, and what each
+// costs at the model registry's prices. Stored with the round: the same after
+// a restart and on every worker.
 type RoundUsage struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	TurnId string                 `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
@@ -179,8 +180,10 @@ type RoundUsage struct {
 	TurnMessageCount int32 `protobuf:"varint,3,opt,name=turn_message_count,json=turnMessageCount,proto3" json:"turn_message_count,omitempty"`
 	// The provider API the body was rendered for; unset (PROVIDER_UNSPECIFIED)
 	// when the round named none or the server did not prepare it itself.
-	Provider Provider       `protobuf:"varint,4,opt,name=provider,proto3,enum=pioneer.v1.Provider" json:"provider,omitempty"`
-	Model    string         `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
+	Provider Provider `protobuf:"varint,4,opt,name=provider,proto3,enum=pioneer.v1.Provider" json:"provider,omitempty"`
+	Model    string   `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
+	// What the provider reported; unset while no usage was reported for the
+	// round (then the expected figures and costs are unset too).
 	Reported *ProviderUsage `protobuf:"bytes,6,opt,name=reported,proto3" json:"reported,omitempty"`
 	// From the body the server rendered, with the provider's caching rules
 	// (the provider cache model of make bench), taking the thread's round
@@ -197,8 +200,13 @@ type RoundUsage struct {
 	ReportedInputCostUsd *float64 `protobuf:"fixed64,11,opt,name=reported_input_cost_usd,json=reportedInputCostUsd,proto3,oneof" json:"reported_input_cost_usd,omitempty"`
 	// The round's prefix break against the thread's round before it (as its
 	// history report said); unset when its prefix held or it was not known.
-	PrefixBreak   *PrefixBreak           `protobuf:"bytes,12,opt,name=prefix_break,json=prefixBreak,proto3" json:"prefix_break,omitempty"`
-	ReportTime    *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=report_time,json=reportTime,proto3" json:"report_time,omitempty"`
+	PrefixBreak *PrefixBreak `protobuf:"bytes,12,opt,name=prefix_break,json=prefixBreak,proto3" json:"prefix_break,omitempty"`
+	// When the usage was reported; unset while it was not.
+	ReportTime *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=report_time,json=reportTime,proto3" json:"report_time,omitempty"`
+	// When the round was committed (its PrepareTurn); unset for a round this
+	// server did not commit itself, or reported before servers kept every
+	// round.
+	PrepareTime   *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=prepare_time,json=prepareTime,proto3" json:"prepare_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -324,6 +332,13 @@ func (x *RoundUsage) GetReportTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *RoundUsage) GetPrepareTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PrepareTime
+	}
+	return nil
+}
+
 var File_pioneer_v1_usage_proto protoreflect.FileDescriptor
 
 const file_pioneer_v1_usage_proto_rawDesc = "" +
@@ -338,7 +353,7 @@ const file_pioneer_v1_usage_proto_rawDesc = "" +
 	"\x17reasoning_output_tokens\x18\x05 \x01(\x05H\x02R\x15reasoningOutputTokens\x88\x01\x01B\x1a\n" +
 	"\x18_cache_read_input_tokensB\x1b\n" +
 	"\x19_cache_write_input_tokensB\x1a\n" +
-	"\x18_reasoning_output_tokens\"\xe1\x06\n" +
+	"\x18_reasoning_output_tokens\"\xa0\a\n" +
 	"\n" +
 	"RoundUsage\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12*\n" +
@@ -355,7 +370,8 @@ const file_pioneer_v1_usage_proto_rawDesc = "" +
 	"\x17reported_input_cost_usd\x18\v \x01(\x01H\x04R\x14reportedInputCostUsd\x88\x01\x01\x12:\n" +
 	"\fprefix_break\x18\f \x01(\v2\x17.pioneer.v1.PrefixBreakR\vprefixBreak\x12;\n" +
 	"\vreport_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"reportTimeB\x18\n" +
+	"reportTime\x12=\n" +
+	"\fprepare_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\vprepareTimeB\x18\n" +
 	"\x16_expected_input_tokensB#\n" +
 	"!_expected_cache_read_input_tokensB$\n" +
 	"\"_expected_cache_write_input_tokensB\x1a\n" +
@@ -387,11 +403,12 @@ var file_pioneer_v1_usage_proto_depIdxs = []int32{
 	0, // 1: pioneer.v1.RoundUsage.reported:type_name -> pioneer.v1.ProviderUsage
 	3, // 2: pioneer.v1.RoundUsage.prefix_break:type_name -> pioneer.v1.PrefixBreak
 	4, // 3: pioneer.v1.RoundUsage.report_time:type_name -> google.protobuf.Timestamp
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	4, // 4: pioneer.v1.RoundUsage.prepare_time:type_name -> google.protobuf.Timestamp
+	5, // [5:5] is the sub-list for method output_type
+	5, // [5:5] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_pioneer_v1_usage_proto_init() }
