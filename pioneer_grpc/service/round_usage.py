@@ -20,6 +20,7 @@ Nothing here runs for a loop that reports no usage but keeping two references pe
 from __future__ import annotations
 
 import asyncio
+from dataclasses import fields
 
 from pioneer_grpc import reasons
 from pioneer_grpc.caps import violations_of
@@ -33,7 +34,7 @@ from pioneer_grpc.service.paging import PageSize, decode_token, encode_token
 from pioneer_grpc.service.recent_rounds import SeenRound
 from pioneer_grpc.service.tenancy import thread_key
 from pioneer_grpc.store import clock
-from pioneer_grpc.store.port import RoundUsageRecord
+from pioneer_grpc.store.port import RoundPrepared, RoundUsageRecord
 from pioneer_grpc.v1 import history_pb2, manifest_service_pb2, provider_service_pb2, usage_pb2
 
 # The model label of a model the registry does not know: the metric's labels stay bounded.
@@ -97,6 +98,30 @@ def provider_label(provider: int) -> str:
     return provider_service_pb2.Provider.Name(provider).removeprefix("PROVIDER_").lower()
 
 
+def prepared_round(
+    turn_message_count: int,
+    provider: int,
+    model: str,
+    history_decision: int,
+    broke: history_pb2.PrefixBreak | None,
+) -> RoundPrepared:
+    """A round's row on the thread's timeline as its commit writes it, its break (None: the prefix
+    held, or not known) in the row's columns."""
+    broke = broke or history_pb2.PrefixBreak()
+    return RoundPrepared(
+        turn_message_count=turn_message_count,
+        provider=provider,
+        model=model,
+        history_decision=history_decision,
+        break_cause=broke.cause,
+        break_detail=broke.section_id or broke.entry_id,
+        break_tokens_invalidated=broke.tokens_invalidated,
+        break_tokens_kept=broke.tokens_kept,
+        break_entry_ids=tuple(broke.entry_ids),
+        break_entry_count=broke.entry_count,
+    )
+
+
 def _expected(seen: SeenRound, info: ModelInfo | None) -> tuple[int, int, int] | None:
     if seen.body is None or info is None or info.prices is None or seen.provider not in BLOCKS:
         return None
@@ -131,15 +156,14 @@ async def record(
     prices = info.prices if info is not None else None
     expected_cost = None if expected is None or prices is None else input_cost(prices, *expected)
     reported_cost = None if prices is None else input_cost(prices, usage.input_tokens, read, write)
-    broke = seen.prefix_break or history_pb2.PrefixBreak()
+    prepared = prepared_round(
+        seen.turn_message_count, seen.provider, model, seen.history_decision, seen.prefix_break
+    )
     await ctx.store.usage.record(
         RoundUsageRecord(
             thread_id=thread_id,
             turn_id=turn_id,
             manifest_event_id=seen.manifest_event_id,
-            turn_message_count=seen.turn_message_count,
-            provider=seen.provider,
-            model=model,
             input_tokens=usage.input_tokens,
             cache_read_input_tokens=read if usage.HasField("cache_read_input_tokens") else None,
             cache_write_input_tokens=write if usage.HasField("cache_write_input_tokens") else None,
@@ -152,14 +176,8 @@ async def record(
             expected_cache_write_input_tokens=None if expected is None else expected[2],
             expected_input_cost_usd=expected_cost,
             reported_input_cost_usd=reported_cost,
-            break_cause=broke.cause,
-            break_detail=broke.section_id or broke.entry_id,
-            break_tokens_invalidated=broke.tokens_invalidated,
-            break_tokens_kept=broke.tokens_kept,
             reported_at=clock.now(),
-            break_entry_ids=tuple(broke.entry_ids),
-            break_entry_count=broke.entry_count,
-            history_decision=seen.history_decision,
+            **{f.name: getattr(prepared, f.name) for f in fields(RoundPrepared)},
         )
     )
     ctx.telemetry.metrics.provider_usage(

@@ -571,19 +571,8 @@ def _with_break(
 
 def _prepared(request: turn_service_pb2.PrepareTurnRequest, done: _Round) -> RoundPrepared:
     """The round's row on the thread's timeline, as its commit writes it."""
-    broke = done.broke or history_pb2.PrefixBreak()
-    return RoundPrepared(
-        turn_message_count=len(done.current),
-        provider=request.provider,
-        model=done.model,
-        history_decision=0 if done.report is None else done.report.decision,
-        break_cause=broke.cause,
-        break_detail=broke.section_id or broke.entry_id,
-        break_tokens_invalidated=broke.tokens_invalidated,
-        break_tokens_kept=broke.tokens_kept,
-        break_entry_ids=tuple(broke.entry_ids),
-        break_entry_count=broke.entry_count,
-    )
+    decision = 0 if done.report is None else done.report.decision
+    return round_usage.prepared_round(len(done.current), request.provider, done.model, decision, done.broke)
 
 
 async def _committed_round(
