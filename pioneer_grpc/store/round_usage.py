@@ -114,23 +114,9 @@ REPORTED = (
     "reported_input_cost_usd",
     "reported_at",
 )
-# A round's row as its commit writes it: every column but the reported ones.
-PREPARED_COLUMNS = (
-    "thread_id",
-    "tenant",
-    "turn_id",
-    "manifest_event_id",
-    "turn_message_count",
-    "provider",
-    "model",
-    "history_decision",
-    "break_cause",
-    "break_detail",
-    "break_tokens_invalidated",
-    "break_tokens_kept",
-    "break_entry_ids",
-    "break_entry_count",
-    "prepared_at",
+# A round's row as its commit writes it: every column but the reported ones (and the row's id).
+PREPARED_COLUMNS = tuple(
+    column.name for column in RoundUsageRow.__table__.columns if column.name not in ("id", *REPORTED)
 )
 _INSERT_PREPARED = Direct(
     sqlite.insert(RoundUsageRow).on_conflict_do_nothing(index_elements=list(ROUND_INDEX)),
