@@ -7,7 +7,6 @@
 import { el, enumName, timeEl } from "./dom.js";
 import * as route from "./route.js";
 import * as units from "./units.js";
-import { breakCause } from "./rounds.js";
 
 const PAGE = 1000;
 
@@ -59,10 +58,9 @@ export function breakDetail(round) {
 
 // The cause with what it took, where no badge names the cause: "summary: u1-q · 12 entries …".
 export function breakText(round) {
-  const text = breakCause(round.usage || {});
-  if (!text) return "";
+  const found = cause(round);
   const detail = breakDetail(round);
-  return detail ? `${cause(round)}: ${detail}` : text;
+  return found && detail ? `${found}: ${detail}` : found;
 }
 
 function micros(timestamp) {
@@ -131,6 +129,7 @@ function row(threadId, round) {
   const usage = round.usage || {};
   const figures = usage.reported || {};
   const found = cause(round);
+  const detail = breakDetail(round);
   const tokens = (value) => (value === undefined || value === null ? "–" : units.count(value));
   return el(
     "li",
@@ -149,7 +148,7 @@ function row(threadId, round) {
           : el("span", { class: "unreported", "data-testid": "not-reported" }, "usage not reported"),
         usage.reportedInputCostUsd !== undefined ? ` · $${Number(usage.reportedInputCostUsd).toFixed(4)}` : "",
       ),
-      found && breakDetail(round) ? el("span", { class: "meta", "data-testid": "break-detail" }, breakDetail(round)) : null,
+      detail ? el("span", { class: "meta", "data-testid": "break-detail" }, detail) : null,
     ),
   );
 }
