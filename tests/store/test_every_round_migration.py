@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from pioneer_grpc.store import round_usage
 from pioneer_grpc.store.migrate import MIGRATIONS
 from tests.history.test_open_counts import MOMENT, _alembic
+from tests.store.test_round_usage_migration import old_thread
 
 
 def _downgrade(connection, revision: str) -> None:
@@ -64,14 +65,7 @@ async def test_the_upgrade_keeps_reported_rounds_and_the_downgrade_drops_unrepor
     try:
         async with engine.begin() as conn:
             await conn.run_sync(_alembic, "0021_thread_search")
-            await conn.execute(
-                text(
-                    "INSERT INTO threads (thread_id, max_context_tokens, response_reserve_tokens, model, "
-                    "summary_model, created_at, updated_at, compaction_strategy) "
-                    "VALUES ('t', 1000, 100, 'gpt-5', '', :now, :now, 0)"
-                ),
-                {"now": MOMENT},
-            )
+            await old_thread(conn)
             await conn.run_sync(_old_round, "u1", 100)
             await conn.run_sync(_old_round, "u1", 200)  # the same round twice: the newer stays
             await conn.run_sync(_old_round, "u2", 300)

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from pioneer_grpc.store import round_usage
 from tests.history.test_open_counts import MOMENT, _alembic
 from tests.store.contract.test_round_usage import _usage
+
+
+async def old_thread(conn: AsyncConnection) -> None:
+    """Thread "t" (model gpt-5) as every revision since 0014 holds it."""
+    await conn.execute(
+        text(
+            "INSERT INTO threads (thread_id, max_context_tokens, response_reserve_tokens, model, "
+            "summary_model, created_at, updated_at, compaction_strategy) "
+            "VALUES ('t', 1000, 100, 'gpt-5', '', :now, :now, 0)"
+        ),
+        {"now": MOMENT},
+    )
 
 
 async def test_the_upgrade_keeps_threads_and_kept_rounds_and_takes_usage(empty_database_url):
@@ -15,14 +27,7 @@ async def test_the_upgrade_keeps_threads_and_kept_rounds_and_takes_usage(empty_d
     try:
         async with engine.begin() as conn:
             await conn.run_sync(_alembic, "0014_compaction_marks")
-            await conn.execute(
-                text(
-                    "INSERT INTO threads (thread_id, max_context_tokens, response_reserve_tokens, model, "
-                    "summary_model, created_at, updated_at, compaction_strategy) "
-                    "VALUES ('t', 1000, 100, 'gpt-5', '', :now, :now, 0)"
-                ),
-                {"now": MOMENT},
-            )
+            await old_thread(conn)
             await conn.execute(
                 text(
                     "INSERT INTO rendered_rounds (thread_id, turn_id, round, manifest_event_id, created_at, "

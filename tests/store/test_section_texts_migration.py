@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from pioneer_grpc.store import round_usage, section_texts
 from tests.history.test_open_counts import MOMENT, _alembic
 from tests.store.contract.test_round_usage import _usage
+from tests.store.test_round_usage_migration import old_thread
 
 
 async def test_the_upgrade_keeps_usage_and_takes_texts(empty_database_url):
@@ -17,14 +18,7 @@ async def test_the_upgrade_keeps_usage_and_takes_texts(empty_database_url):
     try:
         async with engine.begin() as conn:
             await conn.run_sync(_alembic, "0018_thread_tenants")
-            await conn.execute(
-                text(
-                    "INSERT INTO threads (thread_id, max_context_tokens, response_reserve_tokens, model, "
-                    "summary_model, created_at, updated_at, compaction_strategy) "
-                    "VALUES ('t', 1000, 100, 'gpt-5', '', :now, :now, 0)"
-                ),
-                {"now": MOMENT},
-            )
+            await old_thread(conn)
             await conn.run_sync(_old_record)
             await conn.run_sync(_alembic, "head")
             found = await conn.run_sync(round_usage.timeline, "default", "t", 0, 10, False)

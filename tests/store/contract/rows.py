@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from pioneer_grpc.history.entries import content_hash
 from pioneer_grpc.store.manifests import prepare_manifest
-from pioneer_grpc.store.port import AppendBatch, NewEntry, PreparedManifest, Store
+from pioneer_grpc.store.port import (
+    AppendBatch,
+    HistoryAsk,
+    NewEntry,
+    OpenedRound,
+    PreparedManifest,
+    RoundAsk,
+    RoundCommit,
+    RoundPrepared,
+    Store,
+)
 from pioneer_grpc.v1 import history_pb2, prompt_pb2
 
 USER = history_pb2.ENTRY_ROLE_USER
@@ -74,3 +84,30 @@ async def turn(store: Store, thread_id: str, turn_id: str, *entries: history_pb2
     """A whole turn: its entries appended, then the turn completed."""
     await store.entries.append(batch(thread_id, *entries))
     await store.turns.complete(thread_id, turn_id)
+
+
+def round_ask(turn_id: str, call_ids: tuple[str, ...] = (), entry_ids: tuple[str, ...] = ()) -> RoundAsk:
+    """What a round of turn `turn_id` of thread "t" reads."""
+    return RoundAsk("t", turn_id, HistoryAsk("t", turn_id), call_ids, entry_ids)
+
+
+def round_commit(
+    opened: OpenedRound,
+    turn_id: str,
+    *entries: history_pb2.ConversationEntry,
+    stable: str = "s1",
+    prepared: RoundPrepared | None = None,
+) -> RoundCommit:
+    """The commit of a round `opened` read on thread "t": `entries` appended, its manifest, its row
+    on the timeline when `prepared`."""
+    return RoundCommit(
+        "t",
+        turn_id,
+        opened.version,
+        None if opened.turn is None else opened.turn.status,
+        manifest("t", turn_id, stable),
+        counted(*entries),
+        CL100K,
+        opens_turn=not opened.turn_entries,
+        round=prepared,
+    )

@@ -11,18 +11,14 @@ from datetime import UTC, datetime, timedelta
 from pioneer_grpc.store.clock import as_utc
 from pioneer_grpc.store.port import (
     Conflict,
-    HistoryAsk,
-    OpenedRound,
     Recorded,
-    RoundAsk,
-    RoundCommit,
     RoundPrepared,
     RoundUsageRecord,
     Store,
     ThreadFilter,
 )
 from pioneer_grpc.v1 import history_pb2
-from tests.store.contract.rows import CL100K, answer, batch, call, config, counted, manifest, result, user
+from tests.store.contract.rows import answer, batch, call, config, result, round_ask, round_commit, user
 from tests.store.contract.test_round_usage import _usage
 
 H = history_pb2
@@ -40,26 +36,6 @@ SECTION_BREAK = RoundPrepared(
 )
 
 
-def _ask(turn_id: str, call_ids: tuple[str, ...] = ()) -> RoundAsk:
-    return RoundAsk("t", turn_id, HistoryAsk("t", turn_id), call_ids)
-
-
-def _commit(
-    opened: OpenedRound, turn_id: str, prepared: RoundPrepared | None, *entries: H.ConversationEntry
-) -> RoundCommit:
-    return RoundCommit(
-        "t",
-        turn_id,
-        opened.version,
-        None if opened.turn is None else opened.turn.status,
-        manifest("t", turn_id),
-        counted(*entries),
-        CL100K,
-        opens_turn=not opened.turn_entries,
-        round=prepared,
-    )
-
-
 async def _round(
     store: Store,
     turn_id: str,
@@ -67,8 +43,8 @@ async def _round(
     *entries: H.ConversationEntry,
     call_ids: tuple[str, ...] = (),
 ) -> Recorded:
-    opened = await store.rounds.open(_ask(turn_id, call_ids))
-    recorded = await store.rounds.commit(_commit(opened, turn_id, prepared, *entries))
+    opened = await store.rounds.open(round_ask(turn_id, call_ids))
+    recorded = await store.rounds.commit(round_commit(opened, turn_id, *entries, prepared=prepared))
     assert isinstance(recorded, Recorded)
     return recorded
 
@@ -178,9 +154,12 @@ async def test_a_report_fills_the_round_in_place_and_it_keeps_its_number(store: 
 
 async def test_a_commit_that_met_a_conflict_writes_no_row(store: Store) -> None:
     await store.threads.create("t", config())
-    opened = await store.rounds.open(_ask("u2"))
+    opened = await store.rounds.open(round_ask("u2"))
     await store.entries.append(batch("t", user("q1", "u1")))  # the thread changed since the open
-    assert await store.rounds.commit(_commit(opened, "u2", SECTION_BREAK, user("q2", "u2"))) == Conflict()
+    assert (
+        await store.rounds.commit(round_commit(opened, "u2", user("q2", "u2"), prepared=SECTION_BREAK))
+        == Conflict()
+    )
     assert await _timeline(store) == ([], 0, 0)
 
 
